@@ -1,0 +1,390 @@
+"""``Algorithm``: builds runners and learner from a config; ``train()`` returns RLlib's result dict."""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import math
+import os
+import time
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import rljax
+from rljax.algorithms.algorithm_config import AlgorithmConfig
+from rljax.env.vector import env_spaces, make_host_env, resolve_env
+from rljax.learners.devices import learner_devices, make_mesh, runner_device
+from rljax.utils import checkpoint as ckpt
+from rljax.utils.errors import CheckpointError
+
+DEFAULT_POLICY = "default_policy"
+
+
+class EpisodeStats:
+    """RLlib's episode metrics: means over the last ``window`` finished episodes."""
+
+    def __init__(self, window: int):
+        self.returns: collections.deque[float] = collections.deque(maxlen=window)
+        self.lengths: collections.deque[int] = collections.deque(maxlen=window)
+        self.num_episodes_lifetime = 0
+
+    def add(self, returns: np.ndarray, lengths: np.ndarray) -> None:
+        self.returns.extend(float(r) for r in returns)
+        self.lengths.extend(int(n) for n in lengths)
+        self.num_episodes_lifetime += len(returns)
+
+    def summary(self) -> dict[str, float]:
+        if not self.returns:
+            nan = float("nan")
+            return {
+                k: nan
+                for k in (
+                    "episode_return_mean",
+                    "episode_return_max",
+                    "episode_return_min",
+                    "episode_len_mean",
+                    "episode_len_max",
+                    "episode_len_min",
+                )
+            }
+        r = np.asarray(self.returns)
+        n = np.asarray(self.lengths)
+        return {
+            "episode_return_mean": float(r.mean()),
+            "episode_return_max": float(r.max()),
+            "episode_return_min": float(r.min()),
+            "episode_len_mean": float(n.mean()),
+            "episode_len_max": int(n.max()),
+            "episode_len_min": int(n.min()),
+        }
+
+
+class Algorithm:
+    """Base class: env resolution, devices, metrics, checkpoints, inference, evaluation.
+
+    Subclasses implement ``_setup()``, ``_training_step()``, ``_policy_outputs()`` and the
+    checkpoint state hooks.
+    """
+
+    config_class: type[AlgorithmConfig] = AlgorithmConfig
+
+    def __init__(self, config: AlgorithmConfig):
+        self.config = config
+        self.seed = (
+            int(config.seed)
+            if config.seed is not None
+            else int.from_bytes(os.urandom(4), "little") >> 1
+        )
+        self.env_spec = resolve_env(config.env, config.env_config)
+        self.observation_space, self.action_space = env_spaces(self.env_spec)
+        self.learner_devices = learner_devices(config.num_learners, config.num_gpus_per_learner)
+        self.mesh = make_mesh(self.learner_devices) if len(self.learner_devices) > 1 else None
+        self.runner_device = runner_device(config.num_gpus_per_env_runner)
+        self.iteration = 0
+        self.num_env_steps_sampled_lifetime = 0
+        self.num_env_steps_trained_lifetime = 0
+        self.time_total_s = 0.0
+        self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
+        self._infer_cache: dict[bool, Any] = {}
+        self._setup()
+
+    # ------------------------------------------------------------------ subclass hooks
+    def _setup(self) -> None:
+        raise NotImplementedError
+
+    def _training_step(self) -> dict[str, Any]:
+        """One iteration; returns learner metrics, episode arrays, step counts and timers."""
+        raise NotImplementedError
+
+    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
+        """Distribution inputs of the policy for a batch of observations."""
+        raise NotImplementedError
+
+    def _inference_params(self) -> Any:
+        raise NotImplementedError
+
+    def _checkpoint_state(self) -> Any:
+        raise NotImplementedError
+
+    def _restore_state(self, state: Any) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ training
+    def train(self) -> dict[str, Any]:
+        """Runs one training iteration and returns RLlib's nested result dict."""
+        start = time.perf_counter()
+        out = self._training_step()
+        self.iteration += 1
+        sampled = int(out["num_env_steps_sampled"])
+        trained = int(out["num_env_steps_trained"])
+        self.num_env_steps_sampled_lifetime += sampled
+        self.num_env_steps_trained_lifetime += trained
+        ep_returns, ep_lens = out["episode_returns"], out["episode_lens"]
+        self.episodes.add(ep_returns, ep_lens)
+        elapsed = time.perf_counter() - start
+        self.time_total_s += elapsed
+        env_runners = {
+            **self.episodes.summary(),
+            "num_episodes": len(ep_returns),
+            "num_episodes_lifetime": self.episodes.num_episodes_lifetime,
+            "num_env_steps_sampled": sampled,
+            "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
+            "num_env_steps_sampled_per_second": sampled / elapsed if elapsed > 0 else float("nan"),
+        }
+        learner_metrics = {k: float(v) for k, v in out["learner_metrics"].items()}
+        result = {
+            "env_runners": env_runners,
+            "learners": {
+                DEFAULT_POLICY: learner_metrics,
+                "__all_modules__": {
+                    "num_env_steps_trained": trained,
+                    "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
+                    "num_env_steps_trained_per_second": trained / elapsed
+                    if elapsed > 0
+                    else float("nan"),
+                },
+            },
+            "timers": {"training_iteration": elapsed, **out.get("timers", {})},
+            "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
+            "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
+            "num_env_steps_sampled_per_second": env_runners["num_env_steps_sampled_per_second"],
+            "training_iteration": self.iteration,
+            "time_this_iter_s": elapsed,
+            "time_total_s": self.time_total_s,
+            "timestamp": int(time.time()),
+            "done": False,
+        }
+        interval = self.config.evaluation_interval
+        if interval and self.iteration % interval == 0:
+            result["evaluation"] = self.evaluate()
+        return result
+
+    # ------------------------------------------------------------------ inference
+    def _check_obs(self, obs: Any, batched: bool) -> np.ndarray:
+        space = self.observation_space
+        arr = np.asarray(obs)
+        expected = space.shape if not batched else (None, *space.shape)
+        shape_ok = (
+            arr.shape == space.shape
+            if not batched
+            else (arr.ndim == len(space.shape) + 1 and arr.shape[1:] == space.shape)
+        )
+        if not shape_ok:
+            raise ValueError(
+                f"observation of shape {arr.shape} does not fit the observation space {space} "
+                f"(expected shape {expected})"
+            )
+        if isinstance(space, gym.spaces.Box):
+            if not (np.can_cast(arr.dtype, space.dtype, "same_kind") or arr.dtype.kind in "iub"):
+                raise ValueError(
+                    f"observation dtype {arr.dtype} does not fit the observation space dtype {space.dtype}"
+                )
+            arr = arr.astype(space.dtype, copy=False)
+        return arr
+
+    def _infer_fn(self, explore: bool):
+        if explore not in self._infer_cache:
+            dist = self._dist
+
+            def infer(params, obs, key):
+                inputs = self._policy_outputs(params, obs)
+                return dist.sample(key, inputs) if explore else dist.mode(inputs)
+
+            self._infer_cache[explore] = jax.jit(infer)
+        return self._infer_cache[explore]
+
+    def _env_action(self, action: np.ndarray) -> np.ndarray:
+        if isinstance(self.action_space, gym.spaces.Box) and self.config.clip_actions:
+            return np.clip(action, self.action_space.low, self.action_space.high)
+        return action
+
+    def compute_actions(self, obs_batch: Any, explore: bool = False) -> Any:
+        """Actions for a batch of observations ``[B, *obs_shape]`` (or a dict id -> observation)."""
+        if isinstance(obs_batch, dict):
+            ids = list(obs_batch)
+            actions = self.compute_actions(
+                np.stack([self._check_obs(obs_batch[i], False) for i in ids]), explore
+            )
+            return dict(zip(ids, actions, strict=True))
+        obs = self._check_obs(obs_batch, batched=True)
+        self._action_key, sub = jax.random.split(self._action_key)
+        action = np.asarray(
+            self._infer_fn(explore)(self._inference_params(), jnp.asarray(obs), sub)
+        )
+        return self._env_action(action)
+
+    def compute_single_action(
+        self, observation: Any, explore: bool = False, policy_id: str | None = None
+    ) -> Any:
+        """The action for one observation; ``explore=False`` takes the distribution's mode."""
+        if policy_id not in (None, DEFAULT_POLICY):
+            raise ValueError(
+                f"unknown policy_id {policy_id!r}; this algorithm has {[DEFAULT_POLICY]}"
+            )
+        obs = self._check_obs(observation, batched=False)
+        action = self.compute_actions(obs[None], explore=explore)[0]
+        return int(action) if isinstance(self.action_space, gym.spaces.Discrete) else action
+
+    def get_module(self, policy_id: str = DEFAULT_POLICY) -> InferenceModule:
+        if policy_id != DEFAULT_POLICY:
+            raise ValueError(
+                f"unknown policy_id {policy_id!r}; this algorithm has {[DEFAULT_POLICY]}"
+            )
+        return InferenceModule(self)
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self) -> dict[str, Any]:
+        """Runs ``evaluation_duration`` episodes (or timesteps) with the greedy policy."""
+        cfg = self.config
+        by_episodes = cfg.evaluation_duration_unit == "episodes"
+        num_envs = (
+            min(cfg.evaluation_duration, 8) if by_episodes else min(8, cfg.evaluation_duration)
+        )
+        env = make_host_env(self.env_spec, num_envs, "SYNC", self.seed + 7919, None)
+        infer = self._infer_fn(False)
+        params = self._inference_params()
+        key = jax.random.PRNGKey(self.seed + 1)
+        returns: list[float] = []
+        lengths: list[int] = []
+        ret = np.zeros(num_envs)
+        length = np.zeros(num_envs, int)
+        valid = np.zeros(num_envs, bool)
+        steps = 0
+        try:
+            result = env.reset()
+            while True:
+                action = np.asarray(infer(params, jnp.asarray(result.obs), key))
+                result = env.step(self._env_action(action), result.env_id)
+                ids = result.env_id
+                ret[ids] += np.where(valid[ids], result.reward, 0.0)
+                length[ids] += valid[ids]
+                steps += int(valid[ids].sum())
+                done = result.terminated | result.truncated
+                for i in ids[done & valid[ids]]:
+                    returns.append(float(ret[i]))
+                    lengths.append(int(length[i]))
+                ret[ids[done]] = 0.0
+                length[ids[done]] = 0
+                valid[ids] = ~done
+                if (by_episodes and len(returns) >= cfg.evaluation_duration) or (
+                    not by_episodes and steps >= cfg.evaluation_duration
+                ):
+                    break
+        finally:
+            env.close()
+        returns = returns[: cfg.evaluation_duration] if by_episodes else returns
+        lengths = lengths[: len(returns)]
+        nan = float("nan")
+        return {
+            "env_runners": {
+                "episode_return_mean": float(np.mean(returns)) if returns else nan,
+                "episode_return_max": float(np.max(returns)) if returns else nan,
+                "episode_return_min": float(np.min(returns)) if returns else nan,
+                "episode_len_mean": float(np.mean(lengths)) if lengths else nan,
+                "num_episodes": len(returns),
+                "num_env_steps_sampled": steps,
+            }
+        }
+
+    # ------------------------------------------------------------------ checkpoints
+    def _metadata(self) -> dict[str, Any]:
+        return {
+            "rljax_version": rljax.__version__,
+            "algo": self.config.algo_name,
+            "config_module": f"{type(self.config).__module__}:{type(self.config).__qualname__}",
+            "config": self.config.to_dict(),
+            "observation_space": repr(self.observation_space),
+            "action_space": repr(self.action_space),
+            "policy_ids": [DEFAULT_POLICY],
+            "seed": self.seed,
+            "counters": {
+                "training_iteration": self.iteration,
+                "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
+                "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
+                "time_total_s": self.time_total_s,
+            },
+        }
+
+    def save_to_path(self, path: str | os.PathLike) -> str:
+        """Writes a checkpoint (atomically, no pickle) and returns its directory."""
+        ckpt.save_checkpoint(path, self._metadata(), jax.device_get(self._checkpoint_state()))
+        return str(path)
+
+    save = save_to_path
+
+    def restore_from_path(self, path: str | os.PathLike) -> None:
+        """Loads a checkpoint of the same algorithm and architecture into this algorithm."""
+        meta, version_dir = ckpt.load_metadata(path)
+        if meta.get("algo") != self.config.algo_name:
+            raise CheckpointError(
+                f"{str(path)!r} holds a {meta.get('algo')} checkpoint; this is {self.config.algo_name}"
+            )
+        state = ckpt.load_state(version_dir, jax.device_get(self._checkpoint_state()))
+        self._restore_state(state)
+        counters = meta.get("counters", {})
+        self.iteration = int(counters.get("training_iteration", 0))
+        self.num_env_steps_sampled_lifetime = int(counters.get("num_env_steps_sampled_lifetime", 0))
+        self.num_env_steps_trained_lifetime = int(counters.get("num_env_steps_trained_lifetime", 0))
+        self.time_total_s = float(counters.get("time_total_s", 0.0))
+
+    restore = restore_from_path
+
+    @classmethod
+    def from_checkpoint(cls, path: str | os.PathLike) -> Algorithm:
+        """Builds the algorithm a checkpoint was written by and restores its state."""
+        meta, _ = ckpt.load_metadata(path)
+        module_name, _, qualname = str(meta.get("config_module", "")).partition(":")
+        if not module_name.startswith("rljax."):
+            raise CheckpointError(
+                f"{str(path)!r} names config class {meta.get('config_module')!r}, not an rljax one"
+            )
+        try:
+            config_cls = getattr(importlib.import_module(module_name), qualname)
+        except (ImportError, AttributeError) as e:
+            raise CheckpointError(
+                f"{str(path)!r} needs config class {meta.get('config_module')!r}: {e}"
+            ) from e
+        config = config_cls.from_dict(meta["config"])
+        algo = config.build_algo()
+        algo.restore_from_path(path)
+        return algo
+
+    def stop(self) -> None:
+        """Closes envs and runner threads."""
+
+    def __enter__(self) -> Algorithm:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+class InferenceModule:
+    """Jitted inference of an algorithm's current policy (``algo.get_module()``)."""
+
+    def __init__(self, algo: Algorithm):
+        self._algo = algo
+
+    @property
+    def params(self) -> Any:
+        return self._algo._inference_params()
+
+    def forward_inference(self, obs: Any) -> np.ndarray:
+        """Greedy actions for a batch ``[B, *obs_shape]``."""
+        return self._algo.compute_actions(obs, explore=False)
+
+    def forward_exploration(self, obs: Any) -> np.ndarray:
+        """Sampled actions for a batch ``[B, *obs_shape]``."""
+        return self._algo.compute_actions(obs, explore=True)
+
+    def action_dist_inputs(self, obs: Any) -> np.ndarray:
+        obs = self._algo._check_obs(obs, batched=True)
+        return np.asarray(jax.jit(self._algo._policy_outputs)(self.params, jnp.asarray(obs)))
+
+
+def nan_to_none(x: float) -> float | None:
+    return None if isinstance(x, float) and math.isnan(x) else x

@@ -1,0 +1,476 @@
+"""``AlgorithmConfig``: RLlib's chained-setter config, as a thin shell with one validation pass.
+
+Setters record values and return the config; ``validate()`` checks every value and combination
+before anything is built or compiled; ``build_algo()`` validates, copies the config, and hands it
+to the algorithm, which turns it into frozen hyper-parameters. Nothing reads the config inside
+traced code.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import json
+import math
+import os
+from typing import Any, ClassVar
+
+from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.core.rl_module.rl_module import RLModuleSpec
+from rljax.env.vector import normalize_vectorize_mode
+from rljax.utils.errors import ConfigError, closest
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+UNSET: Any = _Unset()
+
+# Old-API-stack names that RLlib users still type, and what they are called now.
+RENAMED = {
+    "num_workers": "num_env_runners",
+    "num_rollout_workers": "num_env_runners",
+    "num_envs_per_worker": "num_envs_per_env_runner",
+    "num_sgd_iter": "num_epochs",
+    "sgd_minibatch_size": "minibatch_size",
+    "lambda": "lambda_",
+    "learning_rate": "lr",
+    "num_gpus": "num_gpus_per_learner",
+    "model": "model_config",
+    "rollouts": "env_runners",
+}
+
+
+def _qualified_name(obj: Any) -> str:
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _import_qualified(name: str) -> Any:
+    module, _, qualname = name.partition(":")
+    try:
+        obj = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(
+            f"cannot import {name!r} named in the config ({e}); import or define it before loading"
+        ) from e
+    return obj
+
+
+class AlgorithmConfig:
+    """Settings common to every algorithm; subclasses add ``training()`` keys.
+
+    Example::
+
+        config = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_envs_per_env_runner=16)
+            .training(lr=3e-4, num_epochs=6)
+        )
+        algo = config.build_algo()
+        result = algo.train()
+    """
+
+    algo_name: ClassVar[str] = "Algorithm"
+    # Keys of each setter; a key's default is its attribute value after __init__.
+    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "environment": ("env", "env_config", "clip_actions"),
+        "env_runners": (
+            "num_env_runners",
+            "num_envs_per_env_runner",
+            "gym_env_vectorize_mode",
+            "rollout_fragment_length",
+            "num_gpus_per_env_runner",
+            "num_cpus_per_env_runner",
+            "async_batch_size",
+        ),
+        "learners": ("num_learners", "num_gpus_per_learner", "num_cpus_per_learner"),
+        "training": (
+            "lr",
+            "gamma",
+            "train_batch_size_per_learner",
+            "train_batch_size",
+            "grad_clip",
+            "grad_clip_by",
+        ),
+        "rl_module": ("model_config", "rl_module_spec"),
+        "evaluation": ("evaluation_interval", "evaluation_duration", "evaluation_duration_unit"),
+        "debugging": ("seed", "log_level"),
+        "reporting": ("metrics_num_episodes_for_smoothing",),
+    }
+
+    def __init__(self, algo_class: type | None = None):
+        self.algo_class = algo_class
+        # environment
+        self.env: Any = None
+        self.env_config: dict[str, Any] = {}
+        self.clip_actions: bool = True
+        # env_runners
+        self.num_env_runners: int = 0
+        self.num_envs_per_env_runner: int = 1
+        self.gym_env_vectorize_mode: str = "SYNC"
+        self.rollout_fragment_length: int | str = "auto"
+        self.num_gpus_per_env_runner: float = 0
+        self.num_cpus_per_env_runner: float = 1
+        self.async_batch_size: int | None = None
+        # learners
+        self.num_learners: int = 0
+        self.num_gpus_per_learner: float = 0
+        self.num_cpus_per_learner: float = 1
+        # training
+        self.lr: float = 1e-3
+        self.gamma: float = 0.99
+        self.train_batch_size_per_learner: int = 4000
+        self.train_batch_size: int | None = None
+        self.grad_clip: float | None = None
+        self.grad_clip_by: str = "global_norm"
+        # rl_module
+        self.model_config: DefaultModelConfig = DefaultModelConfig()
+        self.rl_module_spec: RLModuleSpec | None = None
+        # evaluation
+        self.evaluation_interval: int | None = None
+        self.evaluation_duration: int = 10
+        self.evaluation_duration_unit: str = "episodes"
+        # debugging
+        self.seed: int | None = None
+        self.log_level: str = "WARN"
+        # reporting
+        self.metrics_num_episodes_for_smoothing: int = 100
+
+    # ------------------------------------------------------------------ setters
+    def _set(self, section: str, values: dict[str, Any]) -> AlgorithmConfig:
+        values = dict(values)
+        values.pop("self", None)
+        unknown = values.pop("kwargs", {})
+        if unknown:
+            name = next(iter(unknown))
+            allowed = self._SECTIONS[section]
+            if name in RENAMED:
+                hint = f"; RLlib's new API stack calls it {RENAMED[name]!r}"
+            else:
+                hint = closest(name, allowed) or closest(name, self._all_keys())
+            raise ConfigError(
+                f".{section}() got an unknown keyword {name!r}{hint}; valid keywords: {', '.join(allowed)}"
+            )
+        for key, value in values.items():
+            if value is not UNSET:
+                setattr(self, key, self._coerce(key, value))
+        return self
+
+    def _coerce(self, key: str, value: Any) -> Any:
+        if key == "model_config":
+            return DefaultModelConfig.from_any(value)
+        if key == "env_config":
+            if not isinstance(value, dict):
+                raise ConfigError(f"env_config must be a dict; got {type(value).__name__}")
+            return dict(value)
+        if key == "gym_env_vectorize_mode":
+            return normalize_vectorize_mode(value)
+        return value
+
+    @classmethod
+    def _all_keys(cls) -> list[str]:
+        return [k for keys in cls._SECTIONS.values() for k in keys]
+
+    def environment(
+        self,
+        env: Any = UNSET,
+        *,
+        env_config: dict | None = UNSET,
+        clip_actions: bool = UNSET,
+        **kwargs,
+    ) -> AlgorithmConfig:
+        """Sets the env: an EnvPool task id, a gymnasium id, a registered name, a class or a creator."""
+        return self._set("environment", locals())
+
+    def env_runners(
+        self,
+        *,
+        num_env_runners: int = UNSET,
+        num_envs_per_env_runner: int = UNSET,
+        gym_env_vectorize_mode: Any = UNSET,
+        rollout_fragment_length: int | str = UNSET,
+        num_gpus_per_env_runner: float = UNSET,
+        num_cpus_per_env_runner: float = UNSET,
+        async_batch_size: int | None = UNSET,
+        **kwargs,
+    ) -> AlgorithmConfig:
+        """Sets the sampling knobs.
+
+        Args:
+          num_env_runners: 0 samples in the driver (fused with the update for EnvPool envs);
+            n > 0 runs n runner threads, each with its own vector env.
+          num_envs_per_env_runner: Sub-envs per runner.
+          gym_env_vectorize_mode: "SYNC" or "ASYNC" (or ``gymnasium.VectorizeMode``).
+          rollout_fragment_length: Env steps per sub-env per iteration, or "auto" (from the batch).
+          num_gpus_per_env_runner: > 0 puts runner inference on a GPU.
+          num_cpus_per_env_runner: Accepted for compatibility; threads share the host's cores.
+          async_batch_size: EnvPool ASYNC: how many ready sub-envs form a batch
+            (default half of ``num_envs_per_env_runner``).
+        """
+        return self._set("env_runners", locals())
+
+    def learners(
+        self,
+        *,
+        num_learners: int = UNSET,
+        num_gpus_per_learner: float = UNSET,
+        num_cpus_per_learner: float = UNSET,
+        **kwargs,
+    ) -> AlgorithmConfig:
+        """Sets the learner mesh: ``num_learners`` local devices (0 = one on the default device)."""
+        return self._set("learners", locals())
+
+    def rl_module(
+        self,
+        *,
+        model_config: DefaultModelConfig | dict | None = UNSET,
+        rl_module_spec: RLModuleSpec | None = UNSET,
+        **kwargs,
+    ) -> AlgorithmConfig:
+        """Sets the default model's settings, or a user Flax module through ``RLModuleSpec``."""
+        return self._set("rl_module", locals())
+
+    def evaluation(
+        self,
+        *,
+        evaluation_interval: int | None = UNSET,
+        evaluation_duration: int = UNSET,
+        evaluation_duration_unit: str = UNSET,
+        **kwargs,
+    ) -> AlgorithmConfig:
+        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units."""
+        return self._set("evaluation", locals())
+
+    def debugging(
+        self, *, seed: int | None = UNSET, log_level: str = UNSET, **kwargs
+    ) -> AlgorithmConfig:
+        return self._set("debugging", locals())
+
+    def reporting(
+        self, *, metrics_num_episodes_for_smoothing: int = UNSET, **kwargs
+    ) -> AlgorithmConfig:
+        return self._set("reporting", locals())
+
+    def framework(self, framework: str = "jax", **kwargs) -> AlgorithmConfig:
+        """Accepted for RLlib compatibility; rljax always runs on JAX."""
+        return self
+
+    def api_stack(self, **kwargs) -> AlgorithmConfig:
+        """Accepted for RLlib compatibility; rljax has one API stack (RLlib's new one)."""
+        return self
+
+    def resources(self, **kwargs) -> AlgorithmConfig:
+        """Old-stack ``num_gpus`` maps to ``num_gpus_per_learner``."""
+        unknown = set(kwargs) - {"num_gpus", "num_cpus_for_main_process"}
+        if unknown:
+            raise ConfigError(
+                f".resources() got unknown keywords {sorted(unknown)}; use .learners()"
+            )
+        if "num_gpus" in kwargs:
+            self.num_gpus_per_learner = kwargs["num_gpus"]
+        return self
+
+    # ------------------------------------------------------------------ derived values
+    @property
+    def total_train_batch_size(self) -> int:
+        return self.train_batch_size_per_learner * max(1, self.num_learners)
+
+    @property
+    def envs_per_step(self) -> int:
+        """Sub-env results per env step, over all runners."""
+        from rljax.env.vector import envpool_batch_size
+
+        per_runner = self.num_envs_per_env_runner
+        if self.gym_env_vectorize_mode == "ASYNC" and self._uses_envpool():
+            per_runner = envpool_batch_size(per_runner, "ASYNC", self.async_batch_size)
+        return per_runner * max(1, self.num_env_runners)
+
+    def _uses_envpool(self) -> bool:
+        from rljax.env.vector import resolve_env
+
+        try:
+            return resolve_env(self.env, self.env_config).backend == "envpool"
+        except ConfigError:
+            return False
+
+    def get_rollout_fragment_length(self) -> int:
+        if self.rollout_fragment_length == "auto":
+            return math.ceil(self.total_train_batch_size / self.envs_per_step)
+        return int(self.rollout_fragment_length)
+
+    @property
+    def sampled_batch_size(self) -> int:
+        """Env steps sampled per iteration: fragment length x sub-envs per step."""
+        return self.get_rollout_fragment_length() * self.envs_per_step
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """Checks every value and combination; raises ``ConfigError`` naming what to change."""
+        from rljax.env.vector import resolve_env
+
+        if self.train_batch_size is not None:
+            _check_int("train_batch_size", self.train_batch_size, 1)
+        _check_int("num_env_runners", self.num_env_runners, 0)
+        _check_int("num_envs_per_env_runner", self.num_envs_per_env_runner, 1)
+        _check_int("num_learners", self.num_learners, 0)
+        _check_int("train_batch_size_per_learner", self.train_batch_size_per_learner, 1)
+        _check_int("metrics_num_episodes_for_smoothing", self.metrics_num_episodes_for_smoothing, 1)
+        _check_int("evaluation_duration", self.evaluation_duration, 1)
+        if self.evaluation_interval is not None:
+            _check_int("evaluation_interval", self.evaluation_interval, 1)
+        if self.evaluation_duration_unit not in ("episodes", "timesteps"):
+            raise ConfigError(
+                f"evaluation_duration_unit={self.evaluation_duration_unit!r}; use 'episodes' or 'timesteps'"
+            )
+        if self.seed is not None:
+            _check_int("seed", self.seed, 0)
+        if self.rollout_fragment_length != "auto":
+            _check_int("rollout_fragment_length", self.rollout_fragment_length, 1)
+        for name in ("num_gpus_per_learner", "num_gpus_per_env_runner"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+                raise ConfigError(f"{name}={v!r}; use a number >= 0")
+        _check_positive_float("lr", self.lr)
+        if not (isinstance(self.gamma, (int, float)) and 0.0 <= self.gamma <= 1.0):
+            raise ConfigError(f"gamma={self.gamma!r}; use a number in [0, 1]")
+        if self.grad_clip is not None:
+            _check_positive_float("grad_clip", self.grad_clip)
+        if self.grad_clip_by != "global_norm":
+            raise ConfigError(f"grad_clip_by={self.grad_clip_by!r}; rljax supports 'global_norm'")
+        self.gym_env_vectorize_mode = normalize_vectorize_mode(self.gym_env_vectorize_mode)
+        spec = resolve_env(self.env, self.env_config)
+        if self.async_batch_size is not None:
+            _check_int("async_batch_size", self.async_batch_size, 1)
+            if self.async_batch_size > self.num_envs_per_env_runner:
+                raise ConfigError(
+                    f"async_batch_size={self.async_batch_size} exceeds num_envs_per_env_runner="
+                    f"{self.num_envs_per_env_runner}"
+                )
+        if (
+            spec.backend == "envpool"
+            and self.gym_env_vectorize_mode == "ASYNC"
+            and self.envs_per_step == self.num_envs_per_env_runner * max(1, self.num_env_runners)
+        ):
+            raise ConfigError(
+                f"EnvPool ASYNC needs a batch smaller than num_envs_per_env_runner="
+                f"{self.num_envs_per_env_runner}; raise num_envs_per_env_runner to 2 or more, or set async_batch_size"
+            )
+        n_shards = max(1, self.num_learners)
+        if self.sampled_batch_size % n_shards:
+            raise ConfigError(
+                f"the sampled batch of {self.sampled_batch_size} env steps (rollout_fragment_length="
+                f"{self.get_rollout_fragment_length()} x {self.envs_per_step} sub-envs per step) does not "
+                f"divide across num_learners={self.num_learners}; pick train_batch_size_per_learner, "
+                "num_envs_per_env_runner or rollout_fragment_length so that it does"
+            )
+
+    # ------------------------------------------------------------------ build / copy / serialize
+    def copy(self) -> AlgorithmConfig:
+        return copy.deepcopy(self)
+
+    def build_algo(self) -> Any:
+        """Validates and builds the algorithm (RLlib's ``build_algo``)."""
+        if self.train_batch_size is not None:
+            self.train_batch_size_per_learner = max(
+                1, self.train_batch_size // max(1, self.num_learners)
+            )
+            self.train_batch_size = None
+        self.validate()
+        if self.algo_class is None:
+            raise ConfigError(f"{type(self).__name__} has no algorithm to build")
+        return self.algo_class(self.copy())
+
+    build = build_algo
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serializable dict; classes and creators are stored by import path."""
+        out: dict[str, Any] = {"algo": self.algo_name}
+        for key in self._all_keys():
+            value = getattr(self, key)
+            if key == "model_config":
+                value = value.to_dict()
+            elif key == "rl_module_spec" and value is not None:
+                value = {
+                    "module_class": _qualified_name(value.module_class)
+                    if value.module_class
+                    else None,
+                    "model_config": value.model_config,
+                }
+            elif key == "env" and (inspect.isclass(value) or callable(value)):
+                value = {"import": _qualified_name(value)}
+            out[key] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AlgorithmConfig:
+        """Builds a config from ``to_dict()`` output or a flat dict of config keys (RLlib names)."""
+        config = cls()
+        d = dict(d)
+        algo = d.pop("algo", None)
+        if algo is not None and algo != cls.algo_name:
+            raise ConfigError(f"this dict is a {algo} config, not {cls.algo_name}")
+        keys = set(cls._all_keys())
+        for key, value in d.items():
+            if key not in keys:
+                hint = (
+                    f"; RLlib's new API stack calls it {RENAMED[key]!r}"
+                    if key in RENAMED
+                    else closest(key, keys)
+                )
+                raise ConfigError(f"unknown config key {key!r}{hint}")
+            if key == "env" and isinstance(value, dict) and "import" in value:
+                value = _import_qualified(value["import"])
+            elif key == "rl_module_spec" and isinstance(value, dict):
+                mc = value.get("module_class")
+                value = RLModuleSpec(
+                    _import_qualified(mc) if mc else None, value.get("model_config") or {}
+                )
+            setattr(config, key, config._coerce(key, value))
+        return config
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike) -> AlgorithmConfig:
+        """Loads a YAML file of config keys (optionally nested under ``config:`` with ``env:``)."""
+        import yaml
+
+        with open(path) as f:
+            data = yaml.safe_load(f) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"{path}: expected a mapping of config keys, got {type(data).__name__}"
+            )
+        if "config" in data:  # RLlib tuned-example layout: {env: ..., config: {...}}
+            inner = dict(data["config"] or {})
+            if "env" in data:
+                inner.setdefault("env", data["env"])
+            data = inner
+        return cls.from_dict(data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.to_dict()})"
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name}={value!r} ({type(value).__name__}); use an int >= {minimum}")
+    if value < minimum:
+        raise ConfigError(f"{name}={value}; use an int >= {minimum}")
+
+
+def _check_positive_float(name: str, value: Any) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value > 0
+        or not math.isfinite(value)
+    ):
+        raise ConfigError(f"{name}={value!r}; use a finite number > 0")

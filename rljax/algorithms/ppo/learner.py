@@ -1,0 +1,173 @@
+"""PPO's post-processing (GAE) and its update: epochs x shuffled minibatches in one jitted call.
+
+The batch is laid out as ``[D, n]``: D learner shards (``max(1, num_learners)``) of n transitions.
+Each shard shuffles its own rows and contributes ``minibatch_size`` rows to every minibatch, as
+each of RLlib's Learners does with its share of the batch; the gradient of the global minibatch is
+the average of the shards' gradients. With the batch placed as ``NamedSharding(mesh, P("data"))``,
+XLA partitions the update over the mesh and inserts the all-reduce, so the same function runs on
+one device or many and gives the same numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import optax
+
+from rljax.algorithms.ppo.losses import PPOBatch, PPOLossConfig, masked_mean, ppo_loss
+from rljax.networks.distributions import ActionDistribution
+from rljax.ops.gae import gae_advantages
+from rljax.runners.acting import Transition
+
+POLICY_ID = "default_policy"
+
+
+@flax.struct.dataclass
+class PPOTrainState:
+    """Everything the update changes. ``params`` maps policy id -> Flax params."""
+
+    params: Any
+    opt_state: Any
+    kl_coeff: jax.Array
+    step: jax.Array
+    key: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOHyperparams:
+    """PPO's settings, frozen from the config by ``build_algo()``."""
+
+    gamma: float
+    lambda_: float
+    clip_param: float
+    vf_clip_param: float | None
+    vf_loss_coeff: float
+    entropy_coeff: float
+    kl_coeff: float
+    kl_target: float
+    use_kl_loss: bool
+    num_epochs: int
+    minibatch_size: int
+    num_shards: int
+    shard_size: int
+
+    @property
+    def num_minibatches(self) -> int:
+        return self.shard_size // self.minibatch_size
+
+    def loss_config(self) -> PPOLossConfig:
+        return PPOLossConfig(
+            self.clip_param,
+            self.vf_clip_param,
+            self.vf_loss_coeff,
+            self.entropy_coeff,
+            self.use_kl_loss,
+        )
+
+
+def make_optimizer(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
+    adam = optax.adam(lr, eps=1e-5)
+    return optax.chain(optax.clip_by_global_norm(grad_clip), adam) if grad_clip else adam
+
+
+def make_ppo_postprocess(hp: PPOHyperparams) -> Callable[[Transition], PPOBatch]:
+    """``postprocess(Transition [T, K]) -> PPOBatch [D, n]``: GAE per sub-env, normalised advantages.
+
+    Rows are ordered by (sub-env, time) first, so sub-envs whose results arrived in any order
+    (EnvPool ASYNC) form contiguous trajectories; the boundary between two sub-envs is a cut.
+    """
+
+    def postprocess(traj: Transition) -> PPOBatch:
+        t_len, k = traj.reward.shape
+        flat = jax.tree.map(lambda x: x.reshape((t_len * k, *x.shape[2:])), traj)
+        time = jnp.repeat(jnp.arange(t_len, dtype=jnp.int32), k)
+        order = jnp.argsort(flat.env_id * t_len + time)
+        s = jax.tree.map(lambda x: x[order], flat)
+        last_of_env = jnp.concatenate([s.env_id[1:] != s.env_id[:-1], jnp.ones((1,), bool)])
+        adv, targets = gae_advantages(
+            s.reward,
+            s.extras["vf_preds"],
+            s.next_extras["vf_preds"],
+            s.terminated,
+            s.truncated | last_of_env,
+            hp.gamma,
+            hp.lambda_,
+        )
+        mask = s.valid.astype(jnp.float32)
+        mean = masked_mean(adv, mask)
+        std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
+        adv = (adv - mean) / (std + 1e-8)
+        batch = PPOBatch(
+            obs=s.obs,
+            action=s.action,
+            action_logp=s.extras["action_logp"],
+            action_dist_inputs=s.extras["action_dist_inputs"],
+            vf_preds=s.extras["vf_preds"],
+            advantages=adv,
+            value_targets=targets,
+            mask=mask,
+        )
+        return jax.tree.map(lambda x: x.reshape((hp.num_shards, -1, *x.shape[1:])), batch)
+
+    return postprocess
+
+
+def make_ppo_update(
+    apply_fn: Callable,
+    dist: ActionDistribution,
+    optimizer: optax.GradientTransformation,
+    hp: PPOHyperparams,
+) -> Callable[[PPOTrainState, PPOBatch], tuple[PPOTrainState, dict[str, jax.Array]]]:
+    """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned."""
+    loss_cfg = hp.loss_config()
+    d, mb, m = hp.num_shards, hp.minibatch_size, hp.num_minibatches
+
+    def loss_fn(params, batch: PPOBatch, kl_coeff):
+        flat = jax.tree.map(lambda x: x.reshape((d * mb, *x.shape[2:])), batch)
+        dist_inputs, values = apply_fn(params[POLICY_ID], flat.obs)
+        return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, loss_cfg)
+
+    grad_fn = jax.grad(loss_fn, has_aux=True)
+
+    def minibatch_step(state: PPOTrainState, batch: PPOBatch):
+        grads, metrics = grad_fn(state.params, batch, state.kl_coeff)
+        metrics["gradients_default_optimizer_global_norm"] = optax.global_norm(grads)
+        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
+        params = optax.apply_updates(state.params, updates)
+        return state.replace(params=params, opt_state=opt_state), metrics
+
+    def update(state: PPOTrainState, batch: PPOBatch):
+        def epoch(state: PPOTrainState, key: jax.Array):
+            perms = jax.vmap(lambda k: jax.random.permutation(k, hp.shard_size))(
+                jax.random.split(key, d)
+            )
+            shuffled = jax.tree.map(
+                lambda x: jax.vmap(lambda xs, p: xs[p[: m * mb]])(x, perms), batch
+            )
+            # [D, m * mb, ...] -> [m, D, mb, ...]: minibatch i takes mb rows of every shard.
+            minibatches = jax.tree.map(
+                lambda x: jnp.swapaxes(x.reshape((d, m, mb, *x.shape[2:])), 0, 1), shuffled
+            )
+            return jax.lax.scan(minibatch_step, state, minibatches)
+
+        key, sub = jax.random.split(state.key)
+        state, metrics = jax.lax.scan(epoch, state, jax.random.split(sub, hp.num_epochs))
+        metrics = jax.tree.map(jnp.mean, metrics)
+        kl = metrics["mean_kl_loss"]
+        kl_coeff = state.kl_coeff
+        if hp.use_kl_loss:  # RLlib's adaptive KL coefficient, updated once per iteration.
+            kl_coeff = jnp.where(
+                kl > 2.0 * hp.kl_target,
+                kl_coeff * 1.5,
+                jnp.where(kl < 0.5 * hp.kl_target, kl_coeff * 0.5, kl_coeff),
+            )
+        metrics["curr_kl_coeff"] = state.kl_coeff
+        metrics["curr_entropy_coeff"] = jnp.asarray(hp.entropy_coeff, jnp.float32)
+        return state.replace(kl_coeff=kl_coeff, step=state.step + 1, key=key), metrics
+
+    return update

@@ -1,0 +1,393 @@
+"""PPO: config (RLlib's names and defaults) and the algorithm that wires runners to the learner."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+
+from rljax.algorithms.algorithm import Algorithm
+from rljax.algorithms.algorithm_config import (
+    UNSET,
+    AlgorithmConfig,
+    _check_int,
+    _check_positive_float,
+)
+from rljax.algorithms.ppo.learner import (
+    POLICY_ID,
+    PPOHyperparams,
+    PPOTrainState,
+    make_optimizer,
+    make_ppo_postprocess,
+    make_ppo_update,
+)
+from rljax.env.vector import StepResult, envpool_batch_size, make_envpool
+from rljax.learners.devices import data_sharding, replicated
+from rljax.networks.distributions import make_distribution
+from rljax.networks.models import build_module
+from rljax.runners.acting import (
+    FusedRunnerState,
+    init_actor_state,
+    make_act_step,
+    make_fused_rollout,
+)
+from rljax.runners.host import HostRunner, RunnerGroup
+from rljax.utils.errors import ConfigError
+
+
+class PPOConfig(AlgorithmConfig):
+    """PPO's config; defaults follow RLlib's new API stack.
+
+    Example::
+
+        from rljax.algorithms.ppo import PPOConfig
+
+        algo = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_envs_per_env_runner=16)
+            .training(lr=3e-4, num_epochs=6, minibatch_size=128)
+            .build_algo()
+        )
+        print(algo.train()["env_runners"]["episode_return_mean"])
+    """
+
+    algo_name: ClassVar[str] = "PPO"
+    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
+        **AlgorithmConfig._SECTIONS,
+        "training": AlgorithmConfig._SECTIONS["training"]
+        + (
+            "lambda_",
+            "use_gae",
+            "clip_param",
+            "vf_clip_param",
+            "vf_loss_coeff",
+            "entropy_coeff",
+            "kl_coeff",
+            "kl_target",
+            "use_kl_loss",
+            "use_critic",
+            "minibatch_size",
+            "num_epochs",
+        ),
+    }
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class or PPO)
+        self.lr = 5e-5
+        self.lambda_ = 1.0
+        self.use_gae = True
+        self.use_critic = True
+        self.clip_param = 0.3
+        self.vf_clip_param: float | None = 10.0
+        self.vf_loss_coeff = 1.0
+        self.entropy_coeff = 0.0
+        self.kl_coeff = 0.2
+        self.kl_target = 0.01
+        self.use_kl_loss = True
+        self.minibatch_size = 128
+        self.num_epochs = 30
+
+    def training(
+        self,
+        *,
+        lr: float = UNSET,
+        gamma: float = UNSET,
+        train_batch_size_per_learner: int = UNSET,
+        train_batch_size: int = UNSET,
+        grad_clip: float | None = UNSET,
+        grad_clip_by: str = UNSET,
+        lambda_: float = UNSET,
+        use_gae: bool = UNSET,
+        use_critic: bool = UNSET,
+        clip_param: float = UNSET,
+        vf_clip_param: float | None = UNSET,
+        vf_loss_coeff: float = UNSET,
+        entropy_coeff: float = UNSET,
+        kl_coeff: float = UNSET,
+        kl_target: float = UNSET,
+        use_kl_loss: bool = UNSET,
+        minibatch_size: int = UNSET,
+        num_epochs: int = UNSET,
+        **kwargs,
+    ) -> PPOConfig:
+        """Sets PPO's training settings (RLlib's names; ``minibatch_size`` is per learner)."""
+        return self._set("training", locals())
+
+    def validate(self) -> None:
+        super().validate()
+        if not (isinstance(self.lambda_, (int, float)) and 0.0 <= self.lambda_ <= 1.0):
+            raise ConfigError(f"lambda_={self.lambda_!r}; use a number in [0, 1]")
+        if self.use_gae is not True or self.use_critic is not True:
+            raise ConfigError(
+                "rljax's PPO always uses GAE and a critic; use_gae and use_critic must stay True"
+            )
+        _check_positive_float("clip_param", self.clip_param)
+        if self.vf_clip_param is not None:
+            _check_positive_float("vf_clip_param", self.vf_clip_param)
+        for name in ("vf_loss_coeff", "entropy_coeff", "kl_coeff"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise ConfigError(f"{name}={v!r}; use a number >= 0")
+        _check_positive_float("kl_target", self.kl_target)
+        _check_int("minibatch_size", self.minibatch_size, 1)
+        _check_int("num_epochs", self.num_epochs, 1)
+        per_learner = self.sampled_batch_size // max(1, self.num_learners)
+        if self.minibatch_size > per_learner:
+            raise ConfigError(
+                f"minibatch_size={self.minibatch_size} is larger than the batch each learner gets "
+                f"({per_learner} env steps = {self.sampled_batch_size} sampled / {max(1, self.num_learners)} "
+                "learner(s)); lower minibatch_size or raise train_batch_size_per_learner"
+            )
+
+
+class PPO(Algorithm):
+    """Proximal Policy Optimization on EnvPool (fused into jit) or gymnasium vector envs."""
+
+    config_class = PPOConfig
+
+    def _setup(self) -> None:
+        cfg: PPOConfig = self.config
+        self._dist = make_distribution(self.action_space, cfg.model_config.log_std_clip_param)
+        continuous = isinstance(self.action_space, gym.spaces.Box)
+        self.module = build_module(
+            self.observation_space,
+            self._dist.num_outputs,
+            continuous,
+            cfg.model_config,
+            cfg.rl_module_spec,
+        )
+        key = jax.random.PRNGKey(self.seed)
+        key, init_key, self._action_key = jax.random.split(key, 3)
+        obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
+        try:
+            params = {POLICY_ID: self.module.init(init_key, obs_example)}
+            out = jax.eval_shape(self.module.apply, params[POLICY_ID], obs_example)
+        except Exception as e:
+            raise ConfigError(
+                f"the model could not be built for observations {self.observation_space}: {e}"
+            ) from e
+        if out[0].shape != (1, self._dist.num_outputs) or out[1].shape != (1,):
+            raise ConfigError(
+                f"the module must return (action_dist_inputs [B, {self._dist.num_outputs}], value [B]); "
+                f"it returned shapes {out[0].shape} and {out[1].shape}"
+            )
+
+        self.fragment_length = cfg.get_rollout_fragment_length()
+        self.batch_size = cfg.sampled_batch_size
+        num_shards = max(1, cfg.num_learners)
+        self.hp = PPOHyperparams(
+            gamma=float(cfg.gamma),
+            lambda_=float(cfg.lambda_),
+            clip_param=float(cfg.clip_param),
+            vf_clip_param=None if cfg.vf_clip_param is None else float(cfg.vf_clip_param),
+            vf_loss_coeff=float(cfg.vf_loss_coeff),
+            entropy_coeff=float(cfg.entropy_coeff),
+            kl_coeff=float(cfg.kl_coeff),
+            kl_target=float(cfg.kl_target),
+            use_kl_loss=bool(cfg.use_kl_loss),
+            num_epochs=int(cfg.num_epochs),
+            minibatch_size=int(cfg.minibatch_size),
+            num_shards=num_shards,
+            shard_size=self.batch_size // num_shards,
+        )
+        optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip)
+        state = PPOTrainState(
+            params=params,
+            opt_state=optimizer.init(params),
+            kl_coeff=jnp.asarray(cfg.kl_coeff, jnp.float32),
+            step=jnp.zeros((), jnp.int32),
+            key=key,
+        )
+        self._postprocess = make_ppo_postprocess(self.hp)
+        self._update = make_ppo_update(self.module.apply, self._dist, optimizer, self.hp)
+        self._act_step = make_act_step(self._policy_fn, bootstrap_keys=("vf_preds",))
+        if self.mesh is not None:
+            self._state_sharding = replicated(self.mesh)
+            self._batch_sharding = data_sharding(self.mesh)
+            state = jax.device_put(state, self._state_sharding)
+        else:
+            state = jax.device_put(state, self.learner_devices[0])
+        self.state = state
+        self.fused = self.env_spec.backend == "envpool" and cfg.num_env_runners == 0
+        if self.fused:
+            self._setup_fused()
+        else:
+            self._setup_host_runners()
+
+    # ------------------------------------------------------------------ acting
+    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
+        dist_inputs, value = self.module.apply(params[POLICY_ID], obs)
+        action = self._dist.sample(key, dist_inputs)
+        extras = {
+            "action_logp": self._dist.log_prob(dist_inputs, action),
+            "vf_preds": value,
+            "action_dist_inputs": dist_inputs,
+        }
+        return action, extras
+
+    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
+        return self.module.apply(params[POLICY_ID], obs)[0]
+
+    def _jax_env_action(self, action: jax.Array) -> jax.Array:
+        space = self.action_space
+        if isinstance(space, gym.spaces.Box):
+            if self.config.clip_actions:
+                action = jnp.clip(action, space.low, space.high)
+            return action.astype(space.dtype)
+        return action.astype(jnp.int32)
+
+    def _setup_fused(self) -> None:
+        cfg = self.config
+        n = cfg.num_envs_per_env_runner
+        batch = envpool_batch_size(n, cfg.gym_env_vectorize_mode, cfg.async_batch_size)
+        self._env = make_envpool(self.env_spec, n, batch, self.seed)
+        handle, _recv, _send, xla_step = self._env.xla()
+        self._env.async_reset()
+        obs, rew, term, trunc, info = self._env.recv()
+        result = StepResult(
+            jnp.asarray(obs),
+            jnp.asarray(rew, jnp.float32),
+            jnp.asarray(term),
+            jnp.asarray(trunc),
+            jnp.asarray(info["env_id"], jnp.int32),
+        )
+        params = self._runner_params()
+        actor = init_actor_state(self._policy_fn, params, result.obs[0], n)
+        rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
+        self.runner_state = jax.device_put(rs, self.runner_device)
+        rollout = make_fused_rollout(
+            self._act_step, xla_step, self.fragment_length, self._jax_env_action
+        )
+        postprocess = self._postprocess
+        update = self._update
+
+        def sample(params, rs):
+            rs, traj = rollout(params, rs)
+            return rs, postprocess(traj), _episode_arrays(traj)
+
+        if self.mesh is None:
+            # Rollout and update in one jitted call: no Python between env steps or minibatches.
+            def train_step(state, rs):
+                rs, batch, episodes = sample(state.params, rs)
+                state, metrics = update(state, batch)
+                return state, rs, metrics, episodes
+
+            self._train_step = jax.jit(train_step, donate_argnums=(0, 1))
+        else:
+            self._sample = jax.jit(sample, donate_argnums=(1,))
+            self._jit_update = jax.jit(
+                update,
+                in_shardings=(self._state_sharding, self._batch_sharding),
+                out_shardings=(self._state_sharding, replicated(self.mesh)),
+                donate_argnums=(0,),
+            )
+
+    def _setup_host_runners(self) -> None:
+        cfg = self.config
+        n = cfg.num_envs_per_env_runner
+        params = self._runner_params()
+        runners = [
+            HostRunner(
+                self.env_spec,
+                n,
+                cfg.gym_env_vectorize_mode,
+                self.seed + 1000 * i,
+                cfg.async_batch_size,
+                self._policy_fn,
+                self._act_step,
+                self._env_action,
+                params,
+                self.runner_device,
+                env_id_offset=i * n,
+            )
+            for i in range(max(1, cfg.num_env_runners))
+        ]
+        self._runners = RunnerGroup(runners)
+        postprocess = self._postprocess
+        self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), _episode_arrays(traj)))
+        if self.mesh is None:
+            self._jit_update = jax.jit(self._update, donate_argnums=(0,))
+        else:
+            self._jit_update = jax.jit(
+                self._update,
+                in_shardings=(self._state_sharding, self._batch_sharding),
+                out_shardings=(self._state_sharding, replicated(self.mesh)),
+                donate_argnums=(0,),
+            )
+
+    def _runner_params(self) -> Any:
+        return jax.device_put(self.state.params, self.runner_device)
+
+    # ------------------------------------------------------------------ training
+    def _training_step(self) -> dict[str, Any]:
+        timers: dict[str, float] = {}
+        if self.fused and self.mesh is None:
+            self.state, self.runner_state, metrics, episodes = self._train_step(
+                self.state, self.runner_state
+            )
+        else:
+            t0 = time.perf_counter()
+            if self.fused:
+                self.runner_state, batch, episodes = self._sample(
+                    self._runner_params(), self.runner_state
+                )
+            else:
+                traj = self._runners.sample(self._runner_params(), self.fragment_length)
+                batch, episodes = self._postprocess_jit(traj)
+            if self.mesh is not None:
+                batch = jax.device_put(batch, self._batch_sharding)
+            jax.block_until_ready(batch)
+            t1 = time.perf_counter()
+            self.state, metrics = self._jit_update(self.state, batch)
+            jax.block_until_ready(metrics)
+            timers = {
+                "env_runner_sampling_timer": t1 - t0,
+                "learner_update_timer": time.perf_counter() - t1,
+            }
+        metrics, episodes = jax.device_get((metrics, episodes))
+        done = episodes["done"]
+        num_valid = int(episodes["num_valid"])
+        return {
+            "learner_metrics": metrics,
+            "episode_returns": episodes["returns"][done],
+            "episode_lens": episodes["lens"][done],
+            "num_env_steps_sampled": num_valid,
+            "num_env_steps_trained": num_valid,
+            "timers": timers,
+        }
+
+    # ------------------------------------------------------------------ checkpoint hooks
+    def _inference_params(self) -> Any:
+        return self.state.params
+
+    def _checkpoint_state(self) -> Any:
+        return self.state
+
+    def _restore_state(self, state: Any) -> None:
+        target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
+        self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
+
+    def stop(self) -> None:
+        if getattr(self, "_runners", None) is not None:
+            self._runners.close()
+            self._runners = None
+        if getattr(self, "_env", None) is not None:
+            self._env.close()
+            self._env = None
+
+
+def _episode_arrays(traj) -> dict[str, jax.Array]:
+    """Flattened per-step episode outputs; the host picks the rows where an episode ended."""
+    return {
+        "returns": traj.episode_return.reshape(-1),
+        "lens": traj.episode_len.reshape(-1),
+        "done": traj.episode_done.reshape(-1),
+        "num_valid": jnp.sum(traj.valid.astype(jnp.int32)),
+    }
+
+
+__all__ = ["PPO", "PPOConfig"]

@@ -1,0 +1,283 @@
+"""Vector envs behind one host interface, and the choice between EnvPool and gymnasium.
+
+Both backends use next-step auto-reset: the step after an episode ends returns the first
+observation of the next episode with zero reward, and the action sent for the final observation is
+ignored. The runners mark that step's transition invalid, so every backend yields the same data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import inspect
+import sys
+import types
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+
+from rljax.env.registry import registered_creator, registered_names
+from rljax.utils.errors import ConfigError, closest
+
+SYNC = "SYNC"
+ASYNC = "ASYNC"
+
+
+class StepResult(NamedTuple):
+    """What a vector env returns for the sub-envs of one batch.
+
+    Attributes:
+      obs: Observations of shape [K, *obs_shape].
+      reward: A float32 tensor of shape [K].
+      terminated: A bool tensor of shape [K].
+      truncated: A bool tensor of shape [K].
+      env_id: An int32 tensor of shape [K]: which sub-env each row belongs to.
+    """
+
+    obs: Any
+    reward: Any
+    terminated: Any
+    truncated: Any
+    env_id: Any
+
+
+@functools.lru_cache(maxsize=1)
+def _envpool_ids() -> tuple[str, ...]:
+    try:
+        import envpool
+    except ImportError:  # pragma: no cover - envpool is a dependency on Linux
+        return ()
+    return tuple(envpool.list_all_envs())
+
+
+def normalize_vectorize_mode(mode: Any) -> str:
+    """Accepts "SYNC"/"ASYNC" (any case) and gymnasium's ``VectorizeMode`` values."""
+    value = getattr(mode, "value", mode)
+    if isinstance(value, str) and value.upper() in (SYNC, ASYNC):
+        return value.upper()
+    if isinstance(value, str) and value.lower() in ("sync", "async"):
+        return value.upper()
+    raise ConfigError(
+        f"gym_env_vectorize_mode={mode!r} is not valid; use 'SYNC', 'ASYNC' or "
+        "gymnasium.VectorizeMode.SYNC / .ASYNC"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """A resolved environment: which backend runs it and how to create it.
+
+    Attributes:
+      backend: "envpool" or "gymnasium".
+      name: The env id (or a readable name of the class / creator).
+      creator: For gymnasium: ``creator(env_config) -> gymnasium.Env``.
+      env_config: The user's env_config.
+    """
+
+    backend: str
+    name: str
+    creator: Callable[[dict[str, Any]], Any] | None
+    env_config: dict[str, Any]
+
+
+def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
+    """Decides which backend runs ``env`` (an id, a ``gymnasium.Env`` class or a creator).
+
+    Registered names win, then EnvPool task ids, then gymnasium ids.
+    """
+    env_config = dict(env_config or {})
+    if env is None:
+        raise ConfigError("no environment given; call config.environment('CartPole-v1') or similar")
+    if isinstance(env, str):
+        creator = registered_creator(env)
+        if creator is not None:
+            return EnvSpec("gymnasium", env, creator, env_config)
+        if env in _envpool_ids():
+            return EnvSpec("envpool", env, None, env_config)
+        if env in gym.registry:
+            return EnvSpec("gymnasium", env, _GymMake(env), env_config)
+        known = list(registered_names()) + list(_envpool_ids()) + list(gym.registry)
+        raise ConfigError(
+            f"unknown env {env!r}{closest(env, known)}; pass an EnvPool task id, a gymnasium id, "
+            "a name given to rljax.register_env, or a gymnasium.Env class"
+        )
+    if inspect.isclass(env):
+        if not issubclass(env, gym.Env):
+            raise ConfigError(f"env class {env.__name__} is not a gymnasium.Env subclass")
+        return EnvSpec("gymnasium", env.__qualname__, env, env_config)
+    if callable(env):
+        return EnvSpec("gymnasium", getattr(env, "__name__", repr(env)), env, env_config)
+    raise ConfigError(f"env must be an id string, a gymnasium.Env class or a creator; got {env!r}")
+
+
+class _GymMake:
+    """``gymnasium.make(id, **env_config)``, picklable for ASYNC workers."""
+
+    def __init__(self, env_id: str):
+        self.env_id = env_id
+
+    def __call__(self, env_config: dict[str, Any]) -> gym.Env:
+        return gym.make(self.env_id, **env_config)
+
+
+def envpool_kwargs(spec: EnvSpec) -> dict[str, Any]:
+    """EnvPool's make() kwargs for a task: Atari gets the standard DQN preprocessing."""
+    import envpool
+
+    kwargs: dict[str, Any] = {}
+    if type(envpool.make_spec(spec.name)).__name__.startswith("Atari"):
+        kwargs.update(episodic_life=True, reward_clip=True)
+    kwargs.update(spec.env_config)
+    return kwargs
+
+
+def make_envpool(spec: EnvSpec, num_envs: int, batch_size: int, seed: int) -> Any:
+    import envpool
+
+    try:
+        return envpool.make(
+            spec.name,
+            env_type="gymnasium",
+            num_envs=num_envs,
+            batch_size=batch_size,
+            seed=seed,
+            **envpool_kwargs(spec),
+        )
+    except (TypeError, ValueError, KeyError) as e:
+        raise ConfigError(
+            f"EnvPool could not build {spec.name!r} with env_config={spec.env_config}: {e}"
+        ) from e
+
+
+def env_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
+    """The single-env observation and action spaces."""
+    if spec.backend == "envpool":
+        env = make_envpool(spec, 1, 1, 0)
+        spaces = env.observation_space, env.action_space
+        env.close()
+        return spaces
+    env = spec.creator(spec.env_config)
+    if not isinstance(env, gym.Env):
+        raise ConfigError(
+            f"the env creator for {spec.name!r} returned {type(env).__name__}, not a gymnasium.Env"
+        )
+    spaces = env.observation_space, env.action_space
+    env.close()
+    return spaces
+
+
+@contextlib.contextmanager
+def _main_hidden():
+    """Starts spawned workers without re-running the user's ``__main__`` script.
+
+    Worker processes are spawned, never forked (JAX's threads do not survive a fork). A spawned
+    child normally re-imports the parent's ``__main__`` file, which would re-run a training script
+    that has no ``if __name__ == "__main__"`` guard. The env creators travel by value through
+    cloudpickle instead, so the child does not need the script: hide it while the workers start.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+class _EnvFn:
+    def __init__(self, creator: Callable[[dict[str, Any]], Any], env_config: dict[str, Any]):
+        self.creator = creator
+        self.env_config = env_config
+
+    def __call__(self) -> gym.Env:
+        return self.creator(dict(self.env_config))
+
+
+class GymVectorHostEnv:
+    """gymnasium ``SyncVectorEnv`` (SYNC) or ``AsyncVectorEnv`` in spawned processes (ASYNC)."""
+
+    def __init__(self, spec: EnvSpec, num_envs: int, mode: str, seed: int):
+        fns = [_EnvFn(spec.creator, spec.env_config) for _ in range(num_envs)]
+        kwargs = dict(autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        if mode == ASYNC:
+            with _main_hidden():
+                self.env = gym.vector.AsyncVectorEnv(fns, context="spawn", **kwargs)
+        else:
+            self.env = gym.vector.SyncVectorEnv(fns, **kwargs)
+        self.num_envs = num_envs
+        self.batch_size = num_envs
+        self.seed = seed
+        self._ids = np.arange(num_envs, dtype=np.int32)
+        self.action_space = self.env.single_action_space
+
+    def reset(self) -> StepResult:
+        obs, _ = self.env.reset(seed=self.seed)
+        n = self.num_envs
+        return StepResult(
+            obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), self._ids
+        )
+
+    def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
+        del env_id  # every sub-env steps together, in env-id order
+        obs, rew, term, trunc, _ = self.env.step(action)
+        return StepResult(
+            obs,
+            np.asarray(rew, np.float32),
+            np.asarray(term, bool),
+            np.asarray(trunc, bool),
+            self._ids,
+        )
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class EnvPoolHostEnv:
+    """EnvPool driven from Python with ``send``/``recv``; ASYNC when ``batch_size < num_envs``."""
+
+    def __init__(self, spec: EnvSpec, num_envs: int, batch_size: int, seed: int):
+        self.env = make_envpool(spec, num_envs, batch_size, seed)
+        self.num_envs = num_envs
+        self.batch_size = batch_size
+        self.action_space = self.env.action_space
+
+    def _result(self, ret: tuple) -> StepResult:
+        obs, rew, term, trunc, info = ret
+        return StepResult(
+            obs,
+            np.asarray(rew, np.float32),
+            np.asarray(term, bool),
+            np.asarray(trunc, bool),
+            np.asarray(info["env_id"], np.int32),
+        )
+
+    def reset(self) -> StepResult:
+        self.env.async_reset()
+        return self._result(self.env.recv())
+
+    def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
+        self.env.send(action, np.asarray(env_id, np.int32))
+        return self._result(self.env.recv())
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def envpool_batch_size(num_envs: int, mode: str, async_batch_size: int | None) -> int:
+    """EnvPool's batch: all sub-envs in SYNC mode, the first ``async_batch_size`` ready in ASYNC."""
+    if mode == SYNC:
+        return num_envs
+    return async_batch_size or max(1, num_envs // 2)
+
+
+def make_host_env(
+    spec: EnvSpec, num_envs: int, mode: str, seed: int, async_batch_size: int | None
+) -> GymVectorHostEnv | EnvPoolHostEnv:
+    if spec.backend == "envpool":
+        return EnvPoolHostEnv(
+            spec, num_envs, envpool_batch_size(num_envs, mode, async_batch_size), seed
+        )
+    return GymVectorHostEnv(spec, num_envs, mode, seed)

@@ -1,0 +1,1 @@
+"""Learner devices: the data-parallel mesh that replaces RLlib's Learner actors."""

@@ -1,0 +1,84 @@
+"""Device selection for learners and runners, with clear errors instead of hangs."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from rljax.utils.errors import ConfigError
+
+DATA_AXIS = "data"
+
+
+def _platform_devices(platform: str) -> list[jax.Device]:
+    try:
+        return list(jax.devices(platform))
+    except RuntimeError:
+        return []
+
+
+def describe_devices() -> str:
+    by_kind: dict[str, int] = {}
+    for d in jax.devices():
+        by_kind[d.platform] = by_kind.get(d.platform, 0) + 1
+    return ", ".join(f"{n} {p}" for p, n in by_kind.items())
+
+
+def learner_devices(num_learners: int, num_gpus_per_learner: float) -> list[jax.Device]:
+    """The devices of the learner mesh: ``max(1, num_learners)`` of them.
+
+    ``num_gpus_per_learner > 0`` asks for GPUs; a fraction lets several learners share one GPU
+    (``ceil(num_learners * fraction)`` GPUs in all), which on one host means they are one learner.
+    """
+    n = max(1, num_learners)
+    if num_gpus_per_learner > 0:
+        gpus = _platform_devices("gpu")
+        needed = math.ceil(n * num_gpus_per_learner) if num_gpus_per_learner < 1 else n
+        if len(gpus) < needed:
+            raise ConfigError(
+                f"num_learners={num_learners} with num_gpus_per_learner={num_gpus_per_learner} asks for "
+                f"{needed} GPU(s), but JAX sees {len(gpus)} (devices: {describe_devices()}); set "
+                "num_gpus_per_learner=0 to learn on the CPU"
+            )
+        if num_gpus_per_learner < 1:
+            return gpus[:needed] if needed >= n else gpus[:1]
+        return gpus[:n]
+    cpus = _platform_devices("cpu")
+    default = jax.devices()
+    pool = default if default[0].platform == "cpu" else cpus
+    if len(pool) < n:
+        raise ConfigError(
+            f"num_learners={num_learners} asks for {n} devices, but JAX sees {len(pool)} "
+            f"{pool[0].platform if pool else 'cpu'} device(s) (devices: {describe_devices()}). On a CPU, "
+            "set XLA_FLAGS=--xla_force_host_platform_device_count=N before JAX is imported, or lower num_learners"
+        )
+    return pool[:n]
+
+
+def runner_device(num_gpus_per_env_runner: float) -> jax.Device:
+    if num_gpus_per_env_runner > 0:
+        gpus = _platform_devices("gpu")
+        if not gpus:
+            raise ConfigError(
+                f"num_gpus_per_env_runner={num_gpus_per_env_runner} asks for a GPU, but JAX sees none "
+                f"(devices: {describe_devices()}); set num_gpus_per_env_runner=0"
+            )
+        return gpus[-1]
+    cpus = _platform_devices("cpu")
+    return cpus[0] if cpus else jax.devices()[0]
+
+
+def make_mesh(devices: list[jax.Device]) -> Mesh:
+    return Mesh(np.asarray(devices), (DATA_AXIS,))
+
+
+def data_sharding(mesh: Mesh) -> NamedSharding:
+    """Leading axis split over the learners."""
+    return NamedSharding(mesh, PartitionSpec(DATA_AXIS))
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    return NamedSharding(mesh, PartitionSpec())

@@ -1,0 +1,105 @@
+"""Action distributions as pure functions of the network's ``action_dist_inputs``."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Protocol
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+
+from rljax.utils.errors import ConfigError
+
+
+class ActionDistribution(Protocol):
+    num_outputs: int
+
+    def sample(self, key: jax.Array, inputs: jax.Array) -> jax.Array: ...
+    def mode(self, inputs: jax.Array) -> jax.Array: ...
+    def log_prob(self, inputs: jax.Array, actions: jax.Array) -> jax.Array: ...
+    def entropy(self, inputs: jax.Array) -> jax.Array: ...
+    def kl(self, inputs_p: jax.Array, inputs_q: jax.Array) -> jax.Array: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Categorical:
+    """Categorical over ``num_actions``; inputs are logits of shape [B, num_actions]."""
+
+    num_actions: int
+
+    @property
+    def num_outputs(self) -> int:
+        return self.num_actions
+
+    def sample(self, key: jax.Array, inputs: jax.Array) -> jax.Array:
+        return jax.random.categorical(key, inputs, axis=-1).astype(jnp.int32)
+
+    def mode(self, inputs: jax.Array) -> jax.Array:
+        return jnp.argmax(inputs, axis=-1).astype(jnp.int32)
+
+    def log_prob(self, inputs: jax.Array, actions: jax.Array) -> jax.Array:
+        logp = jax.nn.log_softmax(inputs, axis=-1)
+        return jnp.take_along_axis(logp, actions[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+    def entropy(self, inputs: jax.Array) -> jax.Array:
+        logp = jax.nn.log_softmax(inputs, axis=-1)
+        return -jnp.sum(jnp.exp(logp) * logp, axis=-1)
+
+    def kl(self, inputs_p: jax.Array, inputs_q: jax.Array) -> jax.Array:
+        """KL(p || q)."""
+        logp = jax.nn.log_softmax(inputs_p, axis=-1)
+        logq = jax.nn.log_softmax(inputs_q, axis=-1)
+        return jnp.sum(jnp.exp(logp) * (logp - logq), axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class DiagGaussian:
+    """Diagonal Gaussian; inputs are ``[mean, log_std]`` of shape [B, 2 * action_dim]."""
+
+    action_dim: int
+    log_std_clip: float = 20.0
+
+    @property
+    def num_outputs(self) -> int:
+        return 2 * self.action_dim
+
+    def _split(self, inputs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        mean, log_std = jnp.split(inputs, 2, axis=-1)
+        return mean, jnp.clip(log_std, -self.log_std_clip, self.log_std_clip)
+
+    def sample(self, key: jax.Array, inputs: jax.Array) -> jax.Array:
+        mean, log_std = self._split(inputs)
+        return mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+
+    def mode(self, inputs: jax.Array) -> jax.Array:
+        return self._split(inputs)[0]
+
+    def log_prob(self, inputs: jax.Array, actions: jax.Array) -> jax.Array:
+        mean, log_std = self._split(inputs)
+        z = (actions - mean) * jnp.exp(-log_std)
+        return jnp.sum(-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi), axis=-1)
+
+    def entropy(self, inputs: jax.Array) -> jax.Array:
+        _, log_std = self._split(inputs)
+        return jnp.sum(log_std + 0.5 * math.log(2 * math.pi * math.e), axis=-1)
+
+    def kl(self, inputs_p: jax.Array, inputs_q: jax.Array) -> jax.Array:
+        """KL(p || q)."""
+        mp, lp = self._split(inputs_p)
+        mq, lq = self._split(inputs_q)
+        var_ratio = jnp.exp(2 * (lp - lq))
+        return jnp.sum(lq - lp + 0.5 * (var_ratio + ((mp - mq) * jnp.exp(-lq)) ** 2 - 1), axis=-1)
+
+
+def make_distribution(action_space: gym.Space, log_std_clip: float = 20.0) -> ActionDistribution:
+    """The distribution family for an action space."""
+    if isinstance(action_space, gym.spaces.Discrete):
+        return Categorical(int(action_space.n))
+    if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
+        return DiagGaussian(int(action_space.shape[0]), log_std_clip)
+    raise ConfigError(
+        f"action space {action_space} is not supported; rljax supports Discrete and 1-D Box "
+        "action spaces"
+    )

@@ -1,0 +1,76 @@
+"""Generalized Advantage Estimation (Schulman et al., 2016).
+
+Termination and truncation are kept apart: on termination the next state's value is zero; on
+truncation (a time limit, the end of a rollout fragment, the boundary between two sub-envs in a
+flattened batch) the next state's value is bootstrapped and the advantage recursion is cut.
+"""
+
+from __future__ import annotations
+
+import chex
+import jax
+import jax.numpy as jnp
+
+
+def _compose(earlier: tuple[jax.Array, jax.Array], later: tuple[jax.Array, jax.Array]):
+    # Each element (c, d) stands for the affine map x -> d + c * x applied to A_{t+1}.
+    # Scanning from the end of the sequence, `later` in scan order is an earlier time step, so the
+    # result is later ∘ earlier.
+    c_e, d_e = earlier
+    c_l, d_l = later
+    return c_l * c_e, d_l + c_l * d_e
+
+
+def gae_advantages(
+    rewards: chex.Array,
+    values: chex.Array,
+    next_values: chex.Array,
+    terminated: chex.Array,
+    truncated: chex.Array,
+    gamma: float,
+    lambda_: float,
+) -> tuple[jax.Array, jax.Array]:
+    """GAE advantages and value targets of one sequence.
+
+    ``A_t = delta_t + gamma * lambda * (1 - terminated_t) * (1 - truncated_t) * A_{t+1}`` with
+    ``delta_t = r_t + gamma * (1 - terminated_t) * V(s'_t) - V(s_t)``, solved with a parallel
+    (associative) scan, so the depth is O(log T) instead of T sequential steps.
+
+    Args:
+      rewards: A float tensor of shape [T], r_t.
+      values: A float tensor of shape [T], V(s_t).
+      next_values: A float tensor of shape [T], V(s'_t) of the observation that followed s_t
+        (the final observation on truncation).
+      terminated: A bool or float tensor of shape [T]; the episode ended in a terminal state.
+      truncated: A bool or float tensor of shape [T]; the sequence is cut after t without a
+        terminal state (time limit, fragment end, boundary between sub-envs).
+      gamma: The discount factor.
+      lambda_: The GAE lambda.
+
+    Returns:
+      A pair (advantages, value_targets) of float tensors of shape [T].
+    """
+    chex.assert_rank([rewards, values, next_values, terminated, truncated], 1)
+    chex.assert_equal_shape([rewards, values, next_values, terminated, truncated])
+    dtype = jnp.result_type(values.dtype, jnp.float32)
+    not_term = 1.0 - terminated.astype(dtype)
+    cont = gamma * lambda_ * not_term * (1.0 - truncated.astype(dtype))
+    deltas = rewards.astype(dtype) + gamma * not_term * next_values.astype(dtype) - values
+    _, advantages = jax.lax.associative_scan(_compose, (cont, deltas), reverse=True)
+    return advantages, advantages + values
+
+
+def gae_advantages_time_major(
+    rewards: chex.Array,
+    values: chex.Array,
+    next_values: chex.Array,
+    terminated: chex.Array,
+    truncated: chex.Array,
+    gamma: float,
+    lambda_: float,
+) -> tuple[jax.Array, jax.Array]:
+    """`gae_advantages` over a time-major batch: every argument of shape [T, B]."""
+    chex.assert_rank([rewards, values, next_values, terminated, truncated], 2)
+    return jax.vmap(gae_advantages, in_axes=(1, 1, 1, 1, 1, None, None), out_axes=1)(
+        rewards, values, next_values, terminated, truncated, gamma, lambda_
+    )

@@ -1,0 +1,1 @@
+"""Acting: policies on batches of sub-envs, fused into jit (EnvPool XLA) or stepped from Python."""

@@ -1,0 +1,163 @@
+"""The acting step shared by every runner, and the fused EnvPool rollout.
+
+A runner keeps, for each sub-env, the observation it acted on and the policy's outputs ("pending").
+When a sub-env's result arrives (in any order, any subset: EnvPool ASYNC returns whichever sub-envs
+finished first), the pending entry becomes a finished transition, and the policy acts on the new
+observation. The same jitted ``act_step`` runs inside ``lax.scan`` on the fused path and once per
+env step on the Python path, so both produce identical data. Nothing here knows the algorithm:
+``policy_fn`` returns the action and a dict of extras (log-probs, values, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rljax.env.vector import StepResult
+
+PolicyFn = Callable[[Any, jax.Array, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]
+
+
+class Transition(NamedTuple):
+    """Time-major transitions: every leaf has leading shape [T, K] (K sub-envs per env step).
+
+    Attributes:
+      obs: Observations acted on, [T, K, *obs_shape].
+      action: Actions taken, [T, K, *action_shape].
+      reward: Rewards, float32 [T, K].
+      terminated: The episode ended in a terminal state, bool [T, K].
+      truncated: The episode was cut without a terminal state, bool [T, K].
+      valid: False for the auto-reset step after an episode end (no real transition), bool [T, K].
+      env_id: The sub-env of each row, int32 [T, K].
+      extras: The policy's outputs for ``obs`` (e.g. ``action_logp``, ``vf_preds``).
+      next_extras: The policy's outputs for the next observation, restricted to bootstrap keys.
+      episode_return: The return of an episode that ended at this step, float32 [T, K].
+      episode_len: Its length, int32 [T, K].
+      episode_done: Whether an episode ended here, bool [T, K].
+    """
+
+    obs: Any
+    action: Any
+    reward: Any
+    terminated: Any
+    truncated: Any
+    valid: Any
+    env_id: Any
+    extras: dict[str, Any]
+    next_extras: dict[str, Any]
+    episode_return: Any
+    episode_len: Any
+    episode_done: Any
+
+
+class ActorState(NamedTuple):
+    """Per-sub-env state of a runner, leading shape [N] (N sub-envs)."""
+
+    obs: Any
+    action: Any
+    extras: dict[str, Any]
+    valid: Any
+    episode_return: Any
+    episode_len: Any
+
+
+def init_actor_state(
+    policy_fn: PolicyFn, params: Any, obs_example: jax.Array, num_envs: int
+) -> ActorState:
+    """Zeros for N sub-envs, with shapes taken from one policy call; nothing is pending yet."""
+    key = jax.random.PRNGKey(0)
+    action, extras = jax.eval_shape(policy_fn, params, obs_example[None], key)
+    zeros = lambda s: jnp.zeros((num_envs, *s.shape[1:]), s.dtype)  # noqa: E731
+    return ActorState(
+        obs=jnp.zeros((num_envs, *obs_example.shape), obs_example.dtype),
+        action=zeros(action),
+        extras=jax.tree.map(zeros, extras),
+        valid=jnp.zeros((num_envs,), bool),
+        episode_return=jnp.zeros((num_envs,), jnp.float32),
+        episode_len=jnp.zeros((num_envs,), jnp.int32),
+    )
+
+
+def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Callable:
+    """Builds ``act_step(params, key, actor_state, result) -> (action, actor_state, transition)``.
+
+    ``result`` holds K rows (one per sub-env that reported); ``transition`` finishes the K pending
+    transitions of those sub-envs (leading shape [K]), and ``action`` is the policy's answer to the
+    new observations, to send to the same sub-envs.
+    """
+
+    def act_step(params: Any, key: jax.Array, state: ActorState, result: StepResult):
+        ids = result.env_id
+        action, extras = policy_fn(params, result.obs, key)
+        was_valid = state.valid[ids]
+        done = result.terminated | result.truncated
+        ep_ret = state.episode_return[ids] + jnp.where(was_valid, result.reward, 0.0)
+        ep_len = state.episode_len[ids] + was_valid.astype(jnp.int32)
+        episode_done = done & was_valid
+        transition = Transition(
+            obs=state.obs[ids],
+            action=state.action[ids],
+            reward=result.reward.astype(jnp.float32),
+            terminated=result.terminated,
+            truncated=result.truncated,
+            valid=was_valid,
+            env_id=ids,
+            extras=jax.tree.map(lambda x: x[ids], state.extras),
+            next_extras={k: extras[k] for k in bootstrap_keys},
+            episode_return=ep_ret,
+            episode_len=ep_len,
+            episode_done=episode_done,
+        )
+        # After an episode end the env auto-resets on the next step and ignores this action, so the
+        # transition that starts from a final observation is not real.
+        state = ActorState(
+            obs=state.obs.at[ids].set(result.obs),
+            action=state.action.at[ids].set(action),
+            extras=jax.tree.map(lambda s, e: s.at[ids].set(e), state.extras, extras),
+            valid=state.valid.at[ids].set(~done),
+            episode_return=state.episode_return.at[ids].set(jnp.where(done, 0.0, ep_ret)),
+            episode_len=state.episode_len.at[ids].set(jnp.where(done, 0, ep_len)),
+        )
+        return action, state, transition
+
+    return act_step
+
+
+class FusedRunnerState(NamedTuple):
+    """Carry of the fused rollout: the EnvPool handle, actor state, the unprocessed last result."""
+
+    handle: Any
+    actor: ActorState
+    result: StepResult
+    key: jax.Array
+
+
+def make_fused_rollout(
+    act_step: Callable,
+    xla_step: Callable,
+    length: int,
+    to_env_action: Callable[[jax.Array], jax.Array],
+) -> Callable:
+    """``rollout(params, runner_state) -> (runner_state, Transition [length, K])``, jit-able.
+
+    Steps EnvPool through its XLA interface inside ``lax.scan``: no Python per env step.
+    """
+
+    def rollout(params: Any, rs: FusedRunnerState):
+        def body(carry: FusedRunnerState, _):
+            key, sub = jax.random.split(carry.key)
+            action, actor, transition = act_step(params, sub, carry.actor, carry.result)
+            handle, (obs, rew, term, trunc, info) = xla_step(
+                carry.handle, to_env_action(action), carry.result.env_id
+            )
+            result = StepResult(
+                obs, rew.astype(jnp.float32), term, trunc, info["env_id"].astype(jnp.int32)
+            )
+            return FusedRunnerState(handle, actor, result, key), transition
+
+        return jax.lax.scan(body, rs, None, length=length)
+
+    return rollout

@@ -1,0 +1,147 @@
+"""Checkpoints without pickle, written atomically.
+
+Layout of a checkpoint directory::
+
+    path/
+      LATEST                  # the name of the current version directory, replaced atomically
+      v-000003/
+        rljax_checkpoint.json # format version, rljax version, algorithm, config, spaces, counters
+        state.msgpack         # the train state's arrays (msgpack: data only, nothing executable)
+
+A save writes a new version directory beside the old one, fsyncs it, then atomically replaces
+``LATEST``; only then are older versions removed. A crash at any moment leaves ``LATEST`` naming a
+complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import flax.serialization
+import numpy as np
+
+from rljax.utils.errors import CheckpointError
+
+FORMAT_VERSION = 1
+META_FILE = "rljax_checkpoint.json"
+STATE_FILE = "state.msgpack"
+LATEST = "LATEST"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def save_checkpoint(path: str | os.PathLike, metadata: dict[str, Any], state: Any) -> Path:
+    """Writes ``metadata`` (JSON) and ``state`` (a pytree of arrays) to ``path`` atomically."""
+    root = Path(path).expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    previous = _read_latest(root)
+    counter = int(previous.split("-")[-1]) + 1 if previous else 1
+    name = f"v-{counter:06d}"
+    tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    meta = dict(metadata, format_version=FORMAT_VERSION)
+    _write_file(tmp / META_FILE, json.dumps(meta, indent=2, sort_keys=True).encode())
+    state_dict = flax.serialization.to_state_dict(state)
+    state_np = _to_numpy(state_dict)
+    _write_file(tmp / STATE_FILE, flax.serialization.msgpack_serialize(state_np))
+    _fsync_dir(tmp)
+    final = root / name
+    os.replace(tmp, final)
+    latest_tmp = root / f".{LATEST}.{uuid.uuid4().hex[:8]}"
+    _write_file(latest_tmp, name.encode())
+    os.replace(latest_tmp, root / LATEST)
+    _fsync_dir(root)
+    for child in root.iterdir():  # older versions and leftovers of interrupted saves
+        if child.name not in (name, LATEST) and (
+            child.name.startswith("v-") or child.name.startswith(".tmp-")
+        ):
+            shutil.rmtree(child, ignore_errors=True)
+    return final
+
+
+def _to_numpy(tree: Any) -> Any:
+    if isinstance(tree, dict):
+        return {k: _to_numpy(v) for k, v in tree.items()}
+    return np.asarray(tree)
+
+
+def _read_latest(root: Path) -> str | None:
+    latest = root / LATEST
+    if not latest.is_file():
+        return None
+    name = latest.read_text().strip()
+    if not name.startswith("v-") or "/" in name:
+        raise CheckpointError(f"{latest} is corrupt: {name!r}")
+    return name
+
+
+def load_metadata(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
+    """Reads a checkpoint's metadata; raises ``CheckpointError`` if ``path`` is not one."""
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        raise CheckpointError(f"{str(path)!r} is not a checkpoint: no such directory")
+    name = _read_latest(root)
+    if name is None:
+        raise CheckpointError(
+            f"{str(path)!r} is not an rljax checkpoint: it has no {LATEST} file (write one with algo.save_to_path)"
+        )
+    version_dir = root / name
+    try:
+        meta = json.loads((version_dir / META_FILE).read_text())
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{str(path)!r}: cannot read {META_FILE}: {e}") from e
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise CheckpointError(
+            f"{str(path)!r} has checkpoint format {meta.get('format_version')!r}; this rljax reads format "
+            f"{FORMAT_VERSION} (written by rljax {meta.get('rljax_version', '?')})"
+        )
+    return meta, version_dir
+
+
+def load_state(version_dir: Path, target: Any) -> Any:
+    """Restores arrays into a pytree shaped like ``target``; shapes must match exactly."""
+    raw = (version_dir / STATE_FILE).read_bytes()
+    try:
+        state_dict = flax.serialization.msgpack_restore(raw)
+    except Exception as e:  # msgpack raises several types on bad data
+        raise CheckpointError(f"{version_dir / STATE_FILE} is not a valid state file: {e}") from e
+    target_dict = flax.serialization.to_state_dict(target)
+    _check_shapes(target_dict, state_dict, "")
+    return flax.serialization.from_state_dict(target, state_dict)
+
+
+def _check_shapes(target: Any, loaded: Any, where: str) -> None:
+    if isinstance(target, dict):
+        if not isinstance(loaded, dict) or set(target) != set(loaded):
+            raise CheckpointError(
+                f"checkpoint state does not match this algorithm at {where or '/'}: expected keys "
+                f"{sorted(target) if isinstance(target, dict) else target}, found "
+                f"{sorted(loaded) if isinstance(loaded, dict) else type(loaded).__name__}"
+            )
+        for k in target:
+            _check_shapes(target[k], loaded[k], f"{where}/{k}")
+        return
+    t_shape = np.shape(target)
+    l_shape = np.shape(loaded)
+    if t_shape != l_shape:
+        raise CheckpointError(
+            f"checkpoint array {where} has shape {l_shape}; this algorithm expects {t_shape}"
+        )
