@@ -90,6 +90,7 @@ class Algorithm:
         self.time_total_s = 0.0
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         self._infer_cache: dict[bool, Any] = {}
+        self._num_evaluations = 0
         self._setup()
 
     # ------------------------------------------------------------------ subclass hooks
@@ -244,19 +245,20 @@ class Algorithm:
         num_envs = (
             min(cfg.evaluation_duration, 8) if by_episodes else min(8, cfg.evaluation_duration)
         )
-        env = make_host_env(self.env_spec, num_envs, "SYNC", self.seed + 7919, None)
+        self._num_evaluations += 1
+        env = make_host_env(self.env_spec, num_envs, "SYNC", self.seed + 7919 * self._num_evaluations, None)
         infer = self._infer_fn(False)
         params = self._inference_params()
-        key = jax.random.PRNGKey(self.seed + 1)
         returns: list[float] = []
         lengths: list[int] = []
         ret = np.zeros(num_envs)
         length = np.zeros(num_envs, int)
-        valid = np.zeros(num_envs, bool)
+        valid = np.ones(num_envs, bool)  # the reset observations start real episodes
         steps = 0
         try:
             result = env.reset()
             while True:
+                self._action_key, key = jax.random.split(self._action_key)
                 action = np.asarray(infer(params, jnp.asarray(result.obs), key))
                 result = env.step(self._env_action(action), result.env_id)
                 ids = result.env_id
@@ -364,26 +366,39 @@ class Algorithm:
 
 
 class InferenceModule:
-    """Jitted inference of an algorithm's current policy (``algo.get_module()``)."""
+    """Jitted inference of an algorithm's current policy (``algo.get_module()``).
+
+    As RLlib's ``RLModule``: ``forward_inference({"obs": batch})`` returns a dict with
+    ``action_dist_inputs`` (and, here, the greedy ``actions``); ``forward_exploration`` samples.
+    """
 
     def __init__(self, algo: Algorithm):
         self._algo = algo
+        self._dist_inputs = jax.jit(algo._policy_outputs)
 
     @property
     def params(self) -> Any:
         return self._algo._inference_params()
 
-    def forward_inference(self, obs: Any) -> np.ndarray:
-        """Greedy actions for a batch ``[B, *obs_shape]``."""
-        return self._algo.compute_actions(obs, explore=False)
+    def _obs(self, batch: Any) -> np.ndarray:
+        obs = batch["obs"] if isinstance(batch, dict) else batch
+        return self._algo._check_obs(obs, batched=True)
 
-    def forward_exploration(self, obs: Any) -> np.ndarray:
-        """Sampled actions for a batch ``[B, *obs_shape]``."""
-        return self._algo.compute_actions(obs, explore=True)
+    def forward_inference(self, batch: Any) -> dict[str, np.ndarray]:
+        """Greedy pass over ``{"obs": [B, *obs_shape]}`` (or the array itself)."""
+        obs = self._obs(batch)
+        return {
+            "action_dist_inputs": np.asarray(self._dist_inputs(self.params, jnp.asarray(obs))),
+            "actions": self._algo.compute_actions(obs, explore=False),
+        }
 
-    def action_dist_inputs(self, obs: Any) -> np.ndarray:
-        obs = self._algo._check_obs(obs, batched=True)
-        return np.asarray(jax.jit(self._algo._policy_outputs)(self.params, jnp.asarray(obs)))
+    def forward_exploration(self, batch: Any) -> dict[str, np.ndarray]:
+        """Sampling pass over ``{"obs": [B, *obs_shape]}`` (or the array itself)."""
+        obs = self._obs(batch)
+        return {
+            "action_dist_inputs": np.asarray(self._dist_inputs(self.params, jnp.asarray(obs))),
+            "actions": self._algo.compute_actions(obs, explore=True),
+        }
 
 
 def nan_to_none(x: float) -> float | None:

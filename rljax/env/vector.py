@@ -13,6 +13,7 @@ import functools
 import inspect
 import sys
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -138,14 +139,17 @@ def make_envpool(spec: EnvSpec, num_envs: int, batch_size: int, seed: int) -> An
     import envpool
 
     try:
-        return envpool.make(
-            spec.name,
-            env_type="gymnasium",
-            num_envs=num_envs,
-            batch_size=batch_size,
-            seed=seed,
-            **envpool_kwargs(spec),
-        )
+        with warnings.catch_warnings():
+            # EnvPool declares float64 bounds on float32 Box spaces; gymnasium warns on every make.
+            warnings.filterwarnings("ignore", message=".*precision lowered.*")
+            return envpool.make(
+                spec.name,
+                env_type="gymnasium",
+                num_envs=num_envs,
+                batch_size=batch_size,
+                seed=seed,
+                **envpool_kwargs(spec),
+            )
     except (TypeError, ValueError, KeyError) as e:
         raise ConfigError(
             f"EnvPool could not build {spec.name!r} with env_config={spec.env_config}: {e}"

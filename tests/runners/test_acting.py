@@ -1,0 +1,62 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.env.vector import StepResult
+from rljax.runners.acting import init_actor_state, make_act_step
+
+
+def _policy(params, obs, key):
+    # action = obs * 2, "value" = obs + params: easy to trace through the runner.
+    return obs.astype(jnp.int32) * 2, {"vf_preds": obs + params, "action_logp": -obs}
+
+
+def _result(obs, reward, term, trunc, ids):
+    return StepResult(
+        jnp.asarray(obs, jnp.float32),
+        jnp.asarray(reward, jnp.float32),
+        jnp.asarray(term),
+        jnp.asarray(trunc),
+        jnp.asarray(ids, jnp.int32),
+    )
+
+
+def test_act_step_finishes_pending_transitions_with_next_step_autoreset():
+    act = jax.jit(make_act_step(_policy, ("vf_preds",)))
+    state = init_actor_state(_policy, 0.0, jnp.zeros((), jnp.float32), 2)
+    key = jax.random.PRNGKey(0)
+    results = [
+        _result([10, 50], [0, 0], [False, False], [False, False], [0, 1]),  # reset
+        _result([11, 51], [1, 5], [False, True], [False, False], [0, 1]),  # env 1 terminates
+        _result([12, 60], [1, 0], [False, False], [True, False], [0, 1]),  # env 0 truncated; env 1 auto-resets
+        _result([20, 61], [0, 6], [False, False], [False, False], [0, 1]),  # env 0 auto-resets
+    ]
+    out = []
+    for r in results:
+        _, state, tr = act(0.5, key, state, r)
+        out.append(jax.device_get(tr))
+    valid = np.stack([t.valid for t in out])
+    np.testing.assert_array_equal(valid, [[False, False], [True, True], [True, False], [False, True]])
+    # env 0: obs 10 -> 11 -> 12 (truncated: bootstrapped from the final observation 12)
+    np.testing.assert_array_equal([out[1].obs[0], out[2].obs[0]], [10, 11])
+    np.testing.assert_array_equal([out[1].action[0], out[2].action[0]], [20, 22])
+    np.testing.assert_allclose(out[2].next_extras["vf_preds"][0], 12.5)
+    assert bool(out[2].truncated[0]) and not bool(out[2].terminated[0])
+    # env 1 terminates at its first step: return 5, length 1; then obs 60 starts a new episode
+    assert bool(out[1].episode_done[1]) and out[1].episode_return[1] == 5 and out[1].episode_len[1] == 1
+    assert bool(out[2].episode_done[0]) and out[2].episode_return[0] == 2 and out[2].episode_len[0] == 2
+    assert out[3].obs[1] == 60 and out[3].reward[1] == 6 and bool(out[3].valid[1])
+    np.testing.assert_allclose(out[3].extras["vf_preds"][1], 60.5)
+    assert not np.any([t.episode_done for t in out][3])
+
+
+def test_act_step_handles_subsets_in_any_order():
+    act = jax.jit(make_act_step(_policy, ("vf_preds",)))
+    state = init_actor_state(_policy, 0.0, jnp.zeros((), jnp.float32), 3)
+    key = jax.random.PRNGKey(0)
+    _, state, _ = act(0.0, key, state, _result([1, 2], [0, 0], [False] * 2, [False] * 2, [2, 0]))
+    _, state, tr = act(0.0, key, state, _result([5, 7], [1, 1], [False] * 2, [False] * 2, [0, 2]))
+    np.testing.assert_array_equal(tr.obs, [2, 1])  # each row finishes its own sub-env's transition
+    np.testing.assert_array_equal(tr.valid, [True, True])
+    np.testing.assert_array_equal(state.obs, [5, 0, 7])
+    assert not bool(state.valid[1])
