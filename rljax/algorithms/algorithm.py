@@ -246,7 +246,9 @@ class Algorithm:
             min(cfg.evaluation_duration, 8) if by_episodes else min(8, cfg.evaluation_duration)
         )
         self._num_evaluations += 1
-        env = make_host_env(self.env_spec, num_envs, "SYNC", self.seed + 7919 * self._num_evaluations, None)
+        env = make_host_env(
+            self.env_spec, num_envs, "SYNC", self.seed + 7919 * self._num_evaluations, None
+        )
         infer = self._infer_fn(False)
         params = self._inference_params()
         returns: list[float] = []

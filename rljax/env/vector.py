@@ -23,6 +23,10 @@ import numpy as np
 from rljax.env.registry import registered_creator, registered_names
 from rljax.utils.errors import ConfigError, closest
 
+# EnvPool declares float64 bounds on its float32 Box spaces, and gymnasium warns about it every time
+# EnvPool builds a space (on make, recv and xla alike). The warning says nothing a user can act on.
+warnings.filterwarnings("ignore", message=r".*Box (low|high)'s precision lowered by casting.*")
+
 SYNC = "SYNC"
 ASYNC = "ASYNC"
 
@@ -139,17 +143,14 @@ def make_envpool(spec: EnvSpec, num_envs: int, batch_size: int, seed: int) -> An
     import envpool
 
     try:
-        with warnings.catch_warnings():
-            # EnvPool declares float64 bounds on float32 Box spaces; gymnasium warns on every make.
-            warnings.filterwarnings("ignore", message=".*precision lowered.*")
-            return envpool.make(
-                spec.name,
-                env_type="gymnasium",
-                num_envs=num_envs,
-                batch_size=batch_size,
-                seed=seed,
-                **envpool_kwargs(spec),
-            )
+        return envpool.make(
+            spec.name,
+            env_type="gymnasium",
+            num_envs=num_envs,
+            batch_size=batch_size,
+            seed=seed,
+            **envpool_kwargs(spec),
+        )
     except (TypeError, ValueError, KeyError) as e:
         raise ConfigError(
             f"EnvPool could not build {spec.name!r} with env_config={spec.env_config}: {e}"

@@ -28,13 +28,27 @@ def main() -> None:
 
     sharded_batch = jax.device_put(batch, algo._batch_sharding)
     assert len(sharded_batch.obs.sharding.device_set) == 4
-    hlo = algo._jit_update.lower(jax.device_put(state0, algo._state_sharding), sharded_batch).compile().as_text()
+    hlo = (
+        algo._jit_update.lower(jax.device_put(state0, algo._state_sharding), sharded_batch)
+        .compile()
+        .as_text()
+    )
     s4, m4 = algo._jit_update(jax.device_put(state0, algo._state_sharding), sharded_batch)
     dev0 = jax.devices()[0]
     s1, m1 = jax.jit(algo._update)(jax.device_put(state0, dev0), jax.device_put(batch, dev0))
 
-    diffs = jax.tree.leaves(jax.tree.map(lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))), s4.params, s1.params))
-    moved = jax.tree.leaves(jax.tree.map(lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))), s1.params, state0.params))
+    diffs = jax.tree.leaves(
+        jax.tree.map(
+            lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))), s4.params, s1.params
+        )
+    )
+    moved = jax.tree.leaves(
+        jax.tree.map(
+            lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))),
+            s1.params,
+            state0.params,
+        )
+    )
     result = algo.train()
 
     host = (

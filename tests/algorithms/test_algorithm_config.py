@@ -23,7 +23,13 @@ def test_setters_chain_and_record():
         .evaluation(evaluation_interval=2, evaluation_duration=3)
     )
     assert isinstance(cfg, PPOConfig)
-    assert (cfg.lr, cfg.gamma, cfg.lambda_, cfg.num_epochs, cfg.minibatch_size) == (1e-3, 0.95, 0.9, 3, 64)
+    assert (cfg.lr, cfg.gamma, cfg.lambda_, cfg.num_epochs, cfg.minibatch_size) == (
+        1e-3,
+        0.95,
+        0.9,
+        3,
+        64,
+    )
     assert cfg.model_config == DefaultModelConfig(fcnet_hiddens=(32,), vf_share_layers=False)
     assert cfg.seed == 3 and cfg.metrics_num_episodes_for_smoothing == 20
     cfg.validate()
@@ -31,7 +37,13 @@ def test_setters_chain_and_record():
 
 def test_rllib_defaults():
     cfg = PPOConfig()
-    assert (cfg.lr, cfg.clip_param, cfg.vf_clip_param, cfg.kl_coeff, cfg.kl_target) == (5e-5, 0.3, 10.0, 0.2, 0.01)
+    assert (cfg.lr, cfg.clip_param, cfg.vf_clip_param, cfg.kl_coeff, cfg.kl_target) == (
+        5e-5,
+        0.3,
+        10.0,
+        0.2,
+        0.01,
+    )
     assert (cfg.num_epochs, cfg.minibatch_size, cfg.train_batch_size_per_learner) == (30, 128, 4000)
     assert cfg.model_config.fcnet_hiddens == (256, 256) and cfg.model_config.vf_share_layers
 
@@ -44,8 +56,14 @@ def test_rllib_defaults():
         (lambda c: c.env_runners(num_workers=2), "calls it 'num_env_runners'"),
         (lambda c: c.env_runners(num_env_runner=2), "did you mean 'num_env_runners'"),
         (lambda c: c.rl_module(model_config={"fcnet_hidden": [8]}), "did you mean 'fcnet_hiddens'"),
-        (lambda c: c.rl_module(model_config={"fcnet_activation": "sigmoidish"}), "is not supported"),
-        (lambda c: c.env_runners(gym_env_vectorize_mode="PARALLEL"), "gym_env_vectorize_mode='PARALLEL'"),
+        (
+            lambda c: c.rl_module(model_config={"fcnet_activation": "sigmoidish"}),
+            "is not supported",
+        ),
+        (
+            lambda c: c.env_runners(gym_env_vectorize_mode="PARALLEL"),
+            "gym_env_vectorize_mode='PARALLEL'",
+        ),
     ],
 )
 def test_setter_errors_name_the_fix(call, fragment):
@@ -56,7 +74,10 @@ def test_setter_errors_name_the_fix(call, fragment):
 @pytest.mark.parametrize(
     "mutate, fragment",
     [
-        (lambda c: c.training(minibatch_size=5000, train_batch_size_per_learner=4000), "minibatch_size=5000 is larger"),
+        (
+            lambda c: c.training(minibatch_size=5000, train_batch_size_per_learner=4000),
+            "minibatch_size=5000 is larger",
+        ),
         (lambda c: c.training(lr=-1.0), "lr=-1.0"),
         (lambda c: c.training(gamma=1.5), "gamma=1.5"),
         (lambda c: c.training(num_epochs=0), "num_epochs=0"),
@@ -66,11 +87,17 @@ def test_setter_errors_name_the_fix(call, fragment):
         (lambda c: c.environment("CartPol-v1"), "did you mean 'CartPole-v1'"),
         (lambda c: c.environment(None), "no environment"),
         (
-            lambda c: c.env_runners(num_envs_per_env_runner=3, rollout_fragment_length=3).learners(num_learners=2)
-            .training(minibatch_size=2),
+            lambda c: (
+                c.env_runners(num_envs_per_env_runner=3, rollout_fragment_length=3)
+                .learners(num_learners=2)
+                .training(minibatch_size=2)
+            ),
             "does not divide across num_learners=2",
         ),
-        (lambda c: c.env_runners(num_envs_per_env_runner=1, gym_env_vectorize_mode="ASYNC"), "EnvPool ASYNC needs"),
+        (
+            lambda c: c.env_runners(num_envs_per_env_runner=1, gym_env_vectorize_mode="ASYNC"),
+            "EnvPool ASYNC needs",
+        ),
         (lambda c: c.evaluation(evaluation_duration_unit="hours"), "evaluation_duration_unit"),
     ],
 )
@@ -92,28 +119,45 @@ def test_devices_beyond_what_exists_fail_at_once():
 
 
 def test_vectorize_mode_accepts_gymnasium_enum():
-    cfg = _base().env_runners(gym_env_vectorize_mode=gym.VectorizeMode.ASYNC, num_envs_per_env_runner=4)
+    cfg = _base().env_runners(
+        gym_env_vectorize_mode=gym.VectorizeMode.ASYNC, num_envs_per_env_runner=4
+    )
     assert cfg.gym_env_vectorize_mode == "ASYNC"
     cfg = _base().env_runners(gym_env_vectorize_mode="sync")
     assert cfg.gym_env_vectorize_mode == "SYNC"
 
 
 def test_auto_fragment_length_covers_the_batch():
-    cfg = _base().env_runners(num_envs_per_env_runner=16).training(train_batch_size_per_learner=4000)
+    cfg = (
+        _base().env_runners(num_envs_per_env_runner=16).training(train_batch_size_per_learner=4000)
+    )
     assert cfg.get_rollout_fragment_length() == 250 and cfg.sampled_batch_size == 4000
-    cfg = cfg.env_runners(num_envs_per_env_runner=16, gym_env_vectorize_mode="ASYNC", async_batch_size=8)
+    cfg = cfg.env_runners(
+        num_envs_per_env_runner=16, gym_env_vectorize_mode="ASYNC", async_batch_size=8
+    )
     assert cfg.envs_per_step == 8 and cfg.get_rollout_fragment_length() == 500
 
 
 def test_dict_and_yaml_round_trip(tmp_path):
-    cfg = _base().training(lr=2e-4, vf_clip_param=None).rl_module(model_config={"fcnet_hiddens": [16, 16]})
+    cfg = (
+        _base()
+        .training(lr=2e-4, vf_clip_param=None)
+        .rl_module(model_config={"fcnet_hiddens": [16, 16]})
+    )
     d = cfg.to_dict()
     again = PPOConfig.from_dict(d)
     assert again.to_dict() == d
     path = tmp_path / "ppo.yaml"
-    path.write_text("env: CartPole-v1\nconfig:\n  lr: 0.001\n  num_epochs: 4\n  model_config:\n    fcnet_hiddens: [8]\n")
+    path.write_text(
+        "env: CartPole-v1\nconfig:\n  lr: 0.001\n  num_epochs: 4\n  model_config:\n    fcnet_hiddens: [8]\n"
+    )
     loaded = PPOConfig.from_yaml(path)
-    assert (loaded.env, loaded.lr, loaded.num_epochs, loaded.model_config.fcnet_hiddens) == ("CartPole-v1", 1e-3, 4, (8,))
+    assert (loaded.env, loaded.lr, loaded.num_epochs, loaded.model_config.fcnet_hiddens) == (
+        "CartPole-v1",
+        1e-3,
+        4,
+        (8,),
+    )
     path.write_text("lr: 0.001\nnum_sgd_iter: 3\n")
     with pytest.raises(ConfigError, match="num_epochs"):
         PPOConfig.from_yaml(path)

@@ -6,12 +6,18 @@ from pathlib import Path
 
 
 def test_update_on_one_and_four_devices_agree():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
+    )
     script = Path(__file__).with_name("multidevice_check.py")
-    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out["all_reduce_in_hlo"], "the 4-device update should average gradients with an all-reduce"
+    assert out["all_reduce_in_hlo"], (
+        "the 4-device update should average gradients with an all-reduce"
+    )
     assert out["max_param_change"] > 1e-4  # the update really moved the parameters
     assert out["max_param_diff"] < 1e-5, out
     assert abs(out["policy_loss_4"] - out["policy_loss_1"]) < 1e-5

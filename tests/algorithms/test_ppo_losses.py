@@ -30,15 +30,23 @@ def _batch(extra_row: bool = False) -> tuple[jnp.ndarray, jnp.ndarray, PPOBatch]
         dist_inputs.append([50.0, -50.0])
         values.append(1e4)
         for k, v in dict(
-            obs=[0.0], action=1, action_logp=-30.0, action_dist_inputs=[9.0, -9.0], vf_preds=0.0,
-            advantages=1e3, value_targets=-1e4, mask=0.0,
+            obs=[0.0],
+            action=1,
+            action_logp=-30.0,
+            action_dist_inputs=[9.0, -9.0],
+            vf_preds=0.0,
+            advantages=1e3,
+            value_targets=-1e4,
+            mask=0.0,
         ).items():
             batch[k].append(v)
     batch = PPOBatch(**{k: jnp.asarray(v) for k, v in batch.items()})
     return jnp.asarray(dist_inputs), jnp.asarray(values), batch
 
 
-CFG = PPOLossConfig(clip_param=0.2, vf_clip_param=10.0, vf_loss_coeff=0.5, entropy_coeff=0.01, use_kl_loss=True)
+CFG = PPOLossConfig(
+    clip_param=0.2, vf_clip_param=10.0, vf_loss_coeff=0.5, entropy_coeff=0.01, use_kl_loss=True
+)
 ENTROPY = (math.log(2) + (0.75 * math.log(4 / 3) + 0.25 * math.log(4))) / 2
 KL = (0.5 * math.log(0.5 / 0.75) + 0.5 * math.log(0.5 / 0.25)) / 2
 
@@ -63,13 +71,27 @@ def test_ppo_loss_hand_computed(jit, extra_row):
 def test_kl_term_only_with_use_kl_loss():
     dist_inputs, values, batch = _batch()
     on, _ = ppo_loss(dist_inputs, values, batch, Categorical(2), jnp.float32(0.2), CFG)
-    off, _ = ppo_loss(dist_inputs, values, batch, Categorical(2), jnp.float32(0.2), CFG._replace(use_kl_loss=False))
+    off, _ = ppo_loss(
+        dist_inputs,
+        values,
+        batch,
+        Categorical(2),
+        jnp.float32(0.2),
+        CFG._replace(use_kl_loss=False),
+    )
     assert float(on - off) == pytest.approx(0.2 * KL, rel=1e-4)
 
 
 def test_no_vf_clip_uses_squared_error():
     dist_inputs, values, batch = _batch()
-    _, m = ppo_loss(dist_inputs, values, batch, Categorical(2), jnp.float32(0.0), CFG._replace(vf_clip_param=None))
+    _, m = ppo_loss(
+        dist_inputs,
+        values,
+        batch,
+        Categorical(2),
+        jnp.float32(0.0),
+        CFG._replace(vf_clip_param=None),
+    )
     assert m["vf_loss"] == pytest.approx(14.5, rel=1e-6)
 
 
@@ -77,7 +99,9 @@ def test_diag_gaussian_log_prob_entropy_kl():
     d = DiagGaussian(2)
     inputs = jnp.asarray([[0.0, 1.0, 0.0, math.log(2.0)]])  # mean (0, 1), std (1, 2)
     action = jnp.asarray([[1.0, 1.0]])
-    expected_logp = (-0.5 - 0.5 * math.log(2 * math.pi)) + (-math.log(2.0) - 0.5 * math.log(2 * math.pi))
+    expected_logp = (-0.5 - 0.5 * math.log(2 * math.pi)) + (
+        -math.log(2.0) - 0.5 * math.log(2 * math.pi)
+    )
     assert float(d.log_prob(inputs, action)[0]) == pytest.approx(expected_logp, rel=1e-6)
     expected_ent = 2 * 0.5 * math.log(2 * math.pi * math.e) + math.log(2.0)
     assert float(d.entropy(inputs)[0]) == pytest.approx(expected_ent, rel=1e-6)

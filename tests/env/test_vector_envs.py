@@ -42,7 +42,12 @@ def _config(env, mode, **runners):
     return (
         PPOConfig()
         .environment(env, env_config={"length": 3, "max_steps": 10})
-        .env_runners(num_envs_per_env_runner=4, gym_env_vectorize_mode=mode, rollout_fragment_length=32, **runners)
+        .env_runners(
+            num_envs_per_env_runner=4,
+            gym_env_vectorize_mode=mode,
+            rollout_fragment_length=32,
+            **runners,
+        )
         .training(lr=3e-3, minibatch_size=32, num_epochs=4, vf_clip_param=None, use_kl_loss=False)
         .rl_module(model_config={"fcnet_hiddens": [16]})
         .debugging(seed=0)
@@ -85,7 +90,13 @@ def test_envpool_async_on_the_fused_path_and_in_runner_threads():
         algo = (
             PPOConfig()
             .environment("CartPole-v1")
-            .env_runners(num_env_runners=runners, num_envs_per_env_runner=8, gym_env_vectorize_mode="ASYNC", async_batch_size=4, rollout_fragment_length=50)
+            .env_runners(
+                num_env_runners=runners,
+                num_envs_per_env_runner=8,
+                gym_env_vectorize_mode="ASYNC",
+                async_batch_size=4,
+                rollout_fragment_length=50,
+            )
             .training(minibatch_size=64, num_epochs=1)
             .debugging(seed=1)
             .build_algo()
@@ -136,7 +147,11 @@ print("EPISODES", r["env_runners"]["num_episodes"])
 def test_async_env_defined_in_an_unguarded_main_script(tmp_path):
     path = tmp_path / "user_script.py"
     path.write_text(textwrap.dedent(SCRIPT))
-    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("SCRIPT-BODY-RUN") == 1
-    assert "EPISODES 2" in proc.stdout  # 2 sub-envs x 10 steps with 5-step episodes, one reset step each
+    assert (
+        "EPISODES 2" in proc.stdout
+    )  # 2 sub-envs x 10 steps with 5-step episodes, one reset step each

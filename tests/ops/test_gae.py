@@ -50,7 +50,9 @@ def test_gae_matches_sequential_loop_on_random_data():
     term = rng.random(n) < 0.05
     trunc = (rng.random(n) < 0.05) & ~term
     adv, _ = jax.jit(gae_advantages, static_argnums=(5, 6))(r, v, nv, term, trunc, 0.99, 0.95)
-    np.testing.assert_allclose(adv, _reference(r, v, nv, term, trunc, 0.99, 0.95), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        adv, _reference(r, v, nv, term, trunc, 0.99, 0.95), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_time_major_batches_columns_independently():
@@ -62,7 +64,9 @@ def test_time_major_batches_columns_independently():
     adv, _ = gae_advantages_time_major(*stacked, 0.9, 0.8)
     assert adv.shape == (4, 2)
     np.testing.assert_allclose(adv[:, 0], EXPECTED_ADV, rtol=1e-6)
-    np.testing.assert_allclose(adv[:, 1], _reference(*[np.asarray(x) for x in cols[1]], 0.9, 0.8), rtol=1e-5)
+    np.testing.assert_allclose(
+        adv[:, 1], _reference(*[np.asarray(x) for x in cols[1]], 0.9, 0.8), rtol=1e-5
+    )
 
 
 def test_shape_mismatch_is_rejected():

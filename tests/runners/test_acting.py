@@ -28,7 +28,9 @@ def test_act_step_finishes_pending_transitions_with_next_step_autoreset():
     results = [
         _result([10, 50], [0, 0], [False, False], [False, False], [0, 1]),  # reset
         _result([11, 51], [1, 5], [False, True], [False, False], [0, 1]),  # env 1 terminates
-        _result([12, 60], [1, 0], [False, False], [True, False], [0, 1]),  # env 0 truncated; env 1 auto-resets
+        _result(
+            [12, 60], [1, 0], [False, False], [True, False], [0, 1]
+        ),  # env 0 truncated; env 1 auto-resets
         _result([20, 61], [0, 6], [False, False], [False, False], [0, 1]),  # env 0 auto-resets
     ]
     out = []
@@ -36,15 +38,25 @@ def test_act_step_finishes_pending_transitions_with_next_step_autoreset():
         _, state, tr = act(0.5, key, state, r)
         out.append(jax.device_get(tr))
     valid = np.stack([t.valid for t in out])
-    np.testing.assert_array_equal(valid, [[False, False], [True, True], [True, False], [False, True]])
+    np.testing.assert_array_equal(
+        valid, [[False, False], [True, True], [True, False], [False, True]]
+    )
     # env 0: obs 10 -> 11 -> 12 (truncated: bootstrapped from the final observation 12)
     np.testing.assert_array_equal([out[1].obs[0], out[2].obs[0]], [10, 11])
     np.testing.assert_array_equal([out[1].action[0], out[2].action[0]], [20, 22])
     np.testing.assert_allclose(out[2].next_extras["vf_preds"][0], 12.5)
     assert bool(out[2].truncated[0]) and not bool(out[2].terminated[0])
     # env 1 terminates at its first step: return 5, length 1; then obs 60 starts a new episode
-    assert bool(out[1].episode_done[1]) and out[1].episode_return[1] == 5 and out[1].episode_len[1] == 1
-    assert bool(out[2].episode_done[0]) and out[2].episode_return[0] == 2 and out[2].episode_len[0] == 2
+    assert (
+        bool(out[1].episode_done[1])
+        and out[1].episode_return[1] == 5
+        and out[1].episode_len[1] == 1
+    )
+    assert (
+        bool(out[2].episode_done[0])
+        and out[2].episode_return[0] == 2
+        and out[2].episode_len[0] == 2
+    )
     assert out[3].obs[1] == 60 and out[3].reward[1] == 6 and bool(out[3].valid[1])
     np.testing.assert_allclose(out[3].extras["vf_preds"][1], 60.5)
     assert not np.any([t.episode_done for t in out][3])

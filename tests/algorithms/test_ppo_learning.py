@@ -1,0 +1,121 @@
+"""Learning thresholds and the fused path's compile/determinism properties."""
+
+import pathlib
+
+import flax.linen as nn
+import jax
+import numpy as np
+import pytest
+
+from rljax.algorithms.ppo import PPOConfig
+from rljax.core.rl_module.rl_module import RLModuleSpec
+
+TUNED = pathlib.Path(__file__).parents[2] / "rljax" / "tuned_examples"
+
+
+def _train_until(algo, target, max_steps):
+    result = None
+    while True:
+        result = algo.train()
+        ret = result["env_runners"]["episode_return_mean"]
+        if ret >= target or result["num_env_steps_sampled_lifetime"] >= max_steps:
+            return result
+
+
+@pytest.mark.slow
+def test_ppo_envpool_cartpole_reaches_450_within_150k_steps():
+    algo = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").build_algo()
+    try:
+        assert algo.fused
+        result = _train_until(algo, 450, 150_000)
+        assert result["env_runners"]["episode_return_mean"] >= 450, result["env_runners"]
+        assert result["num_env_steps_sampled_lifetime"] <= 150_000
+        # One compilation of the fused rollout+update, however many iterations ran.
+        assert algo._train_step._cache_size() == 1
+        evaluation = algo.evaluate()["env_runners"]
+        assert evaluation["episode_return_mean"] >= 400
+    finally:
+        algo.stop()
+
+
+def test_fused_path_is_deterministic():
+    def run():
+        cfg = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").env_runners(
+            num_envs_per_env_runner=8
+        )
+        algo = cfg.training(
+            train_batch_size_per_learner=512, minibatch_size=128, num_epochs=2
+        ).build_algo()
+        out = [algo.train()["learners"]["default_policy"]["policy_loss"] for _ in range(3)]
+        params = jax.device_get(algo.state.params)
+        algo.stop()
+        return out, params
+
+    (a, pa), (b, pb) = run(), run()
+    assert a == b
+    assert all(jax.tree.leaves(jax.tree.map(np.array_equal, pa, pb)))
+
+
+class SeparateHeads(nn.Module):
+    """The tutorial's custom model: two shared 64-unit layers, separate policy and value heads."""
+
+    num_outputs: int
+    hidden: int = 64
+
+    @nn.compact
+    def __call__(self, obs):
+        x = nn.relu(nn.Dense(self.hidden, name="fc1")(obs))
+        x = nn.relu(nn.Dense(self.hidden, name="fc2")(x))
+        logits = nn.Dense(self.num_outputs, name="fc3")(x)
+        value = nn.Dense(1, name="value_fc")(x)[..., 0]
+        return logits, value
+
+
+@pytest.mark.slow
+def test_user_flax_module_plugs_in_and_learns():
+    cfg = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").rl_module(
+        rl_module_spec=RLModuleSpec(module_class=SeparateHeads, model_config={"hidden": 64})
+    )
+    algo = cfg.build_algo()
+    try:
+        names = set(algo.state.params["default_policy"]["params"])
+        assert names == {"fc1", "fc2", "fc3", "value_fc"}
+        result = _train_until(algo, 300, 150_000)
+        assert result["env_runners"]["episode_return_mean"] >= 300
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
+def test_ppo_gymnasium_cartpole_learns(mode):
+    import gymnasium as gym
+
+    import rljax
+
+    rljax.register_env("gym-cartpole", lambda cfg: gym.make("CartPole-v1"))
+    cfg = (
+        PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml")
+        .environment("gym-cartpole")
+        .env_runners(num_envs_per_env_runner=8, gym_env_vectorize_mode=mode)
+        .training(train_batch_size_per_learner=2048, minibatch_size=128, num_epochs=6)
+    )
+    algo = cfg.build_algo()
+    try:
+        assert not algo.fused
+        result = _train_until(algo, 200, 60_000)
+        assert result["env_runners"]["episode_return_mean"] >= 200, result["env_runners"]
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+def test_ppo_pendulum_improves():
+    algo = PPOConfig.from_yaml(TUNED / "ppo_pendulum.yaml").build_algo()
+    try:
+        first = algo.train()["env_runners"]["episode_return_mean"]
+        result = _train_until(algo, -400, 300_000)
+        last = result["env_runners"]["episode_return_mean"]
+        assert last > first + 400 and last > -700, (first, last)
+    finally:
+        algo.stop()

@@ -1,0 +1,80 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rljax.cli import main
+
+TUNED = Path(__file__).parents[1] / "rljax" / "tuned_examples" / "ppo_cartpole.yaml"
+
+
+def _run(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "rljax.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.slow
+def test_train_to_reward_then_evaluate(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    proc = _run(
+        "train", "--config", str(TUNED), "--stop-reward", "450", "--checkpoint-dir", str(ckpt)
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    assert summary["stopped_by"] == "stop-reward" and summary["episode_return_mean"] >= 450
+    assert "return=" in proc.stderr and "steps/s=" in proc.stderr  # the live progress bar
+    proc = _run("evaluate", str(ckpt), "--episodes", "3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["episodes"] == 3 and out["episode_return_mean"] >= 400
+
+
+def test_train_flags_override_the_file(tmp_path):
+    proc = _run(
+        "train",
+        "--config",
+        str(TUNED),
+        "--env",
+        "CartPole-v1",
+        "--num-envs-per-env-runner",
+        "8",
+        "--stop-iters",
+        "1",
+        "--seed",
+        "3",
+        "--no-progress",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout)["training_iteration"] == 1
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["train", "--algo", "PPP", "--env", "CartPole-v1"],
+            "unknown algorithm 'PPP'; did you mean 'PPO'?",
+        ),
+        (["train", "--env", "CartPol-v1"], "did you mean 'CartPole-v1'"),
+        (["train", "--env", "CartPole-v1", "--num-learners", "16"], "num_learners=16"),
+        (
+            ["train", "--env", "CartPole-v1", "--vectorize-mode", "FAST"],
+            "gym_env_vectorize_mode='FAST'",
+        ),
+        (["train", "--config", "/no/such.yaml"], "no such file"),
+        (["evaluate", "/no/such/ckpt"], "not a checkpoint"),
+    ],
+)
+def test_bad_input_exits_nonzero_with_a_clear_message(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_yaml_key(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("env: CartPole-v1\nnum_sgd_iter: 3\n")
+    assert main(["train", "--config", str(bad)]) == 2
+    assert "num_epochs" in capsys.readouterr().err
