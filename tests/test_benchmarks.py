@@ -11,7 +11,13 @@ ROOT = Path(__file__).parents[1]
 @pytest.mark.slow
 def test_ppo_cartpole_benchmark_quick_run_writes_json_and_plot(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "ppo_cartpole.py"), "--quick", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "ppo_cartpole.py"),
+            "--quick",
+            "--out",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

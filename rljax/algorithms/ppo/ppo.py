@@ -164,7 +164,8 @@ class PPO(Algorithm):
         key, init_key, self._action_key = jax.random.split(key, 3)
         obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
         try:
-            params = {POLICY_ID: self.module.init(init_key, obs_example)}
+            # Jitted, init compiles once instead of running (and compiling) op by op.
+            params = {POLICY_ID: jax.jit(self.module.init)(init_key, obs_example)}
             out = jax.eval_shape(self.module.apply, params[POLICY_ID], obs_example)
         except Exception as e:
             raise ConfigError(
@@ -197,7 +198,7 @@ class PPO(Algorithm):
         optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip)
         state = PPOTrainState(
             params=params,
-            opt_state=optimizer.init(params),
+            opt_state=jax.jit(optimizer.init)(params),
             kl_coeff=jnp.asarray(cfg.kl_coeff, jnp.float32),
             step=jnp.zeros((), jnp.int32),
             key=key,
