@@ -40,6 +40,9 @@ class StepResult(NamedTuple):
       terminated: A bool tensor of shape [K].
       truncated: A bool tensor of shape [K].
       env_id: An int32 tensor of shape [K]: which sub-env each row belongs to.
+      raw_reward: For metrics, the unclipped reward (Atari with reward clipping), or None.
+      game_over: For metrics, where a whole game ended (Atari with episodic life, where losing a
+        life terminates the learning episode), or None: then every end counts.
     """
 
     obs: Any
@@ -47,6 +50,25 @@ class StepResult(NamedTuple):
     terminated: Any
     truncated: Any
     env_id: Any
+    raw_reward: Any = None
+    game_over: Any = None
+
+
+def envpool_result(
+    obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict, xp: Any = np
+) -> StepResult:
+    """A ``StepResult`` from EnvPool's outputs (numpy or traced), with Atari's metric fields."""
+    return StepResult(
+        obs,
+        xp.asarray(reward, xp.float32),
+        xp.asarray(terminated, bool),
+        xp.asarray(truncated, bool),
+        xp.asarray(info["env_id"], xp.int32),
+        xp.asarray(info["reward"], xp.float32) if "reward" in info else None,
+        (xp.asarray(info["terminated"], bool) | xp.asarray(truncated, bool))
+        if "lives" in info
+        else None,
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -250,14 +272,7 @@ class EnvPoolHostEnv:
         self.action_space = self.env.action_space
 
     def _result(self, ret: tuple) -> StepResult:
-        obs, rew, term, trunc, info = ret
-        return StepResult(
-            obs,
-            np.asarray(rew, np.float32),
-            np.asarray(term, bool),
-            np.asarray(trunc, bool),
-            np.asarray(info["env_id"], np.int32),
-        )
+        return envpool_result(*ret)
 
     def reset(self) -> StepResult:
         self.env.async_reset()

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rljax.env.vector import StepResult
+from rljax.env.vector import StepResult, envpool_result
 
 PolicyFn = Callable[[Any, jax.Array, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]
 
@@ -94,9 +94,12 @@ def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Calla
         action, extras = policy_fn(params, result.obs, key)
         was_valid = state.valid[ids]
         done = result.terminated | result.truncated
-        ep_ret = state.episode_return[ids] + jnp.where(was_valid, result.reward, 0.0)
+        # Metrics follow whole games: unclipped rewards, and lost lives do not end an episode.
+        metric_reward = result.reward if result.raw_reward is None else result.raw_reward
+        game_over = done if result.game_over is None else result.game_over
+        ep_ret = state.episode_return[ids] + jnp.where(was_valid, metric_reward, 0.0)
         ep_len = state.episode_len[ids] + was_valid.astype(jnp.int32)
-        episode_done = done & was_valid
+        episode_done = game_over & was_valid
         transition = Transition(
             obs=state.obs[ids],
             action=state.action[ids],
@@ -118,8 +121,8 @@ def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Calla
             action=state.action.at[ids].set(action),
             extras=jax.tree.map(lambda s, e: s.at[ids].set(e), state.extras, extras),
             valid=state.valid.at[ids].set(~done),
-            episode_return=state.episode_return.at[ids].set(jnp.where(done, 0.0, ep_ret)),
-            episode_len=state.episode_len.at[ids].set(jnp.where(done, 0, ep_len)),
+            episode_return=state.episode_return.at[ids].set(jnp.where(game_over, 0.0, ep_ret)),
+            episode_len=state.episode_len.at[ids].set(jnp.where(game_over, 0, ep_len)),
         )
         return action, state, transition
 
@@ -153,9 +156,7 @@ def make_fused_rollout(
             handle, (obs, rew, term, trunc, info) = xla_step(
                 carry.handle, to_env_action(action), carry.result.env_id
             )
-            result = StepResult(
-                obs, rew.astype(jnp.float32), term, trunc, info["env_id"].astype(jnp.int32)
-            )
+            result = envpool_result(obs, rew, term, trunc, info, xp=jnp)
             return FusedRunnerState(handle, actor, result, key), transition
 
         return jax.lax.scan(body, rs, None, length=length)

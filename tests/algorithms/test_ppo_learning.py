@@ -119,3 +119,31 @@ def test_ppo_pendulum_improves():
         assert last > first + 400 and last > -700, (first, last)
     finally:
         algo.stop()
+
+
+@pytest.mark.slow
+def test_atari_gets_the_nature_cnn_and_standard_preprocessing():
+    algo = (
+        PPOConfig()
+        .environment("Pong-v5")
+        .env_runners(num_envs_per_env_runner=4, rollout_fragment_length=16)
+        .training(minibatch_size=32, num_epochs=1)
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        assert algo.fused and algo.observation_space.shape == (4, 84, 84)
+        assert algo.observation_space.dtype == np.uint8
+        encoder = algo.state.params["default_policy"]["params"]["pi_encoder"]
+        assert [encoder[f"Conv_{i}"]["kernel"].shape for i in range(3)] == [
+            (8, 8, 4, 32),
+            (4, 4, 32, 64),
+            (3, 3, 64, 64),
+        ]
+        assert algo._env.config["episodic_life"] and algo._env.config["reward_clip"]
+        result = algo.train()
+        assert result["env_runners"]["num_env_steps_sampled"] > 50
+        assert np.isfinite(result["learners"]["default_policy"]["policy_loss"])
+        assert algo.compute_single_action(np.zeros((4, 84, 84), np.uint8)) in range(6)
+    finally:
+        algo.stop()

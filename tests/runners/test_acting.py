@@ -72,3 +72,32 @@ def test_act_step_handles_subsets_in_any_order():
     np.testing.assert_array_equal(tr.valid, [True, True])
     np.testing.assert_array_equal(state.obs, [5, 0, 7])
     assert not bool(state.valid[1])
+
+
+def test_lost_lives_do_not_end_the_metric_episode():
+    # Atari with episodic life: a lost life terminates the learning episode, but the metrics follow
+    # the whole game, with unclipped rewards.
+    act = jax.jit(make_act_step(_policy, ("vf_preds",)))
+    state = init_actor_state(_policy, 0.0, jnp.zeros((), jnp.float32), 1)
+    key = jax.random.PRNGKey(0)
+
+    def res(obs, clipped, raw, term, game_over):
+        r = _result([obs], [clipped], [term], [False], [0])
+        return r._replace(
+            raw_reward=jnp.asarray([raw], jnp.float32), game_over=jnp.asarray([game_over])
+        )
+
+    steps = [
+        res(0, 0, 0, False, False),  # reset
+        res(1, 1, 7, True, False),  # life lost: learning episode ends, game goes on
+        res(2, 0, 0, False, False),  # auto-reset step (no transition)
+        res(3, 1, 3, True, True),  # game over
+    ]
+    outs = []
+    for r in steps:
+        _, state, tr = act(0.0, key, state, r)
+        outs.append(tr)
+    assert bool(outs[1].terminated[0]) and not bool(outs[1].episode_done[0])
+    assert bool(outs[3].episode_done[0])
+    assert float(outs[3].episode_return[0]) == 10.0 and int(outs[3].episode_len[0]) == 2
+    assert float(outs[1].reward[0]) == 1.0  # learning still sees the clipped reward

@@ -24,7 +24,7 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
-from rljax.env.vector import StepResult, envpool_batch_size, make_envpool
+from rljax.env.vector import envpool_batch_size, envpool_result, make_envpool
 from rljax.learners.devices import data_sharding, replicated
 from rljax.networks.distributions import make_distribution
 from rljax.networks.models import build_module
@@ -248,14 +248,7 @@ class PPO(Algorithm):
         self._env = make_envpool(self.env_spec, n, batch, self.seed)
         handle, _recv, _send, xla_step = self._env.xla()
         self._env.async_reset()
-        obs, rew, term, trunc, info = self._env.recv()
-        result = StepResult(
-            jnp.asarray(obs),
-            jnp.asarray(rew, jnp.float32),
-            jnp.asarray(term),
-            jnp.asarray(trunc),
-            jnp.asarray(info["env_id"], jnp.int32),
-        )
+        result = jax.tree.map(jnp.asarray, envpool_result(*self._env.recv()))
         params = self._runner_params()
         actor = init_actor_state(self._policy_fn, params, result.obs[0], n)
         rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
