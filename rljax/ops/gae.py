@@ -69,8 +69,22 @@ def gae_advantages_time_major(
     gamma: float,
     lambda_: float,
 ) -> tuple[jax.Array, jax.Array]:
-    """`gae_advantages` over a time-major batch: every argument of shape [T, B]."""
+    """`gae_advantages` over a time-major batch: every argument of shape [T, B].
+
+    A reverse ``lax.scan`` over T, vectorised over B: for many short columns this compiles to a
+    small loop, where the parallel scan of `gae_advantages` would unroll log2(T) levels per call.
+    """
     chex.assert_rank([rewards, values, next_values, terminated, truncated], 2)
-    return jax.vmap(gae_advantages, in_axes=(1, 1, 1, 1, 1, None, None), out_axes=1)(
-        rewards, values, next_values, terminated, truncated, gamma, lambda_
-    )
+    chex.assert_equal_shape([rewards, values, next_values, terminated, truncated])
+    dtype = jnp.result_type(values.dtype, jnp.float32)
+    not_term = 1.0 - terminated.astype(dtype)
+    cont = gamma * lambda_ * not_term * (1.0 - truncated.astype(dtype))
+    deltas = rewards.astype(dtype) + gamma * not_term * next_values.astype(dtype) - values
+
+    def step(next_adv, xs):
+        delta, c = xs
+        adv = delta + c * next_adv
+        return adv, adv
+
+    _, advantages = jax.lax.scan(step, jnp.zeros_like(deltas[0]), (deltas, cont), reverse=True)
+    return advantages, advantages + values

@@ -19,9 +19,15 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rljax.algorithms.ppo.losses import PPOBatch, PPOLossConfig, masked_mean, ppo_loss
+from rljax.algorithms.ppo.losses import (
+    PPO_LOSS_METRICS,
+    PPOBatch,
+    PPOLossConfig,
+    masked_mean,
+    ppo_loss,
+)
 from rljax.networks.distributions import ActionDistribution
-from rljax.ops.gae import gae_advantages
+from rljax.ops.gae import gae_advantages, gae_advantages_time_major
 from rljax.runners.acting import Transition
 
 POLICY_ID = "default_policy"
@@ -71,15 +77,17 @@ class PPOHyperparams:
 
 
 def make_optimizer(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
-    adam = optax.adam(lr, eps=1e-5)
+    adam = optax.flatten(optax.adam(lr, eps=1e-5))
     return optax.chain(optax.clip_by_global_norm(grad_clip), adam) if grad_clip else adam
 
 
-def make_ppo_postprocess(hp: PPOHyperparams) -> Callable[[Transition], PPOBatch]:
+def make_ppo_postprocess(hp: PPOHyperparams, num_envs: int) -> Callable[[Transition], PPOBatch]:
     """``postprocess(Transition [T, K]) -> PPOBatch [D, n]``: GAE per sub-env, normalised advantages.
 
     Rows are ordered by (sub-env, time) first, so sub-envs whose results arrived in any order
     (EnvPool ASYNC) form contiguous trajectories; the boundary between two sub-envs is a cut.
+    When every env step reports all ``num_envs`` sub-envs (SYNC), each sub-env has exactly T rows
+    and GAE runs time-major; otherwise (ASYNC) it runs over the one flat sequence.
     """
 
     def postprocess(traj: Transition) -> PPOBatch:
@@ -88,16 +96,16 @@ def make_ppo_postprocess(hp: PPOHyperparams) -> Callable[[Transition], PPOBatch]
         time = jnp.repeat(jnp.arange(t_len, dtype=jnp.int32), k)
         order = jnp.argsort(flat.env_id * t_len + time)
         s = jax.tree.map(lambda x: x[order], flat)
-        last_of_env = jnp.concatenate([s.env_id[1:] != s.env_id[:-1], jnp.ones((1,), bool)])
-        adv, targets = gae_advantages(
-            s.reward,
-            s.extras["vf_preds"],
-            s.next_extras["vf_preds"],
-            s.terminated,
-            s.truncated | last_of_env,
-            hp.gamma,
-            hp.lambda_,
-        )
+        gae_in = (s.reward, s.extras["vf_preds"], s.next_extras["vf_preds"], s.terminated)
+        if k == num_envs:
+            # [N*T] in (env, time) order -> [T, N] time-major; the fragment end is a cut.
+            to_tm = lambda x: x.reshape((k, t_len)).T  # noqa: E731
+            cut = to_tm(s.truncated).at[-1].set(True)
+            adv, targets = gae_advantages_time_major(*map(to_tm, gae_in), cut, hp.gamma, hp.lambda_)
+            adv, targets = adv.T.reshape(-1), targets.T.reshape(-1)
+        else:
+            last_of_env = jnp.concatenate([s.env_id[1:] != s.env_id[:-1], jnp.ones((1,), bool)])
+            adv, targets = gae_advantages(*gae_in, s.truncated | last_of_env, hp.gamma, hp.lambda_)
         mask = s.valid.astype(jnp.float32)
         mean = masked_mean(adv, mask)
         std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
@@ -133,19 +141,25 @@ def make_ppo_update(
         return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, loss_cfg)
 
     grad_fn = jax.grad(loss_fn, has_aux=True)
+    metric_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
 
-    def minibatch_step(state: PPOTrainState, batch: PPOBatch):
+    def minibatch_step(carry: tuple[PPOTrainState, jax.Array], batch: PPOBatch):
+        state, metric_sums = carry
         grads, metrics = grad_fn(state.params, batch, state.kl_coeff)
         metrics["gradients_default_optimizer_global_norm"] = optax.global_norm(grads)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
-        return state.replace(params=params, opt_state=opt_state), metrics
+        # Metrics are summed in the carry as one vector: on a CPU every op in this loop costs a
+        # dispatch, and a stacked output per metric would add one per metric per minibatch.
+        metric_sums = metric_sums + jnp.stack([metrics[k] for k in sorted(metrics)])
+        return (state.replace(params=params, opt_state=opt_state), metric_sums), None
 
     def update(state: PPOTrainState, batch: PPOBatch):
-        def epoch(state: PPOTrainState, key: jax.Array):
-            perms = jax.vmap(lambda k: jax.random.permutation(k, hp.shard_size))(
-                jax.random.split(key, d)
-            )
+        def epoch(carry, key: jax.Array):
+            # One sort of random 32-bit keys per shard: a uniform shuffle (ties are vanishingly
+            # rare), cheaper to compile and run than the multi-round ``random.permutation``.
+            bits = jax.random.bits(key, (d, hp.shard_size), jnp.uint32)
+            perms = jnp.argsort(bits, axis=1)
             shuffled = jax.tree.map(
                 lambda x: jax.vmap(lambda xs, p: xs[p[: m * mb]])(x, perms), batch
             )
@@ -153,11 +167,12 @@ def make_ppo_update(
             minibatches = jax.tree.map(
                 lambda x: jnp.swapaxes(x.reshape((d, m, mb, *x.shape[2:])), 0, 1), shuffled
             )
-            return jax.lax.scan(minibatch_step, state, minibatches)
+            return jax.lax.scan(minibatch_step, carry, minibatches)[0], None
 
         key, sub = jax.random.split(state.key)
-        state, metrics = jax.lax.scan(epoch, state, jax.random.split(sub, hp.num_epochs))
-        metrics = jax.tree.map(jnp.mean, metrics)
+        sums = jnp.zeros((len(metric_names),), jnp.float32)
+        (state, sums), _ = jax.lax.scan(epoch, (state, sums), jax.random.split(sub, hp.num_epochs))
+        metrics = dict(zip(metric_names, sums / (hp.num_epochs * m), strict=True))
         kl = metrics["mean_kl_loss"]
         kl_coeff = state.kl_coeff
         if hp.use_kl_loss:  # RLlib's adaptive KL coefficient, updated once per iteration.

@@ -35,6 +35,18 @@ class PPOBatch(NamedTuple):
     mask: Any
 
 
+PPO_LOSS_METRICS = (
+    "total_loss",
+    "policy_loss",
+    "vf_loss",
+    "vf_loss_unclipped",
+    "entropy",
+    "mean_kl_loss",
+    "vf_explained_var",
+    "clip_fraction",
+)
+
+
 class PPOLossConfig(NamedTuple):
     clip_param: float
     vf_clip_param: float | None

@@ -36,6 +36,7 @@ from rljax.runners.acting import (
 )
 from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils.errors import ConfigError
+from rljax.utils.jit import run_once
 
 
 class PPOConfig(AlgorithmConfig):
@@ -164,8 +165,7 @@ class PPO(Algorithm):
         key, init_key, self._action_key = jax.random.split(key, 3)
         obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
         try:
-            # Jitted, init compiles once instead of running (and compiling) op by op.
-            params = {POLICY_ID: jax.jit(self.module.init)(init_key, obs_example)}
+            params = {POLICY_ID: run_once(self.module.init, init_key, obs_example)}
             out = jax.eval_shape(self.module.apply, params[POLICY_ID], obs_example)
         except Exception as e:
             raise ConfigError(
@@ -198,12 +198,13 @@ class PPO(Algorithm):
         optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip)
         state = PPOTrainState(
             params=params,
-            opt_state=jax.jit(optimizer.init)(params),
+            opt_state=run_once(optimizer.init, params),
             kl_coeff=jnp.asarray(cfg.kl_coeff, jnp.float32),
             step=jnp.zeros((), jnp.int32),
             key=key,
         )
-        self._postprocess = make_ppo_postprocess(self.hp)
+        num_envs = cfg.num_envs_per_env_runner * max(1, cfg.num_env_runners)
+        self._postprocess = make_ppo_postprocess(self.hp, num_envs)
         self._update = make_ppo_update(self.module.apply, self._dist, optimizer, self.hp)
         self._act_step = make_act_step(self._policy_fn, bootstrap_keys=("vf_preds",))
         if self.mesh is not None:
