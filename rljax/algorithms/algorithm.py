@@ -130,6 +130,7 @@ class Algorithm:
         self.time_total_s += elapsed
         env_runners = {
             **self.episodes.summary(),
+            **out.get("runner_metrics", {}),
             "num_episodes": len(ep_returns),
             "num_episodes_lifetime": self.episodes.num_episodes_lifetime,
             "num_env_steps_sampled": sampled,

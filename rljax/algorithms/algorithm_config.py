@@ -88,6 +88,8 @@ class AlgorithmConfig:
             "num_gpus_per_env_runner",
             "num_cpus_per_env_runner",
             "async_batch_size",
+            "sample_async",
+            "sample_timeout_s",
         ),
         "learners": ("num_learners", "num_gpus_per_learner", "num_cpus_per_learner"),
         "training": (
@@ -118,6 +120,8 @@ class AlgorithmConfig:
         self.num_gpus_per_env_runner: float = 0
         self.num_cpus_per_env_runner: float = 1
         self.async_batch_size: int | None = None
+        self.sample_async: bool = False
+        self.sample_timeout_s: float | None = None
         # learners
         self.num_learners: int = 0
         self.num_gpus_per_learner: float = 0
@@ -198,6 +202,8 @@ class AlgorithmConfig:
         num_gpus_per_env_runner: float = UNSET,
         num_cpus_per_env_runner: float = UNSET,
         async_batch_size: int | None = UNSET,
+        sample_async: bool = UNSET,
+        sample_timeout_s: float | None = UNSET,
         **kwargs,
     ) -> AlgorithmConfig:
         """Sets the sampling knobs.
@@ -210,8 +216,14 @@ class AlgorithmConfig:
           rollout_fragment_length: Env steps per sub-env per iteration, or "auto" (from the batch).
           num_gpus_per_env_runner: > 0 puts runner inference on a GPU.
           num_cpus_per_env_runner: Accepted for compatibility; threads share the host's cores.
-          async_batch_size: EnvPool ASYNC: how many ready sub-envs form a batch
-            (default half of ``num_envs_per_env_runner``).
+          async_batch_size: ASYNC mode: how many ready sub-envs form a batch. EnvPool defaults
+            to half of ``num_envs_per_env_runner``; for gymnasium envs, setting it switches from
+            ``AsyncVectorEnv`` (lock-step) to first-ready batches.
+          sample_async: With runner threads, let them sample the next fragment while the learner
+            updates (samples at most one policy version old; the lag is reported). False: every
+            update uses samples of the current policy.
+          sample_timeout_s: Raise if a runner delivers no fragment within this many seconds
+            (None: wait; a runner that fails is reported at once either way).
         """
         return self._set("env_runners", locals())
 
@@ -287,8 +299,11 @@ class AlgorithmConfig:
         from rljax.env.vector import envpool_batch_size
 
         per_runner = self.num_envs_per_env_runner
-        if self.gym_env_vectorize_mode == "ASYNC" and self._uses_envpool():
-            per_runner = envpool_batch_size(per_runner, "ASYNC", self.async_batch_size)
+        if self.gym_env_vectorize_mode == "ASYNC":
+            if self._uses_envpool():
+                per_runner = envpool_batch_size(per_runner, "ASYNC", self.async_batch_size)
+            elif self.async_batch_size is not None:
+                per_runner = self.async_batch_size
         return per_runner * max(1, self.num_env_runners)
 
     def _uses_envpool(self) -> bool:
@@ -361,6 +376,15 @@ class AlgorithmConfig:
                 f"EnvPool ASYNC needs a batch smaller than num_envs_per_env_runner="
                 f"{self.num_envs_per_env_runner}; raise num_envs_per_env_runner to 2 or more, or set async_batch_size"
             )
+        if not isinstance(self.sample_async, bool):
+            raise ConfigError(f"sample_async={self.sample_async!r}; use True or False")
+        if self.sample_async and self.num_env_runners == 0:
+            raise ConfigError(
+                "sample_async=True needs runner threads (num_env_runners >= 1); with "
+                "num_env_runners=0 sampling and learning alternate in the driver"
+            )
+        if self.sample_timeout_s is not None:
+            _check_positive_float("sample_timeout_s", self.sample_timeout_s)
         n_shards = max(1, self.num_learners)
         if self.sampled_batch_size % n_shards:
             raise ConfigError(

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 
+from rljax.env.env_context import EnvContext
 from rljax.env.registry import registered_creator, registered_names
 from rljax.utils.errors import ConfigError, closest
 
@@ -186,7 +187,7 @@ def env_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
         spaces = env.observation_space, env.action_space
         env.close()
         return spaces
-    env = spec.creator(spec.env_config)
+    env = spec.creator(EnvContext(spec.env_config))
     if not isinstance(env, gym.Env):
         raise ConfigError(
             f"the env creator for {spec.name!r} returned {type(env).__name__}, not a gymnasium.Env"
@@ -197,7 +198,7 @@ def env_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
 
 
 @contextlib.contextmanager
-def _main_hidden():
+def main_hidden():
     """Starts spawned workers without re-running the user's ``__main__`` script.
 
     Worker processes are spawned, never forked (JAX's threads do not survive a fork). A spawned
@@ -215,22 +216,44 @@ def _main_hidden():
 
 
 class _EnvFn:
-    def __init__(self, creator: Callable[[dict[str, Any]], Any], env_config: dict[str, Any]):
+    """``creator(EnvContext(env_config, worker_index, vector_index, num_workers))``, picklable."""
+
+    def __init__(self, creator: Callable[[dict[str, Any]], Any], context: EnvContext):
         self.creator = creator
-        self.env_config = env_config
+        self.context = context
 
     def __call__(self) -> gym.Env:
-        return self.creator(dict(self.env_config))
+        env = self.creator(self.context)
+        if not isinstance(env, gym.Env):
+            raise TypeError(f"the env creator returned {type(env).__name__}, not a gymnasium.Env")
+        return env
+
+
+def env_fns(
+    spec: EnvSpec, num_envs: int, worker_index: int = 0, num_workers: int = 0
+) -> list[_EnvFn]:
+    return [
+        _EnvFn(spec.creator, EnvContext(spec.env_config, worker_index, j, num_workers))
+        for j in range(num_envs)
+    ]
 
 
 class GymVectorHostEnv:
     """gymnasium ``SyncVectorEnv`` (SYNC) or ``AsyncVectorEnv`` in spawned processes (ASYNC)."""
 
-    def __init__(self, spec: EnvSpec, num_envs: int, mode: str, seed: int):
-        fns = [_EnvFn(spec.creator, spec.env_config) for _ in range(num_envs)]
+    def __init__(
+        self,
+        spec: EnvSpec,
+        num_envs: int,
+        mode: str,
+        seed: int,
+        worker_index: int = 0,
+        num_workers: int = 0,
+    ):
+        fns = env_fns(spec, num_envs, worker_index, num_workers)
         kwargs = dict(autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
         if mode == ASYNC:
-            with _main_hidden():
+            with main_hidden():
                 self.env = gym.vector.AsyncVectorEnv(fns, context="spawn", **kwargs)
         else:
             self.env = gym.vector.SyncVectorEnv(fns, **kwargs)
@@ -294,10 +317,26 @@ def envpool_batch_size(num_envs: int, mode: str, async_batch_size: int | None) -
 
 
 def make_host_env(
-    spec: EnvSpec, num_envs: int, mode: str, seed: int, async_batch_size: int | None
-) -> GymVectorHostEnv | EnvPoolHostEnv:
+    spec: EnvSpec,
+    num_envs: int,
+    mode: str,
+    seed: int,
+    async_batch_size: int | None,
+    worker_index: int = 0,
+    num_workers: int = 0,
+) -> Any:
+    """The vector env of one runner.
+
+    EnvPool: SYNC steps all sub-envs together; ASYNC returns the first ``async_batch_size`` ready.
+    gymnasium: SYNC is ``SyncVectorEnv``; ASYNC is ``AsyncVectorEnv`` (lock-step, a process per
+    sub-env), or, with ``async_batch_size`` set, first-ready batches as with EnvPool.
+    """
     if spec.backend == "envpool":
-        return EnvPoolHostEnv(
-            spec, num_envs, envpool_batch_size(num_envs, mode, async_batch_size), seed
-        )
-    return GymVectorHostEnv(spec, num_envs, mode, seed)
+        batch = envpool_batch_size(num_envs, mode, async_batch_size)
+        return EnvPoolHostEnv(spec, num_envs, batch, seed)
+    if mode == ASYNC and async_batch_size is not None:
+        from rljax.env.first_ready import FirstReadyVectorEnv
+
+        fns = env_fns(spec, num_envs, worker_index, num_workers)
+        return FirstReadyVectorEnv(fns, async_batch_size, seed)
+    return GymVectorHostEnv(spec, num_envs, mode, seed, worker_index, num_workers)

@@ -1,13 +1,24 @@
-"""Runners that step vector envs from Python (gymnasium envs, or EnvPool with runner threads).
+"""Runners that step vector envs from Python, and the group of runner threads that feeds the learner.
 
 The policy still runs jitted on whole batches; Python only moves the batch between the env and the
-jitted ``act_step``. Several runners sample concurrently in threads: EnvPool and XLA release the
-GIL while they work, and ASYNC gymnasium envs step in their own processes.
+jitted ``act_step``. With ``num_env_runners=n`` each runner is a thread with its own vector env;
+finished fragments reach the learner through bounded queues (one slot per runner) and weights go
+back after every update. EnvPool, XLA and the pipes of ASYNC gymnasium envs release the GIL while
+they wait, so runners really sample in parallel.
+
+Fragment k of a runner is sampled with weights of version >= k - max_lag. ``max_lag=0`` is
+synchronous sampling (every update sees samples of the current policy); ``max_lag=1`` lets runners
+sample the next fragment while the learner updates, with samples at most one version old.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import contextlib
+import dataclasses
+import queue
+import threading
+import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -35,8 +46,18 @@ class HostRunner:
         params: Any,
         device: jax.Device,
         env_id_offset: int = 0,
+        worker_index: int = 0,
+        num_workers: int = 0,
     ):
-        self.env = make_host_env(spec, num_envs, mode, seed, async_batch_size)
+        self.env = make_host_env(
+            spec,
+            num_envs,
+            mode,
+            seed,
+            async_batch_size,
+            worker_index=worker_index,
+            num_workers=num_workers,
+        )
         self.offset = env_id_offset
         self.device = device
         self.to_env_action = to_env_action
@@ -62,28 +83,146 @@ class HostRunner:
         self.env.close()
 
 
-class RunnerGroup:
-    """``num_env_runners`` runners sampling in parallel threads; results joined along K."""
+class EnvRunnerError(RuntimeError):
+    """An env runner failed; the message names the runner and carries the env's traceback."""
 
-    def __init__(self, runners: list[HostRunner]):
+
+@dataclasses.dataclass
+class Fragment:
+    """One runner's fragment and how it was made."""
+
+    traj: Transition
+    version: int
+    sample_s: float
+    wait_s: float  # time the runner waited for fresh weights or a free queue slot
+
+
+@dataclasses.dataclass
+class GroupSample:
+    """Fragments of every runner for one update, joined along the sub-env axis."""
+
+    traj: Transition
+    versions: list[int]
+    sample_s: list[float]
+    runner_wait_s: list[float]
+    learner_wait_s: float
+
+
+class RunnerGroup:
+    """``num_env_runners`` runner threads feeding the learner through bounded queues."""
+
+    def __init__(self, runners: list[HostRunner], length: int, max_lag: int, poll_s: float = 0.05):
+        if max_lag not in (0, 1):
+            raise ValueError(f"max_lag must be 0 or 1; got {max_lag}")
         self.runners = runners
-        self._pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=max(1, len(runners)), thread_name_prefix="rljax-runner"
+        self.length = length
+        self.max_lag = max_lag
+        self._poll_s = poll_s
+        self._queues: list[queue.Queue] = [queue.Queue(maxsize=1) for _ in runners]
+        self._cond = threading.Condition()
+        self._params: Any = None
+        self._version = -1
+        self._stop = threading.Event()
+        self._errors: dict[int, str] = {}
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def publish(self, params: Any) -> int:
+        """Hands new weights to the runners; returns their version (0 for the first)."""
+        with self._cond:
+            self._params = params
+            self._version += 1
+            self._cond.notify_all()
+        if not self._threads:
+            for i in range(len(self.runners)):
+                t = threading.Thread(
+                    target=self._loop, args=(i,), name=f"rljax-env-runner-{i + 1}", daemon=True
+                )
+                t.start()
+                self._threads.append(t)
+        return self._version
+
+    def _loop(self, i: int) -> None:
+        runner = self.runners[i]
+        k = 0
+        try:
+            while not self._stop.is_set():
+                t0 = time.perf_counter()
+                with self._cond:
+                    while self._version < k - self.max_lag and not self._stop.is_set():
+                        self._cond.wait(self._poll_s)
+                    params, version = self._params, self._version
+                if self._stop.is_set():
+                    return
+                t1 = time.perf_counter()
+                traj = runner.sample(params, self.length)
+                jax.block_until_ready(traj)
+                t2 = time.perf_counter()
+                fragment = Fragment(traj, version, t2 - t1, t1 - t0)
+                while not self._stop.is_set():
+                    try:
+                        self._queues[i].put(fragment, timeout=self._poll_s)
+                        break
+                    except queue.Full:
+                        continue
+                fragment.wait_s += time.perf_counter() - t2
+                k += 1
+        except BaseException:  # reported to the learner, which raises it with the runner's id
+            self._errors[i] = traceback.format_exc()
+
+    def _raise_if_failed(self, i: int) -> None:
+        if i in self._errors:
+            self.close()
+            raise EnvRunnerError(
+                f"env runner {i + 1} (worker_index={i + 1}) failed:\n{self._errors[i]}"
+            )
+        if self._threads and not self._threads[i].is_alive() and not self._stop.is_set():
+            raise EnvRunnerError(
+                f"env runner {i + 1} (worker_index={i + 1}) stopped without a result"
+            )
+
+    def sample(self, timeout_s: float | None = None) -> GroupSample:
+        """One fragment from every runner. Raises ``EnvRunnerError`` if a runner failed."""
+        if not self._threads:
+            raise RuntimeError("publish() the first weights before sampling")
+        t0 = time.perf_counter()
+        fragments: list[Fragment] = []
+        for i, q in enumerate(self._queues):
+            while True:
+                self._raise_if_failed(i)
+                try:
+                    fragments.append(q.get(timeout=self._poll_s))
+                    break
+                except queue.Empty:
+                    if timeout_s is not None and time.perf_counter() - t0 > timeout_s:
+                        raise EnvRunnerError(
+                            f"env runner {i + 1} (worker_index={i + 1}) returned no sample within "
+                            f"{timeout_s} s (sample_timeout_s)"
+                        ) from None
+        learner_wait = time.perf_counter() - t0
+        if len(fragments) == 1:
+            traj = fragments[0].traj
+        else:
+            traj = jax.tree.map(
+                lambda *xs: jnp.concatenate(xs, axis=1), *[f.traj for f in fragments]
+            )
+        return GroupSample(
+            traj=traj,
+            versions=[f.version for f in fragments],
+            sample_s=[f.sample_s for f in fragments],
+            runner_wait_s=[f.wait_s for f in fragments],
+            learner_wait_s=learner_wait,
         )
 
-    def sample(self, params: Any, length: int) -> Transition:
-        if len(self.runners) == 1:
-            return self.runners[0].sample(params, length)
-        futures = [self._pool.submit(r.sample, params, length) for r in self.runners]
-        parts = []
-        for i, f in enumerate(futures):
-            try:
-                parts.append(f.result())
-            except Exception as e:
-                raise RuntimeError(f"env runner {i} failed: {type(e).__name__}: {e}") from e
-        return jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *parts)
-
     def close(self) -> None:
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        for t in self._threads:
+            t.join(timeout=10)
         for r in self.runners:
-            r.close()
-        self._pool.shutdown(wait=False)
+            with contextlib.suppress(Exception):  # closing after a failure must not hide it
+                r.close()

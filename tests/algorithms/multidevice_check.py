@@ -37,6 +37,24 @@ def main() -> None:
     dev0 = jax.devices()[0]
     s1, m1 = jax.jit(algo._update)(jax.device_put(state0, dev0), jax.device_put(batch, dev0))
 
+    # The same update on a mesh of 2 devices (two of the four shards on each).
+    from rljax.learners.devices import data_sharding, make_mesh, replicated
+
+    mesh2 = make_mesh(jax.devices()[:2])
+    upd2 = jax.jit(
+        algo._update,
+        in_shardings=(replicated(mesh2), data_sharding(mesh2)),
+        out_shardings=(replicated(mesh2), replicated(mesh2)),
+    )
+    s2, _ = upd2(
+        jax.device_put(state0, replicated(mesh2)), jax.device_put(batch, data_sharding(mesh2))
+    )
+    diffs2 = jax.tree.leaves(
+        jax.tree.map(
+            lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))), s2.params, s1.params
+        )
+    )
+
     diffs = jax.tree.leaves(
         jax.tree.map(
             lambda a, b: float(np.max(np.abs(np.asarray(a) - np.asarray(b)))), s4.params, s1.params
@@ -67,6 +85,7 @@ def main() -> None:
         json.dumps(
             {
                 "max_param_diff": max(diffs),
+                "max_param_diff_2_devices": max(diffs2),
                 "max_param_change": max(moved),
                 "policy_loss_4": float(m4["policy_loss"]),
                 "policy_loss_1": float(m1["policy_loss"]),

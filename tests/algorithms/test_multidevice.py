@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 
-def test_update_on_one_and_four_devices_agree():
+def test_update_on_one_two_and_four_devices_agrees():
     env = dict(
         os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
     )
@@ -20,6 +20,7 @@ def test_update_on_one_and_four_devices_agree():
     )
     assert out["max_param_change"] > 1e-4  # the update really moved the parameters
     assert out["max_param_diff"] < 1e-5, out
+    assert out["max_param_diff_2_devices"] < 1e-5, out
     assert abs(out["policy_loss_4"] - out["policy_loss_1"]) < 1e-5
     # 64 steps x 8 sub-envs, less the auto-reset steps that carry no transition
     assert 400 < out["train_steps"] <= 512

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import (
@@ -285,6 +286,7 @@ class PPO(Algorithm):
         cfg = self.config
         n = cfg.num_envs_per_env_runner
         params = self._runner_params()
+        num_runners = max(1, cfg.num_env_runners)
         runners = [
             HostRunner(
                 self.env_spec,
@@ -298,10 +300,15 @@ class PPO(Algorithm):
                 params,
                 self.runner_device,
                 env_id_offset=i * n,
+                worker_index=i + 1 if cfg.num_env_runners else 0,
+                num_workers=cfg.num_env_runners,
             )
-            for i in range(max(1, cfg.num_env_runners))
+            for i in range(num_runners)
         ]
-        self._runners = RunnerGroup(runners)
+        self._runners = RunnerGroup(
+            runners, self.fragment_length, max_lag=1 if cfg.sample_async else 0
+        )
+        self._runners.publish(params)
         postprocess = self._postprocess
         self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), _episode_arrays(traj)))
         if self.mesh is None:
@@ -315,15 +322,21 @@ class PPO(Algorithm):
             )
 
     def _runner_params(self) -> Any:
-        return jax.device_put(self.state.params, self.runner_device)
+        # A copy: the update donates the train state, and runner threads may still be acting
+        # with the previous weights while it runs.
+        return jax.device_put(self.state.params, self.runner_device, may_alias=False)
 
     # ------------------------------------------------------------------ training
     def _training_step(self) -> dict[str, Any]:
-        timers: dict[str, float] = {}
+        t_start = time.perf_counter()
+        runner_metrics: dict[str, Any] = {}
         if self.fused and self.mesh is None:
             self.state, self.runner_state, metrics, episodes = self._train_step(
                 self.state, self.runner_state
             )
+            jax.block_until_ready(metrics)
+            # Sampling and learning run inside one XLA program here: only their sum is measured.
+            timers = {"training_step": time.perf_counter() - t_start}
         else:
             t0 = time.perf_counter()
             if self.fused:
@@ -331,18 +344,25 @@ class PPO(Algorithm):
                     self._runner_params(), self.runner_state
                 )
             else:
-                traj = self._runners.sample(self._runner_params(), self.fragment_length)
-                batch, episodes = self._postprocess_jit(traj)
+                group = self._runners.sample(self.config.sample_timeout_s)
+                batch, episodes = self._postprocess_jit(group.traj)
+                runner_metrics = self._runner_metrics(group)
             if self.mesh is not None:
                 batch = jax.device_put(batch, self._batch_sharding)
             jax.block_until_ready(batch)
             t1 = time.perf_counter()
             self.state, metrics = self._jit_update(self.state, batch)
             jax.block_until_ready(metrics)
+            if not self.fused:
+                self._runners.publish(self._runner_params())
+            t2 = time.perf_counter()
             timers = {
+                "training_step": t2 - t_start,
                 "env_runner_sampling_timer": t1 - t0,
-                "learner_update_timer": time.perf_counter() - t1,
+                "learner_update_timer": t2 - t1,
             }
+            if runner_metrics:
+                timers["learner_wait_for_runners_s"] = runner_metrics.pop("learner_wait_s")
         metrics, episodes = jax.device_get((metrics, episodes))
         done = episodes["done"]
         num_valid = int(episodes["num_valid"])
@@ -353,6 +373,32 @@ class PPO(Algorithm):
             "num_env_steps_sampled": num_valid,
             "num_env_steps_trained": num_valid,
             "timers": timers,
+            "runner_metrics": runner_metrics,
+        }
+
+    def _runner_metrics(self, group) -> dict[str, Any]:
+        """Policy lag and per-runner throughput of the fragments in one update."""
+        learner_version = self._runners.version  # the weights this update starts from
+        lags = [learner_version - v for v in group.versions]
+        steps = np.asarray(group.traj.valid).reshape(group.traj.valid.shape[0], len(lags), -1)
+        steps = steps.sum(axis=(0, 2))
+        return {
+            "policy_lag_mean": float(np.mean(lags)),
+            "policy_lag_max": int(np.max(lags)),
+            "runner_wait_for_learner_s": float(np.mean(group.runner_wait_s)),
+            "learner_wait_s": group.learner_wait_s,
+            "per_runner": {
+                str(i + 1): {
+                    "num_env_steps_sampled": int(steps[i]),
+                    "sample_s": group.sample_s[i],
+                    "env_steps_per_s": float(steps[i] / group.sample_s[i])
+                    if group.sample_s[i] > 0
+                    else float("nan"),
+                    "wait_for_learner_s": group.runner_wait_s[i],
+                    "policy_lag": lags[i],
+                }
+                for i in range(len(lags))
+            },
         }
 
     # ------------------------------------------------------------------ checkpoint hooks

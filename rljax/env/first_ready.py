@@ -1,0 +1,132 @@
+"""EnvPool-style ASYNC for gymnasium envs: act on whichever sub-envs are ready.
+
+Each sub-env runs in its own spawned process. ``step(actions, env_ids)`` sends actions to the
+given sub-envs and returns as soon as ``batch_size`` sub-envs (any of them) have a result, so one
+slow sub-env no longer stalls the rest, as in EnvPool with ``batch_size < num_envs``. Auto-reset
+follows the next-step convention of the other backends: the step after an episode end resets the
+sub-env and returns its first observation with zero reward.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing as mp
+import traceback
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+import numpy as np
+from gymnasium.vector.utils import CloudpickleWrapper
+
+from rljax.env.vector import StepResult, main_hidden
+
+
+def _worker(conn: Connection, env_fn: CloudpickleWrapper, index: int) -> None:
+    env = None
+    try:
+        env = env_fn.fn()
+        need_reset = True
+        while True:
+            cmd, data = conn.recv()
+            if cmd == "reset":
+                obs, _ = env.reset(seed=data)
+                need_reset = False
+                conn.send(("ok", (obs, 0.0, False, False)))
+            elif cmd == "step":
+                if need_reset:
+                    obs, _ = env.reset()
+                    need_reset = False
+                    conn.send(("ok", (obs, 0.0, False, False)))
+                    continue
+                obs, reward, terminated, truncated, _ = env.step(data)
+                need_reset = bool(terminated or truncated)
+                conn.send(("ok", (obs, float(reward), bool(terminated), bool(truncated))))
+            elif cmd == "close":
+                break
+    except (KeyboardInterrupt, EOFError):
+        pass
+    except Exception:
+        with contextlib.suppress(OSError):
+            conn.send(("error", f"sub-env {index}:\n{traceback.format_exc()}"))
+    finally:
+        if env is not None:
+            env.close()
+        conn.close()
+
+
+class FirstReadyVectorEnv:
+    """Sub-envs in their own processes; each batch holds the first ``batch_size`` ready ones."""
+
+    def __init__(self, env_fns: list[Any], batch_size: int, seed: int):
+        ctx = mp.get_context("spawn")  # never fork: JAX's threads do not survive it
+        self.num_envs = len(env_fns)
+        self.batch_size = batch_size
+        self.seed = seed
+        self._conns: list[Connection] = []
+        self._procs = []
+        with main_hidden():
+            for i, fn in enumerate(env_fns):
+                parent, child = ctx.Pipe()
+                p = ctx.Process(
+                    target=_worker,
+                    args=(child, CloudpickleWrapper(fn), i),
+                    daemon=True,
+                    name=f"rljax-sub-env-{i}",
+                )
+                p.start()
+                child.close()
+                self._conns.append(parent)
+                self._procs.append(p)
+        self._index = {id(c): i for i, c in enumerate(self._conns)}
+        self._in_flight: set[int] = set()
+        self._ready: list[tuple[int, tuple]] = []
+
+    def _collect(self) -> StepResult:
+        while len(self._ready) < self.batch_size:
+            pending = [self._conns[i] for i in sorted(self._in_flight)]
+            for conn in wait(pending):
+                i = self._index[id(conn)]
+                try:
+                    status, payload = conn.recv()
+                except EOFError:
+                    raise RuntimeError(
+                        f"sub-env {i} exited unexpectedly (its process died)"
+                    ) from None
+                if status == "error":
+                    raise RuntimeError(f"a sub-env raised:\n{payload}")
+                self._in_flight.discard(i)
+                self._ready.append((i, payload))
+        batch, self._ready = self._ready[: self.batch_size], self._ready[self.batch_size :]
+        ids = np.asarray([i for i, _ in batch], np.int32)
+        obs = np.stack([np.asarray(p[0]) for _, p in batch])
+        return StepResult(
+            obs,
+            np.asarray([p[1] for _, p in batch], np.float32),
+            np.asarray([p[2] for _, p in batch], bool),
+            np.asarray([p[3] for _, p in batch], bool),
+            ids,
+        )
+
+    def reset(self) -> StepResult:
+        for i, conn in enumerate(self._conns):
+            conn.send(("reset", self.seed + i))
+            self._in_flight.add(i)
+        return self._collect()
+
+    def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
+        for a, i in zip(action, env_id, strict=True):
+            i = int(i)
+            self._conns[i].send(("step", a.item() if np.ndim(a) == 0 else a))
+            self._in_flight.add(i)
+        return self._collect()
+
+    def close(self) -> None:
+        for conn in self._conns:
+            with contextlib.suppress(OSError):
+                conn.send(("close", None))
+        for p in self._procs:
+            p.join(timeout=2)
+            if p.is_alive():
+                p.terminate()
+        for conn in self._conns:
+            conn.close()
