@@ -226,13 +226,11 @@ def summarize(
 
 
 # ---------------------------------------------------------------------- variants
-def build_rljax(s: Settings, num_env_runners: int) -> tuple[StepFn, Callable[[], None]]:
-    """rljax's PPO; ``num_env_runners=0`` is the fused path, 1 the Python-stepped host runner."""
-    warnings.filterwarnings("ignore", message=".*precision lowered.*")
-    from rljax.algorithms.ppo import PPOConfig
-
-    config = (
-        PPOConfig()
+def ppo_config(config_class: type, s: Settings, num_env_runners: int, vf_clip_param: Any) -> Any:
+    """The same chained config for rljax and RLlib: only the import differs (and RLlib needs a
+    number for ``vf_clip_param``: it always clamps the value loss, so ``inf`` means no clip)."""
+    return (
+        config_class()
         .environment(s.env)
         .env_runners(
             num_env_runners=num_env_runners, num_envs_per_env_runner=s.num_envs_per_env_runner
@@ -246,7 +244,7 @@ def build_rljax(s: Settings, num_env_runners: int) -> tuple[StepFn, Callable[[],
             lambda_=s.lambda_,
             vf_loss_coeff=s.vf_loss_coeff,
             entropy_coeff=s.entropy_coeff,
-            vf_clip_param=None,
+            vf_clip_param=vf_clip_param,
             use_kl_loss=False,
             kl_coeff=0.0,
             clip_param=s.clip_param,
@@ -261,7 +259,14 @@ def build_rljax(s: Settings, num_env_runners: int) -> tuple[StepFn, Callable[[],
         .reporting(metrics_num_episodes_for_smoothing=s.smoothing_window)
         .debugging(seed=s.seed)
     )
-    algo = config.build_algo()
+
+
+def build_rljax(s: Settings, num_env_runners: int) -> tuple[StepFn, Callable[[], None]]:
+    """rljax's PPO; ``num_env_runners=0`` is the fused path, 1 the Python-stepped host runner."""
+    warnings.filterwarnings("ignore", message=".*precision lowered.*")
+    from rljax.algorithms.ppo import PPOConfig
+
+    algo = ppo_config(PPOConfig, s, num_env_runners, vf_clip_param=None).build_algo()
 
     def step() -> tuple[int, float]:
         result = algo.train()
@@ -276,34 +281,7 @@ def build_rllib(s: Settings) -> tuple[StepFn, Callable[[], None]]:
     from ray.rllib.algorithms.ppo import PPOConfig
 
     ray.init(include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-    config = (
-        PPOConfig()
-        .environment(s.env)
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=s.num_envs_per_env_runner)
-        .training(
-            lr=s.lr,
-            num_epochs=s.num_epochs,
-            minibatch_size=s.minibatch_size,
-            train_batch_size_per_learner=s.train_batch_size,
-            gamma=s.gamma,
-            lambda_=s.lambda_,
-            vf_loss_coeff=s.vf_loss_coeff,
-            entropy_coeff=s.entropy_coeff,
-            vf_clip_param=float("inf"),  # RLlib clamps with it unconditionally: inf = no clip
-            use_kl_loss=False,
-            kl_coeff=0.0,
-            clip_param=s.clip_param,
-        )
-        .rl_module(
-            model_config={
-                "fcnet_hiddens": list(s.fcnet_hiddens),
-                "fcnet_activation": s.fcnet_activation,
-                "vf_share_layers": False,
-            }
-        )
-        .reporting(metrics_num_episodes_for_smoothing=s.smoothing_window)
-        .debugging(seed=s.seed)
-    )
+    config = ppo_config(PPOConfig, s, 0, vf_clip_param=float("inf"))
     algo = config.build_algo() if hasattr(config, "build_algo") else config.build()
 
     def step() -> tuple[int, float]:

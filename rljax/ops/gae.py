@@ -21,6 +21,16 @@ def _compose(earlier: tuple[jax.Array, jax.Array], later: tuple[jax.Array, jax.A
     return c_l * c_e, d_l + c_l * d_e
 
 
+def _deltas(rewards, values, next_values, terminated, truncated, gamma, lambda_):
+    """TD errors ``delta_t`` and the coefficients ``c_t`` of ``A_t = delta_t + c_t * A_{t+1}``."""
+    chex.assert_equal_shape([rewards, values, next_values, terminated, truncated])
+    dtype = jnp.result_type(values.dtype, jnp.float32)
+    not_term = 1.0 - terminated.astype(dtype)
+    cont = gamma * lambda_ * not_term * (1.0 - truncated.astype(dtype))
+    deltas = rewards.astype(dtype) + gamma * not_term * next_values.astype(dtype) - values
+    return deltas, cont
+
+
 def gae_advantages(
     rewards: chex.Array,
     values: chex.Array,
@@ -51,11 +61,7 @@ def gae_advantages(
       A pair (advantages, value_targets) of float tensors of shape [T].
     """
     chex.assert_rank([rewards, values, next_values, terminated, truncated], 1)
-    chex.assert_equal_shape([rewards, values, next_values, terminated, truncated])
-    dtype = jnp.result_type(values.dtype, jnp.float32)
-    not_term = 1.0 - terminated.astype(dtype)
-    cont = gamma * lambda_ * not_term * (1.0 - truncated.astype(dtype))
-    deltas = rewards.astype(dtype) + gamma * not_term * next_values.astype(dtype) - values
+    deltas, cont = _deltas(rewards, values, next_values, terminated, truncated, gamma, lambda_)
     _, advantages = jax.lax.associative_scan(_compose, (cont, deltas), reverse=True)
     return advantages, advantages + values
 
@@ -75,11 +81,7 @@ def gae_advantages_time_major(
     small loop, where the parallel scan of `gae_advantages` would unroll log2(T) levels per call.
     """
     chex.assert_rank([rewards, values, next_values, terminated, truncated], 2)
-    chex.assert_equal_shape([rewards, values, next_values, terminated, truncated])
-    dtype = jnp.result_type(values.dtype, jnp.float32)
-    not_term = 1.0 - terminated.astype(dtype)
-    cont = gamma * lambda_ * not_term * (1.0 - truncated.astype(dtype))
-    deltas = rewards.astype(dtype) + gamma * not_term * next_values.astype(dtype) - values
+    deltas, cont = _deltas(rewards, values, next_values, terminated, truncated, gamma, lambda_)
 
     def step(next_adv, xs):
         delta, c = xs
