@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import importlib
-import math
 import os
 import time
 from typing import Any
@@ -243,9 +242,7 @@ class Algorithm:
         """Runs ``evaluation_duration`` episodes (or timesteps) with the greedy policy."""
         cfg = self.config
         by_episodes = cfg.evaluation_duration_unit == "episodes"
-        num_envs = (
-            min(cfg.evaluation_duration, 8) if by_episodes else min(8, cfg.evaluation_duration)
-        )
+        num_envs = min(cfg.evaluation_duration, 8)
         self._num_evaluations += 1
         env = make_host_env(
             self.env_spec, num_envs, "SYNC", self.seed + 7919 * self._num_evaluations, None
@@ -402,7 +399,3 @@ class InferenceModule:
             "action_dist_inputs": np.asarray(self._dist_inputs(self.params, jnp.asarray(obs))),
             "actions": self._algo.compute_actions(obs, explore=True),
         }
-
-
-def nan_to_none(x: float) -> float | None:
-    return None if isinstance(x, float) and math.isnan(x) else x
