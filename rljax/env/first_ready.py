@@ -79,12 +79,17 @@ class FirstReadyVectorEnv:
                 self._procs.append(p)
         self._index = {id(c): i for i, c in enumerate(self._conns)}
         self._in_flight: set[int] = set()
+        self._sent_seq = [0] * self.num_envs
+        self._seq = 0
         self._ready: list[tuple[int, tuple]] = []
 
     def _collect(self) -> StepResult:
         while len(self._ready) < self.batch_size:
-            pending = [self._conns[i] for i in sorted(self._in_flight)]
-            for conn in wait(pending):
+            pending = [self._conns[i] for i in self._in_flight]
+            # Of the sub-envs that are ready together, the one asked first goes first, so equally
+            # fast sub-envs get equal turns whatever their index.
+            ready = sorted(wait(pending), key=lambda c: self._sent_seq[self._index[id(c)]])
+            for conn in ready:
                 i = self._index[id(conn)]
                 try:
                     status, payload = conn.recv()
@@ -110,14 +115,19 @@ class FirstReadyVectorEnv:
     def reset(self) -> StepResult:
         for i, conn in enumerate(self._conns):
             conn.send(("reset", self.seed + i))
-            self._in_flight.add(i)
+            self._mark_sent(i)
         return self._collect()
+
+    def _mark_sent(self, i: int) -> None:
+        self._in_flight.add(i)
+        self._seq += 1
+        self._sent_seq[i] = self._seq
 
     def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
         for a, i in zip(action, env_id, strict=True):
             i = int(i)
             self._conns[i].send(("step", a.item() if np.ndim(a) == 0 else a))
-            self._in_flight.add(i)
+            self._mark_sent(i)
         return self._collect()
 
     def close(self) -> None:

@@ -61,21 +61,37 @@ class HostRunner:
         self.offset = env_id_offset
         self.device = device
         self.to_env_action = to_env_action
-        self._act = jax.jit(act_step, device=device)
         self.result = self.env.reset()
         obs0 = jnp.asarray(self.result.obs[0])
         self.actor: ActorState = init_actor_state(policy_fn, params, obs0, num_envs)
         self.key = jax.random.PRNGKey(seed)
 
+        def step(params, key, actor, result, traj, t):
+            # Everything per env step in one jitted call: the key split, acting, and writing the
+            # transition into the fragment's buffer (donated, so updated in place).
+            key, sub = jax.random.split(key)
+            action, actor, transition = act_step(params, sub, actor, result)
+            traj = jax.tree.map(lambda buf, x: buf.at[t].set(x), traj, transition)
+            return action, actor, traj, key
+
+        self._step = jax.jit(step, donate_argnums=(2, 4), device=device)
+        self._transition_shape = jax.eval_shape(
+            act_step, params, self.key, self.actor, self.result
+        )[2]
+
+    def _empty_fragment(self, length: int) -> Transition:
+        return jax.tree.map(
+            lambda s: jnp.zeros((length, *s.shape), s.dtype, device=self.device),
+            self._transition_shape,
+        )
+
     def sample(self, params: Any, length: int) -> Transition:
-        steps = []
-        for _ in range(length):
-            self.key, sub = jax.random.split(self.key)
-            action, self.actor, transition = self._act(params, sub, self.actor, self.result)
-            action = np.asarray(action)
-            self.result = self.env.step(self.to_env_action(action), self.result.env_id)
-            steps.append(transition)
-        traj = jax.tree.map(lambda *xs: jnp.stack(xs), *steps)
+        traj = self._empty_fragment(length)
+        for t in range(length):
+            action, self.actor, traj, self.key = self._step(
+                params, self.key, self.actor, self.result, traj, t
+            )
+            self.result = self.env.step(self.to_env_action(np.asarray(action)), self.result.env_id)
         # Sub-env ids are made global across runners so the learner can tell trajectories apart.
         return traj._replace(env_id=traj.env_id + self.offset)
 

@@ -176,3 +176,21 @@ def test_first_ready_batches_do_not_wait_for_a_slow_sub_env():
         finally:
             algo.stop()
     assert counts["first-ready"] > 1.5 * counts["lock-step"], counts
+
+
+def test_first_ready_gives_equally_fast_sub_envs_equal_turns():
+    from rljax.env.first_ready import FirstReadyVectorEnv
+    from rljax.env.vector import env_fns, resolve_env
+
+    spec = resolve_env(TickEnv, {"delay": 0.002})
+    env = FirstReadyVectorEnv(env_fns(spec, 6), batch_size=3, seed=0)
+    try:
+        result = env.reset()
+        counts = np.zeros(6, int)
+        for _ in range(200):
+            result = env.step(np.zeros(len(result.env_id), np.int64), result.env_id)
+            np.add.at(counts, result.env_id, 1)
+    finally:
+        env.close()
+    assert counts.sum() == 600
+    assert counts.max() - counts.min() <= 0.15 * counts.mean(), counts
