@@ -93,6 +93,39 @@ class DiagGaussian:
         return jnp.sum(lq - lp + 0.5 * (var_ratio + ((mp - mq) * jnp.exp(-lq)) ** 2 - 1), axis=-1)
 
 
+@dataclasses.dataclass(frozen=True)
+class SquashedDiagGaussian:
+    """``tanh`` of a diagonal Gaussian (SAC's policy); actions in (-1, 1), inputs ``[mean, log_std]``.
+
+    The log-density includes the change of variables: ``log p(a) = log N(u) - sum log(1 - tanh(u)^2)``
+    with ``a = tanh(u)``, computed stably as ``2 (log 2 - u - softplus(-2u))``.
+    """
+
+    action_dim: int
+    log_std_min: float = -20.0
+    log_std_max: float = 2.0
+
+    @property
+    def num_outputs(self) -> int:
+        return 2 * self.action_dim
+
+    def _split(self, inputs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        mean, log_std = jnp.split(inputs, 2, axis=-1)
+        return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
+
+    def sample_and_log_prob(self, key: jax.Array, inputs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """A reparameterised sample (differentiable in ``inputs``) and its log-density."""
+        mean, log_std = self._split(inputs)
+        u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
+        z = (u - mean) * jnp.exp(-log_std)
+        logp_u = jnp.sum(-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi), axis=-1)
+        correction = jnp.sum(2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u)), axis=-1)
+        return jnp.tanh(u), logp_u - correction
+
+    def mode(self, inputs: jax.Array) -> jax.Array:
+        return jnp.tanh(self._split(inputs)[0])
+
+
 def make_distribution(action_space: gym.Space, log_std_clip: float = 20.0) -> ActionDistribution:
     """The distribution family for an action space."""
     if isinstance(action_space, gym.spaces.Discrete):
