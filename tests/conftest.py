@@ -1,5 +1,32 @@
 """Test settings: JAX on the CPU, one device (multi-device tests run in subprocesses)."""
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def run_benchmark():
+    """Runs ``benchmarks/<script> *args`` as a user would; returns the JSON it printed."""
+
+    def run(script: str, *args: str, timeout: float = 600) -> dict:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / script), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            env={**os.environ, "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")},
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout)
+
+    return run

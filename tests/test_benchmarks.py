@@ -1,6 +1,4 @@
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -9,22 +7,8 @@ ROOT = Path(__file__).parents[1]
 
 
 @pytest.mark.slow
-def test_ppo_cartpole_benchmark_quick_run_writes_json_and_plot(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "ppo_cartpole.py"),
-            "--quick",
-            "--out",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout)
+def test_ppo_cartpole_benchmark_quick_run_writes_json_and_plot(tmp_path, run_benchmark):
+    report = run_benchmark("ppo_cartpole.py", "--quick", "--out", str(tmp_path))
     assert report == json.loads((tmp_path / "ppo_cartpole.json").read_text())
     assert (tmp_path / "ppo_cartpole.png").stat().st_size > 10_000
     for variant in ("rljax_fused", "rljax_host"):

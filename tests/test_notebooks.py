@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-from ipykernel.kernelspec import write_kernel_spec
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
+from notebook_runner import (
+    assert_saved_without_outputs,
+    execute_notebook,
+    png_outputs,
+    stdout,
+)
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "quickstart.ipynb"
-KERNEL_NAME = "rljax-notebook-test"
-CELL_TIMEOUT_S = 300
 SUMMARY_MARKER = "RLJAX_NOTEBOOK_SUMMARY="
 
 # Appended to the in-memory copy only: reports what the notebook computed.
@@ -40,64 +37,18 @@ print({SUMMARY_MARKER!r} + _json.dumps({{
 """
 
 
-def _kernel_manager(tmp_path: Path) -> KernelManager:
-    """A kernel on the interpreter running pytest, whatever kernel specs the machine has."""
-    kernels = tmp_path / "kernels"
-    env = {"JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "PYTHONUNBUFFERED": "1"}
-    write_kernel_spec(kernels / KERNEL_NAME, overrides={"display_name": KERNEL_NAME, "env": env})
-    spec_manager = KernelSpecManager(kernel_dirs=[str(kernels)])
-    assert spec_manager.get_kernel_spec(KERNEL_NAME).argv[0] == sys.executable
-    return KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=spec_manager)
-
-
-def _stdout(cell: nbformat.NotebookNode) -> str:
-    return "".join(
-        o.get("text", "")
-        for o in cell.get("outputs", [])
-        if o.get("output_type") == "stream" and o.get("name") == "stdout"
-    )
-
-
 def test_quickstart_is_saved_without_outputs():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    nbformat.validate(nb)
-    code_cells = [c for c in nb.cells if c.cell_type == "code"]
-    assert code_cells
-    for cell in code_cells:
-        assert cell.outputs == [], cell.source[:80]
-        assert cell.execution_count is None, cell.source[:80]
+    assert_saved_without_outputs(NOTEBOOK)
 
 
 @pytest.mark.slow
 def test_quickstart_notebook_runs(tmp_path):
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(SUMMARY_CELL.strip()))
-    workdir = tmp_path / "cwd"
-    workdir.mkdir()
-    client = NotebookClient(
-        nb,
-        km=_kernel_manager(tmp_path),
-        timeout=CELL_TIMEOUT_S,
-        startup_timeout=120,
-        resources={"metadata": {"path": str(workdir)}},
-    )
-    client.execute()  # raises CellExecutionError on the first failing cell
-
-    code_cells = [c for c in nb.cells if c.cell_type == "code"]
-    assert all(c.execution_count is not None for c in code_cells)
-    errors = [o for c in code_cells for o in c.outputs if o.output_type == "error"]
-    assert not errors, errors
-
-    images = [
-        o
-        for c in code_cells
-        for o in c.outputs
-        if o.output_type in ("display_data", "execute_result") and "image/png" in o.get("data", {})
-    ]
+    code_cells, _ = execute_notebook(NOTEBOOK, tmp_path, extra_cells=(SUMMARY_CELL,))
+    images = png_outputs(code_cells)
     assert len(images) == 1, "the learning-curve cell should display exactly one PNG"
     assert len(images[0].data["image/png"]) > 1000
 
-    lines = [ln for ln in _stdout(code_cells[-1]).splitlines() if ln.startswith(SUMMARY_MARKER)]
+    lines = [ln for ln in stdout(code_cells[-1:]).splitlines() if ln.startswith(SUMMARY_MARKER)]
     assert len(lines) == 1, code_cells[-1].outputs
     summary = json.loads(lines[0][len(SUMMARY_MARKER) :])
 

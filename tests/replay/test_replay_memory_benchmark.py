@@ -1,6 +1,4 @@
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -8,23 +6,9 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 
-def test_replay_memory_benchmark_quick_run_prints_json(tmp_path):
+def test_replay_memory_benchmark_quick_run_prints_json(tmp_path, run_benchmark):
     out = tmp_path / "replay_memory.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "replay_memory.py"),
-            "--quick",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout)
+    report = run_benchmark("replay_memory.py", "--quick", "--out", str(out), timeout=300)
     assert report == json.loads(out.read_text())
     assert report["stacked"]["bytes_per_transition"] == pytest.approx(56458.0, abs=0.01)
     assert report["stacked"]["allocated"] is False
