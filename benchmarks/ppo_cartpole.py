@@ -58,7 +58,6 @@ import importlib.util
 import json
 import math
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -69,6 +68,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from common import machine_info
 
 # Fallback process start time, taken before any heavy import (jax, envpool, ray, torch).
 SCRIPT_START = time.time()
@@ -375,44 +376,11 @@ def run_variant(variant: str, s: Settings, result_file: Path) -> None:
 
 
 # ---------------------------------------------------------------------- orchestration
-def package_versions(names: list[str]) -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
-    for name in names:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def machine_info(compare: bool) -> dict[str, Any]:
+def ppo_machine_info(compare: bool) -> dict[str, Any]:
     packages = ["rljax", "jax", "jaxlib", "flax", "optax", "envpool", "gymnasium", "numpy"]
     if compare:
         packages += ["ray", "stable-baselines3", "torch"]
-    info: dict[str, Any] = {
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "versions": package_versions(packages),
-    }
-    if hasattr(os, "sched_getaffinity"):
-        info["cpus_usable"] = len(os.sched_getaffinity(0))
-    if hasattr(os, "getloadavg"):
-        info["load_average_at_start"] = list(os.getloadavg())
-    return info
+    return machine_info(packages)
 
 
 def missing_modules(variant: str) -> list[str]:
@@ -546,7 +514,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.quick:
         s = replace(s, max_timesteps=QUICK_ITERATIONS * s.train_batch_size)
-    machine = machine_info(args.compare)
+    machine = ppo_machine_info(args.compare)
     variants = RLJAX_VARIANTS + (COMPARE_VARIANTS if args.compare else ())
     results = spawn_variants(variants, s, quick=args.quick)
     args.out.mkdir(parents=True, exist_ok=True)

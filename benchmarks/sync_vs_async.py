@@ -64,11 +64,8 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.metadata
 import json
 import math
-import os
-import platform
 import sys
 import time
 import traceback
@@ -79,6 +76,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from common import machine_info
 
 import rljax
 
@@ -789,41 +787,6 @@ def results_parts(results: dict[str, Any]) -> list[str]:
     return [p for p in PARTS if results.get(PART_KEYS[p], {}).get("runs")]
 
 
-def package_versions(names: list[str]) -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
-    for name in names:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-def machine_info() -> dict[str, Any]:
-    cpu_model = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu_model = next(
-                (ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu_model
-            )
-    except OSError:
-        pass
-    info: dict[str, Any] = {
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "versions": package_versions(
-            ["rljax", "jax", "jaxlib", "flax", "envpool", "gymnasium", "numpy"]
-        ),
-    }
-    if hasattr(os, "sched_getaffinity"):
-        info["cpus_usable"] = len(os.sched_getaffinity(0))
-    if hasattr(os, "getloadavg"):
-        info["load_average_at_start"] = list(os.getloadavg())
-    return info
-
-
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
     """The headline figures: env steps/s (and fraction of ideal) per run and part."""
     summary: dict[str, Any] = {}
@@ -869,7 +832,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     s = Settings(seed=args.seed)
     if args.quick:
         s = quick_settings(s)
-    machine = machine_info()
+    machine = machine_info(["rljax", "jax", "jaxlib", "flax", "envpool", "gymnasium", "numpy"])
     started = time.perf_counter()
     runners: dict[str, Callable[[], dict[str, Any]]] = {
         "a": lambda: run_part_a(s.a, s.seed),

@@ -1,0 +1,46 @@
+"""What every benchmark report records about the machine it ran on."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+from typing import Any
+
+
+def package_versions(names: list[str]) -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def machine_info(packages: list[str]) -> dict[str, Any]:
+    """CPU, platform, package versions, usable cores and the load average at the start."""
+    info: dict[str, Any] = {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "versions": package_versions(packages),
+    }
+    if hasattr(os, "sched_getaffinity"):
+        info["cpus_usable"] = len(os.sched_getaffinity(0))
+    if hasattr(os, "getloadavg"):
+        info["load_average_at_start"] = list(os.getloadavg())
+    return info
