@@ -64,7 +64,7 @@ class HostRunner:
         self.result = self.env.reset()
         obs0 = jnp.asarray(self.result.obs[0])
         self.actor: ActorState = init_actor_state(policy_fn, params, obs0, num_envs)
-        self.key = jax.random.PRNGKey(seed)
+        self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
 
         def step(params, key, actor, result, traj, t):
             # Everything per env step in one jitted call: the key split, acting, and writing the
