@@ -1,0 +1,29 @@
+"""The README's code stays true to the code: its porting example runs as written."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+def _python_block(after_heading: str) -> str:
+    text = README.read_text()
+    section = text[text.index(after_heading) :]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.mark.slow
+def test_porting_example_runs(tmp_path):
+    code = _python_block("## Porting an RLlib script")
+    code = code.replace('"/tmp/ppo_cartpole"', repr(str(tmp_path / "ckpt")))
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    algo = namespace["algo"]
+    try:
+        assert namespace["result"]["env_runners"]["episode_return_mean"] >= 400
+        assert namespace["action"] in (0, 1)
+        assert (tmp_path / "ckpt" / "LATEST").is_file()
+    finally:
+        algo.stop()
