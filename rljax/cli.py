@@ -7,9 +7,9 @@ import json
 import math
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from rljax.algorithms.algorithm_config import read_config_file
 from rljax.utils.errors import CheckpointError, ConfigError, closest
 
 
@@ -34,21 +34,7 @@ def build_config(args: argparse.Namespace) -> Any:
     algo_name = args.algo
     data: dict[str, Any] = {}
     if args.config:
-        import yaml
-
-        path = Path(args.config)
-        if not path.is_file():
-            raise ConfigError(f"--config {args.config!r}: no such file")
-        with open(path) as f:
-            data = yaml.safe_load(f) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"--config {args.config!r}: expected a mapping of config keys")
-        if "config" in data:
-            inner = dict(data["config"] or {})
-            for k in ("env", "algo"):
-                if k in data:
-                    inner.setdefault(k, data[k])
-            data = inner
+        data = read_config_file(args.config)
         file_algo = data.pop("algo", None)
         if algo_name is None:
             algo_name = file_algo

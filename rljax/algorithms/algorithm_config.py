@@ -461,20 +461,7 @@ class AlgorithmConfig:
     @classmethod
     def from_yaml(cls, path: str | os.PathLike) -> AlgorithmConfig:
         """Loads a YAML file of config keys (optionally nested under ``config:`` with ``env:``)."""
-        import yaml
-
-        with open(path) as f:
-            data = yaml.safe_load(f) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(
-                f"{path}: expected a mapping of config keys, got {type(data).__name__}"
-            )
-        if "config" in data:  # RLlib tuned-example layout: {env: ..., config: {...}}
-            inner = dict(data["config"] or {})
-            if "env" in data:
-                inner.setdefault("env", data["env"])
-            data = inner
-        return cls.from_dict(data)
+        return cls.from_dict(read_config_file(path))
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -498,3 +485,25 @@ def _check_positive_float(name: str, value: Any) -> None:
         or not math.isfinite(value)
     ):
         raise ConfigError(f"{name}={value!r}; use a finite number > 0")
+
+
+def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
+    """A YAML file of config keys as one flat dict (``algo`` and ``env`` included).
+
+    Accepts a flat mapping or RLlib's tuned-example layout ``{env: ..., config: {...}}``.
+    """
+    import yaml
+
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file {str(path)!r}: no such file")
+    with open(path) as f:
+        data = yaml.safe_load(f) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
+    if "config" in data:
+        inner = dict(data["config"] or {})
+        for key in ("env", "algo"):
+            if key in data:
+                inner.setdefault(key, data[key])
+        data = inner
+    return data
