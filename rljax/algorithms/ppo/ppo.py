@@ -275,12 +275,7 @@ class PPO(Algorithm):
             self._train_step = jax.jit(train_step, donate_argnums=(0, 1))
         else:
             self._sample = jax.jit(sample, donate_argnums=(1,))
-            self._jit_update = jax.jit(
-                update,
-                in_shardings=(self._state_sharding, self._batch_sharding),
-                out_shardings=(self._state_sharding, replicated(self.mesh)),
-                donate_argnums=(0,),
-            )
+            self._jit_update = self._make_jit_update()
 
     def _setup_host_runners(self) -> None:
         cfg = self.config
@@ -311,15 +306,18 @@ class PPO(Algorithm):
         self._runners.publish(params)
         postprocess = self._postprocess
         self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), _episode_arrays(traj)))
+        self._jit_update = self._make_jit_update()
+
+    def _make_jit_update(self):
+        """The jitted update: on the default device, or partitioned over the learner mesh."""
         if self.mesh is None:
-            self._jit_update = jax.jit(self._update, donate_argnums=(0,))
-        else:
-            self._jit_update = jax.jit(
-                self._update,
-                in_shardings=(self._state_sharding, self._batch_sharding),
-                out_shardings=(self._state_sharding, replicated(self.mesh)),
-                donate_argnums=(0,),
-            )
+            return jax.jit(self._update, donate_argnums=(0,))
+        return jax.jit(
+            self._update,
+            in_shardings=(self._state_sharding, self._batch_sharding),
+            out_shardings=(self._state_sharding, replicated(self.mesh)),
+            donate_argnums=(0,),
+        )
 
     def _runner_params(self) -> Any:
         # A copy: the update donates the train state, and runner threads may still be acting
