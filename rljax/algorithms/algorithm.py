@@ -193,7 +193,7 @@ class Algorithm:
 
             def infer(params, obs, key):
                 inputs = self._policy_outputs(params, obs)
-                return dist.sample(key, inputs) if explore else dist.mode(inputs)
+                return inputs, (dist.sample(key, inputs) if explore else dist.mode(inputs))
 
             self._infer_cache[explore] = jax.jit(infer)
         return self._infer_cache[explore]
@@ -211,12 +211,13 @@ class Algorithm:
                 np.stack([self._check_obs(obs_batch[i], False) for i in ids]), explore
             )
             return dict(zip(ids, actions, strict=True))
-        obs = self._check_obs(obs_batch, batched=True)
+        return self._forward(self._check_obs(obs_batch, batched=True), explore)[1]
+
+    def _forward(self, obs: np.ndarray, explore: bool) -> tuple[np.ndarray, np.ndarray]:
+        """One jitted pass over checked observations: (action_dist_inputs, env actions)."""
         self._action_key, sub = jax.random.split(self._action_key)
-        action = np.asarray(
-            self._infer_fn(explore)(self._inference_params(), jnp.asarray(obs), sub)
-        )
-        return self._env_action(action)
+        inputs, action = self._infer_fn(explore)(self._inference_params(), jnp.asarray(obs), sub)
+        return np.asarray(inputs), self._env_action(np.asarray(action))
 
     def compute_single_action(
         self, observation: Any, explore: bool = False, policy_id: str | None = None
@@ -227,7 +228,7 @@ class Algorithm:
                 f"unknown policy_id {policy_id!r}; this algorithm has {[DEFAULT_POLICY]}"
             )
         obs = self._check_obs(observation, batched=False)
-        action = self.compute_actions(obs[None], explore=explore)[0]
+        action = self._forward(obs[None], explore)[1][0]
         return int(action) if isinstance(self.action_space, gym.spaces.Discrete) else action
 
     def get_module(self, policy_id: str = DEFAULT_POLICY) -> InferenceModule:
@@ -247,8 +248,6 @@ class Algorithm:
         env = make_host_env(
             self.env_spec, num_envs, "SYNC", self.seed + 7919 * self._num_evaluations, None
         )
-        infer = self._infer_fn(False)
-        params = self._inference_params()
         returns: list[float] = []
         lengths: list[int] = []
         ret = np.zeros(num_envs)
@@ -258,9 +257,8 @@ class Algorithm:
         try:
             result = env.reset()
             while True:
-                self._action_key, key = jax.random.split(self._action_key)
-                action = np.asarray(infer(params, jnp.asarray(result.obs), key))
-                result = env.step(self._env_action(action), result.env_id)
+                action = self._forward(np.asarray(result.obs), explore=False)[1]
+                result = env.step(action, result.env_id)
                 ids = result.env_id
                 ret[ids] += np.where(valid[ids], result.reward, 0.0)
                 length[ids] += valid[ids]
@@ -374,7 +372,6 @@ class InferenceModule:
 
     def __init__(self, algo: Algorithm):
         self._algo = algo
-        self._dist_inputs = jax.jit(algo._policy_outputs)
 
     @property
     def params(self) -> Any:
@@ -386,16 +383,10 @@ class InferenceModule:
 
     def forward_inference(self, batch: Any) -> dict[str, np.ndarray]:
         """Greedy pass over ``{"obs": [B, *obs_shape]}`` (or the array itself)."""
-        obs = self._obs(batch)
-        return {
-            "action_dist_inputs": np.asarray(self._dist_inputs(self.params, jnp.asarray(obs))),
-            "actions": self._algo.compute_actions(obs, explore=False),
-        }
+        inputs, actions = self._algo._forward(self._obs(batch), explore=False)
+        return {"action_dist_inputs": inputs, "actions": actions}
 
     def forward_exploration(self, batch: Any) -> dict[str, np.ndarray]:
         """Sampling pass over ``{"obs": [B, *obs_shape]}`` (or the array itself)."""
-        obs = self._obs(batch)
-        return {
-            "action_dist_inputs": np.asarray(self._dist_inputs(self.params, jnp.asarray(obs))),
-            "actions": self._algo.compute_actions(obs, explore=True),
-        }
+        inputs, actions = self._algo._forward(self._obs(batch), explore=True)
+        return {"action_dist_inputs": inputs, "actions": actions}
