@@ -170,3 +170,8 @@ def test_total_train_batch_size_splits_across_learners():
         assert algo.config.train_batch_size_per_learner == 4000
     finally:
         algo.stop()
+
+
+def test_from_yaml_names_a_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="no such file"):
+        PPOConfig.from_yaml(tmp_path / "missing.yaml")
