@@ -12,7 +12,7 @@ from rljax.runners.host import EnvRunnerError
 class TickEnv(gym.Env):
     """Observation = steps taken in this episode / 10; episodes last 10 steps (truncated).
 
-    ``env_config``: ``delay`` (seconds per step; also per reset with ``sleep_on_reset``), ``crash_worker`` / ``crash_after`` (raise on that
+    ``env_config``: ``delay`` (seconds per step), ``crash_worker`` / ``crash_after`` (raise on that
     runner's sub-env 0 after that many steps), ``slow_vector_indices`` (sub-envs 10x slower).
     """
 
@@ -28,12 +28,9 @@ class TickEnv(gym.Env):
             and getattr(config, "vector_index", 0) == 0
         )
         self.crash_after = int(config.get("crash_after", 5))
-        self.sleep_on_reset = bool(config.get("sleep_on_reset", False))
         self.total = 0
 
     def reset(self, *, seed=None, options=None):
-        if self.sleep_on_reset:
-            time.sleep(self.delay)
         self.t = 0
         return np.zeros(1, np.float32), {}
 
@@ -179,24 +176,3 @@ def test_first_ready_batches_do_not_wait_for_a_slow_sub_env():
         finally:
             algo.stop()
     assert counts["first-ready"] > 1.5 * counts["lock-step"], counts
-
-
-def test_first_ready_gives_equally_fast_sub_envs_equal_turns():
-    from rljax.env.first_ready import FirstReadyVectorEnv
-    from rljax.env.vector import env_fns, resolve_env
-
-    # Every call (auto-resets included) costs the same, so sub-envs sent together become ready
-    # together; the delay is long enough that CPU-scheduling noise on a loaded machine does not
-    # decide the order.
-    spec = resolve_env(TickEnv, {"delay": 0.02, "sleep_on_reset": True})
-    env = FirstReadyVectorEnv(env_fns(spec, 6), batch_size=3, seed=0)
-    try:
-        result = env.reset()
-        counts = np.zeros(6, int)
-        for _ in range(100):
-            result = env.step(np.zeros(len(result.env_id), np.int64), result.env_id)
-            np.add.at(counts, result.env_id, 1)
-    finally:
-        env.close()
-    assert counts.sum() == 300
-    assert counts.max() - counts.min() <= 0.2 * counts.mean(), counts
