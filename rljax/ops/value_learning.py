@@ -113,3 +113,45 @@ def td_loss(
     if weights is not None:
         per = per * weights
     return jnp.mean(per), td
+
+
+def n_step_window(
+    rewards: chex.Array,
+    terminated: chex.Array,
+    truncated: chex.Array,
+    gamma: float,
+    n: int | jax.Array,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """n-step returns of windows that start at a stored step (replay sampling).
+
+    Row b holds the steps ``t, t+1, ..., t+W-1`` of one sub-env, in order. The window of row b
+    runs over steps ``t..t+m-1``, where ``m`` is ``n`` or less if the episode ends (terminated or
+    truncated) at step ``t+m-1`` first. The target is then
+    ``G + discount * V(s_{t+m})`` with ``G = sum_{i<m} gamma^i r_{t+i}`` and
+    ``discount = gamma^m (1 - terminated_{t+m-1})``: truncation bootstraps from the final
+    observation, termination does not.
+
+    Args:
+      rewards: A float tensor of shape [B, W].
+      terminated: A bool tensor of shape [B, W].
+      truncated: A bool tensor of shape [B, W].
+      gamma: The discount.
+      n: The number of steps, 1 <= n <= W; may be a traced int (sampled per batch).
+
+    Returns:
+      ``(returns, discounts, steps)``: float32 [B], float32 [B] and the int32 window lengths
+      ``m`` [B]; the bootstrap observation of row b is the one after step ``t + m - 1``.
+    """
+    chex.assert_rank([rewards, terminated, truncated], 2)
+    chex.assert_equal_shape([rewards, terminated, truncated])
+    width = rewards.shape[1]
+    i = jnp.arange(width)
+    done = terminated | truncated
+    # Step i is inside the window if i < n and no step before it ended the episode.
+    ended_before = jnp.cumsum(done, axis=1) - done.astype(jnp.int32) > 0
+    inside = (i[None, :] < n) & ~ended_before
+    steps = jnp.sum(inside, axis=1).astype(jnp.int32)
+    returns = jnp.sum(jnp.where(inside, gamma ** i[None, :] * rewards, 0.0), axis=1)
+    last_terminated = jnp.take_along_axis(terminated, (steps - 1)[:, None], axis=1)[:, 0]
+    discounts = jnp.where(last_terminated, 0.0, jnp.asarray(gamma, jnp.float32) ** steps)
+    return returns.astype(jnp.float32), discounts.astype(jnp.float32), steps

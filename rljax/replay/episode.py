@@ -1,0 +1,321 @@
+"""Replay of env-step streams with n-step returns built at sample time (RLlib's episode buffers).
+
+Every sub-env ``k`` of ``num_envs`` has its own ring of ``R = capacity // num_envs`` rows, filled
+in env-step order with the project's ``Transition`` rows: the observation acted on, the action,
+reward, terminated, truncated and ``valid`` (False for the auto-reset step after an episode end,
+whose observation is the final observation of the ended episode). Observations are stored once
+per step: the next observation of row ``r`` is the observation of row ``r + 1``.
+
+Because whole streams are kept, the n-step window is chosen when a batch is sampled, not when
+data is stored: ``sample(..., n_step=n)`` takes any ``1 <= n <= max_n_step`` (also a traced
+value, so RLlib's ``n_step=(low, high)`` draws a new ``n`` per batch inside jit). For a start row
+``r`` the window runs over rows ``r .. r+m-1`` (``m = n``, or fewer when the episode ends first;
+``rljax.ops.value_learning.n_step_window``) and the bootstrap observation is row ``r + m``.
+
+Row ``(k, r)`` can be sampled once it is a real step (``valid``) and the ``max_n_step`` rows
+after it have arrived, so that every window it can start is complete. This set is kept as the
+nonzero leaves of a sum tree (1 for uniform sampling, the priority for prioritized sampling), so
+both sample in O(log N) without rejection. Rows are overwritten oldest first; a row's window
+only reaches newer rows, so it stays complete until the row itself is overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import chex
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from rljax.ops.value_learning import n_step_window
+from rljax.replay import frame_stack, sum_tree
+from rljax.replay.base import batch_size_of, item_spec
+from rljax.replay.prioritized import importance_weights, priorities_from_td, stratified_targets
+
+REQUIRED_FIELDS = ("obs", "action", "reward", "terminated", "truncated")
+
+
+@flax.struct.dataclass
+class EpisodeBufferState:
+    """Per-sub-env rings (K sub-envs, R rows each).
+
+    Attributes:
+      storage: A dict with ``obs``, ``action``, ``reward``, ``terminated``, ``truncated`` and
+        ``valid``, every leaf of shape [K, R, *leaf_shape].
+      insert_pos: An int32 tensor of shape [K], each ring's next row.
+      size: An int32 tensor of shape [K], each ring's filled rows (at most R).
+      sum_tree: A float32 tensor of shape [2P] over the K * R slots ``k * R + r``: 0 for a slot
+        that cannot be sampled, else 1 (uniform) or its priority (prioritized).
+      min_tree: The min tree of the same leaves (``+inf`` where a slot cannot be sampled); None
+        for uniform sampling.
+      max_priority: A float32 scalar, the largest priority given so far (1 at the start).
+    """
+
+    storage: dict[str, Any]
+    insert_pos: jax.Array
+    size: jax.Array
+    sum_tree: jax.Array
+    min_tree: jax.Array | None
+    max_priority: jax.Array
+
+
+class EpisodeReplayBuffer(NamedTuple):
+    """Pure, jit-able functions of an ``EpisodeBufferState``.
+
+    Attributes:
+      init: ``init() -> state``.
+      add: ``add(state, rows) -> state``: one env step of B distinct sub-envs (B static): a dict
+        with ``obs``, ``action``, ``reward``, ``terminated``, ``truncated``, ``valid`` (all
+        [B, ...]) and optional ``env_id`` int32 [B] (default ``arange(num_envs)``). Each
+        sub-env's steps must be added in order, auto-reset steps included.
+      sample: ``sample(state, key, batch_size, n_step=1, gamma=0.99, beta=None) -> (batch,
+        indices, weights)``: ``batch`` has ``obs``, ``action``, ``reward`` (the n-step return),
+        ``discount`` (``gamma ** m`` or 0 after termination), ``next_obs`` (the bootstrap
+        observation) and ``n_steps`` (``m``); ``indices`` int32 [batch_size] slots;
+        ``weights`` float32 importance weights (all 1 when uniform). ``batch_size`` is static.
+      update_priorities: ``update_priorities(state, indices, td_errors) -> state``; a no-op for
+        uniform buffers. Slots that cannot be sampled any more are left alone.
+      prioritized: Whether sampling is prioritized.
+    """
+
+    init: Any
+    add: Any
+    sample: Any
+    update_priorities: Any
+    prioritized: bool
+
+
+def episode_nbytes_per_transition(
+    example_item: Mapping[str, Any], capacity: int, prioritized: bool
+) -> float:
+    """Bytes per stored step: the fields (observation once), ``valid`` and the tree leaves."""
+    spec = item_spec(dict(example_item))
+    fields = sum(
+        int(jnp.prod(jnp.asarray(s.shape))) * s.dtype.itemsize for s in jax.tree.leaves(spec)
+    )
+    trees = (2 if prioritized else 1) * 2 * sum_tree.num_leaves(capacity) * 4 / capacity
+    return float(fields + 1 + trees)
+
+
+def make_episode_buffer(
+    example_item: Mapping[str, Any],
+    num_envs: int,
+    capacity: int,
+    max_n_step: int = 1,
+    prioritized: bool = False,
+    alpha: float = 0.6,
+    beta: float = 0.4,
+    eps: float = 1e-6,
+) -> EpisodeReplayBuffer:
+    """A replay buffer over the env-step streams of ``num_envs`` sub-envs.
+
+    Args:
+      example_item: One step of one sub-env (no batch dimension): a dict with ``obs``,
+        ``action``, ``reward``, ``terminated`` and ``truncated``; only shapes and dtypes are used
+        (uint8 images stay uint8).
+      num_envs: K, the number of sub-envs whose streams are added.
+      capacity: The number of env steps kept, a multiple of ``num_envs``; each sub-env gets
+        ``capacity // num_envs`` rows, more than ``max_n_step + 1``.
+      max_n_step: The largest ``n_step`` that ``sample`` will be asked for.
+      prioritized: Proportional prioritized sampling (Schaul et al., 2016) with stratified
+        targets, new steps at the largest priority given so far and exact importance weights
+        ``(N P(i)) ** -beta / max_j (N P(j)) ** -beta`` from a min tree.
+      alpha, beta, eps: The priority exponent, the default importance exponent and the
+        priority offset ``p = (|td| + eps) ** alpha``.
+    """
+    missing = [k for k in REQUIRED_FIELDS if k not in example_item]
+    if missing:
+        raise ValueError(
+            f"example_item needs the fields {list(REQUIRED_FIELDS)}; missing {missing}"
+        )
+    spec = item_spec({k: example_item[k] for k in REQUIRED_FIELDS})
+    spec["valid"] = jax.ShapeDtypeStruct((), jnp.bool_)
+    if num_envs < 1 or capacity % num_envs:
+        raise ValueError(f"capacity {capacity} must be a positive multiple of num_envs {num_envs}")
+    rows = capacity // num_envs
+    if max_n_step < 1:
+        raise ValueError(f"max_n_step must be >= 1, got {max_n_step}")
+    if rows < max_n_step + 2:
+        raise ValueError(
+            f"each sub-env needs more than max_n_step + 1 = {max_n_step + 1} rows; capacity "
+            f"{capacity} / num_envs {num_envs} gives {rows}"
+        )
+    default_beta = beta
+
+    def init() -> EpisodeBufferState:
+        return EpisodeBufferState(
+            storage=jax.tree.map(lambda s: jnp.zeros((num_envs, rows, *s.shape), s.dtype), spec),
+            insert_pos=jnp.zeros((num_envs,), jnp.int32),
+            size=jnp.zeros((num_envs,), jnp.int32),
+            sum_tree=sum_tree.init_tree(capacity, 0.0),
+            min_tree=sum_tree.init_tree(capacity, jnp.inf) if prioritized else None,
+            max_priority=jnp.ones((), jnp.float32),
+        )
+
+    def add(state: EpisodeBufferState, batch: Mapping[str, Any]) -> EpisodeBufferState:
+        batch = dict(batch)
+        env_id = batch.pop("env_id", None)
+        fields = {k: batch[k] for k in spec}
+        size = batch_size_of(spec, fields)
+        if env_id is None:
+            if size != num_envs:
+                raise ValueError(
+                    f"a batch of {size} sub-envs needs env_id (without it, the batch must hold "
+                    f"all num_envs={num_envs} in order)"
+                )
+            env_id = jnp.arange(size, dtype=jnp.int32)
+        env_id = jnp.asarray(env_id, jnp.int32)
+        chex.assert_shape(env_id, (size,))
+        row = state.insert_pos[env_id]
+        # The row max_n_step steps back now has its whole window: it becomes sampleable if it
+        # was a real step. The new row cannot be sampled yet (its slot may hold an old one).
+        back = (row - max_n_step) % rows
+        ready = (state.size[env_id] >= max_n_step) & state.storage["valid"][env_id, back]
+        leaves = jnp.concatenate([env_id * rows + row, env_id * rows + back])
+        write = jnp.concatenate([jnp.ones_like(ready), ready])
+        priority = state.max_priority if prioritized else jnp.ones((), jnp.float32)
+
+        def set_tree(tree, blocked, combine):
+            values = jnp.concatenate(
+                [jnp.full((size,), blocked, jnp.float32), jnp.full((size,), 1.0) * priority]
+            )
+            return sum_tree.set_leaves(tree, leaves, values, combine, write)
+
+        return state.replace(
+            storage=jax.tree.map(
+                lambda s, x: s.at[env_id, row].set(jnp.asarray(x).astype(s.dtype)),
+                state.storage,
+                fields,
+            ),
+            insert_pos=state.insert_pos.at[env_id].set((row + 1) % rows),
+            size=state.size.at[env_id].set(jnp.minimum(state.size[env_id] + 1, rows)),
+            sum_tree=set_tree(state.sum_tree, 0.0, jnp.add),
+            min_tree=set_tree(state.min_tree, jnp.inf, jnp.minimum) if prioritized else None,
+        )
+
+    def sample(
+        state: EpisodeBufferState,
+        key: jax.Array,
+        batch_size: int,
+        n_step: int | jax.Array = 1,
+        gamma: float = 0.99,
+        beta: float | jax.Array | None = None,
+    ) -> tuple[dict[str, jax.Array], jax.Array, jax.Array]:
+        total = sum_tree.root(state.sum_tree)
+        if prioritized:
+            targets = stratified_targets(key, total, batch_size)
+        else:
+            targets = jax.random.uniform(key, (batch_size,)) * total
+        # Clipped so that an empty buffer (total 0) still gathers in bounds.
+        indices = jnp.minimum(sum_tree.find_prefix_sum(state.sum_tree, targets), capacity - 1)
+        env, row = indices // rows, indices % rows
+        window = (row[:, None] + jnp.arange(max_n_step)) % rows
+        st = state.storage
+        returns, discounts, steps = n_step_window(
+            st["reward"][env[:, None], window].astype(jnp.float32),
+            st["terminated"][env[:, None], window],
+            st["truncated"][env[:, None], window],
+            gamma,
+            n_step,
+        )
+        batch = {
+            "obs": st["obs"][env, row],
+            "action": st["action"][env, row],
+            "reward": returns,
+            "discount": discounts,
+            "next_obs": st["obs"][env, (row + steps) % rows],
+            "n_steps": steps,
+        }
+        if prioritized:
+            weights = importance_weights(
+                sum_tree.get_leaves(state.sum_tree, indices),
+                sum_tree.root(state.min_tree),
+                default_beta if beta is None else beta,
+            )
+        else:
+            weights = jnp.ones((batch_size,), jnp.float32)
+        return batch, indices, weights
+
+    def update_priorities(
+        state: EpisodeBufferState, indices: chex.Array, td_errors: chex.Array
+    ) -> EpisodeBufferState:
+        if not prioritized:
+            return state
+        chex.assert_rank([indices, td_errors], 1)
+        chex.assert_equal_shape([indices, td_errors])
+        priorities = priorities_from_td(td_errors, alpha, eps)
+        live = sum_tree.get_leaves(state.sum_tree, indices) > 0
+        return state.replace(
+            sum_tree=sum_tree.set_leaves(state.sum_tree, indices, priorities, jnp.add, live),
+            min_tree=sum_tree.set_leaves(state.min_tree, indices, priorities, jnp.minimum, live),
+            max_priority=jnp.maximum(state.max_priority, jnp.where(live, priorities, 0.0).max()),
+        )
+
+    return EpisodeReplayBuffer(
+        init=init,
+        add=add,
+        sample=sample,
+        update_priorities=update_priorities,
+        prioritized=prioritized,
+    )
+
+
+def make_frame_stack_episode_buffer(
+    example_item: Mapping[str, Any],
+    num_envs: int,
+    capacity: int,
+    prioritized: bool = False,
+    alpha: float = 0.6,
+    beta: float = 0.4,
+    eps: float = 1e-6,
+) -> EpisodeReplayBuffer:
+    """The frame-deduplicating buffer (``rljax.replay.frame_stack``) behind this module's interface.
+
+    For EnvPool's stacked Atari frames: each frame is stored once. Windows are one step long
+    (``sample`` accepts ``n_step=1`` only); ``discount`` is ``gamma (1 - terminated)``.
+    """
+    item = {k: example_item[k] for k in REQUIRED_FIELDS}
+    if prioritized:
+        inner = frame_stack.make_prioritized_frame_stack_buffer(
+            item, num_envs, capacity, alpha=alpha, beta=beta, eps=eps
+        )
+    else:
+        inner = frame_stack.make_frame_stack_buffer(item, num_envs, capacity)
+
+    def add(state, batch):
+        return inner.add(
+            state, {k: batch[k] for k in (*REQUIRED_FIELDS, "valid", "env_id") if k in batch}
+        )
+
+    def sample(state, key, batch_size, n_step=1, gamma=0.99, beta=None):
+        if not isinstance(n_step, int) or n_step != 1:
+            raise ValueError(
+                f"the frame-stack buffer samples 1-step windows; got n_step={n_step!r}"
+            )
+        if prioritized:
+            out, indices, weights = inner.sample(state, key, batch_size, beta)
+        else:
+            out, indices = inner.sample(state, key, batch_size)
+            weights = jnp.ones((batch_size,), jnp.float32)
+        batch = {
+            "obs": out["obs"],
+            "action": out["action"],
+            "reward": out["reward"].astype(jnp.float32),
+            "discount": jnp.where(out["terminated"], 0.0, gamma).astype(jnp.float32),
+            "next_obs": out["next_obs"],
+            "n_steps": jnp.ones((batch_size,), jnp.int32),
+        }
+        return batch, indices, weights
+
+    def update_priorities(state, indices, td_errors):
+        return inner.update_priorities(state, indices, td_errors) if prioritized else state
+
+    return EpisodeReplayBuffer(
+        init=inner.init,
+        add=add,
+        sample=sample,
+        update_priorities=update_priorities,
+        prioritized=prioritized,
+    )
