@@ -14,9 +14,11 @@ from rljax.utils.errors import CheckpointError, ConfigError, closest
 
 
 def _algorithms() -> dict[str, type]:
+    from rljax.algorithms.dqn import DQNConfig
     from rljax.algorithms.ppo import PPOConfig
+    from rljax.algorithms.sac import SACConfig
 
-    return {"PPO": PPOConfig}
+    return {"PPO": PPOConfig, "DQN": DQNConfig, "SAC": SACConfig}
 
 
 def _config_class(name: str) -> type:

@@ -107,7 +107,8 @@ class Algorithm:
     def _inference_params(self) -> Any:
         raise NotImplementedError
 
-    def _checkpoint_state(self) -> Any:
+    def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
+        """The arrays to save; ``include_replay_buffer`` (None: the config's choice) for replay."""
         raise NotImplementedError
 
     def _restore_state(self, state: Any) -> None:
@@ -309,9 +310,23 @@ class Algorithm:
             },
         }
 
-    def save_to_path(self, path: str | os.PathLike) -> str:
-        """Writes a checkpoint (atomically, no pickle) and returns its directory."""
-        ckpt.save_checkpoint(path, self._metadata(), jax.device_get(self._checkpoint_state()))
+    def _includes_replay_buffer(self, include_replay_buffer: bool | None) -> bool:
+        if include_replay_buffer is None:
+            return bool(getattr(self.config, "store_buffer_in_checkpoints", False))
+        return bool(include_replay_buffer)
+
+    def save_to_path(
+        self, path: str | os.PathLike, include_replay_buffer: bool | None = None
+    ) -> str:
+        """Writes a checkpoint (atomically, no pickle) and returns its directory.
+
+        ``include_replay_buffer`` (off-policy algorithms): also save the replay buffer, so that
+        a restored run continues as if never stopped; None follows the config's
+        ``store_buffer_in_checkpoints``.
+        """
+        include = self._includes_replay_buffer(include_replay_buffer)
+        meta = {**self._metadata(), "includes_replay_buffer": include}
+        ckpt.save_checkpoint(path, meta, jax.device_get(self._checkpoint_state(include)))
         return str(path)
 
     save = save_to_path
@@ -323,7 +338,8 @@ class Algorithm:
             raise CheckpointError(
                 f"{str(path)!r} holds a {meta.get('algo')} checkpoint; this is {self.config.algo_name}"
             )
-        state = ckpt.load_state(version_dir, jax.device_get(self._checkpoint_state()))
+        include = bool(meta.get("includes_replay_buffer", False))
+        state = ckpt.load_state(version_dir, jax.device_get(self._checkpoint_state(include)))
         self._restore_state(state)
         counters = meta.get("counters", {})
         self.iteration = int(counters.get("training_iteration", 0))

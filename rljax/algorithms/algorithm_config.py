@@ -41,6 +41,16 @@ RENAMED = {
     "num_gpus": "num_gpus_per_learner",
     "model": "model_config",
     "rollouts": "env_runners",
+    "buffer_size": "replay_buffer_config={'capacity': ...}",
+    "learning_starts": "num_steps_sampled_before_learning_starts",
+    "exploration_fraction": "epsilon (a schedule [(timestep, value), ...])",
+    "exploration_final_eps": "epsilon (a schedule [(timestep, value), ...])",
+    "exploration_config": "epsilon (a schedule [(timestep, value), ...])",
+    "timesteps_per_iteration": "min_sample_timesteps_per_iteration",
+    "q_model_config": "model_config",
+    "policy_model_config": "model_config",
+    "optimization": "actor_lr, critic_lr and alpha_lr",
+    "prioritized_replay": "replay_buffer_config={'type': 'PrioritizedEpisodeReplayBuffer'}",
 }
 
 
@@ -385,6 +395,10 @@ class AlgorithmConfig:
             )
         if self.sample_timeout_s is not None:
             _check_positive_float("sample_timeout_s", self.sample_timeout_s)
+        self._check_batch_division()
+
+    def _check_batch_division(self) -> None:
+        """The sampled batch is split across learners (on-policy); off-policy overrides this."""
         n_shards = max(1, self.num_learners)
         if self.sampled_batch_size % n_shards:
             raise ConfigError(

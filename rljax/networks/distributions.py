@@ -122,6 +122,9 @@ class SquashedDiagGaussian:
         correction = jnp.sum(2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u)), axis=-1)
         return jnp.tanh(u), logp_u - correction
 
+    def sample(self, key: jax.Array, inputs: jax.Array) -> jax.Array:
+        return self.sample_and_log_prob(key, inputs)[0]
+
     def mode(self, inputs: jax.Array) -> jax.Array:
         return jnp.tanh(self._split(inputs)[0])
 

@@ -162,3 +162,13 @@ def make_fused_rollout(
         return jax.lax.scan(body, rs, None, length=length)
 
     return rollout
+
+
+def episode_arrays(traj: Transition) -> dict[str, jax.Array]:
+    """Flattened per-step episode outputs; the host picks the rows where an episode ended."""
+    return {
+        "returns": traj.episode_return.reshape(-1),
+        "lens": traj.episode_len.reshape(-1),
+        "done": traj.episode_done.reshape(-1),
+        "num_valid": jnp.sum(traj.valid.astype(jnp.int32)),
+    }

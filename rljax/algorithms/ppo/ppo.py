@@ -31,6 +31,7 @@ from rljax.networks.distributions import make_distribution
 from rljax.networks.models import build_module
 from rljax.runners.acting import (
     FusedRunnerState,
+    episode_arrays,
     init_actor_state,
     make_act_step,
     make_fused_rollout,
@@ -263,7 +264,7 @@ class PPO(Algorithm):
 
         def sample(params, rs):
             rs, traj = rollout(params, rs)
-            return rs, postprocess(traj), _episode_arrays(traj)
+            return rs, postprocess(traj), episode_arrays(traj)
 
         if self.mesh is None:
             # Rollout and update in one jitted call: no Python between env steps or minibatches.
@@ -305,7 +306,7 @@ class PPO(Algorithm):
         )
         self._runners.publish(params)
         postprocess = self._postprocess
-        self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), _episode_arrays(traj)))
+        self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), episode_arrays(traj)))
         self._jit_update = self._make_jit_update()
 
     def _make_jit_update(self):
@@ -403,7 +404,7 @@ class PPO(Algorithm):
     def _inference_params(self) -> Any:
         return self.state.params
 
-    def _checkpoint_state(self) -> Any:
+    def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
         return self.state
 
     def _restore_state(self, state: Any) -> None:
@@ -417,16 +418,6 @@ class PPO(Algorithm):
         if getattr(self, "_env", None) is not None:
             self._env.close()
             self._env = None
-
-
-def _episode_arrays(traj) -> dict[str, jax.Array]:
-    """Flattened per-step episode outputs; the host picks the rows where an episode ended."""
-    return {
-        "returns": traj.episode_return.reshape(-1),
-        "lens": traj.episode_len.reshape(-1),
-        "done": traj.episode_done.reshape(-1),
-        "num_valid": jnp.sum(traj.valid.astype(jnp.int32)),
-    }
 
 
 __all__ = ["PPO", "PPOConfig"]

@@ -1,0 +1,251 @@
+"""DQN: config (RLlib's names and defaults) and the algorithm (double Q, dueling, n-step, PER)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import optax
+
+from rljax.algorithms.algorithm_config import UNSET, _check_positive_float
+from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
+from rljax.networks.distributions import Categorical
+from rljax.networks.q_models import build_q_network
+from rljax.ops.value_learning import double_q_bootstrap, td_loss
+from rljax.utils.errors import ConfigError
+from rljax.utils.jit import run_once
+
+
+class DQNConfig(OffPolicyConfig):
+    """DQN's config; defaults follow RLlib's new API stack.
+
+    Example::
+
+        from rljax.algorithms.dqn import DQNConfig
+
+        config = (
+            DQNConfig()
+            .environment("CartPole-v1")
+            .training(
+                double_q=True,
+                dueling=True,
+                n_step=3,
+                replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 50000},
+            )
+        )
+        algo = config.build_algo()
+    """
+
+    algo_name: ClassVar[str] = "DQN"
+    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
+        **OffPolicyConfig._SECTIONS,
+        "training": OffPolicyConfig._SECTIONS["training"]
+        + OffPolicyConfig._OFF_POLICY_TRAINING
+        + (
+            "double_q",
+            "dueling",
+            "epsilon",
+            "td_error_loss_fn",
+            "num_atoms",
+            "v_min",
+            "v_max",
+            "noisy",
+        ),
+    }
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class or DQN)
+        self.lr = 5e-4
+        self.grad_clip = 40.0
+        self.train_batch_size_per_learner = 32
+        self.double_q = True
+        self.dueling = True
+        self.epsilon: list[tuple[int, float]] = [(0, 1.0), (10000, 0.05)]
+        self.td_error_loss_fn = "huber"
+        self.num_atoms = 1
+        self.v_min = -10.0
+        self.v_max = 10.0
+        self.noisy = False
+
+    def training(
+        self,
+        *,
+        lr: float = UNSET,
+        gamma: float = UNSET,
+        train_batch_size_per_learner: int = UNSET,
+        train_batch_size: int = UNSET,
+        grad_clip: float | None = UNSET,
+        grad_clip_by: str = UNSET,
+        replay_buffer_config: dict = UNSET,
+        n_step: int | tuple[int, int] = UNSET,
+        num_steps_sampled_before_learning_starts: int = UNSET,
+        training_intensity: float | None = UNSET,
+        target_network_update_freq: int = UNSET,
+        tau: float = UNSET,
+        store_buffer_in_checkpoints: bool = UNSET,
+        double_q: bool = UNSET,
+        dueling: bool = UNSET,
+        epsilon: list = UNSET,
+        td_error_loss_fn: str = UNSET,
+        num_atoms: int = UNSET,
+        v_min: float = UNSET,
+        v_max: float = UNSET,
+        noisy: bool = UNSET,
+        **kwargs,
+    ) -> DQNConfig:
+        """Sets DQN's training settings (RLlib's names)."""
+        return self._set("training", locals())
+
+    def _coerce(self, key: str, value: Any) -> Any:
+        if key == "epsilon":
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return [(0, float(value))]
+            try:
+                return [(int(t), float(v)) for t, v in value]
+            except (TypeError, ValueError):
+                raise ConfigError(
+                    f"epsilon={value!r}; use a number or a schedule [(timestep, value), ...]"
+                ) from None
+        return super()._coerce(key, value)
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("double_q", "dueling", "noisy"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name}={getattr(self, name)!r}; use True or False")
+        if self.td_error_loss_fn not in ("huber", "mse"):
+            raise ConfigError(f"td_error_loss_fn={self.td_error_loss_fn!r}; use 'huber' or 'mse'")
+        if self.num_atoms != 1:
+            raise ConfigError(
+                f"num_atoms={self.num_atoms!r}: distributional DQN is not implemented in rljax yet; "
+                "use num_atoms=1"
+            )
+        if self.noisy:
+            raise ConfigError(
+                "noisy=True: noisy nets are not implemented in rljax yet; use noisy=False"
+            )
+        times = [t for t, _ in self.epsilon]
+        if not self.epsilon or times != sorted(times) or times[0] < 0:
+            raise ConfigError(
+                f"epsilon={self.epsilon!r}; the schedule's timesteps must start >= 0 and increase"
+            )
+        if any(not 0.0 <= v <= 1.0 for _, v in self.epsilon):
+            raise ConfigError(f"epsilon={self.epsilon!r}; values must lie in [0, 1]")
+        _check_positive_float("lr", self.lr)
+
+
+def epsilon_at(schedule: list[tuple[int, float]], timestep: jax.Array) -> jax.Array:
+    """Piecewise-linear schedule (RLlib's ``epsilon``), constant past its ends."""
+    ts = jnp.asarray([t for t, _ in schedule], jnp.float32)
+    vs = jnp.asarray([v for _, v in schedule], jnp.float32)
+    return jnp.interp(timestep.astype(jnp.float32), ts, vs)
+
+
+def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Array:
+    """Greedy actions, replaced by uniform ones with probability ``epsilon``; [B, A] -> [B]."""
+    k_explore, k_action = jax.random.split(key)
+    greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
+    random = jax.random.randint(k_action, greedy.shape, 0, q.shape[-1], jnp.int32)
+    return jnp.where(jax.random.uniform(k_explore, greedy.shape) < epsilon, random, greedy)
+
+
+DQN_METRICS = ("qf_loss", "qf_mean", "qf_max", "qf_min", "td_error_mean", "gradients_global_norm")
+
+
+class DQN(OffPolicyAlgorithm):
+    """DQN on EnvPool (fused into jit) or gymnasium vector envs."""
+
+    config_class = DQNConfig
+    LEARNER_METRICS = DQN_METRICS
+
+    def _build_learner(self, key: jax.Array) -> Any:
+        cfg: DQNConfig = self.config
+        if not isinstance(self.action_space, gym.spaces.Discrete):
+            raise ConfigError(
+                f"DQN needs a Discrete action space; the env has {self.action_space}. Use SAC or "
+                "PPO for continuous actions"
+            )
+        num_actions = int(self.action_space.n)
+        self._dist = Categorical(num_actions)
+        self.q_net = build_q_network(
+            self.observation_space, num_actions, cfg.model_config, cfg.dueling
+        )
+        obs = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
+        params = run_once(self.q_net.init, key, obs)
+        clip = [optax.clip_by_global_norm(cfg.grad_clip)] if cfg.grad_clip else []
+        self.optimizer = optax.chain(*clip, optax.adam(float(cfg.lr)))
+        return {
+            "params": params,
+            "target_params": jax.tree.map(jnp.copy, params),
+            "opt_state": run_once(self.optimizer.init, params),
+        }
+
+    def _acting_params(self, learner: Any, timestep: jax.Array) -> Any:
+        return {"q": learner["params"], "epsilon": epsilon_at(self.config.epsilon, timestep)}
+
+    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
+        q = self.q_net.apply(params["q"], obs)
+        return epsilon_greedy(key, q, params["epsilon"]), {}
+
+    def _learn(self, learner: Any, batch: dict, weights: jax.Array, key: jax.Array):
+        cfg: DQNConfig = self.config
+        target_params = learner["target_params"]
+        b = batch["obs"].shape[0]
+
+        def loss_fn(params):
+            if cfg.double_q:  # one pass of the online net over obs and next_obs together
+                both = self.q_net.apply(params, jnp.concatenate([batch["obs"], batch["next_obs"]]))
+                q, q_next_online = both[:b], jax.lax.stop_gradient(both[b:])
+            else:
+                q = self.q_net.apply(params, batch["obs"])
+            q_next_target = self.q_net.apply(target_params, batch["next_obs"])
+            if cfg.double_q:
+                bootstrap = double_q_bootstrap(q_next_online, q_next_target)
+            else:
+                bootstrap = jnp.max(q_next_target, axis=-1)
+            targets = batch["reward"] + batch["discount"] * bootstrap
+            q_taken = jnp.take_along_axis(q, batch["action"][:, None].astype(jnp.int32), -1)[:, 0]
+            loss, td = td_loss(q_taken, targets, cfg.td_error_loss_fn, weights)
+            return loss, (td, q_taken)
+
+        (loss, (td, q_taken)), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner["params"])
+        updates, opt_state = self.optimizer.update(grads, learner["opt_state"], learner["params"])
+        params = optax.apply_updates(learner["params"], updates)
+        metrics = {
+            "qf_loss": loss,
+            "qf_mean": jnp.mean(q_taken),
+            "qf_max": jnp.max(q_taken),
+            "qf_min": jnp.min(q_taken),
+            "td_error_mean": jnp.mean(jnp.abs(td)),
+            "gradients_global_norm": optax.global_norm(grads),
+        }
+        return {**learner, "params": params, "opt_state": opt_state}, td, metrics
+
+    def _update_target(self, learner: Any) -> Any:
+        tau = float(self.config.tau)
+        target = optax.incremental_update(learner["params"], learner["target_params"], tau)
+        return {**learner, "target_params": target}
+
+    # ------------------------------------------------------------------ inference
+    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
+        return self.q_net.apply(params["q"], obs)
+
+    def _inference_params(self) -> Any:
+        return self._acting_params(self.state.learner, self.state.timestep)
+
+    def _infer_fn(self, explore: bool):
+        if explore not in self._infer_cache:
+
+            def infer(params, obs, key):
+                q = self._policy_outputs(params, obs)
+                if explore:  # epsilon-greedy at the current schedule value, as the runners act
+                    return q, epsilon_greedy(key, q, params["epsilon"])
+                return q, jnp.argmax(q, axis=-1)
+
+            self._infer_cache[explore] = jax.jit(infer)
+        return self._infer_cache[explore]
+
+
+__all__ = ["DQN", "DQNConfig", "epsilon_at", "epsilon_greedy"]

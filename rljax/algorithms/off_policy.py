@@ -1,0 +1,545 @@
+"""What DQN and SAC share: replay settings, the replay ratio, and the fused and runner loops.
+
+An iteration is a number of *cycles*. A cycle samples ``rollout_fragment_length`` env steps from
+every sub-env (times RLlib's sample weight), adds them to the replay buffer, then, once
+``num_steps_sampled_before_learning_starts`` env steps have been sampled, runs a number of
+updates (RLlib's train weight). The weights come from ``training_intensity`` exactly as in
+RLlib: the native ratio is ``train_batch_size / (fragment length x sub-envs per step)``; a higher
+intensity adds updates per cycle, a lower one adds fragments per cycle. An iteration has as many
+cycles as it takes to sample ``min_sample_timesteps_per_iteration`` env steps.
+
+On EnvPool envs with one learner a whole iteration (acting, buffer inserts, updates, priority
+updates, target updates) is one jitted call: a ``lax.scan`` over cycles. Otherwise each cycle is
+one jitted call that adds a fragment from the runner threads (or from the jitted EnvPool rollout,
+with several learners) and runs the updates, data-parallel over the learner mesh.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, ClassVar, NamedTuple
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.algorithms.algorithm import Algorithm
+from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig, _check_int
+from rljax.env.vector import envpool_batch_size, envpool_result, make_envpool
+from rljax.learners.devices import data_sharding, replicated
+from rljax.replay.episode import (
+    make_episode_buffer,
+    make_frame_stack_episode_buffer,
+)
+from rljax.runners.acting import (
+    FusedRunnerState,
+    episode_arrays,
+    init_actor_state,
+    make_act_step,
+    make_fused_rollout,
+)
+from rljax.runners.host import HostRunner, RunnerGroup
+from rljax.utils.errors import ConfigError
+
+REPLAY_TYPES = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
+
+
+class OffPolicyConfig(AlgorithmConfig):
+    """Replay and replay-ratio settings shared by DQN and SAC (RLlib's names)."""
+
+    _OFF_POLICY_TRAINING: ClassVar[tuple[str, ...]] = (
+        "replay_buffer_config",
+        "n_step",
+        "num_steps_sampled_before_learning_starts",
+        "training_intensity",
+        "target_network_update_freq",
+        "tau",
+        "store_buffer_in_checkpoints",
+    )
+    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
+        **AlgorithmConfig._SECTIONS,
+        "reporting": AlgorithmConfig._SECTIONS["reporting"]
+        + ("min_sample_timesteps_per_iteration",),
+    }
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class)
+        self.rollout_fragment_length = 1
+        self.replay_buffer_config: dict[str, Any] = {
+            "type": "PrioritizedEpisodeReplayBuffer",
+            "capacity": 50000,
+            "alpha": 0.6,
+            "beta": 0.4,
+        }
+        self.n_step: int | tuple[int, int] = 1
+        self.num_steps_sampled_before_learning_starts = 1000
+        self.training_intensity: float | None = None
+        self.target_network_update_freq = 500
+        self.tau = 1.0
+        self.store_buffer_in_checkpoints = False
+        self.min_sample_timesteps_per_iteration = 1000
+
+    def _coerce(self, key: str, value: Any) -> Any:
+        if key == "replay_buffer_config":
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"replay_buffer_config must be a dict; got {type(value).__name__}"
+                )
+            return {**self.replay_buffer_config, **value}
+        if key == "n_step" and isinstance(value, list):
+            return tuple(value)
+        return super()._coerce(key, value)
+
+    def reporting(
+        self,
+        *,
+        metrics_num_episodes_for_smoothing: int = UNSET,
+        min_sample_timesteps_per_iteration: int = UNSET,
+        **kwargs,
+    ) -> OffPolicyConfig:
+        """Reporting settings; ``min_sample_timesteps_per_iteration`` sizes an iteration."""
+        return self._set("reporting", locals())
+
+    @property
+    def n_step_range(self) -> tuple[int, int]:
+        n = self.n_step
+        return (n, n) if isinstance(n, int) else (int(n[0]), int(n[1]))
+
+    def get_rollout_fragment_length(self) -> int:
+        if self.rollout_fragment_length == "auto":
+            return 1
+        return int(self.rollout_fragment_length)
+
+    def replay_ratio_weights(self) -> tuple[int, int]:
+        """RLlib's (sample, train) weights: fragments sampled and updates run per cycle."""
+        native = self.total_train_batch_size / (
+            self.get_rollout_fragment_length() * self.envs_per_step
+        )
+        if self.training_intensity is None:
+            return 1, 1
+        if self.training_intensity > native:
+            return 1, math.ceil(self.training_intensity / native)
+        return math.ceil(native / self.training_intensity), 1
+
+    def _check_batch_division(self) -> None:
+        """Nothing to check: each learner gets its own train batch from the replay buffer."""
+
+    def validate(self) -> None:
+        super().validate()
+        rb = self.replay_buffer_config
+        unknown = set(rb) - {"type", "capacity", "alpha", "beta", "eps"}
+        if unknown:
+            raise ConfigError(
+                f"replay_buffer_config has unknown keys {sorted(unknown)}; allowed: type, "
+                "capacity, alpha, beta, eps"
+            )
+        if rb.get("type") not in REPLAY_TYPES:
+            raise ConfigError(
+                f"replay_buffer_config['type']={rb.get('type')!r}; use one of {list(REPLAY_TYPES)}"
+            )
+        _check_int("replay_buffer_config['capacity']", rb.get("capacity"), 1)
+        for name in ("alpha", "beta"):
+            v = rb.get(name, 0.5)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise ConfigError(f"replay_buffer_config[{name!r}]={v!r}; use a number >= 0")
+        n = self.n_step
+        ok = (isinstance(n, int) and not isinstance(n, bool) and n >= 1) or (
+            isinstance(n, tuple)
+            and len(n) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in n)
+            and 1 <= n[0] <= n[1]
+        )
+        if not ok:
+            raise ConfigError(
+                f"n_step={n!r}; use an int >= 1 or a range (low, high), 1 <= low <= high"
+            )
+        _check_int(
+            "num_steps_sampled_before_learning_starts",
+            self.num_steps_sampled_before_learning_starts,
+            0,
+        )
+        if self.training_intensity is not None:
+            v = self.training_intensity
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+                raise ConfigError(f"training_intensity={v!r}; use None or a number > 0")
+        _check_int("target_network_update_freq", self.target_network_update_freq, 0)
+        if (
+            isinstance(self.tau, bool)
+            or not isinstance(self.tau, (int, float))
+            or not 0 < self.tau <= 1
+        ):
+            raise ConfigError(f"tau={self.tau!r}; use a number in (0, 1]")
+        if not isinstance(self.store_buffer_in_checkpoints, bool):
+            raise ConfigError(
+                f"store_buffer_in_checkpoints={self.store_buffer_in_checkpoints!r}; use True or False"
+            )
+        _check_int("min_sample_timesteps_per_iteration", self.min_sample_timesteps_per_iteration, 1)
+        num_envs = self.num_envs_per_env_runner * max(1, self.num_env_runners)
+        rows = rb["capacity"] // num_envs
+        if rows < self.n_step_range[1] + 2:
+            raise ConfigError(
+                f"replay_buffer_config['capacity']={rb['capacity']} gives each of the {num_envs} "
+                f"sub-envs {rows} steps; it needs more than n_step + 1 = {self.n_step_range[1] + 1}"
+            )
+
+
+class OffPolicyState(NamedTuple):
+    """Everything the jitted loop carries, besides the env runner state.
+
+    Attributes:
+      learner: The algorithm's networks, target networks and optimizer states.
+      buffer: The replay buffer's state.
+      key: The learner's PRNG key.
+      timestep: int32, env steps sampled so far (drives schedules and learning starts).
+      last_target_update: int32, ``timestep`` at the last target-network update.
+      num_updates: int32, updates run so far.
+    """
+
+    learner: Any
+    buffer: Any
+    key: jax.Array
+    timestep: jax.Array
+    last_target_update: jax.Array
+    num_updates: jax.Array
+
+
+class OffPolicyAlgorithm(Algorithm):
+    """Replay-based training; subclasses define the networks, acting and the update.
+
+    Hooks: ``_build_learner(key) -> learner``, ``_acting_params(learner, timestep)``,
+    ``_policy_fn(acting_params, obs, key) -> (action, extras)``, ``_learn(learner, batch,
+    weights, key) -> (learner, td_errors, metrics)``, ``_update_target(learner) -> learner``,
+    ``_policy_outputs`` and ``_inference_params``; ``LEARNER_METRICS`` names ``_learn``'s
+    metrics.
+    """
+
+    LEARNER_METRICS: ClassVar[tuple[str, ...]] = ()
+
+    # ------------------------------------------------------------------ hooks
+    def _build_learner(self, key: jax.Array) -> Any:
+        raise NotImplementedError
+
+    def _acting_params(self, learner: Any, timestep: jax.Array) -> Any:
+        raise NotImplementedError
+
+    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
+        raise NotImplementedError
+
+    def _learn(self, learner: Any, batch: dict, weights: jax.Array, key: jax.Array):
+        raise NotImplementedError
+
+    def _update_target(self, learner: Any) -> Any:
+        raise NotImplementedError
+
+    def _jax_env_action(self, action: jax.Array) -> jax.Array:
+        space = self.action_space
+        if isinstance(space, gym.spaces.Box):
+            return action.astype(space.dtype)
+        return action.astype(jnp.int32)
+
+    # ------------------------------------------------------------------ setup
+    def _setup(self) -> None:
+        cfg: OffPolicyConfig = self.config
+        key = jax.random.PRNGKey(self.seed)
+        key, init_key, self._action_key = jax.random.split(key, 3)
+        learner = self._build_learner(init_key)
+        self.fragment_length = cfg.get_rollout_fragment_length()
+        self.sample_weight, self.train_weight = cfg.replay_ratio_weights()
+        self.envs_per_step = cfg.envs_per_step
+        steps_per_cycle = self.sample_weight * self.fragment_length * self.envs_per_step
+        self.cycles_per_iteration = max(
+            1, math.ceil(cfg.min_sample_timesteps_per_iteration / steps_per_cycle)
+        )
+        self.num_envs = cfg.num_envs_per_env_runner * max(1, cfg.num_env_runners)
+        self.total_batch = cfg.total_train_batch_size
+        self.n_low, self.n_high = cfg.n_step_range
+        self._act_step = make_act_step(self._policy_fn, bootstrap_keys=())
+        self.buffer = self._make_buffer(learner)
+        state = OffPolicyState(
+            learner=learner,
+            buffer=self.buffer.init(),
+            key=key,
+            timestep=jnp.zeros((), jnp.int32),
+            last_target_update=jnp.zeros((), jnp.int32),
+            num_updates=jnp.zeros((), jnp.int32),
+        )
+        if self.mesh is not None:
+            self._state_sharding = replicated(self.mesh)
+            self._batch_sharding = data_sharding(self.mesh)
+            state = jax.device_put(state, self._state_sharding)
+        else:
+            state = jax.device_put(state, self.learner_devices[0])
+        self.state = state
+        self._jit_episodes = jax.jit(episode_arrays)
+        self.fused = self.env_spec.backend == "envpool" and cfg.num_env_runners == 0
+        if self.fused:
+            self._setup_fused()
+        else:
+            self._setup_host_runners()
+
+    def _make_buffer(self, learner: Any):
+        cfg: OffPolicyConfig = self.config
+        rb = cfg.replay_buffer_config
+        obs_space = self.observation_space
+        params = self._acting_params(learner, jnp.zeros((), jnp.int32))
+        obs_example = jnp.zeros((1, *obs_space.shape), obs_space.dtype)
+        action = jax.eval_shape(self._policy_fn, params, obs_example, jax.random.PRNGKey(0))[0]
+        item = {
+            "obs": jax.ShapeDtypeStruct(obs_space.shape, obs_space.dtype),
+            "action": jax.ShapeDtypeStruct(action.shape[1:], action.dtype),
+            "reward": jax.ShapeDtypeStruct((), jnp.float32),
+            "terminated": jax.ShapeDtypeStruct((), jnp.bool_),
+            "truncated": jax.ShapeDtypeStruct((), jnp.bool_),
+        }
+        # Capacity in env steps, rounded up to a whole number of rows per sub-env.
+        capacity = math.ceil(int(rb["capacity"]) / self.num_envs) * self.num_envs
+        prioritized = rb["type"] == "PrioritizedEpisodeReplayBuffer"
+        kw = {
+            "prioritized": prioritized,
+            "alpha": float(rb.get("alpha", 0.6)),
+            "beta": float(rb.get("beta", 0.4)),
+            "eps": float(rb.get("eps", 1e-6)),
+        }
+        self.frame_stacked = (
+            self.env_spec.backend == "envpool"
+            and obs_space.dtype == np.uint8
+            and len(obs_space.shape) == 3
+        )
+        if self.frame_stacked:
+            if self.n_high > 1:
+                raise ConfigError(
+                    f"n_step={cfg.n_step!r}: the frame-deduplicating buffer for EnvPool's stacked "
+                    "Atari frames samples 1-step transitions; use n_step=1"
+                )
+            return make_frame_stack_episode_buffer(item, self.num_envs, capacity, **kw)
+        return make_episode_buffer(item, self.num_envs, capacity, max_n_step=self.n_high, **kw)
+
+    # ------------------------------------------------------------------ the jitted pieces
+    def _add_fragment(self, buffer: Any, traj: Any) -> Any:
+        """Adds a [T, K] fragment to the buffer in env-step order."""
+        rows = {
+            "obs": traj.obs,
+            "action": traj.action,
+            "reward": traj.reward,
+            "terminated": traj.terminated,
+            "truncated": traj.truncated,
+            "valid": traj.valid,
+            "env_id": traj.env_id,
+        }
+        return jax.lax.scan(lambda b, r: (self.buffer.add(b, r), None), buffer, rows)[0]
+
+    def _one_update(self, state: OffPolicyState, _):
+        cfg: OffPolicyConfig = self.config
+        key, k_n, k_sample, k_learn = jax.random.split(state.key, 4)
+        if self.n_low == self.n_high:
+            n = self.n_low
+        else:  # RLlib's n_step range: one n per sampled batch
+            n = jax.random.randint(k_n, (), self.n_low, self.n_high + 1)
+        batch, indices, weights = self.buffer.sample(
+            state.buffer, k_sample, self.total_batch, n, float(cfg.gamma)
+        )
+        if self.mesh is not None:
+            batch, weights = jax.lax.with_sharding_constraint(
+                (batch, weights), self._batch_sharding
+            )
+        learner, td, metrics = self._learn(state.learner, batch, weights, k_learn)
+        buffer = self.buffer.update_priorities(state.buffer, indices, td)
+        due = state.timestep - state.last_target_update >= cfg.target_network_update_freq
+        learner = jax.lax.cond(due, self._update_target, lambda x: x, learner)
+        state = state._replace(
+            learner=learner,
+            buffer=buffer,
+            key=key,
+            last_target_update=jnp.where(due, state.timestep, state.last_target_update),
+            num_updates=state.num_updates + 1,
+        )
+        return state, metrics
+
+    def _learn_cycle(self, state: OffPolicyState, traj: Any):
+        """Adds a fragment, then runs the cycle's updates if learning has started."""
+        cfg: OffPolicyConfig = self.config
+        state = state._replace(
+            buffer=self._add_fragment(state.buffer, traj),
+            timestep=state.timestep + jnp.sum(traj.valid.astype(jnp.int32)),
+        )
+
+        def learn(s):
+            s, metrics = jax.lax.scan(self._one_update, s, None, length=self.train_weight)
+            return s, jax.tree.map(lambda m: jnp.mean(m, axis=0), metrics)
+
+        def skip(s):
+            zeros = {k: jnp.zeros((), jnp.float32) for k in self.LEARNER_METRICS}
+            return s, zeros
+
+        started = state.timestep >= cfg.num_steps_sampled_before_learning_starts
+        state, metrics = jax.lax.cond(started, learn, skip, state)
+        return state, metrics, started
+
+    def _setup_fused(self) -> None:
+        cfg = self.config
+        n = cfg.num_envs_per_env_runner
+        batch = envpool_batch_size(n, cfg.gym_env_vectorize_mode, cfg.async_batch_size)
+        self._env = make_envpool(self.env_spec, n, batch, self.seed)
+        handle, _recv, _send, xla_step = self._env.xla()
+        self._env.async_reset()
+        result = jax.tree.map(jnp.asarray, envpool_result(*self._env.recv()))
+        params = self._acting_params(self.state.learner, self.state.timestep)
+        actor = init_actor_state(self._policy_fn, params, result.obs[0], n)
+        rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
+        self.runner_state = jax.device_put(rs, self.runner_device)
+        rollout = make_fused_rollout(
+            self._act_step,
+            xla_step,
+            self.fragment_length * self.sample_weight,
+            self._jax_env_action,
+        )
+
+        def sample(learner, timestep, rs):
+            return rollout(self._acting_params(learner, timestep), rs)
+
+        if self.mesh is None:
+
+            def cycle(carry, _):
+                state, rs = carry
+                rs, traj = sample(state.learner, state.timestep, rs)
+                state, metrics, started = self._learn_cycle(state, traj)
+                return (state, rs), (metrics, started, episode_arrays(traj))
+
+            def iteration(state, rs):
+                (state, rs), out = jax.lax.scan(
+                    cycle, (state, rs), None, length=self.cycles_per_iteration
+                )
+                return state, rs, out
+
+            self._iteration = jax.jit(iteration, donate_argnums=(0, 1))
+        else:
+            self._sample = jax.jit(sample, donate_argnums=(2,))
+            self._jit_cycle = self._make_jit_cycle()
+
+    def _make_jit_cycle(self):
+        if self.mesh is None:
+            return jax.jit(self._learn_cycle, donate_argnums=(0,))
+        return jax.jit(
+            self._learn_cycle,
+            in_shardings=(self._state_sharding, replicated(self.mesh)),
+            out_shardings=(self._state_sharding, replicated(self.mesh), replicated(self.mesh)),
+            donate_argnums=(0,),
+        )
+
+    def _setup_host_runners(self) -> None:
+        cfg = self.config
+        n = cfg.num_envs_per_env_runner
+        params = self._runner_params()
+        num_runners = max(1, cfg.num_env_runners)
+        runners = [
+            HostRunner(
+                self.env_spec,
+                n,
+                cfg.gym_env_vectorize_mode,
+                self.seed + 1000 * i,
+                cfg.async_batch_size,
+                self._policy_fn,
+                self._act_step,
+                self._env_action,
+                params,
+                self.runner_device,
+                env_id_offset=i * n,
+                worker_index=i + 1 if cfg.num_env_runners else 0,
+                num_workers=cfg.num_env_runners,
+            )
+            for i in range(num_runners)
+        ]
+        self._runners = RunnerGroup(
+            runners,
+            self.fragment_length * self.sample_weight,
+            max_lag=1 if cfg.sample_async else 0,
+        )
+        self._runners.publish(params)
+        self._jit_cycle = self._make_jit_cycle()
+
+    def _runner_params(self) -> Any:
+        params = jax.jit(self._acting_params)(self.state.learner, self.state.timestep)
+        return jax.device_put(params, self.runner_device, may_alias=False)
+
+    # ------------------------------------------------------------------ training
+    def _training_step(self) -> dict[str, Any]:
+        t_start = time.perf_counter()
+        timers: dict[str, float] = {}
+        if self.fused and self.mesh is None:
+            self.state, self.runner_state, (metrics, started, episodes) = self._iteration(
+                self.state, self.runner_state
+            )
+        else:
+            outs = []
+            sample_s = 0.0
+            for _ in range(self.cycles_per_iteration):
+                t0 = time.perf_counter()
+                if self.fused:
+                    self.runner_state, traj = self._sample(
+                        self.state.learner, self.state.timestep, self.runner_state
+                    )
+                    traj = jax.device_put(traj, replicated(self.mesh))
+                else:
+                    traj = self._runners.sample(self.config.sample_timeout_s).traj
+                sample_s += time.perf_counter() - t0
+                self.state, m, s = self._jit_cycle(self.state, traj)
+                if not self.fused:
+                    self._runners.publish(self._runner_params())
+                outs.append((m, s, self._jit_episodes(traj)))
+            metrics, started, episodes = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
+            timers["env_runner_sampling_timer"] = sample_s
+        metrics, started, episodes = jax.device_get((metrics, started, episodes))
+        timers["training_step"] = time.perf_counter() - t_start
+        started = np.asarray(started, bool)
+        learner_metrics = {
+            k: float(np.mean(np.asarray(v)[started])) if started.any() else float("nan")
+            for k, v in metrics.items()
+        }
+        num_updates = int(started.sum()) * self.train_weight
+        learner_metrics["num_updates"] = float(num_updates)
+        learner_metrics["num_updates_lifetime"] = float(jax.device_get(self.state.num_updates))
+        done = np.asarray(episodes["done"]).reshape(-1)
+        sampled = int(np.sum(episodes["num_valid"]))
+        return {
+            "learner_metrics": learner_metrics,
+            "episode_returns": np.asarray(episodes["returns"]).reshape(-1)[done],
+            "episode_lens": np.asarray(episodes["lens"]).reshape(-1)[done],
+            "num_env_steps_sampled": sampled,
+            "num_env_steps_trained": num_updates * self.total_batch,
+            "timers": timers,
+        }
+
+    # ------------------------------------------------------------------ checkpoint hooks
+    def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
+        include = (
+            self.config.store_buffer_in_checkpoints
+            if include_replay_buffer is None
+            else include_replay_buffer
+        )
+        state = self.state if include else self.state._replace(buffer=None)
+        # The fused rollout's acting key continues too (EnvPool's env state cannot be saved).
+        runner_key = self.runner_state.key if self.fused else jnp.zeros((2,), jnp.uint32)
+        return {"state": state, "runner_key": runner_key}
+
+    def _restore_state(self, loaded: Any) -> None:
+        loaded_state = loaded["state"]
+        if loaded_state.buffer is None:
+            loaded_state = loaded_state._replace(buffer=jax.device_get(self.state.buffer))
+        target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
+        self.state = jax.device_put(jax.tree.map(jnp.asarray, loaded_state), target)
+        if self.fused:
+            self.runner_state = self.runner_state._replace(
+                key=jax.device_put(jnp.asarray(loaded["runner_key"]), self.runner_device)
+            )
+        else:
+            self._runners.publish(self._runner_params())
+
+    def stop(self) -> None:
+        if getattr(self, "_runners", None) is not None:
+            self._runners.close()
+            self._runners = None
+        if getattr(self, "_env", None) is not None:
+            self._env.close()
+            self._env = None

@@ -1,0 +1,275 @@
+"""SAC: config (RLlib's names and defaults) and the algorithm."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from rljax.algorithms.algorithm_config import UNSET, _check_positive_float
+from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
+from rljax.algorithms.sac.losses import (
+    actor_loss,
+    auto_target_entropy,
+    critic_loss,
+    temperature_loss,
+)
+from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.networks.distributions import SquashedDiagGaussian
+from rljax.networks.q_models import GaussianActor, TwinCritic, check_vector_obs
+from rljax.utils.errors import ConfigError
+from rljax.utils.jit import run_once
+
+
+class SACConfig(OffPolicyConfig):
+    """SAC's config; defaults follow RLlib's new API stack.
+
+    Example::
+
+        from rljax.algorithms.sac import SACConfig
+
+        config = (
+            SACConfig()
+            .environment("Pendulum-v1")
+            .training(actor_lr=3e-4, critic_lr=3e-4, alpha_lr=3e-4, tau=0.005)
+        )
+        algo = config.build_algo()
+    """
+
+    algo_name: ClassVar[str] = "SAC"
+    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
+        **OffPolicyConfig._SECTIONS,
+        "training": OffPolicyConfig._SECTIONS["training"]
+        + OffPolicyConfig._OFF_POLICY_TRAINING
+        + ("twin_q", "initial_alpha", "target_entropy", "actor_lr", "critic_lr", "alpha_lr"),
+    }
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class or SAC)
+        self.twin_q = True
+        self.initial_alpha = 1.0
+        self.target_entropy: str | float = "auto"
+        self.actor_lr = 3e-5
+        self.critic_lr = 3e-4
+        self.alpha_lr = 3e-4
+        self.lr = 3e-4  # unused: SAC has one learning rate per network (RLlib sets lr=None)
+        self.tau = 5e-3
+        self.target_network_update_freq = 0
+        self.train_batch_size_per_learner = 256
+        self.num_steps_sampled_before_learning_starts = 1500
+        self.min_sample_timesteps_per_iteration = 100
+        self.replay_buffer_config = {
+            "type": "PrioritizedEpisodeReplayBuffer",
+            "capacity": 1_000_000,
+            "alpha": 0.6,
+            "beta": 0.4,
+        }
+        self.model_config = DefaultModelConfig(fcnet_hiddens=(256, 256), fcnet_activation="relu")
+
+    def training(
+        self,
+        *,
+        lr: float | None = UNSET,
+        gamma: float = UNSET,
+        train_batch_size_per_learner: int = UNSET,
+        train_batch_size: int = UNSET,
+        grad_clip: float | None = UNSET,
+        grad_clip_by: str = UNSET,
+        replay_buffer_config: dict = UNSET,
+        n_step: int | tuple[int, int] = UNSET,
+        num_steps_sampled_before_learning_starts: int = UNSET,
+        training_intensity: float | None = UNSET,
+        target_network_update_freq: int = UNSET,
+        tau: float = UNSET,
+        store_buffer_in_checkpoints: bool = UNSET,
+        twin_q: bool = UNSET,
+        initial_alpha: float = UNSET,
+        target_entropy: str | float = UNSET,
+        actor_lr: float = UNSET,
+        critic_lr: float = UNSET,
+        alpha_lr: float = UNSET,
+        **kwargs,
+    ) -> SACConfig:
+        """Sets SAC's training settings (RLlib's names)."""
+        if lr is None:
+            lr = UNSET
+        return self._set("training", locals())
+
+    def validate(self) -> None:
+        super().validate()
+        if not isinstance(self.twin_q, bool):
+            raise ConfigError(f"twin_q={self.twin_q!r}; use True or False")
+        for name in ("initial_alpha", "actor_lr", "critic_lr", "alpha_lr"):
+            _check_positive_float(name, getattr(self, name))
+        te = self.target_entropy
+        if te != "auto" and (isinstance(te, bool) or not isinstance(te, (int, float))):
+            raise ConfigError(f"target_entropy={te!r}; use 'auto' or a number")
+
+
+SAC_METRICS = (
+    "qf_loss",
+    "policy_loss",
+    "alpha_loss",
+    "alpha_value",
+    "log_alpha_value",
+    "qf_mean",
+    "qf_max",
+    "qf_min",
+    "td_error_mean",
+    "entropy",
+)
+
+
+def _adam(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
+    clip = [optax.clip_by_global_norm(grad_clip)] if grad_clip else []
+    return optax.chain(*clip, optax.adam(lr))
+
+
+class SAC(OffPolicyAlgorithm):
+    """Soft Actor-Critic on EnvPool (fused into jit) or gymnasium vector envs."""
+
+    config_class = SACConfig
+    LEARNER_METRICS = SAC_METRICS
+
+    def _build_learner(self, key: jax.Array) -> Any:
+        cfg: SACConfig = self.config
+        space = self.action_space
+        if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+            raise ConfigError(
+                f"SAC needs a 1-D Box action space; the env has {space}. Use DQN or PPO for "
+                "discrete actions"
+            )
+        if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+            raise ConfigError(f"SAC needs finite action bounds to squash into; got {space}")
+        check_vector_obs(self.observation_space, "SAC")
+        action_dim = int(space.shape[0])
+        self._low = np.asarray(space.low, np.float32)
+        self._high = np.asarray(space.high, np.float32)
+        self._dist = SquashedDiagGaussian(action_dim)
+        self.actor = GaussianActor(action_dim, cfg.model_config)
+        self.critic = TwinCritic(cfg.model_config, num_critics=2 if cfg.twin_q else 1)
+        self.target_entropy = (
+            auto_target_entropy(action_dim)
+            if cfg.target_entropy == "auto"
+            else float(cfg.target_entropy)
+        )
+        k_actor, k_critic = jax.random.split(key)
+        obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
+        act = jnp.zeros((1, action_dim), jnp.float32)
+        actor_params = run_once(self.actor.init, k_actor, obs)
+        critic_params = run_once(self.critic.init, k_critic, obs, act)
+        log_alpha = jnp.log(jnp.asarray(cfg.initial_alpha, jnp.float32))
+        self.actor_opt = _adam(float(cfg.actor_lr), cfg.grad_clip)
+        self.critic_opt = _adam(float(cfg.critic_lr), cfg.grad_clip)
+        self.alpha_opt = optax.adam(float(cfg.alpha_lr))
+        return {
+            "actor": actor_params,
+            "critic": critic_params,
+            "target_critic": jax.tree.map(jnp.copy, critic_params),
+            "log_alpha": log_alpha,
+            "actor_opt": run_once(self.actor_opt.init, actor_params),
+            "critic_opt": run_once(self.critic_opt.init, critic_params),
+            "alpha_opt": self.alpha_opt.init(log_alpha),
+        }
+
+    def _acting_params(self, learner: Any, timestep: jax.Array) -> Any:
+        return learner["actor"]
+
+    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
+        inputs = self.actor.apply(params, obs)
+        action, _ = self._dist.sample_and_log_prob(key, inputs)
+        return action, {}
+
+    def _learn(self, learner: Any, batch: dict, weights: jax.Array, key: jax.Array):
+        k_next, k_pi = jax.random.split(key)
+        alpha = jnp.exp(learner["log_alpha"])
+        obs, next_obs, action = batch["obs"], batch["next_obs"], batch["action"]
+
+        # Critics: soft Bellman targets from the current policy at the next observations.
+        next_action, next_logp = self._dist.sample_and_log_prob(
+            k_next, self.actor.apply(learner["actor"], next_obs)
+        )
+        next_q = jnp.min(self.critic.apply(learner["target_critic"], next_obs, next_action), 0)
+
+        def q_loss_fn(critic_params):
+            q = self.critic.apply(critic_params, obs, action)
+            q2 = q[1] if q.shape[0] > 1 else q[0]
+            loss, td = critic_loss(
+                q[0], q2, batch["reward"], batch["discount"], next_q, next_logp, alpha, weights
+            )
+            return loss, (td, q[0])
+
+        (q_loss, (td, q1)), q_grads = jax.value_and_grad(q_loss_fn, has_aux=True)(learner["critic"])
+        updates, critic_opt = self.critic_opt.update(q_grads, learner["critic_opt"])
+        critic = optax.apply_updates(learner["critic"], updates)
+
+        # Actor: reparameterised actions scored by the updated critics.
+        def pi_loss_fn(actor_params):
+            a, logp = self._dist.sample_and_log_prob(k_pi, self.actor.apply(actor_params, obs))
+            q_pi = jnp.min(self.critic.apply(critic, obs, a), 0)
+            return actor_loss(q_pi, logp, alpha), logp
+
+        (pi_loss, logp), pi_grads = jax.value_and_grad(pi_loss_fn, has_aux=True)(learner["actor"])
+        updates, actor_opt = self.actor_opt.update(pi_grads, learner["actor_opt"])
+        actor = optax.apply_updates(learner["actor"], updates)
+
+        # Temperature: towards the target entropy.
+        a_loss, a_grad = jax.value_and_grad(temperature_loss)(
+            learner["log_alpha"], logp, self.target_entropy
+        )
+        updates, alpha_opt = self.alpha_opt.update(a_grad, learner["alpha_opt"])
+        log_alpha = optax.apply_updates(learner["log_alpha"], updates)
+
+        metrics = {
+            "qf_loss": q_loss,
+            "policy_loss": pi_loss,
+            "alpha_loss": a_loss,
+            "alpha_value": jnp.exp(log_alpha),
+            "log_alpha_value": log_alpha,
+            "qf_mean": jnp.mean(q1),
+            "qf_max": jnp.max(q1),
+            "qf_min": jnp.min(q1),
+            "td_error_mean": jnp.mean(td),
+            "entropy": -jnp.mean(logp),
+        }
+        learner = {
+            **learner,
+            "actor": actor,
+            "critic": critic,
+            "log_alpha": log_alpha,
+            "actor_opt": actor_opt,
+            "critic_opt": critic_opt,
+            "alpha_opt": alpha_opt,
+        }
+        return learner, td, metrics
+
+    def _update_target(self, learner: Any) -> Any:
+        target = optax.incremental_update(
+            learner["critic"], learner["target_critic"], float(self.config.tau)
+        )
+        return {**learner, "target_critic": target}
+
+    # ------------------------------------------------------------------ actions
+    def _jax_env_action(self, action: jax.Array) -> jax.Array:
+        """Squashed actions in (-1, 1) to the env's bounds."""
+        low, high = jnp.asarray(self._low), jnp.asarray(self._high)
+        return (low + (action + 1.0) * 0.5 * (high - low)).astype(self.action_space.dtype)
+
+    def _env_action(self, action: np.ndarray) -> np.ndarray:
+        return (self._low + (action + 1.0) * 0.5 * (self._high - self._low)).astype(
+            self.action_space.dtype
+        )
+
+    # ------------------------------------------------------------------ inference
+    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
+        return self.actor.apply(params, obs)
+
+    def _inference_params(self) -> Any:
+        return self.state.learner["actor"]
+
+
+__all__ = ["SAC", "SACConfig"]
