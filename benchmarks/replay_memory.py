@@ -46,6 +46,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from rljax.replay import (  # noqa: E402
+    kary_tree,
     make_frame_stack_buffer,
     make_prioritized_frame_stack_buffer,
     make_uniform_buffer,
@@ -193,7 +194,7 @@ def bench_frame_buffer(args, prioritized: bool) -> dict[str, Any]:
         "bytes_per_transition": nbytes(state) / slots,
         "filled_env_steps_per_env": int(state.size.max()),
         "filled_slots": int(state.size.sum()),
-        "sampleable_slots": None if prioritized else int(state.sum_tree[1]),
+        "sampleable_slots": None if prioritized else int(kary_tree.total(state.sum_tree)),
         "memory_mb": {
             "rss_before_init": before["rss_mb"],
             "rss_after_init": after_init["rss_mb"],

@@ -328,6 +328,8 @@ class OffPolicyAlgorithm(Algorithm):
             "valid": traj.valid,
             "env_id": traj.env_id,
         }
+        if traj.valid.shape[0] == 1:  # one env step: no loop
+            return self.buffer.add(buffer, jax.tree.map(lambda x: x[0], rows))
         return jax.lax.scan(lambda b, r: (self.buffer.add(b, r), None), buffer, rows)[0]
 
     def _one_update(self, state: OffPolicyState, _):
@@ -366,6 +368,8 @@ class OffPolicyAlgorithm(Algorithm):
         )
 
         def learn(s):
+            if self.train_weight == 1:  # one update: no loop
+                return self._one_update(s, None)
             s, metrics = jax.lax.scan(self._one_update, s, None, length=self.train_weight)
             return s, jax.tree.map(lambda m: jnp.mean(m, axis=0), metrics)
 

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from rljax.ops.value_learning import n_step_window
-from rljax.replay import frame_stack, sum_tree
+from rljax.replay import frame_stack, kary_tree
 from rljax.replay.base import batch_size_of, item_spec
 from rljax.replay.prioritized import importance_weights, priorities_from_td, stratified_targets
 
@@ -46,7 +46,7 @@ class EpisodeBufferState:
         ``valid``, every leaf of shape [K, R, *leaf_shape].
       insert_pos: An int32 tensor of shape [K], each ring's next row.
       size: An int32 tensor of shape [K], each ring's filled rows (at most R).
-      sum_tree: A float32 tensor of shape [2P] over the K * R slots ``k * R + r``: 0 for a slot
+      sum_tree: A ``kary_tree`` sum tree over the K * R slots ``k * R + r``: 0 for a slot
         that cannot be sampled, else 1 (uniform) or its priority (prioritized).
       min_tree: The min tree of the same leaves (``+inf`` where a slot cannot be sampled); None
         for uniform sampling.
@@ -95,7 +95,7 @@ def episode_nbytes_per_transition(
     fields = sum(
         int(jnp.prod(jnp.asarray(s.shape))) * s.dtype.itemsize for s in jax.tree.leaves(spec)
     )
-    trees = (2 if prioritized else 1) * 2 * sum_tree.num_leaves(capacity) * 4 / capacity
+    trees = (2 if prioritized else 1) * kary_tree.num_nodes(capacity) * 4 / capacity
     return float(fields + 1 + trees)
 
 
@@ -149,8 +149,8 @@ def make_episode_buffer(
             storage=jax.tree.map(lambda s: jnp.zeros((num_envs, rows, *s.shape), s.dtype), spec),
             insert_pos=jnp.zeros((num_envs,), jnp.int32),
             size=jnp.zeros((num_envs,), jnp.int32),
-            sum_tree=sum_tree.init_tree(capacity, 0.0),
-            min_tree=sum_tree.init_tree(capacity, jnp.inf) if prioritized else None,
+            sum_tree=kary_tree.init_tree(capacity, 0.0),
+            min_tree=kary_tree.init_tree(capacity, jnp.inf) if prioritized else None,
             max_priority=jnp.ones((), jnp.float32),
         )
 
@@ -181,7 +181,7 @@ def make_episode_buffer(
             values = jnp.concatenate(
                 [jnp.full((size,), blocked, jnp.float32), jnp.full((size,), 1.0) * priority]
             )
-            return sum_tree.set_leaves(tree, leaves, values, combine, write)
+            return kary_tree.set_leaves(tree, leaves, values, combine, write)
 
         return state.replace(
             storage=jax.tree.map(
@@ -203,13 +203,13 @@ def make_episode_buffer(
         gamma: float = 0.99,
         beta: float | jax.Array | None = None,
     ) -> tuple[dict[str, jax.Array], jax.Array, jax.Array]:
-        total = sum_tree.root(state.sum_tree)
+        total = kary_tree.total(state.sum_tree)
         if prioritized:
             targets = stratified_targets(key, total, batch_size)
         else:
             targets = jax.random.uniform(key, (batch_size,)) * total
         # Clipped so that an empty buffer (total 0) still gathers in bounds.
-        indices = jnp.minimum(sum_tree.find_prefix_sum(state.sum_tree, targets), capacity - 1)
+        indices = jnp.minimum(kary_tree.find_prefix_sum(state.sum_tree, targets), capacity - 1)
         env, row = indices // rows, indices % rows
         window = (row[:, None] + jnp.arange(max_n_step)) % rows
         st = state.storage
@@ -230,8 +230,8 @@ def make_episode_buffer(
         }
         if prioritized:
             weights = importance_weights(
-                sum_tree.get_leaves(state.sum_tree, indices),
-                sum_tree.root(state.min_tree),
+                kary_tree.get_leaves(state.sum_tree, indices),
+                kary_tree.minimum(state.min_tree),
                 default_beta if beta is None else beta,
             )
         else:
@@ -246,10 +246,10 @@ def make_episode_buffer(
         chex.assert_rank([indices, td_errors], 1)
         chex.assert_equal_shape([indices, td_errors])
         priorities = priorities_from_td(td_errors, alpha, eps)
-        live = sum_tree.get_leaves(state.sum_tree, indices) > 0
+        live = kary_tree.get_leaves(state.sum_tree, indices) > 0
         return state.replace(
-            sum_tree=sum_tree.set_leaves(state.sum_tree, indices, priorities, jnp.add, live),
-            min_tree=sum_tree.set_leaves(state.min_tree, indices, priorities, jnp.minimum, live),
+            sum_tree=kary_tree.set_leaves(state.sum_tree, indices, priorities, jnp.add, live),
+            min_tree=kary_tree.set_leaves(state.min_tree, indices, priorities, jnp.minimum, live),
             max_priority=jnp.maximum(state.max_priority, jnp.where(live, priorities, 0.0).max()),
         )
 

@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.replay import sum_tree
+from rljax.replay import kary_tree
 from rljax.replay.base import (
     PrioritizedReplayBuffer,
     ReplayBuffer,
@@ -79,9 +79,9 @@ class FrameStackBufferState:
       last_offsets: A uint8 tensor of shape [K, S], the offsets of ``last_obs``.
       last_valid: A bool tensor of shape [K]: the latest step was a real transition and its
         observation is rebuildable.
-      sum_tree: A float32 tensor of shape [2P] over the K * R slots: 0 for a slot that cannot be
+      sum_tree: A ``kary_tree`` sum tree over the K * R slots: 0 for a slot that cannot be
         sampled, else 1 (uniform) or its priority (prioritized).
-      min_tree: A float32 tensor of shape [2P], the min tree of the same leaves (``+inf`` for
+      min_tree: A ``kary_tree`` min tree of the same leaves (``+inf`` for
         slots that cannot be sampled); None for uniform sampling.
       max_priority: A float32 scalar, the largest priority given so far (1 at the start).
     """
@@ -139,7 +139,7 @@ def frame_stack_nbytes_per_transition(example_item: Mapping[str, Any], capacity:
     )
     stack_bytes = int(np.prod(obs.shape)) * obs.dtype.itemsize
     frame_bytes = stack_bytes // obs.shape[0]
-    tree_bytes = 2 * sum_tree.num_leaves(capacity) * 4 / capacity
+    tree_bytes = kary_tree.num_nodes(capacity) * 4 / capacity
     # frame + offsets (S bytes) + fields + one sum tree; the per-sub-env arrays are left out.
     frame_stack = frame_bytes + obs.shape[0] + field_bytes + tree_bytes
     stacked = 2 * stack_bytes + field_bytes
@@ -193,8 +193,8 @@ class _Core:
             last_obs=jnp.zeros((k, self.stack, *self.frame_shape), self.obs_spec.dtype),
             last_offsets=jnp.full((k, self.stack), NOT_REBUILDABLE, jnp.uint8),
             last_valid=jnp.zeros((k,), bool),
-            sum_tree=sum_tree.init_tree(self.capacity, 0.0),
-            min_tree=sum_tree.init_tree(self.capacity, jnp.inf) if self.prioritized else None,
+            sum_tree=kary_tree.init_tree(self.capacity, 0.0),
+            min_tree=kary_tree.init_tree(self.capacity, jnp.inf) if self.prioritized else None,
             max_priority=jnp.ones((), jnp.float32),
         )
 
@@ -260,7 +260,7 @@ class _Core:
 
         def set_leaves(tree, blocked, combine):
             values = jnp.full(write.shape, blocked, jnp.float32).at[:, -1].set(priority)
-            return sum_tree.set_leaves(
+            return kary_tree.set_leaves(
                 tree, leaves.reshape(-1), values.reshape(-1), combine, write.reshape(-1)
             )
 
@@ -285,7 +285,7 @@ class _Core:
 
     def find(self, state, targets):
         # Clipped so that an empty buffer (total 0) still gathers in bounds.
-        return jnp.minimum(sum_tree.find_prefix_sum(state.sum_tree, targets), self.capacity - 1)
+        return jnp.minimum(kary_tree.find_prefix_sum(state.sum_tree, targets), self.capacity - 1)
 
 
 def make_frame_stack_buffer(
@@ -316,13 +316,13 @@ def make_frame_stack_buffer(
         slots that can be sampled (module docstring); ``batch`` is a dict with ``obs``,
         ``next_obs`` [batch_size, S, *frame_shape] and the fields; ``indices`` int32
         [batch_size] slot indices ``k * R + r``. ``batch_size`` is static. The number of slots
-        that can be sampled is ``sum_tree.root(state.sum_tree)``; while it is 0 the batch is
+        that can be sampled is ``kary_tree.total(state.sum_tree)``; while it is 0 the batch is
         meaningless.
     """
     core = _Core(example_item, num_envs, capacity, prioritized=False)
 
     def sample(state: FrameStackBufferState, key: jax.Array, batch_size: int):
-        targets = jax.random.uniform(key, (batch_size,)) * sum_tree.root(state.sum_tree)
+        targets = jax.random.uniform(key, (batch_size,)) * kary_tree.total(state.sum_tree)
         indices = core.find(state, targets)
         return gather(state, indices), indices
 
@@ -360,11 +360,11 @@ def make_prioritized_frame_stack_buffer(
         batch_size: int,
         beta: float | jax.Array | None = None,
     ):
-        total = sum_tree.root(state.sum_tree)
+        total = kary_tree.total(state.sum_tree)
         indices = core.find(state, stratified_targets(key, total, batch_size))
         weights = importance_weights(
-            sum_tree.get_leaves(state.sum_tree, indices),
-            sum_tree.root(state.min_tree),
+            kary_tree.get_leaves(state.sum_tree, indices),
+            kary_tree.minimum(state.min_tree),
             default_beta if beta is None else beta,
         )
         return gather(state, indices), indices, weights
@@ -375,10 +375,10 @@ def make_prioritized_frame_stack_buffer(
         chex.assert_rank([indices, td_errors], 1)
         chex.assert_equal_shape([indices, td_errors])
         priorities = priorities_from_td(td_errors, alpha, eps)
-        live = sum_tree.get_leaves(state.sum_tree, indices) > 0
+        live = kary_tree.get_leaves(state.sum_tree, indices) > 0
         return state.replace(
-            sum_tree=sum_tree.set_leaves(state.sum_tree, indices, priorities, jnp.add, live),
-            min_tree=sum_tree.set_leaves(state.min_tree, indices, priorities, jnp.minimum, live),
+            sum_tree=kary_tree.set_leaves(state.sum_tree, indices, priorities, jnp.add, live),
+            min_tree=kary_tree.set_leaves(state.min_tree, indices, priorities, jnp.minimum, live),
             max_priority=jnp.maximum(state.max_priority, jnp.where(live, priorities, 0.0).max()),
         )
 

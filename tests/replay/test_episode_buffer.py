@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rljax.ops.value_learning import n_step_window
-from rljax.replay import sum_tree
+from rljax.replay import kary_tree
 from rljax.replay.episode import make_episode_buffer
 
 ITEM = {
@@ -69,7 +69,7 @@ def test_n_step_samples_match_the_stream():
     buf = make_episode_buffer(ITEM, num_envs=1, capacity=16, max_n_step=3)
     state = _fill(buf, steps)
     # Rows 0..5 have 3 rows after them; row 4 is not a real step.
-    leaves = np.asarray(sum_tree.get_leaves(state.sum_tree, jnp.arange(16)))
+    leaves = np.asarray(kary_tree.get_leaves(state.sum_tree, jnp.arange(16)))
     np.testing.assert_array_equal(leaves, [1, 1, 1, 1, 0, 1] + [0] * 10)
     batch, idx, w = jax.jit(buf.sample, static_argnums=2)(state, jax.random.PRNGKey(0), 256, 3, 0.5)
     seen = set()
@@ -141,7 +141,7 @@ def test_prioritized_sampling_frequency_follows_priorities():
     )
     state = _fill(buf, steps)  # rows 0..4 sampleable at priority 1
     state = buf.update_priorities(state, jnp.arange(5), jnp.array([1.0, 2.0, 3.0, 4.0, 10.0]))
-    leaves = np.asarray(sum_tree.get_leaves(state.sum_tree, jnp.arange(8)))
+    leaves = np.asarray(kary_tree.get_leaves(state.sum_tree, jnp.arange(8)))
     # Row 5 has no next observation yet: not sampleable.
     np.testing.assert_allclose(leaves, [1, 2, 3, 4, 10, 0, 0, 0])
     sample = jax.jit(buf.sample, static_argnums=2)

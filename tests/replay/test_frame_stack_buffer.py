@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.replay import make_frame_stack_buffer, make_prioritized_frame_stack_buffer
+from rljax.replay import kary_tree, make_frame_stack_buffer, make_prioritized_frame_stack_buffer
 from rljax.replay.frame_stack import NOT_REBUILDABLE, frame_stack_nbytes_per_transition, gather
 
 NA = NOT_REBUILDABLE
@@ -58,7 +58,7 @@ def _step(t, obs, valid, terminated, env_ids=None):
 
 def _leaves(state):
     n = state.frames.shape[0] * state.frames.shape[1]
-    return np.asarray(state.sum_tree[state.sum_tree.shape[0] // 2 :][:n])
+    return np.asarray(state.sum_tree[0][:n])
 
 
 @pytest.mark.parametrize("jit", [False, True])
@@ -159,7 +159,7 @@ def test_prioritized_frames_new_transitions_max_priority_and_no_revival():
     state = update(state, jnp.array([1, 4, 6, 2, 1, 5]), jnp.array([0.5, 9.0, 9.0, -2.0, 4.0, 6.0]))
     np.testing.assert_array_equal(_leaves(state), [1, 4, 2, 1, 0, 6, 0, 0])
     assert float(state.max_priority) == 6.0
-    assert float(state.min_tree[1]) == 1.0
+    assert float(kary_tree.minimum(state.min_tree)) == 1.0
     # Step 7 arrives: step 6 becomes sampleable with the largest priority given so far.
     state = add(state, _step(7, *STREAM[7][:3]))
     np.testing.assert_array_equal(_leaves(state), [1, 4, 2, 1, 0, 6, 6, 0])
@@ -181,8 +181,10 @@ def test_bytes_per_transition_for_atari():
         "truncated": False,
     }
     nbytes = frame_stack_nbytes_per_transition(example, 2**20)
-    # One 84 x 84 frame + 4 offsets + 10 bytes of fields + a [2P] float32 tree.
-    assert nbytes["frame_stack"] == 7056 + 4 + 10 + 8
+    # One 84 x 84 frame + 4 offsets + 10 bytes of fields + a float32 16-ary tree
+    # (2^20 + 2^16 + 2^12 + 2^8 + 16 nodes: 4.27 bytes a slot).
+    tree = 4 * (2**20 + 2**16 + 2**12 + 2**8 + 16) / 2**20
+    assert nbytes["frame_stack"] == pytest.approx(7056 + 4 + 10 + tree)
     assert nbytes["stacked"] == 2 * 4 * 7056 + 10
     state = jax.eval_shape(make_frame_stack_buffer(example, 4, 2**20).init)
     total = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state))

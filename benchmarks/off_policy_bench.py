@@ -1,0 +1,190 @@
+"""Shared runner for the off-policy benchmarks (``dqn_cartpole.py``, ``sac_pendulum.py``).
+
+Each variant trains in its own subprocess, so that it pays for, and measures, its own interpreter
+start, imports and compilation. ``rljax`` always runs; ``rllib`` runs with ``--compare`` when Ray
+RLlib and torch are importable (otherwise it is reported as ``{"status": "not installed"}``;
+nothing is installed). Both variants are built by the same chained config function: only the
+import differs.
+
+Per variant: ``throughput_env_steps_per_s`` (env steps sampled, with learning at the configured
+replay ratio, per second of ``train()`` after the first iteration, which holds the compilation),
+``time_to_target_s`` (process creation to the end of the first iteration whose
+``episode_return_mean`` reaches the target), ``env_steps_to_target``, and the per-iteration curve.
+The script prints one JSON object and writes it, with a plot, to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from common import machine_info
+
+SCRIPT_START = time.time()
+REQUIREMENTS = {"rllib": ("ray", "torch")}
+
+
+def process_start_time() -> float:
+    """When this process was created (``/proc``), else the top of this module."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return time.time() - (uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return SCRIPT_START
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def train_loop(algo: Any, target: float, max_timesteps: int, name: str) -> dict[str, Any]:
+    """Trains until the smoothed return reaches ``target`` or ``max_timesteps`` env steps."""
+    start = process_start_time()
+    curve = []
+    while True:
+        t0 = time.perf_counter()
+        result = algo.train()
+        iter_s = time.perf_counter() - t0
+        steps = int(result["num_env_steps_sampled_lifetime"])
+        ret = _finite(result["env_runners"].get("episode_return_mean", math.nan))
+        curve.append(
+            {"wall_s": time.time() - start, "iter_s": iter_s, "env_steps": steps, "return": ret}
+        )
+        if len(curve) % 10 == 1:
+            print(
+                f"{name}: steps {steps} return {ret} wall {curve[-1]['wall_s']:.1f}s",
+                file=sys.stderr,
+                flush=True,
+            )
+        if (ret is not None and ret >= target) or steps >= max_timesteps:
+            break
+    later = curve[1:]
+    later_s = sum(p["iter_s"] for p in later)
+    hit = next((p for p in curve if p["return"] is not None and p["return"] >= target), None)
+    return {
+        "status": "ok",
+        "first_iteration_s": curve[0]["iter_s"],
+        "throughput_env_steps_per_s": (curve[-1]["env_steps"] - curve[0]["env_steps"]) / later_s
+        if later_s > 0
+        else None,
+        "reached_target": hit is not None,
+        "time_to_target_s": hit["wall_s"] if hit else None,
+        "env_steps_to_target": hit["env_steps"] if hit else None,
+        "final_return": curve[-1]["return"],
+        "env_steps_total": curve[-1]["env_steps"],
+        "curve": curve,
+    }
+
+
+def _spawn(script: str, variant: str, extra: list[str]) -> dict[str, Any]:
+    missing = [m for m in REQUIREMENTS.get(variant, ()) if importlib.util.find_spec(m) is None]
+    if missing:
+        return {"status": "not installed", "missing": missing}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "result.json"
+        cmd = [sys.executable, script, "--variant", variant, "--result-file", str(out), *extra]
+        print(f"== {variant}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
+        proc = subprocess.run(cmd, stdout=sys.stderr, stderr=sys.stderr)
+        if proc.returncode != 0 or not out.exists():
+            return {"status": "failed", "returncode": proc.returncode}
+        return json.loads(out.read_text())
+
+
+def _plot(results: dict[str, Any], target: float, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for name, r in results.items():
+        if r.get("status") != "ok":
+            continue
+        pts = [p for p in r["curve"] if p["return"] is not None]
+        axes[0].plot([p["wall_s"] for p in pts], [p["return"] for p in pts], label=name)
+        axes[1].plot([p["env_steps"] for p in pts], [p["return"] for p in pts], label=name)
+    for ax, xlabel in zip(axes, ("wall time since process start (s)", "env steps"), strict=True):
+        ax.axhline(target, color="grey", linestyle=":")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("episode_return_mean")
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(
+    name: str,
+    script: str,
+    settings: dict[str, Any],
+    build: Callable[[str, dict[str, Any]], Any],
+    extra_metrics: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None,
+) -> None:
+    """The command line shared by the off-policy benchmarks.
+
+    ``build(variant, settings)`` returns an algorithm (``train()``/``stop()``) for "rljax" or
+    "rllib"; ``extra_metrics(algo, result)`` adds figures measured inside the variant's process.
+    """
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--compare", action="store_true", help="also run RLlib when installed")
+    p.add_argument("--max-timesteps", type=int, default=settings["max_timesteps"])
+    p.add_argument("--out", default="benchmark_results")
+    p.add_argument("--variant", help=argparse.SUPPRESS)
+    p.add_argument("--result-file", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    s = {**settings, "max_timesteps": args.max_timesteps}
+    if args.variant:  # child process
+        algo = build(args.variant, s)
+        try:
+            result = train_loop(algo, s["target_return"], s["max_timesteps"], args.variant)
+            if extra_metrics is not None and args.variant == "rljax":
+                result.update(extra_metrics(algo, result))
+        finally:
+            algo.stop()
+        Path(args.result_file).write_text(json.dumps(result))
+        return
+    extra = ["--max-timesteps", str(args.max_timesteps)]
+    results = {"rljax": _spawn(script, "rljax", extra)}
+    if args.compare:
+        results["rllib"] = _spawn(script, "rllib", extra)
+    packages = ["rljax", "jax", "jaxlib", "flax", "optax", "envpool", "gymnasium"]
+    if args.compare:
+        packages += ["ray", "torch"]
+    summary: dict[str, Any] = {
+        "benchmark": name,
+        "settings": s,
+        "machine": machine_info(packages),
+        "results": results,
+    }
+    r, b = results["rljax"], results.get("rllib", {})
+    if r.get("status") == "ok" and b.get("status") == "ok":
+        summary["speedup_throughput"] = (
+            r["throughput_env_steps_per_s"] / b["throughput_env_steps_per_s"]
+        )
+        if r["time_to_target_s"] and b["time_to_target_s"]:
+            summary["time_to_target_ratio"] = r["time_to_target_s"] / b["time_to_target_s"]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(summary, indent=2))
+    _plot(results, s["target_return"], out / f"{name}.png", name)
+    printable = {
+        **summary,
+        "results": {
+            k: {kk: vv for kk, vv in v.items() if kk != "curve"} for k, v in results.items()
+        },
+    }
+    print(json.dumps(printable, indent=2))

@@ -1,0 +1,249 @@
+"""DQN and SAC: configs (RLlib's names), replay ratio, schedules, both execution paths, checkpoints."""
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import rljax
+from rljax.algorithms.algorithm import Algorithm
+from rljax.algorithms.dqn import DQNConfig
+from rljax.algorithms.dqn.dqn import epsilon_at, epsilon_greedy
+from rljax.algorithms.sac import SACConfig
+from rljax.utils.errors import ConfigError
+
+
+def _small_dqn(env="CartPole-v1", **training):
+    kw = dict(
+        num_steps_sampled_before_learning_starts=64,
+        replay_buffer_config={"capacity": 2048},
+        n_step=3,
+    )
+    kw.update(training)
+    return (
+        DQNConfig()
+        .environment(env)
+        .env_runners(num_envs_per_env_runner=2)
+        .training(**kw)
+        .rl_module(model_config={"fcnet_hiddens": [32]})
+        .reporting(min_sample_timesteps_per_iteration=200)
+        .debugging(seed=0)
+    )
+
+
+def _small_sac(env="Pendulum-v1", **training):
+    kw = dict(
+        num_steps_sampled_before_learning_starts=64,
+        replay_buffer_config={"capacity": 2048},
+        train_batch_size_per_learner=32,
+    )
+    kw.update(training)
+    return (
+        SACConfig()
+        .environment(env)
+        .training(**kw)
+        .rl_module(model_config={"fcnet_hiddens": [32, 32]})
+        .reporting(min_sample_timesteps_per_iteration=100)
+        .debugging(seed=0)
+    )
+
+
+def test_rllib_defaults():
+    dqn = DQNConfig()
+    assert (dqn.lr, dqn.grad_clip, dqn.train_batch_size_per_learner) == (5e-4, 40.0, 32)
+    assert dqn.double_q and dqn.dueling and dqn.n_step == 1
+    assert dqn.target_network_update_freq == 500 and dqn.tau == 1.0
+    assert dqn.epsilon == [(0, 1.0), (10000, 0.05)]
+    assert dqn.replay_buffer_config["type"] == "PrioritizedEpisodeReplayBuffer"
+    sac = SACConfig()
+    assert sac.twin_q and sac.tau == 5e-3 and sac.target_entropy == "auto"
+    assert (sac.actor_lr, sac.critic_lr, sac.alpha_lr) == (3e-5, 3e-4, 3e-4)
+    assert sac.train_batch_size_per_learner == 256
+    assert sac.num_steps_sampled_before_learning_starts == 1500
+
+
+@pytest.mark.parametrize(
+    "training, fragment",
+    [
+        ({"n_step": (4, 2)}, "n_step=(4, 2)"),
+        ({"n_step": 0}, "n_step=0"),
+        ({"replay_buffer_config": {"type": "ReplayBuffer"}}, "EpisodeReplayBuffer"),
+        ({"replay_buffer_config": {"capcity": 10}}, "unknown keys ['capcity']"),
+        ({"num_atoms": 51}, "distributional"),
+        ({"noisy": True}, "noisy nets"),
+        ({"epsilon": [(100, 1.0), (0, 0.1)]}, "increase"),
+        ({"epsilon": [(0, 1.5)]}, "[0, 1]"),
+        ({"td_error_loss_fn": "l1"}, "'huber' or 'mse'"),
+        ({"tau": 0.0}, "tau=0.0"),
+        ({"training_intensity": -1}, "training_intensity=-1"),
+        ({"replay_buffer_config": {"capacity": 4}, "n_step": 3}, "more than n_step + 1"),
+    ],
+)
+def test_bad_dqn_settings_fail_in_validate(training, fragment):
+    config = _small_dqn(**training)
+    with pytest.raises(ConfigError) as e:
+        config.validate()
+    assert fragment in str(e.value)
+
+
+def test_old_stack_names_point_to_the_new_ones():
+    with pytest.raises(ConfigError, match="num_steps_sampled_before_learning_starts"):
+        DQNConfig().training(learning_starts=1000)
+    with pytest.raises(ConfigError, match="capacity"):
+        DQNConfig().training(buffer_size=1000)
+    with pytest.raises(ConfigError, match="actor_lr"):
+        SACConfig().training(optimization={})
+
+
+def test_wrong_action_spaces_are_refused_at_build():
+    with pytest.raises(ConfigError, match="Discrete action space"):
+        _small_dqn(env="Pendulum-v1").build_algo()
+    with pytest.raises(ConfigError, match="1-D Box action space"):
+        _small_sac(env="CartPole-v1").build_algo()
+
+
+@pytest.mark.parametrize(
+    "intensity, weights",
+    # native ratio = 32 / (1 x 4 sub-envs) = 8
+    [(None, (1, 1)), (8, (1, 1)), (32, (1, 4)), (20, (1, 3)), (2, (4, 1)), (3, (3, 1))],
+)
+def test_replay_ratio_weights_follow_rllib(intensity, weights):
+    config = DQNConfig().environment("CartPole-v1").env_runners(num_envs_per_env_runner=4)
+    config.training(training_intensity=intensity)
+    assert config.replay_ratio_weights() == weights
+
+
+def test_epsilon_schedule_and_greedy_actions():
+    schedule = [(0, 1.0), (100, 0.1), (200, 0.0)]
+    values = [float(epsilon_at(schedule, jnp.asarray(t))) for t in (0, 50, 100, 150, 200, 10**6)]
+    np.testing.assert_allclose(values, [1.0, 0.55, 0.1, 0.05, 0.0, 0.0], atol=1e-6)
+    q = jnp.tile(jnp.array([[0.0, 3.0, 1.0]]), (4000, 1))
+    greedy = epsilon_greedy(jax.random.PRNGKey(0), q, jnp.asarray(0.0))
+    assert np.all(np.asarray(greedy) == 1)
+    mixed = np.asarray(epsilon_greedy(jax.random.PRNGKey(1), q, jnp.asarray(0.3)))
+    # P(action 1) = 0.7 + 0.3 / 3 = 0.8; the others 0.1 each.
+    np.testing.assert_allclose(np.bincount(mixed, minlength=3) / 4000, [0.1, 0.8, 0.1], atol=0.03)
+
+
+def test_dqn_fused_iteration_counts_and_metrics():
+    algo = _small_dqn(training_intensity=64).build_algo()  # native 16: 4 updates per cycle
+    try:
+        assert algo.fused and algo.train_weight == 4 and algo.cycles_per_iteration == 100
+        r1 = algo.train()
+        r2 = algo.train()
+        assert r1["num_env_steps_sampled_lifetime"] == 200
+        learner = r2["learners"]["default_policy"]
+        assert learner["num_updates"] == 400
+        assert (
+            r2["num_env_steps_trained_lifetime"]
+            == (r1["learners"]["default_policy"]["num_updates"] + 400) * 32
+        )
+        for key in ("qf_loss", "qf_mean", "td_error_mean"):
+            assert np.isfinite(learner[key]), key
+        # 2 x 200 steps, learning from step 64: the first cycles of iteration 1 do not learn.
+        assert r1["learners"]["default_policy"]["num_updates"] == 4 * (100 - 64 // 2 + 1)
+        assert algo._iteration._cache_size() == 1
+    finally:
+        algo.stop()
+
+
+class _Chain(gym.Env):
+    """A 6-state chain written in a script: moving right reaches the goal (reward 1)."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (6,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        self.pos = 0
+
+    def _obs(self):
+        return np.eye(6, dtype=np.float32)[self.pos]
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.pos = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.pos = max(0, self.pos + (1 if action == 1 else -1))
+        done = self.pos == 5
+        return self._obs(), float(done), done, False, {}
+
+
+def test_dqn_on_a_gymnasium_env_through_runners():
+    rljax.register_env("rljax-test-chain", lambda cfg: _Chain(cfg))
+    config = (
+        _small_dqn(env="rljax-test-chain", epsilon=[(0, 1.0), (1500, 0.0)], n_step=(1, 3))
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
+        .training(target_network_update_freq=100, gamma=0.9, lr=3e-3)
+    )
+    algo = config.build_algo()
+    try:
+        assert not algo.fused
+        for _ in range(12):
+            result = algo.train()
+        assert 0.5 * 12 * 200 < result["num_env_steps_sampled_lifetime"] <= 12 * 200
+        # The greedy policy walks straight to the goal: 5 steps.
+        assert algo.compute_single_action(np.eye(6, dtype=np.float32)[0]) == 1
+        assert algo.evaluate()["env_runners"]["episode_len_mean"] == 5
+    finally:
+        algo.stop()
+
+
+def test_sac_actions_respect_the_bounds_and_explore():
+    algo = _small_sac().build_algo()
+    try:
+        algo.train()
+        obs = np.zeros((256, 3), np.float32)
+        greedy = algo.compute_actions(obs)
+        sampled = algo.compute_actions(obs, explore=True)
+        assert greedy.shape == (256, 1) and np.all(np.abs(sampled) <= 2.0)
+        assert np.ptp(greedy) == 0 and np.std(sampled) > 0.1
+        out = algo.get_module().forward_inference({"obs": obs[:4]})
+        assert out["action_dist_inputs"].shape == (4, 2)
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("include", [True, False])
+def test_checkpoint_with_and_without_the_replay_buffer(tmp_path, include):
+    algo = _small_dqn().build_algo()
+    try:
+        for _ in range(2):
+            algo.train()
+        algo.save_to_path(tmp_path / "dqn", include_replay_buffer=include)
+        restored = Algorithm.from_checkpoint(tmp_path / "dqn")
+        try:
+            s, r = jax.device_get(algo.state), jax.device_get(restored.state)
+            same = jax.tree.map(np.array_equal, s.learner, r.learner)
+            assert all(jax.tree.leaves(same))
+            assert int(r.timestep) == int(s.timestep) == algo.num_env_steps_sampled_lifetime
+            assert int(r.num_updates) == int(s.num_updates)
+            np.testing.assert_array_equal(r.key, s.key)
+            if include:
+                buffers = jax.tree.map(np.array_equal, s.buffer, r.buffer)
+                assert all(jax.tree.leaves(buffers))
+            else:
+                assert int(np.sum(r.buffer.size)) == 0
+            assert restored.train()["training_iteration"] == 3
+        finally:
+            restored.stop()
+    finally:
+        algo.stop()
+
+
+def test_store_buffer_in_checkpoints_switch(tmp_path):
+    algo = _small_sac(store_buffer_in_checkpoints=True).build_algo()
+    try:
+        algo.train()
+        algo.save_to_path(tmp_path / "sac")
+        restored = Algorithm.from_checkpoint(tmp_path / "sac")
+        try:
+            size = np.asarray(restored.state.buffer.size)
+            assert int(size.sum()) == 100  # 100 env steps per iteration, auto-resets included
+            assert restored.config.store_buffer_in_checkpoints is True
+        finally:
+            restored.stop()
+    finally:
+        algo.stop()

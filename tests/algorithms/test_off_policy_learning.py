@@ -1,0 +1,45 @@
+"""Learning thresholds of DQN and SAC (RLlib's own pass bars), from the tuned examples."""
+
+import pathlib
+
+import pytest
+
+from rljax.algorithms.dqn import DQNConfig
+from rljax.algorithms.sac import SACConfig
+
+TUNED = pathlib.Path(__file__).parents[2] / "rljax" / "tuned_examples"
+
+
+def _train_until(algo, target, max_steps):
+    while True:
+        result = algo.train()
+        ret = result["env_runners"]["episode_return_mean"]
+        if ret >= target or result["num_env_steps_sampled_lifetime"] >= max_steps:
+            return result
+
+
+@pytest.mark.slow
+def test_dqn_cartpole_reaches_450_within_200k_steps():
+    algo = DQNConfig.from_yaml(TUNED / "dqn_cartpole.yaml").build_algo()
+    try:
+        assert algo.fused and algo.buffer.prioritized
+        result = _train_until(algo, 450, 200_000)
+        assert result["env_runners"]["episode_return_mean"] >= 450, result["env_runners"]
+        assert result["num_env_steps_sampled_lifetime"] <= 200_000
+        assert algo.evaluate()["env_runners"]["episode_return_mean"] >= 400
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+def test_sac_pendulum_reaches_minus_250_within_20k_steps():
+    algo = SACConfig.from_yaml(TUNED / "sac_pendulum.yaml").build_algo()
+    try:
+        assert algo.fused
+        result = _train_until(algo, -250, 20_000)
+        # The mean of the last 10 episodes (2,000 env steps) of the exploring policy.
+        assert result["env_runners"]["episode_return_mean"] >= -250, result["env_runners"]
+        assert result["num_env_steps_sampled_lifetime"] <= 20_000
+        assert algo.evaluate()["env_runners"]["episode_return_mean"] >= -250
+    finally:
+        algo.stop()
