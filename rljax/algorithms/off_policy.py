@@ -273,6 +273,7 @@ class OffPolicyAlgorithm(Algorithm):
             state = jax.device_put(state, self.learner_devices[0])
         self.state = state
         self._jit_episodes = jax.jit(episode_arrays)
+        self._jit_acting_params = jax.jit(self._acting_params)
         self.fused = self.env_spec.backend == "envpool" and cfg.num_env_runners == 0
         if self.fused:
             self._setup_fused()
@@ -464,7 +465,7 @@ class OffPolicyAlgorithm(Algorithm):
         self._jit_cycle = self._make_jit_cycle()
 
     def _runner_params(self) -> Any:
-        params = jax.jit(self._acting_params)(self.state.learner, self.state.timestep)
+        params = self._jit_acting_params(self.state.learner, self.state.timestep)
         return jax.device_put(params, self.runner_device, may_alias=False)
 
     # ------------------------------------------------------------------ training
@@ -517,22 +518,19 @@ class OffPolicyAlgorithm(Algorithm):
 
     # ------------------------------------------------------------------ checkpoint hooks
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
-        include = (
-            self.config.store_buffer_in_checkpoints
-            if include_replay_buffer is None
-            else include_replay_buffer
-        )
-        state = self.state if include else self.state._replace(buffer=None)
+        include = self._includes_replay_buffer(include_replay_buffer)
+        state = self.state._asdict()
+        if not include:
+            del state["buffer"]
         # The fused rollout's acting key continues too (EnvPool's env state cannot be saved).
         runner_key = self.runner_state.key if self.fused else jnp.zeros((2,), jnp.uint32)
         return {"state": state, "runner_key": runner_key}
 
     def _restore_state(self, loaded: Any) -> None:
-        loaded_state = loaded["state"]
-        if loaded_state.buffer is None:
-            loaded_state = loaded_state._replace(buffer=jax.device_get(self.state.buffer))
+        fields = dict(loaded["state"])
+        fields.setdefault("buffer", jax.device_get(self.buffer.init()))
         target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
-        self.state = jax.device_put(jax.tree.map(jnp.asarray, loaded_state), target)
+        self.state = jax.device_put(jax.tree.map(jnp.asarray, OffPolicyState(**fields)), target)
         if self.fused:
             self.runner_state = self.runner_state._replace(
                 key=jax.device_put(jnp.asarray(loaded["runner_key"]), self.runner_device)
