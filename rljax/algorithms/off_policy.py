@@ -401,14 +401,11 @@ class OffPolicyAlgorithm(Algorithm):
             self._jax_env_action,
         )
 
-        def sample(learner, timestep, rs):
-            return rollout(self._acting_params(learner, timestep), rs)
-
         if self.mesh is None:
 
             def cycle(carry, _):
                 state, rs = carry
-                rs, traj = sample(state.learner, state.timestep, rs)
+                rs, traj = rollout(self._acting_params(state.learner, state.timestep), rs)
                 state, metrics, started = self._learn_cycle(state, traj)
                 return (state, rs), (metrics, started, episode_arrays(traj))
 
@@ -420,7 +417,8 @@ class OffPolicyAlgorithm(Algorithm):
 
             self._iteration = jax.jit(iteration, donate_argnums=(0, 1))
         else:
-            self._sample = jax.jit(sample, donate_argnums=(2,))
+            # EnvPool's custom call must run once, on one device: the rollout stays off the mesh.
+            self._sample = jax.jit(rollout, donate_argnums=(1,))
             self._jit_cycle = self._make_jit_cycle()
 
     def _make_jit_cycle(self):
@@ -482,9 +480,7 @@ class OffPolicyAlgorithm(Algorithm):
             for _ in range(self.cycles_per_iteration):
                 t0 = time.perf_counter()
                 if self.fused:
-                    self.runner_state, traj = self._sample(
-                        self.state.learner, self.state.timestep, self.runner_state
-                    )
+                    self.runner_state, traj = self._sample(self._runner_params(), self.runner_state)
                     traj = jax.device_put(traj, replicated(self.mesh))
                 else:
                     traj = self._runners.sample(self.config.sample_timeout_s).traj

@@ -25,3 +25,19 @@ def test_update_on_one_two_and_four_devices_agrees():
     # 64 steps x 8 sub-envs, less the auto-reset steps that carry no transition
     assert 400 < out["train_steps"] <= 512
     assert 0 < out["host_train_steps"] <= 128
+
+
+def test_off_policy_update_on_two_learners_matches_one():
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu"
+    )
+    script = Path(__file__).with_name("off_policy_multidevice_check.py")
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["all_reduce_in_hlo"], out
+    assert out["steps_1"] == out["steps_2"]
+    assert out["max_param_diff"] < 1e-5, out
+    assert abs(out["loss_1"] - out["loss_2"]) < 1e-5, out

@@ -1,5 +1,7 @@
 """DQN and SAC: configs (RLlib's names), replay ratio, schedules, both execution paths, checkpoints."""
 
+import pathlib
+
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
@@ -246,5 +248,30 @@ def test_store_buffer_in_checkpoints_switch(tmp_path):
             assert restored.config.store_buffer_in_checkpoints is True
         finally:
             restored.stop()
+    finally:
+        algo.stop()
+
+
+def test_seed_tutorial_breakout_port_runs_on_deduplicated_frames():
+    config = DQNConfig.from_yaml(
+        pathlib.Path(rljax.__file__).parent / "tuned_examples" / "dqn_breakout.yaml"
+    )
+    assert config.model_config.conv_filters[0] == (32, (8, 8), 4)
+    config.training(
+        num_steps_sampled_before_learning_starts=32, replay_buffer_config={"capacity": 512}
+    ).reporting(min_sample_timesteps_per_iteration=64)
+    algo = config.build_algo()
+    try:
+        assert algo.fused and algo.frame_stacked
+        assert algo.observation_space.shape == (4, 84, 84)
+        for _ in range(2):
+            result = algo.train()
+        learner = result["learners"]["default_policy"]
+        assert learner["num_updates"] == 16 and np.isfinite(learner["qf_loss"])
+        # Frames are stored once per env step: [4 sub-envs, 128 rows, 84, 84] uint8.
+        assert algo.state.buffer.frames.shape == (4, 128, 84, 84)
+        assert algo.state.buffer.frames.dtype == np.uint8
+        action = algo.compute_single_action(np.zeros((4, 84, 84), np.uint8))
+        assert 0 <= action < algo.action_space.n
     finally:
         algo.stop()
