@@ -78,3 +78,29 @@ def test_bad_yaml_key(tmp_path, capsys):
     bad.write_text("env: CartPole-v1\nnum_sgd_iter: 3\n")
     assert main(["train", "--config", str(bad)]) == 2
     assert "num_epochs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("algo, env", [("DQN", "CartPole-v1"), ("sac", "Pendulum-v1")])
+def test_off_policy_algorithms_train_and_evaluate_from_the_cli(tmp_path, capsys, algo, env):
+    ckpt = tmp_path / "ckpt"
+    code = main(
+        [
+            "train",
+            "--algo",
+            algo,
+            "--env",
+            env,
+            "--stop-iters",
+            "1",
+            "--no-progress",
+            "--checkpoint-dir",
+            str(ckpt),
+            "--seed",
+            "0",
+        ]
+    )
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["training_iteration"] == 1 and summary["num_env_steps_sampled_lifetime"] > 0
+    assert main(["evaluate", str(ckpt), "--episodes", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == 2

@@ -27,3 +27,18 @@ def test_porting_example_runs(tmp_path):
         assert (tmp_path / "ckpt" / "LATEST").is_file()
     finally:
         algo.stop()
+
+
+def test_off_policy_example_builds_and_trains():
+    namespace: dict = {}
+    exec(compile(_python_block("## DQN and SAC"), "README.md", "exec"), namespace)
+    for name in ("dqn", "sac"):
+        algo = namespace[name]
+        try:
+            assert algo.fused
+            result = algo.train()
+            assert result["num_env_steps_sampled_lifetime"] > 0
+            assert "qf_loss" in result["learners"]["default_policy"]
+        finally:
+            algo.stop()
+    assert namespace["dqn"].buffer.prioritized and namespace["dqn"].n_high == 3
