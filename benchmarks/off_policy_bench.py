@@ -60,8 +60,15 @@ def train_loop(algo: Any, target: float, max_timesteps: int, name: str) -> dict[
         iter_s = time.perf_counter() - t0
         steps = int(result["num_env_steps_sampled_lifetime"])
         ret = _finite(result["env_runners"].get("episode_return_mean", math.nan))
+        updates = result.get("learners", {}).get("default_policy", {}).get("num_updates")
         curve.append(
-            {"wall_s": time.time() - start, "iter_s": iter_s, "env_steps": steps, "return": ret}
+            {
+                "wall_s": time.time() - start,
+                "iter_s": iter_s,
+                "env_steps": steps,
+                "return": ret,
+                "updates": updates,
+            }
         )
         if len(curve) % 10 == 1:
             print(

@@ -94,11 +94,10 @@ def gflops(algo: Any, result: dict[str, Any]) -> dict[str, Any]:
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost
     flops = float(cost["flops"])
-    curve = result["curve"][1:]
-    seconds = sum(p["iter_s"] for p in curve)
-    updates_per_s = (
-        (curve[-1]["env_steps"] - result["curve"][0]["env_steps"]) / seconds if seconds else 0.0
-    )
+    # Iterations after the first (compilation) that ran updates: updates per second of train().
+    learning = [p for p in result["curve"][1:] if p.get("updates")]
+    seconds = sum(p["iter_s"] for p in learning)
+    updates_per_s = sum(p["updates"] for p in learning) / seconds if seconds else 0.0
     return {
         "update_flops": flops,
         "updates_per_s": updates_per_s,
