@@ -6,9 +6,10 @@ import flax.linen as nn
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
-from rljax.networks.models import _CNN, _MLP, NATURE_FILTERS, is_image_space
+from rljax.networks.models import _ACT, _CNN, _MLP, NATURE_FILTERS, is_image_space
 from rljax.ops.value_learning import dueling_q
 from rljax.utils.errors import ConfigError
 
@@ -23,12 +24,47 @@ def _check_obs_space(space: gym.Space) -> tuple[bool, bool]:
     return image, image and space.shape[0] < space.shape[-1]
 
 
+class NoisyDense(nn.Module):
+    """A dense layer with factorised Gaussian weight noise (Fortunato et al., 2018, "Noisy Nets").
+
+    ``W = mu_W + sigma_W * (f(e_in) f(e_out)^T)``, ``b = mu_b + sigma_b * f(e_out)`` with
+    ``f(x) = sign(x) sqrt(|x|)`` and fresh ``e`` from the ``"noise"`` RNG stream on every call
+    with ``noise=True``; ``noise=False`` uses the means (greedy evaluation).
+    """
+
+    features: int
+    sigma0: float = 0.5
+
+    @nn.compact
+    def __call__(self, x: jax.Array, noise: bool) -> jax.Array:
+        fan_in = x.shape[-1]
+        bound = 1.0 / jnp.sqrt(fan_in)
+        uniform = lambda key, shape: jax.random.uniform(key, shape, jnp.float32, -bound, bound)  # noqa: E731
+        sigma = lambda key, shape: jnp.full(shape, self.sigma0 / jnp.sqrt(fan_in))  # noqa: E731
+        mu_w = self.param("mu_kernel", uniform, (fan_in, self.features))
+        mu_b = self.param("mu_bias", uniform, (self.features,))
+        sigma_w = self.param("sigma_kernel", sigma, (fan_in, self.features))
+        sigma_b = self.param("sigma_bias", sigma, (self.features,))
+        if not noise:
+            return x @ mu_w + mu_b
+        k_in, k_out = jax.random.split(self.make_rng("noise"))
+        f = lambda e: jnp.sign(e) * jnp.sqrt(jnp.abs(e))  # noqa: E731
+        e_in = f(jax.random.normal(k_in, (fan_in,)))
+        e_out = f(jax.random.normal(k_out, (self.features,)))
+        # x (mu + sigma * e_in e_out^T) = x mu + ((x * e_in) sigma) * e_out: no [in, out] noise
+        # matrix is formed.
+        return x @ mu_w + ((x * e_in) @ sigma_w) * e_out + mu_b + sigma_b * e_out
+
+
 class QNetwork(nn.Module):
-    """``__call__(obs [B, *obs_shape]) -> Q-values [B, num_actions]``.
+    """``__call__(obs [B, *obs_shape], noise=False) -> [B, num_actions]`` Q-values, or
+    ``[B, num_actions, num_atoms]`` logits of the return distribution when ``num_atoms > 1``.
 
     Encoder (MLP of ``fcnet_hiddens``, or conv ``conv_filters`` for images), head layers
     (``head_fcnet_hiddens``; 512 units for images when empty), then one linear layer, or with
-    ``dueling`` a value and an advantage stream combined as ``V + A - mean(A)``.
+    ``dueling`` a value and an advantage stream combined as ``V + A - mean(A)`` (per atom for
+    distributions). With ``noisy`` the head layers are ``NoisyDense``; ``noise=True`` samples
+    their noise from the ``"noise"`` RNG stream.
     """
 
     num_actions: int
@@ -36,9 +72,24 @@ class QNetwork(nn.Module):
     dueling: bool = True
     image: bool = False
     channels_first: bool = False
+    num_atoms: int = 1
+    noisy: bool = False
+    sigma0: float = 0.5
+
+    def _dense(self, features: int, name: str, noise: bool, scale: float):
+        if self.noisy:
+            layer = NoisyDense(features, self.sigma0, name=name)
+            return lambda x: layer(x, noise)
+        return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), name=name)
+
+    def _head(self, x: jax.Array, hiddens, name: str, noise: bool) -> jax.Array:
+        act = _ACT[self.model_config.head_fcnet_activation]
+        for i, h in enumerate(hiddens):
+            x = act(self._dense(h, f"{name}_{i}", noise, float(np.sqrt(2)))(x))
+        return x
 
     @nn.compact
-    def __call__(self, obs: jax.Array) -> jax.Array:
+    def __call__(self, obs: jax.Array, noise: bool = False) -> jax.Array:
         mc = self.model_config
         if self.image:
             x = _CNN(mc.conv_filters or NATURE_FILTERS, mc.conv_activation, self.channels_first)(
@@ -49,23 +100,35 @@ class QNetwork(nn.Module):
             x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
             x = _MLP(mc.fcnet_hiddens, mc.fcnet_activation)(x)
             head = mc.head_fcnet_hiddens
-        if not self.dueling:
-            x = _MLP(head, mc.head_fcnet_activation, name="q_head")(x)
-            return nn.Dense(self.num_actions, kernel_init=nn.initializers.orthogonal(0.01))(x)
-        adv = _MLP(head, mc.head_fcnet_activation, name="advantage_head")(x)
-        val = _MLP(head, mc.head_fcnet_activation, name="value_head")(x)
-        adv = nn.Dense(self.num_actions, kernel_init=nn.initializers.orthogonal(0.01), name="a")(
-            adv
+        atoms = self.num_atoms
+        shape = (
+            (x.shape[0], self.num_actions, atoms) if atoms > 1 else (x.shape[0], self.num_actions)
         )
-        val = nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0), name="v")(val)[:, 0]
-        return dueling_q(val, adv)
+        if not self.dueling:
+            x = self._head(x, head, "q_head", noise)
+            return self._dense(self.num_actions * atoms, "q", noise, 0.01)(x).reshape(shape)
+        adv = self._head(x, head, "advantage_head", noise)
+        val = self._head(x, head, "value_head", noise)
+        adv = self._dense(self.num_actions * atoms, "a", noise, 0.01)(adv).reshape(shape)
+        val = self._dense(atoms, "v", noise, 1.0)(val)
+        if atoms == 1:
+            return dueling_q(val[:, 0], adv)
+        return val[:, None, :] + adv - jnp.mean(adv, axis=1, keepdims=True)
 
 
 def build_q_network(
-    observation_space: gym.Space, num_actions: int, model_config: DefaultModelConfig, dueling: bool
+    observation_space: gym.Space,
+    num_actions: int,
+    model_config: DefaultModelConfig,
+    dueling: bool,
+    num_atoms: int = 1,
+    noisy: bool = False,
+    sigma0: float = 0.5,
 ) -> QNetwork:
     image, channels_first = _check_obs_space(observation_space)
-    return QNetwork(num_actions, model_config, dueling, image, channels_first)
+    return QNetwork(
+        num_actions, model_config, dueling, image, channels_first, num_atoms, noisy, sigma0
+    )
 
 
 class _Critic(nn.Module):

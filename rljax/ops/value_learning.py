@@ -155,3 +155,37 @@ def n_step_window(
     last_terminated = jnp.take_along_axis(terminated, (steps - 1)[:, None], axis=1)[:, 0]
     discounts = jnp.where(last_terminated, 0.0, jnp.asarray(gamma, jnp.float32) ** steps)
     return returns.astype(jnp.float32), discounts.astype(jnp.float32), steps
+
+
+def categorical_projection(
+    next_probs: chex.Array,
+    rewards: chex.Array,
+    discounts: chex.Array,
+    support: chex.Array,
+) -> jax.Array:
+    """Projects the distributional Bellman target onto a fixed support (C51, Bellemare et al. 2017).
+
+    Each atom ``z_j`` of the next-state distribution moves to ``r + discount * z_j``, is clipped to
+    ``[v_min, v_max]`` and its probability is split between the two nearest atoms of ``support``
+    in proportion to closeness. A discount of 0 (termination) puts all mass at ``r``.
+
+    Args:
+      next_probs: A float tensor of shape [B, N]: the next-state distribution of each sample.
+      rewards: A float tensor of shape [B] (n-step returns).
+      discounts: A float tensor of shape [B] (``gamma ** n``, or 0 after termination).
+      support: A float tensor of shape [N]: equally spaced atoms from ``v_min`` to ``v_max``.
+
+    Returns:
+      A float32 tensor of shape [B, N] of target probabilities (rows sum to 1), not
+      differentiated.
+    """
+    chex.assert_rank([next_probs, rewards, discounts, support], [2, 1, 1, 1])
+    v_min, v_max = support[0], support[-1]
+    num = support.shape[0]
+    delta = (v_max - v_min) / (num - 1)
+    tz = jnp.clip(rewards[:, None] + discounts[:, None] * support[None, :], v_min, v_max)
+    b = (tz - v_min) / delta  # fractional atom index in [0, N-1]
+    # Weight of target atom i from source atom j: max(0, 1 - |b_j - i|) (the two nearest atoms;
+    # an exact hit puts everything on one).
+    weights = jnp.maximum(0.0, 1.0 - jnp.abs(b[:, :, None] - jnp.arange(num)[None, None, :]))
+    return jax.lax.stop_gradient(jnp.einsum("bj,bji->bi", next_probs, weights)).astype(jnp.float32)

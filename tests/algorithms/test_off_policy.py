@@ -13,6 +13,7 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.dqn.dqn import epsilon_at, epsilon_greedy
 from rljax.algorithms.sac import SACConfig
+from rljax.networks.q_models import NoisyDense
 from rljax.utils.errors import ConfigError
 
 
@@ -72,8 +73,8 @@ def test_rllib_defaults():
         ({"n_step": 0}, "n_step=0"),
         ({"replay_buffer_config": {"type": "ReplayBuffer"}}, "EpisodeReplayBuffer"),
         ({"replay_buffer_config": {"capcity": 10}}, "unknown keys ['capcity']"),
-        ({"num_atoms": 51}, "distributional"),
-        ({"noisy": True}, "noisy nets"),
+        ({"num_atoms": 51, "v_min": 10.0, "v_max": 10.0}, "v_min=10.0 must be below v_max"),
+        ({"noisy": True, "sigma0": -1.0}, "sigma0=-1.0"),
         ({"epsilon": [(100, 1.0), (0, 0.1)]}, "increase"),
         ({"epsilon": [(0, 1.5)]}, "[0, 1]"),
         ({"td_error_loss_fn": "l1"}, "'huber' or 'mse'"),
@@ -299,5 +300,49 @@ def test_envpool_async_batches_fill_each_sub_envs_ring_in_order():
             predicted = obs[k, : n - 1, 0] + 0.02 * obs[k, : n - 1, 1]
             error = np.abs(obs[k, 1:n, 0] - predicted)[valid & ~done]
             assert error.size > 10 and np.all(error < 1e-5), (k, error.max())
+    finally:
+        algo.stop()
+
+
+def test_noisy_dense_matches_its_formula_and_switches_off():
+    layer = NoisyDense(3, sigma0=0.5)
+    x_rand = jnp.array([[0.3, -0.2, 0.5, 0.1]])
+    # One call, one noise draw for the whole batch: a zero row, the unit rows, and a random row.
+    x = jnp.concatenate([jnp.zeros((1, 4)), jnp.eye(4), x_rand])
+    params = layer.init(jax.random.PRNGKey(0), x, False)["params"]
+    np.testing.assert_allclose(params["sigma_bias"], 0.25)  # sigma0 / sqrt(fan_in)
+    mean = layer.apply({"params": params}, x, False)
+    np.testing.assert_allclose(mean, x @ params["mu_kernel"] + params["mu_bias"], rtol=1e-6)
+    key = jax.random.PRNGKey(7)
+    noisy = layer.apply({"params": params}, x, True, rngs={"noise": key})
+    np.testing.assert_array_equal(
+        noisy, layer.apply({"params": params}, x, True, rngs={"noise": key})
+    )
+    diff = np.asarray(noisy - mean)
+    f_out = diff[0] / 0.25  # the zero row sees only the bias noise sigma_b * f(e_out)
+    sigma_w = np.asarray(params["sigma_kernel"])
+    # Unit row i sees (f(e_in)_i sigma_w[i] + sigma_b) * f(e_out): the same f(e_in)_i in every
+    # output column if the noise is factorised (rank one).
+    f_in = (diff[1:5] - diff[0]) / (sigma_w * f_out)
+    np.testing.assert_allclose(f_in, f_in[:, :1] * np.ones((1, 3)), rtol=1e-4)
+    f_in = f_in[:, 0]
+    expected = ((np.asarray(x_rand) * f_in) @ sigma_w) * f_out + 0.25 * f_out
+    np.testing.assert_allclose(diff[5], expected[0], rtol=1e-4, atol=1e-6)
+    other = layer.apply({"params": params}, x, True, rngs={"noise": jax.random.PRNGKey(8)})
+    assert not np.allclose(other, noisy)
+
+
+def test_distributional_q_network_outputs_and_q_values():
+    algo = _small_dqn(num_atoms=11, v_min=-5.0, v_max=5.0, dueling=True).build_algo()
+    try:
+        obs = jnp.zeros((3, 4))
+        out = algo._net(algo.state.learner["params"], obs, None)
+        assert out.shape == (3, 2, 11)
+        probs = jax.nn.softmax(out, -1)
+        np.testing.assert_allclose(
+            algo._q_values(out), jnp.sum(probs * jnp.linspace(-5, 5, 11), -1), rtol=1e-6
+        )
+        result = algo.train()
+        assert np.isfinite(result["learners"]["default_policy"]["qf_loss"])
     finally:
         algo.stop()

@@ -43,3 +43,29 @@ def test_sac_pendulum_reaches_minus_250_within_20k_steps():
         assert algo.evaluate()["env_runners"]["episode_return_mean"] >= -250
     finally:
         algo.stop()
+
+
+@pytest.mark.slow
+def test_rainbow_options_together_learn_cartpole():
+    # Distributional (C51), noisy nets instead of epsilon, double Q, dueling, n-step range, PER.
+    algo = (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .training(
+            num_atoms=51,
+            v_min=0.0,
+            v_max=100.0,
+            noisy=True,
+            epsilon=[(0, 0.0)],
+            n_step=(1, 3),
+            replay_buffer_config={"capacity": 50000},
+        )
+        .rl_module(model_config={"fcnet_hiddens": [256], "fcnet_activation": "tanh"})
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        result = _train_until(algo, 150, 40_000)
+        assert result["env_runners"]["episode_return_mean"] >= 150, result["env_runners"]
+    finally:
+        algo.stop()

@@ -3,7 +3,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.ops.value_learning import double_q_bootstrap, dueling_q, n_step_targets, td_loss
+from rljax.ops.value_learning import (
+    categorical_projection,
+    double_q_bootstrap,
+    dueling_q,
+    n_step_targets,
+    td_loss,
+)
 
 # gamma 0.5, n 3. Steps: 0 1 2 3 4 5; step 2 is truncated (bootstrap from V(final)=8), step 4
 # terminates; the sequence ends after step 5.
@@ -59,3 +65,18 @@ def test_td_losses_and_weights():
     np.testing.assert_array_equal(grad, 0.0)
     with pytest.raises(ValueError, match="td_error_loss_fn"):
         td_loss(q, t, "l1")
+
+
+def test_categorical_projection_hand_computed():
+    support = jnp.array([-1.0, 0.0, 1.0])
+    probs = jnp.array([[0.2, 0.3, 0.5], [0.2, 0.3, 0.5], [0.2, 0.3, 0.5]])
+    rewards = jnp.array([0.5, 0.0, 0.25])
+    discounts = jnp.array([0.5, 0.0, 1.0])
+    out = np.asarray(categorical_projection(probs, rewards, discounts, support))
+    # Row 0: atoms move to 0.5 + 0.5 z = [0, 0.5, 1]: 0.2 -> the atom at 0; 0.3 split 0.15/0.15
+    # between the atoms at 0 and 1; 0.5 -> the atom at 1. Row 1: terminal, all mass at r = 0. Row 2: [-0.75, 0.25,
+    # 1.25 -> clipped to 1]: 0.2 -> 0.75 at -1, 0.25 at 0; 0.3 -> 0.75 at 0, 0.25 at 1; 0.5 at 1.
+    np.testing.assert_allclose(out[0], [0.0, 0.35, 0.65], atol=1e-6)
+    np.testing.assert_allclose(out[1], [0.0, 1.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(out[2], [0.15, 0.05 + 0.225, 0.075 + 0.5], atol=1e-6)
+    np.testing.assert_allclose(out.sum(1), 1.0, atol=1e-6)

@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rljax.algorithms.algorithm_config import UNSET, _check_positive_float
+from rljax.algorithms.algorithm_config import UNSET, _check_int, _check_positive_float
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
 from rljax.networks.distributions import Categorical
 from rljax.networks.q_models import build_q_network
-from rljax.ops.value_learning import double_q_bootstrap, td_loss
+from rljax.ops.value_learning import categorical_projection, double_q_bootstrap, td_loss
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 
@@ -52,6 +52,7 @@ class DQNConfig(OffPolicyConfig):
             "v_min",
             "v_max",
             "noisy",
+            "sigma0",
         ),
     }
 
@@ -68,6 +69,7 @@ class DQNConfig(OffPolicyConfig):
         self.v_min = -10.0
         self.v_max = 10.0
         self.noisy = False
+        self.sigma0 = 0.5
 
     def training(
         self,
@@ -93,6 +95,7 @@ class DQNConfig(OffPolicyConfig):
         v_min: float = UNSET,
         v_max: float = UNSET,
         noisy: bool = UNSET,
+        sigma0: float = UNSET,
         **kwargs,
     ) -> DQNConfig:
         """Sets DQN's training settings (RLlib's names)."""
@@ -117,15 +120,19 @@ class DQNConfig(OffPolicyConfig):
                 raise ConfigError(f"{name}={getattr(self, name)!r}; use True or False")
         if self.td_error_loss_fn not in ("huber", "mse"):
             raise ConfigError(f"td_error_loss_fn={self.td_error_loss_fn!r}; use 'huber' or 'mse'")
-        if self.num_atoms != 1:
-            raise ConfigError(
-                f"num_atoms={self.num_atoms!r}: distributional DQN is not implemented in rljax yet; "
-                "use num_atoms=1"
-            )
+        _check_int("num_atoms", self.num_atoms, 1)
+        if self.num_atoms > 1:
+            for name in ("v_min", "v_max"):
+                v = getattr(self, name)
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise ConfigError(f"{name}={v!r}; use a number")
+            if not self.v_min < self.v_max:
+                raise ConfigError(
+                    f"v_min={self.v_min!r} must be below v_max={self.v_max!r} (the support of the "
+                    "return distribution)"
+                )
         if self.noisy:
-            raise ConfigError(
-                "noisy=True: noisy nets are not implemented in rljax yet; use noisy=False"
-            )
+            _check_positive_float("sigma0", self.sigma0)
         times = [t for t, _ in self.epsilon]
         if not self.epsilon or times != sorted(times) or times[0] < 0:
             raise ConfigError(
@@ -170,8 +177,15 @@ class DQN(OffPolicyAlgorithm):
         num_actions = int(self.action_space.n)
         self._dist = Categorical(num_actions)
         self.q_net = build_q_network(
-            self.observation_space, num_actions, cfg.model_config, cfg.dueling
+            self.observation_space,
+            num_actions,
+            cfg.model_config,
+            cfg.dueling,
+            num_atoms=int(cfg.num_atoms),
+            noisy=bool(cfg.noisy),
+            sigma0=float(cfg.sigma0),
         )
+        self.support = jnp.linspace(float(cfg.v_min), float(cfg.v_max), int(cfg.num_atoms))
         obs = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
         clip = [optax.clip_by_global_norm(cfg.grad_clip)] if cfg.grad_clip else []
@@ -185,30 +199,64 @@ class DQN(OffPolicyAlgorithm):
     def _acting_params(self, learner: Any, timestep: jax.Array) -> Any:
         return {"q": learner["params"], "epsilon": epsilon_at(self.config.epsilon, timestep)}
 
+    def _net(self, params: Any, obs: jax.Array, key: jax.Array | None) -> jax.Array:
+        """The network's raw output; noisy layers draw noise when given a key."""
+        if self.config.noisy and key is not None:
+            return self.q_net.apply(params, obs, noise=True, rngs={"noise": key})
+        return self.q_net.apply(params, obs)
+
+    def _q_values(self, out: jax.Array) -> jax.Array:
+        """Q-values [B, A] from the output: itself, or the mean of the return distribution."""
+        if self.config.num_atoms == 1:
+            return out
+        return jnp.sum(jax.nn.softmax(out, axis=-1) * self.support, axis=-1)
+
     def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
-        q = self.q_net.apply(params["q"], obs)
-        return epsilon_greedy(key, q, params["epsilon"]), {}
+        k_noise, k_eps = jax.random.split(key)
+        q = self._q_values(self._net(params["q"], obs, k_noise))
+        return epsilon_greedy(k_eps, q, params["epsilon"]), {}
 
     def _learn(self, learner: Any, batch: dict, weights: jax.Array, key: jax.Array):
         cfg: DQNConfig = self.config
+        k_online, k_next, k_target = jax.random.split(key, 3)
         target_params = learner["target_params"]
         b = batch["obs"].shape[0]
+        actions = batch["action"].astype(jnp.int32)
 
         def loss_fn(params):
-            if cfg.double_q:  # one pass of the online net over obs and next_obs together
-                both = self.q_net.apply(params, jnp.concatenate([batch["obs"], batch["next_obs"]]))
-                q, q_next_online = both[:b], jax.lax.stop_gradient(both[b:])
+            if cfg.double_q and not cfg.noisy:
+                # One pass of the online net over obs and next_obs together.
+                both = self._net(params, jnp.concatenate([batch["obs"], batch["next_obs"]]), None)
+                out, out_next_online = both[:b], jax.lax.stop_gradient(both[b:])
             else:
-                q = self.q_net.apply(params, batch["obs"])
-            q_next_target = self.q_net.apply(target_params, batch["next_obs"])
-            if cfg.double_q:
-                bootstrap = double_q_bootstrap(q_next_online, q_next_target)
-            else:
-                bootstrap = jnp.max(q_next_target, axis=-1)
-            targets = batch["reward"] + batch["discount"] * bootstrap
-            q_taken = jnp.take_along_axis(q, batch["action"][:, None].astype(jnp.int32), -1)[:, 0]
-            loss, td = td_loss(q_taken, targets, cfg.td_error_loss_fn, weights)
-            return loss, (td, q_taken)
+                out = self._net(params, batch["obs"], k_online)
+                out_next_online = (
+                    jax.lax.stop_gradient(self._net(params, batch["next_obs"], k_next))
+                    if cfg.double_q
+                    else None
+                )
+            out_next_target = self._net(target_params, batch["next_obs"], k_target)
+            q_next_target = self._q_values(out_next_target)
+            q_taken = jnp.take_along_axis(self._q_values(out), actions[:, None], -1)[:, 0]
+            if cfg.num_atoms == 1:
+                if cfg.double_q:
+                    bootstrap = double_q_bootstrap(out_next_online, q_next_target)
+                else:
+                    bootstrap = jnp.max(q_next_target, axis=-1)
+                targets = batch["reward"] + batch["discount"] * bootstrap
+                loss, td = td_loss(q_taken, targets, cfg.td_error_loss_fn, weights)
+                return loss, (td, q_taken)
+            q_next_select = self._q_values(out_next_online) if cfg.double_q else q_next_target
+            next_action = jnp.argmax(q_next_select, axis=-1)
+            # C51: cross-entropy to the projected target distribution; the per-sample
+            # cross-entropy is also the priority signal, as in RLlib and Rainbow.
+            next_logits = jnp.take_along_axis(out_next_target, next_action[:, None, None], 1)[:, 0]
+            target_probs = categorical_projection(
+                jax.nn.softmax(next_logits, -1), batch["reward"], batch["discount"], self.support
+            )
+            logits = jnp.take_along_axis(out, actions[:, None, None], axis=1)[:, 0]
+            ce = -jnp.sum(target_probs * jax.nn.log_softmax(logits, -1), axis=-1)
+            return jnp.mean(weights * ce), (ce, q_taken)
 
         (loss, (td, q_taken)), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner["params"])
         updates, opt_state = self.optimizer.update(grads, learner["opt_state"], learner["params"])
@@ -230,7 +278,8 @@ class DQN(OffPolicyAlgorithm):
 
     # ------------------------------------------------------------------ inference
     def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
-        return self.q_net.apply(params["q"], obs)
+        """Q-values (means of the return distributions with ``num_atoms > 1``), noise off."""
+        return self._q_values(self._net(params["q"], obs, None))
 
     def _inference_params(self) -> Any:
         return self._acting_params(self.state.learner, self.state.timestep)
