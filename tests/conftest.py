@@ -30,3 +30,18 @@ def run_benchmark():
         return json.loads(proc.stdout)
 
     return run
+
+
+@pytest.fixture
+def train_until():
+    """``train_until(algo, target, max_steps)``: trains until the smoothed return reaches
+    ``target`` or ``max_steps`` env steps were sampled; returns the last result."""
+
+    def run(algo, target: float, max_steps: int) -> dict:
+        while True:
+            result = algo.train()
+            ret = result["env_runners"]["episode_return_mean"]
+            if ret >= target or result["num_env_steps_sampled_lifetime"] >= max_steps:
+                return result
+
+    return run

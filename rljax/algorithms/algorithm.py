@@ -15,8 +15,17 @@ import numpy as np
 
 import rljax
 from rljax.algorithms.algorithm_config import AlgorithmConfig
-from rljax.env.vector import env_spaces, make_host_env, resolve_env
+from rljax.env.vector import (
+    env_spaces,
+    envpool_batch_size,
+    envpool_result,
+    make_envpool,
+    make_host_env,
+    resolve_env,
+)
 from rljax.learners.devices import learner_devices, make_mesh, runner_device
+from rljax.runners.acting import FusedRunnerState, init_actor_state
+from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.errors import CheckpointError
 
@@ -113,6 +122,50 @@ class Algorithm:
 
     def _restore_state(self, state: Any) -> None:
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ runners
+    def _make_fused_runner(self, params: Any) -> tuple[Any, Any]:
+        """Builds the driver's EnvPool env for the fused path; returns ``(xla_step, runner_state)``.
+
+        ``self._env`` keeps the env (closed by ``stop``); the runner state holds its handle, the
+        actor state and the first result, on the runner device.
+        """
+        cfg = self.config
+        n = cfg.num_envs_per_env_runner
+        batch = envpool_batch_size(n, cfg.gym_env_vectorize_mode, cfg.async_batch_size)
+        self._env = make_envpool(self.env_spec, n, batch, self.seed)
+        handle, _recv, _send, xla_step = self._env.xla()
+        self._env.async_reset()
+        result = jax.tree.map(jnp.asarray, envpool_result(*self._env.recv()))
+        actor = init_actor_state(self._policy_fn, params, result.obs[0], n)
+        rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
+        return xla_step, jax.device_put(rs, self.runner_device)
+
+    def _make_runner_group(self, params: Any, act_step: Any, fragment_length: int) -> RunnerGroup:
+        """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group."""
+        cfg = self.config
+        n = cfg.num_envs_per_env_runner
+        runners = [
+            HostRunner(
+                self.env_spec,
+                n,
+                cfg.gym_env_vectorize_mode,
+                self.seed + 1000 * i,
+                cfg.async_batch_size,
+                self._policy_fn,
+                act_step,
+                self._env_action,
+                params,
+                self.runner_device,
+                env_id_offset=i * n,
+                worker_index=i + 1 if cfg.num_env_runners else 0,
+                num_workers=cfg.num_env_runners,
+            )
+            for i in range(max(1, cfg.num_env_runners))
+        ]
+        group = RunnerGroup(runners, fragment_length, max_lag=1 if cfg.sample_async else 0)
+        group.publish(params)
+        return group
 
     # ------------------------------------------------------------------ training
     def train(self) -> dict[str, Any]:
@@ -371,6 +424,12 @@ class Algorithm:
 
     def stop(self) -> None:
         """Closes envs and runner threads."""
+        if getattr(self, "_runners", None) is not None:
+            self._runners.close()
+            self._runners = None
+        if getattr(self, "_env", None) is not None:
+            self._env.close()
+            self._env = None
 
     def __enter__(self) -> Algorithm:
         return self

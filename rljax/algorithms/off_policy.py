@@ -27,20 +27,16 @@ import numpy as np
 
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig, _check_int
-from rljax.env.vector import envpool_batch_size, envpool_result, make_envpool
 from rljax.learners.devices import data_sharding, replicated
 from rljax.replay.episode import (
     make_episode_buffer,
     make_frame_stack_episode_buffer,
 )
 from rljax.runners.acting import (
-    FusedRunnerState,
     episode_arrays,
-    init_actor_state,
     make_act_step,
     make_fused_rollout,
 )
-from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils.errors import ConfigError
 
 REPLAY_TYPES = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
@@ -383,17 +379,8 @@ class OffPolicyAlgorithm(Algorithm):
         return state, metrics, started
 
     def _setup_fused(self) -> None:
-        cfg = self.config
-        n = cfg.num_envs_per_env_runner
-        batch = envpool_batch_size(n, cfg.gym_env_vectorize_mode, cfg.async_batch_size)
-        self._env = make_envpool(self.env_spec, n, batch, self.seed)
-        handle, _recv, _send, xla_step = self._env.xla()
-        self._env.async_reset()
-        result = jax.tree.map(jnp.asarray, envpool_result(*self._env.recv()))
         params = self._acting_params(self.state.learner, self.state.timestep)
-        actor = init_actor_state(self._policy_fn, params, result.obs[0], n)
-        rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
-        self.runner_state = jax.device_put(rs, self.runner_device)
+        xla_step, self.runner_state = self._make_fused_runner(params)
         rollout = make_fused_rollout(
             self._act_step,
             xla_step,
@@ -432,34 +419,9 @@ class OffPolicyAlgorithm(Algorithm):
         )
 
     def _setup_host_runners(self) -> None:
-        cfg = self.config
-        n = cfg.num_envs_per_env_runner
-        params = self._runner_params()
-        num_runners = max(1, cfg.num_env_runners)
-        runners = [
-            HostRunner(
-                self.env_spec,
-                n,
-                cfg.gym_env_vectorize_mode,
-                self.seed + 1000 * i,
-                cfg.async_batch_size,
-                self._policy_fn,
-                self._act_step,
-                self._env_action,
-                params,
-                self.runner_device,
-                env_id_offset=i * n,
-                worker_index=i + 1 if cfg.num_env_runners else 0,
-                num_workers=cfg.num_env_runners,
-            )
-            for i in range(num_runners)
-        ]
-        self._runners = RunnerGroup(
-            runners,
-            self.fragment_length * self.sample_weight,
-            max_lag=1 if cfg.sample_async else 0,
+        self._runners = self._make_runner_group(
+            self._runner_params(), self._act_step, self.fragment_length * self.sample_weight
         )
-        self._runners.publish(params)
         self._jit_cycle = self._make_jit_cycle()
 
     def _runner_params(self) -> Any:
@@ -533,11 +495,3 @@ class OffPolicyAlgorithm(Algorithm):
             )
         else:
             self._runners.publish(self._runner_params())
-
-    def stop(self) -> None:
-        if getattr(self, "_runners", None) is not None:
-            self._runners.close()
-            self._runners = None
-        if getattr(self, "_env", None) is not None:
-            self._env.close()
-            self._env = None

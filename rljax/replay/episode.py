@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from rljax.ops.value_learning import n_step_window
 from rljax.replay import frame_stack, kary_tree
 from rljax.replay.base import batch_size_of, item_spec
-from rljax.replay.prioritized import importance_weights, priorities_from_td, stratified_targets
+from rljax.replay.prioritized import importance_weights, stratified_targets
 
 REQUIRED_FIELDS = ("obs", "action", "reward", "terminated", "truncated")
 
@@ -243,15 +243,7 @@ def make_episode_buffer(
     ) -> EpisodeBufferState:
         if not prioritized:
             return state
-        chex.assert_rank([indices, td_errors], 1)
-        chex.assert_equal_shape([indices, td_errors])
-        priorities = priorities_from_td(td_errors, alpha, eps)
-        live = kary_tree.get_leaves(state.sum_tree, indices) > 0
-        return state.replace(
-            sum_tree=kary_tree.set_leaves(state.sum_tree, indices, priorities, jnp.add, live),
-            min_tree=kary_tree.set_leaves(state.min_tree, indices, priorities, jnp.minimum, live),
-            max_priority=jnp.maximum(state.max_priority, jnp.where(live, priorities, 0.0).max()),
-        )
+        return frame_stack.update_live_priorities(state, indices, td_errors, alpha, eps)
 
     return EpisodeReplayBuffer(
         init=init,

@@ -372,16 +372,30 @@ def make_prioritized_frame_stack_buffer(
     def update_priorities(
         state: FrameStackBufferState, indices: chex.Array, td_errors: chex.Array
     ) -> FrameStackBufferState:
-        chex.assert_rank([indices, td_errors], 1)
-        chex.assert_equal_shape([indices, td_errors])
-        priorities = priorities_from_td(td_errors, alpha, eps)
-        live = kary_tree.get_leaves(state.sum_tree, indices) > 0
-        return state.replace(
-            sum_tree=kary_tree.set_leaves(state.sum_tree, indices, priorities, jnp.add, live),
-            min_tree=kary_tree.set_leaves(state.min_tree, indices, priorities, jnp.minimum, live),
-            max_priority=jnp.maximum(state.max_priority, jnp.where(live, priorities, 0.0).max()),
-        )
+        return update_live_priorities(state, indices, td_errors, alpha, eps)
 
     return PrioritizedReplayBuffer(
         init=core.init, add=core.add, sample=sample, update_priorities=update_priorities
+    )
+
+
+def update_live_priorities(
+    state: Any, indices: chex.Array, td_errors: chex.Array, alpha: float, eps: float
+) -> Any:
+    """Sets ``(|td| + eps) ** alpha`` on the slots that can still be sampled.
+
+    For any buffer state with ``sum_tree``, ``min_tree`` (``kary_tree``) and ``max_priority``:
+    slots overwritten or blocked since they were sampled keep 0, and their TD errors do not count
+    towards ``max_priority``. Where an index repeats, the last one wins.
+    """
+    chex.assert_rank([indices, td_errors], 1)
+    chex.assert_equal_shape([indices, td_errors])
+    priorities = priorities_from_td(td_errors, alpha, eps)
+    sum_t, min_t, live = kary_tree.set_live_priorities(
+        state.sum_tree, state.min_tree, indices, priorities
+    )
+    return state.replace(
+        sum_tree=sum_t,
+        min_tree=min_t,
+        max_priority=jnp.maximum(state.max_priority, jnp.where(live, priorities, 0.0).max()),
     )

@@ -132,3 +132,18 @@ def find_prefix_sum(tree: Tree, targets: chex.Array) -> jax.Array:
         u = jnp.maximum(u - before, 0.0)
         nodes = nodes * K + j
     return nodes
+
+
+def set_live_priorities(
+    sum_tree: Tree, min_tree: Tree, indices: chex.Array, priorities: chex.Array
+) -> tuple[Tree, Tree, jax.Array]:
+    """Sets priorities only where a slot can still be sampled (its sum-tree leaf is positive).
+
+    Returns the two trees and the bool [M] mask of the entries written.
+    """
+    live = get_leaves(sum_tree, indices) > 0
+    return (
+        set_leaves(sum_tree, indices, priorities, jnp.add, live),
+        set_leaves(min_tree, indices, priorities, jnp.minimum, live),
+        live,
+    )

@@ -10,20 +10,12 @@ from rljax.algorithms.sac import SACConfig
 TUNED = pathlib.Path(__file__).parents[2] / "rljax" / "tuned_examples"
 
 
-def _train_until(algo, target, max_steps):
-    while True:
-        result = algo.train()
-        ret = result["env_runners"]["episode_return_mean"]
-        if ret >= target or result["num_env_steps_sampled_lifetime"] >= max_steps:
-            return result
-
-
 @pytest.mark.slow
-def test_dqn_cartpole_reaches_450_within_200k_steps():
+def test_dqn_cartpole_reaches_450_within_200k_steps(train_until):
     algo = DQNConfig.from_yaml(TUNED / "dqn_cartpole.yaml").build_algo()
     try:
         assert algo.fused and algo.buffer.prioritized
-        result = _train_until(algo, 450, 200_000)
+        result = train_until(algo, 450, 200_000)
         assert result["env_runners"]["episode_return_mean"] >= 450, result["env_runners"]
         assert result["num_env_steps_sampled_lifetime"] <= 200_000
         assert algo.evaluate()["env_runners"]["episode_return_mean"] >= 400
@@ -32,11 +24,11 @@ def test_dqn_cartpole_reaches_450_within_200k_steps():
 
 
 @pytest.mark.slow
-def test_sac_pendulum_reaches_minus_250_within_20k_steps():
+def test_sac_pendulum_reaches_minus_250_within_20k_steps(train_until):
     algo = SACConfig.from_yaml(TUNED / "sac_pendulum.yaml").build_algo()
     try:
         assert algo.fused
-        result = _train_until(algo, -250, 20_000)
+        result = train_until(algo, -250, 20_000)
         # The mean of the last 10 episodes (2,000 env steps) of the exploring policy.
         assert result["env_runners"]["episode_return_mean"] >= -250, result["env_runners"]
         assert result["num_env_steps_sampled_lifetime"] <= 20_000
@@ -46,7 +38,7 @@ def test_sac_pendulum_reaches_minus_250_within_20k_steps():
 
 
 @pytest.mark.slow
-def test_rainbow_options_together_learn_cartpole():
+def test_rainbow_options_together_learn_cartpole(train_until):
     # Distributional (C51), noisy nets instead of epsilon, double Q, dueling, n-step range, PER.
     algo = (
         DQNConfig()
@@ -65,7 +57,7 @@ def test_rainbow_options_together_learn_cartpole():
         .build_algo()
     )
     try:
-        result = _train_until(algo, 150, 40_000)
+        result = train_until(algo, 150, 40_000)
         assert result["env_runners"]["episode_return_mean"] >= 150, result["env_runners"]
     finally:
         algo.stop()

@@ -13,21 +13,12 @@ from rljax.core.rl_module.rl_module import RLModuleSpec
 TUNED = pathlib.Path(__file__).parents[2] / "rljax" / "tuned_examples"
 
 
-def _train_until(algo, target, max_steps):
-    result = None
-    while True:
-        result = algo.train()
-        ret = result["env_runners"]["episode_return_mean"]
-        if ret >= target or result["num_env_steps_sampled_lifetime"] >= max_steps:
-            return result
-
-
 @pytest.mark.slow
-def test_ppo_envpool_cartpole_reaches_450_within_150k_steps():
+def test_ppo_envpool_cartpole_reaches_450_within_150k_steps(train_until):
     algo = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").build_algo()
     try:
         assert algo.fused
-        result = _train_until(algo, 450, 150_000)
+        result = train_until(algo, 450, 150_000)
         assert result["env_runners"]["episode_return_mean"] >= 450, result["env_runners"]
         assert result["num_env_steps_sampled_lifetime"] <= 150_000
         # One compilation of the fused rollout+update, however many iterations ran.
@@ -72,7 +63,7 @@ class SeparateHeads(nn.Module):
 
 
 @pytest.mark.slow
-def test_user_flax_module_plugs_in_and_learns():
+def test_user_flax_module_plugs_in_and_learns(train_until):
     cfg = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").rl_module(
         rl_module_spec=RLModuleSpec(module_class=SeparateHeads, model_config={"hidden": 64})
     )
@@ -80,7 +71,7 @@ def test_user_flax_module_plugs_in_and_learns():
     try:
         names = set(algo.state.params["default_policy"]["params"])
         assert names == {"fc1", "fc2", "fc3", "value_fc"}
-        result = _train_until(algo, 300, 150_000)
+        result = train_until(algo, 300, 150_000)
         assert result["env_runners"]["episode_return_mean"] >= 300
     finally:
         algo.stop()
@@ -88,7 +79,7 @@ def test_user_flax_module_plugs_in_and_learns():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
-def test_ppo_gymnasium_cartpole_learns(mode):
+def test_ppo_gymnasium_cartpole_learns(mode, train_until):
     import gymnasium as gym
 
     import rljax
@@ -103,18 +94,18 @@ def test_ppo_gymnasium_cartpole_learns(mode):
     algo = cfg.build_algo()
     try:
         assert not algo.fused
-        result = _train_until(algo, 200, 60_000)
+        result = train_until(algo, 200, 60_000)
         assert result["env_runners"]["episode_return_mean"] >= 200, result["env_runners"]
     finally:
         algo.stop()
 
 
 @pytest.mark.slow
-def test_ppo_pendulum_improves():
+def test_ppo_pendulum_improves(train_until):
     algo = PPOConfig.from_yaml(TUNED / "ppo_pendulum.yaml").build_algo()
     try:
         first = algo.train()["env_runners"]["episode_return_mean"]
-        result = _train_until(algo, -400, 300_000)
+        result = train_until(algo, -400, 300_000)
         last = result["env_runners"]["episode_return_mean"]
         assert last > first + 400 and last > -700, (first, last)
     finally:

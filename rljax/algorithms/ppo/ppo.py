@@ -25,18 +25,14 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
-from rljax.env.vector import envpool_batch_size, envpool_result, make_envpool
 from rljax.learners.devices import data_sharding, replicated
 from rljax.networks.distributions import make_distribution
 from rljax.networks.models import build_module
 from rljax.runners.acting import (
-    FusedRunnerState,
     episode_arrays,
-    init_actor_state,
     make_act_step,
     make_fused_rollout,
 )
-from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 
@@ -245,17 +241,7 @@ class PPO(Algorithm):
         return action.astype(jnp.int32)
 
     def _setup_fused(self) -> None:
-        cfg = self.config
-        n = cfg.num_envs_per_env_runner
-        batch = envpool_batch_size(n, cfg.gym_env_vectorize_mode, cfg.async_batch_size)
-        self._env = make_envpool(self.env_spec, n, batch, self.seed)
-        handle, _recv, _send, xla_step = self._env.xla()
-        self._env.async_reset()
-        result = jax.tree.map(jnp.asarray, envpool_result(*self._env.recv()))
-        params = self._runner_params()
-        actor = init_actor_state(self._policy_fn, params, result.obs[0], n)
-        rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
-        self.runner_state = jax.device_put(rs, self.runner_device)
+        xla_step, self.runner_state = self._make_fused_runner(self._runner_params())
         rollout = make_fused_rollout(
             self._act_step, xla_step, self.fragment_length, self._jax_env_action
         )
@@ -279,32 +265,9 @@ class PPO(Algorithm):
             self._jit_update = self._make_jit_update()
 
     def _setup_host_runners(self) -> None:
-        cfg = self.config
-        n = cfg.num_envs_per_env_runner
-        params = self._runner_params()
-        num_runners = max(1, cfg.num_env_runners)
-        runners = [
-            HostRunner(
-                self.env_spec,
-                n,
-                cfg.gym_env_vectorize_mode,
-                self.seed + 1000 * i,
-                cfg.async_batch_size,
-                self._policy_fn,
-                self._act_step,
-                self._env_action,
-                params,
-                self.runner_device,
-                env_id_offset=i * n,
-                worker_index=i + 1 if cfg.num_env_runners else 0,
-                num_workers=cfg.num_env_runners,
-            )
-            for i in range(num_runners)
-        ]
-        self._runners = RunnerGroup(
-            runners, self.fragment_length, max_lag=1 if cfg.sample_async else 0
+        self._runners = self._make_runner_group(
+            self._runner_params(), self._act_step, self.fragment_length
         )
-        self._runners.publish(params)
         postprocess = self._postprocess
         self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), episode_arrays(traj)))
         self._jit_update = self._make_jit_update()
@@ -410,14 +373,6 @@ class PPO(Algorithm):
     def _restore_state(self, state: Any) -> None:
         target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
         self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
-
-    def stop(self) -> None:
-        if getattr(self, "_runners", None) is not None:
-            self._runners.close()
-            self._runners = None
-        if getattr(self, "_env", None) is not None:
-            self._env.close()
-            self._env = None
 
 
 __all__ = ["PPO", "PPOConfig"]
