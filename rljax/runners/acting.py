@@ -92,11 +92,16 @@ def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Calla
     def act_step(params: Any, key: jax.Array, state: ActorState, result: StepResult):
         ids = result.env_id
         action, extras = policy_fn(params, result.obs, key)
-        was_valid = state.valid[ids]
+        # Multi-agent slots: rows with present False are not results (the agent did not act or
+        # finish this step) and change nothing; their pending entries keep waiting.
+        present = getattr(result, "present", None)
+        raw_reward = getattr(result, "raw_reward", None)
+        game_over = getattr(result, "game_over", None)
+        was_valid = state.valid[ids] if present is None else state.valid[ids] & present
         done = result.terminated | result.truncated
         # Metrics follow whole games: unclipped rewards, and lost lives do not end an episode.
-        metric_reward = result.reward if result.raw_reward is None else result.raw_reward
-        game_over = done if result.game_over is None else result.game_over
+        metric_reward = result.reward if raw_reward is None else raw_reward
+        game_over = done if game_over is None else game_over
         ep_ret = state.episode_return[ids] + jnp.where(was_valid, metric_reward, 0.0)
         ep_len = state.episode_len[ids] + was_valid.astype(jnp.int32)
         episode_done = game_over & was_valid
@@ -116,14 +121,23 @@ def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Calla
         )
         # After an episode end the env auto-resets on the next step and ignores this action, so the
         # transition that starts from a final observation is not real.
-        state = ActorState(
-            obs=state.obs.at[ids].set(result.obs),
-            action=state.action.at[ids].set(action),
-            extras=jax.tree.map(lambda s, e: s.at[ids].set(e), state.extras, extras),
-            valid=state.valid.at[ids].set(~done),
-            episode_return=state.episode_return.at[ids].set(jnp.where(game_over, 0.0, ep_ret)),
-            episode_len=state.episode_len.at[ids].set(jnp.where(game_over, 0, ep_len)),
+        new = ActorState(
+            obs=result.obs,
+            action=action,
+            extras=extras,
+            valid=~done,
+            episode_return=jnp.where(game_over, 0.0, ep_ret),
+            episode_len=jnp.where(game_over, 0, ep_len),
         )
+        if present is not None:
+            old = jax.tree.map(lambda s: s[ids], state)
+
+            def keep_absent(n, o):
+                mask = present.reshape(present.shape + (1,) * (n.ndim - 1))
+                return jnp.where(mask, n, o)
+
+            new = jax.tree.map(keep_absent, new, old)
+        state = jax.tree.map(lambda s, n: s.at[ids].set(n), state, new)
         return action, state, transition
 
     return act_step

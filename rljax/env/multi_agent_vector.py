@@ -1,0 +1,270 @@
+"""Vectorized multi-agent envs as fixed agent slots, so jitted acting sees static shapes.
+
+``num_envs`` copies of a ``MultiAgentEnv`` with ``A = len(possible_agents)`` agents are laid out
+as ``S = num_envs * A`` slots: slot ``i * A + a`` is agent ``possible_agents[a]`` of copy ``i``.
+Every step returns a row for every slot, and ``present`` says which rows are real results: the
+agents in the observation dict (they act next), and agents whose episode just ended (their final
+result). An absent slot's row is ignored by the acting step, whose per-slot "pending" state then
+keeps the slot's last action waiting, so each agent's transitions run from one of its own
+observations to its next, however many env steps apart (turn-based games).
+
+Rewards follow RLlib's rules: an agent's rewards are summed from the step after it acted until
+its next observation (or its episode's end), and credited to that action. ``"__all__"`` ends the
+episode for every agent that still has an action outstanding. After an episode ends the copy
+resets on the next ``step`` (the actions given for it are ignored), as single-agent vector envs
+do; the result rows of that reset are the first observations of the new episode.
+
+The policy of each slot is chosen once per agent per episode, when the agent first appears, by
+``policy_mapping_fn(agent_id, episode, **kwargs)``; ``policy`` in each result gives the slot's
+policy index (into ``policy_ids``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import gymnasium as gym
+import numpy as np
+
+from rljax.env.multi_agent_env import AgentID, MultiAgentEnv
+from rljax.utils.errors import ConfigError
+
+
+class MultiAgentStepResult(NamedTuple):
+    """One row per agent slot ([S] leading dimension).
+
+    Attributes:
+      obs: Observations [S, *obs_shape] (the last known one where a slot is absent).
+      reward: float32 [S]: rewards summed since the slot's agent last acted (0 where absent).
+      terminated: bool [S]: the agent's episode ended in a terminal state.
+      truncated: bool [S]: the agent's episode was cut.
+      env_id: int32 [S]: the slot index (a stream id, like a sub-env's).
+      present: bool [S]: the row is a real result (see the module docstring).
+      policy: int32 [S]: the slot's policy index in the current episode.
+    """
+
+    obs: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    env_id: np.ndarray
+    present: np.ndarray
+    policy: np.ndarray
+
+
+@dataclasses.dataclass
+class EpisodeInfo:
+    """What ``policy_mapping_fn`` gets as ``episode``: the episode's id and its env copy."""
+
+    id_: int
+    env_index: int
+
+
+@dataclasses.dataclass
+class FinishedEpisode:
+    """A finished multi-agent episode: the sum over agents, and each agent's return."""
+
+    env_index: int
+    length: int
+    episode_return: float
+    agent_returns: dict[AgentID, float]
+    agent_policies: dict[AgentID, str]
+
+
+def agent_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space]:
+    """The one observation and action space all of ``env``'s agents share (checked)."""
+    agents = list(env.possible_agents)
+    if not agents:
+        raise ConfigError(f"{type(env).__name__}.possible_agents is empty")
+    obs_spaces = [env.get_observation_space(a) for a in agents]
+    act_spaces = [env.get_action_space(a) for a in agents]
+    for kind, spaces in (("observation", obs_spaces), ("action", act_spaces)):
+        first = spaces[0]
+        for agent, space in zip(agents, spaces, strict=True):
+            if space != first:
+                raise ConfigError(
+                    f"agent {agent!r} has {kind} space {space}, agent {agents[0]!r} has {first}; "
+                    "rljax's vectorized multi-agent sampling needs one shared space per kind"
+                )
+    return obs_spaces[0], act_spaces[0]
+
+
+class MultiAgentVectorEnv:
+    """``num_envs`` copies of a multi-agent env, stepped in lock-step as agent slots."""
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], MultiAgentEnv]],
+        policy_ids: Sequence[str],
+        policy_mapping_fn: Callable[..., str],
+        seed: int | None = None,
+    ):
+        self.envs = [fn() for fn in env_fns]
+        self.num_envs = len(self.envs)
+        self.possible_agents = list(self.envs[0].possible_agents)
+        for i, env in enumerate(self.envs):
+            if list(env.possible_agents) != self.possible_agents:
+                raise ConfigError(
+                    f"env copy {i} has possible_agents {env.possible_agents}, copy 0 has "
+                    f"{self.possible_agents}; every copy needs the same agents"
+                )
+        self.observation_space, self.action_space = agent_spaces(self.envs[0])
+        self.num_agents = len(self.possible_agents)
+        self.num_slots = self.num_envs * self.num_agents
+        self._agent_index = {a: k for k, a in enumerate(self.possible_agents)}
+        self.policy_ids = list(policy_ids)
+        self._policy_index = {p: k for k, p in enumerate(self.policy_ids)}
+        self.policy_mapping_fn = policy_mapping_fn
+        self.seed = seed
+        self._episode_ids = itertools.count()
+        s = self.num_slots
+        self._obs = np.zeros((s, *self.observation_space.shape), self.observation_space.dtype)
+        self._acc_reward = np.zeros(s, np.float32)
+        self._policy = np.zeros(s, np.int32)
+        self.finished_episodes: list[FinishedEpisode] = []
+        self._needs_reset = [True] * self.num_envs
+        self._acting: list[set[AgentID]] = [set() for _ in range(self.num_envs)]
+        self._pending: list[set[AgentID]] = [set() for _ in range(self.num_envs)]
+        self._episode: list[EpisodeInfo | None] = [None] * self.num_envs
+        self._mapped: list[dict[AgentID, str]] = [{} for _ in range(self.num_envs)]
+        self._returns: list[dict[AgentID, float]] = [{} for _ in range(self.num_envs)]
+        self._lengths = [0] * self.num_envs
+        self._num_resets = 0
+
+    def _slot(self, i: int, agent: AgentID) -> int:
+        try:
+            return i * self.num_agents + self._agent_index[agent]
+        except KeyError:
+            raise ValueError(
+                f"env copy {i} returned agent {agent!r}, which is not in possible_agents "
+                f"{self.possible_agents}"
+            ) from None
+
+    def _map(self, i: int, agent: AgentID) -> None:
+        if agent in self._mapped[i]:
+            return
+        policy = self.policy_mapping_fn(agent, self._episode[i], worker_index=0)
+        if policy not in self._policy_index:
+            raise ValueError(
+                f"policy_mapping_fn({agent!r}, ...) returned {policy!r}; the policies are "
+                f"{self.policy_ids}"
+            )
+        self._mapped[i][agent] = policy
+        self._policy[self._slot(i, agent)] = self._policy_index[policy]
+
+    def _empty(self) -> dict[str, np.ndarray]:
+        s = self.num_slots
+        return {
+            "reward": np.zeros(s, np.float32),
+            "terminated": np.zeros(s, bool),
+            "truncated": np.zeros(s, bool),
+            "present": np.zeros(s, bool),
+        }
+
+    def _reset_copy(self, i: int, out: dict[str, np.ndarray]) -> None:
+        seed = None
+        if self.seed is not None:
+            seed = self.seed + 10_007 * self._num_resets + i
+        self._num_resets += 1
+        obs, _ = self.envs[i].reset(seed=seed)
+        self._episode[i] = EpisodeInfo(next(self._episode_ids), i)
+        self._mapped[i] = {}
+        self._returns[i] = {}
+        self._lengths[i] = 0
+        self._pending[i] = set()
+        self._acting[i] = set(obs)
+        for agent, o in obs.items():
+            slot = self._slot(i, agent)
+            self._map(i, agent)
+            self._obs[slot] = o
+            self._acc_reward[slot] = 0.0
+            out["present"][slot] = True
+        self._needs_reset[i] = False
+
+    def _result(self, out: dict[str, np.ndarray]) -> MultiAgentStepResult:
+        return MultiAgentStepResult(
+            obs=self._obs.copy(),
+            reward=out["reward"],
+            terminated=out["terminated"],
+            truncated=out["truncated"],
+            env_id=np.arange(self.num_slots, dtype=np.int32),
+            present=out["present"],
+            policy=self._policy.copy(),
+        )
+
+    def reset(self) -> MultiAgentStepResult:
+        out = self._empty()
+        for i in range(self.num_envs):
+            self._reset_copy(i, out)
+        return self._result(out)
+
+    def step(self, actions: np.ndarray) -> MultiAgentStepResult:
+        """Steps every copy with the actions of its acting slots; ``actions`` is [S, ...]."""
+        out = self._empty()
+        for i, env in enumerate(self.envs):
+            if self._needs_reset[i]:
+                self._reset_copy(i, out)
+                continue
+            action_dict = {a: _item(actions[self._slot(i, a)]) for a in self._acting[i]}
+            self._pending[i] |= self._acting[i]
+            obs, rewards, terms, truncs, _ = env.step(action_dict)
+            self._lengths[i] += 1
+            for agent, r in rewards.items():
+                if r is None:
+                    continue
+                self._acc_reward[self._slot(i, agent)] += float(r)
+                self._returns[i][agent] = self._returns[i].get(agent, 0.0) + float(r)
+            all_term = bool(terms.get("__all__", False))
+            all_trunc = bool(truncs.get("__all__", False)) and not all_term
+            acting: set[AgentID] = set()
+            for agent in set(obs) | {a for a in (*terms, *truncs) if a != "__all__"}:
+                slot = self._slot(i, agent)
+                self._map(i, agent)
+                if agent in obs:
+                    self._obs[slot] = obs[agent]
+                term, trunc = bool(terms.get(agent, False)), bool(truncs.get(agent, False))
+                if term or trunc:
+                    self._finish(i, agent, out, term, trunc and not term)
+                elif agent in obs:
+                    out["present"][slot] = True
+                    out["reward"][slot] = self._acc_reward[slot]
+                    self._acc_reward[slot] = 0.0
+                    acting.add(agent)
+            if all_term or all_trunc:
+                for agent in list(self._pending[i] | acting):
+                    self._finish(i, agent, out, all_term, all_trunc)
+                self.finished_episodes.append(
+                    FinishedEpisode(
+                        env_index=i,
+                        length=self._lengths[i],
+                        episode_return=float(sum(self._returns[i].values())),
+                        agent_returns=dict(self._returns[i]),
+                        agent_policies=dict(self._mapped[i]),
+                    )
+                )
+                self._needs_reset[i] = True
+                acting = set()
+            self._acting[i] = acting
+        return self._result(out)
+
+    def _finish(self, i: int, agent: AgentID, out: dict, term: bool, trunc: bool) -> None:
+        """The final result of ``agent``'s episode: its summed reward and done flags."""
+        slot = self._slot(i, agent)
+        out["present"][slot] = True
+        out["reward"][slot] = self._acc_reward[slot]
+        out["terminated"][slot] |= term
+        out["truncated"][slot] |= trunc and not out["terminated"][slot]
+        self._acc_reward[slot] = 0.0
+        self._pending[i].discard(agent)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def _item(action: Any) -> Any:
+    arr = np.asarray(action)
+    return arr.item() if arr.ndim == 0 else arr

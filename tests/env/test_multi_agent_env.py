@@ -1,0 +1,143 @@
+"""Multi-agent env semantics: early finishers, "__all__", turn-based dicts, slots and mapping."""
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rljax.env import MultiAgentEnv, make_multi_agent
+from rljax.env.multi_agent_vector import MultiAgentVectorEnv
+from rljax.runners.acting import init_actor_state, make_act_step
+from rljax.utils.errors import ConfigError
+
+
+class TurnGame(MultiAgentEnv):
+    """Two players alternate: only the player to move is in the obs dict. From the second move
+    on, each move of "a" pays "b" 0.5 (credited to b's last move); after 4 moves "a" wins (+1)
+    and "b" loses (-1), both told at the end."""
+
+    def __init__(self, config=None):
+        self.possible_agents = ["a", "b"]
+        self.agents = list(self.possible_agents)
+        box = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
+        self.observation_spaces = {"a": box, "b": box}
+        self.action_spaces = {"a": gym.spaces.Discrete(3), "b": gym.spaces.Discrete(3)}
+        self.t = 0
+
+    def _obs(self, agent):
+        return np.array([self.t, 0.0 if agent == "a" else 1.0], np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return {"a": self._obs("a")}, {}
+
+    def step(self, action_dict):
+        (mover,) = action_dict  # exactly the player to move
+        self.t += 1
+        rewards = {"b": 0.5} if mover == "a" and self.t > 1 else {}
+        if self.t == 4:
+            rewards = {"a": 1.0, "b": -1.0 + rewards.get("b", 0.0)}
+            return {}, rewards, {"__all__": True}, {"__all__": False}, {}
+        nxt = "b" if mover == "a" else "a"
+        return {nxt: self._obs(nxt)}, rewards, {"__all__": False}, {"__all__": False}, {}
+
+
+def test_make_multi_agent_agents_finish_early_and_all_ends_the_episode():
+    cls = make_multi_agent("CartPole-v1")
+    env = cls({"num_agents": 2})
+    assert env.possible_agents == [0, 1] and env.get_action_space(1) == gym.spaces.Discrete(2)
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {0, 1}
+    # Agent 0 pushes right forever (falls fast), agent 1 alternates (lasts longer).
+    t, done0_at = 0, None
+    active = {0, 1}
+    while True:
+        t += 1
+        obs, rew, term, trunc, _ = env.step({a: (1 if a == 0 else t % 2) for a in active})
+        if 0 in active and (term.get(0) or trunc.get(0)):
+            done0_at = t
+        active = {a for a in active if not (term.get(a) or trunc.get(a))}
+        if term["__all__"]:
+            break
+        assert not term["__all__"] and active  # "__all__" only once every agent is done
+    assert done0_at is not None and done0_at < t
+    assert env.agents == []
+
+
+def test_spaces_must_be_given():
+    class NoSpaces(MultiAgentEnv):
+        possible_agents = ["x"]
+
+    with pytest.raises(KeyError, match="get_observation_space"):
+        NoSpaces().get_observation_space("x")
+
+
+def test_turn_based_slots_rewards_and_mapping_calls():
+    calls = []
+
+    def mapping(agent_id, episode, **kwargs):
+        calls.append((agent_id, episode.id_))
+        return "p_a" if agent_id == "a" else "p_b"
+
+    vec = MultiAgentVectorEnv([TurnGame, TurnGame], ["p_a", "p_b"], mapping, seed=0)
+    assert vec.num_slots == 4  # 2 copies x 2 agents: slot = copy * 2 + agent
+    r = vec.reset()
+    np.testing.assert_array_equal(r.present, [True, False, True, False])
+    rows = [r]
+    for _ in range(5):
+        rows.append(vec.step(np.zeros(4, np.int32)))
+    present = np.array([x.present for x in rows])
+    # t: 0 a moves, 1 b moves, 2 a, 3 b, then the end (both get final rows), then the reset.
+    np.testing.assert_array_equal(present[:, 0], [1, 0, 1, 0, 1, 1])
+    np.testing.assert_array_equal(present[:, 1], [0, 1, 0, 1, 1, 0])
+    final = rows[4]
+    assert final.terminated[0] and final.terminated[1] and not final.truncated[:2].any()
+    # b is paid 0.5 when a moves after it; that reward waits for b's next turn. At the end b
+    # gets -1 (its return: -0.5).
+    np.testing.assert_allclose([x.reward[1] for x in rows], [0, 0, 0, 0.5, -1.0, 0])
+    np.testing.assert_allclose([x.reward[0] for x in rows], [0, 0, 0, 0, 1.0, 0])
+    np.testing.assert_array_equal(final.policy, [0, 1, 0, 1])
+    # Mapping: once per agent per episode (2 copies x 2 agents, then a new episode for a x 2).
+    episodes = {e for _, e in calls}
+    assert len(calls) == len(set(calls)) == 6 and len(episodes) == 4
+    assert [e.agent_returns for e in vec.finished_episodes] == [{"a": 1.0, "b": -0.5}] * 2
+
+
+def test_act_step_ignores_absent_slots():
+    vec = MultiAgentVectorEnv([TurnGame], ["p"], lambda a, e, **k: "p", seed=0)
+
+    def policy(params, obs, key):
+        return jnp.zeros(obs.shape[0], jnp.int32), {"v": obs[:, 0]}
+
+    act = jax.jit(make_act_step(policy, bootstrap_keys=("v",)))
+    result = vec.reset()
+    actor = init_actor_state(policy, None, jnp.asarray(result.obs[0]), vec.num_slots)
+    transitions = []
+    for _ in range(5):
+        action, actor, tr = act(
+            None, jax.random.PRNGKey(0), actor, jax.tree.map(jnp.asarray, result)
+        )
+        transitions.append(jax.device_get(tr))
+        result = vec.step(np.asarray(action))
+    valid = np.array([t.valid for t in transitions])
+    # Slot a finishes a transition at t=2 (its second move) and b at t=3; none elsewhere.
+    np.testing.assert_array_equal(valid, [[0, 0], [0, 0], [1, 0], [0, 1], [1, 1]])
+    # a's first transition: from its obs at t=0 (value 0) to its obs at t=2 (value 2).
+    assert transitions[2].extras["v"][0] == 0.0 and transitions[2].next_extras["v"][0] == 2.0
+    # b's: from t=1 to t=3, reward 0.5 credited to its move at t=1.
+    assert transitions[3].extras["v"][1] == 1.0 and transitions[3].reward[1] == 0.5
+    assert transitions[4].terminated.all() and transitions[4].episode_done.all()
+    np.testing.assert_allclose(transitions[4].episode_return, [1.0, -0.5])
+
+
+def test_agents_with_different_spaces_are_refused():
+    class Mixed(TurnGame):
+        def __init__(self, config=None):
+            super().__init__(config)
+            self.observation_spaces = {**self.observation_spaces, "b": gym.spaces.Box(0, 1, (3,))}
+
+    with pytest.raises(ConfigError, match="one shared space"):
+        MultiAgentVectorEnv([Mixed], ["p"], lambda a, e, **k: "p")
+    with pytest.raises(ValueError, match="the policies are"):
+        MultiAgentVectorEnv([TurnGame], ["p"], lambda a, e, **k: "q").reset()
