@@ -80,6 +80,11 @@ class Algorithm:
 
     config_class: type[AlgorithmConfig] = AlgorithmConfig
 
+    @classmethod
+    def multi_agent_class(cls) -> type[Algorithm] | None:
+        """The class that trains this algorithm on ``.multi_agent(...)`` configs, if any."""
+        return None
+
     def __init__(self, config: AlgorithmConfig):
         self.config = config
         self.seed = (
@@ -87,8 +92,7 @@ class Algorithm:
             if config.seed is not None
             else int.from_bytes(os.urandom(4), "little") >> 1
         )
-        self.env_spec = resolve_env(config.env, config.env_config)
-        self.observation_space, self.action_space = env_spaces(self.env_spec)
+        self._resolve_env()
         self.learner_devices = learner_devices(config.num_learners, config.num_gpus_per_learner)
         self.mesh = make_mesh(self.learner_devices) if len(self.learner_devices) > 1 else None
         self.runner_device = runner_device(config.num_gpus_per_env_runner)
@@ -102,6 +106,14 @@ class Algorithm:
         self._setup()
 
     # ------------------------------------------------------------------ subclass hooks
+    def _resolve_env(self) -> None:
+        """Sets ``env_spec`` and the (per-agent) observation and action spaces."""
+        self.env_spec = resolve_env(self.config.env, self.config.env_config)
+        self.observation_space, self.action_space = env_spaces(self.env_spec)
+
+    def _policy_ids(self) -> list[str]:
+        return [DEFAULT_POLICY]
+
     def _setup(self) -> None:
         raise NotImplementedError
 
@@ -113,8 +125,16 @@ class Algorithm:
         """Distribution inputs of the policy for a batch of observations."""
         raise NotImplementedError
 
-    def _inference_params(self) -> Any:
+    def _inference_params(self, policy_id: str | None = None) -> Any:
+        """The parameters ``_policy_outputs`` takes (of ``policy_id`` when there are several)."""
         raise NotImplementedError
+
+    def _check_policy_id(self, policy_id: str | None) -> None:
+        ids = self._policy_ids()
+        if policy_id is None and len(ids) == 1:
+            return
+        if policy_id not in ids:
+            raise ValueError(f"unknown policy_id {policy_id!r}; this algorithm has {ids}")
 
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
         """The arrays to save; ``include_replay_buffer`` (None: the config's choice) for replay."""
@@ -141,6 +161,14 @@ class Algorithm:
         rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
         return xla_step, jax.device_put(rs, self.runner_device)
 
+    def _runner_env(self, runner_index: int) -> Any:
+        """A vector env for runner ``runner_index``; None lets the runner build its own."""
+        return None
+
+    def _slots_per_runner(self) -> int:
+        """Streams (sub-envs, or agent slots) per runner: the offset between runners' ids."""
+        return self.config.num_envs_per_env_runner
+
     def _make_runner_group(self, params: Any, act_step: Any, fragment_length: int) -> RunnerGroup:
         """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group."""
         cfg = self.config
@@ -157,9 +185,10 @@ class Algorithm:
                 self._env_action,
                 params,
                 self.runner_device,
-                env_id_offset=i * n,
+                env_id_offset=i * self._slots_per_runner(),
                 worker_index=i + 1 if cfg.num_env_runners else 0,
                 num_workers=cfg.num_env_runners,
+                env=self._runner_env(i),
             )
             for i in range(max(1, cfg.num_env_runners))
         ]
@@ -190,11 +219,16 @@ class Algorithm:
             "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
             "num_env_steps_sampled_per_second": sampled / elapsed if elapsed > 0 else float("nan"),
         }
-        learner_metrics = {k: float(v) for k, v in out["learner_metrics"].items()}
+        by_policy = out["learner_metrics"]
+        if not all(isinstance(v, dict) for v in by_policy.values()):
+            by_policy = {DEFAULT_POLICY: by_policy}
         result = {
             "env_runners": env_runners,
             "learners": {
-                DEFAULT_POLICY: learner_metrics,
+                **{
+                    pid: {k: float(v) for k, v in metrics.items()}
+                    for pid, metrics in by_policy.items()
+                },
                 "__all_modules__": {
                     "num_env_steps_trained": trained,
                     "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
@@ -257,40 +291,40 @@ class Algorithm:
             return np.clip(action, self.action_space.low, self.action_space.high)
         return action
 
-    def compute_actions(self, obs_batch: Any, explore: bool = False) -> Any:
+    def compute_actions(
+        self, obs_batch: Any, explore: bool = False, policy_id: str | None = None
+    ) -> Any:
         """Actions for a batch of observations ``[B, *obs_shape]`` (or a dict id -> observation)."""
+        self._check_policy_id(policy_id)
         if isinstance(obs_batch, dict):
             ids = list(obs_batch)
             actions = self.compute_actions(
-                np.stack([self._check_obs(obs_batch[i], False) for i in ids]), explore
+                np.stack([self._check_obs(obs_batch[i], False) for i in ids]), explore, policy_id
             )
             return dict(zip(ids, actions, strict=True))
-        return self._forward(self._check_obs(obs_batch, batched=True), explore)[1]
+        return self._forward(self._check_obs(obs_batch, batched=True), explore, policy_id)[1]
 
-    def _forward(self, obs: np.ndarray, explore: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _forward(
+        self, obs: np.ndarray, explore: bool, policy_id: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One jitted pass over checked observations: (action_dist_inputs, env actions)."""
         self._action_key, sub = jax.random.split(self._action_key)
-        inputs, action = self._infer_fn(explore)(self._inference_params(), jnp.asarray(obs), sub)
+        params = self._inference_params(policy_id)
+        inputs, action = self._infer_fn(explore)(params, jnp.asarray(obs), sub)
         return np.asarray(inputs), self._env_action(np.asarray(action))
 
     def compute_single_action(
         self, observation: Any, explore: bool = False, policy_id: str | None = None
     ) -> Any:
         """The action for one observation; ``explore=False`` takes the distribution's mode."""
-        if policy_id not in (None, DEFAULT_POLICY):
-            raise ValueError(
-                f"unknown policy_id {policy_id!r}; this algorithm has {[DEFAULT_POLICY]}"
-            )
+        self._check_policy_id(policy_id)
         obs = self._check_obs(observation, batched=False)
-        action = self._forward(obs[None], explore)[1][0]
+        action = self._forward(obs[None], explore, policy_id)[1][0]
         return int(action) if isinstance(self.action_space, gym.spaces.Discrete) else action
 
-    def get_module(self, policy_id: str = DEFAULT_POLICY) -> InferenceModule:
-        if policy_id != DEFAULT_POLICY:
-            raise ValueError(
-                f"unknown policy_id {policy_id!r}; this algorithm has {[DEFAULT_POLICY]}"
-            )
-        return InferenceModule(self)
+    def get_module(self, policy_id: str | None = None) -> InferenceModule:
+        self._check_policy_id(policy_id)
+        return InferenceModule(self, policy_id)
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, Any]:
@@ -353,7 +387,7 @@ class Algorithm:
             "config": self.config.to_dict(),
             "observation_space": repr(self.observation_space),
             "action_space": repr(self.action_space),
-            "policy_ids": [DEFAULT_POLICY],
+            "policy_ids": self._policy_ids(),
             "seed": self.seed,
             "counters": {
                 "training_iteration": self.iteration,
@@ -445,12 +479,13 @@ class InferenceModule:
     ``action_dist_inputs`` (and, here, the greedy ``actions``); ``forward_exploration`` samples.
     """
 
-    def __init__(self, algo: Algorithm):
+    def __init__(self, algo: Algorithm, policy_id: str | None = None):
         self._algo = algo
+        self._policy_id = policy_id
 
     @property
     def params(self) -> Any:
-        return self._algo._inference_params()
+        return self._algo._inference_params(self._policy_id)
 
     def _obs(self, batch: Any) -> np.ndarray:
         obs = batch["obs"] if isinstance(batch, dict) else batch
@@ -458,10 +493,10 @@ class InferenceModule:
 
     def forward_inference(self, batch: Any) -> dict[str, np.ndarray]:
         """Greedy pass over ``{"obs": [B, *obs_shape]}`` (or the array itself)."""
-        inputs, actions = self._algo._forward(self._obs(batch), explore=False)
+        inputs, actions = self._algo._forward(self._obs(batch), False, self._policy_id)
         return {"action_dist_inputs": inputs, "actions": actions}
 
     def forward_exploration(self, batch: Any) -> dict[str, np.ndarray]:
         """Sampling pass over ``{"obs": [B, *obs_shape]}`` (or the array itself)."""
-        inputs, actions = self._algo._forward(self._obs(batch), explore=True)
+        inputs, actions = self._algo._forward(self._obs(batch), True, self._policy_id)
         return {"action_dist_inputs": inputs, "actions": actions}

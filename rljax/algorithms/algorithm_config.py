@@ -114,6 +114,7 @@ class AlgorithmConfig:
         "evaluation": ("evaluation_interval", "evaluation_duration", "evaluation_duration_unit"),
         "debugging": ("seed", "log_level"),
         "reporting": ("metrics_num_episodes_for_smoothing",),
+        "multi_agent": ("policies", "policy_mapping_fn", "policies_to_train"),
     }
 
     def __init__(self, algo_class: type | None = None):
@@ -155,6 +156,10 @@ class AlgorithmConfig:
         self.log_level: str = "WARN"
         # reporting
         self.metrics_num_episodes_for_smoothing: int = 100
+        # multi_agent
+        self.policies: dict[str, Any] | None = None
+        self.policy_mapping_fn: Any = None
+        self.policies_to_train: list[str] | None = None
 
     # ------------------------------------------------------------------ setters
     def _set(self, section: str, values: dict[str, Any]) -> AlgorithmConfig:
@@ -185,6 +190,16 @@ class AlgorithmConfig:
             return dict(value)
         if key == "gym_env_vectorize_mode":
             return normalize_vectorize_mode(value)
+        if key == "policies" and value is not None:
+            if isinstance(value, str) or not isinstance(value, (dict, list, tuple, set)):
+                raise ConfigError(
+                    f"policies={value!r}; use a list of policy ids or a dict policy id -> spec"
+                )
+            return dict(value) if isinstance(value, dict) else {p: None for p in value}
+        if key == "policies_to_train" and value is not None:
+            if isinstance(value, str) or not isinstance(value, (list, tuple, set)):
+                raise ConfigError(f"policies_to_train={value!r}; use a list of policy ids")
+            return list(value)
         return value
 
     @classmethod
@@ -278,6 +293,23 @@ class AlgorithmConfig:
         self, *, metrics_num_episodes_for_smoothing: int = UNSET, **kwargs
     ) -> AlgorithmConfig:
         return self._set("reporting", locals())
+
+    def multi_agent(
+        self,
+        *,
+        policies: Any = UNSET,
+        policy_mapping_fn: Any = UNSET,
+        policies_to_train: Any = UNSET,
+        **kwargs,
+    ) -> AlgorithmConfig:
+        """Several policies: ``policies`` (ids, or a dict id -> spec or None),
+        ``policy_mapping_fn(agent_id, episode, **kwargs) -> policy id`` (called once per agent per
+        episode) and ``policies_to_train`` (default: all). Needs a ``MultiAgentEnv``."""
+        return self._set("multi_agent", locals())
+
+    @property
+    def is_multi_agent(self) -> bool:
+        return self.policies is not None
 
     def framework(self, framework: str = "jax", **kwargs) -> AlgorithmConfig:
         """Accepted for RLlib compatibility; rljax always runs on JAX."""
@@ -396,6 +428,33 @@ class AlgorithmConfig:
         if self.sample_timeout_s is not None:
             _check_positive_float("sample_timeout_s", self.sample_timeout_s)
         self._check_batch_division()
+        self._validate_multi_agent()
+
+    def _validate_multi_agent(self) -> None:
+        if self.policies is None:
+            if self.policies_to_train is not None or self.policy_mapping_fn is not None:
+                raise ConfigError(
+                    "policy_mapping_fn / policies_to_train are set but policies is not; pass "
+                    ".multi_agent(policies=[...], policy_mapping_fn=...)"
+                )
+            return
+        if not self.policies or not all(isinstance(p, str) and p for p in self.policies):
+            raise ConfigError(f"policies={list(self.policies)!r}; use non-empty string ids")
+        if self.policy_mapping_fn is None:
+            if len(self.policies) > 1:
+                raise ConfigError(
+                    f"{len(self.policies)} policies need a policy_mapping_fn(agent_id, episode, "
+                    "**kwargs) -> policy id"
+                )
+        elif not callable(self.policy_mapping_fn):
+            raise ConfigError(f"policy_mapping_fn={self.policy_mapping_fn!r} is not callable")
+        if self.policies_to_train is not None:
+            unknown = [p for p in self.policies_to_train if p not in self.policies]
+            if unknown:
+                raise ConfigError(
+                    f"policies_to_train names {unknown}, which are not in policies "
+                    f"{list(self.policies)}"
+                )
 
     def _check_batch_division(self) -> None:
         """The sampled batch is split across learners (on-policy); off-policy overrides this."""
@@ -422,7 +481,15 @@ class AlgorithmConfig:
         self.validate()
         if self.algo_class is None:
             raise ConfigError(f"{type(self).__name__} has no algorithm to build")
-        return self.algo_class(self.copy())
+        algo_class = self.algo_class
+        if self.is_multi_agent:
+            algo_class = algo_class.multi_agent_class()
+            if algo_class is None:
+                raise ConfigError(
+                    f"{self.algo_name} does not train multi-agent envs yet; use PPO for "
+                    ".multi_agent(...) configs"
+                )
+        return algo_class(self.copy())
 
     build = build_algo
 
@@ -440,7 +507,9 @@ class AlgorithmConfig:
                     else None,
                     "model_config": value.model_config,
                 }
-            elif key == "env" and (inspect.isclass(value) or callable(value)):
+            elif key in ("env", "policy_mapping_fn") and (
+                inspect.isclass(value) or callable(value)
+            ):
                 value = {"import": _qualified_name(value)}
             out[key] = value
         return out
@@ -462,7 +531,11 @@ class AlgorithmConfig:
                     else closest(key, keys)
                 )
                 raise ConfigError(f"unknown config key {key!r}{hint}")
-            if key == "env" and isinstance(value, dict) and "import" in value:
+            if (
+                key in ("env", "policy_mapping_fn")
+                and isinstance(value, dict)
+                and "import" in value
+            ):
                 value = _import_qualified(value["import"])
             elif key == "rl_module_spec" and isinstance(value, dict):
                 mc = value.get("module_class")

@@ -101,7 +101,11 @@ class MultiAgentVectorEnv:
         policy_ids: Sequence[str],
         policy_mapping_fn: Callable[..., str],
         seed: int | None = None,
+        policy_in_obs: bool = False,
     ):
+        # policy_in_obs: results carry obs = {"obs": [S, ...], "policy": [S]}, so that a jitted
+        # policy can pick each slot's parameters from the observation pytree alone.
+        self.policy_in_obs = policy_in_obs
         self.envs = [fn() for fn in env_fns]
         self.num_envs = len(self.envs)
         self.possible_agents = list(self.envs[0].possible_agents)
@@ -133,6 +137,7 @@ class MultiAgentVectorEnv:
         self._returns: list[dict[AgentID, float]] = [{} for _ in range(self.num_envs)]
         self._lengths = [0] * self.num_envs
         self._num_resets = 0
+        self.num_env_steps = 0  # env.step calls (RLlib's env steps; agent steps are the rows)
 
     def _slot(self, i: int, agent: AgentID) -> int:
         try:
@@ -185,8 +190,11 @@ class MultiAgentVectorEnv:
         self._needs_reset[i] = False
 
     def _result(self, out: dict[str, np.ndarray]) -> MultiAgentStepResult:
+        obs = self._obs.copy()
+        if self.policy_in_obs:
+            obs = {"obs": obs, "policy": self._policy.copy()}
         return MultiAgentStepResult(
-            obs=self._obs.copy(),
+            obs=obs,
             reward=out["reward"],
             terminated=out["terminated"],
             truncated=out["truncated"],
@@ -201,8 +209,9 @@ class MultiAgentVectorEnv:
             self._reset_copy(i, out)
         return self._result(out)
 
-    def step(self, actions: np.ndarray) -> MultiAgentStepResult:
-        """Steps every copy with the actions of its acting slots; ``actions`` is [S, ...]."""
+    def step(self, actions: np.ndarray, env_id: Any = None) -> MultiAgentStepResult:
+        """Steps every copy with the actions of its acting slots; ``actions`` is [S, ...]
+        (``env_id`` is accepted for the runners' interface: every slot has a row)."""
         out = self._empty()
         for i, env in enumerate(self.envs):
             if self._needs_reset[i]:
@@ -212,6 +221,7 @@ class MultiAgentVectorEnv:
             self._pending[i] |= self._acting[i]
             obs, rewards, terms, truncs, _ = env.step(action_dict)
             self._lengths[i] += 1
+            self.num_env_steps += 1
             for agent, r in rewards.items():
                 if r is None:
                     continue

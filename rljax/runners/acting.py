@@ -67,12 +67,17 @@ class ActorState(NamedTuple):
 def init_actor_state(
     policy_fn: PolicyFn, params: Any, obs_example: jax.Array, num_envs: int
 ) -> ActorState:
-    """Zeros for N sub-envs, with shapes taken from one policy call; nothing is pending yet."""
+    """Zeros for N sub-envs, with shapes taken from one policy call; nothing is pending yet.
+
+    ``obs_example`` is one observation (an array, or a pytree such as multi-agent slots'
+    ``{"obs": ..., "policy": ...}``).
+    """
     key = jax.random.PRNGKey(0)
-    action, extras = jax.eval_shape(policy_fn, params, obs_example[None], key)
+    obs_batch = jax.tree.map(lambda o: o[None], obs_example)
+    action, extras = jax.eval_shape(policy_fn, params, obs_batch, key)
     zeros = lambda s: jnp.zeros((num_envs, *s.shape[1:]), s.dtype)  # noqa: E731
     return ActorState(
-        obs=jnp.zeros((num_envs, *obs_example.shape), obs_example.dtype),
+        obs=jax.tree.map(lambda o: jnp.zeros((num_envs, *o.shape), o.dtype), obs_example),
         action=zeros(action),
         extras=jax.tree.map(zeros, extras),
         valid=jnp.zeros((num_envs,), bool),
@@ -106,7 +111,7 @@ def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Calla
         ep_len = state.episode_len[ids] + was_valid.astype(jnp.int32)
         episode_done = game_over & was_valid
         transition = Transition(
-            obs=state.obs[ids],
+            obs=jax.tree.map(lambda o: o[ids], state.obs),
             action=state.action[ids],
             reward=result.reward.astype(jnp.float32),
             terminated=result.terminated,

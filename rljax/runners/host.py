@@ -48,8 +48,10 @@ class HostRunner:
         env_id_offset: int = 0,
         worker_index: int = 0,
         num_workers: int = 0,
+        env: Any = None,
     ):
-        self.env = make_host_env(
+        # ``env``: a vector env built by the caller (multi-agent slots); else one from ``spec``.
+        self.env = env or make_host_env(
             spec,
             num_envs,
             mode,
@@ -62,7 +64,7 @@ class HostRunner:
         self.device = device
         self.to_env_action = to_env_action
         self.result = self.env.reset()
-        obs0 = jnp.asarray(self.result.obs[0])
+        obs0 = jax.tree.map(lambda o: jnp.asarray(o[0]), self.result.obs)
         self.actor: ActorState = init_actor_state(policy_fn, params, obs0, num_envs)
         self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
 

@@ -21,3 +21,23 @@ def run_once(fn: Callable, *args: Any) -> Any:
     except Exception:  # an XLA build without these options: compile as usual
         compiled = lowered.compile()
     return compiled(*args)
+
+
+def compile_cheap(fn: Callable, *args: Any) -> Callable:
+    """``fn`` compiled once for arguments shaped like ``args``, with cheap optimisation settings."""
+    lowered = jax.jit(fn).lower(*args)
+    try:
+        return lowered.compile(compiler_options=_ONE_SHOT_OPTIONS)
+    except Exception:  # an XLA build without these options: compile as usual
+        return lowered.compile()
+
+
+def init_stacked(init_fn: Callable, keys: jax.Array, *args: Any) -> Any:
+    """``init_fn(key, *args)`` for each of ``keys`` [P, 2], stacked along a new leading axis.
+
+    One compiled program is called P times. (``vmap`` of Flax's orthogonal initialisers hangs in
+    XLA's CPU backend in this JAX release, so the initialisers are not batched.)
+    """
+    compiled = compile_cheap(init_fn, keys[0], *args)
+    outs = [compiled(k, *args) for k in keys]
+    return jax.tree.map(lambda *xs: jax.numpy.stack(xs), *outs)

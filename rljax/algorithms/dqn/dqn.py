@@ -281,7 +281,7 @@ class DQN(OffPolicyAlgorithm):
         """Q-values (means of the return distributions with ``num_atoms > 1``), noise off."""
         return self._q_values(self._net(params["q"], obs, None))
 
-    def _inference_params(self) -> Any:
+    def _inference_params(self, policy_id: str | None = None) -> Any:
         return self._acting_params(self.state.learner, self.state.timestep)
 
     def _infer_fn(self, explore: bool):

@@ -81,34 +81,53 @@ def make_optimizer(lr: float, grad_clip: float | None) -> optax.GradientTransfor
     return optax.chain(optax.clip_by_global_norm(grad_clip), adam) if grad_clip else adam
 
 
-def make_ppo_postprocess(hp: PPOHyperparams, num_envs: int) -> Callable[[Transition], PPOBatch]:
+def make_ppo_postprocess(
+    hp: PPOHyperparams, num_envs: int, num_policies: int | None = None
+) -> Callable[[Transition], PPOBatch]:
     """``postprocess(Transition [T, K]) -> PPOBatch [D, n]``: GAE per sub-env, normalised advantages.
 
     Rows are ordered by (sub-env, time) first, so sub-envs whose results arrived in any order
     (EnvPool ASYNC) form contiguous trajectories; the boundary between two sub-envs is a cut.
-    When every env step reports all ``num_envs`` sub-envs (SYNC), each sub-env has exactly T rows
-    and GAE runs time-major; otherwise (ASYNC) it runs over the one flat sequence.
+    Within a sub-env the rows that are not transitions (auto-reset steps, and steps where a
+    multi-agent slot did not act) go after its real ones, so consecutive real transitions of a
+    stream are adjacent; the last real one of each stream is a cut. When every env step reports
+    all ``num_envs`` sub-envs (SYNC), each sub-env has exactly T rows and GAE runs time-major;
+    otherwise (ASYNC) it runs over the one flat sequence.
+
+    With ``num_policies`` (multi-agent slots, ``obs = {"obs": ..., "policy": ...}``) advantages
+    are normalised per policy, as each of RLlib's modules does with its own batch.
     """
 
     def postprocess(traj: Transition) -> PPOBatch:
         t_len, k = traj.reward.shape
         flat = jax.tree.map(lambda x: x.reshape((t_len * k, *x.shape[2:])), traj)
         time = jnp.repeat(jnp.arange(t_len, dtype=jnp.int32), k)
-        order = jnp.argsort(flat.env_id * t_len + time)
+        invalid = (~flat.valid).astype(jnp.int32)
+        order = jnp.argsort((flat.env_id * 2 + invalid) * t_len + time)
         s = jax.tree.map(lambda x: x[order], flat)
+        same_env_next = jnp.concatenate([s.env_id[1:] == s.env_id[:-1], jnp.zeros((1,), bool)])
+        next_valid = jnp.concatenate([s.valid[1:], jnp.zeros((1,), bool)])
+        last_real = s.valid & ~(same_env_next & next_valid)
         gae_in = (s.reward, s.extras["vf_preds"], s.next_extras["vf_preds"], s.terminated)
         if k == num_envs:
             # [N*T] in (env, time) order -> [T, N] time-major; the fragment end is a cut.
             to_tm = lambda x: x.reshape((k, t_len)).T  # noqa: E731
-            cut = to_tm(s.truncated).at[-1].set(True)
+            cut = to_tm(s.truncated | last_real).at[-1].set(True)
             adv, targets = gae_advantages_time_major(*map(to_tm, gae_in), cut, hp.gamma, hp.lambda_)
             adv, targets = adv.T.reshape(-1), targets.T.reshape(-1)
         else:
-            last_of_env = jnp.concatenate([s.env_id[1:] != s.env_id[:-1], jnp.ones((1,), bool)])
-            adv, targets = gae_advantages(*gae_in, s.truncated | last_of_env, hp.gamma, hp.lambda_)
+            cut = s.truncated | ~same_env_next | last_real
+            adv, targets = gae_advantages(*gae_in, cut, hp.gamma, hp.lambda_)
         mask = s.valid.astype(jnp.float32)
-        mean = masked_mean(adv, mask)
-        std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
+        if num_policies is None:
+            mean = masked_mean(adv, mask)
+            std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
+        else:
+            policy = s.obs["policy"]
+            count = jnp.maximum(jax.ops.segment_sum(mask, policy, num_policies), 1.0)
+            mean = (jax.ops.segment_sum(adv * mask, policy, num_policies) / count)[policy]
+            var = jax.ops.segment_sum(jnp.square(adv - mean) * mask, policy, num_policies)
+            std = jnp.sqrt(var / count)[policy]
         adv = (adv - mean) / (std + 1e-8)
         batch = PPOBatch(
             obs=s.obs,

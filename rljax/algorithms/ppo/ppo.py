@@ -148,6 +148,12 @@ class PPO(Algorithm):
 
     config_class = PPOConfig
 
+    @classmethod
+    def multi_agent_class(cls) -> type[Algorithm]:
+        from rljax.algorithms.ppo.multi_agent import MultiAgentPPO
+
+        return MultiAgentPPO
+
     def _setup(self) -> None:
         cfg: PPOConfig = self.config
         self._dist = make_distribution(self.action_space, cfg.model_config.log_std_clip_param)
@@ -364,7 +370,7 @@ class PPO(Algorithm):
         }
 
     # ------------------------------------------------------------------ checkpoint hooks
-    def _inference_params(self) -> Any:
+    def _inference_params(self, policy_id: str | None = None) -> Any:
         return self.state.params
 
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:

@@ -268,7 +268,7 @@ class SAC(OffPolicyAlgorithm):
     def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
         return self.actor.apply(params, obs)
 
-    def _inference_params(self) -> Any:
+    def _inference_params(self, policy_id: str | None = None) -> Any:
         return self.state.learner["actor"]
 
 
