@@ -65,7 +65,9 @@ class HostRunner:
         self.to_env_action = to_env_action
         self.result = self.env.reset()
         obs0 = jax.tree.map(lambda o: jnp.asarray(o[0]), self.result.obs)
-        self.actor: ActorState = init_actor_state(policy_fn, params, obs0, num_envs)
+        # One pending entry per stream: a sub-env, or a multi-agent env's agent slot.
+        streams = getattr(self.env, "num_slots", num_envs)
+        self.actor: ActorState = init_actor_state(policy_fn, params, obs0, streams)
         self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
 
         def step(params, key, actor, result, traj, t):

@@ -162,23 +162,33 @@ def make_ppo_update(
     grad_fn = jax.grad(loss_fn, has_aux=True)
     metric_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
 
-    def minibatch_step(carry: tuple[PPOTrainState, jax.Array], batch: PPOBatch):
-        state, metric_sums = carry
+    def minibatch_step(carry: tuple[PPOTrainState, jax.Array, jax.Array], batch: PPOBatch):
+        state, metric_sums, num_steps = carry
         grads, metrics = grad_fn(state.params, batch, state.kl_coeff)
         metrics["gradients_default_optimizer_global_norm"] = optax.global_norm(grads)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
+        # A minibatch of padding only (a policy with fewer rows than the others in a stacked
+        # multi-agent update) is no step at all: Adam would still move the parameters.
+        has_data = jnp.sum(batch.mask) > 0
+        keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(has_data, n, o), new, old)  # noqa: E731
+        state = state.replace(
+            params=keep(params, state.params), opt_state=keep(opt_state, state.opt_state)
+        )
         # Metrics are summed in the carry as one vector: on a CPU every op in this loop costs a
         # dispatch, and a stacked output per metric would add one per metric per minibatch.
-        metric_sums = metric_sums + jnp.stack([metrics[k] for k in sorted(metrics)])
-        return (state.replace(params=params, opt_state=opt_state), metric_sums), None
+        metric_sums = metric_sums + has_data * jnp.stack([metrics[k] for k in sorted(metrics)])
+        return (state, metric_sums, num_steps + has_data), None
 
     def update(state: PPOTrainState, batch: PPOBatch):
         def epoch(carry, key: jax.Array):
             # One sort of random 32-bit keys per shard: a uniform shuffle (ties are vanishingly
             # rare), cheaper to compile and run than the multi-round ``random.permutation``.
             bits = jax.random.bits(key, (d, hp.shard_size), jnp.uint32)
-            perms = jnp.argsort(bits, axis=1)
+            # Real rows first (in random order), padding and non-transitions last: minibatches
+            # are filled with data, and rows cut off by the minibatch count are padding first.
+            padding = (batch.mask == 0).astype(jnp.uint32) << 31
+            perms = jnp.argsort((bits >> 1) | padding, axis=1)
             shuffled = jax.tree.map(
                 lambda x: jax.vmap(lambda xs, p: xs[p[: m * mb]])(x, perms), batch
             )
@@ -190,8 +200,9 @@ def make_ppo_update(
 
         key, sub = jax.random.split(state.key)
         sums = jnp.zeros((len(metric_names),), jnp.float32)
-        (state, sums), _ = jax.lax.scan(epoch, (state, sums), jax.random.split(sub, hp.num_epochs))
-        metrics = dict(zip(metric_names, sums / (hp.num_epochs * m), strict=True))
+        carry = (state, sums, jnp.zeros((), jnp.float32))
+        (state, sums, steps), _ = jax.lax.scan(epoch, carry, jax.random.split(sub, hp.num_epochs))
+        metrics = dict(zip(metric_names, sums / jnp.maximum(steps, 1.0), strict=True))
         kl = metrics["mean_kl_loss"]
         kl_coeff = state.kl_coeff
         if hp.use_kl_loss:  # RLlib's adaptive KL coefficient, updated once per iteration.
