@@ -1,0 +1,146 @@
+"""Multi-agent PPO: stacked policies, frozen policies, per-policy metrics, slot streams, learning."""
+
+import jax
+import numpy as np
+import pytest
+
+from rljax.algorithms.ppo import PPOConfig
+from rljax.env import make_multi_agent
+from rljax.utils.errors import ConfigError
+
+MultiAgentCartPole = make_multi_agent("CartPole-v1")
+
+
+def agent_to_policy(agent_id, episode, **kwargs):
+    return f"p{agent_id}"
+
+
+def _config(**training):
+    kw = dict(train_batch_size_per_learner=400, minibatch_size=64, num_epochs=2, lr=1e-3)
+    kw.update(training)
+    return (
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .env_runners(num_envs_per_env_runner=2)
+        .multi_agent(policies=["p0", "p1"], policy_mapping_fn=agent_to_policy)
+        .training(**kw)
+        .rl_module(model_config={"fcnet_hiddens": [32, 32], "vf_share_layers": False})
+        .debugging(seed=0)
+    )
+
+
+def test_each_slot_holds_one_agent_stream_with_its_policy():
+    algo = _config().build_algo()
+    try:
+        traj = jax.device_get(algo._runners.sample().traj)
+        obs, policy = traj.obs["obs"], traj.obs["policy"]
+        done = traj.terminated | traj.truncated
+        for slot in range(4):  # copy * 2 + agent
+            rows = np.nonzero(traj.valid[:, slot])[0]
+            assert len(rows) > 20
+            assert set(policy[rows, slot]) == {slot % 2}
+            # CartPole's Euler step between consecutive transitions of the stream.
+            for a, b in zip(rows[:-1], rows[1:], strict=True):
+                if not done[a, slot]:
+                    assert abs(obs[b, slot, 0] - obs[a, slot, 0] - 0.02 * obs[a, slot, 1]) < 1e-5
+    finally:
+        algo.stop()
+
+
+def test_frozen_policy_keeps_its_parameters_bit_for_bit_and_metrics_are_per_policy():
+    algo = _config().multi_agent(policies_to_train=["p0"]).build_algo()
+    try:
+        before = jax.device_get(algo.state.params)
+        result = algo.train()
+        result = algo.train()
+        after = jax.device_get(algo.state.params)
+        i0, i1 = algo.policy_ids.index("p0"), algo.policy_ids.index("p1")
+        for b, a in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True):
+            np.testing.assert_array_equal(b[i1], a[i1])
+            assert b[i0].shape == a[i0].shape
+        assert any(
+            not np.array_equal(b[i0], a[i0])
+            for b, a in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True)
+        )
+        assert set(result["learners"]) >= {"p0", "p1", "__all_modules__"}
+        assert result["learners"]["p1"]["num_module_steps_trained"] == 0
+        assert result["learners"]["p0"]["num_module_steps_trained"] > 0
+        runners = result["env_runners"]
+        assert set(runners["module_episode_returns_mean"]) == {"p0", "p1"}
+        assert set(runners["agent_episode_returns_mean"]) == {"0", "1"}
+        # An episode's return is the sum of its agents' returns.
+        assert runners["episode_return_mean"] == pytest.approx(
+            sum(runners["agent_episode_returns_mean"].values()), rel=1e-5
+        )
+        assert runners["num_agent_steps_sampled"] > runners["num_env_steps_sampled"]
+    finally:
+        algo.stop()
+
+
+def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
+    algo = _config().build_algo()
+    try:
+        algo.train()
+        obs = np.zeros(4, np.float32)
+        assert algo.compute_single_action(obs, policy_id="p1") in (0, 1)
+        with pytest.raises(ValueError, match="unknown policy_id"):
+            algo.compute_single_action(obs, policy_id="nope")
+        with pytest.raises(ValueError, match="unknown policy_id"):
+            algo.compute_single_action(obs)  # two policies: say which
+        batch = np.random.default_rng(0).normal(size=(16, 4)).astype(np.float32)
+        logits = {
+            p: algo.get_module(p).forward_inference({"obs": batch})["action_dist_inputs"]
+            for p in ("p0", "p1")
+        }
+        assert not np.allclose(logits["p0"], logits["p1"])
+        algo.save_to_path(tmp_path / "ma")
+        other = _config().debugging(seed=1).build_algo()
+        try:
+            other.restore_from_path(tmp_path / "ma")
+            for p in ("p0", "p1"):
+                restored = other.get_module(p).forward_inference({"obs": batch})[
+                    "action_dist_inputs"
+                ]
+                np.testing.assert_array_equal(restored, logits[p])
+        finally:
+            other.stop()
+    finally:
+        algo.stop()
+
+
+def test_multi_agent_config_errors():
+    with pytest.raises(ConfigError, match="policy_mapping_fn"):
+        _config().multi_agent(policy_mapping_fn=None).validate()
+    with pytest.raises(ConfigError, match="not in policies"):
+        _config().multi_agent(policies_to_train=["p7"]).validate()
+    with pytest.raises(ConfigError, match="does not train multi-agent"):
+        from rljax.algorithms.dqn import DQNConfig
+
+        DQNConfig().environment(MultiAgentCartPole).multi_agent(policies=["p"]).build_algo()
+
+
+@pytest.mark.slow
+def test_two_cartpole_agents_with_a_policy_each_both_reach_400():
+    algo = (
+        _config(train_batch_size_per_learner=4000, minibatch_size=128, num_epochs=6)
+        .env_runners(num_envs_per_env_runner=4)
+        .training(
+            lambda_=0.95,
+            clip_param=0.2,
+            vf_loss_coeff=0.5,
+            vf_clip_param=None,
+            use_kl_loss=False,
+            kl_coeff=0.0,
+        )
+        .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
+        .build_algo()
+    )
+    try:
+        while True:
+            result = algo.train()
+            returns = result["env_runners"]["module_episode_returns_mean"]
+            if min(returns.values()) >= 400 or result["num_env_steps_sampled_lifetime"] >= 150_000:
+                break
+        assert min(returns.values()) >= 400, returns
+    finally:
+        algo.stop()
