@@ -1,4 +1,5 @@
-"""Shared runner for the off-policy benchmarks (``dqn_cartpole.py``, ``sac_pendulum.py``).
+"""Shared runner for the train-to-target benchmarks (``dqn_cartpole.py``, ``sac_pendulum.py``,
+``multi_agent_cartpole.py``).
 
 Each variant trains in its own subprocess, so that it pays for, and measures, its own interpreter
 start, imports and compilation. ``rljax`` always runs; ``rllib`` runs with ``--compare`` when Ray
@@ -50,8 +51,18 @@ def _finite(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
-def train_loop(algo: Any, target: float, max_timesteps: int, name: str) -> dict[str, Any]:
-    """Trains until the smoothed return reaches ``target`` or ``max_timesteps`` env steps."""
+def episode_return_mean(result: dict[str, Any]) -> float:
+    return result["env_runners"].get("episode_return_mean", math.nan)
+
+
+def train_loop(
+    algo: Any,
+    target: float,
+    max_timesteps: int,
+    name: str,
+    score: Callable[[dict[str, Any]], float] = episode_return_mean,
+) -> dict[str, Any]:
+    """Trains until ``score(result)`` reaches ``target`` or ``max_timesteps`` env steps."""
     start = process_start_time()
     curve = []
     while True:
@@ -59,7 +70,7 @@ def train_loop(algo: Any, target: float, max_timesteps: int, name: str) -> dict[
         result = algo.train()
         iter_s = time.perf_counter() - t0
         steps = int(result["num_env_steps_sampled_lifetime"])
-        ret = _finite(result["env_runners"].get("episode_return_mean", math.nan))
+        ret = _finite(score(result))
         updates = result.get("learners", {}).get("default_policy", {}).get("num_updates")
         curve.append(
             {
@@ -140,6 +151,7 @@ def main(
     settings: dict[str, Any],
     build: Callable[[str, dict[str, Any]], Any],
     extra_metrics: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None,
+    score: Callable[[dict[str, Any]], float] = episode_return_mean,
 ) -> None:
     """The command line shared by the off-policy benchmarks.
 
@@ -157,7 +169,7 @@ def main(
     if args.variant:  # child process
         algo = build(args.variant, s)
         try:
-            result = train_loop(algo, s["target_return"], s["max_timesteps"], args.variant)
+            result = train_loop(algo, s["target_return"], s["max_timesteps"], args.variant, score)
             if extra_metrics is not None and args.variant == "rljax":
                 result.update(extra_metrics(algo, result))
         finally:

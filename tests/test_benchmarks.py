@@ -31,3 +31,18 @@ def test_off_policy_benchmarks_short_runs_write_json_and_plot(tmp_path, run_benc
     assert res["updates_per_s"] > 0 and res["achieved_gflops_per_s"] > 0
     saved = json.loads((tmp_path / "sac_pendulum.json").read_text())
     assert len(saved["results"]["rljax"]["curve"]) == 3
+
+
+def test_multi_agent_benchmarks_short_runs(tmp_path, run_benchmark):
+    many = run_benchmark(
+        "many_policies.py",
+        *("--policies", "1", "4", "--total-rows", "512", "--repeats", "1", "--out", str(tmp_path)),
+    )
+    assert [r["num_policies"] for r in many["results"]] == [1, 4]
+    assert [r["rows_per_policy"] for r in many["results"]] == [512, 128]
+    assert all(r["update_s"] > 0 for r in many["results"])
+    assert (tmp_path / "many_policies.png").stat().st_size > 5_000
+    ma = run_benchmark("multi_agent_cartpole.py", "--max-timesteps", "8000", "--out", str(tmp_path))
+    res = ma["results"]["rljax"]
+    assert res["status"] == "ok" and res["env_steps_total"] >= 8000
+    assert res["throughput_env_steps_per_s"] > 0

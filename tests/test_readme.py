@@ -42,3 +42,14 @@ def test_off_policy_example_builds_and_trains():
         finally:
             algo.stop()
     assert namespace["dqn"].buffer.prioritized and namespace["dqn"].n_high == 3
+
+
+def test_multi_agent_example_builds_and_trains():
+    namespace: dict = {}
+    exec(compile(_python_block("## Multi-agent (PPO)"), "README.md", "exec"), namespace)
+    algo = namespace["config"].build_algo()
+    try:
+        result = algo.train()
+        assert set(result["env_runners"]["module_episode_returns_mean"]) == {"p0", "p1"}
+    finally:
+        algo.stop()
