@@ -62,6 +62,25 @@ class PPOHyperparams:
     num_shards: int
     shard_size: int
 
+    @classmethod
+    def from_config(cls, cfg: Any, num_shards: int, shard_size: int) -> PPOHyperparams:
+        """PPO's settings read from a ``PPOConfig`` once, at build time."""
+        return cls(
+            gamma=float(cfg.gamma),
+            lambda_=float(cfg.lambda_),
+            clip_param=float(cfg.clip_param),
+            vf_clip_param=None if cfg.vf_clip_param is None else float(cfg.vf_clip_param),
+            vf_loss_coeff=float(cfg.vf_loss_coeff),
+            entropy_coeff=float(cfg.entropy_coeff),
+            kl_coeff=float(cfg.kl_coeff),
+            kl_target=float(cfg.kl_target),
+            use_kl_loss=bool(cfg.use_kl_loss),
+            num_epochs=int(cfg.num_epochs),
+            minibatch_size=int(cfg.minibatch_size),
+            num_shards=num_shards,
+            shard_size=shard_size,
+        )
+
     @property
     def num_minibatches(self) -> int:
         return self.shard_size // self.minibatch_size

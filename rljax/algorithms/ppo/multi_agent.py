@@ -138,20 +138,8 @@ class MultiAgentPPO(Algorithm):
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.num_slots = cfg.num_envs_per_env_runner * len(self.possible_agents)
         num_runners = max(1, cfg.num_env_runners)
-        self.hp = PPOHyperparams(
-            gamma=float(cfg.gamma),
-            lambda_=float(cfg.lambda_),
-            clip_param=float(cfg.clip_param),
-            vf_clip_param=None if cfg.vf_clip_param is None else float(cfg.vf_clip_param),
-            vf_loss_coeff=float(cfg.vf_loss_coeff),
-            entropy_coeff=float(cfg.entropy_coeff),
-            kl_coeff=float(cfg.kl_coeff),
-            kl_target=float(cfg.kl_target),
-            use_kl_loss=bool(cfg.use_kl_loss),
-            num_epochs=int(cfg.num_epochs),
-            minibatch_size=int(cfg.minibatch_size),
-            num_shards=1,
-            shard_size=self.fragment_length * self.num_slots * num_runners,
+        self.hp = PPOHyperparams.from_config(
+            cfg, 1, self.fragment_length * self.num_slots * num_runners
         )
         postprocess = make_ppo_postprocess(
             self.hp, self.num_slots * num_runners, num_policies=self.num_policies

@@ -184,21 +184,7 @@ class PPO(Algorithm):
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.batch_size = cfg.sampled_batch_size
         num_shards = max(1, cfg.num_learners)
-        self.hp = PPOHyperparams(
-            gamma=float(cfg.gamma),
-            lambda_=float(cfg.lambda_),
-            clip_param=float(cfg.clip_param),
-            vf_clip_param=None if cfg.vf_clip_param is None else float(cfg.vf_clip_param),
-            vf_loss_coeff=float(cfg.vf_loss_coeff),
-            entropy_coeff=float(cfg.entropy_coeff),
-            kl_coeff=float(cfg.kl_coeff),
-            kl_target=float(cfg.kl_target),
-            use_kl_loss=bool(cfg.use_kl_loss),
-            num_epochs=int(cfg.num_epochs),
-            minibatch_size=int(cfg.minibatch_size),
-            num_shards=num_shards,
-            shard_size=self.batch_size // num_shards,
-        )
+        self.hp = PPOHyperparams.from_config(cfg, num_shards, self.batch_size // num_shards)
         optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip)
         state = PPOTrainState(
             params=params,
