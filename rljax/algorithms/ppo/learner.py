@@ -61,6 +61,8 @@ class PPOHyperparams:
     minibatch_size: int
     num_shards: int
     shard_size: int
+    # Stacked multi-agent updates pad small policies' batches: skip minibatches of padding only.
+    skip_empty_minibatches: bool = False
 
     @classmethod
     def from_config(cls, cfg: Any, num_shards: int, shard_size: int) -> PPOHyperparams:
@@ -189,11 +191,13 @@ def make_ppo_update(
         params = optax.apply_updates(state.params, updates)
         # A minibatch of padding only (a policy with fewer rows than the others in a stacked
         # multi-agent update) is no step at all: Adam would still move the parameters.
-        has_data = jnp.sum(batch.mask) > 0
-        keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(has_data, n, o), new, old)  # noqa: E731
-        state = state.replace(
-            params=keep(params, state.params), opt_state=keep(opt_state, state.opt_state)
-        )
+        if hp.skip_empty_minibatches:
+            has_data = jnp.sum(batch.mask) > 0
+            keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(has_data, n, o), new, old)  # noqa: E731
+            params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
+        else:
+            has_data = jnp.ones((), bool)
+        state = state.replace(params=params, opt_state=opt_state)
         # Metrics are summed in the carry as one vector: on a CPU every op in this loop costs a
         # dispatch, and a stacked output per metric would add one per metric per minibatch.
         metric_sums = metric_sums + has_data * jnp.stack([metrics[k] for k in sorted(metrics)])

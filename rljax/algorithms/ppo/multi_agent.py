@@ -206,7 +206,10 @@ class MultiAgentPPO(Algorithm):
         """The jitted, vmapped update for per-policy batches of ``size`` rows (cached)."""
         if size not in self._updates:
             hp = dataclasses.replace(
-                self.hp, shard_size=size, minibatch_size=min(self.hp.minibatch_size, size)
+                self.hp,
+                shard_size=size,
+                minibatch_size=min(self.hp.minibatch_size, size),
+                skip_empty_minibatches=True,
             )
             update = make_ppo_update(self.module.apply, self._dist, self.optimizer, hp)
             train_mask = jnp.asarray(self.train_mask)
