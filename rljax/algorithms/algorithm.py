@@ -23,7 +23,13 @@ from rljax.env.vector import (
     make_host_env,
     resolve_env,
 )
-from rljax.learners.devices import learner_devices, make_mesh, runner_device
+from rljax.learners.devices import (
+    data_sharding,
+    learner_devices,
+    make_mesh,
+    replicated,
+    runner_device,
+)
 from rljax.runners.acting import FusedRunnerState, init_actor_state
 from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
@@ -142,6 +148,15 @@ class Algorithm:
 
     def _restore_state(self, state: Any) -> None:
         raise NotImplementedError
+
+    def _place_learner_state(self, state: Any) -> Any:
+        """Replicates ``state`` over the learner mesh (setting the state and batch shardings), or
+        puts it on the one learner device."""
+        if self.mesh is not None:
+            self._state_sharding = replicated(self.mesh)
+            self._batch_sharding = data_sharding(self.mesh)
+            return jax.device_put(state, self._state_sharding)
+        return jax.device_put(state, self.learner_devices[0])
 
     # ------------------------------------------------------------------ runners
     def _make_fused_runner(self, params: Any) -> tuple[Any, Any]:

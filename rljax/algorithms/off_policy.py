@@ -27,7 +27,7 @@ import numpy as np
 
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig, _check_int
-from rljax.learners.devices import data_sharding, replicated
+from rljax.learners.devices import replicated
 from rljax.replay.episode import (
     make_episode_buffer,
     make_frame_stack_episode_buffer,
@@ -261,13 +261,7 @@ class OffPolicyAlgorithm(Algorithm):
             last_target_update=jnp.zeros((), jnp.int32),
             num_updates=jnp.zeros((), jnp.int32),
         )
-        if self.mesh is not None:
-            self._state_sharding = replicated(self.mesh)
-            self._batch_sharding = data_sharding(self.mesh)
-            state = jax.device_put(state, self._state_sharding)
-        else:
-            state = jax.device_put(state, self.learner_devices[0])
-        self.state = state
+        self.state = self._place_learner_state(state)
         self._jit_episodes = jax.jit(episode_arrays)
         self._jit_acting_params = jax.jit(self._acting_params)
         self.fused = self.env_spec.backend == "envpool" and cfg.num_env_runners == 0

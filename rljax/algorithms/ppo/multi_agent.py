@@ -19,7 +19,6 @@ import dataclasses
 import time
 from typing import Any
 
-import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,12 +32,11 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
+from rljax.algorithms.ppo.ppo import build_policy
 from rljax.env.env_context import EnvContext
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.env.multi_agent_vector import MultiAgentVectorEnv, agent_spaces
 from rljax.env.registry import registered_creator
-from rljax.networks.distributions import make_distribution
-from rljax.networks.models import build_module
 from rljax.runners.acting import episode_arrays, make_act_step
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
@@ -109,15 +107,7 @@ class MultiAgentPPO(Algorithm):
         )
         to_train = cfg.policies_to_train if cfg.policies_to_train is not None else self.policy_ids
         self.train_mask = np.array([p in to_train for p in self.policy_ids])
-        self._dist = make_distribution(self.action_space, cfg.model_config.log_std_clip_param)
-        continuous = isinstance(self.action_space, gym.spaces.Box)
-        self.module = build_module(
-            self.observation_space,
-            self._dist.num_outputs,
-            continuous,
-            cfg.model_config,
-            cfg.rl_module_spec,
-        )
+        self._dist, self.module = build_policy(self.observation_space, self.action_space, cfg)
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
         obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)

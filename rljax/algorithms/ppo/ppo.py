@@ -25,7 +25,7 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
-from rljax.learners.devices import data_sharding, replicated
+from rljax.learners.devices import replicated
 from rljax.networks.distributions import make_distribution
 from rljax.networks.models import build_module
 from rljax.runners.acting import (
@@ -156,15 +156,7 @@ class PPO(Algorithm):
 
     def _setup(self) -> None:
         cfg: PPOConfig = self.config
-        self._dist = make_distribution(self.action_space, cfg.model_config.log_std_clip_param)
-        continuous = isinstance(self.action_space, gym.spaces.Box)
-        self.module = build_module(
-            self.observation_space,
-            self._dist.num_outputs,
-            continuous,
-            cfg.model_config,
-            cfg.rl_module_spec,
-        )
+        self._dist, self.module = build_policy(self.observation_space, self.action_space, cfg)
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
         obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
@@ -197,13 +189,7 @@ class PPO(Algorithm):
         self._postprocess = make_ppo_postprocess(self.hp, num_envs)
         self._update = make_ppo_update(self.module.apply, self._dist, optimizer, self.hp)
         self._act_step = make_act_step(self._policy_fn, bootstrap_keys=("vf_preds",))
-        if self.mesh is not None:
-            self._state_sharding = replicated(self.mesh)
-            self._batch_sharding = data_sharding(self.mesh)
-            state = jax.device_put(state, self._state_sharding)
-        else:
-            state = jax.device_put(state, self.learner_devices[0])
-        self.state = state
+        self.state = self._place_learner_state(state)
         self.fused = self.env_spec.backend == "envpool" and cfg.num_env_runners == 0
         if self.fused:
             self._setup_fused()
@@ -367,4 +353,17 @@ class PPO(Algorithm):
         self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
 
 
-__all__ = ["PPO", "PPOConfig"]
+def build_policy(observation_space: gym.Space, action_space: gym.Space, cfg: PPOConfig):
+    """The action distribution and the actor-critic Flax module a PPO config asks for."""
+    dist = make_distribution(action_space, cfg.model_config.log_std_clip_param)
+    module = build_module(
+        observation_space,
+        dist.num_outputs,
+        isinstance(action_space, gym.spaces.Box),
+        cfg.model_config,
+        cfg.rl_module_spec,
+    )
+    return dist, module
+
+
+__all__ = ["PPO", "PPOConfig", "build_policy"]
