@@ -22,6 +22,7 @@ policy index (into ``policy_ids``).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -92,6 +93,32 @@ def agent_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space]:
     return obs_spaces[0], act_spaces[0]
 
 
+def mapping_caller(fn: Callable[..., str]) -> Callable[..., str]:
+    """``fn`` as ``(agent_id, episode, **kwargs) -> policy id``.
+
+    RLlib's signature is ``(agent_id, episode, **kwargs)``; older scripts pass ``(agent_id,
+    episode)`` or ``(agent_id)`` alone, which are wrapped. Any other signature is refused.
+    """
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or C callable: trust it
+        return fn
+    for args, kwargs, wrapped in (
+        ((0, None), {"worker_index": 0}, fn),
+        ((0, None), {}, lambda agent_id, episode, **kw: fn(agent_id, episode)),
+        ((0,), {}, lambda agent_id, episode, **kw: fn(agent_id)),
+    ):
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError:
+            continue
+        return wrapped
+    raise ConfigError(
+        f"policy_mapping_fn{sig} cannot be called as (agent_id, episode, **kwargs); "
+        "use lambda agent_id, episode, **kwargs: policy_id"
+    )
+
+
 class MultiAgentVectorEnv:
     """``num_envs`` copies of a multi-agent env, stepped in lock-step as agent slots."""
 
@@ -102,11 +129,29 @@ class MultiAgentVectorEnv:
         policy_mapping_fn: Callable[..., str],
         seed: int | None = None,
         policy_in_obs: bool = False,
+        mode: str = "SYNC",
     ):
         # policy_in_obs: results carry obs = {"obs": [S, ...], "policy": [S]}, so that a jitted
         # policy can pick each slot's parameters from the observation pytree alone.
+        # mode: "SYNC" steps the copies in this process, one after another; "ASYNC" runs each
+        # copy in its own spawned process and steps them all at once.
+        if mode not in ("SYNC", "ASYNC"):
+            raise ConfigError(f"mode={mode!r}; use 'SYNC' or 'ASYNC'")
         self.policy_in_obs = policy_in_obs
-        self.envs = [fn() for fn in env_fns]
+        self.mode = mode
+        if mode == "ASYNC":
+            from rljax.env.multi_agent_remote import RemoteMultiAgentEnv
+
+            self.envs = []
+            try:
+                for fn in env_fns:
+                    self.envs.append(RemoteMultiAgentEnv(fn))
+            except BaseException:
+                for env in self.envs:
+                    env.close()
+                raise
+        else:
+            self.envs = [fn() for fn in env_fns]
         self.num_envs = len(self.envs)
         self.possible_agents = list(self.envs[0].possible_agents)
         for i, env in enumerate(self.envs):
@@ -121,7 +166,7 @@ class MultiAgentVectorEnv:
         self._agent_index = {a: k for k, a in enumerate(self.possible_agents)}
         self.policy_ids = list(policy_ids)
         self._policy_index = {p: k for k, p in enumerate(self.policy_ids)}
-        self.policy_mapping_fn = policy_mapping_fn
+        self.policy_mapping_fn = mapping_caller(policy_mapping_fn)
         self.seed = seed
         self._episode_ids = itertools.count()
         s = self.num_slots
@@ -213,13 +258,22 @@ class MultiAgentVectorEnv:
         """Steps every copy with the actions of its acting slots; ``actions`` is [S, ...]
         (``env_id`` is accepted for the runners' interface: every slot has a row)."""
         out = self._empty()
+        sent: dict[int, dict[AgentID, Any]] = {}
+        for i, env in enumerate(self.envs):
+            if self._needs_reset[i]:
+                continue
+            sent[i] = {a: _item(actions[self._slot(i, a)]) for a in self._acting[i]}
+            self._pending[i] |= self._acting[i]
+            if self.mode == "ASYNC":
+                env.step_async(sent[i])  # every copy steps at once; results collected below
         for i, env in enumerate(self.envs):
             if self._needs_reset[i]:
                 self._reset_copy(i, out)
                 continue
-            action_dict = {a: _item(actions[self._slot(i, a)]) for a in self._acting[i]}
-            self._pending[i] |= self._acting[i]
-            obs, rewards, terms, truncs, _ = env.step(action_dict)
+            if self.mode == "ASYNC":
+                obs, rewards, terms, truncs, _ = env.step_wait()
+            else:
+                obs, rewards, terms, truncs, _ = env.step(sent[i])
             self._lengths[i] += 1
             self.num_env_steps += 1
             for agent, r in rewards.items():
@@ -260,11 +314,22 @@ class MultiAgentVectorEnv:
             self._acting[i] = acting
         return self._result(out)
 
+    def drain_stats(self) -> tuple[list[FinishedEpisode], int]:
+        """The episodes finished and env steps taken since the last call (then cleared).
+
+        The runner calls it from the thread that steps this env, at the end of each fragment,
+        so the statistics travel with the fragment they belong to.
+        """
+        episodes, self.finished_episodes = self.finished_episodes, []
+        steps, self.num_env_steps = self.num_env_steps, 0
+        return episodes, steps
+
     def _finish(self, i: int, agent: AgentID, out: dict, term: bool, trunc: bool) -> None:
         """The final result of ``agent``'s episode: its summed reward and done flags."""
         slot = self._slot(i, agent)
         out["present"][slot] = True
-        out["reward"][slot] = self._acc_reward[slot]
+        # += : an agent that got an observation on this same step already has its reward here.
+        out["reward"][slot] += self._acc_reward[slot]
         out["terminated"][slot] |= term
         out["truncated"][slot] |= trunc and not out["terminated"][slot]
         self._acc_reward[slot] = 0.0

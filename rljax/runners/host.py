@@ -61,6 +61,7 @@ class HostRunner:
             num_workers=num_workers,
         )
         self.offset = env_id_offset
+        self.last_stats: Any = None
         self.device = device
         self.to_env_action = to_env_action
         self.result = self.env.reset()
@@ -96,6 +97,10 @@ class HostRunner:
                 params, self.key, self.actor, self.result, traj, t
             )
             self.result = self.env.step(self.to_env_action(np.asarray(action)), self.result.env_id)
+        # Env-side statistics of this fragment (multi-agent envs keep their finished episodes),
+        # taken here, by the thread that stepped the env, so they travel with the fragment.
+        drain = getattr(self.env, "drain_stats", None)
+        self.last_stats = drain() if drain is not None else None
         # Sub-env ids are made global across runners so the learner can tell trajectories apart.
         return traj._replace(env_id=traj.env_id + self.offset)
 
@@ -115,6 +120,7 @@ class Fragment:
     version: int
     sample_s: float
     wait_s: float  # time the runner waited for fresh weights or a free queue slot
+    stats: Any = None  # the env's statistics of this fragment (HostRunner.last_stats)
 
 
 @dataclasses.dataclass
@@ -126,6 +132,7 @@ class GroupSample:
     sample_s: list[float]
     runner_wait_s: list[float]
     learner_wait_s: float
+    stats: list[Any] = dataclasses.field(default_factory=list)  # one per runner
 
 
 class RunnerGroup:
@@ -181,7 +188,7 @@ class RunnerGroup:
                 traj = runner.sample(params, self.length)
                 jax.block_until_ready(traj)
                 t2 = time.perf_counter()
-                fragment = Fragment(traj, version, t2 - t1, t1 - t0)
+                fragment = Fragment(traj, version, t2 - t1, t1 - t0, runner.last_stats)
                 while not self._stop.is_set():
                     try:
                         self._queues[i].put(fragment, timeout=self._poll_s)
@@ -235,6 +242,7 @@ class RunnerGroup:
             sample_s=[f.sample_s for f in fragments],
             runner_wait_s=[f.wait_s for f in fragments],
             learner_wait_s=learner_wait,
+            stats=[f.stats for f in fragments],
         )
 
     def close(self) -> None:

@@ -1,5 +1,7 @@
 """Multi-agent env semantics: early finishers, "__all__", turn-based dicts, slots and mapping."""
 
+import os
+
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
@@ -141,3 +143,93 @@ def test_agents_with_different_spaces_are_refused():
         MultiAgentVectorEnv([Mixed], ["p"], lambda a, e, **k: "p")
     with pytest.raises(ValueError, match="the policies are"):
         MultiAgentVectorEnv([TurnGame], ["p"], lambda a, e, **k: "q").reset()
+
+
+class CrashingGame(TurnGame):
+    """TurnGame whose third move raises."""
+
+    def step(self, action_dict):
+        if self.t == 2:
+            raise ArithmeticError("move three is broken")
+        return super().step(action_dict)
+
+
+def test_async_copies_run_in_processes_and_match_sync_step_for_step():
+    def mapping(agent, episode, **kw):
+        return "p_a" if agent == "a" else "p_b"
+
+    vecs = {
+        mode: MultiAgentVectorEnv([TurnGame] * 3, ["p_a", "p_b"], mapping, seed=0, mode=mode)
+        for mode in ("SYNC", "ASYNC")
+    }
+    try:
+        remote = vecs["ASYNC"].envs[0]
+        assert remote._process.is_alive() and remote._process.pid != os.getpid()
+        results = {mode: [vec.reset()] for mode, vec in vecs.items()}
+        rng = np.random.default_rng(0)
+        for _ in range(11):  # two episodes and a bit, resets included
+            actions = rng.integers(0, 3, size=6)
+            for mode, vec in vecs.items():
+                results[mode].append(vec.step(actions))
+        for sync, async_ in zip(results["SYNC"], results["ASYNC"], strict=True):
+            for a, b in zip(sync, async_, strict=True):
+                np.testing.assert_array_equal(a, b)
+        assert len(vecs["ASYNC"].finished_episodes) == 6  # 3 copies x 2 episodes of 4 moves
+        assert [ep.agent_returns for ep in vecs["ASYNC"].finished_episodes] == [
+            ep.agent_returns for ep in vecs["SYNC"].finished_episodes
+        ]
+        assert vecs["ASYNC"].num_env_steps == vecs["SYNC"].num_env_steps == 27
+    finally:
+        for vec in vecs.values():
+            vec.close()
+    assert not remote._process.is_alive()
+
+
+def test_async_env_error_names_the_env_traceback_and_does_not_hang():
+    vec = MultiAgentVectorEnv([CrashingGame], ["p"], lambda a, e, **k: "p", mode="ASYNC")
+    try:
+        vec.reset()
+        vec.step(np.zeros(2, np.int64))
+        vec.step(np.zeros(2, np.int64))
+        with pytest.raises(RuntimeError, match="(?s)during step.*move three is broken"):
+            vec.step(np.zeros(2, np.int64))
+    finally:
+        vec.close()
+    with pytest.raises(ConfigError, match="mode='FAST'"):
+        MultiAgentVectorEnv([TurnGame], ["p"], lambda a, e, **k: "p", mode="FAST")
+
+
+class SimultaneousGame(MultiAgentEnv):
+    """Both agents act each step and are paid 1 (a) and 2 (b); the third step ends the episode
+    with "__all__" and still returns both agents' observations, as many envs do."""
+
+    def __init__(self, config=None):
+        self.possible_agents = ["a", "b"]
+        self.agents = list(self.possible_agents)
+        box = gym.spaces.Box(-10.0, 10.0, (1,), np.float32)
+        self.observation_spaces = {"a": box, "b": box}
+        self.action_spaces = {"a": gym.spaces.Discrete(2), "b": gym.spaces.Discrete(2)}
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return {a: np.zeros(1, np.float32) for a in self.agents}, {}
+
+    def step(self, action_dict):
+        self.t += 1
+        obs = {a: np.full(1, self.t, np.float32) for a in self.agents}
+        done = self.t == 3
+        return obs, {"a": 1.0, "b": 2.0}, {"__all__": done}, {"__all__": False}, {}
+
+
+def test_rewards_of_the_last_step_count_when_the_env_also_returns_observations():
+    # Regression: the final step's rewards were zeroed when the env returned observations
+    # together with "__all__".
+    vec = MultiAgentVectorEnv([SimultaneousGame], ["p"], lambda a, e, **k: "p", seed=0)
+    vec.reset()
+    for t in range(1, 4):
+        r = vec.step(np.zeros(2, np.int64))
+        np.testing.assert_array_equal(r.reward, [1.0, 2.0])
+        np.testing.assert_array_equal(r.terminated, [t == 3, t == 3])
+        np.testing.assert_array_equal(r.obs[:, 0], [t, t])
+    (episode,) = vec.finished_episodes
+    assert episode.agent_returns == {"a": 3.0, "b": 6.0}
