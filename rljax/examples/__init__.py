@@ -1,0 +1,2 @@
+"""Example environments under RLlib's import paths (``ray.rllib.examples`` ->
+``rljax.examples``)."""

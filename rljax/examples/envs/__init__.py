@@ -1,0 +1,1 @@
+"""Example environments (as ``ray.rllib.examples.envs``)."""

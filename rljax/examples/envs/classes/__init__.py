@@ -1,0 +1,1 @@
+"""Example environment classes (as ``ray.rllib.examples.envs.classes``)."""
