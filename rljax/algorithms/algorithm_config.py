@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import normalize_vectorize_mode
+from rljax.policy.policy import PolicySpec
 from rljax.utils.errors import ConfigError, closest
 
 
@@ -114,8 +115,16 @@ class AlgorithmConfig:
         "evaluation": ("evaluation_interval", "evaluation_duration", "evaluation_duration_unit"),
         "debugging": ("seed", "log_level"),
         "reporting": ("metrics_num_episodes_for_smoothing",),
-        "multi_agent": ("policies", "policy_mapping_fn", "policies_to_train"),
+        "multi_agent": (
+            "policies",
+            "policy_mapping_fn",
+            "policies_to_train",
+            "algorithm_config_overrides_per_module",
+        ),
     }
+    # Settings a policy may override in a multi-agent config (the algorithm's learner settings;
+    # sampling settings such as gamma are shared by every policy of a run).
+    _PER_MODULE_KEYS: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, algo_class: type | None = None):
         self.algo_class = algo_class
@@ -160,6 +169,7 @@ class AlgorithmConfig:
         self.policies: dict[str, Any] | None = None
         self.policy_mapping_fn: Any = None
         self.policies_to_train: list[str] | None = None
+        self.algorithm_config_overrides_per_module: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ setters
     def _set(self, section: str, values: dict[str, Any]) -> AlgorithmConfig:
@@ -195,7 +205,16 @@ class AlgorithmConfig:
                 raise ConfigError(
                     f"policies={value!r}; use a list of policy ids or a dict policy id -> spec"
                 )
-            return dict(value) if isinstance(value, dict) else {p: None for p in value}
+            if isinstance(value, dict):
+                return {p: PolicySpec.from_any(p, v) for p, v in value.items()}
+            return {p: PolicySpec() for p in value}
+        if key == "algorithm_config_overrides_per_module":
+            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+                raise ConfigError(
+                    f"algorithm_config_overrides_per_module={value!r}; use a dict policy id -> "
+                    "dict of settings (e.g. PPOConfig.overrides(lr=1e-4))"
+                )
+            return {p: dict(v) for p, v in value.items()}
         if key == "policies_to_train" and value is not None:
             if isinstance(value, str) or not isinstance(value, (list, tuple, set)):
                 raise ConfigError(f"policies_to_train={value!r}; use a list of policy ids")
@@ -300,12 +319,53 @@ class AlgorithmConfig:
         policies: Any = UNSET,
         policy_mapping_fn: Any = UNSET,
         policies_to_train: Any = UNSET,
+        algorithm_config_overrides_per_module: dict[str, dict[str, Any]] = UNSET,
         **kwargs,
     ) -> AlgorithmConfig:
-        """Several policies: ``policies`` (ids, or a dict id -> spec or None),
-        ``policy_mapping_fn(agent_id, episode, **kwargs) -> policy id`` (called once per agent per
-        episode) and ``policies_to_train`` (default: all). Needs a ``MultiAgentEnv``."""
+        """Several policies on a ``MultiAgentEnv``.
+
+        Args:
+          policies: Policy ids, or a dict id -> None / ``PolicySpec`` / RLlib's tuple
+            ``(None, obs_space, act_space, config_dict)``; a spec's config overrides settings for
+            that policy (as ``algorithm_config_overrides_per_module`` does).
+          policy_mapping_fn: ``(agent_id, episode, **kwargs) -> policy id``, called once per
+            agent per episode (a one-argument ``agent_id -> policy id`` works too).
+          policies_to_train: The policies that learn (default: all); the rest stay fixed.
+          algorithm_config_overrides_per_module: policy id -> settings for that policy only,
+            e.g. ``{"p1": PPOConfig.overrides(lr=1e-4, model_config={"fcnet_hiddens": [32]})}``.
+        """
         return self._set("multi_agent", locals())
+
+    @classmethod
+    def overrides(cls, **kwargs: Any) -> dict[str, Any]:
+        """A dict of settings for ``algorithm_config_overrides_per_module`` (names checked)."""
+        keys = set(cls._all_keys())
+        for key in kwargs:
+            if key not in keys:
+                raise ConfigError(
+                    f"{cls.__name__}.overrides() got unknown key {key!r}{closest(key, keys)}"
+                )
+        return dict(kwargs)
+
+    def module_overrides(self, policy_id: str) -> dict[str, Any]:
+        """The settings ``policy_id`` overrides: its spec's config, then the per-module dict."""
+        spec = (self.policies or {}).get(policy_id)
+        out = dict(spec.config or {}) if spec is not None else {}
+        out.update(self.algorithm_config_overrides_per_module.get(policy_id, {}))
+        return out
+
+    def module_config(self, policy_id: str) -> AlgorithmConfig:
+        """This config with ``policy_id``'s overrides applied (its model settings merged over
+        the config's), for building and training that policy."""
+        overrides = self.module_overrides(policy_id)
+        config = self.copy()
+        config.algorithm_config_overrides_per_module = {}
+        config.policies = {p: PolicySpec() for p in self.policies or {}} or None
+        for key, value in overrides.items():
+            if key == "model_config":
+                value = {**self.model_config.to_dict(), **dict(value)}
+            setattr(config, key, config._coerce(key, value))
+        return config
 
     @property
     def is_multi_agent(self) -> bool:
@@ -438,6 +498,12 @@ class AlgorithmConfig:
                     ".multi_agent(policies=[...], policy_mapping_fn=...)"
                 )
             return
+        if self.async_batch_size is not None:
+            raise ConfigError(
+                f"async_batch_size={self.async_batch_size} does not apply to multi-agent envs: "
+                "with gym_env_vectorize_mode='ASYNC' every copy runs in its own process and all "
+                "copies step together; leave async_batch_size unset"
+            )
         if not self.policies or not all(isinstance(p, str) and p for p in self.policies):
             raise ConfigError(f"policies={list(self.policies)!r}; use non-empty string ids")
         if self.policy_mapping_fn is None:
@@ -448,6 +514,12 @@ class AlgorithmConfig:
                 )
         elif not callable(self.policy_mapping_fn):
             raise ConfigError(f"policy_mapping_fn={self.policy_mapping_fn!r} is not callable")
+        else:
+            from rljax.env.multi_agent_vector import mapping_caller
+
+            mapping_caller(
+                self.policy_mapping_fn
+            )  # a signature it cannot be called with fails here
         if self.policies_to_train is not None:
             unknown = [p for p in self.policies_to_train if p not in self.policies]
             if unknown:
@@ -455,6 +527,30 @@ class AlgorithmConfig:
                     f"policies_to_train names {unknown}, which are not in policies "
                     f"{list(self.policies)}"
                 )
+        unknown = [p for p in self.algorithm_config_overrides_per_module if p not in self.policies]
+        if unknown:
+            raise ConfigError(
+                f"algorithm_config_overrides_per_module names {unknown}, which are not in "
+                f"policies {list(self.policies)}"
+            )
+        all_keys = set(self._all_keys())
+        for pid in self.policies:
+            overrides = self.module_overrides(pid)
+            for key in overrides:
+                if key not in all_keys:
+                    raise ConfigError(
+                        f"policy {pid!r} overrides unknown setting {key!r}{closest(key, all_keys)}"
+                    )
+                if key not in self._PER_MODULE_KEYS:
+                    raise ConfigError(
+                        f"policy {pid!r} overrides {key!r}, which every policy of a run shares; "
+                        f"a policy may override: {', '.join(self._PER_MODULE_KEYS) or 'nothing'}"
+                    )
+            if overrides:
+                try:
+                    self.module_config(pid).validate()
+                except ConfigError as e:
+                    raise ConfigError(f"policy {pid!r}'s overrides: {e}") from None
 
     def _check_batch_division(self) -> None:
         """The sampled batch is split across learners (on-policy); off-policy overrides this."""
@@ -507,6 +603,8 @@ class AlgorithmConfig:
                     else None,
                     "model_config": value.model_config,
                 }
+            elif key == "policies" and value is not None:
+                value = {p: spec.to_dict() for p, spec in value.items()}
             elif key in ("env", "policy_mapping_fn") and (
                 inspect.isclass(value) or callable(value)
             ):
@@ -537,6 +635,13 @@ class AlgorithmConfig:
                 and "import" in value
             ):
                 value = _import_qualified(value["import"])
+            elif key == "policies" and isinstance(value, dict):
+                value = {
+                    p: PolicySpec(config=v["config"])
+                    if isinstance(v, dict) and "config" in v
+                    else v
+                    for p, v in value.items()
+                }
             elif key == "rl_module_spec" and isinstance(value, dict):
                 mc = value.get("module_class")
                 value = RLModuleSpec(

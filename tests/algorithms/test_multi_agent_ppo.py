@@ -29,8 +29,9 @@ def _config(**training):
     )
 
 
-def test_each_slot_holds_one_agent_stream_with_its_policy():
-    algo = _config().build_algo()
+@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
+def test_each_slot_holds_one_agent_stream_with_its_policy(mode):
+    algo = _config().env_runners(gym_env_vectorize_mode=mode).build_algo()
     try:
         traj = jax.device_get(algo._runners.sample().traj)
         obs, policy = traj.obs["obs"], traj.obs["policy"]
@@ -50,10 +51,10 @@ def test_each_slot_holds_one_agent_stream_with_its_policy():
 def test_frozen_policy_keeps_its_parameters_bit_for_bit_and_metrics_are_per_policy():
     algo = _config().multi_agent(policies_to_train=["p0"]).build_algo()
     try:
-        before = jax.device_get(algo.state.params)
+        before = jax.device_get(algo._params())
         result = algo.train()
         result = algo.train()
-        after = jax.device_get(algo.state.params)
+        after = jax.device_get(algo._params())
         i0, i1 = algo.policy_ids.index("p0"), algo.policy_ids.index("p1")
         for b, a in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True):
             np.testing.assert_array_equal(b[i1], a[i1])
@@ -81,6 +82,10 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
     algo = _config().build_algo()
     try:
         algo.train()
+        evaluation = algo.evaluate()["env_runners"]  # evaluation_duration: 10 episodes
+        assert evaluation["num_episodes"] == 10
+        assert set(evaluation["module_episode_returns_mean"]) == {"p0", "p1"}
+        assert evaluation["episode_len_mean"] >= 8  # CartPole cannot fall sooner
         obs = np.zeros(4, np.float32)
         assert algo.compute_single_action(obs, policy_id="p1") in (0, 1)
         with pytest.raises(ValueError, match="unknown policy_id"):
@@ -113,6 +118,8 @@ def test_multi_agent_config_errors():
         _config().multi_agent(policy_mapping_fn=None).validate()
     with pytest.raises(ConfigError, match="not in policies"):
         _config().multi_agent(policies_to_train=["p7"]).validate()
+    with pytest.raises(ConfigError, match="async_batch_size=1 does not apply"):
+        _config().env_runners(gym_env_vectorize_mode="ASYNC", async_batch_size=1).validate()
     with pytest.raises(ConfigError, match="does not train multi-agent"):
         from rljax.algorithms.dqn import DQNConfig
 
@@ -133,6 +140,7 @@ def test_two_cartpole_agents_with_a_policy_each_both_reach_400():
             kl_coeff=0.0,
         )
         .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
+        .evaluation(evaluation_duration=4)
         .build_algo()
     )
     try:
@@ -142,5 +150,47 @@ def test_two_cartpole_agents_with_a_policy_each_both_reach_400():
             if min(returns.values()) >= 400 or result["num_env_steps_sampled_lifetime"] >= 150_000:
                 break
         assert min(returns.values()) >= 400, returns
+        # Greedy evaluation on fresh env copies: per-policy returns of the same policies.
+        evaluation = algo.evaluate()["env_runners"]
+        assert evaluation["num_episodes"] == 4
+        assert min(evaluation["module_episode_returns_mean"].values()) >= 400, evaluation
+        assert evaluation["episode_return_mean"] == pytest.approx(
+            sum(evaluation["module_episode_returns_mean"].values()), rel=1e-5
+        )
     finally:
         algo.stop()
+
+
+def rps_mapping(agent_id, episode, **kwargs):
+    return "learner" if agent_id == "player1" else "opponent"
+
+
+def test_episode_and_step_counts_belong_to_the_iteration_that_sampled_them():
+    # Regression: finished episodes were read from the env after the new weights were
+    # published, while the runner thread was already stepping the next fragment, so one
+    # iteration reported 184 episodes and the next 16. RockPaperScissors' episodes are 10
+    # moves and a reset step: with 128 steps per fragment, an env finishes episodes at steps
+    # 10, 21, 32, ..., i.e. 11, 12, 12 in the first three fragments, and steps the env 117,
+    # 116, 117 times (the other steps are resets). sample_async=True samples a fragment ahead
+    # of the update, which must not move these counts between iterations either.
+    from rljax.examples.envs.classes.multi_agent import RockPaperScissors
+
+    for sample_async in (False, True):
+        algo = (
+            PPOConfig()
+            .environment(RockPaperScissors)
+            .env_runners(num_envs_per_env_runner=8, num_env_runners=1, sample_async=sample_async)
+            .multi_agent(policies=["learner", "opponent"], policy_mapping_fn=rps_mapping)
+            .training(train_batch_size_per_learner=1024, minibatch_size=256, num_epochs=1)
+            .debugging(seed=0)
+            .build_algo()
+        )
+        try:
+            results = [algo.train()["env_runners"] for _ in range(3)]
+        finally:
+            algo.stop()
+        assert [r["num_episodes"] for r in results] == [88, 96, 96]
+        assert [r["num_env_steps_sampled"] for r in results] == [936, 928, 936]
+        # A transition is emitted when its result arrives, one step after the action: the first
+        # fragment's last actions complete in the second, so 116, 116, 117 per agent slot.
+        assert [r["num_agent_steps_sampled"] for r in results] == [1856, 1856, 1872]

@@ -1,10 +1,11 @@
 """Multi-agent PPO: policies stacked along a leading axis, sampled and updated together.
 
-Every policy shares one architecture (the config's model), so their parameters, optimizer
-states and KL coefficients are stacked ``[P, ...]``. Acting gathers each agent slot's policy
-parameters and runs them vmapped over the slots; the update is one jitted ``vmap`` of the
-single-policy PPO update over the P policies, each on its own padded batch. Policies outside
-``policies_to_train`` are not updated: their parameters stay bit for bit.
+Policies with the same settings (the same model and the same per-policy overrides) form a
+group whose parameters, optimizer states and KL coefficients are stacked ``[P_g, ...]``. Acting
+gathers each agent slot's policy parameters and runs them vmapped over the slots (once per
+group); the update of a group is one jitted ``vmap`` of the single-policy PPO update over its
+policies, each on its own padded batch. Most runs have one group, however many policies.
+Policies outside ``policies_to_train`` are not updated: their parameters stay bit for bit.
 
 Per-policy batches differ in size from iteration to iteration (the mapping function may assign
 agents differently each episode, agents may act at different rates); they are padded to a
@@ -19,6 +20,7 @@ import dataclasses
 import time
 from typing import Any
 
+import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -77,6 +79,18 @@ def _bucket(n: int, minimum: int) -> int:
     return 1 << (n - 1).bit_length()
 
 
+@dataclasses.dataclass
+class _Group:
+    """Policies with the same settings: one module, optimizer and stacked update."""
+
+    members: list[int]  # the policies' indices in policy_ids
+    module: Any
+    dist: Any
+    optimizer: Any
+    hp: PPOHyperparams
+    train_mask: np.ndarray  # [P_g] bool
+
+
 class MultiAgentPPO(Algorithm):
     """PPO over several policies on a ``MultiAgentEnv`` (built by ``PPOConfig`` with
     ``.multi_agent(...)``)."""
@@ -102,42 +116,68 @@ class MultiAgentPPO(Algorithm):
             )
         self.policy_ids = list(cfg.policies)
         self.num_policies = len(self.policy_ids)
+        self._check_policy_spaces()
         self.mapping_fn = cfg.policy_mapping_fn or (
             lambda agent_id, episode, **kw: self.policy_ids[0]
         )
         to_train = cfg.policies_to_train if cfg.policies_to_train is not None else self.policy_ids
         self.train_mask = np.array([p in to_train for p in self.policy_ids])
-        self._dist, self.module = build_policy(self.observation_space, self.action_space, cfg)
-        key = jax.random.PRNGKey(self.seed)
-        key, init_key, self._action_key = jax.random.split(key, 3)
-        obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
-        init_keys = jax.random.split(init_key, self.num_policies)
-        params = init_stacked(self.module.init, init_keys, obs_example)
-        self.optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip)
-        opt_state = run_once(jax.vmap(self.optimizer.init), {POLICY_ID: params})
-        self.state = jax.device_put(
-            PPOTrainState(
-                params={POLICY_ID: params},
-                opt_state=opt_state,
-                kl_coeff=jnp.full((self.num_policies,), cfg.kl_coeff, jnp.float32),
-                step=jnp.zeros((self.num_policies,), jnp.int32),
-                key=jax.random.split(key, self.num_policies),
-            ),
-            self.learner_devices[0],
-        )
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.num_slots = cfg.num_envs_per_env_runner * len(self.possible_agents)
         num_runners = max(1, cfg.num_env_runners)
-        self.hp = PPOHyperparams.from_config(
-            cfg, 1, self.fragment_length * self.num_slots * num_runners
-        )
+        batch_rows = self.fragment_length * self.num_slots * num_runners
+        key = jax.random.PRNGKey(self.seed)
+        key, init_key, self._action_key = jax.random.split(key, 3)
+        init_keys = jax.random.split(init_key, self.num_policies)
+        state_keys = jax.random.split(key, self.num_policies)
+        obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
+        # Policies with equal overrides share a group: one module, optimizer and update.
+        by_settings: dict[str, list[int]] = {}
+        for i, pid in enumerate(self.policy_ids):
+            settings = repr(sorted(cfg.module_overrides(pid).items()))
+            by_settings.setdefault(settings, []).append(i)
+        self.groups: list[_Group] = []
+        self.group_of = np.zeros(self.num_policies, np.int32)
+        self.local_of = np.zeros(self.num_policies, np.int32)
+        states = []
+        for g, members in enumerate(by_settings.values()):
+            gcfg = cfg.module_config(self.policy_ids[members[0]])
+            dist, module = build_policy(self.observation_space, self.action_space, gcfg)
+            optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip)
+            self.groups.append(
+                _Group(
+                    members=members,
+                    module=module,
+                    dist=dist,
+                    optimizer=optimizer,
+                    hp=PPOHyperparams.from_config(gcfg, 1, batch_rows),
+                    train_mask=self.train_mask[members],
+                )
+            )
+            self.group_of[members] = g
+            self.local_of[members] = np.arange(len(members))
+            params = init_stacked(module.init, init_keys[np.array(members)], obs_example)
+            states.append(
+                PPOTrainState(
+                    params={POLICY_ID: params},
+                    opt_state=run_once(jax.vmap(optimizer.init), {POLICY_ID: params}),
+                    kl_coeff=jnp.full((len(members),), gcfg.kl_coeff, jnp.float32),
+                    step=jnp.zeros((len(members),), jnp.int32),
+                    key=state_keys[np.array(members)],
+                )
+            )
+        self.states: list[PPOTrainState] = jax.device_put(states, self.learner_devices[0])
+        # Every policy acts in the one action space, so one distribution serves them all.
+        self._dist = self.groups[0].dist
+        self.hp = PPOHyperparams.from_config(cfg, 1, batch_rows)
         postprocess = make_ppo_postprocess(
             self.hp, self.num_slots * num_runners, num_policies=self.num_policies
         )
         self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), episode_arrays(traj)))
-        self._updates: dict[int, Any] = {}
+        self._updates: dict[tuple[int, int], Any] = {}
+        self._greedy: Any = None
+        self._group_infer: dict[tuple[int, bool], Any] = {}
         self._act_step = make_act_step(self._policy_fn, bootstrap_keys=("vf_preds",))
-        self._runner_vec_envs: list[MultiAgentVectorEnv] = []
         self._runners = self._make_runner_group(
             self._runner_params(), self._act_step, self.fragment_length
         )
@@ -150,6 +190,26 @@ class MultiAgentPPO(Algorithm):
             for a in self.possible_agents
         }
         self.num_agent_steps_sampled_lifetime = 0
+
+    def _check_policy_spaces(self) -> None:
+        """Spaces given in a policy's spec must match the env agents' in kind, shape, dtype and
+        size (bounds may differ: the network is built from the env's spaces)."""
+
+        def compatible(a: gym.Space, b: gym.Space) -> bool:
+            if type(a) is not type(b) or a.shape != b.shape or a.dtype != b.dtype:
+                return False
+            return getattr(a, "n", None) == getattr(b, "n", None)
+
+        for pid, spec in self.config.policies.items():
+            for kind, given, env_space in (
+                ("observation_space", spec.observation_space, self.observation_space),
+                ("action_space", spec.action_space, self.action_space),
+            ):
+                if given is not None and not compatible(given, env_space):
+                    raise ConfigError(
+                        f"policies[{pid!r}] gives {kind}={given}, but the env's agents have "
+                        f"{env_space}; leave it None or give a space of the same kind and shape"
+                    )
 
     def _runner_env(self, runner_index: int) -> MultiAgentVectorEnv:
         cfg = self.config
@@ -165,44 +225,72 @@ class MultiAgentPPO(Algorithm):
             self.mapping_fn,
             seed=self.seed + 1000 * runner_index,
             policy_in_obs=True,
+            mode=cfg.gym_env_vectorize_mode,
         )
-        self._runner_vec_envs.append(env)
         return env
 
     def _slots_per_runner(self) -> int:
         return self.num_slots
 
     # ------------------------------------------------------------------ acting
-    def _policy_fn(self, params: Any, obs: Any, key: jax.Array):
-        """Each slot acts with its own policy's parameters (gathered, then vmapped)."""
-        per_slot = jax.tree.map(lambda p: p[obs["policy"]], params[POLICY_ID])
-        dist_inputs, value = jax.vmap(lambda p, o: self.module.apply(p, o[None]))(
+    def _group_outputs(
+        self, g: int, params: Any, obs: Any, key: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Group ``g``'s (dist inputs, value, action) for every slot, each slot with its own
+        policy's parameters (gathered, then vmapped over the slots). ``key=None``: greedy."""
+        group = self.groups[g]
+        local = jnp.asarray(self.local_of)[obs["policy"]]
+        per_slot = jax.tree.map(lambda p: p[local], params[g][POLICY_ID])
+        dist_inputs, value = jax.vmap(lambda p, o: group.module.apply(p, o[None]))(
             per_slot, obs["obs"]
         )
         dist_inputs, value = dist_inputs[:, 0], value[:, 0]
-        action = self._dist.sample(key, dist_inputs)
-        extras = {
-            "action_logp": self._dist.log_prob(dist_inputs, action),
-            "vf_preds": value,
-            "action_dist_inputs": dist_inputs,
-        }
+        if key is None:
+            action = group.dist.mode(dist_inputs)
+        else:
+            action = group.dist.sample(key, dist_inputs)
+        return dist_inputs, value, action
+
+    def _slot_outputs(
+        self, params: Any, obs: Any, key: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """(dist inputs, value, action) of every slot from its policy's group."""
+        outs = [self._group_outputs(g, params, obs, key) for g in range(len(self.groups))]
+        if len(outs) == 1:
+            return outs[0]
+        # Each slot takes the row of its policy's group (every group runs on every slot).
+        group = jnp.asarray(self.group_of)[obs["policy"]]
+        rows = jnp.arange(group.shape[0])
+        return tuple(jnp.stack(parts)[group, rows] for parts in zip(*outs, strict=True))
+
+    def _policy_fn(self, params: Any, obs: Any, key: jax.Array):
+        """Each slot acts with its own policy's parameters."""
+        dist_inputs, value, action = self._slot_outputs(params, obs, key)
+        group = jnp.asarray(self.group_of)[obs["policy"]]
+        logps = [grp.dist.log_prob(dist_inputs, action) for grp in self.groups]
+        logp = logps[0] if len(logps) == 1 else jnp.stack(logps)[group, jnp.arange(len(group))]
+        extras = {"action_logp": logp, "vf_preds": value, "action_dist_inputs": dist_inputs}
         return action, extras
 
     def _runner_params(self) -> Any:
-        return jax.device_put(self.state.params, self.runner_device, may_alias=False)
+        return jax.device_put(self._params(), self.runner_device, may_alias=False)
+
+    def _params(self) -> list[Any]:
+        return [state.params for state in self.states]
 
     # ------------------------------------------------------------------ learning
-    def _update_fn(self, size: int):
-        """The jitted, vmapped update for per-policy batches of ``size`` rows (cached)."""
-        if size not in self._updates:
+    def _update_fn(self, g: int, size: int):
+        """Group ``g``'s jitted, vmapped update for per-policy batches of ``size`` rows."""
+        if (g, size) not in self._updates:
+            group = self.groups[g]
             hp = dataclasses.replace(
-                self.hp,
+                group.hp,
                 shard_size=size,
-                minibatch_size=min(self.hp.minibatch_size, size),
+                minibatch_size=min(group.hp.minibatch_size, size),
                 skip_empty_minibatches=True,
             )
-            update = make_ppo_update(self.module.apply, self._dist, self.optimizer, hp)
-            train_mask = jnp.asarray(self.train_mask)
+            update = make_ppo_update(group.module.apply, group.dist, group.optimizer, hp)
+            train_mask = jnp.asarray(group.train_mask)
 
             def stacked_update(state, batch):
                 new_state, metrics = jax.vmap(update)(state, batch)
@@ -213,43 +301,46 @@ class MultiAgentPPO(Algorithm):
 
                 return jax.tree.map(pick, new_state, state), metrics
 
-            self._updates[size] = jax.jit(stacked_update, donate_argnums=(0,))
-        return self._updates[size]
+            self._updates[(g, size)] = jax.jit(stacked_update, donate_argnums=(0,))
+        return self._updates[(g, size)]
 
-    def _per_policy_batches(self, batch: Any) -> tuple[Any, int, np.ndarray]:
-        """Rows of each policy, padded: every leaf [P, 1, size, ...], and the row counts."""
-        flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
-        policy = np.asarray(flat.obs["policy"])
-        valid = np.asarray(flat.mask) > 0
-        counts = np.array([np.sum(valid & (policy == p)) for p in range(self.num_policies)])
-        size = _bucket(int(counts.max()), self.hp.minibatch_size)
-        index = np.zeros((self.num_policies, size), np.int32)
-        real = np.zeros((self.num_policies, size), np.float32)
-        for p in range(self.num_policies):
-            rows = np.nonzero(valid & (policy == p))[0]
-            index[p, : len(rows)] = rows
-            real[p, : len(rows)] = 1.0
+    def _per_policy_batches(
+        self, flat: Any, policy: np.ndarray, valid: np.ndarray, g: int
+    ) -> tuple[Any, int, np.ndarray]:
+        """Group ``g``'s rows per policy, padded: every leaf [P_g, 1, size, ...], and counts."""
+        members = self.groups[g].members
+        rows = [np.nonzero(valid & (policy == p))[0] for p in members]
+        counts = np.array([len(r) for r in rows])
+        size = _bucket(int(counts.max()), self.groups[g].hp.minibatch_size)
+        index = np.zeros((len(members), size), np.int32)
+        real = np.zeros((len(members), size), np.float32)
+        for k, r in enumerate(rows):
+            index[k, : len(r)] = r
+            real[k, : len(r)] = 1.0
         gathered = jax.tree.map(lambda x: x[index], flat._replace(obs=flat.obs["obs"]))
         gathered = gathered._replace(mask=gathered.mask * real)
         return jax.tree.map(lambda x: x[:, None], gathered), size, counts
 
     def _training_step(self) -> dict[str, Any]:
         t0 = time.perf_counter()
-        group = self._runners.sample(self.config.sample_timeout_s)
-        batch, episodes = self._postprocess_jit(group.traj)
+        sample = self._runners.sample(self.config.sample_timeout_s)
+        batch, episodes = self._postprocess_jit(sample.traj)
         t1 = time.perf_counter()
-        stacked, size, counts = self._per_policy_batches(batch)
-        self.state, metrics = self._update_fn(size)(self.state, stacked)
-        jax.block_until_ready(metrics)
+        flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
+        policy = np.asarray(flat.obs["policy"])
+        valid = np.asarray(flat.mask) > 0
+        counts = np.zeros(self.num_policies, np.int64)
+        group_metrics = []
+        for g, group in enumerate(self.groups):
+            stacked, size, counts[group.members] = self._per_policy_batches(flat, policy, valid, g)
+            self.states[g], metrics = self._update_fn(g, size)(self.states[g], stacked)
+            group_metrics.append(metrics)
+        jax.block_until_ready(group_metrics)
         self._runners.publish(self._runner_params())
         t2 = time.perf_counter()
-        metrics = jax.device_get(metrics)
-        finished = []
-        env_steps = 0
-        for env in self._runner_vec_envs:
-            finished += env.finished_episodes
-            env.finished_episodes = []
-            env_steps, env.num_env_steps = env_steps + env.num_env_steps, 0
+        group_metrics = jax.device_get(group_metrics)
+        finished = [ep for eps, _ in sample.stats for ep in eps]
+        env_steps = sum(steps for _, steps in sample.stats)
         for ep in finished:
             per_policy: dict[str, float] = {}
             for agent, ret in ep.agent_returns.items():
@@ -262,7 +353,10 @@ class MultiAgentPPO(Algorithm):
         self.num_agent_steps_sampled_lifetime += agent_steps
         learner = {
             pid: {
-                **{k: float(v[i]) for k, v in metrics.items()},
+                **{
+                    k: float(v[self.local_of[i]])
+                    for k, v in group_metrics[self.group_of[i]].items()
+                },
                 "num_module_steps_trained": int(counts[i]) if self.train_mask[i] else 0,
             }
             for i, pid in enumerate(self.policy_ids)
@@ -304,26 +398,133 @@ class MultiAgentPPO(Algorithm):
 
     def _inference_params(self, policy_id: str | None = None) -> Any:
         i = self._policy_index(policy_id)
-        return {POLICY_ID: jax.tree.map(lambda p: p[i], self.state.params[POLICY_ID])}
+        params = self.states[self.group_of[i]].params[POLICY_ID]
+        return {POLICY_ID: jax.tree.map(lambda p: p[self.local_of[i]], params)}
 
-    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
-        return self.module.apply(params[POLICY_ID], obs)[0]
+    def get_weights(self, policies: list[str] | None = None) -> dict[str, Any]:
+        """Each policy's parameters (host arrays), as ``{policy_id: params}``."""
+        ids = self.policy_ids if policies is None else list(policies)
+        for pid in ids:
+            self._policy_index(pid)
+        return {pid: jax.device_get(self._inference_params(pid)) for pid in ids}
+
+    def set_weights(self, weights: dict[str, Any]) -> None:
+        """Replaces the parameters of the policies in ``weights`` (``{policy_id: params}``, in
+        ``get_weights()``'s structure); runners act with them from the next sample on. A frozen
+        policy (outside ``policies_to_train``) keeps what is set here, e.g. a fixed opponent."""
+        for pid, params in weights.items():
+            i = self._policy_index(pid)
+            expected = jax.tree.map(np.shape, self._inference_params(pid))
+            given = jax.tree.map(np.shape, params)
+            if jax.tree.structure(given) != jax.tree.structure(expected) or given != expected:
+                raise ValueError(
+                    f"set_weights: the parameters given for {pid!r} have shapes {given}; this "
+                    f"policy has {expected}"
+                )
+            g, k = int(self.group_of[i]), int(self.local_of[i])
+            stacked = self.states[g].params[POLICY_ID]
+            new = jax.tree.map(
+                lambda s, x, k=k: s.at[k].set(jnp.asarray(x, s.dtype)), stacked, params[POLICY_ID]
+            )
+            self.states[g] = self.states[g].replace(params={POLICY_ID: new})
+        self._runners.publish(self._runner_params())
+
+    def _forward(
+        self, obs: np.ndarray, explore: bool, policy_id: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One jitted pass of ``policy_id``'s module: (action_dist_inputs, env actions)."""
+        g = int(self.group_of[self._policy_index(policy_id)])
+        if (g, explore) not in self._group_infer:
+            group = self.groups[g]
+
+            def infer(params, obs, key):
+                inputs = group.module.apply(params[POLICY_ID], obs)[0]
+                action = group.dist.sample(key, inputs) if explore else group.dist.mode(inputs)
+                return inputs, action
+
+            self._group_infer[(g, explore)] = jax.jit(infer)
+        self._action_key, sub = jax.random.split(self._action_key)
+        params = self._inference_params(policy_id)
+        inputs, action = self._group_infer[(g, explore)](params, jnp.asarray(obs), sub)
+        return np.asarray(inputs), self._env_action(np.asarray(action))
 
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
-        return self.state
+        return list(self.states)
 
     def _restore_state(self, state: Any) -> None:
-        self.state = jax.device_put(jax.tree.map(jnp.asarray, state), self.learner_devices[0])
+        states = jax.tree.map(jnp.asarray, list(state))
+        self.states = jax.device_put(states, self.learner_devices[0])
         self._runners.publish(self._runner_params())
 
     def _policy_ids(self) -> list[str]:
         return list(self.policy_ids)
 
     def evaluate(self) -> dict[str, Any]:
-        raise NotImplementedError(
-            "evaluate() is not built for multi-agent algorithms yet; read "
-            "env_runners/module_episode_returns_mean from train()"
+        """Runs ``evaluation_duration`` episodes (or env steps) with every policy greedy.
+
+        Episodes run on their own copies of the env (``min(evaluation_duration, 8)`` of them),
+        with the training mapping function, so each agent plays with the policy it trains.
+        """
+        cfg = self.config
+        by_episodes = cfg.evaluation_duration_unit == "episodes"
+        num_envs = min(cfg.evaluation_duration, 8)
+        self._num_evaluations += 1
+        context = EnvContext(cfg.env_config)
+        env = MultiAgentVectorEnv(
+            [_SlotEnvFn(self._ma_creator, context) for _ in range(num_envs)],
+            self.policy_ids,
+            self.mapping_fn,
+            seed=self.seed + 7919 * self._num_evaluations,
+            policy_in_obs=True,
         )
+        if self._greedy is None:
+            self._greedy = jax.jit(lambda p, o: self._slot_outputs(p, o, None)[2])
+        params = self._params()
+        finished = []
+        try:
+            result = env.reset()
+            while not (
+                (by_episodes and len(finished) >= cfg.evaluation_duration)
+                or (not by_episodes and env.num_env_steps >= cfg.evaluation_duration)
+            ):
+                action = self._env_action(np.asarray(self._greedy(params, result.obs)))
+                result = env.step(action)
+                finished += env.finished_episodes
+                env.finished_episodes = []
+        finally:
+            env.close()
+        if by_episodes:
+            finished = finished[: cfg.evaluation_duration]
+        returns = [ep.episode_return for ep in finished]
+        nan = float("nan")
+        per_policy: dict[str, list[float]] = {p: [] for p in self.policy_ids}
+        per_agent: dict[str, list[float]] = {str(a): [] for a in self.possible_agents}
+        for ep in finished:
+            sums: dict[str, float] = {}
+            for agent, ret in ep.agent_returns.items():
+                per_agent[str(agent)].append(ret)
+                pid = ep.agent_policies[agent]
+                sums[pid] = sums.get(pid, 0.0) + ret
+            for pid, ret in sums.items():
+                per_policy[pid].append(ret)
+        return {
+            "env_runners": {
+                "episode_return_mean": float(np.mean(returns)) if returns else nan,
+                "episode_return_max": float(np.max(returns)) if returns else nan,
+                "episode_return_min": float(np.min(returns)) if returns else nan,
+                "episode_len_mean": (
+                    float(np.mean([ep.length for ep in finished])) if finished else nan
+                ),
+                "num_episodes": len(finished),
+                "num_env_steps_sampled": env.num_env_steps,
+                "module_episode_returns_mean": {
+                    p: float(np.mean(r)) if r else nan for p, r in per_policy.items()
+                },
+                "agent_episode_returns_mean": {
+                    a: float(np.mean(r)) if r else nan for a, r in per_agent.items()
+                },
+            }
+        }
 
 
 __all__ = ["DEFAULT_POLICY", "MultiAgentPPO"]

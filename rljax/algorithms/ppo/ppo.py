@@ -55,6 +55,20 @@ class PPOConfig(AlgorithmConfig):
     """
 
     algo_name: ClassVar[str] = "PPO"
+    _PER_MODULE_KEYS: ClassVar[tuple[str, ...]] = (
+        "lr",
+        "grad_clip",
+        "clip_param",
+        "vf_clip_param",
+        "vf_loss_coeff",
+        "entropy_coeff",
+        "kl_coeff",
+        "kl_target",
+        "use_kl_loss",
+        "num_epochs",
+        "minibatch_size",
+        "model_config",
+    )
     _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
         **AlgorithmConfig._SECTIONS,
         "training": AlgorithmConfig._SECTIONS["training"]
