@@ -33,6 +33,7 @@ from common import machine_info
 
 def measure(num_policies: int, rows: int, epochs: int, minibatch: int, repeats: int) -> dict:
     import jax
+    import numpy as np
 
     from rljax.algorithms.ppo import PPOConfig
     from rljax.env import make_multi_agent
@@ -56,14 +57,17 @@ def measure(num_policies: int, rows: int, epochs: int, minibatch: int, repeats: 
     )
     try:
         t0 = time.perf_counter()
-        group = algo._runners.sample()
-        batch, _ = algo._postprocess_jit(group.traj)
-        stacked, size, counts = algo._per_policy_batches(batch)
+        sample = algo._runners.sample()
+        batch, _ = algo._postprocess_jit(sample.traj)
+        flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
+        policy, valid = np.asarray(flat.obs["policy"]), np.asarray(flat.mask) > 0
+        assert len(algo.groups) == 1  # every policy has the same settings: one stacked update
+        stacked, size, counts = algo._per_policy_batches(flat, policy, valid, 0)
         jax.block_until_ready(stacked)
         sample_s = time.perf_counter() - t0
-        update = algo._update_fn(size)
+        update = algo._update_fn(0, size)
         t0 = time.perf_counter()
-        state, metrics = update(algo.state, stacked)
+        state, metrics = update(algo.states[0], stacked)
         jax.block_until_ready(metrics)
         compile_s = time.perf_counter() - t0
         times = []
@@ -72,7 +76,7 @@ def measure(num_policies: int, rows: int, epochs: int, minibatch: int, repeats: 
             state, metrics = update(state, stacked)
             jax.block_until_ready(metrics)
             times.append(time.perf_counter() - t0)
-        algo.state = state
+        algo.states[0] = state
         return {
             "num_policies": num_policies,
             "rows_per_policy": int(size),
