@@ -83,9 +83,15 @@ def cmd_train(args: argparse.Namespace) -> int:
             er = result["env_runners"]
             steps = result["num_env_steps_sampled_lifetime"]
             bar.update(steps - bar.n)
+            per_policy = er.get("module_episode_returns_mean")
+            policies = (
+                " ".join(f"{p}={_fmt(r)}" for p, r in per_policy.items()) + " "
+                if per_policy
+                else ""
+            )
             bar.set_postfix_str(
                 f"iter={result['training_iteration']} return={_fmt(er['episode_return_mean'])} "
-                f"steps/s={er['num_env_steps_sampled_per_second']:,.0f}"
+                f"{policies}steps/s={er['num_env_steps_sampled_per_second']:,.0f}"
             )
             if (
                 args.checkpoint_dir
@@ -110,6 +116,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         "stopped_by": reason,
         "training_iteration": result.get("training_iteration"),
         "episode_return_mean": er.get("episode_return_mean"),
+        **(
+            {"module_episode_returns_mean": er["module_episode_returns_mean"]}
+            if "module_episode_returns_mean" in er
+            else {}
+        ),
         "num_env_steps_sampled_lifetime": result.get("num_env_steps_sampled_lifetime"),
         "time_total_s": result.get("time_total_s"),
         "wall_time_s": time.perf_counter() - start,
@@ -146,6 +157,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 "episodes": out["num_episodes"],
                 "episode_return_mean": out["episode_return_mean"],
                 "episode_len_mean": out["episode_len_mean"],
+                **(
+                    {"module_episode_returns_mean": out["module_episode_returns_mean"]}
+                    if "module_episode_returns_mean" in out
+                    else {}
+                ),
             },
             indent=2,
         )

@@ -104,3 +104,19 @@ def test_off_policy_algorithms_train_and_evaluate_from_the_cli(tmp_path, capsys,
     assert summary["training_iteration"] == 1 and summary["num_env_steps_sampled_lifetime"] > 0
     assert main(["evaluate", str(ckpt), "--episodes", "2"]) == 0
     assert json.loads(capsys.readouterr().out)["episodes"] == 2
+
+
+def test_multi_agent_config_file_trains_checkpoints_and_evaluates(tmp_path, capsys):
+    tuned = TUNED.parent / "ppo_multi_agent_cartpole.yaml"
+    ckpt = tmp_path / "ckpt"
+    argv = ["train", "--config", str(tuned), "--stop-iters", "1", "--checkpoint-dir", str(ckpt)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    returns = summary["module_episode_returns_mean"]
+    assert set(returns) == {"p0", "p1"}
+    assert summary["episode_return_mean"] == pytest.approx(sum(returns.values()), rel=1e-5)
+    assert "p0=" in captured.err and "p1=" in captured.err  # per-policy returns in the bar
+    assert main(["evaluate", str(ckpt), "--episodes", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["episodes"] == 2 and set(out["module_episode_returns_mean"]) == {"p0", "p1"}
