@@ -63,3 +63,37 @@ def test_quickstart_notebook_runs(tmp_path):
     assert all(0.0 < r <= 500.0 for r in summary["episode_returns"])
     assert math.isfinite(summary["evaluation_return_mean"])
     assert summary["evaluation_return_mean"] >= 300.0
+
+
+MULTI_AGENT = NOTEBOOK.parent / "multi_agent.ipynb"
+MA_SUMMARY_CELL = f"""
+import json as _json
+print({SUMMARY_MARKER!r} + _json.dumps({{
+    "cartpole": {{p: [float(r) for r in c] for p, c in curves.items()}},
+    "evaluation": evaluation["module_episode_returns_mean"],
+    "rps_learner": [float(r) for r in learner_returns],
+    "opponent_unchanged": bool(opponent_unchanged),
+    "ttt_games": int(ttt_runners["num_episodes"]),
+    "ttt_agents": sorted(ttt_runners["agent_episode_returns_mean"]),
+}}))
+"""
+
+
+def test_multi_agent_notebook_is_saved_without_outputs():
+    assert_saved_without_outputs(MULTI_AGENT)
+
+
+@pytest.mark.slow
+def test_multi_agent_notebook_runs(tmp_path):
+    """The tutorial's two CartPole agents (a policy each, 4 envs per runner) both reach 400,
+    also greedily; the learner beats the frozen rock player; tic-tac-toe games finish."""
+    code_cells, _ = execute_notebook(MULTI_AGENT, tmp_path, extra_cells=(MA_SUMMARY_CELL,))
+    assert len(png_outputs(code_cells)) == 1
+    lines = [ln for ln in stdout(code_cells[-1:]).splitlines() if ln.startswith(SUMMARY_MARKER)]
+    summary = json.loads(lines[0][len(SUMMARY_MARKER) :])
+    cartpole = summary["cartpole"]
+    assert set(cartpole) == {"policy_1", "policy_2"}
+    assert min(curve[-1] for curve in cartpole.values()) >= 400
+    assert min(summary["evaluation"].values()) >= 400
+    assert summary["rps_learner"][-1] >= 7.0 and summary["opponent_unchanged"]
+    assert summary["ttt_games"] > 0 and summary["ttt_agents"] == ["player1", "player2"]

@@ -2,7 +2,6 @@
 episodes, and multi-agent PPO with a frozen opponent."""
 
 import gymnasium as gym
-import jax
 import numpy as np
 import pytest
 
@@ -253,60 +252,5 @@ def test_ttt_vectorized_turns_rewards_and_returns():
     assert episode.agent_policies == {"player1": "player1", "player2": "player2"}
 
 
-# ---------------------------------------------------------------------------- PPO, frozen opponent
-def rps_mapping(agent_id, episode, **kwargs):
-    return "learner" if agent_id == "player1" else "opponent"
-
-
-@pytest.mark.slow
-def test_ppo_learner_exploits_a_frozen_rock_playing_opponent_on_rps():
-    """Zero-sum self-play's building block: a policy trains against a frozen opponent.
-
-    The opponent's weights are set (``set_weights``) to play rock with probability
-    e^5 / (e^5 + 2) = 0.987; it is outside ``policies_to_train``, so it keeps them bit for bit
-    while the learner finds paper (best response: about +9.7 per 10-move episode).
-    """
-    from rljax.algorithms.ppo import PPOConfig
-
-    algo = (
-        PPOConfig()
-        .environment(RockPaperScissors)
-        .env_runners(num_envs_per_env_runner=8)
-        .multi_agent(
-            policies=["learner", "opponent"],
-            policy_mapping_fn=rps_mapping,
-            policies_to_train=["learner"],
-        )
-        .training(train_batch_size_per_learner=1024, minibatch_size=256, num_epochs=4, lr=3e-3)
-        .rl_module(model_config={"fcnet_hiddens": [32, 32]})
-        .debugging(seed=0)
-        .build_algo()
-    )
-    try:
-        rock = algo.get_weights(["opponent"])["opponent"]
-        head = rock["default_policy"]["params"]["pi"]
-        head["kernel"] = np.zeros_like(head["kernel"])
-        head["bias"] = np.array([5.0, 0.0, 0.0], np.float32)
-        algo.set_weights({"opponent": rock})
-        probe = np.concatenate([np.zeros((1, 3)), np.eye(3)]).astype(np.float32)
-        opponent = algo.get_module("opponent")
-        np.testing.assert_array_equal(
-            opponent.forward_inference({"obs": probe})["actions"], [0, 0, 0, 0]
-        )
-        opp_before = algo.get_weights(["opponent"])
-        for _ in range(15):
-            result = algo.train()
-            returns = result["env_runners"]["module_episode_returns_mean"]
-            assert returns["learner"] == pytest.approx(-returns["opponent"], abs=1e-6)
-            if returns["learner"] >= 7.0:
-                break
-        assert returns["learner"] >= 7.0, returns
-        greedy = algo.get_module("learner").forward_inference({"obs": probe})["actions"]
-        np.testing.assert_array_equal(greedy, [1, 1, 1, 1])  # paper, whatever it last saw
-        opp_after = algo.get_weights(["opponent"])
-        for b, a in zip(jax.tree.leaves(opp_before), jax.tree.leaves(opp_after), strict=True):
-            np.testing.assert_array_equal(b, a)
-        assert result["learners"]["opponent"]["num_module_steps_trained"] == 0
-        assert result["learners"]["learner"]["num_module_steps_trained"] > 0
-    finally:
-        algo.stop()
+# Learning against a frozen opponent: tests/test_notebooks.py::test_multi_agent_notebook_runs
+# (the learner beats a rock-playing opponent that keeps its weights bit for bit).
