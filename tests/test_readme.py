@@ -51,5 +51,7 @@ def test_multi_agent_example_builds_and_trains():
     try:
         result = algo.train()
         assert set(result["env_runners"]["module_episode_returns_mean"]) == {"p0", "p1"}
+        assert len(algo.groups) == 2  # p1's own learning rate puts it in its own group
+        assert algo.config.module_config("p1").lr == 5e-4
     finally:
         algo.stop()
