@@ -20,8 +20,9 @@ Measured per variant:
 1. ``throughput_env_steps_per_s``: env steps sampled (and trained on) per second of ``train()``
    wall time, over every iteration after the first (the first one includes compilation).
 2. ``time_to_target_s``: wall time from the *creation of the process* to the end of the first
-   iteration whose smoothed return (mean over the last 100 finished episodes, RLlib's
-   ``episode_return_mean``) is >= 450. The process creation time is read from ``starttime`` in
+   iteration whose return (RLlib's ``episode_return_mean``: the mean over the episodes finished
+   in that iteration, at most the last 100; Stable-Baselines3 keeps a rolling window of its last
+   100 episodes across iterations, which lags) is >= 450. The process creation time is read from ``starttime`` in
    ``/proc/self/stat`` against ``/proc/uptime`` (same kernel clock, 10 ms ticks); when ``/proc`` is
    missing it falls back to ``psutil.Process().create_time()`` (up to 1 s off: Linux's boot time
    is whole seconds), then to ``time.time()`` taken at the top of this script after the standard

@@ -3,7 +3,7 @@
 Both variants train the seed tutorial's SAC (256x256 ReLU actor and twin critics, batch 256,
 tau 0.005, learning rates 3e-4, a 100k uniform buffer, one update per env step, learning from
 1000 env steps, one env), built by the same chained config: only the import differs. The return
-is smoothed over the last 10 episodes (2,000 env steps), so that it tracks the current policy.
+is the mean over the episodes finished in the iteration (at most the last 10), as both report it.
 
 rljax's arithmetic rate is the update's FLOPs (XLA's cost analysis of the jitted update) times
 the updates run per second, over the iterations after the first.

@@ -39,7 +39,13 @@ DEFAULT_POLICY = "default_policy"
 
 
 class EpisodeStats:
-    """RLlib's episode metrics: means over the last ``window`` finished episodes."""
+    """RLlib's episode metrics: means over the episodes finished in the latest iteration.
+
+    As RLlib's new API stack reports them: each ``train()`` reduces the episodes its runners
+    finished since the previous one (the last ``window`` of them, ``window`` being
+    ``metrics_num_episodes_for_smoothing``), so the figures follow the current policy instead
+    of lagging over earlier iterations; an iteration that finishes no episode reports NaN.
+    """
 
     def __init__(self, window: int):
         self.returns: collections.deque[float] = collections.deque(maxlen=window)
@@ -47,6 +53,9 @@ class EpisodeStats:
         self.num_episodes_lifetime = 0
 
     def add(self, returns: np.ndarray, lengths: np.ndarray) -> None:
+        """The episodes of a new iteration (those of the previous one are dropped)."""
+        self.returns.clear()
+        self.lengths.clear()
         self.returns.extend(float(r) for r in returns)
         self.lengths.extend(int(n) for n in lengths)
         self.num_episodes_lifetime += len(returns)

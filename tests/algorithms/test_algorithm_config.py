@@ -175,3 +175,23 @@ def test_total_train_batch_size_splits_across_learners():
 def test_from_yaml_names_a_missing_file(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         PPOConfig.from_yaml(tmp_path / "missing.yaml")
+
+
+def test_episode_metrics_are_per_iteration_as_rllib_reports_them():
+    import math
+
+    import numpy as np
+
+    from rljax.algorithms.algorithm import EpisodeStats
+
+    stats = EpisodeStats(window=3)
+    stats.add(np.array([10.0, 20.0]), np.array([10, 20]))
+    assert stats.summary()["episode_return_mean"] == 15.0
+    # The next iteration's episodes replace the last ones; only the newest `window` count.
+    stats.add(np.array([1.0, 2.0, 3.0, 4.0]), np.array([1, 2, 3, 4]))
+    summary = stats.summary()
+    assert summary["episode_return_mean"] == 3.0
+    assert (summary["episode_len_min"], summary["episode_len_max"]) == (2, 4)
+    stats.add(np.array([]), np.array([], int))  # no episode finished this iteration
+    assert math.isnan(stats.summary()["episode_return_mean"])
+    assert stats.num_episodes_lifetime == 6

@@ -341,6 +341,9 @@ class MultiAgentPPO(Algorithm):
         group_metrics = jax.device_get(group_metrics)
         finished = [ep for eps, _ in sample.stats for ep in eps]
         env_steps = sum(steps for _, steps in sample.stats)
+        # Per-iteration means, as the episode metrics (see EpisodeStats).
+        for returns in (*self.policy_returns.values(), *self.agent_returns.values()):
+            returns.clear()
         for ep in finished:
             per_policy: dict[str, float] = {}
             for agent, ret in ep.agent_returns.items():
