@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -41,3 +43,24 @@ def init_stacked(init_fn: Callable, keys: jax.Array, *args: Any) -> Any:
     compiled = compile_cheap(init_fn, keys[0], *args)
     outs = [compiled(k, *args) for k in keys]
     return jax.tree.map(lambda *xs: jax.numpy.stack(xs), *outs)
+
+
+def enable_compilation_cache(path: str | os.PathLike | None = None) -> str:
+    """Keeps compiled XLA programs on disk, so later processes skip compilation.
+
+    JAX's persistent compilation cache: the first run of a configuration compiles as usual and
+    writes each program to ``path`` (default ``~/.cache/rljax/xla``); a later process that builds
+    the same programs (same shapes, settings, jax version and machine) loads them instead. Setting
+    ``RLJAX_COMPILATION_CACHE=<dir>`` in the environment calls this when rljax is imported.
+    EnvPool's fused rollout is the exception: its program names the EnvPool instance, so it
+    compiles in every process (the cache cannot, and must not, reuse it).
+
+    Returns the cache directory.
+    """
+    directory = Path(path or Path.home() / ".cache" / "rljax" / "xla").expanduser().resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(directory))
+    # Cache every program: rljax's are small but many, and each saves a compile.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return str(directory)
