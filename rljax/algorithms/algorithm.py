@@ -34,6 +34,7 @@ from rljax.runners.acting import FusedRunnerState, init_actor_state
 from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.errors import CheckpointError
+from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
 
 DEFAULT_POLICY = "default_policy"
 
@@ -118,6 +119,7 @@ class Algorithm:
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         self._infer_cache: dict[bool, Any] = {}
         self._num_evaluations = 0
+        self._non_finite_seen = 0
         self._setup()
 
     # ------------------------------------------------------------------ subclass hooks
@@ -232,6 +234,9 @@ class Algorithm:
         self.num_env_steps_trained_lifetime += trained
         ep_returns, ep_lens = out["episode_returns"], out["episode_lens"]
         self.episodes.add(ep_returns, ep_lens)
+        non_finite_total = count_non_finite(self._checkpoint_state(False))
+        non_finite = non_finite_total - self._non_finite_seen
+        self._non_finite_seen = non_finite_total
         elapsed = time.perf_counter() - start
         self.time_total_s += elapsed
         env_runners = {
@@ -254,6 +259,8 @@ class Algorithm:
                     for pid, metrics in by_policy.items()
                 },
                 "__all_modules__": {
+                    "num_non_finite_updates": non_finite,
+                    "num_non_finite_updates_lifetime": non_finite_total,
                     "num_env_steps_trained": trained,
                     "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
                     "num_env_steps_trained_per_second": trained / elapsed
@@ -271,6 +278,13 @@ class Algorithm:
             "timestamp": int(time.time()),
             "done": False,
         }
+        if non_finite and self.config.on_non_finite_update == "raise":
+            raise NonFiniteUpdateError(
+                f"training iteration {self.iteration}: {non_finite} update step(s) had NaN or "
+                "infinite gradients and were skipped (the parameters are still finite); look for "
+                "NaN/inf in rewards or observations, or lower the learning rate. "
+                "fault_tolerance(on_non_finite_update='skip') trains on past them"
+            )
         interval = self.config.evaluation_interval
         if interval and self.iteration % interval == 0:
             result["evaluation"] = self.evaluate()
@@ -457,6 +471,7 @@ class Algorithm:
         self.num_env_steps_sampled_lifetime = int(counters.get("num_env_steps_sampled_lifetime", 0))
         self.num_env_steps_trained_lifetime = int(counters.get("num_env_steps_trained_lifetime", 0))
         self.time_total_s = float(counters.get("time_total_s", 0.0))
+        self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
 
     restore = restore_from_path
 

@@ -115,6 +115,7 @@ class AlgorithmConfig:
         "evaluation": ("evaluation_interval", "evaluation_duration", "evaluation_duration_unit"),
         "debugging": ("seed", "log_level"),
         "reporting": ("metrics_num_episodes_for_smoothing",),
+        "fault_tolerance": ("on_non_finite_update",),
         "multi_agent": (
             "policies",
             "policy_mapping_fn",
@@ -170,6 +171,8 @@ class AlgorithmConfig:
         self.policy_mapping_fn: Any = None
         self.policies_to_train: list[str] | None = None
         self.algorithm_config_overrides_per_module: dict[str, dict[str, Any]] = {}
+        # fault_tolerance
+        self.on_non_finite_update: str = "skip"
 
     # ------------------------------------------------------------------ setters
     def _set(self, section: str, values: dict[str, Any]) -> AlgorithmConfig:
@@ -336,6 +339,17 @@ class AlgorithmConfig:
         """
         return self._set("multi_agent", locals())
 
+    def fault_tolerance(self, *, on_non_finite_update: str = UNSET, **kwargs) -> AlgorithmConfig:
+        """What a run does about faults.
+
+        Args:
+          on_non_finite_update: An update step whose gradients hold NaN or inf is always
+            skipped inside the jitted update (parameters never become NaN) and counted in
+            ``learners/__all_modules__/num_non_finite_updates``. ``"skip"`` (default) trains on;
+            ``"raise"`` stops ``train()`` with ``NonFiniteUpdateError`` after that iteration.
+        """
+        return self._set("fault_tolerance", locals())
+
     @classmethod
     def overrides(cls, **kwargs: Any) -> dict[str, Any]:
         """A dict of settings for ``algorithm_config_overrides_per_module`` (names checked)."""
@@ -487,6 +501,10 @@ class AlgorithmConfig:
             )
         if self.sample_timeout_s is not None:
             _check_positive_float("sample_timeout_s", self.sample_timeout_s)
+        if self.on_non_finite_update not in ("skip", "raise"):
+            raise ConfigError(
+                f"on_non_finite_update={self.on_non_finite_update!r}; use 'skip' or 'raise'"
+            )
         self._check_batch_division()
         self._validate_multi_agent()
 

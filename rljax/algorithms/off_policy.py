@@ -338,6 +338,9 @@ class OffPolicyAlgorithm(Algorithm):
                 (batch, weights), self._batch_sharding
             )
         learner, td, metrics = self._learn(state.learner, batch, weights, k_learn)
+        # A row with a non-finite TD error (a NaN reward in the data) gets the lowest priority
+        # instead of poisoning the sum tree; its update step was skipped by the optimizer guard.
+        td = jnp.where(jnp.isfinite(td), td, 0.0)
         buffer = self.buffer.update_priorities(state.buffer, indices, td)
         due = state.timestep - state.last_target_update >= cfg.target_network_update_freq
         learner = jax.lax.cond(due, self._update_target, lambda x: x, learner)

@@ -27,7 +27,7 @@ import numpy as np
 
 from rljax.utils.errors import CheckpointError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: optimizer states carry the non-finite guard (rljax.utils.nonfinite)
 META_FILE = "rljax_checkpoint.json"
 STATE_FILE = "state.msgpack"
 LATEST = "LATEST"

@@ -80,7 +80,7 @@ def test_checkpoint_holds_no_pickle_and_is_versioned(trained):
     assert files == ["rljax_checkpoint.json", "state.msgpack"]
     meta = json.loads((path / latest / "rljax_checkpoint.json").read_text())
     assert (
-        meta["format_version"] == 1
+        meta["format_version"] == 2
         and meta["algo"] == "PPO"
         and meta["policy_ids"] == ["default_policy"]
     )

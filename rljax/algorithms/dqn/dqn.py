@@ -16,6 +16,7 @@ from rljax.networks.q_models import build_q_network
 from rljax.ops.value_learning import categorical_projection, double_q_bootstrap, td_loss
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
+from rljax.utils.nonfinite import guard
 
 
 class DQNConfig(OffPolicyConfig):
@@ -189,7 +190,7 @@ class DQN(OffPolicyAlgorithm):
         obs = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
         clip = [optax.clip_by_global_norm(cfg.grad_clip)] if cfg.grad_clip else []
-        self.optimizer = optax.chain(*clip, optax.adam(float(cfg.lr)))
+        self.optimizer = guard(optax.chain(*clip, optax.adam(float(cfg.lr))))
         return {
             "params": params,
             "target_params": jax.tree.map(jnp.copy, params),

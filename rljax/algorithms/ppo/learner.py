@@ -29,6 +29,7 @@ from rljax.algorithms.ppo.losses import (
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages, gae_advantages_time_major
 from rljax.runners.acting import Transition
+from rljax.utils.nonfinite import guard
 
 POLICY_ID = "default_policy"
 
@@ -99,7 +100,7 @@ class PPOHyperparams:
 
 def make_optimizer(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
     adam = optax.flatten(optax.adam(lr, eps=1e-5))
-    return optax.chain(optax.clip_by_global_norm(grad_clip), adam) if grad_clip else adam
+    return guard(optax.chain(optax.clip_by_global_norm(grad_clip), adam) if grad_clip else adam)
 
 
 def make_ppo_postprocess(

@@ -23,6 +23,7 @@ from rljax.networks.distributions import SquashedDiagGaussian
 from rljax.networks.q_models import GaussianActor, TwinCritic, check_vector_obs
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
+from rljax.utils.nonfinite import guard
 
 
 class SACConfig(OffPolicyConfig):
@@ -126,7 +127,7 @@ SAC_METRICS = (
 
 def _adam(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
     clip = [optax.clip_by_global_norm(grad_clip)] if grad_clip else []
-    return optax.chain(*clip, optax.adam(lr))
+    return guard(optax.chain(*clip, optax.adam(lr)))
 
 
 class SAC(OffPolicyAlgorithm):
@@ -165,7 +166,7 @@ class SAC(OffPolicyAlgorithm):
         log_alpha = jnp.log(jnp.asarray(cfg.initial_alpha, jnp.float32))
         self.actor_opt = _adam(float(cfg.actor_lr), cfg.grad_clip)
         self.critic_opt = _adam(float(cfg.critic_lr), cfg.grad_clip)
-        self.alpha_opt = optax.adam(float(cfg.alpha_lr))
+        self.alpha_opt = guard(optax.adam(float(cfg.alpha_lr)))
         return {
             "actor": actor_params,
             "critic": critic_params,
