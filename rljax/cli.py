@@ -69,6 +69,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = build_config(args)
     if args.stop_timesteps is not None and args.stop_timesteps <= 0:
         raise ConfigError(f"--stop-timesteps {args.stop_timesteps}; use a positive number")
+    if args.checkpoint_num_to_keep < 1:
+        raise ConfigError(
+            f"--checkpoint-num-to-keep {args.checkpoint_num_to_keep}; use a positive number"
+        )
     start = time.perf_counter()
     algo = config.build_algo()
     stop_ts = args.stop_timesteps
@@ -98,7 +102,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 and args.checkpoint_freq
                 and result["training_iteration"] % args.checkpoint_freq == 0
             ):
-                algo.save_to_path(args.checkpoint_dir)
+                algo.save_to_path(args.checkpoint_dir, num_to_keep=args.checkpoint_num_to_keep)
             ret = er["episode_return_mean"]
             if args.stop_reward is not None and not math.isnan(ret) and ret >= args.stop_reward:
                 reason = "stop-reward"
@@ -108,7 +112,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 break
         bar.close()
         if args.checkpoint_dir:
-            algo.save_to_path(args.checkpoint_dir)
+            algo.save_to_path(args.checkpoint_dir, num_to_keep=args.checkpoint_num_to_keep)
     finally:
         algo.stop()
     er = result.get("env_runners", {})
@@ -194,6 +198,12 @@ def make_parser() -> argparse.ArgumentParser:
     t.add_argument("--stop-iters", type=int, default=10_000, help="stop after this many iterations")
     t.add_argument("--checkpoint-dir", default=None, help="save a checkpoint here at the end")
     t.add_argument("--checkpoint-freq", type=int, default=0, help="also save every N iterations")
+    t.add_argument(
+        "--checkpoint-num-to-keep",
+        type=int,
+        default=1,
+        help="keep the newest N checkpoints in --checkpoint-dir (older ones: DIR/v-NNNNNN)",
+    )
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)
     e = sub.add_parser("evaluate", help="evaluate a checkpoint with the greedy policy")

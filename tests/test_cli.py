@@ -109,8 +109,14 @@ def test_off_policy_algorithms_train_and_evaluate_from_the_cli(tmp_path, capsys,
 def test_multi_agent_config_file_trains_checkpoints_and_evaluates(tmp_path, capsys):
     tuned = TUNED.parent / "ppo_multi_agent_cartpole.yaml"
     ckpt = tmp_path / "ckpt"
-    argv = ["train", "--config", str(tuned), "--stop-iters", "1", "--checkpoint-dir", str(ckpt)]
+    argv = ["train", "--config", str(tuned), "--stop-iters", "2", "--checkpoint-dir", str(ckpt)]
+    argv += ["--checkpoint-freq", "1", "--checkpoint-num-to-keep", "2"]
     assert main(argv) == 0
+    # Saved after iterations 1 and 2 and at the end; the newest two stay.
+    assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("v-")) == [
+        "v-000002",
+        "v-000003",
+    ]
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
     returns = summary["module_episode_returns_mean"]

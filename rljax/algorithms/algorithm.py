@@ -441,17 +441,22 @@ class Algorithm:
         return bool(include_replay_buffer)
 
     def save_to_path(
-        self, path: str | os.PathLike, include_replay_buffer: bool | None = None
+        self,
+        path: str | os.PathLike,
+        include_replay_buffer: bool | None = None,
+        num_to_keep: int = 1,
     ) -> str:
         """Writes a checkpoint (atomically, no pickle) and returns its directory.
 
         ``include_replay_buffer`` (off-policy algorithms): also save the replay buffer, so that
         a restored run continues as if never stopped; None follows the config's
-        ``store_buffer_in_checkpoints``.
+        ``store_buffer_in_checkpoints``. ``num_to_keep``: how many versions saved to ``path``
+        stay (the newest loads from ``path``, an older one from ``path/v-NNNNNN``).
         """
         include = self._includes_replay_buffer(include_replay_buffer)
         meta = {**self._metadata(), "includes_replay_buffer": include}
-        ckpt.save_checkpoint(path, meta, jax.device_get(self._checkpoint_state(include)))
+        state = jax.device_get(self._checkpoint_state(include))
+        ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep)
         return str(path)
 
     save = save_to_path

@@ -9,8 +9,9 @@ Layout of a checkpoint directory::
         state.msgpack         # the train state's arrays (msgpack: data only, nothing executable)
 
 A save writes a new version directory beside the old one, fsyncs it, then atomically replaces
-``LATEST``; only then are older versions removed. A crash at any moment leaves ``LATEST`` naming a
-complete checkpoint.
+``LATEST``; only then are versions beyond ``num_to_keep`` removed (each renamed away first). A
+crash at any moment leaves ``LATEST`` naming a complete checkpoint, and every ``v-*`` directory
+complete.
 """
 
 from __future__ import annotations
@@ -48,8 +49,16 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
-def save_checkpoint(path: str | os.PathLike, metadata: dict[str, Any], state: Any) -> Path:
-    """Writes ``metadata`` (JSON) and ``state`` (a pytree of arrays) to ``path`` atomically."""
+def save_checkpoint(
+    path: str | os.PathLike, metadata: dict[str, Any], state: Any, num_to_keep: int = 1
+) -> Path:
+    """Writes ``metadata`` (JSON) and ``state`` (a pytree of arrays) to ``path`` atomically.
+
+    The newest ``num_to_keep`` versions stay (``LATEST`` names the newest; an older one loads
+    by its own directory, ``path/v-000003``); older ones and leftovers of interrupted saves go.
+    """
+    if isinstance(num_to_keep, bool) or not isinstance(num_to_keep, int) or num_to_keep < 1:
+        raise CheckpointError(f"num_to_keep={num_to_keep!r}; use an int >= 1")
     root = Path(path).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
     previous = _read_latest(root)
@@ -69,10 +78,16 @@ def save_checkpoint(path: str | os.PathLike, metadata: dict[str, Any], state: An
     _write_file(latest_tmp, name.encode())
     os.replace(latest_tmp, root / LATEST)
     _fsync_dir(root)
+    versions = sorted(c.name for c in root.iterdir() if c.name.startswith("v-") and c.is_dir())
+    keep = set(versions[-num_to_keep:]) | {name}
     for child in root.iterdir():  # older versions and leftovers of interrupted saves
-        if child.name not in (name, LATEST) and (
-            child.name.startswith("v-") or child.name.startswith(".tmp-")
-        ):
+        if child.name.startswith("v-") and child.name not in keep:
+            # Renamed first, so that every v-* directory is complete even if a crash stops the
+            # removal halfway; the next save clears the leftover.
+            doomed = root / f".tmp-old-{child.name}-{uuid.uuid4().hex[:8]}"
+            os.replace(child, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        elif child.name.startswith(".tmp-") and child != tmp:
             shutil.rmtree(child, ignore_errors=True)
     return final
 
@@ -98,7 +113,10 @@ def load_metadata(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
     root = Path(path).expanduser()
     if not root.is_dir():
         raise CheckpointError(f"{str(path)!r} is not a checkpoint: no such directory")
-    name = _read_latest(root)
+    if (root / META_FILE).is_file() and root.name.startswith("v-"):
+        root, name = root.parent, root.name  # one version of a checkpoint, named directly
+    else:
+        name = _read_latest(root)
     if name is None:
         raise CheckpointError(
             f"{str(path)!r} is not an rljax checkpoint: it has no {LATEST} file (write one with algo.save_to_path)"
@@ -119,6 +137,11 @@ def load_metadata(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
 def load_state(version_dir: Path, target: Any) -> Any:
     """Restores arrays into a pytree shaped like ``target``; shapes must match exactly."""
     raw = (version_dir / STATE_FILE).read_bytes()
+    if raw[:1] == b"\x80":  # the opcode every pickle (protocol 2+) starts with
+        raise CheckpointError(
+            f"{version_dir / STATE_FILE} holds a Python pickle, which rljax never loads (unpickling "
+            "can run code); rljax checkpoints are msgpack only. Was it written by another program?"
+        )
     try:
         state_dict = flax.serialization.msgpack_restore(raw)
     except Exception as e:  # msgpack raises several types on bad data

@@ -10,6 +10,16 @@ from rljax.algorithms.ppo import PPOConfig
 from rljax.utils.errors import CheckpointError
 
 
+class _Payload:
+    """Unpickling this creates a file: what a malicious checkpoint would do."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
 def _config(seed=0):
     return (
         PPOConfig()
@@ -105,13 +115,18 @@ def test_bad_checkpoints_are_refused_clearly(trained, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(CheckpointError, match="not an rljax checkpoint"):
         Algorithm.from_checkpoint(tmp_path / "empty")
-    # A planted pickle payload in place of the state: refused, never unpickled.
+    # A planted pickle payload in place of the state: refused, never unpickled (unpickling it
+    # would create the marker file).
     bad = tmp_path / "planted"
     algo.save_to_path(bad)
     latest = (bad / "LATEST").read_text()
-    (bad / latest / "state.msgpack").write_bytes(pickle.dumps({"params": 1}))
-    with pytest.raises(CheckpointError):
+    marker = tmp_path / "pwned"
+    (bad / latest / "state.msgpack").write_bytes(pickle.dumps(_Payload(str(marker))))
+    with pytest.raises(CheckpointError, match="holds a Python pickle, which rljax never loads"):
         algo.restore_from_path(bad)
+    with pytest.raises(CheckpointError, match="holds a Python pickle"):
+        Algorithm.from_checkpoint(bad)
+    assert not marker.exists()
     # A checkpoint from an incompatible format version.
     old = tmp_path / "old"
     algo.save_to_path(old)
@@ -140,3 +155,59 @@ def test_compute_single_action_checks_the_observation(trained):
         algo.compute_single_action(np.zeros(3, np.float32))
     with pytest.raises(ValueError, match="policy_id"):
         algo.compute_single_action(np.zeros(4, np.float32), policy_id="other")
+
+
+KILL_SCRIPT = """
+import sys, numpy as np
+from rljax.utils import checkpoint as ckpt
+path = sys.argv[1]
+for i in range(1, 10**6):
+    # 4 MB of state whose every value is the save's number: a torn write would show.
+    ckpt.save_checkpoint(path, {"i": i}, {"w": np.full(1 << 20, i, np.float32)}, num_to_keep=2)
+"""
+
+
+@pytest.mark.parametrize("delay_s", [0.05, 0.13, 0.31])
+def test_kill_9_during_saves_leaves_a_loadable_consistent_checkpoint(tmp_path, delay_s):
+    import subprocess
+    import sys
+    import time
+
+    from rljax.utils import checkpoint as ckpt
+
+    path = tmp_path / "ckpt"
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, str(path)])
+    try:
+        deadline = time.monotonic() + 60
+        while not (path / "LATEST").exists():  # the first save finished
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        time.sleep(delay_s)  # somewhere in a later save
+    finally:
+        proc.kill()  # SIGKILL: no cleanup runs
+        proc.wait()
+    meta, version_dir = ckpt.load_metadata(path)
+    state = ckpt.load_state(version_dir, {"w": np.zeros(1 << 20, np.float32)})
+    assert meta["i"] >= 1
+    np.testing.assert_array_equal(state["w"], np.full(1 << 20, meta["i"], np.float32))
+    # Every version directory is complete (removals rename first), the kept older one included.
+    versions = sorted(p for p in path.iterdir() if p.name.startswith("v-"))
+    assert 1 <= len(versions) <= 3  # two kept, and at most one more about to be removed
+    for version in versions:
+        v_meta, v_dir = ckpt.load_metadata(version)
+        v_state = ckpt.load_state(v_dir, {"w": np.zeros(1 << 20, np.float32)})
+        assert v_state["w"][-1] == v_meta["i"] <= meta["i"]
+
+
+def test_num_to_keep_keeps_the_newest_versions_and_each_loads(trained, tmp_path):
+    algo, _ = trained
+    path = tmp_path / "kept"
+    for _ in range(3):
+        algo.save_to_path(path, num_to_keep=2)
+    versions = sorted(p.name for p in path.iterdir() if p.name.startswith("v-"))
+    assert versions == ["v-000002", "v-000003"]
+    assert (path / "LATEST").read_text() == "v-000003"
+    restored = Algorithm.from_checkpoint(path / "v-000002")  # an older version, by its directory
+    restored.stop()
+    with pytest.raises(CheckpointError, match="num_to_keep=0"):
+        algo.save_to_path(path, num_to_keep=0)
