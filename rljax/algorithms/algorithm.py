@@ -196,31 +196,62 @@ class Algorithm:
         return self.config.num_envs_per_env_runner
 
     def _make_runner_group(self, params: Any, act_step: Any, fragment_length: int) -> RunnerGroup:
-        """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group."""
+        """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group.
+
+        Fault tolerance: ``restart_failed_sub_environments`` rebuilds a gymnasium sub-env that
+        raises (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
+        whose env raised or hung past ``sample_timeout_s``, up to ``max_num_env_runner_restarts``.
+        """
         cfg = self.config
         n = cfg.num_envs_per_env_runner
-        runners = [
-            HostRunner(
+        builds = [0] * max(1, cfg.num_env_runners)
+        group: RunnerGroup | None = None
+
+        def make(i: int) -> HostRunner:
+            restart = builds[i]
+            builds[i] += 1
+            current = params if group is None or group._params is None else group._params
+            return HostRunner(
                 self.env_spec,
                 n,
                 cfg.gym_env_vectorize_mode,
-                self.seed + 1000 * i,
+                self.seed + 1000 * i + 100_003 * restart,  # a rebuilt runner: new episodes
                 cfg.async_batch_size,
                 self._policy_fn,
                 act_step,
                 self._env_action,
-                params,
+                current,
                 self.runner_device,
                 env_id_offset=i * self._slots_per_runner(),
                 worker_index=i + 1 if cfg.num_env_runners else 0,
                 num_workers=cfg.num_env_runners,
                 env=self._runner_env(i),
+                restart_sub_envs=cfg.restart_failed_sub_environments,
             )
-            for i in range(max(1, cfg.num_env_runners))
-        ]
-        group = RunnerGroup(runners, fragment_length, max_lag=1 if cfg.sample_async else 0)
+
+        group = RunnerGroup(
+            [make(i) for i in range(len(builds))],
+            fragment_length,
+            max_lag=1 if cfg.sample_async else 0,
+            make_runner=make,
+            max_restarts=cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0,
+        )
         group.publish(params)
         return group
+
+    def _fault_tolerance_metrics(self) -> dict[str, int]:
+        runners = getattr(self, "_runners", None)
+        if runners is None:  # the fused EnvPool rollout: C++ envs, nothing to restart
+            return {
+                "num_healthy_env_runners": 1,
+                "num_env_runner_restarts": 0,
+                "num_sub_env_restarts": 0,
+            }
+        return {
+            "num_healthy_env_runners": len(runners.runners),
+            "num_env_runner_restarts": runners.num_restarts,
+            "num_sub_env_restarts": runners.num_sub_env_restarts,
+        }
 
     # ------------------------------------------------------------------ training
     def train(self) -> dict[str, Any]:
@@ -269,6 +300,7 @@ class Algorithm:
                 },
             },
             "timers": {"training_iteration": elapsed, **out.get("timers", {})},
+            "fault_tolerance": self._fault_tolerance_metrics(),
             "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
             "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
             "num_env_steps_sampled_per_second": env_runners["num_env_steps_sampled_per_second"],

@@ -115,7 +115,12 @@ class AlgorithmConfig:
         "evaluation": ("evaluation_interval", "evaluation_duration", "evaluation_duration_unit"),
         "debugging": ("seed", "log_level"),
         "reporting": ("metrics_num_episodes_for_smoothing",),
-        "fault_tolerance": ("on_non_finite_update",),
+        "fault_tolerance": (
+            "restart_failed_env_runners",
+            "max_num_env_runner_restarts",
+            "restart_failed_sub_environments",
+            "on_non_finite_update",
+        ),
         "multi_agent": (
             "policies",
             "policy_mapping_fn",
@@ -171,7 +176,10 @@ class AlgorithmConfig:
         self.policy_mapping_fn: Any = None
         self.policies_to_train: list[str] | None = None
         self.algorithm_config_overrides_per_module: dict[str, dict[str, Any]] = {}
-        # fault_tolerance
+        # fault_tolerance (RLlib's defaults)
+        self.restart_failed_env_runners: bool = True
+        self.max_num_env_runner_restarts: int = 1000
+        self.restart_failed_sub_environments: bool = False
         self.on_non_finite_update: str = "skip"
 
     # ------------------------------------------------------------------ setters
@@ -339,10 +347,27 @@ class AlgorithmConfig:
         """
         return self._set("multi_agent", locals())
 
-    def fault_tolerance(self, *, on_non_finite_update: str = UNSET, **kwargs) -> AlgorithmConfig:
+    def fault_tolerance(
+        self,
+        *,
+        restart_failed_env_runners: bool = UNSET,
+        max_num_env_runner_restarts: int = UNSET,
+        restart_failed_sub_environments: bool = UNSET,
+        on_non_finite_update: str = UNSET,
+        **kwargs,
+    ) -> AlgorithmConfig:
         """What a run does about faults.
 
         Args:
+          restart_failed_env_runners: A runner whose env raises (without sub-env restarts) or
+            delivers nothing within ``sample_timeout_s`` (a hung env) is replaced by a new one
+            with fresh envs; its unfinished fragment is discarded. A runner that fails again
+            three times in a row without delivering a fragment is given up on (the env fails
+            every time). False: the first error stops ``train()``.
+          max_num_env_runner_restarts: Runner replacements allowed over the run.
+          restart_failed_sub_environments: A gymnasium sub-env that raises in ``step`` or
+            ``reset`` is rebuilt and reset in place; its broken episode is dropped from the batch
+            and the metrics, and the runner goes on.
           on_non_finite_update: An update step whose gradients hold NaN or inf is always
             skipped inside the jitted update (parameters never become NaN) and counted in
             ``learners/__all_modules__/num_non_finite_updates``. ``"skip"`` (default) trains on;
@@ -501,6 +526,10 @@ class AlgorithmConfig:
             )
         if self.sample_timeout_s is not None:
             _check_positive_float("sample_timeout_s", self.sample_timeout_s)
+        for name in ("restart_failed_env_runners", "restart_failed_sub_environments"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name}={getattr(self, name)!r}; use True or False")
+        _check_int("max_num_env_runner_restarts", self.max_num_env_runner_restarts, 0)
         if self.on_non_finite_update not in ("skip", "raise"):
             raise ConfigError(
                 f"on_non_finite_update={self.on_non_finite_update!r}; use 'skip' or 'raise'"

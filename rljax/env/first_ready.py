@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector.utils import CloudpickleWrapper
 
+from rljax.env.fault_tolerance import RESTARTED
 from rljax.env.vector import StepResult, main_hidden
 
 
@@ -31,16 +32,19 @@ def _worker(conn: Connection, env_fn: CloudpickleWrapper, index: int) -> None:
             if cmd == "reset":
                 obs, _ = env.reset(seed=data)
                 need_reset = False
-                conn.send(("ok", (obs, 0.0, False, False)))
+                conn.send(("ok", (obs, 0.0, False, False, False)))
             elif cmd == "step":
                 if need_reset:
                     obs, _ = env.reset()
                     need_reset = False
-                    conn.send(("ok", (obs, 0.0, False, False)))
+                    conn.send(("ok", (obs, 0.0, False, False, False)))
                     continue
-                obs, reward, terminated, truncated, _ = env.step(data)
+                obs, reward, terminated, truncated, info = env.step(data)
                 need_reset = bool(terminated or truncated)
-                conn.send(("ok", (obs, float(reward), bool(terminated), bool(truncated))))
+                restarted = bool(info.get(RESTARTED, False))
+                conn.send(
+                    ("ok", (obs, float(reward), bool(terminated), bool(truncated), restarted))
+                )
             elif cmd == "close":
                 break
     except (KeyboardInterrupt, EOFError):
@@ -57,7 +61,10 @@ def _worker(conn: Connection, env_fn: CloudpickleWrapper, index: int) -> None:
 class FirstReadyVectorEnv:
     """Sub-envs in their own processes; each batch holds the first ``batch_size`` ready ones."""
 
-    def __init__(self, env_fns: list[Any], batch_size: int, seed: int):
+    def __init__(
+        self, env_fns: list[Any], batch_size: int, seed: int, restart_sub_envs: bool = False
+    ):
+        self.restart_sub_envs = restart_sub_envs
         ctx = mp.get_context("spawn")  # never fork: JAX's threads do not survive it
         self.num_envs = len(env_fns)
         self.batch_size = batch_size
@@ -110,6 +117,7 @@ class FirstReadyVectorEnv:
             np.asarray([p[2] for _, p in batch], bool),
             np.asarray([p[3] for _, p in batch], bool),
             ids,
+            restarted=np.asarray([p[4] for _, p in batch], bool) if self.restart_sub_envs else None,
         )
 
     def reset(self) -> StepResult:

@@ -44,6 +44,9 @@ class StepResult(NamedTuple):
       raw_reward: For metrics, the unclipped reward (Atari with reward clipping), or None.
       game_over: For metrics, where a whole game ended (Atari with episodic life, where losing a
         life terminates the learning episode), or None: then every end counts.
+      restarted: Where a sub-env raised and was rebuilt (``restart_failed_sub_environments``):
+        the row is the fresh env's first observation, and the broken episode is dropped. None
+        when restarts are off.
     """
 
     obs: Any
@@ -53,6 +56,7 @@ class StepResult(NamedTuple):
     env_id: Any
     raw_reward: Any = None
     game_over: Any = None
+    restarted: Any = None
 
 
 def envpool_result(
@@ -216,26 +220,55 @@ def main_hidden():
 
 
 class _EnvFn:
-    """``creator(EnvContext(env_config, worker_index, vector_index, num_workers))``, picklable."""
+    """``creator(EnvContext(env_config, worker_index, vector_index, num_workers))``, picklable.
 
-    def __init__(self, creator: Callable[[dict[str, Any]], Any], context: EnvContext):
+    ``restart``: wrap the env in ``RestartingEnv`` (rebuilt from this creator when it raises).
+    """
+
+    def __init__(
+        self, creator: Callable[[dict[str, Any]], Any], context: EnvContext, restart: bool = False
+    ):
         self.creator = creator
         self.context = context
+        self.restart = restart
 
-    def __call__(self) -> gym.Env:
+    def _make(self) -> gym.Env:
         env = self.creator(self.context)
         if not isinstance(env, gym.Env):
             raise TypeError(f"the env creator returned {type(env).__name__}, not a gymnasium.Env")
         return env
 
+    def __call__(self) -> gym.Env:
+        if self.restart:
+            from rljax.env.fault_tolerance import RestartingEnv
+
+            return RestartingEnv(self._make)
+        return self._make()
+
 
 def env_fns(
-    spec: EnvSpec, num_envs: int, worker_index: int = 0, num_workers: int = 0
+    spec: EnvSpec,
+    num_envs: int,
+    worker_index: int = 0,
+    num_workers: int = 0,
+    restart: bool = False,
 ) -> list[_EnvFn]:
     return [
-        _EnvFn(spec.creator, EnvContext(spec.env_config, worker_index, j, num_workers))
+        _EnvFn(spec.creator, EnvContext(spec.env_config, worker_index, j, num_workers), restart)
         for j in range(num_envs)
     ]
+
+
+def _restarted(info: dict, num_envs: int) -> np.ndarray:
+    """The vector env's per-sub-env ``rljax_restarted`` flags (False where absent)."""
+    from rljax.env.fault_tolerance import RESTARTED
+
+    flags = np.zeros(num_envs, bool)
+    if RESTARTED in info:
+        flags |= np.asarray(info[RESTARTED], bool) & np.asarray(
+            info.get("_" + RESTARTED, np.ones(num_envs, bool)), bool
+        )
+    return flags
 
 
 class GymVectorHostEnv:
@@ -249,8 +282,10 @@ class GymVectorHostEnv:
         seed: int,
         worker_index: int = 0,
         num_workers: int = 0,
+        restart_sub_envs: bool = False,
     ):
-        fns = env_fns(spec, num_envs, worker_index, num_workers)
+        fns = env_fns(spec, num_envs, worker_index, num_workers, restart_sub_envs)
+        self.restart_sub_envs = restart_sub_envs
         kwargs = dict(autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
         if mode == ASYNC:
             with main_hidden():
@@ -267,18 +302,24 @@ class GymVectorHostEnv:
         obs, _ = self.env.reset(seed=self.seed)
         n = self.num_envs
         return StepResult(
-            obs, np.zeros(n, np.float32), np.zeros(n, bool), np.zeros(n, bool), self._ids
+            obs,
+            np.zeros(n, np.float32),
+            np.zeros(n, bool),
+            np.zeros(n, bool),
+            self._ids,
+            restarted=np.zeros(n, bool) if self.restart_sub_envs else None,
         )
 
     def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
         del env_id  # every sub-env steps together, in env-id order
-        obs, rew, term, trunc, _ = self.env.step(action)
+        obs, rew, term, trunc, info = self.env.step(action)
         return StepResult(
             obs,
             np.asarray(rew, np.float32),
             np.asarray(term, bool),
             np.asarray(trunc, bool),
             self._ids,
+            restarted=_restarted(info, self.num_envs) if self.restart_sub_envs else None,
         )
 
     def close(self) -> None:
@@ -324,8 +365,10 @@ def make_host_env(
     async_batch_size: int | None,
     worker_index: int = 0,
     num_workers: int = 0,
+    restart_sub_envs: bool = False,
 ) -> Any:
-    """The vector env of one runner.
+    """The vector env of one runner (``restart_sub_envs``: gymnasium sub-envs are rebuilt when
+    they raise; EnvPool's C++ envs do not raise).
 
     EnvPool: SYNC steps all sub-envs together; ASYNC returns the first ``async_batch_size`` ready.
     gymnasium: SYNC is ``SyncVectorEnv``; ASYNC is ``AsyncVectorEnv`` (lock-step, a process per
@@ -337,6 +380,6 @@ def make_host_env(
     if mode == ASYNC and async_batch_size is not None:
         from rljax.env.first_ready import FirstReadyVectorEnv
 
-        fns = env_fns(spec, num_envs, worker_index, num_workers)
-        return FirstReadyVectorEnv(fns, async_batch_size, seed)
-    return GymVectorHostEnv(spec, num_envs, mode, seed, worker_index, num_workers)
+        fns = env_fns(spec, num_envs, worker_index, num_workers, restart_sub_envs)
+        return FirstReadyVectorEnv(fns, async_batch_size, seed, restart_sub_envs)
+    return GymVectorHostEnv(spec, num_envs, mode, seed, worker_index, num_workers, restart_sub_envs)

@@ -102,7 +102,12 @@ def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Calla
         present = getattr(result, "present", None)
         raw_reward = getattr(result, "raw_reward", None)
         game_over = getattr(result, "game_over", None)
+        restarted = getattr(result, "restarted", None)
         was_valid = state.valid[ids] if present is None else state.valid[ids] & present
+        if restarted is not None:
+            # A sub-env that raised was rebuilt: this row is its fresh first observation, so the
+            # pending action has no real result and the broken episode is never reported.
+            was_valid = was_valid & ~restarted
         done = result.terminated | result.truncated
         # Metrics follow whole games: unclipped rewards, and lost lives do not end an episode.
         metric_reward = result.reward if raw_reward is None else raw_reward
@@ -126,13 +131,14 @@ def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Calla
         )
         # After an episode end the env auto-resets on the next step and ignores this action, so the
         # transition that starts from a final observation is not real.
+        episode_over = game_over if restarted is None else game_over | restarted
         new = ActorState(
             obs=result.obs,
             action=action,
             extras=extras,
             valid=~done,
-            episode_return=jnp.where(game_over, 0.0, ep_ret),
-            episode_len=jnp.where(game_over, 0, ep_len),
+            episode_return=jnp.where(episode_over, 0.0, ep_ret),
+            episode_len=jnp.where(episode_over, 0, ep_len),
         )
         if present is not None:
             old = jax.tree.map(lambda s: s[ids], state)

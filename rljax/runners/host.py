@@ -13,12 +13,15 @@ sample the next fragment while the learner updates, with samples at most one ver
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
+import logging
 import queue
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +31,31 @@ import numpy as np
 
 from rljax.env.vector import EnvSpec, make_host_env
 from rljax.runners.acting import ActorState, Transition, init_actor_state
+
+logger = logging.getLogger("rljax")
+
+MAX_FRESH_FAILURES = 3
+
+
+_STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _jitted_step(act_step: Callable, device: jax.Device) -> Callable:
+    """The jitted env step of ``act_step`` on ``device``, one per act step: the runners of an
+    algorithm (and the replacements of failed ones) share its compilations."""
+    per_device = _STEPS.setdefault(act_step, {})
+    if device not in per_device:
+
+        def step(params, key, actor, result, traj, t):
+            # Everything per env step in one jitted call: the key split, acting, and writing the
+            # transition into the fragment's buffer (donated, so updated in place).
+            key, sub = jax.random.split(key)
+            action, actor, transition = act_step(params, sub, actor, result)
+            traj = jax.tree.map(lambda buf, x: buf.at[t].set(x), traj, transition)
+            return action, actor, traj, key
+
+        per_device[device] = jax.jit(step, donate_argnums=(2, 4), device=device)
+    return per_device[device]
 
 
 class HostRunner:
@@ -49,6 +77,7 @@ class HostRunner:
         worker_index: int = 0,
         num_workers: int = 0,
         env: Any = None,
+        restart_sub_envs: bool = False,
     ):
         # ``env``: a vector env built by the caller (multi-agent slots); else one from ``spec``.
         self.env = env or make_host_env(
@@ -59,7 +88,9 @@ class HostRunner:
             async_batch_size,
             worker_index=worker_index,
             num_workers=num_workers,
+            restart_sub_envs=restart_sub_envs,
         )
+        self.num_sub_env_restarts = 0
         self.offset = env_id_offset
         self.last_stats: Any = None
         self.device = device
@@ -71,15 +102,7 @@ class HostRunner:
         self.actor: ActorState = init_actor_state(policy_fn, params, obs0, streams)
         self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
 
-        def step(params, key, actor, result, traj, t):
-            # Everything per env step in one jitted call: the key split, acting, and writing the
-            # transition into the fragment's buffer (donated, so updated in place).
-            key, sub = jax.random.split(key)
-            action, actor, transition = act_step(params, sub, actor, result)
-            traj = jax.tree.map(lambda buf, x: buf.at[t].set(x), traj, transition)
-            return action, actor, traj, key
-
-        self._step = jax.jit(step, donate_argnums=(2, 4), device=device)
+        self._step = _jitted_step(act_step, device)
         self._transition_shape = jax.eval_shape(
             act_step, params, self.key, self.actor, self.result
         )[2]
@@ -92,17 +115,47 @@ class HostRunner:
 
     def sample(self, params: Any, length: int) -> Transition:
         traj = self._empty_fragment(length)
+        # Sub-env restarts: the rows (t, column) of each sub-env's current episode in this
+        # fragment, so a broken episode's transitions can be dropped.
+        tracking = getattr(self.result, "restarted", None) is not None
+        episode_rows: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
+        dropped: list[tuple[int, int]] = []
         for t in range(length):
+            if tracking:
+                self._track_episodes(t, episode_rows, dropped)
             action, self.actor, traj, self.key = self._step(
                 params, self.key, self.actor, self.result, traj, t
             )
             self.result = self.env.step(self.to_env_action(np.asarray(action)), self.result.env_id)
+        if dropped:
+            drop = np.zeros(traj.valid.shape, bool)
+            rows, cols = zip(*dropped, strict=True)
+            drop[list(rows), list(cols)] = True
+            traj = traj._replace(valid=traj.valid & ~jnp.asarray(drop, device=self.device))
         # Env-side statistics of this fragment (multi-agent envs keep their finished episodes),
         # taken here, by the thread that stepped the env, so they travel with the fragment.
         drain = getattr(self.env, "drain_stats", None)
         self.last_stats = drain() if drain is not None else None
         # Sub-env ids are made global across runners so the learner can tell trajectories apart.
         return traj._replace(env_id=traj.env_id + self.offset)
+
+    def _track_episodes(
+        self, t: int, episode_rows: dict[int, list[tuple[int, int]]], dropped: list
+    ) -> None:
+        """Row (t, j) completes the pending transition of sub-env ``env_id[j]``: it joins that
+        sub-env's current episode, which ends here if the result is done; a restarted sub-env's
+        episode is broken, and its rows so far in this fragment are dropped."""
+        result = self.result
+        done = np.asarray(result.terminated) | np.asarray(result.truncated)
+        restarted = np.asarray(result.restarted)
+        for j, k in enumerate(np.asarray(result.env_id).tolist()):
+            if restarted[j]:
+                dropped.extend(episode_rows.pop(k, ()))
+                self.num_sub_env_restarts += 1
+            elif done[j]:
+                episode_rows.pop(k, None)
+            else:
+                episode_rows[k].append((t, j))
 
     def close(self) -> None:
         self.env.close()
@@ -136,15 +189,33 @@ class GroupSample:
 
 
 class RunnerGroup:
-    """``num_env_runners`` runner threads feeding the learner through bounded queues."""
+    """``num_env_runners`` runner threads feeding the learner through bounded queues.
 
-    def __init__(self, runners: list[HostRunner], length: int, max_lag: int, poll_s: float = 0.05):
+    With ``make_runner`` and ``max_restarts > 0``, a runner that fails (an exception in its
+    env) or returns nothing within ``sample(timeout_s)`` (a hung env) is replaced: a new runner
+    with fresh envs takes its place and its thread, the old one's fragment is discarded, and
+    sampling goes on. A hung thread cannot be stopped; it is abandoned (a daemon), and whatever it
+    might still return is ignored (each thread has a generation number).
+    """
+
+    def __init__(
+        self,
+        runners: list[HostRunner],
+        length: int,
+        max_lag: int,
+        poll_s: float = 0.05,
+        make_runner: Callable[[int], HostRunner] | None = None,
+        max_restarts: int = 0,
+    ):
         if max_lag not in (0, 1):
             raise ValueError(f"max_lag must be 0 or 1; got {max_lag}")
         self.runners = runners
         self.length = length
         self.max_lag = max_lag
         self._poll_s = poll_s
+        self._make_runner = make_runner
+        self.max_restarts = max_restarts if make_runner is not None else 0
+        self.num_restarts = 0
         self._queues: list[queue.Queue] = [queue.Queue(maxsize=1) for _ in runners]
         self._cond = threading.Condition()
         self._params: Any = None
@@ -152,10 +223,19 @@ class RunnerGroup:
         self._stop = threading.Event()
         self._errors: dict[int, str] = {}
         self._threads: list[threading.Thread] = []
+        self._generation = [0] * len(runners)
+        # Restarts of a runner slot since it last delivered a fragment: an env that fails every
+        # time is given up on after MAX_FRESH_FAILURES, not restarted for ever.
+        self._fresh_restarts = [0] * len(runners)
+        self._retired: list[HostRunner] = []  # replaced runners (closed when the group closes)
 
     @property
     def version(self) -> int:
         return self._version
+
+    @property
+    def num_sub_env_restarts(self) -> int:
+        return sum(r.num_sub_env_restarts for r in (*self.runners, *self._retired))
 
     def publish(self, params: Any) -> int:
         """Hands new weights to the runners; returns their version (0 for the first)."""
@@ -165,31 +245,41 @@ class RunnerGroup:
             self._cond.notify_all()
         if not self._threads:
             for i in range(len(self.runners)):
-                t = threading.Thread(
-                    target=self._loop, args=(i,), name=f"rljax-env-runner-{i + 1}", daemon=True
-                )
-                t.start()
-                self._threads.append(t)
+                self._threads.append(self._start(i))
         return self._version
 
-    def _loop(self, i: int) -> None:
+    def _start(self, i: int) -> threading.Thread:
+        t = threading.Thread(
+            target=self._loop,
+            args=(i, self._generation[i]),
+            name=f"rljax-env-runner-{i + 1}",
+            daemon=True,
+        )
+        t.start()
+        return t
+
+    def _loop(self, i: int, generation: int) -> None:
         runner = self.runners[i]
         k = 0
+
+        def current() -> bool:
+            return self._generation[i] == generation and not self._stop.is_set()
+
         try:
-            while not self._stop.is_set():
+            while current():
                 t0 = time.perf_counter()
                 with self._cond:
-                    while self._version < k - self.max_lag and not self._stop.is_set():
+                    while self._version < k - self.max_lag and current():
                         self._cond.wait(self._poll_s)
                     params, version = self._params, self._version
-                if self._stop.is_set():
+                if not current():
                     return
                 t1 = time.perf_counter()
                 traj = runner.sample(params, self.length)
                 jax.block_until_ready(traj)
                 t2 = time.perf_counter()
                 fragment = Fragment(traj, version, t2 - t1, t1 - t0, runner.last_stats)
-                while not self._stop.is_set():
+                while current():
                     try:
                         self._queues[i].put(fragment, timeout=self._poll_s)
                         break
@@ -198,37 +288,83 @@ class RunnerGroup:
                 fragment.wait_s += time.perf_counter() - t2
                 k += 1
         except BaseException:  # reported to the learner, which raises it with the runner's id
-            self._errors[i] = traceback.format_exc()
+            if self._generation[i] == generation:
+                self._errors[i] = traceback.format_exc()
 
-    def _raise_if_failed(self, i: int) -> None:
+    def _failure(self, i: int) -> str | None:
         if i in self._errors:
-            self.close()
-            raise EnvRunnerError(
-                f"env runner {i + 1} (worker_index={i + 1}) failed:\n{self._errors[i]}"
-            )
+            return f"failed:\n{self._errors[i]}"
         if self._threads and not self._threads[i].is_alive() and not self._stop.is_set():
+            return "stopped without a result"
+        return None
+
+    def _replace(self, i: int, why: str, close_on_error: bool = True) -> None:
+        """Replaces runner ``i`` (restarts allowed), or raises ``EnvRunnerError`` (closing the
+        group first, unless ``close_on_error`` is False: a hung thread would delay the error)."""
+        while (
+            self.num_restarts < self.max_restarts and self._fresh_restarts[i] < MAX_FRESH_FAILURES
+        ):
+            self.num_restarts += 1
+            self._fresh_restarts[i] += 1
+            logger.warning("env runner %d %s; restarting it", i + 1, why)
+            self._generation[i] += 1
+            self._errors.pop(i, None)
+            with contextlib.suppress(queue.Empty):
+                self._queues[i].get_nowait()  # a fragment of the old runner, if any
+            old = self.runners[i]
+            self._retired.append(old)
+            # A hung env may never return: close the old runner without waiting for it.
+            threading.Thread(target=_close_quietly, args=(old,), daemon=True).start()
+            try:
+                self.runners[i] = self._make_runner(i)  # type: ignore[misc]
+            except Exception:  # noqa: BLE001 (a runner that cannot even be built: try again)
+                why = f"could not be rebuilt:\n{traceback.format_exc()}"
+                continue
+            self._threads[i] = self._start(i)
+            return
+        if close_on_error:
+            self.close()
+        name = f"env runner {i + 1} (worker_index={i + 1})"
+        if self._fresh_restarts[i] >= MAX_FRESH_FAILURES:
             raise EnvRunnerError(
-                f"env runner {i + 1} (worker_index={i + 1}) stopped without a result"
+                f"{name} failed again after {self._fresh_restarts[i]} restarts in a row without "
+                f"delivering one fragment: the env fails every time, so restarting cannot help. "
+                f"Last failure: {why}"
             )
+        limit = (
+            f" after {self.num_restarts} restart(s) (max_num_env_runner_restarts="
+            f"{self.max_restarts})"
+            if self.max_restarts
+            else ""
+        )
+        raise EnvRunnerError(f"{name} {why}{limit}")
 
     def sample(self, timeout_s: float | None = None) -> GroupSample:
-        """One fragment from every runner. Raises ``EnvRunnerError`` if a runner failed."""
+        """One fragment from every runner. A failed or timed-out runner is restarted when
+        allowed; otherwise this raises ``EnvRunnerError``."""
         if not self._threads:
             raise RuntimeError("publish() the first weights before sampling")
         t0 = time.perf_counter()
         fragments: list[Fragment] = []
         for i, q in enumerate(self._queues):
+            started = time.perf_counter()
             while True:
-                self._raise_if_failed(i)
+                why = self._failure(i)
+                if why is not None:
+                    self._replace(i, why)
+                    started = time.perf_counter()
                 try:
                     fragments.append(q.get(timeout=self._poll_s))
+                    self._fresh_restarts[i] = 0
                     break
                 except queue.Empty:
-                    if timeout_s is not None and time.perf_counter() - t0 > timeout_s:
-                        raise EnvRunnerError(
-                            f"env runner {i + 1} (worker_index={i + 1}) returned no sample within "
-                            f"{timeout_s} s (sample_timeout_s)"
-                        ) from None
+                    if timeout_s is not None and time.perf_counter() - started > timeout_s:
+                        self._replace(
+                            i,
+                            f"returned no sample within {timeout_s} s (sample_timeout_s)",
+                            close_on_error=False,
+                        )
+                        started = time.perf_counter()
         learner_wait = time.perf_counter() - t0
         if len(fragments) == 1:
             traj = fragments[0].traj
@@ -252,5 +388,9 @@ class RunnerGroup:
         for t in self._threads:
             t.join(timeout=10)
         for r in self.runners:
-            with contextlib.suppress(Exception):  # closing after a failure must not hide it
-                r.close()
+            _close_quietly(r)  # closing after a failure must not hide it
+
+
+def _close_quietly(runner: HostRunner) -> None:
+    with contextlib.suppress(Exception):
+        runner.close()

@@ -118,7 +118,7 @@ def test_a_failing_runner_surfaces_its_id_and_traceback_quickly():
         num_envs_per_env_runner=2,
         rollout_fragment_length=20,
         env_config={"crash_worker": 2, "crash_after": 25},
-    )
+    ).fault_tolerance(restart_failed_env_runners=False)
     algo = cfg.build_algo()
     start = time.perf_counter()
     try:
@@ -143,7 +143,7 @@ def test_a_failing_sub_env_process_is_reported():
         async_batch_size=1,
         env_config={"crash_worker": 1, "crash_after": 3},
     ).environment("tick", env_config={"crash_worker": 1, "crash_after": 3})
-    algo = cfg.build_algo()
+    algo = cfg.fault_tolerance(restart_failed_env_runners=False).build_algo()
     try:
         with pytest.raises(
             EnvRunnerError, match="(?s)env runner 1.*sub-env 0.*exploded on purpose"

@@ -1,0 +1,206 @@
+"""Fault tolerance: sub-env restarts drop the broken episode, failed or hung runners are
+replaced, and an env that fails every time is given up on quickly."""
+
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rljax.algorithms.ppo import PPOConfig
+from rljax.runners.host import EnvRunnerError
+
+
+class CrashingTicks(gym.Env):
+    """obs = [t / 10]; episodes last 10 steps (truncated). Every instance raises at step 5 of
+    its second episode (``crash_episode``), or, with ``hang_after``, sleeps for an hour once it
+    has taken that many steps in total; ``fail_always`` raises on every step."""
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config):
+        self.config = config
+        self.episodes = -1
+        self.total = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        self.episodes += 1
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        cfg = self.config
+        self.total += 1
+        if cfg.get("fail_always"):
+            raise ValueError("this env always fails")
+        if self.episodes == cfg.get("crash_episode", -1) and self.t == 5:
+            raise ValueError("crashed on purpose")
+        if "hang_after" in cfg and self.total > cfg["hang_after"]:
+            time.sleep(3600)
+        self.t += 1
+        return np.array([self.t / 10], np.float32), 1.0, False, self.t >= 10, {}
+
+
+def _config(env_config, **runners):
+    return (
+        PPOConfig()
+        .environment(CrashingTicks, env_config=env_config)
+        .env_runners(**runners)
+        .training(minibatch_size=8, num_epochs=1, lr=1e-3)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+
+
+@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
+def test_a_restarted_sub_env_drops_its_broken_episode(mode):
+    algo = (
+        _config(
+            {"crash_episode": 1},
+            num_envs_per_env_runner=2,
+            rollout_fragment_length=40,
+            gym_env_vectorize_mode=mode,
+        )
+        .fault_tolerance(restart_failed_sub_environments=True)
+        .build_algo()
+    )
+    try:
+        result = algo.train()
+        # Each sub-env: episode 0 (10 steps), then episode 1 crashes at its step 5: rebuilt,
+        # the new instance runs episode 0 again... Only whole 10-step episodes are reported.
+        runners = result["env_runners"]
+        assert runners["episode_len_min"] == runners["episode_len_max"] == 10
+        assert runners["episode_return_mean"] == 10.0
+        assert result["fault_tolerance"]["num_sub_env_restarts"] >= 2  # once per sub-env
+        traj = algo._runners.sample().traj
+        obs, valid = np.asarray(traj.obs)[..., 0], np.asarray(traj.valid)
+        done = np.asarray(traj.truncated)
+        for k in range(2):
+            rows = np.nonzero(valid[:, k])[0]
+            assert len(rows) > 0
+            # Valid transitions run 0.0, 0.1, ..., 0.9 and start over after an episode end:
+            # nothing of a broken episode (0.0 .. 0.4, then a fresh 0.0) is left.
+            for a, b in zip(rows[:-1], rows[1:], strict=True):
+                expected = 0.0 if done[a, k] else obs[a, k] + 0.1
+                assert obs[b, k] == pytest.approx(expected), (k, a, b, obs[: b + 1, k])
+    finally:
+        algo.stop()
+
+
+def test_a_failed_runner_is_replaced_and_training_goes_on():
+    algo = _config(
+        {"crash_episode": 2},
+        num_env_runners=2,
+        num_envs_per_env_runner=2,
+        rollout_fragment_length=20,
+    ).build_algo()  # restart_failed_env_runners=True is the default, as in RLlib
+    try:
+        for _ in range(3):
+            result = algo.train()
+        tolerance = result["fault_tolerance"]
+        assert tolerance["num_env_runner_restarts"] >= 2  # both runners crash in iteration 2
+        assert tolerance["num_healthy_env_runners"] == 2
+        assert result["env_runners"]["num_env_steps_sampled"] > 0
+    finally:
+        algo.stop()
+
+
+def test_a_hung_env_is_caught_by_the_sample_timeout_and_its_runner_replaced():
+    algo = _config(
+        {"hang_after": 30},
+        num_envs_per_env_runner=2,
+        rollout_fragment_length=20,
+        sample_timeout_s=1.0,
+    ).build_algo()
+    start = time.perf_counter()
+    try:
+        for _ in range(2):  # each new runner delivers one fragment, then hangs in the next
+            result = algo.train()
+        assert result["fault_tolerance"]["num_env_runner_restarts"] >= 1
+    finally:
+        algo.stop()
+    assert time.perf_counter() - start < 60
+
+
+def test_an_env_that_always_fails_is_given_up_on_quickly():
+    algo = _config({"fail_always": True}, num_envs_per_env_runner=2).build_algo()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(
+            EnvRunnerError, match="(?s)3 restarts in a row.*fails every time.*this env always fails"
+        ):
+            algo.train()
+    finally:
+        algo.stop()
+    assert time.perf_counter() - start < 30
+
+
+class FlakyCartPole(gym.Env):
+    """gymnasium's CartPole-v1 whose ``step`` raises on 1% of calls (at random)."""
+
+    def __init__(self, config):
+        self.env = gym.make("CartPole-v1")
+        self.observation_space, self.action_space = (
+            self.env.observation_space,
+            self.env.action_space,
+        )
+        self.rng = np.random.default_rng(config.vector_index * 7919 + config.worker_index)
+
+    def reset(self, *, seed=None, options=None):
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        if self.rng.random() < 0.01:
+            raise ConnectionError("the simulator dropped the connection")
+        return self.env.step(action)
+
+
+@pytest.mark.slow
+def test_ppo_learns_cartpole_to_450_although_1_percent_of_steps_crash():
+    algo = (
+        PPOConfig()
+        .environment(FlakyCartPole)
+        .env_runners(num_envs_per_env_runner=16)
+        .training(
+            train_batch_size_per_learner=4000,
+            minibatch_size=128,
+            num_epochs=6,
+            lr=3e-4,
+            lambda_=0.95,
+            vf_loss_coeff=0.5,
+            vf_clip_param=None,
+            use_kl_loss=False,
+            kl_coeff=0.0,
+        )
+        .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
+        .fault_tolerance(restart_failed_sub_environments=True)
+        .debugging(seed=0)
+        .build_algo()
+    )
+    clean = gym.make("CartPole-v1")
+
+    def greedy_return(episodes=3):
+        total = 0.0
+        for e in range(episodes):
+            obs, _ = clean.reset(seed=100 + e)
+            done = False
+            while not done:
+                obs, r, term, trunc, _ = clean.step(algo.compute_single_action(obs))
+                total += r
+                done = term or trunc
+        return total / episodes
+
+    try:
+        score = 0.0
+        while algo.num_env_steps_sampled_lifetime < 250_000:
+            result = algo.train()
+            if result["training_iteration"] % 5 == 0 and (score := greedy_return()) >= 450:
+                break
+        # A crash every 100 steps on average: an episode rarely lasts 450 steps uncrashed, so the
+        # policy is judged greedily on a CartPole that never crashes.
+        assert score >= 450, score
+        assert result["fault_tolerance"]["num_sub_env_restarts"] > 500
+        assert result["fault_tolerance"]["num_env_runner_restarts"] == 0
+    finally:
+        algo.stop()
