@@ -545,6 +545,11 @@ class AlgorithmConfig:
                     ".multi_agent(policies=[...], policy_mapping_fn=...)"
                 )
             return
+        if self.restart_failed_sub_environments:
+            raise ConfigError(
+                "restart_failed_sub_environments=True is not built for multi-agent envs; "
+                "restart_failed_env_runners=True (the default) replaces a failed runner whole"
+            )
         if self.async_batch_size is not None:
             raise ConfigError(
                 f"async_batch_size={self.async_batch_size} does not apply to multi-agent envs: "

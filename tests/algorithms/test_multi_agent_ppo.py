@@ -130,6 +130,8 @@ def test_multi_agent_config_errors():
         _config().multi_agent(policy_mapping_fn=None).validate()
     with pytest.raises(ConfigError, match="not in policies"):
         _config().multi_agent(policies_to_train=["p7"]).validate()
+    with pytest.raises(ConfigError, match="restart_failed_sub_environments=True is not built"):
+        _config().fault_tolerance(restart_failed_sub_environments=True).validate()
     with pytest.raises(ConfigError, match="async_batch_size=1 does not apply"):
         _config().env_runners(gym_env_vectorize_mode="ASYNC", async_batch_size=1).validate()
     with pytest.raises(ConfigError, match="does not train multi-agent"):
