@@ -20,7 +20,7 @@ from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
-from rljax.utils.errors import ConfigError, closest
+from rljax.utils.errors import ConfigError, best_match, closest
 
 
 class _Unset:
@@ -190,10 +190,7 @@ class AlgorithmConfig:
         if unknown:
             name = next(iter(unknown))
             allowed = self._SECTIONS[section]
-            if name in RENAMED:
-                hint = f"; RLlib's new API stack calls it {RENAMED[name]!r}"
-            else:
-                hint = closest(name, allowed) or closest(name, self._all_keys())
+            hint = _unknown_key_hint(name, allowed) or _unknown_key_hint(name, self._all_keys())
             raise ConfigError(
                 f".{section}() got an unknown keyword {name!r}{hint}; valid keywords: {', '.join(allowed)}"
             )
@@ -675,12 +672,7 @@ class AlgorithmConfig:
         keys = set(cls._all_keys())
         for key, value in d.items():
             if key not in keys:
-                hint = (
-                    f"; RLlib's new API stack calls it {RENAMED[key]!r}"
-                    if key in RENAMED
-                    else closest(key, keys)
-                )
-                raise ConfigError(f"unknown config key {key!r}{hint}")
+                raise ConfigError(f"unknown config key {key!r}{_unknown_key_hint(key, keys)}")
             if (
                 key in ("env", "policy_mapping_fn")
                 and isinstance(value, dict)
@@ -712,6 +704,17 @@ class AlgorithmConfig:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.to_dict()})"
+
+
+def _unknown_key_hint(name: str, keys: Any) -> str:
+    """What an unknown setting probably meant: an old RLlib name (exact or misspelled), or the
+    closest current one."""
+    if name in RENAMED:
+        return f"; RLlib's new API stack calls it {RENAMED[name]!r}"
+    match = best_match(name, [*keys, *RENAMED])
+    if match in RENAMED:
+        return f"; did you mean {match!r}? RLlib's new API stack calls it {RENAMED[match]!r}"
+    return f"; did you mean {match!r}?" if match else ""
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:

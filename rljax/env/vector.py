@@ -191,7 +191,13 @@ def env_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
         spaces = env.observation_space, env.action_space
         env.close()
         return spaces
-    env = spec.creator(EnvContext(spec.env_config))
+    try:
+        env = spec.creator(EnvContext(spec.env_config))
+    except TypeError as e:  # most often a class whose __init__ takes no config
+        raise ConfigError(
+            f"building the env {spec.name!r} failed: {e}. rljax calls env classes and creators "
+            "with the env_config, as RLlib does: define __init__(self, config=None)"
+        ) from e
     if not isinstance(env, gym.Env):
         raise ConfigError(
             f"the env creator for {spec.name!r} returned {type(env).__name__}, not a gymnasium.Env"

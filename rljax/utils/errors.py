@@ -14,7 +14,32 @@ class CheckpointError(ValueError):
     """A path that is not a readable rljax checkpoint."""
 
 
+def best_match(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate ``name`` most likely misspells, or None.
+
+    Similarity (difflib's ratio) with a bonus for a shared start, since settings are usually
+    mistyped at the end (``lr_rate`` means ``lr``, not ``kl_target``); case is ignored.
+    """
+    cands = list(dict.fromkeys(candidates))
+    low = name.lower()
+    best, best_score = None, 0.0
+    for c in cands:
+        cl = c.lower()
+        if cl == low:
+            return c
+        ratio = difflib.SequenceMatcher(None, low, cl).ratio()
+        prefix = 0
+        for a, b in zip(low, cl, strict=False):
+            if a != b:
+                break
+            prefix += 1
+        score = ratio + 0.6 * prefix / max(len(low), 1)
+        if (ratio >= 0.5 or prefix >= 2) and score > best_score:
+            best, best_score = c, score
+    return best if best_score >= 0.55 else None
+
+
 def closest(name: str, candidates: Iterable[str]) -> str:
     """Returns ``"; did you mean 'x'?"`` for the closest candidate, or an empty string."""
-    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.5)
-    return f"; did you mean {match[0]!r}?" if match else ""
+    match = best_match(name, candidates)
+    return f"; did you mean {match!r}?" if match else ""
