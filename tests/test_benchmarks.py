@@ -42,3 +42,14 @@ def test_multi_agent_benchmarks_short_runs(tmp_path, run_benchmark):
     assert [r["rows_per_policy"] for r in many["results"]] == [512, 128]
     assert all(r["update_s"] > 0 for r in many["results"])
     assert (tmp_path / "many_policies.png").stat().st_size > 5_000
+
+
+def test_soak_short_run_reports_memory_and_no_recompilation(tmp_path, run_benchmark):
+    report = run_benchmark(
+        "soak.py", "--minutes", "0.1", "--sample-s", "1", "--env", "gym", "--out", str(tmp_path)
+    )
+    assert report == json.loads((tmp_path / "soak.json").read_text())
+    assert report["iterations"] >= 2 and len(report["rss_mb"]) >= 2
+    assert report["compilations_first_iteration"] > 0  # the listener sees compilations
+    assert report["compilations_after_first_iteration"] == 0
+    assert report["rss_end_mb"] > 100 and abs(report["rss_growth_after_warmup"]) < 1.0
