@@ -60,6 +60,35 @@ def _all_flags(finished: dict[AgentID, tuple[bool, bool]], over: bool) -> tuple[
     return not truncated, truncated
 
 
+def _adopt(wrapper: MultiAgentEnv, env: Any, parallel: bool) -> None:
+    """Checks ``env`` is the PettingZoo kind ``wrapper`` wraps, then takes its agents, spaces,
+    render mode and metadata."""
+    pettingzoo = _import_pettingzoo()
+    want, other = (
+        (pettingzoo.ParallelEnv, pettingzoo.AECEnv)
+        if parallel
+        else (pettingzoo.AECEnv, pettingzoo.ParallelEnv)
+    )
+    if not isinstance(env, want):
+        hint = ""
+        if isinstance(env, other):
+            hint = (
+                " (an AECEnv: wrap it with PettingZooEnv)"
+                if parallel
+                else " (a ParallelEnv: wrap it with ParallelPettingZooEnv)"
+            )
+        raise TypeError(
+            f"{type(wrapper).__name__} wraps a pettingzoo.{want.__name__}; got "
+            f"{type(env).__name__}{hint}"
+        )
+    MultiAgentEnv.__init__(wrapper)
+    wrapper.possible_agents = _possible_agents(env)
+    wrapper.observation_spaces = {a: env.observation_space(a) for a in wrapper.possible_agents}
+    wrapper.action_spaces = {a: env.action_space(a) for a in wrapper.possible_agents}
+    wrapper.render_mode = getattr(env, "render_mode", None)
+    wrapper.metadata = dict(getattr(env, "metadata", None) or wrapper.metadata)
+
+
 class ParallelPettingZooEnv(MultiAgentEnv):
     """A ``pettingzoo.ParallelEnv`` (every live agent acts at every step) as a ``MultiAgentEnv``.
 
@@ -77,23 +106,8 @@ class ParallelPettingZooEnv(MultiAgentEnv):
         """Args:
         env: A PettingZoo parallel env, e.g. ``pistonball_v6.parallel_env()``.
         """
-        pettingzoo = _import_pettingzoo()
-        if not isinstance(env, pettingzoo.ParallelEnv):
-            raise TypeError(
-                f"ParallelPettingZooEnv wraps a pettingzoo.ParallelEnv; got {type(env).__name__}"
-                + (
-                    " (an AECEnv: wrap it with PettingZooEnv)"
-                    if isinstance(env, pettingzoo.AECEnv)
-                    else ""
-                )
-            )
-        super().__init__()
+        _adopt(self, env, parallel=True)
         self.par_env = env
-        self.possible_agents = _possible_agents(env)
-        self.observation_spaces = {a: env.observation_space(a) for a in self.possible_agents}
-        self.action_spaces = {a: env.action_space(a) for a in self.possible_agents}
-        self.render_mode = getattr(env, "render_mode", None)
-        self.metadata = dict(getattr(env, "metadata", None) or self.metadata)
         self._finished: set[AgentID] = set()
 
     @property
@@ -174,23 +188,8 @@ class PettingZooEnv(MultiAgentEnv):
         """Args:
         env: A PettingZoo AEC env, e.g. ``tictactoe_v3.env()``.
         """
-        pettingzoo = _import_pettingzoo()
-        if not isinstance(env, pettingzoo.AECEnv):
-            raise TypeError(
-                f"PettingZooEnv wraps a pettingzoo.AECEnv; got {type(env).__name__}"
-                + (
-                    " (a ParallelEnv: wrap it with ParallelPettingZooEnv)"
-                    if isinstance(env, pettingzoo.ParallelEnv)
-                    else ""
-                )
-            )
-        super().__init__()
+        _adopt(self, env, parallel=False)
         self.env = env
-        self.possible_agents = _possible_agents(env)
-        self.observation_spaces = {a: env.observation_space(a) for a in self.possible_agents}
-        self.action_spaces = {a: env.action_space(a) for a in self.possible_agents}
-        self.render_mode = getattr(env, "render_mode", None)
-        self.metadata = dict(getattr(env, "metadata", None) or self.metadata)
 
     @property
     def agents(self) -> list[AgentID]:  # type: ignore[override]
