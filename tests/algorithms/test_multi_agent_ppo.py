@@ -29,14 +29,15 @@ def _config(**training):
     )
 
 
-@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
-def test_each_slot_holds_one_agent_stream_with_its_policy(mode):
-    algo = _config().env_runners(gym_env_vectorize_mode=mode).build_algo()
+@pytest.mark.parametrize("mode, runners", [("SYNC", 0), ("ASYNC", 0), ("SYNC", 2)])
+def test_each_slot_holds_one_agent_stream_with_its_policy(mode, runners):
+    algo = _config().env_runners(gym_env_vectorize_mode=mode, num_env_runners=runners).build_algo()
     try:
         traj = jax.device_get(algo._runners.sample().traj)
         obs, policy = traj.obs["obs"], traj.obs["policy"]
         done = traj.terminated | traj.truncated
-        for slot in range(4):  # copy * 2 + agent
+        assert traj.valid.shape[1] == 4 * max(1, runners)  # slots of every runner, side by side
+        for slot in range(traj.valid.shape[1]):  # (runner * 2 + copy) * 2 + agent
             rows = np.nonzero(traj.valid[:, slot])[0]
             assert len(rows) > 20
             assert set(policy[rows, slot]) == {slot % 2}
