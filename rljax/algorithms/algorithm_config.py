@@ -713,7 +713,7 @@ def _unknown_key_hint(name: str, keys: Any) -> str:
         return f"; RLlib's new API stack calls it {RENAMED[name]!r}"
     match = best_match(name, [*keys, *RENAMED])
     if match in RENAMED:
-        return f"; did you mean {match!r}? RLlib's new API stack calls it {RENAMED[match]!r}"
+        return f"; did you mean {RENAMED[match]!r} (RLlib's old name {match!r})?"
     return f"; did you mean {match!r}?" if match else ""
 
 
