@@ -156,26 +156,24 @@ def test_episode_and_step_counts_belong_to_the_iteration_that_sampled_them():
     # iteration reported 184 episodes and the next 16. RockPaperScissors' episodes are 10
     # moves and a reset step: with 128 steps per fragment, an env finishes episodes at steps
     # 10, 21, 32, ..., i.e. 11, 12, 12 in the first three fragments, and steps the env 117,
-    # 116, 117 times (the other steps are resets). sample_async=True samples a fragment ahead
-    # of the update, which must not move these counts between iterations either.
+    # 116, 117 times (the other steps are resets).
     from rljax.examples.envs.classes.multi_agent import RockPaperScissors
 
-    for sample_async in (False, True):
-        algo = (
-            PPOConfig()
-            .environment(RockPaperScissors)
-            .env_runners(num_envs_per_env_runner=8, num_env_runners=1, sample_async=sample_async)
-            .multi_agent(policies=["learner", "opponent"], policy_mapping_fn=rps_mapping)
-            .training(train_batch_size_per_learner=1024, minibatch_size=256, num_epochs=1)
-            .debugging(seed=0)
-            .build_algo()
-        )
-        try:
-            results = [algo.train()["env_runners"] for _ in range(3)]
-        finally:
-            algo.stop()
-        assert [r["num_episodes"] for r in results] == [88, 96, 96]
-        assert [r["num_env_steps_sampled"] for r in results] == [936, 928, 936]
-        # A transition is emitted when its result arrives, one step after the action: the first
-        # fragment's last actions complete in the second, so 116, 116, 117 per agent slot.
-        assert [r["num_agent_steps_sampled"] for r in results] == [1856, 1856, 1872]
+    algo = (
+        PPOConfig()
+        .environment(RockPaperScissors)
+        .env_runners(num_envs_per_env_runner=8, num_env_runners=1)
+        .multi_agent(policies=["learner", "opponent"], policy_mapping_fn=rps_mapping)
+        .training(train_batch_size_per_learner=1024, minibatch_size=256, num_epochs=1)
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        results = [algo.train()["env_runners"] for _ in range(3)]
+    finally:
+        algo.stop()
+    assert [r["num_episodes"] for r in results] == [88, 96, 96]
+    assert [r["num_env_steps_sampled"] for r in results] == [936, 928, 936]
+    # A transition is emitted when its result arrives, one step after the action: the first
+    # fragment's last actions complete in the second, so 116, 116, 117 per agent slot.
+    assert [r["num_agent_steps_sampled"] for r in results] == [1856, 1856, 1872]

@@ -233,3 +233,16 @@ def test_rewards_of_the_last_step_count_when_the_env_also_returns_observations()
         np.testing.assert_array_equal(r.obs[:, 0], [t, t])
     (episode,) = vec.finished_episodes
     assert episode.agent_returns == {"a": 3.0, "b": 6.0}
+
+
+def test_old_one_argument_mapping_functions_are_called_with_the_agent_id():
+    calls = []
+    vec = MultiAgentVectorEnv(
+        [TurnGame], ["p_a", "p_b"], lambda agent: calls.append(agent) or f"p_{agent}", seed=0
+    )
+    vec.reset()
+    vec.step(np.zeros(2, np.int64))
+    assert calls == ["a", "b"]
+    np.testing.assert_array_equal(vec._policy, [0, 1])
+    with pytest.raises(ConfigError, match="cannot be called as"):
+        MultiAgentVectorEnv([TurnGame], ["p"], lambda a, b, c: "p")
