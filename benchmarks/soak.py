@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> dict:
     next_sample = 0.0
     first_iter_compiles = None
     try:
-        while time.perf_counter() - start < duration:
+        # At least 3 iterations, so that a short run still has iterations after the first.
+        while time.perf_counter() - start < duration or algo.iteration < 3:
             result = algo.train()
             if first_iter_compiles is None:
                 first_iter_compiles = compilations["n"]

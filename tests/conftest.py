@@ -45,3 +45,9 @@ def train_until():
                 return result
 
     return run
+
+
+def pytest_collection_modifyitems(config, items):
+    """Slow tests (learning, notebooks, benchmarks) first: the two xdist workers then share the
+    long ones from the start and fill in with short ones, instead of ending on one long test."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -17,6 +17,7 @@ def test_ppo_cartpole_benchmark_quick_run_writes_json_and_plot(tmp_path, run_ben
         assert len(res["curve"]) == 3
 
 
+@pytest.mark.slow
 def test_off_policy_benchmarks_short_runs_write_json_and_plot(tmp_path, run_benchmark):
     dqn = run_benchmark("dqn_cartpole.py", "--max-timesteps", "3000", "--out", str(tmp_path))
     res = dqn["results"]["rljax"]
@@ -33,6 +34,7 @@ def test_off_policy_benchmarks_short_runs_write_json_and_plot(tmp_path, run_benc
     assert len(saved["results"]["rljax"]["curve"]) == 3
 
 
+@pytest.mark.slow
 def test_multi_agent_benchmarks_short_runs(tmp_path, run_benchmark):
     many = run_benchmark(
         "many_policies.py",
@@ -44,6 +46,7 @@ def test_multi_agent_benchmarks_short_runs(tmp_path, run_benchmark):
     assert (tmp_path / "many_policies.png").stat().st_size > 5_000
 
 
+@pytest.mark.slow
 def test_soak_short_run_reports_memory_and_no_recompilation(tmp_path, run_benchmark):
     report = run_benchmark(
         "soak.py", "--minutes", "0.1", "--sample-s", "1", "--env", "gym", "--out", str(tmp_path)

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 # A multi-agent env: stepped from Python, so every program is cacheable. (EnvPool's fused rollout
 # names its EnvPool instance inside the program, so that one program compiles in each process.)
 SCRIPT = """
@@ -25,6 +27,7 @@ algo.stop()
 """
 
 
+@pytest.mark.slow
 def test_second_process_loads_every_program_from_the_cache(tmp_path):
     cache = tmp_path / "xla"
     env = {**os.environ, "RLJAX_COMPILATION_CACHE": str(cache), "JAX_PLATFORMS": "cpu"}

@@ -29,6 +29,7 @@ def test_porting_example_runs(tmp_path):
         algo.stop()
 
 
+@pytest.mark.slow
 def test_off_policy_example_builds_and_trains():
     namespace: dict = {}
     exec(compile(_python_block("## DQN and SAC"), "README.md", "exec"), namespace)
@@ -44,6 +45,7 @@ def test_off_policy_example_builds_and_trains():
     assert namespace["dqn"].buffer.prioritized and namespace["dqn"].n_high == 3
 
 
+@pytest.mark.slow
 def test_multi_agent_example_builds_and_trains():
     namespace: dict = {}
     exec(compile(_python_block("## Multi-agent (PPO)"), "README.md", "exec"), namespace)

@@ -40,6 +40,7 @@ def _max_change(before, after):
     )
 
 
+@pytest.mark.slow
 def test_overrides_make_groups_with_their_own_model_and_learning_rate(tmp_path):
     config = _config(
         algorithm_config_overrides_per_module={

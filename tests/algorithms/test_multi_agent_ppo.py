@@ -150,6 +150,7 @@ def rps_mapping(agent_id, episode, **kwargs):
     return "learner" if agent_id == "player1" else "opponent"
 
 
+@pytest.mark.slow
 def test_episode_and_step_counts_belong_to_the_iteration_that_sampled_them():
     # Regression: finished episodes were read from the env after the new weights were
     # published, while the runner thread was already stepping the next fragment, so one

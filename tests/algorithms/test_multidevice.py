@@ -4,7 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow
 def test_update_on_one_two_and_four_devices_agrees():
     env = dict(
         os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
@@ -27,6 +30,7 @@ def test_update_on_one_two_and_four_devices_agrees():
     assert 0 < out["host_train_steps"] <= 128
 
 
+@pytest.mark.slow
 def test_off_policy_update_on_two_learners_matches_one():
     env = dict(
         os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu"

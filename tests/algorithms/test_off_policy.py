@@ -175,6 +175,7 @@ class _Chain(gym.Env):
         return self._obs(), float(done), done, False, {}
 
 
+@pytest.mark.slow
 def test_dqn_on_a_gymnasium_env_through_runners():
     rljax.register_env("rljax-test-chain", lambda cfg: _Chain(cfg))
     config = (
@@ -253,6 +254,7 @@ def test_store_buffer_in_checkpoints_switch(tmp_path):
         algo.stop()
 
 
+@pytest.mark.slow
 def test_seed_tutorial_breakout_port_runs_on_deduplicated_frames():
     config = DQNConfig.from_yaml(
         pathlib.Path(rljax.__file__).parent / "tuned_examples" / "dqn_breakout.yaml"

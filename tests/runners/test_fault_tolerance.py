@@ -106,6 +106,7 @@ def test_a_failed_runner_is_replaced_and_training_goes_on():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_hung_env_is_caught_by_the_sample_timeout_and_its_runner_replaced():
     algo = _config(
         {"hang_after": 30},

@@ -61,6 +61,7 @@ def _config(**runners):
     [("SYNC", None), ("ASYNC", None), ("ASYNC", 2)],
     ids=["sync", "async", "first-ready"],
 )
+@pytest.mark.slow
 def test_n_runners_deliver_exactly_the_configured_batch(mode, batch):
     cfg = _config(
         num_env_runners=3,
@@ -153,6 +154,7 @@ def test_a_failing_sub_env_process_is_reported():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_first_ready_batches_do_not_wait_for_a_slow_sub_env():
     # Sub-env 0 takes 10x longer. Lock-step batches wait for it at every step; first-ready
     # batches of 3 keep the other sub-envs busy, so they run many more steps in the same time.
