@@ -491,4 +491,4 @@ class OffPolicyAlgorithm(Algorithm):
                 key=jax.device_put(jnp.asarray(loaded["runner_key"]), self.runner_device)
             )
         else:
-            self._runners.publish(self._runner_params())
+            self._runners.publish(self._runner_params(), advance=False)

@@ -36,16 +36,23 @@ class RestartingEnv(gym.Env):
         self.metadata = getattr(self.env, "metadata", {})
         self.render_mode = getattr(self.env, "render_mode", None)
         self.num_restarts = 0
+        self._fails_in_a_row = 0  # failures since the last good step
 
-    def _rebuild_and_reset(self, error: str, seed: int | None = None) -> tuple[Any, dict]:
-        for attempt in range(1, self._max_in_a_row + 1):
+    def _rebuild_and_reset(
+        self, error: str, seed: int | None = None, options: dict | None = None
+    ) -> tuple[Any, dict]:
+        while True:
+            self._fails_in_a_row += 1
+            if self._fails_in_a_row > self._max_in_a_row:
+                break
+            attempt = self._fails_in_a_row
             self.num_restarts += 1
             logger.warning("sub-env failed; rebuilding it (attempt %d):\n%s", attempt, error)
             with contextlib.suppress(Exception):
                 self.env.close()
             try:
                 self.env = self._env_fn()
-                return self.env.reset(seed=seed)
+                return self.env.reset(seed=seed, options=options)
             except Exception:  # noqa: BLE001 (retried, then raised below)
                 error = traceback.format_exc()
         raise RuntimeError(
@@ -57,14 +64,16 @@ class RestartingEnv(gym.Env):
         try:
             return self.env.reset(seed=seed, options=options)
         except Exception:  # noqa: BLE001
-            return self._rebuild_and_reset(traceback.format_exc(), seed)
+            return self._rebuild_and_reset(traceback.format_exc(), seed, options)
 
     def step(self, action: Any):
         try:
-            return self.env.step(action)
+            out = self.env.step(action)
         except Exception:  # noqa: BLE001
             obs, info = self._rebuild_and_reset(traceback.format_exc())
             return obs, 0.0, False, False, {**info, RESTARTED: True}
+        self._fails_in_a_row = 0
+        return out
 
     def render(self) -> Any:
         return self.env.render()

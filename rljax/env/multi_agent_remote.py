@@ -111,7 +111,7 @@ class RemoteMultiAgentEnv(MultiAgentEnv):
         self._closed = True
         if not force and self._process.is_alive():
             try:
-                if self._waiting:
+                if self._waiting and self._pipe.poll(5.0):  # a hung step: do not wait for it
                     self._pipe.recv()
                 self._pipe.send(("close", None))
                 if self._pipe.poll(5.0):

@@ -153,14 +153,18 @@ class MultiAgentVectorEnv:
         else:
             self.envs = [fn() for fn in env_fns]
         self.num_envs = len(self.envs)
-        self.possible_agents = list(self.envs[0].possible_agents)
-        for i, env in enumerate(self.envs):
-            if list(env.possible_agents) != self.possible_agents:
-                raise ConfigError(
-                    f"env copy {i} has possible_agents {env.possible_agents}, copy 0 has "
-                    f"{self.possible_agents}; every copy needs the same agents"
-                )
-        self.observation_space, self.action_space = agent_spaces(self.envs[0])
+        try:
+            self.possible_agents = list(self.envs[0].possible_agents)
+            for i, env in enumerate(self.envs):
+                if list(env.possible_agents) != self.possible_agents:
+                    raise ConfigError(
+                        f"env copy {i} has possible_agents {env.possible_agents}, copy 0 has "
+                        f"{self.possible_agents}; every copy needs the same agents"
+                    )
+            self.observation_space, self.action_space = agent_spaces(self.envs[0])
+        except BaseException:
+            self.close()  # ASYNC copies are processes: none left behind
+            raise
         self.num_agents = len(self.possible_agents)
         self.num_slots = self.num_envs * self.num_agents
         self._agent_index = {a: k for k, a in enumerate(self.possible_agents)}

@@ -21,7 +21,6 @@ import queue
 import threading
 import time
 import traceback
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -37,13 +36,11 @@ logger = logging.getLogger("rljax")
 MAX_FRESH_FAILURES = 3
 
 
-_STEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _jitted_step(act_step: Callable, device: jax.Device) -> Callable:
     """The jitted env step of ``act_step`` on ``device``, one per act step: the runners of an
-    algorithm (and the replacements of failed ones) share its compilations."""
-    per_device = _STEPS.setdefault(act_step, {})
+    algorithm (and the replacements of failed ones) share its compilations. The cache lives on
+    ``act_step`` itself, so it goes when the algorithm does."""
+    per_device = act_step.__dict__.setdefault("_rljax_jitted_steps", {})
     if device not in per_device:
 
         def step(params, key, actor, result, traj, t):
@@ -157,7 +154,13 @@ class HostRunner:
             else:
                 episode_rows[k].append((t, j))
 
-    def close(self) -> None:
+    def close(self, force: bool = False) -> None:
+        """Closes the env; ``force``: its step may hang, so terminate worker processes instead
+        of waiting for them."""
+        if force:
+            with contextlib.suppress(TypeError):  # vector envs whose close takes terminate=
+                self.env.close(terminate=True)
+                return
         self.env.close()
 
 
@@ -227,7 +230,7 @@ class RunnerGroup:
         # Restarts of a runner slot since it last delivered a fragment: an env that fails every
         # time is given up on after MAX_FRESH_FAILURES, not restarted for ever.
         self._fresh_restarts = [0] * len(runners)
-        self._retired: list[HostRunner] = []  # replaced runners (closed when the group closes)
+        self._retired: list[HostRunner] = []  # replaced runners (closed when replaced)
 
     @property
     def version(self) -> int:
@@ -237,11 +240,17 @@ class RunnerGroup:
     def num_sub_env_restarts(self) -> int:
         return sum(r.num_sub_env_restarts for r in (*self.runners, *self._retired))
 
-    def publish(self, params: Any) -> int:
-        """Hands new weights to the runners; returns their version (0 for the first)."""
+    def publish(self, params: Any, advance: bool = True) -> int:
+        """Hands new weights to the runners; returns their version (0 for the first).
+
+        ``advance=False`` swaps the weights without counting a new version (weights set or
+        restored between updates): the runners' on-policy schedule, one version per consumed
+        fragment, stays as it was, and the next fragment a runner starts uses them.
+        """
         with self._cond:
             self._params = params
-            self._version += 1
+            if advance or self._version < 0:
+                self._version += 1
             self._cond.notify_all()
         if not self._threads:
             for i in range(len(self.runners)):
@@ -249,18 +258,20 @@ class RunnerGroup:
         return self._version
 
     def _start(self, i: int) -> threading.Thread:
+        # A replacement starts at the learner's current version, so that it keeps the lag rule
+        # (fragment k waits for version k - max_lag) instead of running ahead.
         t = threading.Thread(
             target=self._loop,
-            args=(i, self._generation[i]),
+            args=(i, self._generation[i], max(0, self._version)),
             name=f"rljax-env-runner-{i + 1}",
             daemon=True,
         )
         t.start()
         return t
 
-    def _loop(self, i: int, generation: int) -> None:
+    def _loop(self, i: int, generation: int, start: int = 0) -> None:
         runner = self.runners[i]
-        k = 0
+        k = start
 
         def current() -> bool:
             return self._generation[i] == generation and not self._stop.is_set()
@@ -301,20 +312,24 @@ class RunnerGroup:
     def _replace(self, i: int, why: str, close_on_error: bool = True) -> None:
         """Replaces runner ``i`` (restarts allowed), or raises ``EnvRunnerError`` (closing the
         group first, unless ``close_on_error`` is False: a hung thread would delay the error)."""
+        retired = False
         while (
             self.num_restarts < self.max_restarts and self._fresh_restarts[i] < MAX_FRESH_FAILURES
         ):
             self.num_restarts += 1
             self._fresh_restarts[i] += 1
             logger.warning("env runner %d %s; restarting it", i + 1, why)
-            self._generation[i] += 1
+            if not retired:
+                retired = True
+                self._generation[i] += 1
+                with contextlib.suppress(queue.Empty):
+                    self._queues[i].get_nowait()  # a fragment of the old runner, if any
+                old = self.runners[i]
+                self._retired.append(old)
+                # A hung env may never return: close the old runner (its worker processes
+                # terminated) in the background instead of waiting for it.
+                threading.Thread(target=_close_quietly, args=(old, True), daemon=True).start()
             self._errors.pop(i, None)
-            with contextlib.suppress(queue.Empty):
-                self._queues[i].get_nowait()  # a fragment of the old runner, if any
-            old = self.runners[i]
-            self._retired.append(old)
-            # A hung env may never return: close the old runner without waiting for it.
-            threading.Thread(target=_close_quietly, args=(old,), daemon=True).start()
             try:
                 self.runners[i] = self._make_runner(i)  # type: ignore[misc]
             except Exception:  # noqa: BLE001 (a runner that cannot even be built: try again)
@@ -349,6 +364,10 @@ class RunnerGroup:
         for i, q in enumerate(self._queues):
             started = time.perf_counter()
             while True:
+                with contextlib.suppress(queue.Empty):  # a fragment delivered before a failure
+                    fragments.append(q.get_nowait())
+                    self._fresh_restarts[i] = 0
+                    break
                 why = self._failure(i)
                 if why is not None:
                     self._replace(i, why)
@@ -391,6 +410,6 @@ class RunnerGroup:
             _close_quietly(r)  # closing after a failure must not hide it
 
 
-def _close_quietly(runner: HostRunner) -> None:
+def _close_quietly(runner: HostRunner, force: bool = False) -> None:
     with contextlib.suppress(Exception):
-        runner.close()
+        runner.close(force=force)

@@ -61,8 +61,12 @@ def save_checkpoint(
         raise CheckpointError(f"num_to_keep={num_to_keep!r}; use an int >= 1")
     root = Path(path).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
-    previous = _read_latest(root)
-    counter = int(previous.split("-")[-1]) + 1 if previous else 1
+    # After the newest version directory, whether or not LATEST got to name it (a crash between
+    # the two leaves a complete v-N+1 that LATEST does not name; it must not block later saves).
+    numbers = [
+        int(c.name[2:]) for c in root.iterdir() if c.name[2:].isdigit() and c.name.startswith("v-")
+    ]
+    counter = max(numbers, default=0) + 1
     name = f"v-{counter:06d}"
     tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
@@ -137,7 +141,7 @@ def load_metadata(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
 def load_state(version_dir: Path, target: Any) -> Any:
     """Restores arrays into a pytree shaped like ``target``; shapes must match exactly."""
     raw = (version_dir / STATE_FILE).read_bytes()
-    if raw[:1] == b"\x80":  # the opcode every pickle (protocol 2+) starts with
+    if raw[:1] == b"\x80" and raw[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):  # PROTO 2-5
         raise CheckpointError(
             f"{version_dir / STATE_FILE} holds a Python pickle, which rljax never loads (unpickling "
             "can run code); rljax checkpoints are msgpack only. Was it written by another program?"

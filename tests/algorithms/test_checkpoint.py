@@ -211,3 +211,16 @@ def test_num_to_keep_keeps_the_newest_versions_and_each_loads(trained, tmp_path)
     restored.stop()
     with pytest.raises(CheckpointError, match="num_to_keep=0"):
         algo.save_to_path(path, num_to_keep=0)
+
+
+def test_a_complete_version_that_latest_does_not_name_does_not_block_saves(tmp_path):
+    # A crash between renaming v-N+1 into place and updating LATEST leaves v-N+1 complete but
+    # unnamed; the next save must go past it (it used to fail on the existing directory).
+    from rljax.utils import checkpoint as ckpt
+
+    path = tmp_path / "c"
+    ckpt.save_checkpoint(path, {"i": 1}, {"w": np.ones(3)})
+    (path / "v-000002").mkdir()  # the crashed save's directory
+    ckpt.save_checkpoint(path, {"i": 2}, {"w": np.ones(3)}, num_to_keep=3)
+    assert (path / "LATEST").read_text() == "v-000003"
+    assert ckpt.load_metadata(path)[0]["i"] == 2

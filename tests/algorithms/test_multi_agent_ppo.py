@@ -102,7 +102,9 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
         # set_weights: p1 takes p0's weights and then acts as p0 did; wrong shapes are refused.
         weights = algo.get_weights()
         assert set(weights) == {"p0", "p1"}
+        version = algo._runners.version
         algo.set_weights({"p1": weights["p0"]})
+        assert algo._runners.version == version  # weights swapped, the on-policy count kept
         copied = algo.get_module("p1").forward_inference({"obs": batch})["action_dist_inputs"]
         np.testing.assert_array_equal(copied, logits["p0"])
         algo.set_weights({"p1": weights["p1"]})

@@ -205,3 +205,35 @@ def test_ppo_learns_cartpole_to_450_although_1_percent_of_steps_crash():
         assert result["fault_tolerance"]["num_env_runner_restarts"] == 0
     finally:
         algo.stop()
+
+
+def test_a_sub_env_that_fails_every_step_is_given_up_on_not_rebuilt_for_ever():
+    from rljax.env.fault_tolerance import RESTARTED, RestartingEnv
+
+    class Flaky(gym.Env):
+        observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+        fail = True
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            if Flaky.fail:
+                raise ValueError("broken for good")
+            return np.zeros(1, np.float32), 0.0, False, False, {}
+
+    env = RestartingEnv(Flaky, max_in_a_row=3)
+    env.reset()
+    for _ in range(3):  # each failure rebuilds and reports a restart
+        assert env.step(0)[4][RESTARTED] is True
+    with pytest.raises(RuntimeError, match="(?s)failed 3 times in a row.*broken for good"):
+        env.step(0)
+    # Failures with good steps between them never add up.
+    Flaky.fail = False
+    env = RestartingEnv(Flaky, max_in_a_row=2)
+    env.reset()
+    for i in range(10):
+        Flaky.fail = i % 2 == 0
+        env.step(0)
+    assert env.num_restarts == 5

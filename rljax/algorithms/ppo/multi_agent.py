@@ -430,7 +430,7 @@ class MultiAgentPPO(Algorithm):
                 lambda s, x, k=k: s.at[k].set(jnp.asarray(x, s.dtype)), stacked, params[POLICY_ID]
             )
             self.states[g] = self.states[g].replace(params={POLICY_ID: new})
-        self._runners.publish(self._runner_params())
+        self._runners.publish(self._runner_params(), advance=False)
 
     def _forward(
         self, obs: np.ndarray, explore: bool, policy_id: str | None = None
@@ -457,7 +457,7 @@ class MultiAgentPPO(Algorithm):
     def _restore_state(self, state: Any) -> None:
         states = jax.tree.map(jnp.asarray, list(state))
         self.states = jax.device_put(states, self.learner_devices[0])
-        self._runners.publish(self._runner_params())
+        self._runners.publish(self._runner_params(), advance=False)
 
     def _policy_ids(self) -> list[str]:
         return list(self.policy_ids)

@@ -365,6 +365,8 @@ class PPO(Algorithm):
     def _restore_state(self, state: Any) -> None:
         target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
         self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
+        if getattr(self, "_runners", None) is not None:  # runner threads act with them next
+            self._runners.publish(self._runner_params(), advance=False)
 
 
 def build_policy(observation_space: gym.Space, action_space: gym.Space, cfg: PPOConfig):
