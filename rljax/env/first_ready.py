@@ -138,12 +138,13 @@ class FirstReadyVectorEnv:
             self._mark_sent(i)
         return self._collect()
 
-    def close(self) -> None:
+    def close(self, terminate: bool = False) -> None:
+        """``terminate``: a sub-env may hang, so kill the processes without waiting for them."""
         for conn in self._conns:
             with contextlib.suppress(OSError):
                 conn.send(("close", None))
         for p in self._procs:
-            p.join(timeout=2)
+            p.join(timeout=0 if terminate else 2)
             if p.is_alive():
                 p.terminate()
         for conn in self._conns:

@@ -339,9 +339,13 @@ class MultiAgentVectorEnv:
         self._acc_reward[slot] = 0.0
         self._pending[i].discard(agent)
 
-    def close(self) -> None:
+    def close(self, terminate: bool = False) -> None:
+        """``terminate``: a copy's step may hang, so end ASYNC copies' processes at once."""
         for env in self.envs:
-            env.close()
+            if terminate and self.mode == "ASYNC":
+                env.close(force=True)
+            else:
+                env.close()
 
 
 def _item(action: Any) -> Any:

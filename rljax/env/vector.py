@@ -328,8 +328,12 @@ class GymVectorHostEnv:
             restarted=_restarted(info, self.num_envs) if self.restart_sub_envs else None,
         )
 
-    def close(self) -> None:
-        self.env.close()
+    def close(self, terminate: bool = False) -> None:
+        """``terminate``: a step may hang, so kill ASYNC worker processes instead of waiting."""
+        if terminate:
+            self.env.close(terminate=True)
+        else:
+            self.env.close()
 
 
 class EnvPoolHostEnv:
@@ -352,8 +356,8 @@ class EnvPoolHostEnv:
         self.env.send(action, np.asarray(env_id, np.int32))
         return self._result(self.env.recv())
 
-    def close(self) -> None:
-        self.env.close()
+    def close(self, terminate: bool = False) -> None:
+        self.env.close()  # EnvPool's C++ envs do not hang in Python
 
 
 def envpool_batch_size(num_envs: int, mode: str, async_batch_size: int | None) -> int:

@@ -157,11 +157,7 @@ class HostRunner:
     def close(self, force: bool = False) -> None:
         """Closes the env; ``force``: its step may hang, so terminate worker processes instead
         of waiting for them."""
-        if force:
-            with contextlib.suppress(TypeError):  # vector envs whose close takes terminate=
-                self.env.close(terminate=True)
-                return
-        self.env.close()
+        self.env.close(terminate=force)
 
 
 class EnvRunnerError(RuntimeError):

@@ -237,3 +237,36 @@ def test_a_sub_env_that_fails_every_step_is_given_up_on_not_rebuilt_for_ever():
         Flaky.fail = i % 2 == 0
         env.step(0)
     assert env.num_restarts == 5
+
+
+def test_closing_a_hung_async_runner_with_force_kills_its_processes_at_once():
+    import threading
+
+    from rljax.env.vector import resolve_env
+    from rljax.runners.host import HostRunner
+
+    algo = _config({"hang_after": 3}, num_envs_per_env_runner=2).build_algo()
+    try:
+        runner = HostRunner(
+            resolve_env(CrashingTicks, {"hang_after": 3}),
+            2,
+            "ASYNC",
+            0,
+            None,
+            algo._policy_fn,
+            algo._act_step,
+            algo._env_action,
+            algo._runner_params(),
+            algo.runner_device,
+        )
+        stepping = threading.Thread(target=runner.sample, args=(algo._runner_params(), 10))
+        stepping.daemon = True
+        stepping.start()
+        time.sleep(2.0)  # the sub-envs now sleep inside step
+        procs = list(runner.env.env.processes)
+        start = time.perf_counter()
+        runner.close(force=True)
+        assert time.perf_counter() - start < 10
+        assert not any(p.is_alive() for p in procs)
+    finally:
+        algo.stop()
