@@ -200,7 +200,9 @@ class Algorithm:
 
         Fault tolerance: ``restart_failed_sub_environments`` rebuilds a gymnasium sub-env that
         raises (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
-        whose env raised or hung past ``sample_timeout_s``, up to ``max_num_env_runner_restarts``.
+        whose env raised or hung past ``sample_timeout_s``, up to ``max_num_env_runner_restarts``
+        (each replacement built within ``env_runner_health_probe_timeout_s``);
+        ``ignore_env_runner_failures`` drops a runner that cannot be restarted.
         """
         cfg = self.config
         n = cfg.num_envs_per_env_runner
@@ -235,6 +237,8 @@ class Algorithm:
             max_lag=1 if cfg.sample_async else 0,
             make_runner=make,
             max_restarts=cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0,
+            ignore_failures=cfg.ignore_env_runner_failures,
+            probe_timeout_s=cfg.env_runner_health_probe_timeout_s,
         )
         group.publish(params)
         return group
@@ -248,7 +252,7 @@ class Algorithm:
                 "num_sub_env_restarts": 0,
             }
         return {
-            "num_healthy_env_runners": len(runners.runners),
+            "num_healthy_env_runners": runners.num_healthy,
             "num_env_runner_restarts": runners.num_restarts,
             "num_sub_env_restarts": runners.num_sub_env_restarts,
         }

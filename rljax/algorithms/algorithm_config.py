@@ -119,6 +119,8 @@ class AlgorithmConfig:
             "restart_failed_env_runners",
             "max_num_env_runner_restarts",
             "restart_failed_sub_environments",
+            "ignore_env_runner_failures",
+            "env_runner_health_probe_timeout_s",
             "on_non_finite_update",
         ),
         "multi_agent": (
@@ -180,6 +182,8 @@ class AlgorithmConfig:
         self.restart_failed_env_runners: bool = True
         self.max_num_env_runner_restarts: int = 1000
         self.restart_failed_sub_environments: bool = False
+        self.ignore_env_runner_failures: bool = False
+        self.env_runner_health_probe_timeout_s: float = 30.0
         self.on_non_finite_update: str = "skip"
 
     # ------------------------------------------------------------------ setters
@@ -350,6 +354,8 @@ class AlgorithmConfig:
         restart_failed_env_runners: bool = UNSET,
         max_num_env_runner_restarts: int = UNSET,
         restart_failed_sub_environments: bool = UNSET,
+        ignore_env_runner_failures: bool = UNSET,
+        env_runner_health_probe_timeout_s: float = UNSET,
         on_non_finite_update: str = UNSET,
         **kwargs,
     ) -> AlgorithmConfig:
@@ -365,6 +371,14 @@ class AlgorithmConfig:
           restart_failed_sub_environments: A gymnasium sub-env that raises in ``step`` or
             ``reset`` is rebuilt and reset in place; its broken episode is dropped from the batch
             and the metrics, and the runner goes on.
+          ignore_env_runner_failures: A runner that failed and is not restarted (restarts off,
+            used up, or its env failing every time) is dropped and training goes on with the
+            others; its columns of each batch are empty (masked) rows, so nothing recompiles.
+            The run stops only when every runner has failed. False: such a failure stops
+            ``train()`` with ``EnvRunnerError``.
+          env_runner_health_probe_timeout_s: Seconds a replacement runner may take to build and
+            reset its envs (its health probe); a slower one counts as a failed restart and is
+            abandoned, so a hanging ``reset`` cannot hang the run.
           on_non_finite_update: An update step whose gradients hold NaN or inf is always
             skipped inside the jitted update (parameters never become NaN) and counted in
             ``learners/__all_modules__/num_non_finite_updates``. ``"skip"`` (default) trains on;
@@ -523,7 +537,14 @@ class AlgorithmConfig:
             )
         if self.sample_timeout_s is not None:
             _check_positive_float("sample_timeout_s", self.sample_timeout_s)
-        for name in ("restart_failed_env_runners", "restart_failed_sub_environments"):
+        _check_positive_float(
+            "env_runner_health_probe_timeout_s", self.env_runner_health_probe_timeout_s
+        )
+        for name in (
+            "restart_failed_env_runners",
+            "restart_failed_sub_environments",
+            "ignore_env_runner_failures",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name}={getattr(self, name)!r}; use True or False")
         _check_int("max_num_env_runner_restarts", self.max_num_env_runner_restarts, 0)

@@ -194,7 +194,14 @@ class RunnerGroup:
     env) or returns nothing within ``sample(timeout_s)`` (a hung env) is replaced: a new runner
     with fresh envs takes its place and its thread, the old one's fragment is discarded, and
     sampling goes on. A hung thread cannot be stopped; it is abandoned (a daemon), and whatever it
-    might still return is ignored (each thread has a generation number).
+    might still return is ignored (each thread has a generation number). A replacement must be
+    built (its envs made and reset: the health probe) within ``probe_timeout_s``, or the attempt
+    counts as failed and is abandoned.
+
+    ``ignore_failures``: a runner that failed and cannot be restarted is dropped instead of
+    stopping the run. Its columns of every later batch are empty rows (``valid`` False), so the
+    batch keeps its shape (nothing recompiles) and the learner trains on the healthy runners'
+    samples. When every runner is gone, ``sample`` raises.
     """
 
     def __init__(
@@ -205,6 +212,8 @@ class RunnerGroup:
         poll_s: float = 0.05,
         make_runner: Callable[[int], HostRunner] | None = None,
         max_restarts: int = 0,
+        ignore_failures: bool = False,
+        probe_timeout_s: float = 30.0,
     ):
         if max_lag not in (0, 1):
             raise ValueError(f"max_lag must be 0 or 1; got {max_lag}")
@@ -227,6 +236,13 @@ class RunnerGroup:
         # time is given up on after MAX_FRESH_FAILURES, not restarted for ever.
         self._fresh_restarts = [0] * len(runners)
         self._retired: list[HostRunner] = []  # replaced runners (closed when replaced)
+        self.ignore_failures = ignore_failures
+        self.probe_timeout_s = probe_timeout_s
+        self.dropped: dict[int, str] = {}  # runner index -> why it was dropped
+
+    @property
+    def num_healthy(self) -> int:
+        return len(self.runners) - len(self.dropped)
 
     @property
     def version(self) -> int:
@@ -326,29 +342,72 @@ class RunnerGroup:
                 # terminated) in the background instead of waiting for it.
                 threading.Thread(target=_close_quietly, args=(old, True), daemon=True).start()
             self._errors.pop(i, None)
-            try:
-                self.runners[i] = self._make_runner(i)  # type: ignore[misc]
-            except Exception:  # noqa: BLE001 (a runner that cannot even be built: try again)
-                why = f"could not be rebuilt:\n{traceback.format_exc()}"
+            runner, failure = self._probe(i)
+            if runner is None:
+                why = failure
                 continue
+            self.runners[i] = runner
             self._threads[i] = self._start(i)
             return
-        if close_on_error:
-            self.close()
         name = f"env runner {i + 1} (worker_index={i + 1})"
         if self._fresh_restarts[i] >= MAX_FRESH_FAILURES:
-            raise EnvRunnerError(
+            message = (
                 f"{name} failed again after {self._fresh_restarts[i]} restarts in a row without "
                 f"delivering one fragment: the env fails every time, so restarting cannot help. "
                 f"Last failure: {why}"
             )
-        limit = (
-            f" after {self.num_restarts} restart(s) (max_num_env_runner_restarts="
-            f"{self.max_restarts})"
-            if self.max_restarts
-            else ""
+        else:
+            limit = (
+                f" after {self.num_restarts} restart(s) (max_num_env_runner_restarts="
+                f"{self.max_restarts})"
+                if self.max_restarts
+                else ""
+            )
+            message = f"{name} {why}{limit}"
+        if self.ignore_failures and self.num_healthy > 1:
+            self._drop(i, message)
+            return
+        if close_on_error:
+            self.close()
+        if self.ignore_failures:
+            message = f"every env runner has failed (ignore_env_runner_failures=True); {message}"
+        raise EnvRunnerError(message)
+
+    def _probe(self, i: int) -> tuple[HostRunner | None, str]:
+        """Builds a replacement for runner ``i``: ``(runner, "")``, or ``(None, why)`` when
+        building raised or did not finish within ``probe_timeout_s``."""
+        runner, error = build_within(
+            lambda: self._make_runner(i),  # type: ignore[misc]
+            self.probe_timeout_s,
+            f"rljax-env-runner-{i + 1}-probe",
         )
-        raise EnvRunnerError(f"{name} {why}{limit}")
+        if runner is None:
+            return None, f"could not be rebuilt: {error}"
+        return runner, ""
+
+    def _drop(self, i: int, why: str) -> None:
+        """Gives up on runner ``i`` for the rest of the run (``ignore_failures``)."""
+        logger.warning(
+            "%s; dropping it (ignore_env_runner_failures=True): %d of %d env runners remain",
+            why,
+            self.num_healthy - 1,
+            len(self.runners),
+        )
+        self.dropped[i] = why
+        self._generation[i] += 1  # whatever its thread still delivers is ignored
+        with contextlib.suppress(queue.Empty):
+            self._queues[i].get_nowait()
+        old = self.runners[i]
+        threading.Thread(target=_close_quietly, args=(old, True), daemon=True).start()
+
+    def _empty_fragment(self, i: int) -> Fragment:
+        """The rows of a dropped runner: its fragment's shape, every row invalid."""
+        runner = self.runners[i]
+        traj = runner._empty_fragment(self.length)
+        streams = traj.env_id.shape[1]
+        ids = jnp.broadcast_to(jnp.arange(streams, dtype=traj.env_id.dtype), traj.env_id.shape)
+        traj = traj._replace(env_id=jax.device_put(ids + runner.offset, runner.device))
+        return Fragment(traj, max(0, self._version), 0.0, 0.0, None)
 
     def sample(self, timeout_s: float | None = None) -> GroupSample:
         """One fragment from every runner. A failed or timed-out runner is restarted when
@@ -359,7 +418,7 @@ class RunnerGroup:
         fragments: list[Fragment] = []
         for i, q in enumerate(self._queues):
             started = time.perf_counter()
-            while True:
+            while i not in self.dropped:
                 with contextlib.suppress(queue.Empty):  # a fragment delivered before a failure
                     fragments.append(q.get_nowait())
                     self._fresh_restarts[i] = 0
@@ -368,6 +427,7 @@ class RunnerGroup:
                 if why is not None:
                     self._replace(i, why)
                     started = time.perf_counter()
+                    continue
                 try:
                     fragments.append(q.get(timeout=self._poll_s))
                     self._fresh_restarts[i] = 0
@@ -380,6 +440,8 @@ class RunnerGroup:
                             close_on_error=False,
                         )
                         started = time.perf_counter()
+            if i in self.dropped:
+                fragments.append(self._empty_fragment(i))
         learner_wait = time.perf_counter() - t0
         if len(fragments) == 1:
             traj = fragments[0].traj
@@ -404,6 +466,43 @@ class RunnerGroup:
             t.join(timeout=10)
         for r in self.runners:
             _close_quietly(r)  # closing after a failure must not hide it
+
+
+def build_within(
+    make: Callable[[], HostRunner], timeout_s: float, name: str
+) -> tuple[HostRunner | None, str]:
+    """Runs ``make`` (build a runner: make and reset its envs, the health probe) in a helper
+    thread. Returns ``(runner, "")``, or ``(None, why)`` when it raised or did not finish within
+    ``timeout_s``; a runner that finishes after that is closed, never used."""
+    lock = threading.Lock()
+    done = threading.Event()
+    box: dict[str, Any] = {}
+
+    def build() -> None:
+        try:
+            runner, error = make(), ""
+        except Exception:  # noqa: BLE001 (returned as the failure)
+            runner, error = None, traceback.format_exc()
+        with lock:  # the caller either takes the result or has abandoned it
+            if box.get("abandoned"):
+                if runner is not None:
+                    _close_quietly(runner, force=True)
+                return
+            box["runner"], box["error"] = runner, error
+            done.set()
+
+    threading.Thread(target=build, name=name, daemon=True).start()
+    done.wait(timeout_s)
+    with lock:
+        if not done.is_set():
+            box["abandoned"] = True
+            return None, (
+                f"building and resetting its envs (the health probe) took longer than "
+                f"{timeout_s} s (env_runner_health_probe_timeout_s)"
+            )
+    if box["runner"] is None:
+        return None, box["error"]
+    return box["runner"], ""
 
 
 def _close_quietly(runner: HostRunner, force: bool = False) -> None:

@@ -4,6 +4,7 @@ replaced, and an env that fails every time is given up on quickly."""
 import time
 
 import gymnasium as gym
+import jax
 import numpy as np
 import pytest
 
@@ -19,12 +20,20 @@ class CrashingTicks(gym.Env):
     observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
     action_space = gym.spaces.Discrete(2)
 
+    built: dict[int, int] = {}  # instances made in this process per worker_index (SYNC envs)
+
     def __init__(self, config):
+        worker = config.worker_index
+        if config.get("only_worker") not in (None, worker):
+            config = {}  # the faults are for one runner only
         self.config = config
         self.episodes = -1
         self.total = 0
+        self.number = CrashingTicks.built[worker] = CrashingTicks.built.get(worker, 0) + 1
 
     def reset(self, *, seed=None, options=None):
+        if self.number > self.config.get("hang_reset_after_instance", 1 << 30):
+            time.sleep(3600)  # an env whose rebuilt instances hang in reset
         self.t = 0
         self.episodes += 1
         return np.zeros(1, np.float32), {}
@@ -132,6 +141,96 @@ def test_an_env_that_always_fails_is_given_up_on_quickly():
             EnvRunnerError, match="(?s)3 restarts in a row.*fails every time.*this env always fails"
         ):
             algo.train()
+    finally:
+        algo.stop()
+    assert time.perf_counter() - start < 30
+
+
+def _update_compilations(algo) -> int:
+    return algo._jit_update._cache_size() + algo._postprocess_jit._cache_size()
+
+
+def test_ignore_env_runner_failures_drops_a_failed_runner_and_trains_on():
+    algo = (
+        _config(
+            {"crash_episode": 2, "only_worker": 2},
+            num_env_runners=2,
+            num_envs_per_env_runner=2,
+            rollout_fragment_length=20,
+        )
+        .fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True)
+        .build_algo()
+    )
+    try:
+        first = algo.train()  # both runners deliver (runner 2 crashes in its third episode)
+        assert first["fault_tolerance"]["num_healthy_env_runners"] == 2
+        compiled = _update_compilations(algo)
+        params = jax.tree.map(np.asarray, algo.state.params)
+        for _ in range(3):
+            result = algo.train()
+        assert result["fault_tolerance"]["num_healthy_env_runners"] == 1
+        assert result["fault_tolerance"]["num_env_runner_restarts"] == 0
+        assert list(algo._runners.dropped) == [1]  # runner 2 (index 1)
+        assert "crashed on purpose" in algo._runners.dropped[1]
+        per_runner = result["env_runners"]["per_runner"]
+        assert per_runner["2"]["num_env_steps_sampled"] == 0  # its columns are masked out
+        assert per_runner["1"]["num_env_steps_sampled"] > 0
+        assert (
+            result["env_runners"]["num_env_steps_sampled"]
+            == per_runner["1"]["num_env_steps_sampled"]
+        )
+        assert result["env_runners"]["episode_return_mean"] == 10.0  # whole episodes only
+        # The batch kept its shape: the update and postprocessing did not recompile, and the
+        # learner went on learning from the healthy runner.
+        assert _update_compilations(algo) == compiled
+        moved = jax.tree.map(
+            lambda a, b: np.abs(a - np.asarray(b)).max(), params, algo.state.params
+        )
+        assert max(jax.tree.leaves(moved)) > 0
+    finally:
+        algo.stop()
+
+
+def test_when_every_runner_has_failed_ignoring_failures_stops_with_the_error():
+    algo = (
+        _config({"crash_episode": 1}, num_env_runners=2, num_envs_per_env_runner=2)
+        .fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True)
+        .build_algo()
+    )
+    try:
+        with pytest.raises(
+            EnvRunnerError, match="(?s)every env runner has failed.*crashed on purpose"
+        ):
+            for _ in range(5):
+                algo.train()
+    finally:
+        algo.stop()
+
+
+def test_a_replacement_that_hangs_in_reset_fails_its_health_probe_and_is_dropped():
+    CrashingTicks.built.clear()
+    # Runner 2 builds two sub-envs at the start; its replacements' (instances 3, 4, ...) hang
+    # in reset. Each attempt is abandoned after the probe timeout; after three the runner is
+    # dropped and runner 1 trains on.
+    algo = (
+        _config(
+            {"crash_episode": 1, "only_worker": 2, "hang_reset_after_instance": 2},
+            num_env_runners=2,
+            num_envs_per_env_runner=2,
+            rollout_fragment_length=20,
+        )
+        .fault_tolerance(ignore_env_runner_failures=True, env_runner_health_probe_timeout_s=0.5)
+        .build_algo()
+    )
+    start = time.perf_counter()
+    try:
+        for _ in range(3):
+            result = algo.train()
+        tolerance = result["fault_tolerance"]
+        assert tolerance["num_healthy_env_runners"] == 1
+        assert tolerance["num_env_runner_restarts"] == 3
+        why = algo._runners.dropped[1]
+        assert "env_runner_health_probe_timeout_s" in why and "0.5 s" in why
     finally:
         algo.stop()
     assert time.perf_counter() - start < 30
