@@ -124,6 +124,18 @@ CASES = [
         ConfigError,
         ["restart_failed_env_runners='yes'", "True or False"],
     ),
+    (
+        "ignore failures type",
+        lambda b: ppo().fault_tolerance(ignore_env_runner_failures=1).validate(),
+        ConfigError,
+        ["ignore_env_runner_failures=1", "True or False"],
+    ),
+    (
+        "probe timeout",
+        lambda b: ppo().fault_tolerance(env_runner_health_probe_timeout_s=0).validate(),
+        ConfigError,
+        ["env_runner_health_probe_timeout_s", "0"],
+    ),
     # impossible batch arithmetic
     (
         "minibatch larger than the batch",

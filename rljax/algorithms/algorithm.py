@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import importlib
+import logging
 import os
 import time
 from typing import Any
@@ -15,6 +16,7 @@ import numpy as np
 
 import rljax
 from rljax.algorithms.algorithm_config import AlgorithmConfig
+from rljax.env.state import EnvStateError
 from rljax.env.vector import (
     env_spaces,
     envpool_batch_size,
@@ -35,6 +37,8 @@ from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.errors import CheckpointError
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
+
+logger = logging.getLogger("rljax")
 
 DEFAULT_POLICY = "default_policy"
 
@@ -468,6 +472,7 @@ class Algorithm:
                 "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
                 "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
                 "time_total_s": self.time_total_s,
+                "num_episodes_lifetime": self.episodes.num_episodes_lifetime,
             },
         }
 
@@ -488,12 +493,33 @@ class Algorithm:
         a restored run continues as if never stopped; None follows the config's
         ``store_buffer_in_checkpoints``. ``num_to_keep``: how many versions saved to ``path``
         stay (the newest loads from ``path``, an older one from ``path/v-NNNNNN``).
+
+        The env runners' mid-episode state is saved too where it can be (gymnasium envs in SYNC
+        mode, synchronous sampling, env state that is plain data: ``rljax.env.state``), so that
+        a restored run continues exactly as this one would; otherwise the metadata's
+        ``env_state_missing_because`` says why, and a restored run starts new episodes.
         """
         include = self._includes_replay_buffer(include_replay_buffer)
-        meta = {**self._metadata(), "includes_replay_buffer": include}
+        runners, why = self._runner_state()
+        meta = {
+            **self._metadata(),
+            "includes_replay_buffer": include,
+            "includes_env_state": runners is not None,
+            "env_state_missing_because": why,
+        }
         state = jax.device_get(self._checkpoint_state(include))
-        ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep)
+        ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=runners)
         return str(path)
+
+    def _runner_state(self) -> tuple[Any, str]:
+        """The env runners' mid-episode state (or None) and, when None, why."""
+        runners = getattr(self, "_runners", None)
+        if runners is None:
+            return None, "EnvPool's fused rollout: EnvPool has no API to save its envs' state"
+        try:
+            return runners.get_state(), ""
+        except EnvStateError as e:
+            return None, str(e)
 
     save = save_to_path
 
@@ -512,7 +538,22 @@ class Algorithm:
         self.num_env_steps_sampled_lifetime = int(counters.get("num_env_steps_sampled_lifetime", 0))
         self.num_env_steps_trained_lifetime = int(counters.get("num_env_steps_trained_lifetime", 0))
         self.time_total_s = float(counters.get("time_total_s", 0.0))
+        self.episodes.num_episodes_lifetime = int(counters.get("num_episodes_lifetime", 0))
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
+        self._restore_runner_state(ckpt.load_runners(version_dir), meta)
+
+    def _restore_runner_state(self, runners: Any, meta: dict[str, Any]) -> None:
+        """Puts the env runners back mid-episode, so that the run continues exactly as it would
+        have; where that cannot be done, the runners go on with fresh episodes (logged)."""
+        group = getattr(self, "_runners", None)
+        if runners is None or group is None:
+            why = meta.get("env_state_missing_because") or "this run's envs are EnvPool's"
+            logger.info("restored run starts new episodes: %s", why)
+            return
+        try:
+            group.set_state(runners)
+        except EnvStateError as e:
+            logger.warning("restored run starts new episodes; the envs' saved state: %s", e)
 
     restore = restore_from_path
 

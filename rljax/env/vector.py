@@ -328,6 +328,38 @@ class GymVectorHostEnv:
             restarted=_restarted(info, self.num_envs) if self.restart_sub_envs else None,
         )
 
+    def get_state(self) -> dict[str, Any]:
+        """The sub-envs' mid-episode state as plain data (``rljax.env.state``); SYNC only."""
+        from rljax.env.state import encode, get_env_state
+
+        envs = self._sync_envs("saved")
+        return {
+            "envs": [get_env_state(e) for e in envs],
+            "autoreset": encode(self.env._autoreset_envs, "SyncVectorEnv._autoreset_envs"),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        from rljax.env.state import EnvStateError, decode, set_env_state
+
+        envs = self._sync_envs("restored")
+        if len(state["envs"]) != len(envs):
+            raise EnvStateError(
+                f"the saved state has {len(state['envs'])} sub-envs; this runner has {len(envs)}"
+            )
+        for env, env_state in zip(envs, state["envs"], strict=True):
+            set_env_state(env, env_state)
+        self.env._autoreset_envs = decode(state["autoreset"])
+
+    def _sync_envs(self, what: str) -> list[gym.Env]:
+        from rljax.env.state import EnvStateError
+
+        if not isinstance(self.env, gym.vector.SyncVectorEnv):
+            raise EnvStateError(
+                f"gym_env_vectorize_mode='ASYNC' sub-envs run in other processes; their state "
+                f"cannot be {what} (SYNC sub-envs can)"
+            )
+        return list(self.env.envs)
+
     def close(self, terminate: bool = False) -> None:
         """``terminate``: a step may hang, so kill ASYNC worker processes instead of waiting."""
         if terminate:

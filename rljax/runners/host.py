@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.env.state import EnvStateError, decode, encode
 from rljax.env.vector import EnvSpec, make_host_env
 from rljax.runners.acting import ActorState, Transition, init_actor_state
 
@@ -154,6 +155,37 @@ class HostRunner:
             else:
                 episode_rows[k].append((t, j))
 
+    def get_state(self) -> dict[str, Any]:
+        """Everything that decides this runner's next fragment, as plain data: its envs' state,
+        the pending step result, the actor state and the acting key. Call it only while the
+        runner is not stepping."""
+        get_env = getattr(self.env, "get_state", None)
+        if get_env is None:
+            raise EnvStateError(
+                f"{type(self.env).__name__} envs cannot save their state (EnvPool has no state "
+                "API; multi-agent and first-ready envs are not built for it)"
+            )
+        arrays = jax.device_get((self.result, self.actor, self.key))
+        leaves = [encode(np.asarray(x), "runner state") for x in jax.tree.leaves(arrays)]
+        return {"env": get_env(), "arrays": leaves}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Puts ``get_state``'s output back into a runner built with the same config."""
+        self.env.set_state(state["env"])
+        live = (self.result, self.actor, self.key)
+        leaves, treedef = jax.tree.flatten(live)
+        saved = [decode(x) for x in state["arrays"]]
+        if len(saved) != len(leaves) or any(
+            np.shape(a) != np.shape(b) for a, b in zip(saved, leaves, strict=True)
+        ):
+            raise EnvStateError(
+                "the saved runner state does not fit this runner (other env, sizes or policy)"
+            )
+        result, actor, key = jax.tree.unflatten(treedef, saved)
+        self.result = jax.tree.map(np.asarray, result)
+        self.actor = jax.device_put(actor, self.device)
+        self.key = jax.device_put(key, self.device)
+
     def close(self, force: bool = False) -> None:
         """Closes the env; ``force``: its step may hang, so terminate worker processes instead
         of waiting for them."""
@@ -228,6 +260,8 @@ class RunnerGroup:
         self._cond = threading.Condition()
         self._params: Any = None
         self._version = -1
+        self._pending: Any = None  # weights published but not yet handed over (max_lag=0)
+        self._pending_advance = False
         self._stop = threading.Event()
         self._errors: dict[int, str] = {}
         self._threads: list[threading.Thread] = []
@@ -258,16 +292,58 @@ class RunnerGroup:
         ``advance=False`` swaps the weights without counting a new version (weights set or
         restored between updates): the runners' on-policy schedule, one version per consumed
         fragment, stays as it was, and the next fragment a runner starts uses them.
+
+        With ``max_lag=0`` the runners only get the weights at the next ``sample()``: a runner
+        cannot start its next fragment before them anyway, and this way every runner rests at a
+        fragment boundary between ``sample()`` calls, where its state can be saved or restored
+        (``get_state`` / ``set_state``).
         """
         with self._cond:
-            self._params = params
-            if advance or self._version < 0:
-                self._version += 1
-            self._cond.notify_all()
+            self._pending = params
+            self._pending_advance = self._pending_advance or advance
+            version = self._version + (1 if self._pending_advance or self._version < 0 else 0)
+        if self.max_lag > 0:
+            self._deliver()
+        return version
+
+    def _deliver(self) -> None:
+        with self._cond:
+            if self._pending is not None:
+                self._params = self._pending
+                if self._pending_advance or self._version < 0:
+                    self._version += 1
+                self._pending, self._pending_advance = None, False
+                self._cond.notify_all()
         if not self._threads:
             for i in range(len(self.runners)):
                 self._threads.append(self._start(i))
-        return self._version
+
+    def get_state(self) -> list[dict[str, Any] | None]:
+        """Each runner's state at the fragment boundary where it rests (None for a dropped one).
+
+        Only with ``max_lag=0``, between ``sample()`` calls: then no runner is stepping. Raises
+        ``EnvStateError`` when an env's state cannot be saved as plain data.
+        """
+        self._check_resting("saved")
+        return [None if i in self.dropped else r.get_state() for i, r in enumerate(self.runners)]
+
+    def set_state(self, states: list[dict[str, Any] | None]) -> None:
+        """Puts ``get_state``'s output back (same number of runners and envs)."""
+        self._check_resting("restored")
+        if len(states) != len(self.runners):
+            raise EnvStateError(
+                f"the saved state has {len(states)} env runner(s); this run has {len(self.runners)}"
+            )
+        for i, state in enumerate(states):
+            if state is not None and i not in self.dropped:
+                self.runners[i].set_state(state)
+
+    def _check_resting(self, what: str) -> None:
+        if self.max_lag != 0:
+            raise EnvStateError(
+                f"env runners' state cannot be {what} with sample_async=True: a runner is always "
+                "in the middle of its next fragment"
+            )
 
     def _start(self, i: int) -> threading.Thread:
         # A replacement starts at the learner's current version, so that it keeps the lag rule
@@ -412,6 +488,7 @@ class RunnerGroup:
     def sample(self, timeout_s: float | None = None) -> GroupSample:
         """One fragment from every runner. A failed or timed-out runner is restarted when
         allowed; otherwise this raises ``EnvRunnerError``."""
+        self._deliver()
         if not self._threads:
             raise RuntimeError("publish() the first weights before sampling")
         t0 = time.perf_counter()

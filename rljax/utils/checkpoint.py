@@ -7,6 +7,7 @@ Layout of a checkpoint directory::
       v-000003/
         rljax_checkpoint.json # format version, rljax version, algorithm, config, spaces, counters
         state.msgpack         # the train state's arrays (msgpack: data only, nothing executable)
+        runners.json          # optional: the env runners' mid-episode state (rljax.env.state)
 
 A save writes a new version directory beside the old one, fsyncs it, then atomically replaces
 ``LATEST``; only then are versions beyond ``num_to_keep`` removed (each renamed away first). A
@@ -31,6 +32,7 @@ from rljax.utils.errors import CheckpointError
 FORMAT_VERSION = 2  # 2: optimizer states carry the non-finite guard (rljax.utils.nonfinite)
 META_FILE = "rljax_checkpoint.json"
 STATE_FILE = "state.msgpack"
+RUNNERS_FILE = "runners.json"
 LATEST = "LATEST"
 
 
@@ -50,9 +52,14 @@ def _write_file(path: Path, data: bytes) -> None:
 
 
 def save_checkpoint(
-    path: str | os.PathLike, metadata: dict[str, Any], state: Any, num_to_keep: int = 1
+    path: str | os.PathLike,
+    metadata: dict[str, Any],
+    state: Any,
+    num_to_keep: int = 1,
+    runners: Any = None,
 ) -> Path:
-    """Writes ``metadata`` (JSON) and ``state`` (a pytree of arrays) to ``path`` atomically.
+    """Writes ``metadata`` (JSON) and ``state`` (a pytree of arrays) to ``path`` atomically;
+    ``runners``: JSON data of the env runners' state, saved beside them when given.
 
     The newest ``num_to_keep`` versions stay (``LATEST`` names the newest; an older one loads
     by its own directory, ``path/v-000003``); older ones and leftovers of interrupted saves go.
@@ -75,6 +82,8 @@ def save_checkpoint(
     state_dict = flax.serialization.to_state_dict(state)
     state_np = _to_numpy(state_dict)
     _write_file(tmp / STATE_FILE, flax.serialization.msgpack_serialize(state_np))
+    if runners is not None:
+        _write_file(tmp / RUNNERS_FILE, json.dumps(runners).encode())
     _fsync_dir(tmp)
     final = root / name
     os.replace(tmp, final)
@@ -153,6 +162,17 @@ def load_state(version_dir: Path, target: Any) -> Any:
     target_dict = flax.serialization.to_state_dict(target)
     _check_shapes(target_dict, state_dict, "")
     return flax.serialization.from_state_dict(target, state_dict)
+
+
+def load_runners(version_dir: Path) -> Any:
+    """The env runners' saved state, or None when the checkpoint has none."""
+    path = version_dir / RUNNERS_FILE
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path} is not valid JSON: {e}") from e
 
 
 def _check_shapes(target: Any, loaded: Any, where: str) -> None:

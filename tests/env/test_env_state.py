@@ -1,0 +1,90 @@
+"""Env state as plain data: exact round trips, user-defined state, and clear refusals."""
+
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rljax.env.state import EnvStateError, decode, encode, get_env_state, set_env_state
+
+
+def test_encoding_round_trips_exactly_through_json():
+    gen = np.random.default_rng(7)
+    gen.random(3)
+    value = {
+        "a": np.array([[1.5, -0.0], [np.nan, 1e-300]]),
+        "b": (1, 2.5, None, "s", True),
+        "c": [np.float32(0.1), np.int64(-3)],
+        "g": gen,
+    }
+    back = decode(json.loads(json.dumps(encode(value, "value"))))
+    assert back["a"].dtype == np.float64 and back["a"].flags.writeable
+    np.testing.assert_array_equal(back["a"], value["a"])
+    assert np.signbit(back["a"][0, 1])  # -0.0 kept bit for bit
+    assert back["b"] == (1, 2.5, None, "s", True)
+    assert type(back["c"][0]) is np.float32 and back["c"][0] == np.float32(0.1)
+    assert type(back["c"][1]) is np.int64
+    assert back["g"].random() == gen.random()  # the generator continues where it was
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1", "MountainCar-v0", "Acrobot-v1"])
+def test_classic_control_envs_continue_exactly_after_a_restore(env_id):
+    a = gym.make(env_id)
+    a.reset(seed=3)
+    a.action_space.seed(0)
+    for _ in range(7):
+        a.step(a.action_space.sample())
+    state = json.loads(json.dumps(get_env_state(a)))
+    b = gym.make(env_id)
+    b.reset(seed=99)  # somewhere else entirely
+    set_env_state(b, state)
+    actions = [a.action_space.sample() for _ in range(300)]
+    for action in actions:  # through episode ends and resets, whose starts come from the RNG
+        x, y = a.step(action), b.step(action)
+        np.testing.assert_array_equal(x[0], y[0])
+        assert x[1:4] == y[1:4]
+        if x[2] or x[3]:
+            np.testing.assert_array_equal(a.reset()[0], b.reset()[0])
+
+
+class Counter(gym.Env):
+    observation_space = gym.spaces.Box(0.0, 100.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self):
+        self.n = 0
+        self.sim = object()  # not plain data, but get_state says what the state is
+
+    def get_state(self):
+        return {"n": self.n}
+
+    def set_state(self, state):
+        self.n = state["n"]
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.n += 1
+        return np.array([self.n], np.float32), 0.0, False, False, {}
+
+
+def test_an_env_with_get_state_is_saved_through_it():
+    a = Counter()
+    for _ in range(4):
+        a.step(0)
+    b = Counter()
+    set_env_state(b, json.loads(json.dumps(get_env_state(a))))
+    assert b.n == 4 and b.step(0)[0][0] == 5.0
+
+
+def test_state_that_is_not_plain_data_is_refused_by_name():
+    env = gym.make("CartPole-v1")
+    env.unwrapped.engine = object()
+    with pytest.raises(
+        EnvStateError, match=r"CartPoleEnv\.engine holds a builtins\.object.*get_state"
+    ):
+        get_env_state(env)
+    with pytest.raises(EnvStateError, match="layers are"):
+        set_env_state(gym.make("CartPole-v1"), get_env_state(gym.make("CartPole-v1").unwrapped))
