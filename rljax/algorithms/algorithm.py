@@ -216,7 +216,7 @@ class Algorithm:
         def make(i: int) -> HostRunner:
             restart = builds[i]
             builds[i] += 1
-            current = params if group is None or group._params is None else group._params
+            current = params if group is None or group.params is None else group.params
             return HostRunner(
                 self.env_spec,
                 n,

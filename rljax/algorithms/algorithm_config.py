@@ -149,7 +149,7 @@ class AlgorithmConfig:
         self.num_cpus_per_env_runner: float = 1
         self.async_batch_size: int | None = None
         self.sample_async: bool = False
-        self.sample_timeout_s: float | None = None
+        self.sample_timeout_s: float | None = 60.0  # RLlib's default
         # learners
         self.num_learners: int = 0
         self.num_gpus_per_learner: float = 0
@@ -278,8 +278,10 @@ class AlgorithmConfig:
           sample_async: With runner threads, let them sample the next fragment while the learner
             updates (samples at most one policy version old; the lag is reported). False: every
             update uses samples of the current policy.
-          sample_timeout_s: Raise if a runner delivers no fragment within this many seconds
-            (None: wait; a runner that fails is reported at once either way).
+          sample_timeout_s: A runner that delivers no fragment within this many seconds counts
+            as hung: it is replaced (``restart_failed_env_runners``) or the run stops with
+            ``EnvRunnerError``. Default 60, as RLlib; None waits for ever. A runner that fails
+            is handled at once either way.
         """
         return self._set("env_runners", locals())
 

@@ -36,7 +36,7 @@ class PolicySpec:
             return cls()
         if isinstance(value, PolicySpec):
             spec = dataclasses.replace(value)
-        elif isinstance(value, tuple) and len(value) == 4:
+        elif isinstance(value, (tuple, list)) and len(value) == 4:  # a list: from YAML / JSON
             spec = cls(*value)
         elif isinstance(value, dict):
             spec = cls(config=value)

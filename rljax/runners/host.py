@@ -275,6 +275,11 @@ class RunnerGroup:
         self.dropped: dict[int, str] = {}  # runner index -> why it was dropped
 
     @property
+    def params(self) -> Any:
+        """The newest weights published (None before the first)."""
+        return self._pending if self._pending is not None else self._params
+
+    @property
     def num_healthy(self) -> int:
         return len(self.runners) - len(self.dropped)
 

@@ -99,6 +99,9 @@ def test_rllib_policy_tuples_specs_and_one_argument_mapping_functions():
     assert config.module_config("p1").entropy_coeff == 0.01
     assert config.module_config("p1").lr == 1e-3
     config.validate()  # the one-argument mapping function is accepted
+    # The tuple as YAML or JSON gives it (a list) means the same.
+    as_list = _config().multi_agent(policies={"p0": [None, None, None, {"lr": 5e-3}], "p1": None})
+    assert as_list.module_overrides("p0") == {"lr": 5e-3}
     # Wrong spaces in a spec are refused when the env's spaces are known.
     bad = _config().multi_agent(
         policies={"p0": (None, box, gym.spaces.Discrete(3), {}), "p1": None}

@@ -180,3 +180,16 @@ def test_episode_and_step_counts_belong_to_the_iteration_that_sampled_them():
     # A transition is emitted when its result arrives, one step after the action: the first
     # fragment's last actions complete in the second, so 116, 116, 117 per agent slot.
     assert [r["num_agent_steps_sampled"] for r in results] == [1856, 1856, 1872]
+
+
+def test_a_rebuilt_multi_agent_runner_gets_new_env_seeds():
+    algo = _config().build_algo()
+    try:
+        first = algo._runners.runners[0].env.seed
+        rebuilt = [algo._runner_env(0) for _ in range(2)]  # what a runner restart builds
+        seeds = [env.seed for env in rebuilt]
+        for env in rebuilt:
+            env.close()
+        assert len({first, *seeds}) == 3  # new episodes each time, not a replay of the old ones
+    finally:
+        algo.stop()

@@ -215,6 +215,10 @@ class MultiAgentPPO(Algorithm):
         cfg = self.config
         n = cfg.num_envs_per_env_runner
         worker = runner_index + 1 if cfg.num_env_runners else 0
+        # A runner rebuilt after a failure gets new seeds (new episodes), as single-agent ones do.
+        builds = self.__dict__.setdefault("_env_builds", {})
+        restart = builds.get(runner_index, 0)
+        builds[runner_index] = restart + 1
         fns = [
             _SlotEnvFn(self._ma_creator, EnvContext(cfg.env_config, worker, j, cfg.num_env_runners))
             for j in range(n)
@@ -223,7 +227,7 @@ class MultiAgentPPO(Algorithm):
             fns,
             self.policy_ids,
             self.mapping_fn,
-            seed=self.seed + 1000 * runner_index,
+            seed=self.seed + 1000 * runner_index + 100_003 * restart,
             policy_in_obs=True,
             mode=cfg.gym_env_vectorize_mode,
         )
