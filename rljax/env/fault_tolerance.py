@@ -64,7 +64,8 @@ class RestartingEnv(gym.Env):
         try:
             return self.env.reset(seed=seed, options=options)
         except Exception:  # noqa: BLE001
-            return self._rebuild_and_reset(traceback.format_exc(), seed, options)
+            obs, info = self._rebuild_and_reset(traceback.format_exc(), seed, options)
+            return obs, {**info, RESTARTED: True}  # counted by the runner
 
     def step(self, action: Any):
         try:

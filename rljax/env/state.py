@@ -86,14 +86,16 @@ def decode(data: Any) -> Any:
 
 
 def _layers(env: gym.Env) -> list[Any]:
+    """The env and every env it holds as ``.env`` (wrappers, and envs that wrap by hand, such as
+    the sub-env restarter)."""
     layers = [env]
-    while isinstance(layers[-1], gym.Wrapper):
+    while isinstance(getattr(layers[-1], "env", None), gym.Env):
         layers.append(layers[-1].env)
     return layers
 
 
 def _is_state(name: str, value: Any, layer: Any) -> bool:
-    if name in _SKIPPED or (name == "env" and isinstance(layer, gym.Wrapper)):
+    if name in _SKIPPED:
         return False
     if isinstance(value, (gym.Space, gym.Env, types.ModuleType)):
         return False

@@ -48,6 +48,21 @@ def test_classic_control_envs_continue_exactly_after_a_restore(env_id):
             np.testing.assert_array_equal(a.reset()[0], b.reset()[0])
 
 
+def test_the_env_inside_the_sub_env_restarter_is_saved_too():
+    from rljax.env.fault_tolerance import RestartingEnv
+
+    a = RestartingEnv(lambda: gym.make("CartPole-v1"))
+    a.reset(seed=1)
+    a.step(0)
+    state = get_env_state(a)
+    assert [s["class"] for s in state][-1] == "CartPoleEnv"
+    b = RestartingEnv(lambda: gym.make("CartPole-v1"))
+    b.reset(seed=2)
+    set_env_state(b, json.loads(json.dumps(state)))
+    for action in (1, 1, 0, 1):
+        np.testing.assert_array_equal(a.step(action)[0], b.step(action)[0])
+
+
 class Counter(gym.Env):
     observation_space = gym.spaces.Box(0.0, 100.0, (1,), np.float32)
     action_space = gym.spaces.Discrete(2)

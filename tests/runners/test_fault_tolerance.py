@@ -34,6 +34,8 @@ class CrashingTicks(gym.Env):
     def reset(self, *, seed=None, options=None):
         if self.number > self.config.get("hang_reset_after_instance", 1 << 30):
             time.sleep(3600)  # an env whose rebuilt instances hang in reset
+        if self.episodes + 1 == self.config.get("crash_reset", -1):
+            raise ValueError("reset crashed on purpose")
         self.t = 0
         self.episodes += 1
         return np.zeros(1, np.float32), {}
@@ -93,6 +95,22 @@ def test_a_restarted_sub_env_drops_its_broken_episode(mode):
             for a, b in zip(rows[:-1], rows[1:], strict=True):
                 expected = 0.0 if done[a, k] else obs[a, k] + 0.1
                 assert obs[b, k] == pytest.approx(expected), (k, a, b, obs[: b + 1, k])
+    finally:
+        algo.stop()
+
+
+def test_a_sub_env_rebuilt_because_its_reset_raised_is_counted():
+    algo = (
+        _config({"crash_reset": 1}, num_envs_per_env_runner=2, rollout_fragment_length=40)
+        .fault_tolerance(restart_failed_sub_environments=True)
+        .build_algo()
+    )
+    try:
+        result = algo.train()
+        # Each sub-env's first auto-reset raises; the rebuilt env's does too, every 2 episodes.
+        assert result["fault_tolerance"]["num_sub_env_restarts"] >= 2
+        assert result["env_runners"]["episode_len_min"] == 10  # no episode was cut short
+        assert result["env_runners"]["num_episodes"] >= 6
     finally:
         algo.stop()
 
