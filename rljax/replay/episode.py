@@ -173,6 +173,17 @@ def make_episode_buffer(
         # was a real step. The new row cannot be sampled yet (its slot may hold an old one).
         back = (row - max_n_step) % rows
         ready = (state.size[env_id] >= max_n_step) & state.storage["valid"][env_id, back]
+        # ... and if its stream is unbroken: within its window, an invalid row may only follow an
+        # episode end (the auto-reset step). One after a step that did not end the episode marks a
+        # cut stream (a dropped runner's empty rows, a sub-env rebuilt mid-episode): that step's
+        # next observation is not stored, so the rows whose windows reach it are never sampled.
+        ahead = (back[:, None] + jnp.arange(1, max_n_step + 1)) % rows  # [size, max_n_step]
+        st = state.storage
+        valid_ahead = st["valid"][env_id[:, None], ahead].at[:, -1].set(fields["valid"])
+        before = (ahead - 1) % rows
+        ended = st["terminated"][env_id[:, None], before] | st["truncated"][env_id[:, None], before]
+        ended_so_far = jnp.cumsum(ended.astype(jnp.int32), axis=1) > 0
+        ready = ready & ~jnp.any(~valid_ahead & ~ended_so_far, axis=1)
         leaves = jnp.concatenate([env_id * rows + row, env_id * rows + back])
         write = jnp.concatenate([jnp.ones_like(ready), ready])
         priority = state.max_priority if prioritized else jnp.ones((), jnp.float32)

@@ -193,3 +193,20 @@ def test_a_rebuilt_multi_agent_runner_gets_new_env_seeds():
         assert len({first, *seeds}) == 3  # new episodes each time, not a replay of the old ones
     finally:
         algo.stop()
+
+
+def test_multi_agent_training_goes_on_after_a_runner_is_dropped():
+    algo = (
+        _config()
+        .env_runners(num_env_runners=2)
+        .fault_tolerance(ignore_env_runner_failures=True)
+        .build_algo()
+    )
+    try:
+        full = algo.train()["env_runners"]["num_env_steps_sampled"]
+        algo._runners._drop(1, "env runner 2 failed (simulated)")  # as when it cannot restart
+        result = algo.train()
+        assert result["fault_tolerance"]["num_healthy_env_runners"] == 1
+        assert 0 < result["env_runners"]["num_env_steps_sampled"] <= full // 2 + 1
+    finally:
+        algo.stop()

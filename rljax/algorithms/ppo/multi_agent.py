@@ -343,8 +343,9 @@ class MultiAgentPPO(Algorithm):
         self._runners.publish(self._runner_params())
         t2 = time.perf_counter()
         group_metrics = jax.device_get(group_metrics)
-        finished = [ep for eps, _ in sample.stats for ep in eps]
-        env_steps = sum(steps for _, steps in sample.stats)
+        stats = [s for s in sample.stats if s is not None]  # None: a dropped runner's columns
+        finished = [ep for eps, _ in stats for ep in eps]
+        env_steps = sum(steps for _, steps in stats)
         # Per-iteration means, as the episode metrics (see EpisodeStats).
         for returns in (*self.policy_returns.values(), *self.agent_returns.values()):
             returns.clear()
