@@ -473,6 +473,7 @@ class Algorithm:
                 "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
                 "time_total_s": self.time_total_s,
                 "num_episodes_lifetime": self.episodes.num_episodes_lifetime,
+                "num_evaluations": self._num_evaluations,
             },
         }
 
@@ -504,7 +505,7 @@ class Algorithm:
         meta = {
             **self._metadata(),
             "includes_replay_buffer": include,
-            "includes_env_state": runners is not None,
+            "includes_env_state": runners is not None and runners["runners"] is not None,
             "env_state_missing_because": why,
         }
         state = jax.device_get(self._checkpoint_state(include))
@@ -512,14 +513,15 @@ class Algorithm:
         return str(path)
 
     def _runner_state(self) -> tuple[Any, str]:
-        """The env runners' mid-episode state (or None) and, when None, why."""
+        """The env runners' state (their envs' mid-episode state where it can be saved) and,
+        when the envs' state is missing, why."""
         runners = getattr(self, "_runners", None)
         if runners is None:
             return None, "EnvPool's fused rollout: EnvPool has no API to save its envs' state"
         try:
             return runners.get_state(), ""
         except EnvStateError as e:
-            return None, str(e)
+            return runners.get_state(include_envs=False), str(e)
 
     save = save_to_path
 
@@ -539,6 +541,7 @@ class Algorithm:
         self.num_env_steps_trained_lifetime = int(counters.get("num_env_steps_trained_lifetime", 0))
         self.time_total_s = float(counters.get("time_total_s", 0.0))
         self.episodes.num_episodes_lifetime = int(counters.get("num_episodes_lifetime", 0))
+        self._num_evaluations = int(counters.get("num_evaluations", 0))  # seeds evaluation envs
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
         self._restore_runner_state(ckpt.load_runners(version_dir), meta)
 
@@ -546,9 +549,10 @@ class Algorithm:
         """Puts the env runners back mid-episode, so that the run continues exactly as it would
         have; where that cannot be done, the runners go on with fresh episodes (logged)."""
         group = getattr(self, "_runners", None)
-        if runners is None or group is None:
+        if runners is None or group is None or runners.get("runners") is None:
             why = meta.get("env_state_missing_because") or "this run's envs are EnvPool's"
             logger.info("restored run starts new episodes: %s", why)
+        if runners is None or group is None:
             return
         try:
             group.set_state(runners)

@@ -76,6 +76,14 @@ class RestartingEnv(gym.Env):
         self._fails_in_a_row = 0
         return out
 
+    def get_state(self) -> dict[str, int]:
+        """Its counters (the env inside is saved as a layer of its own: ``rljax.env.state``)."""
+        return {"num_restarts": self.num_restarts, "fails_in_a_row": self._fails_in_a_row}
+
+    def set_state(self, state: dict[str, int]) -> None:
+        self.num_restarts = int(state["num_restarts"])
+        self._fails_in_a_row = int(state["fails_in_a_row"])
+
     def render(self) -> Any:
         return self.env.render()
 

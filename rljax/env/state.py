@@ -4,8 +4,9 @@ A checkpoint must not hold pickles, so an env's state is taken apart into data: 
 the env (each wrapper, then the base env) either what the layer's own ``get_state()`` returns, or
 its instance attributes, provided each is plain data: ``None``, bools, numbers, strings, numpy
 arrays and scalars, numpy ``Generator`` states, and lists, tuples and string-keyed dicts of those.
-Spaces, the env spec, callables and the wrapped env are not state and are skipped. Any other
-object (a physics engine handle, a socket) makes the env uncapturable: ``EnvStateError`` names the
+Spaces are saved by their sampling generators; the env spec, the ``EnvContext`` (env_config) it
+was built with, functions, classes and the wrapped env (``.env``) are not state and are skipped. Any other object (a physics engine handle, a socket,
+a callable object, another env) makes the env uncapturable: ``EnvStateError`` names the
 attribute, and the env can define ``get_state()`` / ``set_state(state)`` (returning and taking
 plain data) to say what its state is.
 
@@ -17,11 +18,14 @@ generator included.
 from __future__ import annotations
 
 import base64
+import functools
 import types
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from rljax.env.env_context import EnvContext
 
 # Construction arguments and caches of gymnasium's wrappers: not state.
 _SKIPPED = frozenset({"_saved_kwargs", "_cached_spec", "spec", "env_fns"})
@@ -31,37 +35,48 @@ class EnvStateError(TypeError):
     """An env holds state that cannot be saved as plain data."""
 
 
+_BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
+
+
 def encode(value: Any, where: str) -> Any:
     """``value`` as JSON-compatible data (arrays as base64 bytes, tagged); raises
-    ``EnvStateError`` naming ``where`` for anything that is not plain data."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
+    ``EnvStateError`` naming ``where`` for anything that is not plain data.
+
+    Types are matched exactly (a subclass such as a namedtuple, an ``OrderedDict`` or an
+    ``IntEnum`` would come back as its base class, so it is refused); numpy scalars keep their
+    dtype (``np.float64`` is not turned into a Python float).
+    """
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
-        if arr.dtype.hasobject:
-            raise EnvStateError(f"{where} is an array of Python objects, not plain data")
+        if arr.dtype.hasobject or arr.dtype.fields is not None:
+            raise EnvStateError(
+                f"{where} is an array of dtype {arr.dtype}, not plain numbers; define get_state()"
+            )
         return {
             "__ndarray__": arr.dtype.str,
             "shape": list(arr.shape),
             "scalar": isinstance(value, np.generic),
             "data": base64.b64encode(np.ascontiguousarray(arr).tobytes()).decode(),
         }
-    if isinstance(value, np.random.Generator):
+    kind = type(value)
+    if value is None or kind in (bool, int, float, str):
+        return value
+    if kind is np.random.Generator:
         return {"__generator__": encode(value.bit_generator.state, f"{where}.bit_generator")}
-    if isinstance(value, tuple):
+    if kind is tuple:
         return {"__tuple__": [encode(v, f"{where}[{i}]") for i, v in enumerate(value)]}
-    if isinstance(value, list):
+    if kind is list:
         return [encode(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        if not all(isinstance(k, str) for k in value):
+    if kind is dict:
+        if not all(type(k) is str for k in value):
             raise EnvStateError(f"{where} is a dict with keys that are not strings")
         if any(k.startswith("__") and k.endswith("__") for k in value):
             raise EnvStateError(f"{where} has a dunder key, which the encoding reserves")
         return {k: encode(v, f"{where}[{k!r}]") for k, v in value.items()}
     raise EnvStateError(
-        f"{where} holds a {type(value).__module__}.{type(value).__qualname__}, which cannot be "
-        "saved as plain data (checkpoints hold no pickles); define get_state() and "
-        "set_state(state) on the env, returning and taking plain data"
+        f"{where} holds a {kind.__module__}.{kind.__qualname__}, which cannot be saved as plain "
+        "data (checkpoints hold no pickles); define get_state() and set_state(state) on the env, "
+        "returning and taking plain data"
     )
 
 
@@ -77,12 +92,32 @@ def decode(data: Any) -> Any:
         return arr[()] if data["scalar"] else arr
     if "__generator__" in data:
         state = decode(data["__generator__"])
-        gen = np.random.Generator(getattr(np.random, state["bit_generator"])())
+        name = state.get("bit_generator") if isinstance(state, dict) else None
+        if name not in _BIT_GENERATORS:
+            raise EnvStateError(
+                f"a saved random generator names bit generator {name!r}; allowed: {_BIT_GENERATORS}"
+            )
+        gen = np.random.Generator(getattr(np.random, name)())
         gen.bit_generator.state = state
         return gen
     if "__tuple__" in data:
         return tuple(decode(v) for v in data["__tuple__"])
     return {k: decode(v) for k, v in data.items()}
+
+
+def _space_rngs(space: gym.Space) -> Any:
+    """A space's sampling generator and those of the spaces inside it (Dict, Tuple)."""
+    inner = getattr(space, "spaces", None)
+    children = list(inner.values()) if isinstance(inner, dict) else list(inner or ())
+    return [space._np_random, [_space_rngs(c) for c in children]]
+
+
+def _set_space_rngs(space: gym.Space, saved: Any) -> None:
+    space._np_random = saved[0]
+    inner = getattr(space, "spaces", None)
+    children = list(inner.values()) if isinstance(inner, dict) else list(inner or ())
+    for child, child_saved in zip(children, saved[1], strict=True):
+        _set_space_rngs(child, child_saved)
 
 
 def _layers(env: gym.Env) -> list[Any]:
@@ -95,11 +130,34 @@ def _layers(env: gym.Env) -> list[Any]:
 
 
 def _is_state(name: str, value: Any, layer: Any) -> bool:
-    if name in _SKIPPED:
+    """Whether attribute ``name`` is state to save: not the wrapped env, not construction
+    arguments, not a function or class. Spaces are saved by their sampling generators."""
+    if name in _SKIPPED or (name == "env" and isinstance(value, gym.Env)):
         return False
-    if isinstance(value, (gym.Space, gym.Env, types.ModuleType)):
-        return False
-    return not callable(value)
+    if isinstance(value, gym.Env):
+        raise EnvStateError(
+            f"{type(layer).__qualname__}.{name} holds another env, which rljax does not save; "
+            "define get_state() and set_state(state) on the env"
+        )
+    if isinstance(value, (*_NOT_STATE, EnvContext)):
+        return False  # the env_config it was built with: the same in a rebuilt env
+    if callable(value) and not isinstance(value, gym.Space):
+        raise EnvStateError(
+            f"{type(layer).__qualname__}.{name} holds a callable "
+            f"{type(value).__qualname__} object, which may hold state that cannot be saved as "
+            "plain data; define get_state() and set_state(state) on the env"
+        )
+    return True
+
+
+_NOT_STATE = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    functools.partial,
+)
 
 
 def _has_own(layer: Any, name: str) -> bool:
@@ -112,38 +170,58 @@ def _has_own(layer: Any, name: str) -> bool:
     return False
 
 
+def _encode_attr(layer: Any, name: str, value: Any) -> Any:
+    where = f"{type(layer).__qualname__}.{name}"
+    if isinstance(value, gym.Space):
+        return {"__space_rngs__": encode(_space_rngs(value), where)}
+    return encode(value, where)
+
+
 def get_env_state(env: gym.Env) -> list[dict[str, Any]]:
     """One entry per layer (outermost first): its class name and its encoded state."""
     states = []
     for layer in _layers(env):
         name = type(layer).__qualname__
         if _has_own(layer, "get_state"):
+            if not _has_own(layer, "set_state"):
+                raise EnvStateError(f"{name} defines get_state() but not set_state(state)")
             state = {"get_state": encode(layer.get_state(), f"{name}.get_state()")}
         else:
+            attrs = dict(vars(layer))
+            for k in ("observation_space", "action_space"):  # spaces set on the class
+                if k not in attrs and isinstance(getattr(type(layer), k, None), gym.Space):
+                    attrs[k] = getattr(type(layer), k)
             state = {
                 "attrs": {
-                    k: encode(v, f"{name}.{k}")
-                    for k, v in vars(layer).items()
-                    if _is_state(k, v, layer)
+                    k: _encode_attr(layer, k, v) for k, v in attrs.items() if _is_state(k, v, layer)
                 }
             }
         states.append({"class": name, **state})
     return states
 
 
-def set_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
-    """Puts ``get_env_state``'s output back into an env built the same way."""
-    layers = _layers(env)
-    names = [type(layer).__qualname__ for layer in layers]
-    saved = [s["class"] for s in states]
+def check_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
+    """Raises ``EnvStateError`` unless ``states`` was saved from an env built like ``env``."""
+    names = [type(layer).__qualname__ for layer in _layers(env)]
+    saved = [s.get("class") for s in states]
     if names != saved:
         raise EnvStateError(f"the env's layers are {names}; the saved state is of {saved}")
-    for layer, state in zip(layers, states, strict=True):
+
+
+def set_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
+    """Puts ``get_env_state``'s output back into an env built the same way."""
+    check_env_state(env, states)
+    for layer, state in zip(_layers(env), states, strict=True):
         if "get_state" in state:
             layer.set_state(decode(state["get_state"]))
             continue
-        for k, v in decode(state["attrs"]).items():
+        for k, raw in state["attrs"].items():
             current = getattr(layer, k, None)
+            if isinstance(raw, dict) and "__space_rngs__" in raw:
+                if isinstance(current, gym.Space):
+                    _set_space_rngs(current, decode(raw["__space_rngs__"]))
+                continue
+            v = decode(raw)
             if isinstance(v, np.random.Generator) and isinstance(current, np.random.Generator):
                 current.bit_generator.state = v.bit_generator.state  # keep shared generators
             else:

@@ -338,8 +338,9 @@ class GymVectorHostEnv:
             "autoreset": encode(self.env._autoreset_envs, "SyncVectorEnv._autoreset_envs"),
         }
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        from rljax.env.state import EnvStateError, decode, set_env_state
+    def check_state(self, state: dict[str, Any]) -> None:
+        """Raises ``EnvStateError`` unless ``state`` was saved from sub-envs built like these."""
+        from rljax.env.state import EnvStateError, check_env_state
 
         envs = self._sync_envs("restored")
         if len(state["envs"]) != len(envs):
@@ -347,6 +348,13 @@ class GymVectorHostEnv:
                 f"the saved state has {len(state['envs'])} sub-envs; this runner has {len(envs)}"
             )
         for env, env_state in zip(envs, state["envs"], strict=True):
+            check_env_state(env, env_state)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        from rljax.env.state import decode, set_env_state
+
+        self.check_state(state)
+        for env, env_state in zip(self.env.envs, state["envs"], strict=True):
             set_env_state(env, env_state)
         self.env._autoreset_envs = decode(state["autoreset"])
 

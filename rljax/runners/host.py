@@ -89,6 +89,7 @@ class HostRunner:
             restart_sub_envs=restart_sub_envs,
         )
         self.num_sub_env_restarts = 0
+        self.busy = False
         self.offset = env_id_offset
         self.last_stats: Any = None
         self.device = device
@@ -112,6 +113,13 @@ class HostRunner:
         )
 
     def sample(self, params: Any, length: int) -> Transition:
+        self.busy = True  # stepping: its state cannot be saved now
+        try:
+            return self._sample(params, length)
+        finally:
+            self.busy = False
+
+    def _sample(self, params: Any, length: int) -> Transition:
         traj = self._empty_fragment(length)
         # Sub-env restarts: the rows (t, column) of each sub-env's current episode in this
         # fragment, so a broken episode's transitions can be dropped.
@@ -167,24 +175,41 @@ class HostRunner:
             )
         arrays = jax.device_get((self.result, self.actor, self.key))
         leaves = [encode(np.asarray(x), "runner state") for x in jax.tree.leaves(arrays)]
-        return {"env": get_env(), "arrays": leaves}
+        return {
+            "env": get_env(),
+            "arrays": leaves,
+            "num_sub_env_restarts": self.num_sub_env_restarts,
+        }
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        """Puts ``get_state``'s output back into a runner built with the same config."""
-        self.env.set_state(state["env"])
-        live = (self.result, self.actor, self.key)
-        leaves, treedef = jax.tree.flatten(live)
+    def check_state(self, state: dict[str, Any]) -> list[Any]:
+        """Raises ``EnvStateError`` unless ``state`` fits this runner; returns its arrays."""
+        check_env = getattr(self.env, "check_state", None)
+        if check_env is None:
+            raise EnvStateError(f"{type(self.env).__name__} envs cannot restore a saved state")
+        check_env(state["env"])
+        leaves = jax.tree.leaves((self.result, self.actor, self.key))
         saved = [decode(x) for x in state["arrays"]]
         if len(saved) != len(leaves) or any(
-            np.shape(a) != np.shape(b) for a, b in zip(saved, leaves, strict=True)
+            np.shape(a) != np.shape(b) or np.asarray(a).dtype != np.asarray(b).dtype
+            for a, b in zip(saved, leaves, strict=True)
         ):
             raise EnvStateError(
                 "the saved runner state does not fit this runner (other env, sizes or policy)"
             )
-        result, actor, key = jax.tree.unflatten(treedef, saved)
+        return saved
+
+    def set_state(self, state: dict[str, Any], checked: list[Any] | None = None) -> None:
+        """Puts ``get_state``'s output back into a runner built with the same config (checked
+        first, so a state that does not fit changes nothing)."""
+        saved = checked if checked is not None else self.check_state(state)
+        self.env.set_state(state["env"])
+        result, actor, key = jax.tree.unflatten(
+            jax.tree.structure((self.result, self.actor, self.key)), saved
+        )
         self.result = jax.tree.map(np.asarray, result)
         self.actor = jax.device_put(actor, self.device)
         self.key = jax.device_put(key, self.device)
+        self.num_sub_env_restarts = int(state.get("num_sub_env_restarts", 0))
 
     def close(self, force: bool = False) -> None:
         """Closes the env; ``force``: its step may hang, so terminate worker processes instead
@@ -205,6 +230,7 @@ class Fragment:
     sample_s: float
     wait_s: float  # time the runner waited for fresh weights or a free queue slot
     stats: Any = None  # the env's statistics of this fragment (HostRunner.last_stats)
+    generation: int = 0  # of the runner slot's thread that made it
 
 
 @dataclasses.dataclass
@@ -323,25 +349,61 @@ class RunnerGroup:
             for i in range(len(self.runners)):
                 self._threads.append(self._start(i))
 
-    def get_state(self) -> list[dict[str, Any] | None]:
-        """Each runner's state at the fragment boundary where it rests (None for a dropped one).
+    def get_state(self, include_envs: bool = True) -> dict[str, Any]:
+        """Each runner's state at the fragment boundary where it rests (None for a dropped one;
+        ``runners`` None without ``include_envs``), the dropped runners and the restart count.
 
         Only with ``max_lag=0``, between ``sample()`` calls: then no runner is stepping. Raises
-        ``EnvStateError`` when an env's state cannot be saved as plain data.
+        ``EnvStateError`` when a runner is stepping (a ``sample()`` was interrupted) or an env's
+        state cannot be saved as plain data.
         """
+        meta = {
+            "runners": None,
+            "dropped": {str(i): why for i, why in self.dropped.items()},
+            "num_restarts": self.num_restarts,
+        }
+        if not include_envs:
+            return meta
         self._check_resting("saved")
-        return [None if i in self.dropped else r.get_state() for i, r in enumerate(self.runners)]
+        for i, runner in enumerate(self.runners):
+            if i not in self.dropped and runner.busy:
+                raise EnvStateError(
+                    f"env runner {i + 1} is in the middle of a fragment (an interrupted sample()); "
+                    "its state can be saved only between iterations"
+                )
+        meta["runners"] = [
+            None if i in self.dropped else r.get_state() for i, r in enumerate(self.runners)
+        ]
+        return meta
 
-    def set_state(self, states: list[dict[str, Any] | None]) -> None:
-        """Puts ``get_state``'s output back (same number of runners and envs)."""
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Puts ``get_state``'s output back (same number of runners and envs). Everything is
+        checked before anything changes; runners dropped in the saved run are dropped again."""
+        runners = state["runners"]
+        if runners is None:  # the envs' state was not saved: the rest still applies
+            self._set_meta(state)
+            return
         self._check_resting("restored")
-        if len(states) != len(self.runners):
+        if len(runners) != len(self.runners):
             raise EnvStateError(
-                f"the saved state has {len(states)} env runner(s); this run has {len(self.runners)}"
+                f"the saved state has {len(runners)} env runner(s); this run has "
+                f"{len(self.runners)}"
             )
-        for i, state in enumerate(states):
-            if state is not None and i not in self.dropped:
-                self.runners[i].set_state(state)
+        if any(r.busy for r in self.runners):
+            raise EnvStateError("env runners are stepping; restore between iterations")
+        checked = [
+            None if s is None else self.runners[i].check_state(s) for i, s in enumerate(runners)
+        ]
+        for i, (s, arrays) in enumerate(zip(runners, checked, strict=True)):
+            if s is not None:
+                self.runners[i].set_state(s, arrays)
+        self._set_meta(state)
+
+    def _set_meta(self, state: dict[str, Any]) -> None:
+        for i, why in state.get("dropped", {}).items():
+            if int(i) not in self.dropped:
+                self._drop(int(i), f"dropped before the checkpoint: {why}")
+        self.num_restarts = int(state.get("num_restarts", 0))
 
     def _check_resting(self, what: str) -> None:
         if self.max_lag != 0:
@@ -382,7 +444,7 @@ class RunnerGroup:
                 traj = runner.sample(params, self.length)
                 jax.block_until_ready(traj)
                 t2 = time.perf_counter()
-                fragment = Fragment(traj, version, t2 - t1, t1 - t0, runner.last_stats)
+                fragment = Fragment(traj, version, t2 - t1, t1 - t0, runner.last_stats, generation)
                 while current():
                     try:
                         self._queues[i].put(fragment, timeout=self._poll_s)
@@ -479,6 +541,8 @@ class RunnerGroup:
         with contextlib.suppress(queue.Empty):
             self._queues[i].get_nowait()
         old = self.runners[i]
+        # It stays in ``runners`` (its shapes give the empty rows): counted there, not twice.
+        self._retired = [r for r in self._retired if r is not old]
         threading.Thread(target=_close_quietly, args=(old, True), daemon=True).start()
 
     def _empty_fragment(self, i: int) -> Fragment:
@@ -501,27 +565,31 @@ class RunnerGroup:
         for i, q in enumerate(self._queues):
             started = time.perf_counter()
             while i not in self.dropped:
+                fragment = None
                 with contextlib.suppress(queue.Empty):  # a fragment delivered before a failure
-                    fragments.append(q.get_nowait())
-                    self._fresh_restarts[i] = 0
-                    break
-                why = self._failure(i)
-                if why is not None:
-                    self._replace(i, why)
-                    started = time.perf_counter()
-                    continue
-                try:
-                    fragments.append(q.get(timeout=self._poll_s))
-                    self._fresh_restarts[i] = 0
-                    break
-                except queue.Empty:
-                    if timeout_s is not None and time.perf_counter() - started > timeout_s:
-                        self._replace(
-                            i,
-                            f"returned no sample within {timeout_s} s (sample_timeout_s)",
-                            close_on_error=False,
-                        )
+                    fragment = q.get_nowait()
+                if fragment is None:
+                    why = self._failure(i)
+                    if why is not None:
+                        self._replace(i, why)
                         started = time.perf_counter()
+                        continue
+                    try:
+                        fragment = q.get(timeout=self._poll_s)
+                    except queue.Empty:
+                        if timeout_s is not None and time.perf_counter() - started > timeout_s:
+                            self._replace(
+                                i,
+                                f"returned no sample within {timeout_s} s (sample_timeout_s)",
+                                close_on_error=False,
+                            )
+                            started = time.perf_counter()
+                        continue
+                if fragment.generation != self._generation[i]:
+                    continue  # the late fragment of a runner replaced meanwhile
+                fragments.append(fragment)
+                self._fresh_restarts[i] = 0
+                break
             if i in self.dropped:
                 fragments.append(self._empty_fragment(i))
         learner_wait = time.perf_counter() - t0
@@ -544,10 +612,12 @@ class RunnerGroup:
         self._stop.set()
         with self._cond:
             self._cond.notify_all()
-        for t in self._threads:
-            t.join(timeout=10)
-        for r in self.runners:
-            _close_quietly(r)  # closing after a failure must not hide it
+        for i, t in enumerate(self._threads):
+            if i not in self.dropped:  # a dropped runner's thread may hang; it was closed
+                t.join(timeout=10)
+        for i, r in enumerate(self.runners):
+            if i not in self.dropped:
+                _close_quietly(r)  # closing after a failure must not hide it
 
 
 def build_within(
@@ -563,7 +633,7 @@ def build_within(
     def build() -> None:
         try:
             runner, error = make(), ""
-        except Exception:  # noqa: BLE001 (returned as the failure)
+        except BaseException:  # noqa: BLE001 (returned as the failure, SystemExit too)
             runner, error = None, traceback.format_exc()
         with lock:  # the caller either takes the result or has abandoned it
             if box.get("abandoned"):

@@ -29,6 +29,7 @@ def _ppo(num_env_runners=0):
         )
         .training(train_batch_size_per_learner=256 * max(1, num_env_runners), minibatch_size=64)
         .training(num_epochs=2)
+        .evaluation(evaluation_interval=2, evaluation_duration=2)  # its env seeds continue too
         .debugging(seed=3)
     )
 
@@ -69,6 +70,7 @@ def _figures(result):
         result["num_env_steps_sampled_lifetime"],
         result["num_env_steps_trained_lifetime"],
         result["training_iteration"],
+        result.get("evaluation"),
     )
 
 
@@ -171,3 +173,16 @@ def test_an_env_whose_state_cannot_be_saved_resumes_with_new_episodes(tmp_path, 
         assert algo.train()["training_iteration"] == 2
     finally:
         algo.stop()
+
+
+def test_a_runner_caught_mid_fragment_is_not_saved_as_if_at_rest(tmp_path):
+    algo = _ppo().build_algo()
+    try:
+        algo.train()
+        algo._runners.runners[0].busy = True  # as after a sample() interrupted by Ctrl-C
+        path = algo.save_to_path(tmp_path / "ckpt")
+    finally:
+        algo.stop()
+    meta = rljax.utils.checkpoint.load_metadata(path)[0]
+    assert meta["includes_env_state"] is False
+    assert "in the middle of a fragment" in meta["env_state_missing_because"]

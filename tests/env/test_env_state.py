@@ -1,5 +1,6 @@
 """Env state as plain data: exact round trips, user-defined state, and clear refusals."""
 
+import collections
 import json
 
 import gymnasium as gym
@@ -103,3 +104,74 @@ def test_state_that_is_not_plain_data_is_refused_by_name():
         get_env_state(env)
     with pytest.raises(EnvStateError, match="layers are"):
         set_env_state(gym.make("CartPole-v1"), get_env_state(gym.make("CartPole-v1").unwrapped))
+
+
+def test_types_are_kept_exactly_or_refused():
+    import enum
+
+    back = decode(json.loads(json.dumps(encode({"x": np.float64(0.1)}, "v"))))
+    assert type(back["x"]) is np.float64  # not a (weak) Python float: numpy 2 promotes those
+    Point = collections.namedtuple("Point", "x y")
+
+    class Colour(enum.IntEnum):
+        RED = 1
+
+    for value in (Point(1, 2), collections.OrderedDict(a=1), Colour.RED, np.zeros(2, "i4,f4")):
+        with pytest.raises(EnvStateError, match="^v "):
+            encode(value, "v")
+    with pytest.raises(EnvStateError, match="bit generator 'seed'"):
+        decode({"__generator__": {"bit_generator": "seed"}})
+
+
+class Holder(gym.Env):
+    observation_space = gym.spaces.Box(-5.0, 5.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, attr, value):
+        setattr(self, attr, value)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+@pytest.mark.parametrize(
+    "attr, value, match",
+    [
+        ("inner", gym.make("CartPole-v1"), r"Holder\.inner holds another env"),
+        ("sim", collections.Counter(), r"Holder\.sim holds a collections\.Counter"),
+        ("policy", np.vectorize(abs), r"Holder\.policy holds a callable vectorize object"),
+    ],
+)
+def test_state_that_would_be_skipped_silently_is_refused(attr, value, match):
+    with pytest.raises(EnvStateError, match=match):
+        get_env_state(Holder(attr, value))
+
+
+def test_spaces_sampling_generators_are_saved():
+    a, b = Holder("x", 0), Holder("x", 0)
+    a.observation_space = gym.spaces.Box(0.0, 1.0, (3,), np.float32)  # per instance
+    b.observation_space = gym.spaces.Box(0.0, 1.0, (3,), np.float32)
+    a.reset(seed=1)
+    a.observation_space.seed(4)
+    a.step(0)
+    b.observation_space.seed(9)
+    set_env_state(b, json.loads(json.dumps(get_env_state(a))))
+    for _ in range(3):
+        np.testing.assert_array_equal(a.step(0)[0], b.step(0)[0])
+
+
+class _OnlyGet(gym.Env):
+    observation_space = gym.spaces.Discrete(2)
+    action_space = gym.spaces.Discrete(2)
+
+    def get_state(self):
+        return {}
+
+
+def test_get_state_without_set_state_is_refused_at_save():
+    with pytest.raises(EnvStateError, match=r"defines get_state\(\) but not set_state"):
+        get_env_state(_OnlyGet())

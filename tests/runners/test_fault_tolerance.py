@@ -168,17 +168,14 @@ def _update_compilations(algo) -> int:
     return algo._jit_update._cache_size() + algo._postprocess_jit._cache_size()
 
 
-def test_ignore_env_runner_failures_drops_a_failed_runner_and_trains_on():
-    algo = (
-        _config(
-            {"crash_episode": 2, "only_worker": 2},
-            num_env_runners=2,
-            num_envs_per_env_runner=2,
-            rollout_fragment_length=20,
-        )
-        .fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True)
-        .build_algo()
-    )
+def test_ignore_env_runner_failures_drops_a_failed_runner_and_trains_on(tmp_path):
+    config = _config(
+        {"crash_episode": 2, "only_worker": 2},
+        num_env_runners=2,
+        num_envs_per_env_runner=2,
+        rollout_fragment_length=20,
+    ).fault_tolerance(restart_failed_env_runners=False, ignore_env_runner_failures=True)
+    algo = config.build_algo()
     try:
         first = algo.train()  # both runners deliver (runner 2 crashes in its third episode)
         assert first["fault_tolerance"]["num_healthy_env_runners"] == 2
@@ -205,8 +202,17 @@ def test_ignore_env_runner_failures_drops_a_failed_runner_and_trains_on():
             lambda a, b: np.abs(a - np.asarray(b)).max(), params, algo.state.params
         )
         assert max(jax.tree.leaves(moved)) > 0
+        # A checkpoint remembers the dropped runner: a restored run drops it again.
+        path = algo.save_to_path(tmp_path / "ckpt")
     finally:
         algo.stop()
+    restored = config.build_algo()
+    try:
+        restored.restore_from_path(path)
+        assert list(restored._runners.dropped) == [1]
+        assert restored.train()["fault_tolerance"]["num_healthy_env_runners"] == 1
+    finally:
+        restored.stop()
 
 
 def test_when_every_runner_has_failed_ignoring_failures_stops_with_the_error():
