@@ -248,8 +248,69 @@ class _EnvFn:
         if self.restart:
             from rljax.env.fault_tolerance import RestartingEnv
 
-            return RestartingEnv(self._make)
-        return self._make()
+            env = RestartingEnv(self._make)
+        else:
+            env = self._make()
+        if getattr(self, "state_access", False):  # an ASYNC sub-env, in its worker process
+            env = _StateAccess(env, self.context.vector_index)
+        return env
+
+
+class _StateAccess(gym.Wrapper):
+    """Reads and writes a sub-env's state inside its ASYNC worker (through
+    ``AsyncVectorEnv.call``), and keeps the worker's next-step auto-reset right across a restore:
+    the worker remembers a pending reset in a local variable, so a restored sub-env whose episode
+    had just ended does that reset here, returning what the worker's would have.
+
+    Nothing raises in the worker (an exception there closes its pipe): problems come back as
+    strings.
+    """
+
+    def __init__(self, env: gym.Env, index: int):
+        super().__init__(env)
+        self._index = index
+        self._ended = False  # the last step ended the episode: the next step resets
+        self._force_reset = False
+
+    def reset(self, **kwargs: Any):
+        self._ended = self._force_reset = False
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any):
+        if self._force_reset:
+            obs, info = self.reset()
+            return obs, 0.0, False, False, info
+        out = self.env.step(action)
+        self._ended = bool(out[2] or out[3])
+        return out
+
+    def rljax_get_state(self) -> dict[str, Any]:
+        from rljax.env.state import EnvStateError, get_env_state
+
+        try:
+            return {"layers": get_env_state(self.env), "ended": self._ended}
+        except EnvStateError as e:
+            return {"error": str(e)}
+
+    def rljax_check_state(self, states: list[dict[str, Any]]) -> str:
+        from rljax.env.state import EnvStateError, check_env_state
+
+        try:
+            check_env_state(self.env, states[self._index]["layers"])
+        except (EnvStateError, KeyError, IndexError, TypeError) as e:
+            return str(e) or type(e).__name__
+        return ""
+
+    def rljax_set_state(self, states: list[dict[str, Any]]) -> str:
+        from rljax.env.state import EnvStateError, set_env_state
+
+        try:
+            set_env_state(self.env, states[self._index]["layers"])
+        except EnvStateError as e:
+            return str(e)
+        # Called right after a reset of the vector env: the worker's auto-reset flag is clear.
+        self._ended = self._force_reset = bool(states[self._index]["ended"])
+        return ""
 
 
 def env_fns(
@@ -294,6 +355,8 @@ class GymVectorHostEnv:
         self.restart_sub_envs = restart_sub_envs
         kwargs = dict(autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
         if mode == ASYNC:
+            for fn in fns:
+                fn.state_access = True  # see _StateAccess
             with main_hidden():
                 self.env = gym.vector.AsyncVectorEnv(fns, context="spawn", **kwargs)
         else:
@@ -329,44 +392,62 @@ class GymVectorHostEnv:
         )
 
     def get_state(self) -> dict[str, Any]:
-        """The sub-envs' mid-episode state as plain data (``rljax.env.state``); SYNC only."""
-        from rljax.env.state import encode, get_env_state
+        """The sub-envs' mid-episode state as plain data (``rljax.env.state``)."""
+        from rljax.env.state import EnvStateError, encode, get_env_state
 
-        envs = self._sync_envs("saved")
-        return {
-            "envs": [get_env_state(e) for e in envs],
-            "autoreset": encode(self.env._autoreset_envs, "SyncVectorEnv._autoreset_envs"),
-        }
+        if isinstance(self.env, gym.vector.SyncVectorEnv):
+            layers = [get_env_state(e) for e in self.env.envs]
+            ended = self.env._autoreset_envs
+        else:  # ASYNC: read inside each worker
+            states = self.env.call("rljax_get_state")
+            for state in states:
+                if "error" in state:
+                    raise EnvStateError(state["error"])
+            layers = [state["layers"] for state in states]
+            ended = np.array([state["ended"] for state in states])
+        return {"envs": layers, "autoreset": encode(np.asarray(ended, bool), "autoreset flags")}
 
     def check_state(self, state: dict[str, Any]) -> None:
         """Raises ``EnvStateError`` unless ``state`` was saved from sub-envs built like these."""
         from rljax.env.state import EnvStateError, check_env_state
 
-        envs = self._sync_envs("restored")
-        if len(state["envs"]) != len(envs):
+        if len(state["envs"]) != self.num_envs:
             raise EnvStateError(
-                f"the saved state has {len(state['envs'])} sub-envs; this runner has {len(envs)}"
+                f"the saved state has {len(state['envs'])} sub-envs; this runner has "
+                f"{self.num_envs}"
             )
-        for env, env_state in zip(envs, state["envs"], strict=True):
-            check_env_state(env, env_state)
+        if isinstance(self.env, gym.vector.SyncVectorEnv):
+            for env, env_state in zip(self.env.envs, state["envs"], strict=True):
+                check_env_state(env, env_state)
+            return
+        for problem in self.env.call("rljax_check_state", self._per_worker(state)):
+            if problem:
+                raise EnvStateError(problem)
 
     def set_state(self, state: dict[str, Any]) -> None:
-        from rljax.env.state import decode, set_env_state
+        from rljax.env.state import EnvStateError, decode, set_env_state
 
         self.check_state(state)
-        for env, env_state in zip(self.env.envs, state["envs"], strict=True):
-            set_env_state(env, env_state)
-        self.env._autoreset_envs = decode(state["autoreset"])
+        ended = decode(state["autoreset"])
+        if isinstance(self.env, gym.vector.SyncVectorEnv):
+            for env, env_state in zip(self.env.envs, state["envs"], strict=True):
+                set_env_state(env, env_state)
+            self.env._autoreset_envs = ended
+            return
+        self.env.reset(seed=self.seed)  # clears the workers' auto-reset flags
+        for problem in self.env.call("rljax_set_state", self._per_worker(state)):
+            if problem:
+                raise EnvStateError(problem)
 
-    def _sync_envs(self, what: str) -> list[gym.Env]:
-        from rljax.env.state import EnvStateError
+    @staticmethod
+    def _per_worker(state: dict[str, Any]) -> list[dict[str, Any]]:
+        from rljax.env.state import decode
 
-        if not isinstance(self.env, gym.vector.SyncVectorEnv):
-            raise EnvStateError(
-                f"gym_env_vectorize_mode='ASYNC' sub-envs run in other processes; their state "
-                f"cannot be {what} (SYNC sub-envs can)"
-            )
-        return list(self.env.envs)
+        ended = decode(state["autoreset"])
+        return [
+            {"layers": layers, "ended": bool(e)}
+            for layers, e in zip(state["envs"], ended, strict=True)
+        ]
 
     def close(self, terminate: bool = False) -> None:
         """``terminate``: a step may hang, so kill ASYNC worker processes instead of waiting."""

@@ -18,13 +18,14 @@ from rljax.algorithms.ppo import PPOConfig
 rljax.register_env("resume-cartpole", lambda config: gym.make("CartPole-v1"))
 
 
-def _ppo(num_env_runners=0):
+def _ppo(num_env_runners=0, mode="SYNC"):
     return (
         PPOConfig()
         .environment("resume-cartpole")  # gymnasium's CartPole (a registered creator), not EnvPool
         .env_runners(
             num_env_runners=num_env_runners,
             num_envs_per_env_runner=4,
+            gym_env_vectorize_mode=mode,
             rollout_fragment_length=64,
         )
         .training(train_batch_size_per_learner=256 * max(1, num_env_runners), minibatch_size=64)
@@ -104,14 +105,16 @@ def _same_params(a, b):
     )
 
 
-@pytest.mark.parametrize("num_env_runners", [0, 2])
-def test_ppo_resumed_mid_episode_continues_bit_for_bit(tmp_path, num_env_runners, monkeypatch):
-    config = _ppo(num_env_runners)
+@pytest.mark.parametrize("num_env_runners, mode", [(0, "SYNC"), (2, "SYNC"), (0, "ASYNC")])
+def test_ppo_resumed_mid_episode_continues_bit_for_bit(
+    tmp_path, num_env_runners, mode, monkeypatch
+):
+    config = _ppo(num_env_runners, mode)
     straight, straight_params = _run(config, 5)
     resumed, resumed_params = _run(config, 5, tmp_path, save_after=3)
     assert resumed == straight  # iterations 1-3 before the save, 4-5 after it
     assert _same_params(resumed_params, straight_params)
-    if num_env_runners == 0:
+    if num_env_runners == 0 and mode == "SYNC":
         # The control: the same resume with the runners' state left out starts new episodes
         # and no longer matches (the exact match is not an accident).
         blind, blind_params = _run(

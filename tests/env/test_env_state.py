@@ -175,3 +175,40 @@ class _OnlyGet(gym.Env):
 def test_get_state_without_set_state_is_refused_at_save():
     with pytest.raises(EnvStateError, match=r"defines get_state\(\) but not set_state"):
         get_env_state(_OnlyGet())
+
+
+def _cartpole(config):
+    return gym.make("CartPole-v1")
+
+
+@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
+def test_a_vector_env_saved_just_after_an_episode_end_continues_exactly(mode):
+    # The saved moment has a sub-env whose episode has just ended: its next step must be the
+    # auto-reset (inside an ASYNC worker that flag is a local variable the restore must redo).
+    from rljax.env.vector import GymVectorHostEnv, resolve_env
+
+    spec = resolve_env(_cartpole)
+    a = GymVectorHostEnv(spec, 3, mode, seed=1)
+    b = GymVectorHostEnv(spec, 3, mode, seed=2)
+    try:
+        a.reset()
+        b.reset()
+        ids = np.arange(3)
+        for t in range(500):
+            result = a.step(np.full(3, t % 2), ids)
+            if result.terminated.any() or result.truncated.any():
+                break
+        ended = result.terminated | result.truncated
+        state = json.loads(json.dumps(a.get_state()))
+        b.set_state(state)
+        for t in range(60):
+            action = np.array([t % 3 == 0, 1, t % 2], int)
+            x, y = a.step(action, ids), b.step(action, ids)
+            np.testing.assert_array_equal(x.obs, y.obs)
+            np.testing.assert_array_equal(x.reward, y.reward)
+            np.testing.assert_array_equal(x.terminated | x.truncated, y.terminated | y.truncated)
+            if t == 0:  # the sub-env that had ended was reset, with reward 0
+                assert (y.reward[ended] == 0).all()
+    finally:
+        a.close()
+        b.close()
