@@ -495,10 +495,11 @@ class Algorithm:
         ``store_buffer_in_checkpoints``. ``num_to_keep``: how many versions saved to ``path``
         stay (the newest loads from ``path``, an older one from ``path/v-NNNNNN``).
 
-        The env runners' mid-episode state is saved too where it can be (gymnasium envs, SYNC or
-        lock-step ASYNC, synchronous sampling, env state that is plain data: ``rljax.env.state``), so that
-        a restored run continues exactly as this one would; otherwise the metadata's
-        ``env_state_missing_because`` says why, and a restored run starts new episodes.
+        The env runners' mid-episode state is saved too where it can be (gymnasium envs, SYNC
+        or lock-step ASYNC, synchronous sampling, env state that is plain data:
+        ``rljax.env.state``), so that a restored run continues exactly as this one would;
+        otherwise the metadata's ``env_state_missing_because`` says why, and a restored run
+        starts new episodes.
         """
         include = self._includes_replay_buffer(include_replay_buffer)
         runners, why = self._runner_state()
