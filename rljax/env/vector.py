@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import inspect
 import sys
+import traceback
 import types
 import warnings
 from collections.abc import Callable
@@ -252,7 +253,7 @@ class _EnvFn:
         else:
             env = self._make()
         if getattr(self, "state_access", False):  # an ASYNC sub-env, in its worker process
-            env = _StateAccess(env, self.context.vector_index)
+            env = _StateAccess(env)
         return env
 
 
@@ -262,15 +263,16 @@ class _StateAccess(gym.Wrapper):
     the worker remembers a pending reset in a local variable, so a restored sub-env whose episode
     had just ended does that reset here, returning what the worker's would have.
 
-    Nothing raises in the worker (an exception there closes its pipe): problems come back as
-    strings.
+    A state to check or restore arrives first as ``_rljax_incoming`` (``set_attr``: each worker
+    gets only its own). Nothing raises out of these methods (an exception in a worker closes its
+    pipe): problems come back as text, raised by the caller.
     """
 
-    def __init__(self, env: gym.Env, index: int):
+    def __init__(self, env: gym.Env):
         super().__init__(env)
-        self._index = index
         self._ended = False  # the last step ended the episode: the next step resets
         self._force_reset = False
+        self._rljax_incoming: Any = None
 
     def reset(self, **kwargs: Any):
         self._ended = self._force_reset = False
@@ -285,31 +287,32 @@ class _StateAccess(gym.Wrapper):
         return out
 
     def rljax_get_state(self) -> dict[str, Any]:
-        from rljax.env.state import EnvStateError, get_env_state
+        from rljax.env.state import get_env_state
 
         try:
             return {"layers": get_env_state(self.env), "ended": self._ended}
-        except EnvStateError as e:
-            return {"error": str(e)}
+        except Exception:  # noqa: BLE001 (see the class docstring)
+            return {"error": traceback.format_exc()}
 
-    def rljax_check_state(self, states: list[dict[str, Any]]) -> str:
-        from rljax.env.state import EnvStateError, check_env_state
+    def rljax_check_state(self) -> str:
+        from rljax.env.state import check_env_state
 
         try:
-            check_env_state(self.env, states[self._index]["layers"])
-        except (EnvStateError, KeyError, IndexError, TypeError) as e:
-            return str(e) or type(e).__name__
+            check_env_state(self.env, self._rljax_incoming["layers"])
+        except Exception:  # noqa: BLE001
+            return traceback.format_exc()
         return ""
 
-    def rljax_set_state(self, states: list[dict[str, Any]]) -> str:
-        from rljax.env.state import EnvStateError, set_env_state
+    def rljax_set_state(self) -> str:
+        from rljax.env.state import set_env_state
 
+        state, self._rljax_incoming = self._rljax_incoming, None
         try:
-            set_env_state(self.env, states[self._index]["layers"])
-        except EnvStateError as e:
-            return str(e)
+            set_env_state(self.env, state["layers"])
+        except Exception:  # noqa: BLE001
+            return traceback.format_exc()
         # Called right after a reset of the vector env: the worker's auto-reset flag is clear.
-        self._ended = self._force_reset = bool(states[self._index]["ended"])
+        self._ended = self._force_reset = bool(state["ended"])
         return ""
 
 
@@ -396,13 +399,16 @@ class GymVectorHostEnv:
         from rljax.env.state import EnvStateError, encode, get_env_state
 
         if isinstance(self.env, gym.vector.SyncVectorEnv):
-            layers = [get_env_state(e) for e in self.env.envs]
+            try:
+                layers = [get_env_state(e) for e in self.env.envs]
+            except EnvStateError:
+                raise
+            except Exception as e:  # an env's own get_state() failed
+                raise EnvStateError(f"reading a sub-env's state failed: {e!r}") from e
             ended = self.env._autoreset_envs
         else:  # ASYNC: read inside each worker
             states = self.env.call("rljax_get_state")
-            for state in states:
-                if "error" in state:
-                    raise EnvStateError(state["error"])
+            self._raise_problems([state.get("error") for state in states])
             layers = [state["layers"] for state in states]
             ended = np.array([state["ended"] for state in states])
         return {"envs": layers, "autoreset": encode(np.asarray(ended, bool), "autoreset flags")}
@@ -420,34 +426,48 @@ class GymVectorHostEnv:
             for env, env_state in zip(self.env.envs, state["envs"], strict=True):
                 check_env_state(env, env_state)
             return
-        for problem in self.env.call("rljax_check_state", self._per_worker(state)):
-            if problem:
-                raise EnvStateError(problem)
+        self._send(state)
+        self._raise_problems(self.env.call("rljax_check_state"))
 
     def set_state(self, state: dict[str, Any]) -> None:
+        """Restores ``state``; if that fails, the sub-envs are reset as when built (so that they
+        match the runner's first observation) and ``EnvStateError`` is raised."""
         from rljax.env.state import EnvStateError, decode, set_env_state
 
         self.check_state(state)
-        ended = decode(state["autoreset"])
-        if isinstance(self.env, gym.vector.SyncVectorEnv):
-            for env, env_state in zip(self.env.envs, state["envs"], strict=True):
-                set_env_state(env, env_state)
-            self.env._autoreset_envs = ended
-            return
-        self.env.reset(seed=self.seed)  # clears the workers' auto-reset flags
-        for problem in self.env.call("rljax_set_state", self._per_worker(state)):
-            if problem:
-                raise EnvStateError(problem)
+        try:
+            if isinstance(self.env, gym.vector.SyncVectorEnv):
+                for env, env_state in zip(self.env.envs, state["envs"], strict=True):
+                    set_env_state(env, env_state)
+                self.env._autoreset_envs = decode(state["autoreset"])
+                return
+            self.env.reset(seed=self.seed)  # clears the workers' auto-reset flags
+            self._send(state)
+            self._raise_problems(self.env.call("rljax_set_state"))
+        except Exception as e:
+            self.env.reset(seed=self.seed)
+            if isinstance(e, EnvStateError):
+                raise
+            raise EnvStateError(f"restoring the sub-envs failed: {e!r}") from e
 
-    @staticmethod
-    def _per_worker(state: dict[str, Any]) -> list[dict[str, Any]]:
+    def _send(self, state: dict[str, Any]) -> None:
+        """Hands each ASYNC worker its own sub-env's saved state."""
         from rljax.env.state import decode
 
         ended = decode(state["autoreset"])
-        return [
+        per_worker = [
             {"layers": layers, "ended": bool(e)}
             for layers, e in zip(state["envs"], ended, strict=True)
         ]
+        self.env.set_attr("_rljax_incoming", per_worker)
+
+    @staticmethod
+    def _raise_problems(problems: Any) -> None:
+        from rljax.env.state import EnvStateError
+
+        for i, problem in enumerate(problems):
+            if problem:
+                raise EnvStateError(f"sub-env {i}: {problem}")
 
     def close(self, terminate: bool = False) -> None:
         """``terminate``: a step may hang, so kill ASYNC worker processes instead of waiting."""

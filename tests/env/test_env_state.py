@@ -212,3 +212,39 @@ def test_a_vector_env_saved_just_after_an_episode_end_continues_exactly(mode):
     finally:
         a.close()
         b.close()
+
+
+class _BrokenGetState(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        pass
+
+    def get_state(self):
+        raise ValueError("no state today")
+
+    def set_state(self, state):
+        pass
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 1.0, False, False, {}
+
+
+@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
+def test_an_env_failing_to_give_its_state_leaves_the_vector_env_working(mode):
+    # In a worker, an exception would close its pipe: the failure must come back as an error
+    # in the learner, and the sub-envs must go on stepping.
+    from rljax.env.vector import GymVectorHostEnv, resolve_env
+
+    env = GymVectorHostEnv(resolve_env(_BrokenGetState), 2, mode, seed=0)
+    try:
+        env.reset()
+        with pytest.raises(EnvStateError, match="no state today"):
+            env.get_state()
+        assert env.step(np.zeros(2, int), np.arange(2)).reward.tolist() == [1.0, 1.0]
+    finally:
+        env.close()
