@@ -288,6 +288,7 @@ class RunnerGroup:
         self._version = -1
         self._pending: Any = None  # weights published but not yet handed over (max_lag=0)
         self._pending_advance = False
+        self._sampled_version = -1  # the weights version of the last sample()
         self._stop = threading.Event()
         self._errors: dict[int, str] = {}
         self._threads: list[threading.Thread] = []
@@ -560,6 +561,12 @@ class RunnerGroup:
         self._deliver()
         if not self._threads:
             raise RuntimeError("publish() the first weights before sampling")
+        if self.max_lag == 0 and self._version == self._sampled_version:
+            # Each runner's next fragment waits for newer weights: waiting here would only end
+            # in the sample timeout, with healthy runners taken for hung.
+            raise RuntimeError(
+                "synchronous sampling (max_lag=0): publish() new weights before the next sample()"
+            )
         t0 = time.perf_counter()
         fragments: list[Fragment] = []
         for i, q in enumerate(self._queues):
@@ -592,6 +599,7 @@ class RunnerGroup:
                 break
             if i in self.dropped:
                 fragments.append(self._empty_fragment(i))
+        self._sampled_version = self._version
         learner_wait = time.perf_counter() - t0
         if len(fragments) == 1:
             traj = fragments[0].traj

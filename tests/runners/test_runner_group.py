@@ -178,3 +178,17 @@ def test_first_ready_batches_do_not_wait_for_a_slow_sub_env():
         finally:
             algo.stop()
     assert counts["first-ready"] > 1.5 * counts["lock-step"], counts
+
+
+def test_sampling_twice_without_new_weights_is_refused_at_once():
+    algo = _config(num_envs_per_env_runner=2, rollout_fragment_length=10).build_algo()
+    try:
+        algo._runners.sample()
+        start = time.perf_counter()
+        with pytest.raises(RuntimeError, match="publish.. new weights before the next sample"):
+            algo._runners.sample()  # it would wait for weights that never come
+        assert time.perf_counter() - start < 1
+        algo._runners.publish(algo._runner_params())
+        assert algo._runners.sample().traj.reward.shape == (10, 2)
+    finally:
+        algo.stop()
