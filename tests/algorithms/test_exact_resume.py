@@ -134,6 +134,18 @@ def test_dqn_resumed_with_its_replay_buffer_continues_bit_for_bit(tmp_path):
     assert _same_params(resumed_params, straight_params)
 
 
+def _train_once_and_save(algo, tmp_path, before_save=None):
+    """Trains one iteration, saves; returns the path and the checkpoint's metadata."""
+    try:
+        algo.train()
+        if before_save is not None:
+            before_save(algo)
+        path = algo.save_to_path(tmp_path / "ckpt")
+    finally:
+        algo.stop()
+    return path, rljax.utils.checkpoint.load_metadata(path)[0]
+
+
 class OpaqueEnv(gym.Env):
     """An env holding an object that is not plain data: its state cannot be saved."""
 
@@ -160,13 +172,7 @@ def test_an_env_whose_state_cannot_be_saved_resumes_with_new_episodes(tmp_path, 
         .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=16)
         .training(minibatch_size=16, num_epochs=1)
     )
-    algo = config.build_algo()
-    try:
-        algo.train()
-        path = algo.save_to_path(tmp_path / "ckpt")
-    finally:
-        algo.stop()
-    meta = rljax.utils.checkpoint.load_metadata(path)[0]
+    path, meta = _train_once_and_save(config.build_algo(), tmp_path)
     assert meta["includes_env_state"] is False
     assert "OpaqueEnv.handle holds a builtins.object" in meta["env_state_missing_because"]
     with caplog.at_level(logging.INFO, logger="rljax"):
@@ -179,13 +185,9 @@ def test_an_env_whose_state_cannot_be_saved_resumes_with_new_episodes(tmp_path, 
 
 
 def test_a_runner_caught_mid_fragment_is_not_saved_as_if_at_rest(tmp_path):
-    algo = _ppo().build_algo()
-    try:
-        algo.train()
+    def interrupted(algo):
         algo._runners.runners[0].busy = True  # as after a sample() interrupted by Ctrl-C
-        path = algo.save_to_path(tmp_path / "ckpt")
-    finally:
-        algo.stop()
-    meta = rljax.utils.checkpoint.load_metadata(path)[0]
+
+    _, meta = _train_once_and_save(_ppo().build_algo(), tmp_path, before_save=interrupted)
     assert meta["includes_env_state"] is False
     assert "in the middle of a fragment" in meta["env_state_missing_because"]

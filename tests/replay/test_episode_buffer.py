@@ -170,36 +170,14 @@ def test_a_cut_stream_never_yields_a_transition_into_the_cut():
     # A sub-env's stream: 5 real steps (obs 1..5, no episode end), then empty rows (zeros,
     # valid False), as a dropped runner leaves. Row 5's next observation was never stored, so no
     # window may reach past row 5: only rows 1 and 2 (windows 1-4, 2-5) can be sampled.
-    spec = {
-        "obs": jnp.zeros((1,), jnp.float32),
-        "action": jnp.zeros((), jnp.int32),
-        "reward": jnp.zeros((), jnp.float32),
-        "terminated": jnp.zeros((), bool),
-        "truncated": jnp.zeros((), bool),
-    }
-    buf = make_episode_buffer(spec, num_envs=1, capacity=64, max_n_step=3)
-    state = buf.init()
-
-    def row(obs, valid, done=False):
-        return {
-            "obs": jnp.full((1, 1), obs, jnp.float32),
-            "action": jnp.zeros((1,), jnp.int32),
-            "reward": jnp.ones((1,)),
-            "terminated": jnp.array([done]),
-            "truncated": jnp.zeros((1,), bool),
-            "valid": jnp.array([valid]),
-            "env_id": jnp.array([0]),
-        }
-
-    for t in range(1, 6):
-        state = buf.add(state, row(float(t), True))
-    for _ in range(6):
-        state = buf.add(state, row(0.0, False))
-    batch, _, _ = buf.sample(state, jax.random.PRNGKey(0), 512, n_step=1)
+    buf = make_episode_buffer(ITEM, num_envs=1, capacity=64, max_n_step=3)
+    steps = [_step(float(t), 1.0) for t in range(1, 6)] + [_step(0.0, 0.0, valid=False)] * 6
+    batch, _, _ = buf.sample(_fill(buf, steps), jax.random.PRNGKey(0), 512, n_step=1)
     assert set(np.asarray(batch["obs"])[:, 0].tolist()) == {1.0, 2.0}
     # The auto-reset row after an episode end is not a cut: the steps before the end all count.
-    state = buf.init()
-    for t, (valid, done) in enumerate([(1, 0), (1, 0), (1, 1), (0, 0), (1, 0), (1, 0), (1, 0)]):
-        state = buf.add(state, row(float(t + 1), bool(valid), bool(done)))
-    batch, _, _ = buf.sample(state, jax.random.PRNGKey(1), 512, n_step=1)
+    flags = [(1, 0), (1, 0), (1, 1), (0, 0), (1, 0), (1, 0), (1, 0)]
+    steps = [
+        _step(float(t + 1), 1.0, term=bool(d), valid=bool(v)) for t, (v, d) in enumerate(flags)
+    ]
+    batch, _, _ = buf.sample(_fill(buf, steps), jax.random.PRNGKey(1), 512, n_step=1)
     assert set(np.asarray(batch["obs"])[:, 0].tolist()) == {1.0, 2.0, 3.0}
