@@ -105,18 +105,19 @@ def decode(data: Any) -> Any:
     return {k: decode(v) for k, v in data.items()}
 
 
+def _subspaces(space: gym.Space) -> list[gym.Space]:
+    inner = getattr(space, "spaces", None)  # Dict and Tuple spaces
+    return list(inner.values()) if isinstance(inner, dict) else list(inner or ())
+
+
 def _space_rngs(space: gym.Space) -> Any:
     """A space's sampling generator and those of the spaces inside it (Dict, Tuple)."""
-    inner = getattr(space, "spaces", None)
-    children = list(inner.values()) if isinstance(inner, dict) else list(inner or ())
-    return [space._np_random, [_space_rngs(c) for c in children]]
+    return [space._np_random, [_space_rngs(c) for c in _subspaces(space)]]
 
 
 def _set_space_rngs(space: gym.Space, saved: Any) -> None:
     space._np_random = saved[0]
-    inner = getattr(space, "spaces", None)
-    children = list(inner.values()) if isinstance(inner, dict) else list(inner or ())
-    for child, child_saved in zip(children, saved[1], strict=True):
+    for child, child_saved in zip(_subspaces(space), saved[1], strict=True):
         _set_space_rngs(child, child_saved)
 
 

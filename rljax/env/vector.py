@@ -429,12 +429,14 @@ class GymVectorHostEnv:
         self._send(state)
         self._raise_problems(self.env.call("rljax_check_state"))
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        """Restores ``state``; if that fails, the sub-envs are reset as when built (so that they
-        match the runner's first observation) and ``EnvStateError`` is raised."""
+    def set_state(self, state: dict[str, Any], checked: bool = False) -> None:
+        """Restores ``state`` (``checked``: ``check_state`` already passed); if that fails, the
+        sub-envs are reset as when built (so that they match the runner's first observation) and
+        ``EnvStateError`` is raised."""
         from rljax.env.state import EnvStateError, decode, set_env_state
 
-        self.check_state(state)
+        if not checked:
+            self.check_state(state)
         try:
             if isinstance(self.env, gym.vector.SyncVectorEnv):
                 for env, env_state in zip(self.env.envs, state["envs"], strict=True):

@@ -202,7 +202,7 @@ class HostRunner:
         """Puts ``get_state``'s output back into a runner built with the same config (checked
         first, so a state that does not fit changes nothing)."""
         saved = checked if checked is not None else self.check_state(state)
-        self.env.set_state(state["env"])
+        self.env.set_state(state["env"], checked=True)
         result, actor, key = jax.tree.unflatten(
             jax.tree.structure((self.result, self.actor, self.key)), saved
         )
@@ -316,7 +316,9 @@ class RunnerGroup:
 
     @property
     def num_sub_env_restarts(self) -> int:
-        return sum(r.num_sub_env_restarts for r in (*self.runners, *self._retired))
+        # Each runner once: a dropped runner is both retired and still in ``runners``.
+        unique = {id(r): r for r in (*self.runners, *self._retired)}
+        return sum(r.num_sub_env_restarts for r in unique.values())
 
     def publish(self, params: Any, advance: bool = True) -> int:
         """Hands new weights to the runners; returns their version (0 for the first).
@@ -333,17 +335,20 @@ class RunnerGroup:
         with self._cond:
             self._pending = params
             self._pending_advance = self._pending_advance or advance
-            version = self._version + (1 if self._pending_advance or self._version < 0 else 0)
+            version = self._next_version()
         if self.max_lag > 0:
             self._deliver()
         return version
+
+    def _next_version(self) -> int:
+        """The version the pending weights get: one more if any publish advanced (or first)."""
+        return self._version + (1 if self._pending_advance or self._version < 0 else 0)
 
     def _deliver(self) -> None:
         with self._cond:
             if self._pending is not None:
                 self._params = self._pending
-                if self._pending_advance or self._version < 0:
-                    self._version += 1
+                self._version = self._next_version()
                 self._pending, self._pending_advance = None, False
                 self._cond.notify_all()
         if not self._threads:
@@ -468,23 +473,13 @@ class RunnerGroup:
     def _replace(self, i: int, why: str, close_on_error: bool = True) -> None:
         """Replaces runner ``i`` (restarts allowed), or raises ``EnvRunnerError`` (closing the
         group first, unless ``close_on_error`` is False: a hung thread would delay the error)."""
-        retired = False
         while (
             self.num_restarts < self.max_restarts and self._fresh_restarts[i] < MAX_FRESH_FAILURES
         ):
             self.num_restarts += 1
             self._fresh_restarts[i] += 1
             logger.warning("env runner %d %s; restarting it", i + 1, why)
-            if not retired:
-                retired = True
-                self._generation[i] += 1
-                with contextlib.suppress(queue.Empty):
-                    self._queues[i].get_nowait()  # a fragment of the old runner, if any
-                old = self.runners[i]
-                self._retired.append(old)
-                # A hung env may never return: close the old runner (its worker processes
-                # terminated) in the background instead of waiting for it.
-                threading.Thread(target=_close_quietly, args=(old, True), daemon=True).start()
+            self._retire(i)
             self._errors.pop(i, None)
             runner, failure = self._probe(i)
             if runner is None:
@@ -538,12 +533,19 @@ class RunnerGroup:
             len(self.runners),
         )
         self.dropped[i] = why
-        self._generation[i] += 1  # whatever its thread still delivers is ignored
+        self._retire(i)  # it stays in ``runners``: its shapes give the empty rows
+
+    def _retire(self, i: int) -> None:
+        """Stops using slot ``i``'s current runner (once): whatever its thread still delivers
+        is ignored, a fragment it left is discarded, and it is closed in the background with its
+        worker processes terminated (a hung env may never return)."""
+        old = self.runners[i]
+        if any(r is old for r in self._retired):
+            return
+        self._retired.append(old)
+        self._generation[i] += 1
         with contextlib.suppress(queue.Empty):
             self._queues[i].get_nowait()
-        old = self.runners[i]
-        # It stays in ``runners`` (its shapes give the empty rows): counted there, not twice.
-        self._retired = [r for r in self._retired if r is not old]
         threading.Thread(target=_close_quietly, args=(old, True), daemon=True).start()
 
     def _empty_fragment(self, i: int) -> Fragment:
