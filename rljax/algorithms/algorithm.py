@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import collections
-import importlib
+import dataclasses
 import logging
+import math
 import os
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import gymnasium as gym
@@ -15,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import rljax
+from rljax.algorithms import registry as algorithm_registry
 from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.env.state import EnvStateError
 from rljax.env.vector import (
@@ -35,7 +38,8 @@ from rljax.learners.devices import (
 from rljax.runners.acting import FusedRunnerState, init_actor_state
 from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
-from rljax.utils.errors import CheckpointError
+from rljax.utils.errors import CheckpointError, ConfigError
+from rljax.utils.memory import check_fits
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
 
 logger = logging.getLogger("rljax")
@@ -113,6 +117,13 @@ class Algorithm:
             else int.from_bytes(os.urandom(4), "little") >> 1
         )
         self._resolve_env()
+        env_name = getattr(self.env_spec, "name", None) or getattr(
+            config.env, "__name__", "the env"
+        )
+        check_fits(
+            config.memory_terms(self.observation_space, self.action_space),
+            f"{config.algo_name} on {env_name}",
+        )
         self.learner_devices = learner_devices(config.num_learners, config.num_gpus_per_learner)
         self.mesh = make_mesh(self.learner_devices) if len(self.learner_devices) > 1 else None
         self.runner_device = runner_device(config.num_gpus_per_env_runner)
@@ -527,59 +538,120 @@ class Algorithm:
     save = save_to_path
 
     def restore_from_path(self, path: str | os.PathLike) -> None:
-        """Loads a checkpoint of the same algorithm and architecture into this algorithm."""
-        meta, version_dir = ckpt.load_metadata(path)
-        if meta.get("algo") != self.config.algo_name:
-            raise CheckpointError(
-                f"{str(path)!r} holds a {meta.get('algo')} checkpoint; this is {self.config.algo_name}"
-            )
-        include = bool(meta.get("includes_replay_buffer", False))
-        state = ckpt.load_state(version_dir, jax.device_get(self._checkpoint_state(include)))
-        self._restore_state(state)
-        counters = meta.get("counters", {})
-        self.iteration = int(counters.get("training_iteration", 0))
-        self.num_env_steps_sampled_lifetime = int(counters.get("num_env_steps_sampled_lifetime", 0))
-        self.num_env_steps_trained_lifetime = int(counters.get("num_env_steps_trained_lifetime", 0))
-        self.time_total_s = float(counters.get("time_total_s", 0.0))
-        self.episodes.num_episodes_lifetime = int(counters.get("num_episodes_lifetime", 0))
-        self._num_evaluations = int(counters.get("num_evaluations", 0))  # seeds evaluation envs
-        self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
-        self._restore_runner_state(ckpt.load_runners(version_dir), meta)
+        """Loads a checkpoint of the same algorithm and architecture into this algorithm.
 
-    def _restore_runner_state(self, runners: Any, meta: dict[str, Any]) -> None:
+        Everything is read and checked first (the metadata's fields, the state's tree, shapes
+        and dtypes against this algorithm's, the env runners' saved state), so a checkpoint
+        that does not fit raises ``CheckpointError`` and leaves this algorithm as it was.
+        """
+        meta, version_dir = ckpt.load_metadata(path)
+        saved = checked_metadata(meta, version_dir / ckpt.META_FILE)
+        if saved.algo != self.config.algo_name:
+            raise CheckpointError(
+                f"{str(path)!r} holds a {saved.algo} checkpoint; this is {self.config.algo_name}"
+            )
+        if saved.policy_ids != self._policy_ids():
+            raise CheckpointError(
+                f"{str(path)!r} holds policies {saved.policy_ids[:20]}; this algorithm has "
+                f"{self._policy_ids()}"
+            )
+        live = self._checkpoint_state(saved.includes_replay_buffer)
+        target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), live)
+        state = ckpt.load_state(version_dir, target)
+        runners = ckpt.load_runners(version_dir)
+        check_runner_state_schema(runners, version_dir / ckpt.RUNNERS_FILE)
+        runners_fit = self._check_runner_state(runners)
+        # Nothing has changed so far; from here on the checked checkpoint is applied.
+        self._restore_state(state)
+        counters = saved.counters
+        self.iteration = counters["training_iteration"]
+        self.num_env_steps_sampled_lifetime = counters["num_env_steps_sampled_lifetime"]
+        self.num_env_steps_trained_lifetime = counters["num_env_steps_trained_lifetime"]
+        self.time_total_s = counters["time_total_s"]
+        self.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
+        self._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
+        self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
+        self._restore_runner_state(runners, meta, runners_fit)
+
+    def _check_runner_state(self, runners: Any) -> str:
+        """Whether the saved env runners' state fits this run's runners: "" if it does, else
+        why not (then the run restores the rest and starts new episodes)."""
+        group = getattr(self, "_runners", None)
+        if runners is None or group is None:
+            return "no runner state to restore"
+        try:
+            group.check_state(runners)
+        except EnvStateError as e:
+            return str(e)
+        return ""
+
+    def _restore_runner_state(self, runners: Any, meta: dict[str, Any], fit: str) -> None:
         """Puts the env runners back mid-episode, so that the run continues exactly as it would
         have; where that cannot be done, the runners go on with fresh episodes (logged)."""
         group = getattr(self, "_runners", None)
         if runners is None or group is None or runners.get("runners") is None:
             why = meta.get("env_state_missing_because") or "this run's envs are EnvPool's"
-            logger.info("restored run starts new episodes: %s", why)
+            logger.info("restored run starts new episodes: %s", str(why)[:500])
         if runners is None or group is None:
             return
-        try:
-            group.set_state(runners)
-        except EnvStateError as e:
-            logger.warning("restored run starts new episodes; the envs' saved state: %s", e)
+        if fit:
+            logger.warning("restored run starts new episodes; the envs' saved state: %s", fit)
+            return
+        group.set_state(runners)
 
     restore = restore_from_path
 
     @classmethod
-    def from_checkpoint(cls, path: str | os.PathLike) -> Algorithm:
-        """Builds the algorithm a checkpoint was written by and restores its state."""
-        meta, _ = ckpt.load_metadata(path)
-        module_name, _, qualname = str(meta.get("config_module", "")).partition(":")
-        if not module_name.startswith("rljax."):
+    def from_checkpoint(
+        cls,
+        path: str | os.PathLike,
+        *,
+        allow_imports: Iterable[str] | None = None,
+        env: Any = None,
+        policy_mapping_fn: Any = None,
+        module_class: Any = None,
+    ) -> Algorithm:
+        """Builds the algorithm a checkpoint was written by and restores its state.
+
+        A checkpoint may come from anyone: loading it never imports or calls code that it
+        names. A config whose env, policy mapping function or module class is code (not an
+        env id) loads only when the caller opts in: by passing the object (``env=MyEnv``,
+        ``policy_mapping_fn=fn``, ``module_class=MyModule``), by registering it in this
+        process (``rljax.register_env``, ``register_module_class``,
+        ``register_policy_mapping_fn``), or by allowing its module
+        (``allow_imports=["mypkg"]``). Every field is checked, and the config's memory
+        estimated against the machine's, before anything is built; a checkpoint that does not
+        fit raises ``CheckpointError`` naming the file and the field.
+        """
+        meta, version_dir = ckpt.load_metadata(path)
+        meta_file = version_dir / ckpt.META_FILE
+        saved = checked_metadata(meta, meta_file)
+        config_cls = algorithm_registry.config_class(saved.algo)
+        if cls is not Algorithm and getattr(cls, "config_class", None) not in (None, config_cls):
             raise CheckpointError(
-                f"{str(path)!r} names config class {meta.get('config_module')!r}, not an rljax one"
+                f"{str(path)!r} holds a {saved.algo} checkpoint; {cls.__name__} cannot load it "
+                "(Algorithm.from_checkpoint loads any)"
             )
         try:
-            config_cls = getattr(importlib.import_module(module_name), qualname)
-        except (ImportError, AttributeError) as e:
-            raise CheckpointError(
-                f"{str(path)!r} needs config class {meta.get('config_module')!r}: {e}"
-            ) from e
-        config = config_cls.from_dict(meta["config"])
-        algo = config.build_algo()
-        algo.restore_from_path(path)
+            config = config_cls.from_dict(
+                meta["config"],
+                allow_imports=allow_imports,
+                env=env,
+                policy_mapping_fn=policy_mapping_fn,
+                module_class=module_class,
+            )
+            config.validate()
+        except ConfigError as e:
+            raise CheckpointError(f"{meta_file}: config: {e}") from None
+        try:
+            algo = config.build_algo()
+        except ConfigError as e:
+            raise CheckpointError(f"{meta_file}: config: {e}") from None
+        try:
+            algo.restore_from_path(version_dir)
+        except BaseException:
+            algo.stop()
+            raise
         return algo
 
     def stop(self) -> None:
@@ -596,6 +668,121 @@ class Algorithm:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+_COUNTERS = (
+    "training_iteration",
+    "num_env_steps_sampled_lifetime",
+    "num_env_steps_trained_lifetime",
+    "num_episodes_lifetime",
+    "num_evaluations",
+)
+_MAX_COUNTER = 2**62
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedMetadata:
+    """A checkpoint's metadata, every field checked (``checked_metadata``)."""
+
+    algo: str
+    config: dict[str, Any]
+    policy_ids: list[str]
+    counters: dict[str, Any]
+    includes_replay_buffer: bool
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def checked_metadata(meta: dict[str, Any], path: Any) -> SavedMetadata:
+    """Checks every field of a checkpoint's metadata; raises ``CheckpointError`` naming the
+    file, the field and what was expected. Nothing of the file is trusted before this."""
+
+    def bad(field: str, expected: str, value: Any) -> CheckpointError:
+        got = type(value).__name__ if not _is_int(value) else f"{value}"
+        return CheckpointError(f"{path}: field {field!r}: expected {expected}; got {got[:40]}")
+
+    algo = meta.get("algo")
+    names = algorithm_registry.algorithm_names()
+    if algo not in names:
+        shown = repr(algo[:40]) if isinstance(algo, str) else type(algo).__name__
+        raise CheckpointError(f"{path}: field 'algo' is {shown}; expected one of {names}")
+    config = meta.get("config")
+    if not isinstance(config, dict):
+        raise bad("config", "a JSON object of settings", config)
+    policy_ids = meta.get("policy_ids", [DEFAULT_POLICY])
+    if (
+        not isinstance(policy_ids, list)
+        or not policy_ids
+        or len(policy_ids) > 10_000
+        or not all(isinstance(p, str) and 0 < len(p) <= 200 for p in policy_ids)
+    ):
+        raise bad("policy_ids", "a non-empty list of policy id strings", policy_ids)
+    raw = meta.get("counters", {})
+    if not isinstance(raw, dict):
+        raise bad("counters", "a JSON object of counters", raw)
+    counters: dict[str, Any] = {}
+    for name in _COUNTERS:
+        value = raw.get(name, 0)
+        if not _is_int(value) or not 0 <= value <= _MAX_COUNTER:
+            raise bad(f"counters.{name}", "an int in [0, 2**62]", value)
+        counters[name] = value
+    t = raw.get("time_total_s", 0.0)
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and t >= 0):
+        raise bad("counters.time_total_s", "a finite number >= 0", t)
+    counters["time_total_s"] = float(t)
+    include = meta.get("includes_replay_buffer", False)
+    if not isinstance(include, bool):
+        raise bad("includes_replay_buffer", "true or false", include)
+    for field in ("rljax_version", "env_state_missing_because", "config_module"):
+        if field in meta and not isinstance(meta[field], str):
+            raise bad(field, "a string", meta[field])
+    if "seed" in meta and not (_is_int(meta["seed"]) and meta["seed"] >= 0):
+        raise bad("seed", "an int >= 0", meta["seed"])
+    return SavedMetadata(algo, config, list(policy_ids), counters, include)
+
+
+def check_runner_state_schema(runners: Any, path: Any) -> None:
+    """Checks the form of a checkpoint's saved env-runner state (``runners.json``); raises
+    ``CheckpointError`` naming the file and the field. Whether it fits this run's runners is
+    checked separately (a state that does not fit only means fresh episodes)."""
+    if runners is None:
+        return
+
+    def bad(field: str, expected: str) -> CheckpointError:
+        return CheckpointError(f"{path}: field {field!r}: expected {expected}")
+
+    if not isinstance(runners, dict):
+        raise bad("/", "a JSON object with runners, dropped and num_restarts")
+    unknown = set(runners) - {"runners", "dropped", "num_restarts"}
+    if unknown:
+        raise bad("/", f"only runners, dropped and num_restarts (found {sorted(unknown)[:5]})")
+    dropped = runners.get("dropped", {})
+    if not isinstance(dropped, dict) or not all(
+        k.isdigit() and len(k) < 7 and isinstance(v, str) for k, v in dropped.items()
+    ):
+        raise bad("dropped", "an object runner index -> reason string")
+    restarts = runners.get("num_restarts", 0)
+    if not _is_int(restarts) or not 0 <= restarts <= _MAX_COUNTER:
+        raise bad("num_restarts", "an int in [0, 2**62]")
+    states = runners.get("runners")
+    if states is None:
+        return
+    if not isinstance(states, list) or len(states) > 100_000:
+        raise bad("runners", "null or a list of runner states")
+    for i, state in enumerate(states):
+        if state is None:
+            continue
+        if not isinstance(state, dict) or set(state) != {"env", "arrays", "num_sub_env_restarts"}:
+            raise bad(f"runners[{i}]", "null or an object with env, arrays, num_sub_env_restarts")
+        if not isinstance(state["arrays"], list) or not all(
+            isinstance(a, dict) and "__ndarray__" in a for a in state["arrays"]
+        ):
+            raise bad(f"runners[{i}].arrays", "a list of saved arrays")
+        n = state["num_sub_env_restarts"]
+        if not _is_int(n) or not 0 <= n <= _MAX_COUNTER:
+            raise bad(f"runners[{i}].num_sub_env_restarts", "an int in [0, 2**62]")
 
 
 class InferenceModule:

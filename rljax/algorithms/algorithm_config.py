@@ -9,18 +9,24 @@ traced code.
 from __future__ import annotations
 
 import copy
-import importlib
 import inspect
 import json
 import math
 import os
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
+from rljax.utils import memory, safe_io
 from rljax.utils.errors import ConfigError, best_match, closest
+from rljax.utils.references import LoadPolicy, qualified_name, resolve
+
+# Config files are small: a cap well above any real one, far below what could hurt.
+MAX_CONFIG_FILE_BYTES = 1 << 20
 
 
 class _Unset:
@@ -53,23 +59,6 @@ RENAMED = {
     "optimization": "actor_lr, critic_lr and alpha_lr",
     "prioritized_replay": "replay_buffer_config={'type': 'PrioritizedEpisodeReplayBuffer'}",
 }
-
-
-def _qualified_name(obj: Any) -> str:
-    return f"{obj.__module__}:{obj.__qualname__}"
-
-
-def _import_qualified(name: str) -> Any:
-    module, _, qualname = name.partition(":")
-    try:
-        obj = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as e:
-        raise ConfigError(
-            f"cannot import {name!r} named in the config ({e}); import or define it before loading"
-        ) from e
-    return obj
 
 
 class AlgorithmConfig:
@@ -478,6 +467,43 @@ class AlgorithmConfig:
         """Env steps sampled per iteration: fragment length x sub-envs per step."""
         return self.get_rollout_fragment_length() * self.envs_per_step
 
+    # ------------------------------------------------------------------ memory
+    def memory_terms(self, observation_space: Any, action_space: Any) -> list[tuple[str, int]]:
+        """The large allocations this config asks for, as ``(setting, bytes)`` estimates
+        (``rljax.utils.memory``); subclasses add their networks and buffers."""
+        obs = memory.space_bytes(observation_space)
+        runners = max(1, self.num_env_runners)
+        envs = self.num_envs_per_env_runner * runners
+        sampled = self.sampled_batch_size
+        return [
+            (
+                f"num_envs_per_env_runner={self.num_envs_per_env_runner} x {runners} runner(s)",
+                envs * (memory.PER_ENV_BYTES + 2 * obs),
+            ),
+            (
+                f"the sampled batch of {sampled:,} env steps (rollout_fragment_length x envs)",
+                sampled * (obs + 64) * 4,
+            ),
+            (
+                f"model_config.fcnet_hiddens={list(self.model_config.fcnet_hiddens)}",
+                self.network_params(observation_space, action_space)
+                * 4
+                * memory.PARAM_COPIES
+                * max(1, len(self.policies or ())),
+            ),
+        ]
+
+    def network_params(self, observation_space: Any, action_space: Any) -> int:
+        """About how many parameters the default networks have (a policy and, unless the
+        encoder is shared, a value network)."""
+        n = getattr(action_space, "n", None)
+        out = int(n) if n is not None else 2 * memory.flat_size(action_space)
+        mc = self.model_config
+        hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
+        in_dim = memory.encoder_in_dim(observation_space)
+        nets = 1 if mc.vf_share_layers else 2
+        return nets * memory.mlp_params(in_dim, hiddens, out)
+
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Checks every value and combination; raises ``ConfigError`` naming what to change."""
@@ -670,7 +696,7 @@ class AlgorithmConfig:
                 value = value.to_dict()
             elif key == "rl_module_spec" and value is not None:
                 value = {
-                    "module_class": _qualified_name(value.module_class)
+                    "module_class": qualified_name(value.module_class)
                     if value.module_class
                     else None,
                     "model_config": value.model_config,
@@ -680,47 +706,101 @@ class AlgorithmConfig:
             elif key in ("env", "policy_mapping_fn") and (
                 inspect.isclass(value) or callable(value)
             ):
-                value = {"import": _qualified_name(value)}
+                value = {"import": qualified_name(value)}
             out[key] = value
         return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> AlgorithmConfig:
-        """Builds a config from ``to_dict()`` output or a flat dict of config keys (RLlib names)."""
+    def from_dict(
+        cls,
+        d: dict[str, Any],
+        *,
+        allow_imports: Iterable[str] | None = None,
+        env: Any = None,
+        policy_mapping_fn: Any = None,
+        module_class: Any = None,
+    ) -> AlgorithmConfig:
+        """Builds a config from ``to_dict()`` output or a flat dict of config keys (RLlib names).
+
+        A dict may come from a file anyone wrote, so code it names (``{"import":
+        "module:Name"}`` for ``env``, ``policy_mapping_fn`` and ``rl_module_spec``'s
+        ``module_class``) is never imported unless the caller opts in: ``env`` /
+        ``policy_mapping_fn`` / ``module_class`` objects passed here replace what the dict
+        names; objects registered in this process (``rljax.register_env``,
+        ``register_module_class``, ``register_policy_mapping_fn``) resolve by name or import
+        path; ``allow_imports`` lists module prefixes that may be imported. rljax's own example
+        envs and mapping functions need no opt-in. Anything else raises ``ConfigError`` naming
+        the field and the import path.
+        """
+        policy = LoadPolicy.make(
+            allow_imports, env=env, policy_mapping_fn=policy_mapping_fn, module_class=module_class
+        )
+        return cls._from_dict(d, policy)
+
+    @classmethod
+    def _from_dict(cls, d: Any, policy: LoadPolicy) -> AlgorithmConfig:
+        if not isinstance(d, dict):
+            raise ConfigError(f"a config must be a dict of settings; got a {type(d).__name__}")
         config = cls()
         d = dict(d)
+        bad_keys = [k for k in d if not isinstance(k, str)]
+        if bad_keys:
+            raise ConfigError(
+                f"config keys must be strings; got a key of type {type(bad_keys[0]).__name__}"
+            )
         algo = d.pop("algo", None)
         if algo is not None and algo != cls.algo_name:
-            raise ConfigError(f"this dict is a {algo} config, not {cls.algo_name}")
+            shown = repr(algo[:40]) if isinstance(algo, str) else type(algo).__name__
+            raise ConfigError(f"this dict is a {shown} config, not {cls.algo_name}")
         keys = set(cls._all_keys())
-        for key, value in d.items():
+        for key in d:
             if key not in keys:
-                raise ConfigError(f"unknown config key {key!r}{_unknown_key_hint(key, keys)}")
-            if (
-                key in ("env", "policy_mapping_fn")
-                and isinstance(value, dict)
-                and "import" in value
-            ):
-                value = _import_qualified(value["import"])
-            elif key == "policies" and isinstance(value, dict):
+                raise ConfigError(
+                    f"unknown config key {key[:60]!r}{_unknown_key_hint(key[:60], keys)}"
+                )
+        if policy.objects.get("env") is not None:
+            d["env"] = policy.objects["env"]
+        elif isinstance(d.get("env"), dict):
+            d["env"] = resolve("env", d["env"], policy, ConfigError)
+        if policy.objects.get("policy_mapping_fn") is not None:
+            d["policy_mapping_fn"] = policy.objects["policy_mapping_fn"]
+        elif d.get("policy_mapping_fn") is not None and not callable(d["policy_mapping_fn"]):
+            d["policy_mapping_fn"] = resolve(
+                "policy_mapping_fn", d["policy_mapping_fn"], policy, ConfigError
+            )
+        for key, value in d.items():
+            if key == "policies" and isinstance(value, dict):
                 value = {
                     p: PolicySpec(config=v["config"])
-                    if isinstance(v, dict) and "config" in v
+                    if isinstance(v, dict) and set(v) == {"config"}
                     else v
                     for p, v in value.items()
                 }
             elif key == "rl_module_spec" and isinstance(value, dict):
+                unknown = set(value) - {"module_class", "model_config"}
+                if unknown:
+                    raise ConfigError(
+                        f"rl_module_spec has unknown keys {sorted(map(str, unknown))[:5]}; "
+                        "allowed: module_class, model_config"
+                    )
                 mc = value.get("module_class")
-                value = RLModuleSpec(
-                    _import_qualified(mc) if mc else None, value.get("model_config") or {}
-                )
+                if policy.objects.get("module_class") is not None:
+                    mc = policy.objects["module_class"]
+                elif mc is not None:
+                    mc = resolve("module_class", mc, policy, ConfigError)
+                value = RLModuleSpec(mc, value.get("model_config") or {})
             setattr(config, key, config._coerce(key, value))
         return config
 
     @classmethod
-    def from_yaml(cls, path: str | os.PathLike) -> AlgorithmConfig:
-        """Loads a YAML file of config keys (optionally nested under ``config:`` with ``env:``)."""
-        return cls.from_dict(read_config_file(path))
+    def from_yaml(
+        cls, path: str | os.PathLike, *, allow_imports: Iterable[str] | None = None
+    ) -> AlgorithmConfig:
+        """Loads a YAML file of config keys (optionally nested under ``config:`` with ``env:``).
+
+        Code the file names is imported only under ``allow_imports`` (see ``from_dict``).
+        """
+        return cls.from_dict(read_config_file(path), allow_imports=allow_imports)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
@@ -760,18 +840,23 @@ def _check_positive_float(name: str, value: Any) -> None:
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """A YAML file of config keys as one flat dict (``algo`` and ``env`` included).
 
-    Accepts a flat mapping or RLlib's tuned-example layout ``{env: ..., config: {...}}``.
+    Accepts a flat mapping or RLlib's tuned-example layout ``{env: ..., config: {...}}``. The
+    file is read as untrusted data: a regular file of at most 1 MiB, plain YAML without
+    aliases, nested at most 64 levels (``rljax.utils.safe_io``); code it names is resolved
+    later, by ``from_dict``, only where the caller opts in.
     """
-    import yaml
-
-    if not os.path.isfile(path):
-        raise ConfigError(f"config file {str(path)!r}: no such file")
-    with open(path) as f:
-        data = yaml.safe_load(f) or {}
+    if not isinstance(path, (str, os.PathLike)):
+        raise ConfigError(f"config file path must be a str or path; got {type(path).__name__}")
+    data = safe_io.read_yaml(Path(path), MAX_CONFIG_FILE_BYTES, ConfigError)
+    if data is None:
+        data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of config keys, got {type(data).__name__}")
     if "config" in data:
-        inner = dict(data["config"] or {})
+        inner = data["config"] or {}
+        if not isinstance(inner, dict):
+            raise ConfigError(f"{path}: 'config' must be a mapping; got {type(inner).__name__}")
+        inner = dict(inner)
         for key in ("env", "algo"):
             if key in data:
                 inner.setdefault(key, data[key])

@@ -37,6 +37,7 @@ from rljax.runners.acting import (
     make_act_step,
     make_fused_rollout,
 )
+from rljax.utils import memory
 from rljax.utils.errors import ConfigError
 
 REPLAY_TYPES = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
@@ -118,6 +119,26 @@ class OffPolicyConfig(AlgorithmConfig):
         if self.training_intensity > native:
             return 1, math.ceil(self.training_intensity / native)
         return math.ceil(native / self.training_intensity), 1
+
+    def memory_terms(self, observation_space: Any, action_space: Any) -> list[tuple[str, int]]:
+        """Adds the replay buffer and the train batches to the sampling terms."""
+        terms = super().memory_terms(observation_space, action_space)
+        obs = memory.space_bytes(observation_space)
+        shape = getattr(observation_space, "shape", None) or ()
+        if len(shape) == 3 and obs == memory.flat_size(observation_space) and self._uses_envpool():
+            obs //= max(1, int(shape[0]))  # stacked uint8 frames are stored once each
+        row = obs + memory.space_bytes(action_space) + 16
+        capacity = self.replay_buffer_config.get("capacity", 0)
+        capacity = capacity if isinstance(capacity, int) and not isinstance(capacity, bool) else 0
+        terms.append((f"replay_buffer_config capacity={capacity:,}", capacity * row))
+        batch = self.train_batch_size_per_learner * max(1, self.num_learners)
+        terms.append(
+            (
+                f"train_batch_size_per_learner={self.train_batch_size_per_learner}",
+                batch * (2 * obs + 64) * 4,
+            )
+        )
+        return terms
 
     def _check_batch_division(self) -> None:
         """Nothing to check: each learner gets its own train batch from the replay buffer."""

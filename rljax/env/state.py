@@ -87,9 +87,7 @@ def decode(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     if "__ndarray__" in data:
-        raw = base64.b64decode(data["data"])
-        arr = np.frombuffer(raw, np.dtype(data["__ndarray__"])).reshape(data["shape"]).copy()
-        return arr[()] if data["scalar"] else arr
+        return _decode_array(data)
     if "__generator__" in data:
         state = decode(data["__generator__"])
         name = state.get("bit_generator") if isinstance(state, dict) else None
@@ -103,6 +101,26 @@ def decode(data: Any) -> Any:
     if "__tuple__" in data:
         return tuple(decode(v) for v in data["__tuple__"])
     return {k: decode(v) for k, v in data.items()}
+
+
+def _decode_array(data: dict[str, Any]) -> np.ndarray:
+    """An encoded array, checked: a plain number dtype, a shape that fits its bytes."""
+    try:
+        dtype = np.dtype(data["__ndarray__"]) if isinstance(data["__ndarray__"], str) else None
+        if dtype is None or dtype.kind not in "biufc" or dtype.fields is not None:
+            raise EnvStateError(f"a saved array has dtype {str(data['__ndarray__'])[:30]!r}")
+        shape = data["shape"]
+        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+            raise EnvStateError("a saved array has a malformed shape")
+        raw = base64.b64decode(data["data"], validate=True)
+        if len(raw) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
+            raise EnvStateError("a saved array's data does not fit its shape")
+        arr = np.frombuffer(raw, dtype).reshape(shape).copy()
+        return arr[()] if data["scalar"] is True else arr
+    except EnvStateError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise EnvStateError(f"a saved array is malformed ({type(e).__name__})") from None
 
 
 def _subspaces(space: gym.Space) -> list[gym.Space]:
@@ -202,11 +220,45 @@ def get_env_state(env: gym.Env) -> list[dict[str, Any]]:
 
 
 def check_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
-    """Raises ``EnvStateError`` unless ``states`` was saved from an env built like ``env``."""
+    """Raises ``EnvStateError`` unless ``states`` was saved from an env built like ``env``:
+    the same layers, each saving the same attributes (a file cannot set other attributes)."""
+    if not isinstance(states, list) or not all(isinstance(s, dict) for s in states):
+        raise EnvStateError("the saved env state must be a list of one dict per env layer")
     names = [type(layer).__qualname__ for layer in _layers(env)]
     saved = [s.get("class") for s in states]
     if names != saved:
-        raise EnvStateError(f"the env's layers are {names}; the saved state is of {saved}")
+        shown = [str(c)[:60] for c in saved[:20]]
+        raise EnvStateError(f"the env's layers are {names}; the saved state is of {shown}")
+    layer_classes = {type(layer).__qualname__: type(layer) for layer in _layers(env)}
+    for live, state in zip(get_env_state(env), states, strict=True):
+        if set(live) != set(state):
+            raise EnvStateError(
+                f"the saved state of env layer {live['class']} has entries {sorted(state)[:10]}; "
+                f"expected {sorted(live)}"
+            )
+        if "attrs" in live:
+            attrs = state["attrs"]
+            if not isinstance(attrs, dict):
+                raise EnvStateError(f"the saved state of env layer {live['class']} is malformed")
+            for name in attrs:
+                if name not in live["attrs"] and not _may_set(layer_classes[live["class"]], name):
+                    raise EnvStateError(
+                        f"the saved state of env layer {live['class']} sets {name[:60]!r}, which "
+                        "is not a data attribute of that env"
+                    )
+
+
+def _may_set(cls: type, name: str) -> bool:
+    """Whether a saved state may set attribute ``name`` that the live env does not have yet
+    (one it creates later, such as its random generator after the first reset): never a
+    dunder, nor a name the class defines as a method, property or other descriptor."""
+    if not name.isidentifier() or name.startswith("__"):
+        return False
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            value = vars(klass)[name]
+            return not (callable(value) or hasattr(value, "__get__"))
+    return True
 
 
 def set_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:

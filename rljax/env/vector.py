@@ -415,8 +415,13 @@ class GymVectorHostEnv:
 
     def check_state(self, state: dict[str, Any]) -> None:
         """Raises ``EnvStateError`` unless ``state`` was saved from sub-envs built like these."""
-        from rljax.env.state import EnvStateError, check_env_state
+        from rljax.env.state import EnvStateError, check_env_state, decode
 
+        if not isinstance(state, dict) or not isinstance(state.get("envs"), list):
+            raise EnvStateError("the saved vector env state must hold a list of sub-env states")
+        autoreset = decode(state.get("autoreset"))
+        if not isinstance(autoreset, np.ndarray) or autoreset.shape != (self.num_envs,):
+            raise EnvStateError(f"the saved auto-reset flags must be {self.num_envs} booleans")
         if len(state["envs"]) != self.num_envs:
             raise EnvStateError(
                 f"the saved state has {len(state['envs'])} sub-envs; this runner has "

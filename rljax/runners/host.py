@@ -382,13 +382,19 @@ class RunnerGroup:
         ]
         return meta
 
-    def set_state(self, state: dict[str, Any]) -> None:
-        """Puts ``get_state``'s output back (same number of runners and envs). Everything is
-        checked before anything changes; runners dropped in the saved run are dropped again."""
+    def check_state(self, state: dict[str, Any]) -> list[Any] | None:
+        """Raises ``EnvStateError`` unless ``get_state`` output ``state`` fits these runners
+        (changing nothing); returns each runner's checked arrays (None: no env state saved)."""
+        bad = [
+            i for i in state.get("dropped", {}) if not (i.isdigit() and int(i) < len(self.runners))
+        ]
+        if bad:
+            raise EnvStateError(
+                f"the saved state drops env runner(s) {bad[:5]}; this run has {len(self.runners)}"
+            )
         runners = state["runners"]
-        if runners is None:  # the envs' state was not saved: the rest still applies
-            self._set_meta(state)
-            return
+        if runners is None:
+            return None
         self._check_resting("restored")
         if len(runners) != len(self.runners):
             raise EnvStateError(
@@ -397,9 +403,25 @@ class RunnerGroup:
             )
         if any(r.busy for r in self.runners):
             raise EnvStateError("env runners are stepping; restore between iterations")
-        checked = [
-            None if s is None else self.runners[i].check_state(s) for i, s in enumerate(runners)
-        ]
+        try:
+            return [
+                None if s is None else self.runners[i].check_state(s) for i, s in enumerate(runners)
+            ]
+        except EnvStateError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+            raise EnvStateError(
+                f"the saved runner state is malformed ({type(e).__name__})"
+            ) from None
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Puts ``get_state``'s output back (same number of runners and envs). Everything is
+        checked before anything changes; runners dropped in the saved run are dropped again."""
+        runners = state["runners"]
+        checked = self.check_state(state)
+        if runners is None or checked is None:  # the envs' state was not saved: the rest applies
+            self._set_meta(state)
+            return
         for i, (s, arrays) in enumerate(zip(runners, checked, strict=True)):
             if s is not None:
                 self.runners[i].set_state(s, arrays)

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
 from typing import Any
 
 import flax.serialization
+import jax
 import numpy as np
 
+from rljax.utils import safe_io
 from rljax.utils.errors import CheckpointError
 
 FORMAT_VERSION = 2  # 2: optimizer states carry the non-finite guard (rljax.utils.nonfinite)
@@ -111,22 +114,44 @@ def _to_numpy(tree: Any) -> Any:
     return np.asarray(tree)
 
 
+# Caps on what a load reads, fixed here so that no file can raise them. The state file's cap
+# comes from the arrays the loading algorithm expects (``load_state``).
+MAX_LATEST_BYTES = 64
+MAX_METADATA_BYTES = 4 << 20
+MAX_RUNNERS_BYTES = 256 << 20
+_VERSION_NAME = re.compile(r"v-[0-9]{6,12}")
+
+
+def _inside(path: Path, root: Path) -> bool:
+    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return real == real_root or real_root in real.parents
+
+
 def _read_latest(root: Path) -> str | None:
     latest = root / LATEST
-    if not latest.is_file():
+    if not latest.exists() and not latest.is_symlink():
         return None
-    name = latest.read_text().strip()
-    if not name.startswith("v-") or "/" in name:
-        raise CheckpointError(f"{latest} is corrupt: {name!r}")
+    name = safe_io.open_regular(latest, root, MAX_LATEST_BYTES).decode("ascii", "replace").strip()
+    if not _VERSION_NAME.fullmatch(name):
+        raise CheckpointError(
+            f"{latest} is corrupt: it must name a version directory such as 'v-000001'"
+        )
     return name
 
 
 def load_metadata(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
-    """Reads a checkpoint's metadata; raises ``CheckpointError`` if ``path`` is not one."""
+    """Reads a checkpoint's metadata; raises ``CheckpointError`` if ``path`` is not one.
+
+    ``path`` is the checkpoint directory (its ``LATEST`` version is read) or one version
+    directory. Files are read as untrusted data (``rljax.utils.safe_io``): regular files inside
+    the checkpoint directory only, sizes capped, JSON nesting bounded.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise CheckpointError(f"a checkpoint path must be a str or path; got {type(path).__name__}")
     root = Path(path).expanduser()
     if not root.is_dir():
         raise CheckpointError(f"{str(path)!r} is not a checkpoint: no such directory")
-    if (root / META_FILE).is_file() and root.name.startswith("v-"):
+    if _VERSION_NAME.fullmatch(root.name) and (root / META_FILE).exists():
         root, name = root.parent, root.name  # one version of a checkpoint, named directly
     else:
         name = _read_latest(root)
@@ -135,60 +160,80 @@ def load_metadata(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
             f"{str(path)!r} is not an rljax checkpoint: it has no {LATEST} file (write one with algo.save_to_path)"
         )
     version_dir = root / name
-    try:
-        meta = json.loads((version_dir / META_FILE).read_text())
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"{str(path)!r}: cannot read {META_FILE}: {e}") from e
-    if meta.get("format_version") != FORMAT_VERSION:
+    if version_dir.is_symlink() or not version_dir.is_dir() or not _inside(version_dir, root):
         raise CheckpointError(
-            f"{str(path)!r} has checkpoint format {meta.get('format_version')!r}; this rljax reads format "
-            f"{FORMAT_VERSION} (written by rljax {meta.get('rljax_version', '?')})"
+            f"{version_dir}: the version directory must be a real directory inside "
+            f"{str(path)!r} (not a link)"
+        )
+    meta = safe_io.read_json(version_dir / META_FILE, version_dir, MAX_METADATA_BYTES)
+    if not isinstance(meta, dict):
+        raise CheckpointError(
+            f"{version_dir / META_FILE}: expected a JSON object of metadata; got a "
+            f"{type(meta).__name__}"
+        )
+    version = meta.get("format_version")
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        written_by = meta.get("rljax_version", "?")
+        shown_by = written_by[:20] if isinstance(written_by, str) else "?"
+        shown = version if isinstance(version, int) and not isinstance(version, bool) else "?"
+        raise CheckpointError(
+            f"{str(path)!r} has checkpoint format {shown!r}; this rljax reads format "
+            f"{FORMAT_VERSION} (written by rljax {shown_by})"
         )
     return meta, version_dir
 
 
 def load_state(version_dir: Path, target: Any) -> Any:
-    """Restores arrays into a pytree shaped like ``target``; shapes must match exactly."""
-    raw = (version_dir / STATE_FILE).read_bytes()
-    if raw[:1] == b"\x80" and raw[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):  # PROTO 2-5
-        raise CheckpointError(
-            f"{version_dir / STATE_FILE} holds a Python pickle, which rljax never loads (unpickling "
-            "can run code); rljax checkpoints are msgpack only. Was it written by another program?"
-        )
-    try:
-        state_dict = flax.serialization.msgpack_restore(raw)
-    except Exception as e:  # msgpack raises several types on bad data
-        raise CheckpointError(f"{version_dir / STATE_FILE} is not a valid state file: {e}") from e
+    """Reads the state file and restores its arrays into a pytree shaped like ``target``.
+
+    ``target`` may hold arrays or ``jax.ShapeDtypeStruct`` leaves (nothing is allocated for
+    it). The file must hold exactly ``target``'s tree, with each array's shape and dtype; its
+    size is capped by ``target``'s byte size (no file can raise the cap). Returns numpy arrays.
+    """
     target_dict = flax.serialization.to_state_dict(target)
-    _check_shapes(target_dict, state_dict, "")
+    leaves = jax.tree.leaves(target_dict)
+    expected = sum(
+        int(np.prod(np.shape(x), dtype=np.int64)) * np.dtype(x.dtype).itemsize for x in leaves
+    )
+    cap = expected + 4096 * (len(leaves) + 1) + (1 << 20)
+    state_dict = safe_io.read_msgpack_tree(version_dir / STATE_FILE, version_dir, cap)
+    _check_tree(target_dict, state_dict, "", version_dir / STATE_FILE)
     return flax.serialization.from_state_dict(target, state_dict)
 
 
 def load_runners(version_dir: Path) -> Any:
-    """The env runners' saved state, or None when the checkpoint has none."""
+    """The env runners' saved state (bounded JSON), or None when the checkpoint has none."""
     path = version_dir / RUNNERS_FILE
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return None
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise CheckpointError(f"{path} is not valid JSON: {e}") from e
+    return safe_io.read_json(path, version_dir, MAX_RUNNERS_BYTES)
 
 
-def _check_shapes(target: Any, loaded: Any, where: str) -> None:
+def _check_tree(target: Any, loaded: Any, where: str, path: Path) -> None:
     if isinstance(target, dict):
         if not isinstance(loaded, dict) or set(target) != set(loaded):
+            found = (
+                sorted(loaded)[:20] if isinstance(loaded, dict) else f"a {type(loaded).__name__}"
+            )
             raise CheckpointError(
-                f"checkpoint state does not match this algorithm at {where or '/'}: expected keys "
-                f"{sorted(target) if isinstance(target, dict) else target}, found "
-                f"{sorted(loaded) if isinstance(loaded, dict) else type(loaded).__name__}"
+                f"{path}: the state does not match this algorithm at {where or '/'}: expected "
+                f"keys {sorted(target)}, found {found}"
             )
         for k in target:
-            _check_shapes(target[k], loaded[k], f"{where}/{k}")
+            _check_tree(target[k], loaded[k], f"{where}/{k}", path)
         return
-    t_shape = np.shape(target)
-    l_shape = np.shape(loaded)
-    if t_shape != l_shape:
+    if not isinstance(loaded, (np.ndarray, np.generic)):
         raise CheckpointError(
-            f"checkpoint array {where} has shape {l_shape}; this algorithm expects {t_shape}"
+            f"{path}: {where} holds a {type(loaded).__name__}; this algorithm expects an array "
+            f"of shape {tuple(np.shape(target))} and dtype {np.dtype(target.dtype)}"
+        )
+    if np.shape(target) != np.shape(loaded):
+        raise CheckpointError(
+            f"{path}: checkpoint array {where} has shape {np.shape(loaded)}; this algorithm "
+            f"expects {tuple(np.shape(target))}"
+        )
+    if np.dtype(target.dtype) != loaded.dtype:
+        raise CheckpointError(
+            f"{path}: checkpoint array {where} has dtype {loaded.dtype}; this algorithm expects "
+            f"{np.dtype(target.dtype)}"
         )

@@ -23,17 +23,26 @@ def best_match(name: str, candidates: Iterable[str]) -> str | None:
     cands = list(dict.fromkeys(candidates))
     low = name.lower()
     best, best_score = None, 0.0
+    matcher = difflib.SequenceMatcher(None)
+    matcher.set_seq2(low)  # difflib caches details of the second sequence
     for c in cands:
         cl = c.lower()
         if cl == low:
             return c
-        ratio = difflib.SequenceMatcher(None, low, cl).ratio()
         prefix = 0
         for a, b in zip(low, cl, strict=False):
             if a != b:
                 break
             prefix += 1
-        score = ratio + 0.6 * prefix / max(len(low), 1)
+        bonus = 0.6 * prefix / max(len(low), 1)
+        matcher.set_seq1(cl)
+        # Cheap upper bounds first: thousands of env ids are compared for one unknown name.
+        if matcher.real_quick_ratio() + bonus <= max(best_score, 0.55):
+            continue
+        if matcher.quick_ratio() + bonus <= max(best_score, 0.55):
+            continue
+        ratio = matcher.ratio()
+        score = ratio + bonus
         if (ratio >= 0.5 or prefix >= 2) and score > best_score:
             best, best_score = c, score
     return best if best_score >= 0.55 else None

@@ -26,7 +26,7 @@ def _config(**multi_agent):
         .rl_module(model_config={"fcnet_hiddens": [32, 32], "vf_share_layers": False})
         .multi_agent(
             policies=["p0", "p1"],
-            policy_mapping_fn=agent_to_policy,  # importable: from_checkpoint finds it
+            policy_mapping_fn=agent_to_policy,
             **multi_agent,
         )
         .debugging(seed=0)
@@ -67,7 +67,7 @@ def test_overrides_make_groups_with_their_own_model_and_learning_rate(tmp_path):
             out = algo.get_module(pid).forward_inference({"obs": obs})
             np.testing.assert_array_equal(out["actions"], out["action_dist_inputs"].argmax(-1))
         path = algo.save_to_path(tmp_path / "ckpt")
-        restored = PPO.from_checkpoint(path)
+        restored = PPO.from_checkpoint(path, policy_mapping_fn=agent_to_policy)
         try:
             for pid in ("p0", "p1"):
                 np.testing.assert_array_equal(

@@ -14,6 +14,7 @@ from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
 from rljax.networks.distributions import Categorical
 from rljax.networks.q_models import build_q_network
 from rljax.ops.value_learning import categorical_projection, double_q_bootstrap, td_loss
+from rljax.utils import memory
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.nonfinite import guard
@@ -113,6 +114,18 @@ class DQNConfig(OffPolicyConfig):
                     f"epsilon={value!r}; use a number or a schedule [(timestep, value), ...]"
                 ) from None
         return super()._coerce(key, value)
+
+    def network_params(self, observation_space: Any, action_space: Any) -> int:
+        """The Q-network (its target copy is counted with the optimizer's copies)."""
+        n = int(getattr(action_space, "n", 1))
+        atoms = self.num_atoms if isinstance(self.num_atoms, int) else 1
+        mc = self.model_config
+        in_dim = memory.encoder_in_dim(observation_space)
+        hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
+        streams = memory.mlp_params(in_dim, hiddens, n * max(1, atoms))
+        if self.dueling:
+            streams += memory.mlp_params(in_dim, hiddens, max(1, atoms))
+        return streams
 
     def validate(self) -> None:
         super().validate()

@@ -21,6 +21,7 @@ from rljax.algorithms.sac.losses import (
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.networks.distributions import SquashedDiagGaussian
 from rljax.networks.q_models import GaussianActor, TwinCritic, check_vector_obs
+from rljax.utils import memory
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.nonfinite import guard
@@ -99,6 +100,16 @@ class SACConfig(OffPolicyConfig):
         if lr is None:
             lr = UNSET
         return self._set("training", locals())
+
+    def network_params(self, observation_space: Any, action_space: Any) -> int:
+        """The actor and the critics (their targets are counted with the optimizer's copies)."""
+        obs, act = memory.flat_size(observation_space), memory.flat_size(action_space)
+        mc = self.model_config
+        hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
+        critics = 2 if self.twin_q else 1
+        return memory.mlp_params(obs, hiddens, 2 * act) + critics * memory.mlp_params(
+            obs + act, hiddens, 1
+        )
 
     def validate(self) -> None:
         super().validate()

@@ -1,0 +1,23 @@
+"""The algorithms rljax trains, by name: one entry each, read by checkpoints and the CLI."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# name -> "module:ConfigClass"; the modules are rljax's own, imported when first asked for.
+_ALGORITHMS = {
+    "PPO": "rljax.algorithms.ppo:PPOConfig",
+    "DQN": "rljax.algorithms.dqn:DQNConfig",
+    "SAC": "rljax.algorithms.sac:SACConfig",
+}
+
+
+def algorithm_names() -> list[str]:
+    return list(_ALGORITHMS)
+
+
+def config_class(name: str) -> Any:
+    """The config class of algorithm ``name`` (exact, upper-case name); KeyError if unknown."""
+    module, _, attr = _ALGORITHMS[name].partition(":")
+    return getattr(importlib.import_module(module), attr)

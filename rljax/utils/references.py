@@ -1,0 +1,175 @@
+"""References to code in configs and checkpoints, and the caller's opt-in to each.
+
+A config saved to a file names code by import path: ``{"import": "mypkg.envs:MyEnv"}`` for an
+env class or creator, a policy mapping function or a Flax module class. A file may come from
+anyone, and importing or calling what it names runs that code, so a loaded reference resolves
+only through something the loading process chose, in this order:
+
+1. an object the caller passes for that field (``Algorithm.from_checkpoint(path, env=MyEnv)``);
+2. an object registered in this process (``rljax.register_env``,
+   ``rljax.register_module_class``, ``rljax.register_policy_mapping_fn``), by its registered
+   name or by the import path it was saved under;
+3. a module under a prefix the caller allows (``allow_imports=["mypkg"]``; the CLI's
+   ``--allow-import mypkg``), and rljax's own example envs and mapping functions.
+
+Anything else is refused with an error naming the field and the import path and saying how to
+opt in; nothing is imported and nothing else from the file is printed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rljax.env.registry import registered
+
+# Fields of a config that name code.
+FIELDS = ("env", "policy_mapping_fn", "module_class")
+# rljax's own example code, importable without opting in: env classes and mapping functions
+# that do nothing beyond their documented job.
+BUILTIN_PREFIXES = {
+    "env": ("rljax.examples.envs",),
+    "policy_mapping_fn": ("rljax.examples.policy_mapping",),
+    "module_class": (),
+}
+_MAX_PATH = 300
+
+
+def qualified_name(obj: Any) -> str:
+    """``module:qualname`` of a class or function (how configs store code)."""
+    return f"{obj.__module__}:{obj.__qualname__}"
+
+
+def _shown(text: str) -> str:
+    """A reference read from a file, safe to print: repr, cut short."""
+    return repr(text[:_MAX_PATH] + ("..." if len(text) > _MAX_PATH else ""))
+
+
+def _normalise_prefixes(prefixes: Iterable[str] | None) -> tuple[str, ...]:
+    if prefixes is None:
+        return ()
+    if isinstance(prefixes, str):
+        prefixes = [prefixes]
+    out = []
+    for p in prefixes:
+        if not isinstance(p, str) or not p.strip(".").strip():
+            raise ValueError(
+                f"allow_imports entries must be module prefixes such as 'mypkg' or 'mypkg.envs'; "
+                f"got {p!r}"
+            )
+        out.append(p.strip().rstrip("."))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadPolicy:
+    """What code a loaded config may name (see the module docstring).
+
+    Attributes:
+      allow_imports: Module prefixes whose objects may be imported (``"mypkg"`` allows
+        ``mypkg`` and ``mypkg.*``).
+      objects: Objects the caller passes for fields (``"env"``, ``"policy_mapping_fn"``,
+        ``"module_class"``); they replace whatever the file names.
+    """
+
+    allow_imports: tuple[str, ...] = ()
+    objects: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def make(cls, allow_imports: Iterable[str] | None = None, **objects: Any) -> LoadPolicy:
+        unknown = [k for k in objects if k not in FIELDS]
+        if unknown:
+            raise TypeError(f"unknown code fields {unknown}; these can be passed: {FIELDS}")
+        return cls(
+            _normalise_prefixes(allow_imports),
+            {k: v for k, v in objects.items() if v is not None},
+        )
+
+    def allows(self, field: str, module: str) -> bool:
+        for prefix in (*self.allow_imports, *BUILTIN_PREFIXES[field]):
+            if module == prefix or module.startswith(prefix + "."):
+                return True
+        return False
+
+
+def _split(path: str) -> tuple[str, list[str]] | None:
+    module, sep, qualname = path.partition(":")
+    parts = qualname.split(".")
+    if (
+        not sep
+        or not module
+        or not all(p.isidentifier() for p in module.split("."))
+        or not all(p.isidentifier() and not p.startswith("__") for p in parts)
+    ):
+        return None
+    return module, parts
+
+
+def how_to_opt_in(field: str, module: str | None) -> str:
+    prefix = module.split(".")[0] if module else "mypkg"
+    register = {
+        "env": "rljax.register_env(name, creator)",
+        "module_class": "rljax.register_module_class(name, cls)",
+        "policy_mapping_fn": "rljax.register_policy_mapping_fn(name, fn)",
+    }[field]
+    return (
+        f"to trust it, pass the object ({field}=...), register it in this process ({register}), "
+        f"or allow its module: allow_imports=[{prefix!r}] (CLI: --allow-import {prefix})"
+    )
+
+
+def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exception]) -> Any:
+    """The object a loaded config's ``field`` names, through the caller's opt-in only.
+
+    Args:
+      field: ``"env"``, ``"policy_mapping_fn"`` or ``"module_class"``.
+      reference: ``{"import": "module:qualname"}``, or a registered name (a string).
+      policy: What the caller allows.
+      error_type: Raised, naming the field and the reference, when nothing allows it.
+    """
+    if field in policy.objects:
+        return policy.objects[field]
+    names = registered(field)
+    if isinstance(reference, str):  # a registered name (env ids are handled by the env resolver)
+        if reference in names:
+            return names[reference]
+        raise error_type(
+            f"{field} names {_shown(reference)}, which is not registered in this process; "
+            + how_to_opt_in(field, None)
+        )
+    if not (isinstance(reference, dict) and set(reference) == {"import"}):
+        raise error_type(
+            f"{field} must be a registered name or {{'import': 'module:qualname'}}; got a "
+            f"{type(reference).__name__}"
+        )
+    path = reference["import"]
+    if not isinstance(path, str) or len(path) > _MAX_PATH or _split(path) is None:
+        shown = _shown(path) if isinstance(path, str) else type(path).__name__
+        raise error_type(
+            f"{field} names import path {shown}, which is not of the form "
+            "'package.module:Name' (public names only)"
+        )
+    for obj in names.values():  # registered under another name, saved by its import path
+        try:
+            if qualified_name(obj) == path:
+                return obj
+        except AttributeError:  # a callable instance without __qualname__
+            continue
+    module, parts = _split(path)  # type: ignore[misc]
+    if not policy.allows(field, module):
+        raise error_type(
+            f"{field} names code to import, {_shown(path)}, and loading a config or checkpoint "
+            "never imports code it names unless you opt in; " + how_to_opt_in(field, module)
+        )
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in parts:
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        raise error_type(
+            f"{field}: cannot import {_shown(path)} ({type(e).__name__}); import or define it "
+            "before loading"
+        ) from None
+    return obj

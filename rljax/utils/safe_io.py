@@ -1,0 +1,342 @@
+"""Bounded reading of files that may come from someone else: checkpoints and config files.
+
+Every reader here treats the file as untrusted data:
+
+- only regular files are opened, and none whose real path leaves the directory it was looked up
+  in (a symlink to ``/dev/zero`` or to another directory is refused; a FIFO is refused without
+  waiting for a writer);
+- the size is capped before anything is read, by a cap the file itself cannot raise;
+- JSON is scanned for nesting depth and element count before it is parsed (Python's parser
+  recurses, so a deep file would raise ``RecursionError``);
+- msgpack is decoded with length limits and a fixed set of array dtypes, nothing else;
+- YAML is loaded with PyYAML's safe loader, without aliases (a small file of nested aliases
+  expands to billions of elements) and with the same depth and element limits.
+
+Every failure is ``error_type(f"{path}: ...")``: a message naming the file and what was wrong,
+and never the file's content beyond the field names the caller adds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import numpy as np
+
+from rljax.utils.errors import CheckpointError
+
+MAX_DEPTH = 64
+MAX_ELEMENTS = 1_000_000
+# Array dtypes a state file may hold: numbers and booleans of fixed size, nothing that needs
+# Python objects to represent.
+ARRAY_DTYPES = frozenset(
+    np.dtype(t).str
+    for t in (
+        "bool",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
+    )
+) | {"bfloat16"}
+
+
+def _fail(error_type: type[Exception], path: Path | str, why: str) -> Exception:
+    return error_type(f"{path}: {why}")
+
+
+def open_regular(
+    path: Path,
+    root: Path | None,
+    max_bytes: int,
+    error_type: type[Exception] = CheckpointError,
+) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``max_bytes`` inside ``root``.
+
+    Args:
+      path: The file to read.
+      root: Its real path must lie inside this directory's real path (None: no containment
+        check, for a file the caller named itself).
+      max_bytes: Larger files are refused before reading (and a file that grows while read).
+      error_type: The exception raised, with a message naming ``path``.
+    """
+    try:
+        real = Path(os.path.realpath(path))
+    except (OSError, ValueError) as e:
+        raise _fail(error_type, path, f"cannot resolve the path ({e.strerror or e})") from None
+    if root is not None:
+        real_root = Path(os.path.realpath(root))
+        if real != real_root and real_root not in real.parents:
+            raise _fail(
+                error_type,
+                path,
+                "is a link that leads outside its directory; checkpoint files must lie inside "
+                "the checkpoint directory",
+            )
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat below refuses it.
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise _fail(error_type, path, "no such file") from None
+    except OSError as e:
+        raise _fail(error_type, path, f"cannot open ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _fail(error_type, path, "is not a regular file (a FIFO, device or directory)")
+        if st.st_size > max_bytes:
+            raise _fail(
+                error_type,
+                path,
+                f"is {st.st_size:,} bytes; at most {max_bytes:,} are read for this file",
+            )
+        os.set_blocking(fd, True)
+        chunks = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 24))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise _fail(error_type, path, f"grew past {max_bytes:,} bytes while being read")
+        return data
+    finally:
+        os.close(fd)
+
+
+def check_nesting(
+    text: bytes,
+    path: Path | str,
+    error_type: type[Exception] = CheckpointError,
+    max_depth: int = MAX_DEPTH,
+    max_elements: int = MAX_ELEMENTS,
+) -> None:
+    """Refuses JSON (or flow-style YAML) nested deeper than ``max_depth`` or with more than
+    ``max_elements`` containers and separators, without recursing (vectorised over bytes)."""
+    arr = np.frombuffer(text, np.uint8)
+    if arr.size == 0:
+        return
+    quote = arr == ord('"')
+    escaped = np.zeros_like(quote)
+    backslash = arr == ord("\\")
+    if backslash.any():
+        # A quote is escaped when an odd run of backslashes precedes it.
+        positions = np.arange(arr.size)
+        last_other = np.maximum.accumulate(np.where(backslash, -1, positions))
+        run_before = np.concatenate(([0], positions[:-1] - last_other[:-1]))
+        escaped = quote & (run_before % 2 == 1)
+    real_quote = quote & ~escaped
+    in_string = (np.cumsum(real_quote) % 2 == 1) & ~real_quote
+    structural = ~in_string
+    opens = structural & ((arr == ord("[")) | (arr == ord("{")))
+    closes = structural & ((arr == ord("]")) | (arr == ord("}")))
+    depth = np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
+    if depth.size and int(depth.max()) > max_depth:
+        raise _fail(error_type, path, f"is nested deeper than {max_depth} levels")
+    elements = int(opens.sum()) + int((structural & (arr == ord(","))).sum())
+    if elements > max_elements:
+        raise _fail(error_type, path, f"has more than {max_elements:,} elements")
+
+
+def read_json(
+    path: Path,
+    root: Path | None,
+    max_bytes: int,
+    error_type: type[Exception] = CheckpointError,
+) -> Any:
+    """A bounded, regular JSON file (see ``open_regular`` and ``check_nesting``)."""
+    data = open_regular(path, root, max_bytes, error_type)
+    check_nesting(data, path, error_type)
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError) as e:
+        raise _fail(error_type, path, f"is not valid JSON ({type(e).__name__}: {e})") from None
+
+
+class _NoAliasLoader:
+    """Built lazily: PyYAML's SafeLoader that refuses anchors and aliases."""
+
+    cls: Any = None
+
+    @classmethod
+    def get(cls) -> Any:
+        if cls.cls is None:
+            import yaml
+
+            class Loader(yaml.SafeLoader):
+                def compose_node(self, parent: Any, index: Any) -> Any:
+                    if self.check_event(yaml.AliasEvent):
+                        event = self.peek_event()
+                        raise yaml.YAMLError(
+                            f"line {event.start_mark.line + 1}: YAML aliases (*name) are not "
+                            "accepted in rljax config files; write the value out"
+                        )
+                    return super().compose_node(parent, index)
+
+            cls.cls = Loader
+        return cls.cls
+
+
+def read_yaml(path: Path, max_bytes: int, error_type: type[Exception]) -> Any:
+    """A bounded YAML file of plain data: safe loader, no aliases, depth and size limits."""
+    import yaml
+
+    data = open_regular(path, None, max_bytes, error_type)
+    check_nesting(data, path, error_type)
+    try:
+        loaded = yaml.load(data, Loader=_NoAliasLoader.get())  # noqa: S506 - a SafeLoader
+    except (yaml.YAMLError, RecursionError, ValueError) as e:
+        raise _fail(error_type, path, f"is not valid YAML: {e}") from None
+    _check_tree(loaded, path, error_type)
+    return loaded
+
+
+def _check_tree(tree: Any, path: Path | str, error_type: type[Exception]) -> None:
+    """Depth and size limits on loaded data (block-style YAML nests without brackets)."""
+    stack = [(tree, 0)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if depth > MAX_DEPTH:
+            raise _fail(error_type, path, f"is nested deeper than {MAX_DEPTH} levels")
+        if count > MAX_ELEMENTS:
+            raise _fail(error_type, path, f"has more than {MAX_ELEMENTS:,} elements")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+            stack.extend((k, depth + 1) for k in node)
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, depth + 1) for v in node)
+
+
+_EXT_NDARRAY, _EXT_COMPLEX, _EXT_SCALAR = 1, 2, 3
+_CHUNKED = "__msgpack_chunked_array__"
+
+
+def _array_from_ext(data: bytes, path: Path, error_type: type[Exception]) -> np.ndarray:
+    try:
+        shape, dtype_name, buffer = msgpack.unpackb(
+            data, raw=True, max_array_len=64, max_map_len=0, max_bin_len=len(data)
+        )
+        name = dtype_name.decode() if isinstance(dtype_name, bytes) else str(dtype_name)
+    except Exception as e:  # msgpack raises several types on bad data
+        raise _fail(error_type, path, f"holds a malformed array ({e})") from None
+    if name == "bfloat16":
+        import ml_dtypes
+
+        dtype = np.dtype(ml_dtypes.bfloat16)
+    else:
+        try:
+            dtype = np.dtype(name)
+        except TypeError:
+            dtype = None
+        if dtype is None or dtype.str not in ARRAY_DTYPES:
+            raise _fail(
+                error_type,
+                path,
+                f"holds an array of dtype {name[:40]!r}; allowed: numbers and booleans",
+            )
+    if not isinstance(shape, (list, tuple)) or not all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+    ):
+        raise _fail(error_type, path, "holds an array with a malformed shape")
+    if not isinstance(buffer, bytes):
+        raise _fail(error_type, path, "holds an array without a byte buffer")
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if count * dtype.itemsize != len(buffer):
+        raise _fail(
+            error_type,
+            path,
+            f"holds an array of shape {tuple(shape)} and dtype {dtype} whose data is "
+            f"{len(buffer)} bytes, not {count * dtype.itemsize}",
+        )
+    return np.frombuffer(buffer, dtype).reshape(shape)
+
+
+def read_msgpack_tree(
+    path: Path,
+    root: Path | None,
+    max_bytes: int,
+    error_type: type[Exception] = CheckpointError,
+) -> Any:
+    """A bounded msgpack file of nested string-keyed maps with array leaves (as Flax writes
+    them), decoded with length limits and allow-listed dtypes; pickles are refused by name."""
+    raw = open_regular(path, root, max_bytes, error_type)
+    if raw[:1] == b"\x80" and raw[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):  # PROTO 2-5
+        raise _fail(
+            error_type,
+            path,
+            "holds a Python pickle, which rljax never loads (unpickling can run code); rljax "
+            "checkpoints are msgpack only. Was it written by another program?",
+        )
+
+    def ext_hook(code: int, data: bytes) -> Any:
+        if code == _EXT_NDARRAY:
+            return _array_from_ext(data, path, error_type)
+        if code == _EXT_SCALAR:
+            return _array_from_ext(data, path, error_type)[()]
+        raise _fail(
+            error_type, path, f"holds msgpack extension type {code}, which rljax never writes"
+        )
+
+    try:
+        tree = msgpack.unpackb(
+            raw,
+            ext_hook=ext_hook,
+            raw=False,
+            strict_map_key=True,
+            max_str_len=1 << 16,
+            max_bin_len=len(raw),
+            max_array_len=MAX_ELEMENTS,
+            max_map_len=MAX_ELEMENTS,
+            max_ext_len=len(raw),
+        )
+    except error_type:
+        raise
+    except Exception as e:  # msgpack raises several types (StackError for deep nesting)
+        raise _fail(
+            error_type, path, f"is not a valid state file ({type(e).__name__}: {e})"
+        ) from None
+    return _unchunk(tree, path, error_type, 0)
+
+
+def _unchunk(tree: Any, path: Path, error_type: type[Exception], depth: int) -> Any:
+    """Arrays that Flax split into chunks (over 1 GiB) joined again, with their sizes checked."""
+    if depth > MAX_DEPTH:
+        raise _fail(error_type, path, f"is nested deeper than {MAX_DEPTH} levels")
+    if not isinstance(tree, dict):
+        return tree
+    if _CHUNKED in tree:
+        shape, chunks = tree.get("shape"), tree.get("chunks")
+        if not isinstance(shape, dict) or not isinstance(chunks, dict):
+            raise _fail(error_type, path, "holds a malformed chunked array")
+        dims = [shape[k] for k in sorted(shape, key=_int_key)]
+        parts = [chunks[k] for k in sorted(chunks, key=_int_key)]
+        if not all(isinstance(d, int) and d >= 0 for d in dims) or not all(
+            isinstance(p, np.ndarray) and p.ndim == 1 for p in parts
+        ):
+            raise _fail(error_type, path, "holds a malformed chunked array")
+        if len({p.dtype for p in parts}) > 1 or sum(p.size for p in parts) != int(
+            np.prod(dims, dtype=np.int64)
+        ):
+            raise _fail(error_type, path, "holds a chunked array whose chunks do not fit its shape")
+        return np.concatenate(parts).reshape(dims)
+    return {k: _unchunk(v, path, error_type, depth + 1) for k, v in tree.items()}
+
+
+def _int_key(k: str) -> int:
+    return int(k) if k.isdigit() else -1

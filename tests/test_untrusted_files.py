@@ -1,0 +1,890 @@
+"""Checkpoints and config files from someone else: loading never runs their code, never hangs,
+never exhausts memory, and every malformed file gets a clear error before anything changes.
+
+One table of crafted files. Each row makes a file (a copy of a good checkpoint with one thing
+changed, or a YAML config), loads it as a user would (``algo.restore_from_path`` into a built
+algorithm, ``Algorithm.from_checkpoint`` or ``PPOConfig.from_yaml``), and must raise the named
+error with the named words within 2 seconds, compile nothing (counted through
+``jax.monitoring``), allocate no large array (the process's peak memory stays put), leave the
+built algorithm as it was, and never import a canary module on ``sys.path`` whose import
+writes a file.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pickle
+import resource
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import flax.serialization
+import gymnasium as gym
+import jax
+import msgpack
+import numpy as np
+import pytest
+
+import rljax
+from rljax.algorithms.algorithm import Algorithm
+from rljax.algorithms.dqn import DQNConfig
+from rljax.algorithms.ppo import PPOConfig
+from rljax.env.vector import _envpool_ids
+from rljax.utils.errors import CheckpointError, ConfigError
+
+COMPILES = {"n": 0}
+
+
+def _count(event: str, duration: float, **kwargs) -> None:
+    if event == "/jax/core/compile/backend_compile_duration":
+        COMPILES["n"] += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(_count)
+
+ENV = "untrusted-files-cartpole"
+rljax.register_env(ENV, lambda config: gym.make("CartPole-v1"))
+SECRET = "rljax-test-secret-value-81c2"
+
+
+def _config():
+    return (
+        PPOConfig()
+        .environment(ENV)  # gymnasium's CartPole: the checkpoint holds runners.json
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=16)
+        .training(train_batch_size_per_learner=32, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=3)
+    )
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("untrusted")
+    canary_dir = root / "canary"
+    canary_dir.mkdir()
+    marker = root / "canary-imported"
+    (canary_dir / "rljax_canary.py").write_text(
+        f"open({str(marker)!r}, 'w').write('imported')\n"
+        "import gymnasium as gym\n"
+        "class Env(gym.Env):\n    pass\n"
+        "def creator(config):\n    return Env()\n"
+    )
+    sys.path.insert(0, str(canary_dir))
+    os.environ["RLJAX_TEST_SECRET"] = SECRET
+    algo = _config().build_algo()
+    good = Path(algo.save_to_path(root / "good"))
+    _envpool_ids()  # EnvPool lists its ids once per process, in ~2 s: not part of any check
+    yield {"algo": algo, "good": good, "root": root, "marker": marker}
+    algo.stop()
+    sys.path.remove(str(canary_dir))
+    os.environ.pop("RLJAX_TEST_SECRET", None)
+
+
+# ---------------------------------------------------------------------- crafting helpers
+def _copy(w, name: str) -> Path:
+    dst = w["root"] / name
+    shutil.copytree(w["good"], dst, symlinks=True)
+    return dst
+
+
+def _version(path: Path) -> Path:
+    return path / (path / "LATEST").read_text()
+
+
+def _edit_meta(fn: Callable[[dict], object]) -> Callable:
+    """A crafted checkpoint whose metadata ``fn`` changed (in place, or replaced by its result)."""
+
+    def make(w, name):
+        path = _copy(w, name)
+        meta_file = _version(path) / "rljax_checkpoint.json"
+        meta = json.loads(meta_file.read_text())
+        out = fn(meta)
+        meta_file.write_text(json.dumps(meta if out is None else out))
+        return path
+
+    return make
+
+
+def _edit_config(**changes) -> Callable:
+    def fn(meta):
+        meta["config"].update(changes)
+
+    return _edit_meta(fn)
+
+
+def _replace_file(filename: str, make_bytes: Callable[[Path], bytes]) -> Callable:
+    def make(w, name):
+        path = _copy(w, name)
+        target = _version(path) / filename
+        _WORLD.update(w)
+        data = make_bytes(target)
+        target.unlink(missing_ok=True)
+        target.write_bytes(data)
+        return path
+
+    return make
+
+
+_WORLD: dict = {}  # the module's fixture, for the state-crafting helpers
+
+
+def _sparse_state(size: int) -> Callable:
+    """A state file of ``size`` bytes (sparse: no disk used)."""
+
+    def make(w, name):
+        path = _copy(w, name)
+        with open(_version(path) / "state.msgpack", "r+b") as f:
+            f.truncate(size)
+        return path
+
+    return make
+
+
+def _special_file(filename: str, kind: str) -> Callable:
+    """``filename`` replaced by a FIFO, a link to /dev/zero, or a link outside the checkpoint."""
+
+    def make(w, name):
+        path = _copy(w, name)
+        target = path / filename if filename == "LATEST" else _version(path) / filename
+        target.unlink(missing_ok=True)
+        if kind == "fifo":
+            os.mkfifo(target)
+        elif kind == "zero":
+            os.symlink("/dev/zero", target)
+        else:  # a link to a copy of the real file outside the checkpoint directory
+            outside = w["root"] / f"{name}-outside"
+            source = (
+                w["good"] / filename if filename == "LATEST" else _version(w["good"]) / filename
+            )
+            outside.write_bytes(source.read_bytes())
+            os.symlink(outside, target)
+        return path
+
+    return make
+
+
+def _state_dict() -> dict:
+    raw = (_version(_WORLD["good"]) / "state.msgpack").read_bytes()
+    return flax.serialization.msgpack_restore(raw)  # our own file: trusted here
+
+
+def _kernel_path(tree, prefix=()):
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            found = _kernel_path(v, (*prefix, k))
+            if found:
+                return found
+        elif getattr(v, "ndim", 0) == 2 and v.dtype == np.float32:
+            return (*prefix, k)
+    return None
+
+
+def _edit_state(fn: Callable[[dict, tuple], None]) -> Callable:
+    def make_bytes(target):
+        state = _state_dict()
+        fn(state, _kernel_path(state))
+        return flax.serialization.msgpack_serialize(state)
+
+    return _replace_file("state.msgpack", make_bytes)
+
+
+def _set_leaf(tree, path, value):
+    for k in path[:-1]:
+        tree = tree[k]
+    tree[path[-1]] = value
+
+
+def _get_leaf(tree, path):
+    for k in path:
+        tree = tree[k]
+    return tree
+
+
+def _ext_array(shape, dtype_name: str, buffer: bytes) -> msgpack.ExtType:
+    return msgpack.ExtType(1, msgpack.packb((list(shape), dtype_name, buffer), use_bin_type=True))
+
+
+def _raw_state(fn: Callable[[dict, tuple], None]) -> Callable:
+    """A state file re-packed by hand, for leaves Flax would not write."""
+
+    def make_bytes(target):
+        state = _state_dict()
+        kernel = _kernel_path(state)
+        fn(state, kernel)
+
+        def default(x):
+            if isinstance(x, (np.ndarray, np.generic)):
+                x = np.asarray(x)
+                return _ext_array(x.shape, x.dtype.name, x.tobytes())
+            if isinstance(x, msgpack.ExtType):
+                return x
+            raise TypeError(type(x))
+
+        return msgpack.packb(state, default=default, use_bin_type=True)
+
+    return _replace_file("state.msgpack", make_bytes)
+
+
+def _edit_runners(fn: Callable[[dict], object]) -> Callable:
+    def make_bytes(target):
+        runners = json.loads(target.read_text())
+        out = fn(runners)
+        return json.dumps(runners if out is None else out).encode()
+
+    return _replace_file("runners.json", make_bytes)
+
+
+def _yaml(text: str) -> Callable:
+    def make(w, name):
+        path = w["root"] / f"{name}.yaml"
+        path.write_text(text)
+        return path
+
+    return make
+
+
+def _yaml_special(kind: str) -> Callable:
+    def make(w, name):
+        path = w["root"] / f"{name}.yaml"
+        if kind == "fifo":
+            os.mkfifo(path)
+        else:
+            path.write_text("lr: 0.001\n" + "# padding\n" * 200_000)
+        return path
+
+    return make
+
+
+def _meta_of_dqn(capacity: int) -> Callable:
+    def fn(meta):
+        meta["algo"] = "DQN"
+        meta["config"] = DQNConfig().environment(ENV).to_dict()
+        meta["config"]["replay_buffer_config"]["capacity"] = capacity
+
+    return _edit_meta(fn)
+
+
+def _alias_bomb() -> str:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i, name in enumerate("bcdefghi"):
+        prev = "abcdefghi"[i]
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    lines.append("lr: 0.001")
+    return "\n".join(lines) + "\n"
+
+
+RESTORE, LOAD, YAML = "restore", "from_checkpoint", "from_yaml"
+
+# (name, how to make the file, how to load it, error, words the message must hold)
+CASES = [
+    # ---- code named by the file: never imported or called without the caller's opt-in
+    (
+        "env imports subprocess.run",
+        _edit_config(env={"import": "subprocess:run"}),
+        LOAD,
+        CheckpointError,
+        ["env names code to import", "'subprocess:run'", "allow_imports", "env=..."],
+    ),
+    (
+        "env imports the canary",
+        _edit_config(env={"import": "rljax_canary:creator"}),
+        LOAD,
+        CheckpointError,
+        ["'rljax_canary:creator'", "--allow-import rljax_canary"],
+    ),
+    (
+        "module class os.environ",
+        _edit_config(rl_module_spec={"module_class": "os:environ", "model_config": {}}),
+        LOAD,
+        CheckpointError,
+        ["module_class", "registered", "register_module_class"],
+    ),
+    (
+        "module class import os.environ",
+        _edit_config(rl_module_spec={"module_class": {"import": "os:environ"}, "model_config": {}}),
+        LOAD,
+        CheckpointError,
+        ["module_class names code to import", "'os:environ'"],
+    ),
+    (
+        "mapping fn imports eval",
+        _edit_config(policy_mapping_fn={"import": "builtins:eval"}),
+        LOAD,
+        CheckpointError,
+        ["policy_mapping_fn names code to import", "'builtins:eval'"],
+    ),
+    (
+        "mapping fn imports the canary",
+        _edit_config(policy_mapping_fn={"import": "rljax_canary:creator"}),
+        LOAD,
+        CheckpointError,
+        ["policy_mapping_fn", "rljax_canary"],
+    ),
+    (
+        "dunder attribute chain under an allowed prefix",
+        _edit_config(
+            env={"import": "rljax.examples.envs.classes.multi_agent:MultiAgentCartPole.__init__"}
+        ),
+        LOAD,
+        CheckpointError,
+        ["not of the form", "public names only"],
+    ),
+    (
+        "import reference with extra keys",
+        _edit_config(env={"import": "a:b", "call": "x"}),
+        LOAD,
+        CheckpointError,
+        ["env must be a registered name or"],
+    ),
+    (
+        "gymnasium module:id env string",
+        _edit_config(env="rljax_canary:Env-v0"),
+        LOAD,
+        CheckpointError,
+        ["unknown env 'rljax_canary:Env-v0'"],
+    ),
+    (
+        "config_module names the canary",
+        _edit_meta(lambda m: m.update(config_module="rljax_canary:Env", algo="EVIL")),
+        LOAD,
+        CheckpointError,
+        ["field 'algo'", "'EVIL'"],
+    ),
+    # ---- files that are not regular files inside the checkpoint
+    (
+        "metadata is a FIFO",
+        _special_file("rljax_checkpoint.json", "fifo"),
+        LOAD,
+        CheckpointError,
+        ["not a regular file"],
+    ),
+    (
+        "state is a FIFO",
+        _special_file("state.msgpack", "fifo"),
+        RESTORE,
+        CheckpointError,
+        ["state.msgpack", "not a regular file"],
+    ),
+    (
+        "runners.json is a FIFO",
+        _special_file("runners.json", "fifo"),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "not a regular file"],
+    ),
+    (
+        "metadata links to /dev/zero",
+        _special_file("rljax_checkpoint.json", "zero"),
+        LOAD,
+        CheckpointError,
+        ["leads outside its directory"],
+    ),
+    (
+        "state links to /dev/zero",
+        _special_file("state.msgpack", "zero"),
+        RESTORE,
+        CheckpointError,
+        ["leads outside its directory"],
+    ),
+    (
+        "state links outside the checkpoint",
+        _special_file("state.msgpack", "out"),
+        RESTORE,
+        CheckpointError,
+        ["leads outside its directory"],
+    ),
+    (
+        "LATEST links outside the checkpoint",
+        _special_file("LATEST", "out"),
+        LOAD,
+        CheckpointError,
+        ["LATEST", "leads outside its directory"],
+    ),
+    (
+        "LATEST is a FIFO",
+        _special_file("LATEST", "fifo"),
+        LOAD,
+        CheckpointError,
+        ["LATEST", "not a regular file"],
+    ),
+    (
+        "LATEST names a path outside",
+        lambda w, n: _write(_copy(w, n), "LATEST", b"../../etc"),
+        LOAD,
+        CheckpointError,
+        ["LATEST is corrupt"],
+    ),
+    (
+        "LATEST is huge",
+        lambda w, n: _write(_copy(w, n), "LATEST", b"v" * 100_000),
+        LOAD,
+        CheckpointError,
+        ["LATEST", "at most 64 are read"],
+    ),
+    (
+        "version directory links outside",
+        lambda w, n: _link_version_outside(w, n),
+        LOAD,
+        CheckpointError,
+        ["must be a real directory inside", "not a link"],
+    ),
+    # ---- sizes and nesting
+    (
+        "metadata over its size cap",
+        _replace_file("rljax_checkpoint.json", lambda t: b" " * (5 << 20) + t.read_bytes()),
+        LOAD,
+        CheckpointError,
+        ["at most 4,194,304 are read"],
+    ),
+    (
+        "metadata nested 100,000 deep",
+        _replace_file("rljax_checkpoint.json", lambda t: b"[" * 100_000 + b"]" * 100_000),
+        LOAD,
+        CheckpointError,
+        ["nested deeper than 64 levels"],
+    ),
+    (
+        "state far larger than the algorithm's arrays",
+        _sparse_state(3 << 30),
+        RESTORE,
+        CheckpointError,
+        ["state.msgpack", "at most"],
+    ),
+    (
+        "state nested 100,000 deep",
+        _replace_file("state.msgpack", lambda t: b"\x91" * 100_000 + b"\xc0"),
+        RESTORE,
+        CheckpointError,
+        ["not a valid state file"],
+    ),
+    (
+        "runners.json nested 100,000 deep",
+        _replace_file("runners.json", lambda t: b"[" * 100_000 + b"]" * 100_000),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "nested deeper"],
+    ),
+    # ---- metadata fields of the wrong form
+    (
+        "metadata is a list",
+        _edit_meta(lambda m: [m]),
+        LOAD,
+        CheckpointError,
+        ["expected a JSON object of metadata", "list"],
+    ),
+    (
+        "format version is a string",
+        _edit_meta(lambda m: m.update(format_version="2")),
+        LOAD,
+        CheckpointError,
+        ["checkpoint format '?'", "reads format 2"],
+    ),
+    (
+        "config is a string",
+        _edit_meta(lambda m: m.update(config="lr=1")),
+        LOAD,
+        CheckpointError,
+        ["field 'config'", "a JSON object of settings", "str"],
+    ),
+    (
+        "counters are strings",
+        _edit_meta(lambda m: m["counters"].update(training_iteration="7")),
+        RESTORE,
+        CheckpointError,
+        ["counters.training_iteration", "an int in [0, 2**62]", "str"],
+    ),
+    (
+        "counter beyond int64",
+        _edit_meta(lambda m: m["counters"].update(num_env_steps_sampled_lifetime=2**80)),
+        RESTORE,
+        CheckpointError,
+        ["counters.num_env_steps_sampled_lifetime"],
+    ),
+    (
+        "negative counter",
+        _edit_meta(lambda m: m["counters"].update(num_evaluations=-1)),
+        RESTORE,
+        CheckpointError,
+        ["counters.num_evaluations", "-1"],
+    ),
+    (
+        "time is NaN",
+        _edit_meta(lambda m: m["counters"].update(time_total_s=float("nan"))),
+        RESTORE,
+        CheckpointError,
+        ["counters.time_total_s", "finite"],
+    ),
+    (
+        "counters are a list",
+        _edit_meta(lambda m: m.update(counters=[1, 2])),
+        RESTORE,
+        CheckpointError,
+        ["field 'counters'"],
+    ),
+    (
+        "unknown algorithm",
+        _edit_meta(lambda m: m.update(algo="EVIL")),
+        LOAD,
+        CheckpointError,
+        ["field 'algo'", "['PPO', 'DQN', 'SAC']"],
+    ),
+    (
+        "another algorithm's checkpoint",
+        _edit_meta(lambda m: m.update(algo="DQN")),
+        RESTORE,
+        CheckpointError,
+        ["holds a DQN checkpoint", "this is PPO"],
+    ),
+    (
+        "policy ids of the wrong form",
+        _edit_meta(lambda m: m.update(policy_ids="p0")),
+        RESTORE,
+        CheckpointError,
+        ["field 'policy_ids'"],
+    ),
+    (
+        "other policies",
+        _edit_meta(lambda m: m.update(policy_ids=["p0", "p1"])),
+        RESTORE,
+        CheckpointError,
+        ["holds policies ['p0', 'p1']"],
+    ),
+    (
+        "replay flag is a string",
+        _edit_meta(lambda m: m.update(includes_replay_buffer="yes")),
+        RESTORE,
+        CheckpointError,
+        ["includes_replay_buffer", "true or false"],
+    ),
+    (
+        "seed is a string",
+        _edit_meta(lambda m: m.update(seed="3")),
+        RESTORE,
+        CheckpointError,
+        ["field 'seed'"],
+    ),
+    # ---- configs that would build something else than they seem, or too much
+    (
+        "unknown config key",
+        _edit_config(num_gpus_total=8),
+        LOAD,
+        CheckpointError,
+        ["config: unknown config key 'num_gpus_total'"],
+    ),
+    (
+        "layers of 65536 units",
+        _edit_config(model_config={"fcnet_hiddens": [65536, 65536]}),
+        LOAD,
+        CheckpointError,
+        ["would need about", "fcnet_hiddens=[65536, 65536]", "lower these"],
+    ),
+    (
+        "two million envs",
+        _edit_config(num_envs_per_env_runner=2_000_000),
+        LOAD,
+        CheckpointError,
+        ["would need about", "num_envs_per_env_runner=2000000"],
+    ),
+    (
+        "a trillion-row replay buffer",
+        _meta_of_dqn(10**12),
+        LOAD,
+        CheckpointError,
+        ["would need about", "capacity=1,000,000,000,000"],
+    ),
+    (
+        "env_config is a list",
+        _edit_config(env_config=[1]),
+        LOAD,
+        CheckpointError,
+        ["env_config must be a dict"],
+    ),
+    # ---- state files of the wrong form
+    (
+        "state file missing",
+        lambda w, n: _unlink(_copy(w, n), "state.msgpack"),
+        RESTORE,
+        CheckpointError,
+        ["state.msgpack", "no such file"],
+    ),
+    (
+        "state is a pickle",
+        _replace_file("state.msgpack", lambda t: pickle.dumps({"a": 1})),
+        RESTORE,
+        CheckpointError,
+        ["holds a Python pickle, which rljax never loads"],
+    ),
+    (
+        "state is garbage",
+        _replace_file("state.msgpack", lambda t: b"\xc1\xff\x00garbage"),
+        RESTORE,
+        CheckpointError,
+        ["not a valid state file"],
+    ),
+    (
+        "state is a list",
+        _replace_file("state.msgpack", lambda t: msgpack.packb([1, 2])),
+        RESTORE,
+        CheckpointError,
+        ["does not match this algorithm at /", "a list"],
+    ),
+    (
+        "kernel of int32",
+        _edit_state(lambda s, k: _set_leaf(s, k, _get_leaf(s, k).astype(np.int32))),
+        RESTORE,
+        CheckpointError,
+        ["has dtype int32", "expects float32"],
+    ),
+    (
+        "kernel of complex64",
+        _raw_state(lambda s, k: _set_leaf(s, k, _get_leaf(s, k).astype(np.complex64))),
+        RESTORE,
+        CheckpointError,
+        ["holds an array of dtype 'complex64'", "numbers and booleans"],
+    ),
+    (
+        "kernel of object dtype",
+        _raw_state(lambda s, k: _set_leaf(s, k, _ext_array((2,), "O", b"\x00" * 16))),
+        RESTORE,
+        CheckpointError,
+        ["holds an array of dtype 'O'"],
+    ),
+    (
+        "kernel is a string",
+        _raw_state(lambda s, k: _set_leaf(s, k, "weights")),
+        RESTORE,
+        CheckpointError,
+        ["holds a str", "expects an array of shape"],
+    ),
+    (
+        "array shape that does not fit its bytes",
+        _raw_state(lambda s, k: _set_leaf(s, k, _ext_array((1000, 1000), "float32", b"\x00" * 16))),
+        RESTORE,
+        CheckpointError,
+        ["whose data is 16 bytes, not 4000000"],
+    ),
+    (
+        "float PRNG key",
+        _edit_state(lambda s, k: s.update(key=s["key"].astype(np.float32))),
+        RESTORE,
+        CheckpointError,
+        ["/key has dtype float32", "expects uint32"],
+    ),
+    (
+        "kernel of the wrong shape",
+        _edit_state(lambda s, k: _set_leaf(s, k, np.zeros((3, 3), np.float32))),
+        RESTORE,
+        CheckpointError,
+        ["has shape (3, 3)"],
+    ),
+    (
+        "state without its optimizer",
+        _edit_state(lambda s, k: s.pop("opt_state")),
+        RESTORE,
+        CheckpointError,
+        ["expected keys", "opt_state"],
+    ),
+    # ---- env runner state of the wrong form
+    (
+        "runners.json is a list",
+        _edit_runners(lambda r: [r]),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "field '/'"],
+    ),
+    (
+        "runner restarts are a string",
+        _edit_runners(lambda r: r.update(num_restarts="1")),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "num_restarts"],
+    ),
+    (
+        "runner entry without its arrays",
+        _edit_runners(lambda r: r["runners"][0].pop("arrays") and None),
+        RESTORE,
+        CheckpointError,
+        ["runners[0]", "env, arrays, num_sub_env_restarts"],
+    ),
+    (
+        "dropped runner index of the wrong form",
+        _edit_runners(lambda r: r.update(dropped={"x": 1})),
+        RESTORE,
+        CheckpointError,
+        ["field 'dropped'"],
+    ),
+    # ---- YAML config files
+    ("YAML alias bomb", _yaml(_alias_bomb()), YAML, ConfigError, ["YAML aliases"]),
+    (
+        "YAML python tag",
+        _yaml("env: !!python/object/apply:os.system ['true']\n"),
+        YAML,
+        ConfigError,
+        ["is not valid YAML"],
+    ),
+    (
+        "YAML env imports subprocess",
+        _yaml('env: {import: "subprocess:run"}\n'),
+        YAML,
+        ConfigError,
+        ["env names code to import", "--allow-import subprocess"],
+    ),
+    (
+        "YAML env imports the canary",
+        _yaml('env: {import: "rljax_canary:creator"}\n'),
+        YAML,
+        ConfigError,
+        ["rljax_canary"],
+    ),
+    (
+        "YAML nested 100,000 deep",
+        _yaml("lr: " + "[" * 100_000 + "]" * 100_000 + "\n"),
+        YAML,
+        ConfigError,
+        ["nested deeper than 64 levels"],
+    ),
+    ("YAML is a FIFO", _yaml_special("fifo"), YAML, ConfigError, ["not a regular file"]),
+    ("YAML over 1 MiB", _yaml_special("big"), YAML, ConfigError, ["at most 1,048,576"]),
+    ("YAML is a list", _yaml("- lr: 0.001\n"), YAML, ConfigError, ["expected a mapping"]),
+]
+
+
+def _write(path: Path, filename: str, data: bytes) -> Path:
+    (path / filename).write_bytes(data)
+    return path
+
+
+def _unlink(path: Path, filename: str) -> Path:
+    (_version(path) / filename).unlink()
+    return path
+
+
+def _link_version_outside(w, name):
+    path = _copy(w, name)
+    version = _version(path)
+    outside = w["root"] / f"{name}-outside"
+    shutil.move(str(version), outside)
+    os.symlink(outside, version)
+    return path
+
+
+def _state_fingerprint(algo) -> tuple:
+    leaves = [np.asarray(x) for x in jax.tree.leaves(jax.device_get(algo.state))]
+    return (
+        tuple(leaf.tobytes() for leaf in leaves),
+        algo.iteration,
+        algo.num_env_steps_sampled_lifetime,
+        algo.time_total_s,
+        algo._num_evaluations,
+    )
+
+
+def _load(kind: str, w, path: Path):
+    if kind == RESTORE:
+        return w["algo"].restore_from_path(path)
+    if kind == LOAD:
+        return Algorithm.from_checkpoint(path)
+    return PPOConfig.from_yaml(path)
+
+
+@pytest.mark.parametrize("name, make, kind, error, words", CASES, ids=[c[0] for c in CASES])
+def test_a_crafted_file_is_refused_plainly_and_safely(world, name, make, kind, error, words):
+    path = make(world, name.replace(" ", "-").replace(",", "").replace("'", ""))
+    before = _state_fingerprint(world["algo"])
+    compiles = COMPILES["n"]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    start = time.perf_counter()
+    with pytest.raises(error) as info:
+        _load(kind, world, path)
+    elapsed = time.perf_counter() - start
+    message = str(info.value)
+    for word in words:
+        assert word in message, (word, message)
+    assert SECRET not in message
+    assert elapsed < 2.0, f"{name}: {elapsed:.2f} s"
+    assert COMPILES["n"] == compiles, f"{name}: compiled before failing"
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
+    assert grown < 300_000, f"{name}: peak memory grew by {grown} KiB"
+    assert _state_fingerprint(world["algo"]) == before, f"{name}: the algorithm changed"
+    assert not world["marker"].exists(), "the canary module was imported"
+
+
+def test_at_least_forty_crafted_files():
+    assert len(CASES) >= 40
+
+
+# ---------------------------------------------------------------------- the opt-in paths
+TRUSTED_MODULE = """
+import gymnasium as gym
+
+class TrustedCartPole(gym.Wrapper):
+    def __init__(self, config=None):
+        super().__init__(gym.make("CartPole-v1"))
+"""
+
+
+@pytest.fixture(scope="module")
+def code_checkpoint(world):
+    """The good checkpoint, with its env named as code: ``rljax_trusted_env:TrustedCartPole``."""
+    module_dir = world["root"] / "trusted"
+    module_dir.mkdir()
+    (module_dir / "rljax_trusted_env.py").write_text(TRUSTED_MODULE)
+    sys.path.insert(0, str(module_dir))
+
+    def fn(meta):
+        meta["config"]["env"] = {"import": "rljax_trusted_env:TrustedCartPole"}
+
+    path = _edit_meta(fn)(world, "code-env")
+    (_version(path) / "runners.json").unlink()  # saved from other env layers
+    yield path
+    sys.path.remove(str(module_dir))
+    sys.modules.pop("rljax_trusted_env", None)
+
+
+def _loads_and_acts(path: Path, **opt_in) -> None:
+    algo = Algorithm.from_checkpoint(path, **opt_in)
+    try:
+        assert algo.iteration == 0
+        obs = np.zeros((3, 4), np.float32)
+        np.testing.assert_array_equal(algo.compute_actions(obs), _GOOD_ACTIONS["actions"])
+    finally:
+        algo.stop()
+
+
+_GOOD_ACTIONS: dict = {}
+
+
+def test_code_in_a_checkpoint_loads_only_where_the_caller_opts_in(world, code_checkpoint):
+    _GOOD_ACTIONS["actions"] = world["algo"].compute_actions(np.zeros((3, 4), np.float32))
+    with pytest.raises(CheckpointError, match="allow_imports=\\['rljax_trusted_env'\\]"):
+        Algorithm.from_checkpoint(code_checkpoint)
+    assert "rljax_trusted_env" not in sys.modules
+    # 1. An allow-listed module prefix.
+    _loads_and_acts(code_checkpoint, allow_imports=["rljax_trusted_env"])
+    from rljax_trusted_env import TrustedCartPole
+
+    # 2. The object passed in (it replaces whatever the file names).
+    _loads_and_acts(code_checkpoint, env=TrustedCartPole)
+    # 3. Registered in this process, under any name: found by the import path it was saved as.
+    rljax.register_env("trusted-cartpole-for-test", TrustedCartPole)
+    _loads_and_acts(code_checkpoint)
+    assert not world["marker"].exists()
+
+
+def test_allow_imports_takes_module_prefixes_only():
+    with pytest.raises(ValueError, match="module prefixes"):
+        PPOConfig.from_dict({"lr": 1e-3}, allow_imports=[""])
+
+
+def test_a_yaml_config_naming_code_loads_with_its_module_allowed(world, code_checkpoint):
+    path = world["root"] / "code-env.yaml"
+    path.write_text('env: {import: "rljax_trusted_env:TrustedCartPole"}\nlr: 0.0005\n')
+    config = PPOConfig.from_yaml(path, allow_imports=["rljax_trusted_env"])
+    assert config.env.__name__ == "TrustedCartPole" and config.lr == 5e-4
+    assert copy.deepcopy(config).to_dict()["env"] == {"import": "rljax_trusted_env:TrustedCartPole"}
