@@ -37,6 +37,7 @@ from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.errors import CheckpointError
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
+from rljax.utils.seeding import derive_seed
 
 logger = logging.getLogger("rljax")
 
@@ -221,7 +222,7 @@ class Algorithm:
                 self.env_spec,
                 n,
                 cfg.gym_env_vectorize_mode,
-                self.seed + 1000 * i + 100_003 * restart,  # a rebuilt runner: new episodes
+                derive_seed(self.seed, 1000 * i + 100_003 * restart),  # rebuilt: new episodes
                 cfg.async_batch_size,
                 self._policy_fn,
                 act_step,
@@ -411,9 +412,8 @@ class Algorithm:
         by_episodes = cfg.evaluation_duration_unit == "episodes"
         num_envs = min(cfg.evaluation_duration, 8)
         self._num_evaluations += 1
-        env = make_host_env(
-            self.env_spec, num_envs, "SYNC", self.seed + 7919 * self._num_evaluations, None
-        )
+        seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
+        env = make_host_env(self.env_spec, num_envs, "SYNC", seed, None)
         returns: list[float] = []
         lengths: list[int] = []
         ret = np.zeros(num_envs)
