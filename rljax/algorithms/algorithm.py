@@ -35,6 +35,7 @@ from rljax.learners.devices import (
 from rljax.runners.acting import FusedRunnerState, init_actor_state
 from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
+from rljax.utils.checks import require_bool
 from rljax.utils.errors import CheckpointError
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
 from rljax.utils.seeding import derive_seed
@@ -355,6 +356,7 @@ class Algorithm:
         return arr
 
     def _infer_fn(self, explore: bool):
+        explore = require_bool("explore", explore)  # "no" or 1 must not pick sampling
         if explore not in self._infer_cache:
             dist = self._dist
 
@@ -374,6 +376,7 @@ class Algorithm:
         self, obs_batch: Any, explore: bool = False, policy_id: str | None = None
     ) -> Any:
         """Actions for a batch of observations ``[B, *obs_shape]`` (or a dict id -> observation)."""
+        explore = require_bool("explore", explore)
         self._check_policy_id(policy_id)
         if isinstance(obs_batch, dict):
             ids = list(obs_batch)
@@ -396,6 +399,7 @@ class Algorithm:
         self, observation: Any, explore: bool = False, policy_id: str | None = None
     ) -> Any:
         """The action for one observation; ``explore=False`` takes the distribution's mode."""
+        explore = require_bool("explore", explore)
         self._check_policy_id(policy_id)
         obs = self._check_obs(observation, batched=False)
         action = self._forward(obs[None], explore, policy_id)[1][0]

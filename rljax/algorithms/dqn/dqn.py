@@ -23,6 +23,7 @@ from rljax.utils.checks import (
     is_int,
     is_real,
     refuse,
+    require_bool,
 )
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
@@ -312,6 +313,7 @@ class DQN(OffPolicyAlgorithm):
         return self._acting_params(self.state.learner, self.state.timestep)
 
     def _infer_fn(self, explore: bool):
+        explore = require_bool("explore", explore)  # "no" or 1 must not pick epsilon-greedy
         if explore not in self._infer_cache:
 
             def infer(params, obs, key):
