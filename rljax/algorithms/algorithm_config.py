@@ -432,6 +432,15 @@ class AlgorithmConfig:
     def debugging(
         self, *, seed: int | None = UNSET, log_level: str = UNSET, **kwargs
     ) -> AlgorithmConfig:
+        """Sets the seed and RLlib's log level.
+
+        Args:
+          seed: None (a random one) or an int in ``[0, 2**31 - 1]``; the seeds of runners,
+            restarted runners, evaluations and env copies derive from it and wrap inside the
+            same range.
+          log_level: Accepted for compatibility ("DEBUG", "INFO", "WARN", "WARNING", "ERROR"
+            or "CRITICAL"); rljax logs through the ``rljax`` logger.
+        """
         return self._set("debugging", locals())
 
     def reporting(
