@@ -3,9 +3,10 @@
 A check is called as ``check(name, value)``. It returns the value in its normal form (numpy
 scalars as Python ones, a list of layer widths as a tuple) or raises ``ConfigError`` naming the
 setting, the value given (its repr and type) and what is allowed. Config classes keep a table
-setting -> check that ``validate()`` runs before it checks combinations, so a wrong type never
-changes a setting's meaning (``"64"`` read as layer widths 6 and 4, ``"no"`` read as true) and
-never surfaces later as an error from deep inside JAX or numpy.
+setting -> check: the algorithm configs run theirs in ``validate()`` before the checks of
+combinations, ``DefaultModelConfig`` in ``__post_init__``. So a wrong type never changes a
+setting's meaning (``"64"`` read as layer widths 6 and 4, ``"no"`` read as true) and never
+surfaces later as an error from deep inside JAX or numpy.
 """
 
 from __future__ import annotations
