@@ -136,6 +136,12 @@ CASES = [
         ConfigError,
         ["env_runner_health_probe_timeout_s", "0"],
     ),
+    (
+        "seed beyond the seed range",
+        lambda b: ppo().debugging(seed=2**80).build_algo(),
+        ConfigError,
+        [f"seed={2**80} (int)", "[0, 2147483647]"],
+    ),
     # impossible batch arithmetic
     (
         "minibatch larger than the batch",
@@ -240,6 +246,18 @@ CASES = [
         lambda b: b["algo"].compute_single_action(np.zeros(4), policy_id="p9"),
         ValueError,
         ["unknown policy_id 'p9'"],
+    ),
+    (
+        "explore as a string",
+        lambda b: b["algo"].compute_single_action(np.zeros(4, np.float32), explore="no"),
+        TypeError,
+        ["explore='no' (str)", "True or False"],
+    ),
+    (
+        "explore as an int",
+        lambda b: b["algo"].compute_actions(np.zeros((2, 4), np.float32), explore=1),
+        TypeError,
+        ["explore=1 (int)", "True or False"],
     ),
     # checkpoints
     (

@@ -603,7 +603,28 @@ CASES = [
         _edit_config(env_config=[1]),
         LOAD,
         CheckpointError,
-        ["env_config must be a dict"],
+        ["env_config=[1] (list)", "a dict with string keys"],
+    ),
+    (
+        "seed beyond any generator",
+        _edit_config(seed=2**80),
+        LOAD,
+        CheckpointError,
+        ["seed=1208925819614629174706176", "[0, 2147483647]"],
+    ),
+    (
+        "layer widths as a string",
+        _edit_config(model_config={"fcnet_hiddens": "64"}),
+        LOAD,
+        CheckpointError,
+        ["fcnet_hiddens='64' (str)", "list of ints"],
+    ),
+    (
+        "no path at all",
+        lambda w, n: None,
+        RESTORE,
+        CheckpointError,
+        ["a checkpoint path must be a str or path", "NoneType"],
     ),
     # ---- state files of the wrong form
     (

@@ -38,9 +38,11 @@ from rljax.learners.devices import (
 from rljax.runners.acting import FusedRunnerState, init_actor_state
 from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
+from rljax.utils.checks import require_bool
 from rljax.utils.errors import CheckpointError, ConfigError
 from rljax.utils.memory import check_fits
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
+from rljax.utils.seeding import derive_seed
 
 logger = logging.getLogger("rljax")
 
@@ -232,7 +234,7 @@ class Algorithm:
                 self.env_spec,
                 n,
                 cfg.gym_env_vectorize_mode,
-                self.seed + 1000 * i + 100_003 * restart,  # a rebuilt runner: new episodes
+                derive_seed(self.seed, 1000 * i + 100_003 * restart),  # rebuilt: new episodes
                 cfg.async_batch_size,
                 self._policy_fn,
                 act_step,
@@ -365,6 +367,7 @@ class Algorithm:
         return arr
 
     def _infer_fn(self, explore: bool):
+        explore = require_bool("explore", explore)  # "no" or 1 must not pick sampling
         if explore not in self._infer_cache:
             dist = self._dist
 
@@ -384,6 +387,7 @@ class Algorithm:
         self, obs_batch: Any, explore: bool = False, policy_id: str | None = None
     ) -> Any:
         """Actions for a batch of observations ``[B, *obs_shape]`` (or a dict id -> observation)."""
+        explore = require_bool("explore", explore)
         self._check_policy_id(policy_id)
         if isinstance(obs_batch, dict):
             ids = list(obs_batch)
@@ -406,6 +410,7 @@ class Algorithm:
         self, observation: Any, explore: bool = False, policy_id: str | None = None
     ) -> Any:
         """The action for one observation; ``explore=False`` takes the distribution's mode."""
+        explore = require_bool("explore", explore)
         self._check_policy_id(policy_id)
         obs = self._check_obs(observation, batched=False)
         action = self._forward(obs[None], explore, policy_id)[1][0]
@@ -422,9 +427,8 @@ class Algorithm:
         by_episodes = cfg.evaluation_duration_unit == "episodes"
         num_envs = min(cfg.evaluation_duration, 8)
         self._num_evaluations += 1
-        env = make_host_env(
-            self.env_spec, num_envs, "SYNC", self.seed + 7919 * self._num_evaluations, None
-        )
+        seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
+        env = make_host_env(self.env_spec, num_envs, "SYNC", seed, None)
         returns: list[float] = []
         lengths: list[int] = []
         ret = np.zeros(num_envs)

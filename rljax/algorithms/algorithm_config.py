@@ -22,8 +22,20 @@ from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
 from rljax.utils import memory, safe_io
+from rljax.utils.checks import (
+    Bool,
+    Check,
+    Choice,
+    Int,
+    Number,
+    StrKeyDict,
+    checked_elsewhere,
+    describe,
+    refuse,
+)
 from rljax.utils.errors import ConfigError, best_match, closest
 from rljax.utils.references import LoadPolicy, qualified_name, resolve
+from rljax.utils.seeding import MAX_SEED
 
 # Config files are small: a cap well above any real one, far below what could hurt.
 MAX_CONFIG_FILE_BYTES = 1 << 20
@@ -59,6 +71,68 @@ RENAMED = {
     "optimization": "actor_lr, critic_lr and alpha_lr",
     "prioritized_replay": "replay_buffer_config={'type': 'PrioritizedEpisodeReplayBuffer'}",
 }
+
+
+def _env_config(name: str, value: Any) -> dict[str, Any]:
+    # None is the setter's "no settings", as RLlib's env_config=None is.
+    return {} if value is None else StrKeyDict()(name, value)
+
+
+def _model_config(name: str, value: Any) -> DefaultModelConfig:
+    return DefaultModelConfig.from_any(value)  # its fields check themselves
+
+
+def _vectorize_mode(name: str, value: Any) -> str:
+    return normalize_vectorize_mode(value)
+
+
+def _rl_module_spec(name: str, value: Any) -> RLModuleSpec | None:
+    if value is None:
+        return None
+    if not isinstance(value, RLModuleSpec):
+        refuse(name, value, "None or RLModuleSpec(module_class=..., model_config={...})")
+    StrKeyDict()(f"{name}.model_config", value.model_config)  # they become keyword arguments
+    return value
+
+
+def _policies(name: str, value: Any) -> dict[str, PolicySpec] | None:
+    if value is None:
+        return None
+    allowed = "a non-empty list of policy ids or a dict policy id -> spec"
+    if isinstance(value, str) or not isinstance(value, (dict, list, tuple, set)) or not value:
+        refuse(name, value, allowed)
+    bad = [p for p in value if not (isinstance(p, str) and p)]
+    if bad:
+        refuse(name, value, f"{allowed} (the id {describe(bad[0])} is not a non-empty string)")
+    if isinstance(value, dict):
+        return {p: PolicySpec.from_any(p, v) for p, v in value.items()}
+    return {p: PolicySpec() for p in value}
+
+
+def _policies_to_train(name: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, str)
+        or not isinstance(value, (list, tuple, set))
+        or not all(isinstance(p, str) for p in value)
+    ):
+        refuse(name, value, "None or a list of policy ids (strings)")
+    return list(value)
+
+
+def _overrides_per_module(name: str, value: Any) -> dict[str, dict[str, Any]]:
+    ok = isinstance(value, dict) and all(
+        isinstance(p, str) and isinstance(v, dict) and all(isinstance(k, str) for k in v)
+        for p, v in value.items()
+    )
+    if not ok:
+        refuse(
+            name,
+            value,
+            "a dict policy id -> dict of settings (e.g. PPOConfig.overrides(lr=1e-4))",
+        )
+    return {p: dict(v) for p, v in value.items()}
 
 
 class AlgorithmConfig:
@@ -122,6 +196,69 @@ class AlgorithmConfig:
     # Settings a policy may override in a multi-agent config (the algorithm's learner settings;
     # sampling settings such as gamma are shared by every policy of a run).
     _PER_MODULE_KEYS: ClassVar[tuple[str, ...]] = ()
+    # What each setting may be, on its own (validate() checks combinations after these). Every
+    # key of _SECTIONS has an entry; subclasses extend the table with their keys.
+    _CHECKS: ClassVar[dict[str, Check]] = {
+        # environment
+        "env": checked_elsewhere,  # resolve_env() in validate() names what is wrong
+        "env_config": _env_config,
+        "clip_actions": Bool(),
+        # env_runners
+        "num_env_runners": Int(0),
+        "num_envs_per_env_runner": Int(1),
+        "gym_env_vectorize_mode": _vectorize_mode,
+        "rollout_fragment_length": Int(1, literals=("auto",)),
+        "num_gpus_per_env_runner": Number(0),
+        "num_cpus_per_env_runner": Number(0),
+        "async_batch_size": Int(1, optional=True),
+        "sample_async": Bool(),
+        "sample_timeout_s": Number(0, low_open=True, optional=True),
+        # learners
+        "num_learners": Int(0),
+        "num_gpus_per_learner": Number(0),
+        "num_cpus_per_learner": Number(0, literals=("auto",)),
+        # training
+        "lr": Number(0, low_open=True),
+        "gamma": Number(0, 1),
+        "train_batch_size_per_learner": Int(1),
+        "train_batch_size": Int(1, optional=True),
+        "grad_clip": Number(0, low_open=True, optional=True),
+        "grad_clip_by": Choice(("global_norm",)),
+        # rl_module
+        "model_config": _model_config,
+        "rl_module_spec": _rl_module_spec,
+        # evaluation
+        "evaluation_interval": Int(1, optional=True),
+        "evaluation_duration": Int(1),
+        "evaluation_duration_unit": Choice(("episodes", "timesteps")),
+        # debugging
+        "seed": Int(0, MAX_SEED, optional=True),
+        "log_level": Choice(("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")),
+        # reporting
+        "metrics_num_episodes_for_smoothing": Int(1),
+        # fault_tolerance
+        "restart_failed_env_runners": Bool(),
+        "max_num_env_runner_restarts": Int(0),
+        "restart_failed_sub_environments": Bool(),
+        "ignore_env_runner_failures": Bool(),
+        "env_runner_health_probe_timeout_s": Number(0, low_open=True),
+        "on_non_finite_update": Choice(("skip", "raise")),
+        # multi_agent
+        "policies": _policies,
+        "policy_mapping_fn": checked_elsewhere,  # validate() tries the signature it is called with
+        "policies_to_train": _policies_to_train,
+        "algorithm_config_overrides_per_module": _overrides_per_module,
+    }
+    # Settings whose check also runs in the setters: the config reads them in their normal form
+    # before validate() (a model dict becomes a DefaultModelConfig, policy ids a dict of specs).
+    _CHECKED_ON_SET: ClassVar[tuple[str, ...]] = (
+        "env_config",
+        "gym_env_vectorize_mode",
+        "model_config",
+        "policies",
+        "policies_to_train",
+        "algorithm_config_overrides_per_module",
+    )
 
     def __init__(self, algo_class: type | None = None):
         self.algo_class = algo_class
@@ -193,33 +330,8 @@ class AlgorithmConfig:
         return self
 
     def _coerce(self, key: str, value: Any) -> Any:
-        if key == "model_config":
-            return DefaultModelConfig.from_any(value)
-        if key == "env_config":
-            if not isinstance(value, dict):
-                raise ConfigError(f"env_config must be a dict; got {type(value).__name__}")
-            return dict(value)
-        if key == "gym_env_vectorize_mode":
-            return normalize_vectorize_mode(value)
-        if key == "policies" and value is not None:
-            if isinstance(value, str) or not isinstance(value, (dict, list, tuple, set)):
-                raise ConfigError(
-                    f"policies={value!r}; use a list of policy ids or a dict policy id -> spec"
-                )
-            if isinstance(value, dict):
-                return {p: PolicySpec.from_any(p, v) for p, v in value.items()}
-            return {p: PolicySpec() for p in value}
-        if key == "algorithm_config_overrides_per_module":
-            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-                raise ConfigError(
-                    f"algorithm_config_overrides_per_module={value!r}; use a dict policy id -> "
-                    "dict of settings (e.g. PPOConfig.overrides(lr=1e-4))"
-                )
-            return {p: dict(v) for p, v in value.items()}
-        if key == "policies_to_train" and value is not None:
-            if isinstance(value, str) or not isinstance(value, (list, tuple, set)):
-                raise ConfigError(f"policies_to_train={value!r}; use a list of policy ids")
-            return list(value)
+        if key in self._CHECKED_ON_SET:
+            return self._CHECKS[key](key, value)
         return value
 
     @classmethod
@@ -309,6 +421,15 @@ class AlgorithmConfig:
     def debugging(
         self, *, seed: int | None = UNSET, log_level: str = UNSET, **kwargs
     ) -> AlgorithmConfig:
+        """Sets the seed and RLlib's log level.
+
+        Args:
+          seed: None (a random one) or an int in ``[0, 2**31 - 1]``; the seeds of runners,
+            restarted runners, evaluations and env copies derive from it and wrap inside the
+            same range.
+          log_level: Accepted for compatibility ("DEBUG", "INFO", "WARN", "WARNING", "ERROR"
+            or "CRITICAL"); rljax logs through the ``rljax`` logger.
+        """
         return self._set("debugging", locals())
 
     def reporting(
@@ -404,7 +525,10 @@ class AlgorithmConfig:
         config.policies = {p: PolicySpec() for p in self.policies or {}} or None
         for key, value in overrides.items():
             if key == "model_config":
-                value = {**self.model_config.to_dict(), **dict(value)}
+                if isinstance(value, DefaultModelConfig):
+                    value = value.to_dict()
+                value = StrKeyDict(optional=True)(key, value) or {}
+                value = {**self.model_config.to_dict(), **value}
             setattr(config, key, config._coerce(key, value))
         return config
 
@@ -509,44 +633,15 @@ class AlgorithmConfig:
         """Checks every value and combination; raises ``ConfigError`` naming what to change."""
         from rljax.env.vector import resolve_env
 
-        if self.train_batch_size is not None:
-            _check_int("train_batch_size", self.train_batch_size, 1)
-        _check_int("num_env_runners", self.num_env_runners, 0)
-        _check_int("num_envs_per_env_runner", self.num_envs_per_env_runner, 1)
-        _check_int("num_learners", self.num_learners, 0)
-        _check_int("train_batch_size_per_learner", self.train_batch_size_per_learner, 1)
-        _check_int("metrics_num_episodes_for_smoothing", self.metrics_num_episodes_for_smoothing, 1)
-        _check_int("evaluation_duration", self.evaluation_duration, 1)
-        if self.evaluation_interval is not None:
-            _check_int("evaluation_interval", self.evaluation_interval, 1)
-        if self.evaluation_duration_unit not in ("episodes", "timesteps"):
-            raise ConfigError(
-                f"evaluation_duration_unit={self.evaluation_duration_unit!r}; use 'episodes' or 'timesteps'"
-            )
-        if self.seed is not None:
-            _check_int("seed", self.seed, 0)
-        if self.rollout_fragment_length != "auto":
-            _check_int("rollout_fragment_length", self.rollout_fragment_length, 1)
-        for name in ("num_gpus_per_learner", "num_gpus_per_env_runner"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
-                raise ConfigError(f"{name}={v!r}; use a number >= 0")
-        _check_positive_float("lr", self.lr)
-        if not (isinstance(self.gamma, (int, float)) and 0.0 <= self.gamma <= 1.0):
-            raise ConfigError(f"gamma={self.gamma!r}; use a number in [0, 1]")
-        if self.grad_clip is not None:
-            _check_positive_float("grad_clip", self.grad_clip)
-        if self.grad_clip_by != "global_norm":
-            raise ConfigError(f"grad_clip_by={self.grad_clip_by!r}; rljax supports 'global_norm'")
-        self.gym_env_vectorize_mode = normalize_vectorize_mode(self.gym_env_vectorize_mode)
+        self._check_settings()
         spec = resolve_env(self.env, self.env_config)
-        if self.async_batch_size is not None:
-            _check_int("async_batch_size", self.async_batch_size, 1)
-            if self.async_batch_size > self.num_envs_per_env_runner:
-                raise ConfigError(
-                    f"async_batch_size={self.async_batch_size} exceeds num_envs_per_env_runner="
-                    f"{self.num_envs_per_env_runner}"
-                )
+        if self.async_batch_size is not None and (
+            self.async_batch_size > self.num_envs_per_env_runner
+        ):
+            raise ConfigError(
+                f"async_batch_size={self.async_batch_size} exceeds num_envs_per_env_runner="
+                f"{self.num_envs_per_env_runner}"
+            )
         if (
             spec.backend == "envpool"
             and self.gym_env_vectorize_mode == "ASYNC"
@@ -556,32 +651,19 @@ class AlgorithmConfig:
                 f"EnvPool ASYNC needs a batch smaller than num_envs_per_env_runner="
                 f"{self.num_envs_per_env_runner}; raise num_envs_per_env_runner to 2 or more, or set async_batch_size"
             )
-        if not isinstance(self.sample_async, bool):
-            raise ConfigError(f"sample_async={self.sample_async!r}; use True or False")
         if self.sample_async and self.num_env_runners == 0:
             raise ConfigError(
                 "sample_async=True needs runner threads (num_env_runners >= 1); with "
                 "num_env_runners=0 sampling and learning alternate in the driver"
             )
-        if self.sample_timeout_s is not None:
-            _check_positive_float("sample_timeout_s", self.sample_timeout_s)
-        _check_positive_float(
-            "env_runner_health_probe_timeout_s", self.env_runner_health_probe_timeout_s
-        )
-        for name in (
-            "restart_failed_env_runners",
-            "restart_failed_sub_environments",
-            "ignore_env_runner_failures",
-        ):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"{name}={getattr(self, name)!r}; use True or False")
-        _check_int("max_num_env_runner_restarts", self.max_num_env_runner_restarts, 0)
-        if self.on_non_finite_update not in ("skip", "raise"):
-            raise ConfigError(
-                f"on_non_finite_update={self.on_non_finite_update!r}; use 'skip' or 'raise'"
-            )
         self._check_batch_division()
         self._validate_multi_agent()
+
+    def _check_settings(self) -> None:
+        """Checks each setting on its own against its ``_CHECKS`` entry and stores it in its
+        normal form (numpy scalars as Python ones, a model dict as ``DefaultModelConfig``)."""
+        for key in self._all_keys():
+            setattr(self, key, self._CHECKS[key](key, getattr(self, key)))
 
     def _validate_multi_agent(self) -> None:
         if self.policies is None:
@@ -602,8 +684,6 @@ class AlgorithmConfig:
                 "with gym_env_vectorize_mode='ASYNC' every copy runs in its own process and all "
                 "copies step together; leave async_batch_size unset"
             )
-        if not self.policies or not all(isinstance(p, str) and p for p in self.policies):
-            raise ConfigError(f"policies={list(self.policies)!r}; use non-empty string ids")
         if self.policy_mapping_fn is None:
             if len(self.policies) > 1:
                 raise ConfigError(
@@ -667,6 +747,7 @@ class AlgorithmConfig:
 
     def build_algo(self) -> Any:
         """Validates and builds the algorithm (RLlib's ``build_algo``)."""
+        self._check_settings()  # the batch arithmetic below needs checked ints
         if self.train_batch_size is not None:
             self.train_batch_size_per_learner = max(
                 1, self.train_batch_size // max(1, self.num_learners)
@@ -820,21 +901,14 @@ def _unknown_key_hint(name: str, keys: Any) -> str:
     return f"; did you mean {match!r}?" if match else ""
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{name}={value!r} ({type(value).__name__}); use an int >= {minimum}")
-    if value < minimum:
-        raise ConfigError(f"{name}={value}; use an int >= {minimum}")
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    """One int setting checked by hand: ``Int(minimum)``."""
+    return Int(minimum)(name, value)
 
 
-def _check_positive_float(name: str, value: Any) -> None:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not value > 0
-        or not math.isfinite(value)
-    ):
-        raise ConfigError(f"{name}={value!r}; use a finite number > 0")
+def _check_positive_float(name: str, value: Any) -> float:
+    """One number setting checked by hand: finite and > 0."""
+    return Number(0, low_open=True)(name, value)
 
 
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:

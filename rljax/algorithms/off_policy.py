@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.algorithms.algorithm import Algorithm
-from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig, _check_int
+from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.learners.devices import replicated
 from rljax.replay.episode import (
     make_episode_buffer,
@@ -38,9 +38,48 @@ from rljax.runners.acting import (
     make_fused_rollout,
 )
 from rljax.utils import memory
+from rljax.utils.checks import Bool, Check, Choice, Int, Number, is_int, refuse
 from rljax.utils.errors import ConfigError
 
 REPLAY_TYPES = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
+# replay_buffer_config's keys and what each may be (the builder's defaults fill missing ones).
+REPLAY_CHECKS: dict[str, Check] = {
+    "type": Choice(REPLAY_TYPES),
+    "capacity": Int(1),
+    "alpha": Number(0),
+    "beta": Number(0),
+    "eps": Number(0),
+}
+
+
+def check_replay_buffer_config(name: str, value: Any) -> dict[str, Any]:
+    """A dict of ``REPLAY_CHECKS`` keys, each value checked; ``type`` and ``capacity`` required."""
+    if not isinstance(value, dict):
+        refuse(name, value, f"a dict with keys {', '.join(REPLAY_CHECKS)}")
+    unknown = [k for k in value if k not in REPLAY_CHECKS]
+    if unknown:
+        raise ConfigError(
+            f"{name} has unknown keys {sorted(map(str, unknown))}; allowed: "
+            f"{', '.join(REPLAY_CHECKS)}"
+        )
+    out = dict(value)
+    for key in ("type", "capacity"):
+        out.setdefault(key, None)  # refused below as None, naming the key
+    return {k: REPLAY_CHECKS[k](f"{name}[{k!r}]", v) for k, v in out.items()}
+
+
+def check_n_step(name: str, value: Any) -> int | tuple[int, int]:
+    """An int >= 1, or RLlib's range ``(low, high)`` with ``1 <= low <= high``."""
+    if is_int(value) and value >= 1:
+        return int(value)
+    if (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(is_int(x) for x in value)
+        and 1 <= value[0] <= value[1]
+    ):
+        return (int(value[0]), int(value[1]))
+    refuse(name, value, "an int >= 1 or a range (low, high) of ints, 1 <= low <= high", number=True)
 
 
 class OffPolicyConfig(AlgorithmConfig):
@@ -59,6 +98,18 @@ class OffPolicyConfig(AlgorithmConfig):
         **AlgorithmConfig._SECTIONS,
         "reporting": AlgorithmConfig._SECTIONS["reporting"]
         + ("min_sample_timesteps_per_iteration",),
+    }
+
+    _CHECKS: ClassVar[dict[str, Check]] = {
+        **AlgorithmConfig._CHECKS,
+        "replay_buffer_config": check_replay_buffer_config,
+        "n_step": check_n_step,
+        "num_steps_sampled_before_learning_starts": Int(0),
+        "training_intensity": Number(0, low_open=True, optional=True),
+        "target_network_update_freq": Int(0),
+        "tau": Number(0, 1, low_open=True),
+        "store_buffer_in_checkpoints": Bool(),
+        "min_sample_timesteps_per_iteration": Int(1),
     }
 
     def __init__(self, algo_class: type | None = None):
@@ -81,10 +132,8 @@ class OffPolicyConfig(AlgorithmConfig):
     def _coerce(self, key: str, value: Any) -> Any:
         if key == "replay_buffer_config":
             if not isinstance(value, dict):
-                raise ConfigError(
-                    f"replay_buffer_config must be a dict; got {type(value).__name__}"
-                )
-            return {**self.replay_buffer_config, **value}
+                refuse(key, value, f"a dict with keys {', '.join(REPLAY_CHECKS)}")
+            return {**self.replay_buffer_config, **value}  # the keys not given keep their values
         if key == "n_step" and isinstance(value, list):
             return tuple(value)
         return super()._coerce(key, value)
@@ -146,53 +195,6 @@ class OffPolicyConfig(AlgorithmConfig):
     def validate(self) -> None:
         super().validate()
         rb = self.replay_buffer_config
-        unknown = set(rb) - {"type", "capacity", "alpha", "beta", "eps"}
-        if unknown:
-            raise ConfigError(
-                f"replay_buffer_config has unknown keys {sorted(unknown)}; allowed: type, "
-                "capacity, alpha, beta, eps"
-            )
-        if rb.get("type") not in REPLAY_TYPES:
-            raise ConfigError(
-                f"replay_buffer_config['type']={rb.get('type')!r}; use one of {list(REPLAY_TYPES)}"
-            )
-        _check_int("replay_buffer_config['capacity']", rb.get("capacity"), 1)
-        for name in ("alpha", "beta"):
-            v = rb.get(name, 0.5)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise ConfigError(f"replay_buffer_config[{name!r}]={v!r}; use a number >= 0")
-        n = self.n_step
-        ok = (isinstance(n, int) and not isinstance(n, bool) and n >= 1) or (
-            isinstance(n, tuple)
-            and len(n) == 2
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in n)
-            and 1 <= n[0] <= n[1]
-        )
-        if not ok:
-            raise ConfigError(
-                f"n_step={n!r}; use an int >= 1 or a range (low, high), 1 <= low <= high"
-            )
-        _check_int(
-            "num_steps_sampled_before_learning_starts",
-            self.num_steps_sampled_before_learning_starts,
-            0,
-        )
-        if self.training_intensity is not None:
-            v = self.training_intensity
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-                raise ConfigError(f"training_intensity={v!r}; use None or a number > 0")
-        _check_int("target_network_update_freq", self.target_network_update_freq, 0)
-        if (
-            isinstance(self.tau, bool)
-            or not isinstance(self.tau, (int, float))
-            or not 0 < self.tau <= 1
-        ):
-            raise ConfigError(f"tau={self.tau!r}; use a number in (0, 1]")
-        if not isinstance(self.store_buffer_in_checkpoints, bool):
-            raise ConfigError(
-                f"store_buffer_in_checkpoints={self.store_buffer_in_checkpoints!r}; use True or False"
-            )
-        _check_int("min_sample_timesteps_per_iteration", self.min_sample_timesteps_per_iteration, 1)
         num_envs = self.num_envs_per_env_runner * max(1, self.num_env_runners)
         rows = rb["capacity"] // num_envs
         if rows < self.n_step_range[1] + 2:

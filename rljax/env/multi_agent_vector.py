@@ -32,6 +32,7 @@ import numpy as np
 
 from rljax.env.multi_agent_env import AgentID, MultiAgentEnv
 from rljax.utils.errors import ConfigError
+from rljax.utils.seeding import derive_seed
 
 
 class MultiAgentStepResult(NamedTuple):
@@ -221,7 +222,7 @@ class MultiAgentVectorEnv:
     def _reset_copy(self, i: int, out: dict[str, np.ndarray]) -> None:
         seed = None
         if self.seed is not None:
-            seed = self.seed + 10_007 * self._num_resets + i
+            seed = derive_seed(self.seed, 10_007 * self._num_resets + i)
         self._num_resets += 1
         obs, _ = self.envs[i].reset(seed=seed)
         self._episode[i] = EpisodeInfo(next(self._episode_ids), i)

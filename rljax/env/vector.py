@@ -94,7 +94,8 @@ def normalize_vectorize_mode(mode: Any) -> str:
     if isinstance(value, str) and value.lower() in ("sync", "async"):
         return value.upper()
     raise ConfigError(
-        f"gym_env_vectorize_mode={mode!r} is not valid; use 'SYNC', 'ASYNC' or "
+        f"gym_env_vectorize_mode={mode!r} ({type(mode).__name__}) is not valid; use 'SYNC', "
+        "'ASYNC' or "
         "gymnasium.VectorizeMode.SYNC / .ASYNC"
     )
 
@@ -143,7 +144,9 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
         return EnvSpec("gymnasium", env.__qualname__, env, env_config)
     if callable(env):
         return EnvSpec("gymnasium", getattr(env, "__name__", repr(env)), env, env_config)
-    raise ConfigError(f"env must be an id string, a gymnasium.Env class or a creator; got {env!r}")
+    raise ConfigError(
+        f"env={env!r} ({type(env).__name__}); use an id string, a gymnasium.Env class or a creator"
+    )
 
 
 class _GymMake:

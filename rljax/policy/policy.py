@@ -7,6 +7,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from rljax.utils.checks import StrKeyDict, refuse
 from rljax.utils.errors import ConfigError
 
 
@@ -51,9 +52,22 @@ class PolicySpec:
                 "each policy from the algorithm, so leave it None (a custom network goes in "
                 ".rl_module(rl_module_spec=RLModuleSpec(module_class=...)))"
             )
-        config = dict(spec.config or {})
+        name = f"policies[{policy_id!r}]"
+        for field in ("observation_space", "action_space"):
+            value = getattr(spec, field)
+            if value is not None and not isinstance(value, gym.Space):
+                refuse(f"{name}.{field}", value, "None (the env's) or a gymnasium space")
+        # The config's keys are setting names; the model settings are a dict merged over the
+        # config's (checked field by field when the policy's config is validated).
+        config = StrKeyDict(optional=True)(f"{name}.config", spec.config) or {}
+        for key in ("model", "model_config"):
+            if key in config:
+                StrKeyDict(optional=True)(f"{name}.config[{key!r}]", config[key])
         if "model" in config:
-            config["model_config"] = {**config.pop("model"), **config.get("model_config", {})}
+            config["model_config"] = {
+                **(config.pop("model") or {}),
+                **(config.get("model_config") or {}),
+            }
         spec.config = config
         return spec
 

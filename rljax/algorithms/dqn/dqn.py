@@ -9,15 +9,51 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rljax.algorithms.algorithm_config import UNSET, _check_int, _check_positive_float
+from rljax.algorithms.algorithm_config import UNSET
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
 from rljax.networks.distributions import Categorical
 from rljax.networks.q_models import build_q_network
 from rljax.ops.value_learning import categorical_projection, double_q_bootstrap, td_loss
 from rljax.utils import memory
+from rljax.utils.checks import (
+    Bool,
+    Check,
+    Choice,
+    Int,
+    Number,
+    is_int,
+    is_real,
+    refuse,
+    require_bool,
+)
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.nonfinite import guard
+
+_EPSILON_ALLOWED = (
+    "a number in [0, 1] or a schedule [(timestep, value), ...]: int timesteps >= 0 that "
+    "increase, values in [0, 1]"
+)
+
+
+def check_epsilon(name: str, value: Any) -> list[tuple[int, float]]:
+    """RLlib's epsilon: a number (constant) or a piecewise-linear schedule of (timestep, value)
+    pairs (tuples, or lists as YAML and JSON give them); returns the schedule."""
+    pairs = [(0, value)] if is_real(value) else value
+    if not (isinstance(pairs, (list, tuple)) and pairs) or not all(
+        isinstance(p, (list, tuple))
+        and len(p) == 2
+        and is_int(p[0])
+        and p[0] >= 0
+        and is_real(p[1])
+        and 0.0 <= p[1] <= 1.0
+        for p in pairs
+    ):
+        refuse(name, value, _EPSILON_ALLOWED)
+    times = [int(t) for t, _ in pairs]
+    if times != sorted(times):
+        refuse(name, value, f"{_EPSILON_ALLOWED} (the timesteps {times} do not increase)")
+    return [(t, float(v)) for t, (_, v) in zip(times, pairs, strict=True)]
 
 
 class DQNConfig(OffPolicyConfig):
@@ -56,6 +92,19 @@ class DQNConfig(OffPolicyConfig):
             "noisy",
             "sigma0",
         ),
+    }
+
+    _CHECKS: ClassVar[dict[str, Check]] = {
+        **OffPolicyConfig._CHECKS,
+        "double_q": Bool(),
+        "dueling": Bool(),
+        "epsilon": check_epsilon,
+        "td_error_loss_fn": Choice(("huber", "mse")),
+        "num_atoms": Int(1),
+        "v_min": Number(),
+        "v_max": Number(),
+        "noisy": Bool(),
+        "sigma0": Number(0, low_open=True),
     }
 
     def __init__(self, algo_class: type | None = None):
@@ -105,14 +154,13 @@ class DQNConfig(OffPolicyConfig):
 
     def _coerce(self, key: str, value: Any) -> Any:
         if key == "epsilon":
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return [(0, float(value))]
+            # The schedule in its normal form at once (a number becomes [(0, value)]); a value
+            # that is no schedule is kept as given: validate() refuses it, as it does every
+            # other setting's (a setter only records).
             try:
-                return [(int(t), float(v)) for t, v in value]
-            except (TypeError, ValueError):
-                raise ConfigError(
-                    f"epsilon={value!r}; use a number or a schedule [(timestep, value), ...]"
-                ) from None
+                return check_epsilon(key, value)
+            except ConfigError:
+                return value
         return super()._coerce(key, value)
 
     def network_params(self, observation_space: Any, action_space: Any) -> int:
@@ -129,32 +177,11 @@ class DQNConfig(OffPolicyConfig):
 
     def validate(self) -> None:
         super().validate()
-        for name in ("double_q", "dueling", "noisy"):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(f"{name}={getattr(self, name)!r}; use True or False")
-        if self.td_error_loss_fn not in ("huber", "mse"):
-            raise ConfigError(f"td_error_loss_fn={self.td_error_loss_fn!r}; use 'huber' or 'mse'")
-        _check_int("num_atoms", self.num_atoms, 1)
-        if self.num_atoms > 1:
-            for name in ("v_min", "v_max"):
-                v = getattr(self, name)
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise ConfigError(f"{name}={v!r}; use a number")
-            if not self.v_min < self.v_max:
-                raise ConfigError(
-                    f"v_min={self.v_min!r} must be below v_max={self.v_max!r} (the support of the "
-                    "return distribution)"
-                )
-        if self.noisy:
-            _check_positive_float("sigma0", self.sigma0)
-        times = [t for t, _ in self.epsilon]
-        if not self.epsilon or times != sorted(times) or times[0] < 0:
+        if self.num_atoms > 1 and not self.v_min < self.v_max:
             raise ConfigError(
-                f"epsilon={self.epsilon!r}; the schedule's timesteps must start >= 0 and increase"
+                f"v_min={self.v_min!r} must be below v_max={self.v_max!r} (the support of the "
+                "return distribution)"
             )
-        if any(not 0.0 <= v <= 1.0 for _, v in self.epsilon):
-            raise ConfigError(f"epsilon={self.epsilon!r}; values must lie in [0, 1]")
-        _check_positive_float("lr", self.lr)
 
 
 def epsilon_at(schedule: list[tuple[int, float]], timestep: jax.Array) -> jax.Array:
@@ -299,6 +326,7 @@ class DQN(OffPolicyAlgorithm):
         return self._acting_params(self.state.learner, self.state.timestep)
 
     def _infer_fn(self, explore: bool):
+        explore = require_bool("explore", explore)  # "no" or 1 must not pick epsilon-greedy
         if explore not in self._infer_cache:
 
             def infer(params, obs, key):

@@ -42,6 +42,7 @@ from rljax.env.registry import registered_creator
 from rljax.runners.acting import episode_arrays, make_act_step
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
+from rljax.utils.seeding import derive_seed
 
 
 def multi_agent_creator(env: Any):
@@ -227,7 +228,7 @@ class MultiAgentPPO(Algorithm):
             fns,
             self.policy_ids,
             self.mapping_fn,
-            seed=self.seed + 1000 * runner_index + 100_003 * restart,
+            seed=derive_seed(self.seed, 1000 * runner_index + 100_003 * restart),
             policy_in_obs=True,
             mode=cfg.gym_env_vectorize_mode,
         )
@@ -482,7 +483,7 @@ class MultiAgentPPO(Algorithm):
             [_SlotEnvFn(self._ma_creator, context) for _ in range(num_envs)],
             self.policy_ids,
             self.mapping_fn,
-            seed=self.seed + 7919 * self._num_evaluations,
+            seed=derive_seed(self.seed, 7919 * self._num_evaluations),
             policy_in_obs=True,
         )
         if self._greedy is None:

@@ -11,12 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.algorithms.algorithm import Algorithm
-from rljax.algorithms.algorithm_config import (
-    UNSET,
-    AlgorithmConfig,
-    _check_int,
-    _check_positive_float,
-)
+from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
     PPOHyperparams,
@@ -33,6 +28,7 @@ from rljax.runners.acting import (
     make_act_step,
     make_fused_rollout,
 )
+from rljax.utils.checks import Bool, Check, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 
@@ -88,6 +84,22 @@ class PPOConfig(AlgorithmConfig):
         ),
     }
 
+    _CHECKS: ClassVar[dict[str, Check]] = {
+        **AlgorithmConfig._CHECKS,
+        "lambda_": Number(0, 1),
+        "use_gae": Bool(),
+        "use_critic": Bool(),
+        "clip_param": Number(0, low_open=True),
+        "vf_clip_param": Number(0, low_open=True, optional=True),
+        "vf_loss_coeff": Number(0),
+        "entropy_coeff": Number(0),
+        "kl_coeff": Number(0),
+        "kl_target": Number(0, low_open=True),
+        "use_kl_loss": Bool(),
+        "minibatch_size": Int(1),
+        "num_epochs": Int(1),
+    }
+
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or PPO)
         self.lr = 5e-5
@@ -132,22 +144,11 @@ class PPOConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
-        if not (isinstance(self.lambda_, (int, float)) and 0.0 <= self.lambda_ <= 1.0):
-            raise ConfigError(f"lambda_={self.lambda_!r}; use a number in [0, 1]")
-        if self.use_gae is not True or self.use_critic is not True:
+        if not (self.use_gae and self.use_critic):
             raise ConfigError(
-                "rljax's PPO always uses GAE and a critic; use_gae and use_critic must stay True"
+                f"use_gae={self.use_gae}, use_critic={self.use_critic}: rljax's PPO always uses "
+                "GAE and a critic; both must stay True"
             )
-        _check_positive_float("clip_param", self.clip_param)
-        if self.vf_clip_param is not None:
-            _check_positive_float("vf_clip_param", self.vf_clip_param)
-        for name in ("vf_loss_coeff", "entropy_coeff", "kl_coeff"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise ConfigError(f"{name}={v!r}; use a number >= 0")
-        _check_positive_float("kl_target", self.kl_target)
-        _check_int("minibatch_size", self.minibatch_size, 1)
-        _check_int("num_epochs", self.num_epochs, 1)
         per_learner = self.sampled_batch_size // max(1, self.num_learners)
         if self.minibatch_size > per_learner:
             raise ConfigError(

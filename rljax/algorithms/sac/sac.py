@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from rljax.algorithms.algorithm_config import UNSET, _check_positive_float
+from rljax.algorithms.algorithm_config import UNSET
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
 from rljax.algorithms.sac.losses import (
     actor_loss,
@@ -22,6 +22,7 @@ from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.networks.distributions import SquashedDiagGaussian
 from rljax.networks.q_models import GaussianActor, TwinCritic, check_vector_obs
 from rljax.utils import memory
+from rljax.utils.checks import Bool, Check, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.nonfinite import guard
@@ -48,6 +49,16 @@ class SACConfig(OffPolicyConfig):
         "training": OffPolicyConfig._SECTIONS["training"]
         + OffPolicyConfig._OFF_POLICY_TRAINING
         + ("twin_q", "initial_alpha", "target_entropy", "actor_lr", "critic_lr", "alpha_lr"),
+    }
+
+    _CHECKS: ClassVar[dict[str, Check]] = {
+        **OffPolicyConfig._CHECKS,
+        "twin_q": Bool(),
+        "initial_alpha": Number(0, low_open=True),
+        "target_entropy": Number(literals=("auto",)),
+        "actor_lr": Number(0, low_open=True),
+        "critic_lr": Number(0, low_open=True),
+        "alpha_lr": Number(0, low_open=True),
     }
 
     def __init__(self, algo_class: type | None = None):
@@ -110,16 +121,6 @@ class SACConfig(OffPolicyConfig):
         return memory.mlp_params(obs, hiddens, 2 * act) + critics * memory.mlp_params(
             obs + act, hiddens, 1
         )
-
-    def validate(self) -> None:
-        super().validate()
-        if not isinstance(self.twin_q, bool):
-            raise ConfigError(f"twin_q={self.twin_q!r}; use True or False")
-        for name in ("initial_alpha", "actor_lr", "critic_lr", "alpha_lr"):
-            _check_positive_float(name, getattr(self, name))
-        te = self.target_entropy
-        if te != "auto" and (isinstance(te, bool) or not isinstance(te, (int, float))):
-            raise ConfigError(f"target_entropy={te!r}; use 'auto' or a number")
 
 
 SAC_METRICS = (

@@ -5,9 +5,50 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from rljax.utils.checks import Bool, Check, Choice, Number, Widths, describe, is_int, refuse
 from rljax.utils.errors import ConfigError, closest
 
 _ACTIVATIONS = ("tanh", "relu", "elu", "swish", "silu", "gelu", "linear")
+_CONV_ALLOWED = (
+    "None or a list of [out_channels, kernel, stride] (ints >= 1; kernel an int or [kh, kw]), "
+    "e.g. [[32, [8, 8], 4], [64, [4, 4], 2]]"
+)
+
+
+def _conv_filters(name: str, value: Any) -> tuple[tuple[int, tuple[int, int], int], ...] | None:
+    """None, or conv layers ``[out_channels, kernel, stride]`` as tuples of ints."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        refuse(name, value, _CONV_ALLOWED)
+    filters = []
+    for i, f in enumerate(value):
+        kernel = f[1] if isinstance(f, (list, tuple)) and len(f) == 3 else None
+        if is_int(kernel):
+            kernel = (kernel, kernel)
+        ok = (
+            isinstance(kernel, (list, tuple))
+            and len(kernel) == 2
+            and all(is_int(x) and x >= 1 for x in (f[0], *kernel, f[2]))
+        )
+        if not ok:
+            refuse(name, value, f"{_CONV_ALLOWED} (entry {i} is {describe(f)})")
+        filters.append((int(f[0]), (int(kernel[0]), int(kernel[1])), int(f[2])))
+    return tuple(filters)
+
+
+# What each field may be; __post_init__ checks every field against it.
+_CHECKS: dict[str, Check] = {
+    "fcnet_hiddens": Widths(),
+    "fcnet_activation": Choice(_ACTIVATIONS),
+    "conv_filters": _conv_filters,
+    "conv_activation": Choice(_ACTIVATIONS),
+    "head_fcnet_hiddens": Widths(),
+    "head_fcnet_activation": Choice(_ACTIVATIONS),
+    "vf_share_layers": Bool(),
+    "free_log_std": Bool(),
+    "log_std_clip_param": Number(0, low_open=True),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,30 +80,11 @@ class DefaultModelConfig:
     log_std_clip_param: float = 20.0
 
     def __post_init__(self) -> None:
-        # Normalise lists (from YAML/JSON or user code) into hashable tuples.
-        object.__setattr__(self, "fcnet_hiddens", tuple(int(h) for h in self.fcnet_hiddens))
-        object.__setattr__(
-            self, "head_fcnet_hiddens", tuple(int(h) for h in self.head_fcnet_hiddens)
-        )
-        if self.conv_filters is not None:
-            filters = []
-            for f in self.conv_filters:
-                if len(f) != 3:
-                    raise ConfigError(
-                        f"conv_filters entries must be [out_channels, [kh, kw], stride]; got {f!r}"
-                    )
-                out, kernel, stride = f
-                kernel = (int(kernel), int(kernel)) if isinstance(kernel, int) else tuple(kernel)
-                filters.append((int(out), tuple(int(k) for k in kernel), int(stride)))
-            object.__setattr__(self, "conv_filters", tuple(filters))
-        for name in ("fcnet_activation", "conv_activation", "head_fcnet_activation"):
-            value = getattr(self, name)
-            if value not in _ACTIVATIONS:
-                raise ConfigError(
-                    f"model_config.{name}={value!r} is not supported; use one of {_ACTIVATIONS}"
-                )
-        if any(h <= 0 for h in self.fcnet_hiddens + self.head_fcnet_hiddens):
-            raise ConfigError(f"layer widths must be positive; got {self.fcnet_hiddens}")
+        # Each field checked and normalised: lists (from YAML/JSON or user code) become
+        # hashable tuples, numpy ints Python ints; a wrong type is refused, never reinterpreted.
+        for f in dataclasses.fields(self):
+            value = _CHECKS[f.name](f"model_config.{f.name}", getattr(self, f.name))
+            object.__setattr__(self, f.name, value)
 
     @classmethod
     def from_any(cls, value: DefaultModelConfig | dict[str, Any] | None) -> DefaultModelConfig:
@@ -72,16 +94,13 @@ class DefaultModelConfig:
         if isinstance(value, cls):
             return value
         if not isinstance(value, dict):
-            raise ConfigError(
-                f"model_config must be a dict or DefaultModelConfig; got {type(value).__name__}"
-            )
+            refuse("model_config", value, "None, a dict of model settings or DefaultModelConfig")
         fields = {f.name for f in dataclasses.fields(cls)}
         unknown = [k for k in value if k not in fields]
         if unknown:
             k = unknown[0]
-            raise ConfigError(
-                f"unknown model_config key {k!r}{closest(k, fields)}; valid keys: {sorted(fields)}"
-            )
+            hint = closest(k, fields) if isinstance(k, str) else ""
+            raise ConfigError(f"unknown model_config key {k!r}{hint}; valid keys: {sorted(fields)}")
         return cls(**value)
 
     def to_dict(self) -> dict[str, Any]:
