@@ -609,7 +609,12 @@ class AlgorithmConfig:
                 sampled * (obs + 64) * 4,
             ),
             (
-                f"model_config.fcnet_hiddens={list(self.model_config.fcnet_hiddens)}",
+                f"the networks (model_config.fcnet_hiddens={list(self.model_config.fcnet_hiddens)}"
+                + (
+                    f", head_fcnet_hiddens={list(self.model_config.head_fcnet_hiddens)})"
+                    if self.model_config.head_fcnet_hiddens
+                    else ")"
+                ),
                 self.network_params(observation_space, action_space)
                 * 4
                 * memory.PARAM_COPIES
