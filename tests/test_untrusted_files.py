@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import flax.linen as nn
 import flax.serialization
 import gymnasium as gym
 import jax
@@ -34,6 +35,7 @@ import rljax
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.ppo import PPOConfig
+from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import _envpool_ids
 from rljax.utils.errors import CheckpointError, ConfigError
 
@@ -299,11 +301,18 @@ CASES = [
         ["'rljax_canary:creator'", "--allow-import rljax_canary"],
     ),
     (
-        "module class os.environ",
-        _edit_config(rl_module_spec={"module_class": "os:environ", "model_config": {}}),
+        "module class by an unregistered name",
+        _edit_config(rl_module_spec={"module_class": "environ", "model_config": {}}),
         LOAD,
         CheckpointError,
         ["module_class", "registered", "register_module_class"],
+    ),
+    (
+        "module class os.environ as a string",
+        _edit_config(rl_module_spec={"module_class": "os:environ", "model_config": {}}),
+        LOAD,
+        CheckpointError,
+        ["module_class names code to import", "'os:environ'"],
     ),
     (
         "module class import os.environ",
@@ -909,3 +918,46 @@ def test_a_yaml_config_naming_code_loads_with_its_module_allowed(world, code_che
     config = PPOConfig.from_yaml(path, allow_imports=["rljax_trusted_env"])
     assert config.env.__name__ == "TrustedCartPole" and config.lr == 5e-4
     assert copy.deepcopy(config).to_dict()["env"] == {"import": "rljax_trusted_env:TrustedCartPole"}
+
+
+class TinyModule(nn.Module):
+    num_outputs: int = 2
+
+    @nn.compact
+    def __call__(self, obs):
+        return nn.Dense(self.num_outputs)(obs), nn.Dense(1)(obs)[..., 0]
+
+
+def per_agent(agent_id, episode=None, **kwargs):
+    return f"p{agent_id}"
+
+
+def test_module_classes_and_mapping_fns_load_by_opt_in_only():
+    d = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=TinyModule))
+        .to_dict()
+    )
+    d["policy_mapping_fn"] = {"import": f"{__name__}:per_agent"}
+    with pytest.raises(ConfigError, match="module_class names code to import"):
+        PPOConfig.from_dict(d, policy_mapping_fn=per_agent)
+    with pytest.raises(ConfigError, match="policy_mapping_fn names code to import"):
+        PPOConfig.from_dict(d, module_class=TinyModule)
+    config = PPOConfig.from_dict(d, module_class=TinyModule, policy_mapping_fn=per_agent)
+    assert (
+        config.rl_module_spec.module_class is TinyModule and config.policy_mapping_fn is per_agent
+    )
+    # Registered under any name: found by the import path it was saved under, or by that name.
+    rljax.register_module_class("tiny-module-for-test", TinyModule)
+    rljax.register_policy_mapping_fn("per-agent-for-test", per_agent)
+    config = PPOConfig.from_dict(d)
+    assert (
+        config.rl_module_spec.module_class is TinyModule and config.policy_mapping_fn is per_agent
+    )
+    d["rl_module_spec"]["module_class"] = "tiny-module-for-test"
+    d["policy_mapping_fn"] = "per-agent-for-test"
+    config = PPOConfig.from_dict(d)
+    assert (
+        config.rl_module_spec.module_class is TinyModule and config.policy_mapping_fn is per_agent
+    )

@@ -132,6 +132,8 @@ def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exc
     if field in policy.objects:
         return policy.objects[field]
     names = registered(field)
+    if isinstance(reference, str) and ":" in reference:  # an import path saved as a plain string
+        reference = {"import": reference}
     if isinstance(reference, str):  # a registered name (env ids are handled by the env resolver)
         if reference in names:
             return names[reference]
