@@ -345,6 +345,19 @@ CASES = [
         ["not of the form", "public names only"],
     ),
     (
+        "attribute chain out of an example module into subprocess",
+        _edit_config(
+            env={
+                "import": "rljax.examples.envs.classes.multi_agent.tic_tac_toe:"
+                "np.f2py.subprocess.call"
+            },
+            env_config={"sh": None, "-c": None, "touch /tmp/rljax-pwned": None},
+        ),
+        LOAD,
+        CheckpointError,
+        ["env names code to import", "allow_imports"],
+    ),
+    (
         "import reference with extra keys",
         _edit_config(env={"import": "a:b", "call": "x"}),
         LOAD,
@@ -852,6 +865,10 @@ def test_at_least_forty_crafted_files():
 # ---------------------------------------------------------------------- the opt-in paths
 TRUSTED_MODULE = """
 import gymnasium as gym
+from os import system as make_env  # re-exported: not defined here
+
+def helper(x):
+    return x
 
 class TrustedCartPole(gym.Wrapper):
     def __init__(self, config=None):
@@ -961,3 +978,26 @@ def test_module_classes_and_mapping_fns_load_by_opt_in_only():
     assert (
         config.rl_module_spec.module_class is TinyModule and config.policy_mapping_fn is per_agent
     )
+
+
+def test_an_allowed_module_opens_only_what_it_defines(code_checkpoint):
+    """An allowed prefix is not a way into what the module imports: a path must name an object
+    defined in that module, under that name, of the field's kind."""
+    base = PPOConfig().environment("CartPole-v1").to_dict()
+    allowed = {"allow_imports": ["rljax_trusted_env"]}
+    for path, words in [
+        ("rljax_trusted_env:gym.os.system", "reaches a module"),
+        ("rljax_trusted_env:make_env", "which is not defined there"),
+        ("rljax_trusted_env:TrustedCartPole.reset", "which is not defined there"),
+        ("rljax_trusted_env:gym", "reaches a module"),
+    ]:
+        with pytest.raises(ConfigError, match=words):
+            PPOConfig.from_dict({**base, "env": {"import": path}}, **allowed)
+    with pytest.raises(ConfigError, match="which is not a function"):
+        PPOConfig.from_dict(
+            {**base, "policy_mapping_fn": {"import": "rljax_trusted_env:TrustedCartPole"}},
+            **allowed,
+        )
+    config = PPOConfig.from_dict({**base, "env": {"import": "rljax_trusted_env:helper"}}, **allowed)
+    assert config.env.__name__ == "helper"
+    assert not Path("/tmp/rljax-pwned").exists()
