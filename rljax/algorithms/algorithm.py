@@ -562,7 +562,9 @@ class Algorithm:
         live = self._checkpoint_state(saved.includes_replay_buffer)
         target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), live)
         state = ckpt.load_state(version_dir, target)
-        runners = ckpt.load_runners(version_dir)
+        # Only runners that can take it read the saved runner state (EnvPool's fused path has none).
+        has_runners = getattr(self, "_runners", None) is not None
+        runners = ckpt.load_runners(version_dir) if has_runners else None
         check_runner_state_schema(runners, version_dir / ckpt.RUNNERS_FILE)
         runners_fit = self._check_runner_state(runners)
         # Nothing has changed so far; from here on the checked checkpoint is applied.

@@ -118,7 +118,8 @@ def _to_numpy(tree: Any) -> Any:
 # comes from the arrays the loading algorithm expects (``load_state``).
 MAX_LATEST_BYTES = 64
 MAX_METADATA_BYTES = 4 << 20
-MAX_RUNNERS_BYTES = 256 << 20
+# runners.json holds a few KB per sub-env; 64 MiB is far above any real one.
+MAX_RUNNERS_BYTES = 64 << 20
 _VERSION_NAME = re.compile(r"v-[0-9]{6,12}")
 
 
