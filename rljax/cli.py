@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from rljax.algorithms.algorithm_config import read_config_file
@@ -63,16 +67,84 @@ def _fmt(x: float) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+# What a checkpoint directory holds (rljax.utils.checkpoint): the pointer, the versions and the
+# leftovers of interrupted saves.
+_CHECKPOINT_ENTRY = re.compile(r"LATEST|v-\d+|\.tmp-.*|\.LATEST\..*")
 
-    config = build_config(args)
+
+def check_train_flags(args: argparse.Namespace) -> None:
+    """Raises ``ConfigError`` for ``rljax train`` flags that cannot work.
+
+    Called before the algorithm is built: a bad ``--checkpoint-dir`` would otherwise surface at
+    the first save, possibly after the whole run.
+    """
+    if args.stop_iters < 1:
+        raise ConfigError(f"--stop-iters {args.stop_iters}; use a positive number of iterations")
     if args.stop_timesteps is not None and args.stop_timesteps <= 0:
         raise ConfigError(f"--stop-timesteps {args.stop_timesteps}; use a positive number")
+    if args.stop_reward is not None and not math.isfinite(args.stop_reward):
+        raise ConfigError(f"--stop-reward {args.stop_reward}; use a finite number")
+    if args.checkpoint_freq < 0:
+        raise ConfigError(
+            f"--checkpoint-freq {args.checkpoint_freq}; use a positive number of iterations, or 0 "
+            "to save only at the end"
+        )
     if args.checkpoint_num_to_keep < 1:
         raise ConfigError(
             f"--checkpoint-num-to-keep {args.checkpoint_num_to_keep}; use a positive number"
         )
+    if args.checkpoint_freq and not args.checkpoint_dir:
+        raise ConfigError(
+            f"--checkpoint-freq {args.checkpoint_freq} without --checkpoint-dir; add "
+            "--checkpoint-dir DIR (where to save)"
+        )
+    if args.checkpoint_dir:
+        _check_checkpoint_dir(args.checkpoint_dir)
+
+
+def _check_checkpoint_dir(value: str) -> None:
+    """Raises ``ConfigError`` unless rljax can save checkpoints to ``value``.
+
+    Creates nothing that stays: writability is proven by creating and removing an empty
+    directory in ``value`` or, when it does not exist yet, in its nearest existing ancestor.
+    """
+    flag = f"--checkpoint-dir {value}"
+    path = Path(value).expanduser()
+    if os.path.lexists(path) and not path.is_dir():
+        raise ConfigError(f"{flag} is a file; give a new directory or one rljax saved to")
+    existing = path
+    while not os.path.lexists(existing):
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{flag} cannot be created: {existing} is a file")
+    if existing == path:
+        try:
+            foreign = sorted(
+                c.name for c in path.iterdir() if not _CHECKPOINT_ENTRY.fullmatch(c.name)
+            )
+        except OSError as e:
+            raise ConfigError(f"{flag} cannot be read: {e.strerror}") from e
+        if foreign:
+            # A save removes older versions (every v-* entry) from the directory: refuse to mix
+            # checkpoints with other files.
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise ConfigError(
+                f"{flag} holds files that are not part of an rljax checkpoint ({shown}); give a "
+                "new or empty directory, or one rljax saved to"
+            )
+    try:
+        probe = tempfile.mkdtemp(prefix=".tmp-rljax-probe-", dir=existing)
+    except OSError as e:
+        where = "" if existing == path else f" (nothing can be created in {existing})"
+        raise ConfigError(f"{flag} is not writable{where}: {e.strerror}") from e
+    os.rmdir(probe)
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    check_train_flags(args)
+    config = build_config(args)
     start = time.perf_counter()
     algo = config.build_algo()
     stop_ts = args.stop_timesteps

@@ -126,3 +126,82 @@ def test_multi_agent_config_file_trains_checkpoints_and_evaluates(tmp_path, caps
     assert main(["evaluate", str(ckpt), "--episodes", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["episodes"] == 2 and set(out["module_episode_returns_mean"]) == {"p0", "p1"}
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--stop-iters", "0"], "--stop-iters 0; use a positive number"),
+        (["--stop-iters", "-2"], "--stop-iters -2; use a positive number"),
+        (["--stop-timesteps", "0"], "--stop-timesteps 0; use a positive number"),
+        (["--stop-reward", "nan"], "--stop-reward nan; use a finite number"),
+        (["--stop-reward=-inf"], "--stop-reward -inf; use a finite number"),
+        (
+            ["--checkpoint-freq", "-1"],
+            "--checkpoint-freq -1; use a positive number of iterations, or 0",
+        ),
+        (["--checkpoint-freq", "2"], "--checkpoint-freq 2 without --checkpoint-dir"),
+        (["--checkpoint-num-to-keep", "0"], "--checkpoint-num-to-keep 0; use a positive number"),
+    ],
+)
+def test_bad_train_flags_are_refused_before_anything_is_built(flags, message, capsys, monkeypatch):
+    import rljax.cli
+
+    def build_config(args):
+        raise AssertionError("the flags must be checked before the config is built")
+
+    monkeypatch.setattr(rljax.cli, "build_config", build_config)
+    assert main(["train", "--env", "CartPole-v1", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rljax: error: {message}") and err.count("\n") == 1, err
+
+
+def _checkpoint_dir_error(path, capsys, monkeypatch) -> str:
+    import rljax.cli
+
+    def build_config(args):
+        raise AssertionError("--checkpoint-dir must be checked before the config is built")
+
+    monkeypatch.setattr(rljax.cli, "build_config", build_config)
+    assert main(["train", "--env", "CartPole-v1", "--checkpoint-dir", str(path)]) == 2
+    return capsys.readouterr().err
+
+
+def test_a_checkpoint_dir_that_is_a_file_is_refused_up_front(tmp_path, capsys, monkeypatch):
+    (tmp_path / "f").write_text("x")
+    err = _checkpoint_dir_error(tmp_path / "f", capsys, monkeypatch)
+    assert f"--checkpoint-dir {tmp_path / 'f'} is a file" in err
+    err = _checkpoint_dir_error(tmp_path / "f" / "ckpt", capsys, monkeypatch)
+    assert f"cannot be created: {tmp_path / 'f'} is a file" in err
+
+
+def test_a_checkpoint_dir_with_other_files_is_refused(tmp_path, capsys, monkeypatch):
+    # A save removes old versions from the directory; mixing checkpoints with other files there
+    # (--checkpoint-dir . in a project, or the home directory) is refused.
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "LATEST").write_text("v-000001")
+    err = _checkpoint_dir_error(tmp_path, capsys, monkeypatch)
+    assert "holds files that are not part of an rljax checkpoint (notes.txt)" in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_unwritable_checkpoint_dir_is_refused_up_front(capsys, monkeypatch):
+    # /proc refuses new entries even to root (a chmod-ed directory would not stop root).
+    err = _checkpoint_dir_error("/proc/rljax-test/ckpt", capsys, monkeypatch)
+    assert (
+        "--checkpoint-dir /proc/rljax-test/ckpt is not writable (nothing can be created in /proc)"
+        in err
+    )
+
+
+def test_checking_a_checkpoint_dir_leaves_nothing_behind(tmp_path):
+    from rljax.cli import check_train_flags, make_parser
+
+    for target in (tmp_path / "new" / "ckpt", tmp_path):  # missing, and existing and empty
+        check_train_flags(make_parser().parse_args(["train", "--checkpoint-dir", str(target)]))
+        assert list(tmp_path.iterdir()) == []
+    # A directory rljax saved to passes, leftovers of an interrupted save included.
+    for name in ("LATEST", "v-000003", ".tmp-v-000004-0a1b2c3d", ".LATEST.0a1b2c3d"):
+        (tmp_path / name).mkdir()
+    check_train_flags(make_parser().parse_args(["train", "--checkpoint-dir", str(tmp_path)]))
+    assert len(list(tmp_path.iterdir())) == 4
