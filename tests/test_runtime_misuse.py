@@ -1,11 +1,77 @@
 """Misuse and failures at run time: what a user gets instead of a crash or silent damage."""
 
+import json
 import os
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+import rljax
+from rljax.algorithms.ppo import PPOConfig
 from rljax.utils import checkpoint as ckpt
+from rljax.utils.errors import AlgorithmStoppedError
+
+rljax.register_env("misuse-gym-cartpole", lambda cfg: gym.make("CartPole-v1"))
+
+
+class _CountedEnv(gym.Wrapper):
+    """CartPole that counts how many of its kind were built and closed."""
+
+    made = 0
+    closed = 0
+
+    def __init__(self, config=None):
+        super().__init__(gym.make("CartPole-v1"))
+        type(self).made += 1
+
+    def close(self):
+        type(self).closed += 1
+        super().close()
+
+
+rljax.register_env("misuse-counted", _CountedEnv)
+
+
+def _config(env="CartPole-v1"):
+    return (
+        PPOConfig()
+        .environment(env)
+        .env_runners(num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+
+
+def test_a_build_interrupted_after_the_runners_were_made_closes_their_envs(monkeypatch):
+    from rljax.algorithms.ppo.ppo import PPO
+
+    def interrupted(self):  # Ctrl-C while the update compiles, after the runners were built
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PPO, "_make_jit_update", interrupted)
+    made, closed = _CountedEnv.made, _CountedEnv.closed
+    with pytest.raises(KeyboardInterrupt):
+        _config("misuse-counted").env_runners(num_env_runners=2).build_algo()
+    # The spaces' probe env, then 2 runners x 2 sub-envs: every one closed.
+    assert _CountedEnv.made - made == 5
+    assert _CountedEnv.closed - closed == 5
+
+
+def test_train_after_stop_raises_and_what_needs_no_runner_still_works(tmp_path):
+    algo = _config().build_algo()  # EnvPool's fused rollout: train() used to run on the closed env
+    algo.stop()
+    algo.stop()  # twice: harmless
+    with pytest.raises(AlgorithmStoppedError, match=r"train\(\) after stop\(\).*from_checkpoint"):
+        algo.train()
+    assert algo.iteration == 0
+    assert algo.compute_actions(np.zeros((2, 4), np.float32)).shape == (2,)
+    algo.config.evaluation_duration = 1
+    assert algo.evaluate()["env_runners"]["num_episodes"] == 1  # builds its own env
+    algo.save_to_path(tmp_path / "c")
+    meta = json.loads((tmp_path / "c" / "v-000001" / ckpt.META_FILE).read_text())
+    assert meta["env_state_missing_because"] == "saved after stop(), which closed the env runners"
 
 
 def test_an_old_version_that_cannot_be_removed_warns_and_the_save_stands(tmp_path, monkeypatch):

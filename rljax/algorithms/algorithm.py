@@ -35,7 +35,7 @@ from rljax.learners.devices import (
 from rljax.runners.acting import FusedRunnerState, init_actor_state
 from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
-from rljax.utils.errors import CheckpointError
+from rljax.utils.errors import AlgorithmStoppedError, CheckpointError
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
 
 logger = logging.getLogger("rljax")
@@ -124,7 +124,12 @@ class Algorithm:
         self._infer_cache: dict[bool, Any] = {}
         self._num_evaluations = 0
         self._non_finite_seen = 0
-        self._setup()
+        self._stopped = False
+        try:
+            self._setup()
+        except BaseException:  # Ctrl-C during a compile too: no runner thread or env outlives it
+            self.stop()
+            raise
 
     # ------------------------------------------------------------------ subclass hooks
     def _resolve_env(self) -> None:
@@ -263,7 +268,17 @@ class Algorithm:
 
     # ------------------------------------------------------------------ training
     def train(self) -> dict[str, Any]:
-        """Runs one training iteration and returns RLlib's nested result dict."""
+        """Runs one training iteration and returns RLlib's nested result dict.
+
+        Raises ``AlgorithmStoppedError`` after ``stop()``.
+        """
+        if self._stopped:
+            raise AlgorithmStoppedError(
+                f"train() after stop(): this {type(self).__name__}'s env runners and envs are "
+                "closed. Build a new algorithm (config.build_algo()), or continue this one from a "
+                "checkpoint: save_to_path(dir) still works after stop(), then "
+                "Algorithm.from_checkpoint(dir)"
+            )
         start = time.perf_counter()
         out = self._training_step()
         self.iteration += 1
@@ -516,6 +531,8 @@ class Algorithm:
     def _runner_state(self) -> tuple[Any, str]:
         """The env runners' state (their envs' mid-episode state where it can be saved) and,
         when the envs' state is missing, why."""
+        if self._stopped:
+            return None, "saved after stop(), which closed the env runners"
         runners = getattr(self, "_runners", None)
         if runners is None:
             return None, "EnvPool's fused rollout: EnvPool has no API to save its envs' state"
@@ -583,7 +600,13 @@ class Algorithm:
         return algo
 
     def stop(self) -> None:
-        """Closes envs and runner threads."""
+        """Closes envs and runner threads; a second call does nothing.
+
+        Afterwards ``train()`` raises ``AlgorithmStoppedError``; what needs no env runner still
+        works: ``compute_actions``, ``get_module()``, ``save_to_path`` and ``evaluate()`` (which
+        builds its own envs).
+        """
+        self._stopped = True
         if getattr(self, "_runners", None) is not None:
             self._runners.close()
             self._runners = None
