@@ -44,6 +44,40 @@ def _config(env="CartPole-v1"):
     )
 
 
+@pytest.fixture(scope="module")
+def algo():
+    """A PPO on gymnasium sub-envs, never trained: inference needs no training."""
+    algo = _config("misuse-gym-cartpole").build_algo()
+    yield algo
+    algo.stop()
+
+
+def test_empty_batches_give_empty_typed_actions(algo):
+    full = algo.compute_actions(np.zeros((3, 4), np.float32))
+    assert full.shape == (3,) and full.dtype == np.int32
+    empty = algo.compute_actions(np.zeros((0, 4)))
+    assert empty.shape == (0,) and empty.dtype == full.dtype
+    assert algo.compute_actions(np.zeros((0, 4)), explore=True).shape == (0,)
+    assert algo.compute_actions({}) == {}
+    out = algo.get_module().forward_inference({"obs": np.zeros((0, 4), np.float32)})
+    assert (
+        out["action_dist_inputs"].shape == (0, 2) and out["action_dist_inputs"].dtype == np.float32
+    )
+    assert out["actions"].shape == (0,) and out["actions"].dtype == np.int32
+    # Shapes are still checked on an empty batch.
+    with pytest.raises(ValueError, match=r"shape \(0, 3\)"):
+        algo.compute_actions(np.zeros((0, 3)))
+
+
+def test_an_empty_batch_compiles_nothing(algo):
+    infer = algo._infer_fn(True)
+    compiled = infer._cache_size()
+    algo.compute_actions(np.zeros((0, 4), np.float32), explore=True)
+    assert infer._cache_size() == compiled
+    algo.compute_actions(np.zeros((5, 4), np.float32), explore=True)  # a new batch size compiles
+    assert infer._cache_size() == compiled + 1
+
+
 def test_a_build_interrupted_after_the_runners_were_made_closes_their_envs(monkeypatch):
     from rljax.algorithms.ppo.ppo import PPO
 

@@ -387,9 +387,14 @@ class Algorithm:
     def compute_actions(
         self, obs_batch: Any, explore: bool = False, policy_id: str | None = None
     ) -> Any:
-        """Actions for a batch of observations ``[B, *obs_shape]`` (or a dict id -> observation)."""
+        """Actions for a batch of observations ``[B, *obs_shape]`` (or a dict id -> observation).
+
+        An empty batch gives an empty array of the action shape and dtype (``{}`` for ``{}``).
+        """
         self._check_policy_id(policy_id)
         if isinstance(obs_batch, dict):
+            if not obs_batch:
+                return {}
             ids = list(obs_batch)
             actions = self.compute_actions(
                 np.stack([self._check_obs(obs_batch[i], False) for i in ids]), explore, policy_id
@@ -401,8 +406,10 @@ class Algorithm:
         self, obs: np.ndarray, explore: bool, policy_id: str | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One jitted pass over checked observations: (action_dist_inputs, env actions)."""
-        self._action_key, sub = jax.random.split(self._action_key)
         params = self._inference_params(policy_id)
+        if len(obs) == 0:
+            return empty_outputs(self._infer_fn(explore), params, obs, self._action_key)
+        self._action_key, sub = jax.random.split(self._action_key)
         inputs, action = self._infer_fn(explore)(params, jnp.asarray(obs), sub)
         return np.asarray(inputs), self._env_action(np.asarray(action))
 
@@ -619,6 +626,20 @@ class Algorithm:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def empty_outputs(
+    infer: Any, params: Any, obs: np.ndarray, key: jax.Array
+) -> tuple[np.ndarray, np.ndarray]:
+    """``infer(params, obs, key)``'s outputs for an empty batch ``obs``, built from its output
+    shapes for one row (traced, not compiled): nothing needs computing, and a model that reshapes
+    by the batch size cannot even be traced with a batch of 0."""
+    row = jax.ShapeDtypeStruct((1, *obs.shape[1:]), obs.dtype)
+    inputs, action = jax.eval_shape(infer, params, row, key)
+    return (
+        np.zeros((0, *inputs.shape[1:]), inputs.dtype),
+        np.zeros((0, *action.shape[1:]), action.dtype),
+    )
 
 
 class InferenceModule:
