@@ -130,3 +130,110 @@ def test_an_old_version_that_cannot_be_removed_warns_and_the_save_stands(tmp_pat
     monkeypatch.setattr(os, "replace", real_replace)
     ckpt.save_checkpoint(path, {"i": 3}, {"w": np.full(3, 3.0)})
     assert sorted(p.name for p in path.iterdir()) == ["LATEST", "v-000003"]
+
+
+class _Env(gym.Env):
+    """Follows gymnasium's API; the subclasses below each break it in one way."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(4, np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        return np.zeros(4, np.float32), 1.0, False, False, {}
+
+
+class OldReset(_Env):
+    def reset(self, *, seed=None, options=None):
+        return super().reset()[0]
+
+
+class FourValueStep(_Env):
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated or truncated, info
+
+
+class WrongShape(_Env):
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(3, np.float32), {}
+
+
+class NoneRewardLater(_Env):
+    def step(self, action):
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, (None if self.t == 3 else 1.0), terminated, truncated, info
+
+
+class StringReward(_Env):
+    def step(self, action):
+        return (*super().step(action)[:1], "1", False, False, {})
+
+
+RESET_API = "gymnasium's API is reset(seed=None, options=None) -> (obs, info)"
+STEP_API = "gymnasium's API is step(action) -> (obs, reward, terminated, truncated, info)"
+
+
+@pytest.mark.parametrize(
+    "env_class, message",
+    [
+        (
+            OldReset,
+            "env 'OldReset': reset() returned a numpy.ndarray (old gym's reset() returned only "
+            f"obs); {RESET_API}",
+        ),
+        (
+            FourValueStep,
+            "env 'FourValueStep': step() returned a tuple of 4 values (old gym's (obs, reward, "
+            f"done, info)); {STEP_API}",
+        ),
+        (
+            WrongShape,
+            "env 'WrongShape': reset() returned an observation of shape (3,); its "
+            f"observation_space Box(-1.0, 1.0, (4,), float32) has shape (4,); {RESET_API}",
+        ),
+        (
+            NoneRewardLater,
+            f"env 'NoneRewardLater': step() returned the reward None, a NoneType, not a number; {STEP_API}",
+        ),
+        (
+            StringReward,
+            f"env 'StringReward': step() returned the reward '1', a str, not a number; {STEP_API}",
+        ),
+    ],
+)
+def test_envs_that_break_gymnasiums_api_are_named(env_class, message):
+    from rljax.env.vector import make_host_env, resolve_env
+    from rljax.utils.errors import EnvAPIError
+
+    env = make_host_env(resolve_env(env_class), 2, "SYNC", 0, None)
+    try:
+        with pytest.raises(EnvAPIError) as info:
+            result = env.reset()
+            for _ in range(4):
+                result = env.step(np.zeros(2, np.int64), result.env_id)
+        assert str(info.value) == message
+    finally:
+        env.close()
+
+
+def test_the_api_check_is_not_part_of_a_saved_env_state():
+    from rljax.env.api_check import ApiCheckedEnv
+    from rljax.env.state import get_env_state, set_env_state
+
+    checked = ApiCheckedEnv(gym.make("CartPole-v1"), "CartPole-v1")
+    checked.reset(seed=1)
+    checked.step(0)
+    state = get_env_state(checked)
+    assert state == get_env_state(checked.env) and "ApiCheckedEnv" not in json.dumps(state)
+    plain = gym.make("CartPole-v1")  # as saved before the check existed
+    plain.reset(seed=2)
+    set_env_state(plain, state)
+    np.testing.assert_array_equal(plain.step(1)[0], checked.step(1)[0])

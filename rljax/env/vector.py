@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 
+from rljax.env.api_check import ApiCheckedEnv
 from rljax.env.env_context import EnvContext
 from rljax.env.registry import registered_creator, registered_names
 from rljax.utils.errors import ConfigError, closest
@@ -230,14 +231,22 @@ class _EnvFn:
     """``creator(EnvContext(env_config, worker_index, vector_index, num_workers))``, picklable.
 
     ``restart``: wrap the env in ``RestartingEnv`` (rebuilt from this creator when it raises).
+    The result is checked against gymnasium's API (``ApiCheckedEnv``, naming the env ``name``),
+    outside the restarter: an env that breaks the API is a bug to report, not a failure to
+    restart.
     """
 
     def __init__(
-        self, creator: Callable[[dict[str, Any]], Any], context: EnvContext, restart: bool = False
+        self,
+        creator: Callable[[dict[str, Any]], Any],
+        context: EnvContext,
+        restart: bool = False,
+        name: str = "",
     ):
         self.creator = creator
         self.context = context
         self.restart = restart
+        self.name = name or getattr(creator, "__name__", type(creator).__name__)
 
     def _make(self) -> gym.Env:
         env = self.creator(self.context)
@@ -252,6 +261,7 @@ class _EnvFn:
             env = RestartingEnv(self._make)
         else:
             env = self._make()
+        env = ApiCheckedEnv(env, self.name)
         if getattr(self, "state_access", False):  # an ASYNC sub-env, in its worker process
             env = _StateAccess(env)
         return env
@@ -324,7 +334,12 @@ def env_fns(
     restart: bool = False,
 ) -> list[_EnvFn]:
     return [
-        _EnvFn(spec.creator, EnvContext(spec.env_config, worker_index, j, num_workers), restart)
+        _EnvFn(
+            spec.creator,
+            EnvContext(spec.env_config, worker_index, j, num_workers),
+            restart,
+            spec.name,
+        )
         for j in range(num_envs)
     ]
 
