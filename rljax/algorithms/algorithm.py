@@ -240,8 +240,16 @@ class Algorithm:
                 restart_sub_envs=cfg.restart_failed_sub_environments,
             )
 
+        runners: list[HostRunner] = []
+        try:
+            for i in range(len(builds)):
+                runners.append(make(i))
+        except BaseException:  # a runner failed to build, or Ctrl-C: close those already built
+            for runner in runners:
+                runner.close(force=True)
+            raise
         group = RunnerGroup(
-            [make(i) for i in range(len(builds))],
+            runners,
             fragment_length,
             max_lag=1 if cfg.sample_async else 0,
             make_runner=make,

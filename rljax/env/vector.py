@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import signal
 import sys
 import traceback
 import types
@@ -227,6 +228,32 @@ def main_hidden():
             sys.modules["__main__"] = main
 
 
+@contextlib.contextmanager
+def sigint_blocked():
+    """Worker processes started inside are born with SIGINT blocked: the starting thread's signal
+    mask survives the spawn's fork and exec.
+
+    Ctrl-C in a terminal sends SIGINT to every process of the foreground group. The training
+    process decides what happens then (finish the iteration and save, or stop) and closes its
+    workers; a worker must not die in the middle of a step or print a traceback of its own. A
+    SIGINT for this process is not lost meanwhile: another thread takes it, or it waits until
+    the mask is restored.
+    """
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not on Linux
+        yield
+        return
+    # The first spawn starts multiprocessing's resource tracker, which unblocks SIGINT in this
+    # thread when it is up: start it before blocking.
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class _EnvFn:
     """``creator(EnvContext(env_config, worker_index, vector_index, num_workers))``, picklable.
 
@@ -375,7 +402,7 @@ class GymVectorHostEnv:
         if mode == ASYNC:
             for fn in fns:
                 fn.state_access = True  # see _StateAccess
-            with main_hidden():
+            with main_hidden(), sigint_blocked():
                 self.env = gym.vector.AsyncVectorEnv(fns, context="spawn", **kwargs)
         else:
             self.env = gym.vector.SyncVectorEnv(fns, **kwargs)
