@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -237,3 +238,25 @@ def test_the_api_check_is_not_part_of_a_saved_env_state():
     plain.reset(seed=2)
     set_env_state(plain, state)
     np.testing.assert_array_equal(plain.step(1)[0], checked.step(1)[0])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads Linux's /proc")
+def test_env_worker_processes_outlive_a_terminals_ctrl_c():
+    # Ctrl-C in a terminal reaches every process of the group; the training process decides what
+    # happens and closes its workers, which must not die mid-step meanwhile.
+    import re
+    import signal
+
+    from rljax.env.vector import make_host_env, resolve_env
+
+    env = make_host_env(resolve_env("misuse-gym-cartpole"), 1, "ASYNC", 0, 1)  # first-ready
+    try:
+        pid = env._procs[0].pid
+        status = Path(f"/proc/{pid}/status").read_text()
+        blocked = int(re.search(r"SigBlk:\s*([0-9a-f]+)", status).group(1), 16)
+        assert blocked & (1 << (signal.SIGINT - 1))
+        os.kill(pid, signal.SIGINT)
+        assert env.reset().obs.shape == (1, 4)  # it still answers
+    finally:
+        env.close()
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, [])  # ours: unblocked
