@@ -141,11 +141,12 @@ def _set_space_rngs(space: gym.Space, saved: Any) -> None:
 
 def _layers(env: gym.Env) -> list[Any]:
     """The env and every env it holds as ``.env`` (wrappers, and envs that wrap by hand, such as
-    the sub-env restarter)."""
+    the sub-env restarter), less layers that declare they hold no state (``rljax_stateless``:
+    rljax's API check), so that a saved state does not depend on them."""
     layers = [env]
     while isinstance(getattr(layers[-1], "env", None), gym.Env):
         layers.append(layers[-1].env)
-    return layers
+    return [layer for layer in layers if not getattr(type(layer), "rljax_stateless", False)]
 
 
 def _is_state(name: str, value: Any, layer: Any) -> bool:

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
+import signal
 import sys
 import traceback
 import types
@@ -21,6 +22,7 @@ from typing import Any, NamedTuple
 import gymnasium as gym
 import numpy as np
 
+from rljax.env.api_check import ApiCheckedEnv
 from rljax.env.env_context import EnvContext
 from rljax.env.registry import registered_creator, registered_names
 from rljax.utils.errors import ConfigError, closest
@@ -229,18 +231,52 @@ def main_hidden():
             sys.modules["__main__"] = main
 
 
+@contextlib.contextmanager
+def sigint_blocked():
+    """Worker processes started inside are born with SIGINT blocked: the starting thread's signal
+    mask survives the spawn's fork and exec.
+
+    Ctrl-C in a terminal sends SIGINT to every process of the foreground group. The training
+    process decides what happens then (finish the iteration and save, or stop) and closes its
+    workers; a worker must not die in the middle of a step or print a traceback of its own. A
+    SIGINT for this process is not lost meanwhile: another thread takes it, or it waits until
+    the mask is restored.
+    """
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not on Linux
+        yield
+        return
+    # The first spawn starts multiprocessing's resource tracker, which unblocks SIGINT in this
+    # thread when it is up: start it before blocking.
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 class _EnvFn:
     """``creator(EnvContext(env_config, worker_index, vector_index, num_workers))``, picklable.
 
     ``restart``: wrap the env in ``RestartingEnv`` (rebuilt from this creator when it raises).
+    The result is checked against gymnasium's API (``ApiCheckedEnv``, naming the env ``name``),
+    outside the restarter: an env that breaks the API is a bug to report, not a failure to
+    restart.
     """
 
     def __init__(
-        self, creator: Callable[[dict[str, Any]], Any], context: EnvContext, restart: bool = False
+        self,
+        creator: Callable[[dict[str, Any]], Any],
+        context: EnvContext,
+        restart: bool = False,
+        name: str = "",
     ):
         self.creator = creator
         self.context = context
         self.restart = restart
+        self.name = name or getattr(creator, "__name__", type(creator).__name__)
 
     def _make(self) -> gym.Env:
         env = self.creator(self.context)
@@ -255,6 +291,7 @@ class _EnvFn:
             env = RestartingEnv(self._make)
         else:
             env = self._make()
+        env = ApiCheckedEnv(env, self.name)
         if getattr(self, "state_access", False):  # an ASYNC sub-env, in its worker process
             env = _StateAccess(env)
         return env
@@ -327,7 +364,12 @@ def env_fns(
     restart: bool = False,
 ) -> list[_EnvFn]:
     return [
-        _EnvFn(spec.creator, EnvContext(spec.env_config, worker_index, j, num_workers), restart)
+        _EnvFn(
+            spec.creator,
+            EnvContext(spec.env_config, worker_index, j, num_workers),
+            restart,
+            spec.name,
+        )
         for j in range(num_envs)
     ]
 
@@ -363,7 +405,7 @@ class GymVectorHostEnv:
         if mode == ASYNC:
             for fn in fns:
                 fn.state_access = True  # see _StateAccess
-            with main_hidden():
+            with main_hidden(), sigint_blocked():
                 self.env = gym.vector.AsyncVectorEnv(fns, context="spawn", **kwargs)
         else:
             self.env = gym.vector.SyncVectorEnv(fns, **kwargs)

@@ -94,17 +94,21 @@ class HostRunner:
         self.last_stats: Any = None
         self.device = device
         self.to_env_action = to_env_action
-        self.result = self.env.reset()
-        obs0 = jax.tree.map(lambda o: jnp.asarray(o[0]), self.result.obs)
-        # One pending entry per stream: a sub-env, or a multi-agent env's agent slot.
-        streams = getattr(self.env, "num_slots", num_envs)
-        self.actor: ActorState = init_actor_state(policy_fn, params, obs0, streams)
-        self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
+        try:
+            self.result = self.env.reset()
+            obs0 = jax.tree.map(lambda o: jnp.asarray(o[0]), self.result.obs)
+            # One pending entry per stream: a sub-env, or a multi-agent env's agent slot.
+            streams = getattr(self.env, "num_slots", num_envs)
+            self.actor: ActorState = init_actor_state(policy_fn, params, obs0, streams)
+            self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
 
-        self._step = _jitted_step(act_step, device)
-        self._transition_shape = jax.eval_shape(
-            act_step, params, self.key, self.actor, self.result
-        )[2]
+            self._step = _jitted_step(act_step, device)
+            self._transition_shape = jax.eval_shape(
+                act_step, params, self.key, self.actor, self.result
+            )[2]
+        except BaseException:  # a failed first reset, or Ctrl-C: no env process left behind
+            self.env.close(terminate=True)
+            raise
 
     def _empty_fragment(self, length: int) -> Transition:
         return jax.tree.map(

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm, empty_outputs
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
     PPOHyperparams,
@@ -452,8 +452,10 @@ class MultiAgentPPO(Algorithm):
                 return inputs, action
 
             self._group_infer[(g, explore)] = jax.jit(infer)
-        self._action_key, sub = jax.random.split(self._action_key)
         params = self._inference_params(policy_id)
+        if len(obs) == 0:
+            return empty_outputs(self._group_infer[(g, explore)], params, obs, self._action_key)
+        self._action_key, sub = jax.random.split(self._action_key)
         inputs, action = self._group_infer[(g, explore)](params, jnp.asarray(obs), sub)
         return np.asarray(inputs), self._env_action(np.asarray(action))
 
