@@ -22,11 +22,9 @@ from rljax.utils.errors import CheckpointError, ConfigError, closest
 
 
 def _algorithms() -> dict[str, type]:
-    from rljax.algorithms.dqn import DQNConfig
-    from rljax.algorithms.ppo import PPOConfig
-    from rljax.algorithms.sac import SACConfig
+    from rljax.algorithms import registry
 
-    return {"PPO": PPOConfig, "DQN": DQNConfig, "SAC": SACConfig}
+    return {name: registry.config_class(name) for name in registry.algorithm_names()}
 
 
 def _config_class(name: str) -> type:
@@ -51,7 +49,7 @@ def build_config(args: argparse.Namespace) -> Any:
         elif file_algo is not None and file_algo.upper() != algo_name.upper():
             raise ConfigError(f"--algo {algo_name} but {args.config} is a {file_algo} config")
     cls = _config_class(algo_name or "PPO")
-    config = cls.from_dict(data)
+    config = cls.from_dict(data, allow_imports=args.allow_import)
     if args.env is not None:
         config.environment(args.env)
     runners = {
@@ -317,7 +315,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.episodes <= 0:
         raise ConfigError(f"--episodes {args.episodes}; use a positive number")
-    algo = Algorithm.from_checkpoint(args.checkpoint)
+    algo = Algorithm.from_checkpoint(args.checkpoint, allow_imports=args.allow_import)
     try:
         algo.config.evaluation_duration = args.episodes
         algo.config.evaluation_duration_unit = "episodes"
@@ -343,6 +341,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_allow_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-import",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="let the config or checkpoint import code from modules under PREFIX (repeatable); "
+        "files never import the code they name otherwise",
+    )
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rljax", description="Train and evaluate RL algorithms with rljax."
@@ -354,6 +363,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--env", default=None, help="EnvPool task id, gymnasium id, or registered name")
     t.add_argument("--config", default=None, help="YAML file of config keys (RLlib names)")
+    _add_allow_import(t)
     t.add_argument("--num-env-runners", type=int, default=None)
     t.add_argument("--num-envs-per-env-runner", type=int, default=None)
     t.add_argument("--vectorize-mode", default=None, help="SYNC or ASYNC")
@@ -383,6 +393,7 @@ def make_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("evaluate", help="evaluate a checkpoint with the greedy policy")
     e.add_argument("checkpoint")
     e.add_argument("--episodes", type=int, default=10)
+    _add_allow_import(e)
     e.set_defaults(func=cmd_evaluate)
     return p
 

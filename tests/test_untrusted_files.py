@@ -934,6 +934,10 @@ def helper(x):
 class TrustedCartPole(gym.Wrapper):
     def __init__(self, config=None):
         super().__init__(gym.make("CartPole-v1"))
+
+
+class CliCartPole(TrustedCartPole):  # never registered or passed: only --allow-import opens it
+    pass
 """
 
 
@@ -986,8 +990,10 @@ def test_code_in_a_checkpoint_loads_only_where_the_caller_opts_in(world, code_ch
 
 
 def test_allow_imports_takes_module_prefixes_only():
-    with pytest.raises(ValueError, match="module prefixes"):
+    with pytest.raises(ConfigError, match="module prefixes"):
         PPOConfig.from_dict({"lr": 1e-3}, allow_imports=[""])
+    with pytest.raises(ConfigError, match="module prefixes"):
+        Algorithm.from_checkpoint("/nonexistent", allow_imports=["."])
 
 
 def test_a_yaml_config_naming_code_loads_with_its_module_allowed(world, code_checkpoint):
@@ -1062,3 +1068,25 @@ def test_an_allowed_module_opens_only_what_it_defines(code_checkpoint):
     config = PPOConfig.from_dict({**base, "env": {"import": "rljax_trusted_env:helper"}}, **allowed)
     assert config.env.__name__ == "helper"
     assert not Path("/tmp/rljax-pwned").exists()
+
+
+def test_the_cli_imports_config_code_only_under_allow_import(world, code_checkpoint, capsys):
+    from rljax.cli import build_config, main, make_parser
+
+    path = world["root"] / "cli-code-env.yaml"
+    path.write_text('env: {import: "rljax_trusted_env:CliCartPole"}\n')
+    assert main(["train", "--config", str(path), "--stop-iters", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "rljax: error:" in err and "--allow-import rljax_trusted_env" in err
+    args = make_parser().parse_args(
+        ["train", "--config", str(path), "--allow-import", "rljax_trusted_env"]
+    )
+    assert build_config(args).env.__name__ == "CliCartPole"
+    cli_checkpoint = world["root"] / "cli-code-env"
+    shutil.copytree(code_checkpoint, cli_checkpoint)
+    meta_file = _version(cli_checkpoint) / "rljax_checkpoint.json"
+    meta = json.loads(meta_file.read_text())
+    meta["config"]["env"] = {"import": "rljax_trusted_env:CliCartPole"}
+    meta_file.write_text(json.dumps(meta))
+    assert main(["evaluate", str(cli_checkpoint)]) == 2
+    assert "--allow-import rljax_trusted_env" in capsys.readouterr().err

@@ -42,6 +42,7 @@ from rljax.utils.checks import require_bool
 from rljax.utils.errors import AlgorithmStoppedError, CheckpointError, ConfigError
 from rljax.utils.memory import check_fits
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
+from rljax.utils.references import LoadPolicy
 from rljax.utils.seeding import derive_seed
 
 logger = logging.getLogger("rljax")
@@ -661,6 +662,7 @@ class Algorithm:
         estimated against the machine's, before anything is built; a checkpoint that does not
         fit raises ``CheckpointError`` naming the file and the field.
         """
+        LoadPolicy.make(allow_imports)  # a bad prefix is the caller's error: ConfigError, first
         meta, version_dir = ckpt.load_metadata(path)
         meta_file = version_dir / ckpt.META_FILE
         saved = checked_metadata(meta, meta_file)

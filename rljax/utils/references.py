@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rljax.env.registry import registered
+from rljax.utils.errors import ConfigError
 
 # Fields of a config that name code.
 FIELDS = ("env", "policy_mapping_fn", "module_class")
@@ -68,7 +69,7 @@ def _normalise_prefixes(prefixes: Iterable[str] | None) -> tuple[str, ...]:
     out = []
     for p in prefixes:
         if not isinstance(p, str) or not p.strip(".").strip():
-            raise ValueError(
+            raise ConfigError(
                 f"allow_imports entries must be module prefixes such as 'mypkg' or 'mypkg.envs'; "
                 f"got {p!r}"
             )
