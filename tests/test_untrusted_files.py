@@ -242,6 +242,27 @@ def _edit_runners(fn: Callable[[dict], object]) -> Callable:
     return _replace_file("runners.json", make_bytes)
 
 
+def _set_path(tree, path, value):
+    for k in path[:-1]:
+        tree = tree[k]
+    tree[path[-1]] = value
+    return None
+
+
+def _edit_env_attr(name: str, fn: Callable) -> Callable:
+    """runners.json with attribute ``name`` of the first sub-env's CartPoleEnv layer replaced by
+    ``fn(old value)`` (``fn`` returning None edits the value in place)."""
+
+    def edit(runners):
+        layers = runners["runners"][0]["env"]["envs"][0]
+        attrs = next(layer for layer in layers if layer["class"] == "CartPoleEnv")["attrs"]
+        old = copy.deepcopy(attrs.get(name))
+        new = fn(attrs.get(name))
+        attrs[name] = attrs.get(name) if new is None and old is not None else new
+
+    return _edit_runners(edit)
+
+
 def _yaml(text: str) -> Callable:
     def make(w, name):
         path = w["root"] / f"{name}.yaml"
@@ -756,6 +777,50 @@ CASES = [
         ["runners[0]", "env, arrays, num_sub_env_restarts"],
     ),
     (
+        "env generator state of the wrong type",
+        _edit_env_attr(
+            "_np_random", lambda v: _set_path(v, ("__generator__", "state", "state"), "x")
+        ),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "CartPoleEnv._np_random"],
+    ),
+    (
+        "env attribute of another type",
+        _edit_env_attr("_np_random", lambda v: 7),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "holds a number where the env holds a __generator__"],
+    ),
+    (
+        "env array of an object dtype",
+        _edit_env_attr("state", lambda v: {**v, "__ndarray__": "|O"}),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "CartPoleEnv.state", "dtype '|O'"],
+    ),
+    (
+        "env array data that is not base64",
+        _edit_env_attr("state", lambda v: {**v, "data": "!!!"}),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "malformed"],
+    ),
+    (
+        "env render mode switched on",
+        _edit_env_attr("render_mode", lambda v: "human"),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "changes its render_mode"],
+    ),
+    (
+        "env attribute shadowing a method",
+        _edit_env_attr("step", lambda v: 1),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "sets 'step', which is not a data attribute"],
+    ),
+    (
         "dropped runner index of the wrong form",
         _edit_runners(lambda r: r.update(dropped={"x": 1})),
         RESTORE,
@@ -1090,3 +1155,16 @@ def test_the_cli_imports_config_code_only_under_allow_import(world, code_checkpo
     meta_file.write_text(json.dumps(meta))
     assert main(["evaluate", str(cli_checkpoint)]) == 2
     assert "--allow-import rljax_trusted_env" in capsys.readouterr().err
+
+
+def test_a_checkpoint_with_dropped_runners_does_not_drop_them_here(world, caplog):
+    """A saved run's dropped runners are dropped again only where this run drops runners
+    (ignore_env_runner_failures); otherwise the envs start new episodes and all runners work."""
+    import logging
+
+    _WORLD.update(world)
+    path = _edit_runners(lambda r: r.update(dropped={"0": "x" * 100_000}))(world, "dropped-all")
+    with caplog.at_level(logging.WARNING, logger="rljax"):
+        world["algo"].restore_from_path(path)
+    assert "this run does not drop runners" in caplog.text
+    assert world["algo"]._runners.num_healthy == 1 and not world["algo"]._runners.dropped

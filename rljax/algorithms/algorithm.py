@@ -19,7 +19,7 @@ import numpy as np
 import rljax
 from rljax.algorithms import registry as algorithm_registry
 from rljax.algorithms.algorithm_config import AlgorithmConfig
-from rljax.env.state import EnvStateError
+from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.env.vector import (
     env_spaces,
     envpool_batch_size,
@@ -599,8 +599,17 @@ class Algorithm:
         has_runners = getattr(self, "_runners", None) is not None
         runners = ckpt.load_runners(version_dir) if has_runners else None
         check_runner_state_schema(runners, version_dir / ckpt.RUNNERS_FILE)
-        runners_fit = self._check_runner_state(runners)
-        # Nothing has changed so far; from here on the checked checkpoint is applied.
+        runners_fit = self._check_runner_state(runners, version_dir / ckpt.RUNNERS_FILE)
+        # Nothing has changed so far; from here on the checked checkpoint is applied, the env
+        # runners first: if their envs refuse the state after all, they are reset as built and
+        # the learner is left as it was.
+        try:
+            self._restore_runner_state(runners, meta, runners_fit)
+        except EnvStateError as e:
+            raise CheckpointError(
+                f"{version_dir / ckpt.RUNNERS_FILE}: the env runners could not take the saved "
+                f"state ({str(e)[:300]}); their envs were reset, nothing else changed"
+            ) from None
         self._restore_state(state)
         counters = saved.counters
         self.iteration = counters["training_iteration"]
@@ -610,18 +619,20 @@ class Algorithm:
         self.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
         self._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
-        self._restore_runner_state(runners, meta, runners_fit)
 
-    def _check_runner_state(self, runners: Any) -> str:
+    def _check_runner_state(self, runners: Any, path: Any) -> str:
         """Whether the saved env runners' state fits this run's runners: "" if it does, else
-        why not (then the run restores the rest and starts new episodes)."""
+        why not (then the run restores the rest and starts new episodes). A state that is not
+        of the form the envs save (a corrupt or crafted file) raises ``CheckpointError``."""
         group = getattr(self, "_runners", None)
         if runners is None or group is None:
             return "no runner state to restore"
         try:
             group.check_state(runners)
+        except EnvStateMalformed as e:
+            raise CheckpointError(f"{path}: {str(e)[:500]}") from None
         except EnvStateError as e:
-            return str(e)
+            return str(e)[:500]
         return ""
 
     def _restore_runner_state(self, runners: Any, meta: dict[str, Any], fit: str) -> None:

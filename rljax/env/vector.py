@@ -515,11 +515,13 @@ class GymVectorHostEnv:
 
     @staticmethod
     def _raise_problems(problems: Any) -> None:
-        from rljax.env.state import EnvStateError
+        from rljax.env.state import EnvStateError, EnvStateMalformed
 
         for i, problem in enumerate(problems):
             if problem:
-                raise EnvStateError(f"sub-env {i}: {problem}")
+                # A worker reports its exception as text; a malformed state stays malformed.
+                kind = EnvStateMalformed if "EnvStateMalformed" in problem else EnvStateError
+                raise kind(f"sub-env {i}: {problem}")
 
     def close(self, terminate: bool = False) -> None:
         """``terminate``: a step may hang, so kill ASYNC worker processes instead of waiting."""

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.state import EnvStateError, decode, encode
+from rljax.env.state import EnvStateError, EnvStateMalformed, decode, encode
 from rljax.env.vector import EnvSpec, make_host_env
 from rljax.runners.acting import ActorState, Transition, init_actor_state
 
@@ -389,13 +389,19 @@ class RunnerGroup:
     def check_state(self, state: dict[str, Any]) -> list[Any] | None:
         """Raises ``EnvStateError`` unless ``get_state`` output ``state`` fits these runners
         (changing nothing); returns each runner's checked arrays (None: no env state saved)."""
-        bad = [
-            i for i in state.get("dropped", {}) if not (i.isdigit() and int(i) < len(self.runners))
-        ]
+        dropped = state.get("dropped", {})
+        bad = [i for i in dropped if not (i.isdigit() and int(i) < len(self.runners))]
         if bad:
             raise EnvStateError(
                 f"the saved state drops env runner(s) {bad[:5]}; this run has {len(self.runners)}"
             )
+        if dropped and not self.ignore_failures:
+            raise EnvStateError(
+                "the saved run had dropped env runners (ignore_env_runner_failures=True); this "
+                "run does not drop runners"
+            )
+        if len(set(dropped) | {str(i) for i in self.dropped}) >= len(self.runners):
+            raise EnvStateError("the saved state drops every env runner")
         runners = state["runners"]
         if runners is None:
             return None
@@ -413,8 +419,8 @@ class RunnerGroup:
             ]
         except EnvStateError:
             raise
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-            raise EnvStateError(
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:
+            raise EnvStateMalformed(
                 f"the saved runner state is malformed ({type(e).__name__})"
             ) from None
 
@@ -434,7 +440,7 @@ class RunnerGroup:
     def _set_meta(self, state: dict[str, Any]) -> None:
         for i, why in state.get("dropped", {}).items():
             if int(i) not in self.dropped:
-                self._drop(int(i), f"dropped before the checkpoint: {why}")
+                self._drop(int(i), f"dropped before the checkpoint: {why[:300]}")
         self.num_restarts = int(state.get("num_restarts", 0))
 
     def _check_resting(self, what: str) -> None:
