@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rljax.algorithms.ppo import PPOConfig
-from rljax.runners.host import EnvRunnerError
+from rljax.runners.host import MAX_FRESH_FAILURES, EnvRunnerError
 
 
 class CrashingTicks(gym.Env):
@@ -133,6 +133,33 @@ def test_a_failed_runner_is_replaced_and_training_goes_on():
         algo.stop()
 
 
+def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_rows_kept():
+    # Every runner's sub-envs raise at step 5 of their third episode: a runner lives 28 rows
+    # (a fresh row, 10 steps, an auto-reset row, 10 steps, an auto-reset row, 5 steps) and never
+    # finishes a 40-row fragment. Each failure follows steps, so none is "in a row": it is
+    # restarted each time (more often than MAX_FRESH_FAILURES), with default settings.
+    algo = _config(
+        {"crash_episode": 2}, num_envs_per_env_runner=2, rollout_fragment_length=40
+    ).build_algo()
+    try:
+        sampled = 0
+        for _ in range(4):
+            result = algo.train()
+            sampled += result["env_runners"]["num_env_steps_sampled"]
+        # Rows 0..159 of each sub-env's stream: runners fail after writing rows 27, 55, 83,
+        # 111 and 139, and each replacement writes on from the next row of the same fragment.
+        assert result["fault_tolerance"]["num_env_runner_restarts"] == 5 > MAX_FRESH_FAILURES
+        assert result["fault_tolerance"]["num_healthy_env_runners"] == 1
+        # Invalid rows: each runner's first (28 g) and the two auto-reset rows (28 g + 11, + 22).
+        invalid = sum(1 for g in range(160) if g % 28 in (0, 11, 22))
+        assert sampled == 2 * (160 - invalid) == 286
+        # Only whole episodes are reported; the one cut by each failure is not.
+        assert result["env_runners"]["episode_len_min"] == 10
+        assert result["env_runners"]["episode_return_mean"] == 10.0
+    finally:
+        algo.stop()
+
+
 @pytest.mark.slow
 def test_a_hung_env_is_caught_by_the_sample_timeout_and_its_runner_replaced():
     algo = _config(
@@ -156,7 +183,10 @@ def test_an_env_that_always_fails_is_given_up_on_quickly():
     start = time.perf_counter()
     try:
         with pytest.raises(
-            EnvRunnerError, match="(?s)3 restarts in a row.*fails every time.*this env always fails"
+            EnvRunnerError,
+            match="(?s)after 3 restarts in a row, and none of the 3 replacements delivered a "
+            "single env step.*fails every time.*3 of max_num_env_runner_restarts=1000.*"
+            "this env always fails",
         ):
             algo.train()
     finally:
