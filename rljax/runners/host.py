@@ -56,6 +56,26 @@ def _jitted_step(act_step: Callable, device: jax.Device) -> Callable:
     return per_device[device]
 
 
+def _initial_state(
+    policy_fn: Callable, act_step: Callable, params: Any, result: Any, streams: int, key: Any
+) -> tuple[ActorState, Any]:
+    """A new runner's actor state (nothing pending) and the shapes of its fragments' rows.
+
+    Both follow from the shapes of the weights and the env's results alone, so they are traced
+    once per act step and shapes (cached on ``act_step``, as ``_jitted_step``): a replacement
+    after an env failure, which a flaky env may need every hundred steps, reuses them instead of
+    tracing the policy twice. The cached state is copied, because ``act_step`` donates it."""
+    cache = act_step.__dict__.setdefault("_rljax_initial_states", {})
+    leaves, tree = jax.tree.flatten((params, result))
+    shapes = (tree, streams, tuple((np.shape(x), np.result_type(x)) for x in leaves))
+    if shapes not in cache:
+        obs0 = jax.tree.map(lambda o: jnp.asarray(o[0]), result.obs)
+        actor = init_actor_state(policy_fn, params, obs0, streams)
+        cache[shapes] = (actor, jax.eval_shape(act_step, params, key, actor, result)[2])
+    actor, transition_shape = cache[shapes]
+    return jax.tree.map(jnp.copy, actor), transition_shape
+
+
 class HostRunner:
     """One vector env and its actor state; ``sample`` returns a ``Transition`` of [T, K].
 
@@ -103,16 +123,14 @@ class HostRunner:
         self.device = device
         self.to_env_action = to_env_action
         self.result = self.env.reset()
-        obs0 = jax.tree.map(lambda o: jnp.asarray(o[0]), self.result.obs)
+        self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
         # One pending entry per stream: a sub-env, or a multi-agent env's agent slot.
         streams = getattr(self.env, "num_slots", num_envs)
-        self.actor: ActorState = init_actor_state(policy_fn, params, obs0, streams)
-        self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
-
+        self.actor: ActorState
+        self.actor, self._transition_shape = _initial_state(
+            policy_fn, act_step, params, self.result, streams, self.key
+        )
         self._step = _jitted_step(act_step, device)
-        self._transition_shape = jax.eval_shape(
-            act_step, params, self.key, self.actor, self.result
-        )[2]
 
     def _empty_fragment(self, length: int) -> Transition:
         return jax.tree.map(
@@ -127,7 +145,7 @@ class HostRunner:
         fragment (a predecessor's, cut where its env raised) are filled instead, so a restart
         costs no batch rows beyond the cut.
 
-        If the env raises in ``step``, the fragment is returned cut there (``_cut_after``),
+        If the env raises in ``step``, the fragment is returned cut there (``_cut_ids``),
         with ``error`` set and ``last_num_rows`` marking the first unwritten row: the runner is
         spent, and sampling again raises."""
         if self.error is not None:
@@ -164,8 +182,6 @@ class HostRunner:
                 break
         self.last_num_steps = end - first_row - (self.error is not None)
         self.last_num_rows = end
-        if end < length:
-            traj = self._cut_after(traj, end - 1)
         if dropped:
             drop = np.zeros(traj.valid.shape, bool)
             rows, cols = zip(*dropped, strict=True)
@@ -181,23 +197,28 @@ class HostRunner:
             except Exception:  # a broken env's statistics are lost, not its rows
                 if self.error is None:
                     raise
-        # Sub-env ids are made global across runners so the learner can tell trajectories
-        # apart (the rows of a resumed fragment before ``first_row`` have theirs already).
-        return traj._replace(env_id=traj.env_id.at[first_row:].add(self.offset))
+        # Sub-env ids are made global across runners so the learner can tell trajectories apart.
+        if first_row == 0 and end == length:
+            return traj._replace(env_id=traj.env_id + self.offset)
+        return traj._replace(env_id=self._cut_ids(traj.env_id, first_row, end))
 
-    def _cut_after(self, traj: Transition, t: int) -> Transition:
-        """The fragment of an env that raised after writing row ``t``: rows up to ``t`` are
-        real, the rest were never written (zeros: ``valid`` False, as a dropped runner's rows).
+    def _cut_ids(self, env_id: jax.Array, first_row: int, end: int) -> jax.Array:
+        """The global sub-env ids of a fragment resumed at ``first_row`` (the rows before it
+        have theirs already) and written up to row ``end - 1``, where its env raised.
 
-        Row ``t`` completes the transition of the last step that returned; the action chosen
-        there never got a result, so nothing is pending. Each sub-env's episode is cut after its
-        last real row as at a fragment's end: PPO bootstraps it with the value of the next
-        observation (that row's ``next_extras``), and the replay buffers never sample a window
-        that reaches the invalid row after it. Those episodes never end, so they are not
-        reported. The unwritten rows get the sub-env ids of row ``t``, so that each sub-env
-        keeps exactly T rows (lock-step postprocessing relies on it)."""
-        ids = traj.env_id
-        return traj._replace(env_id=ids.at[t + 1 :].set(ids[t]))
+        Rows from ``end`` on were never written (zeros: ``valid`` False, as a dropped runner's
+        rows). Row ``end - 1`` completes the transition of the last step that returned; the
+        action chosen there never got a result, so nothing is pending. Each sub-env's episode is
+        cut after its last real row as at a fragment's end: PPO bootstraps it with the value of
+        the next observation (that row's ``next_extras``), and the replay buffers never sample a
+        window that reaches the invalid row after it. Those episodes never end, so they are not
+        reported. The unwritten rows get the ids of row ``end - 1``, so that each sub-env keeps
+        exactly T rows (lock-step postprocessing relies on it). Done on the host: a slice at a
+        different row each time would compile a new op for each."""
+        ids = np.array(env_id)
+        ids[end:] = ids[end - 1]
+        ids[first_row:] += self.offset
+        return jax.device_put(ids, self.device)
 
     def _track_episodes(
         self, t: int, episode_rows: dict[int, list[tuple[int, int]]], dropped: list
