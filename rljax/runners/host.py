@@ -34,7 +34,12 @@ from rljax.runners.acting import ActorState, Transition, init_actor_state
 
 logger = logging.getLogger("rljax")
 
-MAX_FRESH_FAILURES = 3
+# Restarts of a runner slot in a row, none delivering one env step, before it is given up on.
+# A flaky env's replacement can fail on its very first step by chance: with n sub-envs each
+# failing on a fraction p of steps, it does with probability 1 - (1 - p)^n (15% for p = 1% and
+# n = 16). Three in a row then happened within a few hundred restarts; ten in a row has odds of
+# 6e-9. An env that fails every time costs ten quick restarts.
+MAX_FRESH_FAILURES = 10
 
 
 def _jitted_step(act_step: Callable, device: jax.Device) -> Callable:

@@ -133,26 +133,33 @@ def test_a_failed_runner_is_replaced_and_training_goes_on():
         algo.stop()
 
 
-def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_rows_kept():
+@pytest.mark.parametrize("length, iterations", [(80, 4), (28, 12)], ids=["mid", "last-row"])
+def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_rows_kept(
+    length, iterations
+):
     # Every runner's sub-envs raise at step 5 of their third episode: a runner lives 28 rows
-    # (a fresh row, 10 steps, an auto-reset row, 10 steps, an auto-reset row, 5 steps) and never
-    # finishes a 40-row fragment. Each failure follows steps, so none is "in a row": it is
-    # restarted each time (more often than MAX_FRESH_FAILURES), with default settings.
+    # (a fresh row, 10 steps, an auto-reset row, 10 steps, an auto-reset row, 5 steps), fewer
+    # than an 80-row fragment (its replacement writes the rest of the fragment), or exactly a
+    # 28-row one (the failure is on its last row; the replacement starts the next fragment).
+    # Each failure follows env steps, so none is "in a row": the runner is restarted every time,
+    # more often than MAX_FRESH_FAILURES, with default settings.
     algo = _config(
-        {"crash_episode": 2}, num_envs_per_env_runner=2, rollout_fragment_length=40
+        {"crash_episode": 2}, num_envs_per_env_runner=2, rollout_fragment_length=length
     ).build_algo()
     try:
         sampled = 0
-        for _ in range(4):
+        for _ in range(iterations):
             result = algo.train()
             sampled += result["env_runners"]["num_env_steps_sampled"]
-        # Rows 0..159 of each sub-env's stream: runners fail after writing rows 27, 55, 83,
-        # 111 and 139, and each replacement writes on from the next row of the same fragment.
-        assert result["fault_tolerance"]["num_env_runner_restarts"] == 5 > MAX_FRESH_FAILURES
+        rows = length * iterations  # of each sub-env's stream, in env-step order
+        # Runners fail after writing rows 27, 55, 83, ... and no row is lost to a restart.
+        restarts = sum(1 for g in range(rows) if g % 28 == 27)
+        assert restarts > MAX_FRESH_FAILURES
+        assert result["fault_tolerance"]["num_env_runner_restarts"] == restarts
         assert result["fault_tolerance"]["num_healthy_env_runners"] == 1
         # Invalid rows: each runner's first (28 g) and the two auto-reset rows (28 g + 11, + 22).
-        invalid = sum(1 for g in range(160) if g % 28 in (0, 11, 22))
-        assert sampled == 2 * (160 - invalid) == 286
+        invalid = sum(1 for g in range(rows) if g % 28 in (0, 11, 22))
+        assert sampled == 2 * (rows - invalid)
         # Only whole episodes are reported; the one cut by each failure is not.
         assert result["env_runners"]["episode_len_min"] == 10
         assert result["env_runners"]["episode_return_mean"] == 10.0
@@ -184,8 +191,8 @@ def test_an_env_that_always_fails_is_given_up_on_quickly():
     try:
         with pytest.raises(
             EnvRunnerError,
-            match="(?s)after 3 restarts in a row, and none of the 3 replacements delivered a "
-            "single env step.*fails every time.*3 of max_num_env_runner_restarts=1000.*"
+            match="(?s)after 10 restarts in a row, and none of the 10 replacements delivered a "
+            "single env step.*fails every time.*10 of max_num_env_runner_restarts=1000.*"
             "this env always fails",
         ):
             algo.train()
@@ -264,8 +271,8 @@ def test_when_every_runner_has_failed_ignoring_failures_stops_with_the_error():
 def test_a_replacement_that_hangs_in_reset_fails_its_health_probe_and_is_dropped():
     CrashingTicks.built.clear()
     # Runner 2 builds two sub-envs at the start; its replacements' (instances 3, 4, ...) hang
-    # in reset. Each attempt is abandoned after the probe timeout; after three the runner is
-    # dropped and runner 1 trains on.
+    # in reset. Each attempt is abandoned after the probe timeout; after MAX_FRESH_FAILURES in
+    # a row the runner is dropped and runner 1 trains on.
     algo = (
         _config(
             {"crash_episode": 1, "only_worker": 2, "hang_reset_after_instance": 2},
@@ -282,7 +289,7 @@ def test_a_replacement_that_hangs_in_reset_fails_its_health_probe_and_is_dropped
             result = algo.train()
         tolerance = result["fault_tolerance"]
         assert tolerance["num_healthy_env_runners"] == 1
-        assert tolerance["num_env_runner_restarts"] == 3
+        assert tolerance["num_env_runner_restarts"] == MAX_FRESH_FAILURES
         why = algo._runners.dropped[1]
         assert "env_runner_health_probe_timeout_s" in why and "0.5 s" in why
     finally:
