@@ -122,7 +122,7 @@ class HostRunner:
         self.busy = False
         self.error: str | None = None  # the env's traceback once its step raised (spent)
         self.last_num_steps = 0  # env steps (vector steps) that returned in the last sample()
-        self.last_num_rows = 0  # rows of its fragment written so far (the length unless cut)
+        self.last_num_rows = 0  # rows of its last fragment used up (the length unless cut)
         self.offset = env_id_offset
         self.last_stats: Any = None
         self.device = device
@@ -147,11 +147,11 @@ class HostRunner:
         self, params: Any, length: int, resume: Transition | None = None, first_row: int = 0
     ) -> Transition:
         """A fragment of ``length`` env steps; with ``resume``, rows ``first_row..`` of that
-        fragment (a predecessor's, cut where its env raised) are filled instead, so a restart
-        costs no batch rows beyond the cut.
+        fragment (a predecessor's, cut where its env raised) are written instead, so a restart
+        costs the batch a few rows (the cut rows and the replacement's first), not a fragment.
 
-        If the env raises in ``step``, the fragment is returned cut there (``_cut_ids``),
-        with ``error`` set and ``last_num_rows`` marking the first unwritten row: the runner is
+        If the env raises in ``step``, the fragment is returned cut there (``_cut``), with
+        ``error`` set and ``last_num_rows`` the first row left for a replacement: the runner is
         spent, and sampling again raises."""
         if self.error is not None:
             raise RuntimeError(
@@ -186,12 +186,14 @@ class HostRunner:
                 self.error, end = traceback.format_exc(), t + 1
                 break
         self.last_num_steps = end - first_row - (self.error is not None)
-        self.last_num_rows = end
         if dropped:
             drop = np.zeros(traj.valid.shape, bool)
             rows, cols = zip(*dropped, strict=True)
             drop[list(rows), list(cols)] = True
             traj = traj._replace(valid=traj.valid & ~jnp.asarray(drop, device=self.device))
+        self.last_num_rows = end
+        if end < length:  # the env raised before the fragment was full
+            traj, self.last_num_rows = self._cut(traj, first_row, end, length)
         # Env-side statistics of this fragment (multi-agent envs keep their finished episodes),
         # taken here, by the thread that stepped the env, so they travel with the fragment.
         drain = getattr(self.env, "drain_stats", None)
@@ -202,28 +204,65 @@ class HostRunner:
             except Exception:  # a broken env's statistics are lost, not its rows
                 if self.error is None:
                     raise
-        # Sub-env ids are made global across runners so the learner can tell trajectories apart.
-        if first_row == 0 and end == length:
+        # Sub-env ids are made global across runners so the learner can tell trajectories
+        # apart (the rows of a resumed fragment before ``first_row`` have theirs already; on
+        # the host, as a slice at a different row each time would compile a new op for each).
+        if first_row == 0:
             return traj._replace(env_id=traj.env_id + self.offset)
-        return traj._replace(env_id=self._cut_ids(traj.env_id, first_row, end))
-
-    def _cut_ids(self, env_id: jax.Array, first_row: int, end: int) -> jax.Array:
-        """The global sub-env ids of a fragment resumed at ``first_row`` (the rows before it
-        have theirs already) and written up to row ``end - 1``, where its env raised.
-
-        Rows from ``end`` on were never written (zeros: ``valid`` False, as a dropped runner's
-        rows). Row ``end - 1`` completes the transition of the last step that returned; the
-        action chosen there never got a result, so nothing is pending. Each sub-env's episode is
-        cut after its last real row as at a fragment's end: PPO bootstraps it with the value of
-        the next observation (that row's ``next_extras``), and the replay buffers never sample a
-        window that reaches the invalid row after it. Those episodes never end, so they are not
-        reported. The unwritten rows get the ids of row ``end - 1``, so that each sub-env keeps
-        exactly T rows (lock-step postprocessing relies on it). Done on the host: a slice at a
-        different row each time would compile a new op for each."""
-        ids = np.array(env_id)
-        ids[end:] = ids[end - 1]
+        ids = np.array(traj.env_id)
         ids[first_row:] += self.offset
-        return jax.device_put(ids, self.device)
+        return traj._replace(env_id=jax.device_put(ids, self.device))
+
+    def _cut(
+        self, traj: Transition, first_row: int, end: int, length: int
+    ) -> tuple[Transition, int]:
+        """Closes the streams of a fragment whose env raised after this runner wrote rows
+        ``first_row .. end - 1``; returns it and the first row left for a replacement.
+
+        The rows written are real transitions. The action chosen at row ``end - 1`` never got a
+        result, so each stream's episode is cut where its last transition ended, as a time
+        limit cuts it: that row is marked ``truncated`` (unless it ended the episode), and a
+        cut row follows (``valid`` False) holding the observation the stream acted on last,
+        its next observation, just as the auto-reset row after an episode end holds the final
+        one. So PPO bootstraps the cut episode with that observation's value and does not chain
+        it to the replacement's episode in the same column, the replay buffers take it as the
+        bootstrap observation, and the episode is never reported (it did not end).
+
+        Every stream needs a cut row: one row with lock-step batches, more with first-ready
+        ones. Without room for them, the rows left stay empty (``valid`` False: each stream's
+        last real row is then the last of its fragment for PPO, and the replay buffers never
+        sample a window that reaches an invalid row after an unfinished step), with the ids of
+        row ``end - 1``, so each sub-env keeps exactly T rows (lock-step postprocessing relies
+        on it). Done on the host, except the observations (they may be large)."""
+        ids, valid, done, truncated = (
+            np.array(x)
+            for x in jax.device_get(
+                (traj.env_id, traj.valid, traj.terminated | traj.truncated, traj.truncated)
+            )
+        )
+        streams, width = self.actor.valid.shape[0], ids.shape[1]
+        cut_rows = -(-streams // width)
+        if end + cut_rows > length:
+            ids[end:] = ids[end - 1]
+            return traj._replace(env_id=jax.device_put(ids, self.device)), length
+        last: dict[int, tuple[int, int]] = {}  # stream -> its last (row, column) written here
+        for r in range(first_row, end):
+            for c, j in enumerate(ids[r].tolist()):
+                last[j] = (r, c)
+        for r, c in last.values():
+            truncated[r, c] |= valid[r, c] and not done[r, c]
+        cut = np.arange(cut_rows * width) % streams  # every stream once (a few twice)
+        ids[end : end + cut_rows] = cut.reshape(cut_rows, width)
+        # Fixed-shape index arrays: one compiled scatter per runner, whatever ``end`` is.
+        rows = jnp.asarray(np.arange(end, end + cut_rows).repeat(width))
+        cols = jnp.asarray(np.tile(np.arange(width), cut_rows))
+        take = jnp.asarray(cut)
+        obs = jax.tree.map(
+            lambda buf, pending: buf.at[rows, cols].set(pending[take]), traj.obs, self.actor.obs
+        )
+        put = lambda x: jax.device_put(x, self.device)  # noqa: E731
+        traj = traj._replace(obs=obs, env_id=put(ids), truncated=put(truncated))
+        return traj, end + cut_rows
 
     def _track_episodes(
         self, t: int, episode_rows: dict[int, list[tuple[int, int]]], dropped: list
@@ -358,8 +397,9 @@ class RunnerGroup:
     With ``make_runner`` and ``max_restarts > 0``, a failed runner is replaced by a new one with
     fresh envs, in its place and thread, and sampling goes on. When its env raised in ``step``,
     the rows it wrote before are kept (real transitions; its unfinished episodes are cut there as
-    at a fragment's end and never reported), and the replacement writes the rest of the same
-    fragment: the batch loses one row per sub-env per failure, not the fragment. When a runner
+    by a time limit and never reported: ``HostRunner._cut``), and the replacement writes the rest
+    of the same fragment: the batch loses two rows per sub-env per failure (the cut row and the
+    replacement's first), not the fragment. When a runner
     failed otherwise (an exception outside its env's ``step``) or returned nothing within
     ``sample(timeout_s)`` (a hung env), its fragment is lost and the replacement starts a new
     one. A hung thread cannot be stopped; it is abandoned (a daemon), and whatever it might still

@@ -133,36 +133,61 @@ def test_a_failed_runner_is_replaced_and_training_goes_on():
         algo.stop()
 
 
-@pytest.mark.parametrize("length, iterations", [(80, 4), (28, 12)], ids=["mid", "last-row"])
+@pytest.mark.parametrize(
+    "length, iterations", [(80, 4), (29, 12), (28, 12)], ids=["mid", "cut-row-last", "last-row"]
+)
 def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_rows_kept(
     length, iterations
 ):
-    # Every runner's sub-envs raise at step 5 of their third episode: a runner lives 28 rows
-    # (a fresh row, 10 steps, an auto-reset row, 10 steps, an auto-reset row, 5 steps), fewer
-    # than an 80-row fragment (its replacement writes the rest of the fragment), or exactly a
-    # 28-row one (the failure is on its last row; the replacement starts the next fragment).
-    # Each failure follows env steps, so none is "in a row": the runner is restarted every time,
-    # more often than MAX_FRESH_FAILURES, with default settings.
+    # Every runner's sub-envs raise at step 5 of their third episode: a runner writes 28 rows (a
+    # fresh row, 10 steps, an auto-reset row, 10 steps, an auto-reset row, 5 steps) and a cut
+    # row after them, fewer than an 80-row fragment (its replacement writes the rest of the
+    # fragment) or exactly a 29-row one. With 28-row fragments the failure is on the last row
+    # (no cut row: the fragment's end cuts the episode). Each failure follows env steps, so none
+    # is "in a row": the runner is restarted every time, more often than MAX_FRESH_FAILURES.
     algo = _config(
         {"crash_episode": 2}, num_envs_per_env_runner=2, rollout_fragment_length=length
-    ).build_algo()
+    ).build_algo()  # default fault tolerance
     try:
         sampled = 0
         for _ in range(iterations):
             result = algo.train()
             sampled += result["env_runners"]["num_env_steps_sampled"]
         rows = length * iterations  # of each sub-env's stream, in env-step order
-        # Runners fail after writing rows 27, 55, 83, ... and no row is lost to a restart.
-        restarts = sum(1 for g in range(rows) if g % 28 == 27)
+        period = 28 if length == 28 else 29  # rows per runner
+        # Runners fail after writing rows 27, 27 + period, ...; no row is lost to a restart.
+        restarts = sum(1 for g in range(rows) if g % period == 27)
         assert restarts > MAX_FRESH_FAILURES
         assert result["fault_tolerance"]["num_env_runner_restarts"] == restarts
         assert result["fault_tolerance"]["num_healthy_env_runners"] == 1
-        # Invalid rows: each runner's first (28 g) and the two auto-reset rows (28 g + 11, + 22).
-        invalid = sum(1 for g in range(rows) if g % 28 in (0, 11, 22))
+        # Invalid rows: each runner's first, the two auto-reset rows and the cut row.
+        invalid = sum(1 for g in range(rows) if g % period in (0, 11, 22, 28))
         assert sampled == 2 * (rows - invalid)
         # Only whole episodes are reported; the one cut by each failure is not.
         assert result["env_runners"]["episode_len_min"] == 10
         assert result["env_runners"]["episode_return_mean"] == 10.0
+        if length != 80:
+            return
+        # The next fragment, rows 320..399, row by row: (observation acted on, valid, truncated)
+        # at each phase of a runner's 29 rows.
+        phases = (
+            [(0.0, False, False)]  # the fresh runner's first row: nothing pending
+            + [(i / 10, True, i == 9) for i in range(10)]  # episode 0, cut by its time limit
+            + [(1.0, False, False)]  # the auto-reset row holds the final observation
+            + [(i / 10, True, i == 9) for i in range(10)]  # episode 1
+            + [(1.0, False, False)]
+            # Episode 2: its last transition before the failure is cut as by a time limit, and
+            # the cut row after it holds that transition's next observation.
+            + [(i / 10, True, i == 4) for i in range(5)]
+            + [(0.5, False, False)]
+        )
+        expected = np.array([phases[g % 29] for g in range(320, 400)])
+        algo._runners.publish(algo._runner_params())
+        traj = jax.device_get(algo._runners.sample().traj)
+        for k in range(2):
+            np.testing.assert_allclose(traj.obs[:, k, 0], expected[:, 0], atol=1e-6)
+            np.testing.assert_array_equal(traj.valid[:, k], expected[:, 1].astype(bool))
+            np.testing.assert_array_equal(traj.truncated[:, k], expected[:, 2].astype(bool))
     finally:
         algo.stop()
 
