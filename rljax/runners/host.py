@@ -219,11 +219,11 @@ class HostRunner:
         """Closes the streams of a fragment whose env raised after this runner wrote rows
         ``first_row .. end - 1``; returns it and the first row left for a replacement.
 
-        The rows written are real transitions. The action chosen at row ``end - 1`` never got a
-        result, so each stream's episode is cut where its last transition ended, as a time
-        limit cuts it: that row is marked ``truncated`` (unless it ended the episode), and a
-        cut row follows (``valid`` False) holding the observation the stream acted on last,
-        its next observation, just as the auto-reset row after an episode end holds the final
+        The rows written are real transitions. The actions chosen last never got a result, so
+        each stream's episode is cut where its last transition ended, as a time limit cuts it:
+        that row is marked ``truncated`` (unless it ended the episode), and a cut row follows
+        (``valid`` False) holding the observation the stream acted on last, that transition's
+        next observation, just as the auto-reset row after an episode end holds the final
         one. So PPO bootstraps the cut episode with that observation's value and does not chain
         it to the replacement's episode in the same column, the replay buffers take it as the
         bootstrap observation, and the episode is never reported (it did not end).
@@ -245,12 +245,13 @@ class HostRunner:
         if end + cut_rows > length:
             ids[end:] = ids[end - 1]
             return traj._replace(env_id=jax.device_put(ids, self.device)), length
-        last: dict[int, tuple[int, int]] = {}  # stream -> its last (row, column) written here
-        for r in range(first_row, end):
-            for c, j in enumerate(ids[r].tolist()):
-                last[j] = (r, c)
+        # Each stream's last transition written here (a multi-agent slot's may be followed by
+        # rows where its agent did not act): the end of its episode unless that ended already.
+        last: dict[int, tuple[int, int]] = {}
+        for r, c in zip(*np.nonzero(valid[first_row:end]), strict=True):
+            last[int(ids[first_row + r, c])] = (first_row + r, c)
         for r, c in last.values():
-            truncated[r, c] |= valid[r, c] and not done[r, c]
+            truncated[r, c] |= not done[r, c]
         cut = np.arange(cut_rows * width) % streams  # every stream once (a few twice)
         ids[end : end + cut_rows] = cut.reshape(cut_rows, width)
         # Fixed-shape index arrays: one compiled scatter per runner, whatever ``end`` is.

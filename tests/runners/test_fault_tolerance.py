@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rljax.algorithms.ppo import PPOConfig
+from rljax.env import MultiAgentEnv
 from rljax.runners.host import MAX_FRESH_FAILURES, EnvRunnerError
 
 
@@ -188,6 +189,69 @@ def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_row
             np.testing.assert_allclose(traj.obs[:, k, 0], expected[:, 0], atol=1e-6)
             np.testing.assert_array_equal(traj.valid[:, k], expected[:, 1].astype(bool))
             np.testing.assert_array_equal(traj.truncated[:, k], expected[:, 2].astype(bool))
+    finally:
+        algo.stop()
+
+
+class CrashingTurns(MultiAgentEnv):
+    """Players "a" and "b" alternate (only the one to move observes: obs = [move, player]);
+    a game lasts 12 moves. Every instance raises on move 5 of its second game."""
+
+    def __init__(self, config=None):
+        self.possible_agents = ["a", "b"]
+        self.agents = list(self.possible_agents)
+        box = gym.spaces.Box(0.0, 20.0, (2,), np.float32)
+        self.observation_spaces = {"a": box, "b": box}
+        self.action_spaces = {"a": gym.spaces.Discrete(2), "b": gym.spaces.Discrete(2)}
+        self.games = -1
+
+    def _obs(self, agent):
+        return {agent: np.array([self.t, 0.0 if agent == "a" else 1.0], np.float32)}
+
+    def reset(self, *, seed=None, options=None):
+        self.t, self.games = 0, self.games + 1
+        return self._obs("a"), {}
+
+    def step(self, action_dict):
+        (mover,) = action_dict
+        if self.games == 1 and self.t == 5:
+            raise ValueError("crashed on purpose")
+        self.t += 1
+        over = self.t == 12
+        nxt = "b" if mover == "a" else "a"
+        obs = {} if over else self._obs(nxt)
+        return obs, {mover: 1.0}, {"__all__": over}, {"__all__": False}, {}
+
+
+def test_a_multi_agent_runner_failure_cuts_each_agent_stream_where_its_agent_last_moved():
+    # An agent's last move before the failure may lie a row or more back (the other player was
+    # to move): that transition must end its stream's episode, or PPO would chain it to the
+    # replacement's first game in the same slot.
+    algo = (
+        PPOConfig()
+        .environment(CrashingTurns)
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=60)
+        .multi_agent(policies=["a", "b"], policy_mapping_fn=lambda agent, episode, **kw: agent)
+        .training(minibatch_size=16, num_epochs=1, lr=1e-3)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+        .build_algo()
+    )  # default fault tolerance
+    try:
+        algo.train()
+        algo._runners.publish(algo._runner_params())
+        traj = jax.device_get(algo._runners.sample().traj)
+        move = traj.obs["obs"][..., 0]
+        ended = traj.terminated | traj.truncated
+        for slot in range(traj.valid.shape[1]):
+            rows = np.nonzero(traj.valid[:, slot])[0]
+            for r, nxt in zip(rows[:-1], rows[1:], strict=True):
+                if not ended[r, slot]:  # the same game goes on: this agent's next move
+                    assert move[nxt, slot] == move[r, slot] + 2, (slot, r, nxt)
+        # A runner lives 20 rows (the fresh row, 12 moves, the auto-reset row, 5 moves, the cut
+        # row): 3 failures in each 60-row fragment, each cutting the 4 agent streams.
+        assert algo._runners.num_restarts == 6
+        assert (traj.truncated & traj.valid).sum() == 3 * 4
     finally:
         algo.stop()
 
