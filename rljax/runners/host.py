@@ -37,8 +37,8 @@ logger = logging.getLogger("rljax")
 # Restarts of a runner slot in a row, none delivering one env step, before it is given up on.
 # A flaky env's replacement can fail on its very first step by chance: with n sub-envs each
 # failing on a fraction p of steps, it does with probability 1 - (1 - p)^n (15% for p = 1% and
-# n = 16). Three in a row then happened within a few hundred restarts; ten in a row has odds of
-# 6e-9. An env that fails every time costs ten quick restarts.
+# n = 16). A limit of three ended such runs within a few hundred restarts; ten in a row has odds
+# of 6e-9. An env that fails every time costs ten quick restarts.
 MAX_FRESH_FAILURES = 10
 
 

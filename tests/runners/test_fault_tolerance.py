@@ -1,5 +1,6 @@
 """Fault tolerance: sub-env restarts drop the broken episode, failed or hung runners are
-replaced, and an env that fails every time is given up on quickly."""
+replaced (the transitions a failed runner's env gave are kept), and an env that fails every time
+is given up on quickly."""
 
 import time
 
