@@ -231,9 +231,10 @@ class HostRunner:
         Every stream needs a cut row: one row with lock-step batches, more with first-ready
         ones. Without room for them, the rows left stay empty (``valid`` False: each stream's
         last real row is then the last of its fragment for PPO, and the replay buffers never
-        sample a window that reaches an invalid row after an unfinished step), with the ids of
-        row ``end - 1``, so each sub-env keeps exactly T rows (lock-step postprocessing relies
-        on it). Done on the host, except the observations (they may be large)."""
+        sample a window that reaches an invalid row after an unfinished step). Rows left empty
+        (until a replacement writes them, if ever) get the ids of row ``end - 1``, so that each
+        sub-env keeps exactly T rows (lock-step postprocessing relies on it). Done on the host,
+        except the observations (they may be large)."""
         ids, valid, done, truncated = (
             np.array(x)
             for x in jax.device_get(
@@ -253,6 +254,7 @@ class HostRunner:
         for r, c in last.values():
             truncated[r, c] |= not done[r, c]
         cut = np.arange(cut_rows * width) % streams  # every stream once (a few twice)
+        ids[end + cut_rows :] = ids[end - 1]
         ids[end : end + cut_rows] = cut.reshape(cut_rows, width)
         # Fixed-shape index arrays: one compiled scatter per runner, whatever ``end`` is.
         rows = jnp.asarray(np.arange(end, end + cut_rows).repeat(width))
@@ -353,10 +355,11 @@ class Fragment:
     generation: int = 0  # of the runner slot's thread that made it
     index: int = 0  # the runner's fragment number k (sampled with weights >= k - max_lag)
     # The env steps that returned in the last runner's part of it (a fragment resumed after a
-    # restart: the replacement's part), and the rows written (fewer when its env raised).
+    # restart: the replacement's part), and the rows used (fewer when its env raised: the rows
+    # written and the cut rows after them, HostRunner._cut).
     num_steps: int = 0
     num_rows: int = 0
-    error: str | None = None  # that runner's env raised: the fragment is cut after num_rows
+    error: str | None = None  # that runner's env raised: rows from num_rows on are empty
 
 
 def _joined(head: Fragment, tail: Fragment) -> Fragment:
@@ -399,14 +402,13 @@ class RunnerGroup:
     fresh envs, in its place and thread, and sampling goes on. When its env raised in ``step``,
     the rows it wrote before are kept (real transitions; its unfinished episodes are cut there as
     by a time limit and never reported: ``HostRunner._cut``), and the replacement writes the rest
-    of the same fragment: the batch loses two rows per sub-env per failure (the cut row and the
-    replacement's first), not the fragment. When a runner
-    failed otherwise (an exception outside its env's ``step``) or returned nothing within
-    ``sample(timeout_s)`` (a hung env), its fragment is lost and the replacement starts a new
-    one. A hung thread cannot be stopped; it is abandoned (a daemon), and whatever it might still
-    return is ignored (each thread has a generation number). A replacement must be built (its
-    envs made and reset: the health probe) within ``probe_timeout_s``, or the attempt counts as
-    failed and is abandoned.
+    of the same fragment: the batch loses about two rows per sub-env per failure (the cut row and
+    the replacement's first), not the fragment. When a runner failed otherwise (an exception
+    outside its env's ``step``) or returned nothing within ``sample(timeout_s)`` (a hung env),
+    its fragment is lost and the replacement starts a new one. A hung thread cannot be stopped;
+    it is abandoned (a daemon), and whatever it might still return is ignored (each thread has a
+    generation number). A replacement must be built (its envs made and reset: the health probe)
+    within ``probe_timeout_s``, or the attempt counts as failed and is abandoned.
 
     A slot whose runners keep failing without delivering one env step is given up on after
     ``MAX_FRESH_FAILURES`` restarts in a row: an env that fails every time is not restarted until

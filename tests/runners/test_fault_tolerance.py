@@ -306,6 +306,17 @@ def test_ignore_env_runner_failures_drops_a_failed_runner_and_trains_on(tmp_path
     try:
         first = algo.train()  # both runners deliver (runner 2 crashes in its third episode)
         assert first["fault_tolerance"]["num_healthy_env_runners"] == 2
+        # Runner 2 crashes after writing row 7 of the next fragment (its 28th row) and is
+        # dropped; its 8 rows and the cut row are kept, the rest is empty, and every sub-env
+        # still has one row per env step (the update reshapes the batch by sub-env).
+        algo._runners.publish(algo._runner_params())
+        traj = jax.device_get(algo._runners.sample().traj)
+        assert list(algo._runners.dropped) == [1]
+        for row in traj.env_id:
+            assert sorted(row) == [0, 1, 2, 3]
+        assert traj.valid[:, 2:].sum(axis=0).tolist() == [7, 7]  # one is an auto-reset row
+        assert traj.truncated[7, 2:].all() and not traj.valid[8:, 2:].any()
+        algo._runners.publish(algo._runner_params())
         compiled = _update_compilations(algo)
         params = jax.tree.map(np.asarray, algo.state.params)
         for _ in range(3):
