@@ -477,16 +477,24 @@ class AlgorithmConfig:
         Args:
           restart_failed_env_runners: A runner whose env raises (without sub-env restarts) or
             delivers nothing within ``sample_timeout_s`` (a hung env) is replaced by a new one
-            with fresh envs; its unfinished fragment is discarded. A runner that fails again
-            three times in a row without delivering a fragment is given up on (the env fails
-            every time). False: the first error stops ``train()``.
-          max_num_env_runner_restarts: Runner replacements allowed over the run.
+            with fresh envs. When its env raised in ``step``, the transitions it collected are
+            kept (its unfinished episodes are cut there as by a time limit, and not reported)
+            and the replacement writes the rest of the fragment; a hung runner's fragment is
+            lost. A runner whose replacements fail 10 times in a row without delivering one env
+            step is given up on (the env fails every time); one that delivered steps since its
+            last restart starts that count again, so an env that fails now and then is
+            restarted each time. False: the first error stops ``train()``.
+          max_num_env_runner_restarts: Runner replacements allowed over the run. Every
+            replacement counts: an env that raises on 1% of its steps uses about one per 100
+            env steps (1000 last about 100,000 steps). For long runs of such an env raise it,
+            or use ``restart_failed_sub_environments``, which costs no runner restart.
           restart_failed_sub_environments: A gymnasium sub-env that raises in ``step`` or
             ``reset`` is rebuilt and reset in place; its broken episode is dropped from the batch
             and the metrics, and the runner goes on.
           ignore_env_runner_failures: A runner that failed and is not restarted (restarts off,
             used up, or its env failing every time) is dropped and training goes on with the
-            others; its columns of each batch are empty (masked) rows, so nothing recompiles.
+            others (with the transitions it collected before its env raised); its columns of
+            each later batch are empty (masked) rows, so nothing recompiles.
             The run stops only when every runner has failed. False: such a failure stops
             ``train()`` with ``EnvRunnerError``.
           env_runner_health_probe_timeout_s: Seconds a replacement runner may take to build and
