@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import envpool
 import flax.linen as nn
 import flax.serialization
 import gymnasium as gym
@@ -82,6 +83,8 @@ def world(tmp_path_factory):
     algo = _config().build_algo()
     good = Path(algo.save_to_path(root / "good"))
     _envpool_ids()  # EnvPool lists its ids once per process, in ~2 s: not part of any check
+    for task in ("Ant-v4", "Pong-v5"):  # and loads a family's module once, MuJoCo's in ~2 s
+        envpool.make_spec(task)
     yield {"algo": algo, "good": good, "root": root, "marker": marker}
     algo.stop()
     sys.path.remove(str(canary_dir))
@@ -270,6 +273,13 @@ def _meta_of_dqn(capacity: int) -> Callable:
         meta["config"]["replay_buffer_config"]["capacity"] = capacity
 
     return _edit_meta(fn)
+
+
+def _envpool_fifo(w, name):
+    """A checkpoint whose config names a FIFO as the MuJoCo model file of EnvPool's Ant-v4."""
+    fifo = w["root"] / f"{name}-model.xml"
+    os.mkfifo(fifo)
+    return _edit_config(env="Ant-v4", env_config={"xml_file": str(fifo)})(w, name)
 
 
 def _alias_bomb() -> str:
@@ -619,6 +629,63 @@ CASES = [
         LOAD,
         CheckpointError,
         ["would need about", "capacity=1,000,000,000,000"],
+    ),
+    # ---- env_config of an EnvPool task: only its numeric settings, checked, and no env built
+    (
+        "EnvPool model file is a FIFO",
+        _envpool_fifo,
+        LOAD,
+        CheckpointError,
+        ["env_config['xml_file'] is a text setting of EnvPool's 'Ant-v4'", "numbers and booleans"],
+    ),
+    (
+        "EnvPool asset directory elsewhere",
+        _edit_config(env="Ant-v4", env_config={"base_path": "/etc"}),
+        LOAD,
+        CheckpointError,
+        ["env_config['base_path'] is a text setting"],
+    ),
+    (
+        "Atari game that does not exist",
+        _edit_config(env="Pong-v5", env_config={"task": "nope"}),
+        LOAD,
+        CheckpointError,
+        ["env_config['task'] is a text setting of EnvPool's 'Pong-v5'"],
+    ),
+    (
+        "EnvPool with 2,000 threads",
+        _edit_config(env="CartPole-v1", env_config={"num_threads": 2000}),
+        LOAD,
+        CheckpointError,
+        ["env_config['num_threads'] is set by rljax", "remove it"],
+    ),
+    (
+        "Atari frames of 4000x4000",
+        _edit_config(env="Pong-v5", env_config={"img_height": 4000, "img_width": 4000}),
+        LOAD,
+        CheckpointError,
+        ["env_config['img_height']=4000 (int)", "an int in [1, 1024]"],
+    ),
+    (
+        "EnvPool setting the task does not have",
+        _edit_config(env="CartPole-v1", env_config={"frame_skip": 4}),
+        LOAD,
+        CheckpointError,
+        ["'frame_skip' is not a setting of EnvPool's 'CartPole-v1'", "max_episode_steps"],
+    ),
+    (
+        "EnvPool setting as a string",
+        _edit_config(env="Pong-v5", env_config={"frame_skip": "4"}),
+        LOAD,
+        CheckpointError,
+        ["env_config['frame_skip']='4' (str)", "an int in [1, 100]"],
+    ),
+    (
+        "gymnasium env whose package is missing",
+        _edit_config(env="GymV26Environment-v0"),
+        LOAD,
+        CheckpointError,
+        ["building the env 'GymV26Environment-v0' failed", "ImportError"],
     ),
     (
         "env_config is a list",

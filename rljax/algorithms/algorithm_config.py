@@ -637,10 +637,12 @@ class AlgorithmConfig:
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Checks every value and combination; raises ``ConfigError`` naming what to change."""
-        from rljax.env.vector import resolve_env
+        from rljax.env.vector import envpool_config, resolve_env
 
         self._check_settings()
         spec = resolve_env(self.env, self.env_config)
+        if spec.backend == "envpool":
+            envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
         if self.async_batch_size is not None and (
             self.async_batch_size > self.num_envs_per_env_runner
         ):
