@@ -275,6 +275,17 @@ def _meta_of_dqn(capacity: int) -> Callable:
     return _edit_meta(fn)
 
 
+def _meta_of_dqn_with(**changes) -> Callable:
+    """A DQN checkpoint's metadata on the same env, with ``changes`` to its config."""
+
+    def fn(meta):
+        meta["algo"] = "DQN"
+        meta["config"] = DQNConfig().environment(ENV).to_dict()
+        meta["config"].update(changes)
+
+    return _edit_meta(fn)
+
+
 def _envpool_fifo(w, name):
     """A checkpoint whose config names a FIFO as the MuJoCo model file of EnvPool's Ant-v4."""
     fifo = w["root"] / f"{name}-model.xml"
@@ -629,6 +640,44 @@ CASES = [
         LOAD,
         CheckpointError,
         ["would need about", "capacity=1,000,000,000,000"],
+    ),
+    (
+        "conv filters of 4096 channels on Pong's frames",
+        _edit_config(env="Pong-v5", model_config={"conv_filters": [[4096, 1, 1]]}),
+        LOAD,
+        CheckpointError,
+        ["would need about", "conv_filters=[[4096, [1, 1], 1]]", "lower these"],
+    ),
+    (
+        "DQN with 100,000 atoms",
+        _meta_of_dqn_with(num_atoms=100_000),
+        LOAD,
+        CheckpointError,
+        ["would need about", "num_atoms=100,000"],
+    ),
+    (
+        "DQN with 100,000,000-step returns",
+        _meta_of_dqn_with(
+            n_step=100_000_000,
+            replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 100_000_010},
+        ),
+        LOAD,
+        CheckpointError,
+        ["would need about", "n_step=100000000 (windows of [batch, 100,000,000])"],
+    ),
+    (
+        "4,000 ASYNC sub-env processes",
+        _edit_config(gym_env_vectorize_mode="ASYNC", num_envs_per_env_runner=4000),
+        LOAD,
+        CheckpointError,
+        ["would need about", "gym_env_vectorize_mode='ASYNC': 4,000 env processes"],
+    ),
+    (
+        "5,000 runner threads",
+        _edit_config(num_env_runners=5000),
+        LOAD,
+        CheckpointError,
+        ["num_env_runners=5000 (int)", "an int in [0, 1024]"],
     ),
     # ---- env_config of an EnvPool task: only its numeric settings, checked, and no env built
     (

@@ -187,7 +187,26 @@ class OffPolicyConfig(AlgorithmConfig):
                 batch * (2 * obs + 64) * 4,
             )
         )
+        n = self.n_step_range[1] if isinstance(self.n_step, (int, tuple)) else 1
+        if n > 1:
+            # Sampling gathers an n-step window per row ([batch, n]); adding a step checks the
+            # window of each env's row n steps back ([envs per step, n]).
+            terms.append(
+                (
+                    f"n_step={self.n_step} (windows of [batch, {n:,}])",
+                    (batch + self.envs_per_step) * n * memory.N_STEP_WINDOW_BYTES,
+                )
+            )
         return terms
+
+    def _update_rows(self) -> int:
+        """The train batch passes the network three times: its observations and next
+        observations through the online network, the next observations through the target."""
+        return 3 * self.total_train_batch_size
+
+    def _conv_encoders(self) -> int:
+        """DQN's Q-network has one conv stack (SAC's networks take vectors only: 0 there)."""
+        return 1
 
     def _check_batch_division(self) -> None:
         """Nothing to check: each learner gets its own train batch from the replay buffer."""

@@ -105,7 +105,7 @@ WRONG = [
     (
         "num_env_runners bool",
         lambda: ppo().env_runners(num_env_runners=True),
-        ["num_env_runners=True (bool)", "int >= 0"],
+        ["num_env_runners=True (bool)", "an int in [0, 1024]"],
     ),
     (
         "num_envs_per_env_runner str",

@@ -142,6 +142,10 @@ class PPOConfig(AlgorithmConfig):
         """Sets PPO's training settings (RLlib's names; ``minibatch_size`` is per learner)."""
         return self._set("training", locals())
 
+    def _update_rows(self) -> int:
+        """A minibatch of every learner passes the networks together."""
+        return self.minibatch_size * max(1, self.num_learners)
+
     def validate(self) -> None:
         super().validate()
         if not (self.use_gae and self.use_critic):
