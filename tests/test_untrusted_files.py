@@ -629,7 +629,8 @@ CASES = [
     ),
     (
         "two million envs",
-        _edit_config(num_envs_per_env_runner=2_000_000),
+        # minibatch_size keeps the 32,000,000-row batch under the cap on updates per iteration
+        _edit_config(num_envs_per_env_runner=2_000_000, minibatch_size=512),
         LOAD,
         CheckpointError,
         ["would need about", "num_envs_per_env_runner=2000000"],
@@ -678,6 +679,42 @@ CASES = [
         LOAD,
         CheckpointError,
         ["num_env_runners=5000 (int)", "an int in [0, 1024]"],
+    ),
+    # ---- settings that would make a run effectively hang
+    (
+        "a billion epochs",
+        _edit_config(num_epochs=10**9),
+        LOAD,
+        CheckpointError,
+        ["num_epochs=1000000000 (int)", "an int in [1, 1000]"],
+    ),
+    (
+        "minibatches of one row",
+        _edit_config(rollout_fragment_length=100_000, minibatch_size=1),
+        LOAD,
+        CheckpointError,
+        ["200,000 updates per iteration, more than 100,000", "raise minibatch_size"],
+    ),
+    (
+        "training intensity 1e300",
+        _meta_of_dqn_with(training_intensity=1e300),
+        LOAD,
+        CheckpointError,
+        ["training_intensity=1e+300 (float)", "None or a number in (0, 10000]"],
+    ),
+    (
+        "evaluation of 10**18 episodes",
+        _edit_config(evaluation_duration=10**18),
+        LOAD,
+        CheckpointError,
+        ["evaluation_duration=1000000000000000000 (int)", "an int in [1, 1000000]"],
+    ),
+    (
+        "rollout fragments of a billion steps",
+        _edit_config(rollout_fragment_length=10**9),
+        LOAD,
+        CheckpointError,
+        ["rollout_fragment_length=1000000000 (int)", "'auto' or an int in [1, 1000000]"],
     ),
     # ---- env_config of an EnvPool task: only its numeric settings, checked, and no env built
     (

@@ -40,6 +40,16 @@ from rljax.utils.seeding import MAX_SEED
 # Config files are small (the tuned examples are under 2 KB): a cap well above any real one
 # that keeps PyYAML's pure-Python parse of the worst such file near a second.
 MAX_CONFIG_FILE_BYTES = 64 << 10
+# Upper bounds of settings that size the work of an iteration or an evaluation, so that a file
+# cannot make a run effectively hang (num_epochs 10**9 is a loop of a billion updates inside one
+# jitted call). Each is far above what RLlib's defaults and tuned examples set.
+# Env steps per sub-env per iteration: "auto" gives 4,000 for RLlib's default PPO batch on one
+# sub-env.
+MAX_ROLLOUT_FRAGMENT_LENGTH = 1_000_000
+# Episodes or env steps of one evaluation: the default, as RLlib's, is 10 episodes.
+MAX_EVALUATION_DURATION = 1_000_000
+# With evaluation_duration_unit="episodes", each episode may itself run thousands of steps.
+MAX_EVALUATION_EPISODES = 10_000
 
 
 class _Unset:
@@ -208,7 +218,7 @@ class AlgorithmConfig:
         "num_env_runners": Int(0, memory.MAX_ENV_RUNNERS),
         "num_envs_per_env_runner": Int(1),
         "gym_env_vectorize_mode": _vectorize_mode,
-        "rollout_fragment_length": Int(1, literals=("auto",)),
+        "rollout_fragment_length": Int(1, MAX_ROLLOUT_FRAGMENT_LENGTH, literals=("auto",)),
         "num_gpus_per_env_runner": Number(0),
         "num_cpus_per_env_runner": Number(0),
         "async_batch_size": Int(1, optional=True),
@@ -230,7 +240,7 @@ class AlgorithmConfig:
         "rl_module_spec": _rl_module_spec,
         # evaluation
         "evaluation_interval": Int(1, optional=True),
-        "evaluation_duration": Int(1),
+        "evaluation_duration": Int(1, MAX_EVALUATION_DURATION),
         "evaluation_duration_unit": Choice(("episodes", "timesteps")),
         # debugging
         "seed": Int(0, MAX_SEED, optional=True),
@@ -371,7 +381,8 @@ class AlgorithmConfig:
             n > 0 runs n runner threads, each with its own vector env (at most 1024).
           num_envs_per_env_runner: Sub-envs per runner.
           gym_env_vectorize_mode: "SYNC" or "ASYNC" (or ``gymnasium.VectorizeMode``).
-          rollout_fragment_length: Env steps per sub-env per iteration, or "auto" (from the batch).
+          rollout_fragment_length: Env steps per sub-env per iteration (at most 1,000,000), or
+            "auto" (from the batch).
           num_gpus_per_env_runner: > 0 puts runner inference on a GPU.
           num_cpus_per_env_runner: Accepted for compatibility; threads share the host's cores.
           async_batch_size: ASYNC mode: how many ready sub-envs form a batch. EnvPool defaults
@@ -416,7 +427,8 @@ class AlgorithmConfig:
         evaluation_duration_unit: str = UNSET,
         **kwargs,
     ) -> AlgorithmConfig:
-        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units."""
+        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units
+        (at most 1,000,000 env steps, or 10,000 episodes)."""
         return self._set("evaluation", locals())
 
     def debugging(
@@ -712,6 +724,15 @@ class AlgorithmConfig:
             raise ConfigError(
                 f"EnvPool ASYNC needs a batch smaller than num_envs_per_env_runner="
                 f"{self.num_envs_per_env_runner}; raise num_envs_per_env_runner to 2 or more, or set async_batch_size"
+            )
+        if (
+            self.evaluation_duration_unit == "episodes"
+            and self.evaluation_duration > MAX_EVALUATION_EPISODES
+        ):
+            raise ConfigError(
+                f"evaluation_duration={self.evaluation_duration} episodes is more than "
+                f"{MAX_EVALUATION_EPISODES:,}; lower it, or evaluate for a number of env steps "
+                "(evaluation_duration_unit='timesteps')"
             )
         if self.sample_async and self.num_env_runners == 0:
             raise ConfigError(
