@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import envpool
 import flax.linen as nn
 import flax.serialization
 import gymnasium as gym
@@ -82,6 +83,8 @@ def world(tmp_path_factory):
     algo = _config().build_algo()
     good = Path(algo.save_to_path(root / "good"))
     _envpool_ids()  # EnvPool lists its ids once per process, in ~2 s: not part of any check
+    for task in ("Ant-v4", "Pong-v5"):  # and loads a family's module once, MuJoCo's in ~2 s
+        envpool.make_spec(task)
     yield {"algo": algo, "good": good, "root": root, "marker": marker}
     algo.stop()
     sys.path.remove(str(canary_dir))
@@ -291,6 +294,24 @@ def _meta_of_dqn(capacity: int) -> Callable:
         meta["config"]["replay_buffer_config"]["capacity"] = capacity
 
     return _edit_meta(fn)
+
+
+def _meta_of_dqn_with(**changes) -> Callable:
+    """A DQN checkpoint's metadata on the same env, with ``changes`` to its config."""
+
+    def fn(meta):
+        meta["algo"] = "DQN"
+        meta["config"] = DQNConfig().environment(ENV).to_dict()
+        meta["config"].update(changes)
+
+    return _edit_meta(fn)
+
+
+def _envpool_fifo(w, name):
+    """A checkpoint whose config names a FIFO as the MuJoCo model file of EnvPool's Ant-v4."""
+    fifo = w["root"] / f"{name}-model.xml"
+    os.mkfifo(fifo)
+    return _edit_config(env="Ant-v4", env_config={"xml_file": str(fifo)})(w, name)
 
 
 def _alias_bomb() -> str:
@@ -629,7 +650,8 @@ CASES = [
     ),
     (
         "two million envs",
-        _edit_config(num_envs_per_env_runner=2_000_000),
+        # minibatch_size keeps the 32,000,000-row batch under the cap on updates per iteration
+        _edit_config(num_envs_per_env_runner=2_000_000, minibatch_size=512),
         LOAD,
         CheckpointError,
         ["would need about", "num_envs_per_env_runner=2000000"],
@@ -640,6 +662,137 @@ CASES = [
         LOAD,
         CheckpointError,
         ["would need about", "capacity=1,000,000,000,000"],
+    ),
+    (
+        "conv filters of 4096 channels on Pong's frames",
+        _edit_config(env="Pong-v5", model_config={"conv_filters": [[4096, 1, 1]]}),
+        LOAD,
+        CheckpointError,
+        ["would need about", "conv_filters=[[4096, [1, 1], 1]]", "lower these"],
+    ),
+    (
+        "DQN with 100,000 atoms",
+        _meta_of_dqn_with(num_atoms=100_000),
+        LOAD,
+        CheckpointError,
+        ["would need about", "num_atoms=100,000"],
+    ),
+    (
+        "DQN with 100,000,000-step returns",
+        _meta_of_dqn_with(
+            n_step=100_000_000,
+            replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 100_000_010},
+        ),
+        LOAD,
+        CheckpointError,
+        ["would need about", "n_step=100000000 (windows of [batch, 100,000,000])"],
+    ),
+    (
+        "4,000 ASYNC sub-env processes",
+        _edit_config(gym_env_vectorize_mode="ASYNC", num_envs_per_env_runner=4000),
+        LOAD,
+        CheckpointError,
+        ["would need about", "gym_env_vectorize_mode='ASYNC': 4,000 env processes"],
+    ),
+    (
+        "5,000 runner threads",
+        _edit_config(num_env_runners=5000),
+        LOAD,
+        CheckpointError,
+        ["num_env_runners=5000 (int)", "an int in [0, 1024]"],
+    ),
+    # ---- settings that would make a run effectively hang
+    (
+        "a billion epochs",
+        _edit_config(num_epochs=10**9),
+        LOAD,
+        CheckpointError,
+        ["num_epochs=1000000000 (int)", "an int in [1, 1000]"],
+    ),
+    (
+        "minibatches of one row",
+        _edit_config(rollout_fragment_length=100_000, minibatch_size=1),
+        LOAD,
+        CheckpointError,
+        ["200,000 updates per iteration, more than 100,000", "raise minibatch_size"],
+    ),
+    (
+        "training intensity 1e300",
+        _meta_of_dqn_with(training_intensity=1e300),
+        LOAD,
+        CheckpointError,
+        ["training_intensity=1e+300 (float)", "None or a number in (0, 10000]"],
+    ),
+    (
+        "evaluation of 10**18 episodes",
+        _edit_config(evaluation_duration=10**18),
+        LOAD,
+        CheckpointError,
+        ["evaluation_duration=1000000000000000000 (int)", "an int in [1, 1000000]"],
+    ),
+    (
+        "rollout fragments of a billion steps",
+        _edit_config(rollout_fragment_length=10**9),
+        LOAD,
+        CheckpointError,
+        ["rollout_fragment_length=1000000000 (int)", "'auto' or an int in [1, 1000000]"],
+    ),
+    # ---- env_config of an EnvPool task: only its numeric settings, checked, and no env built
+    (
+        "EnvPool model file is a FIFO",
+        _envpool_fifo,
+        LOAD,
+        CheckpointError,
+        ["env_config['xml_file'] is a text setting of EnvPool's 'Ant-v4'", "numbers and booleans"],
+    ),
+    (
+        "EnvPool asset directory elsewhere",
+        _edit_config(env="Ant-v4", env_config={"base_path": "/etc"}),
+        LOAD,
+        CheckpointError,
+        ["env_config['base_path'] is a text setting"],
+    ),
+    (
+        "Atari game that does not exist",
+        _edit_config(env="Pong-v5", env_config={"task": "nope"}),
+        LOAD,
+        CheckpointError,
+        ["env_config['task'] is a text setting of EnvPool's 'Pong-v5'"],
+    ),
+    (
+        "EnvPool with 2,000 threads",
+        _edit_config(env="CartPole-v1", env_config={"num_threads": 2000}),
+        LOAD,
+        CheckpointError,
+        ["env_config['num_threads'] is set by rljax", "remove it"],
+    ),
+    (
+        "Atari frames of 4000x4000",
+        _edit_config(env="Pong-v5", env_config={"img_height": 4000, "img_width": 4000}),
+        LOAD,
+        CheckpointError,
+        ["env_config['img_height']=4000 (int)", "an int in [1, 1024]"],
+    ),
+    (
+        "EnvPool setting the task does not have",
+        _edit_config(env="CartPole-v1", env_config={"frame_skip": 4}),
+        LOAD,
+        CheckpointError,
+        ["'frame_skip' is not a setting of EnvPool's 'CartPole-v1'", "max_episode_steps"],
+    ),
+    (
+        "EnvPool setting as a string",
+        _edit_config(env="Pong-v5", env_config={"frame_skip": "4"}),
+        LOAD,
+        CheckpointError,
+        ["env_config['frame_skip']='4' (str)", "an int in [1, 100]"],
+    ),
+    (
+        "gymnasium env whose package is missing",
+        _edit_config(env="GymV26Environment-v0"),
+        LOAD,
+        CheckpointError,
+        ["building the env 'GymV26Environment-v0' failed", "ImportError"],
     ),
     (
         "env_config is a list",

@@ -40,6 +40,16 @@ from rljax.utils.seeding import MAX_SEED
 # Config files are small (the tuned examples are under 2 KB): a cap well above any real one
 # that keeps PyYAML's pure-Python parse of the worst such file near a second.
 MAX_CONFIG_FILE_BYTES = 64 << 10
+# Upper bounds of settings that size the work of an iteration or an evaluation, so that a file
+# cannot make a run effectively hang (num_epochs 10**9 is a loop of a billion updates inside one
+# jitted call). Each is far above what RLlib's defaults and tuned examples set.
+# Env steps per sub-env per iteration: "auto" gives 4,000 for RLlib's default PPO batch on one
+# sub-env.
+MAX_ROLLOUT_FRAGMENT_LENGTH = 1_000_000
+# Episodes or env steps of one evaluation: the default, as RLlib's, is 10 episodes.
+MAX_EVALUATION_DURATION = 1_000_000
+# With evaluation_duration_unit="episodes", each episode may itself run thousands of steps.
+MAX_EVALUATION_EPISODES = 10_000
 
 
 class _Unset:
@@ -205,10 +215,10 @@ class AlgorithmConfig:
         "env_config": _env_config,
         "clip_actions": Bool(),
         # env_runners
-        "num_env_runners": Int(0),
+        "num_env_runners": Int(0, memory.MAX_ENV_RUNNERS),
         "num_envs_per_env_runner": Int(1),
         "gym_env_vectorize_mode": _vectorize_mode,
-        "rollout_fragment_length": Int(1, literals=("auto",)),
+        "rollout_fragment_length": Int(1, MAX_ROLLOUT_FRAGMENT_LENGTH, literals=("auto",)),
         "num_gpus_per_env_runner": Number(0),
         "num_cpus_per_env_runner": Number(0),
         "async_batch_size": Int(1, optional=True),
@@ -230,7 +240,7 @@ class AlgorithmConfig:
         "rl_module_spec": _rl_module_spec,
         # evaluation
         "evaluation_interval": Int(1, optional=True),
-        "evaluation_duration": Int(1),
+        "evaluation_duration": Int(1, MAX_EVALUATION_DURATION),
         "evaluation_duration_unit": Choice(("episodes", "timesteps")),
         # debugging
         "seed": Int(0, MAX_SEED, optional=True),
@@ -368,10 +378,11 @@ class AlgorithmConfig:
 
         Args:
           num_env_runners: 0 samples in the driver (fused with the update for EnvPool envs);
-            n > 0 runs n runner threads, each with its own vector env.
+            n > 0 runs n runner threads, each with its own vector env (at most 1024).
           num_envs_per_env_runner: Sub-envs per runner.
           gym_env_vectorize_mode: "SYNC" or "ASYNC" (or ``gymnasium.VectorizeMode``).
-          rollout_fragment_length: Env steps per sub-env per iteration, or "auto" (from the batch).
+          rollout_fragment_length: Env steps per sub-env per iteration (at most 1,000,000), or
+            "auto" (from the batch).
           num_gpus_per_env_runner: > 0 puts runner inference on a GPU.
           num_cpus_per_env_runner: Accepted for compatibility; threads share the host's cores.
           async_batch_size: ASYNC mode: how many ready sub-envs form a batch. EnvPool defaults
@@ -416,7 +427,8 @@ class AlgorithmConfig:
         evaluation_duration_unit: str = UNSET,
         **kwargs,
     ) -> AlgorithmConfig:
-        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units."""
+        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units
+        (at most 1,000,000 env steps, or 10,000 episodes)."""
         return self._set("evaluation", locals())
 
     def debugging(
@@ -608,7 +620,13 @@ class AlgorithmConfig:
         runners = max(1, self.num_env_runners)
         envs = self.num_envs_per_env_runner * runners
         sampled = self.sampled_batch_size
-        return [
+        mc = self.model_config
+        networks = f"model_config.fcnet_hiddens={list(mc.fcnet_hiddens)}"
+        if memory.is_image(observation_space):
+            networks = f"model_config.conv_filters={_filters_shown(mc.conv_filters)}"
+        if mc.head_fcnet_hiddens:
+            networks += f", head_fcnet_hiddens={list(mc.head_fcnet_hiddens)}"
+        terms = [
             (
                 f"num_envs_per_env_runner={self.num_envs_per_env_runner} x {runners} runner(s)",
                 envs * (memory.PER_ENV_BYTES + 2 * obs),
@@ -618,37 +636,87 @@ class AlgorithmConfig:
                 sampled * (obs + 64) * 4,
             ),
             (
-                f"the networks (model_config.fcnet_hiddens={list(self.model_config.fcnet_hiddens)}"
-                + (
-                    f", head_fcnet_hiddens={list(self.model_config.head_fcnet_hiddens)})"
-                    if self.model_config.head_fcnet_hiddens
-                    else ")"
-                ),
+                f"the networks ({networks})",
                 self.network_params(observation_space, action_space)
                 * 4
                 * memory.PARAM_COPIES
                 * max(1, len(self.policies or ())),
             ),
         ]
+        encoders = self._conv_encoders()
+        if memory.is_image(observation_space) and encoders:
+            # Every layer's output, in float32, for each row an update passes through each conv
+            # stack, kept for the backward pass, and its gradient (x 2); acting passes one
+            # observation per env of a step.
+            _, _, floats = memory.conv_encoder(observation_space, mc.conv_filters)
+            rows = self._update_rows()
+            terms.append(
+                (
+                    f"the conv activations of {rows:,} rows (model_config.conv_filters="
+                    f"{_filters_shown(mc.conv_filters)})",
+                    (2 * rows + self.envs_per_step) * encoders * floats * 4,
+                )
+            )
+        if self.num_env_runners:
+            terms.append(
+                (
+                    f"num_env_runners={self.num_env_runners} runner threads",
+                    self.num_env_runners * memory.RUNNER_THREAD_BYTES,
+                )
+            )
+        if self.gym_env_vectorize_mode == "ASYNC" and not self._uses_envpool():
+            terms.append(
+                (
+                    f"gym_env_vectorize_mode='ASYNC': {envs:,} env processes "
+                    f"(num_envs_per_env_runner={self.num_envs_per_env_runner} x {runners} "
+                    "runner(s))",
+                    envs * memory.ASYNC_PROCESS_BYTES,
+                )
+            )
+        return terms
+
+    def _update_rows(self) -> int:
+        """Observations one update step passes through the network together: the whole train
+        batch here; PPO's minibatch, and three passes of the batch off-policy."""
+        return self.total_train_batch_size
+
+    def _conv_encoders(self) -> int:
+        """Conv stacks the default networks run per observation (a policy's and, unless the
+        encoder is shared, a value network's)."""
+        return 1 if self.model_config.vf_share_layers else 2
 
     def network_params(self, observation_space: Any, action_space: Any) -> int:
         """About how many parameters the default networks have (a policy and, unless the
-        encoder is shared, a value network)."""
+        encoder is shared, a value network).
+
+        Images as ``rljax.networks.models.ActorCritic`` builds them: the conv stack (one, or two
+        unshared), then a policy and a value head of ``head_fcnet_hiddens`` (512 units when
+        empty) on its output.
+        """
         n = getattr(action_space, "n", None)
         out = int(n) if n is not None else 2 * memory.flat_size(action_space)
         mc = self.model_config
-        hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
-        in_dim = memory.encoder_in_dim(observation_space)
         nets = 1 if mc.vf_share_layers else 2
-        return nets * memory.mlp_params(in_dim, hiddens, out)
+        if memory.is_image(observation_space):
+            conv, features, _ = memory.conv_encoder(observation_space, mc.conv_filters)
+            head = list(mc.head_fcnet_hiddens or (512,))
+            return (
+                nets * conv
+                + memory.mlp_params(features, head, out)
+                + memory.mlp_params(features, head, 1)
+            )
+        hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
+        return nets * memory.mlp_params(memory.flat_size(observation_space), hiddens, out)
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Checks every value and combination; raises ``ConfigError`` naming what to change."""
-        from rljax.env.vector import resolve_env
+        from rljax.env.vector import envpool_config, resolve_env
 
         self._check_settings()
         spec = resolve_env(self.env, self.env_config)
+        if spec.backend == "envpool":
+            envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
         if self.async_batch_size is not None and (
             self.async_batch_size > self.num_envs_per_env_runner
         ):
@@ -664,6 +732,15 @@ class AlgorithmConfig:
             raise ConfigError(
                 f"EnvPool ASYNC needs a batch smaller than num_envs_per_env_runner="
                 f"{self.num_envs_per_env_runner}; raise num_envs_per_env_runner to 2 or more, or set async_batch_size"
+            )
+        if (
+            self.evaluation_duration_unit == "episodes"
+            and self.evaluation_duration > MAX_EVALUATION_EPISODES
+        ):
+            raise ConfigError(
+                f"evaluation_duration={self.evaluation_duration} episodes is more than "
+                f"{MAX_EVALUATION_EPISODES:,}; lower it, or evaluate for a number of env steps "
+                "(evaluation_duration_unit='timesteps')"
             )
         if self.sample_async and self.num_env_runners == 0:
             raise ConfigError(
@@ -913,6 +990,13 @@ def _unknown_key_hint(name: str, keys: Any) -> str:
     if match in RENAMED:
         return f"; did you mean {RENAMED[match]!r} (RLlib's old name {match!r})?"
     return f"; did you mean {match!r}?" if match else ""
+
+
+def _filters_shown(filters: Any) -> str:
+    """``conv_filters`` as a config file writes them (the Nature CNN's when None)."""
+    if filters is None:
+        return "None (the Nature CNN's)"
+    return str([[o, list(k), s] for o, k, s in filters])
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:

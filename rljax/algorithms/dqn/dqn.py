@@ -164,16 +164,48 @@ class DQNConfig(OffPolicyConfig):
         return super()._coerce(key, value)
 
     def network_params(self, observation_space: Any, action_space: Any) -> int:
-        """The Q-network (its target copy is counted with the optimizer's copies)."""
+        """The Q-network (its target copy is counted with the optimizer's copies).
+
+        Images as ``rljax.networks.q_models.QNetwork`` builds them: the conv stack, then the
+        head (``head_fcnet_hiddens``, 512 units when empty) of each stream on its output; with
+        ``noisy`` the heads hold twice the parameters.
+        """
         n = int(getattr(action_space, "n", 1))
-        atoms = self.num_atoms if isinstance(self.num_atoms, int) else 1
+        atoms = max(1, self._atoms())
         mc = self.model_config
-        in_dim = memory.encoder_in_dim(observation_space)
-        hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
-        streams = memory.mlp_params(in_dim, hiddens, n * max(1, atoms))
+        if memory.is_image(observation_space):
+            encoder, in_dim, _ = memory.conv_encoder(observation_space, mc.conv_filters)
+            hiddens = list(mc.head_fcnet_hiddens or (512,))
+        else:
+            encoder, in_dim = 0, memory.flat_size(observation_space)
+            # The dense encoder is counted once per stream: an upper bound.
+            hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
+        streams = memory.mlp_params(in_dim, hiddens, n * atoms)
         if self.dueling:
-            streams += memory.mlp_params(in_dim, hiddens, max(1, atoms))
-        return streams
+            streams += memory.mlp_params(in_dim, hiddens, atoms)
+        if self.noisy is True:  # NoisyDense heads: a sigma for every weight and bias
+            streams *= 2
+        return encoder + streams
+
+    def memory_terms(self, observation_space: Any, action_space: Any) -> list[tuple[str, int]]:
+        """Adds the categorical projection of a distributional Q-network (``num_atoms > 1``):
+        ``rljax.ops.value_learning.categorical_projection`` weighs every target atom against
+        every support atom, a float32 ``[batch, num_atoms, num_atoms]`` array."""
+        terms = super().memory_terms(observation_space, action_space)
+        atoms = self._atoms()
+        if atoms > 1:
+            terms.append(
+                (
+                    f"num_atoms={atoms:,} (the projection's [batch, num_atoms, num_atoms])",
+                    self.total_train_batch_size * atoms * atoms * 4,
+                )
+            )
+        return terms
+
+    def _atoms(self) -> int:
+        """``num_atoms`` when it is an int (the estimate may run before ``validate()``)."""
+        atoms = self.num_atoms
+        return int(atoms) if isinstance(atoms, int) and not isinstance(atoms, bool) else 1
 
     def validate(self) -> None:
         super().validate()

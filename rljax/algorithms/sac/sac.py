@@ -112,6 +112,10 @@ class SACConfig(OffPolicyConfig):
             lr = UNSET
         return self._set("training", locals())
 
+    def _conv_encoders(self) -> int:
+        """None: SAC's networks take vector observations (an image is refused at build)."""
+        return 0
+
     def network_params(self, observation_space: Any, action_space: Any) -> int:
         """The actor and the critics (their targets are counted with the optimizer's copies)."""
         obs, act = memory.flat_size(observation_space), memory.flat_size(action_space)
