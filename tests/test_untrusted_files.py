@@ -743,14 +743,14 @@ CASES = [
         _envpool_fifo,
         LOAD,
         CheckpointError,
-        ["env_config['xml_file'] is a text setting of EnvPool's 'Ant-v4'", "numbers and booleans"],
+        ["env_config 'xml_file' is a path in a loaded config"],
     ),
     (
         "EnvPool asset directory elsewhere",
         _edit_config(env="Ant-v4", env_config={"base_path": "/etc"}),
         LOAD,
         CheckpointError,
-        ["env_config['base_path'] is a text setting"],
+        ["env_config 'base_path' is a path in a loaded config"],
     ),
     (
         "Atari game that does not exist",
@@ -1014,6 +1014,20 @@ CASES = [
         RESTORE,
         CheckpointError,
         ["runners.json", "at most 67,108,864"],
+    ),
+    (
+        "env_config opens a window",
+        _edit_config(env="CartPole-v1", env_config={"render_mode": "human"}),
+        LOAD,
+        CheckpointError,
+        ["render_mode='human'", "in a loaded config"],
+    ),
+    (
+        "env_config points the env at a file",
+        _edit_config(env="CartPole-v1", env_config={"xml_file": "../../etc/passwd"}),
+        LOAD,
+        CheckpointError,
+        ["env_config 'xml_file' is a path"],
     ),
     # ---- YAML config files
     ("YAML alias bomb", _yaml(_alias_bomb()), YAML, ConfigError, ["YAML aliases"]),

@@ -934,6 +934,8 @@ class AlgorithmConfig:
             d["env"] = policy.objects["env"]
         elif isinstance(d.get("env"), dict):
             d["env"] = resolve("env", d["env"], policy, ConfigError)
+        elif isinstance(d.get("env"), str) and isinstance(d.get("env_config"), dict):
+            _check_file_env_config(d["env_config"])
         if policy.objects.get("policy_mapping_fn") is not None:
             d["policy_mapping_fn"] = policy.objects["policy_mapping_fn"]
         elif d.get("policy_mapping_fn") is not None and not callable(d["policy_mapping_fn"]):
@@ -979,6 +981,27 @@ class AlgorithmConfig:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.to_dict()})"
+
+
+# What a gymnasium env's constructor may be told by a file: rendering only off-screen, and no
+# paths (gymnasium's MuJoCo envs read xml_file; a file must not point an env at other files).
+_FILE_RENDER_MODES = (None, "rgb_array", "rgb_array_list", "ansi")
+
+
+def _check_file_env_config(env_config: dict[str, Any]) -> None:
+    """Refuses env_config entries that a file could use to reach outside the env: a render mode
+    that opens a window (and imports a GUI library), and path-like strings."""
+    if env_config.get("render_mode") not in _FILE_RENDER_MODES:
+        raise ConfigError(
+            f"env_config render_mode={str(env_config['render_mode'])[:40]!r} in a loaded config; "
+            f"a config file may ask for {list(_FILE_RENDER_MODES)} (set other modes in code)"
+        )
+    for key, value in env_config.items():
+        if isinstance(value, str) and ("/" in value or "\\" in value or value.startswith(".")):
+            raise ConfigError(
+                f"env_config {str(key)[:40]!r} is a path in a loaded config; a config file may "
+                "not point an env at files (pass env_config in code, or env=... to the loader)"
+            )
 
 
 def _unknown_key_hint(name: str, keys: Any) -> str:
