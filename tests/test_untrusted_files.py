@@ -1335,3 +1335,40 @@ def test_a_checkpoint_with_dropped_runners_does_not_drop_them_here(world, caplog
         world["algo"].restore_from_path(path)
     assert "this run does not drop runners" in caplog.text
     assert world["algo"]._runners.num_healthy == 1 and not world["algo"]._runners.dropped
+
+
+def test_a_replay_buffer_with_impossible_counters_or_priorities_is_refused(tmp_path):
+    algo = (
+        DQNConfig()
+        .environment(ENV)
+        .training(replay_buffer_config={"capacity": 64, "type": "PrioritizedEpisodeReplayBuffer"})
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=1)
+        .build_algo()
+    )
+    try:
+        good = Path(algo.save_to_path(tmp_path / "dqn", include_replay_buffer=True))
+        raw = (_version(good) / "state.msgpack").read_bytes()
+        before = [np.asarray(x).tobytes() for x in jax.tree.leaves(jax.device_get(algo.state))]
+        cases = {
+            "size": lambda b: b.update(size=np.full_like(b["size"], -100)),
+            "insert_pos": lambda b: b.update(insert_pos=np.full_like(b["insert_pos"], 10**6)),
+            "sum_tree": lambda b: b["sum_tree"].__setitem__(
+                "0", np.full_like(b["sum_tree"]["0"], np.nan)
+            ),
+            "max_priority": lambda b: b.update(max_priority=np.zeros_like(b["max_priority"])),
+        }
+        for name, edit in cases.items():
+            state = flax.serialization.msgpack_restore(raw)
+            edit(state["state"]["buffer"])
+            bad = tmp_path / f"dqn-{name}"
+            shutil.copytree(good, bad)
+            (_version(bad) / "state.msgpack").write_bytes(
+                flax.serialization.msgpack_serialize(state)
+            )
+            with pytest.raises(CheckpointError, match=f"replay buffer's {name}"):
+                algo.restore_from_path(bad)
+        after = [np.asarray(x).tobytes() for x in jax.tree.leaves(jax.device_get(algo.state))]
+        assert after == before
+    finally:
+        algo.stop()

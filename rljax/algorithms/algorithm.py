@@ -183,6 +183,10 @@ class Algorithm:
     def _restore_state(self, state: Any) -> None:
         raise NotImplementedError
 
+    def _check_loaded_state(self, state: Any, path: Any) -> None:
+        """Checks values of a loaded state (numpy) that its shapes and dtypes cannot: raises
+        ``CheckpointError`` naming ``path``. Runs before anything is restored."""
+
     def _place_learner_state(self, state: Any) -> Any:
         """Replicates ``state`` over the learner mesh (setting the state and batch shardings), or
         puts it on the one learner device."""
@@ -595,6 +599,7 @@ class Algorithm:
         live = self._checkpoint_state(saved.includes_replay_buffer)
         target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), live)
         state = ckpt.load_state(version_dir, target)
+        self._check_loaded_state(state, version_dir / ckpt.STATE_FILE)
         # Only runners that can take it read the saved runner state (EnvPool's fused path has none).
         has_runners = getattr(self, "_runners", None) is not None
         runners = ckpt.load_runners(version_dir) if has_runners else None

@@ -39,7 +39,7 @@ from rljax.runners.acting import (
 )
 from rljax.utils import memory
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, is_int, refuse
-from rljax.utils.errors import ConfigError
+from rljax.utils.errors import CheckpointError, ConfigError
 
 # Bounds of the replay ratio, so that a file cannot make an iteration effectively hang
 # (training_intensity=1e300 asked DQN's defaults for ~3e298 updates per cycle, and failed inside
@@ -551,6 +551,33 @@ class OffPolicyAlgorithm(Algorithm):
         # The fused rollout's acting key continues too (EnvPool's env state cannot be saved).
         runner_key = self.runner_state.key if self.fused else jnp.zeros((2,), jnp.uint32)
         return {"state": state, "runner_key": runner_key}
+
+    def _check_loaded_state(self, loaded: Any, path: Any) -> None:
+        """A saved replay buffer's counters and priorities must be ones the buffer can have: a
+        crafted file could otherwise make sampling read outside the rings or divide by zero."""
+        buffer = loaded["state"].get("buffer")
+        if buffer is None:
+            return
+        storage = getattr(buffer, "storage", None) or {}
+        rows = next(iter(jax.tree.leaves(storage)), None)
+        capacity = int(np.shape(rows)[1]) if rows is not None and np.ndim(rows) >= 2 else None
+        for name in ("insert_pos", "size"):
+            values = np.asarray(getattr(buffer, name, 0))
+            if capacity is not None and (values.min() < 0 or values.max() > capacity):
+                raise CheckpointError(
+                    f"{path}: the replay buffer's {name} must lie in [0, {capacity}]"
+                )
+        for name in ("sum_tree", "min_tree"):
+            tree = getattr(buffer, name, None)
+            for level in jax.tree.leaves(tree):
+                level = np.asarray(level)
+                if level.dtype.kind == "f" and (np.isnan(level).any() or (level < 0).any()):
+                    raise CheckpointError(
+                        f"{path}: the replay buffer's {name} holds NaN or negative priorities"
+                    )
+        top = np.asarray(getattr(buffer, "max_priority", 1.0))
+        if not (np.isfinite(top).all() and (top > 0).all()):
+            raise CheckpointError(f"{path}: the replay buffer's max_priority must be finite > 0")
 
     def _restore_state(self, loaded: Any) -> None:
         fields = dict(loaded["state"])
