@@ -19,7 +19,8 @@ import numpy as np
 from gymnasium.vector.utils import CloudpickleWrapper
 
 from rljax.env.fault_tolerance import RESTARTED
-from rljax.env.vector import StepResult, main_hidden, sigint_blocked
+from rljax.env.steps import StepResult
+from rljax.env.workers import main_hidden, sigint_blocked
 
 
 def _worker(conn: Connection, env_fn: CloudpickleWrapper, index: int) -> None:

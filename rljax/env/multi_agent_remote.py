@@ -18,7 +18,7 @@ import gymnasium as gym
 from gymnasium.vector.utils import CloudpickleWrapper
 
 from rljax.env.multi_agent_env import AgentID, MultiAgentEnv
-from rljax.env.vector import main_hidden, sigint_blocked
+from rljax.env.workers import main_hidden, sigint_blocked
 
 
 def _worker(env_fn: CloudpickleWrapper, pipe: Any, parent_end: Any) -> None:

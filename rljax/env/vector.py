@@ -7,17 +7,13 @@ ignored. The runners mark that step's transition invalid, so every backend yield
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import inspect
-import signal
-import sys
 import traceback
-import types
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -25,6 +21,8 @@ import numpy as np
 from rljax.env.api_check import ApiCheckedEnv
 from rljax.env.env_context import EnvContext
 from rljax.env.registry import registered_creator, registered_names
+from rljax.env.steps import StepResult
+from rljax.env.workers import main_hidden, sigint_blocked
 from rljax.utils.errors import ConfigError, closest
 
 # EnvPool declares float64 bounds on its float32 Box spaces, and gymnasium warns about it every time
@@ -33,33 +31,6 @@ warnings.filterwarnings("ignore", message=r".*Box (low|high)'s precision lowered
 
 SYNC = "SYNC"
 ASYNC = "ASYNC"
-
-
-class StepResult(NamedTuple):
-    """What a vector env returns for the sub-envs of one batch.
-
-    Attributes:
-      obs: Observations of shape [K, *obs_shape].
-      reward: A float32 tensor of shape [K].
-      terminated: A bool tensor of shape [K].
-      truncated: A bool tensor of shape [K].
-      env_id: An int32 tensor of shape [K]: which sub-env each row belongs to.
-      raw_reward: For metrics, the unclipped reward (Atari with reward clipping), or None.
-      game_over: For metrics, where a whole game ended (Atari with episodic life, where losing a
-        life terminates the learning episode), or None: then every end counts.
-      restarted: Where a sub-env raised and was rebuilt (``restart_failed_sub_environments``):
-        the row is the fresh env's first observation, and the broken episode is dropped. None
-        when restarts are off.
-    """
-
-    obs: Any
-    reward: Any
-    terminated: Any
-    truncated: Any
-    env_id: Any
-    raw_reward: Any = None
-    game_over: Any = None
-    restarted: Any = None
 
 
 def envpool_result(
@@ -350,50 +321,6 @@ def env_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
     spaces = env.observation_space, env.action_space
     env.close()
     return spaces
-
-
-@contextlib.contextmanager
-def main_hidden():
-    """Starts spawned workers without re-running the user's ``__main__`` script.
-
-    Worker processes are spawned, never forked (JAX's threads do not survive a fork). A spawned
-    child normally re-imports the parent's ``__main__`` file, which would re-run a training script
-    that has no ``if __name__ == "__main__"`` guard. The env creators travel by value through
-    cloudpickle instead, so the child does not need the script: hide it while the workers start.
-    """
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
-
-
-@contextlib.contextmanager
-def sigint_blocked():
-    """Worker processes started inside are born with SIGINT blocked: the starting thread's signal
-    mask survives the spawn's fork and exec.
-
-    Ctrl-C in a terminal sends SIGINT to every process of the foreground group. The training
-    process decides what happens then (finish the iteration and save, or stop) and closes its
-    workers; a worker must not die in the middle of a step or print a traceback of its own. A
-    SIGINT for this process is not lost meanwhile: another thread takes it, or it waits until
-    the mask is restored.
-    """
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not on Linux
-        yield
-        return
-    # The first spawn starts multiprocessing's resource tracker, which unblocks SIGINT in this
-    # thread when it is up: start it before blocking.
-    from multiprocessing import resource_tracker
-
-    resource_tracker.ensure_running()
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class _EnvFn:

@@ -34,7 +34,7 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
-from rljax.algorithms.ppo.ppo import build_policy
+from rljax.algorithms.ppo.networks import build_policy
 from rljax.env.env_context import EnvContext
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.env.multi_agent_vector import MultiAgentVectorEnv, agent_spaces

@@ -20,9 +20,8 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
+from rljax.algorithms.ppo.networks import build_policy
 from rljax.learners.devices import replicated
-from rljax.networks.distributions import make_distribution
-from rljax.networks.models import build_module
 from rljax.runners.acting import (
     episode_arrays,
     make_act_step,
@@ -386,19 +385,6 @@ class PPO(Algorithm):
         self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
         if getattr(self, "_runners", None) is not None:  # runner threads act with them next
             self._runners.publish(self._runner_params(), advance=False)
-
-
-def build_policy(observation_space: gym.Space, action_space: gym.Space, cfg: PPOConfig):
-    """The action distribution and the actor-critic Flax module a PPO config asks for."""
-    dist = make_distribution(action_space, cfg.model_config.log_std_clip_param)
-    module = build_module(
-        observation_space,
-        dist.num_outputs,
-        isinstance(action_space, gym.spaces.Box),
-        cfg.model_config,
-        cfg.rl_module_spec,
-    )
-    return dist, module
 
 
 __all__ = ["PPO", "PPOConfig", "build_policy"]
