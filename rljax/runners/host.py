@@ -57,8 +57,15 @@ def _jitted_step(act_step: Callable, device: jax.Device) -> Callable:
             traj = jax.tree.map(lambda buf, x: buf.at[t].set(x), traj, transition)
             return action, actor, traj, key
 
-        per_device[device] = jax.jit(step, donate_argnums=(2, 4), device=device)
+        # No device= (deprecated in JAX): the params, actor state, key and fragment buffer are
+        # committed to ``device``, and a jitted call runs where its committed arguments live.
+        per_device[device] = jax.jit(step, donate_argnums=(2, 4))
     return per_device[device]
+
+
+def _dtype_of(x: Any) -> np.dtype:
+    # An array's own dtype: np.result_type(jax_array) is a deprecated implicit conversion.
+    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.result_type(x)
 
 
 def _initial_state(
@@ -72,7 +79,7 @@ def _initial_state(
     tracing the policy twice. The cached state is copied, because ``act_step`` donates it."""
     cache = act_step.__dict__.setdefault("_rljax_initial_states", {})
     leaves, tree = jax.tree.flatten((params, result))
-    shapes = (tree, streams, tuple((np.shape(x), np.result_type(x)) for x in leaves))
+    shapes = (tree, streams, tuple((np.shape(x), _dtype_of(x)) for x in leaves))
     if shapes not in cache:
         obs0 = jax.tree.map(lambda o: jnp.asarray(o[0]), result.obs)
         actor = init_actor_state(policy_fn, params, obs0, streams)
