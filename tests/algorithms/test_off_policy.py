@@ -338,7 +338,7 @@ def test_distributional_q_network_outputs_and_q_values():
     algo = _small_dqn(num_atoms=11, v_min=-5.0, v_max=5.0, dueling=True).build_algo()
     try:
         obs = jnp.zeros((3, 4))
-        out = algo._net(algo.state.learner["params"], obs, None)
+        out = algo._net(algo.state.learner.params, obs, None)
         assert out.shape == (3, 2, 11)
         probs = jax.nn.softmax(out, -1)
         np.testing.assert_allclose(
