@@ -4,7 +4,7 @@ Every update in rljax (PPO's minibatch step, multi-agent PPO's stacked one, DQN'
 critic, actor and temperature steps) is the same sequence: gradients of a loss, global-norm
 clipping, Adam, the non-finite guard (``rljax.utils.nonfinite``), then the new parameters. The
 clipping, Adam and the guard form the optimizer built by ``make_optimizer``; ``gradient_step``
-runs the rest.
+runs the rest. ``make_target_update`` moves the target networks of the off-policy algorithms.
 
 Example::
 
@@ -16,8 +16,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, TypeVar
 
 import jax
 import optax
@@ -111,4 +111,27 @@ def gradient_step(
     return GradientStep(params, opt_state, loss, aux, optax.global_norm(grads))
 
 
-__all__ = ["GradientStep", "gradient_step", "make_optimizer"]
+State = TypeVar("State")
+
+
+def make_target_update(tau: float, targets: Mapping[str, str]) -> Callable[[State], State]:
+    """``update_target(state) -> state``: target networks moved ``tau`` of the way to the online.
+
+    Args:
+      tau: The step in (0, 1]: ``target = tau * online + (1 - tau) * target``; 1 copies.
+      targets: ``{target field: online field}`` of the learner state (a
+        ``flax.struct.dataclass``), e.g. ``{"target_params": "params"}``.
+    """
+    pairs = tuple(targets.items())
+
+    def update_target(state: State) -> State:
+        moved = {
+            target: optax.incremental_update(getattr(state, online), getattr(state, target), tau)
+            for target, online in pairs
+        }
+        return state.replace(**moved)
+
+    return update_target
+
+
+__all__ = ["GradientStep", "gradient_step", "make_optimizer", "make_target_update"]

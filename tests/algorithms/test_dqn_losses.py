@@ -11,11 +11,10 @@ from rljax.algorithms.dqn.learner import (
     DQNHyperparams,
     DQNLearnerState,
     make_dqn_learn,
-    make_dqn_target_update,
 )
 from rljax.algorithms.dqn.losses import DQNLossConfig, dqn_loss, q_values
 from rljax.algorithms.dqn.networks import DQNNetworks
-from rljax.learners.update import make_optimizer
+from rljax.learners.update import make_optimizer, make_target_update
 
 # Expected-value Q: two samples, three actions.
 OUT = jnp.array([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])  # actions [1, 2] -> Q(s, a) = [2, 4]
@@ -108,6 +107,14 @@ C51_DISCOUNT = jnp.array([0.5, 0.0])
 C51_WEIGHTS = jnp.array([1.0, 2.0])
 
 
+def _c51_loss(out, double_q, jit=False):
+    cfg = DQNLossConfig(double_q=double_q, td_error_loss_fn="huber")
+    online = C51_NEXT_ONLINE if double_q else None
+    next_target, action, reward, discount = C51_NEXT_TARGET, C51_ACTION, C51_REWARD, C51_DISCOUNT
+    args = (out, online, next_target, action, reward, discount, C51_WEIGHTS, cfg, SUPPORT)
+    return _loss_fn(jit)(*args)
+
+
 def test_q_values_are_the_means_of_the_return_distributions():
     np.testing.assert_allclose(q_values(C51_OUT, SUPPORT), [[0.3, 0.0], [-0.25, 0.25]], atol=1e-6)
     np.testing.assert_array_equal(q_values(OUT), OUT)
@@ -127,19 +134,7 @@ def test_q_values_are_the_means_of_the_return_distributions():
     ],
 )
 def test_c51_loss_hand_computed(jit, double_q, ce0):
-    cfg = DQNLossConfig(double_q=double_q, td_error_loss_fn="huber")
-    online = C51_NEXT_ONLINE if double_q else None
-    loss, aux = _loss_fn(jit)(
-        C51_OUT,
-        online,
-        C51_NEXT_TARGET,
-        C51_ACTION,
-        C51_REWARD,
-        C51_DISCOUNT,
-        C51_WEIGHTS,
-        cfg,
-        SUPPORT,
-    )
+    loss, aux = _c51_loss(C51_OUT, double_q, jit)
     # Sample 1 terminated with reward 2, clipped to v_max = 1: target [0, 0, 1], CE -log .5.
     ce1 = -math.log(0.5)
     np.testing.assert_allclose(aux.td_error, [ce0, ce1], rtol=1e-5)
@@ -148,20 +143,7 @@ def test_c51_loss_hand_computed(jit, double_q, ce0):
 
 
 def test_c51_gradient_is_the_weighted_softmax_minus_target():
-    cfg = DQNLossConfig(double_q=True, td_error_loss_fn="huber")
-    grad = jax.grad(
-        lambda out: dqn_loss(
-            out,
-            C51_NEXT_ONLINE,
-            C51_NEXT_TARGET,
-            C51_ACTION,
-            C51_REWARD,
-            C51_DISCOUNT,
-            C51_WEIGHTS,
-            cfg,
-            SUPPORT,
-        )[0]
-    )(C51_OUT)
+    grad = jax.grad(lambda out: _c51_loss(out, double_q=True)[0])(C51_OUT)
     # d CE / d logits = softmax - target, times w / B, at the taken action only.
     expected = np.zeros((2, 2, 3))
     expected[0, 0] = (np.array([0.2, 0.3, 0.5]) - [0.0, 0.5, 0.5]) * 1.0 / 2
@@ -229,7 +211,7 @@ def test_learn_step_is_one_adam_step_on_the_loss(double_q):
     np.testing.assert_allclose(new.params["params"]["Dense_0"]["kernel"], expected, atol=1e-6)
     np.testing.assert_array_equal(new.target_params["params"]["Dense_0"]["kernel"], 2 * w)
     # The target moves tau = .25 of the way to the online weights.
-    moved = make_dqn_target_update(hp)(new)
+    moved = make_target_update(hp.tau, {"target_params": "params"})(new)
     np.testing.assert_allclose(
         moved.target_params["params"]["Dense_0"]["kernel"],
         0.75 * 2 * w + 0.25 * expected,

@@ -1,12 +1,13 @@
 import math
 
+import flax
 import flax.serialization
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.learners.update import gradient_step, make_optimizer
+from rljax.learners.update import gradient_step, make_optimizer, make_target_update
 from rljax.utils.nonfinite import count_non_finite
 
 PARAMS = {"b": jnp.asarray(0.5), "w": jnp.array([1.0, -2.0])}
@@ -78,6 +79,28 @@ def test_a_non_finite_gradient_is_skipped_and_counted():
     step = gradient_step(_loss, optimizer, step.params, step.opt_state, 1.0)
     np.testing.assert_allclose(step.params["w"], [0.9, -1.9], rtol=1e-6)
     assert count_non_finite(step.opt_state) == 1
+
+
+@flax.struct.dataclass
+class _TwoTargets:
+    actor: jax.Array
+    critic: jax.Array
+    target_actor: jax.Array
+    target_critic: jax.Array
+
+
+def test_target_update_moves_each_target_tau_of_the_way():
+    state = _TwoTargets(jnp.asarray(4.0), jnp.array([2.0, -2.0]), jnp.asarray(0.0), jnp.zeros(2))
+    update = jax.jit(make_target_update(0.25, {"target_actor": "actor", "target_critic": "critic"}))
+    moved = update(state)
+    # .25 * online + .75 * target, the online fields untouched.
+    assert float(moved.target_actor) == 1.0
+    np.testing.assert_allclose(moved.target_critic, [0.5, -0.5])
+    assert float(moved.actor) == 4.0
+    np.testing.assert_array_equal(moved.critic, [2.0, -2.0])
+    copied = make_target_update(1.0, {"target_critic": "critic"})(state)
+    np.testing.assert_array_equal(copied.target_critic, [2.0, -2.0])
+    assert float(copied.target_actor) == 0.0  # not named: left alone
 
 
 def _paths(optimizer, params):

@@ -15,11 +15,10 @@ from rljax.algorithms.dqn.learner import (
     DQNHyperparams,
     DQNLearnerState,
     make_dqn_learn,
-    make_dqn_target_update,
 )
 from rljax.algorithms.dqn.networks import DQNNetworks
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
-from rljax.learners.update import make_optimizer
+from rljax.learners.update import make_optimizer, make_target_update
 from rljax.networks.distributions import Categorical
 from rljax.networks.q_models import build_q_network
 from rljax.utils import memory
@@ -237,7 +236,7 @@ class DQN(OffPolicyAlgorithm):
         self.optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, always_chain=True)
         # The hooks below delegate to these: built once, closing over the frozen settings.
         self._learn_fn = make_dqn_learn(self.networks, self.optimizer, self.hp)
-        self._update_target_fn = make_dqn_target_update(self.hp)
+        self._update_target_fn = make_target_update(self.hp.tau, {"target_params": "params"})
         return DQNLearnerState(
             params=params,
             target_params=jax.tree.map(jnp.copy, params),

@@ -1,9 +1,9 @@
-"""DQN's learner: its state, its frozen settings, and the learn step and target update built
-from them.
+"""DQN's learner: its state, its frozen settings, and the learn step built from them.
 
 ``learn = make_dqn_learn(networks, optimizer, hp)`` is a pure function
 ``learn(state, batch, weights, key) -> (state, td_errors, metrics)``: one gradient step of
 ``rljax.algorithms.dqn.losses.dqn_loss`` on a replay batch, the TD errors feeding priorities.
+The target network follows ``params`` by ``rljax.learners.update.make_target_update``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class DQNLearnerState:
 
 @dataclasses.dataclass(frozen=True)
 class DQNHyperparams:
-    """DQN's settings, frozen from the config when the algorithm is built."""
+    """DQN's settings, frozen from the config when the algorithm is built (RLlib's names;
+    ``epsilon`` is the exploration schedule of (timestep, value) pairs)."""
 
     double_q: bool
     noisy: bool
@@ -140,20 +141,9 @@ def make_dqn_learn(
     return learn
 
 
-def make_dqn_target_update(hp: DQNHyperparams) -> Callable[[DQNLearnerState], DQNLearnerState]:
-    """``update_target(state) -> state``: target params moved ``tau`` of the way to the online."""
-
-    def update_target(state: DQNLearnerState) -> DQNLearnerState:
-        target = optax.incremental_update(state.params, state.target_params, hp.tau)
-        return state.replace(target_params=target)
-
-    return update_target
-
-
 __all__ = [
     "DQN_METRICS",
     "DQNHyperparams",
     "DQNLearnerState",
     "make_dqn_learn",
-    "make_dqn_target_update",
 ]

@@ -1,10 +1,10 @@
-"""SAC's learner: its state, its frozen settings, and the learn step and target update built
-from them.
+"""SAC's learner: its state, its frozen settings, and the learn step built from them.
 
 ``learn = make_sac_learn(networks, optimizers, hp)`` is a pure function
 ``learn(state, batch, weights, key) -> (state, td_errors, metrics)``: a gradient step of the
 critics, then of the actor against the updated critics, then of the temperature, each with
 ``rljax.learners.update.gradient_step`` on the losses of ``rljax.algorithms.sac.losses``.
+The target critics follow ``critic`` by ``rljax.learners.update.make_target_update``.
 """
 
 from __future__ import annotations
@@ -228,16 +228,6 @@ def make_sac_learn(
     return learn
 
 
-def make_sac_target_update(hp: SACHyperparams) -> Callable[[SACLearnerState], SACLearnerState]:
-    """``update_target(state) -> state``: target critics moved ``tau`` of the way to the critics."""
-
-    def update_target(state: SACLearnerState) -> SACLearnerState:
-        target = optax.incremental_update(state.critic, state.target_critic, hp.tau)
-        return state.replace(target_critic=target)
-
-    return update_target
-
-
 __all__ = [
     "SAC_METRICS",
     "SACHyperparams",
@@ -246,5 +236,4 @@ __all__ = [
     "SACOptimizers",
     "make_sac_learn",
     "make_sac_optimizers",
-    "make_sac_target_update",
 ]

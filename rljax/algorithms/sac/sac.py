@@ -18,9 +18,9 @@ from rljax.algorithms.sac.learner import (
     SACNetworks,
     make_sac_learn,
     make_sac_optimizers,
-    make_sac_target_update,
 )
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.learners.update import make_target_update
 from rljax.networks.distributions import SquashedDiagGaussian
 from rljax.networks.q_models import GaussianActor, TwinCritic, check_vector_obs
 from rljax.utils import memory
@@ -153,7 +153,7 @@ class SAC(OffPolicyAlgorithm):
         self.optimizers = make_sac_optimizers(self.hp)
         # The hooks below delegate to these: built once, closing over the frozen settings.
         self._learn_fn = make_sac_learn(self.networks, self.optimizers, self.hp)
-        self._update_target_fn = make_sac_target_update(self.hp)
+        self._update_target_fn = make_target_update(self.hp.tau, {"target_critic": "critic"})
         k_actor, k_critic = jax.random.split(key)
         obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
         act = jnp.zeros((1, action_dim), jnp.float32)
