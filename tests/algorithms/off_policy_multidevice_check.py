@@ -41,7 +41,7 @@ def _run(num_learners: int, batch: int):
                 .compile()
                 .as_text()
             )
-        return jax.device_get(algo.state.learner["params"]), results[-1], hlo
+        return jax.device_get(algo.state.learner.params), results[-1], hlo
     finally:
         algo.stop()
 
