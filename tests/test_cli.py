@@ -293,7 +293,8 @@ def test_sigkill_or_ctrl_c_at_random_moments_leaves_a_loadable_checkpoint(tmp_pa
         where.mkdir()
         ckpt_dir = where / "ckpt"
         saving = ("--checkpoint-dir", str(ckpt_dir), "--checkpoint-freq", "1")
-        run = _Train(where, "--stop-iters", "100", *saving, "--checkpoint-num-to-keep", "2")
+        # Far more iterations than can finish before the signal, on however fast a machine.
+        run = _Train(where, "--stop-iters", "1000000", *saving, "--checkpoint-num-to-keep", "2")
         run.wait_until(lambda d=ckpt_dir: (d / "LATEST").exists())  # iteration 1 is saved
         time.sleep(rng.uniform(0.0, 2.0))  # anywhere in a later iteration or save
         code, out, err = run.signal_and_wait(sig)
