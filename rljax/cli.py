@@ -17,8 +17,9 @@ def _algorithms() -> dict[str, type]:
     from rljax.algorithms.dqn import DQNConfig
     from rljax.algorithms.ppo import PPOConfig
     from rljax.algorithms.sac import SACConfig
+    from rljax.algorithms.td3 import TD3Config
 
-    return {"PPO": PPOConfig, "DQN": DQNConfig, "SAC": SACConfig}
+    return {"PPO": PPOConfig, "DQN": DQNConfig, "SAC": SACConfig, "TD3": TD3Config}
 
 
 def _config_class(name: str) -> type:
