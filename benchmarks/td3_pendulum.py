@@ -5,7 +5,8 @@ Both variants train the same TD3 (the settings of ``rljax/tuned_examples/td3_pen
 policy delay 2, target noise 0.2 clipped at 0.5, Gaussian exploration noise 0.1 (in half action
 ranges), uniform random actions for the first 1000 env steps and learning from then on, one
 update per env step, a 100k uniform buffer, one env. rljax runs the fused EnvPool path
-(``num_env_runners=0``); Stable-Baselines3 runs its TD3 on a gymnasium env, torch on the CPU.
+(``num_env_runners=0``); Stable-Baselines3 runs its TD3 on a gymnasium env, torch on the CPU
+with one thread (its fastest setting for networks this small).
 The return is the mean of the last 10 episodes for both: an rljax iteration is 2010 env steps,
 10 whole episodes and their auto-reset steps; each ``learn()`` call of Stable-Baselines3 is 2000
 env steps, and its episode buffer keeps 10 episodes.
@@ -90,6 +91,9 @@ class SB3TD3:
         from stable_baselines3.common.monitor import Monitor
         from stable_baselines3.common.noise import NormalActionNoise
 
+        # One torch thread: on a 2-core machine shared with other work, two threads ran these
+        # 64x64 networks 25x slower (9 against 257 env steps/s with learning).
+        torch.set_num_threads(1)
         env = Monitor(gym.make(s["env"]))
         action_dim = env.action_space.shape[0]
         self.steps_per_iteration = s["episodes_per_iteration"] * s["episode_len"]
