@@ -16,15 +16,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
-from rljax.networks.models import _MLP
+from rljax.networks.q_models import actor_mlp
 from rljax.utils.errors import ConfigError
 
 
 class DeterministicActor(nn.Module):
     """``__call__(obs [B, *obs_shape]) -> [B, action_dim]`` actions in (-1, 1).
 
-    An MLP of ``fcnet_hiddens + head_fcnet_hiddens`` and a tanh-squashed linear output. The
-    output layer starts small, so the first policy acts near the middle of the action range.
+    SAC's actor layers (``actor_mlp``: an MLP of ``fcnet_hiddens + head_fcnet_hiddens``) with
+    one output per action dimension, squashed by tanh. The output layer starts small, so the
+    first policy acts near the middle of the action range.
     """
 
     action_dim: int
@@ -32,11 +33,7 @@ class DeterministicActor(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        mc = self.model_config
-        x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
-        x = _MLP(mc.fcnet_hiddens + mc.head_fcnet_hiddens, mc.fcnet_activation)(x)
-        out = nn.Dense(self.action_dim, kernel_init=nn.initializers.orthogonal(0.01))(x)
-        return jnp.tanh(out)
+        return jnp.tanh(actor_mlp(obs, self.model_config, self.action_dim))
 
 
 def gaussian_exploration(
