@@ -25,21 +25,20 @@ from rljax.utils.errors import ConfigError
 rljax.register_env("rljax-test-gym-pendulum", lambda cfg: gym.make("Pendulum-v1"))
 
 
-def _small_td3(env="Pendulum-v1", **training):
-    kw = dict(
-        num_steps_sampled_before_learning_starts=64,
-        replay_buffer_config={"capacity": 2048},
-        train_batch_size_per_learner=32,
-    )
-    kw.update(training)
-    return (
-        TD3Config()
-        .environment(env)
-        .training(**kw)
-        .rl_module(model_config={"fcnet_hiddens": [32, 32]})
-        .reporting(min_sample_timesteps_per_iteration=100)
-        .debugging(seed=0)
-    )
+# A small TD3 (flat settings, as a YAML file gives them): learning from env step 64.
+SMALL = {
+    "env": "Pendulum-v1",
+    "num_steps_sampled_before_learning_starts": 64,
+    "replay_buffer_config": {"capacity": 2048},
+    "train_batch_size_per_learner": 32,
+    "model_config": {"fcnet_hiddens": [32, 32]},
+    "min_sample_timesteps_per_iteration": 100,
+    "seed": 0,
+}
+
+
+def _small_td3(**settings):
+    return TD3Config.from_dict({**SMALL, **settings})
 
 
 def test_rllib_defaults():
@@ -182,8 +181,9 @@ def test_fused_path_explores_uniformly_then_around_the_actor_and_compiles_once()
 
 
 def test_runner_path_trains_saves_restores_and_acts_within_bounds(tmp_path):
-    config = _small_td3(env="rljax-test-gym-pendulum", store_buffer_in_checkpoints=True)
-    algo = config.env_runners(num_env_runners=1).build_algo()
+    algo = _small_td3(
+        env="rljax-test-gym-pendulum", num_env_runners=1, store_buffer_in_checkpoints=True
+    ).build_algo()
     try:
         assert not algo.fused
         result = algo.train()
