@@ -84,6 +84,6 @@ class ActionBounds:
             np.asarray(space.low, np.float32), np.asarray(space.high, np.float32), space.dtype
         )
 
-    def to_env(self, action):
+    def to_env(self, action: np.ndarray | jax.Array) -> np.ndarray | jax.Array:
         """[..., A] actions in [-1, 1] -> the env's units; numpy in, numpy out; jax in, jax out."""
         return (self.low + (action + 1.0) * 0.5 * (self.high - self.low)).astype(self.dtype)

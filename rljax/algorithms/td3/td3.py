@@ -36,8 +36,9 @@ class TD3Config(OffPolicyConfig):
     the replay settings every off-policy algorithm shares. Exploration adds Gaussian noise of
     standard deviation ``exploration_noise`` (the TD3 paper's 0.1) to the actor's actions;
     before ``num_steps_sampled_before_learning_starts`` env steps the actions are uniform
-    random, as RLlib's ``GaussianNoise(random_timesteps=...)`` and Stable-Baselines3 do. All
-    noise is in the actor's [-1, 1] scale: in units of half the action range.
+    random, as Stable-Baselines3's are (RLlib's ``GaussianNoise`` has its own
+    ``random_timesteps``, by default equal to its learning start, 10,000). All noise is in the
+    actor's [-1, 1] scale: in units of half the action range.
 
     Example::
 
