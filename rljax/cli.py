@@ -3,23 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import math
+import os
+import re
+import signal
 import sys
+import tempfile
+import threading
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, NoReturn
 
 from rljax.algorithms.algorithm_config import read_config_file
 from rljax.utils.errors import CheckpointError, ConfigError, closest
 
 
 def _algorithms() -> dict[str, type]:
-    from rljax.algorithms.dqn import DQNConfig
-    from rljax.algorithms.ppo import PPOConfig
-    from rljax.algorithms.sac import SACConfig
-    from rljax.algorithms.td3 import TD3Config
+    from rljax.algorithms import registry
 
-    return {"PPO": PPOConfig, "DQN": DQNConfig, "SAC": SACConfig, "TD3": TD3Config}
+    return {name: registry.config_class(name) for name in registry.algorithm_names()}
 
 
 def _config_class(name: str) -> type:
@@ -44,7 +49,7 @@ def build_config(args: argparse.Namespace) -> Any:
         elif file_algo is not None and file_algo.upper() != algo_name.upper():
             raise ConfigError(f"--algo {algo_name} but {args.config} is a {file_algo} config")
     cls = _config_class(algo_name or "PPO")
-    config = cls.from_dict(data)
+    config = cls.from_dict(data, allow_imports=args.allow_import)
     if args.env is not None:
         config.environment(args.env)
     runners = {
@@ -64,58 +69,213 @@ def _fmt(x: float) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
+# What a checkpoint directory holds (rljax.utils.checkpoint): the pointer, the versions and the
+# leftovers of interrupted saves.
+_CHECKPOINT_ENTRY = re.compile(r"LATEST|v-\d+|\.tmp-.*|\.LATEST\..*")
 
-    config = build_config(args)
+
+def check_train_flags(args: argparse.Namespace) -> None:
+    """Raises ``ConfigError`` for ``rljax train`` flags that cannot work.
+
+    Called before the algorithm is built: a bad ``--checkpoint-dir`` would otherwise surface at
+    the first save, possibly after the whole run.
+    """
+    if args.stop_iters < 1:
+        raise ConfigError(f"--stop-iters {args.stop_iters}; use a positive number of iterations")
     if args.stop_timesteps is not None and args.stop_timesteps <= 0:
         raise ConfigError(f"--stop-timesteps {args.stop_timesteps}; use a positive number")
+    if args.stop_reward is not None and not math.isfinite(args.stop_reward):
+        raise ConfigError(f"--stop-reward {args.stop_reward}; use a finite number")
+    if args.checkpoint_freq < 0:
+        raise ConfigError(
+            f"--checkpoint-freq {args.checkpoint_freq}; use a positive number of iterations, or 0 "
+            "to save only at the end"
+        )
     if args.checkpoint_num_to_keep < 1:
         raise ConfigError(
             f"--checkpoint-num-to-keep {args.checkpoint_num_to_keep}; use a positive number"
         )
+    if args.checkpoint_freq and not args.checkpoint_dir:
+        raise ConfigError(
+            f"--checkpoint-freq {args.checkpoint_freq} without --checkpoint-dir; add "
+            "--checkpoint-dir DIR (where to save)"
+        )
+    if args.checkpoint_dir:
+        _check_checkpoint_dir(args.checkpoint_dir)
+
+
+def _check_checkpoint_dir(value: str) -> None:
+    """Raises ``ConfigError`` unless rljax can save checkpoints to ``value``.
+
+    Creates nothing that stays: writability is proven by creating and removing an empty
+    directory in ``value`` or, when it does not exist yet, in its nearest existing ancestor.
+    """
+    flag = f"--checkpoint-dir {value}"
+    path = Path(value).expanduser()
+    if os.path.lexists(path) and not path.is_dir():
+        raise ConfigError(f"{flag} is a file; give a new directory or one rljax saved to")
+    existing = path
+    while not os.path.lexists(existing):
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"{flag} cannot be created: {existing} is a file")
+    if existing == path:
+        try:
+            foreign = sorted(
+                c.name for c in path.iterdir() if not _CHECKPOINT_ENTRY.fullmatch(c.name)
+            )
+        except OSError as e:
+            raise ConfigError(f"{flag} cannot be read: {e.strerror}") from e
+        if foreign:
+            # A save removes older versions (every v-* entry) from the directory: refuse to mix
+            # checkpoints with other files.
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise ConfigError(
+                f"{flag} holds files that are not part of an rljax checkpoint ({shown}); give a "
+                "new or empty directory, or one rljax saved to"
+            )
+    try:
+        probe = tempfile.mkdtemp(prefix=".tmp-rljax-probe-", dir=existing)
+    except OSError as e:
+        where = "" if existing == path else f" (nothing can be created in {existing})"
+        raise ConfigError(f"{flag} is not writable{where}: {e.strerror}") from e
+    os.rmdir(probe)
+
+
+# The exit status of an interrupted run: what a shell reports for a process that SIGINT ended.
+EXIT_INTERRUPTED = 130
+
+
+class _Interrupt:
+    """Ctrl-C (SIGINT) during ``rljax train``, as a context manager that installs the handler.
+
+    Until ``deferred`` is set, Ctrl-C raises ``KeyboardInterrupt`` at once (building, compiling,
+    the first iteration, or a run with nowhere to save: nothing would be lost). Once it is set (an
+    iteration finished and there is a checkpoint directory), the first Ctrl-C is only recorded:
+    the iteration in flight ends and is saved, since one cut short could leave the algorithm's
+    state and counters apart; a second Ctrl-C raises at once. During ``shielded`` (the shutdown)
+    Ctrl-C is ignored, so that runner threads and env processes are always closed.
+
+    The training loop also checks ``requested`` after the build and after every iteration, so
+    that a ``KeyboardInterrupt`` caught by code in between (a broad ``except``) still stops it.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.deferred = False
+        self.shielded = False
+        self._previous: Any = None
+
+    def __enter__(self) -> _Interrupt:
+        previous = signal.getsignal(signal.SIGINT)
+        # Only the main thread can set a handler, and a SIGINT its caller ignores stays ignored
+        # (a shell starts background jobs that way).
+        if threading.current_thread() is threading.main_thread() and previous is not signal.SIG_IGN:
+            self._previous = previous
+            signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.shielded:
+            return
+        first = not self.requested
+        self.requested = True
+        if first and self.deferred:
+            # os.write, not print: the handler may run in the middle of a write to sys.stderr
+            # (the progress bar's), and a buffered stream refuses a reentrant write.
+            os.write(
+                2,
+                b"\nrljax: interrupted; saving a checkpoint when this iteration ends "
+                b"(Ctrl-C again to stop at once)\n",
+            )
+            return
+        raise KeyboardInterrupt
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    check_train_flags(args)
+    config = build_config(args)
     start = time.perf_counter()
-    algo = config.build_algo()
     stop_ts = args.stop_timesteps
     result: dict[str, Any] = {}
-    bar = tqdm(
-        total=stop_ts, unit="steps", disable=args.no_progress, dynamic_ncols=True, file=sys.stderr
-    )
     reason = "stop-iters"
-    try:
-        for _ in range(args.stop_iters):
-            result = algo.train()
-            er = result["env_runners"]
-            steps = result["num_env_steps_sampled_lifetime"]
-            bar.update(steps - bar.n)
-            per_policy = er.get("module_episode_returns_mean")
-            policies = (
-                " ".join(f"{p}={_fmt(r)}" for p, r in per_policy.items()) + " "
-                if per_policy
-                else ""
+    algo = None
+    bar = None
+    saved: int | None = None  # the iteration of the newest checkpoint this run saved
+    doing = "while building the algorithm"  # for the message when Ctrl-C stops the run
+    with _Interrupt() as interrupt:
+        try:
+            algo = config.build_algo()
+            if interrupt.requested:  # its KeyboardInterrupt was caught inside the build
+                raise KeyboardInterrupt
+            bar = tqdm(
+                total=stop_ts,
+                unit="steps",
+                disable=args.no_progress,
+                dynamic_ncols=True,
+                file=sys.stderr,
             )
-            bar.set_postfix_str(
-                f"iter={result['training_iteration']} return={_fmt(er['episode_return_mean'])} "
-                f"{policies}steps/s={er['num_env_steps_sampled_per_second']:,.0f}"
-            )
-            if (
-                args.checkpoint_dir
-                and args.checkpoint_freq
-                and result["training_iteration"] % args.checkpoint_freq == 0
-            ):
+            for _ in range(args.stop_iters):
+                doing = f"in iteration {algo.iteration + 1}"
+                result = algo.train()
+                doing = f"after iteration {algo.iteration}"
+                interrupt.deferred = bool(args.checkpoint_dir)
+                er = result["env_runners"]
+                steps = result["num_env_steps_sampled_lifetime"]
+                bar.update(steps - bar.n)
+                per_policy = er.get("module_episode_returns_mean")
+                policies = (
+                    " ".join(f"{p}={_fmt(r)}" for p, r in per_policy.items()) + " "
+                    if per_policy
+                    else ""
+                )
+                bar.set_postfix_str(
+                    f"iter={result['training_iteration']} return={_fmt(er['episode_return_mean'])} "
+                    f"{policies}steps/s={er['num_env_steps_sampled_per_second']:,.0f}"
+                )
+                if args.checkpoint_freq and algo.iteration % args.checkpoint_freq == 0:
+                    doing = f"while saving the checkpoint of iteration {algo.iteration}"
+                    algo.save_to_path(args.checkpoint_dir, num_to_keep=args.checkpoint_num_to_keep)
+                    saved = algo.iteration
+                    doing = f"after iteration {algo.iteration}"
+                if interrupt.requested:
+                    reason = "interrupt"
+                    break
+                ret = er["episode_return_mean"]
+                if args.stop_reward is not None and not math.isnan(ret) and ret >= args.stop_reward:
+                    reason = "stop-reward"
+                    break
+                if stop_ts is not None and steps >= stop_ts:
+                    reason = "stop-timesteps"
+                    break
+            bar.close()
+            # Not again when the last iteration was just saved: a second copy would also push a
+            # distinct older version out of the --checkpoint-num-to-keep newest.
+            if args.checkpoint_dir and saved != algo.iteration:
+                doing = f"while saving the checkpoint of iteration {algo.iteration}"
                 algo.save_to_path(args.checkpoint_dir, num_to_keep=args.checkpoint_num_to_keep)
-            ret = er["episode_return_mean"]
-            if args.stop_reward is not None and not math.isnan(ret) and ret >= args.stop_reward:
-                reason = "stop-reward"
-                break
-            if stop_ts is not None and steps >= stop_ts:
-                reason = "stop-timesteps"
-                break
-        bar.close()
-        if args.checkpoint_dir:
-            algo.save_to_path(args.checkpoint_dir, num_to_keep=args.checkpoint_num_to_keep)
-    finally:
-        algo.stop()
+                saved = algo.iteration
+        except KeyboardInterrupt:
+            if bar is not None:
+                bar.close()
+            if not args.checkpoint_dir:
+                kept = ""
+            elif saved is None:
+                kept = "; no checkpoint was saved"
+            else:
+                kept = f"; {args.checkpoint_dir} holds the checkpoint of iteration {saved}"
+            print(f"rljax: interrupted {doing}{kept}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        finally:
+            interrupt.shielded = True
+            if algo is not None:
+                algo.stop()
     er = result.get("env_runners", {})
     summary = {
         "stopped_by": reason,
@@ -134,6 +294,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         "checkpoint": str(args.checkpoint_dir) if args.checkpoint_dir else None,
     }
     print(json.dumps(summary, indent=2))
+    if reason == "interrupt":
+        kept = f"; saved its checkpoint to {args.checkpoint_dir}" if args.checkpoint_dir else ""
+        print(
+            f"rljax: interrupted after iteration {result['training_iteration']}{kept}",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
     if args.stop_reward is not None and reason != "stop-reward":
         print(
             f"rljax: return {_fmt(er.get('episode_return_mean'))} did not reach --stop-reward {args.stop_reward}",
@@ -148,7 +315,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.episodes <= 0:
         raise ConfigError(f"--episodes {args.episodes}; use a positive number")
-    algo = Algorithm.from_checkpoint(args.checkpoint)
+    algo = Algorithm.from_checkpoint(args.checkpoint, allow_imports=args.allow_import)
     try:
         algo.config.evaluation_duration = args.episodes
         algo.config.evaluation_duration_unit = "episodes"
@@ -174,6 +341,17 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_allow_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--allow-import",
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="let the config or checkpoint import code from modules under PREFIX (repeatable); "
+        "files never import the code they name otherwise",
+    )
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rljax", description="Train and evaluate RL algorithms with rljax."
@@ -185,6 +363,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--env", default=None, help="EnvPool task id, gymnasium id, or registered name")
     t.add_argument("--config", default=None, help="YAML file of config keys (RLlib names)")
+    _add_allow_import(t)
     t.add_argument("--num-env-runners", type=int, default=None)
     t.add_argument("--num-envs-per-env-runner", type=int, default=None)
     t.add_argument("--vectorize-mode", default=None, help="SYNC or ASYNC")
@@ -197,7 +376,11 @@ def make_parser() -> argparse.ArgumentParser:
         "--stop-timesteps", type=int, default=None, help="stop after this many env steps"
     )
     t.add_argument("--stop-iters", type=int, default=10_000, help="stop after this many iterations")
-    t.add_argument("--checkpoint-dir", default=None, help="save a checkpoint here at the end")
+    t.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="save a checkpoint here at the end, or when Ctrl-C stops the run after an iteration",
+    )
     t.add_argument("--checkpoint-freq", type=int, default=0, help="also save every N iterations")
     t.add_argument(
         "--checkpoint-num-to-keep",
@@ -210,17 +393,47 @@ def make_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("evaluate", help="evaluate a checkpoint with the greedy policy")
     e.add_argument("checkpoint")
     e.add_argument("--episodes", type=int, default=10)
+    _add_allow_import(e)
     e.set_defaults(func=cmd_evaluate)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs a command line and returns its exit status: 0, 1 (``--stop-reward`` not reached),
+    2 (bad input) or 130 (Ctrl-C).
+
+    ``argv`` None means the process's own command line (the ``rljax`` script, ``python -m
+    rljax.cli``): then Ctrl-C ends the process at once after the cleanup (``_end_process``).
+    Given an ``argv`` (tests, notebooks), it returns 130 and the process goes on.
+    """
     args = make_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
     except (ConfigError, CheckpointError) as e:
         print(f"rljax: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # rljax evaluate (rljax train reports its own); its algo stopped
+        print("rljax: interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
+    if code == EXIT_INTERRUPTED and argv is None:
+        _end_process(code)
+    return code
+
+
+def _end_process(code: int) -> NoReturn:
+    """Ends the process without the interpreter's teardown.
+
+    Ctrl-C during a compile interrupts JAX's wait for it, but XLA goes on compiling in a native
+    thread; tearing the interpreter down under that thread crashes it (a segfault, exit status
+    139, instead of 130). By now the algorithm is stopped (runner threads joined, envs and their
+    worker processes closed) and any checkpoint saved (saves are atomic), so only the output
+    streams and log handlers need flushing before ``os._exit``.
+    """
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

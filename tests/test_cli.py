@@ -1,6 +1,10 @@
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -114,10 +118,10 @@ def test_multi_agent_config_file_trains_checkpoints_and_evaluates(tmp_path, caps
     argv = ["train", "--config", str(tuned), "--stop-iters", "2", "--checkpoint-dir", str(ckpt)]
     argv += ["--checkpoint-freq", "1", "--checkpoint-num-to-keep", "2"]
     assert main(argv) == 0
-    # Saved after iterations 1 and 2 and at the end; the newest two stay.
+    # Saved after iterations 1 and 2, and not again at the end (iteration 2 is saved).
     assert sorted(p.name for p in ckpt.iterdir() if p.name.startswith("v-")) == [
+        "v-000001",
         "v-000002",
-        "v-000003",
     ]
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
@@ -128,3 +132,192 @@ def test_multi_agent_config_file_trains_checkpoints_and_evaluates(tmp_path, caps
     assert main(["evaluate", str(ckpt), "--episodes", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["episodes"] == 2 and set(out["module_episode_returns_mean"]) == {"p0", "p1"}
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--stop-iters", "0"], "--stop-iters 0; use a positive number"),
+        (["--stop-iters", "-2"], "--stop-iters -2; use a positive number"),
+        (["--stop-timesteps", "0"], "--stop-timesteps 0; use a positive number"),
+        (["--stop-reward", "nan"], "--stop-reward nan; use a finite number"),
+        (["--stop-reward=-inf"], "--stop-reward -inf; use a finite number"),
+        (
+            ["--checkpoint-freq", "-1"],
+            "--checkpoint-freq -1; use a positive number of iterations, or 0",
+        ),
+        (["--checkpoint-freq", "2"], "--checkpoint-freq 2 without --checkpoint-dir"),
+        (["--checkpoint-num-to-keep", "0"], "--checkpoint-num-to-keep 0; use a positive number"),
+    ],
+)
+def test_bad_train_flags_are_refused_before_anything_is_built(flags, message, capsys, monkeypatch):
+    import rljax.cli
+
+    def build_config(args):
+        raise AssertionError("the flags must be checked before the config is built")
+
+    monkeypatch.setattr(rljax.cli, "build_config", build_config)
+    assert main(["train", "--env", "CartPole-v1", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rljax: error: {message}") and err.count("\n") == 1, err
+
+
+def _checkpoint_dir_error(path, capsys, monkeypatch) -> str:
+    import rljax.cli
+
+    def build_config(args):
+        raise AssertionError("--checkpoint-dir must be checked before the config is built")
+
+    monkeypatch.setattr(rljax.cli, "build_config", build_config)
+    assert main(["train", "--env", "CartPole-v1", "--checkpoint-dir", str(path)]) == 2
+    return capsys.readouterr().err
+
+
+def test_a_checkpoint_dir_that_is_a_file_is_refused_up_front(tmp_path, capsys, monkeypatch):
+    (tmp_path / "f").write_text("x")
+    err = _checkpoint_dir_error(tmp_path / "f", capsys, monkeypatch)
+    assert f"--checkpoint-dir {tmp_path / 'f'} is a file" in err
+    err = _checkpoint_dir_error(tmp_path / "f" / "ckpt", capsys, monkeypatch)
+    assert f"cannot be created: {tmp_path / 'f'} is a file" in err
+
+
+def test_a_checkpoint_dir_with_other_files_is_refused(tmp_path, capsys, monkeypatch):
+    # A save removes old versions from the directory; mixing checkpoints with other files there
+    # (--checkpoint-dir . in a project, or the home directory) is refused.
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "LATEST").write_text("v-000001")
+    err = _checkpoint_dir_error(tmp_path, capsys, monkeypatch)
+    assert "holds files that are not part of an rljax checkpoint (notes.txt)" in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_unwritable_checkpoint_dir_is_refused_up_front(capsys, monkeypatch):
+    # /proc refuses new entries even to root (a chmod-ed directory would not stop root).
+    err = _checkpoint_dir_error("/proc/rljax-test/ckpt", capsys, monkeypatch)
+    assert (
+        "--checkpoint-dir /proc/rljax-test/ckpt is not writable (nothing can be created in /proc)"
+        in err
+    )
+
+
+def test_checking_a_checkpoint_dir_leaves_nothing_behind(tmp_path):
+    from rljax.cli import check_train_flags, make_parser
+
+    for target in (tmp_path / "new" / "ckpt", tmp_path):  # missing, and existing and empty
+        check_train_flags(make_parser().parse_args(["train", "--checkpoint-dir", str(target)]))
+        assert list(tmp_path.iterdir()) == []
+    # A directory rljax saved to passes, leftovers of an interrupted save included.
+    for name in ("LATEST", "v-000003", ".tmp-v-000004-0a1b2c3d", ".LATEST.0a1b2c3d"):
+        (tmp_path / name).mkdir()
+    check_train_flags(make_parser().parse_args(["train", "--checkpoint-dir", str(tmp_path)]))
+    assert len(list(tmp_path.iterdir())) == 4
+
+
+# ``rljax train`` as the rljax script runs it (main() with the process's own argv), with SIGINT's
+# default handler even if this test runner was started with SIGINT ignored.
+TRAIN_BOOT = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv = ['rljax', *sys.argv[1:]]; "
+    "runpy.run_module('rljax.cli', run_name='__main__', alter_sys=True)"
+)
+TINY = """
+env: CartPole-v1
+num_envs_per_env_runner: 4
+train_batch_size_per_learner: 256
+minibatch_size: 64
+num_epochs: 1
+model_config: {fcnet_hiddens: [8]}
+seed: 0
+"""
+
+
+class _Train:
+    """``rljax train --config TINY ...`` in a process group of its own, as a terminal runs a
+    foreground job (so that a signal to the group reaches what it starts, as Ctrl-C does)."""
+
+    def __init__(self, tmp_path: Path, *args: str):
+        config = tmp_path / "tiny.yaml"
+        config.write_text(TINY)
+        self.out_path, self.err_path = tmp_path / "out.txt", tmp_path / "err.txt"
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", TRAIN_BOOT, "train", "--config", str(config), *args],
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+
+    def wait_until(self, ready, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert self.proc.poll() is None, self.err_path.read_text()[-3000:]
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.05)
+
+    def signal_and_wait(self, sig: int, timeout: float = 120) -> tuple[int, str, str]:
+        os.killpg(self.proc.pid, sig)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        return code, self.out_path.read_text(), self.err_path.read_text()
+
+
+def _messages(err: str) -> list[str]:
+    """rljax's own lines of stderr (the progress bar's redraws left out)."""
+    return [line for line in err.replace("\r", "\n").splitlines() if line.startswith("rljax:")]
+
+
+def test_ctrl_c_while_the_first_iteration_compiles_exits_130_with_one_line(tmp_path):
+    # The progress bar appears just before the first train() call, which compiles first. XLA
+    # goes on compiling in a native thread after Ctrl-C; tearing the interpreter down under it
+    # used to crash (exit 139, a segfault) instead of exiting.
+    run = _Train(tmp_path, "--stop-iters", "3")
+    run.wait_until(lambda: "0steps" in run.err_path.read_text())
+    time.sleep(0.3)
+    code, out, err = run.signal_and_wait(signal.SIGINT)
+    assert code == 130, err[-3000:]
+    assert _messages(err) == ["rljax: interrupted in iteration 1"] and "Traceback" not in err
+    assert out == ""
+
+
+@pytest.mark.slow
+def test_sigkill_or_ctrl_c_at_random_moments_leaves_a_loadable_checkpoint(tmp_path):
+    import random
+
+    from rljax.algorithms.algorithm import Algorithm
+    from rljax.utils import checkpoint as ckpt
+
+    rng = random.Random(0)
+    for k, sig in enumerate([signal.SIGINT, signal.SIGKILL, signal.SIGINT]):
+        where = tmp_path / f"run{k}"
+        where.mkdir()
+        ckpt_dir = where / "ckpt"
+        saving = ("--checkpoint-dir", str(ckpt_dir), "--checkpoint-freq", "1")
+        run = _Train(where, "--stop-iters", "100", *saving, "--checkpoint-num-to-keep", "2")
+        run.wait_until(lambda d=ckpt_dir: (d / "LATEST").exists())  # iteration 1 is saved
+        time.sleep(rng.uniform(0.0, 2.0))  # anywhere in a later iteration or save
+        code, out, err = run.signal_and_wait(sig)
+        meta, _ = ckpt.load_metadata(ckpt_dir)
+        iteration = meta["counters"]["training_iteration"]
+        if sig == signal.SIGINT:
+            # The iteration in flight ends and is saved; one line says so, no traceback.
+            assert code == 130, err[-3000:]
+            assert _messages(err) == [
+                "rljax: interrupted; saving a checkpoint when this iteration ends (Ctrl-C again "
+                "to stop at once)",
+                f"rljax: interrupted after iteration {iteration}; saved its checkpoint to "
+                f"{ckpt_dir}",
+            ]
+            assert "Traceback" not in err
+            summary = json.loads(out)
+            assert summary["stopped_by"] == "interrupt"
+            assert summary["training_iteration"] == iteration
+        else:
+            assert code == -signal.SIGKILL
+        restored = Algorithm.from_checkpoint(ckpt_dir)
+        try:
+            assert restored.iteration == iteration >= 1
+        finally:
+            restored.stop()

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import envpool
 import flax.linen as nn
 import flax.serialization
 import gymnasium as gym
@@ -82,6 +83,8 @@ def world(tmp_path_factory):
     algo = _config().build_algo()
     good = Path(algo.save_to_path(root / "good"))
     _envpool_ids()  # EnvPool lists its ids once per process, in ~2 s: not part of any check
+    for task in ("Ant-v4", "Pong-v5"):  # and loads a family's module once, MuJoCo's in ~2 s
+        envpool.make_spec(task)
     yield {"algo": algo, "good": good, "root": root, "marker": marker}
     algo.stop()
     sys.path.remove(str(canary_dir))
@@ -242,6 +245,27 @@ def _edit_runners(fn: Callable[[dict], object]) -> Callable:
     return _replace_file("runners.json", make_bytes)
 
 
+def _set_path(tree, path, value):
+    for k in path[:-1]:
+        tree = tree[k]
+    tree[path[-1]] = value
+    return None
+
+
+def _edit_env_attr(name: str, fn: Callable) -> Callable:
+    """runners.json with attribute ``name`` of the first sub-env's CartPoleEnv layer replaced by
+    ``fn(old value)`` (``fn`` returning None edits the value in place)."""
+
+    def edit(runners):
+        layers = runners["runners"][0]["env"]["envs"][0]
+        attrs = next(layer for layer in layers if layer["class"] == "CartPoleEnv")["attrs"]
+        old = copy.deepcopy(attrs.get(name))
+        new = fn(attrs.get(name))
+        attrs[name] = attrs.get(name) if new is None and old is not None else new
+
+    return _edit_runners(edit)
+
+
 def _yaml(text: str) -> Callable:
     def make(w, name):
         path = w["root"] / f"{name}.yaml"
@@ -270,6 +294,24 @@ def _meta_of_dqn(capacity: int) -> Callable:
         meta["config"]["replay_buffer_config"]["capacity"] = capacity
 
     return _edit_meta(fn)
+
+
+def _meta_of_dqn_with(**changes) -> Callable:
+    """A DQN checkpoint's metadata on the same env, with ``changes`` to its config."""
+
+    def fn(meta):
+        meta["algo"] = "DQN"
+        meta["config"] = DQNConfig().environment(ENV).to_dict()
+        meta["config"].update(changes)
+
+    return _edit_meta(fn)
+
+
+def _envpool_fifo(w, name):
+    """A checkpoint whose config names a FIFO as the MuJoCo model file of EnvPool's Ant-v4."""
+    fifo = w["root"] / f"{name}-model.xml"
+    os.mkfifo(fifo)
+    return _edit_config(env="Ant-v4", env_config={"xml_file": str(fifo)})(w, name)
 
 
 def _alias_bomb() -> str:
@@ -343,6 +385,19 @@ CASES = [
         LOAD,
         CheckpointError,
         ["not of the form", "public names only"],
+    ),
+    (
+        "attribute chain out of an example module into subprocess",
+        _edit_config(
+            env={
+                "import": "rljax.examples.envs.classes.multi_agent.tic_tac_toe:"
+                "np.f2py.subprocess.call"
+            },
+            env_config={"sh": None, "-c": None, "touch /tmp/rljax-pwned": None},
+        ),
+        LOAD,
+        CheckpointError,
+        ["env names code to import", "allow_imports"],
     ),
     (
         "import reference with extra keys",
@@ -595,7 +650,8 @@ CASES = [
     ),
     (
         "two million envs",
-        _edit_config(num_envs_per_env_runner=2_000_000),
+        # minibatch_size keeps the 32,000,000-row batch under the cap on updates per iteration
+        _edit_config(num_envs_per_env_runner=2_000_000, minibatch_size=512),
         LOAD,
         CheckpointError,
         ["would need about", "num_envs_per_env_runner=2000000"],
@@ -606,6 +662,137 @@ CASES = [
         LOAD,
         CheckpointError,
         ["would need about", "capacity=1,000,000,000,000"],
+    ),
+    (
+        "conv filters of 4096 channels on Pong's frames",
+        _edit_config(env="Pong-v5", model_config={"conv_filters": [[4096, 1, 1]]}),
+        LOAD,
+        CheckpointError,
+        ["would need about", "conv_filters=[[4096, [1, 1], 1]]", "lower these"],
+    ),
+    (
+        "DQN with 100,000 atoms",
+        _meta_of_dqn_with(num_atoms=100_000),
+        LOAD,
+        CheckpointError,
+        ["would need about", "num_atoms=100,000"],
+    ),
+    (
+        "DQN with 100,000,000-step returns",
+        _meta_of_dqn_with(
+            n_step=100_000_000,
+            replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 100_000_010},
+        ),
+        LOAD,
+        CheckpointError,
+        ["would need about", "n_step=100000000 (windows of [batch, 100,000,000])"],
+    ),
+    (
+        "4,000 ASYNC sub-env processes",
+        _edit_config(gym_env_vectorize_mode="ASYNC", num_envs_per_env_runner=4000),
+        LOAD,
+        CheckpointError,
+        ["would need about", "gym_env_vectorize_mode='ASYNC': 4,000 env processes"],
+    ),
+    (
+        "5,000 runner threads",
+        _edit_config(num_env_runners=5000),
+        LOAD,
+        CheckpointError,
+        ["num_env_runners=5000 (int)", "an int in [0, 1024]"],
+    ),
+    # ---- settings that would make a run effectively hang
+    (
+        "a billion epochs",
+        _edit_config(num_epochs=10**9),
+        LOAD,
+        CheckpointError,
+        ["num_epochs=1000000000 (int)", "an int in [1, 1000]"],
+    ),
+    (
+        "minibatches of one row",
+        _edit_config(rollout_fragment_length=100_000, minibatch_size=1),
+        LOAD,
+        CheckpointError,
+        ["200,000 updates per iteration, more than 100,000", "raise minibatch_size"],
+    ),
+    (
+        "training intensity 1e300",
+        _meta_of_dqn_with(training_intensity=1e300),
+        LOAD,
+        CheckpointError,
+        ["training_intensity=1e+300 (float)", "None or a number in (0, 10000]"],
+    ),
+    (
+        "evaluation of 10**18 episodes",
+        _edit_config(evaluation_duration=10**18),
+        LOAD,
+        CheckpointError,
+        ["evaluation_duration=1000000000000000000 (int)", "an int in [1, 1000000]"],
+    ),
+    (
+        "rollout fragments of a billion steps",
+        _edit_config(rollout_fragment_length=10**9),
+        LOAD,
+        CheckpointError,
+        ["rollout_fragment_length=1000000000 (int)", "'auto' or an int in [1, 1000000]"],
+    ),
+    # ---- env_config of an EnvPool task: only its numeric settings, checked, and no env built
+    (
+        "EnvPool model file is a FIFO",
+        _envpool_fifo,
+        LOAD,
+        CheckpointError,
+        ["env_config 'xml_file' is a path in a loaded config"],
+    ),
+    (
+        "EnvPool asset directory elsewhere",
+        _edit_config(env="Ant-v4", env_config={"base_path": "/etc"}),
+        LOAD,
+        CheckpointError,
+        ["env_config 'base_path' is a path in a loaded config"],
+    ),
+    (
+        "Atari game that does not exist",
+        _edit_config(env="Pong-v5", env_config={"task": "nope"}),
+        LOAD,
+        CheckpointError,
+        ["env_config['task'] is a text setting of EnvPool's 'Pong-v5'"],
+    ),
+    (
+        "EnvPool with 2,000 threads",
+        _edit_config(env="CartPole-v1", env_config={"num_threads": 2000}),
+        LOAD,
+        CheckpointError,
+        ["env_config['num_threads'] is set by rljax", "remove it"],
+    ),
+    (
+        "Atari frames of 4000x4000",
+        _edit_config(env="Pong-v5", env_config={"img_height": 4000, "img_width": 4000}),
+        LOAD,
+        CheckpointError,
+        ["env_config['img_height']=4000 (int)", "an int in [1, 1024]"],
+    ),
+    (
+        "EnvPool setting the task does not have",
+        _edit_config(env="CartPole-v1", env_config={"frame_skip": 4}),
+        LOAD,
+        CheckpointError,
+        ["'frame_skip' is not a setting of EnvPool's 'CartPole-v1'", "max_episode_steps"],
+    ),
+    (
+        "EnvPool setting as a string",
+        _edit_config(env="Pong-v5", env_config={"frame_skip": "4"}),
+        LOAD,
+        CheckpointError,
+        ["env_config['frame_skip']='4' (str)", "an int in [1, 100]"],
+    ),
+    (
+        "gymnasium env whose package is missing",
+        _edit_config(env="GymV26Environment-v0"),
+        LOAD,
+        CheckpointError,
+        ["building the env 'GymV26Environment-v0' failed", "ImportError"],
     ),
     (
         "env_config is a list",
@@ -743,11 +930,104 @@ CASES = [
         ["runners[0]", "env, arrays, num_sub_env_restarts"],
     ),
     (
+        "env generator state of the wrong type",
+        _edit_env_attr(
+            "_np_random", lambda v: _set_path(v, ("__generator__", "state", "state"), "x")
+        ),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "CartPoleEnv._np_random"],
+    ),
+    (
+        "env attribute of another type",
+        _edit_env_attr("_np_random", lambda v: 7),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "holds a number where the env holds a __generator__"],
+    ),
+    (
+        "env array of an object dtype",
+        _edit_env_attr("state", lambda v: {**v, "__ndarray__": "|O"}),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "CartPoleEnv.state", "dtype '|O'"],
+    ),
+    (
+        "env array data that is not base64",
+        _edit_env_attr("state", lambda v: {**v, "data": "!!!"}),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "malformed"],
+    ),
+    (
+        "env render mode switched on",
+        _edit_env_attr("render_mode", lambda v: "human"),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "changes its render_mode"],
+    ),
+    (
+        "env attribute shadowing a method",
+        _edit_env_attr("step", lambda v: 1),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "sets 'step', which is not a data attribute"],
+    ),
+    (
         "dropped runner index of the wrong form",
         _edit_runners(lambda r: r.update(dropped={"x": 1})),
         RESTORE,
         CheckpointError,
         ["field 'dropped'"],
+    ),
+    (
+        "chunked array without chunks",
+        _raw_state(
+            lambda s, k: _set_leaf(
+                s, k, {"__msgpack_chunked_array__": True, "shape": {"0": 0}, "chunks": {}}
+            )
+        ),
+        RESTORE,
+        CheckpointError,
+        ["holds a malformed chunked array"],
+    ),
+    (
+        "chunked array whose shape wraps around int64",
+        _raw_state(
+            lambda s, k: _set_leaf(
+                s,
+                k,
+                {
+                    "__msgpack_chunked_array__": True,
+                    "shape": {"0": 7, "1": 7905747460161236407},
+                    "chunks": {"0": np.zeros(1, np.float32)},
+                },
+            )
+        ),
+        RESTORE,
+        CheckpointError,
+        ["chunks do not fit its shape"],
+    ),
+    (
+        "runners.json far larger than any runner state",
+        lambda w, n: _truncated(_copy(w, n), "runners.json", 1 << 30),
+        RESTORE,
+        CheckpointError,
+        ["runners.json", "at most 67,108,864"],
+    ),
+    (
+        "env_config opens a window",
+        _edit_config(env="CartPole-v1", env_config={"render_mode": "human"}),
+        LOAD,
+        CheckpointError,
+        ["render_mode='human'", "in a loaded config"],
+    ),
+    (
+        "env_config points the env at a file",
+        _edit_config(env="CartPole-v1", env_config={"xml_file": "../../etc/passwd"}),
+        LOAD,
+        CheckpointError,
+        ["env_config 'xml_file' is a path"],
     ),
     # ---- YAML config files
     ("YAML alias bomb", _yaml(_alias_bomb()), YAML, ConfigError, ["YAML aliases"]),
@@ -773,15 +1053,29 @@ CASES = [
         ["rljax_canary"],
     ),
     (
-        "YAML nested 100,000 deep",
-        _yaml("lr: " + "[" * 100_000 + "]" * 100_000 + "\n"),
+        "YAML nested 10,000 deep",
+        _yaml("lr: " + "[" * 10_000 + "]" * 10_000 + "\n"),
         YAML,
         ConfigError,
         ["nested deeper than 64 levels"],
     ),
     ("YAML is a FIFO", _yaml_special("fifo"), YAML, ConfigError, ["not a regular file"]),
-    ("YAML over 1 MiB", _yaml_special("big"), YAML, ConfigError, ["at most 1,048,576"]),
+    ("YAML over 64 KiB", _yaml_special("big"), YAML, ConfigError, ["at most 65,536"]),
     ("YAML is a list", _yaml("- lr: 0.001\n"), YAML, ConfigError, ["expected a mapping"]),
+    (
+        "YAML links into /proc",
+        lambda w, n: _link(w["root"] / f"{n}.yaml", "/proc/self/environ"),
+        YAML,
+        ConfigError,
+        ["leads into /proc, /sys or /dev"],
+    ),
+    (
+        "YAML error quotes none of the file",
+        _yaml(f"[section]\naws_access_key_id = {SECRET}\n: x\n"),
+        YAML,
+        ConfigError,
+        ["is not valid YAML", "at line"],
+    ),
 ]
 
 
@@ -792,6 +1086,18 @@ def _write(path: Path, filename: str, data: bytes) -> Path:
 
 def _unlink(path: Path, filename: str) -> Path:
     (_version(path) / filename).unlink()
+    return path
+
+
+def _truncated(path: Path, filename: str, size: int) -> Path:
+    """``filename`` grown to ``size`` bytes (sparse: no disk used)."""
+    with open(_version(path) / filename, "r+b") as f:
+        f.truncate(size)
+    return path
+
+
+def _link(path: Path, target: str) -> Path:
+    os.symlink(target, path)
     return path
 
 
@@ -825,7 +1131,7 @@ def _load(kind: str, w, path: Path):
 
 @pytest.mark.parametrize("name, make, kind, error, words", CASES, ids=[c[0] for c in CASES])
 def test_a_crafted_file_is_refused_plainly_and_safely(world, name, make, kind, error, words):
-    path = make(world, name.replace(" ", "-").replace(",", "").replace("'", ""))
+    path = make(world, "".join(c if c.isalnum() else "-" for c in name))
     before = _state_fingerprint(world["algo"])
     compiles = COMPILES["n"]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
@@ -852,10 +1158,18 @@ def test_at_least_forty_crafted_files():
 # ---------------------------------------------------------------------- the opt-in paths
 TRUSTED_MODULE = """
 import gymnasium as gym
+from os import system as make_env  # re-exported: not defined here
+
+def helper(x):
+    return x
 
 class TrustedCartPole(gym.Wrapper):
     def __init__(self, config=None):
         super().__init__(gym.make("CartPole-v1"))
+
+
+class CliCartPole(TrustedCartPole):  # never registered or passed: only --allow-import opens it
+    pass
 """
 
 
@@ -908,8 +1222,10 @@ def test_code_in_a_checkpoint_loads_only_where_the_caller_opts_in(world, code_ch
 
 
 def test_allow_imports_takes_module_prefixes_only():
-    with pytest.raises(ValueError, match="module prefixes"):
+    with pytest.raises(ConfigError, match="module prefixes"):
         PPOConfig.from_dict({"lr": 1e-3}, allow_imports=[""])
+    with pytest.raises(ConfigError, match="module prefixes"):
+        Algorithm.from_checkpoint("/nonexistent", allow_imports=["."])
 
 
 def test_a_yaml_config_naming_code_loads_with_its_module_allowed(world, code_checkpoint):
@@ -961,3 +1277,98 @@ def test_module_classes_and_mapping_fns_load_by_opt_in_only():
     assert (
         config.rl_module_spec.module_class is TinyModule and config.policy_mapping_fn is per_agent
     )
+
+
+def test_an_allowed_module_opens_only_what_it_defines(code_checkpoint):
+    """An allowed prefix is not a way into what the module imports: a path must name an object
+    defined in that module, under that name, of the field's kind."""
+    base = PPOConfig().environment("CartPole-v1").to_dict()
+    allowed = {"allow_imports": ["rljax_trusted_env"]}
+    for path, words in [
+        ("rljax_trusted_env:gym.os.system", "reaches a module"),
+        ("rljax_trusted_env:make_env", "which is not defined there"),
+        ("rljax_trusted_env:TrustedCartPole.reset", "which is not defined there"),
+        ("rljax_trusted_env:gym", "reaches a module"),
+    ]:
+        with pytest.raises(ConfigError, match=words):
+            PPOConfig.from_dict({**base, "env": {"import": path}}, **allowed)
+    with pytest.raises(ConfigError, match="which is not a function"):
+        PPOConfig.from_dict(
+            {**base, "policy_mapping_fn": {"import": "rljax_trusted_env:TrustedCartPole"}},
+            **allowed,
+        )
+    config = PPOConfig.from_dict({**base, "env": {"import": "rljax_trusted_env:helper"}}, **allowed)
+    assert config.env.__name__ == "helper"
+    assert not Path("/tmp/rljax-pwned").exists()
+
+
+def test_the_cli_imports_config_code_only_under_allow_import(world, code_checkpoint, capsys):
+    from rljax.cli import build_config, main, make_parser
+
+    path = world["root"] / "cli-code-env.yaml"
+    path.write_text('env: {import: "rljax_trusted_env:CliCartPole"}\n')
+    assert main(["train", "--config", str(path), "--stop-iters", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "rljax: error:" in err and "--allow-import rljax_trusted_env" in err
+    args = make_parser().parse_args(
+        ["train", "--config", str(path), "--allow-import", "rljax_trusted_env"]
+    )
+    assert build_config(args).env.__name__ == "CliCartPole"
+    cli_checkpoint = world["root"] / "cli-code-env"
+    shutil.copytree(code_checkpoint, cli_checkpoint)
+    meta_file = _version(cli_checkpoint) / "rljax_checkpoint.json"
+    meta = json.loads(meta_file.read_text())
+    meta["config"]["env"] = {"import": "rljax_trusted_env:CliCartPole"}
+    meta_file.write_text(json.dumps(meta))
+    assert main(["evaluate", str(cli_checkpoint)]) == 2
+    assert "--allow-import rljax_trusted_env" in capsys.readouterr().err
+
+
+def test_a_checkpoint_with_dropped_runners_does_not_drop_them_here(world, caplog):
+    """A saved run's dropped runners are dropped again only where this run drops runners
+    (ignore_env_runner_failures); otherwise the envs start new episodes and all runners work."""
+    import logging
+
+    _WORLD.update(world)
+    path = _edit_runners(lambda r: r.update(dropped={"0": "x" * 100_000}))(world, "dropped-all")
+    with caplog.at_level(logging.WARNING, logger="rljax"):
+        world["algo"].restore_from_path(path)
+    assert "this run does not drop runners" in caplog.text
+    assert world["algo"]._runners.num_healthy == 1 and not world["algo"]._runners.dropped
+
+
+def test_a_replay_buffer_with_impossible_counters_or_priorities_is_refused(tmp_path):
+    algo = (
+        DQNConfig()
+        .environment(ENV)
+        .training(replay_buffer_config={"capacity": 64, "type": "PrioritizedEpisodeReplayBuffer"})
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=1)
+        .build_algo()
+    )
+    try:
+        good = Path(algo.save_to_path(tmp_path / "dqn", include_replay_buffer=True))
+        raw = (_version(good) / "state.msgpack").read_bytes()
+        before = [np.asarray(x).tobytes() for x in jax.tree.leaves(jax.device_get(algo.state))]
+        cases = {
+            "size": lambda b: b.update(size=np.full_like(b["size"], -100)),
+            "insert_pos": lambda b: b.update(insert_pos=np.full_like(b["insert_pos"], 10**6)),
+            "sum_tree": lambda b: b["sum_tree"].__setitem__(
+                "0", np.full_like(b["sum_tree"]["0"], np.nan)
+            ),
+            "max_priority": lambda b: b.update(max_priority=np.zeros_like(b["max_priority"])),
+        }
+        for name, edit in cases.items():
+            state = flax.serialization.msgpack_restore(raw)
+            edit(state["state"]["buffer"])
+            bad = tmp_path / f"dqn-{name}"
+            shutil.copytree(good, bad)
+            (_version(bad) / "state.msgpack").write_bytes(
+                flax.serialization.msgpack_serialize(state)
+            )
+            with pytest.raises(CheckpointError, match=f"replay buffer's {name}"):
+                algo.restore_from_path(bad)
+        after = [np.asarray(x).tobytes() for x in jax.tree.leaves(jax.device_get(algo.state))]
+        assert after == before
+    finally:
+        algo.stop()

@@ -19,7 +19,7 @@ import numpy as np
 import rljax
 from rljax.algorithms import registry as algorithm_registry
 from rljax.algorithms.algorithm_config import AlgorithmConfig
-from rljax.env.state import EnvStateError
+from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.env.vector import (
     env_spaces,
     envpool_batch_size,
@@ -39,9 +39,10 @@ from rljax.runners.acting import FusedRunnerState, init_actor_state
 from rljax.runners.host import HostRunner, RunnerGroup
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.checks import require_bool
-from rljax.utils.errors import CheckpointError, ConfigError
+from rljax.utils.errors import AlgorithmStoppedError, CheckpointError, ConfigError
 from rljax.utils.memory import check_fits
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
+from rljax.utils.references import LoadPolicy
 from rljax.utils.seeding import derive_seed
 
 logger = logging.getLogger("rljax")
@@ -137,7 +138,12 @@ class Algorithm:
         self._infer_cache: dict[bool, Any] = {}
         self._num_evaluations = 0
         self._non_finite_seen = 0
-        self._setup()
+        self._stopped = False
+        try:
+            self._setup()
+        except BaseException:  # Ctrl-C during a compile too: no runner thread or env outlives it
+            self.stop()
+            raise
 
     # ------------------------------------------------------------------ subclass hooks
     def _resolve_env(self) -> None:
@@ -176,6 +182,10 @@ class Algorithm:
 
     def _restore_state(self, state: Any) -> None:
         raise NotImplementedError
+
+    def _check_loaded_state(self, state: Any, path: Any) -> None:
+        """Checks values of a loaded state (numpy) that its shapes and dtypes cannot: raises
+        ``CheckpointError`` naming ``path``. Runs before anything is restored."""
 
     def _place_learner_state(self, state: Any) -> Any:
         """Replicates ``state`` over the learner mesh (setting the state and batch shardings), or
@@ -248,8 +258,16 @@ class Algorithm:
                 restart_sub_envs=cfg.restart_failed_sub_environments,
             )
 
+        runners: list[HostRunner] = []
+        try:
+            for i in range(len(builds)):
+                runners.append(make(i))
+        except BaseException:  # a runner failed to build, or Ctrl-C: close those already built
+            for runner in runners:
+                runner.close(force=True)
+            raise
         group = RunnerGroup(
-            [make(i) for i in range(len(builds))],
+            runners,
             fragment_length,
             max_lag=1 if cfg.sample_async else 0,
             make_runner=make,
@@ -276,7 +294,17 @@ class Algorithm:
 
     # ------------------------------------------------------------------ training
     def train(self) -> dict[str, Any]:
-        """Runs one training iteration and returns RLlib's nested result dict."""
+        """Runs one training iteration and returns RLlib's nested result dict.
+
+        Raises ``AlgorithmStoppedError`` after ``stop()``.
+        """
+        if self._stopped:
+            raise AlgorithmStoppedError(
+                f"train() after stop(): this {type(self).__name__}'s env runners and envs are "
+                "closed. Build a new algorithm (config.build_algo()), or continue this one from a "
+                "checkpoint: save_to_path(dir) still works after stop(), then "
+                "Algorithm.from_checkpoint(dir)"
+            )
         start = time.perf_counter()
         out = self._training_step()
         self.iteration += 1
@@ -386,10 +414,15 @@ class Algorithm:
     def compute_actions(
         self, obs_batch: Any, explore: bool = False, policy_id: str | None = None
     ) -> Any:
-        """Actions for a batch of observations ``[B, *obs_shape]`` (or a dict id -> observation)."""
+        """Actions for a batch of observations ``[B, *obs_shape]`` (or a dict id -> observation).
+
+        An empty batch gives an empty array of the action shape and dtype (``{}`` for ``{}``).
+        """
         explore = require_bool("explore", explore)
         self._check_policy_id(policy_id)
         if isinstance(obs_batch, dict):
+            if not obs_batch:
+                return {}
             ids = list(obs_batch)
             actions = self.compute_actions(
                 np.stack([self._check_obs(obs_batch[i], False) for i in ids]), explore, policy_id
@@ -401,8 +434,10 @@ class Algorithm:
         self, obs: np.ndarray, explore: bool, policy_id: str | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One jitted pass over checked observations: (action_dist_inputs, env actions)."""
-        self._action_key, sub = jax.random.split(self._action_key)
         params = self._inference_params(policy_id)
+        if len(obs) == 0:
+            return empty_outputs(self._infer_fn(explore), params, obs, self._action_key)
+        self._action_key, sub = jax.random.split(self._action_key)
         inputs, action = self._infer_fn(explore)(params, jnp.asarray(obs), sub)
         return np.asarray(inputs), self._env_action(np.asarray(action))
 
@@ -531,6 +566,8 @@ class Algorithm:
     def _runner_state(self) -> tuple[Any, str]:
         """The env runners' state (their envs' mid-episode state where it can be saved) and,
         when the envs' state is missing, why."""
+        if self._stopped:
+            return None, "saved after stop(), which closed the env runners"
         runners = getattr(self, "_runners", None)
         if runners is None:
             return None, "EnvPool's fused rollout: EnvPool has no API to save its envs' state"
@@ -562,10 +599,22 @@ class Algorithm:
         live = self._checkpoint_state(saved.includes_replay_buffer)
         target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), live)
         state = ckpt.load_state(version_dir, target)
-        runners = ckpt.load_runners(version_dir)
+        self._check_loaded_state(state, version_dir / ckpt.STATE_FILE)
+        # Only runners that can take it read the saved runner state (EnvPool's fused path has none).
+        has_runners = getattr(self, "_runners", None) is not None
+        runners = ckpt.load_runners(version_dir) if has_runners else None
         check_runner_state_schema(runners, version_dir / ckpt.RUNNERS_FILE)
-        runners_fit = self._check_runner_state(runners)
-        # Nothing has changed so far; from here on the checked checkpoint is applied.
+        runners_fit = self._check_runner_state(runners, version_dir / ckpt.RUNNERS_FILE)
+        # Nothing has changed so far; from here on the checked checkpoint is applied, the env
+        # runners first: if their envs refuse the state after all, they are reset as built and
+        # the learner is left as it was.
+        try:
+            self._restore_runner_state(runners, meta, runners_fit)
+        except EnvStateError as e:
+            raise CheckpointError(
+                f"{version_dir / ckpt.RUNNERS_FILE}: the env runners could not take the saved "
+                f"state ({str(e)[:300]}); their envs were reset, nothing else changed"
+            ) from None
         self._restore_state(state)
         counters = saved.counters
         self.iteration = counters["training_iteration"]
@@ -575,18 +624,20 @@ class Algorithm:
         self.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
         self._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
-        self._restore_runner_state(runners, meta, runners_fit)
 
-    def _check_runner_state(self, runners: Any) -> str:
+    def _check_runner_state(self, runners: Any, path: Any) -> str:
         """Whether the saved env runners' state fits this run's runners: "" if it does, else
-        why not (then the run restores the rest and starts new episodes)."""
+        why not (then the run restores the rest and starts new episodes). A state that is not
+        of the form the envs save (a corrupt or crafted file) raises ``CheckpointError``."""
         group = getattr(self, "_runners", None)
         if runners is None or group is None:
             return "no runner state to restore"
         try:
             group.check_state(runners)
+        except EnvStateMalformed as e:
+            raise CheckpointError(f"{path}: {str(e)[:500]}") from None
         except EnvStateError as e:
-            return str(e)
+            return str(e)[:500]
         return ""
 
     def _restore_runner_state(self, runners: Any, meta: dict[str, Any], fit: str) -> None:
@@ -627,6 +678,7 @@ class Algorithm:
         estimated against the machine's, before anything is built; a checkpoint that does not
         fit raises ``CheckpointError`` naming the file and the field.
         """
+        LoadPolicy.make(allow_imports)  # a bad prefix is the caller's error: ConfigError, first
         meta, version_dir = ckpt.load_metadata(path)
         meta_file = version_dir / ckpt.META_FILE
         saved = checked_metadata(meta, meta_file)
@@ -659,7 +711,13 @@ class Algorithm:
         return algo
 
     def stop(self) -> None:
-        """Closes envs and runner threads."""
+        """Closes envs and runner threads; a second call does nothing.
+
+        Afterwards ``train()`` raises ``AlgorithmStoppedError``; what needs no env runner still
+        works: ``compute_actions``, ``get_module()``, ``save_to_path`` and ``evaluate()`` (which
+        builds its own envs).
+        """
+        self._stopped = True
         if getattr(self, "_runners", None) is not None:
             self._runners.close()
             self._runners = None
@@ -787,6 +845,20 @@ def check_runner_state_schema(runners: Any, path: Any) -> None:
         n = state["num_sub_env_restarts"]
         if not _is_int(n) or not 0 <= n <= _MAX_COUNTER:
             raise bad(f"runners[{i}].num_sub_env_restarts", "an int in [0, 2**62]")
+
+
+def empty_outputs(
+    infer: Any, params: Any, obs: np.ndarray, key: jax.Array
+) -> tuple[np.ndarray, np.ndarray]:
+    """``infer(params, obs, key)``'s outputs for an empty batch ``obs``, built from its output
+    shapes for one row (traced, not compiled): nothing needs computing, and a model that reshapes
+    by the batch size cannot even be traced with a batch of 0."""
+    row = jax.ShapeDtypeStruct((1, *obs.shape[1:]), obs.dtype)
+    inputs, action = jax.eval_shape(infer, params, row, key)
+    return (
+        np.zeros((0, *inputs.shape[1:]), inputs.dtype),
+        np.zeros((0, *action.shape[1:]), action.dtype),
+    )
 
 
 class InferenceModule:

@@ -37,8 +37,19 @@ from rljax.utils.errors import ConfigError, best_match, closest
 from rljax.utils.references import LoadPolicy, qualified_name, resolve
 from rljax.utils.seeding import MAX_SEED
 
-# Config files are small: a cap well above any real one, far below what could hurt.
-MAX_CONFIG_FILE_BYTES = 1 << 20
+# Config files are small (the tuned examples are under 2 KB): a cap well above any real one
+# that keeps PyYAML's pure-Python parse of the worst such file near a second.
+MAX_CONFIG_FILE_BYTES = 64 << 10
+# Upper bounds of settings that size the work of an iteration or an evaluation, so that a file
+# cannot make a run effectively hang (num_epochs 10**9 is a loop of a billion updates inside one
+# jitted call). Each is far above what RLlib's defaults and tuned examples set.
+# Env steps per sub-env per iteration: "auto" gives 4,000 for RLlib's default PPO batch on one
+# sub-env.
+MAX_ROLLOUT_FRAGMENT_LENGTH = 1_000_000
+# Episodes or env steps of one evaluation: the default, as RLlib's, is 10 episodes.
+MAX_EVALUATION_DURATION = 1_000_000
+# With evaluation_duration_unit="episodes", each episode may itself run thousands of steps.
+MAX_EVALUATION_EPISODES = 10_000
 
 
 class _Unset:
@@ -204,10 +215,10 @@ class AlgorithmConfig:
         "env_config": _env_config,
         "clip_actions": Bool(),
         # env_runners
-        "num_env_runners": Int(0),
+        "num_env_runners": Int(0, memory.MAX_ENV_RUNNERS),
         "num_envs_per_env_runner": Int(1),
         "gym_env_vectorize_mode": _vectorize_mode,
-        "rollout_fragment_length": Int(1, literals=("auto",)),
+        "rollout_fragment_length": Int(1, MAX_ROLLOUT_FRAGMENT_LENGTH, literals=("auto",)),
         "num_gpus_per_env_runner": Number(0),
         "num_cpus_per_env_runner": Number(0),
         "async_batch_size": Int(1, optional=True),
@@ -229,7 +240,7 @@ class AlgorithmConfig:
         "rl_module_spec": _rl_module_spec,
         # evaluation
         "evaluation_interval": Int(1, optional=True),
-        "evaluation_duration": Int(1),
+        "evaluation_duration": Int(1, MAX_EVALUATION_DURATION),
         "evaluation_duration_unit": Choice(("episodes", "timesteps")),
         # debugging
         "seed": Int(0, MAX_SEED, optional=True),
@@ -367,10 +378,11 @@ class AlgorithmConfig:
 
         Args:
           num_env_runners: 0 samples in the driver (fused with the update for EnvPool envs);
-            n > 0 runs n runner threads, each with its own vector env.
+            n > 0 runs n runner threads, each with its own vector env (at most 1024).
           num_envs_per_env_runner: Sub-envs per runner.
           gym_env_vectorize_mode: "SYNC" or "ASYNC" (or ``gymnasium.VectorizeMode``).
-          rollout_fragment_length: Env steps per sub-env per iteration, or "auto" (from the batch).
+          rollout_fragment_length: Env steps per sub-env per iteration (at most 1,000,000), or
+            "auto" (from the batch).
           num_gpus_per_env_runner: > 0 puts runner inference on a GPU.
           num_cpus_per_env_runner: Accepted for compatibility; threads share the host's cores.
           async_batch_size: ASYNC mode: how many ready sub-envs form a batch. EnvPool defaults
@@ -415,7 +427,8 @@ class AlgorithmConfig:
         evaluation_duration_unit: str = UNSET,
         **kwargs,
     ) -> AlgorithmConfig:
-        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units."""
+        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units
+        (at most 1,000,000 env steps, or 10,000 episodes)."""
         return self._set("evaluation", locals())
 
     def debugging(
@@ -476,16 +489,24 @@ class AlgorithmConfig:
         Args:
           restart_failed_env_runners: A runner whose env raises (without sub-env restarts) or
             delivers nothing within ``sample_timeout_s`` (a hung env) is replaced by a new one
-            with fresh envs; its unfinished fragment is discarded. A runner that fails again
-            three times in a row without delivering a fragment is given up on (the env fails
-            every time). False: the first error stops ``train()``.
-          max_num_env_runner_restarts: Runner replacements allowed over the run.
+            with fresh envs. When its env raised in ``step``, the transitions it collected are
+            kept (its unfinished episodes are cut there as by a time limit, and not reported)
+            and the replacement writes the rest of the fragment; a hung runner's fragment is
+            lost. A runner whose replacements fail 10 times in a row without delivering one env
+            step is given up on (the env fails every time); one that delivered steps since its
+            last restart starts that count again, so an env that fails now and then is
+            restarted each time. False: the first error stops ``train()``.
+          max_num_env_runner_restarts: Runner replacements allowed over the run. Every
+            replacement counts: an env that raises on 1% of its steps uses about one per 100
+            env steps (1000 last about 100,000 steps). For long runs of such an env raise it,
+            or use ``restart_failed_sub_environments``, which costs no runner restart.
           restart_failed_sub_environments: A gymnasium sub-env that raises in ``step`` or
             ``reset`` is rebuilt and reset in place; its broken episode is dropped from the batch
             and the metrics, and the runner goes on.
           ignore_env_runner_failures: A runner that failed and is not restarted (restarts off,
             used up, or its env failing every time) is dropped and training goes on with the
-            others; its columns of each batch are empty (masked) rows, so nothing recompiles.
+            others (with the transitions it collected before its env raised); its columns of
+            each later batch are empty (masked) rows, so nothing recompiles.
             The run stops only when every runner has failed. False: such a failure stops
             ``train()`` with ``EnvRunnerError``.
           env_runner_health_probe_timeout_s: Seconds a replacement runner may take to build and
@@ -599,7 +620,13 @@ class AlgorithmConfig:
         runners = max(1, self.num_env_runners)
         envs = self.num_envs_per_env_runner * runners
         sampled = self.sampled_batch_size
-        return [
+        mc = self.model_config
+        networks = f"model_config.fcnet_hiddens={list(mc.fcnet_hiddens)}"
+        if memory.is_image(observation_space):
+            networks = f"model_config.conv_filters={_filters_shown(mc.conv_filters)}"
+        if mc.head_fcnet_hiddens:
+            networks += f", head_fcnet_hiddens={list(mc.head_fcnet_hiddens)}"
+        terms = [
             (
                 f"num_envs_per_env_runner={self.num_envs_per_env_runner} x {runners} runner(s)",
                 envs * (memory.PER_ENV_BYTES + 2 * obs),
@@ -609,37 +636,87 @@ class AlgorithmConfig:
                 sampled * (obs + 64) * 4,
             ),
             (
-                f"the networks (model_config.fcnet_hiddens={list(self.model_config.fcnet_hiddens)}"
-                + (
-                    f", head_fcnet_hiddens={list(self.model_config.head_fcnet_hiddens)})"
-                    if self.model_config.head_fcnet_hiddens
-                    else ")"
-                ),
+                f"the networks ({networks})",
                 self.network_params(observation_space, action_space)
                 * 4
                 * memory.PARAM_COPIES
                 * max(1, len(self.policies or ())),
             ),
         ]
+        encoders = self._conv_encoders()
+        if memory.is_image(observation_space) and encoders:
+            # Every layer's output, in float32, for each row an update passes through each conv
+            # stack, kept for the backward pass, and its gradient (x 2); acting passes one
+            # observation per env of a step.
+            _, _, floats = memory.conv_encoder(observation_space, mc.conv_filters)
+            rows = self._update_rows()
+            terms.append(
+                (
+                    f"the conv activations of {rows:,} rows (model_config.conv_filters="
+                    f"{_filters_shown(mc.conv_filters)})",
+                    (2 * rows + self.envs_per_step) * encoders * floats * 4,
+                )
+            )
+        if self.num_env_runners:
+            terms.append(
+                (
+                    f"num_env_runners={self.num_env_runners} runner threads",
+                    self.num_env_runners * memory.RUNNER_THREAD_BYTES,
+                )
+            )
+        if self.gym_env_vectorize_mode == "ASYNC" and not self._uses_envpool():
+            terms.append(
+                (
+                    f"gym_env_vectorize_mode='ASYNC': {envs:,} env processes "
+                    f"(num_envs_per_env_runner={self.num_envs_per_env_runner} x {runners} "
+                    "runner(s))",
+                    envs * memory.ASYNC_PROCESS_BYTES,
+                )
+            )
+        return terms
+
+    def _update_rows(self) -> int:
+        """Observations one update step passes through the network together: the whole train
+        batch here; PPO's minibatch, and three passes of the batch off-policy."""
+        return self.total_train_batch_size
+
+    def _conv_encoders(self) -> int:
+        """Conv stacks the default networks run per observation (a policy's and, unless the
+        encoder is shared, a value network's)."""
+        return 1 if self.model_config.vf_share_layers else 2
 
     def network_params(self, observation_space: Any, action_space: Any) -> int:
         """About how many parameters the default networks have (a policy and, unless the
-        encoder is shared, a value network)."""
+        encoder is shared, a value network).
+
+        Images as ``rljax.networks.models.ActorCritic`` builds them: the conv stack (one, or two
+        unshared), then a policy and a value head of ``head_fcnet_hiddens`` (512 units when
+        empty) on its output.
+        """
         n = getattr(action_space, "n", None)
         out = int(n) if n is not None else 2 * memory.flat_size(action_space)
         mc = self.model_config
-        hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
-        in_dim = memory.encoder_in_dim(observation_space)
         nets = 1 if mc.vf_share_layers else 2
-        return nets * memory.mlp_params(in_dim, hiddens, out)
+        if memory.is_image(observation_space):
+            conv, features, _ = memory.conv_encoder(observation_space, mc.conv_filters)
+            head = list(mc.head_fcnet_hiddens or (512,))
+            return (
+                nets * conv
+                + memory.mlp_params(features, head, out)
+                + memory.mlp_params(features, head, 1)
+            )
+        hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
+        return nets * memory.mlp_params(memory.flat_size(observation_space), hiddens, out)
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
         """Checks every value and combination; raises ``ConfigError`` naming what to change."""
-        from rljax.env.vector import resolve_env
+        from rljax.env.vector import envpool_config, resolve_env
 
         self._check_settings()
         spec = resolve_env(self.env, self.env_config)
+        if spec.backend == "envpool":
+            envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
         if self.async_batch_size is not None and (
             self.async_batch_size > self.num_envs_per_env_runner
         ):
@@ -655,6 +732,15 @@ class AlgorithmConfig:
             raise ConfigError(
                 f"EnvPool ASYNC needs a batch smaller than num_envs_per_env_runner="
                 f"{self.num_envs_per_env_runner}; raise num_envs_per_env_runner to 2 or more, or set async_batch_size"
+            )
+        if (
+            self.evaluation_duration_unit == "episodes"
+            and self.evaluation_duration > MAX_EVALUATION_EPISODES
+        ):
+            raise ConfigError(
+                f"evaluation_duration={self.evaluation_duration} episodes is more than "
+                f"{MAX_EVALUATION_EPISODES:,}; lower it, or evaluate for a number of env steps "
+                "(evaluation_duration_unit='timesteps')"
             )
         if self.sample_async and self.num_env_runners == 0:
             raise ConfigError(
@@ -848,6 +934,8 @@ class AlgorithmConfig:
             d["env"] = policy.objects["env"]
         elif isinstance(d.get("env"), dict):
             d["env"] = resolve("env", d["env"], policy, ConfigError)
+        elif isinstance(d.get("env"), str) and isinstance(d.get("env_config"), dict):
+            _check_file_env_config(d["env_config"])
         if policy.objects.get("policy_mapping_fn") is not None:
             d["policy_mapping_fn"] = policy.objects["policy_mapping_fn"]
         elif d.get("policy_mapping_fn") is not None and not callable(d["policy_mapping_fn"]):
@@ -895,6 +983,27 @@ class AlgorithmConfig:
         return f"{type(self).__name__}({self.to_dict()})"
 
 
+# What a gymnasium env's constructor may be told by a file: rendering only off-screen, and no
+# paths (gymnasium's MuJoCo envs read xml_file; a file must not point an env at other files).
+_FILE_RENDER_MODES = (None, "rgb_array", "rgb_array_list", "ansi")
+
+
+def _check_file_env_config(env_config: dict[str, Any]) -> None:
+    """Refuses env_config entries that a file could use to reach outside the env: a render mode
+    that opens a window (and imports a GUI library), and path-like strings."""
+    if env_config.get("render_mode") not in _FILE_RENDER_MODES:
+        raise ConfigError(
+            f"env_config render_mode={str(env_config['render_mode'])[:40]!r} in a loaded config; "
+            f"a config file may ask for {list(_FILE_RENDER_MODES)} (set other modes in code)"
+        )
+    for key, value in env_config.items():
+        if isinstance(value, str) and ("/" in value or "\\" in value or value.startswith(".")):
+            raise ConfigError(
+                f"env_config {str(key)[:40]!r} is a path in a loaded config; a config file may "
+                "not point an env at files (pass env_config in code, or env=... to the loader)"
+            )
+
+
 def _unknown_key_hint(name: str, keys: Any) -> str:
     """What an unknown setting probably meant: an old RLlib name (exact or misspelled), or the
     closest current one."""
@@ -904,6 +1013,13 @@ def _unknown_key_hint(name: str, keys: Any) -> str:
     if match in RENAMED:
         return f"; did you mean {RENAMED[match]!r} (RLlib's old name {match!r})?"
     return f"; did you mean {match!r}?" if match else ""
+
+
+def _filters_shown(filters: Any) -> str:
+    """``conv_filters`` as a config file writes them (the Nature CNN's when None)."""
+    if filters is None:
+        return "None (the Nature CNN's)"
+    return str([[o, list(k), s] for o, k, s in filters])
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -920,7 +1036,7 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
     """A YAML file of config keys as one flat dict (``algo`` and ``env`` included).
 
     Accepts a flat mapping or RLlib's tuned-example layout ``{env: ..., config: {...}}``. The
-    file is read as untrusted data: a regular file of at most 1 MiB, plain YAML without
+    file is read as untrusted data: a regular file of at most 64 KiB, plain YAML without
     aliases, nested at most 64 levels (``rljax.utils.safe_io``); code it names is resolved
     later, by ``from_dict``, only where the caller opts in.
     """

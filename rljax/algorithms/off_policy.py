@@ -39,7 +39,17 @@ from rljax.runners.acting import (
 )
 from rljax.utils import memory
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, is_int, refuse
-from rljax.utils.errors import ConfigError
+from rljax.utils.errors import CheckpointError, ConfigError
+
+# Bounds of the replay ratio, so that a file cannot make an iteration effectively hang
+# (training_intensity=1e300 asked DQN's defaults for ~3e298 updates per cycle, and failed inside
+# MLIR at build). RLlib's tuned examples set training_intensity up to a few hundred.
+MAX_TRAINING_INTENSITY = 10_000
+# Updates, or sampled fragments, per cycle that training_intensity may ask for (the native ratio
+# of the batch to the env steps of a fragment makes a given intensity more or fewer of them).
+MAX_REPLAY_WEIGHT = 10_000
+# Env steps of an iteration: rljax's defaults, as RLlib's, are 100 (SAC) and 1,000 (DQN).
+MAX_TIMESTEPS_PER_ITERATION = 10_000_000
 
 REPLAY_TYPES = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
 # replay_buffer_config's keys and what each may be (the builder's defaults fill missing ones).
@@ -105,11 +115,11 @@ class OffPolicyConfig(AlgorithmConfig):
         "replay_buffer_config": check_replay_buffer_config,
         "n_step": check_n_step,
         "num_steps_sampled_before_learning_starts": Int(0),
-        "training_intensity": Number(0, low_open=True, optional=True),
+        "training_intensity": Number(0, MAX_TRAINING_INTENSITY, low_open=True, optional=True),
         "target_network_update_freq": Int(0),
         "tau": Number(0, 1, low_open=True),
         "store_buffer_in_checkpoints": Bool(),
-        "min_sample_timesteps_per_iteration": Int(1),
+        "min_sample_timesteps_per_iteration": Int(1, MAX_TIMESTEPS_PER_ITERATION),
     }
 
     def __init__(self, algo_class: type | None = None):
@@ -158,11 +168,15 @@ class OffPolicyConfig(AlgorithmConfig):
             return 1
         return int(self.rollout_fragment_length)
 
-    def replay_ratio_weights(self) -> tuple[int, int]:
-        """RLlib's (sample, train) weights: fragments sampled and updates run per cycle."""
-        native = self.total_train_batch_size / (
+    def _native_ratio(self) -> float:
+        """Env steps trained per env step sampled with one update per fragment."""
+        return self.total_train_batch_size / (
             self.get_rollout_fragment_length() * self.envs_per_step
         )
+
+    def replay_ratio_weights(self) -> tuple[int, int]:
+        """RLlib's (sample, train) weights: fragments sampled and updates run per cycle."""
+        native = self._native_ratio()
         if self.training_intensity is None:
             return 1, 1
         if self.training_intensity > native:
@@ -187,13 +201,47 @@ class OffPolicyConfig(AlgorithmConfig):
                 batch * (2 * obs + 64) * 4,
             )
         )
+        n = self.n_step_range[1] if isinstance(self.n_step, (int, tuple)) else 1
+        if n > 1:
+            # Sampling gathers an n-step window per row ([batch, n]); adding a step checks the
+            # window of each env's row n steps back ([envs per step, n]).
+            terms.append(
+                (
+                    f"n_step={self.n_step} (windows of [batch, {n:,}])",
+                    (batch + self.envs_per_step) * n * memory.N_STEP_WINDOW_BYTES,
+                )
+            )
         return terms
+
+    def _update_rows(self) -> int:
+        """The train batch passes the network three times: its observations and next
+        observations through the online network, the next observations through the target."""
+        return 3 * self.total_train_batch_size
+
+    def _conv_encoders(self) -> int:
+        """DQN's Q-network has one conv stack (SAC's networks take vectors only: 0 there)."""
+        return 1
 
     def _check_batch_division(self) -> None:
         """Nothing to check: each learner gets its own train batch from the replay buffer."""
 
     def validate(self) -> None:
         super().validate()
+        if self.training_intensity is not None:
+            native = self._native_ratio()
+            # The weight replay_ratio_weights() rounds up, compared as a float first (1e-320
+            # over the native ratio is 0.0: an infinite number of fragments).
+            ratio = self.training_intensity / native
+            weight = ratio if ratio >= 1 else (1 / ratio if ratio > 0 else math.inf)
+            if weight > MAX_REPLAY_WEIGHT:
+                what = "updates" if ratio > 1 else "sampled fragments"
+                raise ConfigError(
+                    f"training_intensity={self.training_intensity} against the native ratio "
+                    f"{native:g} (train batch {self.total_train_batch_size} / "
+                    f"{self.get_rollout_fragment_length() * self.envs_per_step} env step(s) per "
+                    f"fragment) asks for {weight:,.0f} {what} per cycle, more than "
+                    f"{MAX_REPLAY_WEIGHT:,}; set training_intensity nearer {native:g}"
+                )
         rb = self.replay_buffer_config
         num_envs = self.num_envs_per_env_runner * max(1, self.num_env_runners)
         rows = rb["capacity"] // num_envs
@@ -503,6 +551,33 @@ class OffPolicyAlgorithm(Algorithm):
         # The fused rollout's acting key continues too (EnvPool's env state cannot be saved).
         runner_key = self.runner_state.key if self.fused else jnp.zeros((2,), jnp.uint32)
         return {"state": state, "runner_key": runner_key}
+
+    def _check_loaded_state(self, loaded: Any, path: Any) -> None:
+        """A saved replay buffer's counters and priorities must be ones the buffer can have: a
+        crafted file could otherwise make sampling read outside the rings or divide by zero."""
+        buffer = loaded["state"].get("buffer")
+        if buffer is None:
+            return
+        storage = getattr(buffer, "storage", None) or {}
+        rows = next(iter(jax.tree.leaves(storage)), None)
+        capacity = int(np.shape(rows)[1]) if rows is not None and np.ndim(rows) >= 2 else None
+        for name in ("insert_pos", "size"):
+            values = np.asarray(getattr(buffer, name, 0))
+            if capacity is not None and (values.min() < 0 or values.max() > capacity):
+                raise CheckpointError(
+                    f"{path}: the replay buffer's {name} must lie in [0, {capacity}]"
+                )
+        for name in ("sum_tree", "min_tree"):
+            tree = getattr(buffer, name, None)
+            for level in jax.tree.leaves(tree):
+                level = np.asarray(level)
+                if level.dtype.kind == "f" and (np.isnan(level).any() or (level < 0).any()):
+                    raise CheckpointError(
+                        f"{path}: the replay buffer's {name} holds NaN or negative priorities"
+                    )
+        top = np.asarray(getattr(buffer, "max_priority", 1.0))
+        if not (np.isfinite(top).all() and (top > 0).all()):
+            raise CheckpointError(f"{path}: the replay buffer's max_priority must be finite > 0")
 
     def _restore_state(self, loaded: Any) -> None:
         fields = dict(loaded["state"])

@@ -19,7 +19,8 @@ import numpy as np
 from gymnasium.vector.utils import CloudpickleWrapper
 
 from rljax.env.fault_tolerance import RESTARTED
-from rljax.env.vector import StepResult, main_hidden
+from rljax.env.steps import StepResult
+from rljax.env.workers import main_hidden, sigint_blocked
 
 
 def _worker(conn: Connection, env_fn: CloudpickleWrapper, index: int) -> None:
@@ -71,7 +72,7 @@ class FirstReadyVectorEnv:
         self.seed = seed
         self._conns: list[Connection] = []
         self._procs = []
-        with main_hidden():
+        with main_hidden(), sigint_blocked():
             for i, fn in enumerate(env_fns):
                 parent, child = ctx.Pipe()
                 p = ctx.Process(

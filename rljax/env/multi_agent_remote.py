@@ -8,6 +8,7 @@ cloudpickle, so envs written in a notebook or a script work.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import traceback
 from collections.abc import Callable
@@ -17,7 +18,7 @@ import gymnasium as gym
 from gymnasium.vector.utils import CloudpickleWrapper
 
 from rljax.env.multi_agent_env import AgentID, MultiAgentEnv
-from rljax.env.vector import main_hidden
+from rljax.env.workers import main_hidden, sigint_blocked
 
 
 def _worker(env_fn: CloudpickleWrapper, pipe: Any, parent_end: Any) -> None:
@@ -31,7 +32,8 @@ def _worker(env_fn: CloudpickleWrapper, pipe: Any, parent_end: Any) -> None:
         )
         pipe.send(("ok", (agents, *spaces)))
     except Exception:  # noqa: BLE001 (sent to the parent, which raises it)
-        pipe.send(("error", traceback.format_exc()))
+        with contextlib.suppress(OSError):  # the parent is gone (Ctrl-C): nobody to tell
+            pipe.send(("error", traceback.format_exc()))
         return
     while True:
         try:
@@ -49,7 +51,8 @@ def _worker(env_fn: CloudpickleWrapper, pipe: Any, parent_end: Any) -> None:
                 pipe.send(("ok", None))
                 break
         except Exception:  # noqa: BLE001
-            pipe.send(("error", traceback.format_exc()))
+            with contextlib.suppress(OSError):  # the parent is gone; the next recv ends the loop
+                pipe.send(("error", traceback.format_exc()))
     pipe.close()
 
 
@@ -60,19 +63,23 @@ class RemoteMultiAgentEnv(MultiAgentEnv):
         ctx = mp.get_context("spawn")
         self._pipe, child = ctx.Pipe()
         self._timeout_s = timeout_s
-        with main_hidden():
+        with main_hidden(), sigint_blocked():
             self._process = ctx.Process(
                 target=_worker, args=(CloudpickleWrapper(env_fn), child, self._pipe), daemon=True
             )
             self._process.start()
         child.close()
         self._closed = False
-        agents, obs_spaces, act_spaces = self._receive("start")
+        self._waiting = False
+        try:
+            agents, obs_spaces, act_spaces = self._receive("start")
+        except BaseException:  # the env failed to start, or Ctrl-C: no process left behind
+            self.close(force=True)
+            raise
         self.possible_agents = agents
         self.agents = list(agents)
         self.observation_spaces: dict[AgentID, gym.Space] = obs_spaces
         self.action_spaces: dict[AgentID, gym.Space] = act_spaces
-        self._waiting = False
 
     def _receive(self, what: str) -> Any:
         if self._timeout_s is not None and not self._pipe.poll(self._timeout_s):
@@ -106,10 +113,13 @@ class RemoteMultiAgentEnv(MultiAgentEnv):
         return self.step_wait()
 
     def close(self, force: bool = False) -> None:
+        """Ends the env's process; ``force``: at once (its step may hang), without asking."""
         if self._closed:
             return
         self._closed = True
-        if not force and self._process.is_alive():
+        if force:
+            self._process.terminate()
+        elif self._process.is_alive():
             try:
                 if self._waiting and self._pipe.poll(5.0):  # a hung step: do not wait for it
                     self._pipe.recv()

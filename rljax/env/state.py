@@ -32,7 +32,12 @@ _SKIPPED = frozenset({"_saved_kwargs", "_cached_spec", "spec", "env_fns"})
 
 
 class EnvStateError(TypeError):
-    """An env holds state that cannot be saved as plain data."""
+    """An env holds state that cannot be saved as plain data, or a saved state that does not
+    fit the env it would be restored into."""
+
+
+class EnvStateMalformed(EnvStateError):
+    """A saved env state that is not of the form the env saves (a corrupt or crafted file)."""
 
 
 _BIT_GENERATORS = ("PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64")
@@ -119,7 +124,7 @@ def _decode_array(data: dict[str, Any]) -> np.ndarray:
         return arr[()] if data["scalar"] is True else arr
     except EnvStateError:
         raise
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise EnvStateError(f"a saved array is malformed ({type(e).__name__})") from None
 
 
@@ -141,11 +146,12 @@ def _set_space_rngs(space: gym.Space, saved: Any) -> None:
 
 def _layers(env: gym.Env) -> list[Any]:
     """The env and every env it holds as ``.env`` (wrappers, and envs that wrap by hand, such as
-    the sub-env restarter)."""
+    the sub-env restarter), less layers that declare they hold no state (``rljax_stateless``:
+    rljax's API check), so that a saved state does not depend on them."""
     layers = [env]
     while isinstance(getattr(layers[-1], "env", None), gym.Env):
         layers.append(layers[-1].env)
-    return layers
+    return [layer for layer in layers if not getattr(type(layer), "rljax_stateless", False)]
 
 
 def _is_state(name: str, value: Any, layer: Any) -> bool:
@@ -236,16 +242,96 @@ def check_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
                 f"the saved state of env layer {live['class']} has entries {sorted(state)[:10]}; "
                 f"expected {sorted(live)}"
             )
+        where = f"env layer {live['class']}"
         if "attrs" in live:
             attrs = state["attrs"]
             if not isinstance(attrs, dict):
-                raise EnvStateError(f"the saved state of env layer {live['class']} is malformed")
-            for name in attrs:
-                if name not in live["attrs"] and not _may_set(layer_classes[live["class"]], name):
-                    raise EnvStateError(
-                        f"the saved state of env layer {live['class']} sets {name[:60]!r}, which "
-                        "is not a data attribute of that env"
+                raise EnvStateMalformed(f"the saved state of {where} is malformed")
+            for name, value in attrs.items():
+                if name in live["attrs"]:
+                    if name == "render_mode" and value != live["attrs"][name]:
+                        raise EnvStateMalformed(
+                            f"the saved state of {where} changes its render_mode"
+                        )
+                    _check_form(live["attrs"][name], value, f"{where}.{name[:60]}")
+                elif not _may_set(layer_classes[live["class"]], name):
+                    raise EnvStateMalformed(
+                        f"the saved state of {where} sets {name[:60]!r}, which is not a data "
+                        "attribute of that env"
                     )
+                else:
+                    _check_form(None, value, f"{where}.{name[:60]}")
+        else:
+            _check_form(None, state["get_state"], f"{where}.get_state()")
+
+
+_PRIMITIVE_KINDS = {bool: "bool", int: "number", float: "number", str: "str"}
+_TAGS = ("__ndarray__", "__generator__", "__tuple__", "__space_rngs__")
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "none"
+    if type(value) in _PRIMITIVE_KINDS:
+        return _PRIMITIVE_KINDS[type(value)]
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        tags = [t for t in _TAGS if t in value]
+        return tags[0] if tags else "dict"
+    return type(value).__name__
+
+
+def _check_form(live: Any, saved: Any, where: str, depth: int = 0) -> None:
+    """Raises ``EnvStateMalformed`` unless encoded value ``saved`` fits ``live`` (the live env's
+    own encoded value; None where it has none yet): everything decodable (arrays of plain number
+    dtypes whose bytes fit their shapes, random generators whose states their bit generators
+    accept), and a random generator where the env has one (and only there)."""
+    if depth > 32:
+        raise EnvStateMalformed(f"{where} is nested too deep")
+    kind = _kind(saved)
+    if kind not in ("none", "bool", "number", "str", "list", "dict", *_TAGS):
+        raise EnvStateMalformed(f"{where} holds a {kind}")
+    live_kind = _kind(live)
+    # Envs change their plain data's types as they run (MountainCar's state turns from an array
+    # into a tuple, Acrobot's from float32 into float64), so numbers, arrays and containers may
+    # differ; a random generator or a space's generators must stay what they are.
+    random_kinds = ("__generator__", "__space_rngs__")
+    if (
+        live is not None
+        and kind != live_kind
+        and (kind in random_kinds or live_kind in random_kinds)
+    ):
+        raise EnvStateMalformed(f"{where} holds a {kind} where the env holds a {live_kind}")
+    if kind == "__ndarray__":
+        _decode_malformed(saved, where)
+    elif kind == "__generator__":
+        _decode_malformed(saved, where)  # the bit generator checks its own state
+    elif kind == "__space_rngs__":
+        if live is None:
+            raise EnvStateMalformed(f"{where} sets a space's generators where the env has none")
+        _check_form(live["__space_rngs__"], saved["__space_rngs__"], where, depth + 1)
+    elif kind == "__tuple__":
+        ref = live["__tuple__"] if live_kind == "__tuple__" else None
+        _check_form(ref, saved["__tuple__"], where, depth + 1)
+    elif kind == "list":
+        refs = live if live_kind == "list" else []
+        for i, item in enumerate(saved):
+            ref = refs[min(i, len(refs) - 1)] if refs else None
+            _check_form(ref, item, f"{where}[{i}]", depth + 1)
+    elif kind == "dict":
+        refs = live if live_kind == "dict" else {}
+        for k, v in saved.items():
+            _check_form(refs.get(k), v, f"{where}[{str(k)[:40]!r}]", depth + 1)
+
+
+def _decode_malformed(saved: Any, where: str) -> Any:
+    try:
+        return decode(saved)
+    except EnvStateError as e:
+        raise EnvStateMalformed(f"{where}: {e}") from None
+    except (KeyError, TypeError, ValueError, OverflowError, AttributeError) as e:
+        raise EnvStateMalformed(f"{where} is malformed ({type(e).__name__})") from None
 
 
 def _may_set(cls: type, name: str) -> bool:

@@ -7,22 +7,22 @@ ignored. The runners mark that step's transition invalid, so every backend yield
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import inspect
-import sys
 import traceback
-import types
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from rljax.env.api_check import ApiCheckedEnv
 from rljax.env.env_context import EnvContext
 from rljax.env.registry import registered_creator, registered_names
+from rljax.env.steps import StepResult
+from rljax.env.workers import main_hidden, sigint_blocked
 from rljax.utils.errors import ConfigError, closest
 
 # EnvPool declares float64 bounds on its float32 Box spaces, and gymnasium warns about it every time
@@ -31,33 +31,6 @@ warnings.filterwarnings("ignore", message=r".*Box (low|high)'s precision lowered
 
 SYNC = "SYNC"
 ASYNC = "ASYNC"
-
-
-class StepResult(NamedTuple):
-    """What a vector env returns for the sub-envs of one batch.
-
-    Attributes:
-      obs: Observations of shape [K, *obs_shape].
-      reward: A float32 tensor of shape [K].
-      terminated: A bool tensor of shape [K].
-      truncated: A bool tensor of shape [K].
-      env_id: An int32 tensor of shape [K]: which sub-env each row belongs to.
-      raw_reward: For metrics, the unclipped reward (Atari with reward clipping), or None.
-      game_over: For metrics, where a whole game ended (Atari with episodic life, where losing a
-        life terminates the learning episode), or None: then every end counts.
-      restarted: Where a sub-env raised and was rebuilt (``restart_failed_sub_environments``):
-        the row is the fresh env's first observation, and the broken episode is dropped. None
-        when restarts are off.
-    """
-
-    obs: Any
-    reward: Any
-    terminated: Any
-    truncated: Any
-    env_id: Any
-    raw_reward: Any = None
-    game_over: Any = None
-    restarted: Any = None
 
 
 def envpool_result(
@@ -159,20 +132,133 @@ class _GymMake:
         return gym.make(self.env_id, **env_config)
 
 
-def envpool_kwargs(spec: EnvSpec) -> dict[str, Any]:
-    """EnvPool's make() kwargs for a task: Atari gets the standard DQN preprocessing."""
+# EnvPool settings that rljax sets on every EnvPool env it builds (from num_envs_per_env_runner,
+# the vectorize mode, async_batch_size and seed), or leaves at EnvPool's defaults on purpose:
+# env_config may not change them. ``num_threads: 2000`` started 2,000 threads; a seed list
+# would bypass rljax's seeding; ``gym_reset_return_info=False`` makes EnvPool refuse the env.
+ENVPOOL_RLJAX_KEYS = (
+    "num_envs",
+    "batch_size",
+    "seed",
+    "env_seed",
+    "num_threads",
+    "thread_affinity_offset",
+    "max_num_players",
+    "gym_reset_return_info",
+)
+# Bounds of the EnvPool settings that size an observation or the work of one step or reset.
+# The tuned values sit far inside: Atari's 84x84 frames (210x160 unresized), a stack of 4 frames,
+# frame skip 4 and up to 30 no-op frames; MuJoCo's frame skip up to 40. Beyond these, a file
+# could make one step or reset run for hours (frame_skip 10**9) or an empty observation
+# (stack_num 0). Observation sizes are also counted in the memory estimate: the spaces are
+# read from EnvPool's spec with these values, before any env exists.
+ENVPOOL_BOUNDS: dict[str, tuple[float, float]] = {
+    "img_height": (1, 1024),
+    "img_width": (1, 1024),
+    "stack_num": (1, 64),
+    "frame_stack": (1, 64),
+    "frame_skip": (1, 100),
+    "action_repeat": (1, 100),
+    "noop_max": (0, 10_000),
+    "max_episode_steps": (0, 2**31 - 1),
+    "repeat_action_probability": (0.0, 1.0),
+}
+# Every other int setting must fit EnvPool's C++ int; a larger one fails inside pybind11.
+_INT32 = (-(2**31), 2**31 - 1)
+
+
+def _shown_key(key: str) -> str:
+    """A key as messages show it: a file's key may be of any length."""
+    return repr(key if len(key) <= 60 else key[:60] + "...")
+
+
+@functools.lru_cache(maxsize=64)
+def _envpool_defaults(task: str) -> tuple[tuple[tuple[str, Any], ...], bool]:
+    """EnvPool's settings of ``task`` with their defaults, and whether it is an Atari task.
+
+    Read from ``envpool.make_spec``, which builds no env: milliseconds, nothing started.
+    """
     import envpool
 
+    try:
+        spec = envpool.make_spec(task)
+    except Exception as e:  # a task whose EnvPool module cannot load (Procgen without Qt)
+        raise ConfigError(f"EnvPool cannot describe {task!r}: {type(e).__name__}: {e}") from e
+    defaults = tuple(zip(spec._config_keys, spec.config, strict=True))
+    return defaults, type(spec).__name__.startswith("Atari")
+
+
+def _check_envpool_setting(task: str, key: str, value: Any, default: Any) -> Any:
+    """One env_config entry against the type of EnvPool's default (and ``ENVPOOL_BOUNDS``)."""
+    from rljax.utils.checks import Bool, Int, Number
+
+    name = f"env_config[{_shown_key(key)}]"
+    low, high = ENVPOOL_BOUNDS.get(key, (None, None))
+    if isinstance(default, bool):
+        return Bool()(name, value)
+    if isinstance(default, int):
+        low, high = _INT32 if low is None else (int(low), int(high))
+        return Int(low, high)(name, value)
+    if isinstance(default, float):
+        return float(Number(low, high)(name, value))
+    # Text settings name files, directories or games (base_path, xml_file, task, wad_path);
+    # lists and dicts are the same in structured form. EnvPool opens what they name in C++: a
+    # FIFO blocks the process, a path reads any file, an unknown game ends the process.
+    kind = "text" if isinstance(default, str) else type(default).__name__
+    raise ConfigError(
+        f"{name} is a {kind} setting of EnvPool's {task!r} (it names a file, path or game "
+        "that EnvPool opens); rljax passes EnvPool numbers and booleans only: choose the game "
+        "or model by the env id"
+    )
+
+
+def envpool_config(task: str, env_config: dict[str, Any]) -> dict[str, Any]:
+    """``env_config`` checked against EnvPool's spec of ``task``, in its normal form.
+
+    Only the task's own settings, each of its default's type (int, float or bool; an int is
+    taken for a float), within ``ENVPOOL_BOUNDS`` where listed and a C++ int otherwise. Text
+    and structured settings and ``ENVPOOL_RLJAX_KEYS`` are refused: the ``ConfigError`` names
+    the key and what is allowed. Nothing is built.
+    """
+    defaults, _ = _envpool_defaults(task)
+    settable = {k: v for k, v in defaults if k not in ENVPOOL_RLJAX_KEYS}
+    numeric = sorted(k for k, v in settable.items() if isinstance(v, (bool, int, float)))
+    out: dict[str, Any] = {}
+    for key, value in env_config.items():
+        if key in ENVPOOL_RLJAX_KEYS:
+            raise ConfigError(
+                f"env_config[{_shown_key(key)}] is set by rljax on every EnvPool env "
+                "(num_envs_per_env_runner, gym_env_vectorize_mode, async_batch_size and seed "
+                "decide the env count, batch and seeds; threads are EnvPool's default); "
+                "remove it from env_config"
+            )
+        if key not in settable:
+            shown = ", ".join(numeric[:40]) + (", ..." if len(numeric) > 40 else "")
+            raise ConfigError(
+                f"env_config key {_shown_key(key)} is not a setting of EnvPool's {task!r} (its "
+                f"settings: {shown or 'none'}){closest(key[:60], numeric)}"
+            )
+        out[key] = _check_envpool_setting(task, key, value, settable[key])
+    return out
+
+
+def envpool_kwargs(spec: EnvSpec) -> dict[str, Any]:
+    """EnvPool's make() kwargs for a task: Atari gets the standard DQN preprocessing, then the
+    checked ``env_config`` (``envpool_config``)."""
+    checked = envpool_config(spec.name, spec.env_config)
     kwargs: dict[str, Any] = {}
-    if type(envpool.make_spec(spec.name)).__name__.startswith("Atari"):
+    if _envpool_defaults(spec.name)[1]:
         kwargs.update(episodic_life=True, reward_clip=True)
-    kwargs.update(spec.env_config)
+    kwargs.update(checked)
     return kwargs
 
 
 def make_envpool(spec: EnvSpec, num_envs: int, batch_size: int, seed: int) -> Any:
+    """The EnvPool env of ``spec`` (its env_config checked first); any failure to build it is a
+    ``ConfigError`` naming the task and the env_config."""
     import envpool
 
+    kwargs = envpool_kwargs(spec)
     try:
         return envpool.make(
             spec.name,
@@ -180,28 +266,54 @@ def make_envpool(spec: EnvSpec, num_envs: int, batch_size: int, seed: int) -> An
             num_envs=num_envs,
             batch_size=batch_size,
             seed=seed,
-            **envpool_kwargs(spec),
+            **kwargs,
         )
-    except (TypeError, ValueError, KeyError) as e:
+    except Exception as e:  # EnvPool's C++ raises RuntimeError (an Atari mode it lacks), ...
         raise ConfigError(
-            f"EnvPool could not build {spec.name!r} with env_config={spec.env_config}: {e}"
+            f"EnvPool could not build {spec.name!r} with env_config={spec.env_config}: "
+            f"{type(e).__name__}: {e}"
+        ) from e
+
+
+def envpool_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
+    """The single-env spaces of an EnvPool task with its env_config, from EnvPool's spec.
+
+    An EnvPool env's spaces are its spec's (``GymnasiumEnvPool.observation_space`` reads
+    ``spec.gymnasium_observation_space``), so no env is built: the memory check runs before
+    EnvPool starts a thread or allocates a frame.
+    """
+    import envpool
+
+    kwargs = envpool_kwargs(spec)
+    try:
+        task_spec = envpool.make_spec(spec.name, **kwargs)
+        return task_spec.gymnasium_observation_space, task_spec.gymnasium_action_space
+    except Exception as e:
+        raise ConfigError(
+            f"EnvPool could not describe {spec.name!r} with env_config={spec.env_config}: "
+            f"{type(e).__name__}: {e}"
         ) from e
 
 
 def env_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
-    """The single-env observation and action spaces."""
+    """The single-env observation and action spaces.
+
+    EnvPool: from the task's spec, without building an env (``envpool_spaces``). gymnasium:
+    one env is built and closed; any failure is a ``ConfigError`` naming the env.
+    """
     if spec.backend == "envpool":
-        env = make_envpool(spec, 1, 1, 0)
-        spaces = env.observation_space, env.action_space
-        env.close()
-        return spaces
+        return envpool_spaces(spec)
     try:
         env = spec.creator(EnvContext(spec.env_config))
+    except ConfigError:
+        raise
     except TypeError as e:  # most often a class whose __init__ takes no config
         raise ConfigError(
             f"building the env {spec.name!r} failed: {e}. rljax calls env classes and creators "
             "with the env_config, as RLlib does: define __init__(self, config=None)"
         ) from e
+    except Exception as e:  # a missing dependency (ImportError), a bad env_config, ...
+        raise ConfigError(f"building the env {spec.name!r} failed: {type(e).__name__}: {e}") from e
     if not isinstance(env, gym.Env):
         raise ConfigError(
             f"the env creator for {spec.name!r} returned {type(env).__name__}, not a gymnasium.Env"
@@ -211,36 +323,26 @@ def env_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
     return spaces
 
 
-@contextlib.contextmanager
-def main_hidden():
-    """Starts spawned workers without re-running the user's ``__main__`` script.
-
-    Worker processes are spawned, never forked (JAX's threads do not survive a fork). A spawned
-    child normally re-imports the parent's ``__main__`` file, which would re-run a training script
-    that has no ``if __name__ == "__main__"`` guard. The env creators travel by value through
-    cloudpickle instead, so the child does not need the script: hide it while the workers start.
-    """
-    main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        if main is not None:
-            sys.modules["__main__"] = main
-
-
 class _EnvFn:
     """``creator(EnvContext(env_config, worker_index, vector_index, num_workers))``, picklable.
 
     ``restart``: wrap the env in ``RestartingEnv`` (rebuilt from this creator when it raises).
+    The result is checked against gymnasium's API (``ApiCheckedEnv``, naming the env ``name``),
+    outside the restarter: an env that breaks the API is a bug to report, not a failure to
+    restart.
     """
 
     def __init__(
-        self, creator: Callable[[dict[str, Any]], Any], context: EnvContext, restart: bool = False
+        self,
+        creator: Callable[[dict[str, Any]], Any],
+        context: EnvContext,
+        restart: bool = False,
+        name: str = "",
     ):
         self.creator = creator
         self.context = context
         self.restart = restart
+        self.name = name or getattr(creator, "__name__", type(creator).__name__)
 
     def _make(self) -> gym.Env:
         env = self.creator(self.context)
@@ -255,6 +357,7 @@ class _EnvFn:
             env = RestartingEnv(self._make)
         else:
             env = self._make()
+        env = ApiCheckedEnv(env, self.name)
         if getattr(self, "state_access", False):  # an ASYNC sub-env, in its worker process
             env = _StateAccess(env)
         return env
@@ -327,7 +430,12 @@ def env_fns(
     restart: bool = False,
 ) -> list[_EnvFn]:
     return [
-        _EnvFn(spec.creator, EnvContext(spec.env_config, worker_index, j, num_workers), restart)
+        _EnvFn(
+            spec.creator,
+            EnvContext(spec.env_config, worker_index, j, num_workers),
+            restart,
+            spec.name,
+        )
         for j in range(num_envs)
     ]
 
@@ -363,7 +471,7 @@ class GymVectorHostEnv:
         if mode == ASYNC:
             for fn in fns:
                 fn.state_access = True  # see _StateAccess
-            with main_hidden():
+            with main_hidden(), sigint_blocked():
                 self.env = gym.vector.AsyncVectorEnv(fns, context="spawn", **kwargs)
         else:
             self.env = gym.vector.SyncVectorEnv(fns, **kwargs)
@@ -473,11 +581,13 @@ class GymVectorHostEnv:
 
     @staticmethod
     def _raise_problems(problems: Any) -> None:
-        from rljax.env.state import EnvStateError
+        from rljax.env.state import EnvStateError, EnvStateMalformed
 
         for i, problem in enumerate(problems):
             if problem:
-                raise EnvStateError(f"sub-env {i}: {problem}")
+                # A worker reports its exception as text; a malformed state stays malformed.
+                kind = EnvStateMalformed if "EnvStateMalformed" in problem else EnvStateError
+                raise kind(f"sub-env {i}: {problem}")
 
     def close(self, terminate: bool = False) -> None:
         """``terminate``: a step may hang, so kill ASYNC worker processes instead of waiting."""

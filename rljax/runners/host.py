@@ -28,13 +28,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.state import EnvStateError, decode, encode
+from rljax.env.state import EnvStateError, EnvStateMalformed, decode, encode
 from rljax.env.vector import EnvSpec, make_host_env
 from rljax.runners.acting import ActorState, Transition, init_actor_state
 
 logger = logging.getLogger("rljax")
 
-MAX_FRESH_FAILURES = 3
+# Restarts of a runner slot in a row, none delivering one env step, before it is given up on.
+# A flaky env's replacement can fail on its very first step by chance: with n sub-envs each
+# failing on a fraction p of steps, it does with probability 1 - (1 - p)^n (15% for p = 1% and
+# n = 16). A limit of three ended such runs within a few hundred restarts; ten in a row has odds
+# of 6e-9. An env that fails every time costs ten quick restarts.
+MAX_FRESH_FAILURES = 10
 
 
 def _jitted_step(act_step: Callable, device: jax.Device) -> Callable:
@@ -52,12 +57,44 @@ def _jitted_step(act_step: Callable, device: jax.Device) -> Callable:
             traj = jax.tree.map(lambda buf, x: buf.at[t].set(x), traj, transition)
             return action, actor, traj, key
 
-        per_device[device] = jax.jit(step, donate_argnums=(2, 4), device=device)
+        # No device= (deprecated in JAX): the params, actor state, key and fragment buffer are
+        # committed to ``device``, and a jitted call runs where its committed arguments live.
+        per_device[device] = jax.jit(step, donate_argnums=(2, 4))
     return per_device[device]
 
 
+def _dtype_of(x: Any) -> np.dtype:
+    # An array's own dtype: np.result_type(jax_array) is a deprecated implicit conversion.
+    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.result_type(x)
+
+
+def _initial_state(
+    policy_fn: Callable, act_step: Callable, params: Any, result: Any, streams: int, key: Any
+) -> tuple[ActorState, Any]:
+    """A new runner's actor state (nothing pending) and the shapes of its fragments' rows.
+
+    Both follow from the shapes of the weights and the env's results alone, so they are traced
+    once per act step and shapes (cached on ``act_step``, as ``_jitted_step``): a replacement
+    after an env failure, which a flaky env may need every hundred steps, reuses them instead of
+    tracing the policy twice. The cached state is copied, because ``act_step`` donates it."""
+    cache = act_step.__dict__.setdefault("_rljax_initial_states", {})
+    leaves, tree = jax.tree.flatten((params, result))
+    shapes = (tree, streams, tuple((np.shape(x), _dtype_of(x)) for x in leaves))
+    if shapes not in cache:
+        obs0 = jax.tree.map(lambda o: jnp.asarray(o[0]), result.obs)
+        actor = init_actor_state(policy_fn, params, obs0, streams)
+        cache[shapes] = (actor, jax.eval_shape(act_step, params, key, actor, result)[2])
+    actor, transition_shape = cache[shapes]
+    return jax.tree.map(jnp.copy, actor), transition_shape
+
+
 class HostRunner:
-    """One vector env and its actor state; ``sample`` returns a ``Transition`` of [T, K]."""
+    """One vector env and its actor state; ``sample`` returns a ``Transition`` of [T, K].
+
+    When the env raises in ``step``, ``sample`` returns the fragment cut there, with ``error``
+    set: the runner is spent. Its group replaces it, and the replacement fills the rest of that
+    fragment (``sample(resume=...)``).
+    """
 
     def __init__(
         self,
@@ -90,21 +127,26 @@ class HostRunner:
         )
         self.num_sub_env_restarts = 0
         self.busy = False
+        self.error: str | None = None  # the env's traceback once its step raised (spent)
+        self.last_num_steps = 0  # env steps (vector steps) that returned in the last sample()
+        self.last_num_rows = 0  # rows of its last fragment used up (the length unless cut)
         self.offset = env_id_offset
         self.last_stats: Any = None
         self.device = device
         self.to_env_action = to_env_action
-        self.result = self.env.reset()
-        obs0 = jax.tree.map(lambda o: jnp.asarray(o[0]), self.result.obs)
-        # One pending entry per stream: a sub-env, or a multi-agent env's agent slot.
-        streams = getattr(self.env, "num_slots", num_envs)
-        self.actor: ActorState = init_actor_state(policy_fn, params, obs0, streams)
-        self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
-
-        self._step = _jitted_step(act_step, device)
-        self._transition_shape = jax.eval_shape(
-            act_step, params, self.key, self.actor, self.result
-        )[2]
+        try:
+            self.result = self.env.reset()
+            self.key = jax.random.PRNGKey(seed + 1)  # as the fused path: env seed + 1
+            # One pending entry per stream: a sub-env, or a multi-agent env's agent slot.
+            streams = getattr(self.env, "num_slots", num_envs)
+            self.actor: ActorState
+            self.actor, self._transition_shape = _initial_state(
+                policy_fn, act_step, params, self.result, streams, self.key
+            )
+            self._step = _jitted_step(act_step, device)
+        except BaseException:  # a failed first reset, or Ctrl-C: no env process left behind
+            self.env.close(terminate=True)
+            raise
 
     def _empty_fragment(self, length: int) -> Transition:
         return jax.tree.map(
@@ -112,38 +154,129 @@ class HostRunner:
             self._transition_shape,
         )
 
-    def sample(self, params: Any, length: int) -> Transition:
+    def sample(
+        self, params: Any, length: int, resume: Transition | None = None, first_row: int = 0
+    ) -> Transition:
+        """A fragment of ``length`` env steps; with ``resume``, rows ``first_row..`` of that
+        fragment (a predecessor's, cut where its env raised) are written instead, so a restart
+        costs the batch a few rows (the cut rows and the replacement's first), not a fragment.
+
+        If the env raises in ``step``, the fragment is returned cut there (``_cut``), with
+        ``error`` set and ``last_num_rows`` the first row left for a replacement: the runner is
+        spent, and sampling again raises."""
+        if self.error is not None:
+            raise RuntimeError(
+                "this runner's env failed in an earlier fragment; replace the runner"
+            )
         self.busy = True  # stepping: its state cannot be saved now
         try:
-            return self._sample(params, length)
+            return self._sample(params, length, resume, first_row)
         finally:
             self.busy = False
 
-    def _sample(self, params: Any, length: int) -> Transition:
-        traj = self._empty_fragment(length)
+    def _sample(
+        self, params: Any, length: int, resume: Transition | None, first_row: int
+    ) -> Transition:
+        traj = self._empty_fragment(length) if resume is None else resume
         # Sub-env restarts: the rows (t, column) of each sub-env's current episode in this
         # fragment, so a broken episode's transitions can be dropped.
         tracking = getattr(self.result, "restarted", None) is not None
         episode_rows: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
         dropped: list[tuple[int, int]] = []
-        for t in range(length):
+        end = length
+        for t in range(first_row, length):
             if tracking:
                 self._track_episodes(t, episode_rows, dropped)
             action, self.actor, traj, self.key = self._step(
                 params, self.key, self.actor, self.result, traj, t
             )
-            self.result = self.env.step(self.to_env_action(np.asarray(action)), self.result.env_id)
+            env_action = self.to_env_action(np.asarray(action))
+            try:
+                self.result = self.env.step(env_action, self.result.env_id)
+            except Exception:  # noqa: BLE001 (the env broke: the rows so far are real)
+                self.error, end = traceback.format_exc(), t + 1
+                break
+        self.last_num_steps = end - first_row - (self.error is not None)
         if dropped:
             drop = np.zeros(traj.valid.shape, bool)
             rows, cols = zip(*dropped, strict=True)
             drop[list(rows), list(cols)] = True
             traj = traj._replace(valid=traj.valid & ~jnp.asarray(drop, device=self.device))
+        self.last_num_rows = end
+        if end < length:  # the env raised before the fragment was full
+            traj, self.last_num_rows = self._cut(traj, first_row, end, length)
         # Env-side statistics of this fragment (multi-agent envs keep their finished episodes),
         # taken here, by the thread that stepped the env, so they travel with the fragment.
         drain = getattr(self.env, "drain_stats", None)
-        self.last_stats = drain() if drain is not None else None
-        # Sub-env ids are made global across runners so the learner can tell trajectories apart.
-        return traj._replace(env_id=traj.env_id + self.offset)
+        self.last_stats = None
+        if drain is not None:
+            try:
+                self.last_stats = drain()
+            except Exception:  # a broken env's statistics are lost, not its rows
+                if self.error is None:
+                    raise
+        # Sub-env ids are made global across runners so the learner can tell trajectories
+        # apart (the rows of a resumed fragment before ``first_row`` have theirs already; on
+        # the host, as a slice at a different row each time would compile a new op for each).
+        if first_row == 0:
+            return traj._replace(env_id=traj.env_id + self.offset)
+        ids = np.array(traj.env_id)
+        ids[first_row:] += self.offset
+        return traj._replace(env_id=jax.device_put(ids, self.device))
+
+    def _cut(
+        self, traj: Transition, first_row: int, end: int, length: int
+    ) -> tuple[Transition, int]:
+        """Closes the streams of a fragment whose env raised after this runner wrote rows
+        ``first_row .. end - 1``; returns it and the first row left for a replacement.
+
+        The rows written are real transitions. The actions chosen last never got a result, so
+        each stream's episode is cut where its last transition ended, as a time limit cuts it:
+        that row is marked ``truncated`` (unless it ended the episode), and a cut row follows
+        (``valid`` False) holding the observation the stream acted on last, that transition's
+        next observation, just as the auto-reset row after an episode end holds the final
+        one. So PPO bootstraps the cut episode with that observation's value and does not chain
+        it to the replacement's episode in the same column, the replay buffers take it as the
+        bootstrap observation, and the episode is never reported (it did not end).
+
+        Every stream needs a cut row: one row with lock-step batches, more with first-ready
+        ones. Without room for them, the rows left stay empty (``valid`` False: each stream's
+        last real row is then the last of its fragment for PPO, and the replay buffers never
+        sample a window that reaches an invalid row after an unfinished step). Rows left empty
+        (until a replacement writes them, if ever) get the ids of row ``end - 1``, so that each
+        sub-env keeps exactly T rows (lock-step postprocessing relies on it). Done on the host,
+        except the observations (they may be large)."""
+        ids, valid, done, truncated = (
+            np.array(x)
+            for x in jax.device_get(
+                (traj.env_id, traj.valid, traj.terminated | traj.truncated, traj.truncated)
+            )
+        )
+        streams, width = self.actor.valid.shape[0], ids.shape[1]
+        cut_rows = -(-streams // width)
+        if end + cut_rows > length:
+            ids[end:] = ids[end - 1]
+            return traj._replace(env_id=jax.device_put(ids, self.device)), length
+        # Each stream's last transition written here (a multi-agent slot's may be followed by
+        # rows where its agent did not act): the end of its episode unless that ended already.
+        last: dict[int, tuple[int, int]] = {}
+        for r, c in zip(*np.nonzero(valid[first_row:end]), strict=True):
+            last[int(ids[first_row + r, c])] = (first_row + r, c)
+        for r, c in last.values():
+            truncated[r, c] |= not done[r, c]
+        cut = np.arange(cut_rows * width) % streams  # every stream once (a few twice)
+        ids[end + cut_rows :] = ids[end - 1]
+        ids[end : end + cut_rows] = cut.reshape(cut_rows, width)
+        # Fixed-shape index arrays: one compiled scatter per runner, whatever ``end`` is.
+        rows = jnp.asarray(np.arange(end, end + cut_rows).repeat(width))
+        cols = jnp.asarray(np.tile(np.arange(width), cut_rows))
+        take = jnp.asarray(cut)
+        obs = jax.tree.map(
+            lambda buf, pending: buf.at[rows, cols].set(pending[take]), traj.obs, self.actor.obs
+        )
+        put = lambda x: jax.device_put(x, self.device)  # noqa: E731
+        traj = traj._replace(obs=obs, env_id=put(ids), truncated=put(truncated))
+        return traj, end + cut_rows
 
     def _track_episodes(
         self, t: int, episode_rows: dict[int, list[tuple[int, int]]], dropped: list
@@ -231,6 +364,34 @@ class Fragment:
     wait_s: float  # time the runner waited for fresh weights or a free queue slot
     stats: Any = None  # the env's statistics of this fragment (HostRunner.last_stats)
     generation: int = 0  # of the runner slot's thread that made it
+    index: int = 0  # the runner's fragment number k (sampled with weights >= k - max_lag)
+    # The env steps that returned in the last runner's part of it (a fragment resumed after a
+    # restart: the replacement's part), and the rows used (fewer when its env raised: the rows
+    # written and the cut rows after them, HostRunner._cut).
+    num_steps: int = 0
+    num_rows: int = 0
+    error: str | None = None  # that runner's env raised: rows from num_rows on are empty
+
+
+def _joined(head: Fragment, tail: Fragment) -> Fragment:
+    """A fragment begun by a runner whose env raised (``head``) and finished by its replacement
+    (``tail``, which wrote into the same buffer)."""
+    stats = tail.stats
+    if head.stats is not None:
+        # Env statistics are tuples of additive parts (MultiAgentVectorEnv.drain_stats:
+        # finished episodes, env steps).
+        stats = (
+            head.stats
+            if stats is None
+            else tuple(a + b for a, b in zip(head.stats, stats, strict=True))
+        )
+    return dataclasses.replace(
+        tail,
+        version=min(head.version, tail.version),
+        sample_s=head.sample_s + tail.sample_s,
+        wait_s=head.wait_s + tail.wait_s,
+        stats=stats,
+    )
 
 
 @dataclasses.dataclass
@@ -248,13 +409,22 @@ class GroupSample:
 class RunnerGroup:
     """``num_env_runners`` runner threads feeding the learner through bounded queues.
 
-    With ``make_runner`` and ``max_restarts > 0``, a runner that fails (an exception in its
-    env) or returns nothing within ``sample(timeout_s)`` (a hung env) is replaced: a new runner
-    with fresh envs takes its place and its thread, the old one's fragment is discarded, and
-    sampling goes on. A hung thread cannot be stopped; it is abandoned (a daemon), and whatever it
-    might still return is ignored (each thread has a generation number). A replacement must be
-    built (its envs made and reset: the health probe) within ``probe_timeout_s``, or the attempt
-    counts as failed and is abandoned.
+    With ``make_runner`` and ``max_restarts > 0``, a failed runner is replaced by a new one with
+    fresh envs, in its place and thread, and sampling goes on. When its env raised in ``step``,
+    the rows it wrote before are kept (real transitions; its unfinished episodes are cut there as
+    by a time limit and never reported: ``HostRunner._cut``), and the replacement writes the rest
+    of the same fragment: the batch loses about two rows per sub-env per failure (the cut row and
+    the replacement's first), not the fragment. When a runner failed otherwise (an exception
+    outside its env's ``step``) or returned nothing within ``sample(timeout_s)`` (a hung env),
+    its fragment is lost and the replacement starts a new one. A hung thread cannot be stopped;
+    it is abandoned (a daemon), and whatever it might still return is ignored (each thread has a
+    generation number). A replacement must be built (its envs made and reset: the health probe)
+    within ``probe_timeout_s``, or the attempt counts as failed and is abandoned.
+
+    A slot whose runners keep failing without delivering one env step is given up on after
+    ``MAX_FRESH_FAILURES`` restarts in a row: an env that fails every time is not restarted until
+    ``max_restarts`` is used up. A runner that delivered steps since its last restart starts the
+    count again, so an env that fails now and then (after some steps) is restarted each time.
 
     ``ignore_failures``: a runner that failed and cannot be restarted is dropped instead of
     stopping the run. Its columns of every later batch are empty rows (``valid`` False), so the
@@ -293,7 +463,7 @@ class RunnerGroup:
         self._errors: dict[int, str] = {}
         self._threads: list[threading.Thread] = []
         self._generation = [0] * len(runners)
-        # Restarts of a runner slot since it last delivered a fragment: an env that fails every
+        # Restarts of a runner slot since it last delivered an env step: an env that fails every
         # time is given up on after MAX_FRESH_FAILURES, not restarted for ever.
         self._fresh_restarts = [0] * len(runners)
         self._retired: list[HostRunner] = []  # replaced runners (closed when replaced)
@@ -385,13 +555,19 @@ class RunnerGroup:
     def check_state(self, state: dict[str, Any]) -> list[Any] | None:
         """Raises ``EnvStateError`` unless ``get_state`` output ``state`` fits these runners
         (changing nothing); returns each runner's checked arrays (None: no env state saved)."""
-        bad = [
-            i for i in state.get("dropped", {}) if not (i.isdigit() and int(i) < len(self.runners))
-        ]
+        dropped = state.get("dropped", {})
+        bad = [i for i in dropped if not (i.isdigit() and int(i) < len(self.runners))]
         if bad:
             raise EnvStateError(
                 f"the saved state drops env runner(s) {bad[:5]}; this run has {len(self.runners)}"
             )
+        if dropped and not self.ignore_failures:
+            raise EnvStateError(
+                "the saved run had dropped env runners (ignore_env_runner_failures=True); this "
+                "run does not drop runners"
+            )
+        if len(set(dropped) | {str(i) for i in self.dropped}) >= len(self.runners):
+            raise EnvStateError("the saved state drops every env runner")
         runners = state["runners"]
         if runners is None:
             return None
@@ -409,8 +585,8 @@ class RunnerGroup:
             ]
         except EnvStateError:
             raise
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
-            raise EnvStateError(
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:
+            raise EnvStateMalformed(
                 f"the saved runner state is malformed ({type(e).__name__})"
             ) from None
 
@@ -430,7 +606,7 @@ class RunnerGroup:
     def _set_meta(self, state: dict[str, Any]) -> None:
         for i, why in state.get("dropped", {}).items():
             if int(i) not in self.dropped:
-                self._drop(int(i), f"dropped before the checkpoint: {why}")
+                self._drop(int(i), f"dropped before the checkpoint: {why[:300]}")
         self.num_restarts = int(state.get("num_restarts", 0))
 
     def _check_resting(self, what: str) -> None:
@@ -440,19 +616,26 @@ class RunnerGroup:
                 "in the middle of its next fragment"
             )
 
-    def _start(self, i: int) -> threading.Thread:
+    def _start(
+        self, i: int, start: int | None = None, resume: Fragment | None = None
+    ) -> threading.Thread:
         # A replacement starts at the learner's current version, so that it keeps the lag rule
-        # (fragment k waits for version k - max_lag) instead of running ahead.
+        # (fragment k waits for version k - max_lag) instead of running ahead; one that takes
+        # over from a runner whose env raised goes on with that runner's fragment numbers
+        # (``start``), first finishing its cut fragment (``resume``).
+        k = max(0, self._version) if start is None else start
         t = threading.Thread(
             target=self._loop,
-            args=(i, self._generation[i], max(0, self._version)),
+            args=(i, self._generation[i], k, resume),
             name=f"rljax-env-runner-{i + 1}",
             daemon=True,
         )
         t.start()
         return t
 
-    def _loop(self, i: int, generation: int, start: int = 0) -> None:
+    def _loop(
+        self, i: int, generation: int, start: int = 0, resume: Fragment | None = None
+    ) -> None:
         runner = self.runners[i]
         k = start
 
@@ -469,10 +652,26 @@ class RunnerGroup:
                 if not current():
                     return
                 t1 = time.perf_counter()
-                traj = runner.sample(params, self.length)
+                if resume is None:
+                    traj = runner.sample(params, self.length)
+                else:  # the rest of the fragment whose runner's env raised
+                    traj = runner.sample(params, self.length, resume.traj, resume.num_rows)
                 jax.block_until_ready(traj)
                 t2 = time.perf_counter()
-                fragment = Fragment(traj, version, t2 - t1, t1 - t0, runner.last_stats, generation)
+                fragment = Fragment(
+                    traj,
+                    version,
+                    t2 - t1,
+                    t1 - t0,
+                    runner.last_stats,
+                    generation,
+                    index=k,
+                    num_steps=runner.last_num_steps,
+                    num_rows=runner.last_num_rows,
+                    error=runner.error,
+                )
+                if resume is not None:
+                    fragment, resume = _joined(resume, fragment), None
                 while current():
                     try:
                         self._queues[i].put(fragment, timeout=self._poll_s)
@@ -480,6 +679,8 @@ class RunnerGroup:
                     except queue.Full:
                         continue
                 fragment.wait_s += time.perf_counter() - t2
+                if runner.error is not None:
+                    return  # spent: the learner replaces it when it takes this fragment
                 k += 1
         except BaseException:  # reported to the learner, which raises it with the runner's id
             if self._generation[i] == generation:
@@ -492,9 +693,17 @@ class RunnerGroup:
             return "stopped without a result"
         return None
 
-    def _replace(self, i: int, why: str, close_on_error: bool = True) -> None:
-        """Replaces runner ``i`` (restarts allowed), or raises ``EnvRunnerError`` (closing the
-        group first, unless ``close_on_error`` is False: a hung thread would delay the error)."""
+    def _replace(
+        self,
+        i: int,
+        why: str,
+        close_on_error: bool = True,
+        start: int | None = None,
+        resume: Fragment | None = None,
+    ) -> None:
+        """Replaces runner ``i`` when restarts allowed (``start``, ``resume``: see ``_start``),
+        or drops it (``ignore_failures``), or raises ``EnvRunnerError`` (closing the group first,
+        unless ``close_on_error`` is False: a hung thread would delay the error)."""
         while (
             self.num_restarts < self.max_restarts and self._fresh_restarts[i] < MAX_FRESH_FAILURES
         ):
@@ -508,23 +717,25 @@ class RunnerGroup:
                 why = failure
                 continue
             self.runners[i] = runner
-            self._threads[i] = self._start(i)
+            self._threads[i] = self._start(i, start, resume)
             return
         name = f"env runner {i + 1} (worker_index={i + 1})"
         if self._fresh_restarts[i] >= MAX_FRESH_FAILURES:
+            n = self._fresh_restarts[i]
             message = (
-                f"{name} failed again after {self._fresh_restarts[i]} restarts in a row without "
-                f"delivering one fragment: the env fails every time, so restarting cannot help. "
+                f"{name} failed again after {n} restarts in a row, and none of the {n} "
+                "replacements delivered a single env step before it failed: the env fails every "
+                f"time, so restarting cannot help ({self.num_restarts} of "
+                f"max_num_env_runner_restarts={self.max_restarts} restarts used). "
                 f"Last failure: {why}"
             )
         else:
-            limit = (
-                f" after {self.num_restarts} restart(s) (max_num_env_runner_restarts="
-                f"{self.max_restarts})"
-                if self.max_restarts
-                else ""
-            )
-            message = f"{name} {why}{limit}"
+            message = f"{name} {why.rstrip()}"
+            if self.max_restarts:
+                message += (
+                    f"\nNo restart left: {self.num_restarts} of max_num_env_runner_restarts="
+                    f"{self.max_restarts} used."
+                )
         if self.ignore_failures and self.num_healthy > 1:
             self._drop(i, message)
             return
@@ -595,16 +806,18 @@ class RunnerGroup:
         fragments: list[Fragment] = []
         for i, q in enumerate(self._queues):
             started = time.perf_counter()
+            taken = None
             while i not in self.dropped:
-                fragment = None
-                with contextlib.suppress(queue.Empty):  # a fragment delivered before a failure
-                    fragment = q.get_nowait()
-                if fragment is None:
-                    why = self._failure(i)
-                    if why is not None:
+                fragment = _get_nowait(q)  # a fragment delivered before a failure
+                if fragment is None and (why := self._failure(i)) is not None:
+                    # A thread may have put its fragment just before it ended: look again, or
+                    # the replacement would discard it.
+                    fragment = _get_nowait(q)
+                    if fragment is None:
                         self._replace(i, why)
                         started = time.perf_counter()
                         continue
+                if fragment is None:
                     try:
                         fragment = q.get(timeout=self._poll_s)
                     except queue.Empty:
@@ -618,11 +831,27 @@ class RunnerGroup:
                         continue
                 if fragment.generation != self._generation[i]:
                     continue  # the late fragment of a runner replaced meanwhile
-                fragments.append(fragment)
-                self._fresh_restarts[i] = 0
-                break
-            if i in self.dropped:
-                fragments.append(self._empty_fragment(i))
+                if fragment.num_steps > 0:
+                    self._fresh_restarts[i] = 0  # progress: earlier failures are not "in a row"
+                if fragment.error is None:
+                    taken = fragment
+                    break
+                # Its env raised: the rows so far are kept. The replacement finishes this
+                # fragment (or, if it was complete, starts the next one).
+                complete = fragment.num_rows == self.length
+                self._replace(
+                    i,
+                    f"failed after {fragment.num_steps} env step(s) of its fragment:\n"
+                    f"{fragment.error}",
+                    start=fragment.index + 1 if complete else fragment.index,
+                    resume=None if complete else fragment,
+                )
+                if complete or i in self.dropped:  # a dropped runner's real rows are kept too
+                    taken = fragment
+                    break
+                started = time.perf_counter()
+            # A dropped runner's rows are empty (valid False): the batch keeps its shape.
+            fragments.append(taken if taken is not None else self._empty_fragment(i))
         self._sampled_version = self._version
         learner_wait = time.perf_counter() - t0
         if len(fragments) == 1:
@@ -687,6 +916,13 @@ def build_within(
     if box["runner"] is None:
         return None, box["error"]
     return box["runner"], ""
+
+
+def _get_nowait(q: queue.Queue) -> Any:
+    try:
+        return q.get_nowait()
+    except queue.Empty:
+        return None
 
 
 def _close_quietly(runner: HostRunner, force: bool = False) -> None:

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,8 @@ def save_checkpoint(
 
     The newest ``num_to_keep`` versions stay (``LATEST`` names the newest; an older one loads
     by its own directory, ``path/v-000003``); older ones and leftovers of interrupted saves go.
+    An older version that cannot be removed stays (a ``RuntimeWarning`` names it and the error;
+    the next save tries again): the new checkpoint is complete by then.
     """
     if isinstance(num_to_keep, bool) or not isinstance(num_to_keep, int) or num_to_keep < 1:
         raise CheckpointError(f"num_to_keep={num_to_keep!r}; use an int >= 1")
@@ -101,7 +104,18 @@ def save_checkpoint(
             # Renamed first, so that every v-* directory is complete even if a crash stops the
             # removal halfway; the next save clears the leftover.
             doomed = root / f".tmp-old-{child.name}-{uuid.uuid4().hex[:8]}"
-            os.replace(child, doomed)
+            try:
+                os.replace(child, doomed)
+            except OSError as e:
+                # The new version is saved and LATEST names it: a stale old one is no reason to
+                # fail the save. It stays complete, and the next save tries again.
+                warnings.warn(
+                    f"checkpoint saved to {final}, but the old version {child} could not be "
+                    f"removed: {e}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                continue
             shutil.rmtree(doomed, ignore_errors=True)
         elif child.name.startswith(".tmp-") and child != tmp:
             shutil.rmtree(child, ignore_errors=True)
@@ -119,7 +133,8 @@ def _to_numpy(tree: Any) -> Any:
 # comes from the arrays the loading algorithm expects (``load_state``).
 MAX_LATEST_BYTES = 64
 MAX_METADATA_BYTES = 4 << 20
-MAX_RUNNERS_BYTES = 256 << 20
+# runners.json holds a few KB per sub-env; 64 MiB is far above any real one.
+MAX_RUNNERS_BYTES = 64 << 20
 _VERSION_NAME = re.compile(r"v-[0-9]{6,12}")
 
 

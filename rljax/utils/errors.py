@@ -14,6 +14,14 @@ class CheckpointError(ValueError):
     """A path that is not a readable rljax checkpoint."""
 
 
+class AlgorithmStoppedError(RuntimeError):
+    """An algorithm used for training after ``stop()`` closed its env runners and envs."""
+
+
+class EnvAPIError(TypeError):
+    """An env whose ``reset`` or ``step`` results do not follow gymnasium's API."""
+
+
 def best_match(name: str, candidates: Iterable[str]) -> str | None:
     """The candidate ``name`` most likely misspells, or None.
 

@@ -28,6 +28,22 @@ PER_ENV_BYTES = 16 << 10
 # Copies of the parameters an update keeps: parameters, gradients and Adam's two moments, and
 # one more for the runners' (or the target network's) copy.
 PARAM_COPIES = 5
+# A gymnasium sub-env in its own process (gym_env_vectorize_mode="ASYNC", and each multi-agent
+# env copy in ASYNC mode): a spawned worker (an interpreter with numpy and gymnasium imported,
+# running CartPole) was measured at ~50 MB resident; 64 MB leaves room for a larger env.
+ASYNC_PROCESS_BYTES = 64 << 20
+# A runner thread: its stack, which glibc sizes by ``ulimit -s`` (8 MB on most Linux systems).
+# Little of it is resident, so this is the upper side; the thread's vector env and fragment are
+# counted by the env and batch terms.
+RUNNER_THREAD_BYTES = 8 << 20
+# The most runner threads a config may ask for: far above the cores of any one host (runners are
+# threads of this process), well below the thousands of threads a file could otherwise start.
+MAX_ENV_RUNNERS = 1024
+# Bytes per element of an n-step sampling window ([batch, n_step]: the window's row indices and
+# the gather index, int32; the gathered rewards and the discounted rewards, float32; the
+# terminated, truncated and inside-window flags; the running count of ended steps, int32): what
+# exists before XLA fuses any of it.
+N_STEP_WINDOW_BYTES = 24
 
 
 def machine_memory_bytes() -> int:
@@ -63,13 +79,42 @@ def mlp_params(in_dim: int, hiddens: Sequence[int], out_dim: int) -> int:
     return sum(a * b + b for a, b in zip(widths[:-1], widths[1:], strict=False))
 
 
-def encoder_in_dim(observation_space: object) -> int:
-    """Inputs of the first dense layer: the flat observation, or a conv stack's output for
-    images (the Nature CNN's 3136 for 84x84; the conv weights themselves are small)."""
-    shape = getattr(observation_space, "shape", None) or ()
-    if len(shape) == 3:
-        return 3136
-    return flat_size(observation_space)
+def is_image(observation_space: object) -> bool:
+    """A 3-D observation, which the default networks read with a conv stack
+    (``rljax.networks.models.is_image_space``)."""
+    return len(getattr(observation_space, "shape", None) or ()) == 3
+
+
+def conv_encoder(
+    observation_space: object, conv_filters: Sequence[tuple[int, tuple[int, int], int]] | None
+) -> tuple[int, int, int]:
+    """The conv stack the default networks build for an image observation, as counts.
+
+    As ``rljax.networks.models._CNN`` builds it: ``conv_filters`` (or the Nature CNN's), VALID
+    padding, channels first when ``shape[0] < shape[-1]`` (EnvPool's ``[C, H, W]`` frames).
+
+    Returns:
+      ``(parameters, features, activations)``: the conv weights and biases, the flat output
+      that the first dense layer reads (3136 for the Nature CNN on 84x84 frames), and the
+      floats one observation's pass makes (the float input and every layer's output). A kernel
+      larger than its input gives 0 features: the build itself then says what is wrong.
+    """
+    from rljax.networks.models import NATURE_FILTERS
+
+    shape = tuple(int(d) for d in observation_space.shape)
+    if shape[0] < shape[-1]:
+        channels, height, width = shape
+    else:
+        height, width, channels = shape
+    params = 0
+    activations = height * width * channels
+    for out, (kh, kw), stride in conv_filters or NATURE_FILTERS:
+        params += kh * kw * channels * out + out
+        height = (height - kh) // stride + 1 if height >= kh else 0
+        width = (width - kw) // stride + 1 if width >= kw else 0
+        channels = out
+        activations += height * width * channels
+    return params, height * width * channels, activations
 
 
 def fmt_bytes(n: float) -> str:

@@ -10,7 +10,12 @@ only through something the loading process chose, in this order:
    ``rljax.register_module_class``, ``rljax.register_policy_mapping_fn``), by its registered
    name or by the import path it was saved under;
 3. a module under a prefix the caller allows (``allow_imports=["mypkg"]``; the CLI's
-   ``--allow-import mypkg``), and rljax's own example envs and mapping functions.
+   ``--allow-import mypkg``), and rljax's own example envs and mapping functions (a fixed table).
+
+An imported object must be defined in the module the path names, under the path's name (a path
+cannot walk from an allowed module into what it imports, such as ``numpy`` or ``os``), and be of
+its field's kind: an env class (``gymnasium.Env`` or ``MultiAgentEnv``) or a function for
+``env``, a function for ``policy_mapping_fn``, a Flax module class for ``module_class``.
 
 Anything else is refused with an error naming the field and the import path and saying how to
 opt in; nothing is imported and nothing else from the file is printed.
@@ -20,19 +25,28 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
+import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rljax.env.registry import registered
+from rljax.utils.errors import ConfigError
 
 # Fields of a config that name code.
 FIELDS = ("env", "policy_mapping_fn", "module_class")
 # rljax's own example code, importable without opting in: env classes and mapping functions
-# that do nothing beyond their documented job.
-BUILTIN_PREFIXES = {
-    "env": ("rljax.examples.envs",),
-    "policy_mapping_fn": ("rljax.examples.policy_mapping",),
-    "module_class": (),
+# that do nothing beyond their documented job. Exact paths, not prefixes.
+BUILTIN = {
+    "env": frozenset(
+        {
+            "rljax.examples.envs.classes.multi_agent:MultiAgentCartPole",
+            "rljax.examples.envs.classes.multi_agent.tic_tac_toe:TicTacToe",
+            "rljax.examples.envs.classes.multi_agent.rock_paper_scissors:RockPaperScissors",
+        }
+    ),
+    "policy_mapping_fn": frozenset({"rljax.examples.policy_mapping:policy_per_agent"}),
+    "module_class": frozenset(),
 }
 _MAX_PATH = 300
 
@@ -55,7 +69,7 @@ def _normalise_prefixes(prefixes: Iterable[str] | None) -> tuple[str, ...]:
     out = []
     for p in prefixes:
         if not isinstance(p, str) or not p.strip(".").strip():
-            raise ValueError(
+            raise ConfigError(
                 f"allow_imports entries must be module prefixes such as 'mypkg' or 'mypkg.envs'; "
                 f"got {p!r}"
             )
@@ -87,11 +101,10 @@ class LoadPolicy:
             {k: v for k, v in objects.items() if v is not None},
         )
 
-    def allows(self, field: str, module: str) -> bool:
-        for prefix in (*self.allow_imports, *BUILTIN_PREFIXES[field]):
-            if module == prefix or module.startswith(prefix + "."):
-                return True
-        return False
+    def allows(self, field: str, module: str, path: str) -> bool:
+        if path in BUILTIN[field]:
+            return True
+        return any(module == p or module.startswith(p + ".") for p in self.allow_imports)
 
 
 def _split(path: str) -> tuple[str, list[str]] | None:
@@ -160,7 +173,7 @@ def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exc
         except AttributeError:  # a callable instance without __qualname__
             continue
     module, parts = _split(path)  # type: ignore[misc]
-    if not policy.allows(field, module):
+    if not policy.allows(field, module, path):
         raise error_type(
             f"{field} names code to import, {_shown(path)}, and loading a config or checkpoint "
             "never imports code it names unless you opt in; " + how_to_opt_in(field, module)
@@ -168,10 +181,46 @@ def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exc
     try:
         obj: Any = importlib.import_module(module)
         for part in parts:
-            obj = getattr(obj, part)
+            obj = inspect.getattr_static(obj, part)
+            if inspect.ismodule(obj):
+                raise error_type(
+                    f"{field} names {_shown(path)}, which reaches a module through "
+                    f"{module!r}; name the object where it is defined"
+                )
     except (ImportError, AttributeError) as e:
         raise error_type(
             f"{field}: cannot import {_shown(path)} ({type(e).__name__}); import or define it "
             "before loading"
         ) from None
+    defined_at = f"{getattr(obj, '__module__', None)}:{getattr(obj, '__qualname__', None)}"
+    if defined_at != path:
+        raise error_type(
+            f"{field} names {_shown(path)}, which is not defined there (it is "
+            f"{_shown(defined_at)}); name the object where it is defined"
+        )
+    if not _of_kind(field, obj):
+        raise error_type(f"{field} names {_shown(path)}, which is not {_KINDS[field]}")
     return obj
+
+
+_KINDS = {
+    "env": "a gymnasium.Env or MultiAgentEnv class, or a function",
+    "policy_mapping_fn": "a function",
+    "module_class": "a flax.linen.Module class",
+}
+
+
+def _of_kind(field: str, obj: Any) -> bool:
+    if field == "policy_mapping_fn":
+        return isinstance(obj, types.FunctionType)
+    if field == "module_class":
+        import flax.linen as nn
+
+        return inspect.isclass(obj) and issubclass(obj, nn.Module)
+    import gymnasium as gym
+
+    from rljax.env.multi_agent_env import MultiAgentEnv
+
+    if inspect.isclass(obj):
+        return issubclass(obj, (gym.Env, MultiAgentEnv))
+    return isinstance(obj, types.FunctionType)

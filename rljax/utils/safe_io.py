@@ -19,6 +19,7 @@ and never the file's content beyond the field names the caller adds.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -31,6 +32,9 @@ from rljax.utils.errors import CheckpointError
 
 MAX_DEPTH = 64
 MAX_ELEMENTS = 1_000_000
+_PSEUDO_FILESYSTEMS = ("/proc", "/sys", "/dev")
+# Bytes scanned at a time for nesting: the scan's temporary arrays are a few times this.
+_SCAN_CHUNK = 1 << 20
 # Array dtypes a state file may hold: numbers and booleans of fixed size, nothing that needs
 # Python objects to represent.
 ARRAY_DTYPES = frozenset(
@@ -84,9 +88,17 @@ def open_regular(
                 "is a link that leads outside its directory; checkpoint files must lie inside "
                 "the checkpoint directory",
             )
+    if any(real == Path(p) or Path(p) in real.parents for p in _PSEUDO_FILESYSTEMS):
+        # Files there report a regular type and size 0, and reading some blocks for ever.
+        raise _fail(error_type, path, "leads into /proc, /sys or /dev, which are never read")
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat below refuses it.
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        # Checked before opening, so that no device is ever opened (opening one can act).
+        if not stat.S_ISREG(os.lstat(real).st_mode):
+            raise _fail(error_type, path, "is not a regular file (a FIFO, device or directory)")
+        # O_NONBLOCK: a FIFO swapped in after the check must not wait for a writer (fstat
+        # below refuses it); O_NOCTTY: nor may a terminal become ours.
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(real, flags)
     except FileNotFoundError:
         raise _fail(error_type, path, "no such file") from None
     except OSError as e:
@@ -114,6 +126,8 @@ def open_regular(
         if len(data) > max_bytes:
             raise _fail(error_type, path, f"grew past {max_bytes:,} bytes while being read")
         return data
+    except OSError as e:
+        raise _fail(error_type, path, f"cannot be read ({e.strerror or e})") from None
     finally:
         os.close(fd)
 
@@ -126,30 +140,34 @@ def check_nesting(
     max_elements: int = MAX_ELEMENTS,
 ) -> None:
     """Refuses JSON (or flow-style YAML) nested deeper than ``max_depth`` or with more than
-    ``max_elements`` containers and separators, without recursing (vectorised over bytes)."""
-    arr = np.frombuffer(text, np.uint8)
-    if arr.size == 0:
-        return
-    quote = arr == ord('"')
-    escaped = np.zeros_like(quote)
-    backslash = arr == ord("\\")
-    if backslash.any():
-        # A quote is escaped when an odd run of backslashes precedes it.
+    ``max_elements`` containers and separators, without recursing: a vectorised scan over
+    chunks of bytes (carrying the nesting depth, whether a string is open and a run of
+    backslashes from one chunk to the next), so its memory stays small for any file size."""
+    depth, in_string, backslashes, elements = 0, False, 0, 0
+    for start in range(0, len(text), _SCAN_CHUNK):
+        arr = np.frombuffer(text, np.uint8, count=min(_SCAN_CHUNK, len(text) - start), offset=start)
+        backslash = arr == ord("\\")
         positions = np.arange(arr.size)
+        # Backslashes just before each byte: a run from the previous chunk counts at its start.
         last_other = np.maximum.accumulate(np.where(backslash, -1, positions))
-        run_before = np.concatenate(([0], positions[:-1] - last_other[:-1]))
-        escaped = quote & (run_before % 2 == 1)
-    real_quote = quote & ~escaped
-    in_string = (np.cumsum(real_quote) % 2 == 1) & ~real_quote
-    structural = ~in_string
-    opens = structural & ((arr == ord("[")) | (arr == ord("{")))
-    closes = structural & ((arr == ord("]")) | (arr == ord("}")))
-    depth = np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
-    if depth.size and int(depth.max()) > max_depth:
-        raise _fail(error_type, path, f"is nested deeper than {max_depth} levels")
-    elements = int(opens.sum()) + int((structural & (arr == ord(","))).sum())
-    if elements > max_elements:
-        raise _fail(error_type, path, f"has more than {max_elements:,} elements")
+        run_through = np.where(last_other < 0, positions + 1 + backslashes, positions - last_other)
+        run_before = np.concatenate(([backslashes], run_through[:-1]))
+        real_quote = (arr == ord('"')) & (run_before % 2 == 0)
+        quotes_before = np.cumsum(real_quote) - real_quote
+        open_string = (quotes_before % 2 == 1) ^ in_string
+        structural = ~open_string & ~real_quote
+        step = np.zeros(arr.size, np.int32)
+        step[structural & ((arr == ord("[")) | (arr == ord("{")))] = 1
+        step[structural & ((arr == ord("]")) | (arr == ord("}")))] = -1
+        levels = depth + np.cumsum(step, dtype=np.int64)
+        if levels.size and int(levels.max()) > max_depth:
+            raise _fail(error_type, path, f"is nested deeper than {max_depth} levels")
+        elements += int((step == 1).sum()) + int((structural & (arr == ord(","))).sum())
+        if elements > max_elements:
+            raise _fail(error_type, path, f"has more than {max_elements:,} elements")
+        depth = int(levels[-1]) if levels.size else depth
+        in_string = bool((int(real_quote.sum()) % 2 == 1) ^ in_string)
+        backslashes = int(run_through[-1]) if backslash[-1] else 0
 
 
 def read_json(
@@ -167,6 +185,10 @@ def read_json(
         raise _fail(error_type, path, f"is not valid JSON ({type(e).__name__}: {e})") from None
 
 
+class _AliasRefused(Exception):
+    """A YAML alias met while loading (its message is rljax's own, holding no file text)."""
+
+
 class _NoAliasLoader:
     """Built lazily: PyYAML's SafeLoader that refuses anchors and aliases."""
 
@@ -181,9 +203,9 @@ class _NoAliasLoader:
                 def compose_node(self, parent: Any, index: Any) -> Any:
                     if self.check_event(yaml.AliasEvent):
                         event = self.peek_event()
-                        raise yaml.YAMLError(
-                            f"line {event.start_mark.line + 1}: YAML aliases (*name) are not "
-                            "accepted in rljax config files; write the value out"
+                        raise _AliasRefused(
+                            f"YAML aliases (*name) are not accepted in rljax config files (line "
+                            f"{event.start_mark.line + 1}); write the value out"
                         )
                     return super().compose_node(parent, index)
 
@@ -199,8 +221,17 @@ def read_yaml(path: Path, max_bytes: int, error_type: type[Exception]) -> Any:
     check_nesting(data, path, error_type)
     try:
         loaded = yaml.load(data, Loader=_NoAliasLoader.get())  # noqa: S506 - a SafeLoader
+    except _AliasRefused as e:
+        raise _fail(error_type, path, str(e)) from None
+    except yaml.MarkedYAMLError as e:
+        # The problem and where, never str(e): it quotes the file's text around the problem.
+        mark = e.problem_mark or e.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise _fail(
+            error_type, path, f"is not valid YAML: {e.problem or e.context}{where}"
+        ) from None
     except (yaml.YAMLError, RecursionError, ValueError) as e:
-        raise _fail(error_type, path, f"is not valid YAML: {e}") from None
+        raise _fail(error_type, path, f"is not valid YAML ({type(e).__name__})") from None
     _check_tree(loaded, path, error_type)
     return loaded
 
@@ -256,7 +287,7 @@ def _array_from_ext(data: bytes, path: Path, error_type: type[Exception]) -> np.
         raise _fail(error_type, path, "holds an array with a malformed shape")
     if not isinstance(buffer, bytes):
         raise _fail(error_type, path, "holds an array without a byte buffer")
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = math.prod(shape)  # Python ints: a crafted shape cannot wrap around
     if count * dtype.itemsize != len(buffer):
         raise _fail(
             error_type,
@@ -326,13 +357,13 @@ def _unchunk(tree: Any, path: Path, error_type: type[Exception], depth: int) -> 
             raise _fail(error_type, path, "holds a malformed chunked array")
         dims = [shape[k] for k in sorted(shape, key=_int_key)]
         parts = [chunks[k] for k in sorted(chunks, key=_int_key)]
-        if not all(isinstance(d, int) and d >= 0 for d in dims) or not all(
-            isinstance(p, np.ndarray) and p.ndim == 1 for p in parts
+        if (
+            not parts
+            or not all(type(d) is int and d >= 0 for d in dims)
+            or not all(isinstance(p, np.ndarray) and p.ndim == 1 for p in parts)
         ):
             raise _fail(error_type, path, "holds a malformed chunked array")
-        if len({p.dtype for p in parts}) > 1 or sum(p.size for p in parts) != int(
-            np.prod(dims, dtype=np.int64)
-        ):
+        if len({p.dtype for p in parts}) > 1 or sum(p.size for p in parts) != math.prod(dims):
             raise _fail(error_type, path, "holds a chunked array whose chunks do not fit its shape")
         return np.concatenate(parts).reshape(dims)
     return {k: _unchunk(v, path, error_type, depth + 1) for k, v in tree.items()}

@@ -16,7 +16,7 @@ from rljax.algorithms.td3 import TD3Config
 
 # algorithm -> (config class, env, extra training settings, the learner's parameters)
 ALGOS = {
-    "DQN": (DQNConfig, "CartPole-v1", {"n_step": 2}, lambda learner: learner["params"]),
+    "DQN": (DQNConfig, "CartPole-v1", {"n_step": 2}, lambda learner: learner.params),
     "TD3": (TD3Config, "Pendulum-v1", {}, lambda learner: (learner.actor, learner.critic)),
 }
 

@@ -158,8 +158,9 @@ def test_compute_single_action_checks_the_observation(trained):
 
 
 KILL_SCRIPT = """
-import sys, numpy as np
+import signal, sys, numpy as np
 from rljax.utils import checkpoint as ckpt
+signal.signal(signal.SIGINT, signal.default_int_handler)  # even if this test's runner ignores it
 path = sys.argv[1]
 for i in range(1, 10**6):
     # 4 MB of state whose every value is the save's number: a torn write would show.
@@ -167,8 +168,14 @@ for i in range(1, 10**6):
 """
 
 
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
 @pytest.mark.parametrize("delay_s", [0.05, 0.13, 0.31])
-def test_kill_9_during_saves_leaves_a_loadable_consistent_checkpoint(tmp_path, delay_s):
+def test_kill_9_or_ctrl_c_during_saves_leaves_a_loadable_consistent_checkpoint(
+    tmp_path, delay_s, signal_name
+):
+    # SIGKILL: no cleanup runs. SIGINT: a KeyboardInterrupt somewhere in a save, which unwinds
+    # through it (a half-written temporary directory stays behind for the next save to clear).
+    import signal
     import subprocess
     import sys
     import time
@@ -183,9 +190,12 @@ def test_kill_9_during_saves_leaves_a_loadable_consistent_checkpoint(tmp_path, d
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.01)
         time.sleep(delay_s)  # somewhere in a later save
+        proc.send_signal(getattr(signal, signal_name))
+        proc.wait(timeout=60)
     finally:
-        proc.kill()  # SIGKILL: no cleanup runs
+        proc.kill()
         proc.wait()
+    assert proc.returncode == -getattr(signal, signal_name)  # it ended by the signal
     meta, version_dir = ckpt.load_metadata(path)
     state = ckpt.load_state(version_dir, {"w": np.zeros(1 << 20, np.float32)})
     assert meta["i"] >= 1

@@ -2,6 +2,7 @@
 
 import pathlib
 
+import flax.serialization
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
@@ -238,6 +239,65 @@ def test_checkpoint_with_and_without_the_replay_buffer(tmp_path, include):
         algo.stop()
 
 
+def _state_paths(tree) -> list[str]:
+    flat = jax.tree_util.tree_flatten_with_path(flax.serialization.to_state_dict(tree))[0]
+    return ["/".join(str(k.key) for k in path) for path, _ in flat]
+
+
+def _collapse(paths: list[str], networks: dict[str, list[str]]) -> set[str]:
+    """Each path that ends in a network's parameter path, with that end written <name>."""
+    out = set()
+    for path in paths:
+        for name, net_paths in networks.items():
+            end = next((p for p in net_paths if path.endswith("/" + p)), None)
+            if end is not None:
+                path = path[: -len(end)] + f"<{name}>"
+                break
+        out.add(path)
+    return out
+
+
+GUARD_PATHS = ("last_finite", "notfinite_count", "total_notfinite")
+
+
+def test_learner_states_keep_the_checkpoint_trees_of_their_dicts():
+    """The checkpoint's learner trees are those the dicts with these keys wrote, optimizer
+    states included: checkpoints saved before the learner states were typed still load."""
+    dqn = _small_dqn().build_algo()  # grad_clip 40: Adam chained behind the clip
+    sac = _small_sac().build_algo()  # no grad_clip: Adam alone in its chain
+    try:
+        learner = dqn.state.learner
+        paths = _state_paths(learner)
+        net = _state_paths(learner.params)
+        adam = "opt_state/inner_state/1/0"
+        assert _collapse(paths, {"q": net}) == {
+            "params/<q>",
+            "target_params/<q>",
+            f"{adam}/count",
+            f"{adam}/mu/<q>",
+            f"{adam}/nu/<q>",
+            *(f"opt_state/{g}" for g in GUARD_PATHS),
+        }
+        assert len(paths) == 4 * len(net) + 4
+
+        learner = sac.state.learner
+        paths = _state_paths(learner)
+        nets = {"actor": _state_paths(learner.actor), "critic": _state_paths(learner.critic)}
+        expected = {"actor/<actor>", "critic/<critic>", "target_critic/<critic>", "log_alpha"}
+        for part in ("actor", "critic"):
+            adam = f"{part}_opt/inner_state/0/0"
+            expected |= {f"{adam}/count", f"{adam}/mu/<{part}>", f"{adam}/nu/<{part}>"}
+            expected |= {f"{part}_opt/{g}" for g in GUARD_PATHS}
+        expected |= {f"alpha_opt/inner_state/0/{k}" for k in ("count", "mu", "nu")}
+        expected |= {f"alpha_opt/{g}" for g in GUARD_PATHS}
+        assert _collapse(paths, nets) == expected
+        # log_alpha; count and the guard's 3 for each network's Adam; the temperature's 6.
+        assert len(paths) == 3 * len(nets["actor"]) + 4 * len(nets["critic"]) + 1 + 2 * 4 + 6
+    finally:
+        dqn.stop()
+        sac.stop()
+
+
 def test_store_buffer_in_checkpoints_switch(tmp_path):
     algo = _small_sac(store_buffer_in_checkpoints=True).build_algo()
     try:
@@ -338,7 +398,7 @@ def test_distributional_q_network_outputs_and_q_values():
     algo = _small_dqn(num_atoms=11, v_min=-5.0, v_max=5.0, dueling=True).build_algo()
     try:
         obs = jnp.zeros((3, 4))
-        out = algo._net(algo.state.learner["params"], obs, None)
+        out = algo._net(algo.state.learner.params, obs, None)
         assert out.shape == (3, 2, 11)
         probs = jax.nn.softmax(out, -1)
         np.testing.assert_allclose(

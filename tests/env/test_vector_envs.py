@@ -155,3 +155,89 @@ def test_async_env_defined_in_an_unguarded_main_script(tmp_path):
     assert (
         "EPISODES 2" in proc.stdout
     )  # 2 sub-envs x 10 steps with 5-step episodes, one reset step each
+
+
+def test_envpool_env_config_is_checked_against_the_task_spec():
+    import envpool
+
+    from rljax.env.vector import envpool_config, envpool_kwargs
+    from rljax.utils.errors import ConfigError
+
+    # Numbers and booleans of the task's own settings pass, in their normal form: an int for a
+    # float setting becomes a float, numpy scalars become Python ones.
+    checked = envpool_config(
+        "Pong-v5",
+        {"img_height": np.int64(96), "repeat_action_probability": 0, "episodic_life": False},
+    )
+    assert checked == {"img_height": 96, "repeat_action_probability": 0.0, "episodic_life": False}
+    assert (
+        type(checked["img_height"]) is int and type(checked["repeat_action_probability"]) is float
+    )
+    # Atari's DQN preprocessing stays on unless env_config says otherwise.
+    spec = resolve_env("Pong-v5", {"reward_clip": False})
+    assert envpool_kwargs(spec) == {"episodic_life": True, "reward_clip": False}
+    refused = [
+        ("Pong-v5", {"base_path": "/"}, "env_config['base_path'] is a text setting"),
+        ("Ant-v4", {"xml_file": "../../x.xml"}, "env_config['xml_file'] is a text setting"),
+        ("Pong-v5", {"seed": 3}, "env_config['seed'] is set by rljax"),
+        ("Pong-v5", {"batch_size": 1}, "env_config['batch_size'] is set by rljax"),
+        ("Pong-v5", {"max_num_players": 4}, "env_config['max_num_players'] is set by rljax"),
+        ("Pong-v5", {"stack_num": 0}, "env_config['stack_num']=0 (int); use an int in [1, 64]"),
+        ("Pong-v5", {"frame_skip": 101}, "env_config['frame_skip']=101 (int); use an int in"),
+        ("Pong-v5", {"noop_max": 4.0}, "env_config['noop_max']=4.0 (float)"),
+        ("Pong-v5", {"gray_scale": "no"}, "env_config['gray_scale']='no' (str); use True or False"),
+        ("Pong-v5", {"repeat_action_probability": 1.5}, "use a number in [0, 1]"),
+        ("Ant-v4", {"ctrl_cost_weight": float("inf")}, "use a finite number"),
+        ("Ant-v4", {"healthy_reward": True}, "env_config['healthy_reward']=True (bool)"),
+        ("Ant-v4", {"reset_noise_scale": [0.1]}, "env_config['reset_noise_scale']=[0.1] (list)"),
+        ("CartPole-v1", {"max_episode_steps": 2**31}, "use an int in [0, 2147483647]"),
+        ("CartPole-v1", {"render_mode": "human"}, "'render_mode' is not a setting of EnvPool's"),
+        ("Pong-v5", {"img_heigth": 96}, "did you mean 'img_height'?"),
+    ]
+    for task, env_config, words in refused:
+        with pytest.raises(ConfigError) as info:
+            envpool_config(task, env_config)
+        assert words in str(info.value), (task, env_config, str(info.value))
+    # Atari's text settings, the ones refused besides rljax's own, are the ROM's directory and
+    # name.
+    pong = envpool.make_spec("Pong-v5")
+    text = {k for k, v in zip(pong._config_keys, pong.config, strict=True) if isinstance(v, str)}
+    assert text == {"base_path", "task"}
+
+
+def test_envpool_spaces_come_from_the_spec_without_building_an_env(monkeypatch):
+    import envpool
+
+    from rljax.env.vector import env_spaces, make_envpool
+    from rljax.utils.errors import ConfigError
+
+    def no_env(*args, **kwargs):
+        raise AssertionError("an EnvPool env was built")
+
+    monkeypatch.setattr(envpool, "make", no_env)
+    obs, act = env_spaces(resolve_env("Pong-v5", {"img_height": 96, "stack_num": 2}))
+    assert (obs.shape, obs.dtype, act.n) == ((2, 96, 84), np.uint8, 6)
+    obs, act = env_spaces(resolve_env("Pendulum-v1"))
+    assert (obs.shape, obs.dtype, act.shape) == ((3,), np.float32, (1,))
+    monkeypatch.undo()
+    # The spec's spaces are the env's; EnvPool's own refusals become ConfigErrors naming both.
+    spec = resolve_env("Pong-v5", {"img_height": 96, "stack_num": 2})
+    env = make_envpool(spec, 1, 1, 0)
+    try:
+        assert env.observation_space == env_spaces(spec)[0]
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match=r"EnvPool could not describe 'Pong-v5' with env_config="):
+        env_spaces(resolve_env("Pong-v5", {"mode": 99}))
+
+
+@pytest.mark.parametrize("env_id", ["Ant-v2", "GymV26Environment-v0"])
+def test_a_gymnasium_env_that_cannot_be_built_is_a_config_error(env_id):
+    from rljax.env.vector import env_spaces
+    from rljax.utils.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"building the env '{env_id}' failed: ImportError"):
+        env_spaces(resolve_env(env_id))
+    # A class without a config argument keeps its own advice.
+    with pytest.raises(ConfigError, match=r"define __init__\(self, config=None\)"):
+        env_spaces(resolve_env(type("NoConfig", (CorridorEnv,), {"__init__": lambda self: None})))

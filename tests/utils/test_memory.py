@@ -61,3 +61,136 @@ def test_refusal_names_the_total_and_the_largest_terms():
 
 def test_the_machine_memory_is_read():
     assert memory.machine_memory_bytes() > 1 << 30
+
+
+PONG = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)  # EnvPool's Atari frames, channels first
+
+
+def test_conv_stack_counts_by_hand():
+    # The Nature CNN on 84x84 frames: 8x8/4 -> 20x20x32, 4x4/2 -> 9x9x64, 3x3/1 -> 7x7x64.
+    params, features, activations = memory.conv_encoder(PONG, None)
+    assert params == (8 * 8 * 4 * 32 + 32) + (4 * 4 * 32 * 64 + 64) + (3 * 3 * 64 * 64 + 64)
+    assert features == 7 * 7 * 64 == 3136
+    assert activations == 4 * 84 * 84 + 20 * 20 * 32 + 9 * 9 * 64 + 7 * 7 * 64
+    # Channels last, a non-square kernel: 60x40x3 -> (60-5)//2+1 = 28 by (40-3)//2+1 = 19.
+    rgb = gym.spaces.Box(0, 255, (60, 40, 3), np.uint8)
+    assert memory.conv_encoder(rgb, ((8, (5, 3), 2),)) == (
+        5 * 3 * 3 * 8 + 8,
+        28 * 19 * 8,
+        7200 + 4256,
+    )
+    # 1x1 convs keep the frame's size: 84 x 84 x 4096 features for the first dense layer.
+    assert memory.conv_encoder(PONG, ((4096, (1, 1), 1),))[1] == 84 * 84 * 4096
+    # A kernel larger than the frame: no features (building the network then fails by name).
+    assert memory.conv_encoder(PONG, ((8, (100, 100), 1),))[1] == 0
+
+
+@pytest.mark.parametrize("conv_filters", [None, [[16, [3, 5], 2], [8, 2, 3]], [[4096, 1, 1]]])
+@pytest.mark.parametrize("shared", [True, False])
+def test_image_network_estimates_are_the_built_networks_sizes(conv_filters, shared):
+    import jax
+    import jax.numpy as jnp
+
+    from rljax.algorithms.ppo.ppo import build_policy
+    from rljax.networks.q_models import build_q_network
+
+    def count(module):  # abstract: nothing is allocated, even for 29 billion parameters
+        shapes = jax.eval_shape(module.init, jax.random.PRNGKey(0), jnp.zeros((1, 4, 84, 84)))
+        return sum(int(np.prod(x.shape)) for x in jax.tree.leaves(shapes))
+
+    act = gym.spaces.Discrete(6)
+    model = {"conv_filters": conv_filters, "vf_share_layers": shared, "head_fcnet_hiddens": [64]}
+    ppo = PPOConfig().environment("Pong-v5").rl_module(model_config=model)
+    assert ppo.network_params(PONG, act) == count(build_policy(PONG, act, ppo)[1])
+    dqn = DQNConfig().environment("Pong-v5").rl_module(model_config=model)
+    dqn.training(dueling=shared, num_atoms=3)
+    q = build_q_network(PONG, 6, dqn.model_config, dqn.dueling, dqn.num_atoms)
+    assert dqn.network_params(PONG, act) == count(q)
+
+
+def test_pong_with_4096_channel_convs_is_refused_and_tuned_breakout_fits_24_gb():
+    from rljax.env.vector import env_spaces, resolve_env
+
+    config = (
+        PPOConfig().environment("Pong-v5").rl_module(model_config={"conv_filters": [[4096, 1, 1]]})
+    )
+    obs, act = env_spaces(resolve_env("Pong-v5"))
+    assert obs == PONG
+    terms = dict(config.memory_terms(obs, act))
+    # 84*84*4096 features into the policy's and the value's 512-unit heads: ~29.6 billion
+    # float32 parameters, five copies.
+    networks = terms["the networks (model_config.conv_filters=[[4096, [1, 1], 1]])"]
+    assert networks == config.network_params(obs, act) * 4 * 5 > 500e9
+    with pytest.raises(ConfigError, match=r"conv_filters=\[\[4096, \[1, 1\], 1\]\]"):
+        memory.check_fits(config.memory_terms(obs, act), "PPO on Pong-v5", available=24 * 10**9)
+    tuned = DQNConfig.from_yaml("rljax/tuned_examples/dqn_breakout.yaml")
+    tuned.validate()
+    obs, act = env_spaces(resolve_env(tuned.env, tuned.env_config))
+    total = sum(b for _, b in tuned.memory_terms(obs, act))
+    assert 700e6 < total < 1e9  # the 100,000-frame replay buffer (706 MB) is most of it
+    memory.check_fits(tuned.memory_terms(obs, act), "DQN on Breakout-v5", available=24 * 10**9)
+
+
+def test_conv_activation_term_by_hand():
+    config = (
+        DQNConfig()
+        .environment("Pong-v5")
+        .env_runners(num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=8)
+    )
+    terms = dict(config.memory_terms(PONG, gym.spaces.Discrete(6)))
+    # Three passes of the batch of 8 (obs and next obs online, next obs on the target), kept and
+    # differentiated (x 2), plus one acting row per env; float32.
+    floats = 4 * 84 * 84 + 20 * 20 * 32 + 9 * 9 * 64 + 7 * 7 * 64
+    name = "the conv activations of 24 rows (model_config.conv_filters=None (the Nature CNN's))"
+    assert terms[name] == (2 * 24 + 2) * floats * 4
+
+
+def test_distributional_and_n_step_terms_by_hand():
+    config = (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4)
+        .training(train_batch_size_per_learner=32, num_atoms=51, n_step=(2, 5))
+    )
+    terms = dict(config.memory_terms(OBS, ACT))
+    # categorical_projection's float32 [batch, atoms, atoms] weights.
+    assert (
+        terms["num_atoms=51 (the projection's [batch, num_atoms, num_atoms])"] == 32 * 51 * 51 * 4
+    )
+    # Windows of the longest n: [batch, 5] when sampling and [4 envs, 5] when adding, 24 bytes
+    # an element.
+    assert terms["n_step=(2, 5) (windows of [batch, 5])"] == (32 + 4) * 5 * 24
+    config.training(num_atoms=1, n_step=1)
+    assert not [n for n in dict(config.memory_terms(OBS, ACT)) if "atoms" in n or "n_step" in n]
+    config.training(num_atoms=100_000, n_step=1)
+    with pytest.raises(ConfigError, match="num_atoms=100,000"):
+        memory.check_fits(config.memory_terms(OBS, ACT), "DQN", available=1 << 40)
+
+
+def test_process_and_thread_terms_by_hand():
+    from gymnasium.envs.classic_control import CartPoleEnv
+
+    from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=3, num_envs_per_env_runner=5, gym_env_vectorize_mode="ASYNC")
+    )
+    terms = dict(config.memory_terms(OBS, ACT))
+    assert terms["num_env_runners=3 runner threads"] == 3 * 8 * 2**20
+    # EnvPool's ASYNC sub-envs are threads of one C++ pool: no process term.
+    assert not [n for n in terms if "processes" in n]
+    name = (
+        "gym_env_vectorize_mode='ASYNC': 15 env processes (num_envs_per_env_runner=5 x 3 runner(s))"
+    )
+    config.environment(CartPoleEnv)  # gymnasium's CartPole: a process per sub-env
+    assert dict(config.memory_terms(OBS, ACT))[name] == 15 * 64 * 2**20
+    # Multi-agent copies in ASYNC mode are processes too.
+    config.environment(MultiAgentCartPole, env_config={"num_agents": 2})
+    assert dict(config.memory_terms(OBS, ACT))[name] == 15 * 64 * 2**20
+    config.env_runners(gym_env_vectorize_mode="SYNC", num_env_runners=0)
+    assert not [
+        n for n in dict(config.memory_terms(OBS, ACT)) if "processes" in n or "threads" in n
+    ]

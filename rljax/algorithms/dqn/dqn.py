@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
-import optax
 
 from rljax.algorithms.algorithm_config import UNSET
+from rljax.algorithms.dqn.learner import (
+    DQN_METRICS,
+    DQNHyperparams,
+    DQNLearnerState,
+    make_dqn_learn,
+)
+from rljax.algorithms.dqn.networks import DQNNetworks
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
+from rljax.learners.update import make_optimizer, make_target_update
 from rljax.networks.distributions import Categorical
 from rljax.networks.q_models import build_q_network
-from rljax.ops.value_learning import categorical_projection, double_q_bootstrap, td_loss
 from rljax.utils import memory
 from rljax.utils.checks import (
     Bool,
@@ -28,7 +35,6 @@ from rljax.utils.checks import (
 )
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
-from rljax.utils.nonfinite import guard
 
 _EPSILON_ALLOWED = (
     "a number in [0, 1] or a schedule [(timestep, value), ...]: int timesteps >= 0 that "
@@ -164,16 +170,48 @@ class DQNConfig(OffPolicyConfig):
         return super()._coerce(key, value)
 
     def network_params(self, observation_space: Any, action_space: Any) -> int:
-        """The Q-network (its target copy is counted with the optimizer's copies)."""
+        """The Q-network (its target copy is counted with the optimizer's copies).
+
+        Images as ``rljax.networks.q_models.QNetwork`` builds them: the conv stack, then the
+        head (``head_fcnet_hiddens``, 512 units when empty) of each stream on its output; with
+        ``noisy`` the heads hold twice the parameters.
+        """
         n = int(getattr(action_space, "n", 1))
-        atoms = self.num_atoms if isinstance(self.num_atoms, int) else 1
+        atoms = max(1, self._atoms())
         mc = self.model_config
-        in_dim = memory.encoder_in_dim(observation_space)
-        hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
-        streams = memory.mlp_params(in_dim, hiddens, n * max(1, atoms))
+        if memory.is_image(observation_space):
+            encoder, in_dim, _ = memory.conv_encoder(observation_space, mc.conv_filters)
+            hiddens = list(mc.head_fcnet_hiddens or (512,))
+        else:
+            encoder, in_dim = 0, memory.flat_size(observation_space)
+            # The dense encoder is counted once per stream: an upper bound.
+            hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
+        streams = memory.mlp_params(in_dim, hiddens, n * atoms)
         if self.dueling:
-            streams += memory.mlp_params(in_dim, hiddens, max(1, atoms))
-        return streams
+            streams += memory.mlp_params(in_dim, hiddens, atoms)
+        if self.noisy is True:  # NoisyDense heads: a sigma for every weight and bias
+            streams *= 2
+        return encoder + streams
+
+    def memory_terms(self, observation_space: Any, action_space: Any) -> list[tuple[str, int]]:
+        """Adds the categorical projection of a distributional Q-network (``num_atoms > 1``):
+        ``rljax.ops.value_learning.categorical_projection`` weighs every target atom against
+        every support atom, a float32 ``[batch, num_atoms, num_atoms]`` array."""
+        terms = super().memory_terms(observation_space, action_space)
+        atoms = self._atoms()
+        if atoms > 1:
+            terms.append(
+                (
+                    f"num_atoms={atoms:,} (the projection's [batch, num_atoms, num_atoms])",
+                    self.total_train_batch_size * atoms * atoms * 4,
+                )
+            )
+        return terms
+
+    def _atoms(self) -> int:
+        """``num_atoms`` when it is an int (the estimate may run before ``validate()``)."""
+        atoms = self.num_atoms
+        return int(atoms) if isinstance(atoms, int) and not isinstance(atoms, bool) else 1
 
     def validate(self) -> None:
         super().validate()
@@ -184,7 +222,7 @@ class DQNConfig(OffPolicyConfig):
             )
 
 
-def epsilon_at(schedule: list[tuple[int, float]], timestep: jax.Array) -> jax.Array:
+def epsilon_at(schedule: Sequence[tuple[int, float]], timestep: jax.Array) -> jax.Array:
     """Piecewise-linear schedule (RLlib's ``epsilon``), constant past its ends."""
     ts = jnp.asarray([t for t, _ in schedule], jnp.float32)
     vs = jnp.asarray([v for _, v in schedule], jnp.float32)
@@ -199,16 +237,13 @@ def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Arra
     return jnp.where(jax.random.uniform(k_explore, greedy.shape) < epsilon, random, greedy)
 
 
-DQN_METRICS = ("qf_loss", "qf_mean", "qf_max", "qf_min", "td_error_mean", "gradients_global_norm")
-
-
 class DQN(OffPolicyAlgorithm):
     """DQN on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = DQNConfig
     LEARNER_METRICS = DQN_METRICS
 
-    def _build_learner(self, key: jax.Array) -> Any:
+    def _build_learner(self, key: jax.Array) -> DQNLearnerState:
         cfg: DQNConfig = self.config
         if not isinstance(self.action_space, gym.spaces.Discrete):
             raise ConfigError(
@@ -216,106 +251,51 @@ class DQN(OffPolicyAlgorithm):
                 "PPO for continuous actions"
             )
         num_actions = int(self.action_space.n)
+        self.hp = DQNHyperparams.from_config(cfg)
         self._dist = Categorical(num_actions)
         self.q_net = build_q_network(
             self.observation_space,
             num_actions,
             cfg.model_config,
             cfg.dueling,
-            num_atoms=int(cfg.num_atoms),
-            noisy=bool(cfg.noisy),
+            num_atoms=self.hp.num_atoms,
+            noisy=self.hp.noisy,
             sigma0=float(cfg.sigma0),
         )
-        self.support = jnp.linspace(float(cfg.v_min), float(cfg.v_max), int(cfg.num_atoms))
+        self.networks = DQNNetworks(self.q_net, self.hp.noisy, self.hp.support())
         obs = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
-        clip = [optax.clip_by_global_norm(cfg.grad_clip)] if cfg.grad_clip else []
-        self.optimizer = guard(optax.chain(*clip, optax.adam(float(cfg.lr))))
-        return {
-            "params": params,
-            "target_params": jax.tree.map(jnp.copy, params),
-            "opt_state": run_once(self.optimizer.init, params),
-        }
+        self.optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, always_chain=True)
+        # The hooks below delegate to these: built once, closing over the frozen settings.
+        self._learn_fn = make_dqn_learn(self.networks, self.optimizer, self.hp)
+        self._update_target_fn = make_target_update(self.hp.tau, {"target_params": "params"})
+        return DQNLearnerState(
+            params=params,
+            target_params=jax.tree.map(jnp.copy, params),
+            opt_state=run_once(self.optimizer.init, params),
+        )
 
-    def _acting_params(self, learner: Any, timestep: jax.Array) -> Any:
-        return {"q": learner["params"], "epsilon": epsilon_at(self.config.epsilon, timestep)}
+    def _acting_params(self, learner: DQNLearnerState, timestep: jax.Array) -> Any:
+        return {"q": learner.params, "epsilon": epsilon_at(self.hp.epsilon, timestep)}
 
     def _net(self, params: Any, obs: jax.Array, key: jax.Array | None) -> jax.Array:
         """The network's raw output; noisy layers draw noise when given a key."""
-        if self.config.noisy and key is not None:
-            return self.q_net.apply(params, obs, noise=True, rngs={"noise": key})
-        return self.q_net.apply(params, obs)
+        return self.networks.apply(params, obs, key)
 
     def _q_values(self, out: jax.Array) -> jax.Array:
         """Q-values [B, A] from the output: itself, or the mean of the return distribution."""
-        if self.config.num_atoms == 1:
-            return out
-        return jnp.sum(jax.nn.softmax(out, axis=-1) * self.support, axis=-1)
+        return self.networks.q_values(out)
 
     def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
         k_noise, k_eps = jax.random.split(key)
         q = self._q_values(self._net(params["q"], obs, k_noise))
         return epsilon_greedy(k_eps, q, params["epsilon"]), {}
 
-    def _learn(self, learner: Any, batch: dict, weights: jax.Array, key: jax.Array):
-        cfg: DQNConfig = self.config
-        k_online, k_next, k_target = jax.random.split(key, 3)
-        target_params = learner["target_params"]
-        b = batch["obs"].shape[0]
-        actions = batch["action"].astype(jnp.int32)
+    def _learn(self, learner: DQNLearnerState, batch: dict, weights: jax.Array, key: jax.Array):
+        return self._learn_fn(learner, batch, weights, key)
 
-        def loss_fn(params):
-            if cfg.double_q and not cfg.noisy:
-                # One pass of the online net over obs and next_obs together.
-                both = self._net(params, jnp.concatenate([batch["obs"], batch["next_obs"]]), None)
-                out, out_next_online = both[:b], jax.lax.stop_gradient(both[b:])
-            else:
-                out = self._net(params, batch["obs"], k_online)
-                out_next_online = (
-                    jax.lax.stop_gradient(self._net(params, batch["next_obs"], k_next))
-                    if cfg.double_q
-                    else None
-                )
-            out_next_target = self._net(target_params, batch["next_obs"], k_target)
-            q_next_target = self._q_values(out_next_target)
-            q_taken = jnp.take_along_axis(self._q_values(out), actions[:, None], -1)[:, 0]
-            if cfg.num_atoms == 1:
-                if cfg.double_q:
-                    bootstrap = double_q_bootstrap(out_next_online, q_next_target)
-                else:
-                    bootstrap = jnp.max(q_next_target, axis=-1)
-                targets = batch["reward"] + batch["discount"] * bootstrap
-                loss, td = td_loss(q_taken, targets, cfg.td_error_loss_fn, weights)
-                return loss, (td, q_taken)
-            q_next_select = self._q_values(out_next_online) if cfg.double_q else q_next_target
-            next_action = jnp.argmax(q_next_select, axis=-1)
-            # C51: cross-entropy to the projected target distribution; the per-sample
-            # cross-entropy is also the priority signal, as in RLlib and Rainbow.
-            next_logits = jnp.take_along_axis(out_next_target, next_action[:, None, None], 1)[:, 0]
-            target_probs = categorical_projection(
-                jax.nn.softmax(next_logits, -1), batch["reward"], batch["discount"], self.support
-            )
-            logits = jnp.take_along_axis(out, actions[:, None, None], axis=1)[:, 0]
-            ce = -jnp.sum(target_probs * jax.nn.log_softmax(logits, -1), axis=-1)
-            return jnp.mean(weights * ce), (ce, q_taken)
-
-        (loss, (td, q_taken)), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner["params"])
-        updates, opt_state = self.optimizer.update(grads, learner["opt_state"], learner["params"])
-        params = optax.apply_updates(learner["params"], updates)
-        metrics = {
-            "qf_loss": loss,
-            "qf_mean": jnp.mean(q_taken),
-            "qf_max": jnp.max(q_taken),
-            "qf_min": jnp.min(q_taken),
-            "td_error_mean": jnp.mean(jnp.abs(td)),
-            "gradients_global_norm": optax.global_norm(grads),
-        }
-        return {**learner, "params": params, "opt_state": opt_state}, td, metrics
-
-    def _update_target(self, learner: Any) -> Any:
-        tau = float(self.config.tau)
-        target = optax.incremental_update(learner["params"], learner["target_params"], tau)
-        return {**learner, "target_params": target}
+    def _update_target(self, learner: DQNLearnerState) -> DQNLearnerState:
+        return self._update_target_fn(learner)
 
     # ------------------------------------------------------------------ inference
     def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:

@@ -26,10 +26,10 @@ from rljax.algorithms.ppo.losses import (
     masked_mean,
     ppo_loss,
 )
+from rljax.learners import update as learner_update
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages, gae_advantages_time_major
 from rljax.runners.acting import Transition
-from rljax.utils.nonfinite import guard
 
 POLICY_ID = "default_policy"
 
@@ -99,8 +99,9 @@ class PPOHyperparams:
 
 
 def make_optimizer(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
-    adam = optax.flatten(optax.adam(lr, eps=1e-5))
-    return guard(optax.chain(optax.clip_by_global_norm(grad_clip), adam) if grad_clip else adam)
+    """PPO's optimizer: Adam (``eps=1e-5``, on the flattened parameters) after optional
+    global-norm clipping, guarded against non-finite gradients."""
+    return learner_update.make_optimizer(lr, grad_clip, eps=1e-5, flatten=True)
 
 
 def make_ppo_postprocess(
@@ -181,15 +182,15 @@ def make_ppo_update(
         dist_inputs, values = apply_fn(params[POLICY_ID], flat.obs)
         return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, loss_cfg)
 
-    grad_fn = jax.grad(loss_fn, has_aux=True)
     metric_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
 
     def minibatch_step(carry: tuple[PPOTrainState, jax.Array, jax.Array], batch: PPOBatch):
         state, metric_sums, num_steps = carry
-        grads, metrics = grad_fn(state.params, batch, state.kl_coeff)
-        metrics["gradients_default_optimizer_global_norm"] = optax.global_norm(grads)
-        updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
-        params = optax.apply_updates(state.params, updates)
+        step = learner_update.gradient_step(
+            loss_fn, optimizer, state.params, state.opt_state, batch, state.kl_coeff
+        )
+        params, opt_state, metrics = step.params, step.opt_state, step.aux
+        metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
         # A minibatch of padding only (a policy with fewer rows than the others in a stacked
         # multi-agent update) is no step at all: Adam would still move the parameters.
         if hp.skip_empty_minibatches:

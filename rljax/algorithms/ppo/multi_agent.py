@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm, empty_outputs
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
     PPOHyperparams,
@@ -34,7 +34,7 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
-from rljax.algorithms.ppo.ppo import build_policy
+from rljax.algorithms.ppo.networks import build_policy
 from rljax.env.env_context import EnvContext
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.env.multi_agent_vector import MultiAgentVectorEnv, agent_spaces
@@ -452,8 +452,10 @@ class MultiAgentPPO(Algorithm):
                 return inputs, action
 
             self._group_infer[(g, explore)] = jax.jit(infer)
-        self._action_key, sub = jax.random.split(self._action_key)
         params = self._inference_params(policy_id)
+        if len(obs) == 0:
+            return empty_outputs(self._group_infer[(g, explore)], params, obs, self._action_key)
+        self._action_key, sub = jax.random.split(self._action_key)
         inputs, action = self._group_infer[(g, explore)](params, jnp.asarray(obs), sub)
         return np.asarray(inputs), self._env_action(np.asarray(action))
 

@@ -8,24 +8,25 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from rljax.algorithms.algorithm_config import UNSET
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
-from rljax.algorithms.sac.losses import (
-    actor_loss,
-    auto_target_entropy,
-    critic_loss,
-    temperature_loss,
+from rljax.algorithms.sac.learner import (
+    SAC_METRICS,
+    SACHyperparams,
+    SACLearnerState,
+    SACNetworks,
+    make_sac_learn,
+    make_sac_optimizers,
 )
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.learners.update import make_target_update
 from rljax.networks.distributions import SquashedDiagGaussian
 from rljax.networks.q_models import GaussianActor, TwinCritic, check_vector_obs
 from rljax.utils import memory
 from rljax.utils.checks import Bool, Check, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
-from rljax.utils.nonfinite import guard
 
 
 class SACConfig(OffPolicyConfig):
@@ -112,6 +113,10 @@ class SACConfig(OffPolicyConfig):
             lr = UNSET
         return self._set("training", locals())
 
+    def _conv_encoders(self) -> int:
+        """None: SAC's networks take vector observations (an image is refused at build)."""
+        return 0
+
     def network_params(self, observation_space: Any, action_space: Any) -> int:
         """The actor and the critics (their targets are counted with the optimizer's copies)."""
         obs, act = memory.flat_size(observation_space), memory.flat_size(action_space)
@@ -123,32 +128,13 @@ class SACConfig(OffPolicyConfig):
         )
 
 
-SAC_METRICS = (
-    "qf_loss",
-    "policy_loss",
-    "alpha_loss",
-    "alpha_value",
-    "log_alpha_value",
-    "qf_mean",
-    "qf_max",
-    "qf_min",
-    "td_error_mean",
-    "entropy",
-)
-
-
-def _adam(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
-    clip = [optax.clip_by_global_norm(grad_clip)] if grad_clip else []
-    return guard(optax.chain(*clip, optax.adam(lr)))
-
-
 class SAC(OffPolicyAlgorithm):
     """Soft Actor-Critic on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = SACConfig
     LEARNER_METRICS = SAC_METRICS
 
-    def _build_learner(self, key: jax.Array) -> Any:
+    def _build_learner(self, key: jax.Array) -> SACLearnerState:
         cfg: SACConfig = self.config
         space = self.action_space
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
@@ -162,109 +148,45 @@ class SAC(OffPolicyAlgorithm):
         action_dim = int(space.shape[0])
         self._low = np.asarray(space.low, np.float32)
         self._high = np.asarray(space.high, np.float32)
+        self.hp = SACHyperparams.from_config(cfg, action_dim)
         self._dist = SquashedDiagGaussian(action_dim)
         self.actor = GaussianActor(action_dim, cfg.model_config)
         self.critic = TwinCritic(cfg.model_config, num_critics=2 if cfg.twin_q else 1)
-        self.target_entropy = (
-            auto_target_entropy(action_dim)
-            if cfg.target_entropy == "auto"
-            else float(cfg.target_entropy)
-        )
+        self.target_entropy = self.hp.target_entropy
+        self.networks = SACNetworks(self.actor, self.critic, self._dist)
+        self.optimizers = make_sac_optimizers(self.hp)
+        # The hooks below delegate to these: built once, closing over the frozen settings.
+        self._learn_fn = make_sac_learn(self.networks, self.optimizers, self.hp)
+        self._update_target_fn = make_target_update(self.hp.tau, {"target_critic": "critic"})
         k_actor, k_critic = jax.random.split(key)
         obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
         act = jnp.zeros((1, action_dim), jnp.float32)
         actor_params = run_once(self.actor.init, k_actor, obs)
         critic_params = run_once(self.critic.init, k_critic, obs, act)
-        log_alpha = jnp.log(jnp.asarray(cfg.initial_alpha, jnp.float32))
-        self.actor_opt = _adam(float(cfg.actor_lr), cfg.grad_clip)
-        self.critic_opt = _adam(float(cfg.critic_lr), cfg.grad_clip)
-        self.alpha_opt = guard(optax.adam(float(cfg.alpha_lr)))
-        return {
-            "actor": actor_params,
-            "critic": critic_params,
-            "target_critic": jax.tree.map(jnp.copy, critic_params),
-            "log_alpha": log_alpha,
-            "actor_opt": run_once(self.actor_opt.init, actor_params),
-            "critic_opt": run_once(self.critic_opt.init, critic_params),
-            "alpha_opt": self.alpha_opt.init(log_alpha),
-        }
+        log_alpha = jnp.log(jnp.asarray(self.hp.initial_alpha, jnp.float32))
+        return SACLearnerState(
+            actor=actor_params,
+            critic=critic_params,
+            target_critic=jax.tree.map(jnp.copy, critic_params),
+            log_alpha=log_alpha,
+            actor_opt=run_once(self.optimizers.actor.init, actor_params),
+            critic_opt=run_once(self.optimizers.critic.init, critic_params),
+            alpha_opt=self.optimizers.alpha.init(log_alpha),
+        )
 
-    def _acting_params(self, learner: Any, timestep: jax.Array) -> Any:
-        return learner["actor"]
+    def _acting_params(self, learner: SACLearnerState, timestep: jax.Array) -> Any:
+        return learner.actor
 
     def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
         inputs = self.actor.apply(params, obs)
         action, _ = self._dist.sample_and_log_prob(key, inputs)
         return action, {}
 
-    def _learn(self, learner: Any, batch: dict, weights: jax.Array, key: jax.Array):
-        k_next, k_pi = jax.random.split(key)
-        alpha = jnp.exp(learner["log_alpha"])
-        obs, next_obs, action = batch["obs"], batch["next_obs"], batch["action"]
+    def _learn(self, learner: SACLearnerState, batch: dict, weights: jax.Array, key: jax.Array):
+        return self._learn_fn(learner, batch, weights, key)
 
-        # Critics: soft Bellman targets from the current policy at the next observations.
-        next_action, next_logp = self._dist.sample_and_log_prob(
-            k_next, self.actor.apply(learner["actor"], next_obs)
-        )
-        next_q = jnp.min(self.critic.apply(learner["target_critic"], next_obs, next_action), 0)
-
-        def q_loss_fn(critic_params):
-            q = self.critic.apply(critic_params, obs, action)
-            q2 = q[1] if q.shape[0] > 1 else q[0]
-            loss, td = critic_loss(
-                q[0], q2, batch["reward"], batch["discount"], next_q, next_logp, alpha, weights
-            )
-            return loss, (td, q[0])
-
-        (q_loss, (td, q1)), q_grads = jax.value_and_grad(q_loss_fn, has_aux=True)(learner["critic"])
-        updates, critic_opt = self.critic_opt.update(q_grads, learner["critic_opt"])
-        critic = optax.apply_updates(learner["critic"], updates)
-
-        # Actor: reparameterised actions scored by the updated critics.
-        def pi_loss_fn(actor_params):
-            a, logp = self._dist.sample_and_log_prob(k_pi, self.actor.apply(actor_params, obs))
-            q_pi = jnp.min(self.critic.apply(critic, obs, a), 0)
-            return actor_loss(q_pi, logp, alpha), logp
-
-        (pi_loss, logp), pi_grads = jax.value_and_grad(pi_loss_fn, has_aux=True)(learner["actor"])
-        updates, actor_opt = self.actor_opt.update(pi_grads, learner["actor_opt"])
-        actor = optax.apply_updates(learner["actor"], updates)
-
-        # Temperature: towards the target entropy.
-        a_loss, a_grad = jax.value_and_grad(temperature_loss)(
-            learner["log_alpha"], logp, self.target_entropy
-        )
-        updates, alpha_opt = self.alpha_opt.update(a_grad, learner["alpha_opt"])
-        log_alpha = optax.apply_updates(learner["log_alpha"], updates)
-
-        metrics = {
-            "qf_loss": q_loss,
-            "policy_loss": pi_loss,
-            "alpha_loss": a_loss,
-            "alpha_value": jnp.exp(log_alpha),
-            "log_alpha_value": log_alpha,
-            "qf_mean": jnp.mean(q1),
-            "qf_max": jnp.max(q1),
-            "qf_min": jnp.min(q1),
-            "td_error_mean": jnp.mean(td),
-            "entropy": -jnp.mean(logp),
-        }
-        learner = {
-            **learner,
-            "actor": actor,
-            "critic": critic,
-            "log_alpha": log_alpha,
-            "actor_opt": actor_opt,
-            "critic_opt": critic_opt,
-            "alpha_opt": alpha_opt,
-        }
-        return learner, td, metrics
-
-    def _update_target(self, learner: Any) -> Any:
-        target = optax.incremental_update(
-            learner["critic"], learner["target_critic"], float(self.config.tau)
-        )
-        return {**learner, "target_critic": target}
+    def _update_target(self, learner: SACLearnerState) -> SACLearnerState:
+        return self._update_target_fn(learner)
 
     # ------------------------------------------------------------------ actions
     def _jax_env_action(self, action: jax.Array) -> jax.Array:
@@ -282,7 +204,7 @@ class SAC(OffPolicyAlgorithm):
         return self.actor.apply(params, obs)
 
     def _inference_params(self, policy_id: str | None = None) -> Any:
-        return self.state.learner["actor"]
+        return self.state.learner.actor
 
 
 __all__ = ["SAC", "SACConfig"]

@@ -1,0 +1,149 @@
+"""DQN's learner: its state, its frozen settings, and the learn step built from them.
+
+``learn = make_dqn_learn(networks, optimizer, hp)`` is a pure function
+``learn(state, batch, weights, key) -> (state, td_errors, metrics)``: one gradient step of
+``rljax.algorithms.dqn.losses.dqn_loss`` on a replay batch, the TD errors feeding priorities.
+The target network follows ``params`` by ``rljax.learners.update.make_target_update``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import optax
+
+from rljax.algorithms.dqn.losses import DQNLossConfig, dqn_loss
+from rljax.algorithms.dqn.networks import DQNNetworks
+from rljax.learners.update import gradient_step
+
+DQN_METRICS = ("qf_loss", "qf_mean", "qf_max", "qf_min", "td_error_mean", "gradients_global_norm")
+
+
+@flax.struct.dataclass
+class DQNLearnerState:
+    """Everything DQN's update changes; the field names are the checkpoint's keys.
+
+    Attributes:
+      params: The online Q-network's parameters.
+      target_params: The target Q-network's parameters.
+      opt_state: The optimizer's state for ``params``.
+    """
+
+    params: Any
+    target_params: Any
+    opt_state: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNHyperparams:
+    """DQN's settings, frozen from the config when the algorithm is built (RLlib's names;
+    ``epsilon`` is the exploration schedule of (timestep, value) pairs)."""
+
+    double_q: bool
+    noisy: bool
+    num_atoms: int
+    v_min: float
+    v_max: float
+    td_error_loss_fn: str
+    tau: float
+    epsilon: tuple[tuple[int, float], ...]
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> DQNHyperparams:
+        """DQN's settings read from a ``DQNConfig`` once, at build time."""
+        return cls(
+            double_q=bool(cfg.double_q),
+            noisy=bool(cfg.noisy),
+            num_atoms=int(cfg.num_atoms),
+            v_min=float(cfg.v_min),
+            v_max=float(cfg.v_max),
+            td_error_loss_fn=str(cfg.td_error_loss_fn),
+            tau=float(cfg.tau),
+            epsilon=tuple((int(t), float(v)) for t, v in cfg.epsilon),
+        )
+
+    def loss_config(self) -> DQNLossConfig:
+        return DQNLossConfig(self.double_q, self.td_error_loss_fn)
+
+    def support(self) -> jax.Array | None:
+        """The atoms of the return distributions, [num_atoms]; None for expected-value Q."""
+        if self.num_atoms == 1:
+            return None
+        return jnp.linspace(self.v_min, self.v_max, self.num_atoms)
+
+
+def make_dqn_learn(
+    networks: DQNNetworks, optimizer: optax.GradientTransformation, hp: DQNHyperparams
+) -> Callable[
+    [DQNLearnerState, dict[str, jax.Array], jax.Array, jax.Array],
+    tuple[DQNLearnerState, jax.Array, dict[str, jax.Array]],
+]:
+    """``learn(state, batch, weights [B], key) -> (state, td_errors [B], metrics)``.
+
+    ``batch`` holds ``obs`` [B, ...], ``action`` [B], ``reward`` [B] (n-step returns),
+    ``discount`` [B] and ``next_obs`` [B, ...]; ``weights`` are importance weights. The metrics
+    are ``DQN_METRICS``, scalars.
+    """
+    loss_cfg = hp.loss_config()
+    # One pass of the online net over obs and next_obs together, where no noise tells them apart.
+    one_online_pass = hp.double_q and not hp.noisy
+
+    def loss_fn(params, target_params, batch, weights, keys):
+        k_online, k_next, k_target = keys
+        obs, next_obs = batch["obs"], batch["next_obs"]
+        if one_online_pass:
+            both = networks.apply(params, jnp.concatenate([obs, next_obs]))
+            out, next_out_online = both[: obs.shape[0]], both[obs.shape[0] :]
+        else:
+            out = networks.apply(params, obs, k_online)
+            next_out_online = networks.apply(params, next_obs, k_next) if hp.double_q else None
+        next_out_target = networks.apply(target_params, next_obs, k_target)
+        return dqn_loss(
+            out,
+            next_out_online,
+            next_out_target,
+            batch["action"],
+            batch["reward"],
+            batch["discount"],
+            weights,
+            loss_cfg,
+            networks.support,
+        )
+
+    def learn(state: DQNLearnerState, batch: dict[str, jax.Array], weights: jax.Array, key):
+        keys = jax.random.split(key, 3)
+        step = gradient_step(
+            loss_fn,
+            optimizer,
+            state.params,
+            state.opt_state,
+            state.target_params,
+            batch,
+            weights,
+            keys,
+        )
+        td, q_taken = step.aux
+        metrics = {
+            "qf_loss": step.loss,
+            "qf_mean": jnp.mean(q_taken),
+            "qf_max": jnp.max(q_taken),
+            "qf_min": jnp.min(q_taken),
+            "td_error_mean": jnp.mean(jnp.abs(td)),
+            "gradients_global_norm": step.grad_norm,
+        }
+        return state.replace(params=step.params, opt_state=step.opt_state), td, metrics
+
+    return learn
+
+
+__all__ = [
+    "DQN_METRICS",
+    "DQNHyperparams",
+    "DQNLearnerState",
+    "make_dqn_learn",
+]

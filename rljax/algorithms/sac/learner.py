@@ -1,0 +1,239 @@
+"""SAC's learner: its state, its frozen settings, and the learn step built from them.
+
+``learn = make_sac_learn(networks, optimizers, hp)`` is a pure function
+``learn(state, batch, weights, key) -> (state, td_errors, metrics)``: a gradient step of the
+critics, then of the actor against the updated critics, then of the temperature, each with
+``rljax.learners.update.gradient_step`` on the losses of ``rljax.algorithms.sac.losses``.
+The target critics follow ``critic`` by ``rljax.learners.update.make_target_update``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import flax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+from rljax.algorithms.sac.losses import (
+    actor_loss,
+    auto_target_entropy,
+    critic_loss,
+    temperature_loss,
+)
+from rljax.learners.update import gradient_step, make_optimizer
+from rljax.networks.distributions import SquashedDiagGaussian
+
+SAC_METRICS = (
+    "qf_loss",
+    "policy_loss",
+    "alpha_loss",
+    "alpha_value",
+    "log_alpha_value",
+    "qf_mean",
+    "qf_max",
+    "qf_min",
+    "td_error_mean",
+    "entropy",
+)
+
+
+@flax.struct.dataclass
+class SACLearnerState:
+    """Everything SAC's update changes; the field names are the checkpoint's keys.
+
+    Attributes:
+      actor: The actor's parameters.
+      critic: The critics' parameters (stacked twins).
+      target_critic: The target critics' parameters.
+      log_alpha: The log temperature, a float32 scalar.
+      actor_opt: The actor optimizer's state.
+      critic_opt: The critic optimizer's state.
+      alpha_opt: The temperature optimizer's state.
+    """
+
+    actor: Any
+    critic: Any
+    target_critic: Any
+    log_alpha: jax.Array
+    actor_opt: Any
+    critic_opt: Any
+    alpha_opt: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class SACHyperparams:
+    """SAC's settings, frozen from the config when the algorithm is built."""
+
+    target_entropy: float
+    tau: float
+    initial_alpha: float
+    actor_lr: float
+    critic_lr: float
+    alpha_lr: float
+    grad_clip: float | None
+
+    @classmethod
+    def from_config(cls, cfg: Any, action_dim: int) -> SACHyperparams:
+        """SAC's settings read from a ``SACConfig`` once, at build time."""
+        return cls(
+            target_entropy=(
+                auto_target_entropy(action_dim)
+                if cfg.target_entropy == "auto"
+                else float(cfg.target_entropy)
+            ),
+            tau=float(cfg.tau),
+            initial_alpha=float(cfg.initial_alpha),
+            actor_lr=float(cfg.actor_lr),
+            critic_lr=float(cfg.critic_lr),
+            alpha_lr=float(cfg.alpha_lr),
+            grad_clip=None if cfg.grad_clip is None else float(cfg.grad_clip),
+        )
+
+
+class SACNetworks(NamedTuple):
+    """The actor, the critics and the actor's action distribution.
+
+    Attributes:
+      actor: ``actor.apply(params, obs [B, O]) -> distribution inputs [B, 2 * action_dim]``.
+      critic: ``critic.apply(params, obs [B, O], action [B, action_dim]) -> Q [C, B]`` for C
+        critics (2 with ``twin_q``).
+      dist: The squashed Gaussian the actor's outputs parameterise.
+    """
+
+    actor: nn.Module
+    critic: nn.Module
+    dist: SquashedDiagGaussian
+
+
+class SACOptimizers(NamedTuple):
+    """One optimizer per trained part."""
+
+    actor: optax.GradientTransformation
+    critic: optax.GradientTransformation
+    alpha: optax.GradientTransformation
+
+
+def make_sac_optimizers(hp: SACHyperparams) -> SACOptimizers:
+    """Adam for the actor and the critics (clipped by ``grad_clip``), plain Adam for the
+    temperature."""
+    return SACOptimizers(
+        actor=make_optimizer(hp.actor_lr, hp.grad_clip, always_chain=True),
+        critic=make_optimizer(hp.critic_lr, hp.grad_clip, always_chain=True),
+        alpha=make_optimizer(hp.alpha_lr),
+    )
+
+
+def make_sac_learn(
+    networks: SACNetworks, optimizers: SACOptimizers, hp: SACHyperparams
+) -> Callable[
+    [SACLearnerState, dict[str, jax.Array], jax.Array, jax.Array],
+    tuple[SACLearnerState, jax.Array, dict[str, jax.Array]],
+]:
+    """``learn(state, batch, weights [B], key) -> (state, td_errors [B], metrics)``.
+
+    ``batch`` holds ``obs`` [B, O], ``action`` [B, action_dim], ``reward`` [B] (n-step returns),
+    ``discount`` [B] and ``next_obs`` [B, O]; ``weights`` are importance weights. The metrics
+    are ``SAC_METRICS``, scalars.
+    """
+    actor, critic, dist = networks
+
+    def q_loss_fn(critic_params, batch, next_q, next_logp, alpha, weights):
+        q = critic.apply(critic_params, batch["obs"], batch["action"])
+        q2 = q[1] if q.shape[0] > 1 else q[0]
+        loss, td = critic_loss(
+            q[0], q2, batch["reward"], batch["discount"], next_q, next_logp, alpha, weights
+        )
+        return loss, (td, q[0])
+
+    def pi_loss_fn(actor_params, critic_params, obs, alpha, key):
+        a, logp = dist.sample_and_log_prob(key, actor.apply(actor_params, obs))
+        q_pi = jnp.min(critic.apply(critic_params, obs, a), 0)
+        return actor_loss(q_pi, logp, alpha), logp
+
+    def learn(state: SACLearnerState, batch: dict[str, jax.Array], weights: jax.Array, key):
+        k_next, k_pi = jax.random.split(key)
+        alpha = jnp.exp(state.log_alpha)
+        obs, next_obs = batch["obs"], batch["next_obs"]
+
+        # Critics: soft Bellman targets from the current policy at the next observations.
+        next_action, next_logp = dist.sample_and_log_prob(
+            k_next, actor.apply(state.actor, next_obs)
+        )
+        next_q = jnp.min(critic.apply(state.target_critic, next_obs, next_action), 0)
+        q_step = gradient_step(
+            q_loss_fn,
+            optimizers.critic,
+            state.critic,
+            state.critic_opt,
+            batch,
+            next_q,
+            next_logp,
+            alpha,
+            weights,
+        )
+        td, q1 = q_step.aux
+
+        # Actor: reparameterised actions scored by the updated critics.
+        pi_step = gradient_step(
+            pi_loss_fn,
+            optimizers.actor,
+            state.actor,
+            state.actor_opt,
+            q_step.params,
+            obs,
+            alpha,
+            k_pi,
+        )
+        logp = pi_step.aux
+
+        # Temperature: towards the target entropy.
+        alpha_step = gradient_step(
+            temperature_loss,
+            optimizers.alpha,
+            state.log_alpha,
+            state.alpha_opt,
+            logp,
+            hp.target_entropy,
+            has_aux=False,
+        )
+        log_alpha = alpha_step.params
+
+        metrics = {
+            "qf_loss": q_step.loss,
+            "policy_loss": pi_step.loss,
+            "alpha_loss": alpha_step.loss,
+            "alpha_value": jnp.exp(log_alpha),
+            "log_alpha_value": log_alpha,
+            "qf_mean": jnp.mean(q1),
+            "qf_max": jnp.max(q1),
+            "qf_min": jnp.min(q1),
+            "td_error_mean": jnp.mean(td),
+            "entropy": -jnp.mean(logp),
+        }
+        state = state.replace(
+            actor=pi_step.params,
+            critic=q_step.params,
+            log_alpha=log_alpha,
+            actor_opt=pi_step.opt_state,
+            critic_opt=q_step.opt_state,
+            alpha_opt=alpha_step.opt_state,
+        )
+        return state, td, metrics
+
+    return learn
+
+
+__all__ = [
+    "SAC_METRICS",
+    "SACHyperparams",
+    "SACLearnerState",
+    "SACNetworks",
+    "SACOptimizers",
+    "make_sac_learn",
+    "make_sac_optimizers",
+]

@@ -1,0 +1,137 @@
+"""The gradient step every learner takes, and the one place optimizers are built.
+
+Every update in rljax (PPO's minibatch step, multi-agent PPO's stacked one, DQN's, and SAC's
+critic, actor and temperature steps) is the same sequence: gradients of a loss, global-norm
+clipping, Adam, the non-finite guard (``rljax.utils.nonfinite``), then the new parameters. The
+clipping, Adam and the guard form the optimizer built by ``make_optimizer``; ``gradient_step``
+runs the rest. ``make_target_update`` moves the target networks of the off-policy algorithms.
+
+Example::
+
+    optimizer = make_optimizer(lr=3e-4, grad_clip=40.0)
+    opt_state = optimizer.init(params)
+    step = gradient_step(loss_fn, optimizer, params, opt_state, batch)
+    params, opt_state = step.params, step.opt_state
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, TypeVar
+
+import jax
+import optax
+
+from rljax.utils.nonfinite import guard
+
+
+def make_optimizer(
+    lr: float,
+    grad_clip: float | None = None,
+    *,
+    eps: float = 1e-8,
+    flatten: bool = False,
+    always_chain: bool = False,
+) -> optax.GradientTransformation:
+    """Adam after optional global-norm clipping, skipping steps with non-finite gradients.
+
+    ``eps``, ``flatten`` and ``always_chain`` keep each algorithm's numerics and the tree of its
+    optimizer state, which checkpoints store: PPO's Adam is flattened with ``eps=1e-5`` and is
+    chained only behind a clip; the Adams of DQN's and SAC's networks are always chained (a
+    one-element chain without a clip); SAC's temperature has a plain Adam.
+
+    Args:
+      lr: Adam's learning rate.
+      grad_clip: The global norm the gradients are clipped to before Adam; None or 0: no clip.
+      eps: Adam's epsilon.
+      flatten: Run Adam on all parameters concatenated into one vector (``optax.flatten``): the
+        same numbers, in fewer and larger ops.
+      always_chain: Put Adam in an ``optax.chain`` even when there is no clip.
+
+    Returns:
+      The optimizer, wrapped by ``rljax.utils.nonfinite.guard``.
+    """
+    adam = optax.adam(lr, eps=eps)
+    if flatten:
+        adam = optax.flatten(adam)
+    clip = [optax.clip_by_global_norm(grad_clip)] if grad_clip else []
+    if clip or always_chain:
+        return guard(optax.chain(*clip, adam))
+    return guard(adam)
+
+
+class GradientStep(NamedTuple):
+    """What one gradient step gives.
+
+    Attributes:
+      params: The updated parameters (the old ones where the guard skipped the step).
+      opt_state: The updated optimizer state.
+      loss: The loss at the old parameters, a scalar.
+      aux: The loss function's auxiliary output (None for a loss without one).
+      grad_norm: The global norm of the gradients before clipping, a scalar.
+    """
+
+    params: Any
+    opt_state: Any
+    loss: jax.Array
+    aux: Any
+    grad_norm: jax.Array
+
+
+def gradient_step(
+    loss_fn: Callable[..., Any],
+    optimizer: optax.GradientTransformation,
+    params: Any,
+    opt_state: Any,
+    *args: Any,
+    has_aux: bool = True,
+) -> GradientStep:
+    """One optimizer step on ``loss_fn(params, *args)``, differentiated in ``params`` only.
+
+    Args:
+      loss_fn: ``loss_fn(params, *args) -> (loss, aux)``, or ``-> loss`` with
+        ``has_aux=False``; the loss is a scalar.
+      optimizer: The optimizer (built by ``make_optimizer``).
+      params: The parameters (any pytree).
+      opt_state: ``optimizer``'s state for ``params``.
+      *args: The loss's other inputs (batch, coefficients, keys); not differentiated.
+      has_aux: Whether ``loss_fn`` returns ``(loss, aux)``.
+
+    Returns:
+      A ``GradientStep`` of the new parameters and optimizer state, the loss, its aux output and
+      the gradients' global norm.
+    """
+    if has_aux:
+        (loss, aux), grads = jax.value_and_grad(loss_fn, has_aux=True)(params, *args)
+    else:
+        loss, grads = jax.value_and_grad(loss_fn)(params, *args)
+        aux = None
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    params = optax.apply_updates(params, updates)
+    return GradientStep(params, opt_state, loss, aux, optax.global_norm(grads))
+
+
+State = TypeVar("State")
+
+
+def make_target_update(tau: float, targets: Mapping[str, str]) -> Callable[[State], State]:
+    """``update_target(state) -> state``: target networks moved ``tau`` of the way to the online.
+
+    Args:
+      tau: The step in (0, 1]: ``target = tau * online + (1 - tau) * target``; 1 copies.
+      targets: ``{target field: online field}`` of the learner state (a
+        ``flax.struct.dataclass``), e.g. ``{"target_params": "params"}``.
+    """
+    pairs = tuple(targets.items())
+
+    def update_target(state: State) -> State:
+        moved = {
+            target: optax.incremental_update(getattr(state, online), getattr(state, target), tau)
+            for target, online in pairs
+        }
+        return state.replace(**moved)
+
+    return update_target
+
+
+__all__ = ["GradientStep", "gradient_step", "make_optimizer", "make_target_update"]
