@@ -12,9 +12,10 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.td3 import TD3Config
 from rljax.algorithms.td3.learner import (
     TD3Hyperparams,
+    TD3Networks,
     init_td3_state,
-    make_optimizer,
     make_td3_learn,
+    make_td3_optimizers,
     make_td3_target_update,
 )
 from rljax.algorithms.td3.networks import DeterministicActor
@@ -87,13 +88,13 @@ def test_wrong_action_spaces_are_refused_at_build():
 
 def _learner(policy_delay=2, tau=0.1, twin=True):
     mc = DefaultModelConfig(fcnet_hiddens=(8,))
-    actor, critic = DeterministicActor(1, mc), TwinCritic(mc, 2 if twin else 1)
-    hp = TD3Hyperparams(tau, policy_delay, 0.2, 0.5, 0.1, 0)
-    a_opt, c_opt = make_optimizer(1e-2, None), make_optimizer(1e-2, None)
+    networks = TD3Networks(DeterministicActor(1, mc), TwinCritic(mc, 2 if twin else 1))
+    hp = TD3Hyperparams(tau, policy_delay, 0.2, 0.5, 0.1, 0, 1e-2, 1e-2, None)
+    optimizers = make_td3_optimizers(hp)
     state = init_td3_state(
-        actor, critic, a_opt, c_opt, jax.random.PRNGKey(0), jnp.zeros((1, 3)), jnp.zeros((1, 1))
+        networks, optimizers, jax.random.PRNGKey(0), jnp.zeros((1, 3)), jnp.zeros((1, 1))
     )
-    learn = jax.jit(make_td3_learn(actor, critic, a_opt, c_opt, hp))
+    learn = jax.jit(make_td3_learn(networks, optimizers, hp))
     return state, learn, jax.jit(make_td3_target_update(hp))
 
 

@@ -15,9 +15,10 @@ from rljax.algorithms.td3.learner import (
     TD3_METRICS,
     TD3Hyperparams,
     TD3LearnerState,
+    TD3Networks,
     init_td3_state,
-    make_optimizer,
     make_td3_learn,
+    make_td3_optimizers,
     make_td3_target_update,
 )
 from rljax.algorithms.td3.networks import ActionBounds, DeterministicActor, gaussian_exploration
@@ -147,6 +148,10 @@ class TD3Config(OffPolicyConfig):
             lr = UNSET
         return self._set("training", locals())
 
+    def _conv_encoders(self) -> int:
+        """None: TD3's networks take vector observations (an image is refused at build)."""
+        return 0
+
     def network_params(self, observation_space: Any, action_space: Any) -> int:
         """The actor and the critics (their targets are counted with the optimizer's copies)."""
         obs, act = memory.flat_size(observation_space), memory.flat_size(action_space)
@@ -179,13 +184,14 @@ class TD3(OffPolicyAlgorithm):
         self.hp = TD3Hyperparams.from_config(cfg)
         self.actor = DeterministicActor(action_dim, cfg.model_config)
         critic = TwinCritic(cfg.model_config, num_critics=2 if cfg.twin_q else 1)
-        actor_opt = make_optimizer(float(cfg.actor_lr), cfg.grad_clip)
-        critic_opt = make_optimizer(float(cfg.critic_lr), cfg.grad_clip)
-        self._td3_learn = make_td3_learn(self.actor, critic, actor_opt, critic_opt, self.hp)
-        self._td3_target_update = make_td3_target_update(self.hp)
+        networks = TD3Networks(self.actor, critic)
+        optimizers = make_td3_optimizers(self.hp)
+        # The hooks below delegate to these: built once, closing over the frozen settings.
+        self._learn_fn = make_td3_learn(networks, optimizers, self.hp)
+        self._update_target_fn = make_td3_target_update(self.hp)
         obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
         act = jnp.zeros((1, action_dim), jnp.float32)
-        return init_td3_state(self.actor, critic, actor_opt, critic_opt, key, obs, act)
+        return init_td3_state(networks, optimizers, key, obs, act)
 
     def _acting_params(self, learner: TD3LearnerState, timestep: jax.Array) -> Any:
         return {"actor": learner.actor, "uniform": timestep < self.hp.learning_starts}
@@ -198,10 +204,10 @@ class TD3(OffPolicyAlgorithm):
         return gaussian_exploration(key, action, self.hp.exploration_noise, params["uniform"])
 
     def _learn(self, learner: TD3LearnerState, batch: dict, weights: jax.Array, key: jax.Array):
-        return self._td3_learn(learner, batch, weights, key)
+        return self._learn_fn(learner, batch, weights, key)
 
     def _update_target(self, learner: TD3LearnerState) -> TD3LearnerState:
-        return self._td3_target_update(learner)
+        return self._update_target_fn(learner)
 
     # ------------------------------------------------------------------ actions
     def _jax_env_action(self, action: jax.Array) -> jax.Array:
