@@ -1,11 +1,12 @@
 """Shared runner for the train-to-target benchmarks (``dqn_cartpole.py``, ``sac_pendulum.py``,
-``multi_agent_cartpole.py``).
+``td3_pendulum.py``, ``multi_agent_cartpole.py``).
 
 Each variant trains in its own subprocess, so that it pays for, and measures, its own interpreter
-start, imports and compilation. ``rljax`` always runs; ``rllib`` runs with ``--compare`` when Ray
-RLlib and torch are importable (otherwise it is reported as ``{"status": "not installed"}``;
-nothing is installed). Both variants are built by the same chained config function: only the
-import differs.
+start, imports and compilation. ``rljax`` always runs; the comparison (``rllib``, or ``sb3`` for
+``td3_pendulum.py``) runs with ``--compare`` when it is importable (otherwise it is reported as
+``{"status": "not installed"}``, or, where the script names an install command, ``--compare``
+stops with it; nothing is installed). RLlib is built by the same chained config function as
+rljax: only the import differs.
 
 Per variant: ``throughput_env_steps_per_s`` (env steps sampled, with learning at the configured
 replay ratio, per second of ``train()`` after the first iteration, which holds the compilation),
@@ -32,7 +33,8 @@ from typing import Any
 from common import machine_info
 
 SCRIPT_START = time.time()
-REQUIREMENTS = {"rllib": ("ray", "torch")}
+REQUIREMENTS = {"rllib": ("ray", "torch"), "sb3": ("stable_baselines3", "torch")}
+DISTRIBUTIONS = {"rllib": ["ray", "torch"], "sb3": ["stable-baselines3", "torch"]}
 
 
 def process_start_time() -> float:
@@ -107,8 +109,12 @@ def train_loop(
     }
 
 
+def _missing(variant: str) -> list[str]:
+    return [m for m in REQUIREMENTS.get(variant, ()) if importlib.util.find_spec(m) is None]
+
+
 def _spawn(script: str, variant: str, extra: list[str]) -> dict[str, Any]:
-    missing = [m for m in REQUIREMENTS.get(variant, ()) if importlib.util.find_spec(m) is None]
+    missing = _missing(variant)
     if missing:
         return {"status": "not installed", "missing": missing}
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,14 +158,18 @@ def main(
     build: Callable[[str, dict[str, Any]], Any],
     extra_metrics: Callable[[Any, dict[str, Any]], dict[str, Any]] | None = None,
     score: Callable[[dict[str, Any]], float] = episode_return_mean,
+    compare: str = "rllib",
+    install: str | None = None,
 ) -> None:
     """The command line shared by the off-policy benchmarks.
 
     ``build(variant, settings)`` returns an algorithm (``train()``/``stop()``) for "rljax" or
-    "rllib"; ``extra_metrics(algo, result)`` adds figures measured inside the variant's process.
+    ``compare`` ("rllib" or "sb3"); ``extra_metrics(algo, result)`` adds figures measured inside
+    the variant's process. ``install``: the command that installs the comparison; given, a
+    ``--compare`` that cannot run it exits with that command instead of reporting it missing.
     """
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--compare", action="store_true", help="also run RLlib when installed")
+    p.add_argument("--compare", action="store_true", help=f"also run {compare} when installed")
     p.add_argument("--max-timesteps", type=int, default=settings["max_timesteps"])
     p.add_argument("--out", default="benchmark_results")
     p.add_argument("--variant", help=argparse.SUPPRESS)
@@ -176,20 +186,25 @@ def main(
             algo.stop()
         Path(args.result_file).write_text(json.dumps(result))
         return
+    if args.compare and install and _missing(compare):
+        p.exit(
+            2,
+            f"--compare runs {compare}, which needs {' and '.join(_missing(compare))}: {install}\n",
+        )
     extra = ["--max-timesteps", str(args.max_timesteps)]
     results = {"rljax": _spawn(script, "rljax", extra)}
     if args.compare:
-        results["rllib"] = _spawn(script, "rllib", extra)
+        results[compare] = _spawn(script, compare, extra)
     packages = ["rljax", "jax", "jaxlib", "flax", "optax", "envpool", "gymnasium"]
     if args.compare:
-        packages += ["ray", "torch"]
+        packages += DISTRIBUTIONS[compare]
     summary: dict[str, Any] = {
         "benchmark": name,
         "settings": s,
         "machine": machine_info(packages),
         "results": results,
     }
-    r, b = results["rljax"], results.get("rllib", {})
+    r, b = results["rljax"], results.get(compare, {})
     if r.get("status") == "ok" and b.get("status") == "ok":
         summary["speedup_throughput"] = (
             r["throughput_env_steps_per_s"] / b["throughput_env_steps_per_s"]

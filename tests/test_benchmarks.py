@@ -1,4 +1,7 @@
+import importlib.util
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +35,26 @@ def test_off_policy_benchmarks_short_runs_write_json_and_plot(tmp_path, run_benc
     assert res["updates_per_s"] > 0 and res["achieved_gflops_per_s"] > 0
     saved = json.loads((tmp_path / "sac_pendulum.json").read_text())
     assert len(saved["results"]["rljax"]["curve"]) == 3
+
+
+@pytest.mark.slow
+def test_td3_benchmark_short_run_and_compare_needs_stable_baselines3(tmp_path, run_benchmark):
+    td3 = run_benchmark("td3_pendulum.py", "--max-timesteps", "4000", "--out", str(tmp_path))
+    res = td3["results"]["rljax"]
+    assert res["status"] == "ok" and res["throughput_env_steps_per_s"] > 0
+    # Two iterations of 10 whole episodes (2000 transitions) each.
+    assert res["env_steps_total"] == 4000 and not res["reached_target"]
+    assert "sb3" not in td3["results"]  # only with --compare
+    saved = json.loads((tmp_path / "td3_pendulum.json").read_text())
+    assert [p["env_steps"] for p in saved["results"]["rljax"]["curve"]] == [2000, 4000]
+    if importlib.util.find_spec("stable_baselines3") is None:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "td3_pendulum.py"), "--compare"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 2 and "pip install stable-baselines3" in proc.stderr
 
 
 @pytest.mark.slow

@@ -84,7 +84,9 @@ def test_bad_yaml_key(tmp_path, capsys):
     assert "num_epochs" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("algo, env", [("DQN", "CartPole-v1"), ("sac", "Pendulum-v1")])
+@pytest.mark.parametrize(
+    "algo, env", [("DQN", "CartPole-v1"), ("sac", "Pendulum-v1"), ("td3", "Pendulum-v1")]
+)
 def test_off_policy_algorithms_train_and_evaluate_from_the_cli(tmp_path, capsys, algo, env):
     ckpt = tmp_path / "ckpt"
     code = main(

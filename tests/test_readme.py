@@ -32,8 +32,8 @@ def test_porting_example_runs(tmp_path):
 @pytest.mark.slow
 def test_off_policy_example_builds_and_trains():
     namespace: dict = {}
-    exec(compile(_python_block("## DQN and SAC"), "README.md", "exec"), namespace)
-    for name in ("dqn", "sac"):
+    exec(compile(_python_block("## DQN, SAC and TD3"), "README.md", "exec"), namespace)
+    for name in ("dqn", "sac", "td3"):
         algo = namespace[name]
         try:
             assert algo.fused

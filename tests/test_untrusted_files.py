@@ -596,7 +596,7 @@ CASES = [
         _edit_meta(lambda m: m.update(algo="EVIL")),
         LOAD,
         CheckpointError,
-        ["field 'algo'", "['PPO', 'DQN', 'SAC']"],
+        ["field 'algo'", "['PPO', 'DQN', 'SAC', 'TD3']"],
     ),
     (
         "another algorithm's checkpoint",

@@ -75,7 +75,7 @@ RENAMED = {
     "learning_starts": "num_steps_sampled_before_learning_starts",
     "exploration_fraction": "epsilon (a schedule [(timestep, value), ...])",
     "exploration_final_eps": "epsilon (a schedule [(timestep, value), ...])",
-    "exploration_config": "epsilon (a schedule [(timestep, value), ...])",
+    "exploration_config": "epsilon (DQN: a schedule [(timestep, value), ...]) or exploration_noise (TD3)",
     "timesteps_per_iteration": "min_sample_timesteps_per_iteration",
     "q_model_config": "model_config",
     "policy_model_config": "model_config",

@@ -10,6 +10,7 @@ _ALGORITHMS = {
     "PPO": "rljax.algorithms.ppo:PPOConfig",
     "DQN": "rljax.algorithms.dqn:DQNConfig",
     "SAC": "rljax.algorithms.sac:SACConfig",
+    "TD3": "rljax.algorithms.td3:TD3Config",
 }
 
 

@@ -165,6 +165,17 @@ class TwinCritic(nn.Module):
         return ensemble(self.model_config, name="critics")(obs, action)
 
 
+def actor_mlp(obs: jax.Array, model_config: DefaultModelConfig, num_outputs: int) -> jax.Array:
+    """An actor's layers, called inside a compact module's ``__call__`` (the layers are that
+    module's): flattened ``obs`` [B, ...] -> MLP of ``fcnet_hiddens + head_fcnet_hiddens`` ->
+    a linear layer of ``num_outputs`` with small initial weights -> [B, num_outputs].
+    """
+    mc = model_config
+    x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
+    x = _MLP(mc.fcnet_hiddens + mc.head_fcnet_hiddens, mc.fcnet_activation)(x)
+    return nn.Dense(num_outputs, kernel_init=nn.initializers.orthogonal(0.01))(x)
+
+
 class GaussianActor(nn.Module):
     """``__call__(obs) -> [B, 2 * action_dim]``: the mean and log std of SAC's squashed Gaussian."""
 
@@ -173,10 +184,7 @@ class GaussianActor(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        mc = self.model_config
-        x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
-        x = _MLP(mc.fcnet_hiddens + mc.head_fcnet_hiddens, mc.fcnet_activation)(x)
-        return nn.Dense(2 * self.action_dim, kernel_init=nn.initializers.orthogonal(0.01))(x)
+        return actor_mlp(obs, self.model_config, 2 * self.action_dim)
 
 
 def check_vector_obs(space: gym.Space, algo: str) -> None:

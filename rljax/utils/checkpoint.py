@@ -125,7 +125,8 @@ def save_checkpoint(
 def _to_numpy(tree: Any) -> Any:
     if isinstance(tree, dict):
         return {k: _to_numpy(v) for k, v in tree.items()}
-    return np.asarray(tree)
+    # An absent part of a state (a uniform replay buffer's min tree) stays absent (msgpack nil).
+    return None if tree is None else np.asarray(tree)
 
 
 # Caps on what a load reads, fixed here so that no file can raise them. The state file's cap
@@ -236,6 +237,12 @@ def _check_tree(target: Any, loaded: Any, where: str, path: Path) -> None:
             )
         for k in target:
             _check_tree(target[k], loaded[k], f"{where}/{k}", path)
+        return
+    if target is None:
+        if loaded is not None:
+            raise CheckpointError(
+                f"{path}: {where} holds a {type(loaded).__name__}; this algorithm has nothing there"
+            )
         return
     if not isinstance(loaded, (np.ndarray, np.generic)):
         raise CheckpointError(

@@ -236,3 +236,22 @@ def test_a_complete_version_that_latest_does_not_name_does_not_block_saves(tmp_p
     ckpt.save_checkpoint(path, {"i": 2}, {"w": np.ones(3)}, num_to_keep=3)
     assert (path / "LATEST").read_text() == "v-000003"
     assert ckpt.load_metadata(path)[0]["i"] == 2
+
+
+def test_absent_state_parts_save_and_load_as_none(tmp_path):
+    # A uniform replay buffer's state has no min tree (None): saving it used to fail in msgpack.
+    from rljax.utils import checkpoint as ckpt
+
+    path = tmp_path / "c"
+    ckpt.save_checkpoint(path, {}, {"w": np.ones(3, np.float32), "min_tree": None})
+    _, version_dir = ckpt.load_metadata(path)
+    state = ckpt.load_state(version_dir, {"w": np.zeros(3, np.float32), "min_tree": None})
+    assert state["min_tree"] is None and np.array_equal(state["w"], np.ones(3))
+    # An array where this algorithm has nothing is refused, as any mismatch is; and the reverse.
+    other = tmp_path / "d"
+    ckpt.save_checkpoint(other, {}, {"w": np.ones(3, np.float32), "min_tree": np.ones(2)})
+    _, other_dir = ckpt.load_metadata(other)
+    with pytest.raises(CheckpointError, match="/min_tree holds a ndarray; this algorithm has no"):
+        ckpt.load_state(other_dir, {"w": np.zeros(3, np.float32), "min_tree": None})
+    with pytest.raises(CheckpointError, match="/min_tree holds a NoneType"):
+        ckpt.load_state(version_dir, {"w": np.zeros(3, np.float32), "min_tree": np.zeros(2)})

@@ -22,6 +22,7 @@ from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.dqn.dqn import DQN
 from rljax.algorithms.ppo import PPOConfig
 from rljax.algorithms.sac import SACConfig
+from rljax.algorithms.td3 import TD3Config
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
 from rljax.utils.errors import ConfigError
@@ -503,7 +504,7 @@ def test_wrong_types_are_refused_with_a_message_naming_them(call, words):
 
 
 def test_every_setting_has_a_declared_check():
-    for cls in (PPOConfig, DQNConfig, SACConfig):
+    for cls in (PPOConfig, DQNConfig, SACConfig, TD3Config):
         assert set(cls._CHECKS) == set(cls._all_keys()), cls.__name__
 
 

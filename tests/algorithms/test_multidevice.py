@@ -31,13 +31,14 @@ def test_update_on_one_two_and_four_devices_agrees():
 
 
 @pytest.mark.slow
-def test_off_policy_update_on_two_learners_matches_one():
+@pytest.mark.parametrize("algo", ["DQN", "TD3"])
+def test_off_policy_update_on_two_learners_matches_one(algo):
     env = dict(
         os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu"
     )
     script = Path(__file__).with_name("off_policy_multidevice_check.py")
     proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, str(script), algo], env=env, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,0 +1,254 @@
+"""TD3's learner: its state, its frozen settings, and the learn and target steps built from them.
+
+``learn = make_td3_learn(networks, optimizers, hp)`` is a pure function
+``learn(state, batch, weights, key) -> (state, td_errors, metrics)``: a gradient step of the
+critics on the clipped double-Q target with target policy smoothing, and on every
+``policy_delay``-th call a gradient step of the actor on ``-Q1(s, pi(s))`` against the updated
+critics (``lax.cond`` on the state's update counter, so a skipped actor step costs nothing).
+Each step is ``rljax.learners.update.gradient_step`` on the losses of
+``rljax.algorithms.td3.losses``. ``make_td3_target_update`` moves both target networks by
+``tau`` on those same delayed steps, as the TD3 paper and Stable-Baselines3 do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import flax
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+from rljax.algorithms.td3.losses import (
+    actor_loss,
+    clipped_double_q_target,
+    critic_loss,
+    smoothed_target_action,
+)
+from rljax.learners.update import gradient_step, make_optimizer, make_target_update
+from rljax.utils.jit import run_once
+
+TD3_METRICS = ("qf_loss", "policy_loss", "qf_mean", "qf_max", "qf_min", "td_error_mean")
+
+
+@flax.struct.dataclass
+class TD3LearnerState:
+    """Everything TD3's update changes; the field names are the checkpoint's keys.
+
+    Attributes:
+      actor, critic: The online networks' parameters (the critic's leaves stacked [C, ...]).
+      target_actor, target_critic: Their target copies.
+      actor_opt, critic_opt: The optimizers' states.
+      step: int32, critic updates so far; the actor and the targets move when it is a multiple
+        of ``policy_delay``.
+      policy_loss: float32, the actor loss of the latest actor update (reported every update).
+    """
+
+    actor: Any
+    critic: Any
+    target_actor: Any
+    target_critic: Any
+    actor_opt: Any
+    critic_opt: Any
+    step: jax.Array
+    policy_loss: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class TD3Hyperparams:
+    """TD3's settings, frozen from the config when the algorithm is built."""
+
+    tau: float
+    policy_delay: int
+    target_noise: float  # 0 without smooth_target_policy
+    target_noise_clip: float
+    exploration_noise: float
+    learning_starts: int
+    actor_lr: float
+    critic_lr: float
+    grad_clip: float | None
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> TD3Hyperparams:
+        """TD3's settings read from a ``TD3Config`` once, at build time."""
+        return cls(
+            tau=float(cfg.tau),
+            policy_delay=int(cfg.policy_delay),
+            target_noise=float(cfg.target_noise) if cfg.smooth_target_policy else 0.0,
+            target_noise_clip=float(cfg.target_noise_clip),
+            exploration_noise=float(cfg.exploration_noise),
+            learning_starts=int(cfg.num_steps_sampled_before_learning_starts),
+            actor_lr=float(cfg.actor_lr),
+            critic_lr=float(cfg.critic_lr),
+            grad_clip=None if cfg.grad_clip is None else float(cfg.grad_clip),
+        )
+
+
+class TD3Networks(NamedTuple):
+    """The actor and the critics.
+
+    Attributes:
+      actor: ``actor.apply(params, obs [B, O]) -> actions [B, A]`` in [-1, 1].
+      critic: A ``TwinCritic``: ``critic.apply(params, obs [B, O], action [B, A]) -> Q [C, B]``
+        for C critics (2 with ``twin_q``).
+    """
+
+    actor: nn.Module
+    critic: nn.Module
+
+
+class TD3Optimizers(NamedTuple):
+    """One optimizer per network."""
+
+    actor: optax.GradientTransformation
+    critic: optax.GradientTransformation
+
+
+def make_td3_optimizers(hp: TD3Hyperparams) -> TD3Optimizers:
+    """Adam for the actor and the critics, clipped by ``grad_clip``."""
+    return TD3Optimizers(
+        actor=make_optimizer(hp.actor_lr, hp.grad_clip),
+        critic=make_optimizer(hp.critic_lr, hp.grad_clip),
+    )
+
+
+def init_td3_state(
+    networks: TD3Networks,
+    optimizers: TD3Optimizers,
+    key: jax.Array,
+    obs: jax.Array,
+    action: jax.Array,
+) -> TD3LearnerState:
+    """Fresh networks, targets equal to them, and fresh optimizer states.
+
+    Args:
+      obs, action: Example inputs, [1, *obs_shape] and [1, A].
+    """
+    k_actor, k_critic = jax.random.split(key)
+    actor_params = run_once(networks.actor.init, k_actor, obs)
+    critic_params = run_once(networks.critic.init, k_critic, obs, action)
+    return TD3LearnerState(
+        actor=actor_params,
+        critic=critic_params,
+        target_actor=jax.tree.map(jnp.copy, actor_params),
+        target_critic=jax.tree.map(jnp.copy, critic_params),
+        actor_opt=run_once(optimizers.actor.init, actor_params),
+        critic_opt=run_once(optimizers.critic.init, critic_params),
+        step=jnp.zeros((), jnp.int32),
+        policy_loss=jnp.zeros((), jnp.float32),
+    )
+
+
+def make_td3_learn(
+    networks: TD3Networks, optimizers: TD3Optimizers, hp: TD3Hyperparams
+) -> Callable[
+    [TD3LearnerState, dict[str, jax.Array], jax.Array, jax.Array],
+    tuple[TD3LearnerState, jax.Array, dict[str, jax.Array]],
+]:
+    """``learn(state, batch, weights [B], key) -> (state, td_errors [B], metrics)``.
+
+    ``batch`` holds ``obs`` [B, O], ``action`` [B, A] (in [-1, 1]), ``reward`` [B] (n-step
+    returns), ``discount`` [B] and ``next_obs`` [B, O]; ``weights`` are importance weights. The
+    metrics are ``TD3_METRICS``, scalars.
+    """
+    actor, critic = networks
+    # The actor loss needs only the first critic: its slice of the stacked parameters.
+    first_critic = critic.clone(num_critics=1)
+
+    def q_loss_fn(critic_params, obs, action, target, weights):
+        q = critic.apply(critic_params, obs, action)
+        loss, td = critic_loss(q, target, weights)
+        return loss, (td, q[0])
+
+    def pi_loss_fn(actor_params, q1_params, obs):
+        return actor_loss(first_critic.apply(q1_params, obs, actor.apply(actor_params, obs))[0])
+
+    def learn(state: TD3LearnerState, batch: dict[str, jax.Array], weights: jax.Array, key):
+        obs, next_obs = batch["obs"], batch["next_obs"]
+        next_action = smoothed_target_action(
+            key, actor.apply(state.target_actor, next_obs), hp.target_noise, hp.target_noise_clip
+        )
+        next_q = critic.apply(state.target_critic, next_obs, next_action)
+        target = clipped_double_q_target(batch["reward"], batch["discount"], next_q)
+        q_step = gradient_step(
+            q_loss_fn,
+            optimizers.critic,
+            state.critic,
+            state.critic_opt,
+            obs,
+            batch["action"],
+            target,
+            weights,
+        )
+        td, q1 = q_step.aux
+        step = state.step + 1
+
+        # Actor, every policy_delay critic steps: scored by the updated first critic.
+        def update_actor(_):
+            q1_params = jax.tree.map(lambda p: p[:1], q_step.params)
+            pi_step = gradient_step(
+                pi_loss_fn,
+                optimizers.actor,
+                state.actor,
+                state.actor_opt,
+                q1_params,
+                obs,
+                has_aux=False,
+            )
+            return pi_step.params, pi_step.opt_state, pi_step.loss
+
+        def keep_actor(_):
+            return state.actor, state.actor_opt, state.policy_loss
+
+        actor_params, actor_opt, pi_loss = jax.lax.cond(
+            step % hp.policy_delay == 0, update_actor, keep_actor, None
+        )
+        metrics = {
+            "qf_loss": q_step.loss,
+            "policy_loss": pi_loss,
+            "qf_mean": jnp.mean(q1),
+            "qf_max": jnp.max(q1),
+            "qf_min": jnp.min(q1),
+            "td_error_mean": jnp.mean(td),
+        }
+        state = state.replace(
+            actor=actor_params,
+            critic=q_step.params,
+            actor_opt=actor_opt,
+            critic_opt=q_step.opt_state,
+            step=step,
+            policy_loss=pi_loss,
+        )
+        return state, td, metrics
+
+    return learn
+
+
+def make_td3_target_update(hp: TD3Hyperparams) -> Callable[[TD3LearnerState], TD3LearnerState]:
+    """``update(state) -> state``: both targets move by ``tau`` if the last step moved the actor.
+
+    The off-policy loop calls it after every learn step (``target_network_update_freq=0``), so
+    the targets follow the actor's ``policy_delay``.
+    """
+    polyak = make_target_update(hp.tau, {"target_actor": "actor", "target_critic": "critic"})
+
+    def update(state: TD3LearnerState) -> TD3LearnerState:
+        return jax.lax.cond(state.step % hp.policy_delay == 0, polyak, lambda s: s, state)
+
+    return update
+
+
+__all__ = [
+    "TD3_METRICS",
+    "TD3Hyperparams",
+    "TD3LearnerState",
+    "TD3Networks",
+    "TD3Optimizers",
+    "init_td3_state",
+    "make_td3_learn",
+    "make_td3_optimizers",
+    "make_td3_target_update",
+]

@@ -1,0 +1,240 @@
+"""TD3: config (RLlib's old-stack names; SB3's and the TD3 paper's defaults where RLlib has none)
+and the algorithm that wires TD3's learner into the shared off-policy loops."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.algorithms.algorithm_config import UNSET
+from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
+from rljax.algorithms.td3.learner import (
+    TD3_METRICS,
+    TD3Hyperparams,
+    TD3LearnerState,
+    TD3Networks,
+    init_td3_state,
+    make_td3_learn,
+    make_td3_optimizers,
+    make_td3_target_update,
+)
+from rljax.algorithms.td3.networks import ActionBounds, DeterministicActor, gaussian_exploration
+from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.networks.q_models import TwinCritic, check_vector_obs
+from rljax.utils import memory
+from rljax.utils.checks import Bool, Check, Int, Number, require_bool
+from rljax.utils.errors import ConfigError
+
+
+class TD3Config(OffPolicyConfig):
+    """TD3's config: RLlib's ``TD3Config`` names and defaults (its old API stack).
+
+    Twin critics (``twin_q``), target policy smoothing (``smooth_target_policy``,
+    ``target_noise``, ``target_noise_clip``) and delayed actor updates (``policy_delay``), with
+    the replay settings every off-policy algorithm shares. Exploration adds Gaussian noise of
+    standard deviation ``exploration_noise`` (the TD3 paper's 0.1) to the actor's actions;
+    before ``num_steps_sampled_before_learning_starts`` env steps the actions are uniform
+    random, as Stable-Baselines3's are (RLlib's ``GaussianNoise`` has its own
+    ``random_timesteps``, by default equal to its learning start, 10,000). All noise is in the
+    actor's [-1, 1] scale: in units of half the action range.
+
+    Example::
+
+        from rljax.algorithms.td3 import TD3Config
+
+        config = (
+            TD3Config()
+            .environment("Pendulum-v1")
+            .training(actor_lr=1e-3, critic_lr=1e-3, policy_delay=2, target_noise=0.2)
+        )
+        algo = config.build_algo()
+    """
+
+    algo_name: ClassVar[str] = "TD3"
+    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
+        **OffPolicyConfig._SECTIONS,
+        "training": OffPolicyConfig._SECTIONS["training"]
+        + OffPolicyConfig._OFF_POLICY_TRAINING
+        + (
+            "twin_q",
+            "policy_delay",
+            "smooth_target_policy",
+            "target_noise",
+            "target_noise_clip",
+            "exploration_noise",
+            "actor_lr",
+            "critic_lr",
+        ),
+    }
+
+    _CHECKS: ClassVar[dict[str, Check]] = {
+        **OffPolicyConfig._CHECKS,
+        "twin_q": Bool(),
+        "policy_delay": Int(1),
+        "smooth_target_policy": Bool(),
+        "target_noise": Number(0),
+        "target_noise_clip": Number(0),
+        "exploration_noise": Number(0),
+        "actor_lr": Number(0, low_open=True),
+        "critic_lr": Number(0, low_open=True),
+    }
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class or TD3)
+        # RLlib's TD3Config (old API stack).
+        self.twin_q = True
+        self.policy_delay = 2
+        self.smooth_target_policy = True
+        self.target_noise = 0.2
+        self.target_noise_clip = 0.5
+        self.actor_lr = 1e-3
+        self.critic_lr = 1e-3
+        self.tau = 5e-3
+        self.target_network_update_freq = 0
+        self.train_batch_size_per_learner = 100
+        self.num_steps_sampled_before_learning_starts = 10_000
+        self.replay_buffer_config = {"type": "EpisodeReplayBuffer", "capacity": 1_000_000}
+        self.model_config = DefaultModelConfig(fcnet_hiddens=(400, 300), fcnet_activation="relu")
+        # The TD3 paper's (RLlib's is GaussianNoise(stddev=0.1) in exploration_config).
+        self.exploration_noise = 0.1
+        # Unused: TD3 has one learning rate per network.
+        self.lr = 1e-3
+
+    def training(
+        self,
+        *,
+        lr: float | None = UNSET,
+        gamma: float = UNSET,
+        train_batch_size_per_learner: int = UNSET,
+        train_batch_size: int = UNSET,
+        grad_clip: float | None = UNSET,
+        grad_clip_by: str = UNSET,
+        replay_buffer_config: dict = UNSET,
+        n_step: int | tuple[int, int] = UNSET,
+        num_steps_sampled_before_learning_starts: int = UNSET,
+        training_intensity: float | None = UNSET,
+        target_network_update_freq: int = UNSET,
+        tau: float = UNSET,
+        store_buffer_in_checkpoints: bool = UNSET,
+        twin_q: bool = UNSET,
+        policy_delay: int = UNSET,
+        smooth_target_policy: bool = UNSET,
+        target_noise: float = UNSET,
+        target_noise_clip: float = UNSET,
+        exploration_noise: float = UNSET,
+        actor_lr: float = UNSET,
+        critic_lr: float = UNSET,
+        **kwargs,
+    ) -> TD3Config:
+        """Sets TD3's training settings.
+
+        Args:
+          twin_q: Two critics and the minimum of their targets (False: one critic, as DDPG).
+          policy_delay: Critic updates per actor update; the target networks move with the
+            actor.
+          smooth_target_policy: Add clipped noise to the target actor's actions.
+          target_noise: That noise's standard deviation (in half action ranges).
+          target_noise_clip: The bound on its magnitude.
+          exploration_noise: The standard deviation of the Gaussian noise on acting actions.
+          actor_lr, critic_lr: Adam's learning rates (``lr`` is not used).
+          tau: The target networks' Polyak step.
+          (the rest as every off-policy algorithm: ``replay_buffer_config``, ``n_step``,
+          ``num_steps_sampled_before_learning_starts``, ``training_intensity``, ...)
+        """
+        if lr is None:
+            lr = UNSET
+        return self._set("training", locals())
+
+    def _conv_encoders(self) -> int:
+        """None: TD3's networks take vector observations (an image is refused at build)."""
+        return 0
+
+    def network_params(self, observation_space: Any, action_space: Any) -> int:
+        """The actor and the critics (their targets are counted with the optimizer's copies)."""
+        obs, act = memory.flat_size(observation_space), memory.flat_size(action_space)
+        hiddens = [*self.model_config.fcnet_hiddens, *self.model_config.head_fcnet_hiddens]
+        actor = memory.mlp_params(obs, hiddens, act)
+        return actor + (2 if self.twin_q else 1) * memory.mlp_params(obs + act, hiddens, 1)
+
+    def validate(self) -> None:
+        super().validate()
+        if self.policy_delay > 1 and self.target_network_update_freq > 0:
+            raise ConfigError(
+                f"target_network_update_freq={self.target_network_update_freq} with "
+                f"policy_delay={self.policy_delay}: TD3's target networks move with each delayed "
+                "actor update, as in the TD3 paper; set target_network_update_freq=0, or "
+                "policy_delay=1 to move them every target_network_update_freq env steps"
+            )
+
+
+class TD3(OffPolicyAlgorithm):
+    """TD3 on EnvPool (fused into jit) or gymnasium vector envs."""
+
+    config_class = TD3Config
+    LEARNER_METRICS = TD3_METRICS
+
+    def _build_learner(self, key: jax.Array) -> TD3LearnerState:
+        cfg: TD3Config = self.config
+        self.bounds = ActionBounds.of(self.action_space, "TD3")
+        check_vector_obs(self.observation_space, "TD3")
+        action_dim = int(self.action_space.shape[0])
+        self.hp = TD3Hyperparams.from_config(cfg)
+        self.actor = DeterministicActor(action_dim, cfg.model_config)
+        critic = TwinCritic(cfg.model_config, num_critics=2 if cfg.twin_q else 1)
+        networks = TD3Networks(self.actor, critic)
+        optimizers = make_td3_optimizers(self.hp)
+        # The hooks below delegate to these: built once, closing over the frozen settings.
+        self._learn_fn = make_td3_learn(networks, optimizers, self.hp)
+        self._update_target_fn = make_td3_target_update(self.hp)
+        obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
+        act = jnp.zeros((1, action_dim), jnp.float32)
+        return init_td3_state(networks, optimizers, key, obs, act)
+
+    def _acting_params(self, learner: TD3LearnerState, timestep: jax.Array) -> Any:
+        return {"actor": learner.actor, "uniform": timestep < self.hp.learning_starts}
+
+    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
+        action = self.actor.apply(params["actor"], obs)
+        return self._explore(key, action, params), {}
+
+    def _explore(self, key: jax.Array, action: jax.Array, params: Any) -> jax.Array:
+        return gaussian_exploration(key, action, self.hp.exploration_noise, params["uniform"])
+
+    def _learn(self, learner: TD3LearnerState, batch: dict, weights: jax.Array, key: jax.Array):
+        return self._learn_fn(learner, batch, weights, key)
+
+    def _update_target(self, learner: TD3LearnerState) -> TD3LearnerState:
+        return self._update_target_fn(learner)
+
+    # ------------------------------------------------------------------ actions
+    def _jax_env_action(self, action: jax.Array) -> jax.Array:
+        return self.bounds.to_env(action)
+
+    def _env_action(self, action: np.ndarray) -> np.ndarray:
+        return self.bounds.to_env(action)
+
+    # ------------------------------------------------------------------ inference
+    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
+        """The actor's actions in [-1, 1] (RLlib's ``action_dist_inputs`` for TD3)."""
+        return self.actor.apply(params["actor"], obs)
+
+    def _inference_params(self, policy_id: str | None = None) -> Any:
+        return self._acting_params(self.state.learner, self.state.timestep)
+
+    def _infer_fn(self, explore: bool):
+        explore = require_bool("explore", explore)  # "no" or 1 must not pick exploration
+        if explore not in self._infer_cache:
+
+            def infer(params, obs, key):
+                action = self._policy_outputs(params, obs)
+                # Exploring acts as the runners do now: noise, or uniform before learning starts.
+                return action, (self._explore(key, action, params) if explore else action)
+
+            self._infer_cache[explore] = jax.jit(infer)
+        return self._infer_cache[explore]
+
+
+__all__ = ["TD3", "TD3Config"]
