@@ -17,7 +17,10 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
+import yaml
+
 from rljax.algorithms.algorithm_config import read_config_file
+from rljax.utils import safe_io
 from rljax.utils.errors import CheckpointError, ConfigError, closest
 
 
@@ -49,6 +52,8 @@ def build_config(args: argparse.Namespace) -> Any:
         elif file_algo is not None and file_algo.upper() != algo_name.upper():
             raise ConfigError(f"--algo {algo_name} but {args.config} is a {file_algo} config")
     cls = _config_class(algo_name or "PPO")
+    for item in getattr(args, "set", None) or []:
+        _apply_setting(data, item)
     config = cls.from_dict(data, allow_imports=args.allow_import)
     if args.env is not None:
         config.environment(args.env)
@@ -63,6 +68,37 @@ def build_config(args: argparse.Namespace) -> Any:
     if args.seed is not None:
         config.debugging(seed=args.seed)
     return config
+
+
+def _apply_setting(data: dict[str, Any], item: str) -> None:
+    """One ``--set key=value`` into the file's settings: ``value`` is read as a YAML value
+    (``0.001``, ``true``, ``[64, 64]``, ``{fcnet_hiddens: [64]}``; no aliases, no tags), and a
+    dotted key sets one entry of a dict setting (``model_config.fcnet_hiddens=[64]``). The result
+    goes through ``from_dict`` with the file's settings: the same checks and did-you-mean hints."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set {item!r}; use --set key=value, e.g. --set lr=0.0005")
+    if len(text) > 4096:
+        raise ConfigError(f"--set {key}=...: the value is {len(text)} characters; at most 4096")
+    try:
+        value = yaml.load(text, Loader=safe_io.no_alias_loader()) if text.strip() else None  # noqa: S506
+    except Exception as e:  # PyYAML raises several types; an alias is refused by the loader
+        raise ConfigError(f"--set {key}={text!r}: not a YAML value ({type(e).__name__})") from None
+    head, dot, rest = key.partition(".")
+    if not dot:
+        data[key] = value
+        return
+    if "." in rest:
+        raise ConfigError(f"--set {key}: one level of nesting is supported (setting.entry)")
+    inner = data.get(head)
+    if inner is None:
+        inner = {}
+    elif hasattr(inner, "to_dict"):
+        inner = inner.to_dict()
+    if not isinstance(inner, dict):
+        raise ConfigError(f"--set {key}: {head!r} is not a dict setting")
+    data[head] = {**inner, rest: value}
 
 
 def _fmt(x: float) -> str:
@@ -364,6 +400,14 @@ def make_parser() -> argparse.ArgumentParser:
     t.add_argument("--env", default=None, help="EnvPool task id, gymnasium id, or registered name")
     t.add_argument("--config", default=None, help="YAML file of config keys (RLlib names)")
     _add_allow_import(t)
+    t.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any setting by its RLlib name, the value in YAML (repeatable; over --config, under "
+        "the flags above): --set lr=0.0005 --set model_config.fcnet_hiddens=[64,64]",
+    )
     t.add_argument("--num-env-runners", type=int, default=None)
     t.add_argument("--num-envs-per-env-runner", type=int, default=None)
     t.add_argument("--vectorize-mode", default=None, help="SYNC or ASYNC")

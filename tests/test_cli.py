@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rljax.cli import main
+from rljax.utils.errors import ConfigError
 
 TUNED = Path(__file__).parents[1] / "rljax" / "tuned_examples" / "ppo_cartpole.yaml"
 
@@ -322,3 +323,33 @@ def test_sigkill_or_ctrl_c_at_random_moments_leaves_a_loadable_checkpoint(tmp_pa
             assert restored.iteration == iteration >= 1
         finally:
             restored.stop()
+
+
+def test_set_reaches_every_setting_through_the_same_checks(tmp_path):
+    from rljax.cli import build_config, make_parser
+
+    def config(*args):
+        return build_config(make_parser().parse_args(["train", *args]))
+
+    path = tmp_path / "c.yaml"
+    path.write_text("lr: 0.001\nmodel_config: {fcnet_hiddens: [32], vf_share_layers: false}\n")
+    c = config(
+        "--config", str(path),
+        "--set", "lr=0.0005",
+        "--set", "model_config.fcnet_hiddens=[64, 64]",
+        "--set", "clip_param=0.1",
+        "--num-envs-per-env-runner", "4",
+    )  # fmt: skip
+    assert (c.lr, c.clip_param, c.num_envs_per_env_runner) == (0.0005, 0.1, 4)
+    assert c.model_config.fcnet_hiddens == (64, 64) and c.model_config.vf_share_layers is False
+    # The same refusals and hints as a config file.
+    with pytest.raises(ConfigError, match="'num_epochs'"):
+        config("--set", "num_sgd_iter=3")
+    with pytest.raises(ConfigError, match="fcnet_hiddens='64' \\(str\\)"):
+        config("--set", "model_config.fcnet_hiddens='64'")
+    with pytest.raises(ConfigError, match="use --set key=value"):
+        config("--set", "lr")
+    with pytest.raises(ConfigError, match="not a YAML value"):
+        config("--set", "lr=[1, 2")
+    with pytest.raises(ConfigError, match="lr='fast'"):
+        config("--set", "lr=fast").validate()

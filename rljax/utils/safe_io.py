@@ -213,6 +213,11 @@ class _NoAliasLoader:
         return cls.cls
 
 
+def no_alias_loader() -> Any:
+    """PyYAML's SafeLoader without anchors and aliases (for YAML from a file or a flag)."""
+    return _NoAliasLoader.get()
+
+
 def read_yaml(path: Path, max_bytes: int, error_type: type[Exception]) -> Any:
     """A bounded YAML file of plain data: safe loader, no aliases, depth and size limits."""
     import yaml
