@@ -604,12 +604,14 @@ class Algorithm:
         has_runners = getattr(self, "_runners", None) is not None
         runners = ckpt.load_runners(version_dir) if has_runners else None
         check_runner_state_schema(runners, version_dir / ckpt.RUNNERS_FILE)
-        runners_fit = self._check_runner_state(runners, version_dir / ckpt.RUNNERS_FILE)
+        runners_fit, runners_checked = self._check_runner_state(
+            runners, version_dir / ckpt.RUNNERS_FILE
+        )
         # Nothing has changed so far; from here on the checked checkpoint is applied, the env
         # runners first: if their envs refuse the state after all, they are reset as built and
         # the learner is left as it was.
         try:
-            self._restore_runner_state(runners, meta, runners_fit)
+            self._restore_runner_state(runners, meta, runners_fit, runners_checked)
         except EnvStateError as e:
             raise CheckpointError(
                 f"{version_dir / ckpt.RUNNERS_FILE}: the env runners could not take the saved "
@@ -625,22 +627,24 @@ class Algorithm:
         self._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
 
-    def _check_runner_state(self, runners: Any, path: Any) -> str:
-        """Whether the saved env runners' state fits this run's runners: "" if it does, else
-        why not (then the run restores the rest and starts new episodes). A state that is not
-        of the form the envs save (a corrupt or crafted file) raises ``CheckpointError``."""
+    def _check_runner_state(self, runners: Any, path: Any) -> tuple[str, list[Any] | None]:
+        """Whether the saved env runners' state fits this run's runners: ("", the checked
+        arrays) if it does, else (why not, None); then the run restores the rest and starts new
+        episodes. A state that is not of the form the envs save (a corrupt or crafted file)
+        raises ``CheckpointError``."""
         group = getattr(self, "_runners", None)
         if runners is None or group is None:
-            return "no runner state to restore"
+            return "no runner state to restore", None
         try:
-            group.check_state(runners)
+            return "", group.check_state(runners)
         except EnvStateMalformed as e:
             raise CheckpointError(f"{path}: {str(e)[:500]}") from None
         except EnvStateError as e:
-            return str(e)[:500]
-        return ""
+            return str(e)[:500], None
 
-    def _restore_runner_state(self, runners: Any, meta: dict[str, Any], fit: str) -> None:
+    def _restore_runner_state(
+        self, runners: Any, meta: dict[str, Any], fit: str, checked: list[Any] | None
+    ) -> None:
         """Puts the env runners back mid-episode, so that the run continues exactly as it would
         have; where that cannot be done, the runners go on with fresh episodes (logged)."""
         group = getattr(self, "_runners", None)
@@ -652,7 +656,7 @@ class Algorithm:
         if fit:
             logger.warning("restored run starts new episodes; the envs' saved state: %s", fit)
             return
-        group.set_state(runners)
+        group.set_state(runners, checked)  # checked above: not again
 
     restore = restore_from_path
 

@@ -590,11 +590,13 @@ class RunnerGroup:
                 f"the saved runner state is malformed ({type(e).__name__})"
             ) from None
 
-    def set_state(self, state: dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any], checked: list[Any] | None = None) -> None:
         """Puts ``get_state``'s output back (same number of runners and envs). Everything is
-        checked before anything changes; runners dropped in the saved run are dropped again."""
+        checked before anything changes (``checked``: ``check_state``'s result, when the caller
+        has checked already); runners dropped in the saved run are dropped again."""
         runners = state["runners"]
-        checked = self.check_state(state)
+        if checked is None:
+            checked = self.check_state(state)
         if runners is None or checked is None:  # the envs' state was not saved: the rest applies
             self._set_meta(state)
             return

@@ -79,6 +79,21 @@ def mlp_params(in_dim: int, hiddens: Sequence[int], out_dim: int) -> int:
     return sum(a * b + b for a, b in zip(widths[:-1], widths[1:], strict=False))
 
 
+def actor_critic_params(
+    observation_space: object,
+    action_space: object,
+    hiddens: Sequence[int],
+    actor_outputs_per_action: int,
+    num_critics: int,
+) -> int:
+    """An MLP actor (``actor_outputs_per_action`` outputs per action dimension) and
+    ``num_critics`` MLP critics of (observation, action) -> value, on vector observations (SAC's
+    and TD3's networks; their targets are counted with the optimizer's copies)."""
+    obs, act = flat_size(observation_space), flat_size(action_space)
+    actor = mlp_params(obs, hiddens, actor_outputs_per_action * act)
+    return actor + num_critics * mlp_params(obs + act, hiddens, 1)
+
+
 def is_image(observation_space: object) -> bool:
     """A 3-D observation, which the default networks read with a conv stack
     (``rljax.networks.models.is_image_space``)."""

@@ -118,14 +118,11 @@ class SACConfig(OffPolicyConfig):
         return 0
 
     def network_params(self, observation_space: Any, action_space: Any) -> int:
-        """The actor and the critics (their targets are counted with the optimizer's copies)."""
-        obs, act = memory.flat_size(observation_space), memory.flat_size(action_space)
+        """The actor (a mean and a log std per action) and the critics."""
         mc = self.model_config
         hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
         critics = 2 if self.twin_q else 1
-        return memory.mlp_params(obs, hiddens, 2 * act) + critics * memory.mlp_params(
-            obs + act, hiddens, 1
-        )
+        return memory.actor_critic_params(observation_space, action_space, hiddens, 2, critics)
 
 
 class SAC(OffPolicyAlgorithm):

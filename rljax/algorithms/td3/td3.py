@@ -153,11 +153,10 @@ class TD3Config(OffPolicyConfig):
         return 0
 
     def network_params(self, observation_space: Any, action_space: Any) -> int:
-        """The actor and the critics (their targets are counted with the optimizer's copies)."""
-        obs, act = memory.flat_size(observation_space), memory.flat_size(action_space)
+        """The deterministic actor (an action) and the critics."""
         hiddens = [*self.model_config.fcnet_hiddens, *self.model_config.head_fcnet_hiddens]
-        actor = memory.mlp_params(obs, hiddens, act)
-        return actor + (2 if self.twin_q else 1) * memory.mlp_params(obs + act, hiddens, 1)
+        critics = 2 if self.twin_q else 1
+        return memory.actor_critic_params(observation_space, action_space, hiddens, 1, critics)
 
     def validate(self) -> None:
         super().validate()
