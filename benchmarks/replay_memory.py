@@ -3,7 +3,7 @@
 An Atari transition from EnvPool holds ``obs`` and ``next_obs``, each a uint8 stack [4, 84, 84],
 plus action (int32), reward (float32), terminated and truncated (bool). Two storage modes:
 
-* ``stacked``: ``rljax.replay.make_uniform_buffer`` over items ``{obs, next_obs, action, reward,
+* ``stacked``: ``make_uniform_buffer`` (``benchmarks/stacked_buffer.py``, a plain ring buffer) over items ``{obs, next_obs, action, reward,
   terminated, truncated}``: 56,458 bytes per transition. At ``--capacity`` (1,000,000 by default)
   that is about 56 GB, so it is *computed* from the state's shapes (``jax.eval_shape``), never
   allocated. Its add/sample times are measured on a small buffer (``--stacked-timing-capacity``).
@@ -49,9 +49,11 @@ from rljax.replay import (  # noqa: E402
     kary_tree,
     make_frame_stack_buffer,
     make_prioritized_frame_stack_buffer,
-    make_uniform_buffer,
 )
 from rljax.replay.frame_stack import frame_stack_nbytes_per_transition  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stacked_buffer import make_uniform_buffer  # noqa: E402
 
 STACK, HEIGHT, WIDTH = 4, 84, 84
 MB = 1 << 20

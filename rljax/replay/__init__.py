@@ -1,4 +1,5 @@
-"""Replay buffers on device: uniform, proportional prioritized, and frame-deduplicated stacks.
+"""Replay buffers on device: n-step episode replay and frame-deduplicated stacks, uniform or
+proportional prioritized.
 
 Each factory closes over static settings and returns a NamedTuple of pure, jit-able functions
 (``init``, ``add``, ``sample`` and, when prioritized, ``update_priorities``) over a
@@ -6,22 +7,19 @@ Each factory closes over static settings and returns a NamedTuple of pure, jit-a
 """
 
 from rljax.replay.base import PrioritizedReplayBuffer, ReplayBuffer
+from rljax.replay.episode import make_episode_buffer, make_frame_stack_episode_buffer
 from rljax.replay.frame_stack import (
     FrameStackBufferState,
     make_frame_stack_buffer,
     make_prioritized_frame_stack_buffer,
 )
-from rljax.replay.prioritized import PrioritizedBufferState, make_prioritized_buffer
-from rljax.replay.uniform import UniformBufferState, make_uniform_buffer
 
 __all__ = [
     "FrameStackBufferState",
-    "PrioritizedBufferState",
     "PrioritizedReplayBuffer",
     "ReplayBuffer",
-    "UniformBufferState",
+    "make_episode_buffer",
+    "make_frame_stack_episode_buffer",
     "make_frame_stack_buffer",
-    "make_prioritized_buffer",
     "make_prioritized_frame_stack_buffer",
-    "make_uniform_buffer",
 ]

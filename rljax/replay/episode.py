@@ -32,7 +32,7 @@ import jax.numpy as jnp
 from rljax.ops.value_learning import n_step_window
 from rljax.replay import frame_stack, kary_tree
 from rljax.replay.base import batch_size_of, item_spec
-from rljax.replay.prioritized import importance_weights, stratified_targets
+from rljax.replay.priorities import importance_weights, stratified_targets
 
 REQUIRED_FIELDS = ("obs", "action", "reward", "terminated", "truncated")
 

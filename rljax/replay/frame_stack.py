@@ -51,7 +51,7 @@ from rljax.replay.base import (
     batch_size_of,
     item_spec,
 )
-from rljax.replay.prioritized import (
+from rljax.replay.priorities import (
     importance_weights,
     priorities_from_td,
     stratified_targets,
@@ -339,7 +339,7 @@ def make_prioritized_frame_stack_buffer(
 ) -> PrioritizedReplayBuffer:
     """``make_frame_stack_buffer`` with proportional prioritized sampling.
 
-    The priorities behave as in ``make_prioritized_buffer`` (stratified sampling, new
+    The priorities follow ``rljax.replay.priorities`` (stratified sampling, new
     transitions at the largest priority given so far, exact importance weights from a min tree,
     last write wins for repeated indices), with one difference: a transition gets its priority
     when its next observation arrives, and ``update_priorities`` leaves alone slots that cannot

@@ -1,7 +1,7 @@
 """Wide (k-ary) sum and min trees with one array per level, for O(log N) proportional sampling.
 
-The same operations as ``rljax.replay.sum_tree`` (``init_tree``, ``set_leaves``, ``get_leaves``,
-``find_prefix_sum``; the root is ``total`` or ``minimum``), laid out for speed on CPUs and GPUs:
+``init_tree``, ``set_leaves``, ``get_leaves`` and ``find_prefix_sum`` (the root is ``total`` or
+``minimum``), laid out for speed on CPUs and GPUs:
 
 * Each node has ``K = 16`` children, so 65,536 leaves need 4 levels instead of 16, and a 1M-slot
   buffer 5. Descending or updating is a short, unrolled chain of gathers over ``[B, K]`` blocks:
@@ -24,11 +24,27 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from rljax.replay.sum_tree import last_write_mask
-
 K = 16
 
 Tree = tuple[jax.Array, ...]
+
+
+def last_write_mask(indices: chex.Array) -> jax.Array:
+    """Marks, for each index, whether no later entry of ``indices`` holds the same value.
+
+    Args:
+      indices: An int tensor of shape [M].
+
+    Returns:
+      A bool tensor of shape [M]: True at the last occurrence of each distinct index.
+    """
+    chex.assert_rank(indices, 1)
+    # A stable sort keeps equal indices in their original order, so the last of each run of
+    # equal sorted values is the last write. O(M log M), where a pairwise mask would be O(M^2).
+    order = jnp.argsort(indices, stable=True)
+    ordered = indices[order]
+    last_in_run = jnp.concatenate([ordered[1:] != ordered[:-1], jnp.ones((1,), bool)])
+    return jnp.zeros(indices.shape, bool).at[order].set(last_in_run)
 
 
 def level_sizes(capacity: int) -> tuple[int, ...]:
@@ -64,8 +80,8 @@ def set_leaves(
 ) -> Tree:
     """Sets many leaves at once and recomputes their ancestors.
 
-    As ``sum_tree.set_leaves``: where ``indices`` repeats the last write wins, and entries whose
-    ``mask`` is False are not written. ``combine`` is ``jnp.add`` or ``jnp.minimum``.
+    Where ``indices`` repeats, the last write wins (as if the writes were applied one after
+    another), and entries whose ``mask`` is False are not written. ``combine`` is ``jnp.add`` or ``jnp.minimum``.
     """
     chex.assert_rank([indices, values], 1)
     chex.assert_equal_shape([indices, values])

@@ -1,11 +1,11 @@
-"""The wide tree agrees with the binary sum tree and with numpy, including its edge cases."""
+"""The wide tree agrees with numpy, including its edge cases."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.replay import kary_tree, sum_tree
+from rljax.replay import kary_tree
 
 
 @pytest.mark.parametrize(
@@ -49,21 +49,28 @@ def test_sums_minima_and_descent_match_numpy():
     assert int(top[0]) == np.nonzero(values)[0][-1]
 
 
-def test_agrees_with_the_binary_tree_under_repeated_masked_updates():
+def test_last_write_mask():
+    mask = kary_tree.last_write_mask(jnp.array([3, 1, 3, 2, 1, 3]))
+    np.testing.assert_array_equal(mask, [False, False, False, True, True, True])
+
+
+def test_agrees_with_numpy_under_repeated_masked_updates():
     capacity = 200
     rng = np.random.default_rng(1)
-    wide, binary = kary_tree.init_tree(capacity), sum_tree.init_tree(capacity)
+    wide, leaves = kary_tree.init_tree(capacity), np.zeros(capacity, np.float32)
     set_wide = jax.jit(kary_tree.set_leaves, static_argnums=3)
-    set_binary = jax.jit(sum_tree.set_leaves, static_argnums=3)
     for _ in range(50):
-        idx = jnp.asarray(rng.integers(0, capacity, 32), jnp.int32)  # repeats: last write wins
-        val = jnp.asarray(rng.uniform(0, 1, 32), jnp.float32)
-        mask = jnp.asarray(rng.uniform(size=32) < 0.8)
-        wide = set_wide(wide, idx, val, jnp.add, mask)
-        binary = set_binary(binary, idx, val, jnp.add, mask)
-    leaves = np.asarray(sum_tree.get_leaves(binary, jnp.arange(capacity)))
+        idx = rng.integers(0, capacity, 32)  # repeats: last write wins
+        val = rng.uniform(0, 1, 32).astype(np.float32)
+        mask = rng.uniform(size=32) < 0.8
+        wide = set_wide(
+            wide, jnp.asarray(idx, jnp.int32), jnp.asarray(val), jnp.add, jnp.asarray(mask)
+        )
+        for i, v, m in zip(idx, val, mask, strict=True):  # one write after another
+            if m:
+                leaves[i] = v
     np.testing.assert_array_equal(np.asarray(wide[0][:capacity]), leaves)
-    np.testing.assert_allclose(kary_tree.total(wide), sum_tree.root(binary), rtol=1e-5)
+    np.testing.assert_allclose(kary_tree.total(wide), leaves.sum(dtype=np.float64), rtol=1e-5)
     # Every internal node is the sum of its children up to rounding (recomputed, no drift).
     for lower, upper in zip(wide[:-1], wide[1:], strict=True):
         np.testing.assert_allclose(

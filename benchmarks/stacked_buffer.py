@@ -1,4 +1,5 @@
-"""A ring buffer on device with uniform sampling.
+"""The baseline of ``replay_memory.py``: a plain ring buffer on device with uniform sampling, which
+stores every item whole (both stacks of an Atari transition).
 
 Items are any pytree of arrays (an observation, action, reward, ..., next observation); each leaf
 is stored in an array with leading dimension ``capacity``, in the dtype of the example item
