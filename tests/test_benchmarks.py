@@ -79,3 +79,41 @@ def test_soak_short_run_reports_memory_and_no_recompilation(tmp_path, run_benchm
     assert report["compilations_first_iteration"] > 0  # the listener sees compilations
     assert report["compilations_after_first_iteration"] == 0
     assert report["rss_end_mb"] > 100 and abs(report["rss_growth_after_warmup"]) < 1.0
+
+
+def _load_benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_revisions_keeps_speed_figures_and_interleaves_the_sides():
+    revisions = _load_benchmark("revisions")
+    report = {
+        "results": {
+            "rljax": {
+                "throughput_env_steps_per_s": 100,
+                "time_to_target_s": 2.5,
+                "reached_target": True,
+                "curve": [{"env_steps_per_s": 1}],
+            }
+        },
+        "runs": [{"env_calls_per_s": 7.0, "ideal_env_steps_per_s": 8}],
+    }
+    assert revisions.speed_figures(report) == {
+        "results/rljax/throughput_env_steps_per_s": 100.0,
+        "results/rljax/time_to_target_s": 2.5,
+        "runs/0/env_calls_per_s": 7.0,
+        "runs/0/ideal_env_steps_per_s": 8.0,
+    }
+    assert revisions.order(3) == ["base", "head", "head", "base", "base", "head"]
+    assert revisions.last_json_object('a table {x}\n{"a": {"b": 1}}\n') == {"a": {"b": 1}}
+    summary = revisions.summarize(
+        {
+            "base": [{"figures": {"x_steps_per_s": 100.0}}, {"figures": {"x_steps_per_s": 300.0}}],
+            "head": [{"figures": {"x_steps_per_s": 220.0}}],
+        }
+    )
+    assert summary["x_steps_per_s"]["median_base"] == 200.0
+    assert summary["x_steps_per_s"]["head_over_base"] == pytest.approx(1.1)
