@@ -83,10 +83,29 @@ def gae_advantages_time_major(
     chex.assert_rank([rewards, values, next_values, terminated, truncated], 2)
     deltas, cont = _deltas(rewards, values, next_values, terminated, truncated, gamma, lambda_)
 
-    def step(next_adv, xs):
-        delta, c = xs
-        adv = delta + c * next_adv
-        return adv, adv
-
-    _, advantages = jax.lax.scan(step, jnp.zeros_like(deltas[0]), (deltas, cont), reverse=True)
+    advantages = reverse_linear_recurrence(deltas, cont)
     return advantages, advantages + values
+
+
+def reverse_linear_recurrence(x: chex.Array, c: chex.Array) -> jax.Array:
+    """``y_t = x_t + c_t * y_{t+1}`` from the end (``y_T = 0`` past it), along the leading axis.
+
+    The recursion of GAE's advantages and of V-trace's corrections: a reverse ``lax.scan`` over
+    T, vectorised over any trailing axes.
+
+    Args:
+      x: A float tensor of shape [T, ...].
+      c: A float tensor of the same shape, the continuation coefficients (0 cuts the sequence).
+
+    Returns:
+      A float tensor of shape [T, ...].
+    """
+    chex.assert_equal_shape([x, c])
+
+    def step(later, xs):
+        x_t, c_t = xs
+        y_t = x_t + c_t * later
+        return y_t, y_t
+
+    _, y = jax.lax.scan(step, jnp.zeros_like(x[0]), (x, c), reverse=True)
+    return y

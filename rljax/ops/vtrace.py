@@ -25,6 +25,8 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax.ops.gae import reverse_linear_recurrence
+
 
 class VTraceOutput(NamedTuple):
     """V-trace's outputs, each of the inputs' shape ([T] or [T, B]).
@@ -38,59 +40,6 @@ class VTraceOutput(NamedTuple):
     vs: jax.Array
     pg_advantages: jax.Array
     clipped_rhos: jax.Array
-
-
-def _terms(
-    log_rhos: chex.Array,
-    rewards: chex.Array,
-    values: chex.Array,
-    next_values: chex.Array,
-    terminated: chex.Array,
-    truncated: chex.Array,
-    gamma: float,
-    lambda_: float,
-    clip_rho_threshold: float,
-    clip_c_threshold: float,
-) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]:
-    """``(rhos, clipped_rhos, discounts, deltas, cont)``: ``v_t - V(s_t) = delta_t + cont_t *
-    (v_{t+1} - V(s_{t+1}))``."""
-    chex.assert_equal_shape([log_rhos, rewards, values, next_values, terminated, truncated])
-    dtype = jnp.result_type(values.dtype, jnp.float32)
-    rhos = jnp.exp(jax.lax.stop_gradient(log_rhos).astype(dtype))
-    clipped_rhos = jnp.minimum(clip_rho_threshold, rhos)
-    cs = lambda_ * jnp.minimum(clip_c_threshold, rhos)
-    discounts = gamma * (1.0 - terminated.astype(dtype))
-    values = jax.lax.stop_gradient(values.astype(dtype))
-    next_values = jax.lax.stop_gradient(next_values.astype(dtype))
-    deltas = clipped_rhos * (rewards.astype(dtype) + discounts * next_values - values)
-    cont = discounts * cs * (1.0 - truncated.astype(dtype))
-    return rhos, clipped_rhos, discounts, deltas, cont
-
-
-def _outputs(
-    corrections: jax.Array,
-    rhos: jax.Array,
-    clipped_rhos: jax.Array,
-    discounts: jax.Array,
-    rewards: chex.Array,
-    values: chex.Array,
-    next_values: chex.Array,
-    truncated: chex.Array,
-    clip_pg_rho_threshold: float,
-) -> VTraceOutput:
-    dtype = corrections.dtype
-    values = jax.lax.stop_gradient(values.astype(dtype))
-    vs = values + corrections
-    # v'_t: the next step's target inside a sequence, the bootstrapped value where it is cut
-    # (the last step of the sequence is always a cut).
-    later = jnp.concatenate([vs[1:], jnp.zeros_like(vs[:1])], axis=0)
-    is_cut = truncated.astype(bool).at[-1].set(True)
-    next_vs = jnp.where(is_cut, jax.lax.stop_gradient(next_values.astype(dtype)), later)
-    q = rewards.astype(dtype) + discounts * next_vs
-    pg_advantages = jnp.minimum(clip_pg_rho_threshold, rhos) * (q - values)
-    return VTraceOutput(
-        jax.lax.stop_gradient(vs), jax.lax.stop_gradient(pg_advantages), clipped_rhos
-    )
 
 
 def vtrace(
@@ -130,33 +79,24 @@ def vtrace(
       gradient. A reverse ``lax.scan`` over T (vectorised over B for [T, B]).
     """
     chex.assert_rank(log_rhos, {1, 2})
-    rhos, clipped_rhos, discounts, deltas, cont = _terms(
-        log_rhos,
-        rewards,
-        values,
-        next_values,
-        terminated,
-        truncated,
-        gamma,
-        lambda_,
-        clip_rho_threshold,
-        clip_c_threshold,
-    )
+    chex.assert_equal_shape([log_rhos, rewards, values, next_values, terminated, truncated])
+    dtype = jnp.result_type(values.dtype, jnp.float32)
+    rhos = jnp.exp(jax.lax.stop_gradient(log_rhos).astype(dtype))
+    clipped_rhos = jnp.minimum(clip_rho_threshold, rhos)
+    cs = lambda_ * jnp.minimum(clip_c_threshold, rhos)
+    discounts = gamma * (1.0 - terminated.astype(dtype))
+    rewards = rewards.astype(dtype)
+    values = jax.lax.stop_gradient(values.astype(dtype))
+    next_values = jax.lax.stop_gradient(next_values.astype(dtype))
+    deltas = clipped_rhos * (rewards + discounts * next_values - values)
+    cont = discounts * cs * (1.0 - truncated.astype(dtype))
 
-    def step(next_correction: jax.Array, xs: tuple[jax.Array, jax.Array]):
-        delta, c = xs
-        correction = delta + c * next_correction
-        return correction, correction
-
-    _, corrections = jax.lax.scan(step, jnp.zeros_like(deltas[0]), (deltas, cont), reverse=True)
-    return _outputs(
-        corrections,
-        rhos,
-        clipped_rhos,
-        discounts,
-        rewards,
-        values,
-        next_values,
-        truncated,
-        clip_pg_rho_threshold,
-    )
+    corrections = reverse_linear_recurrence(deltas, cont)
+    vs = values + corrections
+    # v'_t: the next step's target inside a sequence, the bootstrapped value where it is cut
+    # (the last step of the sequence is always a cut).
+    later = jnp.concatenate([vs[1:], jnp.zeros_like(vs[:1])], axis=0)
+    is_cut = truncated.astype(bool).at[-1].set(True)
+    q = rewards + discounts * jnp.where(is_cut, next_values, later)
+    pg_advantages = jnp.minimum(clip_pg_rho_threshold, rhos) * (q - values)
+    return VTraceOutput(vs, pg_advantages, clipped_rhos)
