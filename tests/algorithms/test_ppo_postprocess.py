@@ -13,6 +13,7 @@ HP = PPOHyperparams(
     kl_target=0.01,
     num_epochs=1,
     minibatch_size=4,
+    shuffle_batch_per_epoch=True,
     loss=PPOLossConfig(
         clip_param=0.2, vf_clip_param=None, vf_loss_coeff=0.5, entropy_coeff=0.0, use_kl_loss=False
     ),

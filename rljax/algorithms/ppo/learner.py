@@ -60,6 +60,7 @@ class PPOHyperparams:
     kl_target: float
     num_epochs: int
     minibatch_size: int
+    shuffle_batch_per_epoch: bool
     loss: PPOLossConfig
     num_shards: int
     shard_size: int
@@ -187,6 +188,8 @@ def make_ppo_update(
             # One sort of random 32-bit keys per shard: a uniform shuffle (ties are vanishingly
             # rare), cheaper to compile and run than the multi-round ``random.permutation``.
             bits = jax.random.bits(key, (d, hp.shard_size), jnp.uint32)
+            if not hp.shuffle_batch_per_epoch:  # equal keys: the stable sort keeps batch order
+                bits = jnp.zeros_like(bits)
             # Real rows first (in random order), padding and non-transitions last: minibatches
             # are filled with data, and rows cut off by the minibatch count are padding first.
             padding = (batch.mask == 0).astype(jnp.uint32) << 31

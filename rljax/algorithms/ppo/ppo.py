@@ -103,6 +103,12 @@ class PPOConfig(AlgorithmConfig):
     num_epochs = Setting(
         30, Int(1, MAX_NUM_EPOCHS), "Passes over the train batch per iteration.", per_module=True
     )
+    shuffle_batch_per_epoch = Setting(
+        True,
+        Bool(),
+        "Shuffle the train batch each epoch; False: minibatches take its rows in order.",
+        per_module=True,
+    )
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or PPO)
@@ -128,6 +134,7 @@ class PPOConfig(AlgorithmConfig):
         use_critic: bool = UNSET,
         minibatch_size: int = UNSET,
         num_epochs: int = UNSET,
+        shuffle_batch_per_epoch: bool = UNSET,
         **kwargs: Any,
     ) -> PPOConfig:
         """Sets PPO's training settings (RLlib's names; ``minibatch_size`` is per learner)."""
