@@ -540,20 +540,6 @@ class AlgorithmConfig:
         """Sets the learner mesh: ``num_learners`` local devices (0 = one on the default device)."""
         return self._set("learners", locals())
 
-    def training(
-        self: _C,
-        *,
-        lr: float = UNSET,
-        gamma: float = UNSET,
-        train_batch_size_per_learner: int = UNSET,
-        train_batch_size: int | None = UNSET,
-        grad_clip: float | None = UNSET,
-        grad_clip_by: str = UNSET,
-        **kwargs: Any,
-    ) -> _C:
-        """Sets the training settings every algorithm shares (RLlib's names)."""
-        return self._set("training", locals())
-
     def rl_module(
         self: _C,
         *,

@@ -153,27 +153,6 @@ class OffPolicyConfig(AlgorithmConfig):
             return tuple(value)
         return super()._coerce(key, value)
 
-    def training(
-        self: _O,
-        *,
-        lr: float = UNSET,
-        gamma: float = UNSET,
-        train_batch_size_per_learner: int = UNSET,
-        train_batch_size: int | None = UNSET,
-        grad_clip: float | None = UNSET,
-        grad_clip_by: str = UNSET,
-        replay_buffer_config: dict[str, Any] = UNSET,
-        n_step: int | tuple[int, int] = UNSET,
-        num_steps_sampled_before_learning_starts: int = UNSET,
-        training_intensity: float | None = UNSET,
-        target_network_update_freq: int = UNSET,
-        tau: float = UNSET,
-        store_buffer_in_checkpoints: bool = UNSET,
-        **kwargs: Any,
-    ) -> _O:
-        """Sets the training settings every off-policy algorithm shares (RLlib's names)."""
-        return self._set("training", locals())
-
     def reporting(
         self: _O,
         *,

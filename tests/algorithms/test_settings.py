@@ -14,6 +14,7 @@ import pytest
 
 from rljax.algorithms import registry
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
+from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.dqn.learner import DQNHyperparams
 from rljax.algorithms.off_policy import OffPolicyConfig
 from rljax.algorithms.ppo import PPOConfig
@@ -24,13 +25,10 @@ from rljax.algorithms.td3.learner import TD3Hyperparams
 from rljax.utils.checks import Int
 from rljax.utils.errors import ConfigError
 
-# Every config class: the registry's (checkpoints and the CLI build these) and their bases.
-# Multi-agent PPO is configured by PPOConfig itself (.multi_agent(...)): no separate class.
-CONFIGS = [
-    AlgorithmConfig,
-    OffPolicyConfig,
-    *(registry.config_class(name) for name in registry.algorithm_names()),
-]
+# Every config class users build: the registry's (checkpoints and the CLI read it); their
+# bases' settings are theirs too. Multi-agent PPO is configured by PPOConfig itself
+# (.multi_agent(...)): there is no separate class.
+CONFIGS = [registry.config_class(name) for name in registry.algorithm_names()]
 ids = [cls.__name__ for cls in CONFIGS]
 
 
@@ -94,7 +92,7 @@ def test_tables_are_derived_from_the_declarations():
 
 
 def test_mutable_defaults_are_not_shared():
-    a, b = OffPolicyConfig(), OffPolicyConfig()
+    a, b = DQNConfig(), DQNConfig()
     a.training(replay_buffer_config={"capacity": 10})
     a.env_config["x"] = 1
     assert b.replay_buffer_config["capacity"] == 50000 and b.env_config == {}
