@@ -15,8 +15,9 @@ import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+from rljax.algorithms.settings import Setting, declared_settings, setter_doc
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import normalize_vectorize_mode
@@ -86,7 +87,9 @@ RENAMED = {
 
 def _env_config(name: str, value: Any) -> dict[str, Any]:
     # None is the setter's "no settings", as RLlib's env_config=None is.
-    return {} if value is None else StrKeyDict()(name, value)
+    if value is None:
+        return {}
+    return StrKeyDict()(name, value) or {}  # never None: StrKeyDict() is not optional
 
 
 def _model_config(name: str, value: Any) -> DefaultModelConfig:
@@ -146,8 +149,15 @@ def _overrides_per_module(name: str, value: Any) -> dict[str, dict[str, Any]]:
     return {p: dict(v) for p, v in value.items()}
 
 
+_C = TypeVar("_C", bound="AlgorithmConfig")
+
+
 class AlgorithmConfig:
     """Settings common to every algorithm; subclasses add ``training()`` keys.
+
+    Each setting is declared once, as a ``Setting`` class attribute (name, default, check, doc,
+    setter); the setters' keys, ``validate()``'s checks, ``to_dict`` / ``from_dict`` and the
+    defaults of ``__init__`` are derived from the declarations (``rljax.algorithms.settings``).
 
     Example::
 
@@ -162,169 +172,309 @@ class AlgorithmConfig:
     """
 
     algo_name: ClassVar[str] = "Algorithm"
-    # Keys of each setter; a key's default is its attribute value after __init__.
-    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
-        "environment": ("env", "env_config", "clip_actions"),
-        "env_runners": (
-            "num_env_runners",
-            "num_envs_per_env_runner",
-            "gym_env_vectorize_mode",
-            "rollout_fragment_length",
-            "num_gpus_per_env_runner",
-            "num_cpus_per_env_runner",
-            "async_batch_size",
-            "sample_async",
-            "sample_timeout_s",
-        ),
-        "learners": ("num_learners", "num_gpus_per_learner", "num_cpus_per_learner"),
-        "training": (
-            "lr",
-            "gamma",
-            "train_batch_size_per_learner",
-            "train_batch_size",
-            "grad_clip",
-            "grad_clip_by",
-        ),
-        "rl_module": ("model_config", "rl_module_spec"),
-        "evaluation": ("evaluation_interval", "evaluation_duration", "evaluation_duration_unit"),
-        "debugging": ("seed", "log_level"),
-        "reporting": ("metrics_num_episodes_for_smoothing",),
-        "fault_tolerance": (
-            "restart_failed_env_runners",
-            "max_num_env_runner_restarts",
-            "restart_failed_sub_environments",
-            "ignore_env_runner_failures",
-            "env_runner_health_probe_timeout_s",
-            "on_non_finite_update",
-        ),
-        "multi_agent": (
-            "policies",
-            "policy_mapping_fn",
-            "policies_to_train",
-            "algorithm_config_overrides_per_module",
-        ),
-    }
-    # Settings a policy may override in a multi-agent config (the algorithm's learner settings;
-    # sampling settings such as gamma are shared by every policy of a run).
-    _PER_MODULE_KEYS: ClassVar[tuple[str, ...]] = ()
-    # What each setting may be, on its own (validate() checks combinations after these). Every
-    # key of _SECTIONS has an entry; subclasses extend the table with their keys.
-    _CHECKS: ClassVar[dict[str, Check]] = {
-        # environment
-        "env": checked_elsewhere,  # resolve_env() in validate() names what is wrong
-        "env_config": _env_config,
-        "clip_actions": Bool(),
-        # env_runners
-        "num_env_runners": Int(0, memory.MAX_ENV_RUNNERS),
-        "num_envs_per_env_runner": Int(1),
-        "gym_env_vectorize_mode": _vectorize_mode,
-        "rollout_fragment_length": Int(1, MAX_ROLLOUT_FRAGMENT_LENGTH, literals=("auto",)),
-        "num_gpus_per_env_runner": Number(0),
-        "num_cpus_per_env_runner": Number(0),
-        "async_batch_size": Int(1, optional=True),
-        "sample_async": Bool(),
-        "sample_timeout_s": Number(0, low_open=True, optional=True),
-        # learners
-        "num_learners": Int(0),
-        "num_gpus_per_learner": Number(0),
-        "num_cpus_per_learner": Number(0, literals=("auto",)),
-        # training
-        "lr": Number(0, low_open=True),
-        "gamma": Number(0, 1),
-        "train_batch_size_per_learner": Int(1),
-        "train_batch_size": Int(1, optional=True),
-        "grad_clip": Number(0, low_open=True, optional=True),
-        "grad_clip_by": Choice(("global_norm",)),
-        # rl_module
-        "model_config": _model_config,
-        "rl_module_spec": _rl_module_spec,
-        # evaluation
-        "evaluation_interval": Int(1, optional=True),
-        "evaluation_duration": Int(1, MAX_EVALUATION_DURATION),
-        "evaluation_duration_unit": Choice(("episodes", "timesteps")),
-        # debugging
-        "seed": Int(0, MAX_SEED, optional=True),
-        "log_level": Choice(("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")),
-        # reporting
-        "metrics_num_episodes_for_smoothing": Int(1),
-        # fault_tolerance
-        "restart_failed_env_runners": Bool(),
-        "max_num_env_runner_restarts": Int(0),
-        "restart_failed_sub_environments": Bool(),
-        "ignore_env_runner_failures": Bool(),
-        "env_runner_health_probe_timeout_s": Number(0, low_open=True),
-        "on_non_finite_update": Choice(("skip", "raise")),
-        # multi_agent
-        "policies": _policies,
-        "policy_mapping_fn": checked_elsewhere,  # validate() tries the signature it is called with
-        "policies_to_train": _policies_to_train,
-        "algorithm_config_overrides_per_module": _overrides_per_module,
-    }
-    # Settings whose check also runs in the setters: the config reads them in their normal form
-    # before validate() (a model dict becomes a DefaultModelConfig, policy ids a dict of specs).
-    _CHECKED_ON_SET: ClassVar[tuple[str, ...]] = (
-        "env_config",
-        "gym_env_vectorize_mode",
-        "model_config",
-        "policies",
-        "policies_to_train",
-        "algorithm_config_overrides_per_module",
+    # Derived from the declarations below (and a subclass's) by _derive_tables(): every
+    # setting by name, grouped by section; each setter's keys; each setting's check; the
+    # settings a policy may override; the settings whose check also runs in the setters.
+    SETTINGS: ClassVar[dict[str, Setting[Any]]]
+    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]]
+    _CHECKS: ClassVar[dict[str, Check]]
+    _PER_MODULE_KEYS: ClassVar[tuple[str, ...]]
+    _CHECKED_ON_SET: ClassVar[tuple[str, ...]]
+
+    # ------------------------------------------------------------------ environment
+    env = Setting[Any](
+        None,
+        checked_elsewhere,  # resolve_env() in validate() names what is wrong
+        "An EnvPool task id, a gymnasium id, a name registered with rljax.register_env, an "
+        "env class or a creator env_config -> env.",
+        section="environment",
+    )
+    env_config = Setting[dict[str, Any]](
+        {},
+        _env_config,
+        "Keyword arguments of the env (its EnvContext); None: none.",
+        section="environment",
+        checked_on_set=True,
+    )
+    clip_actions = Setting(
+        True,
+        Bool(),
+        "Clip continuous actions to the action space's bounds before the env steps.",
+        section="environment",
+    )
+    # ------------------------------------------------------------------ env_runners
+    num_env_runners = Setting(
+        0,
+        Int(0, memory.MAX_ENV_RUNNERS),
+        "0 samples in the driver (fused with the update for EnvPool envs); n > 0 runs n "
+        "runner threads, each with its own vector env (at most 1024).",
+        section="env_runners",
+    )
+    num_envs_per_env_runner = Setting(1, Int(1), "Sub-envs per runner.", section="env_runners")
+    gym_env_vectorize_mode = Setting(
+        "SYNC",
+        _vectorize_mode,
+        '"SYNC" or "ASYNC" (or gymnasium.VectorizeMode).',
+        section="env_runners",
+        checked_on_set=True,
+    )
+    rollout_fragment_length = Setting[int | str](
+        "auto",
+        Int(1, MAX_ROLLOUT_FRAGMENT_LENGTH, literals=("auto",)),
+        'Env steps per sub-env per iteration (at most 1,000,000), or "auto" (from the batch).',
+        section="env_runners",
+    )
+    num_gpus_per_env_runner = Setting[float](
+        0, Number(0), "> 0 puts runner inference on a GPU.", section="env_runners"
+    )
+    num_cpus_per_env_runner = Setting[float](
+        1,
+        Number(0),
+        "Accepted for compatibility; threads share the host's cores.",
+        section="env_runners",
+    )
+    async_batch_size = Setting[int | None](
+        None,
+        Int(1, optional=True),
+        "ASYNC mode: how many ready sub-envs form a batch. EnvPool defaults to half of "
+        "num_envs_per_env_runner; for gymnasium envs, setting it switches from AsyncVectorEnv "
+        "(lock-step) to first-ready batches.",
+        section="env_runners",
+    )
+    sample_async = Setting(
+        False,
+        Bool(),
+        "With runner threads, let them sample the next fragment while the learner updates "
+        "(samples at most one policy version old; the lag is reported). False: every update "
+        "uses samples of the current policy.",
+        section="env_runners",
+    )
+    sample_timeout_s = Setting[float | None](
+        60.0,  # RLlib's default
+        Number(0, low_open=True, optional=True),
+        "A runner that delivers no fragment within this many seconds counts as hung: it is "
+        "replaced (restart_failed_env_runners) or the run stops with EnvRunnerError. Default "
+        "60, as RLlib; None waits for ever. A runner that fails is handled at once either way.",
+        section="env_runners",
+    )
+    # ------------------------------------------------------------------ learners
+    num_learners = Setting(
+        0,
+        Int(0),
+        "Local devices the update runs on, data-parallel (0: one learner on the default device).",
+        section="learners",
+    )
+    num_gpus_per_learner = Setting[float](
+        0,
+        Number(0),
+        "> 0 puts the learners on GPUs (a fraction lets several learners share one); asking "
+        "for GPUs JAX does not see fails at once.",
+        section="learners",
+    )
+    num_cpus_per_learner = Setting[float | str](
+        1,
+        Number(0, literals=("auto",)),
+        'Accepted for compatibility (a number or "auto").',
+        section="learners",
+    )
+    # ------------------------------------------------------------------ training
+    lr = Setting(1e-3, Number(0, low_open=True), "Adam's learning rate.")
+    gamma = Setting(0.99, Number(0, 1), "The discount factor.")
+    train_batch_size_per_learner = Setting(
+        4000, Int(1), "Env steps (rows) of each learner's train batch."
+    )
+    train_batch_size = Setting[int | None](
+        None,
+        Int(1, optional=True),
+        "RLlib's total train batch; when set, build_algo() divides it across the learners into "
+        "train_batch_size_per_learner.",
+    )
+    grad_clip = Setting[float | None](
+        None,
+        Number(0, low_open=True, optional=True),
+        "Clip the gradients to this global norm; None: no clipping.",
+    )
+    grad_clip_by = Setting(
+        "global_norm", Choice(("global_norm",)), 'How grad_clip measures: "global_norm".'
+    )
+    # ------------------------------------------------------------------ rl_module
+    model_config = Setting(
+        DefaultModelConfig(),
+        _model_config,
+        "The default networks' settings: a dict of RLlib model keys or a DefaultModelConfig.",
+        section="rl_module",
+        checked_on_set=True,
+    )
+    rl_module_spec = Setting[RLModuleSpec | None](
+        None,
+        _rl_module_spec,
+        "A user Flax module, RLModuleSpec(module_class=..., model_config={...}); None: the "
+        "default networks.",
+        section="rl_module",
+    )
+    # ------------------------------------------------------------------ evaluation
+    evaluation_interval = Setting[int | None](
+        None,
+        Int(1, optional=True),
+        "Evaluate every this many iterations; None: never.",
+        section="evaluation",
+    )
+    evaluation_duration = Setting(
+        10,
+        Int(1, MAX_EVALUATION_DURATION),
+        "How long one evaluation runs, in evaluation_duration_unit (at most 1,000,000 env "
+        "steps, or 10,000 episodes).",
+        section="evaluation",
+    )
+    evaluation_duration_unit = Setting(
+        "episodes",
+        Choice(("episodes", "timesteps")),
+        '"episodes" or "timesteps" (env steps).',
+        section="evaluation",
+    )
+    # ------------------------------------------------------------------ debugging
+    seed = Setting[int | None](
+        None,
+        Int(0, MAX_SEED, optional=True),
+        "None (a random one) or an int in [0, 2**31 - 1]; the seeds of runners, restarted "
+        "runners, evaluations and env copies derive from it and wrap inside the same range.",
+        section="debugging",
+    )
+    log_level = Setting(
+        "WARN",
+        Choice(("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "CRITICAL")),
+        'Accepted for compatibility ("DEBUG", "INFO", "WARN", "WARNING", "ERROR" or '
+        '"CRITICAL"); rljax logs through the "rljax" logger.',
+        section="debugging",
+    )
+    # ------------------------------------------------------------------ reporting
+    metrics_num_episodes_for_smoothing = Setting(
+        100,
+        Int(1),
+        "The reported episode metrics are means over this many recent episodes.",
+        section="reporting",
+    )
+    # ------------------------------------------------------------------ fault_tolerance
+    # (RLlib's defaults)
+    restart_failed_env_runners = Setting(
+        True,
+        Bool(),
+        "A runner whose env raises (without sub-env restarts) or delivers nothing within "
+        "sample_timeout_s (a hung env) is replaced by a new one with fresh envs. When its env "
+        "raised in step, the transitions it collected are kept (its unfinished episodes are "
+        "cut there as by a time limit, and not reported) and the replacement writes the rest "
+        "of the fragment; a hung runner's fragment is lost. A runner whose replacements fail 10 "
+        "times in a row without delivering one env step is given up on (the env fails every "
+        "time); one that delivered steps since its last restart starts that count again, so an "
+        "env that fails now and then is restarted each time. False: the first error stops "
+        "train().",
+        section="fault_tolerance",
+    )
+    max_num_env_runner_restarts = Setting(
+        1000,
+        Int(0),
+        "Runner replacements allowed over the run. Every replacement counts: an env that "
+        "raises on 1% of its steps uses about one per 100 env steps (1000 last about 100,000 "
+        "steps). For long runs of such an env raise it, or use "
+        "restart_failed_sub_environments, which costs no runner restart.",
+        section="fault_tolerance",
+    )
+    restart_failed_sub_environments = Setting(
+        False,
+        Bool(),
+        "A gymnasium sub-env that raises in step or reset is rebuilt and reset in place; its "
+        "broken episode is dropped from the batch and the metrics, and the runner goes on.",
+        section="fault_tolerance",
+    )
+    ignore_env_runner_failures = Setting(
+        False,
+        Bool(),
+        "A runner that failed and is not restarted (restarts off, used up, or its env failing "
+        "every time) is dropped and training goes on with the others (with the transitions it "
+        "collected before its env raised); its columns of each later batch are empty (masked) "
+        "rows, so nothing recompiles. The run stops only when every runner has failed. False: "
+        "such a failure stops train() with EnvRunnerError.",
+        section="fault_tolerance",
+    )
+    env_runner_health_probe_timeout_s = Setting(
+        30.0,
+        Number(0, low_open=True),
+        "Seconds a replacement runner may take to build and reset its envs (its health "
+        "probe); a slower one counts as a failed restart and is abandoned, so a hanging reset "
+        "cannot hang the run.",
+        section="fault_tolerance",
+    )
+    on_non_finite_update = Setting(
+        "skip",
+        Choice(("skip", "raise")),
+        "An update step whose gradients hold NaN or inf is always skipped inside the jitted "
+        "update (parameters never become NaN) and counted in "
+        'learners/__all_modules__/num_non_finite_updates. "skip" (default) trains on; "raise" '
+        "stops train() with NonFiniteUpdateError after that iteration.",
+        section="fault_tolerance",
+    )
+    # ------------------------------------------------------------------ multi_agent
+    policies = Setting[dict[str, PolicySpec] | None](
+        None,
+        _policies,
+        "Policy ids, or a dict id -> None / PolicySpec / RLlib's tuple (None, obs_space, "
+        "act_space, config_dict); a spec's config overrides settings for that policy (as "
+        "algorithm_config_overrides_per_module does).",
+        section="multi_agent",
+        checked_on_set=True,
+    )
+    policy_mapping_fn = Setting[Any](
+        None,
+        checked_elsewhere,  # validate() tries the signature it is called with
+        "(agent_id, episode, **kwargs) -> policy id, called once per agent per episode (a "
+        "one-argument agent_id -> policy id works too).",
+        section="multi_agent",
+    )
+    policies_to_train = Setting[list[str] | None](
+        None,
+        _policies_to_train,
+        "The policies that learn (default: all); the rest stay fixed.",
+        section="multi_agent",
+        checked_on_set=True,
+    )
+    algorithm_config_overrides_per_module = Setting[dict[str, dict[str, Any]]](
+        {},
+        _overrides_per_module,
+        "Policy id -> settings for that policy only, e.g. {'p1': PPOConfig.overrides(lr=1e-4, "
+        "model_config={'fcnet_hiddens': [32]})}.",
+        section="multi_agent",
+        checked_on_set=True,
     )
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._derive_tables()
+
+    @classmethod
+    def _derive_tables(cls) -> None:
+        """Builds the class's tables from its settings' declarations, and the ``Args`` of the
+        docstrings of the setters it defines from their docs."""
+        cls.SETTINGS = declared_settings(cls)
+        sections: dict[str, list[str]] = {}
+        for name, s in cls.SETTINGS.items():
+            sections.setdefault(s.section, []).append(name)
+        cls._SECTIONS = {section: tuple(keys) for section, keys in sections.items()}
+        cls._CHECKS = {name: s.check for name, s in cls.SETTINGS.items()}
+        cls._PER_MODULE_KEYS = tuple(n for n, s in cls.SETTINGS.items() if s.per_module)
+        cls._CHECKED_ON_SET = tuple(n for n, s in cls.SETTINGS.items() if s.checked_on_set)
+        for section, keys in cls._SECTIONS.items():
+            setter = cls.__dict__.get(section)
+            if inspect.isfunction(setter):
+                summary = inspect.getdoc(setter) or f"Sets the {section} settings."
+                setter.__doc__ = setter_doc(summary, [cls.SETTINGS[k] for k in keys])
+
     def __init__(self, algo_class: type | None = None):
-        self.algo_class = algo_class
-        # environment
-        self.env: Any = None
-        self.env_config: dict[str, Any] = {}
-        self.clip_actions: bool = True
-        # env_runners
-        self.num_env_runners: int = 0
-        self.num_envs_per_env_runner: int = 1
-        self.gym_env_vectorize_mode: str = "SYNC"
-        self.rollout_fragment_length: int | str = "auto"
-        self.num_gpus_per_env_runner: float = 0
-        self.num_cpus_per_env_runner: float = 1
-        self.async_batch_size: int | None = None
-        self.sample_async: bool = False
-        self.sample_timeout_s: float | None = 60.0  # RLlib's default
-        # learners
-        self.num_learners: int = 0
-        self.num_gpus_per_learner: float = 0
-        self.num_cpus_per_learner: float = 1
-        # training
-        self.lr: float = 1e-3
-        self.gamma: float = 0.99
-        self.train_batch_size_per_learner: int = 4000
-        self.train_batch_size: int | None = None
-        self.grad_clip: float | None = None
-        self.grad_clip_by: str = "global_norm"
-        # rl_module
-        self.model_config: DefaultModelConfig = DefaultModelConfig()
-        self.rl_module_spec: RLModuleSpec | None = None
-        # evaluation
-        self.evaluation_interval: int | None = None
-        self.evaluation_duration: int = 10
-        self.evaluation_duration_unit: str = "episodes"
-        # debugging
-        self.seed: int | None = None
-        self.log_level: str = "WARN"
-        # reporting
-        self.metrics_num_episodes_for_smoothing: int = 100
-        # multi_agent
-        self.policies: dict[str, Any] | None = None
-        self.policy_mapping_fn: Any = None
-        self.policies_to_train: list[str] | None = None
-        self.algorithm_config_overrides_per_module: dict[str, dict[str, Any]] = {}
-        # fault_tolerance (RLlib's defaults)
-        self.restart_failed_env_runners: bool = True
-        self.max_num_env_runner_restarts: int = 1000
-        self.restart_failed_sub_environments: bool = False
-        self.ignore_env_runner_failures: bool = False
-        self.env_runner_health_probe_timeout_s: float = 30.0
-        self.on_non_finite_update: str = "skip"
+        self.algo_class: Any = algo_class  # an Algorithm subclass (a later import)
+        for name, setting in self.SETTINGS.items():
+            setattr(self, name, setting.fresh_default())
 
     # ------------------------------------------------------------------ setters
-    def _set(self, section: str, values: dict[str, Any]) -> AlgorithmConfig:
+    def _set(self: _C, section: str, values: dict[str, Any]) -> _C:
         values = dict(values)
         values.pop("self", None)
         unknown = values.pop("kwargs", {})
@@ -347,21 +497,23 @@ class AlgorithmConfig:
 
     @classmethod
     def _all_keys(cls) -> list[str]:
-        return [k for keys in cls._SECTIONS.values() for k in keys]
+        return list(cls.SETTINGS)
 
+    # Each setter's keywords are exactly its section's settings, in declaration order
+    # (tests/algorithms/test_settings.py checks); the Args of its docstring come from their docs.
     def environment(
-        self,
+        self: _C,
         env: Any = UNSET,
         *,
-        env_config: dict | None = UNSET,
+        env_config: dict[str, Any] | None = UNSET,
         clip_actions: bool = UNSET,
-        **kwargs,
-    ) -> AlgorithmConfig:
-        """Sets the env: an EnvPool task id, a gymnasium id, a registered name, a class or a creator."""
+        **kwargs: Any,
+    ) -> _C:
+        """Sets the env and how actions reach it."""
         return self._set("environment", locals())
 
     def env_runners(
-        self,
+        self: _C,
         *,
         num_env_runners: int = UNSET,
         num_envs_per_env_runner: int = UNSET,
@@ -372,109 +524,69 @@ class AlgorithmConfig:
         async_batch_size: int | None = UNSET,
         sample_async: bool = UNSET,
         sample_timeout_s: float | None = UNSET,
-        **kwargs,
-    ) -> AlgorithmConfig:
-        """Sets the sampling knobs.
-
-        Args:
-          num_env_runners: 0 samples in the driver (fused with the update for EnvPool envs);
-            n > 0 runs n runner threads, each with its own vector env (at most 1024).
-          num_envs_per_env_runner: Sub-envs per runner.
-          gym_env_vectorize_mode: "SYNC" or "ASYNC" (or ``gymnasium.VectorizeMode``).
-          rollout_fragment_length: Env steps per sub-env per iteration (at most 1,000,000), or
-            "auto" (from the batch).
-          num_gpus_per_env_runner: > 0 puts runner inference on a GPU.
-          num_cpus_per_env_runner: Accepted for compatibility; threads share the host's cores.
-          async_batch_size: ASYNC mode: how many ready sub-envs form a batch. EnvPool defaults
-            to half of ``num_envs_per_env_runner``; for gymnasium envs, setting it switches from
-            ``AsyncVectorEnv`` (lock-step) to first-ready batches.
-          sample_async: With runner threads, let them sample the next fragment while the learner
-            updates (samples at most one policy version old; the lag is reported). False: every
-            update uses samples of the current policy.
-          sample_timeout_s: A runner that delivers no fragment within this many seconds counts
-            as hung: it is replaced (``restart_failed_env_runners``) or the run stops with
-            ``EnvRunnerError``. Default 60, as RLlib; None waits for ever. A runner that fails
-            is handled at once either way.
-        """
+        **kwargs: Any,
+    ) -> _C:
+        """Sets the sampling knobs."""
         return self._set("env_runners", locals())
 
     def learners(
-        self,
+        self: _C,
         *,
         num_learners: int = UNSET,
         num_gpus_per_learner: float = UNSET,
-        num_cpus_per_learner: float = UNSET,
-        **kwargs,
-    ) -> AlgorithmConfig:
+        num_cpus_per_learner: float | str = UNSET,
+        **kwargs: Any,
+    ) -> _C:
         """Sets the learner mesh: ``num_learners`` local devices (0 = one on the default device)."""
         return self._set("learners", locals())
 
     def rl_module(
-        self,
+        self: _C,
         *,
-        model_config: DefaultModelConfig | dict | None = UNSET,
+        model_config: DefaultModelConfig | dict[str, Any] | None = UNSET,
         rl_module_spec: RLModuleSpec | None = UNSET,
-        **kwargs,
-    ) -> AlgorithmConfig:
+        **kwargs: Any,
+    ) -> _C:
         """Sets the default model's settings, or a user Flax module through ``RLModuleSpec``."""
         return self._set("rl_module", locals())
 
     def evaluation(
-        self,
+        self: _C,
         *,
         evaluation_interval: int | None = UNSET,
         evaluation_duration: int = UNSET,
         evaluation_duration_unit: str = UNSET,
-        **kwargs,
-    ) -> AlgorithmConfig:
-        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units
-        (at most 1,000,000 env steps, or 10,000 episodes)."""
+        **kwargs: Any,
+    ) -> _C:
+        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units."""
         return self._set("evaluation", locals())
 
     def debugging(
-        self, *, seed: int | None = UNSET, log_level: str = UNSET, **kwargs
-    ) -> AlgorithmConfig:
-        """Sets the seed and RLlib's log level.
-
-        Args:
-          seed: None (a random one) or an int in ``[0, 2**31 - 1]``; the seeds of runners,
-            restarted runners, evaluations and env copies derive from it and wrap inside the
-            same range.
-          log_level: Accepted for compatibility ("DEBUG", "INFO", "WARN", "WARNING", "ERROR"
-            or "CRITICAL"); rljax logs through the ``rljax`` logger.
-        """
+        self: _C, *, seed: int | None = UNSET, log_level: str = UNSET, **kwargs: Any
+    ) -> _C:
+        """Sets the seed and RLlib's log level."""
         return self._set("debugging", locals())
 
     def reporting(
-        self, *, metrics_num_episodes_for_smoothing: int = UNSET, **kwargs
-    ) -> AlgorithmConfig:
+        self: _C, *, metrics_num_episodes_for_smoothing: int = UNSET, **kwargs: Any
+    ) -> _C:
+        """Sets how results are reported."""
         return self._set("reporting", locals())
 
     def multi_agent(
-        self,
+        self: _C,
         *,
         policies: Any = UNSET,
         policy_mapping_fn: Any = UNSET,
         policies_to_train: Any = UNSET,
         algorithm_config_overrides_per_module: dict[str, dict[str, Any]] = UNSET,
-        **kwargs,
-    ) -> AlgorithmConfig:
-        """Several policies on a ``MultiAgentEnv``.
-
-        Args:
-          policies: Policy ids, or a dict id -> None / ``PolicySpec`` / RLlib's tuple
-            ``(None, obs_space, act_space, config_dict)``; a spec's config overrides settings for
-            that policy (as ``algorithm_config_overrides_per_module`` does).
-          policy_mapping_fn: ``(agent_id, episode, **kwargs) -> policy id``, called once per
-            agent per episode (a one-argument ``agent_id -> policy id`` works too).
-          policies_to_train: The policies that learn (default: all); the rest stay fixed.
-          algorithm_config_overrides_per_module: policy id -> settings for that policy only,
-            e.g. ``{"p1": PPOConfig.overrides(lr=1e-4, model_config={"fcnet_hiddens": [32]})}``.
-        """
+        **kwargs: Any,
+    ) -> _C:
+        """Several policies on a ``MultiAgentEnv``."""
         return self._set("multi_agent", locals())
 
     def fault_tolerance(
-        self,
+        self: _C,
         *,
         restart_failed_env_runners: bool = UNSET,
         max_num_env_runner_restarts: int = UNSET,
@@ -482,41 +594,9 @@ class AlgorithmConfig:
         ignore_env_runner_failures: bool = UNSET,
         env_runner_health_probe_timeout_s: float = UNSET,
         on_non_finite_update: str = UNSET,
-        **kwargs,
-    ) -> AlgorithmConfig:
-        """What a run does about faults.
-
-        Args:
-          restart_failed_env_runners: A runner whose env raises (without sub-env restarts) or
-            delivers nothing within ``sample_timeout_s`` (a hung env) is replaced by a new one
-            with fresh envs. When its env raised in ``step``, the transitions it collected are
-            kept (its unfinished episodes are cut there as by a time limit, and not reported)
-            and the replacement writes the rest of the fragment; a hung runner's fragment is
-            lost. A runner whose replacements fail 10 times in a row without delivering one env
-            step is given up on (the env fails every time); one that delivered steps since its
-            last restart starts that count again, so an env that fails now and then is
-            restarted each time. False: the first error stops ``train()``.
-          max_num_env_runner_restarts: Runner replacements allowed over the run. Every
-            replacement counts: an env that raises on 1% of its steps uses about one per 100
-            env steps (1000 last about 100,000 steps). For long runs of such an env raise it,
-            or use ``restart_failed_sub_environments``, which costs no runner restart.
-          restart_failed_sub_environments: A gymnasium sub-env that raises in ``step`` or
-            ``reset`` is rebuilt and reset in place; its broken episode is dropped from the batch
-            and the metrics, and the runner goes on.
-          ignore_env_runner_failures: A runner that failed and is not restarted (restarts off,
-            used up, or its env failing every time) is dropped and training goes on with the
-            others (with the transitions it collected before its env raised); its columns of
-            each later batch are empty (masked) rows, so nothing recompiles.
-            The run stops only when every runner has failed. False: such a failure stops
-            ``train()`` with ``EnvRunnerError``.
-          env_runner_health_probe_timeout_s: Seconds a replacement runner may take to build and
-            reset its envs (its health probe); a slower one counts as a failed restart and is
-            abandoned, so a hanging ``reset`` cannot hang the run.
-          on_non_finite_update: An update step whose gradients hold NaN or inf is always
-            skipped inside the jitted update (parameters never become NaN) and counted in
-            ``learners/__all_modules__/num_non_finite_updates``. ``"skip"`` (default) trains on;
-            ``"raise"`` stops ``train()`` with ``NonFiniteUpdateError`` after that iteration.
-        """
+        **kwargs: Any,
+    ) -> _C:
+        """What a run does about faults."""
         return self._set("fault_tolerance", locals())
 
     @classmethod
@@ -983,6 +1063,9 @@ class AlgorithmConfig:
         return f"{type(self).__name__}({self.to_dict()})"
 
 
+AlgorithmConfig._derive_tables()  # subclasses derive theirs in __init_subclass__
+
+
 # What a gymnasium env's constructor may be told by a file: rendering only off-screen, and no
 # paths (gymnasium's MuJoCo envs read xml_file; a file must not point an env at other files).
 _FILE_RENDER_MODES = (None, "rgb_array", "rgb_array_list", "ansi")
@@ -1020,16 +1103,6 @@ def _filters_shown(filters: Any) -> str:
     if filters is None:
         return "None (the Nature CNN's)"
     return str([[o, list(k), s] for o, k, s in filters])
-
-
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    """One int setting checked by hand: ``Int(minimum)``."""
-    return Int(minimum)(name, value)
-
-
-def _check_positive_float(name: str, value: Any) -> float:
-    """One number setting checked by hand: finite and > 0."""
-    return Number(0, low_open=True)(name, value)
 
 
 def read_config_file(path: str | os.PathLike) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import gymnasium as gym
 import jax
@@ -27,6 +27,7 @@ import numpy as np
 
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
+from rljax.algorithms.settings import Setting
 from rljax.learners.devices import replicated
 from rljax.replay.episode import (
     make_episode_buffer,
@@ -92,52 +93,56 @@ def check_n_step(name: str, value: Any) -> int | tuple[int, int]:
     refuse(name, value, "an int >= 1 or a range (low, high) of ints, 1 <= low <= high", number=True)
 
 
+_O = TypeVar("_O", bound="OffPolicyConfig")
+
+
 class OffPolicyConfig(AlgorithmConfig):
     """Replay and replay-ratio settings shared by DQN and SAC (RLlib's names)."""
 
-    _OFF_POLICY_TRAINING: ClassVar[tuple[str, ...]] = (
-        "replay_buffer_config",
-        "n_step",
-        "num_steps_sampled_before_learning_starts",
-        "training_intensity",
-        "target_network_update_freq",
-        "tau",
-        "store_buffer_in_checkpoints",
-    )
-    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
-        **AlgorithmConfig._SECTIONS,
-        "reporting": AlgorithmConfig._SECTIONS["reporting"]
-        + ("min_sample_timesteps_per_iteration",),
-    }
-
-    _CHECKS: ClassVar[dict[str, Check]] = {
-        **AlgorithmConfig._CHECKS,
-        "replay_buffer_config": check_replay_buffer_config,
-        "n_step": check_n_step,
-        "num_steps_sampled_before_learning_starts": Int(0),
-        "training_intensity": Number(0, MAX_TRAINING_INTENSITY, low_open=True, optional=True),
-        "target_network_update_freq": Int(0),
-        "tau": Number(0, 1, low_open=True),
-        "store_buffer_in_checkpoints": Bool(),
-        "min_sample_timesteps_per_iteration": Int(1, MAX_TIMESTEPS_PER_ITERATION),
-    }
-
-    def __init__(self, algo_class: type | None = None):
-        super().__init__(algo_class)
-        self.rollout_fragment_length = 1
-        self.replay_buffer_config: dict[str, Any] = {
+    replay_buffer_config = Setting[dict[str, Any]](
+        {
             "type": "PrioritizedEpisodeReplayBuffer",
             "capacity": 50000,
             "alpha": 0.6,
             "beta": 0.4,
-        }
-        self.n_step: int | tuple[int, int] = 1
-        self.num_steps_sampled_before_learning_starts = 1000
-        self.training_intensity: float | None = None
-        self.target_network_update_freq = 500
-        self.tau = 1.0
-        self.store_buffer_in_checkpoints = False
-        self.min_sample_timesteps_per_iteration = 1000
+        },
+        check_replay_buffer_config,
+        f"The replay buffer: a dict with keys {', '.join(REPLAY_CHECKS)} (type one of "
+        f"{', '.join(REPLAY_TYPES)}); the keys not given keep their values.",
+    )
+    n_step = Setting[int | tuple[int, int]](
+        1,
+        check_n_step,
+        "Steps of the returns the targets bootstrap after, or a range (low, high): one n drawn "
+        "per sampled batch, as RLlib does.",
+    )
+    num_steps_sampled_before_learning_starts = Setting(
+        1000, Int(0), "Env steps sampled before the first update."
+    )
+    training_intensity = Setting[float | None](
+        None,
+        Number(0, MAX_TRAINING_INTENSITY, low_open=True, optional=True),
+        "Env steps trained per env step sampled (RLlib's replay ratio); None: one update per "
+        "fragment.",
+    )
+    target_network_update_freq = Setting(
+        500, Int(0), "Env steps between target network updates (0: after every update)."
+    )
+    tau = Setting(
+        1.0,
+        Number(0, 1, low_open=True),
+        "The target update's step: target = tau * online + (1 - tau) * target.",
+    )
+    store_buffer_in_checkpoints = Setting(
+        False, Bool(), "Save the replay buffer (and the learner's keys) in checkpoints."
+    )
+    rollout_fragment_length = AlgorithmConfig.rollout_fragment_length.replace(default=1)
+    min_sample_timesteps_per_iteration = Setting(
+        1000,
+        Int(1, MAX_TIMESTEPS_PER_ITERATION),
+        "Env steps sampled per iteration (an iteration runs cycles until it has them).",
+        section="reporting",
+    )
 
     def _coerce(self, key: str, value: Any) -> Any:
         if key == "replay_buffer_config":
@@ -149,12 +154,12 @@ class OffPolicyConfig(AlgorithmConfig):
         return super()._coerce(key, value)
 
     def reporting(
-        self,
+        self: _O,
         *,
         metrics_num_episodes_for_smoothing: int = UNSET,
         min_sample_timesteps_per_iteration: int = UNSET,
-        **kwargs,
-    ) -> OffPolicyConfig:
+        **kwargs: Any,
+    ) -> _O:
         """Reporting settings; ``min_sample_timesteps_per_iteration`` sizes an iteration."""
         return self._set("reporting", locals())
 
@@ -187,7 +192,7 @@ class OffPolicyConfig(AlgorithmConfig):
         """Adds the replay buffer and the train batches to the sampling terms."""
         terms = super().memory_terms(observation_space, action_space)
         obs = memory.space_bytes(observation_space)
-        shape = getattr(observation_space, "shape", None) or ()
+        shape = tuple(getattr(observation_space, "shape", None) or ())
         if len(shape) == 3 and obs == memory.flat_size(observation_space) and self._uses_envpool():
             obs //= max(1, int(shape[0]))  # stacked uint8 frames are stored once each
         row = obs + memory.space_bytes(action_space) + 16

@@ -3,20 +3,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.algorithms.ppo.learner import PPOHyperparams, make_ppo_postprocess
+from rljax.algorithms.ppo.losses import PPOLossConfig
 from rljax.runners.acting import Transition
 
 HP = PPOHyperparams(
     gamma=0.9,
     lambda_=0.8,
-    clip_param=0.2,
-    vf_clip_param=None,
-    vf_loss_coeff=0.5,
-    entropy_coeff=0.0,
     kl_coeff=0.0,
     kl_target=0.01,
-    use_kl_loss=False,
     num_epochs=1,
     minibatch_size=4,
+    shuffle_batch_per_epoch=True,
+    loss=PPOLossConfig(
+        clip_param=0.2, vf_clip_param=None, vf_loss_coeff=0.5, entropy_coeff=0.0, use_kl_loss=False
+    ),
     num_shards=1,
     shard_size=12,
 )

@@ -18,13 +18,13 @@ from rljax.algorithms.dqn.learner import (
 )
 from rljax.algorithms.dqn.networks import DQNNetworks
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
+from rljax.algorithms.settings import Setting
 from rljax.learners.update import make_optimizer, make_target_update
 from rljax.networks.distributions import Categorical
 from rljax.networks.q_models import build_q_network
 from rljax.utils import memory
 from rljax.utils.checks import (
     Bool,
-    Check,
     Choice,
     Int,
     Number,
@@ -83,50 +83,30 @@ class DQNConfig(OffPolicyConfig):
     """
 
     algo_name: ClassVar[str] = "DQN"
-    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
-        **OffPolicyConfig._SECTIONS,
-        "training": OffPolicyConfig._SECTIONS["training"]
-        + OffPolicyConfig._OFF_POLICY_TRAINING
-        + (
-            "double_q",
-            "dueling",
-            "epsilon",
-            "td_error_loss_fn",
-            "num_atoms",
-            "v_min",
-            "v_max",
-            "noisy",
-            "sigma0",
-        ),
-    }
-
-    _CHECKS: ClassVar[dict[str, Check]] = {
-        **OffPolicyConfig._CHECKS,
-        "double_q": Bool(),
-        "dueling": Bool(),
-        "epsilon": check_epsilon,
-        "td_error_loss_fn": Choice(("huber", "mse")),
-        "num_atoms": Int(1),
-        "v_min": Number(),
-        "v_max": Number(),
-        "noisy": Bool(),
-        "sigma0": Number(0, low_open=True),
-    }
+    lr = OffPolicyConfig.lr.replace(default=5e-4)
+    grad_clip = OffPolicyConfig.grad_clip.replace(default=40.0)
+    train_batch_size_per_learner = OffPolicyConfig.train_batch_size_per_learner.replace(default=32)
+    double_q = Setting(True, Bool(), "Double Q-learning: the online network picks the next action.")
+    dueling = Setting(True, Bool(), "Dueling heads: a value stream and an advantage stream.")
+    epsilon = Setting[list[tuple[int, float]]](
+        [(0, 1.0), (10000, 0.05)],
+        check_epsilon,
+        "The epsilon-greedy exploration rate: a number, or a piecewise-linear schedule "
+        "[(timestep, value), ...].",
+    )
+    td_error_loss_fn = Setting(
+        "huber", Choice(("huber", "mse")), 'The TD loss: "huber" or "mse" (expected-value Q).'
+    )
+    num_atoms = Setting(
+        1, Int(1), "Atoms of the return distribution (C51); 1: expected-value Q-learning."
+    )
+    v_min = Setting(-10.0, Number(), "The return distribution's lowest atom.")
+    v_max = Setting(10.0, Number(), "The return distribution's highest atom.")
+    noisy = Setting(False, Bool(), "Factorised-Gaussian NoisyDense layers in the heads.")
+    sigma0 = Setting(0.5, Number(0, low_open=True), "The initial noise scale of noisy layers.")
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or DQN)
-        self.lr = 5e-4
-        self.grad_clip = 40.0
-        self.train_batch_size_per_learner = 32
-        self.double_q = True
-        self.dueling = True
-        self.epsilon: list[tuple[int, float]] = [(0, 1.0), (10000, 0.05)]
-        self.td_error_loss_fn = "huber"
-        self.num_atoms = 1
-        self.v_min = -10.0
-        self.v_max = 10.0
-        self.noisy = False
-        self.sigma0 = 0.5
 
     def training(
         self,
@@ -134,10 +114,10 @@ class DQNConfig(OffPolicyConfig):
         lr: float = UNSET,
         gamma: float = UNSET,
         train_batch_size_per_learner: int = UNSET,
-        train_batch_size: int = UNSET,
+        train_batch_size: int | None = UNSET,
         grad_clip: float | None = UNSET,
         grad_clip_by: str = UNSET,
-        replay_buffer_config: dict = UNSET,
+        replay_buffer_config: dict[str, Any] = UNSET,
         n_step: int | tuple[int, int] = UNSET,
         num_steps_sampled_before_learning_starts: int = UNSET,
         training_intensity: float | None = UNSET,
@@ -146,14 +126,14 @@ class DQNConfig(OffPolicyConfig):
         store_buffer_in_checkpoints: bool = UNSET,
         double_q: bool = UNSET,
         dueling: bool = UNSET,
-        epsilon: list = UNSET,
+        epsilon: float | list[tuple[int, float]] = UNSET,
         td_error_loss_fn: str = UNSET,
         num_atoms: int = UNSET,
         v_min: float = UNSET,
         v_max: float = UNSET,
         noisy: bool = UNSET,
         sigma0: float = UNSET,
-        **kwargs,
+        **kwargs: Any,
     ) -> DQNConfig:
         """Sets DQN's training settings (RLlib's names)."""
         return self._set("training", locals())

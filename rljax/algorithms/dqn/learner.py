@@ -19,6 +19,7 @@ import optax
 
 from rljax.algorithms.dqn.losses import DQNLossConfig, dqn_loss
 from rljax.algorithms.dqn.networks import DQNNetworks
+from rljax.algorithms.settings import frozen_from_config
 from rljax.learners.update import gradient_step
 
 DQN_METRICS = ("qf_loss", "qf_mean", "qf_max", "qf_min", "td_error_mean", "gradients_global_norm")
@@ -56,16 +57,8 @@ class DQNHyperparams:
     @classmethod
     def from_config(cls, cfg: Any) -> DQNHyperparams:
         """DQN's settings read from a ``DQNConfig`` once, at build time."""
-        return cls(
-            double_q=bool(cfg.double_q),
-            noisy=bool(cfg.noisy),
-            num_atoms=int(cfg.num_atoms),
-            v_min=float(cfg.v_min),
-            v_max=float(cfg.v_max),
-            td_error_loss_fn=str(cfg.td_error_loss_fn),
-            tau=float(cfg.tau),
-            epsilon=tuple((int(t), float(v)) for t, v in cfg.epsilon),
-        )
+        epsilon = tuple((int(t), float(v)) for t, v in cfg.epsilon)
+        return frozen_from_config(cls, cfg, epsilon=epsilon)
 
     def loss_config(self) -> DQNLossConfig:
         return DQNLossConfig(self.double_q, self.td_error_loss_fn)

@@ -26,6 +26,7 @@ from rljax.algorithms.ppo.losses import (
     masked_mean,
     ppo_loss,
 )
+from rljax.algorithms.settings import frozen_from_config
 from rljax.learners import update as learner_update
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages, gae_advantages_time_major
@@ -47,19 +48,20 @@ class PPOTrainState:
 
 @dataclasses.dataclass(frozen=True)
 class PPOHyperparams:
-    """PPO's settings, frozen from the config by ``build_algo()``."""
+    """PPO's settings, frozen from the config by ``build_algo()``.
+
+    Each field but the shard sizes is the ``PPOConfig`` setting of its name; ``loss`` holds
+    the settings ``ppo_loss`` reads.
+    """
 
     gamma: float
     lambda_: float
-    clip_param: float
-    vf_clip_param: float | None
-    vf_loss_coeff: float
-    entropy_coeff: float
     kl_coeff: float
     kl_target: float
-    use_kl_loss: bool
     num_epochs: int
     minibatch_size: int
+    shuffle_batch_per_epoch: bool
+    loss: PPOLossConfig
     num_shards: int
     shard_size: int
     # Stacked multi-agent updates pad small policies' batches: skip minibatches of padding only.
@@ -68,34 +70,11 @@ class PPOHyperparams:
     @classmethod
     def from_config(cls, cfg: Any, num_shards: int, shard_size: int) -> PPOHyperparams:
         """PPO's settings read from a ``PPOConfig`` once, at build time."""
-        return cls(
-            gamma=float(cfg.gamma),
-            lambda_=float(cfg.lambda_),
-            clip_param=float(cfg.clip_param),
-            vf_clip_param=None if cfg.vf_clip_param is None else float(cfg.vf_clip_param),
-            vf_loss_coeff=float(cfg.vf_loss_coeff),
-            entropy_coeff=float(cfg.entropy_coeff),
-            kl_coeff=float(cfg.kl_coeff),
-            kl_target=float(cfg.kl_target),
-            use_kl_loss=bool(cfg.use_kl_loss),
-            num_epochs=int(cfg.num_epochs),
-            minibatch_size=int(cfg.minibatch_size),
-            num_shards=num_shards,
-            shard_size=shard_size,
-        )
+        return frozen_from_config(cls, cfg, num_shards=num_shards, shard_size=shard_size)
 
     @property
     def num_minibatches(self) -> int:
         return self.shard_size // self.minibatch_size
-
-    def loss_config(self) -> PPOLossConfig:
-        return PPOLossConfig(
-            self.clip_param,
-            self.vf_clip_param,
-            self.vf_loss_coeff,
-            self.entropy_coeff,
-            self.use_kl_loss,
-        )
 
 
 def make_optimizer(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
@@ -174,13 +153,12 @@ def make_ppo_update(
     hp: PPOHyperparams,
 ) -> Callable[[PPOTrainState, PPOBatch], tuple[PPOTrainState, dict[str, jax.Array]]]:
     """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned."""
-    loss_cfg = hp.loss_config()
     d, mb, m = hp.num_shards, hp.minibatch_size, hp.num_minibatches
 
     def loss_fn(params, batch: PPOBatch, kl_coeff):
         flat = jax.tree.map(lambda x: x.reshape((d * mb, *x.shape[2:])), batch)
         dist_inputs, values = apply_fn(params[POLICY_ID], flat.obs)
-        return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, loss_cfg)
+        return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, hp.loss)
 
     metric_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
 
@@ -210,6 +188,8 @@ def make_ppo_update(
             # One sort of random 32-bit keys per shard: a uniform shuffle (ties are vanishingly
             # rare), cheaper to compile and run than the multi-round ``random.permutation``.
             bits = jax.random.bits(key, (d, hp.shard_size), jnp.uint32)
+            if not hp.shuffle_batch_per_epoch:  # equal keys: the stable sort keeps batch order
+                bits = jnp.zeros_like(bits)
             # Real rows first (in random order), padding and non-transitions last: minibatches
             # are filled with data, and rows cut off by the minibatch count are padding first.
             padding = (batch.mask == 0).astype(jnp.uint32) << 31
@@ -230,14 +210,14 @@ def make_ppo_update(
         metrics = dict(zip(metric_names, sums / jnp.maximum(steps, 1.0), strict=True))
         kl = metrics["mean_kl_loss"]
         kl_coeff = state.kl_coeff
-        if hp.use_kl_loss:  # RLlib's adaptive KL coefficient, updated once per iteration.
+        if hp.loss.use_kl_loss:  # RLlib's adaptive KL coefficient, updated once per iteration.
             kl_coeff = jnp.where(
                 kl > 2.0 * hp.kl_target,
                 kl_coeff * 1.5,
                 jnp.where(kl < 0.5 * hp.kl_target, kl_coeff * 0.5, kl_coeff),
             )
         metrics["curr_kl_coeff"] = state.kl_coeff
-        metrics["curr_entropy_coeff"] = jnp.asarray(hp.entropy_coeff, jnp.float32)
+        metrics["curr_entropy_coeff"] = jnp.asarray(hp.loss.entropy_coeff, jnp.float32)
         return state.replace(kl_coeff=kl_coeff, step=state.step + 1, key=key), metrics
 
     return update

@@ -48,6 +48,9 @@ PPO_LOSS_METRICS = (
 
 
 class PPOLossConfig(NamedTuple):
+    """The settings ``ppo_loss`` reads: the ``PPOConfig`` settings of these names
+    (``PPOHyperparams.loss``, built from the config by ``frozen_from_config``)."""
+
     clip_param: float
     vf_clip_param: float | None
     vf_loss_coeff: float

@@ -21,13 +21,14 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_update,
 )
 from rljax.algorithms.ppo.networks import build_policy
+from rljax.algorithms.settings import Setting
 from rljax.learners.devices import replicated
 from rljax.runners.acting import (
     episode_arrays,
     make_act_step,
     make_fused_rollout,
 )
-from rljax.utils.checks import Bool, Check, Int, Number
+from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 
@@ -56,70 +57,61 @@ class PPOConfig(AlgorithmConfig):
     """
 
     algo_name: ClassVar[str] = "PPO"
-    _PER_MODULE_KEYS: ClassVar[tuple[str, ...]] = (
-        "lr",
-        "grad_clip",
-        "clip_param",
-        "vf_clip_param",
-        "vf_loss_coeff",
-        "entropy_coeff",
-        "kl_coeff",
-        "kl_target",
-        "use_kl_loss",
-        "num_epochs",
-        "minibatch_size",
-        "model_config",
-    )
-    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
-        **AlgorithmConfig._SECTIONS,
-        "training": AlgorithmConfig._SECTIONS["training"]
-        + (
-            "lambda_",
-            "use_gae",
-            "clip_param",
-            "vf_clip_param",
-            "vf_loss_coeff",
-            "entropy_coeff",
-            "kl_coeff",
-            "kl_target",
-            "use_kl_loss",
-            "use_critic",
-            "minibatch_size",
-            "num_epochs",
-        ),
-    }
 
-    _CHECKS: ClassVar[dict[str, Check]] = {
-        **AlgorithmConfig._CHECKS,
-        "lambda_": Number(0, 1),
-        "use_gae": Bool(),
-        "use_critic": Bool(),
-        "clip_param": Number(0, low_open=True),
-        "vf_clip_param": Number(0, low_open=True, optional=True),
-        "vf_loss_coeff": Number(0),
-        "entropy_coeff": Number(0),
-        "kl_coeff": Number(0),
-        "kl_target": Number(0, low_open=True),
-        "use_kl_loss": Bool(),
-        "minibatch_size": Int(1),
-        "num_epochs": Int(1, MAX_NUM_EPOCHS),
-    }
+    # RLlib's PPO defaults. The learner settings (per_module) may differ per policy.
+    lr = AlgorithmConfig.lr.replace(default=5e-5, per_module=True)
+    grad_clip = AlgorithmConfig.grad_clip.replace(per_module=True)
+    model_config = AlgorithmConfig.model_config.replace(per_module=True)
+    lambda_ = Setting(1.0, Number(0, 1), "GAE's lambda.")
+    use_gae = Setting(True, Bool(), "Use GAE advantages; rljax's PPO always does (keep True).")
+    clip_param = Setting(
+        0.3,
+        Number(0, low_open=True),
+        "The surrogate's clip range: the probability ratio is clipped to [1 - clip_param, "
+        "1 + clip_param].",
+        per_module=True,
+    )
+    vf_clip_param = Setting[float | None](
+        10.0,
+        Number(0, low_open=True, optional=True),
+        "The value loss (a squared error) is clipped at this; None: not clipped.",
+        per_module=True,
+    )
+    vf_loss_coeff = Setting(1.0, Number(0), "The value loss's weight.", per_module=True)
+    entropy_coeff = Setting(0.0, Number(0), "The entropy bonus's weight.", per_module=True)
+    kl_coeff = Setting(
+        0.2,
+        Number(0),
+        "The KL penalty's initial weight, adapted after every update towards kl_target.",
+        per_module=True,
+    )
+    kl_target = Setting(
+        0.01, Number(0, low_open=True), "The KL the adaptive kl_coeff aims at.", per_module=True
+    )
+    use_kl_loss = Setting(
+        True,
+        Bool(),
+        "Add the KL penalty (sampling policy || current policy) to the loss.",
+        per_module=True,
+    )
+    use_critic = Setting(
+        True, Bool(), "Learn a value function; rljax's PPO always does (keep True)."
+    )
+    minibatch_size = Setting(
+        128, Int(1), "Rows of each learner's share of a minibatch.", per_module=True
+    )
+    num_epochs = Setting(
+        30, Int(1, MAX_NUM_EPOCHS), "Passes over the train batch per iteration.", per_module=True
+    )
+    shuffle_batch_per_epoch = Setting(
+        True,
+        Bool(),
+        "Shuffle the train batch each epoch; False: minibatches take its rows in order.",
+        per_module=True,
+    )
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or PPO)
-        self.lr = 5e-5
-        self.lambda_ = 1.0
-        self.use_gae = True
-        self.use_critic = True
-        self.clip_param = 0.3
-        self.vf_clip_param: float | None = 10.0
-        self.vf_loss_coeff = 1.0
-        self.entropy_coeff = 0.0
-        self.kl_coeff = 0.2
-        self.kl_target = 0.01
-        self.use_kl_loss = True
-        self.minibatch_size = 128
-        self.num_epochs = 30
 
     def training(
         self,
@@ -127,12 +119,11 @@ class PPOConfig(AlgorithmConfig):
         lr: float = UNSET,
         gamma: float = UNSET,
         train_batch_size_per_learner: int = UNSET,
-        train_batch_size: int = UNSET,
+        train_batch_size: int | None = UNSET,
         grad_clip: float | None = UNSET,
         grad_clip_by: str = UNSET,
         lambda_: float = UNSET,
         use_gae: bool = UNSET,
-        use_critic: bool = UNSET,
         clip_param: float = UNSET,
         vf_clip_param: float | None = UNSET,
         vf_loss_coeff: float = UNSET,
@@ -140,9 +131,11 @@ class PPOConfig(AlgorithmConfig):
         kl_coeff: float = UNSET,
         kl_target: float = UNSET,
         use_kl_loss: bool = UNSET,
+        use_critic: bool = UNSET,
         minibatch_size: int = UNSET,
         num_epochs: int = UNSET,
-        **kwargs,
+        shuffle_batch_per_epoch: bool = UNSET,
+        **kwargs: Any,
     ) -> PPOConfig:
         """Sets PPO's training settings (RLlib's names; ``minibatch_size`` is per learner)."""
         return self._set("training", locals())

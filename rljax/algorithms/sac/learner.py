@@ -25,6 +25,7 @@ from rljax.algorithms.sac.losses import (
     critic_loss,
     temperature_loss,
 )
+from rljax.algorithms.settings import frozen_from_config
 from rljax.learners.update import gradient_step, make_optimizer
 from rljax.networks.distributions import SquashedDiagGaussian
 
@@ -80,19 +81,12 @@ class SACHyperparams:
     @classmethod
     def from_config(cls, cfg: Any, action_dim: int) -> SACHyperparams:
         """SAC's settings read from a ``SACConfig`` once, at build time."""
-        return cls(
-            target_entropy=(
-                auto_target_entropy(action_dim)
-                if cfg.target_entropy == "auto"
-                else float(cfg.target_entropy)
-            ),
-            tau=float(cfg.tau),
-            initial_alpha=float(cfg.initial_alpha),
-            actor_lr=float(cfg.actor_lr),
-            critic_lr=float(cfg.critic_lr),
-            alpha_lr=float(cfg.alpha_lr),
-            grad_clip=None if cfg.grad_clip is None else float(cfg.grad_clip),
+        target_entropy = (
+            auto_target_entropy(action_dim)
+            if cfg.target_entropy == "auto"
+            else float(cfg.target_entropy)
         )
+        return frozen_from_config(cls, cfg, target_entropy=target_entropy)
 
 
 class SACNetworks(NamedTuple):

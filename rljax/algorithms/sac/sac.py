@@ -19,12 +19,13 @@ from rljax.algorithms.sac.learner import (
     make_sac_learn,
     make_sac_optimizers,
 )
+from rljax.algorithms.settings import Setting
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.learners.update import make_target_update
 from rljax.networks.distributions import SquashedDiagGaussian
 from rljax.networks.q_models import GaussianActor, TwinCritic, check_vector_obs
 from rljax.utils import memory
-from rljax.utils.checks import Bool, Check, Number
+from rljax.utils.checks import Bool, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 
@@ -45,44 +46,44 @@ class SACConfig(OffPolicyConfig):
     """
 
     algo_name: ClassVar[str] = "SAC"
-    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
-        **OffPolicyConfig._SECTIONS,
-        "training": OffPolicyConfig._SECTIONS["training"]
-        + OffPolicyConfig._OFF_POLICY_TRAINING
-        + ("twin_q", "initial_alpha", "target_entropy", "actor_lr", "critic_lr", "alpha_lr"),
-    }
-
-    _CHECKS: ClassVar[dict[str, Check]] = {
-        **OffPolicyConfig._CHECKS,
-        "twin_q": Bool(),
-        "initial_alpha": Number(0, low_open=True),
-        "target_entropy": Number(literals=("auto",)),
-        "actor_lr": Number(0, low_open=True),
-        "critic_lr": Number(0, low_open=True),
-        "alpha_lr": Number(0, low_open=True),
-    }
-
-    def __init__(self, algo_class: type | None = None):
-        super().__init__(algo_class or SAC)
-        self.twin_q = True
-        self.initial_alpha = 1.0
-        self.target_entropy: str | float = "auto"
-        self.actor_lr = 3e-5
-        self.critic_lr = 3e-4
-        self.alpha_lr = 3e-4
-        self.lr = 3e-4  # unused: SAC has one learning rate per network (RLlib sets lr=None)
-        self.tau = 5e-3
-        self.target_network_update_freq = 0
-        self.train_batch_size_per_learner = 256
-        self.num_steps_sampled_before_learning_starts = 1500
-        self.min_sample_timesteps_per_iteration = 100
-        self.replay_buffer_config = {
+    # RLlib's SAC defaults where they differ from every off-policy algorithm's.
+    # lr is unused: SAC has one learning rate per network (RLlib sets lr=None).
+    lr = OffPolicyConfig.lr.replace(default=3e-4)
+    tau = OffPolicyConfig.tau.replace(default=5e-3)
+    target_network_update_freq = OffPolicyConfig.target_network_update_freq.replace(default=0)
+    train_batch_size_per_learner = OffPolicyConfig.train_batch_size_per_learner.replace(default=256)
+    num_steps_sampled_before_learning_starts = (
+        OffPolicyConfig.num_steps_sampled_before_learning_starts.replace(default=1500)
+    )
+    min_sample_timesteps_per_iteration = OffPolicyConfig.min_sample_timesteps_per_iteration.replace(
+        default=100
+    )
+    replay_buffer_config = OffPolicyConfig.replay_buffer_config.replace(
+        default={
             "type": "PrioritizedEpisodeReplayBuffer",
             "capacity": 1_000_000,
             "alpha": 0.6,
             "beta": 0.4,
         }
-        self.model_config = DefaultModelConfig(fcnet_hiddens=(256, 256), fcnet_activation="relu")
+    )
+    model_config = OffPolicyConfig.model_config.replace(
+        default=DefaultModelConfig(fcnet_hiddens=(256, 256), fcnet_activation="relu")
+    )
+    twin_q = Setting(True, Bool(), "Two critics and the minimum of their targets.")
+    initial_alpha = Setting(
+        1.0, Number(0, low_open=True), "The entropy temperature's initial value."
+    )
+    target_entropy = Setting[str | float](
+        "auto",
+        Number(literals=("auto",)),
+        'The entropy the temperature aims at; "auto": minus the action dimension.',
+    )
+    actor_lr = Setting(3e-5, Number(0, low_open=True), "The actor's Adam learning rate.")
+    critic_lr = Setting(3e-4, Number(0, low_open=True), "The critics' Adam learning rate.")
+    alpha_lr = Setting(3e-4, Number(0, low_open=True), "The temperature's Adam learning rate.")
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class or SAC)
 
     def training(
         self,
@@ -90,10 +91,10 @@ class SACConfig(OffPolicyConfig):
         lr: float | None = UNSET,
         gamma: float = UNSET,
         train_batch_size_per_learner: int = UNSET,
-        train_batch_size: int = UNSET,
+        train_batch_size: int | None = UNSET,
         grad_clip: float | None = UNSET,
         grad_clip_by: str = UNSET,
-        replay_buffer_config: dict = UNSET,
+        replay_buffer_config: dict[str, Any] = UNSET,
         n_step: int | tuple[int, int] = UNSET,
         num_steps_sampled_before_learning_starts: int = UNSET,
         training_intensity: float | None = UNSET,
@@ -106,7 +107,7 @@ class SACConfig(OffPolicyConfig):
         actor_lr: float = UNSET,
         critic_lr: float = UNSET,
         alpha_lr: float = UNSET,
-        **kwargs,
+        **kwargs: Any,
     ) -> SACConfig:
         """Sets SAC's training settings (RLlib's names)."""
         if lr is None:

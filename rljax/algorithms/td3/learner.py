@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from rljax.algorithms.settings import frozen_from_config
 from rljax.algorithms.td3.losses import (
     actor_loss,
     clipped_double_q_target,
@@ -74,16 +75,11 @@ class TD3Hyperparams:
     @classmethod
     def from_config(cls, cfg: Any) -> TD3Hyperparams:
         """TD3's settings read from a ``TD3Config`` once, at build time."""
-        return cls(
-            tau=float(cfg.tau),
-            policy_delay=int(cfg.policy_delay),
+        return frozen_from_config(
+            cls,
+            cfg,
             target_noise=float(cfg.target_noise) if cfg.smooth_target_policy else 0.0,
-            target_noise_clip=float(cfg.target_noise_clip),
-            exploration_noise=float(cfg.exploration_noise),
             learning_starts=int(cfg.num_steps_sampled_before_learning_starts),
-            actor_lr=float(cfg.actor_lr),
-            critic_lr=float(cfg.critic_lr),
-            grad_clip=None if cfg.grad_clip is None else float(cfg.grad_clip),
         )
 
 

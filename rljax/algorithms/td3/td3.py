@@ -11,6 +11,7 @@ import numpy as np
 
 from rljax.algorithms.algorithm_config import UNSET
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
+from rljax.algorithms.settings import Setting
 from rljax.algorithms.td3.learner import (
     TD3_METRICS,
     TD3Hyperparams,
@@ -25,7 +26,7 @@ from rljax.algorithms.td3.networks import ActionBounds, DeterministicActor, gaus
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.networks.q_models import TwinCritic, check_vector_obs
 from rljax.utils import memory
-from rljax.utils.checks import Bool, Check, Int, Number, require_bool
+from rljax.utils.checks import Bool, Int, Number, require_bool
 from rljax.utils.errors import ConfigError
 
 
@@ -54,54 +55,44 @@ class TD3Config(OffPolicyConfig):
     """
 
     algo_name: ClassVar[str] = "TD3"
-    _SECTIONS: ClassVar[dict[str, tuple[str, ...]]] = {
-        **OffPolicyConfig._SECTIONS,
-        "training": OffPolicyConfig._SECTIONS["training"]
-        + OffPolicyConfig._OFF_POLICY_TRAINING
-        + (
-            "twin_q",
-            "policy_delay",
-            "smooth_target_policy",
-            "target_noise",
-            "target_noise_clip",
-            "exploration_noise",
-            "actor_lr",
-            "critic_lr",
-        ),
-    }
-
-    _CHECKS: ClassVar[dict[str, Check]] = {
-        **OffPolicyConfig._CHECKS,
-        "twin_q": Bool(),
-        "policy_delay": Int(1),
-        "smooth_target_policy": Bool(),
-        "target_noise": Number(0),
-        "target_noise_clip": Number(0),
-        "exploration_noise": Number(0),
-        "actor_lr": Number(0, low_open=True),
-        "critic_lr": Number(0, low_open=True),
-    }
+    # RLlib's TD3Config (old API stack) where it differs from every off-policy algorithm's.
+    # lr is unused: TD3 has one learning rate per network.
+    lr = OffPolicyConfig.lr.replace(default=1e-3)
+    tau = OffPolicyConfig.tau.replace(default=5e-3)
+    target_network_update_freq = OffPolicyConfig.target_network_update_freq.replace(default=0)
+    train_batch_size_per_learner = OffPolicyConfig.train_batch_size_per_learner.replace(default=100)
+    num_steps_sampled_before_learning_starts = (
+        OffPolicyConfig.num_steps_sampled_before_learning_starts.replace(default=10_000)
+    )
+    replay_buffer_config = OffPolicyConfig.replay_buffer_config.replace(
+        default={"type": "EpisodeReplayBuffer", "capacity": 1_000_000}
+    )
+    model_config = OffPolicyConfig.model_config.replace(
+        default=DefaultModelConfig(fcnet_hiddens=(400, 300), fcnet_activation="relu")
+    )
+    twin_q = Setting(
+        True, Bool(), "Two critics and the minimum of their targets (False: one critic, as DDPG)."
+    )
+    policy_delay = Setting(
+        2,
+        Int(1),
+        "Critic updates per actor update; the target networks move with the actor.",
+    )
+    smooth_target_policy = Setting(True, Bool(), "Add clipped noise to the target actor's actions.")
+    target_noise = Setting(
+        0.2, Number(0), "That noise's standard deviation (in half action ranges)."
+    )
+    target_noise_clip = Setting(0.5, Number(0), "The bound on that noise's magnitude.")
+    exploration_noise = Setting(
+        0.1,  # the TD3 paper's (RLlib's is GaussianNoise(stddev=0.1) in exploration_config)
+        Number(0),
+        "The standard deviation of the Gaussian noise on acting actions.",
+    )
+    actor_lr = Setting(1e-3, Number(0, low_open=True), "The actor's Adam learning rate.")
+    critic_lr = Setting(1e-3, Number(0, low_open=True), "The critics' Adam learning rate.")
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or TD3)
-        # RLlib's TD3Config (old API stack).
-        self.twin_q = True
-        self.policy_delay = 2
-        self.smooth_target_policy = True
-        self.target_noise = 0.2
-        self.target_noise_clip = 0.5
-        self.actor_lr = 1e-3
-        self.critic_lr = 1e-3
-        self.tau = 5e-3
-        self.target_network_update_freq = 0
-        self.train_batch_size_per_learner = 100
-        self.num_steps_sampled_before_learning_starts = 10_000
-        self.replay_buffer_config = {"type": "EpisodeReplayBuffer", "capacity": 1_000_000}
-        self.model_config = DefaultModelConfig(fcnet_hiddens=(400, 300), fcnet_activation="relu")
-        # The TD3 paper's (RLlib's is GaussianNoise(stddev=0.1) in exploration_config).
-        self.exploration_noise = 0.1
-        # Unused: TD3 has one learning rate per network.
-        self.lr = 1e-3
 
     def training(
         self,
@@ -109,10 +100,10 @@ class TD3Config(OffPolicyConfig):
         lr: float | None = UNSET,
         gamma: float = UNSET,
         train_batch_size_per_learner: int = UNSET,
-        train_batch_size: int = UNSET,
+        train_batch_size: int | None = UNSET,
         grad_clip: float | None = UNSET,
         grad_clip_by: str = UNSET,
-        replay_buffer_config: dict = UNSET,
+        replay_buffer_config: dict[str, Any] = UNSET,
         n_step: int | tuple[int, int] = UNSET,
         num_steps_sampled_before_learning_starts: int = UNSET,
         training_intensity: float | None = UNSET,
@@ -127,23 +118,9 @@ class TD3Config(OffPolicyConfig):
         exploration_noise: float = UNSET,
         actor_lr: float = UNSET,
         critic_lr: float = UNSET,
-        **kwargs,
+        **kwargs: Any,
     ) -> TD3Config:
-        """Sets TD3's training settings.
-
-        Args:
-          twin_q: Two critics and the minimum of their targets (False: one critic, as DDPG).
-          policy_delay: Critic updates per actor update; the target networks move with the
-            actor.
-          smooth_target_policy: Add clipped noise to the target actor's actions.
-          target_noise: That noise's standard deviation (in half action ranges).
-          target_noise_clip: The bound on its magnitude.
-          exploration_noise: The standard deviation of the Gaussian noise on acting actions.
-          actor_lr, critic_lr: Adam's learning rates (``lr`` is not used).
-          tau: The target networks' Polyak step.
-          (the rest as every off-policy algorithm: ``replay_buffer_config``, ``n_step``,
-          ``num_steps_sampled_before_learning_starts``, ``training_intensity``, ...)
-        """
+        """Sets TD3's training settings (RLlib's names; ``lr`` is not used)."""
         if lr is None:
             lr = UNSET
         return self._set("training", locals())

@@ -1,0 +1,108 @@
+"""make_ppo_update's minibatch order: shuffled each epoch, or in batch order with
+``shuffle_batch_per_epoch=False`` (RLlib's setting)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from rljax.algorithms.ppo import PPOConfig
+from rljax.algorithms.ppo.learner import (
+    POLICY_ID,
+    PPOHyperparams,
+    PPOTrainState,
+    make_ppo_update,
+)
+from rljax.algorithms.ppo.losses import PPOBatch
+from rljax.networks.distributions import Categorical
+
+ROWS, EPOCHS = 6, 3
+PADDING_ROW = 2  # an auto-reset step: mask 0
+
+
+def _recorder() -> optax.GradientTransformation:
+    """An optimizer that keeps the parameters and records each step's gradient of ``b``."""
+
+    def init(params):
+        return {"step": jnp.zeros((), jnp.int32), "grads": jnp.zeros((EPOCHS * ROWS,))}
+
+    def update(grads, state, params=None):
+        g = grads[POLICY_ID]["b"]
+        grads_seen = state["grads"].at[state["step"]].set(g)
+        new_state = {"step": state["step"] + 1, "grads": grads_seen}
+        return jax.tree.map(jnp.zeros_like, grads), new_state
+
+    return optax.GradientTransformation(init, update)
+
+
+def _seen_rows(shuffle: bool, seed: int) -> np.ndarray:
+    """The rows of each minibatch (of one row), read from the gradients the update took: the
+    value is ``b`` (0) and row i's target is i + 1, so a row's value-loss gradient is
+    ``-2 (i + 1)``; a minibatch of padding has none."""
+    cfg = PPOConfig().training(
+        minibatch_size=1,
+        num_epochs=EPOCHS,
+        vf_clip_param=None,
+        shuffle_batch_per_epoch=shuffle,
+    )
+    hp = PPOHyperparams.from_config(cfg, num_shards=1, shard_size=ROWS)
+    assert hp.shuffle_batch_per_epoch is shuffle
+
+    def apply_fn(params, obs):
+        return jnp.zeros((obs.shape[0], 2)), jnp.broadcast_to(params["b"], obs.shape[:1])
+
+    optimizer = _recorder()
+    update = jax.jit(make_ppo_update(apply_fn, Categorical(2), optimizer, hp))
+    mask = np.ones((1, ROWS), np.float32)
+    mask[0, PADDING_ROW] = 0.0
+    zeros = jnp.zeros((1, ROWS))
+    batch = PPOBatch(
+        obs=jnp.zeros((1, ROWS, 1)),
+        action=jnp.zeros((1, ROWS), jnp.int32),
+        action_logp=jnp.full((1, ROWS), jnp.log(0.5)),
+        action_dist_inputs=jnp.zeros((1, ROWS, 2)),
+        vf_preds=zeros,
+        advantages=zeros,
+        value_targets=jnp.arange(1.0, ROWS + 1)[None],
+        mask=jnp.asarray(mask),
+    )
+    params = {POLICY_ID: {"b": jnp.zeros(())}}
+    state = PPOTrainState(
+        params=params,
+        opt_state=optimizer.init(params),
+        kl_coeff=jnp.float32(hp.kl_coeff),
+        step=jnp.zeros((), jnp.int32),
+        key=jax.random.PRNGKey(seed),
+    )
+    state, _ = update(state, batch)
+    grads = np.asarray(state.opt_state["grads"]).reshape(EPOCHS, ROWS)
+    return np.rint(-grads / 2).astype(int) - 1  # row ids; -1 for a minibatch of padding
+
+
+def test_without_shuffling_minibatches_take_the_rows_in_order():
+    # Every epoch the same: the real rows in batch order, then the padding row (no gradient).
+    expected = [[0, 1, 3, 4, 5, -1]] * EPOCHS
+    for seed in (0, 1):
+        np.testing.assert_array_equal(_seen_rows(False, seed), expected)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_shuffling_permutes_the_real_rows_each_epoch(seed):
+    seen = _seen_rows(True, seed)
+    for epoch in seen:
+        # Every real row once, in some order; the padding row still last.
+        assert sorted(epoch[:-1]) == [0, 1, 3, 4, 5] and epoch[-1] == -1
+    # Over three epochs of five rows, an unshuffled or repeated order would be a 1-in-14,400
+    # coincidence (two epochs equal: 1 in 120 each); these seeds give distinct orders.
+    assert len({tuple(e) for e in seen}) == EPOCHS
+    assert not (seen == [0, 1, 3, 4, 5, -1]).all(axis=1).any()
+
+
+def test_shuffle_batch_per_epoch_is_a_per_policy_setting_with_rllibs_default():
+    assert PPOConfig().shuffle_batch_per_epoch is True
+    assert "shuffle_batch_per_epoch" in PPOConfig._PER_MODULE_KEYS
+    cfg = PPOConfig.from_dict({"shuffle_batch_per_epoch": False})
+    assert cfg.to_dict()["shuffle_batch_per_epoch"] is False
