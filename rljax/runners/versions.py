@@ -113,7 +113,8 @@ class VersionedQueues(Generic[F]):
         (``max_policy_lag=0``) with no new weights since the last take."""
         if self.max_policy_lag == 0 and self._version == self._sampled_version:
             raise RuntimeError(
-                "synchronous sampling (max_lag=0): publish() new weights before the next sample()"
+                "synchronous sampling (max_policy_lag=0): publish() new weights before the next "
+                "sample()"
             )
 
     def taken(self) -> None:
