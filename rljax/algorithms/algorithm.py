@@ -36,7 +36,7 @@ from rljax.learners.devices import (
     runner_device,
 )
 from rljax.runners.acting import FusedRunnerState, init_actor_state
-from rljax.runners.host import HostRunner, RunnerGroup
+from rljax.runners.host import HostRunner, RunnerGroup, RunnerSpec
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.checks import require_bool
 from rljax.utils.errors import AlgorithmStoppedError, CheckpointError, ConfigError
@@ -232,31 +232,34 @@ class Algorithm:
         ``ignore_env_runner_failures`` drops a runner that cannot be restarted.
         """
         cfg = self.config
-        n = cfg.num_envs_per_env_runner
         builds = [0] * max(1, cfg.num_env_runners)
         group: RunnerGroup | None = None
+        spec = RunnerSpec(
+            self.env_spec,
+            cfg.num_envs_per_env_runner,
+            cfg.gym_env_vectorize_mode,
+            self.seed,
+            cfg.async_batch_size,
+            self._policy_fn,
+            act_step,
+            self._env_action,
+            self.runner_device,
+            num_workers=cfg.num_env_runners,
+            restart_sub_envs=cfg.restart_failed_sub_environments,
+        )
 
         def make(i: int) -> HostRunner:
             restart = builds[i]
             builds[i] += 1
             current = params if group is None or group.params is None else group.params
-            return HostRunner(
-                self.env_spec,
-                n,
-                cfg.gym_env_vectorize_mode,
-                derive_seed(self.seed, 1000 * i + 100_003 * restart),  # rebuilt: new episodes
-                cfg.async_batch_size,
-                self._policy_fn,
-                act_step,
-                self._env_action,
-                current,
-                self.runner_device,
+            runner_spec = dataclasses.replace(
+                spec,
+                seed=derive_seed(self.seed, 1000 * i + 100_003 * restart),  # rebuilt: new episodes
                 env_id_offset=i * self._slots_per_runner(),
                 worker_index=i + 1 if cfg.num_env_runners else 0,
-                num_workers=cfg.num_env_runners,
-                env=self._runner_env(i),
-                restart_sub_envs=cfg.restart_failed_sub_environments,
+                make_env=lambda: self._runner_env(i),
             )
+            return HostRunner(runner_spec, current)
 
         runners: list[HostRunner] = []
         try:
@@ -269,7 +272,7 @@ class Algorithm:
         group = RunnerGroup(
             runners,
             fragment_length,
-            max_lag=1 if cfg.sample_async else 0,
+            max_policy_lag=1 if cfg.sample_async else 0,
             make_runner=make,
             max_restarts=cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0,
             ignore_failures=cfg.ignore_env_runner_failures,

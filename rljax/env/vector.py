@@ -13,7 +13,7 @@ import inspect
 import traceback
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -358,16 +358,18 @@ class _EnvFn:
         else:
             env = self._make()
         env = ApiCheckedEnv(env, self.name)
-        if getattr(self, "state_access", False):  # an ASYNC sub-env, in its worker process
+        if getattr(self, "state_access", False):  # in its ASYNC worker, or a SyncVectorEnv
             env = _StateAccess(env)
         return env
 
 
 class _StateAccess(gym.Wrapper):
-    """Reads and writes a sub-env's state inside its ASYNC worker (through
-    ``AsyncVectorEnv.call``), and keeps the worker's next-step auto-reset right across a restore:
-    the worker remembers a pending reset in a local variable, so a restored sub-env whose episode
-    had just ended does that reset here, returning what the worker's would have.
+    """Reads and writes a sub-env's state (inside its ASYNC worker, through
+    ``AsyncVectorEnv.call``; directly in a ``SyncVectorEnv``), and keeps the vector env's
+    next-step auto-reset right across a restore: gymnasium keeps a pending reset to itself (a
+    local variable in an ASYNC worker, a private attribute of ``SyncVectorEnv``), so a restored
+    sub-env whose episode had just ended does that reset here, after a reset of the vector env
+    cleared gymnasium's own flags, returning what gymnasium's reset would have.
 
     A state to check or restore arrives first as ``_rljax_incoming`` (``set_attr``: each worker
     gets only its own). Nothing raises out of these methods (an exception in a worker closes its
@@ -418,8 +420,17 @@ class _StateAccess(gym.Wrapper):
         except Exception:  # noqa: BLE001
             return traceback.format_exc()
         # Called right after a reset of the vector env: the worker's auto-reset flag is clear.
-        self._ended = self._force_reset = bool(state["ended"])
+        self.restore_ended(bool(state["ended"]))
         return ""
+
+    @property
+    def ended(self) -> bool:
+        """The last step ended the episode: the vector env resets this sub-env next step."""
+        return self._ended
+
+    def restore_ended(self, ended: bool) -> None:
+        """After a reset of the vector env: the next step resets when the saved one would."""
+        self._ended = self._force_reset = ended
 
 
 def env_fns(
@@ -468,9 +479,9 @@ class GymVectorHostEnv:
         fns = env_fns(spec, num_envs, worker_index, num_workers, restart_sub_envs)
         self.restart_sub_envs = restart_sub_envs
         kwargs = dict(autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        for fn in fns:
+            fn.state_access = True  # see _StateAccess
         if mode == ASYNC:
-            for fn in fns:
-                fn.state_access = True  # see _StateAccess
             with main_hidden(), sigint_blocked():
                 self.env = gym.vector.AsyncVectorEnv(fns, context="spawn", **kwargs)
         else:
@@ -511,12 +522,12 @@ class GymVectorHostEnv:
 
         if isinstance(self.env, gym.vector.SyncVectorEnv):
             try:
-                layers = [get_env_state(e) for e in self.env.envs]
+                layers = [get_env_state(e.env) for e in self._sync_envs()]
             except EnvStateError:
                 raise
             except Exception as e:  # an env's own get_state() failed
                 raise EnvStateError(f"reading a sub-env's state failed: {e!r}") from e
-            ended = self.env._autoreset_envs
+            ended = np.array([e.ended for e in self._sync_envs()])
         else:  # ASYNC: read inside each worker
             states = self.env.call("rljax_get_state")
             self._raise_problems([state.get("error") for state in states])
@@ -539,8 +550,8 @@ class GymVectorHostEnv:
                 f"{self.num_envs}"
             )
         if isinstance(self.env, gym.vector.SyncVectorEnv):
-            for env, env_state in zip(self.env.envs, state["envs"], strict=True):
-                check_env_state(env, env_state)
+            for env, env_state in zip(self._sync_envs(), state["envs"], strict=True):
+                check_env_state(env.env, env_state)
             return
         self._send(state)
         self._raise_problems(self.env.call("rljax_check_state"))
@@ -554,12 +565,14 @@ class GymVectorHostEnv:
         if not checked:
             self.check_state(state)
         try:
+            self.env.reset(seed=self.seed)  # clears gymnasium's auto-reset flags
             if isinstance(self.env, gym.vector.SyncVectorEnv):
-                for env, env_state in zip(self.env.envs, state["envs"], strict=True):
-                    set_env_state(env, env_state)
-                self.env._autoreset_envs = decode(state["autoreset"])
+                ended = decode(state["autoreset"])
+                envs = self._sync_envs()
+                for env, env_state, e in zip(envs, state["envs"], ended, strict=True):
+                    set_env_state(env.env, env_state)
+                    env.restore_ended(bool(e))
                 return
-            self.env.reset(seed=self.seed)  # clears the workers' auto-reset flags
             self._send(state)
             self._raise_problems(self.env.call("rljax_set_state"))
         except Exception as e:
@@ -567,6 +580,14 @@ class GymVectorHostEnv:
             if isinstance(e, EnvStateError):
                 raise
             raise EnvStateError(f"restoring the sub-envs failed: {e!r}") from e
+
+    def _sync_envs(self) -> list[_StateAccess]:
+        """A ``SyncVectorEnv``'s sub-envs, each wrapped in ``_StateAccess`` (see ``__init__``)."""
+        sync = cast(gym.vector.SyncVectorEnv, self.env)
+        envs = [e for e in sync.envs if isinstance(e, _StateAccess)]
+        if len(envs) != self.num_envs:
+            raise TypeError("every sub-env of a SYNC runner is built wrapped in _StateAccess")
+        return envs
 
     def _send(self, state: dict[str, Any]) -> None:
         """Hands each ASYNC worker its own sub-env's saved state."""

@@ -543,11 +543,11 @@ def test_closing_a_hung_async_runner_with_force_kills_its_processes_at_once():
     import threading
 
     from rljax.env.vector import resolve_env
-    from rljax.runners.host import HostRunner
+    from rljax.runners.host import HostRunner, RunnerSpec
 
     algo = _config({"hang_after": 3}, num_envs_per_env_runner=2).build_algo()
     try:
-        runner = HostRunner(
+        spec = RunnerSpec(
             resolve_env(CrashingTicks, {"hang_after": 3}),
             2,
             "ASYNC",
@@ -556,9 +556,9 @@ def test_closing_a_hung_async_runner_with_force_kills_its_processes_at_once():
             algo._policy_fn,
             algo._act_step,
             algo._env_action,
-            algo._runner_params(),
             algo.runner_device,
         )
+        runner = HostRunner(spec, algo._runner_params())
         stepping = threading.Thread(target=runner.sample, args=(algo._runner_params(), 10))
         stepping.daemon = True
         stepping.start()

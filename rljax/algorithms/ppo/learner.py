@@ -31,6 +31,7 @@ from rljax.learners import update as learner_update
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages, gae_advantages_time_major
 from rljax.runners.acting import Transition
+from rljax.runners.ordering import from_time_major, order_by_stream, to_time_major
 
 POLICY_ID = "default_policy"
 
@@ -88,38 +89,30 @@ def make_ppo_postprocess(
 ) -> Callable[[Transition], PPOBatch]:
     """``postprocess(Transition [T, K]) -> PPOBatch [D, n]``: GAE per sub-env, normalised advantages.
 
-    Rows are ordered by (sub-env, time) first, so sub-envs whose results arrived in any order
-    (EnvPool ASYNC) form contiguous trajectories; the boundary between two sub-envs is a cut.
-    Within a sub-env the rows that are not transitions (auto-reset steps, and steps where a
-    multi-agent slot did not act) go after its real ones, so consecutive real transitions of a
-    stream are adjacent; the last real one of each stream is a cut. When every env step reports
-    all ``num_envs`` sub-envs (SYNC), each sub-env has exactly T rows and GAE runs time-major;
-    otherwise (ASYNC) it runs over the one flat sequence.
+    The ordering and cut step (``rljax.runners.ordering.order_by_stream``) then GAE: rows are
+    ordered by (sub-env, time), each stream's non-transitions after its real ones, and cut at
+    truncations, stream ends and each stream's last real transition. When every env step
+    reports all ``num_envs`` sub-envs (SYNC), each sub-env has exactly T rows and GAE runs
+    time-major; otherwise (ASYNC) it runs over the one flat sequence.
 
     With ``num_policies`` (multi-agent slots, ``obs = {"obs": ..., "policy": ...}``) advantages
     are normalised per policy, as each of RLlib's modules does with its own batch.
     """
 
     def postprocess(traj: Transition) -> PPOBatch:
-        t_len, k = traj.reward.shape
-        flat = jax.tree.map(lambda x: x.reshape((t_len * k, *x.shape[2:])), traj)
-        time = jnp.repeat(jnp.arange(t_len, dtype=jnp.int32), k)
-        invalid = (~flat.valid).astype(jnp.int32)
-        order = jnp.argsort((flat.env_id * 2 + invalid) * t_len + time)
-        s = jax.tree.map(lambda x: x[order], flat)
-        same_env_next = jnp.concatenate([s.env_id[1:] == s.env_id[:-1], jnp.zeros((1,), bool)])
-        next_valid = jnp.concatenate([s.valid[1:], jnp.zeros((1,), bool)])
-        last_real = s.valid & ~(same_env_next & next_valid)
+        k = traj.reward.shape[1]
+        ordered = order_by_stream(traj)
+        s = ordered.rows
         gae_in = (s.reward, s.extras["vf_preds"], s.next_extras["vf_preds"], s.terminated)
         if k == num_envs:
-            # [N*T] in (env, time) order -> [T, N] time-major; the fragment end is a cut.
-            to_tm = lambda x: x.reshape((k, t_len)).T  # noqa: E731
-            cut = to_tm(s.truncated | last_real).at[-1].set(True)
-            adv, targets = gae_advantages_time_major(*map(to_tm, gae_in), cut, hp.gamma, hp.lambda_)
-            adv, targets = adv.T.reshape(-1), targets.T.reshape(-1)
+            # Lock-step: each sub-env has exactly T rows, so GAE runs time-major on [T, N].
+            rewards, values, next_values, terminated, cut = to_time_major((*gae_in, ordered.cut), k)
+            adv, targets = gae_advantages_time_major(
+                rewards, values, next_values, terminated, cut, hp.gamma, hp.lambda_
+            )
+            adv, targets = from_time_major((adv, targets))
         else:
-            cut = s.truncated | ~same_env_next | last_real
-            adv, targets = gae_advantages(*gae_in, cut, hp.gamma, hp.lambda_)
+            adv, targets = gae_advantages(*gae_in, ordered.cut, hp.gamma, hp.lambda_)
         mask = s.valid.astype(jnp.float32)
         if num_policies is None:
             mean = masked_mean(adv, mask)
