@@ -1,4 +1,5 @@
-"""What DQN and SAC share: replay settings, the replay ratio, and the fused and runner loops.
+"""What DQN, SAC and TD3 share: replay settings, the replay ratio, and the algorithm that runs
+the execution layer's off-policy loop (``rljax/execution/off_policy.py``) on their parts.
 
 An iteration is a number of *cycles*. A cycle samples ``rollout_fragment_length`` env steps from
 every sub-env (times RLlib's sample weight), adds them to the replay buffer, then, once
@@ -32,6 +33,7 @@ from rljax.execution.off_policy import (
     ReplaySchedule,
     make_fused_iteration,
     make_learn_cycle,
+    make_update,
 )
 from rljax.execution.parts import PolicyParts
 from rljax.learners.devices import replicated
@@ -310,7 +312,10 @@ class OffPolicyAlgorithm(Algorithm):
         self._jit_episodes = jax.jit(episode_arrays)
         self._jit_acting_params = jax.jit(self.parts.acting_params)
         batch_sharding = self._batch_sharding if self.mesh is not None else None
-        cycle = make_learn_cycle(self.replay_learner, self.buffer, self.schedule, batch_sharding)
+        update = make_update(self.replay_learner, self.buffer, self.schedule, batch_sharding)
+        cycle = make_learn_cycle(
+            update, self.buffer, self.schedule, self.replay_learner.metric_names
+        )
         self.fused = self._fused_envpool()
         if self.fused:
             self._setup_fused(cycle)

@@ -149,15 +149,15 @@ def make_update(
 
 
 def make_learn_cycle(
-    learner: ReplayLearner,
+    one_update: Callable[[OffPolicyState, Any], tuple[OffPolicyState, Metrics]],
     buffer: Any,
     schedule: ReplaySchedule,
-    batch_sharding: jax.sharding.Sharding | None = None,
+    metric_names: tuple[str, ...],
 ) -> Callable[[OffPolicyState, Transition], tuple[OffPolicyState, Metrics, jax.Array]]:
-    """``cycle(state, traj) -> (state, metrics, started)``: adds the fragment, then runs the
-    cycle's ``train_weight`` updates (metrics averaged) if learning has started."""
+    """``cycle(state, traj) -> (state, metrics, started)``: adds the fragment to ``buffer``,
+    then runs the cycle's ``train_weight`` calls of ``one_update`` (``make_update``; metrics
+    averaged, named ``metric_names``, zeros before learning starts) if learning has started."""
     add_fragment = make_add_fragment(buffer)
-    one_update = make_update(learner, buffer, schedule, batch_sharding)
     train_weight = schedule.train_weight
 
     def learn(s: OffPolicyState) -> tuple[OffPolicyState, Metrics]:
@@ -167,7 +167,7 @@ def make_learn_cycle(
         return s, jax.tree.map(lambda m: jnp.mean(m, axis=0), metrics)
 
     def skip(s: OffPolicyState) -> tuple[OffPolicyState, Metrics]:
-        return s, {k: jnp.zeros((), jnp.float32) for k in learner.metric_names}
+        return s, {k: jnp.zeros((), jnp.float32) for k in metric_names}
 
     def cycle(state: OffPolicyState, traj: Transition) -> tuple[OffPolicyState, Metrics, jax.Array]:
         state = state._replace(
