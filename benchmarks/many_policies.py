@@ -67,7 +67,7 @@ def measure(num_policies: int, rows: int, epochs: int, minibatch: int, repeats: 
         sample_s = time.perf_counter() - t0
         update = algo._update_fn(0, size)
         t0 = time.perf_counter()
-        state, metrics = update(algo.states[0], stacked)
+        state, metrics = update(algo.state[0], stacked)
         jax.block_until_ready(metrics)
         compile_s = time.perf_counter() - t0
         times = []
@@ -76,7 +76,7 @@ def measure(num_policies: int, rows: int, epochs: int, minibatch: int, repeats: 
             state, metrics = update(state, stacked)
             jax.block_until_ready(metrics)
             times.append(time.perf_counter() - t0)
-        algo.states[0] = state
+        algo.state[0] = state
         return {
             "num_policies": num_policies,
             "rows_per_policy": int(size),

@@ -8,8 +8,8 @@ import logging
 import math
 import os
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import gymnasium as gym
 import jax
@@ -21,6 +21,7 @@ from rljax.algorithms import registry as algorithm_registry
 from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.env.vector import (
+    EnvSpec,
     env_spaces,
     envpool_batch_size,
     envpool_result,
@@ -28,6 +29,8 @@ from rljax.env.vector import (
     make_host_env,
     resolve_env,
 )
+from rljax.execution.evaluation import EvaluationEnv, SingleAgentEpisodes, evaluate_policy
+from rljax.execution.parts import InferenceFn, PolicyParts
 from rljax.learners.devices import (
     data_sharding,
     learner_devices,
@@ -99,13 +102,27 @@ class EpisodeStats:
 
 
 class Algorithm:
-    """Base class: env resolution, devices, metrics, checkpoints, inference, evaluation.
+    """Config + an algorithm's parts + the execution layer, behind RLlib's public methods.
 
-    Subclasses implement ``_setup()``, ``_training_step()``, ``_policy_outputs()`` and the
-    checkpoint state hooks.
+    The base class holds env resolution, devices, metrics, inference, evaluation and
+    checkpoints. A subclass's ``_setup()`` builds its learner and sets, once, ``parts`` (its
+    policy's pure functions: ``rljax.execution.parts.PolicyParts``), ``state`` (its training
+    state) and ``_action_key``; it implements ``_training_step()`` and the checkpoint state
+    hooks. Nothing else of a subclass is read here.
     """
 
     config_class: type[AlgorithmConfig] = AlgorithmConfig
+
+    # Set by the subclass's _setup(), once.
+    parts: PolicyParts
+    state: Any
+    _action_key: jax.Array
+    # Set by the execution layer's builders: the runner threads, or the fused path's EnvPool env.
+    _runners: RunnerGroup | None = None
+    _env: Any = None
+    # A multi-agent run's agents (evaluation reports each one's returns); None: single-agent.
+    possible_agents: list[Any] | None = None
+    env_spec: EnvSpec | None
 
     @classmethod
     def multi_agent_class(cls) -> type[Algorithm] | None:
@@ -135,7 +152,8 @@ class Algorithm:
         self.num_env_steps_trained_lifetime = 0
         self.time_total_s = 0.0
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
-        self._infer_cache: dict[bool, Any] = {}
+        self._infer_cache: dict[InferenceFn, Any] = {}
+        self._greedy_slots_jit: Any = None
         self._num_evaluations = 0
         self._non_finite_seen = 0
         self._stopped = False
@@ -155,18 +173,11 @@ class Algorithm:
         return [DEFAULT_POLICY]
 
     def _setup(self) -> None:
+        """Builds the learner and the runners; sets ``parts``, ``state`` and ``_action_key``."""
         raise NotImplementedError
 
     def _training_step(self) -> dict[str, Any]:
         """One iteration; returns learner metrics, episode arrays, step counts and timers."""
-        raise NotImplementedError
-
-    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
-        """Distribution inputs of the policy for a batch of observations."""
-        raise NotImplementedError
-
-    def _inference_params(self, policy_id: str | None = None) -> Any:
-        """The parameters ``_policy_outputs`` takes (of ``policy_id`` when there are several)."""
         raise NotImplementedError
 
     def _check_policy_id(self, policy_id: str | None) -> None:
@@ -197,6 +208,17 @@ class Algorithm:
         return jax.device_put(state, self.learner_devices[0])
 
     # ------------------------------------------------------------------ runners
+    def _fused_envpool(self) -> bool:
+        """EnvPool env, no runner threads: the rollout runs inside jit, through EnvPool's XLA
+        interface (the fused path)."""
+        spec = self.env_spec
+        return spec is not None and spec.backend == "envpool" and self.config.num_env_runners == 0
+
+    def _live_runners(self) -> RunnerGroup:
+        """The runner threads, on a path that has them (not the fused one)."""
+        assert self._runners is not None, "no runner threads: the fused path, or stopped"
+        return self._runners
+
     def _make_fused_runner(self, params: Any) -> tuple[Any, Any]:
         """Builds the driver's EnvPool env for the fused path; returns ``(xla_step, runner_state)``.
 
@@ -206,11 +228,12 @@ class Algorithm:
         cfg = self.config
         n = cfg.num_envs_per_env_runner
         batch = envpool_batch_size(n, cfg.gym_env_vectorize_mode, cfg.async_batch_size)
+        assert self.env_spec is not None  # only EnvPool envs run fused
         self._env = make_envpool(self.env_spec, n, batch, self.seed)
         handle, _recv, _send, xla_step = self._env.xla()
         self._env.async_reset()
         result = jax.tree.map(jnp.asarray, envpool_result(*self._env.recv()))
-        actor = init_actor_state(self._policy_fn, params, result.obs[0], n)
+        actor = init_actor_state(self.parts.act, params, result.obs[0], n)
         rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
         return xla_step, jax.device_put(rs, self.runner_device)
 
@@ -235,14 +258,15 @@ class Algorithm:
         builds = [0] * max(1, cfg.num_env_runners)
         group: RunnerGroup | None = None
         spec = RunnerSpec(
-            self.env_spec,
+            # None for a multi-agent run: its runners get their env from _runner_env.
+            cast(EnvSpec, self.env_spec),
             cfg.num_envs_per_env_runner,
             cfg.gym_env_vectorize_mode,
             self.seed,
             cfg.async_batch_size,
-            self._policy_fn,
+            self.parts.act,
             act_step,
-            self._env_action,
+            self.parts.to_env_action_host,
             self.runner_device,
             num_workers=cfg.num_env_runners,
             restart_sub_envs=cfg.restart_failed_sub_environments,
@@ -282,7 +306,7 @@ class Algorithm:
         return group
 
     def _fault_tolerance_metrics(self) -> dict[str, int]:
-        runners = getattr(self, "_runners", None)
+        runners = self._runners
         if runners is None:  # the fused EnvPool rollout: C++ envs, nothing to restart
             return {
                 "num_healthy_env_runners": 1,
@@ -397,22 +421,14 @@ class Algorithm:
             arr = arr.astype(space.dtype, copy=False)
         return arr
 
-    def _infer_fn(self, explore: bool):
+    def _infer_fn(self, explore: bool, policy_id: str | None = None) -> Any:
+        """The jitted ``parts.inference(policy_id, explore)``: one per inference function, so
+        policies that share a network share its compilations."""
         explore = require_bool("explore", explore)  # "no" or 1 must not pick sampling
-        if explore not in self._infer_cache:
-            dist = self._dist
-
-            def infer(params, obs, key):
-                inputs = self._policy_outputs(params, obs)
-                return inputs, (dist.sample(key, inputs) if explore else dist.mode(inputs))
-
-            self._infer_cache[explore] = jax.jit(infer)
-        return self._infer_cache[explore]
-
-    def _env_action(self, action: np.ndarray) -> np.ndarray:
-        if isinstance(self.action_space, gym.spaces.Box) and self.config.clip_actions:
-            return np.clip(action, self.action_space.low, self.action_space.high)
-        return action
+        infer = self.parts.inference(policy_id, explore)
+        if infer not in self._infer_cache:
+            self._infer_cache[infer] = jax.jit(infer)
+        return self._infer_cache[infer]
 
     def compute_actions(
         self, obs_batch: Any, explore: bool = False, policy_id: str | None = None
@@ -437,12 +453,13 @@ class Algorithm:
         self, obs: np.ndarray, explore: bool, policy_id: str | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """One jitted pass over checked observations: (action_dist_inputs, env actions)."""
-        params = self._inference_params(policy_id)
+        params = self.parts.inference_params(self.state, policy_id)
+        infer = self._infer_fn(explore, policy_id)
         if len(obs) == 0:
-            return empty_outputs(self._infer_fn(explore), params, obs, self._action_key)
+            return empty_outputs(infer, params, obs, self._action_key)
         self._action_key, sub = jax.random.split(self._action_key)
-        inputs, action = self._infer_fn(explore)(params, jnp.asarray(obs), sub)
-        return np.asarray(inputs), self._env_action(np.asarray(action))
+        inputs, action = infer(params, jnp.asarray(obs), sub)
+        return np.asarray(inputs), self.parts.to_env_action_host(np.asarray(action))
 
     def compute_single_action(
         self, observation: Any, explore: bool = False, policy_id: str | None = None
@@ -460,54 +477,45 @@ class Algorithm:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, Any]:
-        """Runs ``evaluation_duration`` episodes (or timesteps) with the greedy policy."""
+        """Runs ``evaluation_duration`` episodes (or timesteps) with the greedy policy.
+
+        Episodes run on their own copies of the env (``min(evaluation_duration, 8)`` of them,
+        new episodes each time); in a multi-agent run with the training mapping function, so
+        each agent plays with the policy it trains, and the returns per policy and per agent
+        are reported too.
+        """
         cfg = self.config
-        by_episodes = cfg.evaluation_duration_unit == "episodes"
         num_envs = min(cfg.evaluation_duration, 8)
         self._num_evaluations += 1
         seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
-        env = make_host_env(self.env_spec, num_envs, "SYNC", seed, None)
-        returns: list[float] = []
-        lengths: list[int] = []
-        ret = np.zeros(num_envs)
-        length = np.zeros(num_envs, int)
-        valid = np.ones(num_envs, bool)  # the reset observations start real episodes
-        steps = 0
-        try:
-            result = env.reset()
-            while True:
-                action = self._forward(np.asarray(result.obs), explore=False)[1]
-                result = env.step(action, result.env_id)
-                ids = result.env_id
-                ret[ids] += np.where(valid[ids], result.reward, 0.0)
-                length[ids] += valid[ids]
-                steps += int(valid[ids].sum())
-                done = result.terminated | result.truncated
-                for i in ids[done & valid[ids]]:
-                    returns.append(float(ret[i]))
-                    lengths.append(int(length[i]))
-                ret[ids[done]] = 0.0
-                length[ids[done]] = 0
-                valid[ids] = ~done
-                if (by_episodes and len(returns) >= cfg.evaluation_duration) or (
-                    not by_episodes and steps >= cfg.evaluation_duration
-                ):
-                    break
-        finally:
-            env.close()
-        returns = returns[: cfg.evaluation_duration] if by_episodes else returns
-        lengths = lengths[: len(returns)]
-        nan = float("nan")
-        return {
-            "env_runners": {
-                "episode_return_mean": float(np.mean(returns)) if returns else nan,
-                "episode_return_max": float(np.max(returns)) if returns else nan,
-                "episode_return_min": float(np.min(returns)) if returns else nan,
-                "episode_len_mean": float(np.mean(lengths)) if lengths else nan,
-                "num_episodes": len(returns),
-                "num_env_steps_sampled": steps,
-            }
-        }
+        env = self._evaluation_env(num_envs, seed)
+        agents = self.possible_agents
+        return evaluate_policy(
+            env,
+            self._greedy_actions(),
+            cfg.evaluation_duration,
+            cfg.evaluation_duration_unit == "episodes",
+            policy_ids=self._policy_ids() if agents is not None else None,
+            agent_ids=agents,
+        )
+
+    def _evaluation_env(self, num_envs: int, seed: int) -> EvaluationEnv:
+        """``num_envs`` copies of the env for evaluation (a multi-agent run builds its own)."""
+        assert self.env_spec is not None  # a single-agent run resolved its env
+        return SingleAgentEpisodes(
+            make_host_env(self.env_spec, num_envs, "SYNC", seed, None), num_envs
+        )
+
+    def _greedy_actions(self) -> Callable[[Any], np.ndarray]:
+        """Observations -> the greedy policy's env actions, for evaluation."""
+        greedy_slots = self.parts.greedy_slots
+        if greedy_slots is None:
+            return lambda obs: self._forward(np.asarray(obs), explore=False)[1]
+        if self._greedy_slots_jit is None:
+            self._greedy_slots_jit = jax.jit(greedy_slots)
+        greedy, params = self._greedy_slots_jit, self.parts.acting_params(self.state)
+        to_env = self.parts.to_env_action_host
+        return lambda obs: to_env(np.asarray(greedy(params, obs)))
 
     # ------------------------------------------------------------------ checkpoints
     def _metadata(self) -> dict[str, Any]:
@@ -571,7 +579,7 @@ class Algorithm:
         when the envs' state is missing, why."""
         if self._stopped:
             return None, "saved after stop(), which closed the env runners"
-        runners = getattr(self, "_runners", None)
+        runners = self._runners
         if runners is None:
             return None, "EnvPool's fused rollout: EnvPool has no API to save its envs' state"
         try:
@@ -604,7 +612,7 @@ class Algorithm:
         state = ckpt.load_state(version_dir, target)
         self._check_loaded_state(state, version_dir / ckpt.STATE_FILE)
         # Only runners that can take it read the saved runner state (EnvPool's fused path has none).
-        has_runners = getattr(self, "_runners", None) is not None
+        has_runners = self._runners is not None
         runners = ckpt.load_runners(version_dir) if has_runners else None
         check_runner_state_schema(runners, version_dir / ckpt.RUNNERS_FILE)
         runners_fit, runners_checked = self._check_runner_state(
@@ -635,7 +643,7 @@ class Algorithm:
         arrays) if it does, else (why not, None); then the run restores the rest and starts new
         episodes. A state that is not of the form the envs save (a corrupt or crafted file)
         raises ``CheckpointError``."""
-        group = getattr(self, "_runners", None)
+        group = self._runners
         if runners is None or group is None:
             return "no runner state to restore", None
         try:
@@ -650,7 +658,7 @@ class Algorithm:
     ) -> None:
         """Puts the env runners back mid-episode, so that the run continues exactly as it would
         have; where that cannot be done, the runners go on with fresh episodes (logged)."""
-        group = getattr(self, "_runners", None)
+        group = self._runners
         if runners is None or group is None or runners.get("runners") is None:
             why = meta.get("env_state_missing_because") or "this run's envs are EnvPool's"
             logger.info("restored run starts new episodes: %s", str(why)[:500])
@@ -725,10 +733,10 @@ class Algorithm:
         builds its own envs).
         """
         self._stopped = True
-        if getattr(self, "_runners", None) is not None:
+        if self._runners is not None:
             self._runners.close()
             self._runners = None
-        if getattr(self, "_env", None) is not None:
+        if self._env is not None:
             self._env.close()
             self._env = None
 
@@ -881,7 +889,7 @@ class InferenceModule:
 
     @property
     def params(self) -> Any:
-        return self._algo._inference_params(self._policy_id)
+        return self._algo.parts.inference_params(self._algo.state, self._policy_id)
 
     def _obs(self, batch: Any) -> np.ndarray:
         obs = batch["obs"] if isinstance(batch, dict) else batch

@@ -1,4 +1,5 @@
-"""What DQN and SAC share: replay settings, the replay ratio, and the fused and runner loops.
+"""What DQN, SAC and TD3 share: replay settings, the replay ratio, and the algorithm that runs
+the execution layer's off-policy loop (``rljax/execution/off_policy.py``) on their parts.
 
 An iteration is a number of *cycles*. A cycle samples ``rollout_fragment_length`` env steps from
 every sub-env (times RLlib's sample weight), adds them to the replay buffer, then, once
@@ -18,9 +19,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
-import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,16 +28,21 @@ import numpy as np
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.settings import Setting
+from rljax.execution.off_policy import (
+    OffPolicyState,
+    ReplayLearner,
+    ReplaySchedule,
+    make_fused_iteration,
+    make_learn_cycle,
+    make_update,
+)
+from rljax.execution.parts import PolicyParts
 from rljax.learners.devices import replicated
 from rljax.replay.episode import (
     make_episode_buffer,
     make_frame_stack_episode_buffer,
 )
-from rljax.runners.acting import (
-    episode_arrays,
-    make_act_step,
-    make_fused_rollout,
-)
+from rljax.runners.acting import episode_arrays, make_act_step, make_fused_rollout
 from rljax.utils import memory
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, is_int, refuse
 from rljax.utils.errors import CheckpointError, ConfigError
@@ -257,66 +262,29 @@ class OffPolicyConfig(AlgorithmConfig):
             )
 
 
-class OffPolicyState(NamedTuple):
-    """Everything the jitted loop carries, besides the env runner state.
-
-    Attributes:
-      learner: The algorithm's networks, target networks and optimizer states.
-      buffer: The replay buffer's state.
-      key: The learner's PRNG key.
-      timestep: int32, env steps sampled so far (drives schedules and learning starts).
-      last_target_update: int32, ``timestep`` at the last target-network update.
-      num_updates: int32, updates run so far.
-    """
-
-    learner: Any
-    buffer: Any
-    key: jax.Array
-    timestep: jax.Array
-    last_target_update: jax.Array
-    num_updates: jax.Array
-
-
 class OffPolicyAlgorithm(Algorithm):
-    """Replay-based training; subclasses define the networks, acting and the update.
+    """Replay-based training: the execution layer's off-policy loop around an algorithm's parts.
 
-    Hooks: ``_build_learner(key) -> learner``, ``_acting_params(learner, timestep)``,
-    ``_policy_fn(acting_params, obs, key) -> (action, extras)``, ``_learn(learner, batch,
-    weights, key) -> (learner, td_errors, metrics)``, ``_update_target(learner) -> learner``,
-    ``_policy_outputs`` and ``_inference_params``; ``LEARNER_METRICS`` names ``_learn``'s
-    metrics.
+    A subclass implements one hook, ``_build_parts(key) -> (PolicyParts, ReplayLearner)``: its
+    policy (acting with ``acting_params(state)`` of the loop's ``OffPolicyState``), and its
+    learner (initial state, ``learn``, ``update_target``, metric names), pure functions built
+    once. The loop (``rljax.execution.off_policy``) is built from them, the replay buffer and the
+    schedule read from the config here, once.
     """
 
-    LEARNER_METRICS: ClassVar[tuple[str, ...]] = ()
+    state: OffPolicyState
 
     # ------------------------------------------------------------------ hooks
-    def _build_learner(self, key: jax.Array) -> Any:
+    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
         raise NotImplementedError
-
-    def _acting_params(self, learner: Any, timestep: jax.Array) -> Any:
-        raise NotImplementedError
-
-    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
-        raise NotImplementedError
-
-    def _learn(self, learner: Any, batch: dict, weights: jax.Array, key: jax.Array):
-        raise NotImplementedError
-
-    def _update_target(self, learner: Any) -> Any:
-        raise NotImplementedError
-
-    def _jax_env_action(self, action: jax.Array) -> jax.Array:
-        space = self.action_space
-        if isinstance(space, gym.spaces.Box):
-            return action.astype(space.dtype)
-        return action.astype(jnp.int32)
 
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:
         cfg: OffPolicyConfig = self.config
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
-        learner = self._build_learner(init_key)
+        self.parts, self.replay_learner = self._build_parts(init_key)
+        learner = self.replay_learner.init
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.sample_weight, self.train_weight = cfg.replay_ratio_weights()
         self.envs_per_step = cfg.envs_per_step
@@ -326,33 +294,47 @@ class OffPolicyAlgorithm(Algorithm):
         )
         self.num_envs = cfg.num_envs_per_env_runner * max(1, cfg.num_env_runners)
         self.total_batch = cfg.total_train_batch_size
-        self.n_low, self.n_high = cfg.n_step_range
-        self._act_step = make_act_step(self._policy_fn, bootstrap_keys=())
-        self.buffer = self._make_buffer(learner)
+        self.schedule = ReplaySchedule(
+            train_weight=self.train_weight,
+            batch_size=self.total_batch,
+            n_step=cfg.n_step_range,
+            gamma=float(cfg.gamma),
+            target_update_freq=int(cfg.target_network_update_freq),
+            learning_starts=int(cfg.num_steps_sampled_before_learning_starts),
+        )
+        self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
         state = OffPolicyState(
             learner=learner,
-            buffer=self.buffer.init(),
+            buffer=None,
             key=key,
+            # Three arrays, not one: the jitted loop donates each of them.
             timestep=jnp.zeros((), jnp.int32),
             last_target_update=jnp.zeros((), jnp.int32),
             num_updates=jnp.zeros((), jnp.int32),
         )
-        self.state = self._place_learner_state(state)
+        self.buffer = self._make_buffer(state)
+        self.state = self._place_learner_state(state._replace(buffer=self.buffer.init()))
         self._jit_episodes = jax.jit(episode_arrays)
-        self._jit_acting_params = jax.jit(self._acting_params)
-        self.fused = self.env_spec.backend == "envpool" and cfg.num_env_runners == 0
+        self._jit_acting_params = jax.jit(self.parts.acting_params)
+        batch_sharding = self._batch_sharding if self.mesh is not None else None
+        update = make_update(self.replay_learner, self.buffer, self.schedule, batch_sharding)
+        cycle = make_learn_cycle(
+            update, self.buffer, self.schedule, self.replay_learner.metric_names
+        )
+        self.fused = self._fused_envpool()
         if self.fused:
-            self._setup_fused()
+            self._setup_fused(cycle)
         else:
-            self._setup_host_runners()
+            self._setup_host_runners(cycle)
 
-    def _make_buffer(self, learner: Any):
+    def _make_buffer(self, state: OffPolicyState) -> Any:
+        """The replay buffer, its rows shaped as ``state``'s policy acts."""
         cfg: OffPolicyConfig = self.config
         rb = cfg.replay_buffer_config
         obs_space = self.observation_space
-        params = self._acting_params(learner, jnp.zeros((), jnp.int32))
+        params = self.parts.acting_params(state)
         obs_example = jnp.zeros((1, *obs_space.shape), obs_space.dtype)
-        action = jax.eval_shape(self._policy_fn, params, obs_example, jax.random.PRNGKey(0))[0]
+        action = jax.eval_shape(self.parts.act, params, obs_example, jax.random.PRNGKey(0))[0]
         item = {
             "obs": jax.ShapeDtypeStruct(obs_space.shape, obs_space.dtype),
             "action": jax.ShapeDtypeStruct(action.shape[1:], action.dtype),
@@ -369,136 +351,59 @@ class OffPolicyAlgorithm(Algorithm):
             "beta": float(rb.get("beta", 0.4)),
             "eps": float(rb.get("eps", 1e-6)),
         }
+        n_high = self.schedule.n_step[1]
         self.frame_stacked = (
-            self.env_spec.backend == "envpool"
+            self.env_spec is not None
+            and self.env_spec.backend == "envpool"
             and obs_space.dtype == np.uint8
             and len(obs_space.shape) == 3
         )
         if self.frame_stacked:
-            if self.n_high > 1:
+            if n_high > 1:
                 raise ConfigError(
                     f"n_step={cfg.n_step!r}: the frame-deduplicating buffer for EnvPool's stacked "
                     "Atari frames samples 1-step transitions; use n_step=1"
                 )
             return make_frame_stack_episode_buffer(item, self.num_envs, capacity, **kw)
-        return make_episode_buffer(item, self.num_envs, capacity, max_n_step=self.n_high, **kw)
+        return make_episode_buffer(item, self.num_envs, capacity, max_n_step=n_high, **kw)
 
-    # ------------------------------------------------------------------ the jitted pieces
-    def _add_fragment(self, buffer: Any, traj: Any) -> Any:
-        """Adds a [T, K] fragment to the buffer in env-step order."""
-        rows = {
-            "obs": traj.obs,
-            "action": traj.action,
-            "reward": traj.reward,
-            "terminated": traj.terminated,
-            "truncated": traj.truncated,
-            "valid": traj.valid,
-            "env_id": traj.env_id,
-        }
-        if traj.valid.shape[0] == 1:  # one env step: no loop
-            return self.buffer.add(buffer, jax.tree.map(lambda x: x[0], rows))
-        return jax.lax.scan(lambda b, r: (self.buffer.add(b, r), None), buffer, rows)[0]
-
-    def _one_update(self, state: OffPolicyState, _):
-        cfg: OffPolicyConfig = self.config
-        key, k_n, k_sample, k_learn = jax.random.split(state.key, 4)
-        if self.n_low == self.n_high:
-            n = self.n_low
-        else:  # RLlib's n_step range: one n per sampled batch
-            n = jax.random.randint(k_n, (), self.n_low, self.n_high + 1)
-        batch, indices, weights = self.buffer.sample(
-            state.buffer, k_sample, self.total_batch, n, float(cfg.gamma)
-        )
-        if self.mesh is not None:
-            batch, weights = jax.lax.with_sharding_constraint(
-                (batch, weights), self._batch_sharding
-            )
-        learner, td, metrics = self._learn(state.learner, batch, weights, k_learn)
-        # A row with a non-finite TD error (a NaN reward in the data) gets the lowest priority
-        # instead of poisoning the sum tree; its update step was skipped by the optimizer guard.
-        td = jnp.where(jnp.isfinite(td), td, 0.0)
-        buffer = self.buffer.update_priorities(state.buffer, indices, td)
-        due = state.timestep - state.last_target_update >= cfg.target_network_update_freq
-        learner = jax.lax.cond(due, self._update_target, lambda x: x, learner)
-        state = state._replace(
-            learner=learner,
-            buffer=buffer,
-            key=key,
-            last_target_update=jnp.where(due, state.timestep, state.last_target_update),
-            num_updates=state.num_updates + 1,
-        )
-        return state, metrics
-
-    def _learn_cycle(self, state: OffPolicyState, traj: Any):
-        """Adds a fragment, then runs the cycle's updates if learning has started."""
-        cfg: OffPolicyConfig = self.config
-        state = state._replace(
-            buffer=self._add_fragment(state.buffer, traj),
-            timestep=state.timestep + jnp.sum(traj.valid.astype(jnp.int32)),
-        )
-
-        def learn(s):
-            if self.train_weight == 1:  # one update: no loop
-                return self._one_update(s, None)
-            s, metrics = jax.lax.scan(self._one_update, s, None, length=self.train_weight)
-            return s, jax.tree.map(lambda m: jnp.mean(m, axis=0), metrics)
-
-        def skip(s):
-            zeros = {k: jnp.zeros((), jnp.float32) for k in self.LEARNER_METRICS}
-            return s, zeros
-
-        started = state.timestep >= cfg.num_steps_sampled_before_learning_starts
-        state, metrics = jax.lax.cond(started, learn, skip, state)
-        return state, metrics, started
-
-    def _setup_fused(self) -> None:
-        params = self._acting_params(self.state.learner, self.state.timestep)
+    def _setup_fused(self, cycle: Any) -> None:
+        params = self.parts.acting_params(self.state)
         xla_step, self.runner_state = self._make_fused_runner(params)
         rollout = make_fused_rollout(
             self._act_step,
             xla_step,
             self.fragment_length * self.sample_weight,
-            self._jax_env_action,
+            self.parts.to_env_action,
         )
-
         if self.mesh is None:
-
-            def cycle(carry, _):
-                state, rs = carry
-                rs, traj = rollout(self._acting_params(state.learner, state.timestep), rs)
-                state, metrics, started = self._learn_cycle(state, traj)
-                return (state, rs), (metrics, started, episode_arrays(traj))
-
-            def iteration(state, rs):
-                (state, rs), out = jax.lax.scan(
-                    cycle, (state, rs), None, length=self.cycles_per_iteration
-                )
-                return state, rs, out
-
+            iteration = make_fused_iteration(
+                rollout, self.parts.acting_params, cycle, self.cycles_per_iteration
+            )
             self._iteration = jax.jit(iteration, donate_argnums=(0, 1))
         else:
             # EnvPool's custom call must run once, on one device: the rollout stays off the mesh.
             self._sample = jax.jit(rollout, donate_argnums=(1,))
-            self._jit_cycle = self._make_jit_cycle()
+            self._jit_cycle = self._make_jit_cycle(cycle)
 
-    def _make_jit_cycle(self):
+    def _make_jit_cycle(self, cycle: Any) -> Any:
         if self.mesh is None:
-            return jax.jit(self._learn_cycle, donate_argnums=(0,))
+            return jax.jit(cycle, donate_argnums=(0,))
         return jax.jit(
-            self._learn_cycle,
+            cycle,
             in_shardings=(self._state_sharding, replicated(self.mesh)),
             out_shardings=(self._state_sharding, replicated(self.mesh), replicated(self.mesh)),
             donate_argnums=(0,),
         )
 
-    def _setup_host_runners(self) -> None:
+    def _setup_host_runners(self, cycle: Any) -> None:
         self._runners = self._make_runner_group(
             self._runner_params(), self._act_step, self.fragment_length * self.sample_weight
         )
-        self._jit_cycle = self._make_jit_cycle()
+        self._jit_cycle = self._make_jit_cycle(cycle)
 
     def _runner_params(self) -> Any:
-        params = self._jit_acting_params(self.state.learner, self.state.timestep)
+        params = self._jit_acting_params(self.state)
         return jax.device_put(params, self.runner_device, may_alias=False)
 
     # ------------------------------------------------------------------ training
@@ -518,10 +423,10 @@ class OffPolicyAlgorithm(Algorithm):
                     self.runner_state, traj = self._sample(self._runner_params(), self.runner_state)
                     traj = jax.device_put(traj, replicated(self.mesh))
                 else:
-                    traj = self._runners.sample(self.config.sample_timeout_s).traj
+                    traj = self._live_runners().sample(self.config.sample_timeout_s).traj
                 sample_s += time.perf_counter() - t0
                 self.state, m, s = self._jit_cycle(self.state, traj)
-                if not self.fused:
+                if self._runners is not None:
                     self._runners.publish(self._runner_params())
                 outs.append((m, s, self._jit_episodes(traj)))
             metrics, started, episodes = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
@@ -593,5 +498,5 @@ class OffPolicyAlgorithm(Algorithm):
             self.runner_state = self.runner_state._replace(
                 key=jax.device_put(jnp.asarray(loaded["runner_key"]), self.runner_device)
             )
-        else:
+        elif self._runners is not None:
             self._runners.publish(self._runner_params(), advance=False)

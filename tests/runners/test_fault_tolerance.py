@@ -553,9 +553,9 @@ def test_closing_a_hung_async_runner_with_force_kills_its_processes_at_once():
             "ASYNC",
             0,
             None,
-            algo._policy_fn,
+            algo.parts.act,
             algo._act_step,
-            algo._env_action,
+            algo.parts.to_env_action_host,
             algo.runner_device,
         )
         runner = HostRunner(spec, algo._runner_params())

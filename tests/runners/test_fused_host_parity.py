@@ -35,7 +35,7 @@ def test_fused_and_host_paths_produce_identical_transitions():
     fused, host = _build(0), _build(1)
     try:
         rollout = jax.jit(
-            make_fused_rollout(fused._act_step, fused._env.xla()[3], 40, fused._jax_env_action)
+            make_fused_rollout(fused._act_step, fused._env.xla()[3], 40, fused.parts.to_env_action)
         )
         _, fused_traj = rollout(fused.state.params, fused.runner_state)
         host_traj = host._runners.sample().traj

@@ -19,8 +19,9 @@ from rljax.algorithms.dqn.learner import (
 from rljax.algorithms.dqn.networks import DQNNetworks
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
 from rljax.algorithms.settings import Setting
+from rljax.execution.off_policy import OffPolicyState, ReplayLearner
+from rljax.execution.parts import PolicyParts, single_policy_inference, space_env_actions
 from rljax.learners.update import make_optimizer, make_target_update
-from rljax.networks.distributions import Categorical
 from rljax.networks.q_models import build_q_network
 from rljax.utils import memory
 from rljax.utils.checks import (
@@ -31,7 +32,6 @@ from rljax.utils.checks import (
     is_int,
     is_real,
     refuse,
-    require_bool,
 )
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
@@ -217,13 +217,50 @@ def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Arra
     return jnp.where(jax.random.uniform(k_explore, greedy.shape) < epsilon, random, greedy)
 
 
+def make_dqn_policy_parts(
+    networks: DQNNetworks, epsilon: Sequence[tuple[int, float]], action_space: gym.Space
+) -> PolicyParts:
+    """DQN's policy: epsilon-greedy on the Q-values, epsilon following its schedule.
+
+    The acting parameters are ``{"q": params, "epsilon": scalar}`` at the loop's timestep;
+    inference reports the Q-values (noise off) as ``action_dist_inputs``.
+    """
+
+    def acting_params(state: OffPolicyState) -> Any:
+        return {"q": state.learner.params, "epsilon": epsilon_at(epsilon, state.timestep)}
+
+    def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        k_noise, k_eps = jax.random.split(key)
+        q = networks.q_values(networks.apply(params["q"], obs, k_noise))
+        return epsilon_greedy(k_eps, q, params["epsilon"]), {}
+
+    def outputs(params: Any, obs: jax.Array) -> jax.Array:
+        """Q-values (means of the return distributions with ``num_atoms > 1``), noise off."""
+        return networks.q_values(networks.apply(params["q"], obs, None))
+
+    to_env, to_env_host = space_env_actions(action_space, clip=False)
+    return PolicyParts(
+        act=act,
+        acting_params=acting_params,
+        bootstrap_keys=(),
+        # Exploring acts as the runners do: epsilon-greedy at the current schedule value.
+        inference=single_policy_inference(
+            outputs,
+            lambda key, q, params: epsilon_greedy(key, q, params["epsilon"]),
+            lambda q, params: jnp.argmax(q, axis=-1),
+        ),
+        inference_params=lambda state, policy_id: acting_params(state),
+        to_env_action=to_env,
+        to_env_action_host=to_env_host,
+    )
+
+
 class DQN(OffPolicyAlgorithm):
     """DQN on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = DQNConfig
-    LEARNER_METRICS = DQN_METRICS
 
-    def _build_learner(self, key: jax.Array) -> DQNLearnerState:
+    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
         cfg: DQNConfig = self.config
         if not isinstance(self.action_space, gym.spaces.Discrete):
             raise ConfigError(
@@ -232,7 +269,6 @@ class DQN(OffPolicyAlgorithm):
             )
         num_actions = int(self.action_space.n)
         self.hp = DQNHyperparams.from_config(cfg)
-        self._dist = Categorical(num_actions)
         self.q_net = build_q_network(
             self.observation_space,
             num_actions,
@@ -246,18 +282,20 @@ class DQN(OffPolicyAlgorithm):
         obs = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
         self.optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, always_chain=True)
-        # The hooks below delegate to these: built once, closing over the frozen settings.
-        self._learn_fn = make_dqn_learn(self.networks, self.optimizer, self.hp)
-        self._update_target_fn = make_target_update(self.hp.tau, {"target_params": "params"})
-        return DQNLearnerState(
-            params=params,
-            target_params=jax.tree.map(jnp.copy, params),
-            opt_state=run_once(self.optimizer.init, params),
+        learner = ReplayLearner(
+            init=DQNLearnerState(
+                params=params,
+                target_params=jax.tree.map(jnp.copy, params),
+                opt_state=run_once(self.optimizer.init, params),
+            ),
+            learn=make_dqn_learn(self.networks, self.optimizer, self.hp),
+            update_target=make_target_update(self.hp.tau, {"target_params": "params"}),
+            metric_names=DQN_METRICS,
         )
+        policy = make_dqn_policy_parts(self.networks, self.hp.epsilon, self.action_space)
+        return policy, learner
 
-    def _acting_params(self, learner: DQNLearnerState, timestep: jax.Array) -> Any:
-        return {"q": learner.params, "epsilon": epsilon_at(self.hp.epsilon, timestep)}
-
+    # For inspection (not traced): the network's raw output and its Q-values.
     def _net(self, params: Any, obs: jax.Array, key: jax.Array | None) -> jax.Array:
         """The network's raw output; noisy layers draw noise when given a key."""
         return self.networks.apply(params, obs, key)
@@ -265,38 +303,6 @@ class DQN(OffPolicyAlgorithm):
     def _q_values(self, out: jax.Array) -> jax.Array:
         """Q-values [B, A] from the output: itself, or the mean of the return distribution."""
         return self.networks.q_values(out)
-
-    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
-        k_noise, k_eps = jax.random.split(key)
-        q = self._q_values(self._net(params["q"], obs, k_noise))
-        return epsilon_greedy(k_eps, q, params["epsilon"]), {}
-
-    def _learn(self, learner: DQNLearnerState, batch: dict, weights: jax.Array, key: jax.Array):
-        return self._learn_fn(learner, batch, weights, key)
-
-    def _update_target(self, learner: DQNLearnerState) -> DQNLearnerState:
-        return self._update_target_fn(learner)
-
-    # ------------------------------------------------------------------ inference
-    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
-        """Q-values (means of the return distributions with ``num_atoms > 1``), noise off."""
-        return self._q_values(self._net(params["q"], obs, None))
-
-    def _inference_params(self, policy_id: str | None = None) -> Any:
-        return self._acting_params(self.state.learner, self.state.timestep)
-
-    def _infer_fn(self, explore: bool):
-        explore = require_bool("explore", explore)  # "no" or 1 must not pick epsilon-greedy
-        if explore not in self._infer_cache:
-
-            def infer(params, obs, key):
-                q = self._policy_outputs(params, obs)
-                if explore:  # epsilon-greedy at the current schedule value, as the runners act
-                    return q, epsilon_greedy(key, q, params["epsilon"])
-                return q, jnp.argmax(q, axis=-1)
-
-            self._infer_cache[explore] = jax.jit(infer)
-        return self._infer_cache[explore]
 
 
 __all__ = ["DQN", "DQNConfig", "epsilon_at", "epsilon_greedy"]

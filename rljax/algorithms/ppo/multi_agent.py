@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm, empty_outputs
+from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
     PPOHyperparams,
@@ -39,6 +39,13 @@ from rljax.env.env_context import EnvContext
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.env.multi_agent_vector import MultiAgentVectorEnv, agent_spaces
 from rljax.env.registry import registered_creator
+from rljax.execution.evaluation import EvaluationEnv
+from rljax.execution.parts import (
+    InferenceFn,
+    PolicyParts,
+    distribution_inference,
+    space_env_actions,
+)
 from rljax.runners.acting import episode_arrays, make_act_step
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
@@ -92,9 +99,109 @@ class _Group:
     train_mask: np.ndarray  # [P_g] bool
 
 
+def make_multi_agent_policy_parts(
+    groups: list[_Group],
+    policy_ids: list[str],
+    group_of: np.ndarray,
+    local_of: np.ndarray,
+    action_space: gym.Space,
+    clip_actions: bool,
+) -> PolicyParts:
+    """The policies of multi-agent PPO for the execution layer.
+
+    The state is the list of each group's stacked ``PPOTrainState``; acting parameters the list
+    of their stacked parameters. Observations of agent slots are ``{"obs": [S, ...], "policy":
+    [S]}``: each slot acts with its own policy's parameters (gathered, then vmapped over the
+    slots, once per group). Inference runs one policy's module (one compilation per group).
+
+    Args:
+      groups: The policy groups (their modules and distributions).
+      policy_ids: Every policy's id, in order.
+      group_of, local_of: Each policy's group, and its index in the group's stack, [P].
+      action_space: The agents' action space (actions cast to it, and clipped to a Box's bounds
+        with ``clip_actions``).
+    """
+    group_of_j, local_of_j = jnp.asarray(group_of), jnp.asarray(local_of)
+
+    def group_outputs(
+        g: int, params: Any, obs: Any, key: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """Group ``g``'s (dist inputs, value, action) for every slot; ``key=None``: greedy."""
+        group = groups[g]
+        local = local_of_j[obs["policy"]]
+        per_slot = jax.tree.map(lambda p: p[local], params[g][POLICY_ID])
+        dist_inputs, value = jax.vmap(lambda p, o: group.module.apply(p, o[None]))(
+            per_slot, obs["obs"]
+        )
+        dist_inputs, value = dist_inputs[:, 0], value[:, 0]
+        if key is None:
+            action = group.dist.mode(dist_inputs)
+        else:
+            action = group.dist.sample(key, dist_inputs)
+        return dist_inputs, value, action
+
+    def slot_outputs(
+        params: Any, obs: Any, key: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """(dist inputs, value, action) of every slot from its policy's group."""
+        outs = [group_outputs(g, params, obs, key) for g in range(len(groups))]
+        if len(outs) == 1:
+            return outs[0]
+        # Each slot takes the row of its policy's group (every group runs on every slot).
+        group = group_of_j[obs["policy"]]
+        rows = jnp.arange(group.shape[0])
+        dist_inputs, value, action = (
+            jnp.stack(parts)[group, rows] for parts in zip(*outs, strict=True)
+        )
+        return dist_inputs, value, action
+
+    def act(params: Any, obs: Any, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        """Each slot acts with its own policy's parameters."""
+        dist_inputs, value, action = slot_outputs(params, obs, key)
+        group = group_of_j[obs["policy"]]
+        logps = [grp.dist.log_prob(dist_inputs, action) for grp in groups]
+        logp = logps[0] if len(logps) == 1 else jnp.stack(logps)[group, jnp.arange(len(group))]
+        extras = {"action_logp": logp, "vf_preds": value, "action_dist_inputs": dist_inputs}
+        return action, extras
+
+    def acting_params(state: list[PPOTrainState]) -> list[Any]:
+        return [s.params for s in state]
+
+    def index(policy_id: str | None) -> int:
+        return 0 if policy_id is None else policy_ids.index(policy_id)
+
+    def inference_params(state: list[PPOTrainState], policy_id: str | None) -> Any:
+        i = index(policy_id)
+        params = state[group_of[i]].params[POLICY_ID]
+        return {POLICY_ID: jax.tree.map(lambda p: p[local_of[i]], params)}
+
+    def module_outputs(module: Any) -> Any:
+        return lambda params, obs: module.apply(params[POLICY_ID], obs)[0]
+
+    per_group = [distribution_inference(module_outputs(g.module), g.dist) for g in groups]
+
+    def inference(policy_id: str | None, explore: bool) -> InferenceFn:
+        return per_group[int(group_of[index(policy_id)])](None, explore)
+
+    to_env, to_env_host = space_env_actions(action_space, clip_actions)
+    return PolicyParts(
+        act=act,
+        acting_params=acting_params,
+        bootstrap_keys=("vf_preds",),
+        inference=inference,
+        inference_params=inference_params,
+        to_env_action=to_env,
+        to_env_action_host=to_env_host,
+        greedy_slots=lambda params, obs: slot_outputs(params, obs, None)[2],
+    )
+
+
 class MultiAgentPPO(Algorithm):
     """PPO over several policies on a ``MultiAgentEnv`` (built by ``PPOConfig`` with
     ``.multi_agent(...)``)."""
+
+    possible_agents: list[Any]
+    state: list[PPOTrainState]
 
     def _resolve_env(self) -> None:
         cfg = self.config
@@ -167,18 +274,22 @@ class MultiAgentPPO(Algorithm):
                     key=state_keys[np.array(members)],
                 )
             )
-        self.states: list[PPOTrainState] = jax.device_put(states, self.learner_devices[0])
-        # Every policy acts in the one action space, so one distribution serves them all.
-        self._dist = self.groups[0].dist
+        self.state = jax.device_put(states, self.learner_devices[0])
+        self.parts = make_multi_agent_policy_parts(
+            self.groups,
+            self.policy_ids,
+            self.group_of,
+            self.local_of,
+            self.action_space,
+            cfg.clip_actions,
+        )
         self.hp = PPOHyperparams.from_config(cfg, 1, batch_rows)
         postprocess = make_ppo_postprocess(
             self.hp, self.num_slots * num_runners, num_policies=self.num_policies
         )
         self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), episode_arrays(traj)))
         self._updates: dict[tuple[int, int], Any] = {}
-        self._greedy: Any = None
-        self._group_infer: dict[tuple[int, bool], Any] = {}
-        self._act_step = make_act_step(self._policy_fn, bootstrap_keys=("vf_preds",))
+        self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
         self._runners = self._make_runner_group(
             self._runner_params(), self._act_step, self.fragment_length
         )
@@ -238,50 +349,11 @@ class MultiAgentPPO(Algorithm):
         return self.num_slots
 
     # ------------------------------------------------------------------ acting
-    def _group_outputs(
-        self, g: int, params: Any, obs: Any, key: jax.Array | None
-    ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """Group ``g``'s (dist inputs, value, action) for every slot, each slot with its own
-        policy's parameters (gathered, then vmapped over the slots). ``key=None``: greedy."""
-        group = self.groups[g]
-        local = jnp.asarray(self.local_of)[obs["policy"]]
-        per_slot = jax.tree.map(lambda p: p[local], params[g][POLICY_ID])
-        dist_inputs, value = jax.vmap(lambda p, o: group.module.apply(p, o[None]))(
-            per_slot, obs["obs"]
-        )
-        dist_inputs, value = dist_inputs[:, 0], value[:, 0]
-        if key is None:
-            action = group.dist.mode(dist_inputs)
-        else:
-            action = group.dist.sample(key, dist_inputs)
-        return dist_inputs, value, action
-
-    def _slot_outputs(
-        self, params: Any, obs: Any, key: jax.Array | None
-    ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """(dist inputs, value, action) of every slot from its policy's group."""
-        outs = [self._group_outputs(g, params, obs, key) for g in range(len(self.groups))]
-        if len(outs) == 1:
-            return outs[0]
-        # Each slot takes the row of its policy's group (every group runs on every slot).
-        group = jnp.asarray(self.group_of)[obs["policy"]]
-        rows = jnp.arange(group.shape[0])
-        return tuple(jnp.stack(parts)[group, rows] for parts in zip(*outs, strict=True))
-
-    def _policy_fn(self, params: Any, obs: Any, key: jax.Array):
-        """Each slot acts with its own policy's parameters."""
-        dist_inputs, value, action = self._slot_outputs(params, obs, key)
-        group = jnp.asarray(self.group_of)[obs["policy"]]
-        logps = [grp.dist.log_prob(dist_inputs, action) for grp in self.groups]
-        logp = logps[0] if len(logps) == 1 else jnp.stack(logps)[group, jnp.arange(len(group))]
-        extras = {"action_logp": logp, "vf_preds": value, "action_dist_inputs": dist_inputs}
-        return action, extras
-
     def _runner_params(self) -> Any:
         return jax.device_put(self._params(), self.runner_device, may_alias=False)
 
     def _params(self) -> list[Any]:
-        return [state.params for state in self.states]
+        return self.parts.acting_params(self.state)
 
     # ------------------------------------------------------------------ learning
     def _update_fn(self, g: int, size: int):
@@ -328,7 +400,7 @@ class MultiAgentPPO(Algorithm):
 
     def _training_step(self) -> dict[str, Any]:
         t0 = time.perf_counter()
-        sample = self._runners.sample(self.config.sample_timeout_s)
+        sample = self._live_runners().sample(self.config.sample_timeout_s)
         batch, episodes = self._postprocess_jit(sample.traj)
         t1 = time.perf_counter()
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
@@ -338,10 +410,10 @@ class MultiAgentPPO(Algorithm):
         group_metrics = []
         for g, group in enumerate(self.groups):
             stacked, size, counts[group.members] = self._per_policy_batches(flat, policy, valid, g)
-            self.states[g], metrics = self._update_fn(g, size)(self.states[g], stacked)
+            self.state[g], metrics = self._update_fn(g, size)(self.state[g], stacked)
             group_metrics.append(metrics)
         jax.block_until_ready(group_metrics)
-        self._runners.publish(self._runner_params())
+        self._live_runners().publish(self._runner_params())
         t2 = time.perf_counter()
         group_metrics = jax.device_get(group_metrics)
         stats = [s for s in sample.stats if s is not None]  # None: a dropped runner's columns
@@ -405,17 +477,12 @@ class MultiAgentPPO(Algorithm):
             )
         return self.policy_ids.index(policy_id)
 
-    def _inference_params(self, policy_id: str | None = None) -> Any:
-        i = self._policy_index(policy_id)
-        params = self.states[self.group_of[i]].params[POLICY_ID]
-        return {POLICY_ID: jax.tree.map(lambda p: p[self.local_of[i]], params)}
-
     def get_weights(self, policies: list[str] | None = None) -> dict[str, Any]:
         """Each policy's parameters (host arrays), as ``{policy_id: params}``."""
         ids = self.policy_ids if policies is None else list(policies)
         for pid in ids:
             self._policy_index(pid)
-        return {pid: jax.device_get(self._inference_params(pid)) for pid in ids}
+        return {pid: jax.device_get(self.parts.inference_params(self.state, pid)) for pid in ids}
 
     def set_weights(self, weights: dict[str, Any]) -> None:
         """Replaces the parameters of the policies in ``weights`` (``{policy_id: params}``, in
@@ -423,7 +490,7 @@ class MultiAgentPPO(Algorithm):
         policy (outside ``policies_to_train``) keeps what is set here, e.g. a fixed opponent."""
         for pid, params in weights.items():
             i = self._policy_index(pid)
-            expected = jax.tree.map(np.shape, self._inference_params(pid))
+            expected = jax.tree.map(np.shape, self.parts.inference_params(self.state, pid))
             given = jax.tree.map(np.shape, params)
             if jax.tree.structure(given) != jax.tree.structure(expected) or given != expected:
                 raise ValueError(
@@ -431,111 +498,37 @@ class MultiAgentPPO(Algorithm):
                     f"policy has {expected}"
                 )
             g, k = int(self.group_of[i]), int(self.local_of[i])
-            stacked = self.states[g].params[POLICY_ID]
+            stacked = self.state[g].params[POLICY_ID]
             new = jax.tree.map(
                 lambda s, x, k=k: s.at[k].set(jnp.asarray(x, s.dtype)), stacked, params[POLICY_ID]
             )
-            self.states[g] = self.states[g].replace(params={POLICY_ID: new})
-        self._runners.publish(self._runner_params(), advance=False)
-
-    def _forward(
-        self, obs: np.ndarray, explore: bool, policy_id: str | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """One jitted pass of ``policy_id``'s module: (action_dist_inputs, env actions)."""
-        g = int(self.group_of[self._policy_index(policy_id)])
-        if (g, explore) not in self._group_infer:
-            group = self.groups[g]
-
-            def infer(params, obs, key):
-                inputs = group.module.apply(params[POLICY_ID], obs)[0]
-                action = group.dist.sample(key, inputs) if explore else group.dist.mode(inputs)
-                return inputs, action
-
-            self._group_infer[(g, explore)] = jax.jit(infer)
-        params = self._inference_params(policy_id)
-        if len(obs) == 0:
-            return empty_outputs(self._group_infer[(g, explore)], params, obs, self._action_key)
-        self._action_key, sub = jax.random.split(self._action_key)
-        inputs, action = self._group_infer[(g, explore)](params, jnp.asarray(obs), sub)
-        return np.asarray(inputs), self._env_action(np.asarray(action))
+            self.state[g] = self.state[g].replace(params={POLICY_ID: new})
+        if self._runners is not None:  # runner threads act with them next (none after stop())
+            self._runners.publish(self._runner_params(), advance=False)
 
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
-        return list(self.states)
+        return list(self.state)
 
     def _restore_state(self, state: Any) -> None:
         states = jax.tree.map(jnp.asarray, list(state))
-        self.states = jax.device_put(states, self.learner_devices[0])
-        self._runners.publish(self._runner_params(), advance=False)
+        self.state = jax.device_put(states, self.learner_devices[0])
+        if self._runners is not None:  # runner threads act with them next (none after stop())
+            self._runners.publish(self._runner_params(), advance=False)
 
     def _policy_ids(self) -> list[str]:
         return list(self.policy_ids)
 
-    def evaluate(self) -> dict[str, Any]:
-        """Runs ``evaluation_duration`` episodes (or env steps) with every policy greedy.
-
-        Episodes run on their own copies of the env (``min(evaluation_duration, 8)`` of them),
-        with the training mapping function, so each agent plays with the policy it trains.
-        """
-        cfg = self.config
-        by_episodes = cfg.evaluation_duration_unit == "episodes"
-        num_envs = min(cfg.evaluation_duration, 8)
-        self._num_evaluations += 1
-        context = EnvContext(cfg.env_config)
-        env = MultiAgentVectorEnv(
+    def _evaluation_env(self, num_envs: int, seed: int) -> EvaluationEnv:
+        """Copies of the env with the training mapping function: each agent plays with the
+        policy it trains."""
+        context = EnvContext(self.config.env_config)
+        return MultiAgentVectorEnv(
             [_SlotEnvFn(self._ma_creator, context) for _ in range(num_envs)],
             self.policy_ids,
             self.mapping_fn,
-            seed=derive_seed(self.seed, 7919 * self._num_evaluations),
+            seed=seed,
             policy_in_obs=True,
         )
-        if self._greedy is None:
-            self._greedy = jax.jit(lambda p, o: self._slot_outputs(p, o, None)[2])
-        params = self._params()
-        finished = []
-        try:
-            result = env.reset()
-            while not (
-                (by_episodes and len(finished) >= cfg.evaluation_duration)
-                or (not by_episodes and env.num_env_steps >= cfg.evaluation_duration)
-            ):
-                action = self._env_action(np.asarray(self._greedy(params, result.obs)))
-                result = env.step(action)
-                finished += env.finished_episodes
-                env.finished_episodes = []
-        finally:
-            env.close()
-        if by_episodes:
-            finished = finished[: cfg.evaluation_duration]
-        returns = [ep.episode_return for ep in finished]
-        nan = float("nan")
-        per_policy: dict[str, list[float]] = {p: [] for p in self.policy_ids}
-        per_agent: dict[str, list[float]] = {str(a): [] for a in self.possible_agents}
-        for ep in finished:
-            sums: dict[str, float] = {}
-            for agent, ret in ep.agent_returns.items():
-                per_agent[str(agent)].append(ret)
-                pid = ep.agent_policies[agent]
-                sums[pid] = sums.get(pid, 0.0) + ret
-            for pid, ret in sums.items():
-                per_policy[pid].append(ret)
-        return {
-            "env_runners": {
-                "episode_return_mean": float(np.mean(returns)) if returns else nan,
-                "episode_return_max": float(np.max(returns)) if returns else nan,
-                "episode_return_min": float(np.min(returns)) if returns else nan,
-                "episode_len_mean": (
-                    float(np.mean([ep.length for ep in finished])) if finished else nan
-                ),
-                "num_episodes": len(finished),
-                "num_env_steps_sampled": env.num_env_steps,
-                "module_episode_returns_mean": {
-                    p: float(np.mean(r)) if r else nan for p, r in per_policy.items()
-                },
-                "agent_episode_returns_mean": {
-                    a: float(np.mean(r)) if r else nan for a, r in per_agent.items()
-                },
-            }
-        }
 
 
 __all__ = ["DEFAULT_POLICY", "MultiAgentPPO"]

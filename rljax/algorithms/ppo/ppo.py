@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -22,7 +23,9 @@ from rljax.algorithms.ppo.learner import (
 )
 from rljax.algorithms.ppo.networks import build_policy
 from rljax.algorithms.settings import Setting
+from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
 from rljax.learners.devices import replicated
+from rljax.networks.distributions import ActionDistribution
 from rljax.runners.acting import (
     episode_arrays,
     make_act_step,
@@ -168,6 +171,50 @@ class PPOConfig(AlgorithmConfig):
             )
 
 
+def make_ppo_policy_parts(
+    apply: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]],
+    dist: ActionDistribution,
+    action_space: gym.Space,
+    clip_actions: bool,
+) -> PolicyParts:
+    """PPO's policy for the execution layer.
+
+    Args:
+      apply: The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D],
+        value [B])``.
+      dist: The action distribution of ``action_dist_inputs``.
+      action_space: The env's action space (actions are cast to it, and clipped to a Box's
+        bounds with ``clip_actions``).
+    """
+
+    def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        dist_inputs, value = apply(params[POLICY_ID], obs)
+        action = dist.sample(key, dist_inputs)
+        extras = {
+            "action_logp": dist.log_prob(dist_inputs, action),
+            "vf_preds": value,
+            "action_dist_inputs": dist_inputs,
+        }
+        return action, extras
+
+    def outputs(params: Any, obs: jax.Array) -> jax.Array:
+        return apply(params[POLICY_ID], obs)[0]
+
+    def params_of(state: PPOTrainState) -> Any:
+        return state.params
+
+    to_env, to_env_host = space_env_actions(action_space, clip_actions)
+    return PolicyParts(
+        act=act,
+        acting_params=params_of,
+        bootstrap_keys=("vf_preds",),
+        inference=distribution_inference(outputs, dist),
+        inference_params=lambda state, policy_id: params_of(state),
+        to_env_action=to_env,
+        to_env_action_host=to_env_host,
+    )
+
+
 class PPO(Algorithm):
     """Proximal Policy Optimization on EnvPool (fused into jit) or gymnasium vector envs."""
 
@@ -181,7 +228,7 @@ class PPO(Algorithm):
 
     def _setup(self) -> None:
         cfg: PPOConfig = self.config
-        self._dist, self.module = build_policy(self.observation_space, self.action_space, cfg)
+        dist, self.module = build_policy(self.observation_space, self.action_space, cfg)
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
         obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
@@ -192,9 +239,9 @@ class PPO(Algorithm):
             raise ConfigError(
                 f"the model could not be built for observations {self.observation_space}: {e}"
             ) from e
-        if out[0].shape != (1, self._dist.num_outputs) or out[1].shape != (1,):
+        if out[0].shape != (1, dist.num_outputs) or out[1].shape != (1,):
             raise ConfigError(
-                f"the module must return (action_dist_inputs [B, {self._dist.num_outputs}], value [B]); "
+                f"the module must return (action_dist_inputs [B, {dist.num_outputs}], value [B]); "
                 f"it returned shapes {out[0].shape} and {out[1].shape}"
             )
 
@@ -212,41 +259,23 @@ class PPO(Algorithm):
         )
         num_envs = cfg.num_envs_per_env_runner * max(1, cfg.num_env_runners)
         self._postprocess = make_ppo_postprocess(self.hp, num_envs)
-        self._update = make_ppo_update(self.module.apply, self._dist, optimizer, self.hp)
-        self._act_step = make_act_step(self._policy_fn, bootstrap_keys=("vf_preds",))
+        self._update = make_ppo_update(self.module.apply, dist, optimizer, self.hp)
+        self.parts = make_ppo_policy_parts(
+            self.module.apply, dist, self.action_space, cfg.clip_actions
+        )
+        self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
         self.state = self._place_learner_state(state)
-        self.fused = self.env_spec.backend == "envpool" and cfg.num_env_runners == 0
+        self.fused = self._fused_envpool()
         if self.fused:
             self._setup_fused()
         else:
             self._setup_host_runners()
 
-    # ------------------------------------------------------------------ acting
-    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
-        dist_inputs, value = self.module.apply(params[POLICY_ID], obs)
-        action = self._dist.sample(key, dist_inputs)
-        extras = {
-            "action_logp": self._dist.log_prob(dist_inputs, action),
-            "vf_preds": value,
-            "action_dist_inputs": dist_inputs,
-        }
-        return action, extras
-
-    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
-        return self.module.apply(params[POLICY_ID], obs)[0]
-
-    def _jax_env_action(self, action: jax.Array) -> jax.Array:
-        space = self.action_space
-        if isinstance(space, gym.spaces.Box):
-            if self.config.clip_actions:
-                action = jnp.clip(action, space.low, space.high)
-            return action.astype(space.dtype)
-        return action.astype(jnp.int32)
-
+    # ------------------------------------------------------------------ execution
     def _setup_fused(self) -> None:
         xla_step, self.runner_state = self._make_fused_runner(self._runner_params())
         rollout = make_fused_rollout(
-            self._act_step, xla_step, self.fragment_length, self._jax_env_action
+            self._act_step, xla_step, self.fragment_length, self.parts.to_env_action
         )
         postprocess = self._postprocess
         update = self._update
@@ -289,7 +318,8 @@ class PPO(Algorithm):
     def _runner_params(self) -> Any:
         # A copy: the update donates the train state, and runner threads may still be acting
         # with the previous weights while it runs.
-        return jax.device_put(self.state.params, self.runner_device, may_alias=False)
+        params = self.parts.acting_params(self.state)
+        return jax.device_put(params, self.runner_device, may_alias=False)
 
     # ------------------------------------------------------------------ training
     def _training_step(self) -> dict[str, Any]:
@@ -309,7 +339,7 @@ class PPO(Algorithm):
                     self._runner_params(), self.runner_state
                 )
             else:
-                group = self._runners.sample(self.config.sample_timeout_s)
+                group = self._live_runners().sample(self.config.sample_timeout_s)
                 batch, episodes = self._postprocess_jit(group.traj)
                 runner_metrics = self._runner_metrics(group)
             if self.mesh is not None:
@@ -319,7 +349,7 @@ class PPO(Algorithm):
             self.state, metrics = self._jit_update(self.state, batch)
             jax.block_until_ready(metrics)
             if not self.fused:
-                self._runners.publish(self._runner_params())
+                self._live_runners().publish(self._runner_params())
             t2 = time.perf_counter()
             timers = {
                 "training_step": t2 - t_start,
@@ -343,7 +373,7 @@ class PPO(Algorithm):
 
     def _runner_metrics(self, group) -> dict[str, Any]:
         """Policy lag and per-runner throughput of the fragments in one update."""
-        learner_version = self._runners.version  # the weights this update starts from
+        learner_version = self._live_runners().version  # the weights this update starts from
         lags = [learner_version - v for v in group.versions]
         steps = np.asarray(group.traj.valid).reshape(group.traj.valid.shape[0], len(lags), -1)
         steps = steps.sum(axis=(0, 2))
@@ -367,16 +397,13 @@ class PPO(Algorithm):
         }
 
     # ------------------------------------------------------------------ checkpoint hooks
-    def _inference_params(self, policy_id: str | None = None) -> Any:
-        return self.state.params
-
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
         return self.state
 
     def _restore_state(self, state: Any) -> None:
         target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
         self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
-        if getattr(self, "_runners", None) is not None:  # runner threads act with them next
+        if self._runners is not None:  # runner threads act with them next
             self._runners.publish(self._runner_params(), advance=False)
 
 

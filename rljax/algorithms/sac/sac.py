@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import gymnasium as gym
 import jax
@@ -21,6 +21,8 @@ from rljax.algorithms.sac.learner import (
 )
 from rljax.algorithms.settings import Setting
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.execution.off_policy import OffPolicyState, ReplayLearner
+from rljax.execution.parts import PolicyParts, distribution_inference
 from rljax.learners.update import make_target_update
 from rljax.networks.distributions import SquashedDiagGaussian
 from rljax.networks.q_models import GaussianActor, TwinCritic, check_vector_obs
@@ -126,13 +128,51 @@ class SACConfig(OffPolicyConfig):
         return memory.actor_critic_params(observation_space, action_space, hiddens, 2, critics)
 
 
+def make_sac_policy_parts(
+    actor: GaussianActor, dist: SquashedDiagGaussian, action_space: gym.spaces.Box
+) -> PolicyParts:
+    """SAC's policy: the actor's squashed Gaussian, sampled to act, its mode for greedy
+    inference; actions in (-1, 1) scaled to the env's bounds."""
+    low = np.asarray(action_space.low, np.float32)
+    high = np.asarray(action_space.high, np.float32)
+    dtype = action_space.dtype
+
+    def acting_params(state: OffPolicyState) -> Any:
+        return state.learner.actor
+
+    def outputs(params: Any, obs: jax.Array) -> jax.Array:
+        """The squashed Gaussian's inputs, [B, 2 * A]."""
+        return cast(jax.Array, actor.apply(params, obs))
+
+    def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        action, _ = dist.sample_and_log_prob(key, outputs(params, obs))
+        return action, {}
+
+    def to_env(action: jax.Array) -> jax.Array:
+        """Squashed actions in (-1, 1) to the env's bounds."""
+        lo, hi = jnp.asarray(low), jnp.asarray(high)
+        return (lo + (action + 1.0) * 0.5 * (hi - lo)).astype(dtype)
+
+    def to_env_host(action: np.ndarray) -> np.ndarray:
+        return (low + (action + 1.0) * 0.5 * (high - low)).astype(dtype)
+
+    return PolicyParts(
+        act=act,
+        acting_params=acting_params,
+        bootstrap_keys=(),
+        inference=distribution_inference(outputs, dist),
+        inference_params=lambda state, policy_id: acting_params(state),
+        to_env_action=to_env,
+        to_env_action_host=to_env_host,
+    )
+
+
 class SAC(OffPolicyAlgorithm):
     """Soft Actor-Critic on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = SACConfig
-    LEARNER_METRICS = SAC_METRICS
 
-    def _build_learner(self, key: jax.Array) -> SACLearnerState:
+    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
         cfg: SACConfig = self.config
         space = self.action_space
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
@@ -144,65 +184,34 @@ class SAC(OffPolicyAlgorithm):
             raise ConfigError(f"SAC needs finite action bounds to squash into; got {space}")
         check_vector_obs(self.observation_space, "SAC")
         action_dim = int(space.shape[0])
-        self._low = np.asarray(space.low, np.float32)
-        self._high = np.asarray(space.high, np.float32)
         self.hp = SACHyperparams.from_config(cfg, action_dim)
-        self._dist = SquashedDiagGaussian(action_dim)
+        dist = SquashedDiagGaussian(action_dim)
         self.actor = GaussianActor(action_dim, cfg.model_config)
         self.critic = TwinCritic(cfg.model_config, num_critics=2 if cfg.twin_q else 1)
         self.target_entropy = self.hp.target_entropy
-        self.networks = SACNetworks(self.actor, self.critic, self._dist)
+        self.networks = SACNetworks(self.actor, self.critic, dist)
         self.optimizers = make_sac_optimizers(self.hp)
-        # The hooks below delegate to these: built once, closing over the frozen settings.
-        self._learn_fn = make_sac_learn(self.networks, self.optimizers, self.hp)
-        self._update_target_fn = make_target_update(self.hp.tau, {"target_critic": "critic"})
         k_actor, k_critic = jax.random.split(key)
         obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
         act = jnp.zeros((1, action_dim), jnp.float32)
         actor_params = run_once(self.actor.init, k_actor, obs)
         critic_params = run_once(self.critic.init, k_critic, obs, act)
         log_alpha = jnp.log(jnp.asarray(self.hp.initial_alpha, jnp.float32))
-        return SACLearnerState(
-            actor=actor_params,
-            critic=critic_params,
-            target_critic=jax.tree.map(jnp.copy, critic_params),
-            log_alpha=log_alpha,
-            actor_opt=run_once(self.optimizers.actor.init, actor_params),
-            critic_opt=run_once(self.optimizers.critic.init, critic_params),
-            alpha_opt=self.optimizers.alpha.init(log_alpha),
+        learner = ReplayLearner(
+            init=SACLearnerState(
+                actor=actor_params,
+                critic=critic_params,
+                target_critic=jax.tree.map(jnp.copy, critic_params),
+                log_alpha=log_alpha,
+                actor_opt=run_once(self.optimizers.actor.init, actor_params),
+                critic_opt=run_once(self.optimizers.critic.init, critic_params),
+                alpha_opt=self.optimizers.alpha.init(log_alpha),
+            ),
+            learn=make_sac_learn(self.networks, self.optimizers, self.hp),
+            update_target=make_target_update(self.hp.tau, {"target_critic": "critic"}),
+            metric_names=SAC_METRICS,
         )
-
-    def _acting_params(self, learner: SACLearnerState, timestep: jax.Array) -> Any:
-        return learner.actor
-
-    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
-        inputs = self.actor.apply(params, obs)
-        action, _ = self._dist.sample_and_log_prob(key, inputs)
-        return action, {}
-
-    def _learn(self, learner: SACLearnerState, batch: dict, weights: jax.Array, key: jax.Array):
-        return self._learn_fn(learner, batch, weights, key)
-
-    def _update_target(self, learner: SACLearnerState) -> SACLearnerState:
-        return self._update_target_fn(learner)
-
-    # ------------------------------------------------------------------ actions
-    def _jax_env_action(self, action: jax.Array) -> jax.Array:
-        """Squashed actions in (-1, 1) to the env's bounds."""
-        low, high = jnp.asarray(self._low), jnp.asarray(self._high)
-        return (low + (action + 1.0) * 0.5 * (high - low)).astype(self.action_space.dtype)
-
-    def _env_action(self, action: np.ndarray) -> np.ndarray:
-        return (self._low + (action + 1.0) * 0.5 * (self._high - self._low)).astype(
-            self.action_space.dtype
-        )
-
-    # ------------------------------------------------------------------ inference
-    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
-        return self.actor.apply(params, obs)
-
-    def _inference_params(self, policy_id: str | None = None) -> Any:
-        return self.state.learner.actor
+        return make_sac_policy_parts(self.actor, dist, space), learner
 
 
 __all__ = ["SAC", "SACConfig"]

@@ -3,7 +3,8 @@ and the algorithm that wires TD3's learner into the shared off-policy loops."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +16,6 @@ from rljax.algorithms.settings import Setting
 from rljax.algorithms.td3.learner import (
     TD3_METRICS,
     TD3Hyperparams,
-    TD3LearnerState,
     TD3Networks,
     init_td3_state,
     make_td3_learn,
@@ -24,9 +24,11 @@ from rljax.algorithms.td3.learner import (
 )
 from rljax.algorithms.td3.networks import ActionBounds, DeterministicActor, gaussian_exploration
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.execution.off_policy import OffPolicyState, ReplayLearner
+from rljax.execution.parts import PolicyParts, single_policy_inference
 from rljax.networks.q_models import TwinCritic, check_vector_obs
 from rljax.utils import memory
-from rljax.utils.checks import Bool, Int, Number, require_bool
+from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
 
 
@@ -146,13 +148,44 @@ class TD3Config(OffPolicyConfig):
             )
 
 
+def make_td3_policy_parts(
+    actor: DeterministicActor, bounds: ActionBounds, hp: TD3Hyperparams
+) -> PolicyParts:
+    """TD3's policy: the deterministic actor with Gaussian exploration noise, uniform random
+    actions before learning starts; its actions in [-1, 1] are RLlib's ``action_dist_inputs``
+    and greedy inference returns them as they are."""
+
+    def acting_params(state: OffPolicyState) -> Any:
+        return {"actor": state.learner.actor, "uniform": state.timestep < hp.learning_starts}
+
+    def explore(key: jax.Array, action: jax.Array, params: Any) -> jax.Array:
+        return gaussian_exploration(key, action, hp.exploration_noise, params["uniform"])
+
+    def outputs(params: Any, obs: jax.Array) -> jax.Array:
+        return actor.apply(params["actor"], obs)
+
+    def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        return explore(key, outputs(params, obs), params), {}
+
+    return PolicyParts(
+        act=act,
+        acting_params=acting_params,
+        bootstrap_keys=(),
+        # Exploring acts as the runners do now: noise, or uniform before learning starts.
+        inference=single_policy_inference(outputs, explore, lambda action, params: action),
+        inference_params=lambda state, policy_id: acting_params(state),
+        # ActionBounds.to_env keeps its input's kind: jax in, jax out; numpy in, numpy out.
+        to_env_action=cast(Callable[[jax.Array], jax.Array], bounds.to_env),
+        to_env_action_host=cast(Callable[[np.ndarray], np.ndarray], bounds.to_env),
+    )
+
+
 class TD3(OffPolicyAlgorithm):
     """TD3 on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = TD3Config
-    LEARNER_METRICS = TD3_METRICS
 
-    def _build_learner(self, key: jax.Array) -> TD3LearnerState:
+    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
         cfg: TD3Config = self.config
         self.bounds = ActionBounds.of(self.action_space, "TD3")
         check_vector_obs(self.observation_space, "TD3")
@@ -162,55 +195,15 @@ class TD3(OffPolicyAlgorithm):
         critic = TwinCritic(cfg.model_config, num_critics=2 if cfg.twin_q else 1)
         networks = TD3Networks(self.actor, critic)
         optimizers = make_td3_optimizers(self.hp)
-        # The hooks below delegate to these: built once, closing over the frozen settings.
-        self._learn_fn = make_td3_learn(networks, optimizers, self.hp)
-        self._update_target_fn = make_td3_target_update(self.hp)
         obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
         act = jnp.zeros((1, action_dim), jnp.float32)
-        return init_td3_state(networks, optimizers, key, obs, act)
-
-    def _acting_params(self, learner: TD3LearnerState, timestep: jax.Array) -> Any:
-        return {"actor": learner.actor, "uniform": timestep < self.hp.learning_starts}
-
-    def _policy_fn(self, params: Any, obs: jax.Array, key: jax.Array):
-        action = self.actor.apply(params["actor"], obs)
-        return self._explore(key, action, params), {}
-
-    def _explore(self, key: jax.Array, action: jax.Array, params: Any) -> jax.Array:
-        return gaussian_exploration(key, action, self.hp.exploration_noise, params["uniform"])
-
-    def _learn(self, learner: TD3LearnerState, batch: dict, weights: jax.Array, key: jax.Array):
-        return self._learn_fn(learner, batch, weights, key)
-
-    def _update_target(self, learner: TD3LearnerState) -> TD3LearnerState:
-        return self._update_target_fn(learner)
-
-    # ------------------------------------------------------------------ actions
-    def _jax_env_action(self, action: jax.Array) -> jax.Array:
-        return self.bounds.to_env(action)
-
-    def _env_action(self, action: np.ndarray) -> np.ndarray:
-        return self.bounds.to_env(action)
-
-    # ------------------------------------------------------------------ inference
-    def _policy_outputs(self, params: Any, obs: jax.Array) -> jax.Array:
-        """The actor's actions in [-1, 1] (RLlib's ``action_dist_inputs`` for TD3)."""
-        return self.actor.apply(params["actor"], obs)
-
-    def _inference_params(self, policy_id: str | None = None) -> Any:
-        return self._acting_params(self.state.learner, self.state.timestep)
-
-    def _infer_fn(self, explore: bool):
-        explore = require_bool("explore", explore)  # "no" or 1 must not pick exploration
-        if explore not in self._infer_cache:
-
-            def infer(params, obs, key):
-                action = self._policy_outputs(params, obs)
-                # Exploring acts as the runners do now: noise, or uniform before learning starts.
-                return action, (self._explore(key, action, params) if explore else action)
-
-            self._infer_cache[explore] = jax.jit(infer)
-        return self._infer_cache[explore]
+        learner = ReplayLearner(
+            init=init_td3_state(networks, optimizers, key, obs, act),
+            learn=make_td3_learn(networks, optimizers, self.hp),
+            update_target=make_td3_target_update(self.hp),
+            metric_names=TD3_METRICS,
+        )
+        return make_td3_policy_parts(self.actor, self.bounds, self.hp), learner
 
 
 __all__ = ["TD3", "TD3Config"]

@@ -1,0 +1,206 @@
+"""The off-policy loop: replay inserts, the replay ratio, updates and target updates, as pure
+functions built once from a frozen schedule, a replay buffer and the algorithm's learn step.
+
+A *cycle* adds a sampled fragment ``[T, K]`` to the replay buffer in env-step order, then, once
+learning has started, runs ``train_weight`` updates, each sampling a batch, calling the
+algorithm's ``learn``, writing the TD errors back as priorities and moving the target networks
+when they are due. On the fused EnvPool path a whole iteration is one ``lax.scan`` over cycles,
+each acting with the current parameters. Nothing here knows the algorithm: it enters through
+``ReplayLearner`` and ``PolicyParts``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rljax.execution.parts import Params
+from rljax.runners.acting import FusedRunnerState, Transition, episode_arrays
+
+Learner = Any
+Metrics = dict[str, jax.Array]
+# learn(learner, batch, weights [B], key) -> (learner, td_errors [B], metrics)
+LearnFn = Callable[[Learner, dict[str, jax.Array], jax.Array, jax.Array], tuple[Any, Any, Metrics]]
+
+
+class OffPolicyState(NamedTuple):
+    """Everything the jitted loop carries, besides the env runner state.
+
+    Attributes:
+      learner: The algorithm's networks, target networks and optimizer states.
+      buffer: The replay buffer's state.
+      key: The learner's PRNG key.
+      timestep: int32, env steps sampled so far (drives schedules and learning starts).
+      last_target_update: int32, ``timestep`` at the last target-network update.
+      num_updates: int32, updates run so far.
+    """
+
+    learner: Any
+    buffer: Any
+    key: jax.Array
+    timestep: jax.Array
+    last_target_update: jax.Array
+    num_updates: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayLearner:
+    """What an off-policy algorithm gives the loop besides its policy: pure functions.
+
+    Attributes:
+      init: The learner state to start from (networks, targets, optimizer states).
+      learn: ``learn(learner, batch, weights, key) -> (learner, td_errors, metrics)``: one
+        update on a replay batch with importance weights ``[B]``.
+      update_target: ``update_target(learner) -> learner``: moves the target networks.
+      metric_names: The keys of ``learn``'s metrics (zeros before learning starts).
+    """
+
+    init: Learner
+    learn: LearnFn
+    update_target: Callable[[Learner], Learner]
+    metric_names: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplaySchedule:
+    """The loop's settings, read from the config once when the algorithm is built.
+
+    Attributes:
+      train_weight: Updates per cycle (RLlib's train weight of ``training_intensity``).
+      batch_size: Rows per sampled batch, over all learners.
+      n_step: ``(low, high)``: the n of n-step returns, drawn per batch when low < high.
+      gamma: The discount.
+      target_update_freq: Env steps between target updates (0: every update).
+      learning_starts: Env steps sampled before the first update.
+    """
+
+    train_weight: int
+    batch_size: int
+    n_step: tuple[int, int]
+    gamma: float
+    target_update_freq: int
+    learning_starts: int
+
+
+def make_add_fragment(buffer: Any) -> Callable[[Any, Transition], Any]:
+    """``add(buffer_state, traj) -> buffer_state``: a [T, K] fragment in env-step order."""
+
+    def add_fragment(buffer_state: Any, traj: Transition) -> Any:
+        rows = {
+            "obs": traj.obs,
+            "action": traj.action,
+            "reward": traj.reward,
+            "terminated": traj.terminated,
+            "truncated": traj.truncated,
+            "valid": traj.valid,
+            "env_id": traj.env_id,
+        }
+        if traj.valid.shape[0] == 1:  # one env step: no loop
+            return buffer.add(buffer_state, jax.tree.map(lambda x: x[0], rows))
+        return jax.lax.scan(lambda b, r: (buffer.add(b, r), None), buffer_state, rows)[0]
+
+    return add_fragment
+
+
+def make_update(
+    learner: ReplayLearner,
+    buffer: Any,
+    schedule: ReplaySchedule,
+    batch_sharding: jax.sharding.Sharding | None = None,
+) -> Callable[[OffPolicyState, Any], tuple[OffPolicyState, Metrics]]:
+    """``update(state, _) -> (state, metrics)``: one replay batch, learn, priorities, targets.
+
+    ``batch_sharding``: with several learners, the batch is split over the mesh's data axis.
+    """
+    n_low, n_high = schedule.n_step
+
+    def update(state: OffPolicyState, _: Any) -> tuple[OffPolicyState, Metrics]:
+        key, k_n, k_sample, k_learn = jax.random.split(state.key, 4)
+        if n_low == n_high:
+            n: Any = n_low
+        else:  # RLlib's n_step range: one n per sampled batch
+            n = jax.random.randint(k_n, (), n_low, n_high + 1)
+        batch, indices, weights = buffer.sample(
+            state.buffer, k_sample, schedule.batch_size, n, schedule.gamma
+        )
+        if batch_sharding is not None:
+            batch, weights = jax.lax.with_sharding_constraint((batch, weights), batch_sharding)
+        new_learner, td, metrics = learner.learn(state.learner, batch, weights, k_learn)
+        # A row with a non-finite TD error (a NaN reward in the data) gets the lowest priority
+        # instead of poisoning the sum tree; its update step was skipped by the optimizer guard.
+        td = jnp.where(jnp.isfinite(td), td, 0.0)
+        buffer_state = buffer.update_priorities(state.buffer, indices, td)
+        due = state.timestep - state.last_target_update >= schedule.target_update_freq
+        new_learner = jax.lax.cond(due, learner.update_target, lambda x: x, new_learner)
+        state = state._replace(
+            learner=new_learner,
+            buffer=buffer_state,
+            key=key,
+            last_target_update=jnp.where(due, state.timestep, state.last_target_update),
+            num_updates=state.num_updates + 1,
+        )
+        return state, metrics
+
+    return update
+
+
+def make_learn_cycle(
+    one_update: Callable[[OffPolicyState, Any], tuple[OffPolicyState, Metrics]],
+    buffer: Any,
+    schedule: ReplaySchedule,
+    metric_names: tuple[str, ...],
+) -> Callable[[OffPolicyState, Transition], tuple[OffPolicyState, Metrics, jax.Array]]:
+    """``cycle(state, traj) -> (state, metrics, started)``: adds the fragment to ``buffer``,
+    then runs the cycle's ``train_weight`` calls of ``one_update`` (``make_update``; metrics
+    averaged, named ``metric_names``, zeros before learning starts) if learning has started."""
+    add_fragment = make_add_fragment(buffer)
+    train_weight = schedule.train_weight
+
+    def learn(s: OffPolicyState) -> tuple[OffPolicyState, Metrics]:
+        if train_weight == 1:  # one update: no loop
+            return one_update(s, None)
+        s, metrics = jax.lax.scan(one_update, s, None, length=train_weight)
+        return s, jax.tree.map(lambda m: jnp.mean(m, axis=0), metrics)
+
+    def skip(s: OffPolicyState) -> tuple[OffPolicyState, Metrics]:
+        return s, {k: jnp.zeros((), jnp.float32) for k in metric_names}
+
+    def cycle(state: OffPolicyState, traj: Transition) -> tuple[OffPolicyState, Metrics, jax.Array]:
+        state = state._replace(
+            buffer=add_fragment(state.buffer, traj),
+            timestep=state.timestep + jnp.sum(traj.valid.astype(jnp.int32)),
+        )
+        started = state.timestep >= schedule.learning_starts
+        state, metrics = jax.lax.cond(started, learn, skip, state)
+        return state, metrics, started
+
+    return cycle
+
+
+def make_fused_iteration(
+    rollout: Callable[[Params, FusedRunnerState], tuple[FusedRunnerState, Transition]],
+    acting_params: Callable[[OffPolicyState], Params],
+    cycle: Callable[[OffPolicyState, Transition], tuple[OffPolicyState, Metrics, jax.Array]],
+    num_cycles: int,
+) -> Callable[[OffPolicyState, FusedRunnerState], tuple[OffPolicyState, FusedRunnerState, Any]]:
+    """``iteration(state, runner_state) -> (state, runner_state, (metrics, started, episodes))``:
+    ``num_cycles`` cycles of acting (the fused EnvPool rollout) and learning in one ``lax.scan``,
+    each cycle's outputs stacked."""
+
+    def body(carry: tuple[OffPolicyState, FusedRunnerState], _: Any) -> tuple[Any, Any]:
+        state, rs = carry
+        rs, traj = rollout(acting_params(state), rs)
+        state, metrics, started = cycle(state, traj)
+        return (state, rs), (metrics, started, episode_arrays(traj))
+
+    def iteration(
+        state: OffPolicyState, rs: FusedRunnerState
+    ) -> tuple[OffPolicyState, FusedRunnerState, Any]:
+        (state, rs), out = jax.lax.scan(body, (state, rs), None, length=num_cycles)
+        return state, rs, out
+
+    return iteration

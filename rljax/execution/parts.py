@@ -1,0 +1,141 @@
+"""The typed interface between an algorithm and the execution layer.
+
+An algorithm builds its policy's pure functions once, closing over its networks and frozen
+hyper-parameters, and hands them over as a ``PolicyParts``: acting for the runners and the fused
+rollout, the parameters they act with, inference for ``compute_actions`` and evaluation, and the
+mapping of policy actions to env actions. The execution layer (sampling, loops, evaluation,
+inference, checkpoints) reads nothing else of the algorithm's policy; it jits these functions, so
+none of them may read mutable state (``self``) when traced.
+
+As in brax's ``make_inference_fn``: ``inference(policy_id, explore)`` returns a pure function
+``infer(params, obs, key) -> (action_dist_inputs, action)`` and ``inference_params(state,
+policy_id)`` the parameters it takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.runners.acting import PolicyFn
+
+# The algorithm's whole training state as the execution layer holds it (a PPOTrainState, an
+# off-policy loop's OffPolicyState, multi-agent PPO's list of stacked states): the execution
+# layer only passes it to the algorithm's functions, saves it and restores it.
+State = Any
+# A policy's parameters as its act and inference functions take them (any pytree).
+Params = Any
+
+
+class InferenceFn(Protocol):
+    """``infer(params, obs [B, ...], key) -> (action_dist_inputs [B, D], action [B, ...])``.
+
+    The action is the policy's (before ``to_env_action_host``); with ``explore=False`` it is the
+    greedy one and ``key`` is unused.
+    """
+
+    def __call__(
+        self, params: Params, obs: jax.Array, key: jax.Array
+    ) -> tuple[jax.Array, jax.Array]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyParts:
+    """An algorithm's policy as pure functions, built once when the algorithm is built.
+
+    Attributes:
+      act: ``act(acting_params, obs [B, ...], key) -> (action [B, ...], extras)``: the training
+        policy, run by runner threads and inside the fused rollout (``runners/acting.py``).
+        ``extras`` is a dict of [B, ...] arrays the update needs (log-probs, values, ...).
+      acting_params: ``acting_params(state) -> params`` that ``act`` takes (jit-able: the
+        off-policy loop calls it inside its jitted iteration).
+      bootstrap_keys: The keys of ``extras`` that a transition also needs for its next
+        observation (PPO's ``vf_preds``, to bootstrap a truncated episode's value).
+      inference: ``inference(policy_id, explore) -> infer``; the same function object for
+        policies that share a network, so that they share one compilation.
+      inference_params: ``inference_params(state, policy_id) -> params`` that ``infer`` takes.
+      to_env_action: Policy action -> env action, traced (the fused EnvPool rollout).
+      to_env_action_host: The same on host arrays (runner threads, inference, evaluation).
+      greedy_slots: Multi-agent only: ``greedy_slots(acting_params, slot_obs) -> action`` of
+        every agent slot with its own policy, for evaluation; None: evaluation acts through
+        ``inference(None, False)``.
+    """
+
+    act: PolicyFn
+    acting_params: Callable[[State], Params]
+    bootstrap_keys: tuple[str, ...]
+    inference: Callable[[str | None, bool], InferenceFn]
+    inference_params: Callable[[State, str | None], Params]
+    to_env_action: Callable[[jax.Array], jax.Array]
+    to_env_action_host: Callable[[np.ndarray], np.ndarray]
+    greedy_slots: Callable[[Params, Any], jax.Array] | None = None
+
+
+def single_policy_inference(
+    outputs: Callable[[Params, jax.Array], jax.Array],
+    explore: Callable[[jax.Array, jax.Array, Params], jax.Array],
+    greedy: Callable[[jax.Array, Params], jax.Array],
+) -> Callable[[str | None, bool], InferenceFn]:
+    """``inference`` of an algorithm with one policy, from its pieces.
+
+    Args:
+      outputs: ``outputs(params, obs) -> action_dist_inputs`` (noise off).
+      explore: ``explore(key, action_dist_inputs, params) -> action``: sampling as the runners
+        act (a distribution's sample, epsilon-greedy, exploration noise).
+      greedy: ``greedy(action_dist_inputs, params) -> action``.
+    """
+
+    def infer_greedy(params: Params, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        inputs = outputs(params, obs)
+        return inputs, greedy(inputs, params)
+
+    def infer_explore(
+        params: Params, obs: jax.Array, key: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        inputs = outputs(params, obs)
+        return inputs, explore(key, inputs, params)
+
+    def inference(policy_id: str | None, explore_: bool) -> InferenceFn:
+        return infer_explore if explore_ else infer_greedy
+
+    return inference
+
+
+def distribution_inference(
+    outputs: Callable[[Params, jax.Array], jax.Array], dist: Any
+) -> Callable[[str | None, bool], InferenceFn]:
+    """``inference`` of a policy that samples its action distribution ``dist`` (an
+    ``ActionDistribution``) and acts greedily with its mode."""
+    return single_policy_inference(
+        outputs,
+        lambda key, inputs, params: dist.sample(key, inputs),
+        lambda inputs, params: dist.mode(inputs),
+    )
+
+
+def space_env_actions(
+    space: gym.Space, clip: bool
+) -> tuple[Callable[[jax.Array], jax.Array], Callable[[np.ndarray], np.ndarray]]:
+    """``(to_env_action, to_env_action_host)`` of a policy that acts in the env's own action
+    space: a Box's dtype (clipped to its bounds with ``clip``, RLlib's ``clip_actions``), or
+    int32 indices of a discrete space."""
+
+    def to_env(action: jax.Array) -> jax.Array:
+        if isinstance(space, gym.spaces.Box):
+            if clip:
+                action = jnp.clip(action, space.low, space.high)
+            return action.astype(space.dtype)
+        return action.astype(jnp.int32)
+
+    def to_env_host(action: np.ndarray) -> np.ndarray:
+        if isinstance(space, gym.spaces.Box) and clip:
+            return np.clip(action, space.low, space.high)
+        return action
+
+    return to_env, to_env_host
