@@ -39,7 +39,8 @@ from rljax.learners.devices import (
     runner_device,
 )
 from rljax.runners.acting import FusedRunnerState, init_actor_state
-from rljax.runners.host import HostRunner, RunnerGroup, RunnerSpec
+from rljax.runners.group import RunnerGroup
+from rljax.runners.host import HostRunner, RunnerSpec
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.checks import require_bool
 from rljax.utils.errors import AlgorithmStoppedError, CheckpointError, ConfigError

@@ -24,7 +24,6 @@ from rljax.runners.acting import ActorState, Transition, init_actor_state
 
 # The group and its parts, where callers have always imported them from.
 from rljax.runners.faults import MAX_FRESH_FAILURES, EnvRunnerError
-from rljax.runners.group import Fragment, GroupSample, RunnerGroup, build_within
 
 
 def _jitted_step(act_step: Callable, device: jax.Device) -> Callable:
@@ -369,10 +368,6 @@ class HostRunner:
 __all__ = [
     "MAX_FRESH_FAILURES",
     "EnvRunnerError",
-    "Fragment",
-    "GroupSample",
     "HostRunner",
-    "RunnerGroup",
     "RunnerSpec",
-    "build_within",
 ]
