@@ -16,6 +16,7 @@ over ``P`` leaves, the capacity rounded up to a power of two, so a sample costs 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import chex
@@ -129,7 +130,8 @@ def make_prioritized_buffer(
         )
 
     def set_priorities(state, indices, priorities):
-        return state.replace(
+        return dataclasses.replace(
+            state,
             sum_tree=sum_tree.set_leaves(state.sum_tree, indices, priorities, jnp.add),
             min_tree=sum_tree.set_leaves(state.min_tree, indices, priorities, jnp.minimum),
         )
@@ -137,7 +139,7 @@ def make_prioritized_buffer(
     def add(state: PrioritizedBufferState, batch: Any) -> PrioritizedBufferState:
         buffer, slots = uniform.write(spec, capacity, state.buffer, batch)
         priorities = jnp.broadcast_to(state.max_priority, slots.shape)
-        return set_priorities(state.replace(buffer=buffer), slots, priorities)
+        return set_priorities(dataclasses.replace(state, buffer=buffer), slots, priorities)
 
     def sample(
         state: PrioritizedBufferState,
@@ -162,7 +164,9 @@ def make_prioritized_buffer(
         chex.assert_equal_shape([indices, td_errors])
         priorities = priorities_from_td(td_errors, alpha, eps)
         state = set_priorities(state, indices, priorities)
-        return state.replace(max_priority=jnp.maximum(state.max_priority, priorities.max()))
+        return dataclasses.replace(
+            state, max_priority=jnp.maximum(state.max_priority, priorities.max())
+        )
 
     return PrioritizedReplayBuffer(
         init=init, add=add, sample=sample, update_priorities=update_priorities

@@ -13,6 +13,7 @@ current leaves (up to the rounding of that one operation), with no drift over mi
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import chex
 import jax
@@ -116,7 +117,7 @@ def _make_level_update(combine):
 
 
 # Loop bodies defined once, so that un-jitted calls reuse the traced loop instead of retracing it.
-_LEVEL_UPDATES = {
+_LEVEL_UPDATES: dict[Callable[..., Any], Callable[..., Any]] = {
     jnp.add: _make_level_update(jnp.add),
     jnp.minimum: _make_level_update(jnp.minimum),
 }
