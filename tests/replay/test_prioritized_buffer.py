@@ -102,6 +102,7 @@ def test_sampling_never_returns_empty_slots():
     np.testing.assert_array_equal(weights, 1.0)
 
 
+@pytest.mark.slow
 def test_sampling_frequencies_match_priorities_chi_square():
     # 5 slots with priorities [0.7, 1.9, 3.3, 4.1, 10] (alpha = 1, total 20): 21,000 draws in
     # 3,000 stratified batches of 7 (strata of width 20/7, not aligned with the prefix sums
