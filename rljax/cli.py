@@ -19,18 +19,18 @@ from typing import Any, NoReturn
 
 import yaml
 
-from rljax.algorithms.algorithm_config import read_config_file
+from rljax.algorithms.algorithm_config import AlgorithmConfig, read_config_file
 from rljax.utils import safe_io
 from rljax.utils.errors import CheckpointError, ConfigError, closest
 
 
-def _algorithms() -> dict[str, type]:
+def _algorithms() -> dict[str, type[AlgorithmConfig]]:
     from rljax.algorithms import registry
 
     return {name: registry.config_class(name) for name in registry.algorithm_names()}
 
 
-def _config_class(name: str) -> type:
+def _config_class(name: str) -> type[AlgorithmConfig]:
     algos = _algorithms()
     key = name.upper()
     if key not in algos:

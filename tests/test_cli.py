@@ -37,6 +37,7 @@ def test_train_to_reward_then_evaluate(tmp_path):
     assert out["episodes"] == 3 and out["episode_return_mean"] >= 400
 
 
+@pytest.mark.slow
 def test_train_flags_override_the_file(tmp_path):
     proc = _run(
         "train",
@@ -88,6 +89,7 @@ def test_bad_yaml_key(tmp_path, capsys):
 @pytest.mark.parametrize(
     "algo, env", [("DQN", "CartPole-v1"), ("sac", "Pendulum-v1"), ("td3", "Pendulum-v1")]
 )
+@pytest.mark.slow
 def test_off_policy_algorithms_train_and_evaluate_from_the_cli(tmp_path, capsys, algo, env):
     ckpt = tmp_path / "ckpt"
     code = main(
@@ -113,6 +115,7 @@ def test_off_policy_algorithms_train_and_evaluate_from_the_cli(tmp_path, capsys,
     assert json.loads(capsys.readouterr().out)["episodes"] == 2
 
 
+@pytest.mark.slow
 def test_multi_agent_config_file_trains_checkpoints_and_evaluates(tmp_path, capsys):
     tuned = TUNED.parent / "ppo_multi_agent_cartpole.yaml"
     ckpt = tmp_path / "ckpt"
@@ -270,6 +273,7 @@ def _messages(err: str) -> list[str]:
     return [line for line in err.replace("\r", "\n").splitlines() if line.startswith("rljax:")]
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_first_iteration_compiles_exits_130_with_one_line(tmp_path):
     # The progress bar appears just before the first train() call, which compiles first. XLA
     # goes on compiling in a native thread after Ctrl-C; tearing the interpreter down under it

@@ -13,7 +13,7 @@ import contextlib
 import multiprocessing as mp
 import traceback
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium.vector.utils import CloudpickleWrapper
@@ -94,9 +94,11 @@ class FirstReadyVectorEnv:
     def _collect(self) -> StepResult:
         while len(self._ready) < self.batch_size:
             pending = [self._conns[i] for i in self._in_flight]
+            # (``wait`` returns some of the objects it was given: here, connections.)
+            ready = cast(list[Connection], wait(pending))
             # Of the sub-envs that are ready together, the one asked first goes first, so equally
             # fast sub-envs get equal turns whatever their index.
-            ready = sorted(wait(pending), key=lambda c: self._sent_seq[self._index[id(c)]])
+            ready.sort(key=lambda c: self._sent_seq[self._index[id(c)]])
             for conn in ready:
                 i = self._index[id(conn)]
                 try:

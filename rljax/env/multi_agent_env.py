@@ -10,11 +10,12 @@ agents that leave early are expressed by which keys appear. ``terminateds["__all
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 
 AgentID = Hashable
+MultiAgentDict = dict[AgentID, Any]
 
 
 class MultiAgentEnv(gym.Env):
@@ -54,10 +55,20 @@ class MultiAgentEnv(gym.Env):
     def max_num_agents(self) -> int:
         return len(self.possible_agents)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    # A MultiAgentEnv is a gymnasium.Env (as RLlib's is) whose reset and step exchange dicts keyed
+    # by agent id, so they do not match gymnasium's single-agent signatures: hence the ignores, here
+    # and on every subclass that annotates them.
+    def reset(  # type: ignore[override]
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[MultiAgentDict, MultiAgentDict]:
+        """``(obs, infos)``, each keyed by agent id."""
         raise NotImplementedError
 
-    def step(self, action_dict: dict[AgentID, Any]):
+    def step(  # type: ignore[override]
+        self, action_dict: MultiAgentDict
+    ) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
+        """``(obs, rewards, terminateds, truncateds, infos)``, each keyed by agent id (and
+        ``"__all__"`` in ``terminateds`` / ``truncateds``)."""
         raise NotImplementedError
 
 
@@ -100,8 +111,13 @@ def make_multi_agent(env_name_or_creator: str | Callable[[Any], gym.Env]) -> typ
             return obs, infos
 
         def step(self, action_dict: dict[AgentID, Any]):
-            obs, rew, term, trunc, info = {}, {}, {}, {}, {}
-            for i, action in action_dict.items():
+            obs: MultiAgentDict = {}
+            rew: MultiAgentDict = {}
+            term: MultiAgentDict = {}
+            trunc: MultiAgentDict = {}
+            info: MultiAgentDict = {}
+            for agent_id, action in action_dict.items():
+                i = cast(int, agent_id)  # this env's agent ids are its sub-envs' indices
                 obs[i], rew[i], term[i], trunc[i], info[i] = self.envs[i].step(action)
                 if term[i] or trunc[i]:
                     self._done.add(i)
@@ -119,4 +135,4 @@ def make_multi_agent(env_name_or_creator: str | Callable[[Any], gym.Env]) -> typ
     return MultiEnv
 
 
-__all__ = ["AgentID", "MultiAgentEnv", "make_multi_agent"]
+__all__ = ["AgentID", "MultiAgentDict", "MultiAgentEnv", "make_multi_agent"]

@@ -21,7 +21,7 @@ from rljax.env.multi_agent_env import AgentID, MultiAgentEnv
 from rljax.env.workers import main_hidden, sigint_blocked
 
 
-def _worker(env_fn: CloudpickleWrapper, pipe: Any, parent_end: Any) -> None:
+def _worker(env_fn: CloudpickleWrapper[MultiAgentEnv], pipe: Any, parent_end: Any) -> None:
     parent_end.close()
     try:
         env = env_fn()

@@ -31,6 +31,7 @@ import gymnasium as gym
 import numpy as np
 
 from rljax.env.multi_agent_env import AgentID, MultiAgentEnv
+from rljax.env.multi_agent_remote import RemoteMultiAgentEnv
 from rljax.utils.errors import ConfigError
 from rljax.utils.seeding import derive_seed
 
@@ -141,9 +142,7 @@ class MultiAgentVectorEnv:
         self.policy_in_obs = policy_in_obs
         self.mode = mode
         if mode == "ASYNC":
-            from rljax.env.multi_agent_remote import RemoteMultiAgentEnv
-
-            self.envs = []
+            self.envs: list[MultiAgentEnv] = []
             try:
                 for fn in env_fns:
                     self.envs.append(RemoteMultiAgentEnv(fn))
@@ -163,6 +162,12 @@ class MultiAgentVectorEnv:
                         f"{self.possible_agents}; every copy needs the same agents"
                     )
             self.observation_space, self.action_space = agent_spaces(self.envs[0])
+            if self.observation_space.shape is None:
+                raise ConfigError(
+                    f"observation space {self.observation_space} has no fixed shape; rljax's "
+                    "vectorized multi-agent sampling needs array observations (e.g. a Box)"
+                )
+            obs_shape = self.observation_space.shape
         except BaseException:
             self.close()  # ASYNC copies are processes: none left behind
             raise
@@ -175,7 +180,7 @@ class MultiAgentVectorEnv:
         self.seed = seed
         self._episode_ids = itertools.count()
         s = self.num_slots
-        self._obs = np.zeros((s, *self.observation_space.shape), self.observation_space.dtype)
+        self._obs = np.zeros((s, *obs_shape), self.observation_space.dtype)
         self._acc_reward = np.zeros(s, np.float32)
         self._policy = np.zeros(s, np.int32)
         self.finished_episodes: list[FinishedEpisode] = []
@@ -269,13 +274,13 @@ class MultiAgentVectorEnv:
                 continue
             sent[i] = {a: _item(actions[self._slot(i, a)]) for a in self._acting[i]}
             self._pending[i] |= self._acting[i]
-            if self.mode == "ASYNC":
+            if isinstance(env, RemoteMultiAgentEnv):  # ASYNC mode
                 env.step_async(sent[i])  # every copy steps at once; results collected below
         for i, env in enumerate(self.envs):
             if self._needs_reset[i]:
                 self._reset_copy(i, out)
                 continue
-            if self.mode == "ASYNC":
+            if isinstance(env, RemoteMultiAgentEnv):
                 obs, rewards, terms, truncs, _ = env.step_wait()
             else:
                 obs, rewards, terms, truncs, _ = env.step(sent[i])
@@ -343,7 +348,7 @@ class MultiAgentVectorEnv:
     def close(self, terminate: bool = False) -> None:
         """``terminate``: a copy's step may hang, so end ASYNC copies' processes at once."""
         for env in self.envs:
-            if terminate and self.mode == "ASYNC":
+            if terminate and isinstance(env, RemoteMultiAgentEnv):
                 env.close(force=True)
             else:
                 env.close()

@@ -61,4 +61,9 @@ def registered_names() -> list[str]:
 def registered(kind: str) -> dict[str, Any]:
     """The registered objects of one kind: ``"env"``, ``"module_class"`` or
     ``"policy_mapping_fn"`` (name -> object)."""
-    return {"env": _REGISTRY, "module_class": _MODULES, "policy_mapping_fn": _MAPPING_FNS}[kind]
+    kinds: dict[str, dict[str, Any]] = {
+        "env": _REGISTRY,
+        "module_class": _MODULES,
+        "policy_mapping_fn": _MAPPING_FNS,
+    }
+    return kinds[kind]

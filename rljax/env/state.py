@@ -149,8 +149,8 @@ def _layers(env: gym.Env) -> list[Any]:
     the sub-env restarter), less layers that declare they hold no state (``rljax_stateless``:
     rljax's API check), so that a saved state does not depend on them."""
     layers = [env]
-    while isinstance(getattr(layers[-1], "env", None), gym.Env):
-        layers.append(layers[-1].env)
+    while isinstance(inner := getattr(layers[-1], "env", None), gym.Env):
+        layers.append(inner)
     return [layer for layer in layers if not getattr(type(layer), "rljax_stateless", False)]
 
 

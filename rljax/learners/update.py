@@ -16,13 +16,17 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import jax
 import optax
 
 from rljax.utils.nonfinite import guard
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 def make_optimizer(
@@ -111,7 +115,7 @@ def gradient_step(
     return GradientStep(params, opt_state, loss, aux, optax.global_norm(grads))
 
 
-State = TypeVar("State")
+State = TypeVar("State", bound="DataclassInstance")
 
 
 def make_target_update(tau: float, targets: Mapping[str, str]) -> Callable[[State], State]:
@@ -129,7 +133,7 @@ def make_target_update(tau: float, targets: Mapping[str, str]) -> Callable[[Stat
             target: optax.incremental_update(getattr(state, online), getattr(state, target), tau)
             for target, online in pairs
         }
-        return state.replace(**moved)
+        return dataclasses.replace(state, **moved)
 
     return update_target
 

@@ -14,7 +14,8 @@ from rljax.utils.errors import ConfigError
 
 
 class ActionDistribution(Protocol):
-    num_outputs: int
+    @property
+    def num_outputs(self) -> int: ...
 
     def sample(self, key: jax.Array, inputs: jax.Array) -> jax.Array: ...
     def mode(self, inputs: jax.Array) -> jax.Array: ...

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import flax.linen as nn
 import gymnasium as gym
@@ -14,7 +14,7 @@ from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.utils.errors import ConfigError
 
-_ACT = {
+_ACT: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": nn.tanh,
     "relu": nn.relu,
     "elu": nn.elu,

@@ -74,7 +74,8 @@ def batch_size_of(spec: Any, batch: Any) -> int:
     """
     spec_def = jax.tree.structure(spec)
     batch_def = jax.tree.structure(batch)
-    if spec_def != batch_def:
+    # jaxlib ships no stub for its pytree module, so mypy cannot see that PyTreeDefs compare.
+    if spec_def != batch_def:  # type: ignore[operator]
         raise ValueError(f"batch structure {batch_def} differs from the item's {spec_def}")
     sizes = set()
     for (path, s), x in zip(

@@ -21,6 +21,7 @@ only reaches newer rows, so it stays complete until the row itself is overwritte
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -31,7 +32,7 @@ import jax.numpy as jnp
 
 from rljax.ops.value_learning import n_step_window
 from rljax.replay import frame_stack, kary_tree
-from rljax.replay.base import batch_size_of, item_spec
+from rljax.replay.base import PrioritizedReplayBuffer, ReplayBuffer, batch_size_of, item_spec
 from rljax.replay.priorities import importance_weights, stratified_targets
 
 REQUIRED_FIELDS = ("obs", "action", "reward", "terminated", "truncated")
@@ -56,8 +57,8 @@ class EpisodeBufferState:
     storage: dict[str, Any]
     insert_pos: jax.Array
     size: jax.Array
-    sum_tree: jax.Array
-    min_tree: jax.Array | None
+    sum_tree: kary_tree.Tree
+    min_tree: kary_tree.Tree | None
     max_priority: jax.Array
 
 
@@ -194,7 +195,8 @@ def make_episode_buffer(
             )
             return kary_tree.set_leaves(tree, leaves, values, combine, write)
 
-        return state.replace(
+        return dataclasses.replace(
+            state,
             storage=jax.tree.map(
                 lambda s, x: s.at[env_id, row].set(jnp.asarray(x).astype(s.dtype)),
                 state.storage,
@@ -240,6 +242,7 @@ def make_episode_buffer(
             "n_steps": steps,
         }
         if prioritized:
+            assert state.min_tree is not None  # a prioritized state has one
             weights = importance_weights(
                 kary_tree.get_leaves(state.sum_tree, indices),
                 kary_tree.minimum(state.min_tree),
@@ -280,6 +283,7 @@ def make_frame_stack_episode_buffer(
     (``sample`` accepts ``n_step=1`` only); ``discount`` is ``gamma (1 - terminated)``.
     """
     item = {k: example_item[k] for k in REQUIRED_FIELDS}
+    inner: ReplayBuffer | PrioritizedReplayBuffer
     if prioritized:
         inner = frame_stack.make_prioritized_frame_stack_buffer(
             item, num_envs, capacity, alpha=alpha, beta=beta, eps=eps
@@ -297,7 +301,7 @@ def make_frame_stack_episode_buffer(
             raise ValueError(
                 f"the frame-stack buffer samples 1-step windows; got n_step={n_step!r}"
             )
-        if prioritized:
+        if isinstance(inner, PrioritizedReplayBuffer):
             out, indices, weights = inner.sample(state, key, batch_size, beta)
         else:
             out, indices = inner.sample(state, key, batch_size)
@@ -313,7 +317,9 @@ def make_frame_stack_episode_buffer(
         return batch, indices, weights
 
     def update_priorities(state, indices, td_errors):
-        return inner.update_priorities(state, indices, td_errors) if prioritized else state
+        if isinstance(inner, PrioritizedReplayBuffer):
+            return inner.update_priorities(state, indices, td_errors)
+        return state
 
     return EpisodeReplayBuffer(
         init=inner.init,

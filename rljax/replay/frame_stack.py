@@ -35,6 +35,7 @@ with no rejection loop.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -94,8 +95,8 @@ class FrameStackBufferState:
     last_obs: jax.Array
     last_offsets: jax.Array
     last_valid: jax.Array
-    sum_tree: jax.Array
-    min_tree: jax.Array | None
+    sum_tree: kary_tree.Tree
+    min_tree: kary_tree.Tree | None
     max_priority: jax.Array
 
 
@@ -264,7 +265,8 @@ class _Core:
                 tree, leaves.reshape(-1), values.reshape(-1), combine, write.reshape(-1)
             )
 
-        return state.replace(
+        return dataclasses.replace(
+            state,
             frames=state.frames.at[env_id, row].set(obs[:, -1]),
             offsets=state.offsets.at[env_id, row].set(offsets),
             storage=jax.tree.map(
@@ -360,6 +362,7 @@ def make_prioritized_frame_stack_buffer(
         batch_size: int,
         beta: float | jax.Array | None = None,
     ):
+        assert state.min_tree is not None  # a prioritized state has one
         total = kary_tree.total(state.sum_tree)
         indices = core.find(state, stratified_targets(key, total, batch_size))
         weights = importance_weights(
@@ -394,7 +397,8 @@ def update_live_priorities(
     sum_t, min_t, live = kary_tree.set_live_priorities(
         state.sum_tree, state.min_tree, indices, priorities
     )
-    return state.replace(
+    return dataclasses.replace(
+        state,
         sum_tree=sum_t,
         min_tree=min_t,
         max_priority=jnp.maximum(state.max_priority, jnp.where(live, priorities, 0.0).max()),

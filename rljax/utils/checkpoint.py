@@ -165,6 +165,7 @@ def load_metadata(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
     if not isinstance(path, (str, os.PathLike)):
         raise CheckpointError(f"a checkpoint path must be a str or path; got {type(path).__name__}")
     root = Path(path).expanduser()
+    name: str | None
     if not root.is_dir():
         raise CheckpointError(f"{str(path)!r} is not a checkpoint: no such directory")
     if _VERSION_NAME.fullmatch(root.name) and (root / META_FILE).exists():

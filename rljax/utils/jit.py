@@ -12,7 +12,11 @@ import jax
 # For functions that run once (parameter init): compile fast rather than run fast. Op by op they
 # would compile dozens of tiny programs; jitted at full optimisation, the orthogonal initialisers'
 # QR decompositions alone take about a second to compile on a CPU.
-_ONE_SHOT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+# (JAX types the options as str | bool; XLA parses "0" as it does the int 0.)
+_ONE_SHOT_OPTIONS: dict[str, str | bool] = {
+    "xla_backend_optimization_level": "0",
+    "xla_llvm_disable_expensive_passes": True,
+}
 
 
 def run_once(fn: Callable, *args: Any) -> Any:

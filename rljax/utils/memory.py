@@ -116,7 +116,7 @@ def conv_encoder(
     """
     from rljax.networks.models import NATURE_FILTERS
 
-    shape = tuple(int(d) for d in observation_space.shape)
+    shape = tuple(int(d) for d in getattr(observation_space, "shape", None) or ())
     if shape[0] < shape[-1]:
         channels, height, width = shape
     else:

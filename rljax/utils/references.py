@@ -160,19 +160,20 @@ def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exc
             f"{type(reference).__name__}"
         )
     path = reference["import"]
-    if not isinstance(path, str) or len(path) > _MAX_PATH or _split(path) is None:
+    split = _split(path) if isinstance(path, str) and len(path) <= _MAX_PATH else None
+    if split is None:
         shown = _shown(path) if isinstance(path, str) else type(path).__name__
         raise error_type(
             f"{field} names import path {shown}, which is not of the form "
             "'package.module:Name' (public names only)"
         )
-    for obj in names.values():  # registered under another name, saved by its import path
+    for registered_obj in names.values():  # registered under another name, saved by its path
         try:
-            if qualified_name(obj) == path:
-                return obj
+            if qualified_name(registered_obj) == path:
+                return registered_obj
         except AttributeError:  # a callable instance without __qualname__
             continue
-    module, parts = _split(path)  # type: ignore[misc]
+    module, parts = split
     if not policy.allows(field, module, path):
         raise error_type(
             f"{field} names code to import, {_shown(path)}, and loading a config or checkpoint "

@@ -77,8 +77,9 @@ def open_regular(
     """
     try:
         real = Path(os.path.realpath(path))
-    except (OSError, ValueError) as e:
-        raise _fail(error_type, path, f"cannot resolve the path ({e.strerror or e})") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL byte in the path
+        why = e.strerror if isinstance(e, OSError) else None
+        raise _fail(error_type, path, f"cannot resolve the path ({why or e})") from None
     if root is not None:
         real_root = Path(os.path.realpath(root))
         if real != real_root and real_root not in real.parents:

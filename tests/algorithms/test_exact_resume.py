@@ -15,6 +15,10 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.ppo import PPOConfig
 
+# Each test trains twice (checkpointed and resumed, and uninterrupted) to compare the runs: 30 s
+# to 2 min each on 2 cores, so none is in the fast tier.
+pytestmark = pytest.mark.slow
+
 rljax.register_env("resume-cartpole", lambda config: gym.make("CartPole-v1"))
 
 
@@ -125,7 +129,6 @@ def test_ppo_resumed_mid_episode_continues_bit_for_bit(
         assert not _same_params(blind_params, straight_params)
 
 
-@pytest.mark.slow
 def test_dqn_resumed_with_its_replay_buffer_continues_bit_for_bit(tmp_path):
     config = _dqn()
     straight, straight_params = _run(config, 6)

@@ -30,6 +30,7 @@ def _config(**training):
 
 
 @pytest.mark.parametrize("mode, runners", [("SYNC", 0), ("ASYNC", 0), ("SYNC", 2)])
+@pytest.mark.slow
 def test_each_slot_holds_one_agent_stream_with_its_policy(mode, runners):
     algo = _config().env_runners(gym_env_vectorize_mode=mode, num_env_runners=runners).build_algo()
     try:
@@ -49,6 +50,7 @@ def test_each_slot_holds_one_agent_stream_with_its_policy(mode, runners):
         algo.stop()
 
 
+@pytest.mark.slow
 def test_frozen_policy_keeps_its_parameters_bit_for_bit_and_metrics_are_per_policy():
     algo = _config().multi_agent(policies_to_train=["p0"]).build_algo()
     try:
@@ -79,6 +81,7 @@ def test_frozen_policy_keeps_its_parameters_bit_for_bit_and_metrics_are_per_poli
         algo.stop()
 
 
+@pytest.mark.slow
 def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
     algo = _config().build_algo()
     try:
@@ -195,6 +198,7 @@ def test_a_rebuilt_multi_agent_runner_gets_new_env_seeds():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_multi_agent_training_goes_on_after_a_runner_is_dropped():
     algo = (
         _config()

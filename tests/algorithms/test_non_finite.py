@@ -10,6 +10,10 @@ from rljax.algorithms.ppo import PPOConfig
 from rljax.utils.errors import ConfigError
 from rljax.utils.nonfinite import NonFiniteUpdateError
 
+# Whole training runs with a NaN planted in them; the jitted skip itself is unit-tested, fast, in
+# tests/learners/test_update.py.
+pytestmark = pytest.mark.slow
+
 
 class NaNRewardCartPole(gym.Env):
     """CartPole whose 30th step pays a NaN reward (once per env instance)."""

@@ -213,6 +213,7 @@ def test_sac_actions_respect_the_bounds_and_explore():
 
 
 @pytest.mark.parametrize("include", [True, False])
+@pytest.mark.slow
 def test_checkpoint_with_and_without_the_replay_buffer(tmp_path, include):
     algo = _small_dqn().build_algo()
     try:
@@ -298,6 +299,7 @@ def test_learner_states_keep_the_checkpoint_trees_of_their_dicts():
         sac.stop()
 
 
+@pytest.mark.slow
 def test_store_buffer_in_checkpoints_switch(tmp_path):
     algo = _small_sac(store_buffer_in_checkpoints=True).build_algo()
     try:
@@ -340,6 +342,7 @@ def test_seed_tutorial_breakout_port_runs_on_deduplicated_frames():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_envpool_async_batches_fill_each_sub_envs_ring_in_order():
     # ASYNC: each env step returns whichever 2 of the 4 sub-envs finished first.
     algo = (
@@ -394,6 +397,7 @@ def test_noisy_dense_matches_its_formula_and_switches_off():
     assert not np.allclose(other, noisy)
 
 
+@pytest.mark.slow
 def test_distributional_q_network_outputs_and_q_values():
     algo = _small_dqn(num_atoms=11, v_min=-5.0, v_max=5.0, dueling=True).build_algo()
     try:

@@ -29,6 +29,7 @@ def test_ppo_envpool_cartpole_reaches_450_within_150k_steps(train_until):
         algo.stop()
 
 
+@pytest.mark.slow
 def test_fused_path_is_deterministic():
     # Same config and seed: the same losses, returns and parameters, bit for bit, over 5
     # iterations.

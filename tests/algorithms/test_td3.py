@@ -181,6 +181,7 @@ def test_fused_path_explores_uniformly_then_around_the_actor_and_compiles_once()
         algo.stop()
 
 
+@pytest.mark.slow
 def test_runner_path_trains_saves_restores_and_acts_within_bounds(tmp_path):
     algo = _small_td3(
         env="rljax-test-gym-pendulum", num_env_runners=1, store_buffer_in_checkpoints=True

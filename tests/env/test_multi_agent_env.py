@@ -145,6 +145,17 @@ def test_agents_with_different_spaces_are_refused():
         MultiAgentVectorEnv([TurnGame], ["p"], lambda a, e, **k: "q").reset()
 
 
+def test_observations_without_a_shape_are_refused():
+    class DictObs(TurnGame):
+        def __init__(self, config=None):
+            super().__init__(config)
+            space = gym.spaces.Dict({"x": gym.spaces.Box(0, 1, (2,))})
+            self.observation_spaces = {a: space for a in self.possible_agents}
+
+    with pytest.raises(ConfigError, match="has no fixed shape"):
+        MultiAgentVectorEnv([DictObs], ["p"], lambda a, e, **k: "p")
+
+
 class CrashingGame(TurnGame):
     """TurnGame whose third move raises."""
 

@@ -64,6 +64,7 @@ def test_backend_choice():
 
 @pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
 @pytest.mark.parametrize("how", ["class", "registered_lambda"])
+@pytest.mark.slow
 def test_user_env_runs_and_learns_in_both_modes(mode, how):
     if how == "class":
         env = CorridorEnv
@@ -85,6 +86,7 @@ def test_user_env_runs_and_learns_in_both_modes(mode, how):
         algo.stop()
 
 
+@pytest.mark.slow
 def test_envpool_async_on_the_fused_path_and_in_runner_threads():
     for runners in (0, 2):
         algo = (
@@ -144,6 +146,7 @@ print("EPISODES", r["env_runners"]["num_episodes"])
 """
 
 
+@pytest.mark.slow
 def test_async_env_defined_in_an_unguarded_main_script(tmp_path):
     path = tmp_path / "user_script.py"
     path.write_text(textwrap.dedent(SCRIPT))

@@ -134,6 +134,7 @@ def test_wrap_around_keeps_the_newest_and_routes_env_ids():
     np.testing.assert_allclose(batch["reward"], batch["obs"][:, 0])
 
 
+@pytest.mark.slow
 def test_prioritized_sampling_frequency_follows_priorities():
     steps = [_step(i, 0.0) for i in range(6)]
     buf = make_episode_buffer(

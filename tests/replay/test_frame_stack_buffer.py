@@ -268,6 +268,7 @@ def _expected_slots(records, n, rows):
         ("Breakout-v5", {}, 180),
     ],
 )
+@pytest.mark.slow
 def test_atari_round_trip_is_bit_exact(task, kwargs, steps):
     start = time.perf_counter()
     observations, records = _collect(task, steps, seed=3, **kwargs)

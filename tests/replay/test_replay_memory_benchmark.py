@@ -6,6 +6,7 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 
+@pytest.mark.slow
 def test_replay_memory_benchmark_quick_run_prints_json(tmp_path, run_benchmark):
     out = tmp_path / "replay_memory.json"
     report = run_benchmark("replay_memory.py", "--quick", "--out", str(out), timeout=300)

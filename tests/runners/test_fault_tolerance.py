@@ -67,6 +67,7 @@ def _config(env_config, **runners):
 
 
 @pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
+@pytest.mark.slow
 def test_a_restarted_sub_env_drops_its_broken_episode(mode):
     algo = (
         _config(
@@ -101,6 +102,7 @@ def test_a_restarted_sub_env_drops_its_broken_episode(mode):
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_sub_env_rebuilt_because_its_reset_raised_is_counted():
     algo = (
         _config({"crash_reset": 1}, num_envs_per_env_runner=2, rollout_fragment_length=40)
@@ -117,6 +119,7 @@ def test_a_sub_env_rebuilt_because_its_reset_raised_is_counted():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_failed_runner_is_replaced_and_training_goes_on():
     algo = _config(
         {"crash_episode": 2},
@@ -138,6 +141,7 @@ def test_a_failed_runner_is_replaced_and_training_goes_on():
 @pytest.mark.parametrize(
     "length, iterations", [(80, 4), (29, 12), (28, 12)], ids=["mid", "cut-row-last", "last-row"]
 )
+@pytest.mark.slow
 def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_rows_kept(
     length, iterations
 ):
@@ -224,6 +228,7 @@ class CrashingTurns(MultiAgentEnv):
         return obs, {mover: 1.0}, {"__all__": over}, {"__all__": False}, {}
 
 
+@pytest.mark.slow
 def test_a_multi_agent_runner_failure_cuts_each_agent_stream_where_its_agent_last_moved():
     # An agent's last move before the failure may lie a row or more back (the other player was
     # to move): that transition must end its stream's episode, or PPO would chain it to the
@@ -275,6 +280,7 @@ def test_a_hung_env_is_caught_by_the_sample_timeout_and_its_runner_replaced():
     assert time.perf_counter() - start < 60
 
 
+@pytest.mark.slow
 def test_an_env_that_always_fails_is_given_up_on_quickly():
     algo = _config({"fail_always": True}, num_envs_per_env_runner=2).build_algo()
     start = time.perf_counter()
@@ -295,6 +301,7 @@ def _update_compilations(algo) -> int:
     return algo._jit_update._cache_size() + algo._postprocess_jit._cache_size()
 
 
+@pytest.mark.slow
 def test_ignore_env_runner_failures_drops_a_failed_runner_and_trains_on(tmp_path):
     config = _config(
         {"crash_episode": 2, "only_worker": 2},
@@ -353,6 +360,7 @@ def test_ignore_env_runner_failures_drops_a_failed_runner_and_trains_on(tmp_path
         restored.stop()
 
 
+@pytest.mark.slow
 def test_when_every_runner_has_failed_ignoring_failures_stops_with_the_error():
     algo = (
         _config({"crash_episode": 1}, num_env_runners=2, num_envs_per_env_runner=2)
@@ -369,6 +377,7 @@ def test_when_every_runner_has_failed_ignoring_failures_stops_with_the_error():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_replacement_that_hangs_in_reset_fails_its_health_probe_and_is_dropped():
     CrashingTicks.built.clear()
     # Runner 2 builds two sub-envs at the start; its replacements' (instances 3, 4, ...) hang
@@ -539,6 +548,7 @@ def test_a_sub_env_that_fails_every_step_is_given_up_on_not_rebuilt_for_ever():
     assert env.num_restarts == 5
 
 
+@pytest.mark.slow
 def test_closing_a_hung_async_runner_with_force_kills_its_processes_at_once():
     import threading
 

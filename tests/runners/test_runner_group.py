@@ -93,6 +93,7 @@ def test_n_runners_deliver_exactly_the_configured_batch(mode, batch):
         algo.stop()
 
 
+@pytest.mark.slow
 def test_sync_sampling_is_on_policy_and_async_lag_never_exceeds_one():
     lags = {}
     for sample_async in (False, True):
@@ -113,6 +114,7 @@ def test_sync_sampling_is_on_policy_and_async_lag_never_exceeds_one():
     assert min(lags[True]) >= 0
 
 
+@pytest.mark.slow
 def test_a_failing_runner_surfaces_its_id_and_traceback_quickly():
     cfg = _config(
         num_env_runners=2,
@@ -134,6 +136,7 @@ def test_a_failing_runner_surfaces_its_id_and_traceback_quickly():
     assert "Traceback" in message
 
 
+@pytest.mark.slow
 def test_a_failing_sub_env_process_is_reported():
     rljax.register_env("tick", lambda cfg: TickEnv(cfg))
     cfg = _config(

@@ -26,12 +26,11 @@ def _conv_filters(name: str, value: Any) -> tuple[tuple[int, tuple[int, int], in
         kernel = f[1] if isinstance(f, (list, tuple)) and len(f) == 3 else None
         if is_int(kernel):
             kernel = (kernel, kernel)
-        ok = (
+        if not (
             isinstance(kernel, (list, tuple))
             and len(kernel) == 2
             and all(is_int(x) and x >= 1 for x in (f[0], *kernel, f[2]))
-        )
-        if not ok:
+        ):
             refuse(name, value, f"{_CONV_ALLOWED} (entry {i} is {describe(f)})")
         filters.append((int(f[0]), (int(kernel[0]), int(kernel[1])), int(f[2])))
     return tuple(filters)

@@ -120,7 +120,7 @@ class ParallelPettingZooEnv(MultiAgentEnv):
         """The agents still in the episode: the env's ``agents`` less those reported done."""
         return [a for a in self.par_env.agents if a not in self._finished]
 
-    def reset(
+    def reset(  # type: ignore[override]  # per-agent dicts: see MultiAgentEnv
         self, *, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[AgentID, Any], dict[AgentID, Any]]:
         """Resets the PettingZoo env with ``seed`` and ``options``; every agent observes."""
@@ -128,7 +128,7 @@ class ParallelPettingZooEnv(MultiAgentEnv):
         self._finished = set()
         return dict(obs), dict(infos)
 
-    def step(
+    def step(  # type: ignore[override]  # per-agent dicts: see MultiAgentEnv
         self, action_dict: dict[AgentID, Any]
     ) -> tuple[dict, dict[Any, float], dict[Any, bool], dict[Any, bool], dict]:
         """Steps the PettingZoo env with ``action_dict`` (one action per agent in ``agents``)."""
@@ -196,7 +196,7 @@ class PettingZooEnv(MultiAgentEnv):
         """The agents still in the episode (the env's ``agents``)."""
         return list(self.env.agents)
 
-    def reset(
+    def reset(  # type: ignore[override]  # per-agent dicts: see MultiAgentEnv
         self, *, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[AgentID, Any], dict[AgentID, Any]]:
         """Resets the PettingZoo env with ``seed`` and ``options``; the first agent to move
@@ -208,7 +208,7 @@ class PettingZooEnv(MultiAgentEnv):
         agent = self.env.agent_selection
         return {agent: self.env.observe(agent)}, {agent: self._info(agent)}
 
-    def step(
+    def step(  # type: ignore[override]  # per-agent dicts: see MultiAgentEnv
         self, action_dict: dict[AgentID, Any]
     ) -> tuple[dict, dict[Any, float], dict[Any, bool], dict[Any, bool], dict]:
         """Plays ``action_dict[env.agent_selection]``, then steps finished agents out."""

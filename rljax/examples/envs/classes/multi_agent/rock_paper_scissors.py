@@ -68,7 +68,7 @@ class RockPaperScissors(MultiAgentEnv):
             obs[move] = 1.0
         return obs
 
-    def reset(
+    def reset(  # type: ignore[override]  # per-agent dicts: see MultiAgentEnv
         self, *, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[AgentID, np.ndarray], dict[AgentID, dict]]:
         """Starts a game: both players observe zeros (no move yet)."""
@@ -77,7 +77,9 @@ class RockPaperScissors(MultiAgentEnv):
         self.agents = list(self.possible_agents)
         return {a: self._one_hot(None) for a in self.possible_agents}, {}
 
-    def step(self, action_dict: dict[AgentID, Any]) -> tuple[dict, dict, dict, dict, dict]:
+    def step(  # type: ignore[override]  # per-agent dicts: see MultiAgentEnv
+        self, action_dict: dict[AgentID, Any]
+    ) -> tuple[dict, dict, dict, dict, dict]:
         """Plays one move of both players; each then observes the other's move."""
         move1, move2 = int(action_dict["player1"]), int(action_dict["player2"])
         for move in (move1, move2):

@@ -94,7 +94,7 @@ class TicTacToe(MultiAgentEnv):
         """The board from ``agent``'s perspective: its marks +1, the opponent's -1."""
         return (self.board * self._sign(agent) + 0.0).astype(np.float32)  # + 0.0: no -0.0
 
-    def reset(
+    def reset(  # type: ignore[override]  # per-agent dicts: see MultiAgentEnv
         self, *, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[AgentID, np.ndarray], dict[AgentID, dict]]:
         """Empties the board; the observation dict holds only the first mover."""
@@ -112,11 +112,15 @@ class TicTacToe(MultiAgentEnv):
         sign = self._sign(agent)
         return any(all(self.board[c] == sign for c in line) for line in WIN_LINES)
 
-    def step(self, action_dict: dict[AgentID, Any]) -> tuple[dict, dict, dict, dict, dict]:
+    def step(  # type: ignore[override]  # per-agent dicts: see MultiAgentEnv
+        self, action_dict: dict[AgentID, Any]
+    ) -> tuple[dict, dict, dict, dict, dict]:
         """The player to move (the only key of ``action_dict``) marks a cell."""
         mover = self.current_player
         if set(action_dict) != {mover}:
-            raise ValueError(f"it is {mover!r}'s turn; got actions for {sorted(action_dict)}")
+            raise ValueError(
+                f"it is {mover!r}'s turn; got actions for {sorted(action_dict, key=repr)}"
+            )
         cell = int(action_dict[mover])
         if not 0 <= cell < 9:
             raise ValueError(f"a move is a cell 0..8, got {cell}")
