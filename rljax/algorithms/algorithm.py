@@ -256,7 +256,7 @@ class Algorithm:
         ``ignore_env_runner_failures`` drops a runner that cannot be restarted.
         """
         cfg = self.config
-        builds = [0] * max(1, cfg.num_env_runners)
+        builds = [0] * cfg.num_runners
         group: RunnerGroup | None = None
         spec = RunnerSpec(
             # None for a multi-agent run: its runners get their env from _runner_env.

@@ -658,8 +658,24 @@ class AlgorithmConfig:
 
     # ------------------------------------------------------------------ derived values
     @property
+    def num_learner_shards(self) -> int:
+        """Learners the batch is split across: ``num_learners``, or the one default learner
+        when it is 0."""
+        return max(1, self.num_learners)
+
+    @property
+    def num_runners(self) -> int:
+        """Runners that sample: ``num_env_runners`` threads, or the driver's one when it is 0."""
+        return max(1, self.num_env_runners)
+
+    @property
+    def total_num_envs(self) -> int:
+        """Sub-envs over all runners."""
+        return self.num_envs_per_env_runner * self.num_runners
+
+    @property
     def total_train_batch_size(self) -> int:
-        return self.train_batch_size_per_learner * max(1, self.num_learners)
+        return self.train_batch_size_per_learner * self.num_learner_shards
 
     @property
     def envs_per_step(self) -> int:
@@ -672,7 +688,7 @@ class AlgorithmConfig:
                 per_runner = envpool_batch_size(per_runner, "ASYNC", self.async_batch_size)
             elif self.async_batch_size is not None:
                 per_runner = self.async_batch_size
-        return per_runner * max(1, self.num_env_runners)
+        return per_runner * self.num_runners
 
     def _uses_envpool(self) -> bool:
         from rljax.env.vector import resolve_env
@@ -697,8 +713,8 @@ class AlgorithmConfig:
         """The large allocations this config asks for, as ``(setting, bytes)`` estimates
         (``rljax.utils.memory``); subclasses add their networks and buffers."""
         obs = memory.space_bytes(observation_space)
-        runners = max(1, self.num_env_runners)
-        envs = self.num_envs_per_env_runner * runners
+        runners = self.num_runners
+        envs = self.total_num_envs
         sampled = self.sampled_batch_size
         mc = self.model_config
         networks = f"model_config.fcnet_hiddens={list(mc.fcnet_hiddens)}"
@@ -807,7 +823,7 @@ class AlgorithmConfig:
         if (
             spec.backend == "envpool"
             and self.gym_env_vectorize_mode == "ASYNC"
-            and self.envs_per_step == self.num_envs_per_env_runner * max(1, self.num_env_runners)
+            and self.envs_per_step == self.total_num_envs
         ):
             raise ConfigError(
                 f"EnvPool ASYNC needs a batch smaller than num_envs_per_env_runner="
@@ -903,7 +919,7 @@ class AlgorithmConfig:
 
     def _check_batch_division(self) -> None:
         """The sampled batch is split across learners (on-policy); off-policy overrides this."""
-        n_shards = max(1, self.num_learners)
+        n_shards = self.num_learner_shards
         if self.sampled_batch_size % n_shards:
             raise ConfigError(
                 f"the sampled batch of {self.sampled_batch_size} env steps (rollout_fragment_length="
@@ -921,7 +937,7 @@ class AlgorithmConfig:
         self._check_settings()  # the batch arithmetic below needs checked ints
         if self.train_batch_size is not None:
             self.train_batch_size_per_learner = max(
-                1, self.train_batch_size // max(1, self.num_learners)
+                1, self.train_batch_size // self.num_learner_shards
             )
             self.train_batch_size = None
         self.validate()

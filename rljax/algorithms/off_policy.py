@@ -204,7 +204,7 @@ class OffPolicyConfig(AlgorithmConfig):
         capacity = self.replay_buffer_config.get("capacity", 0)
         capacity = capacity if isinstance(capacity, int) and not isinstance(capacity, bool) else 0
         terms.append((f"replay_buffer_config capacity={capacity:,}", capacity * row))
-        batch = self.train_batch_size_per_learner * max(1, self.num_learners)
+        batch = self.total_train_batch_size
         terms.append(
             (
                 f"train_batch_size_per_learner={self.train_batch_size_per_learner}",
@@ -253,7 +253,7 @@ class OffPolicyConfig(AlgorithmConfig):
                     f"{MAX_REPLAY_WEIGHT:,}; set training_intensity nearer {native:g}"
                 )
         rb = self.replay_buffer_config
-        num_envs = self.num_envs_per_env_runner * max(1, self.num_env_runners)
+        num_envs = self.total_num_envs
         rows = rb["capacity"] // num_envs
         if rows < self.n_step_range[1] + 2:
             raise ConfigError(
@@ -292,7 +292,7 @@ class OffPolicyAlgorithm(Algorithm):
         self.cycles_per_iteration = max(
             1, math.ceil(cfg.min_sample_timesteps_per_iteration / steps_per_cycle)
         )
-        self.num_envs = cfg.num_envs_per_env_runner * max(1, cfg.num_env_runners)
+        self.num_envs = cfg.total_num_envs
         self.total_batch = cfg.total_train_batch_size
         self.schedule = ReplaySchedule(
             train_weight=self.train_weight,

@@ -232,7 +232,7 @@ class MultiAgentPPO(Algorithm):
         self.train_mask = np.array([p in to_train for p in self.policy_ids])
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.num_slots = cfg.num_envs_per_env_runner * len(self.possible_agents)
-        num_runners = max(1, cfg.num_env_runners)
+        num_runners = cfg.num_runners
         batch_rows = self.fragment_length * self.num_slots * num_runners
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)

@@ -145,7 +145,7 @@ class PPOConfig(AlgorithmConfig):
 
     def _update_rows(self) -> int:
         """A minibatch of every learner passes the networks together."""
-        return self.minibatch_size * max(1, self.num_learners)
+        return self.minibatch_size * self.num_learner_shards
 
     def validate(self) -> None:
         super().validate()
@@ -154,11 +154,11 @@ class PPOConfig(AlgorithmConfig):
                 f"use_gae={self.use_gae}, use_critic={self.use_critic}: rljax's PPO always uses "
                 "GAE and a critic; both must stay True"
             )
-        per_learner = self.sampled_batch_size // max(1, self.num_learners)
+        per_learner = self.sampled_batch_size // self.num_learner_shards
         if self.minibatch_size > per_learner:
             raise ConfigError(
                 f"minibatch_size={self.minibatch_size} is larger than the batch each learner gets "
-                f"({per_learner} env steps = {self.sampled_batch_size} sampled / {max(1, self.num_learners)} "
+                f"({per_learner} env steps = {self.sampled_batch_size} sampled / {self.num_learner_shards} "
                 "learner(s)); lower minibatch_size or raise train_batch_size_per_learner"
             )
         updates = self.num_epochs * (per_learner // self.minibatch_size)
@@ -247,7 +247,7 @@ class PPO(Algorithm):
 
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.batch_size = cfg.sampled_batch_size
-        num_shards = max(1, cfg.num_learners)
+        num_shards = cfg.num_learner_shards
         self.hp = PPOHyperparams.from_config(cfg, num_shards, self.batch_size // num_shards)
         optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip)
         state = PPOTrainState(
@@ -257,7 +257,7 @@ class PPO(Algorithm):
             step=jnp.zeros((), jnp.int32),
             key=key,
         )
-        num_envs = cfg.num_envs_per_env_runner * max(1, cfg.num_env_runners)
+        num_envs = cfg.total_num_envs
         self._postprocess = make_ppo_postprocess(self.hp, num_envs)
         self._update = make_ppo_update(self.module.apply, dist, optimizer, self.hp)
         self.parts = make_ppo_policy_parts(
