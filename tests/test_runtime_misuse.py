@@ -80,12 +80,12 @@ def test_an_empty_batch_compiles_nothing(algo):
 
 
 def test_a_build_interrupted_after_the_runners_were_made_closes_their_envs(monkeypatch):
-    from rljax.algorithms.ppo.ppo import PPO
+    from rljax.execution.on_policy import OnPolicyLoop
 
-    def interrupted(self):  # Ctrl-C while the update compiles, after the runners were built
+    def interrupted(*args, **kwargs):  # Ctrl-C while the loop is built, after the runners were
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(PPO, "_make_jit_update", interrupted)
+    monkeypatch.setattr(OnPolicyLoop, "with_runners", interrupted)
     made, closed = _CountedEnv.made, _CountedEnv.closed
     with pytest.raises(KeyboardInterrupt):
         _config("misuse-counted").env_runners(num_env_runners=2).build_algo()

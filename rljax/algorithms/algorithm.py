@@ -121,6 +121,11 @@ class Algorithm:
     # Set by the execution layer's builders: the runner threads, or the fused path's EnvPool env.
     _runners: RunnerGroup | None = None
     _env: Any = None
+    # The fused path's runner state (EnvPool handle, pending result, acting key); None otherwise.
+    runner_state: Any = None
+    # With a learner mesh: where the train state and the batch live (None on one device).
+    _state_sharding: Any = None
+    _batch_sharding: jax.sharding.Sharding | None = None
     # A multi-agent run's agents (evaluation reports each one's returns); None: single-agent.
     possible_agents: list[Any] | None = None
     env_spec: EnvSpec | None

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
@@ -23,11 +21,10 @@ from rljax.algorithms.ppo.learner import (
 )
 from rljax.algorithms.ppo.networks import build_policy
 from rljax.algorithms.settings import Setting
+from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
-from rljax.learners.devices import replicated
 from rljax.networks.distributions import ActionDistribution
 from rljax.runners.acting import (
-    episode_arrays,
     make_act_step,
     make_fused_rollout,
 )
@@ -277,124 +274,61 @@ class PPO(Algorithm):
         rollout = make_fused_rollout(
             self._act_step, xla_step, self.fragment_length, self.parts.to_env_action
         )
-        postprocess = self._postprocess
-        update = self._update
-
-        def sample(params, rs):
-            rs, traj = rollout(params, rs)
-            return rs, postprocess(traj), episode_arrays(traj)
-
-        if self.mesh is None:
-            # Rollout and update in one jitted call: no Python between env steps or minibatches.
-            def train_step(state, rs):
-                rs, batch, episodes = sample(state.params, rs)
-                state, metrics = update(state, batch)
-                return state, rs, metrics, episodes
-
-            self._train_step = jax.jit(train_step, donate_argnums=(0, 1))
-        else:
-            self._sample = jax.jit(sample, donate_argnums=(1,))
-            self._jit_update = self._make_jit_update()
+        self._loop = OnPolicyLoop.fused(
+            rollout,
+            self._postprocess,
+            self._update,
+            self.parts.acting_params,
+            self._runner_params,
+            self.mesh,
+            self._state_sharding,
+            self._batch_sharding,
+        )
 
     def _setup_host_runners(self) -> None:
         self._runners = self._make_runner_group(
             self._runner_params(), self._act_step, self.fragment_length
         )
-        postprocess = self._postprocess
-        self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), episode_arrays(traj)))
-        self._jit_update = self._make_jit_update()
-
-    def _make_jit_update(self):
-        """The jitted update: on the default device, or partitioned over the learner mesh."""
-        if self.mesh is None:
-            return jax.jit(self._update, donate_argnums=(0,))
-        return jax.jit(
+        self._loop = OnPolicyLoop.with_runners(
+            self._runners,
+            self._postprocess,
             self._update,
-            in_shardings=(self._state_sharding, self._batch_sharding),
-            out_shardings=(self._state_sharding, replicated(self.mesh)),
-            donate_argnums=(0,),
+            self._runner_params,
+            self.config.sample_timeout_s,
+            self.mesh,
+            self._state_sharding,
+            self._batch_sharding,
         )
 
-    def _runner_params(self) -> Any:
+    def _runner_params(self, state: PPOTrainState | None = None) -> Any:
         # A copy: the update donates the train state, and runner threads may still be acting
         # with the previous weights while it runs.
-        params = self.parts.acting_params(self.state)
+        params = self.parts.acting_params(self.state if state is None else state)
         return jax.device_put(params, self.runner_device, may_alias=False)
+
+    # The loop's jitted programs (the multi-device and fault-tolerance checks inspect them).
+    @property
+    def _train_step(self) -> Any:
+        return self._loop.train_step
+
+    @property
+    def _sample(self) -> Any:
+        return self._loop.sample
+
+    @property
+    def _jit_update(self) -> Any:
+        return self._loop.update
+
+    @property
+    def _postprocess_jit(self) -> Any:
+        return self._loop.postprocess
 
     # ------------------------------------------------------------------ training
     def _training_step(self) -> dict[str, Any]:
-        t_start = time.perf_counter()
-        runner_metrics: dict[str, Any] = {}
-        if self.fused and self.mesh is None:
-            self.state, self.runner_state, metrics, episodes = self._train_step(
-                self.state, self.runner_state
-            )
-            jax.block_until_ready(metrics)
-            # Sampling and learning run inside one XLA program here: only their sum is measured.
-            timers = {"training_step": time.perf_counter() - t_start}
-        else:
-            t0 = time.perf_counter()
-            if self.fused:
-                self.runner_state, batch, episodes = self._sample(
-                    self._runner_params(), self.runner_state
-                )
-            else:
-                group = self._live_runners().sample(self.config.sample_timeout_s)
-                batch, episodes = self._postprocess_jit(group.traj)
-                runner_metrics = self._runner_metrics(group)
-            if self.mesh is not None:
-                batch = jax.device_put(batch, self._batch_sharding)
-            jax.block_until_ready(batch)
-            t1 = time.perf_counter()
-            self.state, metrics = self._jit_update(self.state, batch)
-            jax.block_until_ready(metrics)
-            if not self.fused:
-                self._live_runners().publish(self._runner_params())
-            t2 = time.perf_counter()
-            timers = {
-                "training_step": t2 - t_start,
-                "env_runner_sampling_timer": t1 - t0,
-                "learner_update_timer": t2 - t1,
-            }
-            if runner_metrics:
-                timers["learner_wait_for_runners_s"] = runner_metrics.pop("learner_wait_s")
-        metrics, episodes = jax.device_get((metrics, episodes))
-        done = episodes["done"]
-        num_valid = int(episodes["num_valid"])
-        return {
-            "learner_metrics": metrics,
-            "episode_returns": episodes["returns"][done],
-            "episode_lens": episodes["lens"][done],
-            "num_env_steps_sampled": num_valid,
-            "num_env_steps_trained": num_valid,
-            "timers": timers,
-            "runner_metrics": runner_metrics,
-        }
-
-    def _runner_metrics(self, group) -> dict[str, Any]:
-        """Policy lag and per-runner throughput of the fragments in one update."""
-        learner_version = self._live_runners().version  # the weights this update starts from
-        lags = [learner_version - v for v in group.versions]
-        steps = np.asarray(group.traj.valid).reshape(group.traj.valid.shape[0], len(lags), -1)
-        steps = steps.sum(axis=(0, 2))
-        return {
-            "policy_lag_mean": float(np.mean(lags)),
-            "policy_lag_max": int(np.max(lags)),
-            "runner_wait_for_learner_s": float(np.mean(group.runner_wait_s)),
-            "learner_wait_s": group.learner_wait_s,
-            "per_runner": {
-                str(i + 1): {
-                    "num_env_steps_sampled": int(steps[i]),
-                    "sample_s": group.sample_s[i],
-                    "env_steps_per_s": float(steps[i] / group.sample_s[i])
-                    if group.sample_s[i] > 0
-                    else float("nan"),
-                    "wait_for_learner_s": group.runner_wait_s[i],
-                    "policy_lag": lags[i],
-                }
-                for i in range(len(lags))
-            },
-        }
+        if self._runners is not None:
+            self._live_runners()  # a stopped algorithm raises here
+        self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
+        return result
 
     # ------------------------------------------------------------------ checkpoint hooks
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
