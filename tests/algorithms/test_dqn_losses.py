@@ -159,14 +159,13 @@ class _Linear(nn.Module):
         return nn.Dense(3, use_bias=False)(obs)
 
 
-def _hp(**kw):
+def _hp(double_q=True, **kw):
     base = dict(
-        double_q=True,
+        loss=DQNLossConfig(double_q=double_q, td_error_loss_fn="huber"),
         noisy=False,
         num_atoms=1,
         v_min=-10.0,
         v_max=10.0,
-        td_error_loss_fn="huber",
         tau=0.25,
         epsilon=((0, 1.0),),
     )

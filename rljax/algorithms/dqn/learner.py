@@ -45,12 +45,11 @@ class DQNHyperparams:
     """DQN's settings, frozen from the config when the algorithm is built (RLlib's names;
     ``epsilon`` is the exploration schedule of (timestep, value) pairs)."""
 
-    double_q: bool
+    loss: DQNLossConfig  # double_q, td_error_loss_fn
     noisy: bool
     num_atoms: int
     v_min: float
     v_max: float
-    td_error_loss_fn: str
     tau: float
     epsilon: tuple[tuple[int, float], ...]
 
@@ -59,9 +58,6 @@ class DQNHyperparams:
         """DQN's settings read from a ``DQNConfig`` once, at build time."""
         epsilon = tuple((int(t), float(v)) for t, v in cfg.epsilon)
         return frozen_from_config(cls, cfg, epsilon=epsilon)
-
-    def loss_config(self) -> DQNLossConfig:
-        return DQNLossConfig(self.double_q, self.td_error_loss_fn)
 
     def support(self) -> jax.Array | None:
         """The atoms of the return distributions, [num_atoms]; None for expected-value Q."""
@@ -82,9 +78,9 @@ def make_dqn_learn(
     ``discount`` [B] and ``next_obs`` [B, ...]; ``weights`` are importance weights. The metrics
     are ``DQN_METRICS``, scalars.
     """
-    loss_cfg = hp.loss_config()
+    loss_cfg = hp.loss
     # One pass of the online net over obs and next_obs together, where no noise tells them apart.
-    one_online_pass = hp.double_q and not hp.noisy
+    one_online_pass = hp.loss.double_q and not hp.noisy
 
     def loss_fn(params, target_params, batch, weights, keys):
         k_online, k_next, k_target = keys
@@ -94,7 +90,7 @@ def make_dqn_learn(
             out, next_out_online = both[: obs.shape[0]], both[obs.shape[0] :]
         else:
             out = networks.apply(params, obs, k_online)
-            next_out_online = networks.apply(params, next_obs, k_next) if hp.double_q else None
+            next_out_online = networks.apply(params, next_obs, k_next) if hp.loss.double_q else None
         next_out_target = networks.apply(target_params, next_obs, k_target)
         return dqn_loss(
             out,
