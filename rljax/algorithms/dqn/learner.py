@@ -129,7 +129,7 @@ def make_dqn_learn(
             "td_error_mean": jnp.mean(jnp.abs(td)),
             "gradients_global_norm": step.grad_norm,
         }
-        return state.replace(params=step.params, opt_state=step.opt_state), td, metrics
+        return dataclasses.replace(state, params=step.params, opt_state=step.opt_state), td, metrics
 
     return learn
 

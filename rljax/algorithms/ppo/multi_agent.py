@@ -502,7 +502,7 @@ class MultiAgentPPO(Algorithm):
             new = jax.tree.map(
                 lambda s, x, k=k: s.at[k].set(jnp.asarray(x, s.dtype)), stacked, params[POLICY_ID]
             )
-            self.state[g] = self.state[g].replace(params={POLICY_ID: new})
+            self.state[g] = dataclasses.replace(self.state[g], params={POLICY_ID: new})
         if self._runners is not None:  # runner threads act with them next (none after stop())
             self._runners.publish(self._runner_params(), advance=False)
 

@@ -209,7 +209,8 @@ def make_sac_learn(
             "td_error_mean": jnp.mean(td),
             "entropy": -jnp.mean(logp),
         }
-        state = state.replace(
+        state = dataclasses.replace(
+            state,
             actor=pi_step.params,
             critic=q_step.params,
             log_alpha=log_alpha,
