@@ -89,6 +89,7 @@ def make_dqn_learn(
     def loss_fn(params, target_params, batch, weights, keys):
         k_online, k_next, k_target = keys
         obs, next_obs = batch["obs"], batch["next_obs"]
+        next_out_online: jax.Array | None  # None: no double Q
         if one_online_pass:
             both = networks.apply(params, jnp.concatenate([obs, next_obs]))
             out, next_out_online = both[: obs.shape[0]], both[obs.shape[0] :]

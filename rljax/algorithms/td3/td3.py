@@ -162,7 +162,8 @@ def make_td3_policy_parts(
         return gaussian_exploration(key, action, hp.exploration_noise, params["uniform"])
 
     def outputs(params: Any, obs: jax.Array) -> jax.Array:
-        return actor.apply(params["actor"], obs)
+        # Module.apply without ``mutable`` returns the output alone (see DQNNetworks.apply).
+        return cast(jax.Array, actor.apply(params["actor"], obs))
 
     def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
         return explore(key, outputs(params, obs), params), {}
