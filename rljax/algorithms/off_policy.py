@@ -272,6 +272,7 @@ class OffPolicyAlgorithm(Algorithm):
     schedule read from the config here, once.
     """
 
+    config: OffPolicyConfig
     state: OffPolicyState
 
     # ------------------------------------------------------------------ hooks
@@ -280,7 +281,7 @@ class OffPolicyAlgorithm(Algorithm):
 
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:
-        cfg: OffPolicyConfig = self.config
+        cfg = self.config
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
         self.parts, self.replay_learner = self._build_parts(init_key)
@@ -329,7 +330,7 @@ class OffPolicyAlgorithm(Algorithm):
 
     def _make_buffer(self, state: OffPolicyState) -> Any:
         """The replay buffer, its rows shaped as ``state``'s policy acts."""
-        cfg: OffPolicyConfig = self.config
+        cfg = self.config
         rb = cfg.replay_buffer_config
         obs_space = self.observation_space
         params = self.parts.acting_params(state)

@@ -259,9 +259,10 @@ class DQN(OffPolicyAlgorithm):
     """DQN on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = DQNConfig
+    config: DQNConfig
 
     def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
-        cfg: DQNConfig = self.config
+        cfg = self.config
         if not isinstance(self.action_space, gym.spaces.Discrete):
             raise ConfigError(
                 f"DQN needs a Discrete action space; the env has {self.action_space}. Use SAC or "

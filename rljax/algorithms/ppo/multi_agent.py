@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import jax
@@ -50,6 +50,9 @@ from rljax.runners.acting import episode_arrays, make_act_step
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
 from rljax.utils.seeding import derive_seed
+
+if TYPE_CHECKING:  # ppo.py imports this module when a config asks for multi-agent PPO
+    from rljax.algorithms.ppo.ppo import PPOConfig
 
 
 def multi_agent_creator(env: Any):
@@ -200,6 +203,7 @@ class MultiAgentPPO(Algorithm):
     """PPO over several policies on a ``MultiAgentEnv`` (built by ``PPOConfig`` with
     ``.multi_agent(...)``)."""
 
+    config: PPOConfig
     possible_agents: list[Any]
     state: list[PPOTrainState]
 

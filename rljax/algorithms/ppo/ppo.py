@@ -219,6 +219,7 @@ class PPO(Algorithm):
     """Proximal Policy Optimization on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = PPOConfig
+    config: PPOConfig
 
     @classmethod
     def multi_agent_class(cls) -> type[Algorithm]:
@@ -227,7 +228,7 @@ class PPO(Algorithm):
         return MultiAgentPPO
 
     def _setup(self) -> None:
-        cfg: PPOConfig = self.config
+        cfg = self.config
         dist, self.module = build_policy(self.observation_space, self.action_space, cfg)
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)

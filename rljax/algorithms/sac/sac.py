@@ -171,9 +171,10 @@ class SAC(OffPolicyAlgorithm):
     """Soft Actor-Critic on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = SACConfig
+    config: SACConfig
 
     def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
-        cfg: SACConfig = self.config
+        cfg = self.config
         space = self.action_space
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
             raise ConfigError(

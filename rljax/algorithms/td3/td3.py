@@ -185,9 +185,10 @@ class TD3(OffPolicyAlgorithm):
     """TD3 on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = TD3Config
+    config: TD3Config
 
     def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
-        cfg: TD3Config = self.config
+        cfg = self.config
         self.bounds = ActionBounds.of(self.action_space, "TD3")
         check_vector_obs(self.observation_space, "TD3")
         action_dim = int(self.action_space.shape[0])
