@@ -173,6 +173,17 @@ class Algorithm:
     def _policy_ids(self) -> list[str]:
         return [DEFAULT_POLICY]
 
+    def _observation_shape(self) -> tuple[int, ...]:
+        """The (per-agent) observation space's shape; a space without one (a ``Dict``) is
+        refused, which a custom module would otherwise meet as a TypeError."""
+        shape = self.observation_space.shape
+        if shape is None:
+            raise ConfigError(
+                f"observation space {self.observation_space} has no fixed shape; rljax's "
+                "algorithms need array observations (e.g. a Box)"
+            )
+        return shape
+
     def _setup(self) -> None:
         """Builds the learner and the runners; sets ``parts``, ``state`` and ``_action_key``."""
         raise NotImplementedError
@@ -401,13 +412,13 @@ class Algorithm:
 
     # ------------------------------------------------------------------ inference
     def _check_obs(self, obs: Any, batched: bool) -> np.ndarray:
-        space = self.observation_space
+        space, shape = self.observation_space, self._observation_shape()
         arr = np.asarray(obs)
-        expected = space.shape if not batched else (None, *space.shape)
+        expected = shape if not batched else (None, *shape)
         shape_ok = (
-            arr.shape == space.shape
+            arr.shape == shape
             if not batched
-            else (arr.ndim == len(space.shape) + 1 and arr.shape[1:] == space.shape)
+            else (arr.ndim == len(shape) + 1 and arr.shape[1:] == shape)
         )
         if not shape_ok:
             raise ValueError(

@@ -332,12 +332,12 @@ class OffPolicyAlgorithm(Algorithm):
         """The replay buffer, its rows shaped as ``state``'s policy acts."""
         cfg = self.config
         rb = cfg.replay_buffer_config
-        obs_space = self.observation_space
+        obs_space, obs_shape = self.observation_space, self._observation_shape()
         params = self.parts.acting_params(state)
-        obs_example = jnp.zeros((1, *obs_space.shape), obs_space.dtype)
+        obs_example = jnp.zeros((1, *obs_shape), obs_space.dtype)
         action = jax.eval_shape(self.parts.act, params, obs_example, jax.random.PRNGKey(0))[0]
         item = {
-            "obs": jax.ShapeDtypeStruct(obs_space.shape, obs_space.dtype),
+            "obs": jax.ShapeDtypeStruct(obs_shape, obs_space.dtype),
             "action": jax.ShapeDtypeStruct(action.shape[1:], action.dtype),
             "reward": jax.ShapeDtypeStruct((), jnp.float32),
             "terminated": jax.ShapeDtypeStruct((), jnp.bool_),
@@ -357,7 +357,7 @@ class OffPolicyAlgorithm(Algorithm):
             self.env_spec is not None
             and self.env_spec.backend == "envpool"
             and obs_space.dtype == np.uint8
-            and len(obs_space.shape) == 3
+            and len(obs_shape) == 3
         )
         if self.frame_stacked:
             if n_high > 1:

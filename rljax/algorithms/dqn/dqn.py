@@ -280,7 +280,7 @@ class DQN(OffPolicyAlgorithm):
             sigma0=float(cfg.sigma0),
         )
         self.networks = DQNNetworks(self.q_net, self.hp.noisy, self.hp.support())
-        obs = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
+        obs = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
         self.optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, always_chain=True)
         learner = ReplayLearner(

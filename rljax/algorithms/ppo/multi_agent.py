@@ -242,7 +242,7 @@ class MultiAgentPPO(Algorithm):
         key, init_key, self._action_key = jax.random.split(key, 3)
         init_keys = jax.random.split(init_key, self.num_policies)
         state_keys = jax.random.split(key, self.num_policies)
-        obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
+        obs_example = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         # Policies with equal overrides share a group: one module, optimizer and update.
         by_settings: dict[str, list[int]] = {}
         for i, pid in enumerate(self.policy_ids):

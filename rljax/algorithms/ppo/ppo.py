@@ -232,7 +232,7 @@ class PPO(Algorithm):
         dist, self.module = build_policy(self.observation_space, self.action_space, cfg)
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
-        obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
+        obs_example = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         try:
             params = {POLICY_ID: run_once(self.module.init, init_key, obs_example)}
             out = jax.eval_shape(self.module.apply, params[POLICY_ID], obs_example)

@@ -193,7 +193,7 @@ class SAC(OffPolicyAlgorithm):
         self.networks = SACNetworks(self.actor, self.critic, dist)
         self.optimizers = make_sac_optimizers(self.hp)
         k_actor, k_critic = jax.random.split(key)
-        obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
+        obs = jnp.zeros((1, *self._observation_shape()), jnp.float32)
         act = jnp.zeros((1, action_dim), jnp.float32)
         actor_params = run_once(self.actor.init, k_actor, obs)
         critic_params = run_once(self.critic.init, k_critic, obs, act)

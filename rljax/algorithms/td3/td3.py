@@ -191,13 +191,13 @@ class TD3(OffPolicyAlgorithm):
         cfg = self.config
         self.bounds = ActionBounds.of(self.action_space, "TD3")
         check_vector_obs(self.observation_space, "TD3")
-        action_dim = int(self.action_space.shape[0])
+        action_dim = int(self.bounds.low.shape[0])  # a 1-D Box's (ActionBounds.of checked)
         self.hp = TD3Hyperparams.from_config(cfg)
         self.actor = DeterministicActor(action_dim, cfg.model_config)
         critic = TwinCritic(cfg.model_config, num_critics=2 if cfg.twin_q else 1)
         networks = TD3Networks(self.actor, critic)
         optimizers = make_td3_optimizers(self.hp)
-        obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
+        obs = jnp.zeros((1, *self._observation_shape()), jnp.float32)
         act = jnp.zeros((1, action_dim), jnp.float32)
         learner = ReplayLearner(
             init=init_td3_state(networks, optimizers, key, obs, act),
