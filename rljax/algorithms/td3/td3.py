@@ -3,12 +3,10 @@ and the algorithm that wires TD3's learner into the shared off-policy loops."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from rljax.algorithms.algorithm_config import UNSET
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
@@ -176,8 +174,8 @@ def make_td3_policy_parts(
         inference=single_policy_inference(outputs, explore, lambda action, params: action),
         inference_params=lambda state, policy_id: acting_params(state),
         # ActionBounds.to_env keeps its input's kind: jax in, jax out; numpy in, numpy out.
-        to_env_action=cast(Callable[[jax.Array], jax.Array], bounds.to_env),
-        to_env_action_host=cast(Callable[[np.ndarray], np.ndarray], bounds.to_env),
+        to_env_action=bounds.to_env,
+        to_env_action_host=bounds.to_env,
     )
 
 
