@@ -46,6 +46,7 @@ from rljax.execution.parts import (
     distribution_inference,
     space_env_actions,
 )
+from rljax.policy.policy import PolicySpec
 from rljax.runners.acting import episode_arrays, make_act_step
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
@@ -226,7 +227,7 @@ class MultiAgentPPO(Algorithm):
                 "multi-agent PPO runs its stacked update on one learner device; use "
                 "num_learners=0 or 1"
             )
-        self.policy_ids = list(cfg.policies)
+        self.policy_ids = list(self._policy_specs())
         self.num_policies = len(self.policy_ids)
         self._check_policy_spaces()
         self.mapping_fn = cfg.policy_mapping_fn or (
@@ -297,15 +298,26 @@ class MultiAgentPPO(Algorithm):
         self._runners = self._make_runner_group(
             self._runner_params(), self._act_step, self.fragment_length
         )
-        self.policy_returns = {
+        self.policy_returns: dict[str, collections.deque[float]] = {
             p: collections.deque(maxlen=cfg.metrics_num_episodes_for_smoothing)
             for p in self.policy_ids
         }
-        self.agent_returns: dict[Any, collections.deque] = {
+        self.agent_returns: dict[Any, collections.deque[float]] = {
             a: collections.deque(maxlen=cfg.metrics_num_episodes_for_smoothing)
             for a in self.possible_agents
         }
         self.num_agent_steps_sampled_lifetime = 0
+
+    def _policy_specs(self) -> dict[str, PolicySpec]:
+        """The config's policies: set on every config built into this class (``build_algo``
+        picks it for ``.multi_agent(...)`` configs)."""
+        policies = self.config.policies
+        if policies is None:
+            raise ConfigError(
+                "MultiAgentPPO needs a config with .multi_agent(policies=...); build_algo() "
+                "builds PPO for a single-agent config"
+            )
+        return policies
 
     def _check_policy_spaces(self) -> None:
         """Spaces given in a policy's spec must match the env agents' in kind, shape, dtype and
@@ -316,7 +328,7 @@ class MultiAgentPPO(Algorithm):
                 return False
             return getattr(a, "n", None) == getattr(b, "n", None)
 
-        for pid, spec in self.config.policies.items():
+        for pid, spec in self._policy_specs().items():
             for kind, given, env_space in (
                 ("observation_space", spec.observation_space, self.observation_space),
                 ("action_space", spec.action_space, self.action_space),
@@ -496,7 +508,9 @@ class MultiAgentPPO(Algorithm):
             i = self._policy_index(pid)
             expected = jax.tree.map(np.shape, self.parts.inference_params(self.state, pid))
             given = jax.tree.map(np.shape, params)
-            if jax.tree.structure(given) != jax.tree.structure(expected) or given != expected:
+            structures = jax.tree.structure(given), jax.tree.structure(expected)
+            # jaxlib ships no stub for its pytree module, so mypy cannot see that PyTreeDefs compare.
+            if structures[0] != structures[1] or given != expected:  # type: ignore[operator]
                 raise ValueError(
                     f"set_weights: the parameters given for {pid!r} have shapes {given}; this "
                     f"policy has {expected}"
