@@ -421,6 +421,7 @@ class OffPolicyAlgorithm(Algorithm):
             for _ in range(self.cycles_per_iteration):
                 t0 = time.perf_counter()
                 if self.fused:
+                    assert self.mesh is not None  # fused, no mesh: one self._iteration, above
                     self.runner_state, traj = self._sample(self._runner_params(), self.runner_state)
                     traj = jax.device_put(traj, replicated(self.mesh))
                 else:
