@@ -276,7 +276,7 @@ class OffPolicyAlgorithm(Algorithm):
     state: OffPolicyState
 
     # ------------------------------------------------------------------ hooks
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
+    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner[Any]]:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ setup

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -21,10 +21,14 @@ import jax.numpy as jnp
 from rljax.execution.parts import Params
 from rljax.runners.acting import FusedRunnerState, Transition, episode_arrays
 
-Learner = Any
+# An algorithm's learner state (networks, target networks, optimizer states): a pytree that
+# the loop carries in ``OffPolicyState.learner`` and hands back to the algorithm's functions.
+LearnerT = TypeVar("LearnerT")
+# A sampled replay batch: obs, action, reward (n-step returns), discount, next_obs, [B, ...].
+Batch = dict[str, jax.Array]
 Metrics = dict[str, jax.Array]
 # learn(learner, batch, weights [B], key) -> (learner, td_errors [B], metrics)
-LearnFn = Callable[[Learner, dict[str, jax.Array], jax.Array, jax.Array], tuple[Any, Any, Metrics]]
+LearnFn = Callable[[LearnerT, Batch, jax.Array, jax.Array], tuple[LearnerT, jax.Array, Metrics]]
 
 
 class OffPolicyState(NamedTuple):
@@ -48,8 +52,9 @@ class OffPolicyState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class ReplayLearner:
-    """What an off-policy algorithm gives the loop besides its policy: pure functions.
+class ReplayLearner(Generic[LearnerT]):
+    """What an off-policy algorithm gives the loop besides its policy: pure functions of its
+    learner state ``LearnerT`` (one type through ``init``, ``learn`` and ``update_target``).
 
     Attributes:
       init: The learner state to start from (networks, targets, optimizer states).
@@ -59,9 +64,9 @@ class ReplayLearner:
       metric_names: The keys of ``learn``'s metrics (zeros before learning starts).
     """
 
-    init: Learner
-    learn: LearnFn
-    update_target: Callable[[Learner], Learner]
+    init: LearnerT
+    learn: LearnFn[LearnerT]
+    update_target: Callable[[LearnerT], LearnerT]
     metric_names: tuple[str, ...]
 
 
@@ -107,7 +112,7 @@ def make_add_fragment(buffer: Any) -> Callable[[Any, Transition], Any]:
 
 
 def make_update(
-    learner: ReplayLearner,
+    learner: ReplayLearner[Any],
     buffer: Any,
     schedule: ReplaySchedule,
     batch_sharding: jax.sharding.Sharding | None = None,

@@ -261,7 +261,7 @@ class DQN(OffPolicyAlgorithm):
     config_class = DQNConfig
     config: DQNConfig
 
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
+    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner[DQNLearnerState]]:
         cfg = self.config
         if not isinstance(self.action_space, gym.spaces.Discrete):
             raise ConfigError(

@@ -173,7 +173,7 @@ class SAC(OffPolicyAlgorithm):
     config_class = SACConfig
     config: SACConfig
 
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
+    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner[SACLearnerState]]:
         cfg = self.config
         space = self.action_space
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):

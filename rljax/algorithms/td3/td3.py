@@ -14,6 +14,7 @@ from rljax.algorithms.settings import Setting
 from rljax.algorithms.td3.learner import (
     TD3_METRICS,
     TD3Hyperparams,
+    TD3LearnerState,
     TD3Networks,
     init_td3_state,
     make_td3_learn,
@@ -185,7 +186,7 @@ class TD3(OffPolicyAlgorithm):
     config_class = TD3Config
     config: TD3Config
 
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
+    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner[TD3LearnerState]]:
         cfg = self.config
         self.bounds = ActionBounds.of(self.action_space, "TD3")
         check_vector_obs(self.observation_space, "TD3")
