@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import gymnasium as gym
 import jax
@@ -51,9 +51,6 @@ from rljax.runners.acting import episode_arrays, make_act_step
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
 from rljax.utils.seeding import derive_seed
-
-if TYPE_CHECKING:  # ppo.py imports this module when a config asks for multi-agent PPO
-    from rljax.algorithms.ppo.ppo import PPOConfig
 
 
 def multi_agent_creator(env: Any):
@@ -204,7 +201,6 @@ class MultiAgentPPO(Algorithm):
     """PPO over several policies on a ``MultiAgentEnv`` (built by ``PPOConfig`` with
     ``.multi_agent(...)``)."""
 
-    config: PPOConfig
     possible_agents: list[Any]
     state: list[PPOTrainState]
 
@@ -257,13 +253,14 @@ class MultiAgentPPO(Algorithm):
             gcfg = cfg.module_config(self.policy_ids[members[0]])
             dist, module = build_policy(self.observation_space, self.action_space, gcfg)
             optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip)
+            hp = PPOHyperparams.from_config(gcfg, 1, batch_rows)
             self.groups.append(
                 _Group(
                     members=members,
                     module=module,
                     dist=dist,
                     optimizer=optimizer,
-                    hp=PPOHyperparams.from_config(gcfg, 1, batch_rows),
+                    hp=hp,
                     train_mask=self.train_mask[members],
                 )
             )
@@ -274,7 +271,7 @@ class MultiAgentPPO(Algorithm):
                 PPOTrainState(
                     params={POLICY_ID: params},
                     opt_state=run_once(jax.vmap(optimizer.init), {POLICY_ID: params}),
-                    kl_coeff=jnp.full((len(members),), gcfg.kl_coeff, jnp.float32),
+                    kl_coeff=jnp.full((len(members),), hp.kl_coeff, jnp.float32),
                     step=jnp.zeros((len(members),), jnp.int32),
                     key=state_keys[np.array(members)],
                 )
