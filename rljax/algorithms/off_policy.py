@@ -39,6 +39,7 @@ from rljax.execution.off_policy import (
 from rljax.execution.parts import PolicyParts
 from rljax.learners.devices import replicated
 from rljax.replay.episode import (
+    EpisodeReplayBuffer,
     make_episode_buffer,
     make_frame_stack_episode_buffer,
 )
@@ -273,10 +274,13 @@ class OffPolicyAlgorithm(Algorithm):
     """
 
     config: OffPolicyConfig
+    parts: PolicyParts[OffPolicyState]
     state: OffPolicyState
 
     # ------------------------------------------------------------------ hooks
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner[Any]]:
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[Any]]:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ setup
@@ -328,7 +332,7 @@ class OffPolicyAlgorithm(Algorithm):
         else:
             self._setup_host_runners(cycle)
 
-    def _make_buffer(self, state: OffPolicyState) -> Any:
+    def _make_buffer(self, state: OffPolicyState) -> EpisodeReplayBuffer:
         """The replay buffer, its rows shaped as ``state``'s policy acts."""
         cfg = self.config
         rb = cfg.replay_buffer_config

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from rljax.execution.parts import Params
+from rljax.replay.episode import EpisodeReplayBuffer
 from rljax.runners.acting import FusedRunnerState, Transition, episode_arrays
 
 # An algorithm's learner state (networks, target networks, optimizer states): a pytree that
@@ -91,7 +92,7 @@ class ReplaySchedule:
     learning_starts: int
 
 
-def make_add_fragment(buffer: Any) -> Callable[[Any, Transition], Any]:
+def make_add_fragment(buffer: EpisodeReplayBuffer) -> Callable[[Any, Transition], Any]:
     """``add(buffer_state, traj) -> buffer_state``: a [T, K] fragment in env-step order."""
 
     def add_fragment(buffer_state: Any, traj: Transition) -> Any:
@@ -113,7 +114,7 @@ def make_add_fragment(buffer: Any) -> Callable[[Any, Transition], Any]:
 
 def make_update(
     learner: ReplayLearner[Any],
-    buffer: Any,
+    buffer: EpisodeReplayBuffer,
     schedule: ReplaySchedule,
     batch_sharding: jax.sharding.Sharding | None = None,
 ) -> Callable[[OffPolicyState, Any], tuple[OffPolicyState, Metrics]]:
@@ -155,7 +156,7 @@ def make_update(
 
 def make_learn_cycle(
     one_update: Callable[[OffPolicyState, Any], tuple[OffPolicyState, Metrics]],
-    buffer: Any,
+    buffer: EpisodeReplayBuffer,
     schedule: ReplaySchedule,
     metric_names: tuple[str, ...],
 ) -> Callable[[OffPolicyState, Transition], tuple[OffPolicyState, Metrics, jax.Array]]:

@@ -219,7 +219,7 @@ def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Arra
 
 def make_dqn_policy_parts(
     networks: DQNNetworks, epsilon: Sequence[tuple[int, float]], action_space: gym.Space
-) -> PolicyParts:
+) -> PolicyParts[OffPolicyState]:
     """DQN's policy: epsilon-greedy on the Q-values, epsilon following its schedule.
 
     The acting parameters are ``{"q": params, "epsilon": scalar}`` at the loop's timestep;
@@ -261,7 +261,9 @@ class DQN(OffPolicyAlgorithm):
     config_class = DQNConfig
     config: DQNConfig
 
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner[DQNLearnerState]]:
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[DQNLearnerState]]:
         cfg = self.config
         if not isinstance(self.action_space, gym.spaces.Discrete):
             raise ConfigError(

@@ -107,7 +107,7 @@ def make_multi_agent_policy_parts(
     local_of: np.ndarray,
     action_space: gym.Space,
     clip_actions: bool,
-) -> PolicyParts:
+) -> PolicyParts[list[PPOTrainState]]:
     """The policies of multi-agent PPO for the execution layer.
 
     The state is the list of each group's stacked ``PPOTrainState``; acting parameters the list
@@ -202,6 +202,7 @@ class MultiAgentPPO(Algorithm):
     ``.multi_agent(...)``)."""
 
     possible_agents: list[Any]
+    parts: PolicyParts[list[PPOTrainState]]
     state: list[PPOTrainState]
 
     def _resolve_env(self) -> None:

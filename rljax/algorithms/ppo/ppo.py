@@ -176,7 +176,7 @@ def make_ppo_policy_parts(
     dist: ActionDistribution,
     action_space: gym.Space,
     clip_actions: bool,
-) -> PolicyParts:
+) -> PolicyParts[PPOTrainState]:
     """PPO's policy for the execution layer.
 
     Args:
@@ -220,6 +220,8 @@ class PPO(Algorithm):
 
     config_class = PPOConfig
     config: PPOConfig
+    parts: PolicyParts[PPOTrainState]
+    state: PPOTrainState
 
     @classmethod
     def multi_agent_class(cls) -> type[Algorithm]:

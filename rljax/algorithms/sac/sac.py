@@ -130,7 +130,7 @@ class SACConfig(OffPolicyConfig):
 
 def make_sac_policy_parts(
     actor: GaussianActor, dist: SquashedDiagGaussian, action_space: gym.spaces.Box
-) -> PolicyParts:
+) -> PolicyParts[OffPolicyState]:
     """SAC's policy: the actor's squashed Gaussian, sampled to act, its mode for greedy
     inference; actions in (-1, 1) scaled to the env's bounds."""
     low = np.asarray(action_space.low, np.float32)
@@ -173,7 +173,9 @@ class SAC(OffPolicyAlgorithm):
     config_class = SACConfig
     config: SACConfig
 
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner[SACLearnerState]]:
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[SACLearnerState]]:
         cfg = self.config
         space = self.action_space
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):

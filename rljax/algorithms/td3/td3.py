@@ -149,7 +149,7 @@ class TD3Config(OffPolicyConfig):
 
 def make_td3_policy_parts(
     actor: DeterministicActor, bounds: ActionBounds, hp: TD3Hyperparams
-) -> PolicyParts:
+) -> PolicyParts[OffPolicyState]:
     """TD3's policy: the deterministic actor with Gaussian exploration noise, uniform random
     actions before learning starts; its actions in [-1, 1] are RLlib's ``action_dist_inputs``
     and greedy inference returns them as they are."""
@@ -186,7 +186,9 @@ class TD3(OffPolicyAlgorithm):
     config_class = TD3Config
     config: TD3Config
 
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner[TD3LearnerState]]:
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[TD3LearnerState]]:
         cfg = self.config
         self.bounds = ActionBounds.of(self.action_space, "TD3")
         check_vector_obs(self.observation_space, "TD3")
