@@ -416,7 +416,7 @@ class Algorithm:
     def _check_obs(self, obs: Any, batched: bool) -> np.ndarray:
         space, shape = self.observation_space, self._observation_shape()
         arr = np.asarray(obs)
-        expected = shape if not batched else (None, *shape)
+        expected = shape if not batched else (None,) + shape
         shape_ok = (
             arr.shape == shape
             if not batched
@@ -525,9 +525,12 @@ class Algorithm:
         greedy_slots = self.parts.greedy_slots
         if greedy_slots is None:
             return lambda obs: self._forward(np.asarray(obs), explore=False)[1]
-        if self._greedy_slots_jit is None:
-            self._greedy_slots_jit = jax.jit(greedy_slots)
-        greedy, params = self._greedy_slots_jit, self.parts.acting_params(self.state)
+        greedy = self._greedy_slots_jit
+        if greedy is None:
+            # Typed as the function it wraps: mypy 1.14 joins a jitted one and it to object.
+            jitted: Callable[[Params, Any], jax.Array] = jax.jit(greedy_slots)
+            greedy = self._greedy_slots_jit = jitted
+        params = self.parts.acting_params(self.state)
         to_env = self.parts.to_env_action_host
         return lambda obs: to_env(np.asarray(greedy(params, obs)))
 
