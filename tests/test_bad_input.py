@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import flax.linen as nn
 import gymnasium as gym
 import jax
 import numpy as np
@@ -19,6 +20,7 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.ppo import PPOConfig
 from rljax.algorithms.sac import SACConfig
+from rljax.core.rl_module import RLModuleSpec
 from rljax.utils.errors import CheckpointError, ConfigError
 
 COMPILES = {"n": 0}
@@ -43,6 +45,14 @@ class DictObsEnv(gym.Env):
 class TupleActionEnv(DictObsEnv):
     observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
     action_space = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3)))
+
+
+class DenseModule(nn.Module):
+    num_outputs: int = 2
+
+    @nn.compact
+    def __call__(self, obs):
+        return nn.Dense(self.num_outputs)(obs), nn.Dense(1)(obs)[..., 0]
 
 
 class NoConfigEnv(gym.Env):
@@ -203,6 +213,17 @@ CASES = [
         lambda b: PPOConfig().environment(DictObsEnv).build_algo(),
         ConfigError,
         ["Dict", "observation"],
+    ),
+    (
+        "dict observations for a custom module",
+        lambda b: (
+            PPOConfig()
+            .environment(DictObsEnv)
+            .rl_module(rl_module_spec=RLModuleSpec(module_class=DenseModule))
+            .build_algo()
+        ),
+        ConfigError,
+        ["Dict", "no fixed shape"],
     ),
     (
         "tuple actions",

@@ -9,7 +9,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, cast
+from typing import Any
 
 import gymnasium as gym
 import jax
@@ -30,7 +30,7 @@ from rljax.env.vector import (
     resolve_env,
 )
 from rljax.execution.evaluation import EvaluationEnv, SingleAgentEpisodes, evaluate_policy
-from rljax.execution.parts import InferenceFn, PolicyParts
+from rljax.execution.parts import InferenceFn, Params, PolicyParts, State
 from rljax.learners.devices import (
     data_sharding,
     learner_devices,
@@ -38,7 +38,7 @@ from rljax.learners.devices import (
     replicated,
     runner_device,
 )
-from rljax.runners.acting import FusedRunnerState, init_actor_state
+from rljax.runners.acting import ActStep, FusedRunnerState, init_actor_state
 from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
 from rljax.utils import checkpoint as ckpt
@@ -114,9 +114,9 @@ class Algorithm:
 
     config_class: type[AlgorithmConfig] = AlgorithmConfig
 
-    # Set by the subclass's _setup(), once.
-    parts: PolicyParts
-    state: Any
+    # Set by the subclass's _setup(), once (a subclass declares its own state's type).
+    parts: PolicyParts[Any]
+    state: State
     _action_key: jax.Array
     # Set by the execution layer's builders: the runner threads, or the fused path's EnvPool env.
     _runners: RunnerGroup | None = None
@@ -158,8 +158,8 @@ class Algorithm:
         self.num_env_steps_trained_lifetime = 0
         self.time_total_s = 0.0
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
-        self._infer_cache: dict[InferenceFn, Any] = {}
-        self._greedy_slots_jit: Any = None
+        self._infer_cache: dict[InferenceFn, InferenceFn] = {}
+        self._greedy_slots_jit: Callable[[Params, Any], jax.Array] | None = None
         self._num_evaluations = 0
         self._non_finite_seen = 0
         self._stopped = False
@@ -177,6 +177,17 @@ class Algorithm:
 
     def _policy_ids(self) -> list[str]:
         return [DEFAULT_POLICY]
+
+    def _observation_shape(self) -> tuple[int, ...]:
+        """The (per-agent) observation space's shape; a space without one (a ``Dict``) is
+        refused, which a custom module would otherwise meet as a TypeError."""
+        shape = self.observation_space.shape
+        if shape is None:
+            raise ConfigError(
+                f"observation space {self.observation_space} has no fixed shape; rljax's "
+                "algorithms need array observations (e.g. a Box)"
+            )
+        return shape
 
     def _setup(self) -> None:
         """Builds the learner and the runners; sets ``parts``, ``state`` and ``_action_key``."""
@@ -225,7 +236,7 @@ class Algorithm:
         assert self._runners is not None, "no runner threads: the fused path, or stopped"
         return self._runners
 
-    def _make_fused_runner(self, params: Any) -> tuple[Any, Any]:
+    def _make_fused_runner(self, params: Params) -> tuple[Callable[..., Any], FusedRunnerState]:
         """Builds the driver's EnvPool env for the fused path; returns ``(xla_step, runner_state)``.
 
         ``self._env`` keeps the env (closed by ``stop``); the runner state holds its handle, the
@@ -251,7 +262,9 @@ class Algorithm:
         """Streams (sub-envs, or agent slots) per runner: the offset between runners' ids."""
         return self.config.num_envs_per_env_runner
 
-    def _make_runner_group(self, params: Any, act_step: Any, fragment_length: int) -> RunnerGroup:
+    def _make_runner_group(
+        self, params: Params, act_step: ActStep, fragment_length: int
+    ) -> RunnerGroup:
         """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group.
 
         Fault tolerance: ``restart_failed_sub_environments`` rebuilds a gymnasium sub-env that
@@ -265,7 +278,7 @@ class Algorithm:
         group: RunnerGroup | None = None
         spec = RunnerSpec(
             # None for a multi-agent run: its runners get their env from _runner_env.
-            cast(EnvSpec, self.env_spec),
+            self.env_spec,
             cfg.num_envs_per_env_runner,
             cfg.gym_env_vectorize_mode,
             self.seed,
@@ -406,13 +419,13 @@ class Algorithm:
 
     # ------------------------------------------------------------------ inference
     def _check_obs(self, obs: Any, batched: bool) -> np.ndarray:
-        space = self.observation_space
+        space, shape = self.observation_space, self._observation_shape()
         arr = np.asarray(obs)
-        expected = space.shape if not batched else (None, *space.shape)
+        expected = shape if not batched else (None,) + shape
         shape_ok = (
-            arr.shape == space.shape
+            arr.shape == shape
             if not batched
-            else (arr.ndim == len(space.shape) + 1 and arr.shape[1:] == space.shape)
+            else (arr.ndim == len(shape) + 1 and arr.shape[1:] == shape)
         )
         if not shape_ok:
             raise ValueError(
@@ -427,7 +440,7 @@ class Algorithm:
             arr = arr.astype(space.dtype, copy=False)
         return arr
 
-    def _infer_fn(self, explore: bool, policy_id: str | None = None) -> Any:
+    def _infer_fn(self, explore: bool, policy_id: str | None = None) -> InferenceFn:
         """The jitted ``parts.inference(policy_id, explore)``: one per inference function, so
         policies that share a network share its compilations."""
         explore = require_bool("explore", explore)  # "no" or 1 must not pick sampling
@@ -517,9 +530,12 @@ class Algorithm:
         greedy_slots = self.parts.greedy_slots
         if greedy_slots is None:
             return lambda obs: self._forward(np.asarray(obs), explore=False)[1]
-        if self._greedy_slots_jit is None:
-            self._greedy_slots_jit = jax.jit(greedy_slots)
-        greedy, params = self._greedy_slots_jit, self.parts.acting_params(self.state)
+        greedy = self._greedy_slots_jit
+        if greedy is None:
+            # Typed as the function it wraps: mypy 1.14 joins a jitted one and it to object.
+            jitted: Callable[[Params, Any], jax.Array] = jax.jit(greedy_slots)
+            greedy = self._greedy_slots_jit = jitted
+        params = self.parts.acting_params(self.state)
         to_env = self.parts.to_env_action_host
         return lambda obs: to_env(np.asarray(greedy(params, obs)))
 
@@ -869,7 +885,7 @@ def check_runner_state_schema(runners: Any, path: Any) -> None:
 
 
 def empty_outputs(
-    infer: Any, params: Any, obs: np.ndarray, key: jax.Array
+    infer: InferenceFn, params: Params, obs: np.ndarray, key: jax.Array
 ) -> tuple[np.ndarray, np.ndarray]:
     """``infer(params, obs, key)``'s outputs for an empty batch ``obs``, built from its output
     shapes for one row (traced, not compiled): nothing needs computing, and a model that reshapes

@@ -617,7 +617,7 @@ class AlgorithmConfig:
         out.update(self.algorithm_config_overrides_per_module.get(policy_id, {}))
         return out
 
-    def module_config(self, policy_id: str) -> AlgorithmConfig:
+    def module_config(self: _C, policy_id: str) -> _C:
         """This config with ``policy_id``'s overrides applied (its model settings merged over
         the config's), for building and training that policy."""
         overrides = self.module_overrides(policy_id)
@@ -929,7 +929,7 @@ class AlgorithmConfig:
             )
 
     # ------------------------------------------------------------------ build / copy / serialize
-    def copy(self) -> AlgorithmConfig:
+    def copy(self: _C) -> _C:
         return copy.deepcopy(self)
 
     def build_algo(self) -> Any:

@@ -39,6 +39,7 @@ from rljax.execution.off_policy import (
 from rljax.execution.parts import PolicyParts
 from rljax.learners.devices import replicated
 from rljax.replay.episode import (
+    EpisodeReplayBuffer,
     make_episode_buffer,
     make_frame_stack_episode_buffer,
 )
@@ -272,15 +273,19 @@ class OffPolicyAlgorithm(Algorithm):
     schedule read from the config here, once.
     """
 
+    config: OffPolicyConfig
+    parts: PolicyParts[OffPolicyState]
     state: OffPolicyState
 
     # ------------------------------------------------------------------ hooks
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[Any]]:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:
-        cfg: OffPolicyConfig = self.config
+        cfg = self.config
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
         self.parts, self.replay_learner = self._build_parts(init_key)
@@ -327,16 +332,16 @@ class OffPolicyAlgorithm(Algorithm):
         else:
             self._setup_host_runners(cycle)
 
-    def _make_buffer(self, state: OffPolicyState) -> Any:
+    def _make_buffer(self, state: OffPolicyState) -> EpisodeReplayBuffer:
         """The replay buffer, its rows shaped as ``state``'s policy acts."""
-        cfg: OffPolicyConfig = self.config
+        cfg = self.config
         rb = cfg.replay_buffer_config
-        obs_space = self.observation_space
+        obs_space, obs_shape = self.observation_space, self._observation_shape()
         params = self.parts.acting_params(state)
-        obs_example = jnp.zeros((1, *obs_space.shape), obs_space.dtype)
+        obs_example = jnp.zeros((1, *obs_shape), obs_space.dtype)
         action = jax.eval_shape(self.parts.act, params, obs_example, jax.random.PRNGKey(0))[0]
         item = {
-            "obs": jax.ShapeDtypeStruct(obs_space.shape, obs_space.dtype),
+            "obs": jax.ShapeDtypeStruct(obs_shape, obs_space.dtype),
             "action": jax.ShapeDtypeStruct(action.shape[1:], action.dtype),
             "reward": jax.ShapeDtypeStruct((), jnp.float32),
             "terminated": jax.ShapeDtypeStruct((), jnp.bool_),
@@ -356,7 +361,7 @@ class OffPolicyAlgorithm(Algorithm):
             self.env_spec is not None
             and self.env_spec.backend == "envpool"
             and obs_space.dtype == np.uint8
-            and len(obs_space.shape) == 3
+            and len(obs_shape) == 3
         )
         if self.frame_stacked:
             if n_high > 1:
@@ -420,6 +425,7 @@ class OffPolicyAlgorithm(Algorithm):
             for _ in range(self.cycles_per_iteration):
                 t0 = time.perf_counter()
                 if self.fused:
+                    assert self.mesh is not None  # fused, no mesh: one self._iteration, above
                     self.runner_state, traj = self._sample(self._runner_params(), self.runner_state)
                     traj = jax.device_put(traj, replicated(self.mesh))
                 else:

@@ -89,6 +89,12 @@ class EnvSpec:
     creator: Callable[[dict[str, Any]], Any] | None
     env_config: dict[str, Any]
 
+    def gymnasium_creator(self) -> Callable[[dict[str, Any]], Any]:
+        """``creator`` of a gymnasium env (``resolve_env`` gives every one a creator; an EnvPool
+        task has none: EnvPool builds its envs in C++)."""
+        assert self.creator is not None, f"{self.name!r} runs on EnvPool: no gymnasium creator"
+        return self.creator
+
 
 def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
     """Decides which backend runs ``env`` (an id, a ``gymnasium.Env`` class or a creator).
@@ -193,14 +199,17 @@ def _check_envpool_setting(task: str, key: str, value: Any, default: Any) -> Any
     from rljax.utils.checks import Bool, Int, Number
 
     name = f"env_config[{_shown_key(key)}]"
-    low, high = ENVPOOL_BOUNDS.get(key, (None, None))
+    bounds = ENVPOOL_BOUNDS.get(key)
     if isinstance(default, bool):
         return Bool()(name, value)
     if isinstance(default, int):
-        low, high = _INT32 if low is None else (int(low), int(high))
+        low, high = _INT32 if bounds is None else (int(bounds[0]), int(bounds[1]))
         return Int(low, high)(name, value)
     if isinstance(default, float):
-        return float(Number(low, high)(name, value))
+        number = Number(*bounds) if bounds is not None else Number()
+        checked = number(name, value)
+        assert isinstance(checked, (int, float))  # neither optional nor with literals: a number
+        return float(checked)
     # Text settings name files, directories or games (base_path, xml_file, task, wad_path);
     # lists and dicts are the same in structured form. EnvPool opens what they name in C++: a
     # FIFO blocks the process, a path reads any file, an unknown game ends the process.
@@ -304,7 +313,7 @@ def env_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
     if spec.backend == "envpool":
         return envpool_spaces(spec)
     try:
-        env = spec.creator(EnvContext(spec.env_config))
+        env = spec.gymnasium_creator()(EnvContext(spec.env_config))
     except ConfigError:
         raise
     except TypeError as e:  # most often a class whose __init__ takes no config
@@ -332,6 +341,10 @@ class _EnvFn:
     restart.
     """
 
+    # Set by GymVectorHostEnv: wrap the env in _StateAccess (in its ASYNC worker, or a
+    # SyncVectorEnv), whose state a checkpoint saves.
+    state_access: bool = False
+
     def __init__(
         self,
         creator: Callable[[dict[str, Any]], Any],
@@ -351,6 +364,7 @@ class _EnvFn:
         return env
 
     def __call__(self) -> gym.Env:
+        env: gym.Env
         if self.restart:
             from rljax.env.fault_tolerance import RestartingEnv
 
@@ -358,7 +372,7 @@ class _EnvFn:
         else:
             env = self._make()
         env = ApiCheckedEnv(env, self.name)
-        if getattr(self, "state_access", False):  # in its ASYNC worker, or a SyncVectorEnv
+        if self.state_access:
             env = _StateAccess(env)
         return env
 
@@ -442,7 +456,7 @@ def env_fns(
 ) -> list[_EnvFn]:
     return [
         _EnvFn(
-            spec.creator,
+            spec.gymnasium_creator(),
             EnvContext(spec.env_config, worker_index, j, num_workers),
             restart,
             spec.name,
@@ -478,14 +492,15 @@ class GymVectorHostEnv:
     ):
         fns = env_fns(spec, num_envs, worker_index, num_workers, restart_sub_envs)
         self.restart_sub_envs = restart_sub_envs
-        kwargs = dict(autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        autoreset = gym.vector.AutoresetMode.NEXT_STEP
         for fn in fns:
             fn.state_access = True  # see _StateAccess
+        self.env: gym.vector.AsyncVectorEnv | gym.vector.SyncVectorEnv
         if mode == ASYNC:
             with main_hidden(), sigint_blocked():
-                self.env = gym.vector.AsyncVectorEnv(fns, context="spawn", **kwargs)
+                self.env = gym.vector.AsyncVectorEnv(fns, context="spawn", autoreset_mode=autoreset)
         else:
-            self.env = gym.vector.SyncVectorEnv(fns, **kwargs)
+            self.env = gym.vector.SyncVectorEnv(fns, autoreset_mode=autoreset)
         self.num_envs = num_envs
         self.batch_size = num_envs
         self.seed = seed

@@ -13,18 +13,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
 
 from rljax.execution.parts import Params
+from rljax.replay.episode import EpisodeReplayBuffer
 from rljax.runners.acting import FusedRunnerState, Transition, episode_arrays
 
-Learner = Any
+# An algorithm's learner state (networks, target networks, optimizer states): a pytree that
+# the loop carries in ``OffPolicyState.learner`` and hands back to the algorithm's functions.
+LearnerT = TypeVar("LearnerT")
+# A sampled replay batch: obs, action, reward (n-step returns), discount, next_obs, [B, ...].
+Batch = dict[str, jax.Array]
 Metrics = dict[str, jax.Array]
 # learn(learner, batch, weights [B], key) -> (learner, td_errors [B], metrics)
-LearnFn = Callable[[Learner, dict[str, jax.Array], jax.Array, jax.Array], tuple[Any, Any, Metrics]]
+LearnFn = Callable[[LearnerT, Batch, jax.Array, jax.Array], tuple[LearnerT, jax.Array, Metrics]]
 
 
 class OffPolicyState(NamedTuple):
@@ -48,8 +53,9 @@ class OffPolicyState(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class ReplayLearner:
-    """What an off-policy algorithm gives the loop besides its policy: pure functions.
+class ReplayLearner(Generic[LearnerT]):
+    """What an off-policy algorithm gives the loop besides its policy: pure functions of its
+    learner state ``LearnerT`` (one type through ``init``, ``learn`` and ``update_target``).
 
     Attributes:
       init: The learner state to start from (networks, targets, optimizer states).
@@ -59,9 +65,9 @@ class ReplayLearner:
       metric_names: The keys of ``learn``'s metrics (zeros before learning starts).
     """
 
-    init: Learner
-    learn: LearnFn
-    update_target: Callable[[Learner], Learner]
+    init: LearnerT
+    learn: LearnFn[LearnerT]
+    update_target: Callable[[LearnerT], LearnerT]
     metric_names: tuple[str, ...]
 
 
@@ -86,7 +92,7 @@ class ReplaySchedule:
     learning_starts: int
 
 
-def make_add_fragment(buffer: Any) -> Callable[[Any, Transition], Any]:
+def make_add_fragment(buffer: EpisodeReplayBuffer) -> Callable[[Any, Transition], Any]:
     """``add(buffer_state, traj) -> buffer_state``: a [T, K] fragment in env-step order."""
 
     def add_fragment(buffer_state: Any, traj: Transition) -> Any:
@@ -107,8 +113,8 @@ def make_add_fragment(buffer: Any) -> Callable[[Any, Transition], Any]:
 
 
 def make_update(
-    learner: ReplayLearner,
-    buffer: Any,
+    learner: ReplayLearner[Any],
+    buffer: EpisodeReplayBuffer,
     schedule: ReplaySchedule,
     batch_sharding: jax.sharding.Sharding | None = None,
 ) -> Callable[[OffPolicyState, Any], tuple[OffPolicyState, Metrics]]:
@@ -150,7 +156,7 @@ def make_update(
 
 def make_learn_cycle(
     one_update: Callable[[OffPolicyState, Any], tuple[OffPolicyState, Metrics]],
-    buffer: Any,
+    buffer: EpisodeReplayBuffer,
     schedule: ReplaySchedule,
     metric_names: tuple[str, ...],
 ) -> Callable[[OffPolicyState, Transition], tuple[OffPolicyState, Metrics, jax.Array]]:

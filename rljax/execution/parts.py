@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import gymnasium as gym
 import jax
@@ -29,6 +29,7 @@ from rljax.runners.acting import PolicyFn
 # off-policy loop's OffPolicyState, multi-agent PPO's list of stacked states): the execution
 # layer only passes it to the algorithm's functions, saves it and restores it.
 State = Any
+StateT = TypeVar("StateT")
 # A policy's parameters as its act and inference functions take them (any pytree).
 Params = Any
 
@@ -46,8 +47,9 @@ class InferenceFn(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
-class PolicyParts:
-    """An algorithm's policy as pure functions, built once when the algorithm is built.
+class PolicyParts(Generic[StateT]):
+    """An algorithm's policy as pure functions, built once when the algorithm is built; those
+    that read the training state take the algorithm's own ``StateT``.
 
     Attributes:
       act: ``act(acting_params, obs [B, ...], key) -> (action [B, ...], extras)``: the training
@@ -68,10 +70,10 @@ class PolicyParts:
     """
 
     act: PolicyFn
-    acting_params: Callable[[State], Params]
+    acting_params: Callable[[StateT], Params]
     bootstrap_keys: tuple[str, ...]
     inference: Callable[[str | None, bool], InferenceFn]
-    inference_params: Callable[[State, str | None], Params]
+    inference_params: Callable[[StateT, str | None], Params]
     to_env_action: Callable[[jax.Array], jax.Array]
     to_env_action_host: Callable[[np.ndarray], np.ndarray]
     greedy_slots: Callable[[Params, Any], jax.Array] | None = None

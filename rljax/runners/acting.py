@@ -18,6 +18,8 @@ import jax.numpy as jnp
 
 from rljax.env.vector import StepResult, envpool_result
 
+# policy_fn(params, obs [B, ...], key) -> (action [B, ...], extras): the algorithm's acting
+# policy (``PolicyParts.act``); obs is an array, or a pytree such as multi-agent slots'.
 PolicyFn = Callable[[Any, jax.Array, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]
 
 
@@ -86,7 +88,13 @@ def init_actor_state(
     )
 
 
-def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Callable:
+# act_step(params, key, actor_state, result) -> (action, actor_state, transition); ``result`` is
+# a ``StepResult`` or a multi-agent env's ``MultiAgentStepResult`` of agent slots (read by field
+# name: ``present`` and the metrics fields are optional), traced.
+ActStep = Callable[[Any, jax.Array, ActorState, Any], tuple[jax.Array, ActorState, Transition]]
+
+
+def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> ActStep:
     """Builds ``act_step(params, key, actor_state, result) -> (action, actor_state, transition)``.
 
     ``result`` holds K rows (one per sub-env that reported); ``transition`` finishes the K pending
@@ -94,7 +102,9 @@ def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> Calla
     new observations, to send to the same sub-envs.
     """
 
-    def act_step(params: Any, key: jax.Array, state: ActorState, result: StepResult):
+    def act_step(
+        params: Any, key: jax.Array, state: ActorState, result: Any
+    ) -> tuple[jax.Array, ActorState, Transition]:
         ids = result.env_id
         action, extras = policy_fn(params, result.obs, key)
         # Multi-agent slots: rows with present False are not results (the agent did not act or
@@ -164,17 +174,17 @@ class FusedRunnerState(NamedTuple):
 
 
 def make_fused_rollout(
-    act_step: Callable,
-    xla_step: Callable,
+    act_step: ActStep,
+    xla_step: Callable[..., Any],
     length: int,
     to_env_action: Callable[[jax.Array], jax.Array],
-) -> Callable:
+) -> Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]:
     """``rollout(params, runner_state) -> (runner_state, Transition [length, K])``, jit-able.
 
     Steps EnvPool through its XLA interface inside ``lax.scan``: no Python per env step.
     """
 
-    def rollout(params: Any, rs: FusedRunnerState):
+    def rollout(params: Any, rs: FusedRunnerState) -> tuple[FusedRunnerState, Transition]:
         def body(carry: FusedRunnerState, _):
             key, sub = jax.random.split(carry.key)
             action, actor, transition = act_step(params, sub, carry.actor, carry.result)

@@ -20,13 +20,13 @@ import numpy as np
 
 from rljax.env.state import EnvStateError, decode, encode
 from rljax.env.vector import EnvSpec, make_host_env
-from rljax.runners.acting import ActorState, Transition, init_actor_state
+from rljax.runners.acting import ActorState, ActStep, PolicyFn, Transition, init_actor_state
 
 # The group and its parts, where callers have always imported them from.
 from rljax.runners.faults import MAX_FRESH_FAILURES, EnvRunnerError
 
 
-def _jitted_step(act_step: Callable, device: jax.Device) -> Callable:
+def _jitted_step(act_step: ActStep, device: jax.Device) -> Callable:
     """The jitted env step of ``act_step`` on ``device``, one per act step: the runners of an
     algorithm (and the replacements of failed ones) share its compilations. The cache lives on
     ``act_step`` itself, so it goes when the algorithm does."""
@@ -53,7 +53,7 @@ def _dtype_of(x: Any) -> np.dtype:
 
 
 def _initial_state(
-    policy_fn: Callable, act_step: Callable, params: Any, result: Any, streams: int, key: Any
+    policy_fn: PolicyFn, act_step: ActStep, params: Any, result: Any, streams: int, key: Any
 ) -> tuple[ActorState, Any]:
     """A new runner's actor state (nothing pending) and the shapes of its fragments' rows.
 
@@ -77,7 +77,7 @@ class RunnerSpec:
     """Everything a ``HostRunner`` is built from but its first weights.
 
     Attributes:
-      env: The env to build (``resolve_env``'s spec).
+      env: The env to build (``resolve_env``'s spec); None where ``make_env`` builds it.
       num_envs: Sub-envs of its vector env (``num_envs_per_env_runner``).
       mode: ``gym_env_vectorize_mode``: "SYNC" or "ASYNC".
       seed: The env seed; the acting key is ``PRNGKey(seed + 1)``, as on the fused path.
@@ -94,13 +94,13 @@ class RunnerSpec:
         to building ``env``.
     """
 
-    env: EnvSpec
+    env: EnvSpec | None
     num_envs: int
     mode: str
     seed: int
     async_batch_size: int | None
-    policy_fn: Callable
-    act_step: Callable
+    policy_fn: PolicyFn
+    act_step: ActStep
     to_env_action: Callable[[np.ndarray], np.ndarray]
     device: jax.Device
     env_id_offset: int = 0
@@ -122,16 +122,19 @@ class HostRunner:
         self.spec = spec
         # A vector env built by the caller (multi-agent slots), else one from the env spec.
         env = spec.make_env() if spec.make_env is not None else None
-        self.env = env or make_host_env(
-            spec.env,
-            spec.num_envs,
-            spec.mode,
-            spec.seed,
-            spec.async_batch_size,
-            worker_index=spec.worker_index,
-            num_workers=spec.num_workers,
-            restart_sub_envs=spec.restart_sub_envs,
-        )
+        if not env:
+            assert spec.env is not None, "a runner without an env spec gets its env from make_env"
+            env = make_host_env(
+                spec.env,
+                spec.num_envs,
+                spec.mode,
+                spec.seed,
+                spec.async_batch_size,
+                worker_index=spec.worker_index,
+                num_workers=spec.num_workers,
+                restart_sub_envs=spec.restart_sub_envs,
+            )
+        self.env = env
         self.num_sub_env_restarts = 0
         self.busy = False
         self.error: str | None = None  # the env's traceback once its step raised (spent)

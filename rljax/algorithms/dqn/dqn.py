@@ -219,7 +219,7 @@ def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Arra
 
 def make_dqn_policy_parts(
     networks: DQNNetworks, epsilon: Sequence[tuple[int, float]], action_space: gym.Space
-) -> PolicyParts:
+) -> PolicyParts[OffPolicyState]:
     """DQN's policy: epsilon-greedy on the Q-values, epsilon following its schedule.
 
     The acting parameters are ``{"q": params, "epsilon": scalar}`` at the loop's timestep;
@@ -259,9 +259,12 @@ class DQN(OffPolicyAlgorithm):
     """DQN on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = DQNConfig
+    config: DQNConfig
 
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
-        cfg: DQNConfig = self.config
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[DQNLearnerState]]:
+        cfg = self.config
         if not isinstance(self.action_space, gym.spaces.Discrete):
             raise ConfigError(
                 f"DQN needs a Discrete action space; the env has {self.action_space}. Use SAC or "
@@ -279,7 +282,7 @@ class DQN(OffPolicyAlgorithm):
             sigma0=float(cfg.sigma0),
         )
         self.networks = DQNNetworks(self.q_net, self.hp.noisy, self.hp.support())
-        obs = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
+        obs = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
         self.optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, always_chain=True)
         learner = ReplayLearner(

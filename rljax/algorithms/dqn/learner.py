@@ -85,6 +85,7 @@ def make_dqn_learn(
     def loss_fn(params, target_params, batch, weights, keys):
         k_online, k_next, k_target = keys
         obs, next_obs = batch["obs"], batch["next_obs"]
+        next_out_online: jax.Array | None  # None: no double Q
         if one_online_pass:
             both = networks.apply(params, jnp.concatenate([obs, next_obs]))
             out, next_out_online = both[: obs.shape[0]], both[obs.shape[0] :]
@@ -125,7 +126,7 @@ def make_dqn_learn(
             "td_error_mean": jnp.mean(jnp.abs(td)),
             "gradients_global_norm": step.grad_norm,
         }
-        return state.replace(params=step.params, opt_state=step.opt_state), td, metrics
+        return dataclasses.replace(state, params=step.params, opt_state=step.opt_state), td, metrics
 
     return learn
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import flax.linen as nn
 import jax
@@ -31,9 +31,11 @@ class DQNNetworks:
 
         Noisy layers draw their noise from ``key``; without a key they use their means.
         """
+        # Module.apply's declared return includes the (output, variables) pair that it returns
+        # only when given ``mutable``; without it, the output alone.
         if self.noisy and key is not None:
-            return self.q_net.apply(params, obs, noise=True, rngs={"noise": key})
-        return self.q_net.apply(params, obs)
+            return cast(jax.Array, self.q_net.apply(params, obs, noise=True, rngs={"noise": key}))
+        return cast(jax.Array, self.q_net.apply(params, obs))
 
     def q_values(self, out: jax.Array) -> jax.Array:
         """Q-values [B, A] from the output: itself, or the means of the return distributions."""

@@ -170,7 +170,7 @@ def make_ppo_update(
             params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
         else:
             has_data = jnp.ones((), bool)
-        state = state.replace(params=params, opt_state=opt_state)
+        state = dataclasses.replace(state, params=params, opt_state=opt_state)
         # Metrics are summed in the carry as one vector: on a CPU every op in this loop costs a
         # dispatch, and a stacked output per metric would add one per metric per minibatch.
         metric_sums = metric_sums + has_data * jnp.stack([metrics[k] for k in sorted(metrics)])
@@ -211,6 +211,6 @@ def make_ppo_update(
             )
         metrics["curr_kl_coeff"] = state.kl_coeff
         metrics["curr_entropy_coeff"] = jnp.asarray(hp.loss.entropy_coeff, jnp.float32)
-        return state.replace(kl_coeff=kl_coeff, step=state.step + 1, key=key), metrics
+        return dataclasses.replace(state, kl_coeff=kl_coeff, step=state.step + 1, key=key), metrics
 
     return update

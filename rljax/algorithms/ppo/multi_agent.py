@@ -46,6 +46,7 @@ from rljax.execution.parts import (
     distribution_inference,
     space_env_actions,
 )
+from rljax.policy.policy import PolicySpec
 from rljax.runners.acting import episode_arrays, make_act_step
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
@@ -106,7 +107,7 @@ def make_multi_agent_policy_parts(
     local_of: np.ndarray,
     action_space: gym.Space,
     clip_actions: bool,
-) -> PolicyParts:
+) -> PolicyParts[list[PPOTrainState]]:
     """The policies of multi-agent PPO for the execution layer.
 
     The state is the list of each group's stacked ``PPOTrainState``; acting parameters the list
@@ -201,6 +202,7 @@ class MultiAgentPPO(Algorithm):
     ``.multi_agent(...)``)."""
 
     possible_agents: list[Any]
+    parts: PolicyParts[list[PPOTrainState]]
     state: list[PPOTrainState]
 
     def _resolve_env(self) -> None:
@@ -222,7 +224,7 @@ class MultiAgentPPO(Algorithm):
                 "multi-agent PPO runs its stacked update on one learner device; use "
                 "num_learners=0 or 1"
             )
-        self.policy_ids = list(cfg.policies)
+        self.policy_ids = list(self._policy_specs())
         self.num_policies = len(self.policy_ids)
         self._check_policy_spaces()
         self.mapping_fn = cfg.policy_mapping_fn or (
@@ -238,7 +240,7 @@ class MultiAgentPPO(Algorithm):
         key, init_key, self._action_key = jax.random.split(key, 3)
         init_keys = jax.random.split(init_key, self.num_policies)
         state_keys = jax.random.split(key, self.num_policies)
-        obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
+        obs_example = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         # Policies with equal overrides share a group: one module, optimizer and update.
         by_settings: dict[str, list[int]] = {}
         for i, pid in enumerate(self.policy_ids):
@@ -252,13 +254,14 @@ class MultiAgentPPO(Algorithm):
             gcfg = cfg.module_config(self.policy_ids[members[0]])
             dist, module = build_policy(self.observation_space, self.action_space, gcfg)
             optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip)
+            hp = PPOHyperparams.from_config(gcfg, 1, batch_rows)
             self.groups.append(
                 _Group(
                     members=members,
                     module=module,
                     dist=dist,
                     optimizer=optimizer,
-                    hp=PPOHyperparams.from_config(gcfg, 1, batch_rows),
+                    hp=hp,
                     train_mask=self.train_mask[members],
                 )
             )
@@ -269,7 +272,7 @@ class MultiAgentPPO(Algorithm):
                 PPOTrainState(
                     params={POLICY_ID: params},
                     opt_state=run_once(jax.vmap(optimizer.init), {POLICY_ID: params}),
-                    kl_coeff=jnp.full((len(members),), gcfg.kl_coeff, jnp.float32),
+                    kl_coeff=jnp.full((len(members),), hp.kl_coeff, jnp.float32),
                     step=jnp.zeros((len(members),), jnp.int32),
                     key=state_keys[np.array(members)],
                 )
@@ -293,15 +296,26 @@ class MultiAgentPPO(Algorithm):
         self._runners = self._make_runner_group(
             self._runner_params(), self._act_step, self.fragment_length
         )
-        self.policy_returns = {
+        self.policy_returns: dict[str, collections.deque[float]] = {
             p: collections.deque(maxlen=cfg.metrics_num_episodes_for_smoothing)
             for p in self.policy_ids
         }
-        self.agent_returns: dict[Any, collections.deque] = {
+        self.agent_returns: dict[Any, collections.deque[float]] = {
             a: collections.deque(maxlen=cfg.metrics_num_episodes_for_smoothing)
             for a in self.possible_agents
         }
         self.num_agent_steps_sampled_lifetime = 0
+
+    def _policy_specs(self) -> dict[str, PolicySpec]:
+        """The config's policies: set on every config built into this class (``build_algo``
+        picks it for ``.multi_agent(...)`` configs)."""
+        policies = self.config.policies
+        if policies is None:
+            raise ConfigError(
+                "MultiAgentPPO needs a config with .multi_agent(policies=...); build_algo() "
+                "builds PPO for a single-agent config"
+            )
+        return policies
 
     def _check_policy_spaces(self) -> None:
         """Spaces given in a policy's spec must match the env agents' in kind, shape, dtype and
@@ -312,7 +326,7 @@ class MultiAgentPPO(Algorithm):
                 return False
             return getattr(a, "n", None) == getattr(b, "n", None)
 
-        for pid, spec in self.config.policies.items():
+        for pid, spec in self._policy_specs().items():
             for kind, given, env_space in (
                 ("observation_space", spec.observation_space, self.observation_space),
                 ("action_space", spec.action_space, self.action_space),
@@ -492,7 +506,9 @@ class MultiAgentPPO(Algorithm):
             i = self._policy_index(pid)
             expected = jax.tree.map(np.shape, self.parts.inference_params(self.state, pid))
             given = jax.tree.map(np.shape, params)
-            if jax.tree.structure(given) != jax.tree.structure(expected) or given != expected:
+            structures = jax.tree.structure(given), jax.tree.structure(expected)
+            # jaxlib ships no stub for its pytree module, so mypy cannot see that PyTreeDefs compare.
+            if structures[0] != structures[1] or given != expected:  # type: ignore[operator]
                 raise ValueError(
                     f"set_weights: the parameters given for {pid!r} have shapes {given}; this "
                     f"policy has {expected}"
@@ -502,7 +518,7 @@ class MultiAgentPPO(Algorithm):
             new = jax.tree.map(
                 lambda s, x, k=k: s.at[k].set(jnp.asarray(x, s.dtype)), stacked, params[POLICY_ID]
             )
-            self.state[g] = self.state[g].replace(params={POLICY_ID: new})
+            self.state[g] = dataclasses.replace(self.state[g], params={POLICY_ID: new})
         if self._runners is not None:  # runner threads act with them next (none after stop())
             self._runners.publish(self._runner_params(), advance=False)
 

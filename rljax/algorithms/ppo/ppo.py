@@ -173,7 +173,7 @@ def make_ppo_policy_parts(
     dist: ActionDistribution,
     action_space: gym.Space,
     clip_actions: bool,
-) -> PolicyParts:
+) -> PolicyParts[PPOTrainState]:
     """PPO's policy for the execution layer.
 
     Args:
@@ -216,6 +216,9 @@ class PPO(Algorithm):
     """Proximal Policy Optimization on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = PPOConfig
+    config: PPOConfig
+    parts: PolicyParts[PPOTrainState]
+    state: PPOTrainState
 
     @classmethod
     def multi_agent_class(cls) -> type[Algorithm]:
@@ -224,11 +227,11 @@ class PPO(Algorithm):
         return MultiAgentPPO
 
     def _setup(self) -> None:
-        cfg: PPOConfig = self.config
+        cfg = self.config
         dist, self.module = build_policy(self.observation_space, self.action_space, cfg)
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
-        obs_example = jnp.zeros((1, *self.observation_space.shape), self.observation_space.dtype)
+        obs_example = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         try:
             params = {POLICY_ID: run_once(self.module.init, init_key, obs_example)}
             out = jax.eval_shape(self.module.apply, params[POLICY_ID], obs_example)

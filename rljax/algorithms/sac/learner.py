@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import flax
 import flax.linen as nn
@@ -136,8 +136,16 @@ def make_sac_learn(
     """
     actor, critic, dist = networks
 
+    # Module.apply's declared return includes the (output, variables) pair that it returns only
+    # when given ``mutable``; without it, the output alone.
+    def policy_inputs(actor_params: Any, obs: jax.Array) -> jax.Array:
+        return cast(jax.Array, actor.apply(actor_params, obs))
+
+    def q_values(critic_params: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
+        return cast(jax.Array, critic.apply(critic_params, obs, action))
+
     def q_loss_fn(critic_params, batch, next_q, next_logp, alpha, weights):
-        q = critic.apply(critic_params, batch["obs"], batch["action"])
+        q = q_values(critic_params, batch["obs"], batch["action"])
         q2 = q[1] if q.shape[0] > 1 else q[0]
         loss, td = critic_loss(
             q[0], q2, batch["reward"], batch["discount"], next_q, next_logp, alpha, weights
@@ -145,8 +153,8 @@ def make_sac_learn(
         return loss, (td, q[0])
 
     def pi_loss_fn(actor_params, critic_params, obs, alpha, key):
-        a, logp = dist.sample_and_log_prob(key, actor.apply(actor_params, obs))
-        q_pi = jnp.min(critic.apply(critic_params, obs, a), 0)
+        a, logp = dist.sample_and_log_prob(key, policy_inputs(actor_params, obs))
+        q_pi = jnp.min(q_values(critic_params, obs, a), 0)
         return actor_loss(q_pi, logp, alpha), logp
 
     def learn(state: SACLearnerState, batch: dict[str, jax.Array], weights: jax.Array, key):
@@ -156,9 +164,9 @@ def make_sac_learn(
 
         # Critics: soft Bellman targets from the current policy at the next observations.
         next_action, next_logp = dist.sample_and_log_prob(
-            k_next, actor.apply(state.actor, next_obs)
+            k_next, policy_inputs(state.actor, next_obs)
         )
-        next_q = jnp.min(critic.apply(state.target_critic, next_obs, next_action), 0)
+        next_q = jnp.min(q_values(state.target_critic, next_obs, next_action), 0)
         q_step = gradient_step(
             q_loss_fn,
             optimizers.critic,
@@ -209,7 +217,8 @@ def make_sac_learn(
             "td_error_mean": jnp.mean(td),
             "entropy": -jnp.mean(logp),
         }
-        state = state.replace(
+        state = dataclasses.replace(
+            state,
             actor=pi_step.params,
             critic=q_step.params,
             log_alpha=log_alpha,

@@ -130,7 +130,7 @@ class SACConfig(OffPolicyConfig):
 
 def make_sac_policy_parts(
     actor: GaussianActor, dist: SquashedDiagGaussian, action_space: gym.spaces.Box
-) -> PolicyParts:
+) -> PolicyParts[OffPolicyState]:
     """SAC's policy: the actor's squashed Gaussian, sampled to act, its mode for greedy
     inference; actions in (-1, 1) scaled to the env's bounds."""
     low = np.asarray(action_space.low, np.float32)
@@ -171,9 +171,12 @@ class SAC(OffPolicyAlgorithm):
     """Soft Actor-Critic on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = SACConfig
+    config: SACConfig
 
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
-        cfg: SACConfig = self.config
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[SACLearnerState]]:
+        cfg = self.config
         space = self.action_space
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
             raise ConfigError(
@@ -192,7 +195,7 @@ class SAC(OffPolicyAlgorithm):
         self.networks = SACNetworks(self.actor, self.critic, dist)
         self.optimizers = make_sac_optimizers(self.hp)
         k_actor, k_critic = jax.random.split(key)
-        obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
+        obs = jnp.zeros((1, *self._observation_shape()), jnp.float32)
         act = jnp.zeros((1, action_dim), jnp.float32)
         actor_params = run_once(self.actor.init, k_actor, obs)
         critic_params = run_once(self.critic.init, k_critic, obs, act)

@@ -210,7 +210,8 @@ def make_td3_learn(
             "qf_min": jnp.min(q1),
             "td_error_mean": jnp.mean(td),
         }
-        state = state.replace(
+        state = dataclasses.replace(
+            state,
             actor=actor_params,
             critic=q_step.params,
             actor_opt=actor_opt,

@@ -8,6 +8,7 @@ the env's bounds only when they are sent to an env or returned to a user.
 from __future__ import annotations
 
 import dataclasses
+from typing import overload
 
 import flax.linen as nn
 import gymnasium as gym
@@ -74,8 +75,12 @@ class ActionBounds:
     @classmethod
     def of(cls, space: gym.Space, algo: str) -> ActionBounds:
         """The bounds of ``space``; ``ConfigError`` unless it is a 1-D Box with finite bounds."""
-        box = isinstance(space, gym.spaces.Box) and len(space.shape) == 1
-        if not (box and np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+        if not (
+            isinstance(space, gym.spaces.Box)
+            and len(space.shape) == 1
+            and np.all(np.isfinite(space.low))
+            and np.all(np.isfinite(space.high))
+        ):
             raise ConfigError(
                 f"{algo} needs a 1-D Box action space with finite bounds; the env has {space}. "
                 "Use DQN or PPO for discrete actions"
@@ -83,6 +88,12 @@ class ActionBounds:
         return cls(
             np.asarray(space.low, np.float32), np.asarray(space.high, np.float32), space.dtype
         )
+
+    @overload
+    def to_env(self, action: np.ndarray) -> np.ndarray: ...
+
+    @overload
+    def to_env(self, action: jax.Array) -> jax.Array: ...
 
     def to_env(self, action: np.ndarray | jax.Array) -> np.ndarray | jax.Array:
         """[..., A] actions in [-1, 1] -> the env's units; numpy in, numpy out; jax in, jax out."""

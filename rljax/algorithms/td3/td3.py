@@ -3,12 +3,10 @@ and the algorithm that wires TD3's learner into the shared off-policy loops."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from rljax.algorithms.algorithm_config import UNSET
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
@@ -16,6 +14,7 @@ from rljax.algorithms.settings import Setting
 from rljax.algorithms.td3.learner import (
     TD3_METRICS,
     TD3Hyperparams,
+    TD3LearnerState,
     TD3Networks,
     init_td3_state,
     make_td3_learn,
@@ -150,7 +149,7 @@ class TD3Config(OffPolicyConfig):
 
 def make_td3_policy_parts(
     actor: DeterministicActor, bounds: ActionBounds, hp: TD3Hyperparams
-) -> PolicyParts:
+) -> PolicyParts[OffPolicyState]:
     """TD3's policy: the deterministic actor with Gaussian exploration noise, uniform random
     actions before learning starts; its actions in [-1, 1] are RLlib's ``action_dist_inputs``
     and greedy inference returns them as they are."""
@@ -162,7 +161,8 @@ def make_td3_policy_parts(
         return gaussian_exploration(key, action, hp.exploration_noise, params["uniform"])
 
     def outputs(params: Any, obs: jax.Array) -> jax.Array:
-        return actor.apply(params["actor"], obs)
+        # Module.apply without ``mutable`` returns the output alone (see DQNNetworks.apply).
+        return cast(jax.Array, actor.apply(params["actor"], obs))
 
     def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
         return explore(key, outputs(params, obs), params), {}
@@ -175,8 +175,8 @@ def make_td3_policy_parts(
         inference=single_policy_inference(outputs, explore, lambda action, params: action),
         inference_params=lambda state, policy_id: acting_params(state),
         # ActionBounds.to_env keeps its input's kind: jax in, jax out; numpy in, numpy out.
-        to_env_action=cast(Callable[[jax.Array], jax.Array], bounds.to_env),
-        to_env_action_host=cast(Callable[[np.ndarray], np.ndarray], bounds.to_env),
+        to_env_action=bounds.to_env,
+        to_env_action_host=bounds.to_env,
     )
 
 
@@ -184,18 +184,21 @@ class TD3(OffPolicyAlgorithm):
     """TD3 on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = TD3Config
+    config: TD3Config
 
-    def _build_parts(self, key: jax.Array) -> tuple[PolicyParts, ReplayLearner]:
-        cfg: TD3Config = self.config
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[TD3LearnerState]]:
+        cfg = self.config
         self.bounds = ActionBounds.of(self.action_space, "TD3")
         check_vector_obs(self.observation_space, "TD3")
-        action_dim = int(self.action_space.shape[0])
+        action_dim = int(self.bounds.low.shape[0])  # a 1-D Box's (ActionBounds.of checked)
         self.hp = TD3Hyperparams.from_config(cfg)
         self.actor = DeterministicActor(action_dim, cfg.model_config)
         critic = TwinCritic(cfg.model_config, num_critics=2 if cfg.twin_q else 1)
         networks = TD3Networks(self.actor, critic)
         optimizers = make_td3_optimizers(self.hp)
-        obs = jnp.zeros((1, *self.observation_space.shape), jnp.float32)
+        obs = jnp.zeros((1, *self._observation_shape()), jnp.float32)
         act = jnp.zeros((1, action_dim), jnp.float32)
         learner = ReplayLearner(
             init=init_td3_state(networks, optimizers, key, obs, act),
