@@ -94,10 +94,27 @@ def run_one(tree: Path, args: list[str], out_dir: Path, timeout_s: float) -> dic
     if proc.returncode != 0:
         return {"status": "failed", "wall_s": wall, "stderr_tail": proc.stderr[-2000:]}
     try:
-        figures = speed_figures(last_json_object(proc.stdout))
+        report = last_json_object(proc.stdout)
     except ValueError as e:
         return {"status": "failed", "wall_s": wall, "error": str(e)}
-    return {"status": "ok", "wall_s": wall, "figures": figures}
+    failed = failed_parts(report)
+    if failed:  # a variant that crashed in its own process, reported as such
+        return {"status": "failed", "wall_s": wall, "failed_parts": failed}
+    return {"status": "ok", "wall_s": wall, "figures": speed_figures(report)}
+
+
+def failed_parts(report: Any, prefix: str = "") -> list[str]:
+    """The paths of the parts of ``report`` whose ``status`` is ``"failed"``."""
+    out: list[str] = []
+    if isinstance(report, dict):
+        if report.get("status") == "failed":
+            out.append(prefix or "/")
+        for key, value in report.items():
+            out += failed_parts(value, f"{prefix}/{key}" if prefix else str(key))
+    elif isinstance(report, list):
+        for i, value in enumerate(report):
+            out += failed_parts(value, f"{prefix}/{i}")
+    return out
 
 
 def order(rounds: int) -> list[str]:

@@ -87,7 +87,7 @@ def gflops(algo: Any, result: dict[str, Any]) -> dict[str, Any]:
         "discount": jnp.ones((b,)),
     }
     compiled = (
-        jax.jit(algo._learn)
+        jax.jit(algo.replay_learner.learn)
         .lower(algo.state.learner, batch, jnp.ones((b,)), jax.random.PRNGKey(0))
         .compile()
     )

@@ -107,6 +107,9 @@ def test_revisions_keeps_speed_figures_and_interleaves_the_sides():
         "runs/0/env_calls_per_s": 7.0,
         "runs/0/ideal_env_steps_per_s": 8.0,
     }
+    assert revisions.failed_parts(report) == []
+    crashed = {"results": {"rljax": {"status": "failed"}, "rllib": {"status": "ok"}}}
+    assert revisions.failed_parts(crashed) == ["results/rljax"]
     assert revisions.order(3) == ["base", "head", "head", "base", "base", "head"]
     assert revisions.last_json_object('a table {x}\n{"a": {"b": 1}}\n') == {"a": {"b": 1}}
     summary = revisions.summarize(
