@@ -90,6 +90,7 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
         assert evaluation["num_episodes"] == 10
         assert set(evaluation["module_episode_returns_mean"]) == {"p0", "p1"}
         assert evaluation["episode_len_mean"] >= 8  # CartPole cannot fall sooner
+        assert algo.states is algo.state  # the attribute's earlier name still reads it
         obs = np.zeros(4, np.float32)
         assert algo.compute_single_action(obs, policy_id="p1") in (0, 1)
         with pytest.raises(ValueError, match="unknown policy_id"):

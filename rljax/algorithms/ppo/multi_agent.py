@@ -531,6 +531,11 @@ class MultiAgentPPO(Algorithm):
         if self._runners is not None:  # runner threads act with them next (none after stop())
             self._runners.publish(self._runner_params(), advance=False)
 
+    @property
+    def states(self) -> list[PPOTrainState]:
+        """The train state of each group of policies (the name before ``state``)."""
+        return self.state
+
     def _policy_ids(self) -> list[str]:
         return list(self.policy_ids)
 
