@@ -24,6 +24,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax.algorithms.ppo.losses import masked_mean
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import VTraceOutput, vtrace
 
@@ -68,10 +69,6 @@ class APPOLossConfig(NamedTuple):
     use_kl_loss: bool
 
 
-def _masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
-    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
-
-
 def _targets(
     log_rhos: jax.Array,
     values: jax.Array,
@@ -100,8 +97,8 @@ def _value_and_entropy(
     dist: ActionDistribution,
     mask: jax.Array,
 ) -> tuple[jax.Array, jax.Array]:
-    vf_loss = 0.5 * _masked_mean(jnp.square(values - vs), mask)
-    entropy = _masked_mean(dist.entropy(dist_inputs), mask)
+    vf_loss = 0.5 * masked_mean(jnp.square(values - vs), mask)
+    entropy = masked_mean(dist.entropy(dist_inputs), mask)
     return vf_loss, entropy
 
 
@@ -131,7 +128,7 @@ def impala_loss(
     mask = batch.mask.astype(jnp.float32)
     logp = dist.log_prob(dist_inputs, batch.action)
     targets = _targets(logp - batch.behaviour_logp, values, next_values, batch, cfg)
-    pi_loss = -_masked_mean(logp * targets.pg_advantages, mask)
+    pi_loss = -masked_mean(logp * targets.pg_advantages, mask)
     vf_loss, entropy = _value_and_entropy(dist_inputs, values, targets.vs, dist, mask)
     total = pi_loss + cfg.vf_loss_coeff * vf_loss - cfg.entropy_coeff * entropy
     return total, {
@@ -139,8 +136,8 @@ def impala_loss(
         "pi_loss": pi_loss,
         "vf_loss": vf_loss,
         "entropy": entropy,
-        "mean_rho": _masked_mean(targets.clipped_rhos, mask),
-        "mean_vs": _masked_mean(targets.vs, mask),
+        "mean_rho": masked_mean(targets.clipped_rhos, mask),
+        "mean_vs": masked_mean(targets.vs, mask),
     }
 
 
@@ -181,9 +178,9 @@ def appo_loss(
     ratio = is_ratio * jnp.exp(logp - batch.behaviour_logp)
     adv = targets.pg_advantages
     clipped = jnp.clip(ratio, 1 - cfg.clip_param, 1 + cfg.clip_param)
-    pi_loss = -_masked_mean(jnp.minimum(ratio * adv, clipped * adv), mask)
+    pi_loss = -masked_mean(jnp.minimum(ratio * adv, clipped * adv), mask)
     vf_loss, entropy = _value_and_entropy(dist_inputs, values, targets.vs, dist, mask)
-    mean_kl = _masked_mean(dist.kl(old_dist_inputs, dist_inputs), mask)
+    mean_kl = masked_mean(dist.kl(old_dist_inputs, dist_inputs), mask)
     v = cfg.vtrace
     total = pi_loss + v.vf_loss_coeff * vf_loss - v.entropy_coeff * entropy
     if cfg.use_kl_loss:
@@ -194,8 +191,8 @@ def appo_loss(
         "vf_loss": vf_loss,
         "entropy": entropy,
         "mean_kl_loss": mean_kl,
-        "mean_rho": _masked_mean(targets.clipped_rhos, mask),
-        "clip_fraction": _masked_mean(
+        "mean_rho": masked_mean(targets.clipped_rhos, mask),
+        "clip_fraction": masked_mean(
             (jnp.abs(ratio - 1) > cfg.clip_param).astype(jnp.float32), mask
         ),
     }
