@@ -42,7 +42,7 @@ def test_off_policy_example_builds_and_trains():
             assert "qf_loss" in result["learners"]["default_policy"]
         finally:
             algo.stop()
-    assert namespace["dqn"].buffer.prioritized and namespace["dqn"].n_high == 3
+    assert namespace["dqn"].buffer.prioritized and namespace["dqn"].schedule.n_step == (3, 3)
 
 
 @pytest.mark.slow
