@@ -177,3 +177,27 @@ def test_trains_on_both_paths_within_the_lag_bound_and_round_trips_a_checkpoint(
             restored.stop()
     finally:
         algo.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cls", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
+def test_learns_fused_cartpole(cls, train_until):
+    # RLlib's tuned CartPole settings (vf_loss_coeff 0.05, no entropy bonus) with 32 sub-envs
+    # x 25 steps (800-row batches) and lr 1e-3. Measured over seeds 0-5 (seconds on 2 CPU
+    # cores, compiles included): a mean return of 300 after 51k-106k env steps (IMPALA) and
+    # 53k-124k (APPO), 450 after 155k-210k and 87k-194k, in 9-17 s.
+    algo = (
+        cls()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=32, rollout_fragment_length=25)
+        .training(lr=1e-3, vf_loss_coeff=0.05, entropy_coeff=0.0)
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        assert algo.fused
+        result = train_until(algo, 300, 250_000)
+        assert result["env_runners"]["episode_return_mean"] >= 300, result["env_runners"]
+        assert algo._train_step._cache_size() == 1  # one compilation for every iteration
+    finally:
+        algo.stop()
