@@ -10,12 +10,17 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.appo import APPOConfig
 from rljax.algorithms.impala import IMPALAConfig
 from rljax.algorithms.impala.learner import (
+    APPOHyperparams,
+    APPOTrainState,
     VTraceTrainBatch,
     forward_with_next_values,
+    make_appo_update,
     make_vtrace_postprocess,
 )
-from rljax.algorithms.impala.losses import VTraceBatch
+from rljax.algorithms.impala.losses import APPOLossConfig, VTraceBatch, VTraceLossConfig
 from rljax.algorithms.ppo.learner import POLICY_ID
+from rljax.learners.update import make_optimizer
+from rljax.networks.distributions import Categorical
 from rljax.runners.acting import Transition
 from rljax.utils.errors import ConfigError
 
@@ -105,6 +110,69 @@ def test_next_values_are_the_next_rows_values_inside_a_stream_and_bootstraps_at_
     assert dist_inputs.shape == (3, 2, 2)
     np.testing.assert_allclose(v, 2 * values)
     np.testing.assert_allclose(next_v, [[6.0, -2.0], [10.0, 12.0], [-5.0, -6.0]])
+
+
+def _linear(params, obs):  # a linear actor-critic: two logits and a value
+    return obs @ params["pi"], obs @ params["vf"]
+
+
+def _appo_case(use_kl_loss: bool, freq: int, tau: float, kl_target: float):
+    loss = APPOLossConfig(
+        VTraceLossConfig(0.99, 1.0, 1.0, 1.0, 0.5, 0.01), 0.4, 2.0, use_kl_loss=use_kl_loss
+    )
+    hp = APPOHyperparams(loss, target_network_update_freq=freq, tau=tau, kl_target=kl_target)
+    optimizer = make_optimizer(0.1, 40.0)
+    rng = np.random.default_rng(0)
+    params = {
+        POLICY_ID: {"pi": jnp.asarray(rng.normal(size=(4, 2)), jnp.float32), "vf": jnp.ones(4)}
+    }
+    target = {POLICY_ID: {"pi": jnp.zeros((4, 2)), "vf": jnp.zeros(4)}}
+    state = APPOTrainState(
+        params=params,
+        opt_state=optimizer.init(params),
+        target_params=target,
+        kl_coeff=jnp.asarray(1.0),
+        step=jnp.zeros((), jnp.int32),
+        key=jax.random.PRNGKey(0),
+    )
+    t, b = 5, 3
+    zeros = jnp.zeros((t, b))
+    batch = VTraceTrainBatch(
+        obs=jnp.asarray(rng.normal(size=(t, b, 4)), jnp.float32),
+        vtrace=VTraceBatch(
+            jnp.asarray(rng.integers(0, 2, (t, b))),
+            zeros + jnp.log(0.5),
+            zeros + 1,
+            zeros,
+            zeros.astype(bool),
+            zeros + 1,
+        ),
+        bootstrap_value=zeros,
+    )
+    update = jax.jit(make_appo_update(_linear, Categorical(2), optimizer, hp))
+    return state, batch, update
+
+
+def test_appo_update_moves_the_target_every_freq_updates_by_tau_and_adapts_kl_coeff():
+    state, batch, update = _appo_case(use_kl_loss=True, freq=2, tau=0.5, kl_target=1e-6)
+    s1, m1 = update(state, batch)
+    assert int(s1.step) == 1 and float(m1["num_target_updates"]) == 0.0
+    assert _same(s1.target_params, state.target_params)  # not due yet
+    assert float(m1["mean_kl_loss"]) > 2e-6  # the target is far: the coefficient grows
+    assert float(m1["curr_kl_coeff"]) == 1.0 and float(s1.kl_coeff) == pytest.approx(1.5)
+    s2, m2 = update(s1, batch)
+    assert float(m2["num_target_updates"]) == 1.0
+    expected = jax.tree.map(lambda p, t: 0.5 * p + 0.5 * t, s2.params, s1.target_params)
+    for got, want in zip(jax.tree.leaves(s2.target_params), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+    # The KL far below kl_target / 2 halves the coefficient; without use_kl_loss it stays.
+    state, batch, update = _appo_case(use_kl_loss=True, freq=1, tau=1.0, kl_target=1e3)
+    s1, _ = update(state, batch)
+    assert float(s1.kl_coeff) == pytest.approx(0.5)
+    assert _same(s1.target_params, s1.params)  # tau 1: a copy
+    state, batch, update = _appo_case(use_kl_loss=False, freq=1, tau=1.0, kl_target=1e-6)
+    assert float(update(state, batch)[0].kl_coeff) == 1.0
 
 
 def _config(cls, num_env_runners: int, **env_runners):
