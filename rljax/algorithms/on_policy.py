@@ -111,9 +111,13 @@ class OnPolicyAlgorithm(Algorithm):
 
     def _runner_params(self, state: Any = None) -> Any:
         # A copy: the update donates the train state, and runner threads may still be acting
-        # with the previous weights while it runs.
+        # with the previous weights while it runs. ``device_put`` alone may hand back the runner
+        # device's shard of a state replicated over a learner mesh, so it is copied there.
         params = self.parts.acting_params(self.state if state is None else state)
-        return jax.device_put(params, self.runner_device, may_alias=False)
+        params = jax.device_put(params, self.runner_device, may_alias=False)
+        if self.mesh is not None:
+            params = jax.tree.map(jnp.copy, params)
+        return params
 
     # The loop's jitted programs (the multi-device and fault-tolerance checks inspect them).
     @property

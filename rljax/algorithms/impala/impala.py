@@ -38,8 +38,9 @@ class IMPALAConfig(AlgorithmConfig):
 
     One iteration samples ``rollout_fragment_length`` env steps from every sub-env and takes one
     gradient step on them: the train batch is ``rollout_fragment_length x`` the sub-envs of all
-    runners (10 sub-envs for RLlib's 500 with the default fragment of 50);
-    ``train_batch_size_per_learner`` only sizes the memory estimate.
+    runners (10 sub-envs for RLlib's 500 with the default fragment of 50). With
+    ``rollout_fragment_length="auto"`` the fragment is sized from
+    ``train_batch_size_per_learner`` instead.
 
     Example::
 
@@ -150,6 +151,10 @@ class IMPALAConfig(AlgorithmConfig):
     ) -> IMPALAConfig:
         """Sets IMPALA's training settings (RLlib's names)."""
         return self._set("training", locals())
+
+    def _update_rows(self) -> int:
+        """An update passes the whole sampled batch through the networks."""
+        return self.sampled_batch_size
 
     def validate(self) -> None:
         super().validate()
