@@ -263,9 +263,16 @@ class Algorithm:
         return self.config.num_envs_per_env_runner
 
     def _make_runner_group(
-        self, params: Params, act_step: ActStep, fragment_length: int
+        self,
+        params: Params,
+        act_step: ActStep,
+        fragment_length: int,
+        max_policy_lag: int | None = None,
     ) -> RunnerGroup:
         """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group.
+
+        ``max_policy_lag``: how many weight versions a runner may sample ahead of the learner
+        (``RunnerGroup``); None: 1 with ``sample_async``, else 0.
 
         Fault tolerance: ``restart_failed_sub_environments`` rebuilds a gymnasium sub-env that
         raises (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
@@ -315,7 +322,9 @@ class Algorithm:
         group = RunnerGroup(
             runners,
             fragment_length,
-            max_policy_lag=1 if cfg.sample_async else 0,
+            max_policy_lag=(1 if cfg.sample_async else 0)
+            if max_policy_lag is None
+            else max_policy_lag,
             make_runner=make,
             max_restarts=cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0,
             ignore_failures=cfg.ignore_env_runner_failures,

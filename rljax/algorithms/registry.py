@@ -11,6 +11,8 @@ _ALGORITHMS = {
     "DQN": "rljax.algorithms.dqn:DQNConfig",
     "SAC": "rljax.algorithms.sac:SACConfig",
     "TD3": "rljax.algorithms.td3:TD3Config",
+    "IMPALA": "rljax.algorithms.impala:IMPALAConfig",
+    "APPO": "rljax.algorithms.appo:APPOConfig",
 }
 
 

@@ -46,3 +46,23 @@ def test_off_policy_update_on_two_learners_matches_one(algo):
     assert out["steps_1"] == out["steps_2"]
     assert out["max_param_diff"] < 1e-5, out
     assert abs(out["loss_1"] - out["loss_2"]) < 1e-5, out
+
+
+@pytest.mark.slow
+def test_impala_and_appo_on_two_learners_match_one():
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu"
+    )
+    script = Path(__file__).with_name("impala_multidevice_check.py")
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    # Runner threads act while the update (which donates the train state) runs: the weights
+    # they hold must be their own copies.
+    assert "deleted or donated" not in proc.stderr, proc.stderr[-4000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name in ("IMPALA", "APPO"):
+        assert out[f"{name}_max_param_diff"] < 1e-5, out
+        assert out[f"{name}_loss_diff"] < 1e-4, out
+        assert out[f"{name}_runner_restarts"] == 0 and out[f"{name}_runner_loss"] > 0, out

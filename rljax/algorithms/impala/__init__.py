@@ -1,5 +1,7 @@
-"""IMPALA and APPO's pure parts: the V-trace losses (``losses.py``); the algorithms build on them."""
+"""IMPALA (``from rljax.algorithms.impala import IMPALAConfig``) and the V-trace losses APPO
+shares (``losses.py``)."""
 
+from rljax.algorithms.impala.impala import IMPALA, IMPALAConfig
 from rljax.algorithms.impala.losses import (
     APPOLossConfig,
     VTraceBatch,
@@ -8,4 +10,12 @@ from rljax.algorithms.impala.losses import (
     impala_loss,
 )
 
-__all__ = ["APPOLossConfig", "VTraceBatch", "VTraceLossConfig", "appo_loss", "impala_loss"]
+__all__ = [
+    "IMPALA",
+    "APPOLossConfig",
+    "IMPALAConfig",
+    "VTraceBatch",
+    "VTraceLossConfig",
+    "appo_loss",
+    "impala_loss",
+]

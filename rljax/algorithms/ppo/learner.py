@@ -78,6 +78,16 @@ class PPOHyperparams:
         return self.shard_size // self.minibatch_size
 
 
+def adapt_kl_coeff(kl_coeff: jax.Array, kl: jax.Array, kl_target: float) -> jax.Array:
+    """RLlib's adaptive KL coefficient: x1.5 when ``kl > 2 kl_target``, x0.5 when
+    ``kl < kl_target / 2``, else unchanged."""
+    return jnp.where(
+        kl > 2.0 * kl_target,
+        kl_coeff * 1.5,
+        jnp.where(kl < 0.5 * kl_target, kl_coeff * 0.5, kl_coeff),
+    )
+
+
 def make_optimizer(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
     """PPO's optimizer: Adam (``eps=1e-5``, on the flattened parameters) after optional
     global-norm clipping, guarded against non-finite gradients."""
@@ -203,12 +213,8 @@ def make_ppo_update(
         metrics = dict(zip(metric_names, sums / jnp.maximum(steps, 1.0), strict=True))
         kl = metrics["mean_kl_loss"]
         kl_coeff = state.kl_coeff
-        if hp.loss.use_kl_loss:  # RLlib's adaptive KL coefficient, updated once per iteration.
-            kl_coeff = jnp.where(
-                kl > 2.0 * hp.kl_target,
-                kl_coeff * 1.5,
-                jnp.where(kl < 0.5 * hp.kl_target, kl_coeff * 0.5, kl_coeff),
-            )
+        if hp.loss.use_kl_loss:  # updated once per iteration
+            kl_coeff = adapt_kl_coeff(kl_coeff, kl, hp.kl_target)
         metrics["curr_kl_coeff"] = state.kl_coeff
         metrics["curr_entropy_coeff"] = jnp.asarray(hp.loss.entropy_coeff, jnp.float32)
         return dataclasses.replace(state, kl_coeff=kl_coeff, step=state.step + 1, key=key), metrics

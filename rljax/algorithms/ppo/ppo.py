@@ -11,6 +11,7 @@ import jax.numpy as jnp
 
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
+from rljax.algorithms.on_policy import OnPolicyAlgorithm
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
     PPOHyperparams,
@@ -21,13 +22,8 @@ from rljax.algorithms.ppo.learner import (
 )
 from rljax.algorithms.ppo.networks import build_policy
 from rljax.algorithms.settings import Setting
-from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
 from rljax.networks.distributions import ActionDistribution
-from rljax.runners.acting import (
-    make_act_step,
-    make_fused_rollout,
-)
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
@@ -173,8 +169,9 @@ def make_ppo_policy_parts(
     dist: ActionDistribution,
     action_space: gym.Space,
     clip_actions: bool,
-) -> PolicyParts[PPOTrainState]:
-    """PPO's policy for the execution layer.
+) -> PolicyParts[Any]:
+    """PPO's policy for the execution layer (IMPALA's and APPO's too: any learner state whose
+    ``params`` are ``{POLICY_ID: params}``).
 
     Args:
       apply: The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D],
@@ -197,7 +194,7 @@ def make_ppo_policy_parts(
     def outputs(params: Any, obs: jax.Array) -> jax.Array:
         return apply(params[POLICY_ID], obs)[0]
 
-    def params_of(state: PPOTrainState) -> Any:
+    def params_of(state: Any) -> Any:
         return state.params
 
     to_env, to_env_host = space_env_actions(action_space, clip_actions)
@@ -212,7 +209,7 @@ def make_ppo_policy_parts(
     )
 
 
-class PPO(Algorithm):
+class PPO(OnPolicyAlgorithm):
     """Proximal Policy Optimization on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = PPOConfig
@@ -228,120 +225,25 @@ class PPO(Algorithm):
 
     def _setup(self) -> None:
         cfg = self.config
-        dist, self.module = build_policy(self.observation_space, self.action_space, cfg)
-        key = jax.random.PRNGKey(self.seed)
-        key, init_key, self._action_key = jax.random.split(key, 3)
-        obs_example = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
-        try:
-            params = {POLICY_ID: run_once(self.module.init, init_key, obs_example)}
-            out = jax.eval_shape(self.module.apply, params[POLICY_ID], obs_example)
-        except Exception as e:
-            raise ConfigError(
-                f"the model could not be built for observations {self.observation_space}: {e}"
-            ) from e
-        if out[0].shape != (1, dist.num_outputs) or out[1].shape != (1,):
-            raise ConfigError(
-                f"the module must return (action_dist_inputs [B, {dist.num_outputs}], value [B]); "
-                f"it returned shapes {out[0].shape} and {out[1].shape}"
-            )
-
-        self.fragment_length = cfg.get_rollout_fragment_length()
+        dist, params, key = self._init_actor_critic()
         self.batch_size = cfg.sampled_batch_size
         num_shards = cfg.num_learner_shards
         self.hp = PPOHyperparams.from_config(cfg, num_shards, self.batch_size // num_shards)
         optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip)
-        state = PPOTrainState(
+        self.state = PPOTrainState(
             params=params,
             opt_state=run_once(optimizer.init, params),
             kl_coeff=jnp.asarray(cfg.kl_coeff, jnp.float32),
             step=jnp.zeros((), jnp.int32),
             key=key,
         )
-        num_envs = cfg.total_num_envs
-        self._postprocess = make_ppo_postprocess(self.hp, num_envs)
-        self._update = make_ppo_update(self.module.apply, dist, optimizer, self.hp)
         self.parts = make_ppo_policy_parts(
             self.module.apply, dist, self.action_space, cfg.clip_actions
         )
-        self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
-        self.state = self._place_learner_state(state)
-        self.fused = self._fused_envpool()
-        if self.fused:
-            self._setup_fused()
-        else:
-            self._setup_host_runners()
-
-    # ------------------------------------------------------------------ execution
-    def _setup_fused(self) -> None:
-        xla_step, self.runner_state = self._make_fused_runner(self._runner_params())
-        rollout = make_fused_rollout(
-            self._act_step, xla_step, self.fragment_length, self.parts.to_env_action
+        self._setup_execution(
+            make_ppo_postprocess(self.hp, cfg.total_num_envs),
+            make_ppo_update(self.module.apply, dist, optimizer, self.hp),
         )
-        self._loop = OnPolicyLoop.fused(
-            rollout,
-            self._postprocess,
-            self._update,
-            self.parts.acting_params,
-            self._runner_params,
-            self.mesh,
-            self._state_sharding,
-            self._batch_sharding,
-        )
-
-    def _setup_host_runners(self) -> None:
-        self._runners = self._make_runner_group(
-            self._runner_params(), self._act_step, self.fragment_length
-        )
-        self._loop = OnPolicyLoop.with_runners(
-            self._runners,
-            self._postprocess,
-            self._update,
-            self._runner_params,
-            self.config.sample_timeout_s,
-            self.mesh,
-            self._state_sharding,
-            self._batch_sharding,
-        )
-
-    def _runner_params(self, state: PPOTrainState | None = None) -> Any:
-        # A copy: the update donates the train state, and runner threads may still be acting
-        # with the previous weights while it runs.
-        params = self.parts.acting_params(self.state if state is None else state)
-        return jax.device_put(params, self.runner_device, may_alias=False)
-
-    # The loop's jitted programs (the multi-device and fault-tolerance checks inspect them).
-    @property
-    def _train_step(self) -> Any:
-        return self._loop.train_step
-
-    @property
-    def _sample(self) -> Any:
-        return self._loop.sample
-
-    @property
-    def _jit_update(self) -> Any:
-        return self._loop.update
-
-    @property
-    def _postprocess_jit(self) -> Any:
-        return self._loop.postprocess
-
-    # ------------------------------------------------------------------ training
-    def _training_step(self) -> dict[str, Any]:
-        if self._runners is not None:
-            self._live_runners()  # a stopped algorithm raises here
-        self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
-        return result
-
-    # ------------------------------------------------------------------ checkpoint hooks
-    def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
-        return self.state
-
-    def _restore_state(self, state: Any) -> None:
-        target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
-        self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
-        if self._runners is not None:  # runner threads act with them next
-            self._runners.publish(self._runner_params(), advance=False)
 
 
 __all__ = ["PPO", "PPOConfig", "build_policy"]

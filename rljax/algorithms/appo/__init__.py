@@ -1,0 +1,5 @@
+"""APPO (``from rljax.algorithms.appo import APPOConfig``)."""
+
+from rljax.algorithms.appo.appo import APPO, APPOConfig
+
+__all__ = ["APPO", "APPOConfig"]

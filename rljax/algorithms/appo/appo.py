@@ -1,0 +1,131 @@
+"""APPO: IMPALA with a target policy and PPO's clipped surrogate (RLlib's APPO, new API stack).
+
+V-trace's ratios use the target ("old") policy, a copy of the parameters moved every
+``target_network_update_freq`` updates; the policy term is PPO's clipped surrogate on
+``min(mu / pi_old, target_worker_clipping) * pi / mu`` (``impala/losses.py: appo_loss``), with an
+optional adaptive KL(pi_old || pi) penalty. RLlib's circular buffer (each batch replayed up to
+``circular_buffer_iterations_per_batch`` times) is not built: each batch is trained on once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from rljax.algorithms.algorithm_config import UNSET
+from rljax.algorithms.impala.impala import IMPALA, IMPALAConfig
+from rljax.algorithms.impala.learner import APPOHyperparams, APPOTrainState, make_appo_update
+from rljax.algorithms.settings import Setting, frozen_from_config
+from rljax.utils.checks import Bool, Int, Number
+
+
+class APPOConfig(IMPALAConfig):
+    """APPO's config; defaults follow RLlib's new API stack.
+
+    RLlib's circular-buffer settings (``circular_buffer_num_batches``,
+    ``circular_buffer_iterations_per_batch``) are left out: every batch is trained on once.
+
+    Example::
+
+        from rljax.algorithms.appo import APPOConfig
+
+        algo = (
+            APPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_env_runners=2, num_envs_per_env_runner=8)
+            .training(use_kl_loss=True)
+            .build_algo()
+        )
+    """
+
+    algo_name: ClassVar[str] = "APPO"
+
+    vf_loss_coeff = IMPALAConfig.vf_loss_coeff.replace(default=0.5)
+    entropy_coeff = IMPALAConfig.entropy_coeff.replace(default=0.01)
+    clip_param = Setting(
+        0.4,
+        Number(0, low_open=True),
+        "The surrogate's clip range: the ratio is clipped to [1 - clip_param, 1 + clip_param].",
+    )
+    use_kl_loss = Setting(False, Bool(), "Add the KL(target policy || policy) penalty.")
+    kl_coeff = Setting(
+        1.0,
+        Number(0),
+        "The KL penalty's initial weight, adapted after every update towards kl_target.",
+    )
+    kl_target = Setting(0.01, Number(0, low_open=True), "The KL the adaptive kl_coeff aims at.")
+    target_network_update_freq = Setting(
+        2,
+        Int(1),
+        "Updates (gradient steps) between moves of the target policy. RLlib counts it in "
+        "units of circular_buffer_num_batches x iterations_per_batch x train batch env steps; "
+        "here it is in updates.",
+    )
+    tau = Setting(
+        1.0,
+        Number(0, 1, low_open=True),
+        "The target policy moves tau of the way to the current one (1: a copy).",
+    )
+    target_worker_clipping = Setting(
+        2.0,
+        Number(0, low_open=True),
+        "The importance ratio behaviour / target policy is clipped to this in the surrogate.",
+    )
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class or APPO)
+
+    def training(
+        self,
+        *,
+        lr: float = UNSET,
+        gamma: float = UNSET,
+        train_batch_size_per_learner: int = UNSET,
+        train_batch_size: int | None = UNSET,
+        grad_clip: float | None = UNSET,
+        grad_clip_by: str = UNSET,
+        vtrace: bool = UNSET,
+        vtrace_clip_rho_threshold: float = UNSET,
+        vtrace_clip_pg_rho_threshold: float = UNSET,
+        lambda_: float = UNSET,
+        vf_loss_coeff: float = UNSET,
+        entropy_coeff: float = UNSET,
+        broadcast_interval: int = UNSET,
+        learner_queue_size: int = UNSET,
+        num_gpu_loader_threads: int = UNSET,
+        clip_param: float = UNSET,
+        use_kl_loss: bool = UNSET,
+        kl_coeff: float = UNSET,
+        kl_target: float = UNSET,
+        target_network_update_freq: int = UNSET,
+        tau: float = UNSET,
+        target_worker_clipping: float = UNSET,
+        **kwargs: Any,
+    ) -> APPOConfig:
+        """Sets APPO's training settings (RLlib's names)."""
+        return self._set("training", locals())
+
+
+class APPO(IMPALA):
+    """APPO: IMPALA's loop and networks, the surrogate against a target policy."""
+
+    config_class = APPOConfig
+    config: APPOConfig
+
+    def _learner(self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any) -> Any:
+        hp = frozen_from_config(APPOHyperparams, self.config)
+        state = APPOTrainState(
+            params=params,
+            opt_state=opt_state,
+            # Its own buffers: the update donates the state.
+            target_params=jax.tree.map(jnp.copy, params),
+            kl_coeff=jnp.asarray(self.config.kl_coeff, jnp.float32),
+            step=jnp.zeros((), jnp.int32),
+            key=key,
+        )
+        return state, make_appo_update(self.module.apply, dist, optimizer, hp)
+
+
+__all__ = ["APPO", "APPOConfig"]

@@ -1,0 +1,245 @@
+"""IMPALA's and APPO's post-processing (stream order, time-major rows) and their updates: one
+gradient step per train batch on the V-trace losses (``losses.py``).
+
+The batch is laid out ``[T, B]``: when every env step reports every sub-env (lock-step, SYNC),
+each of the N sub-envs is one column of T consecutive steps (``[T, N]``); otherwise (first-ready
+ASYNC batches) the whole batch is one column in (sub-env, time) order (``[N * T, 1]``). Either
+way a stream's rows are adjacent in time and every place where a trajectory stops (truncation,
+the last real transition of a stream, a stream's end) is marked ``truncated``, so V-trace runs
+along axis 0 and never across two streams.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import flax
+import jax
+import jax.numpy as jnp
+import optax
+
+from rljax.algorithms.impala.losses import (
+    APPOLossConfig,
+    VTraceBatch,
+    VTraceLossConfig,
+    appo_loss,
+    impala_loss,
+)
+from rljax.algorithms.ppo.learner import POLICY_ID, adapt_kl_coeff
+from rljax.learners import update as learner_update
+from rljax.networks.distributions import ActionDistribution
+from rljax.runners.acting import Transition
+from rljax.runners.ordering import order_by_stream, to_time_major
+
+Metrics = dict[str, jax.Array]
+# The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D], value [B])``.
+Apply = Callable[[Any, Any], tuple[jax.Array, jax.Array]]
+
+
+@flax.struct.dataclass
+class IMPALATrainState:
+    """Everything IMPALA's update changes. ``params`` maps policy id -> Flax params."""
+
+    params: Any
+    opt_state: Any
+    step: jax.Array
+    key: jax.Array
+
+
+@flax.struct.dataclass
+class APPOTrainState:
+    """APPO's learner state: IMPALA's, the target policy's parameters (the whole module's,
+    moved every ``target_network_update_freq`` updates) and the adaptive KL coefficient."""
+
+    params: Any
+    opt_state: Any
+    target_params: Any
+    kl_coeff: jax.Array
+    step: jax.Array
+    key: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class IMPALAHyperparams:
+    """IMPALA's settings, frozen from the config by ``build_algo()`` (each field the setting of
+    its name; ``loss`` holds those ``impala_loss`` reads)."""
+
+    loss: VTraceLossConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class APPOHyperparams:
+    """APPO's settings, frozen from the config by ``build_algo()``."""
+
+    loss: APPOLossConfig
+    target_network_update_freq: int
+    tau: float
+    kl_target: float
+
+
+class VTraceTrainBatch(NamedTuple):
+    """A post-processed batch; every leaf has leading shape [T, B].
+
+    Attributes:
+      obs: Observations s_t, [T, B, *obs_shape].
+      vtrace: The V-trace rows (actions, behaviour log-probabilities, rewards, terminations,
+        cuts as ``truncated``, mask).
+      bootstrap_value: The acting policy's value of the observation after each row, [T, B]
+        (``next_extras["vf_preds"]``); used where the row is cut.
+    """
+
+    obs: Any
+    vtrace: VTraceBatch
+    bootstrap_value: jax.Array
+
+
+def make_vtrace_postprocess(num_envs: int) -> Callable[[Transition], VTraceTrainBatch]:
+    """``postprocess(Transition [T, K]) -> VTraceTrainBatch [T, B]``.
+
+    ``order_by_stream`` orders the rows by (sub-env, time) and marks the cuts; when every env
+    step reports all ``num_envs`` sub-envs (K == num_envs) each sub-env has exactly T rows,
+    laid out time-major ``[T, num_envs]``; otherwise the ordered rows form one column
+    ``[T * K, 1]``.
+    """
+
+    def postprocess(traj: Transition) -> VTraceTrainBatch:
+        k = traj.reward.shape[1]
+        ordered = order_by_stream(traj)
+        s = ordered.rows
+        batch = VTraceTrainBatch(
+            obs=s.obs,
+            vtrace=VTraceBatch(
+                action=s.action,
+                behaviour_logp=s.extras["action_logp"],
+                reward=s.reward,
+                terminated=s.terminated,
+                truncated=ordered.cut,
+                mask=s.valid.astype(jnp.float32),
+            ),
+            bootstrap_value=s.next_extras["vf_preds"],
+        )
+        if k == num_envs:
+            return to_time_major(batch, k)
+        return jax.tree.map(lambda x: x[:, None], batch)
+
+    return postprocess
+
+
+def forward_with_next_values(
+    apply: Apply, params: Any, batch: VTraceTrainBatch
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The current networks on the batch: ``(dist_inputs [T, B, D], values [T, B],
+    next_values [T, B])``, where ``next_values`` is V(s_{t+1}) of the stream's next row, or the
+    bootstrap value where the row is cut (the last row always is)."""
+    lead = batch.bootstrap_value.shape
+    flat_obs = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch.obs)
+    dist_inputs, values = apply(params[POLICY_ID], flat_obs)
+    dist_inputs = dist_inputs.reshape((*lead, -1))
+    values = values.reshape(lead)
+    later = jnp.concatenate([values[1:], jnp.zeros_like(values[:1])], axis=0)
+    cut = batch.vtrace.truncated.astype(bool).at[-1].set(True)
+    next_values = jnp.where(cut, batch.bootstrap_value.astype(values.dtype), later)
+    return dist_inputs, values, next_values
+
+
+def _step(
+    loss_fn: Callable[..., Any],
+    optimizer: optax.GradientTransformation,
+    state: Any,
+    *args: Any,
+) -> tuple[Any, Any, Metrics]:
+    """One ``gradient_step``; returns the new params, optimizer state and the loss metrics
+    with the gradients' norm."""
+    step = learner_update.gradient_step(loss_fn, optimizer, state.params, state.opt_state, *args)
+    metrics = dict(step.aux)
+    metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
+    return step.params, step.opt_state, metrics
+
+
+def make_impala_update(
+    apply: Apply,
+    dist: ActionDistribution,
+    optimizer: optax.GradientTransformation,
+    hp: IMPALAHyperparams,
+) -> Callable[[IMPALATrainState, VTraceTrainBatch], tuple[IMPALATrainState, Metrics]]:
+    """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on
+    ``impala_loss`` (RLlib's learner takes one per train batch)."""
+
+    def loss_fn(params: Any, batch: VTraceTrainBatch) -> tuple[jax.Array, Metrics]:
+        dist_inputs, values, next_values = forward_with_next_values(apply, params, batch)
+        return impala_loss(dist_inputs, values, next_values, batch.vtrace, dist, hp.loss)
+
+    def update(
+        state: IMPALATrainState, batch: VTraceTrainBatch
+    ) -> tuple[IMPALATrainState, Metrics]:
+        params, opt_state, metrics = _step(loss_fn, optimizer, state, batch)
+        metrics["curr_entropy_coeff"] = jnp.asarray(hp.loss.entropy_coeff, jnp.float32)
+        state = dataclasses.replace(state, params=params, opt_state=opt_state, step=state.step + 1)
+        return state, metrics
+
+    return update
+
+
+def make_appo_update(
+    apply: Apply,
+    dist: ActionDistribution,
+    optimizer: optax.GradientTransformation,
+    hp: APPOHyperparams,
+) -> Callable[[APPOTrainState, VTraceTrainBatch], tuple[APPOTrainState, Metrics]]:
+    """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on ``appo_loss``
+    against the target policy; then, every ``target_network_update_freq`` updates, the target
+    moves ``tau`` of the way to the current parameters, and with ``use_kl_loss`` the KL
+    coefficient adapts as RLlib's (x1.5 above 2 kl_target, x0.5 below kl_target / 2)."""
+    move_target = learner_update.make_target_update(hp.tau, {"target_params": "params"})
+
+    def loss_fn(
+        params: Any, batch: VTraceTrainBatch, target_params: Any, kl_coeff: jax.Array
+    ) -> tuple[jax.Array, Metrics]:
+        dist_inputs, values, next_values = forward_with_next_values(apply, params, batch)
+        old_dist_inputs, _, _ = forward_with_next_values(apply, target_params, batch)
+        return appo_loss(
+            dist_inputs,
+            values,
+            next_values,
+            old_dist_inputs,
+            batch.vtrace,
+            dist,
+            kl_coeff,
+            hp.loss,
+        )
+
+    def update(state: APPOTrainState, batch: VTraceTrainBatch) -> tuple[APPOTrainState, Metrics]:
+        params, opt_state, metrics = _step(
+            loss_fn, optimizer, state, batch, state.target_params, state.kl_coeff
+        )
+        step = state.step + 1
+        state = dataclasses.replace(state, params=params, opt_state=opt_state, step=step)
+        due = step % hp.target_network_update_freq == 0
+        moved = move_target(state)
+        target = jax.tree.map(
+            lambda new, old: jnp.where(due, new, old), moved.target_params, state.target_params
+        )
+        kl, kl_coeff = metrics["mean_kl_loss"], state.kl_coeff
+        if hp.loss.use_kl_loss:
+            kl_coeff = adapt_kl_coeff(kl_coeff, kl, hp.kl_target)
+        metrics["curr_kl_coeff"] = state.kl_coeff
+        metrics["curr_entropy_coeff"] = jnp.asarray(hp.loss.vtrace.entropy_coeff, jnp.float32)
+        metrics["num_target_updates"] = due.astype(jnp.float32)
+        return dataclasses.replace(state, target_params=target, kl_coeff=kl_coeff), metrics
+
+    return update
+
+
+__all__ = [
+    "APPOHyperparams",
+    "APPOTrainState",
+    "IMPALAHyperparams",
+    "IMPALATrainState",
+    "VTraceTrainBatch",
+    "forward_with_next_values",
+    "make_appo_update",
+    "make_impala_update",
+    "make_vtrace_postprocess",
+]

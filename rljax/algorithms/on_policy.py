@@ -1,0 +1,157 @@
+"""What PPO, IMPALA and APPO share: an actor-critic policy, and the algorithm that runs the
+execution layer's on-policy loop (``rljax/execution/on_policy.py``) on their parts.
+
+A subclass's ``_setup()`` builds its actor-critic (``_init_actor_critic``), its learner state,
+postprocess and update, sets ``parts``, then calls ``_setup_execution``: the fused EnvPool path
+(one jitted program per iteration) for an EnvPool env without runner threads, runner threads
+otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from rljax.algorithms.algorithm import Algorithm
+from rljax.execution.on_policy import OnPolicyLoop
+from rljax.networks.distributions import ActionDistribution
+from rljax.runners.acting import Transition, make_act_step, make_fused_rollout
+from rljax.utils.errors import ConfigError
+from rljax.utils.jit import run_once
+
+
+class OnPolicyAlgorithm(Algorithm):
+    """An actor-critic trained by ``OnPolicyLoop`` (fused, or with runner threads)."""
+
+    state: Any
+
+    def _init_actor_critic(self) -> tuple[ActionDistribution, dict[str, Any], jax.Array]:
+        """Builds ``self.module`` (``build_policy``) and sets ``_action_key``; returns the
+        distribution, the initial ``{POLICY_ID: params}`` and the learner's key."""
+        # Here, not at the top: importing the ppo package imports this module.
+        from rljax.algorithms.ppo.learner import POLICY_ID
+        from rljax.algorithms.ppo.networks import build_policy
+
+        dist, self.module = build_policy(self.observation_space, self.action_space, self.config)
+        key = jax.random.PRNGKey(self.seed)
+        key, init_key, self._action_key = jax.random.split(key, 3)
+        obs_example = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
+        try:
+            params = {POLICY_ID: run_once(self.module.init, init_key, obs_example)}
+            out = jax.eval_shape(self.module.apply, params[POLICY_ID], obs_example)
+        except Exception as e:
+            raise ConfigError(
+                f"the model could not be built for observations {self.observation_space}: {e}"
+            ) from e
+        if out[0].shape != (1, dist.num_outputs) or out[1].shape != (1,):
+            raise ConfigError(
+                f"the module must return (action_dist_inputs [B, {dist.num_outputs}], value [B]); "
+                f"it returned shapes {out[0].shape} and {out[1].shape}"
+            )
+        return dist, params, key
+
+    def _setup_execution(
+        self,
+        postprocess: Callable[[Transition], Any],
+        update: Callable[[Any, Any], tuple[Any, dict[str, jax.Array]]],
+        max_policy_lag: int | None = None,
+    ) -> None:
+        """Builds the loop on ``self.parts`` and the learner state ``self.state``.
+
+        Args:
+          postprocess: ``postprocess(traj [T, K]) -> batch``.
+          update: ``update(state, batch) -> (state, metrics)``.
+          max_policy_lag: The runner threads' lag bound (``RunnerGroup``); None: 1 with
+            ``sample_async``, else 0.
+        """
+        self.fragment_length = self.config.get_rollout_fragment_length()
+        self._postprocess = postprocess
+        self._update = update
+        self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
+        self.state = self._place_learner_state(self.state)
+        self.fused = self._fused_envpool()
+        if self.fused:
+            self._setup_fused()
+        else:
+            self._setup_host_runners(max_policy_lag)
+
+    def _setup_fused(self) -> None:
+        xla_step, self.runner_state = self._make_fused_runner(self._runner_params())
+        rollout = make_fused_rollout(
+            self._act_step, xla_step, self.fragment_length, self.parts.to_env_action
+        )
+        self._loop = OnPolicyLoop.fused(
+            rollout,
+            self._postprocess,
+            self._update,
+            self.parts.acting_params,
+            self._runner_params,
+            self.mesh,
+            self._state_sharding,
+            self._batch_sharding,
+        )
+
+    def _setup_host_runners(self, max_policy_lag: int | None = None) -> None:
+        self._runners = self._make_runner_group(
+            self._runner_params(), self._act_step, self.fragment_length, max_policy_lag
+        )
+        self._loop = OnPolicyLoop.with_runners(
+            self._runners,
+            self._postprocess,
+            self._update,
+            self._runner_params,
+            self.config.sample_timeout_s,
+            self.mesh,
+            self._state_sharding,
+            self._batch_sharding,
+        )
+
+    def _runner_params(self, state: Any = None) -> Any:
+        # A copy: the update donates the train state, and runner threads may still be acting
+        # with the previous weights while it runs. ``device_put`` alone may hand back the runner
+        # device's shard of a state replicated over a learner mesh, so it is copied there.
+        params = self.parts.acting_params(self.state if state is None else state)
+        params = jax.device_put(params, self.runner_device, may_alias=False)
+        if self.mesh is not None:
+            params = jax.tree.map(jnp.copy, params)
+        return params
+
+    # The loop's jitted programs (the multi-device and fault-tolerance checks inspect them).
+    @property
+    def _train_step(self) -> Any:
+        return self._loop.train_step
+
+    @property
+    def _sample(self) -> Any:
+        return self._loop.sample
+
+    @property
+    def _jit_update(self) -> Any:
+        return self._loop.update
+
+    @property
+    def _postprocess_jit(self) -> Any:
+        return self._loop.postprocess
+
+    # ------------------------------------------------------------------ training
+    def _training_step(self) -> dict[str, Any]:
+        if self._runners is not None:
+            self._live_runners()  # a stopped algorithm raises here
+        self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
+        return result
+
+    # ------------------------------------------------------------------ checkpoint hooks
+    def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
+        return self.state
+
+    def _restore_state(self, state: Any) -> None:
+        target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
+        self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
+        if self._runners is not None:  # runner threads act with them next
+            self._runners.publish(self._runner_params(), advance=False)
+
+
+__all__ = ["OnPolicyAlgorithm"]
