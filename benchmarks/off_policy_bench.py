@@ -160,12 +160,14 @@ def main(
     score: Callable[[dict[str, Any]], float] = episode_return_mean,
     compare: str = "rllib",
     install: str | None = None,
+    variants: tuple[str, ...] = ("rljax",),
 ) -> None:
     """The command line shared by the off-policy benchmarks.
 
-    ``build(variant, settings)`` returns an algorithm (``train()``/``stop()``) for "rljax" or
-    ``compare`` ("rllib" or "sb3"); ``extra_metrics(algo, result)`` adds figures measured inside
-    the variant's process. ``install``: the command that installs the comparison; given, a
+    ``build(variant, settings)`` returns an algorithm (``train()``/``stop()``) for each name of
+    ``variants`` (rljax's runs; the first is compared with ``compare``) and for ``compare``
+    ("rllib" or "sb3"); ``extra_metrics(algo, result)`` adds figures measured inside
+    the first variant's process. ``install``: the command that installs the comparison; given, a
     ``--compare`` that cannot run it exits with that command instead of reporting it missing.
     """
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -180,7 +182,7 @@ def main(
         algo = build(args.variant, s)
         try:
             result = train_loop(algo, s["target_return"], s["max_timesteps"], args.variant, score)
-            if extra_metrics is not None and args.variant == "rljax":
+            if extra_metrics is not None and args.variant == variants[0]:
                 result.update(extra_metrics(algo, result))
         finally:
             algo.stop()
@@ -192,7 +194,7 @@ def main(
             f"--compare runs {compare}, which needs {' and '.join(_missing(compare))}: {install}\n",
         )
     extra = ["--max-timesteps", str(args.max_timesteps)]
-    results = {"rljax": _spawn(script, "rljax", extra)}
+    results = {v: _spawn(script, v, extra) for v in variants}
     if args.compare:
         results[compare] = _spawn(script, compare, extra)
     packages = ["rljax", "jax", "jaxlib", "flax", "optax", "envpool", "gymnasium"]
@@ -204,7 +206,7 @@ def main(
         "machine": machine_info(packages),
         "results": results,
     }
-    r, b = results["rljax"], results.get(compare, {})
+    r, b = results[variants[0]], results.get(compare, {})
     if r.get("status") == "ok" and b.get("status") == "ok":
         summary["speedup_throughput"] = (
             r["throughput_env_steps_per_s"] / b["throughput_env_steps_per_s"]

@@ -58,6 +58,18 @@ def test_td3_benchmark_short_run_and_compare_needs_stable_baselines3(tmp_path, r
 
 
 @pytest.mark.slow
+def test_appo_benchmark_short_run_reports_both_algorithms(tmp_path, run_benchmark):
+    # 800 rows per iteration (32 sub-envs x 25), of which the auto-reset rows are no env steps:
+    # it stops at the first iteration past 3200 real env steps.
+    report = run_benchmark("appo_cartpole.py", "--max-timesteps", "3200", "--out", str(tmp_path))
+    assert set(report["results"]) == {"rljax_appo", "rljax_impala"}  # RLlib only with --compare
+    for res in report["results"].values():
+        assert res["status"] == "ok" and res["throughput_env_steps_per_s"] > 0
+        assert 3200 <= res["env_steps_total"] < 4000
+    assert (tmp_path / "appo_cartpole.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
 def test_multi_agent_benchmarks_short_runs(tmp_path, run_benchmark):
     many = run_benchmark(
         "many_policies.py",
