@@ -231,6 +231,18 @@ class Algorithm:
         spec = self.env_spec
         return spec is not None and spec.backend == "envpool" and self.config.num_env_runners == 0
 
+    def _on_runner_device(self, params: Any) -> Any:
+        """A copy of ``params`` on the runner device, for runner threads to act with.
+
+        A copy, because the update donates the train state while runner threads may still act
+        with the previous weights; with a learner mesh ``device_put`` alone may hand back the
+        runner device's shard of the replicated state, so the copy is made there.
+        """
+        params = jax.device_put(params, self.runner_device, may_alias=False)
+        if self.mesh is not None:
+            params = jax.tree.map(jnp.copy, params)
+        return params
+
     def _live_runners(self) -> RunnerGroup:
         """The runner threads, on a path that has them (not the fused one)."""
         assert self._runners is not None, "no runner threads: the fused path, or stopped"

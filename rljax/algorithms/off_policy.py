@@ -408,8 +408,7 @@ class OffPolicyAlgorithm(Algorithm):
         self._jit_cycle = self._make_jit_cycle(cycle)
 
     def _runner_params(self) -> Any:
-        params = self._jit_acting_params(self.state)
-        return jax.device_put(params, self.runner_device, may_alias=False)
+        return self._on_runner_device(self._jit_acting_params(self.state))
 
     # ------------------------------------------------------------------ training
     def _training_step(self) -> dict[str, Any]:

@@ -110,14 +110,9 @@ class OnPolicyAlgorithm(Algorithm):
         )
 
     def _runner_params(self, state: Any = None) -> Any:
-        # A copy: the update donates the train state, and runner threads may still be acting
-        # with the previous weights while it runs. ``device_put`` alone may hand back the runner
-        # device's shard of a state replicated over a learner mesh, so it is copied there.
-        params = self.parts.acting_params(self.state if state is None else state)
-        params = jax.device_put(params, self.runner_device, may_alias=False)
-        if self.mesh is not None:
-            params = jax.tree.map(jnp.copy, params)
-        return params
+        return self._on_runner_device(
+            self.parts.acting_params(self.state if state is None else state)
+        )
 
     # The loop's jitted programs (the multi-device and fault-tolerance checks inspect them).
     @property
@@ -138,8 +133,6 @@ class OnPolicyAlgorithm(Algorithm):
 
     # ------------------------------------------------------------------ training
     def _training_step(self) -> dict[str, Any]:
-        if self._runners is not None:
-            self._live_runners()  # a stopped algorithm raises here
         self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
         return result
 

@@ -364,7 +364,7 @@ class MultiAgentPPO(Algorithm):
 
     # ------------------------------------------------------------------ acting
     def _runner_params(self) -> Any:
-        return jax.device_put(self._params(), self.runner_device, may_alias=False)
+        return self._on_runner_device(self._params())
 
     def _params(self) -> list[Any]:
         return self.parts.acting_params(self.state)
