@@ -280,11 +280,14 @@ class Algorithm:
         act_step: ActStep,
         fragment_length: int,
         max_policy_lag: int | None = None,
+        free_running: bool = False,
+        max_queued_fragments: int | None = None,
     ) -> RunnerGroup:
         """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group.
 
         ``max_policy_lag``: how many weight versions a runner may sample ahead of the learner
-        (``RunnerGroup``); None: 1 with ``sample_async``, else 0.
+        (``RunnerGroup``); None: 1 with ``sample_async``, else 0. ``free_running``: no lag
+        bound, the runners held back only by ``max_queued_fragments`` (IMPALA, APPO).
 
         Fault tolerance: ``restart_failed_sub_environments`` rebuilds a gymnasium sub-env that
         raises (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
@@ -331,12 +334,15 @@ class Algorithm:
             for runner in runners:
                 runner.close(force=True)
             raise
+        lag: int | None = max_policy_lag
+        if lag is None:
+            lag = 1 if cfg.sample_async else 0
         group = RunnerGroup(
             runners,
             fragment_length,
-            max_policy_lag=(1 if cfg.sample_async else 0)
-            if max_policy_lag is None
-            else max_policy_lag,
+            max_policy_lag=None if free_running else lag,
+            max_queued_fragments=max_queued_fragments,
+            streams_per_runner=self._slots_per_runner(),
             make_runner=make,
             max_restarts=cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0,
             ignore_failures=cfg.ignore_env_runner_failures,

@@ -9,6 +9,7 @@ otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,25 @@ from rljax.networks.distributions import ActionDistribution
 from rljax.runners.acting import Transition, make_act_step, make_fused_rollout
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
+
+
+@dataclasses.dataclass(frozen=True)
+class FreeRunning:
+    """How an asynchronous learner (IMPALA, APPO) takes its runners' fragments.
+
+    Attributes:
+      fragments_per_batch: Fragments of one update, the first ready from any runners.
+      broadcast_interval: Updates between weight broadcasts.
+      max_queued_fragments: Finished fragments a runner may hold (requests in flight).
+      learner_thread: Update in a thread of its own (``num_learners >= 1``).
+      max_pending_updates: Updates that thread may finish before the driver collects them.
+    """
+
+    fragments_per_batch: int
+    broadcast_interval: int = 1
+    max_queued_fragments: int = 1
+    learner_thread: bool = False
+    max_pending_updates: int = 1
 
 
 class OnPolicyAlgorithm(Algorithm):
@@ -58,6 +78,7 @@ class OnPolicyAlgorithm(Algorithm):
         postprocess: Callable[[Transition], Any],
         update: Callable[[Any, Any], tuple[Any, dict[str, jax.Array]]],
         max_policy_lag: int | None = None,
+        free_running: FreeRunning | None = None,
     ) -> None:
         """Builds the loop on ``self.parts`` and the learner state ``self.state``.
 
@@ -66,6 +87,7 @@ class OnPolicyAlgorithm(Algorithm):
           update: ``update(state, batch) -> (state, metrics)``.
           max_policy_lag: The runner threads' lag bound (``RunnerGroup``); None: 1 with
             ``sample_async``, else 0.
+          free_running: With runner threads, sample free-running instead (IMPALA, APPO).
         """
         self.fragment_length = self.config.get_rollout_fragment_length()
         self._postprocess = postprocess
@@ -76,7 +98,7 @@ class OnPolicyAlgorithm(Algorithm):
         if self.fused:
             self._setup_fused()
         else:
-            self._setup_host_runners(max_policy_lag)
+            self._setup_host_runners(max_policy_lag, free_running)
 
     def _setup_fused(self) -> None:
         xla_step, self.runner_state = self._make_fused_runner(self._runner_params())
@@ -94,9 +116,17 @@ class OnPolicyAlgorithm(Algorithm):
             self._batch_sharding,
         )
 
-    def _setup_host_runners(self, max_policy_lag: int | None = None) -> None:
+    def _setup_host_runners(
+        self, max_policy_lag: int | None = None, free_running: FreeRunning | None = None
+    ) -> None:
+        free = free_running
         self._runners = self._make_runner_group(
-            self._runner_params(), self._act_step, self.fragment_length, max_policy_lag
+            self._runner_params(),
+            self._act_step,
+            self.fragment_length,
+            max_policy_lag,
+            free_running=free is not None,
+            max_queued_fragments=free.max_queued_fragments if free else None,
         )
         self._loop = OnPolicyLoop.with_runners(
             self._runners,
@@ -107,6 +137,10 @@ class OnPolicyAlgorithm(Algorithm):
             self.mesh,
             self._state_sharding,
             self._batch_sharding,
+            fragments_per_batch=free.fragments_per_batch if free else None,
+            broadcast_interval=free.broadcast_interval if free else 1,
+            learner_thread=free.learner_thread if free else False,
+            max_pending_updates=free.max_pending_updates if free else 1,
         )
 
     def _runner_params(self, state: Any = None) -> Any:
@@ -143,8 +177,15 @@ class OnPolicyAlgorithm(Algorithm):
     def _restore_state(self, state: Any) -> None:
         target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
         self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
+        self._loop.set_state(self.state)  # a learner thread goes on from it
         if self._runners is not None:  # runner threads act with them next
             self._runners.publish(self._runner_params(), advance=False)
 
+    def stop(self) -> None:
+        loop = getattr(self, "_loop", None)  # None when building failed part-way
+        super().stop()  # closing the runners ends a learner thread's wait for fragments
+        if loop is not None:
+            loop.close()
 
-__all__ = ["OnPolicyAlgorithm"]
+
+__all__ = ["FreeRunning", "OnPolicyAlgorithm"]

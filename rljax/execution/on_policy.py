@@ -12,6 +12,8 @@ knows the algorithm.
 from __future__ import annotations
 
 import dataclasses
+import queue
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -62,34 +64,82 @@ def make_train_step(
     return train_step
 
 
-def runner_group_metrics(group: GroupSample, learner_version: int) -> dict[str, Any]:
-    """Policy lag (in weight versions) and per-runner throughput of the fragments of one update.
+@dataclasses.dataclass
+class SampleRecord:
+    """What is known of the fragments of one update, per fragment: the runner slot, the
+    version of the weights it was sampled with, its env steps, sampling and waiting seconds."""
 
-    Args:
-      group: The runners' fragments, joined along the sub-env axis (``RunnerGroup.sample``).
-      learner_version: The version of the weights the update starts from.
+    slots: list[int]
+    versions: list[int]
+    steps: list[int]
+    sample_s: list[float]
+    wait_s: list[float]
+    learner_version: int  # the version of the weights the update starts from
+    learner_wait_s: float  # how long the learner waited for the fragments
+
+    @classmethod
+    def of(cls, group: GroupSample, learner_version: int) -> SampleRecord:
+        valid = np.asarray(group.traj.valid)
+        n = len(group.versions)
+        steps = valid.reshape(valid.shape[0], n, -1).sum(axis=(0, 2))
+        return cls(
+            slots=list(group.slots) or list(range(n)),
+            versions=list(group.versions),
+            steps=[int(x) for x in steps],
+            sample_s=list(group.sample_s),
+            wait_s=list(group.runner_wait_s),
+            learner_version=learner_version,
+            learner_wait_s=group.learner_wait_s,
+        )
+
+
+def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[str, Any]:
+    """Policy lag (in weight versions: updates) and per-runner throughput of the fragments of
+    one or more updates.
+
+    ``per_runner`` has every runner (``"1"`` .. ``str(num_runners)``); a runner that gave no
+    fragment has ``num_fragments`` 0 and NaN lag (a straggler, or a dropped runner).
     """
-    lags = [learner_version - v for v in group.versions]
-    valid = np.asarray(group.traj.valid)
-    steps = valid.reshape(valid.shape[0], len(lags), -1).sum(axis=(0, 2))
+    lags: list[int] = []
+    waits: list[float] = []
+    per: dict[int, dict[str, Any]] = {
+        i: {"num_fragments": 0, "steps": 0, "sample_s": 0.0, "wait": [], "lags": []}
+        for i in range(num_runners)
+    }
+    for rec in records:
+        for slot, version, steps, sample_s, wait in zip(
+            rec.slots, rec.versions, rec.steps, rec.sample_s, rec.wait_s, strict=True
+        ):
+            lag = rec.learner_version - version
+            lags.append(lag)
+            waits.append(wait)
+            p = per[slot]
+            p["num_fragments"] += 1
+            p["steps"] += steps
+            p["sample_s"] += sample_s
+            p["wait"].append(wait)
+            p["lags"].append(lag)
+    nan = float("nan")
     return {
         "policy_lag_mean": float(np.mean(lags)),
         "policy_lag_max": int(np.max(lags)),
-        "runner_wait_for_learner_s": float(np.mean(group.runner_wait_s)),
-        "learner_wait_s": group.learner_wait_s,
+        "runner_wait_for_learner_s": float(np.mean(waits)),
+        "learner_wait_s": float(sum(r.learner_wait_s for r in records)),
         "per_runner": {
             str(i + 1): {
-                "num_env_steps_sampled": int(steps[i]),
-                "sample_s": group.sample_s[i],
-                "env_steps_per_s": float(steps[i] / group.sample_s[i])
-                if group.sample_s[i] > 0
-                else float("nan"),
-                "wait_for_learner_s": group.runner_wait_s[i],
-                "policy_lag": lags[i],
+                "num_fragments": p["num_fragments"],
+                "num_env_steps_sampled": p["steps"],
+                "sample_s": p["sample_s"],
+                "env_steps_per_s": p["steps"] / p["sample_s"] if p["sample_s"] > 0 else nan,
+                "wait_for_learner_s": float(np.mean(p["wait"])) if p["wait"] else nan,
+                "policy_lag": float(np.mean(p["lags"])) if p["lags"] else nan,
             }
-            for i in range(len(lags))
+            for i, p in per.items()
         },
     }
+
+
+Record = dict[str, Any]  # one update's outputs, still on the device (``OnPolicyLoop._learn``)
 
 
 @dataclasses.dataclass
@@ -98,6 +148,11 @@ class OnPolicyLoop(Generic[State]):
 
     Build it with ``OnPolicyLoop.fused(...)`` or ``OnPolicyLoop.with_runners(...)``; ``step``
     returns the new train state and the dict ``Algorithm.train()`` turns into RLlib's result.
+
+    With free-running runners (``fragments_per_batch`` set) a batch is the first fragments ready
+    from any runners, and the weights reach the runners every ``broadcast_interval`` updates;
+    with ``learner_thread`` the updates run in a thread of their own (``LearnerThread``) and
+    ``step`` returns every update finished since the last call.
     """
 
     update: Callable[[State, Batch], tuple[State, Metrics]]
@@ -108,6 +163,10 @@ class OnPolicyLoop(Generic[State]):
     runners: RunnerGroup | None = None
     batch_sharding: jax.sharding.Sharding | None = None
     sample_timeout_s: float | None = None
+    fragments_per_batch: int | None = None
+    broadcast_interval: int = 1
+    learner_thread: LearnerThread[State] | None = None
+    _since_broadcast: int = 0
 
     @classmethod
     def fused(
@@ -150,75 +209,265 @@ class OnPolicyLoop(Generic[State]):
         mesh: jax.sharding.Mesh | None = None,
         state_sharding: Any = None,
         batch_sharding: jax.sharding.Sharding | None = None,
+        fragments_per_batch: int | None = None,
+        broadcast_interval: int = 1,
+        learner_thread: bool = False,
+        max_pending_updates: int = 1,
     ) -> OnPolicyLoop[State]:
         """Runner threads sample; the batch is post-processed and the update runs in the
-        driver (partitioned over the mesh with several learners); the new weights are published
-        after each update."""
+        driver (partitioned over the mesh with several learners), or in a learner thread; the
+        new weights are published after each update, or every ``broadcast_interval``.
+
+        Args:
+          fragments_per_batch: Free-running runners only (``RunnerGroup.sample_any``): the
+            fragments of a batch, from whichever runners have them ready. None: one of every
+            runner (``RunnerGroup.sample``).
+          broadcast_interval: Updates between weight broadcasts (free-running only; else 1).
+          learner_thread: Update in a thread of its own (free-running only), so that the
+            driver's work between iterations overlaps learning; the update then keeps its
+            input state (no donation): the driver reads the newest state while the thread goes
+            on from it.
+          max_pending_updates: With ``learner_thread``: updates the thread may finish before
+            the driver collects them (``step``); then it waits (RLlib's learner queue).
+        """
+        free = runners.exchange.free_running
+        if not free and (fragments_per_batch is not None or learner_thread):
+            raise ValueError("fragments_per_batch and learner_thread need free-running runners")
+        if broadcast_interval != 1 and not free:
+            raise ValueError(
+                f"broadcast_interval={broadcast_interval}: lag-bounded runners take the weights "
+                "of every update (1)"
+            )
 
         def with_episodes(traj: Transition) -> tuple[Batch, Episodes]:
             return postprocess(traj), episode_arrays(traj)
 
-        return cls(
-            update=jit_update(update, mesh, state_sharding, batch_sharding),
+        loop = cls(
+            update=jit_update(
+                update, mesh, state_sharding, batch_sharding, donate=not learner_thread
+            ),
             runner_params=runner_params,
             postprocess=jax.jit(with_episodes),
             runners=runners,
             batch_sharding=batch_sharding if mesh is not None else None,
             sample_timeout_s=sample_timeout_s,
+            fragments_per_batch=(fragments_per_batch or 1) if free else None,
+            broadcast_interval=broadcast_interval,
         )
+        if learner_thread:
+            loop.learner_thread = LearnerThread(
+                loop._sample_batch, loop._learn, max_pending_updates
+            )
+        return loop
 
     def step(
         self, state: State, runner_state: FusedRunnerState | None
     ) -> tuple[State, FusedRunnerState | None, dict[str, Any]]:
-        """One iteration: ``(state, runner_state, training_step_result)``."""
+        """One iteration: ``(state, runner_state, training_step_result)``.
+
+        With a learner thread: every update it finished since the last call (at least one) and
+        the newest state; ``state`` starts the thread on the first call.
+        """
         t_start = time.perf_counter()
-        runner_metrics: dict[str, Any] = {}
         if self.train_step is not None:
             state, runner_state, metrics, episodes = self.train_step(state, runner_state)
             jax.block_until_ready(metrics)
             # Sampling and learning run inside one XLA program here: only their sum is measured.
-            timers = {"training_step": time.perf_counter() - t_start}
-        else:
+            record: Record = {"metrics": metrics, "episodes": episodes, "timers": {}}
+            return state, runner_state, self._result([record], t_start)
+        if self.learner_thread is not None:
+            state, records = self.learner_thread.collect(state)
+            return state, runner_state, self._result(records, t_start)
+        if self.sample is not None:  # the fused rollout with a learner mesh
             t0 = time.perf_counter()
-            if self.sample is not None:
-                runner_state, batch, episodes = self.sample(self.runner_params(state), runner_state)
-            else:
-                assert self.runners is not None and self.postprocess is not None
-                group = self.runners.sample(self.sample_timeout_s)
-                batch, episodes = self.postprocess(group.traj)
-                runner_metrics = runner_group_metrics(group, self.runners.version)
-            if self.batch_sharding is not None:
-                batch = jax.device_put(batch, self.batch_sharding)
-            jax.block_until_ready(batch)
-            t1 = time.perf_counter()
-            state, metrics = self.update(state, batch)
-            jax.block_until_ready(metrics)
-            if self.runners is not None:
-                self.runners.publish(self.runner_params(state))
-            t2 = time.perf_counter()
-            timers = {
-                "training_step": t2 - t_start,
-                "env_runner_sampling_timer": t1 - t0,
-                "learner_update_timer": t2 - t1,
-            }
-            if runner_metrics:
-                timers["learner_wait_for_runners_s"] = runner_metrics.pop("learner_wait_s")
-        metrics, episodes = jax.device_get((metrics, episodes))
-        done = episodes["done"]
-        num_valid = int(episodes["num_valid"])
-        return (
-            state,
-            runner_state,
-            {
-                "learner_metrics": metrics,
-                "episode_returns": episodes["returns"][done],
-                "episode_lens": episodes["lens"][done],
-                "num_env_steps_sampled": num_valid,
-                "num_env_steps_trained": num_valid,
-                "timers": timers,
-                "runner_metrics": runner_metrics,
-            },
-        )
+            runner_state, batch, episodes = self.sample(self.runner_params(state), runner_state)
+            sampled = (self._placed(batch), episodes, None, time.perf_counter() - t0)
+        else:
+            sampled = self._sample_batch()
+        state, record = self._learn(state, sampled)
+        return state, runner_state, self._result([record], t_start)
+
+    def _placed(self, batch: Batch) -> Batch:
+        if self.batch_sharding is not None:
+            batch = jax.device_put(batch, self.batch_sharding)
+        return jax.block_until_ready(batch)
+
+    def _sample_batch(self) -> tuple[Batch, Episodes, SampleRecord | None, float]:
+        """The runners' next batch, post-processed and placed: ``(batch, episodes, record,
+        seconds)``."""
+        assert self.runners is not None and self.postprocess is not None
+        t0 = time.perf_counter()
+        if self.fragments_per_batch is not None:
+            group = self.runners.sample_any(self.fragments_per_batch, self.sample_timeout_s)
+        else:
+            group = self.runners.sample(self.sample_timeout_s)
+        batch, episodes = self.postprocess(group.traj)
+        # The version of the weights the update starts from, in updates.
+        learner_version = self.runners.version + self._since_broadcast
+        record = SampleRecord.of(group, learner_version)
+        return self._placed(batch), episodes, record, time.perf_counter() - t0
+
+    def _learn(
+        self, state: State, sampled: tuple[Batch, Episodes, SampleRecord | None, float]
+    ) -> tuple[State, Record]:
+        """One update on a sampled batch, and the weights published when it is time."""
+        batch, episodes, sample_record, sample_s = sampled
+        t1 = time.perf_counter()
+        state, metrics = self.update(state, batch)
+        jax.block_until_ready(metrics)
+        if self.runners is not None:
+            self._since_broadcast += 1
+            if self._since_broadcast >= self.broadcast_interval:
+                steps = self._since_broadcast if self.runners.exchange.free_running else 1
+                self.runners.publish(self.runner_params(state), steps=steps)
+                self._since_broadcast = 0
+        timers = {
+            "env_runner_sampling_timer": sample_s,
+            "learner_update_timer": time.perf_counter() - t1,
+        }
+        return state, {
+            "metrics": metrics,
+            "episodes": episodes,
+            "timers": timers,
+            "sample_record": sample_record,
+        }
+
+    def _result(self, records: list[Record], t_start: float) -> dict[str, Any]:
+        """The training-step result of one or more updates: learner metrics averaged over them,
+        their episodes and env steps summed, runner metrics over all their fragments."""
+        host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
+        metrics = {k: np.mean([m[k] for m, _ in host]) for k in host[0][0]}
+        returns = np.concatenate([e["returns"][e["done"]] for _, e in host])
+        lens = np.concatenate([e["lens"][e["done"]] for _, e in host])
+        num_valid = sum(int(e["num_valid"]) for _, e in host)
+        timers: dict[str, float] = {"training_step": time.perf_counter() - t_start}
+        for r in records:
+            for k, v in r["timers"].items():
+                timers[k] = timers.get(k, 0.0) + v
+        runner_metrics: dict[str, Any] = {}
+        sample_records = [r["sample_record"] for r in records if r.get("sample_record")]
+        if sample_records:
+            assert self.runners is not None
+            runner_metrics = runner_group_metrics(sample_records, len(self.runners.runners))
+            timers["learner_wait_for_runners_s"] = runner_metrics.pop("learner_wait_s")
+            if self.fragments_per_batch is not None:  # IMPALA/APPO report the lag as learners
+                metrics["policy_lag_mean"] = runner_metrics["policy_lag_mean"]
+                metrics["policy_lag_max"] = runner_metrics["policy_lag_max"]
+                metrics["num_updates"] = len(records)
+        return {
+            "learner_metrics": metrics,
+            "episode_returns": returns,
+            "episode_lens": lens,
+            "num_env_steps_sampled": num_valid,
+            "num_env_steps_trained": num_valid,
+            "timers": timers,
+            "runner_metrics": runner_metrics,
+        }
+
+    def set_state(self, state: State) -> None:
+        """Hands a state set from outside (a restored checkpoint) to the learner thread: the
+        updates it finished since the last ``step`` are discarded."""
+        if self.learner_thread is not None:
+            self.learner_thread.set_state(state)
+
+    def close(self) -> None:
+        """Stops the learner thread (after the runners were closed, which ends its wait)."""
+        if self.learner_thread is not None:
+            self.learner_thread.close()
+
+
+class LearnerThread(Generic[State]):
+    """Runs ``learn(state, sample())`` in a thread of its own, over and over.
+
+    ``collect`` hands the driver every update finished since its last call (waiting for one)
+    and the newest state. At most ``max_pending`` finished updates wait for the driver; then the
+    thread waits too, so a run left alone between ``train()`` calls stops after that many. The
+    state lives in the thread: ``set_state`` replaces it between updates (dropping the updates
+    not yet collected). An exception in the thread is raised by the next ``collect``.
+    """
+
+    def __init__(
+        self,
+        sample: Callable[[], Any],
+        learn: Callable[[State, Any], tuple[State, Record]],
+        max_pending: int,
+        poll_s: float = 0.05,
+    ):
+        self._sample = sample
+        self._learn = learn
+        self._results: queue.Queue[tuple[int, State, Record]] = queue.Queue(max(1, max_pending))
+        self._lock = threading.Lock()
+        self._state: Any = None
+        self._generation = 0
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._poll_s = poll_s
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def collect(self, state: State) -> tuple[State, list[Record]]:
+        """``(newest state, records)``: the updates finished since the last call, at least one.
+        The first call starts the thread from ``state``."""
+        if self._thread is None:
+            self._state = state
+            self._thread = threading.Thread(target=self._run, name="rljax-learner", daemon=True)
+            self._thread.start()
+        items: list[tuple[int, State, Record]] = []
+        while not items:
+            try:
+                items += self._current(self._results.get(timeout=self._poll_s))
+                continue
+            except queue.Empty:
+                pass
+            if self._error is not None:
+                raise self._error
+            if not self.running:
+                raise RuntimeError("the learner thread stopped")
+        while True:
+            try:
+                items += self._current(self._results.get_nowait())
+            except queue.Empty:
+                break
+        # The state after the last update handed over (the thread may be one further).
+        return items[-1][1], [record for _, _, record in items]
+
+    def _current(self, item: tuple[int, State, Record]) -> list[tuple[int, State, Record]]:
+        return [item] if item[0] == self._generation else []
+
+    def set_state(self, state: State) -> None:
+        with self._lock:
+            self._state = state
+            self._generation += 1
+        while True:  # updates from the state replaced: not the new one's
+            try:
+                self._results.get_nowait()
+            except queue.Empty:
+                break
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                sampled = self._sample()
+                with self._lock:
+                    self._state, record = self._learn(self._state, sampled)
+                    item = (self._generation, self._state, record)
+                while not self._stop.is_set():
+                    try:
+                        self._results.put(item, timeout=self._poll_s)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as e:  # raised in the driver by collect()
+            if not self._stop.is_set():
+                self._error = e
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
 
 
 def jit_update(
@@ -226,14 +475,17 @@ def jit_update(
     mesh: jax.sharding.Mesh | None,
     state_sharding: Any,
     batch_sharding: jax.sharding.Sharding | None,
+    donate: bool = True,
 ) -> Callable[[State, Batch], tuple[State, Metrics]]:
-    """The jitted update, the train state donated: on the default device, or partitioned over
-    the learner mesh (state and batch placed as given, metrics replicated)."""
+    """The jitted update, the train state donated (unless ``donate`` is False): on the default
+    device, or partitioned over the learner mesh (state and batch placed as given, metrics
+    replicated)."""
+    donated = (0,) if donate else ()
     if mesh is None:
-        return jax.jit(update, donate_argnums=(0,))
+        return jax.jit(update, donate_argnums=donated)
     return jax.jit(
         update,
         in_shardings=(state_sharding, batch_sharding),
         out_shardings=(state_sharding, replicated(mesh)),
-        donate_argnums=(0,),
+        donate_argnums=donated,
     )

@@ -79,7 +79,9 @@ class GroupSample:
     sample_s: list[float]
     runner_wait_s: list[float]
     learner_wait_s: float
-    stats: list[Any] = dataclasses.field(default_factory=list)  # one per runner
+    stats: list[Any] = dataclasses.field(default_factory=list)  # one per fragment
+    # The runner slot of each fragment (``sample``: every slot once, in order).
+    slots: list[int] = dataclasses.field(default_factory=list)
 
 
 class RunnerGroup:
@@ -87,9 +89,14 @@ class RunnerGroup:
 
     Fragment k of a runner is sampled with weights of version >= k - ``max_policy_lag``: 0 is
     synchronous sampling (every update sees samples of the current policy), 1 lets runners
-    sample the next fragment while the learner updates, more serves IMPALA/APPO-style learners;
-    ``max_queued_fragments`` bounds the finished fragments a runner may hold
-    (``VersionedQueues``).
+    sample the next fragment while the learner updates; ``max_queued_fragments`` bounds the
+    finished fragments a runner may hold (``VersionedQueues``). The learner takes one fragment
+    of every runner per update (``sample``).
+
+    ``max_policy_lag=None`` is free-running, for IMPALA/APPO-style learners: runners sample
+    continuously with the newest weights they have, held back only by their full queues, and
+    the learner takes the first ``n`` fragments ready from any runner (``sample_any``), so a
+    slow runner (a straggler) delays no one.
 
     With ``make_runner`` and ``max_restarts > 0``, a failed runner is replaced by a new one with
     fresh envs, in its place and thread, and sampling goes on. When its env raised in ``step``,
@@ -118,15 +125,20 @@ class RunnerGroup:
         self,
         runners: list[HostRunner],
         length: int,
-        max_policy_lag: int,
+        max_policy_lag: int | None,
         poll_s: float = 0.05,
         make_runner: Callable[[int], HostRunner] | None = None,
         max_restarts: int = 0,
         ignore_failures: bool = False,
         probe_timeout_s: float = 30.0,
         max_queued_fragments: int | None = None,
+        streams_per_runner: int | None = None,
     ):
+        """``streams_per_runner``: the stream ids (``env_id``) each runner uses, from
+        ``i * streams_per_runner`` on (``sample_any`` renumbers the streams of a batch's
+        fragments apart with it); by default the runners' sub-envs."""
         self.runners = runners
+        self._streams_per_runner = streams_per_runner
         self.length = length
         self.max_policy_lag = max_policy_lag
         self._poll_s = poll_s
@@ -144,6 +156,10 @@ class RunnerGroup:
         self._errors: dict[int, str] = {}
         self._threads: list[threading.Thread] = []
         self._generation = [0] * len(runners)
+        # When each slot last delivered a fragment (or its thread started): sample_any's hang
+        # check. And the slot sample_any looks at first, so that no runner is always first.
+        self._last_delivery = [0.0] * len(runners)
+        self._next_slot = 0
         self._retired: list[HostRunner] = []  # replaced runners (closed when replaced)
 
     # ------------------------------------------------------------------ what callers read
@@ -176,20 +192,21 @@ class RunnerGroup:
         return sum(r.num_sub_env_restarts for r in unique.values())
 
     # ------------------------------------------------------------------ weights
-    def publish(self, params: Any, advance: bool = True) -> int:
+    def publish(self, params: Any, advance: bool = True, steps: int = 1) -> int:
         """Hands new weights to the runners; returns their version (0 for the first).
 
         ``advance=False`` swaps the weights without counting a new version (weights set or
         restored between updates): the runners' on-policy schedule, one version per consumed
-        fragment, stays as it was, and the next fragment a runner starts uses them.
+        fragment, stays as it was, and the next fragment a runner starts uses them. ``steps``:
+        free-running only, the versions (updates) the weights advance by.
 
         With ``max_policy_lag=0`` the runners only get the weights at the next ``sample()``: a
         runner cannot start its next fragment before them anyway, and this way every runner
         rests at a fragment boundary between ``sample()`` calls, where its state can be saved or
         restored (``get_state`` / ``set_state``). The first publish starts the runner threads.
         """
-        version = self.exchange.publish(params, advance)
-        if self.max_policy_lag > 0:
+        version = self.exchange.publish(params, advance, steps)
+        if self.max_policy_lag != 0:
             self._start_threads()
         return version
 
@@ -221,6 +238,7 @@ class RunnerGroup:
         # takes over from a runner whose env raised goes on with that runner's fragment numbers
         # (``start``), first finishing its cut fragment (``resume``).
         k = max(0, self.version) if start is None else start
+        self._last_delivery[i] = time.perf_counter()
         t = threading.Thread(
             target=self._loop,
             args=(i, self._generation[i], k, resume),
@@ -368,25 +386,63 @@ class RunnerGroup:
                         )
                         started = time.perf_counter()
                     continue
-            if fragment.generation != self._generation[i]:
-                continue  # the late fragment of a runner replaced meanwhile
-            if fragment.num_steps > 0:
-                self.faults.progressed(i)
-            if fragment.error is None:
-                return fragment
-            # Its env raised: the rows so far are kept. The replacement finishes this fragment
-            # (or, if it was complete, starts the next one).
-            complete = fragment.num_rows == self.length
-            self._replace(
-                i,
-                f"failed after {fragment.num_steps} env step(s) of its fragment:\n{fragment.error}",
-                start=fragment.index + 1 if complete else fragment.index,
-                resume=None if complete else fragment,
-            )
-            if complete or i in self.dropped:  # a dropped runner's real rows are kept too
-                return fragment
+            accepted = self._accept(i, fragment)
+            if accepted is not None:
+                return accepted
             started = time.perf_counter()
         return None
+
+    def _accept(self, i: int, fragment: Fragment) -> Fragment | None:
+        """Runner ``i``'s fragment as the learner may use it, or None: it came from a runner
+        replaced meanwhile, or its env raised part-way and the replacement finishes it (its
+        rows come later, joined)."""
+        if fragment.generation != self._generation[i]:
+            return None  # the late fragment of a runner replaced meanwhile
+        self._last_delivery[i] = time.perf_counter()
+        if fragment.num_steps > 0:
+            self.faults.progressed(i)
+        if fragment.error is None:
+            return fragment
+        # Its env raised: the rows so far are kept. The replacement finishes this fragment
+        # (or, if it was complete, starts the next one).
+        complete = fragment.num_rows == self.length
+        self._replace(
+            i,
+            f"failed after {fragment.num_steps} env step(s) of its fragment:\n{fragment.error}",
+            start=fragment.index + 1 if complete else fragment.index,
+            resume=None if complete else fragment,
+        )
+        if complete or i in self.dropped:  # a dropped runner's real rows are kept too
+            return fragment
+        return None
+
+    def _stream_ids_per_runner(self) -> int:
+        if self._streams_per_runner is None:
+            self._streams_per_runner = max(
+                getattr(r.env, "num_slots", r.spec.num_envs) for r in self.runners
+            )
+        return self._streams_per_runner
+
+    def _poll(self, i: int, timeout_s: float | None) -> Fragment | None:
+        """Runner ``i``'s fragment if one is ready, without waiting; replaces the runner when it
+        failed, or delivered nothing for ``timeout_s`` (free-running: it is never held back
+        then, its queue being empty)."""
+        fragment = self.exchange.take_nowait(i)
+        if fragment is None and (why := self._failure(i)) is not None:
+            fragment = self.exchange.take_nowait(i)  # put just before its thread ended
+            if fragment is None:
+                self._replace(i, why)
+                return None
+        if fragment is None:
+            idle = time.perf_counter() - self._last_delivery[i]
+            if timeout_s is not None and idle > timeout_s:
+                self._replace(
+                    i,
+                    f"returned no sample within {timeout_s} s (sample_timeout_s)",
+                    close_on_error=False,
+                )
+            return None
+        return self._accept(i, fragment)
 
     def _empty_fragment(self, i: int) -> Fragment:
         """The rows of a dropped runner: its fragment's shape, every row invalid."""
@@ -409,21 +465,55 @@ class RunnerGroup:
             # A dropped runner's rows are empty (valid False): the batch keeps its shape.
             fragments.append(taken if taken is not None else self._empty_fragment(i))
         self.exchange.taken()
-        learner_wait = time.perf_counter() - t0
-        if len(fragments) == 1:
-            traj = fragments[0].traj
-        else:
-            traj = jax.tree.map(
-                lambda *xs: jnp.concatenate(xs, axis=1), *[f.traj for f in fragments]
-            )
-        return GroupSample(
-            traj=traj,
-            versions=[f.version for f in fragments],
-            sample_s=[f.sample_s for f in fragments],
-            runner_wait_s=[f.wait_s for f in fragments],
-            learner_wait_s=learner_wait,
-            stats=[f.stats for f in fragments],
-        )
+        return _group_sample(fragments, list(range(len(fragments))), time.perf_counter() - t0)
+
+    def sample_any(self, num_fragments: int, timeout_s: float | None = None) -> GroupSample:
+        """The first ``num_fragments`` fragments ready, from any runners (free-running only).
+
+        Slots are looked at in turn, starting after the one last taken from, so runners that
+        keep pace contribute alike and a slow one simply contributes less. A runner that failed,
+        or delivered nothing for ``timeout_s``, is replaced (or dropped, or the run stops) as
+        ``sample`` does. Each fragment's streams are renumbered apart (``env_id`` plus its place
+        in the batch times the group's streams), so two fragments of one runner are two sets of
+        streams, never one.
+        """
+        if not self.exchange.free_running:
+            raise RuntimeError("sample_any() needs a free-running group (max_policy_lag=None)")
+        if num_fragments < 1:
+            raise ValueError(f"num_fragments must be >= 1; got {num_fragments}")
+        if not self._threads:
+            if self.exchange.version < 0:
+                raise RuntimeError("publish() the first weights before sampling")
+            self._start_threads()
+        t0 = time.perf_counter()
+        n = len(self.runners)
+        fragments: list[Fragment] = []
+        slots: list[int] = []
+        while len(fragments) < num_fragments:
+            if self.exchange.stopped:
+                raise RuntimeError("the runner group was closed while sampling")
+            got = False
+            for j in range(n):
+                i = (self._next_slot + j) % n
+                if i in self.dropped:
+                    continue
+                fragment = self._poll(i, timeout_s)
+                if fragment is not None:
+                    fragments.append(fragment)
+                    slots.append(i)
+                    got = True
+                    if len(fragments) == num_fragments:
+                        self._next_slot = (i + 1) % n
+                        break
+            if len(self.dropped) == n:
+                raise EnvRunnerError("every env runner was dropped; no samples are left")
+            if not got:
+                self.exchange.wait_for_any(self._poll_s)
+        stride = n * self._stream_ids_per_runner()
+        for place, f in enumerate(fragments):
+            if place:
+                f.traj = f.traj._replace(env_id=f.traj.env_id + place * stride)
+        return _group_sample(fragments, slots, time.perf_counter() - t0)
 
     def stalled(self, i: int) -> bool:
         """Whether runner ``i`` has run as far ahead as the lag and queue bounds allow."""
@@ -437,6 +527,25 @@ class RunnerGroup:
         for i, r in enumerate(self.runners):
             if i not in self.dropped:
                 _close_quietly(r)  # closing after a failure must not hide it
+
+
+def _group_sample(
+    fragments: list[Fragment], slots: list[int], learner_wait_s: float
+) -> GroupSample:
+    """The fragments joined along the sub-env axis, with what is known of each."""
+    if len(fragments) == 1:
+        traj = fragments[0].traj
+    else:
+        traj = jax.tree.map(lambda *xs: jnp.concatenate(xs, axis=1), *[f.traj for f in fragments])
+    return GroupSample(
+        traj=traj,
+        versions=[f.version for f in fragments],
+        sample_s=[f.sample_s for f in fragments],
+        runner_wait_s=[f.wait_s for f in fragments],
+        learner_wait_s=learner_wait_s,
+        stats=[f.stats for f in fragments],
+        slots=slots,
+    )
 
 
 def build_within(

@@ -8,7 +8,13 @@ fragment per slot per update. So a fragment is sampled with weights at most ``ma
 versions older than the learner's when it takes it, and fewer when the queue is shorter: at most
 ``max_queued_fragments + 1`` (the fragments finished but not taken, when the runner outpaces the
 learner). ``max_policy_lag=0`` is synchronous sampling; 1 lets runners sample the next fragment
-while the learner updates (PPO's ``sample_async``); IMPALA/APPO-style learners take several.
+while the learner updates (PPO's ``sample_async``).
+
+``max_policy_lag=None`` is free-running (IMPALA/APPO): a runner never waits for weights after the
+first, it starts each fragment with the newest it has, and only its full queue
+(``max_queued_fragments``, RLlib's requests in flight) holds it back. The learner takes whichever
+fragments are ready (``wait_for_any``), so a slow runner delays no one; V-trace corrects for the
+lag, which is unbounded in versions and reported instead.
 
 Nothing here knows runners, envs or algorithms: the runner threads call ``wait_for_weights`` and
 ``put`` (with a callback saying whether they are still wanted), the learner ``publish``,
@@ -36,22 +42,24 @@ class VersionedQueues(Generic[F]):
       num_slots: Runner slots (one queue each).
       max_policy_lag: Fragment k of a slot starts with weights of version >= k - max_policy_lag.
         0: the learner's weights reach the runners only at its next ``deliver`` (``sample``), so
-        every runner rests at a fragment boundary in between.
+        every runner rests at a fragment boundary in between. None: free-running (see above).
       max_queued_fragments: Finished fragments a slot's queue holds (the bound on requests in
-        flight); default ``max(1, max_policy_lag - 1)``, which lets runners use the whole lag.
+        flight); default ``max(1, max_policy_lag - 1)``, which lets runners use the whole lag
+        (1 when free-running).
       poll_s: How often waiting threads look at whether they are still wanted.
     """
 
     def __init__(
         self,
         num_slots: int,
-        max_policy_lag: int,
+        max_policy_lag: int | None,
         max_queued_fragments: int | None = None,
         poll_s: float = 0.05,
     ):
-        if max_policy_lag < 0:
-            raise ValueError(f"max_policy_lag must be >= 0; got {max_policy_lag}")
-        size = max(1, max_policy_lag - 1) if max_queued_fragments is None else max_queued_fragments
+        if max_policy_lag is not None and max_policy_lag < 0:
+            raise ValueError(f"max_policy_lag must be >= 0 or None; got {max_policy_lag}")
+        default_size = 1 if max_policy_lag is None else max(1, max_policy_lag - 1)
+        size = default_size if max_queued_fragments is None else max_queued_fragments
         if size < 1:
             raise ValueError(f"max_queued_fragments must be >= 1; got {size}")
         self.max_policy_lag = max_policy_lag
@@ -59,10 +67,11 @@ class VersionedQueues(Generic[F]):
         self.poll_s = poll_s
         self._queues: list[queue.Queue[F]] = [queue.Queue(maxsize=size) for _ in range(num_slots)]
         self._cond = threading.Condition()
+        self._arrived = threading.Condition()  # notified when a fragment enters any queue
         self._params: Any = None
         self._version = -1
         self._pending: Any = None  # weights published but not yet delivered
-        self._pending_advance = False
+        self._pending_advance = 0  # versions the pending weights advance by
         self._sampled_version = -1  # the version when the learner last took fragments
         self._waiting: dict[int, tuple[str, int]] = {}  # slot -> (what it waits for, version)
         self._stop = threading.Event()
@@ -81,23 +90,39 @@ class VersionedQueues(Generic[F]):
     def stopped(self) -> bool:
         return self._stop.is_set()
 
-    def publish(self, params: Any, advance: bool = True) -> int:
+    @property
+    def free_running(self) -> bool:
+        return self.max_policy_lag is None
+
+    def publish(self, params: Any, advance: bool = True, steps: int = 1) -> int:
         """Stores new weights; returns the version they will have (0 for the first).
 
         ``advance=False`` swaps the weights without counting a new version (weights set or
-        restored between updates). With ``max_policy_lag > 0`` they are delivered at once; with
-        0 at the learner's next ``deliver``.
+        restored between updates). ``steps``: versions the weights advance by, when free-running
+        (a learner that broadcasts every n updates counts its versions in updates); 1 otherwise,
+        where fragment numbers follow versions. With ``max_policy_lag`` 0 they are delivered at
+        the learner's next ``deliver``, otherwise at once.
         """
+        if steps < 1 or (steps != 1 and not self.free_running):
+            raise ValueError(
+                f"steps={steps}: weights advance by 1 version per publish, or by more only "
+                "when free-running (max_policy_lag=None)"
+            )
         with self._cond:
             self._pending = params
-            self._pending_advance = self._pending_advance or advance
+            if advance and self.free_running:
+                self._pending_advance += steps
+            elif advance:  # undelivered weights replaced: still one version on
+                self._pending_advance = 1
             version = self._next_version()
-        if self.max_policy_lag > 0:
+        if self.max_policy_lag != 0:
             self.deliver()
         return version
 
     def _next_version(self) -> int:
-        return self._version + (1 if self._pending_advance or self._version < 0 else 0)
+        if self._version < 0:
+            return 0
+        return self._version + int(self._pending_advance)
 
     def deliver(self) -> None:
         """Hands the pending weights (if any) to the runners, waking those waiting for them."""
@@ -105,7 +130,7 @@ class VersionedQueues(Generic[F]):
             if self._pending is not None:
                 self._params = self._pending
                 self._version = self._next_version()
-                self._pending, self._pending_advance = None, False
+                self._pending, self._pending_advance = None, 0
                 self._cond.notify_all()
 
     def check_can_take(self) -> None:
@@ -126,7 +151,8 @@ class VersionedQueues(Generic[F]):
     ) -> tuple[Any, int] | None:
         """Waits until fragment number ``fragment`` of ``slot`` may start; returns the weights
         and their version, or None once ``wanted()`` is False."""
-        need = fragment - self.max_policy_lag
+        # Free-running: any weights will do once there are some.
+        need = 0 if self.max_policy_lag is None else fragment - self.max_policy_lag
         with self._cond:
             self._waiting[slot] = (WAITING_FOR_WEIGHTS, need)
             try:
@@ -145,9 +171,11 @@ class VersionedQueues(Generic[F]):
             while wanted():
                 try:
                     self._queues[slot].put(fragment, timeout=self.poll_s)
-                    return True
                 except queue.Full:
                     continue
+                with self._arrived:
+                    self._arrived.notify_all()
+                return True
             return False
         finally:
             with self._cond:
@@ -174,6 +202,14 @@ class VersionedQueues(Generic[F]):
             return self._queues[slot].get(timeout=timeout_s)
         except queue.Empty:
             return None
+
+    def wait_for_any(self, timeout_s: float) -> bool:
+        """Waits until some slot's queue holds a fragment, at most ``timeout_s``; returns
+        whether one does."""
+        with self._arrived:
+            if not any(q.qsize() for q in self._queues):
+                self._arrived.wait(timeout_s)
+            return any(q.qsize() for q in self._queues)
 
     def discard(self, slot: int) -> None:
         """Drops a fragment waiting in the slot's queue (its runner was replaced)."""

@@ -197,21 +197,33 @@ def _same(a, b) -> bool:
 
 
 @pytest.mark.parametrize("cls", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
-@pytest.mark.parametrize("num_env_runners", [0, 2], ids=["fused", "runners"])
-def test_trains_on_both_paths_within_the_lag_bound_and_round_trips_a_checkpoint(
-    cls, num_env_runners, tmp_path
+@pytest.mark.parametrize(
+    "num_env_runners, num_learners", [(0, 0), (2, 0), (2, 1)], ids=["fused", "runners", "thread"]
+)
+def test_trains_on_every_path_and_round_trips_a_checkpoint(
+    cls, num_env_runners, num_learners, tmp_path
 ):
-    lag_bound = 2
-    algo = _config(
-        cls, num_env_runners, max_requests_in_flight_per_env_runner=lag_bound
-    ).build_algo()
+    # With runners: 2 runners x 4 sub-envs x 16 steps a fragment, 500 // 64 -> 8 fragments an
+    # update, the first ready from either runner. With a learner thread (num_learners=1) the
+    # weights go out every 2 updates.
+    config = _config(cls, num_env_runners, max_requests_in_flight_per_env_runner=2)
+    config.learners(num_learners=num_learners)
+    if num_learners:
+        config.training(broadcast_interval=2, learner_queue_size=1)
+    assert config.fragments_per_batch == (8 if num_env_runners else 1)
+    assert config.sampled_batch_size == (512 if num_env_runners else 64)
+    algo = config.build_algo()
     try:
         assert algo.fused == (num_env_runners == 0)
         assert algo.config.algo_name == cls.algo_name
+        assert (algo._loop.learner_thread is not None) == bool(num_learners)
         initial = jax.device_get(algo.state.params)
         for i in range(2):
             result = algo.train()
-            if cls is APPOConfig:  # target_network_update_freq=2: moved after update 2 only
+            # One update an iteration without a learner thread (with one: every update it
+            # finished since the last train(), at least one).
+            if cls is APPOConfig and not num_learners:
+                # target_network_update_freq=2: moved after update 2 only
                 target = jax.device_get(algo.state.target_params)
                 assert _same(target, initial) == (i == 0)
                 assert _same(target, jax.device_get(algo.state.params)) == (i == 1)
@@ -225,8 +237,21 @@ def test_trains_on_both_paths_within_the_lag_bound_and_round_trips_a_checkpoint(
             assert key in runners
         assert result["training_iteration"] == 2
         if num_env_runners:
-            assert 0 <= runners["policy_lag_max"] <= lag_bound
-            assert set(runners["per_runner"]) == {"1", "2"}
+            updates = int(algo.state.step)
+            assert updates >= 2 and (num_learners or updates == 2)
+            # Real transitions: 512 rows an update less the auto-reset rows after episode ends.
+            sampled = runners["num_env_steps_sampled"]
+            assert 0.8 * 512 * learner["num_updates"] < sampled <= 512 * learner["num_updates"]
+            assert 0 <= learner["policy_lag_mean"] <= learner["policy_lag_max"]
+            assert learner["policy_lag_max"] == runners["policy_lag_max"]
+            per_runner = runners["per_runner"]
+            assert set(per_runner) == {"1", "2"}
+            assert (
+                sum(r["num_fragments"] for r in per_runner.values()) == 8 * learner["num_updates"]
+            )
+            assert sum(r["num_env_steps_sampled"] for r in per_runner.values()) == sampled
+            if num_learners:  # weights every 2 updates: versions count updates
+                assert algo._runners.version % 2 == 0
         else:
             # Fused: sampled with the weights being updated (APPO's ratios are to the target,
             # one update behind here): close to on-policy.

@@ -1,13 +1,19 @@
 """IMPALA: config (RLlib's names and defaults) and the algorithm, V-trace on the on-policy loop.
 
-Runner threads sample with the weights they last received, up to
-``max_requests_in_flight_per_env_runner`` versions behind the learner, and the learner corrects
-for the lag with V-trace (``rljax/ops/vtrace.py``). With an EnvPool env and
-``num_env_runners=0`` sampling runs in the driver, fused with the update into one jitted
-program (synchronous, as RLlib's local runner).
+With ``num_env_runners >= 1`` the runner threads sample without pause, each with the newest
+weights it has received, held back only when ``max_requests_in_flight_per_env_runner`` finished
+fragments wait for the learner. An update takes the first fragments ready from any runners
+(``train_batch_size_per_learner`` env steps' worth), so a slow runner delays no one, and the
+learner corrects for the lag with V-trace (``rljax/ops/vtrace.py``). Weights reach the runners
+every ``broadcast_interval`` updates. With ``num_learners=0`` the update runs in the driver
+(sampling still overlaps it, in the runner threads); with ``num_learners >= 1`` in a learner
+thread of its own, so that the driver's work between iterations (results, evaluation,
+checkpoints) overlaps learning too, and one ``train()`` returns every update finished since the
+last (RLlib's asynchronous iteration).
 
-Each iteration trains on what it samples: ``rollout_fragment_length`` env steps from every
-sub-env, one gradient step.
+With an EnvPool env and ``num_env_runners=0`` sampling runs in the driver, fused with the update
+into one jitted program (synchronous, as RLlib's local runner): each iteration samples
+``rollout_fragment_length`` env steps from every sub-env and takes one gradient step on them.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from rljax.algorithms.impala.learner import (
     make_impala_update,
     make_vtrace_postprocess,
 )
-from rljax.algorithms.on_policy import OnPolicyAlgorithm
+from rljax.algorithms.on_policy import FreeRunning, OnPolicyAlgorithm
 from rljax.algorithms.ppo.ppo import make_ppo_policy_parts
 from rljax.algorithms.settings import Setting, frozen_from_config
 from rljax.execution.parts import PolicyParts
@@ -36,9 +42,12 @@ from rljax.utils.jit import run_once
 class IMPALAConfig(AlgorithmConfig):
     """IMPALA's config; defaults follow RLlib's new API stack.
 
-    One iteration samples ``rollout_fragment_length`` env steps from every sub-env and takes one
-    gradient step on them: the train batch is ``rollout_fragment_length x`` the sub-envs of all
-    runners (10 sub-envs for RLlib's 500 with the default fragment of 50). With
+    With runner threads (``num_env_runners >= 1``), an update's batch is
+    ``fragments_per_batch`` fragments (``train_batch_size_per_learner`` over a fragment's env
+    steps, ``rollout_fragment_length x num_envs_per_env_runner``: 10 fragments of 50 steps for
+    RLlib's 500 with one sub-env per runner), the first ready from any runners. On the fused
+    path (``num_env_runners=0``) one iteration samples ``rollout_fragment_length`` env steps
+    from every sub-env and takes one gradient step on them. With
     ``rollout_fragment_length="auto"`` the fragment is sized from
     ``train_batch_size_per_learner`` instead.
 
@@ -65,9 +74,9 @@ class IMPALAConfig(AlgorithmConfig):
     max_requests_in_flight_per_env_runner = Setting(
         1,
         Int(1),
-        "With runner threads: how many fragments a runner may sample ahead of the weights it "
-        "acts with (the runner group's lag bound; the lag is reported as policy_lag_mean/max). "
-        "RLlib's name for the requests a runner may have in flight.",
+        "With runner threads: finished fragments a runner may hold for the learner before it "
+        "waits (RLlib's requests in flight). Runners never wait for weights; the lag that "
+        "results is reported as policy_lag_mean/max.",
         section="env_runners",
     )
     lr = AlgorithmConfig.lr.replace(default=5e-4)
@@ -91,15 +100,16 @@ class IMPALAConfig(AlgorithmConfig):
     entropy_coeff = Setting(0.01, Number(0), "The entropy bonus's weight.")
     broadcast_interval = Setting(
         1,
-        Int(1, 1),
-        "Updates between weight broadcasts to the runners; the weights are published after "
-        "every update here (keep 1).",
+        Int(1),
+        "Updates between weight broadcasts to the runner threads.",
     )
     learner_queue_size = Setting(
         3,
         Int(1),
-        "Accepted for compatibility: the runner group's bounded fragment queues (see "
-        "max_requests_in_flight_per_env_runner) take the place of RLlib's learner queue.",
+        "With a learner thread (num_learners >= 1): updates it may finish before train() "
+        "collects them; then it waits, so a run left alone between train() calls stops. The "
+        "fragments waiting for the learner are bounded by "
+        "max_requests_in_flight_per_env_runner.",
     )
     num_gpu_loader_threads = Setting(
         8,
@@ -152,6 +162,25 @@ class IMPALAConfig(AlgorithmConfig):
         """Sets IMPALA's training settings (RLlib's names)."""
         return self._set("training", locals())
 
+    @property
+    def fragments_per_batch(self) -> int:
+        """With runner threads: the fragments of one update (of ``rollout_fragment_length x``
+        a runner's sub-envs per step), ``train_batch_size_per_learner x num_learners`` env
+        steps rounded to whole fragments, at least one. 1 on the fused path."""
+        if self.num_env_runners == 0:
+            return 1
+        per_fragment = self.get_rollout_fragment_length() * (self.envs_per_step // self.num_runners)
+        return max(1, round(self.total_train_batch_size / per_fragment))
+
+    @property
+    def sampled_batch_size(self) -> int:
+        """Env steps of one update: ``fragments_per_batch`` fragments with runner threads, one
+        fragment of every sub-env on the fused path."""
+        if self.num_env_runners == 0:
+            return super().sampled_batch_size
+        per_runner_step = self.envs_per_step // self.num_runners
+        return self.fragments_per_batch * self.get_rollout_fragment_length() * per_runner_step
+
     def _update_rows(self) -> int:
         """An update passes the whole sampled batch through the networks."""
         return self.sampled_batch_size
@@ -184,10 +213,21 @@ class IMPALA(OnPolicyAlgorithm):
         self.parts = make_ppo_policy_parts(
             self.module.apply, dist, self.action_space, cfg.clip_actions
         )
+        # A batch's lock-step columns: every sub-env of the fused rollout, or those of its
+        # fragments (each fragment's sub-envs are streams of their own: RunnerGroup.sample_any).
+        columns = cfg.total_num_envs
+        if cfg.num_env_runners:
+            columns = cfg.fragments_per_batch * cfg.num_envs_per_env_runner
         self._setup_execution(
-            make_vtrace_postprocess(cfg.total_num_envs),
+            make_vtrace_postprocess(columns),
             update,
-            max_policy_lag=cfg.max_requests_in_flight_per_env_runner,
+            free_running=FreeRunning(
+                fragments_per_batch=cfg.fragments_per_batch,
+                broadcast_interval=cfg.broadcast_interval,
+                max_queued_fragments=cfg.max_requests_in_flight_per_env_runner,
+                learner_thread=cfg.num_learners >= 1,
+                max_pending_updates=cfg.learner_queue_size,
+            ),
         )
 
     def _learner(self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any) -> Any:
