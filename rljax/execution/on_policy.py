@@ -140,6 +140,8 @@ def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[
 
 
 Record = dict[str, Any]  # one update's outputs, still on the device (``OnPolicyLoop._learn``)
+# A batch ready for the update: (batch, episodes, its fragments' record, seconds to sample).
+Sampled = tuple[Batch, Episodes, SampleRecord | None, float]
 
 
 @dataclasses.dataclass
@@ -278,6 +280,7 @@ class OnPolicyLoop(Generic[State]):
         if self.learner_thread is not None:
             state, records = self.learner_thread.collect(state)
             return state, runner_state, self._result(records, t_start)
+        sampled: Sampled
         if self.sample is not None:  # the fused rollout with a learner mesh
             t0 = time.perf_counter()
             runner_state, batch, episodes = self.sample(self.runner_params(state), runner_state)
@@ -292,7 +295,7 @@ class OnPolicyLoop(Generic[State]):
             batch = jax.device_put(batch, self.batch_sharding)
         return jax.block_until_ready(batch)
 
-    def _sample_batch(self) -> tuple[Batch, Episodes, SampleRecord | None, float]:
+    def _sample_batch(self) -> Sampled:
         """The runners' next batch, post-processed and placed: ``(batch, episodes, record,
         seconds)``."""
         assert self.runners is not None and self.postprocess is not None
@@ -307,9 +310,7 @@ class OnPolicyLoop(Generic[State]):
         record = SampleRecord.of(group, learner_version)
         return self._placed(batch), episodes, record, time.perf_counter() - t0
 
-    def _learn(
-        self, state: State, sampled: tuple[Batch, Episodes, SampleRecord | None, float]
-    ) -> tuple[State, Record]:
+    def _learn(self, state: State, sampled: Sampled) -> tuple[State, Record]:
         """One update on a sampled batch, and the weights published when it is time."""
         batch, episodes, sample_record, sample_s = sampled
         t1 = time.perf_counter()
