@@ -70,6 +70,28 @@ def test_appo_benchmark_short_run_reports_both_algorithms(tmp_path, run_benchmar
 
 
 @pytest.mark.slow
+def test_appo_async_benchmark_reports_stragglers_per_runner(tmp_path, run_benchmark):
+    report = run_benchmark(
+        "appo_async.py", "--quick", "--parts", "a", "--measure-s", "0.5", "--out", str(tmp_path)
+    )
+    stragglers = report["results"]["stragglers"]
+    for algo in ("appo", "ppo"):
+        for key in ("no_straggler", "straggler"):
+            run = stragglers[algo][key]
+            assert run["env_steps_per_s"] > 0 and run["timed_iterations"] >= 3
+            assert set(run["fragments_per_runner"]) == {"1", "2", "3", "4"}
+        ratio = stragglers[algo]["straggler_over_no_straggler"]
+        assert ratio == pytest.approx(
+            stragglers[algo]["straggler"]["env_steps_per_s"]
+            / stragglers[algo]["no_straggler"]["env_steps_per_s"]
+        )
+    # PPO takes one fragment of every runner per update, the straggler's too.
+    ppo = stragglers["ppo"]["straggler"]["fragments_per_runner"]
+    assert len(set(ppo.values())) == 1
+    assert (tmp_path / "appo_async.json").exists()
+
+
+@pytest.mark.slow
 def test_multi_agent_benchmarks_short_runs(tmp_path, run_benchmark):
     many = run_benchmark(
         "many_policies.py",

@@ -36,6 +36,7 @@ def make_optimizer(
     eps: float = 1e-8,
     flatten: bool = False,
     always_chain: bool = False,
+    base: optax.GradientTransformation | None = None,
 ) -> optax.GradientTransformation:
     """Adam after optional global-norm clipping, skipping steps with non-finite gradients.
 
@@ -51,11 +52,13 @@ def make_optimizer(
       flatten: Run Adam on all parameters concatenated into one vector (``optax.flatten``): the
         same numbers, in fewer and larger ops.
       always_chain: Put Adam in an ``optax.chain`` even when there is no clip.
+      base: The optimizer to use instead of Adam (``lr`` and ``eps`` then unused): IMPALA's
+        RMSProp.
 
     Returns:
       The optimizer, wrapped by ``rljax.utils.nonfinite.guard``.
     """
-    adam = optax.adam(lr, eps=eps)
+    adam = optax.adam(lr, eps=eps) if base is None else base
     if flatten:
         adam = optax.flatten(adam)
     clip = [optax.clip_by_global_norm(grad_clip)] if grad_clip else []

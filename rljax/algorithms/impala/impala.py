@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import jax.numpy as jnp
+import optax
 
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.impala.learner import (
@@ -34,7 +35,7 @@ from rljax.algorithms.ppo.ppo import make_ppo_policy_parts
 from rljax.algorithms.settings import Setting, frozen_from_config
 from rljax.execution.parts import PolicyParts
 from rljax.learners.update import make_optimizer
-from rljax.utils.checks import Bool, Int, Number
+from rljax.utils.checks import Bool, Choice, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 
@@ -111,6 +112,19 @@ class IMPALAConfig(AlgorithmConfig):
         "fragments waiting for the learner are bounded by "
         "max_requests_in_flight_per_env_runner.",
     )
+    opt_type = Setting(
+        "adam",
+        Choice(("adam", "rmsprop")),
+        'The optimizer: "adam", or "rmsprop" with decay, momentum and epsilon (as the IMPALA '
+        "paper's).",
+    )
+    decay = Setting(0.99, Number(0, 1), "RMSProp's decay of its squared-gradient average.")
+    momentum = Setting(0.0, Number(0), "RMSProp's momentum (0: none).")
+    epsilon = Setting(
+        0.1,
+        Number(0, low_open=True),
+        "RMSProp's epsilon, inside the square root (TensorFlow's RMSProp, the IMPALA paper's).",
+    )
     num_gpu_loader_threads = Setting(
         8,
         Int(0),
@@ -156,6 +170,10 @@ class IMPALAConfig(AlgorithmConfig):
         entropy_coeff: float = UNSET,
         broadcast_interval: int = UNSET,
         learner_queue_size: int = UNSET,
+        opt_type: str = UNSET,
+        decay: float = UNSET,
+        momentum: float = UNSET,
+        epsilon: float = UNSET,
         num_gpu_loader_threads: int = UNSET,
         **kwargs: Any,
     ) -> IMPALAConfig:
@@ -207,7 +225,15 @@ class IMPALA(OnPolicyAlgorithm):
     def _setup(self) -> None:
         cfg = self.config
         dist, params, key = self._init_actor_critic()
-        optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, flatten=True)
+        base = None
+        if cfg.opt_type == "rmsprop":
+            base = optax.rmsprop(
+                float(cfg.lr),
+                decay=float(cfg.decay),
+                eps=float(cfg.epsilon),
+                momentum=float(cfg.momentum) or None,
+            )
+        optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, flatten=True, base=base)
         opt_state = run_once(optimizer.init, params)
         self.state, update = self._learner(dist, optimizer, params, opt_state, key)
         self.parts = make_ppo_policy_parts(
