@@ -40,6 +40,10 @@ def test_defaults_are_rllibs():
     a = APPOConfig()
     assert (a.clip_param, a.use_kl_loss, a.kl_coeff, a.kl_target) == (0.4, False, 1.0, 0.01)
     assert (a.target_network_update_freq, a.tau, a.target_worker_clipping) == (2, 1.0, 2.0)
+    assert a.use_circular_buffer and (
+        a.circular_buffer_num_batches,
+        a.circular_buffer_iterations_per_batch,
+    ) == (8, 2)
     assert (a.vf_loss_coeff, a.entropy_coeff, a.lr) == (0.5, 0.01, 5e-4)
     a.env_runners(max_requests_in_flight_per_env_runner=3)
     assert a.max_requests_in_flight_per_env_runner == 3
@@ -117,11 +121,19 @@ def _linear(params, obs):  # a linear actor-critic: two logits and a value
     return obs @ params["pi"], obs @ params["vf"]
 
 
-def _appo_case(use_kl_loss: bool, freq: int, tau: float, kl_target: float):
+def _appo_case(use_kl_loss: bool, freq: int, tau: float, kl_target: float, n=1, k=1):
     loss = APPOLossConfig(
         VTraceLossConfig(0.99, 1.0, 1.0, 1.0, 0.5, 0.01), 0.4, 2.0, use_kl_loss=use_kl_loss
     )
-    hp = APPOHyperparams(loss, target_network_update_freq=freq, tau=tau, kl_target=kl_target)
+    hp = APPOHyperparams(
+        loss,
+        target_network_update_freq=freq,
+        tau=tau,
+        kl_target=kl_target,
+        use_circular_buffer=k > 1,
+        circular_buffer_num_batches=n,
+        circular_buffer_iterations_per_batch=k,
+    )
     optimizer = make_optimizer(0.1, 40.0)
     rng = np.random.default_rng(0)
     params = {
@@ -176,6 +188,24 @@ def test_appo_update_moves_the_target_every_freq_updates_by_tau_and_adapts_kl_co
     assert float(update(state, batch)[0].kl_coeff) == 1.0
 
 
+def test_appo_circular_buffer_k_steps_per_batch_and_target_every_freq_n_k_steps():
+    # K=3 gradient steps per batch; the target moves every freq x N x K = 1 x 2 x 3 = 6 steps
+    # (RLlib's unit): not after the first batch (3 steps), after the second (6).
+    state, batch, update = _appo_case(use_kl_loss=False, freq=1, tau=1.0, kl_target=1e-6, n=2, k=3)
+    s1, m1 = update(state, batch)
+    assert int(s1.step) == 3 and float(m1["num_target_updates"]) == 0.0
+    assert _same(s1.target_params, state.target_params)
+    s2, m2 = update(s1, batch)
+    assert int(s2.step) == 6 and float(m2["num_target_updates"]) == 1.0
+    assert _same(s2.target_params, s2.params)
+    # Three single steps from the same state land where one K=3 update does.
+    single_state, _, single = _appo_case(use_kl_loss=False, freq=100, tau=1.0, kl_target=1e-6)
+    for _ in range(3):
+        single_state, _ = single(single_state, batch)
+    for a, b in zip(jax.tree.leaves(single_state.params), jax.tree.leaves(s1.params), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 def _config(cls, num_env_runners: int, **env_runners):
     return (
         cls()
@@ -209,6 +239,12 @@ def test_trains_on_every_path_and_round_trips_a_checkpoint(
     # weights go out every 2 updates.
     config = _config(cls, num_env_runners, max_requests_in_flight_per_env_runner=2)
     config.learners(num_learners=num_learners)
+    if cls is APPOConfig:  # 2 steps a batch; the target moves every 1 x 1 x 2 = 2 steps
+        config.training(
+            target_network_update_freq=1,
+            circular_buffer_num_batches=1,
+            circular_buffer_iterations_per_batch=2,
+        )
     if num_learners:
         config.training(broadcast_interval=2, learner_queue_size=1)
     assert config.fragments_per_batch == (8 if num_env_runners else 1)
@@ -224,10 +260,11 @@ def test_trains_on_every_path_and_round_trips_a_checkpoint(
             # One update an iteration without a learner thread (with one: every update it
             # finished since the last train(), at least one).
             if cls is APPOConfig and not num_learners:
-                # target_network_update_freq=2: moved after update 2 only
+                # Two gradient steps an iteration; the target is a copy after each.
+                assert int(algo.state.step) == 2 * (i + 1)
                 target = jax.device_get(algo.state.target_params)
-                assert _same(target, initial) == (i == 0)
-                assert _same(target, jax.device_get(algo.state.params)) == (i == 1)
+                assert not _same(target, initial)
+                assert _same(target, jax.device_get(algo.state.params))
         learner = result["learners"]["default_policy"]
         for key in ("total_loss", "pi_loss", "vf_loss", "entropy", "mean_rho"):
             assert np.isfinite(learner[key]), key
@@ -238,7 +275,8 @@ def test_trains_on_every_path_and_round_trips_a_checkpoint(
             assert key in runners
         assert result["training_iteration"] == 2
         if num_env_runners:
-            updates = int(algo.state.step)
+            steps_per_update = 2 if cls is APPOConfig else 1
+            updates = int(algo.state.step) // steps_per_update
             assert updates >= 2 and (num_learners or updates == 2)
             # Real transitions: 512 rows an update less the auto-reset rows after episode ends.
             sampled = runners["num_env_steps_sampled"]

@@ -1,10 +1,14 @@
 """APPO: IMPALA with a target policy and PPO's clipped surrogate (RLlib's APPO, new API stack).
 
 V-trace's ratios use the target ("old") policy, a copy of the parameters moved every
-``target_network_update_freq`` updates; the policy term is PPO's clipped surrogate on
+``target_network_update_freq x circular_buffer_num_batches x circular_buffer_iterations_per_batch``
+updates (RLlib's unit); the policy term is PPO's clipped surrogate on
 ``min(mu / pi_old, target_worker_clipping) * pi / mu`` (``impala/losses.py: appo_loss``), with an
-optional adaptive KL(pi_old || pi) penalty. RLlib's circular buffer (each batch replayed up to
-``circular_buffer_iterations_per_batch`` times) is not built: each batch is trained on once.
+optional adaptive KL(pi_old || pi) penalty. With ``use_circular_buffer`` (the default, as
+RLlib's) each train batch serves ``circular_buffer_iterations_per_batch`` updates, back to back
+inside the jitted update: what RLlib's circular buffer of the last
+``circular_buffer_num_batches`` batches does for a learner that keeps up with its runners, as
+rljax's does by construction (``learners/circular.py``).
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from rljax.utils.checks import Bool, Int, Number
 class APPOConfig(IMPALAConfig):
     """APPO's config; defaults follow RLlib's new API stack.
 
-    RLlib's circular-buffer settings (``circular_buffer_num_batches``,
-    ``circular_buffer_iterations_per_batch``) are left out: every batch is trained on once.
+    Each train batch serves ``circular_buffer_iterations_per_batch`` updates (2 by default),
+    as RLlib's circular buffer of ``circular_buffer_num_batches`` (8) batches gives a learner
+    that keeps up with its runners; ``use_circular_buffer=False`` trains on each batch once.
 
     Example::
 
@@ -59,10 +64,24 @@ class APPOConfig(IMPALAConfig):
     target_network_update_freq = Setting(
         2,
         Int(1),
-        "Updates (gradient steps) between moves of the target policy. RLlib counts it in "
-        "units of circular_buffer_num_batches x iterations_per_batch x train batch env steps; "
-        "here it is in updates.",
+        "Moves of the target policy, in RLlib's unit: every freq x circular_buffer_num_batches "
+        "x circular_buffer_iterations_per_batch updates (with or without the buffer).",
     )
+    use_circular_buffer = Setting(
+        True,
+        Bool(),
+        "IMPACT's circular buffer: each train batch serves circular_buffer_iterations_per_batch "
+        "updates (a learner that keeps up with its runners, as rljax's, only ever finds the "
+        "newest batch live in RLlib's buffer); False: one update per batch.",
+    )
+    circular_buffer_num_batches = Setting(
+        8,
+        Int(1),
+        "N: train batches RLlib's circular buffer holds; here it sets the unit of "
+        "target_network_update_freq (no batch but the newest is ever live, see "
+        "use_circular_buffer).",
+    )
+    circular_buffer_iterations_per_batch = Setting(2, Int(1), "K: updates each train batch serves.")
     tau = Setting(
         1.0,
         Number(0, 1, low_open=True),
@@ -106,6 +125,9 @@ class APPOConfig(IMPALAConfig):
         target_network_update_freq: int = UNSET,
         tau: float = UNSET,
         target_worker_clipping: float = UNSET,
+        use_circular_buffer: bool = UNSET,
+        circular_buffer_num_batches: int = UNSET,
+        circular_buffer_iterations_per_batch: int = UNSET,
         **kwargs: Any,
     ) -> APPOConfig:
         """Sets APPO's training settings (RLlib's names)."""

@@ -29,6 +29,7 @@ from rljax.algorithms.impala.losses import (
 )
 from rljax.algorithms.ppo.learner import POLICY_ID, adapt_kl_coeff
 from rljax.learners import update as learner_update
+from rljax.learners.circular import make_repeated_update
 from rljax.networks.distributions import ActionDistribution
 from rljax.runners.acting import Transition
 from rljax.runners.ordering import order_by_stream, to_time_major
@@ -77,6 +78,20 @@ class APPOHyperparams:
     target_network_update_freq: int
     tau: float
     kl_target: float
+    use_circular_buffer: bool = False
+    circular_buffer_num_batches: int = 1
+    circular_buffer_iterations_per_batch: int = 1
+
+    @property
+    def target_period(self) -> int:
+        """Updates between moves of the target policy: RLlib's unit for
+        ``target_network_update_freq`` is N x K train batches (the circular buffer's size
+        and uses per batch), so ``freq x N x K`` updates."""
+        return (
+            self.target_network_update_freq
+            * self.circular_buffer_num_batches
+            * self.circular_buffer_iterations_per_batch
+        )
 
 
 class VTraceTrainBatch(NamedTuple):
@@ -189,9 +204,12 @@ def make_appo_update(
     hp: APPOHyperparams,
 ) -> Callable[[APPOTrainState, VTraceTrainBatch], tuple[APPOTrainState, Metrics]]:
     """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on ``appo_loss``
-    against the target policy; then, every ``target_network_update_freq`` updates, the target
-    moves ``tau`` of the way to the current parameters, and with ``use_kl_loss`` the KL
-    coefficient adapts as RLlib's (x1.5 above 2 kl_target, x0.5 below kl_target / 2)."""
+    against the target policy; then, every ``hp.target_period`` updates, the target moves
+    ``tau`` of the way to the current parameters, and with ``use_kl_loss`` the KL coefficient
+    adapts as RLlib's (x1.5 above 2 kl_target, x0.5 below kl_target / 2).
+
+    With ``use_circular_buffer`` ``circular_buffer_iterations_per_batch`` such steps run on
+    the batch, back to back (``learners/circular.py`` says why that is RLlib's buffer here)."""
     move_target = learner_update.make_target_update(hp.tau, {"target_params": "params"})
 
     def loss_fn(
@@ -216,7 +234,7 @@ def make_appo_update(
         )
         step = state.step + 1
         state = dataclasses.replace(state, params=params, opt_state=opt_state, step=step)
-        due = step % hp.target_network_update_freq == 0
+        due = step % hp.target_period == 0
         moved = move_target(state)
         target = jax.tree.map(
             lambda new, old: jnp.where(due, new, old), moved.target_params, state.target_params
@@ -229,7 +247,9 @@ def make_appo_update(
         metrics["num_target_updates"] = due.astype(jnp.float32)
         return dataclasses.replace(state, target_params=target, kl_coeff=kl_coeff), metrics
 
-    return update
+    if not hp.use_circular_buffer:
+        return update
+    return make_repeated_update(update, hp.circular_buffer_iterations_per_batch)
 
 
 __all__ = [

@@ -1,0 +1,56 @@
+"""APPO's circular buffer (IMPACT, Luo et al. 2020) as it runs here: each train batch serves K
+updates in a row.
+
+RLlib's APPO learner draws batches at random from a buffer of the last N train batches
+(``circular_buffer_num_batches``), dropping the oldest when a new one comes and any batch drawn K
+times (``circular_buffer_iterations_per_batch``). A learner faster than its runners therefore
+finds one live batch, the newest, draws it K times and waits for the next: K updates per batch.
+rljax's learner is that learner by construction, since it updates once a batch is ready and only
+then (in the driver, or its learner thread, which never runs ahead of the batches): the buffer
+would only ever hold one live batch. So the K updates run back to back on the new batch, inside
+the one jitted update, and no buffer of N batches is kept; N still sets RLlib's unit for
+``target_network_update_freq``. Where the learner is the slower side the two differ: RLlib's
+buffer drops batches before their K uses and the learner trains on the fresher ones, while
+rljax's runners wait (``max_requests_in_flight_per_env_runner``) and every batch serves K
+updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import jax
+import jax.numpy as jnp
+
+State = TypeVar("State")
+Batch = Any
+Metrics = dict[str, jax.Array]
+
+
+def make_repeated_update(
+    update: Callable[[State, Batch], tuple[State, Metrics]], iterations: int
+) -> Callable[[State, Batch], tuple[State, Metrics]]:
+    """``update(state, batch)`` run ``iterations`` times on the batch (a ``lax.scan``).
+
+    Metrics are the means over the updates, except counts (``num_*``), which add up.
+    """
+    if iterations < 1:
+        raise ValueError(f"iterations must be >= 1; got {iterations}")
+    if iterations == 1:
+        return update
+
+    def repeated(state: State, batch: Batch) -> tuple[State, Metrics]:
+        def one(st: State, _: None) -> tuple[State, Metrics]:
+            return update(st, batch)
+
+        state, metrics = jax.lax.scan(one, state, None, length=iterations)
+        return state, {
+            k: jnp.sum(m, axis=0) if k.startswith("num_") else jnp.mean(m, axis=0)
+            for k, m in metrics.items()
+        }
+
+    return repeated
+
+
+__all__ = ["make_repeated_update"]
