@@ -39,6 +39,7 @@ from rljax.learners.devices import (
     runner_device,
 )
 from rljax.runners.acting import ActStep, FusedRunnerState, init_actor_state
+from rljax.runners.fused import FusedRunner
 from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
 from rljax.utils import checkpoint as ckpt
@@ -282,6 +283,7 @@ class Algorithm:
         max_policy_lag: int | None = None,
         free_running: bool = False,
         max_queued_fragments: int | None = None,
+        fused_envpool: bool = False,
     ) -> RunnerGroup:
         """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group.
 
@@ -298,6 +300,7 @@ class Algorithm:
         cfg = self.config
         builds = [0] * cfg.num_runners
         group: RunnerGroup | None = None
+        fused = fused_envpool and self.env_spec is not None and self.env_spec.backend == "envpool"
         spec = RunnerSpec(
             # None for a multi-agent run: its runners get their env from _runner_env.
             self.env_spec,
@@ -313,7 +316,7 @@ class Algorithm:
             restart_sub_envs=cfg.restart_failed_sub_environments,
         )
 
-        def make(i: int) -> HostRunner:
+        def make(i: int) -> HostRunner | FusedRunner:
             restart = builds[i]
             builds[i] += 1
             current = params if group is None or group.params is None else group.params
@@ -324,9 +327,11 @@ class Algorithm:
                 worker_index=i + 1 if cfg.num_env_runners else 0,
                 make_env=lambda: self._runner_env(i),
             )
+            if fused:
+                return FusedRunner(runner_spec, current, self.parts.to_env_action)
             return HostRunner(runner_spec, current)
 
-        runners: list[HostRunner] = []
+        runners: list[HostRunner | FusedRunner] = []
         try:
             for i in range(len(builds)):
                 runners.append(make(i))

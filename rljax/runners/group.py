@@ -27,7 +27,10 @@ from rljax.runners.group_state import GroupState
 from rljax.runners.versions import VersionedQueues
 
 if TYPE_CHECKING:
+    from rljax.runners.fused import FusedRunner
     from rljax.runners.host import HostRunner
+
+    Runner = HostRunner | FusedRunner
 
 
 @dataclasses.dataclass
@@ -123,11 +126,11 @@ class RunnerGroup:
 
     def __init__(
         self,
-        runners: list[HostRunner],
+        runners: list[Runner],
         length: int,
         max_policy_lag: int | None,
         poll_s: float = 0.05,
-        make_runner: Callable[[int], HostRunner] | None = None,
+        make_runner: Callable[[int], Runner] | None = None,
         max_restarts: int = 0,
         ignore_failures: bool = False,
         probe_timeout_s: float = 30.0,
@@ -160,7 +163,7 @@ class RunnerGroup:
         # check. And the slot sample_any looks at first, so that no runner is always first.
         self._last_delivery = [0.0] * len(runners)
         self._next_slot = 0
-        self._retired: list[HostRunner] = []  # replaced runners (closed when replaced)
+        self._retired: list[Runner] = []  # replaced runners (closed when replaced)
 
     # ------------------------------------------------------------------ what callers read
     @property
@@ -331,7 +334,7 @@ class RunnerGroup:
             self.close()
         raise EnvRunnerError(message)
 
-    def _probe(self, i: int) -> tuple[HostRunner | None, str]:
+    def _probe(self, i: int) -> tuple[Runner | None, str]:
         """Builds a replacement for runner ``i``: ``(runner, "")``, or ``(None, why)`` when
         building raised or did not finish within ``probe_timeout_s``."""
         runner, error = build_within(
@@ -549,8 +552,8 @@ def _group_sample(
 
 
 def build_within(
-    make: Callable[[], HostRunner], timeout_s: float, name: str
-) -> tuple[HostRunner | None, str]:
+    make: Callable[[], Runner], timeout_s: float, name: str
+) -> tuple[Runner | None, str]:
     """Runs ``make`` (build a runner: make and reset its envs, the health probe) in a helper
     thread. Returns ``(runner, "")``, or ``(None, why)`` when it raised or did not finish within
     ``timeout_s``; a runner that finishes after that is closed, never used."""
@@ -585,7 +588,7 @@ def build_within(
     return box["runner"], ""
 
 
-def _close_quietly(runner: HostRunner, force: bool = False) -> None:
+def _close_quietly(runner: Runner, force: bool = False) -> None:
     with contextlib.suppress(Exception):
         runner.close(force=force)
 

@@ -254,6 +254,8 @@ def test_trains_on_every_path_and_round_trips_a_checkpoint(
         assert algo.fused == (num_env_runners == 0)
         assert algo.config.algo_name == cls.algo_name
         assert (algo._loop.learner_thread is not None) == bool(num_learners)
+        if num_env_runners:  # EnvPool's CartPole: each runner a jitted rollout (Sebulba)
+            assert {type(r).__name__ for r in algo._runners.runners} == {"FusedRunner"}
         initial = jax.device_get(algo.state.params)
         for i in range(2):
             result = algo.train()

@@ -1,0 +1,118 @@
+"""A runner thread's EnvPool stepped inside one jitted program per fragment (Sebulba's actor).
+
+``HostRunner`` steps its vector env from Python, one call per env step. With an EnvPool env a
+runner can do what the driver's fused path does instead: step EnvPool through its XLA interface
+inside ``lax.scan`` (``acting.make_fused_rollout``), so a whole fragment is one call on the
+runner's device and no Python runs per env step. Each runner thread owns its EnvPool (SYNC or
+ASYNC) and acting device; the learner owns the learner devices (Podracer's Sebulba split). On a
+single CPU device both share it.
+
+EnvPool's C++ envs do not raise, so a fused runner never returns a cut fragment; and, as every
+EnvPool env, it has no state to save (``get_state`` raises ``EnvStateError``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from rljax.env.state import EnvStateError
+from rljax.env.vector import envpool_batch_size, envpool_result, make_envpool
+from rljax.runners.acting import (
+    FusedRunnerState,
+    Transition,
+    init_actor_state,
+    make_fused_rollout,
+)
+from rljax.runners.host import RunnerSpec
+
+
+class FusedRunner:
+    """One EnvPool and its actor state; ``sample`` runs a fragment as one jitted call.
+
+    Args:
+      spec: As for ``HostRunner``; ``spec.env`` must be an EnvPool task.
+      params: The first weights (their shapes give the actor state's).
+      to_env_action: Policy actions -> the env's actions, traced (``PolicyParts.to_env_action``).
+    """
+
+    def __init__(
+        self, spec: RunnerSpec, params: Any, to_env_action: Callable[[jax.Array], jax.Array]
+    ):
+        assert spec.env is not None and spec.env.backend == "envpool", "EnvPool envs only"
+        self.spec = spec
+        self.device = spec.device
+        self.offset = spec.env_id_offset
+        batch = envpool_batch_size(spec.num_envs, spec.mode, spec.async_batch_size)
+        self.env = make_envpool(spec.env, spec.num_envs, batch, spec.seed)
+        self.num_sub_env_restarts = 0
+        self.busy = False
+        self.error: str | None = None  # EnvPool's envs do not raise: always None
+        self.last_num_steps = 0
+        self.last_num_rows = 0
+        self.last_stats: Any = None
+        self._to_env_action = to_env_action
+        self._rollouts: dict[int, Callable[..., Any]] = {}
+        self._params_shape = jax.eval_shape(lambda p: p, params)
+        try:
+            handle, _recv, _send, self._xla_step = self.env.xla()
+            self.env.async_reset()
+            result = jax.tree.map(jnp.asarray, envpool_result(*self.env.recv()))
+            actor = init_actor_state(spec.policy_fn, params, result.obs[0], spec.num_envs)
+            key = jax.random.PRNGKey(spec.seed + 1)  # as the fused path: env seed + 1
+            self.state = jax.device_put(
+                FusedRunnerState(jnp.asarray(handle), actor, result, key), self.device
+            )
+        except BaseException:
+            self.env.close()
+            raise
+
+    def _rollout(self, length: int) -> Callable[..., Any]:
+        """The jitted rollout of ``length`` steps (one per length; the state is donated)."""
+        if length not in self._rollouts:
+            rollout = make_fused_rollout(
+                self.spec.act_step, self._xla_step, length, self._to_env_action
+            )
+            self._rollouts[length] = jax.jit(rollout, donate_argnums=(1,))
+        return self._rollouts[length]
+
+    def sample(
+        self, params: Any, length: int, resume: Transition | None = None, first_row: int = 0
+    ) -> Transition:
+        """A fragment of ``length`` env steps, [length, K], one jitted call."""
+        if resume is not None or first_row:
+            raise ValueError("an EnvPool runner never leaves a cut fragment to resume")
+        self.busy = True
+        try:
+            self.state, traj = self._rollout(length)(params, self.state)
+        finally:
+            self.busy = False
+        self.last_num_steps = self.last_num_rows = length
+        return traj._replace(env_id=traj.env_id + self.offset)
+
+    def empty_fragment(self, length: int) -> Transition:
+        """A fragment of this runner's shape with no transition in it (``valid`` False), each
+        column one of its streams."""
+        shape = jax.eval_shape(self._rollout(length), self._params_shape, self.state)[1]
+        traj = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype, device=self.device), shape)
+        streams = traj.env_id.shape[1]
+        ids = jnp.broadcast_to(jnp.arange(streams, dtype=traj.env_id.dtype), traj.env_id.shape)
+        return traj._replace(env_id=jax.device_put(ids + self.offset, self.device))
+
+    def get_state(self) -> dict[str, Any]:
+        raise EnvStateError("EnvPool envs cannot save their state (EnvPool has no state API)")
+
+    def check_state(self, state: dict[str, Any]) -> list[Any]:
+        raise EnvStateError("EnvPool envs cannot restore a saved state")
+
+    def set_state(self, state: dict[str, Any], checked: list[Any] | None = None) -> None:
+        raise EnvStateError("EnvPool envs cannot restore a saved state")
+
+    def close(self, force: bool = False) -> None:
+        self.env.close()
+
+
+__all__ = ["FusedRunner"]
