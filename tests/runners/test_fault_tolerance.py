@@ -580,3 +580,44 @@ def test_closing_a_hung_async_runner_with_force_kills_its_processes_at_once():
         assert not any(p.is_alive() for p in procs)
     finally:
         algo.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "faults", [{"crash_episode": 2}, {"hang_after": 30}], ids=["crash", "hang"]
+)
+def test_free_running_appo_replaces_a_failed_runner_while_the_other_keeps_sampling(faults):
+    # Runner 1 crashes at step 5 of its second episode, or hangs after 30 steps (caught by
+    # sample_timeout_s); runner 2 is healthy. The learner takes whatever fragments are ready,
+    # so training goes on with runner 2's while runner 1 is replaced.
+    from rljax.algorithms.appo import APPOConfig
+
+    algo = (
+        APPOConfig()
+        .environment(CrashingTicks, env_config={**faults, "only_worker": 1})
+        .env_runners(
+            num_env_runners=2,
+            num_envs_per_env_runner=2,
+            rollout_fragment_length=20,
+            sample_timeout_s=1.0,
+        )
+        .training(train_batch_size_per_learner=80)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+        .build_algo()
+    )
+    start = time.perf_counter()
+    try:
+        fragments = {"1": 0, "2": 0}
+        for _ in range(6):
+            result = algo.train()
+            for k, r in result["env_runners"]["per_runner"].items():
+                fragments[k] += r["num_fragments"]
+        tolerance = result["fault_tolerance"]
+        assert tolerance["num_env_runner_restarts"] >= 1
+        assert tolerance["num_healthy_env_runners"] == 2
+        assert fragments["2"] >= 3 and sum(fragments.values()) == 12  # 2 fragments an update
+        assert np.isfinite(result["learners"]["default_policy"]["total_loss"])
+    finally:
+        algo.stop()
+    assert time.perf_counter() - start < 60
