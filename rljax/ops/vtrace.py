@@ -42,6 +42,15 @@ class VTraceOutput(NamedTuple):
     clipped_rhos: jax.Array
 
 
+def next_or_bootstrap(x: jax.Array, bootstrap: jax.Array, truncated: jax.Array) -> jax.Array:
+    """``x`` shifted one step back along axis 0 (row t gets ``x[t + 1]``), except where the
+    sequence is cut after t (``truncated``; the last row always is), where row t gets
+    ``bootstrap[t]``: the next value within a trajectory, or the bootstrapped one."""
+    later = jnp.concatenate([x[1:], jnp.zeros_like(x[:1])], axis=0)
+    is_cut = truncated.astype(bool).at[-1].set(True)
+    return jnp.where(is_cut, bootstrap.astype(x.dtype), later)
+
+
 def vtrace(
     log_rhos: chex.Array,
     rewards: chex.Array,
@@ -93,10 +102,7 @@ def vtrace(
 
     corrections = reverse_linear_recurrence(deltas, cont)
     vs = values + corrections
-    # v'_t: the next step's target inside a sequence, the bootstrapped value where it is cut
-    # (the last step of the sequence is always a cut).
-    later = jnp.concatenate([vs[1:], jnp.zeros_like(vs[:1])], axis=0)
-    is_cut = truncated.astype(bool).at[-1].set(True)
-    q = rewards + discounts * jnp.where(is_cut, next_values, later)
+    # v'_t: the next step's target inside a sequence, the bootstrapped value where it is cut.
+    q = rewards + discounts * next_or_bootstrap(vs, next_values, truncated)
     pg_advantages = jnp.minimum(clip_pg_rho_threshold, rhos) * (q - values)
     return VTraceOutput(vs, pg_advantages, clipped_rhos)

@@ -31,6 +31,7 @@ from rljax.algorithms.ppo.learner import POLICY_ID, adapt_kl_coeff
 from rljax.learners import update as learner_update
 from rljax.learners.circular import make_repeated_update
 from rljax.networks.distributions import ActionDistribution
+from rljax.ops.vtrace import next_or_bootstrap
 from rljax.runners.acting import Transition
 from rljax.runners.ordering import order_by_stream, to_time_major
 
@@ -153,9 +154,7 @@ def forward_with_next_values(
     dist_inputs, values = apply(params[POLICY_ID], flat_obs)
     dist_inputs = dist_inputs.reshape((*lead, -1))
     values = values.reshape(lead)
-    later = jnp.concatenate([values[1:], jnp.zeros_like(values[:1])], axis=0)
-    cut = batch.vtrace.truncated.astype(bool).at[-1].set(True)
-    next_values = jnp.where(cut, batch.bootstrap_value.astype(values.dtype), later)
+    next_values = next_or_bootstrap(values, batch.bootstrap_value, batch.vtrace.truncated)
     return dist_inputs, values, next_values
 
 
