@@ -67,6 +67,16 @@ class APPOConfig(IMPALAConfig):
         "Moves of the target policy, in RLlib's unit: every freq x circular_buffer_num_batches "
         "x circular_buffer_iterations_per_batch updates (with or without the buffer).",
     )
+    tau = Setting(
+        1.0,
+        Number(0, 1, low_open=True),
+        "The target policy moves tau of the way to the current one (1: a copy).",
+    )
+    target_worker_clipping = Setting(
+        2.0,
+        Number(0, low_open=True),
+        "The importance ratio behaviour / target policy is clipped to this in the surrogate.",
+    )
     use_circular_buffer = Setting(
         True,
         Bool(),
@@ -82,16 +92,6 @@ class APPOConfig(IMPALAConfig):
         "use_circular_buffer).",
     )
     circular_buffer_iterations_per_batch = Setting(2, Int(1), "K: updates each train batch serves.")
-    tau = Setting(
-        1.0,
-        Number(0, 1, low_open=True),
-        "The target policy moves tau of the way to the current one (1: a copy).",
-    )
-    target_worker_clipping = Setting(
-        2.0,
-        Number(0, low_open=True),
-        "The importance ratio behaviour / target policy is clipped to this in the surrogate.",
-    )
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or APPO)
