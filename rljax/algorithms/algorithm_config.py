@@ -496,11 +496,15 @@ class AlgorithmConfig:
         """What a setter stores for ``key``: a search space (``tune.grid_search([...])``, Tune's
         ``{"grid_search": [...]}``, ...) as given once it is checked (``validate()`` refuses a
         config that still holds one; ``search_space()`` lists them); any other value as
-        ``_coerce`` makes it."""
+        ``_coerce`` makes it (over the setting's default where it replaces a search space)."""
         domain = as_domain(value)
         if domain is not None:
             check_search_spaces(domain, root=f"{type(self).__name__}.{key}")
             return domain
+        if isinstance(self.__dict__.get(key), Domain):
+            # A value replacing a search space (a resolved variant) starts from the default, for
+            # the settings whose setters merge a dict into the current one.
+            setattr(self, key, self.SETTINGS[key].fresh_default())
         return self._coerce(key, value)
 
     def _coerce(self, key: str, value: Any) -> Any:

@@ -160,7 +160,7 @@ def _resolve_functions(
 def _expand(variant: dict[str, Any], rng: np.random.Generator, root: str) -> list[dict[str, Any]]:
     found = find_search_spaces(variant)
     if not found:
-        return [variant]
+        return [_copy_tree(variant)]
     grids = sorted(
         ((p, d) for p, d in found if isinstance(d, GridSearch)),
         key=_path_order,
