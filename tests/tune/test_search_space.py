@@ -4,6 +4,8 @@ errors; search spaces in configs. Nothing here builds an algorithm or compiles a
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -363,3 +365,15 @@ def test_a_search_space_inside_a_settings_value_is_refused_by_name():
 def test_from_dict_keeps_search_spaces():
     config = PPOConfig.from_dict({"env": "CartPole-v1", "lr": {"grid_search": [1e-3, 1e-4]}})
     assert config.search_space()["lr"].values == [1e-3, 1e-4]
+
+
+def test_the_readme_example_runs_as_written():
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Tuning (first part)") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    trials = namespace["trials"]
+    assert [t.lr for t in trials] == [1e-3, 1e-4, 1e-3, 1e-4]
+    with pytest.raises(ConfigError, match="searches lr, entropy_coeff"):
+        namespace["config"].validate()
