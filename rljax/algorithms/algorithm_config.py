@@ -161,6 +161,10 @@ class AlgorithmConfig:
     setter); the setters' keys, ``validate()``'s checks, ``to_dict`` / ``from_dict`` and the
     defaults of ``__init__`` are derived from the declarations (``rljax.algorithms.settings``).
 
+    Any setter also takes a search space (``rljax.tune``) for any setting and keeps it as given:
+    ``search_space()`` lists them, ``validate()`` refuses the config until each is resolved, and
+    ``copy().update_from_dict(variant)`` resolves them for one trial.
+
     Example::
 
         config = (

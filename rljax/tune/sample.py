@@ -15,8 +15,13 @@ Bounds, as Tune's:
 - ``randint(lower, upper)``: an int in ``[lower, upper)`` (``upper`` excluded).
 - ``qrandint(lower, upper, q)``: a multiple of ``q`` in ``[lower, upper]`` (``upper`` included).
   Each multiple is equally likely (Tune rounds a uniform draw, which gives the two end multiples
-  half the weight of the others; the set of values is the same).
+  half the weight of the others).
 - ``randn(mean, sd)``: a normal draw.
+
+Where Tune's code and its documentation differ, this follows the documentation: with ``q=1``
+Tune's quantized sampler skips the rounding, so its ``qrandint(lower, upper, 1)`` never draws
+``upper`` and its ``quniform(lower, upper, 1)`` draws non-integers; here ``q=1`` rounds as any
+other ``q`` does.
 """
 
 from __future__ import annotations
@@ -335,6 +340,8 @@ class ConfigView(Mapping[str, Any]):
         return self._root
 
     def __getitem__(self, key: str) -> Any:
+        if key == "config" and key not in self._data and self is self._root:
+            return self  # Tune's older ``spec["config"]``
         value = self._data[key]
         where = f"{self._path}[{key!r}]"
         if _holds_domain(value):

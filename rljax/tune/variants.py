@@ -146,6 +146,8 @@ def _resolve_functions(
                 raise
             except Exception as e:
                 raise ConfigError(f"{where}: {fn!r} raised {type(e).__name__}: {e}") from e
+            if isinstance(value, ConfigView):  # a part of the variant itself
+                value = value._data
             variant = _replace(variant, path, _copy_tree(value))
         if len(left) == len(pending):
             raise ConfigError(

@@ -95,6 +95,11 @@ def test_quniform_multiples_of_q_upper_included():
     assert set(xs) == {0.0, 0.25, 0.5, 0.75, 1.0}  # rounding reaches the upper bound
 
 
+def test_quniform_with_q_1_rounds_to_integers():
+    xs = draws(tune.quniform(0, 3, 1), n=500)
+    assert set(xs) == {0.0, 1.0, 2.0, 3.0}
+
+
 def test_loguniform_is_uniform_in_log_space():
     xs = np.array(draws(tune.loguniform(1e-4, 1e-1)))
     assert xs.min() >= 1e-4 and xs.max() < 1e-1
@@ -191,6 +196,19 @@ def test_sample_from_sees_resolved_values():
         (12, 24, 200),
     ]
     assert all(v["nothing"] == "no args" for v in variants)
+
+
+def test_sample_from_spec_forms_and_returned_parts_of_the_variant():
+    space = {
+        "a": tune.choice([3]),
+        "m": {"b": tune.grid_search([1])},
+        "old": tune.sample_from(lambda spec: spec["config"]["a"]),  # Tune's older dict form
+        "part": tune.sample_from(lambda spec: spec.config.m),  # a nested part of the variant
+    }
+    (variant,) = tune.generate_variants(space)
+    assert variant["old"] == 3
+    assert variant["part"] == {"b": 1} and type(variant["part"]) is dict
+    assert variant["part"] is not variant["m"]
 
 
 def test_sample_from_circular_dependency_names_the_keys():
