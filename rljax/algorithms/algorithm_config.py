@@ -22,7 +22,7 @@ from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
-from rljax.tune.sample import Domain, as_domain, is_grid_dict
+from rljax.tune.sample import Domain, as_domain
 from rljax.tune.variants import check_search_spaces, find_search_spaces, key_path
 from rljax.utils import memory, safe_io
 from rljax.utils.checks import (
@@ -1119,9 +1119,17 @@ class AlgorithmConfig:
                 raise ConfigError(
                     f"unknown config key {key[:60]!r}{_unknown_key_hint(key[:60], keys)}"
                 )
+        for key, value in d.items():
+            # A file's search spaces would resolve to values that skip the checks below.
+            if as_domain(value) is not None:
+                raise ConfigError(
+                    f"{key}={as_domain(value)!r}: from_dict() reads one run's settings, not search "
+                    "spaces; set them on the config (config.training(lr=tune.grid_search([...])) "
+                    "or config.update_from_dict({...}))"
+                )
         if policy.objects.get("env") is not None:
             d["env"] = policy.objects["env"]
-        elif isinstance(d.get("env"), dict) and not is_grid_dict(d["env"]):
+        elif isinstance(d.get("env"), dict):
             d["env"] = resolve("env", d["env"], policy, ConfigError)
         elif isinstance(d.get("env"), str) and isinstance(d.get("env_config"), dict):
             _check_file_env_config(d["env_config"])
@@ -1132,9 +1140,7 @@ class AlgorithmConfig:
                 "policy_mapping_fn", d["policy_mapping_fn"], policy, ConfigError
             )
         for key, value in d.items():
-            if is_grid_dict(value):
-                pass  # a search space: _store keeps it
-            elif key == "policies" and isinstance(value, dict):
+            if key == "policies" and isinstance(value, dict):
                 value = {
                     p: PolicySpec(config=v["config"])
                     if isinstance(v, dict) and set(v) == {"config"}
@@ -1154,7 +1160,7 @@ class AlgorithmConfig:
                 elif mc is not None:
                     mc = resolve("module_class", mc, policy, ConfigError)
                 value = RLModuleSpec(mc, value.get("model_config") or {})
-            setattr(config, key, config._store(key, value))
+            setattr(config, key, config._coerce(key, value))
         return config
 
     @classmethod

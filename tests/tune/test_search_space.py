@@ -380,9 +380,12 @@ def test_a_search_space_inside_a_settings_value_is_refused_by_name():
         config.validate()
 
 
-def test_from_dict_keeps_search_spaces():
-    config = PPOConfig.from_dict({"env": "CartPole-v1", "lr": {"grid_search": [1e-3, 1e-4]}})
-    assert config.search_space()["lr"].values == [1e-3, 1e-4]
+def test_from_dict_refuses_search_spaces():
+    # from_dict() may read an untrusted file, whose checks a search space's values would skip.
+    with pytest.raises(ConfigError, match=r"^lr=grid_search\(\[0.001\]\): from_dict\(\) reads"):
+        PPOConfig.from_dict({"env": "CartPole-v1", "lr": {"grid_search": [1e-3]}})
+    with pytest.raises(ConfigError, match=r"^env_config=choice\(\[\{\}\]\): from_dict"):
+        PPOConfig.from_dict({"env": "CartPole-v1", "env_config": tune.choice([{}])})
 
 
 def test_the_readme_example_runs_as_written():
