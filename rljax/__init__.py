@@ -15,9 +15,21 @@ if _os.environ.get("RLJAX_COMPILATION_CACHE"):
 
     enable_compilation_cache(_os.environ["RLJAX_COMPILATION_CACHE"])
 
+
+def __getattr__(name: str) -> object:
+    # ``rljax.tune`` on first use, so that ``import rljax`` imports no more than it did;
+    # ``from rljax import tune`` imports the submodule directly.
+    if name == "tune":
+        import importlib
+
+        return importlib.import_module("rljax.tune")
+    raise AttributeError(f"module 'rljax' has no attribute {name!r}")
+
+
 __all__ = [
     "__version__",
     "register_env",
     "register_module_class",
     "register_policy_mapping_fn",
+    "tune",
 ]

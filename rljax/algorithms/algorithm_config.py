@@ -13,7 +13,7 @@ import inspect
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -22,6 +22,8 @@ from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
+from rljax.tune.sample import Domain, as_domain
+from rljax.tune.variants import check_search_spaces, find_search_spaces, key_path
 from rljax.utils import memory, safe_io
 from rljax.utils.checks import (
     Bool,
@@ -158,6 +160,10 @@ class AlgorithmConfig:
     Each setting is declared once, as a ``Setting`` class attribute (name, default, check, doc,
     setter); the setters' keys, ``validate()``'s checks, ``to_dict`` / ``from_dict`` and the
     defaults of ``__init__`` are derived from the declarations (``rljax.algorithms.settings``).
+
+    Any setter also takes a search space (``rljax.tune``) for any setting and keeps it as given:
+    ``search_space()`` lists them, ``validate()`` refuses the config until each is resolved, and
+    ``copy().update_from_dict(variant)`` resolves them for one trial.
 
     Example::
 
@@ -487,8 +493,23 @@ class AlgorithmConfig:
             )
         for key, value in values.items():
             if value is not UNSET:
-                setattr(self, key, self._coerce(key, value))
+                setattr(self, key, self._store(key, value))
         return self
+
+    def _store(self, key: str, value: Any) -> Any:
+        """What a setter stores for ``key``: a search space (``tune.grid_search([...])``, Tune's
+        ``{"grid_search": [...]}``, ...) as given once it is checked (``validate()`` refuses a
+        config that still holds one; ``search_space()`` lists them); any other value as
+        ``_coerce`` makes it (over the setting's default where it replaces a search space)."""
+        domain = as_domain(value)
+        if domain is not None:
+            check_search_spaces(domain, root=f"{type(self).__name__}.{key}")
+            return domain
+        if isinstance(self.__dict__.get(key), Domain):
+            # A value replacing a search space (a resolved variant) starts from the default, for
+            # the settings whose setters merge a dict into the current one.
+            setattr(self, key, self.SETTINGS[key].fresh_default())
+        return self._coerce(key, value)
 
     def _coerce(self, key: str, value: Any) -> Any:
         if key in self._CHECKED_ON_SET:
@@ -804,11 +825,80 @@ class AlgorithmConfig:
         hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
         return nets * memory.mlp_params(memory.flat_size(observation_space), hiddens, out)
 
+    # ------------------------------------------------------------------ search spaces
+    def search_space(self) -> dict[str, Domain]:
+        """The settings set to a search space (``.training(lr=tune.grid_search([...]))``), by
+        name, in the order of the settings.
+
+        ``tune.generate_variants(config.search_space(), num_samples, seed)`` gives one dict per
+        trial; ``config.copy().update_from_dict(variant)`` is that trial's config.
+        """
+        out: dict[str, Domain] = {}
+        for key in self._all_keys():
+            value = getattr(self, key)
+            if isinstance(value, Domain):
+                out[key] = value
+        return out
+
+    def _refuse_search_spaces(self) -> None:
+        """Raises ``ConfigError`` when a setting is, or holds, a search space: such a config
+        stands for several trials, and only one of them can be validated or built."""
+        searched = self.search_space()
+        if searched:
+            shown = ", ".join(f"{k}={v!r}" for k, v in searched.items())
+            raise ConfigError(
+                f"{type(self).__name__} searches {', '.join(searched)} ({shown}): a config with "
+                "search spaces stands for several trials, not one run; run it through tune.Tuner "
+                "(not built in rljax yet), or resolve each trial's config: for variant in "
+                "tune.generate_variants(config.search_space(), num_samples, seed): "
+                "config.copy().update_from_dict(variant)"
+            )
+        for key in self._all_keys():
+            inner = find_search_spaces(getattr(self, key))
+            if inner:
+                path, domain = inner[0]
+                raise ConfigError(
+                    f"{key_path(path, key)}={domain!r}: a search space inside a setting's value "
+                    f"is not resolved; search the whole setting instead ({key}="
+                    "tune.grid_search([value1, value2]))"
+                )
+
+    def update_from_dict(self: _C, config_dict: Mapping[str, Any]) -> _C:
+        """Sets the settings ``config_dict`` names, as the setters do (RLlib's
+        ``update_from_dict``); returns the config.
+
+        With a variant of ``tune.generate_variants(config.search_space(), ...)``,
+        ``config.copy().update_from_dict(variant)`` is that trial's resolved config.
+
+        Raises:
+          ConfigError: A key that is not a setting (with the closest one, or RLlib's new name
+            for an old one), or a search space that cannot be sampled.
+        """
+        if not isinstance(config_dict, Mapping):
+            raise ConfigError(
+                f"update_from_dict() needs a dict of settings; got a {type(config_dict).__name__}"
+            )
+        keys = self._all_keys()
+        for key in config_dict:
+            if not isinstance(key, str) or key not in keys:
+                hint = _unknown_key_hint(key, keys) if isinstance(key, str) else ""
+                raise ConfigError(
+                    f"update_from_dict() got unknown key {key!r}{hint}; a key must be a "
+                    f"setting of {type(self).__name__}"
+                )
+        for key, value in config_dict.items():
+            setattr(self, key, self._store(key, value))
+        return self
+
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
-        """Checks every value and combination; raises ``ConfigError`` naming what to change."""
+        """Checks every value and combination; raises ``ConfigError`` naming what to change.
+
+        A config holding search spaces is refused, naming them (``search_space()``).
+        """
         from rljax.env.vector import envpool_config, resolve_env
 
+        self._refuse_search_spaces()
         self._check_settings()
         spec = resolve_env(self.env, self.env_config)
         if spec.backend == "envpool":
@@ -934,6 +1024,7 @@ class AlgorithmConfig:
 
     def build_algo(self) -> Any:
         """Validates and builds the algorithm (RLlib's ``build_algo``)."""
+        self._refuse_search_spaces()
         self._check_settings()  # the batch arithmetic below needs checked ints
         if self.train_batch_size is not None:
             self.train_batch_size_per_learner = max(
@@ -960,7 +1051,9 @@ class AlgorithmConfig:
         out: dict[str, Any] = {"algo": self.algo_name}
         for key in self._all_keys():
             value = getattr(self, key)
-            if key == "model_config":
+            if isinstance(value, Domain):
+                pass  # a search space, kept as given
+            elif key == "model_config":
                 value = value.to_dict()
             elif key == "rl_module_spec" and value is not None:
                 value = {
@@ -1025,6 +1118,14 @@ class AlgorithmConfig:
             if key not in keys:
                 raise ConfigError(
                     f"unknown config key {key[:60]!r}{_unknown_key_hint(key[:60], keys)}"
+                )
+        for key, value in d.items():
+            # A file's search spaces would resolve to values that skip the checks below.
+            if as_domain(value) is not None:
+                raise ConfigError(
+                    f"{key}={as_domain(value)!r}: from_dict() reads one run's settings, not search "
+                    "spaces; set them on the config (config.training(lr=tune.grid_search([...])) "
+                    "or config.update_from_dict({...}))"
                 )
         if policy.objects.get("env") is not None:
             d["env"] = policy.objects["env"]

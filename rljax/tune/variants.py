@@ -1,0 +1,250 @@
+"""Variant generation: the trials' configs a ``param_space`` stands for, with Ray Tune's semantics.
+
+``generate_variants(param_space, num_samples, seed)`` crosses every grid, repeats the grid
+``num_samples`` times and draws every other search space independently for each variant from
+one seeded numpy ``Generator``, in a fixed order, so a seed gives the same list every time.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from rljax.tune.sample import (
+    Categorical,
+    ConfigView,
+    Domain,
+    Function,
+    GridSearch,
+    UnresolvedValueError,
+    as_domain,
+    is_grid_dict,
+)
+from rljax.utils.errors import ConfigError
+
+Path = tuple[Any, ...]
+
+
+class _Inside:
+    """A step of a key path into a search space's own values (a grid's or a choice's)."""
+
+    def __init__(self, what: str, index: int):
+        self.what, self.index = what, index
+
+    def __repr__(self) -> str:
+        return f"{self.what} value {self.index}"
+
+
+def key_path(path: Path, root: str = "param_space") -> str:
+    """``root['a']['b'][0]``: how error messages name a key."""
+    return root + "".join(f"[{k!r}]" for k in path)
+
+
+def _children(value: Any) -> Iterator[tuple[Any, Any]]:
+    """The (key, child) pairs of a dict, list or tuple that variants are resolved inside."""
+    if isinstance(value, dict) and not is_grid_dict(value):
+        yield from value.items()
+    elif isinstance(value, list) or type(value) is tuple:
+        yield from enumerate(value)
+
+
+def find_search_spaces(tree: Any, path: Path = ()) -> list[tuple[Path, Domain]]:
+    """Every search space in ``tree`` (nested dicts, lists and tuples), with its key path, in the
+    order the tree lists them; Tune's ``{"grid_search": [...]}`` dicts count as grids."""
+    domain = as_domain(tree)
+    if domain is not None:
+        return [(path, domain)]
+    found: list[tuple[Path, Domain]] = []
+    for key, child in _children(tree):
+        found.extend(find_search_spaces(child, (*path, key)))
+    return found
+
+
+def check_search_spaces(tree: Any, root: str = "param_space", path: Path = ()) -> None:
+    """Checks every search space in ``tree``, and those inside a grid's or a choice's values.
+
+    Raises:
+      ConfigError: naming the key path, the search space as given and what is allowed.
+    """
+    for sub, domain in find_search_spaces(tree, path):
+        domain.check(key_path(sub, root))
+        if isinstance(domain, GridSearch):
+            inner = [("grid_search", domain.values)]
+        elif isinstance(domain, Categorical):
+            inner = [("choice", domain.categories)]
+        else:
+            inner = []
+        for what, values in inner:
+            for i, value in enumerate(values):
+                check_search_spaces(value, root, (*sub, _Inside(what, i)))
+
+
+def _copy_tree(value: Any) -> Any:
+    """``value`` with its dicts, lists and tuples copied (leaves shared), so that variants never
+    share a container."""
+    if isinstance(value, dict):
+        return {k: _copy_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_tree(v) for v in value]
+    if type(value) is tuple:
+        return tuple(_copy_tree(v) for v in value)
+    return value
+
+
+def _replace(tree: Any, path: Path, value: Any) -> Any:
+    """``tree`` with the value at ``path`` replaced (a tuple on the way is rebuilt)."""
+    if not path:
+        return value
+    key, rest = path[0], path[1:]
+    if type(tree) is tuple:
+        items = list(tree)
+        items[key] = _replace(items[key], rest, value)
+        return tuple(items)
+    tree[key] = _replace(tree[key], rest, value)
+    return tree
+
+
+def _path_order(item: tuple[Path, Domain]) -> tuple[tuple[int, Any], ...]:
+    """Sorts key paths as Tune sorts its grid paths (plain tuple order for string keys), with
+    int and other keys ordered too."""
+    return tuple(
+        (0, k) if isinstance(k, str) else (1, k) if isinstance(k, int) else (2, repr(k))
+        for k in item[0]
+    )
+
+
+def _grid_points(grids: list[tuple[Path, GridSearch]]) -> Iterator[tuple[Any, ...]]:
+    """The grids' combinations, the first grid's value changing fastest (Tune's order)."""
+    for combo in itertools.product(*(g.values for _, g in reversed(grids))):
+        yield combo[::-1]
+
+
+def _resolve_functions(
+    variant: dict[str, Any],
+    functions: list[tuple[Path, Function]],
+    rng: np.random.Generator,
+    root: str,
+) -> dict[str, Any]:
+    """Calls each ``sample_from`` function with the variant resolved so far; one that reads a
+    value still unresolved is called again after the others, until none is left."""
+    pending = list(functions)
+    while pending:
+        left: list[tuple[Path, Function]] = []
+        waits: list[str] = []
+        for path, fn in pending:
+            where = key_path(path, root)
+            try:
+                value = fn.sample(rng, spec=ConfigView(variant), where=where)
+            except UnresolvedValueError as e:
+                left.append((path, fn))
+                waits.append(f"{where} reads {root}{e.args[0]}")
+                continue
+            except ConfigError:
+                raise
+            except Exception as e:
+                raise ConfigError(f"{where}: {fn!r} raised {type(e).__name__}: {e}") from e
+            if isinstance(value, ConfigView):  # a part of the variant itself
+                value = value._data
+            variant = _replace(variant, path, _copy_tree(value))
+        if len(left) == len(pending):
+            raise ConfigError(
+                "sample_from functions wait on each other's values (a circular dependency): "
+                + "; ".join(waits)
+                + "; let one of them read only resolved values"
+            )
+        pending = left
+    return variant
+
+
+def _expand(variant: dict[str, Any], rng: np.random.Generator, root: str) -> list[dict[str, Any]]:
+    found = find_search_spaces(variant)
+    if not found:
+        return [_copy_tree(variant)]
+    grids = sorted(
+        ((p, d) for p, d in found if isinstance(d, GridSearch)),
+        key=_path_order,
+    )
+    draws = [(p, d) for p, d in found if not isinstance(d, (GridSearch, Function))]
+    functions = [(p, d) for p, d in found if isinstance(d, Function)]
+    out: list[dict[str, Any]] = []
+    for combo in _grid_points(grids):
+        v = _copy_tree(variant)
+        for (path, _), value in zip(grids, combo, strict=True):
+            v = _replace(v, path, _copy_tree(value))
+        for path, domain in draws:
+            v = _replace(v, path, _copy_tree(domain.sample(rng, where=key_path(path, root))))
+        v = _resolve_functions(v, functions, rng, root)
+        # A grid value or a drawn category may itself hold search spaces: resolve those too.
+        out.extend(_expand(v, rng, root) if find_search_spaces(v) else [v])
+    return out
+
+
+def generate_variants(
+    param_space: Mapping[str, Any],
+    num_samples: int = 1,
+    seed: int | np.random.Generator | None = None,
+    *,
+    root: str = "param_space",
+) -> list[dict[str, Any]]:
+    """The variants (one resolved config per trial) that ``param_space`` stands for.
+
+    Ray Tune's semantics (its ``BasicVariantGenerator``): every combination of the
+    ``grid_search`` values anywhere in the space, the whole grid repeated ``num_samples`` times,
+    and every other search space drawn anew for each variant. Nested dicts, lists and tuples are
+    resolved inside; other values are kept as given (containers copied, so variants never share
+    one). Tune's plain-dict grid ``{"grid_search": [...]}`` is a grid too. A value a grid or a
+    ``choice`` yields that itself holds search spaces is resolved in turn.
+
+    Order, as Tune's: sample by sample (the whole grid, then the whole grid again); within one
+    sample, the grids' key paths sorted, the first path's value changing fastest. So
+    ``{"a": grid_search([1, 2]), "b": grid_search(["x", "y"])}`` with ``num_samples=2`` gives
+    ``(a, b)`` = (1, x), (2, x), (1, y), (2, y), (1, x), (2, x), (1, y), (2, y).
+
+    Draws come from one ``numpy.random.Generator`` made from ``seed``, variant by variant and,
+    within a variant, in the order the space lists its keys; ``sample_from`` functions are called
+    last, each once every value it reads is resolved. The same seed gives the same list.
+
+    Args:
+      param_space: A dict of values and search spaces.
+      num_samples: How many times the grid is repeated (1 or more).
+      seed: An int seed, a numpy ``Generator`` to draw from, or None for a fresh unseeded one.
+      root: The name error messages give the space (a config passes its class name).
+
+    Returns:
+      ``len(grid combinations) * num_samples`` resolved dicts.
+
+    Raises:
+      ConfigError: A search space that cannot be sampled (an empty grid, ``loguniform`` with a
+        bound at or below 0, ``lower >= upper``, ``q <= 0``, a ``sample_from`` that is not a
+        function of the spec ...), named by its key path; ``num_samples`` below 1; a
+        ``sample_from`` that raises or that waits on itself through others.
+    """
+    if not isinstance(param_space, Mapping):
+        raise ConfigError(
+            f"{root} must be a dict of values and search spaces; got a {type(param_space).__name__}"
+        )
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
+        raise ConfigError(f"num_samples={num_samples!r}: use an int, 1 or more")
+    if num_samples < 1:
+        raise ConfigError(
+            f"num_samples={num_samples!r}: use 1 or more (the number of times the grid is tried)"
+        )
+    if not (
+        seed is None
+        or isinstance(seed, np.random.Generator)
+        or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0)
+    ):
+        raise ConfigError(f"seed={seed!r}: use None, an int >= 0 or a numpy Generator")
+    space = _copy_tree(dict(param_space))
+    check_search_spaces(space, root)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    variants: list[dict[str, Any]] = []
+    for _ in range(int(num_samples)):
+        variants.extend(_expand(space, rng, root))
+    return variants
+
+
+__all__ = ["check_search_spaces", "find_search_spaces", "generate_variants", "key_path"]
