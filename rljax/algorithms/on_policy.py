@@ -10,6 +10,7 @@ otherwise.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -182,6 +183,16 @@ class OnPolicyAlgorithm(Algorithm):
         self._loop.set_state(self.state)  # a learner thread goes on from it
         if self._runners is not None:  # runner threads act with them next
             self._runners.publish(self._runner_params(), advance=False)
+
+    def restore_from_path(self, path: str | os.PathLike) -> None:
+        # A learner thread waits between updates meanwhile: the restore replaces its state, the
+        # weights the runners act with and the runner group's faults (dropped runners).
+        loop = getattr(self, "_loop", None)
+        if loop is None:
+            super().restore_from_path(path)
+            return
+        with loop.paused():
+            super().restore_from_path(path)
 
     def stop(self) -> None:
         loop = getattr(self, "_loop", None)  # None when building failed part-way

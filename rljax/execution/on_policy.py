@@ -11,11 +11,12 @@ knows the algorithm.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 import jax
@@ -110,6 +111,8 @@ def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[
         for slot, version, steps, sample_s, wait in zip(
             rec.slots, rec.versions, rec.steps, rec.sample_s, rec.wait_s, strict=True
         ):
+            if steps == 0:  # a dropped runner's empty rows: no fragment, no lag
+                continue
             lag = rec.learner_version - version
             lags.append(lag)
             waits.append(wait)
@@ -121,9 +124,9 @@ def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[
             p["lags"].append(lag)
     nan = float("nan")
     return {
-        "policy_lag_mean": float(np.mean(lags)),
-        "policy_lag_max": int(np.max(lags)),
-        "runner_wait_for_learner_s": float(np.mean(waits)),
+        "policy_lag_mean": float(np.mean(lags)) if lags else nan,
+        "policy_lag_max": int(np.max(lags)) if lags else 0,
+        "runner_wait_for_learner_s": float(np.mean(waits)) if waits else nan,
         "learner_wait_s": float(sum(r.learner_wait_s for r in records)),
         "per_runner": {
             str(i + 1): {
@@ -337,7 +340,11 @@ class OnPolicyLoop(Generic[State]):
         """The training-step result of one or more updates: learner metrics averaged over them,
         their episodes and env steps summed, runner metrics over all their fragments."""
         host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
-        metrics = {k: np.mean([m[k] for m, _ in host]) for k in host[0][0]}
+        # Counts (``num_*``) add up over the updates; everything else is their mean.
+        metrics = {
+            k: (np.sum if k.startswith("num_") else np.mean)([m[k] for m, _ in host])
+            for k in host[0][0]
+        }
         returns = np.concatenate([e["returns"][e["done"]] for _, e in host])
         lens = np.concatenate([e["lens"][e["done"]] for _, e in host])
         num_valid = sum(int(e["num_valid"]) for _, e in host)
@@ -371,6 +378,12 @@ class OnPolicyLoop(Generic[State]):
         if self.learner_thread is not None:
             self.learner_thread.set_state(state)
 
+    def paused(self) -> contextlib.AbstractContextManager[None]:
+        """Holds the learner thread, if any, between updates for the block."""
+        if self.learner_thread is None:
+            return contextlib.nullcontext()
+        return self.learner_thread.paused()
+
     def close(self) -> None:
         """Stops the learner thread (after the runners were closed, which ends its wait)."""
         if self.learner_thread is not None:
@@ -381,10 +394,13 @@ class LearnerThread(Generic[State]):
     """Runs ``learn(state, sample())`` in a thread of its own, over and over.
 
     ``collect`` hands the driver every update finished since its last call (waiting for one)
-    and the newest state. At most ``max_pending`` finished updates wait for the driver; then the
-    thread waits too, so a run left alone between ``train()`` calls stops after that many. The
+    and the newest state. ``max_pending`` finished updates wait for the driver, and the thread
+    holds one more while it waits to hand it over, so a run left alone between ``train()``
+    calls stops after that many. The
     state lives in the thread: ``set_state`` replaces it between updates (dropping the updates
-    not yet collected). An exception in the thread is raised by the next ``collect``.
+    not yet collected). ``paused()`` holds the thread between updates while the driver changes
+    what it samples from (a restore). An exception in the thread is raised by the next
+    ``collect``.
     """
 
     def __init__(
@@ -404,6 +420,9 @@ class LearnerThread(Generic[State]):
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._poll_s = poll_s
+        self._resume = threading.Event()  # cleared while the driver holds the thread
+        self._resume.set()
+        self._idle = threading.Event()  # set while the thread waits to be resumed
 
     @property
     def running(self) -> bool:
@@ -442,15 +461,44 @@ class LearnerThread(Generic[State]):
         with self._lock:
             self._state = state
             self._generation += 1
-        while True:  # updates from the state replaced: not the new one's
-            try:
-                self._results.get_nowait()
-            except queue.Empty:
-                break
+            while True:  # updates from the state replaced: not the new one's
+                try:
+                    self._results.get_nowait()
+                except queue.Empty:
+                    break
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Holds the thread between updates (before its next sample, or while it waits to hand
+        an update over) for the duration of the block."""
+        if not self.running:
+            yield
+            return
+        self._resume.clear()
+        try:
+            while not self._idle.wait(self._poll_s):
+                if not self.running:
+                    break
+            yield
+        finally:
+            self._resume.set()
+
+    def _hold_if_paused(self) -> None:
+        if self._resume.is_set():
+            return
+        self._idle.set()
+        try:
+            while not self._resume.wait(self._poll_s) and not self._stop.is_set():
+                pass
+        finally:
+            self._idle.clear()
 
     def _run(self) -> None:
         try:
             while not self._stop.is_set():
+                self._hold_if_paused()
+                if self._stop.is_set():
+                    break
                 sampled = self._sample()
                 with self._lock:
                     self._state, record = self._learn(self._state, sampled)
@@ -460,7 +508,7 @@ class LearnerThread(Generic[State]):
                         self._results.put(item, timeout=self._poll_s)
                         break
                     except queue.Full:
-                        continue
+                        self._hold_if_paused()  # the driver may hold it without collecting
         except BaseException as e:  # raised in the driver by collect()
             if not self._stop.is_set():
                 self._error = e

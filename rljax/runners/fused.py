@@ -13,6 +13,7 @@ EnvPool env, it has no state to save (``get_state`` raises ``EnvStateError``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -111,7 +112,14 @@ class FusedRunner:
     def set_state(self, state: dict[str, Any], checked: list[Any] | None = None) -> None:
         raise EnvStateError("EnvPool envs cannot restore a saved state")
 
-    def close(self, force: bool = False) -> None:
+    def close(self, force: bool = False, wait_s: float = 30.0) -> None:
+        """Closes the EnvPool once no rollout runs in it (its XLA step must not lose its envs
+        mid-call); a runner still inside one after ``wait_s`` (hung) is left open."""
+        deadline = time.monotonic() + wait_s
+        while self.busy:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
         self.env.close()
 
 

@@ -508,10 +508,11 @@ class RunnerGroup:
                     if len(fragments) == num_fragments:
                         self._next_slot = (i + 1) % n
                         break
-            if len(self.dropped) == n:
+            live = [i for i in range(n) if i not in self.dropped]
+            if not live:
                 raise EnvRunnerError("every env runner was dropped; no samples are left")
             if not got:
-                self.exchange.wait_for_any(self._poll_s)
+                self.exchange.wait_for_any(self._poll_s, live)
         stride = n * self._stream_ids_per_runner()
         for place, f in enumerate(fragments):
             if place:

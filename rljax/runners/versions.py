@@ -203,13 +203,15 @@ class VersionedQueues(Generic[F]):
         except queue.Empty:
             return None
 
-    def wait_for_any(self, timeout_s: float) -> bool:
-        """Waits until some slot's queue holds a fragment, at most ``timeout_s``; returns
-        whether one does."""
+    def wait_for_any(self, timeout_s: float, slots: list[int] | None = None) -> bool:
+        """Waits until the queue of one of ``slots`` (default: all) holds a fragment, at most
+        ``timeout_s``; returns whether one does. Only the slots the learner still takes from
+        count: a fragment left in a dropped slot's queue must not wake it for ever."""
+        queues = self._queues if slots is None else [self._queues[i] for i in slots]
         with self._arrived:
-            if not any(q.qsize() for q in self._queues):
+            if not any(q.qsize() for q in queues):
                 self._arrived.wait(timeout_s)
-            return any(q.qsize() for q in self._queues)
+            return any(q.qsize() for q in queues)
 
     def discard(self, slot: int) -> None:
         """Drops a fragment waiting in the slot's queue (its runner was replaced)."""

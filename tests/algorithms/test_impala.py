@@ -292,7 +292,7 @@ def test_trains_on_every_path_and_round_trips_a_checkpoint(
             )
             assert sum(r["num_env_steps_sampled"] for r in per_runner.values()) == sampled
             if num_learners:  # weights every 2 updates: versions count updates
-                assert algo._runners.version % 2 == 0
+                assert algo._runners.version >= 2 and algo._runners.version % 2 == 0
         else:
             # Fused: sampled with the weights being updated (APPO's ratios are to the target,
             # one update behind here): close to on-policy.
@@ -375,13 +375,14 @@ def test_appo_learns_a_registered_gymnasium_env_with_free_running_runners(mode, 
 
 
 def test_rmsprop_opt_type_takes_the_papers_step_and_bad_names_are_refused():
-    # One RMSProp step by hand, epsilon inside the square root (TensorFlow's, the IMPALA
-    # paper's): nu = (1 - 0.99) * 2^2 = 0.04, update = -0.5 * 2 / sqrt(0.04 + 0.1).
-    base = optax.rmsprop(0.5, decay=0.99, eps=0.1)
+    # One RMSProp step by hand as TensorFlow's (the IMPALA paper's): the average starts at 1,
+    # epsilon inside the square root: nu = 0.99 * 1 + 0.01 * 2^2 = 1.03,
+    # update = -0.5 * 2 / sqrt(1.03 + 0.1).
+    base = optax.rmsprop(0.5, decay=0.99, eps=0.1, initial_scale=1.0)
     opt = make_optimizer(0.5, 40.0, flatten=True, base=base)
     params = {"w": jnp.array([1.0])}
     updates, _ = opt.update({"w": jnp.array([2.0])}, opt.init(params), params)
-    np.testing.assert_allclose(updates["w"], [-0.5 * 2 / np.sqrt(0.14)], rtol=1e-6)
+    np.testing.assert_allclose(updates["w"], [-0.5 * 2 / np.sqrt(1.13)], rtol=1e-6)
     config = _config(IMPALAConfig, 0).training(opt_type="rmsprop", decay=0.99, epsilon=0.1)
     assert (config.opt_type, config.momentum) == ("rmsprop", 0.0)
     algo = config.build_algo()
@@ -391,3 +392,11 @@ def test_rmsprop_opt_type_takes_the_papers_step_and_bad_names_are_refused():
         algo.stop()
     with pytest.raises(ConfigError, match="'sgd'.*adam.*rmsprop"):
         IMPALAConfig().environment("CartPole-v1").training(opt_type="sgd").validate()
+
+
+def test_a_fragment_length_the_learners_cannot_split_is_refused_before_building():
+    config = _config(APPOConfig, 1).learners(num_learners=2)  # fragments of 16 split in 2: fine
+    config.validate()
+    config.env_runners(rollout_fragment_length=25)
+    with pytest.raises(ConfigError, match="rollout_fragment_length=25 .* num_learners=2"):
+        config.validate()

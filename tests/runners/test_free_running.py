@@ -1,7 +1,6 @@
 """Free-running runner groups (IMPALA/APPO): runners never wait for weights, the learner takes
 the first fragments ready from any runner, and the learner thread's hand-over to the driver."""
 
-import threading
 import time
 
 import jax.numpy as jnp
@@ -177,4 +176,30 @@ def test_learner_thread_raises_the_update_error_in_the_driver():
                 thread.collect(0)
     finally:
         thread.close()
-    assert threading.active_count() >= 1
+    assert not thread.running
+
+
+def test_wait_for_any_counts_only_the_slots_still_taken_from():
+    # A fragment left in a dropped slot's queue must not wake the learner: it would spin.
+    q = VersionedQueues(2, max_policy_lag=None, poll_s=0.01)
+    assert q.put(1, "stale", lambda: True)
+    t0 = time.perf_counter()
+    assert not q.wait_for_any(0.2, slots=[0])
+    assert time.perf_counter() - t0 >= 0.15  # it waited instead of returning at once
+    assert q.wait_for_any(0.2)  # all slots: slot 1's fragment counts
+
+
+def test_a_paused_learner_thread_learns_nothing_until_resumed():
+    thread, learned = _counting_thread(max_pending=2)
+    try:
+        thread.collect(0)
+        with thread.paused():
+            held = len(learned)
+            time.sleep(0.1)
+            assert len(learned) == held  # held between updates
+            thread.set_state(1000)  # what a restore does meanwhile
+        state, records = thread.collect(None)
+        assert records and all(r["n"] > 1000 for r in records) and state == records[-1]["n"]
+    finally:
+        thread.close()
+    assert not thread.running

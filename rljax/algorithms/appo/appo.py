@@ -65,7 +65,7 @@ class APPOConfig(IMPALAConfig):
         2,
         Int(1),
         "Moves of the target policy, in RLlib's unit: every freq x circular_buffer_num_batches "
-        "x circular_buffer_iterations_per_batch updates (with or without the buffer).",
+        "x circular_buffer_iterations_per_batch gradient steps (with or without the buffer).",
     )
     tau = Setting(
         1.0,

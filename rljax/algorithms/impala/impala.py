@@ -123,7 +123,8 @@ class IMPALAConfig(AlgorithmConfig):
     epsilon = Setting(
         0.1,
         Number(0, low_open=True),
-        "RMSProp's epsilon, inside the square root (TensorFlow's RMSProp, the IMPALA paper's).",
+        "RMSProp's epsilon, inside the square root (TensorFlow's RMSProp, the IMPALA paper's, "
+        "whose squared-gradient average starts at 1).",
     )
     num_gpu_loader_threads = Setting(
         8,
@@ -213,6 +214,15 @@ class IMPALAConfig(AlgorithmConfig):
             raise ConfigError(
                 f"{self.algo_name} trains one policy here; multi-agent configs are not built yet"
             )
+        shards = self.num_learner_shards
+        if shards > 1 and self.get_rollout_fragment_length() % shards:
+            # The batch is [T, B] (or [T * N, 1]) and the learners split its leading axis.
+            raise ConfigError(
+                f"rollout_fragment_length={self.get_rollout_fragment_length()} does not divide "
+                f"across num_learners={self.num_learners}: {self.algo_name}'s batch is split "
+                "along time over the learners; pick a fragment length that is a multiple of "
+                f"{shards}"
+            )
 
 
 class IMPALA(OnPolicyAlgorithm):
@@ -227,10 +237,13 @@ class IMPALA(OnPolicyAlgorithm):
         dist, params, key = self._init_actor_critic()
         base = None
         if cfg.opt_type == "rmsprop":
+            # TensorFlow's RMSProp, as the IMPALA paper's: epsilon inside the square root and
+            # the squared-gradient average starting at 1.
             base = optax.rmsprop(
                 float(cfg.lr),
                 decay=float(cfg.decay),
                 eps=float(cfg.epsilon),
+                initial_scale=1.0,
                 momentum=float(cfg.momentum) or None,
             )
         optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, flatten=True, base=base)

@@ -53,7 +53,8 @@ class IMPALATrainState:
 @flax.struct.dataclass
 class APPOTrainState:
     """APPO's learner state: IMPALA's, the target policy's parameters (the whole module's,
-    moved every ``target_network_update_freq`` updates) and the adaptive KL coefficient."""
+    moved every ``APPOHyperparams.target_period`` gradient steps) and the adaptive KL
+    coefficient."""
 
     params: Any
     opt_state: Any
