@@ -318,3 +318,19 @@ def test_algorithm_trainables_resolve_to_trial_configs():
         from rljax.algorithms.dqn import DQNConfig
 
         tune.Tuner("PPO", param_space=DQNConfig(), run_config=stop)
+
+
+@pytest.mark.slow
+def test_the_readme_tuner_example_runs(tmp_path, capsys):
+    import re
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("**Tuner.**") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    code = code.replace('"/tmp/rljax_results"', repr(str(tmp_path)))
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    grid = namespace["grid"]
+    assert len(grid) == 2 and grid.num_errors == 0
+    assert namespace["best"].config["lr"] in (1e-3, 3e-4)
+    assert Path(namespace["best"].path).parent.parent == tmp_path
