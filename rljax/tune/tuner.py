@@ -45,8 +45,9 @@ class _StopTrial(BaseException):
     ``BaseException``, so that the trainable's own ``except Exception`` does not catch it)."""
 
 
-class _StopperFailed(Exception):
-    """A stop criterion that cannot be read (a key missing from the results): ends ``fit()``."""
+class _StopperFailed(BaseException):
+    """A stop criterion that cannot be read (a key missing from the results): ends ``fit()``
+    (a ``BaseException``, so that a function trainable's ``except Exception`` does not hide it)."""
 
 
 def _jsonable(value: Any) -> Any:

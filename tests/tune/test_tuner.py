@@ -82,6 +82,15 @@ def test_unknown_stop_key_fails_naming_it(tmp_path):
     with pytest.raises(ConfigError, match="stop="):
         tune.RunConfig(stop=3)
 
+    def swallows(config):
+        try:
+            tune.report({"score": 1})
+        except Exception as e:  # a trainable's own handler must not hide the stop key's error
+            raise AssertionError("reached") from e
+
+    with pytest.raises(ConfigError, match="'scroe'"):
+        _fit(swallows, tmp_path=tmp_path / "2", stop={"scroe": 3})
+
 
 def test_best_result_scopes_and_errors(tmp_path):
     def ups_and_downs(config):
