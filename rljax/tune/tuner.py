@@ -330,12 +330,11 @@ class Tuner:
                     "tune.Stopper) or tune.TuneConfig(time_budget_s=...); Ray Tune would train "
                     "forever"
                 )
-        elif (self.run_config.checkpoint_config or CheckpointConfig()).checkpoint_frequency or (
-            self.run_config.checkpoint_config or CheckpointConfig()
-        ).checkpoint_at_end:
+        elif self.run_config.checkpoint_config and self.run_config.checkpoint_config.wanted:
             raise ConfigError(
-                "CheckpointConfig(checkpoint_frequency/checkpoint_at_end) is for algorithm "
-                "trainables; a function trainable saves with tune.report(metrics, checkpoint=dir)"
+                f"{self.run_config.checkpoint_config!r}: checkpoint_frequency and "
+                "checkpoint_at_end are for algorithm trainables; a function trainable saves with "
+                "tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(dir))"
             )
 
     @property

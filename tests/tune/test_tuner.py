@@ -220,6 +220,13 @@ def test_bad_input_fails_before_anything_runs(tmp_path):
     with pytest.raises(NotImplementedError, match="callbacks=.*not built"):
         tune.RunConfig(callbacks=[object()])
     tune.TuneConfig(max_concurrent_trials=1)
+    with pytest.raises(ConfigError, match="checkpoint_at_end are for algorithm trainables"):
+        tune.Tuner(
+            climb,
+            run_config=tune.RunConfig(
+                checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=2)
+            ),
+        )
     with pytest.raises(RuntimeError, match="no trial is running"):
         tune.report({"x": 1})
 
