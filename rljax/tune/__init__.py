@@ -1,11 +1,15 @@
-"""Tuning with Ray Tune's API: the first part, search spaces and variant generation.
+"""Tuning with Ray Tune's API: search spaces, variants, and a ``Tuner`` running trials one after
+another.
 
 Built: the search spaces (``grid_search``, ``choice``, ``uniform``, ``quniform``, ``loguniform``,
 ``randint``, ``qrandint``, ``randn``, ``sample_from``) with Tune's semantics,
 ``generate_variants(param_space, num_samples, seed)``, and search spaces inside a config's setters
 (``PPOConfig().training(lr=tune.grid_search([1e-3, 1e-4]))``; ``config.search_space()``,
-``config.copy().update_from_dict(variant)``). Not built yet: ``Tuner``, ``TuneConfig``,
-``RunConfig``, schedulers, search algorithms, and trials trained as one population.
+``config.copy().update_from_dict(variant)``); ``Tuner(trainable, param_space, tune_config,
+run_config).fit()`` running the trials one after another, ``tune.report``, stop criteria
+(``RunConfig(stop=...)``, ``Stopper``), ``ResultGrid`` / ``Result``, Tune's output files, and the
+older ``tune.run``. Not built yet: schedulers, search algorithms, callbacks, concurrent trials,
+``Tuner.restore`` and trials trained as one population.
 
 Example::
 
@@ -18,6 +22,8 @@ Example::
     )  # 4 dicts
 """
 
+from rljax.tune import stopper
+from rljax.tune.result_grid import Checkpoint, Result, ResultGrid
 from rljax.tune.sample import (
     Categorical,
     ConfigView,
@@ -37,17 +43,31 @@ from rljax.tune.sample import (
     sample_from,
     uniform,
 )
+from rljax.tune.stopper import MaximumIterationStopper, Stopper
+from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
+from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, report, run
 from rljax.tune.variants import check_search_spaces, find_search_spaces, generate_variants
 
 __all__ = [
     "Categorical",
+    "Checkpoint",
+    "CheckpointConfig",
     "ConfigView",
     "Domain",
+    "ExperimentAnalysis",
     "Float",
     "Function",
     "GridSearch",
     "Integer",
+    "MaximumIterationStopper",
     "Normal",
+    "Result",
+    "ResultGrid",
+    "RunConfig",
+    "Stopper",
+    "TuneConfig",
+    "TuneError",
+    "Tuner",
     "check_search_spaces",
     "choice",
     "find_search_spaces",
@@ -58,6 +78,9 @@ __all__ = [
     "quniform",
     "randint",
     "randn",
+    "report",
+    "run",
     "sample_from",
+    "stopper",
     "uniform",
 ]

@@ -1,0 +1,240 @@
+"""What ``Tuner.fit()`` returns, with Ray Tune's names: ``ResultGrid``, ``Result``, ``Checkpoint``."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rljax.tune.stopper import flatten
+from rljax.utils.errors import ConfigError
+
+_SCOPES = ("last", "avg", "last-5-avg", "last-10-avg", "all")
+
+
+def check_mode(mode: Any, where: str = "mode") -> None:
+    if mode is not None and mode not in ("min", "max"):
+        raise ConfigError(f"{where}={mode!r}: use 'min' or 'max'")
+
+
+def _pandas() -> Any:
+    try:
+        return importlib.import_module("pandas")
+    except ImportError:
+        raise ImportError(
+            "get_dataframe() and metrics_dataframe need pandas, which rljax does not depend on: "
+            "pip install pandas"
+        ) from None
+
+
+class Checkpoint:
+    """A checkpoint directory (Tune's ``Checkpoint``); ``os.fspath(checkpoint)`` is its path.
+
+    An algorithm trial's checkpoint loads with ``Algorithm.from_checkpoint(checkpoint.path)``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+
+    @classmethod
+    def from_directory(cls, path: str | os.PathLike[str]) -> Checkpoint:
+        return cls(path)
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"Checkpoint(path={str(self.path)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Checkpoint) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+
+@dataclass
+class Result:
+    """One trial's outcome.
+
+    Attributes:
+      config: The trial's resolved variant (its ``param_space`` with every search space drawn).
+      metrics: The trial's last result, nested as reported, with ``trial_id``,
+        ``training_iteration``, ``time_total_s`` ... filled in, and ``done`` True when the trial
+        ended without error. ``flatten(result.metrics)`` gives Tune's ``/``-joined keys.
+      path: The trial's directory (``params.json``, ``result.json``, ``progress.csv``).
+      error: The exception the trial raised, or None.
+      checkpoint: The trial's latest checkpoint, or None when none was saved.
+      history: Every result the trial reported, in order.
+    """
+
+    config: dict[str, Any]
+    metrics: dict[str, Any]
+    path: str
+    error: BaseException | None = None
+    checkpoint: Checkpoint | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    trial_id: str = ""
+
+    @property
+    def metrics_dataframe(self) -> Any:
+        """Every reported result as a row of a pandas DataFrame (flattened ``/`` keys)."""
+        return _pandas().DataFrame([flatten(r) for r in self.history])
+
+    def _score(self, metric: str, scope: str, mode: str) -> float | None:
+        """The trial's value of ``metric`` under ``scope`` (None: it never reported it)."""
+        values = []
+        for r in self.history:
+            flat = flatten(r)
+            if metric in flat:
+                try:
+                    values.append(float(flat[metric]))
+                except (TypeError, ValueError):
+                    raise ConfigError(
+                        f"metric {metric!r}: trial {self.trial_id} reported {flat[metric]!r}, "
+                        "not a number"
+                    ) from None
+        if not values:
+            return None
+        if scope == "all":  # the best value ever
+            return max(values) if mode == "max" else min(values)
+        chosen = {"last": values[-1:], "avg": values, "last-5-avg": values[-5:]}.get(
+            scope, values[-10:]
+        )
+        return sum(chosen) / len(chosen)
+
+
+class ResultGrid(Sequence[Result]):
+    """The trials' results, in the order the trials ran (Tune's ``ResultGrid``)."""
+
+    def __init__(
+        self,
+        results: list[Result],
+        experiment_path: str,
+        metric: str | None = None,
+        mode: str | None = None,
+    ):
+        self._results = list(results)
+        self.experiment_path = experiment_path
+        self._metric, self._mode = metric, mode
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __iter__(self) -> Iterator[Result]:
+        return iter(self._results)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._results[i]
+
+    def __repr__(self) -> str:
+        return (
+            f"ResultGrid({len(self)} trials, {self.num_terminated} terminated, "
+            f"{self.num_errors} errors, experiment_path={self.experiment_path!r})"
+        )
+
+    @property
+    def errors(self) -> list[BaseException]:
+        """The exceptions of the trials that raised."""
+        return [r.error for r in self._results if r.error is not None]
+
+    @property
+    def num_errors(self) -> int:
+        return len(self.errors)
+
+    @property
+    def num_terminated(self) -> int:
+        """Trials that ended without error (stopped by a criterion or returned)."""
+        return sum(r.error is None for r in self._results)
+
+    def get_best_result(
+        self,
+        metric: str | None = None,
+        mode: str | None = None,
+        scope: str = "last",
+        filter_nan_and_inf: bool = True,
+    ) -> Result:
+        """The trial with the best ``metric`` (a ``/``-joined result key).
+
+        ``metric``/``mode`` default to ``TuneConfig``'s. ``scope``, as Tune's: ``"last"`` (each
+        trial's last value), ``"avg"`` (its mean), ``"last-5-avg"``, ``"last-10-avg"``, ``"all"``
+        (its best value ever). Trials whose value is NaN or infinite are skipped unless
+        ``filter_nan_and_inf`` is False.
+
+        Raises:
+          ConfigError: no metric or mode given here or in ``TuneConfig``, ``mode`` not
+            ``"min"``/``"max"``, an unknown scope, or no trial reported ``metric`` (the message
+            lists the keys they reported).
+        """
+        metric = metric if metric is not None else self._metric
+        mode = mode if mode is not None else self._mode
+        if metric is None or mode is None:
+            raise ConfigError(
+                "get_best_result() needs a metric and a mode: pass them "
+                "(get_best_result(metric='env_runners/episode_return_mean', mode='max')) or set "
+                "them in tune.TuneConfig(metric=..., mode=...)"
+            )
+        check_mode(mode)
+        if scope not in _SCOPES:
+            raise ConfigError(f"scope={scope!r}: use one of {list(_SCOPES)}")
+        best: Result | None = None
+        best_value = 0.0
+        seen: set[str] = set()
+        for r in self._results:
+            for h in r.history:
+                seen.update(flatten(h))
+            value = r._score(metric, scope, mode)
+            if value is None:
+                continue
+            if filter_nan_and_inf and not math.isfinite(value):
+                continue
+            if best is None or (value > best_value if mode == "max" else value < best_value):
+                best, best_value = r, value
+        if best is None:
+            if not any(metric in flatten(h) for r in self._results for h in r.history):
+                raise ConfigError(
+                    f"metric {metric!r} is in no trial's results; they reported {sorted(seen)}"
+                )
+            raise ConfigError(f"metric {metric!r}: every trial's value is NaN or infinite")
+        return best
+
+    def get_dataframe(
+        self, filter_metric: str | None = None, filter_mode: str | None = None
+    ) -> Any:
+        """One row per trial (pandas DataFrame): its last result, flattened with ``/``, its
+        config as ``config/...`` columns, and ``logdir``. With ``filter_metric`` and
+        ``filter_mode``, each trial's row is its best result for that metric instead.
+
+        Raises:
+          ImportError: pandas is not installed (rljax does not depend on it).
+        """
+        pandas = _pandas()
+        check_mode(filter_mode, "filter_mode")
+        if (filter_metric is None) != (filter_mode is None):
+            raise ConfigError(
+                "get_dataframe(): pass both filter_metric and filter_mode, or neither"
+            )
+        rows = []
+        for r in self._results:
+            row_source = r.metrics
+            if filter_metric is not None:
+                scored = [
+                    (float(flatten(h)[filter_metric]), h)
+                    for h in r.history
+                    if filter_metric in flatten(h)
+                ]
+                if scored:
+                    pick = max if filter_mode == "max" else min
+                    row_source = pick(scored, key=lambda s: s[0])[1]
+            row = flatten(row_source)
+            row.update(flatten(r.config, "config/"))
+            row["logdir"] = r.path
+            rows.append(row)
+        return pandas.DataFrame(rows)
+
+
+__all__ = ["Checkpoint", "Result", "ResultGrid", "check_mode"]

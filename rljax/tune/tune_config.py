@@ -1,0 +1,154 @@
+"""``TuneConfig``, ``RunConfig`` and ``CheckpointConfig``, with Ray Tune 2.x's names and defaults.
+
+Settings whose feature is not built in rljax yet (search algorithms, schedulers, callbacks, more
+than one trial at a time) raise ``NotImplementedError`` naming what was given, rather than being
+ignored.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from rljax.tune.result_grid import check_mode
+from rljax.tune.stopper import as_stopper
+from rljax.utils.errors import ConfigError
+
+
+def _not_built(what: str, value: Any) -> NotImplementedError:
+    return NotImplementedError(
+        f"{what}={value!r}: not built in rljax yet (trials run one after another with Tune's "
+        f"default search: grid x num_samples, random draws); leave {what.split('.')[-1]} unset"
+    )
+
+
+def _check_number(name: str, value: Any, minimum: float, integer: bool) -> None:
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or value < minimum:
+        what = "an int" if integer else "a number"
+        raise ConfigError(f"{name}={value!r}: use {what} >= {minimum}")
+
+
+@dataclass
+class CheckpointConfig:
+    """When an algorithm trial saves checkpoints (Tune's ``CheckpointConfig``).
+
+    ``checkpoint_frequency``: every that many training iterations (0: never);
+    ``checkpoint_at_end``: once more when the trial stops; ``num_to_keep``: how many of a trial's
+    newest checkpoints stay (None: all). Checkpoints go to ``<trial dir>/checkpoint_NNNNNN``
+    (``algo.save_to_path``). Function trainables save by passing ``checkpoint=`` to
+    ``tune.report``; ``num_to_keep`` applies to those too.
+    """
+
+    num_to_keep: int | None = None
+    checkpoint_frequency: int = 0
+    checkpoint_at_end: bool = False
+
+    def __post_init__(self) -> None:
+        if self.num_to_keep is not None:
+            _check_number("CheckpointConfig.num_to_keep", self.num_to_keep, 1, True)
+        _check_number("CheckpointConfig.checkpoint_frequency", self.checkpoint_frequency, 0, True)
+        if not isinstance(self.checkpoint_at_end, bool):
+            raise ConfigError(
+                f"CheckpointConfig.checkpoint_at_end={self.checkpoint_at_end!r}: use True or False"
+            )
+
+    @property
+    def wanted(self) -> bool:
+        return bool(self.checkpoint_frequency) or self.checkpoint_at_end
+
+
+@dataclass
+class TuneConfig:
+    """How trials are made and compared (Tune's ``TuneConfig``).
+
+    ``metric``/``mode`` (``"min"`` or ``"max"``): the default for
+    ``ResultGrid.get_best_result()``. ``num_samples``: how many times the grid is repeated.
+    ``time_budget_s``: once this many seconds have passed, the running trial stops after its
+    current result and no more trials start. ``seed``: the seed of the search spaces' draws
+    (the same seed gives the same trials). ``max_concurrent_trials``: None or 1 (trials run one
+    after another). ``search_alg`` and ``scheduler`` are not built yet and raise if given.
+    """
+
+    metric: str | None = None
+    mode: str | None = None
+    num_samples: int = 1
+    search_alg: Any = None
+    scheduler: Any = None
+    max_concurrent_trials: int | None = None
+    time_budget_s: float | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.metric is not None and not isinstance(self.metric, str):
+            raise ConfigError(f"TuneConfig.metric={self.metric!r}: use a result key (a string)")
+        check_mode(self.mode, "TuneConfig.mode")
+        _check_number("TuneConfig.num_samples", self.num_samples, 1, True)
+        if self.search_alg is not None:
+            raise _not_built("TuneConfig.search_alg", self.search_alg)
+        if self.scheduler is not None:
+            raise _not_built("TuneConfig.scheduler", self.scheduler)
+        if self.max_concurrent_trials is not None:
+            _check_number("TuneConfig.max_concurrent_trials", self.max_concurrent_trials, 1, True)
+            if self.max_concurrent_trials > 1:
+                raise NotImplementedError(
+                    f"TuneConfig.max_concurrent_trials={self.max_concurrent_trials!r}: not built "
+                    "in rljax yet, trials run one after another; use None or 1"
+                )
+        if self.time_budget_s is not None:
+            _check_number("TuneConfig.time_budget_s", self.time_budget_s, 0, False)
+            if self.time_budget_s <= 0:
+                raise ConfigError(f"TuneConfig.time_budget_s={self.time_budget_s!r}: use > 0")
+        if self.seed is not None:
+            _check_number("TuneConfig.seed", self.seed, 0, True)
+
+
+def default_storage_path() -> str:
+    """``$RLJAX_RESULTS_DIR`` if set, else ``~/rljax_results`` (Tune's is ``~/ray_results``)."""
+    return os.environ.get("RLJAX_RESULTS_DIR") or os.path.join(
+        os.path.expanduser("~"), "rljax_results"
+    )
+
+
+@dataclass
+class RunConfig:
+    """Where results go and when trials stop (Tune's ``RunConfig``).
+
+    ``name``: the experiment's directory under ``storage_path`` (default: the trainable's name
+    and the start time); ``storage_path``: default ``default_storage_path()``; ``stop``: a dict
+    of result keys to thresholds (``/`` for nested keys; a trial stops when any is reached), a
+    function ``(trial_id, result) -> bool`` or a ``tune.Stopper``; ``checkpoint_config``: a
+    ``CheckpointConfig``; ``verbose``: 0 silent, 1 a line per finished trial, 2 a line per result
+    too. ``callbacks`` are not built yet and raise if given.
+    """
+
+    name: str | None = None
+    storage_path: str | os.PathLike[str] | None = None
+    stop: Any = None
+    checkpoint_config: CheckpointConfig | None = None
+    verbose: int = 1
+    callbacks: Any = None
+
+    def __post_init__(self) -> None:
+        if self.name is not None and (
+            not isinstance(self.name, str) or not self.name or os.sep in self.name
+        ):
+            raise ConfigError(
+                f"RunConfig.name={self.name!r}: use a directory name without {os.sep}"
+            )
+        as_stopper(self.stop)  # a bad stop fails here, before any trial
+        if self.checkpoint_config is not None and not isinstance(
+            self.checkpoint_config, CheckpointConfig
+        ):
+            raise ConfigError(
+                f"RunConfig.checkpoint_config={self.checkpoint_config!r}: use a "
+                "tune.CheckpointConfig"
+            )
+        if self.verbose not in (0, 1, 2, 3):
+            raise ConfigError(f"RunConfig.verbose={self.verbose!r}: use 0, 1, 2 or 3")
+        if self.callbacks:
+            raise _not_built("RunConfig.callbacks", self.callbacks)
+
+
+__all__ = ["CheckpointConfig", "RunConfig", "TuneConfig", "default_storage_path"]

@@ -1,0 +1,352 @@
+"""Tuner, stop criteria, results, output files and tune.run: mostly with cheap function trainables,
+one real PPO grid."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from rljax import tune
+from rljax.utils.errors import ConfigError
+
+
+def climb(config):
+    """Reports ``score = a * step`` for 10 steps, with a nested key."""
+    for step in range(1, 11):
+        tune.report({"score": config["a"] * step, "inner": {"step": step}})
+
+
+def _fit(trainable=climb, param_space=None, tmp_path=None, stop=None, **tune_kwargs):
+    return tune.Tuner(
+        trainable,
+        param_space=param_space if param_space is not None else {"a": tune.grid_search([1, 2])},
+        tune_config=tune.TuneConfig(**tune_kwargs),
+        run_config=tune.RunConfig(name="exp", storage_path=str(tmp_path), stop=stop, verbose=0),
+    ).fit()
+
+
+def test_grid_times_num_samples_trials_in_order(tmp_path):
+    grid = _fit(
+        param_space={"a": tune.grid_search([1, 2, 3]), "b": tune.uniform(0, 1)},
+        tmp_path=tmp_path,
+        num_samples=2,
+        seed=0,
+    )
+    assert len(grid) == 6 and grid.num_terminated == 6 and grid.num_errors == 0
+    assert [r.config["a"] for r in grid] == [1, 2, 3, 1, 2, 3]
+    assert len({r.config["b"] for r in grid}) == 6
+    assert [r.config for r in grid] == tune.generate_variants(
+        {"a": tune.grid_search([1, 2, 3]), "b": tune.uniform(0, 1)}, num_samples=2, seed=0
+    )
+    assert all(r.metrics["training_iteration"] == 10 and r.metrics["done"] for r in grid)
+    assert grid[0].metrics["inner"] == {"step": 10}  # nested, as reported
+    assert len(grid[-1].history) == 10 and grid[1:3][0] is grid[1]
+
+
+def test_stop_dict_on_nested_key_and_iteration(tmp_path):
+    grid = _fit(tmp_path=tmp_path, stop={"inner/step": 4, "score": 6})
+    # a=1 stops at step 4 (inner/step); a=2 stops at step 3 (score 6)
+    assert [r.metrics["training_iteration"] for r in grid] == [4, 3]
+
+
+def test_stop_function_and_stopper(tmp_path):
+    grid = _fit(tmp_path=tmp_path / "f", stop=lambda trial_id, result: result["score"] >= 4)
+    assert [r.metrics["score"] for r in grid] == [4, 4]
+
+    grid = _fit(tmp_path=tmp_path / "m", stop=tune.MaximumIterationStopper(2))
+    assert [r.metrics["training_iteration"] for r in grid] == [2, 2]
+
+    class StopAllAfterFive(tune.Stopper):
+        def __init__(self):
+            self.seen = 0
+
+        def __call__(self, trial_id, result):
+            self.seen += 1
+            return False
+
+        def stop_all(self):
+            return self.seen >= 5
+
+    grid = _fit(tmp_path=tmp_path / "s", stop=StopAllAfterFive())
+    assert len(grid) == 1 and grid[0].metrics["training_iteration"] == 5  # trial 2 never ran
+
+
+def test_unknown_stop_key_fails_naming_it(tmp_path):
+    with pytest.raises(ConfigError, match="'scroe'.*score"):
+        _fit(tmp_path=tmp_path, stop={"scroe": 3})
+    with pytest.raises(ConfigError, match="stop="):
+        tune.RunConfig(stop=3)
+
+    def swallows(config):
+        try:
+            tune.report({"score": 1})
+        except Exception as e:  # a trainable's own handler must not hide the stop key's error
+            raise AssertionError("reached") from e
+
+    with pytest.raises(ConfigError, match="'scroe'"):
+        _fit(swallows, tmp_path=tmp_path / "2", stop={"scroe": 3})
+
+
+def test_best_result_scopes_and_errors(tmp_path):
+    def ups_and_downs(config):
+        for value in config["values"]:
+            tune.report({"score": value})
+
+    grid = _fit(
+        ups_and_downs,
+        param_space={"values": tune.grid_search([[1, 9, 2], [3, 3, 3]])},
+        tmp_path=tmp_path,
+        metric="score",
+        mode="max",
+    )
+    assert grid.get_best_result().config["values"] == [3, 3, 3]  # last: 2 < 3
+    assert grid.get_best_result(scope="all").config["values"] == [1, 9, 2]
+    assert grid.get_best_result(scope="avg").config["values"] == [1, 9, 2]  # 4 > 3
+    assert grid.get_best_result("score", "min").config["values"] == [1, 9, 2]
+    with pytest.raises(ConfigError, match="'loss'.*score"):
+        grid.get_best_result("loss", "max")
+    with pytest.raises(ConfigError, match="mode='best'"):
+        grid.get_best_result("score", "best")
+    with pytest.raises(ConfigError, match="needs a metric and a mode"):
+        _fit(tmp_path=tmp_path / "2").get_best_result()
+
+
+def test_a_trial_that_raises_is_recorded_and_the_others_go_on(tmp_path):
+    def sometimes_fails(config):
+        tune.report({"score": config["a"]})
+        if config["a"] == 2:
+            raise RuntimeError("boom")
+        tune.report({"score": config["a"] + 10})
+
+    grid = _fit(
+        sometimes_fails,
+        param_space={"a": tune.grid_search([1, 2, 3])},
+        tmp_path=tmp_path,
+        metric="score",
+        mode="max",
+    )
+    assert len(grid) == 3 and grid.num_errors == 1 and grid.num_terminated == 2
+    assert isinstance(grid.errors[0], RuntimeError) and grid[1].error is grid.errors[0]
+    assert grid[1].metrics["score"] == 2 and not grid[1].metrics["done"]
+    assert (Path(grid[1].path) / "error.txt").read_text().startswith("RuntimeError: boom")
+    assert grid.get_best_result().config == {"a": 3}
+
+
+def test_output_files_as_tune_writes_them(tmp_path):
+    import numpy as np
+
+    def numpy_values(config):
+        for i in range(3):
+            tune.report(
+                {"x": np.float32(i) * config["a"], "v": np.arange(2), "n": {"k": np.int64(i)}}
+            )
+
+    grid = _fit(numpy_values, tmp_path=tmp_path)
+    assert Path(grid.experiment_path) == tmp_path / "exp"
+    trial_dir = Path(grid[1].path)
+    assert trial_dir.parent == tmp_path / "exp" and "a=2" in trial_dir.name
+    assert json.loads((trial_dir / "params.json").read_text()) == {"a": 2}
+    lines = [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines()]
+    assert [line["x"] for line in lines] == [0.0, 2.0, 4.0]
+    assert lines[2]["v"] == [0, 1] and lines[2]["n"] == {"k": 2} and lines[0]["config"] == {"a": 2}
+    assert {line["trial_id"] for line in lines} == {grid[1].trial_id}
+    rows = list(csv.DictReader((trial_dir / "progress.csv").open()))
+    assert len(rows) == 3 and rows[2]["n/k"] == "2" and rows[2]["training_iteration"] == "3"
+
+
+def test_checkpoints_reported_by_a_function_trainable(tmp_path):
+    def saves(config):
+        for i in range(4):
+            src = tmp_path / f"src{i}"
+            src.mkdir()
+            (src / "state.txt").write_text(str(i))
+            tune.report({"i": i}, checkpoint=tune.Checkpoint.from_directory(src))
+
+    grid = tune.Tuner(
+        saves,
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path / "out"),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
+            verbose=0,
+        ),
+    ).fit()
+    result = grid[0]
+    assert (result.checkpoint.path / "state.txt").read_text() == "3"
+    kept = sorted(p.name for p in Path(result.path).glob("checkpoint_*"))
+    assert kept == ["checkpoint_000003", "checkpoint_000004"]
+    assert Path(grid.experiment_path).parent == tmp_path / "out"
+    assert grid[0].config == {}
+
+
+def test_time_budget_stops_the_running_trial_and_starts_no_more(tmp_path):
+    import time
+
+    def slow(config):
+        for _ in range(1000):
+            time.sleep(0.01)
+            tune.report({"a": config["a"]})
+
+    grid = _fit(slow, tmp_path=tmp_path, time_budget_s=0.1)
+    assert len(grid) == 1 and grid[0].metrics["training_iteration"] < 1000
+
+
+def test_bad_input_fails_before_anything_runs(tmp_path):
+    with pytest.raises(ConfigError, match="'PPOO'.*PPO"):
+        tune.Tuner("PPOO", run_config=tune.RunConfig(stop={"training_iteration": 1}))
+    with pytest.raises(ConfigError, match="mode='maximum'"):
+        tune.TuneConfig(mode="maximum")
+    with pytest.raises(ConfigError, match="learning_rat"):
+        tune.Tuner(
+            "PPO",
+            param_space={"learning_rat": tune.grid_search([1e-3])},
+            run_config=tune.RunConfig(stop={"training_iteration": 1}),
+        )
+    with pytest.raises(ConfigError, match="stop criterion.*time_budget_s"):
+        tune.Tuner("PPO", param_space={"env": "CartPole-v1"})
+    with pytest.raises(ConfigError, match="grid"):
+        tune.Tuner(climb, param_space={"a": tune.grid_search([])})
+    for kwargs, name in [
+        ({"search_alg": object()}, "search_alg"),
+        ({"scheduler": "asha"}, "scheduler"),
+        ({"max_concurrent_trials": 4}, "max_concurrent_trials"),
+    ]:
+        with pytest.raises(NotImplementedError, match=f"{name}=.*not built"):
+            tune.TuneConfig(**kwargs)
+    with pytest.raises(NotImplementedError, match="callbacks=.*not built"):
+        tune.RunConfig(callbacks=[object()])
+    tune.TuneConfig(max_concurrent_trials=1)
+    with pytest.raises(ConfigError, match="checkpoint_at_end are for algorithm trainables"):
+        tune.Tuner(
+            climb,
+            run_config=tune.RunConfig(
+                checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=2)
+            ),
+        )
+    with pytest.raises(RuntimeError, match="no trial is running"):
+        tune.report({"x": 1})
+
+
+def test_tune_run_best_config_and_result(tmp_path):
+    analysis = tune.run(
+        climb,
+        config={"a": tune.grid_search([3, 1, 2])},
+        stop={"training_iteration": 5},
+        metric="score",
+        mode="max",
+        storage_path=str(tmp_path),
+        verbose=0,
+    )
+    assert analysis.best_config == {"a": 3}
+    assert analysis.best_result["score"] == 15
+    assert len(analysis.trials) == 3 and len(analysis.results) == 3
+    assert analysis.get_best_config("score", "min") == {"a": 1}
+
+    def fails(config):
+        raise ValueError("nope")
+
+    with pytest.raises(tune.TuneError, match="nope"):
+        tune.run(fails, storage_path=str(tmp_path), verbose=0)
+
+
+def test_dataframes_need_pandas(tmp_path, monkeypatch):
+    grid = _fit(tmp_path=tmp_path)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas raises ImportError
+    with pytest.raises(ImportError, match="pip install pandas"):
+        grid.get_dataframe()
+    with pytest.raises(ImportError, match="pip install pandas"):
+        _ = grid[0].metrics_dataframe
+
+
+def test_dataframes_with_pandas(tmp_path, monkeypatch):
+    class FakePandas:  # records what a DataFrame would be built from
+        @staticmethod
+        def DataFrame(rows):
+            return rows
+
+    monkeypatch.setitem(sys.modules, "pandas", FakePandas)
+    grid = _fit(tmp_path=tmp_path)
+    rows = grid.get_dataframe()
+    assert [row["config/a"] for row in rows] == [1, 2]
+    assert rows[1]["score"] == 20 and rows[1]["inner/step"] == 10
+    assert rows[0]["logdir"] == grid[0].path
+    best_rows = grid.get_dataframe(filter_metric="score", filter_mode="min")
+    assert [row["score"] for row in best_rows] == [1, 2]
+    assert len(grid[1].metrics_dataframe) == 10
+
+
+def test_ppo_grid_on_cartpole(tmp_path):
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4, rollout_fragment_length=16)
+        .training(
+            train_batch_size_per_learner=64,
+            minibatch_size=32,
+            num_epochs=1,
+            lr=tune.grid_search([1e-3, 3e-4]),
+        )
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )
+    grid = tune.Tuner(
+        "PPO",
+        param_space=config,
+        tune_config=tune.TuneConfig(metric="env_runners/episode_return_mean", mode="max"),
+        run_config=tune.RunConfig(
+            name="ppo",
+            storage_path=str(tmp_path),
+            stop={"training_iteration": 2},
+            checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True),
+            verbose=0,
+        ),
+    ).fit()
+    assert grid.num_errors == 0, grid.errors
+    assert [r.config for r in grid] == [{"lr": 1e-3}, {"lr": 3e-4}]
+    for r in grid:
+        assert r.metrics["training_iteration"] == 2
+        assert math.isfinite(r.metrics["learners"]["default_policy"]["total_loss"])
+        assert r.metrics["num_env_steps_sampled_lifetime"] > 0
+        lines = (Path(r.path) / "result.json").read_text().splitlines()
+        assert len(lines) == 2 and json.loads(lines[1])["config"] == r.config
+        assert (Path(r.path) / "progress.csv").is_file()
+        assert r.checkpoint is not None and r.checkpoint.path.name == "checkpoint_000002"
+    assert grid.get_best_result() in list(grid)
+
+
+def test_algorithm_trainables_resolve_to_trial_configs():
+    from rljax.algorithms.ppo import PPO, PPOConfig
+
+    stop = tune.RunConfig(stop={"training_iteration": 1})
+    space = {"env": "CartPole-v1", "lr": tune.grid_search([1e-3, 1e-4]), "gamma": 0.9}
+    for trainable in ("PPO", PPO, PPOConfig().training(entropy_coeff=0.01)):
+        tuner = tune.Tuner(trainable, param_space=space, run_config=stop)
+        configs = tuner._algo_configs
+        assert [c.lr for c in configs] == [1e-3, 1e-4] and all(c.gamma == 0.9 for c in configs)
+        assert all(c.algo_class is PPO and not c.search_space() for c in configs)
+    assert configs[0].entropy_coeff == 0.01  # the config trainable's own settings stay
+    with pytest.raises(ConfigError, match="DQNConfig"):
+        from rljax.algorithms.dqn import DQNConfig
+
+        tune.Tuner("PPO", param_space=DQNConfig(), run_config=stop)
+
+
+@pytest.mark.slow
+def test_the_readme_tuner_example_runs(tmp_path, capsys):
+    import re
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme[readme.index("**Tuner.**") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    code = code.replace('"/tmp/rljax_results"', repr(str(tmp_path)))
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    grid = namespace["grid"]
+    assert len(grid) == 2 and grid.num_errors == 0
+    assert namespace["best"].config["lr"] in (1e-3, 3e-4)
+    assert Path(namespace["best"].path).parent.parent == tmp_path
