@@ -848,8 +848,9 @@ class AlgorithmConfig:
             shown = ", ".join(f"{k}={v!r}" for k, v in searched.items())
             raise ConfigError(
                 f"{type(self).__name__} searches {', '.join(searched)} ({shown}): a config with "
-                "search spaces stands for several trials, not one run; run it through tune.Tuner "
-                "(not built in rljax yet), or resolve each trial's config: for variant in "
+                "search spaces stands for several trials, not one run; run it through "
+                "tune.Tuner(config, tune_config=..., run_config=tune.RunConfig(stop=...)).fit(), "
+                "or resolve each trial's config: for variant in "
                 "tune.generate_variants(config.search_space(), num_samples, seed): "
                 "config.copy().update_from_dict(variant)"
             )
