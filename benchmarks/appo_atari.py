@@ -289,7 +289,7 @@ def main() -> None:
     p.add_argument("--max-minutes", type=float, default=60.0, help="--learn: wall minutes")
     p.add_argument("--num-envs", type=int, help="sub-envs (default 32; --quick 4)")
     p.add_argument("--fragment", type=int, help="rollout_fragment_length (default 50; --quick 16)")
-    p.add_argument("--out", default="benchmark_results")
+    p.add_argument("--out", default="results")
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
