@@ -1,5 +1,6 @@
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +90,32 @@ def test_appo_async_benchmark_reports_stragglers_per_runner(tmp_path, run_benchm
     ppo = stragglers["ppo"]["straggler"]["fragments_per_runner"]
     assert len(set(ppo.values())) == 1
     assert (tmp_path / "appo_async.json").exists()
+
+
+def test_appo_atari_benchmark_quick_run_and_plot_only(tmp_path, run_benchmark):
+    report = run_benchmark("appo_atari.py", "--quick", "--out", str(tmp_path))
+    assert report == json.loads((tmp_path / "appo_atari.json").read_text())
+    res = report["results"]
+    # 4 sub-envs x 16 steps per iteration; the auto-reset rows are no env steps.
+    assert 0 < res["env_steps_timed"] <= 2 * 4 * 16
+    assert math.isfinite(res["throughput_env_steps_per_s"])
+    assert res["throughput_env_steps_per_s"] > 0 and res["first_iteration_s"] > 0
+    assert report["settings"]["model_config"]["conv_filters"][0] == [32, [8, 8], 4]
+    # --plot-only redraws the figure and report from a curve file alone.
+    curve = [
+        {"wall_s": 10.0, "iter_s": 5.0, "env_steps": 1600, "episode_return_mean": None},
+        {"wall_s": 15.0, "iter_s": 5.0, "env_steps": 3200, "episode_return_mean": -21.0},
+        {"wall_s": 20.0, "iter_s": 5.0, "env_steps": 4800, "episode_return_mean": -19.0},
+    ]
+    (tmp_path / "appo_atari_curve.jsonl").write_text(
+        "".join(json.dumps(p) + "\n" for p in curve) + '{"wall_s": 2'  # a line cut by a kill
+    )
+    redrawn = run_benchmark("appo_atari.py", "--plot-only", "--out", str(tmp_path))
+    assert redrawn["results"]["iterations"] == 3
+    assert redrawn["results"]["throughput_env_steps_per_s"] == pytest.approx(320.0)
+    assert redrawn["results"]["return_first"] == -21.0
+    assert redrawn["results"]["return_smoothed_last"] == pytest.approx(-20.0)
+    assert (tmp_path / "appo_atari.png").stat().st_size > 10_000
 
 
 @pytest.mark.slow
