@@ -283,13 +283,14 @@ class Algorithm:
         max_policy_lag: int | None = None,
         free_running: bool = False,
         max_queued_fragments: int | None = None,
-        fused_envpool: bool = False,
     ) -> RunnerGroup:
         """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group.
 
         ``max_policy_lag``: how many weight versions a runner may sample ahead of the learner
         (``RunnerGroup``); None: 1 with ``sample_async``, else 0. ``free_running``: no lag
-        bound, the runners held back only by ``max_queued_fragments`` (IMPALA, APPO).
+        bound, the runners held back only by ``max_queued_fragments`` (IMPALA, APPO); with an
+        EnvPool env each of them then runs a whole fragment as one jitted call (``FusedRunner``)
+        instead of stepping from Python.
 
         Fault tolerance: ``restart_failed_sub_environments`` rebuilds a gymnasium sub-env that
         raises (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
@@ -300,7 +301,7 @@ class Algorithm:
         cfg = self.config
         builds = [0] * cfg.num_runners
         group: RunnerGroup | None = None
-        fused = fused_envpool and self.env_spec is not None and self.env_spec.backend == "envpool"
+        fused = free_running and self.env_spec is not None and self.env_spec.backend == "envpool"
         spec = RunnerSpec(
             # None for a multi-agent run: its runners get their env from _runner_env.
             self.env_spec,

@@ -128,8 +128,6 @@ class OnPolicyAlgorithm(Algorithm):
             max_policy_lag,
             free_running=free is not None,
             max_queued_fragments=free.max_queued_fragments if free else None,
-            # Free-running EnvPool runners run whole fragments in one jitted call (Sebulba).
-            fused_envpool=free is not None,
         )
         self._loop = OnPolicyLoop.with_runners(
             self._runners,
