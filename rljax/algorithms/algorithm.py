@@ -136,8 +136,11 @@ class Algorithm:
         """The class that trains this algorithm on ``.multi_agent(...)`` configs, if any."""
         return None
 
-    def __init__(self, config: AlgorithmConfig):
+    def __init__(self, config: AlgorithmConfig, *, population_member: bool = False):
         self.config = config
+        # A trial of a population (``rljax.execution.population``): its learner state and env
+        # are built here, and the population trains it.
+        self._population_member = population_member
         self.seed = (
             int(config.seed)
             if config.seed is not None
@@ -195,7 +198,9 @@ class Algorithm:
         raise NotImplementedError
 
     def _training_step(self) -> dict[str, Any]:
-        """One iteration; returns learner metrics, episode arrays, step counts and timers."""
+        """One iteration; returns learner metrics, episode arrays, step counts and timers
+        (and ``shared_s``: seconds of the iteration spent before the call, for a trial of a
+        population)."""
         raise NotImplementedError
 
     def _check_policy_id(self, policy_id: str | None) -> None:
@@ -396,7 +401,8 @@ class Algorithm:
         non_finite_total = count_non_finite(self._checkpoint_state(False))
         non_finite = non_finite_total - self._non_finite_seen
         self._non_finite_seen = non_finite_total
-        elapsed = time.perf_counter() - start
+        # A trial of a population: the population's step, shared by its trials, ran before.
+        elapsed = time.perf_counter() - start + float(out.get("shared_s", 0.0))
         self.time_total_s += elapsed
         env_runners = {
             **self.episodes.summary(),

@@ -1025,6 +1025,13 @@ class AlgorithmConfig:
 
     def build_algo(self) -> Any:
         """Validates and builds the algorithm (RLlib's ``build_algo``)."""
+        return self.checked_algo_class()(self.copy())
+
+    build = build_algo
+
+    def checked_algo_class(self) -> type:
+        """Validates this config (resolving ``train_batch_size``) and returns the class that
+        trains it: the algorithm's, or its multi-agent class for ``.multi_agent(...)``."""
         self._refuse_search_spaces()
         self._check_settings()  # the batch arithmetic below needs checked ints
         if self.train_batch_size is not None:
@@ -1043,9 +1050,7 @@ class AlgorithmConfig:
                     f"{self.algo_name} does not train multi-agent envs yet; use PPO for "
                     ".multi_agent(...) configs"
                 )
-        return algo_class(self.copy())
-
-    build = build_algo
+        return algo_class
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict; classes and creators are stored by import path."""

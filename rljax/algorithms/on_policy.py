@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -45,9 +45,38 @@ class FreeRunning:
 
 
 class OnPolicyAlgorithm(Algorithm):
-    """An actor-critic trained by ``OnPolicyLoop`` (fused, or with runner threads)."""
+    """An actor-critic trained by ``OnPolicyLoop`` (fused, or with runner threads).
+
+    Populations (``rljax.execution.population``): an algorithm whose ``population_settings``
+    is not empty builds its postprocess and update with ``_learner_functions(values)``, so
+    that trials differing only in those settings (and the seed) can train as one vmapped
+    program, each setting a traced scalar per trial.
+    """
 
     state: Any
+    _loop: OnPolicyLoop[Any] | None
+    _xla_step: Callable[..., Any]  # a population trial's EnvPool step
+    _population_result: dict[str, Any] | None = None  # the iteration a population ran
+    # The settings (RLlib's names) trials of one population may differ in, besides the seed:
+    # values the jitted postprocess and update read. Empty: no populations.
+    population_settings: ClassVar[tuple[str, ...]] = ()
+
+    def population_values(self) -> dict[str, float | None]:
+        """This run's ``population_settings`` as floats; None for a setting that is off
+        (``vf_clip_param=None``; ``grad_clip`` None or 0), which stays off in the program."""
+        values: dict[str, float | None] = {}
+        for name in self.population_settings:
+            value = getattr(self.config, name)
+            off = value is None or (name == "grad_clip" and not value)
+            values[name] = None if off else float(value)
+        return values
+
+    def _learner_functions(
+        self, values: Mapping[str, Any]
+    ) -> tuple[Callable[[Transition], Any], Callable[..., Any]]:
+        """``(postprocess, update)`` built with ``values`` of the population settings
+        (numbers, or traced scalars in a population)."""
+        raise NotImplementedError(f"{type(self).__name__} trains no populations")
 
     def _init_actor_critic(self) -> tuple[ActionDistribution, dict[str, Any], jax.Array]:
         """Builds ``self.module`` (``build_policy``) and sets ``_action_key``; returns the
@@ -61,7 +90,11 @@ class OnPolicyAlgorithm(Algorithm):
         key, init_key, self._action_key = jax.random.split(key, 3)
         obs_example = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         try:
-            params = {POLICY_ID: run_once(self.module.init, init_key, obs_example)}
+            params = {
+                POLICY_ID: run_once(
+                    self.module.init, init_key, obs_example, cache_key=("init", self.module)
+                )
+            }
             out = jax.eval_shape(self.module.apply, params[POLICY_ID], obs_example)
         except Exception as e:
             raise ConfigError(
@@ -96,7 +129,11 @@ class OnPolicyAlgorithm(Algorithm):
         self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
         self.state = self._place_learner_state(self.state)
         self.fused = self._fused_envpool()
-        if self.fused:
+        if self._population_member:
+            # A trial of a population: its env is built, the population runs the program.
+            self._xla_step, self.runner_state = self._make_fused_runner(self._runner_params())
+            self._loop = None
+        elif self.fused:
             self._setup_fused()
         else:
             self._setup_host_runners(max_policy_lag, free_running)
@@ -149,25 +186,37 @@ class OnPolicyAlgorithm(Algorithm):
             self.parts.acting_params(self.state if state is None else state)
         )
 
+    def _live_loop(self) -> OnPolicyLoop[Any]:
+        assert self._loop is not None, "a trial of a population has no loop of its own"
+        return self._loop
+
     # The loop's jitted programs (the multi-device and fault-tolerance checks inspect them).
     @property
     def _train_step(self) -> Any:
-        return self._loop.train_step
+        return self._live_loop().train_step
 
     @property
     def _sample(self) -> Any:
-        return self._loop.sample
+        return self._live_loop().sample
 
     @property
     def _jit_update(self) -> Any:
-        return self._loop.update
+        return self._live_loop().update
 
     @property
     def _postprocess_jit(self) -> Any:
-        return self._loop.postprocess
+        return self._live_loop().postprocess
 
     # ------------------------------------------------------------------ training
     def _training_step(self) -> dict[str, Any]:
+        if self._loop is None:  # a trial of a population: the population ran the iteration
+            out, self._population_result = self._population_result, None
+            if out is None:
+                raise RuntimeError(
+                    f"this {type(self).__name__} is a trial of a population; "
+                    "Population.train() trains it"
+                )
+            return out
         self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
         return result
 
@@ -178,7 +227,8 @@ class OnPolicyAlgorithm(Algorithm):
     def _restore_state(self, state: Any) -> None:
         target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
         self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
-        self._loop.set_state(self.state)  # a learner thread goes on from it
+        if self._loop is not None:
+            self._loop.set_state(self.state)  # a learner thread goes on from it
         if self._runners is not None:  # runner threads act with them next
             self._runners.publish(self._runner_params(), advance=False)
 

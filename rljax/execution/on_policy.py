@@ -142,6 +142,22 @@ def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[
     }
 
 
+def summarize_updates(
+    host: list[tuple[dict[str, Any], Episodes]],
+) -> tuple[dict[str, Any], np.ndarray, np.ndarray, int]:
+    """``(metrics, episode returns, episode lengths, env steps)`` of one or more updates, given
+    each one's ``(metrics, episode_arrays)`` on the host: counts (``num_*``) add up over the
+    updates, every other metric is their mean."""
+    metrics = {
+        k: (np.sum if k.startswith("num_") else np.mean)([m[k] for m, _ in host])
+        for k in host[0][0]
+    }
+    returns = np.concatenate([e["returns"][e["done"]] for _, e in host])
+    lens = np.concatenate([e["lens"][e["done"]] for _, e in host])
+    num_valid = sum(int(e["num_valid"]) for _, e in host)
+    return metrics, returns, lens, num_valid
+
+
 Record = dict[str, Any]  # one update's outputs, still on the device (``OnPolicyLoop._learn``)
 # A batch ready for the update: (batch, episodes, its fragments' record, seconds to sample).
 Sampled = tuple[Batch, Episodes, SampleRecord | None, float]
@@ -340,14 +356,7 @@ class OnPolicyLoop(Generic[State]):
         """The training-step result of one or more updates: learner metrics averaged over them,
         their episodes and env steps summed, runner metrics over all their fragments."""
         host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
-        # Counts (``num_*``) add up over the updates; everything else is their mean.
-        metrics = {
-            k: (np.sum if k.startswith("num_") else np.mean)([m[k] for m, _ in host])
-            for k in host[0][0]
-        }
-        returns = np.concatenate([e["returns"][e["done"]] for _, e in host])
-        lens = np.concatenate([e["lens"][e["done"]] for _, e in host])
-        num_valid = sum(int(e["num_valid"]) for _, e in host)
+        metrics, returns, lens, num_valid = summarize_updates(host)
         timers: dict[str, float] = {"training_step": time.perf_counter() - t_start}
         for r in records:
             for k, v in r["timers"].items():

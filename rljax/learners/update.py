@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 
 def make_optimizer(
-    lr: float,
-    grad_clip: float | None = None,
+    lr: float | jax.Array,
+    grad_clip: float | jax.Array | None = None,
     *,
     eps: float = 1e-8,
     flatten: bool = False,
@@ -46,8 +46,9 @@ def make_optimizer(
     one-element chain without a clip); SAC's temperature has a plain Adam.
 
     Args:
-      lr: Adam's learning rate.
-      grad_clip: The global norm the gradients are clipped to before Adam; None or 0: no clip.
+      lr: Adam's learning rate (a number, or a traced scalar).
+      grad_clip: The global norm the gradients are clipped to before Adam (a number, or a
+        traced scalar); None or 0: no clip.
       eps: Adam's epsilon.
       flatten: Run Adam on all parameters concatenated into one vector (``optax.flatten``): the
         same numbers, in fewer and larger ops.
@@ -61,7 +62,11 @@ def make_optimizer(
     adam = optax.adam(lr, eps=eps) if base is None else base
     if flatten:
         adam = optax.flatten(adam)
-    clip = [optax.clip_by_global_norm(grad_clip)] if grad_clip else []
+    # ``grad_clip`` may be a traced scalar (a population's value per trial): only a Python
+    # None or 0 turns the clip off.
+    clip = []
+    if grad_clip is not None and not (isinstance(grad_clip, (int, float)) and grad_clip == 0):
+        clip = [optax.clip_by_global_norm(grad_clip)]
     if clip or always_chain:
         return guard(optax.chain(*clip, adam))
     return guard(adam)

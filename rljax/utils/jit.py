@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import collections
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 # For functions that run once (parameter init): compile fast rather than run fast. Op by op they
 # would compile dozens of tiny programs; jitted at full optimisation, the orthogonal initialisers'
@@ -19,13 +21,31 @@ _ONE_SHOT_OPTIONS: dict[str, str | bool] = {
 }
 
 
-def run_once(fn: Callable, *args: Any) -> Any:
-    """Runs ``fn(*args)`` as one program compiled with cheap optimisation settings."""
-    lowered = jax.jit(fn).lower(*args)
-    try:
-        compiled = lowered.compile(compiler_options=_ONE_SHOT_OPTIONS)
-    except Exception:  # an XLA build without these options: compile as usual
-        compiled = lowered.compile()
+# Programs ``run_once`` compiled under a caller's key, by the key and the arguments' shapes.
+_ONCE_CACHE: collections.OrderedDict[Any, Callable] = collections.OrderedDict()
+_ONCE_CACHE_SIZE = 64
+
+
+def run_once(fn: Callable, *args: Any, cache_key: Hashable | None = None) -> Any:
+    """Runs ``fn(*args)`` as one program compiled with cheap optimisation settings.
+
+    ``cache_key``: a value that identifies the program ``fn`` traces (e.g. a Flax module, equal
+    for equal modules); the compiled program is kept under it and the arguments' shapes and
+    reused, so building many equal models (the trials of a population) compiles once. None:
+    compile for this call only.
+    """
+    if cache_key is None:
+        return compile_cheap(fn, *args)(*args)
+    leaves, tree = jax.tree.flatten(args)
+    key = (cache_key, tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves))
+    compiled = _ONCE_CACHE.get(key)
+    if compiled is None:
+        compiled = compile_cheap(fn, *args)
+        _ONCE_CACHE[key] = compiled
+        while len(_ONCE_CACHE) > _ONCE_CACHE_SIZE:
+            _ONCE_CACHE.popitem(last=False)
+    else:
+        _ONCE_CACHE.move_to_end(key)
     return compiled(*args)
 
 

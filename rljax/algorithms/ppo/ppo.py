@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -14,6 +15,7 @@ from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.on_policy import OnPolicyAlgorithm
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
+    PPOBatch,
     PPOHyperparams,
     PPOTrainState,
     make_optimizer,
@@ -24,6 +26,7 @@ from rljax.algorithms.ppo.networks import build_policy
 from rljax.algorithms.settings import Setting
 from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
 from rljax.networks.distributions import ActionDistribution
+from rljax.runners.acting import Transition
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
@@ -223,26 +226,62 @@ class PPO(OnPolicyAlgorithm):
 
         return MultiAgentPPO
 
+    population_settings: ClassVar[tuple[str, ...]] = (
+        "lr",
+        "grad_clip",
+        "gamma",
+        "lambda_",
+        "clip_param",
+        "vf_clip_param",
+        "vf_loss_coeff",
+        "entropy_coeff",
+        "kl_coeff",  # the initial value, held in the learner state
+        "kl_target",
+    )
+
     def _setup(self) -> None:
         cfg = self.config
-        dist, params, key = self._init_actor_critic()
+        self._dist, params, key = self._init_actor_critic()
         self.batch_size = cfg.sampled_batch_size
         num_shards = cfg.num_learner_shards
         self.hp = PPOHyperparams.from_config(cfg, num_shards, self.batch_size // num_shards)
         optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip)
         self.state = PPOTrainState(
             params=params,
-            opt_state=run_once(optimizer.init, params),
+            # Adam's state does not depend on the rate: equal for every trial of a population.
+            opt_state=run_once(
+                optimizer.init, params, cache_key=("ppo_optimizer", bool(cfg.grad_clip))
+            ),
             kl_coeff=jnp.asarray(cfg.kl_coeff, jnp.float32),
             step=jnp.zeros((), jnp.int32),
             key=key,
         )
         self.parts = make_ppo_policy_parts(
-            self.module.apply, dist, self.action_space, cfg.clip_actions
+            self.module.apply, self._dist, self.action_space, cfg.clip_actions
         )
-        self._setup_execution(
-            make_ppo_postprocess(self.hp, cfg.total_num_envs),
-            make_ppo_update(self.module.apply, dist, optimizer, self.hp),
+        self._setup_execution(*self._learner_functions(self.population_values()))
+
+    def _learner_functions(
+        self, values: Mapping[str, Any]
+    ) -> tuple[Callable[[Transition], PPOBatch], Callable[..., Any]]:
+        """PPO's postprocess (GAE) and update with ``values`` of the population settings:
+        numbers for one run, traced scalars for a trial of a population."""
+        hp = dataclasses.replace(
+            self.hp,
+            gamma=values["gamma"],
+            lambda_=values["lambda_"],
+            kl_target=values["kl_target"],
+            loss=self.hp.loss._replace(
+                clip_param=values["clip_param"],
+                vf_clip_param=values["vf_clip_param"],
+                vf_loss_coeff=values["vf_loss_coeff"],
+                entropy_coeff=values["entropy_coeff"],
+            ),
+        )
+        optimizer = make_optimizer(values["lr"], values["grad_clip"])
+        return (
+            make_ppo_postprocess(hp, self.config.total_num_envs),
+            make_ppo_update(self.module.apply, self._dist, optimizer, hp),
         )
 
 

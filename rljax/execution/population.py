@@ -1,0 +1,352 @@
+"""Populations: trials that differ only in values the update reads, trained as one program.
+
+K trials of one on-policy algorithm (PPO) whose configs are equal but for the algorithm's
+``population_settings`` (learning rate, clip, entropy and value coefficients, gamma, lambda,
+gradient clip, KL settings) and the seed train together: their learner states are stacked on
+a leading trial axis, and one jitted program per iteration runs every trial's rollout and
+update, ``vmap``ped over the trials. The settings become traced scalars of the program
+(``OnPolicyAlgorithm._learner_functions``), so trials with different values share one
+compilation.
+
+Each trial keeps the EnvPool env it would have in a run of its own (same size and seed), and
+the rollout steps the K envs through their XLA interface inside one ``lax.scan`` (EnvPool's
+custom call has no batching rule, so the env steps are K calls while the policy and the update
+are vmapped). So trial k sees the envs, initial parameters and random keys of the run
+``configs[k].build_algo()`` would make, and gives the same numbers within float tolerance (the
+settings are float32 values of the program rather than constants folded by the compiler, and
+vmapped reductions may add in another order).
+
+A trial that stops (its stop criterion, a scheduler) keeps its slot: its updates are masked
+out and its results freeze. When fewer than half of the slots are active the population is
+rebuilt with the active ones (one compilation), so K trials compile at most
+``1 + log2(K)`` times.
+
+Population-based training changes trials in place (``exploit``): chosen trials take the
+learner state (parameters, optimizer state, ...) of others and new values of the settings, by
+a gather on the device; nothing recompiles.
+
+Example::
+
+    configs = [PPOConfig().environment("CartPole-v1").training(lr=lr) for lr in (1e-3, 3e-4)]
+    population = Population(configs)
+    for _ in range(10):
+        results = population.train()  # one RLlib result dict per trial
+    population.stop()
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rljax.env.vector import StepResult, envpool_result, resolve_env
+from rljax.execution.on_policy import summarize_updates
+from rljax.runners.acting import ActorState, ActStep, Transition, episode_arrays
+from rljax.utils.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+    from rljax.algorithms.on_policy import OnPolicyAlgorithm
+
+
+class PopulationRunnerState(NamedTuple):
+    """The rollout's carry: one EnvPool handle per trial, and per-trial actor state, last
+    result and acting key stacked on a leading trial axis [K]."""
+
+    handles: tuple[Any, ...]
+    actor: ActorState
+    result: StepResult
+    key: jax.Array
+
+
+def _stack(trees: Sequence[Any]) -> Any:
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def make_population_rollout(
+    act_step: ActStep,
+    xla_steps: Sequence[Callable[..., Any]],
+    length: int,
+    to_env_action: Callable[[jax.Array], jax.Array],
+) -> Callable[[Any, PopulationRunnerState], tuple[PopulationRunnerState, Transition]]:
+    """``rollout(params [K], runner_state) -> (runner_state, Transition [K, length, N])``.
+
+    Each env step runs the K trials' policies as one vmapped ``act_step`` and steps trial k's
+    EnvPool with its own actions; trial k's keys split as a run of its own splits its key.
+    """
+
+    def rollout(params: Any, rs: PopulationRunnerState) -> tuple[PopulationRunnerState, Transition]:
+        def body(carry: PopulationRunnerState, _: Any) -> tuple[PopulationRunnerState, Any]:
+            keys = jax.vmap(jax.random.split)(carry.key)  # [K, 2, key]
+            key, sub = keys[:, 0], keys[:, 1]
+            action, actor, transition = jax.vmap(act_step)(params, sub, carry.actor, carry.result)
+            env_action = jax.vmap(to_env_action)(action)
+            handles, results = [], []
+            for k, xla_step in enumerate(xla_steps):
+                handle, (obs, rew, term, trunc, info) = xla_step(
+                    carry.handles[k], env_action[k], carry.result.env_id[k]
+                )
+                handles.append(handle)
+                results.append(envpool_result(obs, rew, term, trunc, info, xp=jnp))
+            result = _stack(results)
+            return PopulationRunnerState(tuple(handles), actor, result, key), transition
+
+        rs, traj = jax.lax.scan(body, rs, None, length=length)
+        return rs, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
+
+    return rollout
+
+
+def population_key(config: AlgorithmConfig) -> str:
+    """What trials of one population share: the config without the algorithm's population
+    settings (only whether each is on) and the seed. Equal keys can train together."""
+    settings = getattr(config.algo_class, "population_settings", ())
+    d = config.to_dict()
+    d.pop("seed", None)
+    for name in settings:
+        value = d.pop(name, None)
+        d[f"{name} is on"] = not (value is None or (name == "grad_clip" and not value))
+    return json.dumps(d, sort_keys=True, default=repr)
+
+
+def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
+    """Why ``configs`` cannot train as one population (None if they can). Checks only the
+    configs (nothing is built): one algorithm that trains populations, single-agent, an
+    EnvPool env on the fused path (``num_env_runners=0``), one learner, and configs equal
+    but for the population settings and the seed."""
+    if not configs:
+        return "no trials"
+    first = configs[0]
+    algo = first.algo_class
+    if not getattr(algo, "population_settings", ()):
+        return f"{first.algo_name} trains no populations (PPO does)"
+    if first.is_multi_agent:
+        return "multi-agent configs train one trial at a time"
+    if first.num_env_runners != 0:
+        return (
+            f"num_env_runners={first.num_env_runners}: populations run on the fused EnvPool "
+            "path (num_env_runners=0)"
+        )
+    if first.num_learners > 1:
+        return f"num_learners={first.num_learners}: populations train on one device"
+    try:
+        spec = resolve_env(first.env, first.env_config)
+    except Exception as e:  # the trial itself reports a bad env
+        return f"the env does not resolve ({e})"
+    if spec.backend != "envpool":
+        return f"env {first.env!r} is not an EnvPool env; populations step EnvPool envs in jit"
+    key = population_key(first)
+    for i, c in enumerate(configs[1:], 1):
+        if c.algo_class is not algo:
+            return f"trial {i} is {c.algo_name}, trial 0 {first.algo_name}"
+        if population_key(c) != key:
+            a, b = json.loads(key), json.loads(population_key(c))
+            differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            return f"trial {i} differs from trial 0 in settings the program's shape depends on: {differ}"
+    return None
+
+
+class Population:
+    """Trains trials that differ only in population settings and seed as one jitted program.
+
+    Args:
+      configs: One config per trial; ``population_refusal(configs)`` must be None.
+
+    Raises:
+      ConfigError: The configs cannot train as one population (saying why), or one is invalid.
+    """
+
+    def __init__(self, configs: Sequence[AlgorithmConfig]):
+        why = population_refusal(configs)
+        if why is not None:
+            raise ConfigError(f"these {len(configs)} trials cannot train as one population: {why}")
+        self.members: list[OnPolicyAlgorithm] = []
+        try:
+            for c in configs:
+                member = c.checked_algo_class()(c.copy(), population_member=True)
+                self.members.append(member)
+        except BaseException:
+            self.stop()
+            raise
+        self.active = [True] * len(self.members)
+        self.num_compilations = 0
+        self._slots = list(range(len(self.members)))  # the members in the program, in order
+        self._stacked = False
+        self._build()
+
+    @property
+    def num_trials(self) -> int:
+        return len(self.members)
+
+    @property
+    def values(self) -> list[dict[str, float | None]]:
+        """Each trial's current values of the population settings."""
+        return [dict(v) for v in self._values]
+
+    # ------------------------------------------------------------------ the program
+    def _build(self) -> None:
+        """Stacks the slots' learner and runner states and builds the jitted step."""
+        members = [self.members[i] for i in self._slots]
+        first = members[0]
+        if not self._stacked:
+            self._values = [m.population_values() for m in self.members]
+            self.state = _stack([m.state for m in members])
+            self.runner_state = PopulationRunnerState(
+                handles=tuple(m.runner_state.handle for m in members),
+                actor=_stack([m.runner_state.actor for m in members]),
+                result=_stack([m.runner_state.result for m in members]),
+                key=_stack([m.runner_state.key for m in members]),
+            )
+            self._stacked = True
+        rollout = make_population_rollout(
+            first._act_step,
+            [m._xla_step for m in members],
+            first.fragment_length,
+            first.parts.to_env_action,
+        )
+
+        def learn(state: Any, traj: Transition, values: dict[str, Any], active: jax.Array):
+            postprocess, update = first._learner_functions(values)
+            new, metrics = update(state, postprocess(traj))
+            new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
+            return new, metrics, episode_arrays(traj)
+
+        def train_step(state: Any, rs: PopulationRunnerState, values: Any, active: jax.Array):
+            params = jax.vmap(first.parts.acting_params)(state)
+            rs, traj = rollout(params, rs)
+            state, metrics, episodes = jax.vmap(learn)(state, traj, values, active)
+            return state, rs, metrics, episodes
+
+        k = len(members)
+        self._train_step = jax.jit(train_step, donate_argnums=(0, 1))
+
+        def unstack(tree: Any) -> list[Any]:
+            return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(k)]
+
+        self._unstack = jax.jit(unstack)
+        self._gather = jax.jit(lambda tree, idx: jax.tree.map(lambda x: x[idx], tree))
+        self.num_compilations += 1
+
+    def _slot_values(self) -> dict[str, Any]:
+        """The settings of the slots as [K] float32 arrays; None for a setting that is off."""
+        names = list(self._values[0])
+        out: dict[str, Any] = {}
+        for name in names:
+            column = [self._values[i][name] for i in self._slots]
+            out[name] = None if column[0] is None else jnp.asarray(column, jnp.float32)
+        return out
+
+    # ------------------------------------------------------------------ training
+    def train(self) -> list[dict[str, Any] | None]:
+        """One iteration of every active trial: RLlib's result dict per trial (``None`` for a
+        stopped one), from each trial's ``Algorithm.train()``."""
+        if not any(self.active):
+            raise RuntimeError("every trial of this population has stopped")
+        start = time.perf_counter()
+        active = jnp.asarray([self.active[i] for i in self._slots])
+        self.state, self.runner_state, metrics, episodes = self._train_step(
+            self.state, self.runner_state, self._slot_values(), active
+        )
+        states = self._unstack(self.state)
+        host_metrics, host_episodes = jax.device_get((metrics, episodes))
+        shared_s = time.perf_counter() - start
+        results: list[dict[str, Any] | None] = [None] * len(self.members)
+        for slot, i in enumerate(self._slots):
+            if not self.active[i]:
+                continue
+            member = self.members[i]
+            member.state = states[slot]
+            one = (
+                {k: v[slot] for k, v in host_metrics.items()},
+                {k: v[slot] for k, v in host_episodes.items()},
+            )
+            learner, returns, lens, num_valid = summarize_updates([one])
+            member._population_result = {
+                "learner_metrics": learner,
+                "episode_returns": returns,
+                "episode_lens": lens,
+                "num_env_steps_sampled": num_valid,
+                "num_env_steps_trained": num_valid,
+                "timers": {"population_step_s": shared_s},
+                "shared_s": shared_s,
+            }
+            results[i] = member.train()
+        return results
+
+    def stop_trial(self, index: int) -> None:
+        """Stops trial ``index``: its updates stop and it reports no more results. When fewer
+        than half of the program's slots remain active, the program is rebuilt without the
+        stopped ones."""
+        if not self.active[index]:
+            return
+        self.active[index] = False
+        alive = [i for i in self._slots if self.active[i]]
+        if alive and 2 * len(alive) < len(self._slots):
+            self._compact(alive)
+
+    def _compact(self, alive: list[int]) -> None:
+        positions = jnp.asarray([self._slots.index(i) for i in alive])
+        dropped = [i for i in self._slots if i not in alive]
+        self.state = self._gather(self.state, positions)
+        rs = self.runner_state
+        self.runner_state = PopulationRunnerState(
+            handles=tuple(rs.handles[self._slots.index(i)] for i in alive),
+            actor=self._gather(rs.actor, positions),
+            result=self._gather(rs.result, positions),
+            key=self._gather(rs.key, positions),
+        )
+        self._slots = alive
+        self._build()
+        for i in dropped:  # their envs are no longer stepped by the program
+            self.members[i].stop()
+
+    # ------------------------------------------------------------------ PBT
+    def exploit(self, copies: dict[int, int], values: dict[int, dict[str, float]]) -> None:
+        """Population-based training's exploit and explore, on the device.
+
+        Args:
+          copies: ``{trial: source trial}``: the trial takes the source's whole learner state
+            (parameters, optimizer state, KL coefficient, step and key); its envs go on.
+          values: ``{trial: {setting: value}}``: new values of population settings (a setting
+            that is off stays off).
+        """
+        for dst, src in copies.items():
+            if not (self.active[dst] and self.active[src]):
+                raise ValueError(f"exploit: trials {dst} and {src} must both be active")
+        if copies:
+            order = list(range(len(self._slots)))
+            for dst, src in copies.items():
+                order[self._slots.index(dst)] = self._slots.index(src)
+            self.state = self._gather(self.state, jnp.asarray(order))
+            states = self._unstack(self.state)
+            for slot, i in enumerate(self._slots):
+                self.members[i].state = states[slot]
+        for i, new in values.items():
+            unknown = set(new) - set(self._values[i])
+            if unknown:
+                raise ValueError(
+                    f"exploit: {sorted(unknown)} are not population settings "
+                    f"{sorted(self._values[i])}"
+                )
+            for name, value in new.items():
+                if self._values[i][name] is not None:
+                    self._values[i][name] = float(value)
+
+    def stop(self) -> None:
+        """Closes every trial's env."""
+        for m in self.members:
+            m.stop()
+
+
+__all__ = [
+    "Population",
+    "PopulationRunnerState",
+    "make_population_rollout",
+    "population_key",
+    "population_refusal",
+]

@@ -1,0 +1,134 @@
+"""Populations: K trials in one vmapped program give the numbers of K separate runs; stopping,
+compaction, PBT's exploit, and which configs can train together."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from gymnasium.envs.classic_control import CartPoleEnv
+
+from rljax.algorithms.dqn import DQNConfig
+from rljax.algorithms.ppo import PPOConfig
+from rljax.execution.population import Population, population_refusal
+from rljax.utils.errors import ConfigError
+
+
+def small(lr: float = 1e-3, seed: int = 0, **training) -> PPOConfig:
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4)
+        .training(
+            lr=lr, train_batch_size_per_learner=128, minibatch_size=64, num_epochs=2, **training
+        )
+        .debugging(seed=seed)
+    )
+
+
+def _leaves(tree):
+    return [np.asarray(x) for x in jax.tree.leaves(jax.device_get(tree))]
+
+
+def test_trials_match_separate_runs_with_their_own_seeds_and_settings():
+    configs = [
+        small(1e-3, seed=0, entropy_coeff=0.0, clip_param=0.2, gamma=0.99),
+        small(3e-2, seed=11, entropy_coeff=0.05, clip_param=0.1, gamma=0.9, grad_clip=0.5),
+    ]
+    # grad_clip is on in one trial only: a different program, so not one population.
+    assert "grad_clip is on" in population_refusal(configs)
+    configs[0].training(grad_clip=10.0)
+    assert population_refusal(configs) is None
+    population = Population(configs)
+    try:
+        pop_results = [population.train() for _ in range(2)]
+        for k, config in enumerate(configs):
+            algo = config.build_algo()
+            try:
+                for it in range(2):
+                    mine, alone = pop_results[it][k], algo.train()
+                    # Same envs, keys and actions: the same episodes, exactly.
+                    for key in ("num_env_steps_sampled", "num_episodes"):
+                        assert mine["env_runners"][key] == alone["env_runners"][key] > 0
+                    np.testing.assert_allclose(
+                        mine["env_runners"]["episode_return_mean"],
+                        alone["env_runners"]["episode_return_mean"],
+                    )
+                    for key, value in alone["learners"]["default_policy"].items():
+                        np.testing.assert_allclose(
+                            mine["learners"]["default_policy"][key], value, rtol=2e-4, atol=1e-6
+                        )
+                    assert mine["training_iteration"] == it + 1
+                for a, b in zip(
+                    _leaves(population.members[k].state), _leaves(algo.state), strict=True
+                ):
+                    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+            finally:
+                algo.stop()
+        # The trials really differ: the second's larger rate moved its parameters further.
+        assert population.values[1]["lr"] == pytest.approx(3e-2)
+        assert population.values[1]["grad_clip"] == pytest.approx(0.5)
+    finally:
+        population.stop()
+
+
+def test_stopped_trials_freeze_and_the_program_shrinks_at_half():
+    population = Population([small(1e-3, seed=s) for s in range(4)])
+    try:
+        population.train()
+        frozen = _leaves(population.members[0].state)
+        population.stop_trial(0)
+        assert population.num_compilations == 1  # 3 of 4 active: no rebuild
+        results = population.train()
+        assert results[0] is None and all(r is not None for r in results[1:])
+        assert results[1]["training_iteration"] == 2
+        for a, b in zip(frozen, _leaves(population.members[0].state), strict=True):
+            np.testing.assert_array_equal(a, b)
+        population.stop_trial(1)  # 2 of 4 active: not fewer than half, no rebuild
+        assert population.num_compilations == 1
+        population.stop_trial(2)  # 1 of 4: rebuilt with trial 3 alone
+        assert population.num_compilations == 2
+        before = _leaves(population.members[3].state)
+        results = population.train()
+        assert results[:3] == [None, None, None] and results[3]["training_iteration"] == 3
+        after = _leaves(population.members[3].state)
+        assert any(not np.array_equal(a, b) for a, b in zip(before, after, strict=True))
+        population.stop_trial(3)
+        with pytest.raises(RuntimeError, match="every trial"):
+            population.train()
+    finally:
+        population.stop()
+
+
+def test_exploit_copies_the_chosen_trials_state_and_sets_new_values():
+    population = Population([small(lr, seed=s) for s, lr in enumerate((1e-3, 2e-3, 3e-3))])
+    try:
+        population.train()
+        source = _leaves(population.members[2].state)
+        kept = _leaves(population.members[1].state)
+        population.exploit({0: 2}, {0: {"lr": 5e-4, "entropy_coeff": 0.01}})
+        for a, b in zip(source, _leaves(population.members[0].state), strict=True):
+            np.testing.assert_array_equal(a, b)  # parameters, Adam's moments, step, key
+        for a, b in zip(kept, _leaves(population.members[1].state), strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert population.values[0]["lr"] == pytest.approx(5e-4)
+        assert population.values[0]["entropy_coeff"] == pytest.approx(0.01)
+        assert population.values[2]["lr"] == pytest.approx(3e-3)
+        results = population.train()  # the new values are arguments: nothing recompiles
+        assert population.num_compilations == 1 and all(r is not None for r in results)
+        with pytest.raises(ValueError, match="not population settings"):
+            population.exploit({}, {1: {"num_epochs": 3}})
+    finally:
+        population.stop()
+
+
+def test_configs_that_cannot_share_a_program_are_refused_with_the_reason():
+    assert "minibatch_size" in population_refusal([small(), small().training(minibatch_size=32)])
+    assert "num_env_runners=1" in population_refusal(
+        [small().env_runners(num_env_runners=1), small().env_runners(num_env_runners=1)]
+    )
+    gym_env = small().environment(CartPoleEnv)
+    assert "not an EnvPool env" in population_refusal([gym_env, gym_env.copy()])
+    assert "trains no populations" in population_refusal([DQNConfig().environment("CartPole-v1")])
+    with pytest.raises(ConfigError, match="cannot train as one population.*minibatch_size"):
+        Population([small(), small().training(minibatch_size=32)])
