@@ -60,6 +60,9 @@ class OnPolicyAlgorithm(Algorithm):
     # The settings (RLlib's names) trials of one population may differ in, besides the seed:
     # values the jitted postprocess and update read. Empty: no populations.
     population_settings: ClassVar[tuple[str, ...]] = ()
+    # Settings trials may differ in that only set the initial learner state (each trial builds
+    # its own); population-based training cannot change them in place.
+    population_state_settings: ClassVar[tuple[str, ...]] = ()
 
     def population_values(self) -> dict[str, float | None]:
         """This run's ``population_settings`` as floats; None for a setting that is off

@@ -108,6 +108,8 @@ def population_key(config: AlgorithmConfig) -> str:
     settings = getattr(config.algo_class, "population_settings", ())
     d = config.to_dict()
     d.pop("seed", None)
+    for name in getattr(config.algo_class, "population_state_settings", ()):
+        d.pop(name, None)
     for name in settings:
         value = d.pop(name, None)
         d[f"{name} is on"] = not (value is None or (name == "grad_clip" and not value))
@@ -313,7 +315,7 @@ class Population:
           copies: ``{trial: source trial}``: the trial takes the source's whole learner state
             (parameters, optimizer state, KL coefficient, step and key); its envs go on.
           values: ``{trial: {setting: value}}``: new values of population settings (a setting
-            that is off stays off).
+            that is off stays off); the trial's config takes them too.
         """
         for dst, src in copies.items():
             if not (self.active[dst] and self.active[src]):
@@ -334,8 +336,9 @@ class Population:
                     f"{sorted(self._values[i])}"
                 )
             for name, value in new.items():
-                if self._values[i][name] is not None:
+                if self._values[i][name] is not None and value is not None:
                     self._values[i][name] = float(value)
+                    setattr(self.members[i].config, name, float(value))  # checkpoints say so
 
     def stop(self) -> None:
         """Closes every trial's env."""

@@ -132,3 +132,54 @@ def test_configs_that_cannot_share_a_program_are_refused_with_the_reason():
     assert "trains no populations" in population_refusal([DQNConfig().environment("CartPole-v1")])
     with pytest.raises(ConfigError, match="cannot train as one population.*minibatch_size"):
         Population([small(), small().training(minibatch_size=32)])
+
+
+def _result(score: float, iteration: int) -> dict:
+    return {"training_iteration": iteration, "env_runners": {"episode_return_mean": score}}
+
+
+def test_pbt_bottom_quantile_takes_a_top_trials_state_and_perturbed_values():
+    from rljax import tune
+    from rljax.tune.pbt import PopulationBasedTraining
+
+    pbt = PopulationBasedTraining(
+        time_attr="training_iteration",
+        metric="env_runners/episode_return_mean",
+        mode="max",
+        perturbation_interval=2,
+        hyperparam_mutations={"lr": tune.loguniform(1e-5, 1e-1), "entropy_coeff": [0.0, 0.01]},
+        quantile_fraction=0.25,
+        resample_probability=0.0,
+        perturbation_factors=(2.0, 2.0),
+        seed=0,
+    )
+    pbt.check_settings(PPOConfig().algo_class.population_settings, "PPO")
+    with pytest.raises(ConfigError, match=r"mutates \['num_epochs'\]"):
+        PopulationBasedTraining(hyperparam_mutations={"num_epochs": [1, 2]}).check_settings(
+            PPOConfig().algo_class.population_settings, "PPO"
+        )
+    configs = [
+        small(lr, seed=s, entropy_coeff=0.0) for s, lr in enumerate((1e-3, 2e-3, 3e-3, 4e-3))
+    ]
+    population = Population(configs)
+    try:
+        population.train()
+        scores = [10.0, 40.0, 20.0, 30.0]
+        # Iteration 1: the interval (2 iterations) has not passed.
+        assert pbt.perturb(population, [_result(s, 1) for s in scores]) == {}
+        best = _leaves(population.members[1].state)
+        copies = pbt.perturb(population, [_result(s, 2) for s in scores])
+        # 4 trials x 0.25: trial 0 (the worst) copies trial 1 (the best).
+        assert copies == {0: 1}
+        for a, b in zip(best, _leaves(population.members[0].state), strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert population.values[0]["lr"] == pytest.approx(2 * 2e-3)  # the source's x 2.0
+        assert population.values[0]["entropy_coeff"] in (0.0, 0.01)  # a neighbour in the list
+        assert population.members[0].config.lr == pytest.approx(4e-3)
+        assert [population.values[i]["lr"] for i in (1, 2, 3)] == pytest.approx([2e-3, 3e-3, 4e-3])
+        # The next perturbation waits for iteration 4.
+        assert pbt.perturb(population, [_result(s, 3) for s in scores]) == {}
+        assert population.train()[0]["training_iteration"] == 2
+        assert population.num_compilations == 1
+    finally:
+        population.stop()

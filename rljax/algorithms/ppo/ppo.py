@@ -235,9 +235,9 @@ class PPO(OnPolicyAlgorithm):
         "vf_clip_param",
         "vf_loss_coeff",
         "entropy_coeff",
-        "kl_coeff",  # the initial value, held in the learner state
         "kl_target",
     )
+    population_state_settings: ClassVar[tuple[str, ...]] = ("kl_coeff",)
 
     def _setup(self) -> None:
         cfg = self.config
