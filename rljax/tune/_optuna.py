@@ -54,7 +54,8 @@ class MetricUser:
         name = type(self).__name__
         if metric is not None and not isinstance(metric, str):
             raise ConfigError(f"{name}(metric={metric!r}): use a result key (a string)")
-        check_mode(mode, f"{name}(mode=...)")
+        if mode is not None and mode not in ("min", "max"):
+            raise ConfigError(f"{name}(mode={mode!r}): use 'min' or 'max'")
         self._metric = metric
         self._mode = mode
 

@@ -196,6 +196,7 @@ class OptunaSearch(Searcher):
         self._study: Any = None
         self._trials: dict[str, Any] = {}
         self._last_step: dict[str, int] = {}
+        self._finished = False
         if self._space is not None:  # a bad space fails here, before any Tuner
             self._params = self._convert(self._space, "OptunaSearch(space)")
 
@@ -327,8 +328,11 @@ class OptunaSearch(Searcher):
 
     # ------------------------------------------------------------------ Tuner's calls
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        """Asks Optuna for a trial: the space's constants with every searched key set."""
+        """Asks Optuna for a trial: the space's constants with every searched key set. None
+        once the sampler stopped the study (a ``GridSampler`` that tried every point)."""
         study = self._ensure_study()
+        if self._finished:
+            return None
         if trial_id in self._trials:
             raise ConfigError(f"OptunaSearch: trial {trial_id!r} was already suggested")
         with quiet_optuna():
@@ -346,7 +350,8 @@ class OptunaSearch(Searcher):
         out: list[dict[str, Any]] = []
         for trial_id in trial_ids:
             config = self.suggest(trial_id)
-            assert config is not None
+            if config is None:
+                break
             out.append(config)
         return out
 
@@ -390,7 +395,14 @@ class OptunaSearch(Searcher):
             except ConfigError:
                 self._study.tell(trial, state=failed)
                 raise
-            self._study.tell(trial, value)
+            try:
+                self._study.tell(trial, value)
+            except RuntimeError as e:
+                # A sampler that is done (GridSampler, every point tried) stops the study, which
+                # Optuna allows inside study.optimize() only; the trial was stored before.
+                if "Study.stop" not in str(e):
+                    raise
+                self._finished = True
 
 
 __all__ = ["OptunaSearch", "to_distribution"]
