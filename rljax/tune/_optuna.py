@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -118,10 +117,6 @@ class MetricUser:
                     "not a number"
                 ) from None
         return float(value)
-
-
-def is_finite(value: float) -> bool:
-    return not (math.isnan(value) or math.isinf(value))
 
 
 __all__ = ["MetricUser", "import_optuna", "quiet_optuna"]

@@ -435,6 +435,28 @@ def test_median_stopping_rule_compares_running_means_not_values_at_the_same_step
     assert _median_run(scheduler, [*late_bloomers, [10] * 5, [0] * 5]) == [5, 5, 5, 1, 5]
 
 
+def test_median_stopping_rule_on_trials_reporting_each_iteration_together():
+    scheduler = MedianStoppingRule(
+        time_attr="training_iteration",
+        metric="score",
+        mode="max",
+        grace_period=2,
+        min_samples_required=3,
+    )
+    levels = {"a": 10, "b": 8, "c": 12, "d": 5}
+    live, stopped = list(levels), {}
+    for i in range(1, 7):
+        for trial in list(live):
+            result = {"training_iteration": i, "score": levels[trial]}
+            if scheduler.on_trial_result(trial, result) == TrialScheduler.STOP:
+                stopped[trial] = i
+                live.remove(trial)
+    # At iteration 2, d reports last: a, b and c reached 2 (running means 10, 8, 12; median
+    # 10 > 5). Each later round, a trial sees only those that reported before it in the round
+    # (b and c see fewer than 3), so no one else is compared.
+    assert stopped == {"d": 2}
+
+
 def test_median_stopping_rule_through_the_tuner(tmp_path):
     def steady(config):
         for _ in range(5):
