@@ -4,8 +4,9 @@ A trainable is an algorithm name (``"PPO"``), an algorithm class, a config objec
 ``train_fn(config)`` that calls ``tune.report(metrics)``. The trials are the variants of the
 ``param_space`` (``generate_variants``: every grid point x ``num_samples``), or with
 ``TuneConfig(search_alg=...)`` ``num_samples`` configs the searcher suggests, run in this process
-one after another; a ``TuneConfig(scheduler=...)`` may stop a trial after any result. Each writes ``params.json``, ``result.json`` (a JSON line per result) and
-``progress.csv`` to ``storage_path/name/<trial dir>``, as Tune does.
+one after another; a ``TuneConfig(scheduler=...)`` may stop a trial after any result. Each
+writes ``params.json``, ``result.json`` (a JSON line per result) and ``progress.csv`` to
+``storage_path/name/<trial dir>``, as Tune does.
 
 An algorithm trainable needs a stop criterion (``RunConfig(stop=...)``) or
 ``TuneConfig(time_budget_s=...)``: Ray Tune would call ``train()`` until interrupted, rljax
@@ -407,9 +408,9 @@ class Tuner:
         ``ConfigError`` naming it (as Tune's ``TuneError``), as does a search algorithm's or
         scheduler's metric missing. Each result goes to the searcher, then to the scheduler
         unless a stop criterion stopped the trial; a scheduler's STOP ends the trial after that
-        result, with a normal ``Result``. Once ``time_budget_s`` has passed,
-        or a ``Stopper``'s ``stop_all()`` says so, the running trial stops after its current
-        result and the trials not started are left out of the ``ResultGrid``.
+        result, with a normal ``Result``. Once ``time_budget_s`` has passed, or a ``Stopper``'s
+        ``stop_all()`` says so, the running trial stops after its current result and the trials
+        not started are left out of the ``ResultGrid``.
         """
         global _SESSION
         run = self.run_config
