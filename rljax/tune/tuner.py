@@ -352,6 +352,7 @@ class Tuner:
             scheduler.set_search_properties(metric, mode)
         if searcher is not None:  # trials are suggested in fit(); one draw checks the keys
             searcher.set_search_properties(metric, mode, space, root=root)
+            self._searched = searcher.searched_paths or self._searched
         self._variants = generate_variants(
             space, 1 if searcher else self.tune_config.num_samples, self.tune_config.seed, root=root
         )

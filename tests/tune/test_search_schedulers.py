@@ -243,6 +243,49 @@ def test_suggest_many_and_the_concurrency_limiter():
     assert limited.suggest("c") is None
     _tell(limited, "a", 0.5)
     assert limited.suggest("c") is not None
+    batched = ConcurrencyLimiter(
+        OptunaSearch({"x": tune.uniform(0.0, 1.0)}, "score", "max"), 2, batch=True
+    )
+    assert len(batched.suggest_many(["a", "b"])) == 2
+    _tell(batched, "a", 0.5)
+    assert batched.suggest("c") is None  # waits for the whole batch
+    _tell(batched, "b", 0.5)
+    assert batched.suggest("c") is not None
+
+
+def test_trial_directories_name_the_values_of_the_searchers_own_space(tmp_path):
+    grid = _fit(
+        quadratic,
+        {},
+        tmp_path,
+        num_samples=2,
+        search_alg=OptunaSearch({"x": tune.quniform(0.0, 4.0, 0.5)}, seed=0),
+        metric="eval/score",
+        mode="max",
+    )
+    for result in grid:
+        assert f"x={result.config['x']:.4g}" in result.path
+
+
+def test_a_scheduler_with_max_t_is_an_algorithm_trainables_stop_criterion():
+    tuner = tune.Tuner(
+        "PPO",
+        param_space={"env": "CartPole-v1", "lr": tune.grid_search([1e-3, 1e-4])},
+        tune_config=tune.TuneConfig(
+            scheduler=ASHAScheduler(max_t=2), metric="env_runners/episode_return_mean", mode="max"
+        ),
+    )
+    assert tuner.num_trials == 2
+    with pytest.raises(ConfigError, match="trains until stopped.*ASHAScheduler\\(max_t=...\\)"):
+        tune.Tuner(
+            "PPO",
+            param_space={"env": "CartPole-v1"},
+            tune_config=tune.TuneConfig(
+                scheduler=ASHAScheduler(max_t=2, stop_last_trials=False),
+                metric="env_runners/episode_return_mean",
+                mode="max",
+            ),
+        )
 
 
 def test_a_config_objects_search_space_is_searched():

@@ -230,6 +230,10 @@ class OptunaSearch(Searcher):
         return params
 
     @property
+    def searched_paths(self) -> list[tuple[Any, ...]]:
+        return [p.path for p in self._params]
+
+    @property
     def param_names(self) -> list[str]:
         """Optuna's parameter names: the searched key paths joined by ``/``."""
         return [p.name for p in self._params]

@@ -29,6 +29,11 @@ class Searcher(MetricUser):
         self._take_metric_mode(metric, mode)
         return True
 
+    @property
+    def searched_paths(self) -> list[tuple[Any, ...]]:
+        """The key paths the searcher sets (they name the trials' directories)."""
+        return []
+
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         """The config of a new trial, or None when the searcher has no more."""
         raise NotImplementedError(f"{type(self).__name__} must define suggest(trial_id)")
@@ -96,6 +101,10 @@ class ConcurrencyLimiter(Searcher):
         self, metric: str | None, mode: str | None, config: Mapping[str, Any], **spec: Any
     ) -> bool:
         return self.searcher.set_search_properties(metric, mode, config, **spec)
+
+    @property
+    def searched_paths(self) -> list[tuple[Any, ...]]:
+        return self.searcher.searched_paths
 
     def _room(self) -> int:
         if self.batch and self._live:
