@@ -380,6 +380,27 @@ def test_asha_brackets_rungs_and_minimize():
     assert decisions == ["CONTINUE", "CONTINUE", "STOP"]
 
 
+def test_asha_brackets_judge_at_their_own_rungs():
+    scheduler = ASHAScheduler(metric="score", mode="max", max_t=27, reduction_factor=3, brackets=3)
+    first_rung = {0: 1, 1: 3, 2: 9}
+    brackets, stops = [], []
+    for trial in range(40):  # each trial worse than every earlier one
+        scheduler.on_trial_add(str(trial))
+        brackets.append(scheduler.bracket_of(str(trial)))
+        for i in range(1, 30):
+            result = {"training_iteration": i, "score": -trial}
+            if scheduler.on_trial_result(str(trial), result) == TrialScheduler.STOP:
+                stops.append(i)
+                break
+        scheduler.on_trial_complete(str(trial))
+    assert set(brackets) == {0, 1, 2}
+    # The first trial of a bracket runs to max_t; every later one stops at its bracket's first
+    # rung.
+    firsts = {b: brackets.index(b) for b in first_rung}
+    expected = [27 if firsts[b] == t else first_rung[b] for t, b in enumerate(brackets)]
+    assert stops == expected
+
+
 def test_asha_and_optuna_search_together(tmp_path):
     searcher = OptunaSearch(seed=1)
     grid = _fit(
