@@ -8,7 +8,10 @@ Built: the search spaces (``grid_search``, ``choice``, ``uniform``, ``quniform``
 ``config.copy().update_from_dict(variant)``); ``Tuner(trainable, param_space, tune_config,
 run_config).fit()`` running the trials one after another, ``tune.report``, stop criteria
 (``RunConfig(stop=...)``, ``Stopper``), ``ResultGrid`` / ``Result``, Tune's output files, and the
-older ``tune.run``. Not built yet: schedulers, search algorithms, callbacks, concurrent trials,
+older ``tune.run``; search algorithms (``tune.search.optuna.OptunaSearch``,
+``tune.search.ConcurrencyLimiter``) and trial schedulers (``tune.schedulers.ASHAScheduler``,
+``AsyncHyperBandScheduler``, ``HyperBandScheduler``, ``MedianStoppingRule``, ``FIFOScheduler``)
+backed by Optuna (optional: ``pip install optuna``). Not built yet: callbacks, concurrent trials,
 ``Tuner.restore`` and trials trained as one population.
 
 Example::
@@ -22,7 +25,7 @@ Example::
     )  # 4 dicts
 """
 
-from rljax.tune import stopper
+from rljax.tune import schedulers, search, stopper
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid
 from rljax.tune.sample import (
     Categorical,
@@ -81,6 +84,8 @@ __all__ = [
     "report",
     "run",
     "sample_from",
+    "schedulers",
+    "search",
     "stopper",
     "uniform",
 ]

@@ -1,8 +1,7 @@
 """``TuneConfig``, ``RunConfig`` and ``CheckpointConfig``, with Ray Tune 2.x's names and defaults.
 
-Settings whose feature is not built in rljax yet (search algorithms, schedulers, callbacks, more
-than one trial at a time) raise ``NotImplementedError`` naming what was given, rather than being
-ignored.
+Settings whose feature is not built in rljax yet (callbacks, more than one trial at a time) raise
+``NotImplementedError`` naming what was given, rather than being ignored.
 """
 
 from __future__ import annotations
@@ -12,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rljax.tune.result_grid import check_mode
+from rljax.tune.schedulers import TrialScheduler
+from rljax.tune.search.searcher import Searcher
 from rljax.tune.stopper import as_stopper
 from rljax.utils.errors import ConfigError
 
@@ -64,11 +65,16 @@ class TuneConfig:
     """How trials are made and compared (Tune's ``TuneConfig``).
 
     ``metric``/``mode`` (``"min"`` or ``"max"``): the default for
-    ``ResultGrid.get_best_result()``. ``num_samples``: how many times the grid is repeated.
-    ``time_budget_s``: once this many seconds have passed, the running trial stops after its
-    current result and no more trials start. ``seed``: the seed of the search spaces' draws
-    (the same seed gives the same trials). ``max_concurrent_trials``: None or 1 (trials run one
-    after another). ``search_alg`` and ``scheduler`` are not built yet and raise if given.
+    ``ResultGrid.get_best_result()``, and for a search algorithm's or scheduler's own.
+    ``num_samples``: how many times the grid is repeated; with a ``search_alg``, how many trials
+    it suggests. ``search_alg``: a ``tune.search`` searcher (``OptunaSearch``) that suggests each
+    trial's config instead of ``generate_variants``. ``scheduler``: a ``tune.schedulers``
+    scheduler (``ASHAScheduler``, ``HyperBandScheduler``, ``MedianStoppingRule``,
+    ``FIFOScheduler``) that may stop trials early. ``time_budget_s``: once this many seconds
+    have passed, the running trial stops after its current result and no more trials start.
+    ``seed``: the seed of the search spaces' draws without a ``search_alg`` (the same seed gives
+    the same trials; a searcher has its own, ``OptunaSearch(seed=...)``).
+    ``max_concurrent_trials``: None or 1 (trials run one after another).
     """
 
     metric: str | None = None
@@ -85,10 +91,18 @@ class TuneConfig:
             raise ConfigError(f"TuneConfig.metric={self.metric!r}: use a result key (a string)")
         check_mode(self.mode, "TuneConfig.mode")
         _check_number("TuneConfig.num_samples", self.num_samples, 1, True)
-        if self.search_alg is not None:
-            raise _not_built("TuneConfig.search_alg", self.search_alg)
-        if self.scheduler is not None:
-            raise _not_built("TuneConfig.scheduler", self.scheduler)
+        if self.search_alg is not None and not isinstance(self.search_alg, Searcher):
+            raise ConfigError(
+                f"TuneConfig.search_alg={self.search_alg!r}: use a tune.search searcher "
+                "(tune.search.optuna.OptunaSearch(...), tune.search.ConcurrencyLimiter(...)) "
+                "or None for grid x num_samples random draws"
+            )
+        if self.scheduler is not None and not isinstance(self.scheduler, TrialScheduler):
+            raise ConfigError(
+                f"TuneConfig.scheduler={self.scheduler!r}: use a tune.schedulers scheduler "
+                "(ASHAScheduler, AsyncHyperBandScheduler, HyperBandScheduler, "
+                "MedianStoppingRule, FIFOScheduler) or None"
+            )
         if self.max_concurrent_trials is not None:
             _check_number("TuneConfig.max_concurrent_trials", self.max_concurrent_trials, 1, True)
             if self.max_concurrent_trials > 1:

@@ -2,9 +2,11 @@
 
 A trainable is an algorithm name (``"PPO"``), an algorithm class, a config object, or a function
 ``train_fn(config)`` that calls ``tune.report(metrics)``. The trials are the variants of the
-``param_space`` (``generate_variants``: every grid point x ``num_samples``), run in this process
-one after another. Each writes ``params.json``, ``result.json`` (a JSON line per result) and
-``progress.csv`` to ``storage_path/name/<trial dir>``, as Tune does.
+``param_space`` (``generate_variants``: every grid point x ``num_samples``), or with
+``TuneConfig(search_alg=...)`` ``num_samples`` configs the searcher suggests, run in this process
+one after another; a ``TuneConfig(scheduler=...)`` may stop a trial after any result. Each
+writes ``params.json``, ``result.json`` (a JSON line per result) and ``progress.csv`` to
+``storage_path/name/<trial dir>``, as Tune does.
 
 An algorithm trainable needs a stop criterion (``RunConfig(stop=...)``) or
 ``TuneConfig(time_budget_s=...)``: Ray Tune would call ``train()`` until interrupted, rljax
@@ -34,6 +36,8 @@ from rljax.utils.errors import ConfigError
 
 if TYPE_CHECKING:
     from rljax.algorithms.algorithm_config import AlgorithmConfig
+    from rljax.tune.schedulers import TrialScheduler
+    from rljax.tune.search.searcher import Searcher
 
 
 class TuneError(RuntimeError):
@@ -113,6 +117,8 @@ class _TrialRun:
         self.checkpoints: list[Path] = []
         self.stop_all = False
         self.out_of_time = False
+        # The search algorithm's and scheduler's view of each result: True stops the trial.
+        self.on_result: Callable[[dict[str, Any], bool], bool] | None = None
         self._fields: list[str] | None = None
         self._start = self._last = time.time()
         path.mkdir(parents=True, exist_ok=True)
@@ -175,6 +181,11 @@ class _TrialRun:
                 self.stop_all = bool(self.stopper.stop_all())
             except Exception as e:
                 raise _StopperFailed(str(e)) from e
+        if self.on_result is not None:
+            try:
+                stop = self.on_result(flat, stop) or stop
+            except Exception as e:
+                raise _StopperFailed(str(e)) from e
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.out_of_time = True
         return stop or self.stop_all or self.out_of_time
@@ -220,6 +231,23 @@ def _dir_part(value: Any) -> str:
     return "".join(c if c.isalnum() or c in "-.=_" else "_" for c in text)[:20]
 
 
+def _searcher_and_scheduler(
+    trial_id: str, searcher: Searcher | None, scheduler: TrialScheduler | None
+) -> Callable[[dict[str, Any], bool], bool]:
+    """What ``_TrialRun.record`` calls with each (flat) result and whether a stop criterion
+    already stops the trial: the searcher sees every result, the scheduler those the stop
+    criteria let through (as Tune); True when the scheduler says STOP."""
+
+    def on_result(result: dict[str, Any], stopping: bool) -> bool:
+        if searcher is not None:
+            searcher.on_trial_result(trial_id, result)
+        if scheduler is None or stopping:
+            return False
+        return scheduler.on_trial_result(trial_id, result) == scheduler.STOP
+
+    return on_result
+
+
 # ---------------------------------------------------------------------- Tuner
 class Tuner:
     """Runs the trials of a ``param_space`` one after another (Ray Tune's ``Tuner``).
@@ -238,7 +266,9 @@ class Tuner:
 
     Everything that can be checked is checked here, before any trial builds or compiles: an
     unknown trainable name, an unknown setting, a bad search space, a bad mode, settings that
-    are not built yet, and an algorithm trainable without a stop criterion or time budget.
+    are not built yet, and an algorithm trainable without a stop criterion or time budget; a
+    search algorithm's or scheduler's metric and mode (theirs or ``TuneConfig``'s) and the search
+    space it can search (``OptunaSearch`` refuses ``grid_search``, naming the key).
     """
 
     def __init__(
@@ -316,18 +346,31 @@ class Tuner:
             )
         root = "param_space" if base is None else type(base).__name__
         self._searched = [p for p, _ in find_search_spaces(space)]
+        searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
+        metric, mode = self.tune_config.metric, self.tune_config.mode
+        if scheduler is not None:
+            scheduler.set_search_properties(metric, mode)
+        if searcher is not None:  # trials are suggested in fit(); one draw checks the keys
+            searcher.set_search_properties(metric, mode, space, root=root)
+            self._searched = searcher.searched_paths or self._searched
         self._variants = generate_variants(
-            space, self.tune_config.num_samples, self.tune_config.seed, root=root
+            space, 1 if searcher else self.tune_config.num_samples, self.tune_config.seed, root=root
         )
+        self._algo_base = base
         self._algo_configs: list[AlgorithmConfig] | None = None
         if self._function is None:
             assert base is not None
             self._algo_configs = [base.copy().update_from_dict(v) for v in self._variants]
-            if self.run_config.stop is None and self.tune_config.time_budget_s is None:
+            if (
+                self.run_config.stop is None
+                and self.tune_config.time_budget_s is None
+                and not (scheduler is not None and scheduler.stops_every_trial)
+            ):
                 raise ConfigError(
                     f"trainable {self.trainable_name!r} trains until stopped: give a stop "
                     "criterion (tune.RunConfig(stop={'training_iteration': 20}) or a "
-                    "tune.Stopper) or tune.TuneConfig(time_budget_s=...); Ray Tune would train "
+                    "tune.Stopper), tune.TuneConfig(time_budget_s=...) or a scheduler with max_t "
+                    "(tune.schedulers.ASHAScheduler(max_t=...)); Ray Tune would train "
                     "forever"
                 )
         elif self.run_config.checkpoint_config and self.run_config.checkpoint_config.wanted:
@@ -336,9 +379,13 @@ class Tuner:
                 "checkpoint_at_end are for algorithm trainables; a function trainable saves with "
                 "tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(dir))"
             )
+        if searcher is not None:
+            self._variants = []
 
     @property
     def num_trials(self) -> int:
+        if self.tune_config.search_alg is not None:
+            return self.tune_config.num_samples
         return len(self._variants)
 
     def _trial_dir_name(self, trial_id: str, index: int, variant: dict[str, Any]) -> str:
@@ -359,9 +406,12 @@ class Tuner:
 
         A trial that raises is recorded (``Result.error``, ``ResultGrid.errors``, ``error.txt``)
         and the next one starts. A stop key missing from a trial's results ends ``fit()`` with
-        ``ConfigError`` naming it (as Tune's ``TuneError``). Once ``time_budget_s`` has passed,
-        or a ``Stopper``'s ``stop_all()`` says so, the running trial stops after its current
-        result and the trials not started are left out of the ``ResultGrid``.
+        ``ConfigError`` naming it (as Tune's ``TuneError``), as does a search algorithm's or
+        scheduler's metric missing. Each result goes to the searcher, then to the scheduler
+        unless a stop criterion stopped the trial; a scheduler's STOP ends the trial after that
+        result, with a normal ``Result``. Once ``time_budget_s`` has passed, or a ``Stopper``'s
+        ``stop_all()`` says so, the running trial stops after its current result and the trials
+        not started are left out of the ``ResultGrid``.
         """
         global _SESSION
         run = self.run_config
@@ -375,10 +425,14 @@ class Tuner:
         deadline = None if budget is None else time.monotonic() + budget
         tag = uuid.uuid4().hex[:5]
         results: list[Result] = []
-        for index, variant in enumerate(self._variants):
+        searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
+        for index in range(self.num_trials):
             if deadline is not None and time.monotonic() >= deadline:
                 break
             trial_id = f"{tag}_{index:05d}"
+            variant = searcher.suggest(trial_id) if searcher else self._variants[index]
+            if variant is None:  # the searcher has no more trials
+                break
             trial = _TrialRun(
                 trial_id,
                 experiment / self._trial_dir_name(trial_id, index, variant),
@@ -388,6 +442,10 @@ class Tuner:
                 deadline,
                 run.verbose,
             )
+            if searcher is not None or scheduler is not None:
+                trial.on_result = _searcher_and_scheduler(trial_id, searcher, scheduler)
+            if scheduler is not None:
+                scheduler.on_trial_add(trial_id)
             error: BaseException | None = None
             try:
                 if self._function is not None:
@@ -403,6 +461,9 @@ class Tuner:
                         pass
                     finally:
                         _SESSION = None
+                elif searcher is not None:
+                    assert self._algo_base is not None
+                    self._run_algorithm(self._algo_base.copy().update_from_dict(variant), trial)
                 else:
                     assert self._algo_configs is not None
                     self._run_algorithm(self._algo_configs[index], trial)
@@ -412,6 +473,13 @@ class Tuner:
                 error = e
             result = trial.result(error)
             results.append(result)
+            last = flatten(trial.history[-1]) if trial.history else None
+            if searcher is not None:
+                searcher.on_trial_complete(trial_id, last, error=error is not None)
+            if scheduler is not None and error is not None:
+                scheduler.on_trial_error(trial_id)
+            elif scheduler is not None:
+                scheduler.on_trial_complete(trial_id, last)
             if run.verbose >= 1:
                 status = "ERROR" if error is not None else "TERMINATED"
                 shown = (
