@@ -33,12 +33,17 @@ from typing import Any
 import numpy as np
 
 from rljax.tune.sample import Domain, as_domain
+from rljax.tune.schedulers import TrialScheduler
 from rljax.tune.stopper import flatten
 from rljax.utils.errors import ConfigError
 
 
-class PopulationBasedTraining:
+class PopulationBasedTraining(TrialScheduler):
     """Ray Tune's ``PopulationBasedTraining``, run inside a population (see the module doc).
+
+    Given as ``TuneConfig(scheduler=...)``, it needs trials that train as one population
+    (``Tuner`` refuses it otherwise, before anything builds); per result it answers
+    ``CONTINUE``, and after each iteration of the population ``perturb`` exploits and explores.
 
     Args:
       time_attr: The result key that measures progress (``"training_iteration"``,
@@ -97,10 +102,8 @@ class PopulationBasedTraining:
                 f"PopulationBasedTraining(perturbation_interval={perturbation_interval!r}): "
                 "must be > 0"
             )
-        if mode not in (None, "min", "max"):
-            raise ConfigError(f"PopulationBasedTraining(mode={mode!r}): use 'min' or 'max'")
+        super().__init__(metric, mode)
         self.time_attr = time_attr
-        self.metric, self.mode = metric, mode
         self.perturbation_interval = float(perturbation_interval)
         self.burn_in_period = float(burn_in_period)
         self.hyperparam_mutations = dict(hyperparam_mutations or {})
@@ -124,15 +127,6 @@ class PopulationBasedTraining:
         self.num_perturbations = 0
         # (trial that exploited, its source, the explored values), for each perturbation.
         self.history: list[list[tuple[int, int, dict[str, Any]]]] = []
-
-    def set_search_properties(self, metric: str | None, mode: str | None) -> None:
-        """Takes ``TuneConfig``'s metric and mode where none were given here."""
-        self.metric = self.metric or metric
-        self.mode = self.mode or mode
-        if self.metric is None or self.mode is None:
-            raise ConfigError(
-                "PopulationBasedTraining needs a metric and a mode (here or in tune.TuneConfig)"
-            )
 
     def check_settings(self, population_settings: Sequence[str], algo_name: str) -> None:
         """Refuses mutations of settings the population cannot change in place."""
@@ -178,7 +172,7 @@ class PopulationBasedTraining:
         """After an iteration of ``population``: when the interval has passed, the bottom
         quantile of active trials exploits the top quantile and explores. Returns
         ``{trial: source}`` of this perturbation (empty when none happened)."""
-        assert self.metric is not None and self.mode is not None
+        metric, mode = self._require_metric_mode()
         live = [(i, flatten(r)) for i, r in enumerate(results) if r is not None]
         if not live:
             return {}
@@ -188,16 +182,16 @@ class PopulationBasedTraining:
         if progress - self._last_perturbation < self.perturbation_interval:
             return {}
         self._last_perturbation = progress
-        missing = [i for i, f in live if self.metric not in f]
+        missing = [i for i, f in live if metric not in f]
         if missing:
             if self.require_attrs:
                 raise ConfigError(
-                    f"PopulationBasedTraining: metric {self.metric!r} is not in the results of "
+                    f"PopulationBasedTraining: metric {metric!r} is not in the results of "
                     f"trials {missing}"
                 )
             return {}
-        sign = 1.0 if self.mode == "max" else -1.0
-        ranked = sorted(live, key=lambda item: sign * float(item[1][self.metric]))
+        sign = 1.0 if mode == "max" else -1.0
+        ranked = sorted(live, key=lambda item: sign * float(item[1][metric]))
         n = int(np.ceil(len(ranked) * self.quantile_fraction)) if len(ranked) > 1 else 0
         n = min(n, len(ranked) // 2)
         if n == 0:

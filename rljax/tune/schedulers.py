@@ -465,11 +465,15 @@ class MedianStoppingRule(TrialScheduler):
         return self.CONTINUE
 
 
+# Here for Tune's path (``tune.schedulers.PopulationBasedTraining``); it needs TrialScheduler.
+from rljax.tune.pbt import PopulationBasedTraining  # noqa: E402
+
 __all__ = [
     "ASHAScheduler",
     "AsyncHyperBandScheduler",
     "FIFOScheduler",
     "HyperBandScheduler",
     "MedianStoppingRule",
+    "PopulationBasedTraining",
     "TrialScheduler",
 ]
