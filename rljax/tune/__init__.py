@@ -46,6 +46,7 @@ from rljax.tune.sample import (
     sample_from,
     uniform,
 )
+from rljax.tune.ray_integration import ray_trainable
 from rljax.tune.stopper import MaximumIterationStopper, Stopper
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
 from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, report, run
@@ -81,6 +82,7 @@ __all__ = [
     "quniform",
     "randint",
     "randn",
+    "ray_trainable",
     "report",
     "run",
     "sample_from",
