@@ -26,6 +26,7 @@ Example::
 """
 
 from rljax.tune import schedulers, search, stopper
+from rljax.tune.ray_integration import ray_trainable
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid
 from rljax.tune.sample import (
     Categorical,
@@ -46,7 +47,6 @@ from rljax.tune.sample import (
     sample_from,
     uniform,
 )
-from rljax.tune.ray_integration import ray_trainable
 from rljax.tune.stopper import MaximumIterationStopper, Stopper
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
 from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, report, run
