@@ -44,7 +44,7 @@ def ray_trainable(algorithm: str | type) -> type:
       ConfigError: ``algorithm`` is not an rljax algorithm.
     """
     try:
-        from ray import tune as ray_tune
+        from ray import tune as ray_tune  # type: ignore[import-not-found]
     except ImportError as e:
         raise ImportError(
             'rljax.tune.ray_trainable needs Ray Tune: pip install "ray[tune]" (rljax\'s own '
@@ -71,7 +71,7 @@ def ray_trainable(algorithm: str | type) -> type:
             f"({registry.algorithm_names()}) or an rljax algorithm class"
         )
 
-    class RljaxTrainable(ray_tune.Trainable):  # type: ignore[misc,name-defined]
+    class RljaxTrainable(ray_tune.Trainable):
         """Trains one rljax algorithm per trial (see ``rljax.tune.ray_integration``)."""
 
         def setup(self, config: dict[str, Any]) -> None:
