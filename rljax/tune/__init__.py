@@ -8,8 +8,9 @@ Built: the search spaces (``grid_search``, ``choice``, ``uniform``, ``quniform``
 ``config.copy().update_from_dict(variant)``); ``Tuner(trainable, param_space, tune_config,
 run_config).fit()`` running the trials one after another, ``tune.report``, stop criteria
 (``RunConfig(stop=...)``, ``Stopper``), ``ResultGrid`` / ``Result``, Tune's output files, and the
-older ``tune.run``. Not built yet: schedulers, search algorithms, callbacks, concurrent trials,
-``Tuner.restore`` and trials trained as one population.
+older ``tune.run``, ``Tuner.restore`` / ``Tuner.can_restore`` (``experiment_state.json``),
+``tune.get_checkpoint`` and the live table of trials (``rljax.tune.progress``). Not built yet:
+schedulers, search algorithms, callbacks, concurrent trials and trials trained as one population.
 
 Example::
 
@@ -45,7 +46,7 @@ from rljax.tune.sample import (
 )
 from rljax.tune.stopper import MaximumIterationStopper, Stopper
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
-from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, report, run
+from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, get_checkpoint, report, run
 from rljax.tune.variants import check_search_spaces, find_search_spaces, generate_variants
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "choice",
     "find_search_spaces",
     "generate_variants",
+    "get_checkpoint",
     "grid_search",
     "loguniform",
     "qrandint",

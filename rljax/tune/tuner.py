@@ -26,10 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rljax.tune import experiment_state as es
+from rljax.tune.progress import ProgressReporter, TrialTable
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid, check_mode
 from rljax.tune.stopper import Stopper, as_stopper, flatten
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig, default_storage_path
 from rljax.tune.variants import find_search_spaces, generate_variants
+from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -92,6 +95,22 @@ def report(metrics: Mapping[str, Any], *, checkpoint: Any = None) -> None:
         raise _StopTrial
 
 
+def get_checkpoint() -> Checkpoint | None:
+    """The running trial's latest checkpoint (Tune 2.x's ``tune.get_checkpoint``): after
+    ``Tuner.restore`` the one an unfinished trial continues from, else the newest it reported,
+    else None. A function trainable reads it at its start to continue where it left off.
+
+    Raises:
+      RuntimeError: called outside a trial run by ``Tuner.fit()``.
+    """
+    if _SESSION is None:
+        raise RuntimeError(
+            "tune.get_checkpoint() is called inside a function trainable run by "
+            "tune.Tuner(...).fit(); no trial is running"
+        )
+    return Checkpoint(_SESSION.checkpoints[-1]) if _SESSION.checkpoints else None
+
+
 # ---------------------------------------------------------------------- one trial
 class _TrialRun:
     """One trial's results, files, checkpoints and stop decisions."""
@@ -105,19 +124,45 @@ class _TrialRun:
         checkpoint_config: CheckpointConfig,
         deadline: float | None,
         verbose: int,
+        resume: es.ResumePoint | None = None,
+        progress: ProgressReporter | None = None,
     ):
         self.trial_id, self.path, self.config = trial_id, path, config
         self.stopper, self.checkpoint_config = stopper, checkpoint_config
         self.deadline, self.verbose = deadline, verbose
-        self.history: list[dict[str, Any]] = []
-        self.checkpoints: list[Path] = []
+        self.progress = progress
+        self.history: list[dict[str, Any]] = list(resume.history) if resume else []
+        self.checkpoints: list[Path] = list(resume.checkpoints) if resume else []
         self.stop_all = False
         self.out_of_time = False
         self._fields: list[str] | None = None
         self._start = self._last = time.time()
+        if self.history:  # resumed: times go on from the kept results'
+            self._start -= float(self.history[-1].get("time_total_s", 0.0))
         path.mkdir(parents=True, exist_ok=True)
-        (path / "params.json").write_text(json.dumps(to_json_data(config), indent=2))
-        (path / "result.json").write_text("")
+        safe_io.write_atomic(path / "params.json", json.dumps(to_json_data(config), indent=2))
+        self._rewrite_results()
+
+    def _rewrite_results(self) -> None:
+        """``result.json`` and ``progress.csv`` holding ``history`` (none for a new trial; a
+        resumed one's results up to its checkpoint), written atomically."""
+        lines = [
+            json.dumps({**r, "config": to_json_data(self.config)}) + "\n" for r in self.history
+        ]
+        safe_io.write_atomic(self.path / "result.json", "".join(lines))
+        csv_path = self.path / "progress.csv"
+        if not self.history:
+            csv_path.unlink(missing_ok=True)
+            return
+        import io
+
+        flat = [flatten(r) for r in self.history]
+        self._fields = list(flat[0])
+        out = io.StringIO()
+        writer = csv.DictWriter(out, self._fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(flat)
+        safe_io.write_atomic(csv_path, out.getvalue())
 
     def _save_checkpoint(self, iteration: int, save: Callable[[Path], Any]) -> None:
         target = self.path / f"checkpoint_{iteration:06d}"
@@ -166,8 +211,14 @@ class _TrialRun:
         frequency = self.checkpoint_config.checkpoint_frequency
         if algo is not None and frequency and iteration % frequency == 0:
             self._save_checkpoint(iteration, algo.save_to_path)
+        if self.progress is not None:
+            self.progress.result(self.trial_id, result)
         if self.verbose >= 2:
-            print(f"Trial {self.trial_id} iteration {iteration}: {_short(flat)}")
+            line = f"Trial {self.trial_id} iteration {iteration}: {_short(flat)}"
+            if self.progress is not None:
+                self.progress.log(line)
+            else:
+                print(line)
         stop = False
         if self.stopper is not None:
             try:
@@ -218,6 +269,77 @@ def _short(flat: Mapping[str, Any], limit: int = 6) -> str:
 def _dir_part(value: Any) -> str:
     text = f"{value:.4g}" if isinstance(value, float) else str(value)
     return "".join(c if c.isalnum() or c in "-.=_" else "_" for c in text)[:20]
+
+
+def _base_config_data(base: AlgorithmConfig | None) -> dict[str, Any] | None:
+    """A base config's settings as JSON data for the experiment state (searched settings left
+    out: each trial's variant sets them); None when they are not plain data."""
+    if base is None:
+        return None
+    from rljax.tune.sample import Domain
+
+    data = {k: v for k, v in base.to_dict().items() if not isinstance(v, Domain)}
+    try:
+        return dict(json.loads(json.dumps(data)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _base_config_from_data(trainable: Any, state: es.ExperimentState) -> AlgorithmConfig:
+    """The experiment's base config again, from its saved settings, for an algorithm name or
+    class (``from_dict``: nothing is imported unless registered in this process)."""
+    from rljax.algorithms import registry
+    from rljax.algorithms.algorithm import Algorithm
+
+    if isinstance(trainable, str):
+        try:
+            cls = registry.config_class(trainable)
+        except KeyError:
+            raise ConfigError(
+                f"trainable {trainable!r} is not an rljax algorithm; use one of "
+                f"{registry.algorithm_names()}"
+            ) from None
+    elif inspect.isclass(trainable) and issubclass(trainable, Algorithm):
+        cls = type(trainable.config_class())
+    else:
+        raise ConfigError(
+            f"{state.path}: the experiment trained the algorithm {state.trainable!r}; pass its "
+            "name, its class or a config object as trainable"
+        )
+    assert state.base_config is not None
+    try:
+        config = cls.from_dict(state.base_config)
+    except ConfigError as e:
+        raise ConfigError(
+            f"{state.path}: its saved base config does not load ({e}); pass the config object "
+            "as trainable: Tuner.restore(path, trainable=config)"
+        ) from None
+    if inspect.isclass(trainable):
+        config.algo_class = trainable
+    return config
+
+
+def _variants_over(param_space: Mapping[str, Any], state: es.ExperimentState) -> list[Any]:
+    """Each trial's variant as ``param_space`` with its searched values replaced by the saved
+    ones (for values JSON could not keep)."""
+    from rljax.tune.variants import _copy_tree, _replace
+
+    variants = []
+    for saved in state.variants:
+        variant = _copy_tree(dict(param_space))
+        for path in state.searched:
+            value: Any = saved
+            try:
+                for key in path:
+                    value = value[key]
+                variant = _replace(variant, tuple(path), _copy_tree(value))
+            except (KeyError, IndexError, TypeError):
+                raise ConfigError(
+                    f"param_space has no key path {path!r} that the experiment searched; pass "
+                    "the original param_space"
+                ) from None
+        variants.append(variant)
+    return variants
 
 
 # ---------------------------------------------------------------------- Tuner
@@ -315,6 +437,8 @@ class Tuner:
                 "config object"
             )
         root = "param_space" if base is None else type(base).__name__
+        self._base = base
+        self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
         self._searched = [p for p, _ in find_search_spaces(space)]
         self._variants = generate_variants(
             space, self.tune_config.num_samples, self.tune_config.seed, root=root
@@ -362,72 +486,231 @@ class Tuner:
         ``ConfigError`` naming it (as Tune's ``TuneError``). Once ``time_budget_s`` has passed,
         or a ``Stopper``'s ``stop_all()`` says so, the running trial stops after its current
         result and the trials not started are left out of the ``ResultGrid``.
+
+        ``experiment_state.json`` at the experiment's root records every trial's status as it
+        changes, so that ``Tuner.restore`` can continue an interrupted run. After a restore,
+        the trials that finished are loaded from their files rather than run again.
         """
         global _SESSION
         run = self.run_config
-        name = run.name or f"{self.trainable_name}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
-        storage = Path(os.fspath(run.storage_path or default_storage_path())).expanduser()
-        experiment = storage / name
+        experiment = self._experiment_path()
         experiment.mkdir(parents=True, exist_ok=True)
         stopper = as_stopper(run.stop)
         checkpoint_config = run.checkpoint_config or CheckpointConfig()
         budget = self.tune_config.time_budget_s
         deadline = None if budget is None else time.monotonic() + budget
-        tag = uuid.uuid4().hex[:5]
+        state, flags = self._restored or (self._new_state(experiment), None)
+        progress = self._progress(state) if run.verbose >= 1 else None
         results: list[Result] = []
-        for index, variant in enumerate(self._variants):
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            trial_id = f"{tag}_{index:05d}"
-            trial = _TrialRun(
-                trial_id,
-                experiment / self._trial_dir_name(trial_id, index, variant),
-                variant,
-                stopper,
-                checkpoint_config,
-                deadline,
-                run.verbose,
-            )
-            error: BaseException | None = None
-            try:
-                if self._function is not None:
-                    given: Any = variant
-                    if self._config_base is not None:
-                        given = self._config_base.copy().update_from_dict(variant)
-                    _SESSION = trial
-                    try:
-                        returned = self._function(given)
-                        if isinstance(returned, Mapping):  # Tune 1.x: a returned dict is a result
-                            trial.record(dict(returned))
-                    except _StopTrial:
-                        pass
-                    finally:
-                        _SESSION = None
-                else:
-                    assert self._algo_configs is not None
-                    self._run_algorithm(self._algo_configs[index], trial)
-            except _StopperFailed as e:
-                raise ConfigError(str(e)) from e.__cause__
-            except Exception as e:
-                error = e
-            result = trial.result(error)
-            results.append(result)
-            if run.verbose >= 1:
-                status = "ERROR" if error is not None else "TERMINATED"
-                shown = (
-                    f"{type(error).__name__}: {error}" if error else _short(flatten(result.metrics))
+        try:
+            for index, variant in enumerate(self._variants):
+                entry = state.trials[index]
+                trial_id, trial_path = entry["trial_id"], experiment / entry["dir"]
+                action = flags.action(entry["status"]) if flags is not None else "start"
+                if action == "keep":  # finished (or left as it is) before the restore
+                    results.append(es.load_result(trial_path, entry, variant))
+                    continue
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                resume = es.resume_point(trial_path) if action == "resume" else None
+                if action == "restart":
+                    es.start_over(trial_path)
+                state.set_status(index, es.RUNNING)
+                if progress is not None:
+                    progress.status(trial_id, es.RUNNING)
+                trial = _TrialRun(
+                    trial_id,
+                    trial_path,
+                    variant,
+                    stopper,
+                    checkpoint_config,
+                    deadline,
+                    run.verbose,
+                    resume=resume,
+                    progress=progress,
                 )
-                print(f"Trial {trial_id} {status} ({len(trial.history)} results): {shown}")
-            if trial.stop_all or trial.out_of_time:
-                break
+                error: BaseException | None = None
+                try:
+                    if self._function is not None:
+                        given: Any = variant
+                        if self._config_base is not None:
+                            given = self._config_base.copy().update_from_dict(variant)
+                        _SESSION = trial
+                        try:
+                            returned = self._function(given)
+                            if isinstance(returned, Mapping):  # Tune 1.x: a returned dict
+                                trial.record(dict(returned))
+                        except _StopTrial:
+                            pass
+                        finally:
+                            _SESSION = None
+                    else:
+                        assert self._algo_configs is not None
+                        self._run_algorithm(self._algo_configs[index], trial)
+                except _StopperFailed as e:
+                    raise ConfigError(str(e)) from e.__cause__
+                except Exception as e:
+                    error = e
+                result = trial.result(error)
+                results.append(result)
+                status = es.ERROR if error is not None else es.TERMINATED
+                state.set_status(index, status)
+                if progress is not None:
+                    progress.status(trial_id, status)
+                    if error is not None:
+                        progress.log(f"Trial {trial_id} ERROR: {type(error).__name__}: {error}")
+                if trial.stop_all or trial.out_of_time:
+                    break
+        finally:
+            if progress is not None:
+                progress.close()
         return ResultGrid(
             results, str(experiment), metric=self.tune_config.metric, mode=self.tune_config.mode
         )
+
+    def _experiment_path(self) -> Path:
+        if self._restored is not None:
+            return self._restored[0].root
+        run = self.run_config
+        name = run.name or f"{self.trainable_name}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
+        storage = Path(os.fspath(run.storage_path or default_storage_path())).expanduser()
+        return storage / name
+
+    def _new_state(self, experiment: Path) -> es.ExperimentState:
+        """The state of a new run: every trial PENDING, written at once."""
+        tag = uuid.uuid4().hex[:5]
+        ids = [f"{tag}_{index:05d}" for index in range(len(self._variants))]
+        variants = to_json_data(self._variants)
+        base = self._base if self._base is not None else self._config_base
+        state = es.ExperimentState(
+            root=experiment,
+            trainable=self.trainable_name,
+            kind="function" if self._function is not None else "algorithm",
+            base_config=_base_config_data(base),
+            variants=variants,
+            variants_exact=variants == self._variants,
+            searched=[list(p) for p in self._searched],
+            tune_config=es.tune_config_data(self.tune_config),
+            run_config=es.run_config_data(self.run_config),
+            trials=[
+                {
+                    "trial_id": trial_id,
+                    "dir": self._trial_dir_name(trial_id, index, variant),
+                    "status": es.PENDING,
+                }
+                for index, (trial_id, variant) in enumerate(zip(ids, self._variants, strict=True))
+            ],
+        )
+        state.save()
+        return state
+
+    def _progress(self, state: es.ExperimentState) -> ProgressReporter:
+        table = TrialTable(self._searched, self.tune_config.metric, self.tune_config.mode)
+        for entry, variant in zip(state.trials, self._variants, strict=True):
+            table.add(entry["trial_id"], f"{self.trainable_name}_{entry['trial_id']}", variant)
+            if self._restored is not None and entry["status"] != es.PENDING:
+                table.set_status(entry["trial_id"], entry["status"])
+                history = es.read_history(state.root / entry["dir"])
+                if history:
+                    table.report(entry["trial_id"], history[-1])
+        return ProgressReporter(table)
+
+    @classmethod
+    def can_restore(cls, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` is an experiment directory ``Tuner.restore`` can continue (it holds
+        an ``experiment_state.json``)."""
+        return (Path(os.fspath(path)).expanduser() / es.STATE_FILE).is_file()
+
+    @classmethod
+    def restore(
+        cls,
+        path: str | os.PathLike[str],
+        trainable: Any,
+        param_space: Mapping[str, Any] | AlgorithmConfig | None = None,
+        resume_unfinished: bool = True,
+        resume_errored: bool = False,
+        restart_errored: bool = False,
+        *,
+        stop: Any = None,
+    ) -> Tuner:
+        """A ``Tuner`` that continues the experiment at ``path`` (Ray Tune's
+        ``Tuner.restore``); call ``fit()`` on it.
+
+        Its ``fit()`` loads the trials that finished from their files (not run again) and
+        returns a ``ResultGrid`` of all trials. A trial that was running or not started yet
+        (``resume_unfinished``), or that raised (``resume_errored``), continues from its latest
+        checkpoint (``checkpoint_NNNNNN``: an algorithm trial is rebuilt and
+        ``restore_from_path``-ed, a function trial finds it with ``tune.get_checkpoint()``),
+        its results up to that checkpoint kept and the next ones appended; without a
+        checkpoint it starts over. ``restart_errored`` starts the trials that raised over, their
+        files removed. Trials not resumed are returned as they were.
+
+        Args:
+          path: The experiment directory (``storage_path/name``) ``fit()`` wrote; it may have
+            been moved.
+          trainable: The trainable again: functions are not saved. An algorithm name or class
+            rebuilds the base config from the saved settings; a config object replaces them.
+          param_space: Needed only when the variants held values JSON cannot (objects,
+            tuples): then the same ``param_space`` as the original, whose searched values are
+            replaced by each trial's saved ones. A config object gives the base settings.
+          resume_unfinished, resume_errored, restart_errored: Tune's flags, as above.
+          stop: ``RunConfig.stop`` again when it was a function or a ``Stopper`` (not saved).
+
+        Raises:
+          ConfigError: no experiment state at ``path``, a trainable of another kind or
+            algorithm than the experiment's, or something above that must be given again.
+        """
+        state = es.ExperimentState.load(path)
+        tune_config, run_config = es.restored_configs(state, stop)
+        if param_space is None and state.kind == "algorithm" and state.base_config is not None:
+            from rljax.algorithms.algorithm_config import AlgorithmConfig
+
+            if not isinstance(trainable, AlgorithmConfig):
+                param_space = _base_config_from_data(trainable, state)
+        if param_space is None and state.base_config is not None and state.kind == "function":
+            raise ConfigError(
+                f"{state.path}: the function trainable {state.trainable!r} took a config object; "
+                "pass it again: Tuner.restore(path, trainable, param_space=config)"
+            )
+        tuner = cls(
+            trainable,
+            param_space=param_space if not isinstance(param_space, Mapping) else None,
+            tune_config=TuneConfig(**{**es.tune_config_data(tune_config), "num_samples": 1}),
+            run_config=run_config,
+        )
+        kind = "function" if tuner._function is not None else "algorithm"
+        if kind != state.kind or (kind == "algorithm" and tuner.trainable_name != state.trainable):
+            raise ConfigError(
+                f"{state.path}: the experiment trained {state.kind} {state.trainable!r}; "
+                f"got the {kind} {tuner.trainable_name!r}"
+            )
+        tuner.tune_config = tune_config
+        tuner._searched = [tuple(p) for p in state.searched]
+        if isinstance(param_space, Mapping):
+            tuner._variants = _variants_over(param_space, state)
+        elif state.variants_exact:
+            tuner._variants = state.variants
+        else:
+            raise ConfigError(
+                f"{state.path}: the variants held values JSON cannot keep (objects, tuples); "
+                "pass the original param_space again: Tuner.restore(path, trainable, "
+                "param_space=...)"
+            )
+        if tuner._function is None:
+            assert tuner._base is not None
+            tuner._algo_configs = [tuner._base.copy().update_from_dict(v) for v in tuner._variants]
+        tuner._restored = (
+            state,
+            es.ResumeFlags(bool(resume_unfinished), bool(resume_errored), bool(restart_errored)),
+        )
+        return tuner
 
     @staticmethod
     def _run_algorithm(config: AlgorithmConfig, trial: _TrialRun) -> None:
         algo = config.build_algo()
         try:
+            if trial.checkpoints:  # resumed: its iteration count goes on from the checkpoint's
+                algo.restore_from_path(trial.checkpoints[-1])
             while not trial.record(algo.train(), algo=algo):
                 pass
             trial.finish_algorithm(algo)
@@ -543,4 +826,12 @@ def run(
     return ExperimentAnalysis(grid, metric, mode)
 
 
-__all__ = ["ExperimentAnalysis", "TuneError", "Tuner", "report", "run", "to_json_data"]
+__all__ = [
+    "ExperimentAnalysis",
+    "TuneError",
+    "Tuner",
+    "get_checkpoint",
+    "report",
+    "run",
+    "to_json_data",
+]
