@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from rljax.tune.stopper import flatten
 
 MAX_ROWS = 20
+_STATUS_ORDER = ("TERMINATED", "ERROR", "RUNNING", "PENDING")
 _CELL = 24  # the widest a cell gets; longer text is cut with "…"
 
 
@@ -101,9 +102,10 @@ class TrialTable:
 
     def render(self, elapsed_s: float | None = None) -> str:
         """The status lines and the table, as text ending in a newline."""
-        counts: dict[str, int] = {}
+        counts = {status: 0 for status in _STATUS_ORDER}
         for row in self.rows.values():
             counts[row.status] = counts.get(row.status, 0) + 1
+        counts = {status: n for status, n in counts.items() if n}
         lines = [
             f"Trial status: {len(self.rows)} trials: "
             + " | ".join(f"{n} {status}" for status, n in counts.items())
