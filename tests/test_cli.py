@@ -433,6 +433,23 @@ def test_the_tune_example_file_checks_out():
     }
 
 
+def test_the_readme_experiment_file_checks_out(tmp_path):
+    import re
+
+    import yaml
+
+    from rljax.tune.experiment_file import tuner_from_data
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("**`rljax tune --config sweep.yaml") :]
+    text = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    tuner = tuner_from_data(yaml.safe_load(text), storage_path=str(tmp_path))
+    configs = tuner._algo_configs
+    assert [c.lr for c in configs] == [0.001, 0.0003]
+    assert all(0 <= c.entropy_coeff < 0.01 and c.env == "CartPole-v1" for c in configs)
+    assert {c.model_config.fcnet_hiddens for c in configs} <= {(32,), (64, 64)}
+
+
 def test_search_spaces_in_files_map_onto_tune():
     from rljax import tune
     from rljax.tune.experiment_file import search_spaces_from_data

@@ -119,8 +119,8 @@ class RunConfig:
     and the start time); ``storage_path``: default ``default_storage_path()``; ``stop``: a dict
     of result keys to thresholds (``/`` for nested keys; a trial stops when any is reached), a
     function ``(trial_id, result) -> bool`` or a ``tune.Stopper``; ``checkpoint_config``: a
-    ``CheckpointConfig``; ``verbose``: 0 silent, 1 a line per finished trial, 2 a line per result
-    too. ``callbacks`` are not built yet and raise if given.
+    ``CheckpointConfig``; ``verbose``: 0 silent, 1 the table of trials (``rljax.tune.progress``,
+    redrawn in place on a terminal), 2 a line per result too. ``callbacks`` are not built yet and raise if given.
     """
 
     name: str | None = None

@@ -4,7 +4,10 @@ A trainable is an algorithm name (``"PPO"``), an algorithm class, a config objec
 ``train_fn(config)`` that calls ``tune.report(metrics)``. The trials are the variants of the
 ``param_space`` (``generate_variants``: every grid point x ``num_samples``), run in this process
 one after another. Each writes ``params.json``, ``result.json`` (a JSON line per result) and
-``progress.csv`` to ``storage_path/name/<trial dir>``, as Tune does.
+``progress.csv`` to ``storage_path/name/<trial dir>``, as Tune does; ``experiment_state.json``
+at ``storage_path/name`` records each trial's status for ``Tuner.restore``. With
+``RunConfig(verbose=1)`` (the default) a table of the trials is shown as they run
+(``rljax.tune.progress``).
 
 An algorithm trainable needs a stop criterion (``RunConfig(stop=...)``) or
 ``TuneConfig(time_budget_s=...)``: Ray Tune would call ``train()`` until interrupted, rljax
@@ -141,6 +144,7 @@ class _TrialRun:
             self._start -= float(self.history[-1].get("time_total_s", 0.0))
         path.mkdir(parents=True, exist_ok=True)
         safe_io.write_atomic(path / "params.json", json.dumps(to_json_data(config), indent=2))
+        (path / "error.txt").unlink(missing_ok=True)  # a resumed trial's old error
         self._rewrite_results()
 
     def _rewrite_results(self) -> None:
@@ -245,7 +249,7 @@ class _TrialRun:
         if error is None:
             metrics["done"] = True
         else:
-            (self.path / "error.txt").write_text(f"{type(error).__name__}: {error}\n")
+            safe_io.write_atomic(self.path / "error.txt", f"{type(error).__name__}: {error}\n")
         return Result(
             config=self.config,
             metrics=metrics,
