@@ -417,6 +417,29 @@ def test_tune_runs_a_sweep_file_and_resumes_it(tmp_path, capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out)["best_trial"] == best and captured.err == ""
 
+    # An interrupted trial (marked RUNNING) continues from its checkpoint; the other is kept.
+    state_path = tmp_path / "out" / "sweep" / "experiment_state.json"
+    state = json.loads(state_path.read_text())
+    state["trials"][1]["status"] = "RUNNING"
+    state_path.write_text(json.dumps(state))
+    trial_dirs = [tmp_path / "out" / "sweep" / t["dir"] for t in state["trials"]]
+    first_line = (trial_dirs[1] / "result.json").read_text()
+    _sweep(tmp_path, TINY_SWEEP.replace("training_iteration: 1", "training_iteration: 2"))
+    assert main([*argv, "--verbose", "0"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["num_trials"] == 2 and summary["num_errors"] == 0
+    from rljax.tune import experiment_state as es
+
+    assert [r["training_iteration"] for r in es.read_history(trial_dirs[0])] == [1]
+    assert [r["training_iteration"] for r in es.read_history(trial_dirs[1])] == [1, 2]
+    # Its first result kept as it was (not computed again), the second appended.
+    assert (trial_dirs[1] / "result.json").read_text().startswith(first_line)
+
+    # --resume continues storage_path/name: a name is needed.
+    no_name = _sweep(tmp_path, TINY_SWEEP.replace("  name: sweep\n", ""), "no_name.yaml")
+    assert main(["tune", "--config", no_name, "--resume"]) == 2
+    assert "give run_config.name (or --name)" in capsys.readouterr().err
+
 
 def test_the_tune_example_file_checks_out():
     from rljax.tune.experiment_file import read_experiment_file, tuner_from_data

@@ -20,7 +20,7 @@ from rljax.tune.stopper import flatten
 
 MAX_ROWS = 20
 _STATUS_ORDER = ("TERMINATED", "ERROR", "RUNNING", "PENDING")
-_CELL = 24  # the widest a cell gets; longer text is cut with "…"
+_CELL = 24  # the widest a cell gets; longer text is cut, ending in "..."
 
 
 def _cell(value: Any) -> str:
@@ -29,7 +29,15 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}" if math.isfinite(value) else str(value)
     text = str(value)
-    return text if len(text) <= _CELL else text[: _CELL - 1] + "…"
+    return text if len(text) <= _CELL else text[: _CELL - 3] + "..."
+
+
+def _heading(key: str) -> str:
+    """A column's heading: a long ``/``-joined key by its last part (``episode_return_mean``),
+    then cut."""
+    if len(key) > _CELL and "/" in key:
+        key = key.rsplit("/", 1)[1]
+    return _cell(key)
 
 
 def _lookup(tree: Any, path: Sequence[Any]) -> Any:
@@ -137,7 +145,7 @@ class TrialTable:
                 cells.append(_cell(row.metric))
             cells.append("" if row.time_s is None else f"{row.time_s:.1f}")
             body.append([_cell(c) for c in cells])
-        heads = [_cell(h) for h in header]
+        heads = [_heading(h) for h in header]
         widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(heads)]
         rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
 

@@ -48,7 +48,7 @@ def test_render_rows_columns_and_best_trial():
         "lr",
         "model/h",
         "iter",
-        "env_runners/episode_ret…",
+        "episode_return_mean",
         "total time (s)",
     ]
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[6:9]]
@@ -56,6 +56,9 @@ def test_render_rows_columns_and_best_trial():
     assert rows[1] == ["PPO_t2", "RUNNING", "0.0003", "32", "2", "95", "3.0"]
     assert rows[2] == ["PPO_t3", "PENDING", "1e-05", "16", "0", "", ""]
     assert len({len(line) for line in lines[3:]}) == 1  # every table line equally wide
+    table.add("t4", "PPO_" + "x" * 30, {"lr": "a" * 30})
+    long_row = table.render().splitlines()[-2]
+    assert "| PPO_xxxxxxxxxxxxxxxxx... |" in long_row and "aaaaaaaaaaaaaaaaaaaaa... |" in long_row
     assert text.endswith("+\n")
 
 
