@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import inspect
+import io
 import json
 import os
 import shutil
@@ -158,8 +159,6 @@ class _TrialRun:
         if not self.history:
             csv_path.unlink(missing_ok=True)
             return
-        import io
-
         flat = [flatten(r) for r in self.history]
         self._fields = list(flat[0])
         out = io.StringIO()
@@ -664,21 +663,29 @@ class Tuner:
           ConfigError: no experiment state at ``path``, a trainable of another kind or
             algorithm than the experiment's, or something above that must be given again.
         """
+        from rljax.algorithms.algorithm_config import AlgorithmConfig
+
         state = es.ExperimentState.load(path)
         tune_config, run_config = es.restored_configs(state, stop)
-        if param_space is None and state.kind == "algorithm" and state.base_config is not None:
-            from rljax.algorithms.algorithm_config import AlgorithmConfig
-
-            if not isinstance(trainable, AlgorithmConfig):
-                param_space = _base_config_from_data(trainable, state)
-        if param_space is None and state.base_config is not None and state.kind == "function":
+        # The base settings: a config given again, else (an algorithm) the saved ones.
+        base_space = param_space if isinstance(param_space, AlgorithmConfig) else None
+        if state.kind == "algorithm" and not isinstance(trainable, AlgorithmConfig):
+            if base_space is None and state.base_config is None:
+                raise ConfigError(
+                    f"{state.path}: the base config of {state.trainable!r} held objects that "
+                    "could not be saved; pass the config again: Tuner.restore(path, "
+                    "trainable=config)"
+                )
+            if base_space is None:
+                base_space = _base_config_from_data(trainable, state)
+        if state.kind == "function" and state.base_config is not None and base_space is None:
             raise ConfigError(
                 f"{state.path}: the function trainable {state.trainable!r} took a config object; "
                 "pass it again: Tuner.restore(path, trainable, param_space=config)"
             )
         tuner = cls(
             trainable,
-            param_space=param_space if not isinstance(param_space, Mapping) else None,
+            param_space=base_space,
             tune_config=TuneConfig(**{**es.tune_config_data(tune_config), "num_samples": 1}),
             run_config=run_config,
         )

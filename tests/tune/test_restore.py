@@ -226,3 +226,64 @@ def test_an_algorithm_trial_continues_from_its_checkpoint(tmp_path):
     assert steps[0] > 0 and steps[1] > 1.5 * steps[0]
     assert result.checkpoint.path.name == "checkpoint_000002"
     assert _statuses(experiment) == ["TERMINATED"]
+
+
+def test_resume_errored_continues_from_the_checkpoint(tmp_path):
+    calls: list[tuple[int, int]] = []
+    fail = {"on": True}
+
+    def fails_at_3(config):
+        checkpoint = tune.get_checkpoint()
+        start = int((checkpoint.path / "step").read_text()) if checkpoint else 0
+        for step in range(start + 1, 5):
+            calls.append((config["a"], step))
+            if step == 3 and fail["on"]:
+                raise RuntimeError("at step 3")
+            src = tmp_path / "src" / f"{fail['on']}_{step}"
+            src.mkdir(parents=True)
+            (src / "step").write_text(str(step))
+            tune.report({"step": step}, checkpoint=src)
+
+    run = tune.RunConfig(name="e", storage_path=str(tmp_path / "out"), verbose=0)
+    grid = tune.Tuner(fails_at_3, param_space={"a": 1}, run_config=run).fit()
+    assert grid.num_errors == 1 and (Path(grid[0].path) / "error.txt").is_file()
+    fail["on"] = False
+    calls.clear()
+    grid = tune.Tuner.restore(tmp_path / "out" / "e", fails_at_3, resume_errored=True).fit()
+    assert calls == [(1, 3), (1, 4)] and grid.num_errors == 0
+    assert [h["step"] for h in grid[0].history] == [1, 2, 3, 4]
+    assert not (Path(grid[0].path) / "error.txt").exists()
+
+
+def test_an_algorithm_experiment_restores_its_base_settings(tmp_path):
+    """The saved base config comes back for a name or a class; a config given again wins."""
+    from rljax.algorithms.ppo import PPO, PPOConfig
+
+    base = PPOConfig().environment("CartPole-v1").training(gamma=0.9, lr=tune.grid_search([1, 2]))
+    run = tune.RunConfig(name="e", storage_path=str(tmp_path), stop={"training_iteration": 1})
+    tuner = tune.Tuner(
+        base, param_space={"entropy_coeff": tune.grid_search([0.0, 0.1])}, run_config=run
+    )
+    (tmp_path / "e").mkdir()
+    tuner._new_state(tmp_path / "e")  # the state fit() writes first; nothing is built here
+
+    for trainable in ("PPO", PPO):
+        restored = tune.Tuner.restore(tmp_path / "e", trainable)
+        configs = restored._algo_configs
+        assert [(c.lr, c.entropy_coeff) for c in configs] == [
+            (1, 0.0),
+            (1, 0.1),
+            (2, 0.0),
+            (2, 0.1),
+        ]
+        assert all(c.gamma == 0.9 and c.env == "CartPole-v1" for c in configs)
+        assert restored._variants == tuner._variants
+    other = PPOConfig().environment("CartPole-v1").training(gamma=0.5)
+    configs = tune.Tuner.restore(tmp_path / "e", other)._algo_configs
+    assert all(c.gamma == 0.5 for c in configs) and configs[3].lr == 2
+    with pytest.raises(ConfigError, match="trained the algorithm 'PPO'; pass its name"):
+        tune.Tuner.restore(tmp_path / "e", lambda config: None)
+    from rljax.algorithms.dqn import DQNConfig
+
+    with pytest.raises(ConfigError, match="trained algorithm 'PPO'; got the algorithm 'DQN'"):
+        tune.Tuner.restore(tmp_path / "e", DQNConfig())
