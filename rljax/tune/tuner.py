@@ -505,6 +505,7 @@ class Tuner:
         state, flags = self._restored or (self._new_state(experiment), None)
         progress = self._progress(state) if run.verbose >= 1 else None
         results: list[Result] = []
+        stopped = False  # by time_budget_s or stop_all(): no more trials run
         try:
             for index, variant in enumerate(self._variants):
                 entry = state.trials[index]
@@ -513,8 +514,9 @@ class Tuner:
                 if action == "keep":  # finished (or left as it is) before the restore
                     results.append(es.load_result(trial_path, entry, variant))
                     continue
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
+                if stopped or (deadline is not None and time.monotonic() >= deadline):
+                    stopped = True
+                    continue  # left PENDING (or as it was): a restore runs it
                 resume = es.resume_point(trial_path) if action == "resume" else None
                 if action == "restart":
                     es.start_over(trial_path)
@@ -562,8 +564,7 @@ class Tuner:
                     progress.status(trial_id, status)
                     if error is not None:
                         progress.log(f"Trial {trial_id} ERROR: {type(error).__name__}: {error}")
-                if trial.stop_all or trial.out_of_time:
-                    break
+                stopped = trial.stop_all or trial.out_of_time
         finally:
             if progress is not None:
                 progress.close()

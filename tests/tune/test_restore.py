@@ -287,3 +287,25 @@ def test_an_algorithm_experiment_restores_its_base_settings(tmp_path):
 
     with pytest.raises(ConfigError, match="trained algorithm 'PPO'; got the algorithm 'DQN'"):
         tune.Tuner.restore(tmp_path / "e", DQNConfig())
+
+
+def test_trials_a_time_budget_left_out_run_on_restore(tmp_path):
+    import time
+
+    def slow(config):
+        for _ in range(1000):
+            time.sleep(0.01)
+            tune.report({"a": config["a"]})
+
+    tuner = tune.Tuner(
+        slow,
+        param_space={"a": tune.grid_search([1, 2])},
+        tune_config=tune.TuneConfig(time_budget_s=0.1),
+        run_config=tune.RunConfig(name="e", storage_path=str(tmp_path), verbose=0),
+    )
+    first = tuner.fit()
+    assert len(first) == 1 and _statuses(tmp_path / "e") == ["TERMINATED", "PENDING"]
+    grid = tune.Tuner.restore(tmp_path / "e", slow).fit()  # the budget counts anew
+    assert [r.config["a"] for r in grid] == [1, 2] and grid.num_errors == 0
+    assert grid[0].history == first[0].history and 0 < len(grid[1].history) < 1000
+    assert _statuses(tmp_path / "e") == ["TERMINATED", "TERMINATED"]
