@@ -1,4 +1,4 @@
-"""``rljax train`` and ``rljax evaluate``."""
+"""``rljax train``, ``rljax evaluate`` and ``rljax tune``."""
 
 from __future__ import annotations
 
@@ -377,6 +377,98 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    """Runs the experiment file's trials (``Tuner(...).fit()``) and prints, as JSON on stdout,
+    where the results are and the best trial's config and metric. The live table of trials
+    goes to stderr, so that stdout holds the JSON alone."""
+    from rljax.tune.experiment_file import read_experiment_file, tuner_from_data
+
+    data = read_experiment_file(args.config)
+    try:
+        tuner = tuner_from_data(
+            data,
+            storage_path=args.storage_path,
+            name=args.name,
+            num_samples=args.num_samples,
+            verbose=args.verbose,
+            allow_imports=args.allow_import,
+            restore=args.resume,
+        )
+    except (ConfigError, NotImplementedError) as e:
+        raise ConfigError(f"{args.config}: {e}") from None
+    with contextlib.redirect_stdout(sys.stderr):
+        grid = tuner.fit()
+    metric, mode = tuner.tune_config.metric, tuner.tune_config.mode
+    best: dict[str, Any] | None = None
+    problem = ""
+    if metric is not None and mode is not None:
+        try:
+            result = grid.get_best_result()
+        except ConfigError as e:
+            problem = str(e)
+        else:
+            from rljax.tune.stopper import flatten
+            from rljax.tune.tuner import to_json_data
+
+            best = {
+                "trial_id": result.trial_id,
+                "config": to_json_data(result.config),
+                metric: to_json_data(flatten(result.metrics).get(metric)),
+                "training_iteration": result.metrics.get("training_iteration"),
+                "path": result.path,
+                "checkpoint": str(result.checkpoint.path) if result.checkpoint else None,
+            }
+    summary = {
+        "experiment_path": grid.experiment_path,
+        "num_trials": len(grid),
+        "num_terminated": grid.num_terminated,
+        "num_errors": grid.num_errors,
+        "errors": {r.trial_id: f"{type(r.error).__name__}: {r.error}" for r in grid if r.error},
+        "metric": metric,
+        "mode": mode,
+        "best_trial": best,
+    }
+    print(json.dumps(summary, indent=2))
+    if problem:
+        print(f"rljax: no best trial: {problem}", file=sys.stderr)
+    if grid.num_errors:
+        print(f"rljax: {grid.num_errors} of {len(grid)} trials failed", file=sys.stderr)
+    return 1 if problem or grid.num_errors else 0
+
+
+_TUNE_HELP = """\
+Run a hyperparameter search described in a YAML (or JSON) file: every variant of its
+param_space is one trial, run one after another (tune.Tuner(...).fit()). Prints JSON on
+stdout: experiment_path, the numbers of trials and errors, and the best trial's config,
+metric, path and checkpoint (when tune_config names a metric and mode). The live table of
+trials goes to stderr. Exit status: 0 done, 1 a trial failed or no trial reported the metric,
+2 bad input (found before anything is built), 130 Ctrl-C (rerun with --resume to continue).
+
+The file:
+
+  algo: PPO                        # or trainable: PPO (an rljax algorithm)
+  param_space:                     # settings by RLlib's names
+    env: CartPole-v1
+    lr: {grid_search: [0.001, 0.0003]}
+    entropy_coeff: {uniform: [0.0, 0.01]}
+    model_config: {fcnet_hiddens: {choice: [[32], [64, 64]]}}
+  tune_config: {metric: env_runners/episode_return_mean, mode: max, num_samples: 1,
+                seed: 0, time_budget_s: 600}
+  run_config:
+    name: ppo_sweep                # storage_path/name holds the results
+    storage_path: ~/rljax_results
+    stop: {training_iteration: 20} # required, or tune_config.time_budget_s
+    checkpoint_config: {checkpoint_frequency: 5, checkpoint_at_end: true, num_to_keep: 2}
+
+Search spaces, at any depth of a setting (rljax.tune's functions, arguments as a list or by
+name): {grid_search: [v, ...]}, {choice: [v, ...]}, {uniform: [lower, upper]},
+{quniform: [lower, upper, q]}, {loguniform: [lower, upper]}, {randint: [lower, upper]}
+(upper excluded), {qrandint: [lower, upper, q]} (upper included), {randn: [mean, sd]}.
+The file is read as data (YAML's safe loader, no aliases); code it names is imported only
+under --allow-import.
+"""
+
+
 def _add_allow_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-import",
@@ -390,7 +482,7 @@ def _add_allow_import(parser: argparse.ArgumentParser) -> None:
 
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="rljax", description="Train and evaluate RL algorithms with rljax."
+        prog="rljax", description="Train, evaluate and tune RL algorithms with rljax."
     )
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train an algorithm with a live progress bar")
@@ -439,12 +531,37 @@ def make_parser() -> argparse.ArgumentParser:
     e.add_argument("--episodes", type=int, default=10)
     _add_allow_import(e)
     e.set_defaults(func=cmd_evaluate)
+    tu = sub.add_parser(
+        "tune",
+        help="run a hyperparameter search from a YAML file",
+        description=_TUNE_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tu.add_argument("--config", required=True, help="the experiment file (YAML or JSON)")
+    tu.add_argument("--storage-path", default=None, help="over run_config.storage_path")
+    tu.add_argument("--name", default=None, help="over run_config.name")
+    tu.add_argument("--num-samples", type=int, default=None, help="over tune_config.num_samples")
+    tu.add_argument(
+        "--verbose",
+        type=int,
+        default=None,
+        help="0 silent, 1 the table of trials (default), 2 also a line per result",
+    )
+    tu.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the interrupted experiment at storage_path/name (Tuner.restore): "
+        "finished trials are kept, unfinished ones continue from their latest checkpoint; "
+        "start it if there is none",
+    )
+    _add_allow_import(tu)
+    tu.set_defaults(func=cmd_tune)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs a command line and returns its exit status: 0, 1 (``--stop-reward`` not reached),
-    2 (bad input) or 130 (Ctrl-C).
+    """Runs a command line and returns its exit status: 0, 1 (``--stop-reward`` not reached, a
+    tuning trial failed), 2 (bad input) or 130 (Ctrl-C).
 
     ``argv`` None means the process's own command line (the ``rljax`` script, ``python -m
     rljax.cli``): then Ctrl-C ends the process at once after the cleanup (``_end_process``).

@@ -357,3 +357,210 @@ def test_set_reaches_every_setting_through_the_same_checks(tmp_path):
         config("--set", "lr=[1, 2")
     with pytest.raises(ConfigError, match="lr='fast'"):
         config("--set", "lr=fast").validate()
+
+
+# ---------------------------------------------------------------------- rljax tune
+TUNE_EXAMPLE = Path(__file__).parents[1] / "rljax" / "tuned_examples" / "tune_ppo_cartpole.yaml"
+
+TINY_SWEEP = """\
+algo: PPO
+param_space:
+  env: CartPole-v1
+  num_envs_per_env_runner: 4
+  rollout_fragment_length: 64
+  train_batch_size_per_learner: 256
+  minibatch_size: 64
+  num_epochs: 1
+  model_config: {fcnet_hiddens: [8]}
+  lr: {grid_search: [0.001, 0.0003]}
+tune_config: {metric: env_runners/episode_return_mean, mode: max}
+run_config:
+  name: sweep
+  stop: {training_iteration: 1}
+  checkpoint_config: {checkpoint_at_end: true}
+"""
+
+
+def _sweep(tmp_path, text=TINY_SWEEP, name="sweep.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_tune_runs_a_sweep_file_and_resumes_it(tmp_path, capsys):
+    sweep = _sweep(tmp_path)
+    assert main(["tune", "--config", sweep, "--storage-path", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)  # stdout holds the JSON alone
+    assert summary["experiment_path"] == str(tmp_path / "out" / "sweep")
+    assert summary["num_trials"] == 2 and summary["num_errors"] == 0
+    best = summary["best_trial"]
+    assert best["config"]["lr"] in (0.001, 0.0003) and best["training_iteration"] == 1
+    assert isinstance(best["env_runners/episode_return_mean"], float)
+    assert Path(best["checkpoint"]).name == "checkpoint_000001"
+    assert "| TERMINATED |" in captured.err  # the table of trials, on stderr
+    assert (tmp_path / "out" / "sweep" / "experiment_state.json").is_file()
+
+    # --resume: the finished experiment is loaded back, nothing trains again.
+    def no_build(self):
+        raise AssertionError("built")
+
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+
+    original = AlgorithmConfig.build_algo
+    AlgorithmConfig.build_algo = no_build
+    try:
+        argv = ["tune", "--config", sweep, "--storage-path", str(tmp_path / "out"), "--resume"]
+        assert main([*argv, "--verbose", "0"]) == 0
+    finally:
+        AlgorithmConfig.build_algo = original
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["best_trial"] == best and captured.err == ""
+
+    # An interrupted trial (marked RUNNING) continues from its checkpoint; the other is kept.
+    state_path = tmp_path / "out" / "sweep" / "experiment_state.json"
+    state = json.loads(state_path.read_text())
+    state["trials"][1]["status"] = "RUNNING"
+    state_path.write_text(json.dumps(state))
+    trial_dirs = [tmp_path / "out" / "sweep" / t["dir"] for t in state["trials"]]
+    first_line = (trial_dirs[1] / "result.json").read_text()
+    _sweep(tmp_path, TINY_SWEEP.replace("training_iteration: 1", "training_iteration: 2"))
+    assert main([*argv, "--verbose", "0"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["num_trials"] == 2 and summary["num_errors"] == 0
+    from rljax.tune import experiment_state as es
+
+    assert [r["training_iteration"] for r in es.read_history(trial_dirs[0])] == [1]
+    assert [r["training_iteration"] for r in es.read_history(trial_dirs[1])] == [1, 2]
+    # Its first result kept as it was (not computed again), the second appended.
+    assert (trial_dirs[1] / "result.json").read_text().startswith(first_line)
+
+    # --resume continues storage_path/name: a name is needed.
+    no_name = _sweep(tmp_path, TINY_SWEEP.replace("  name: sweep\n", ""), "no_name.yaml")
+    assert main(["tune", "--config", no_name, "--resume"]) == 2
+    assert "give run_config.name (or --name)" in capsys.readouterr().err
+
+
+def test_the_tune_example_file_checks_out():
+    from rljax.tune.experiment_file import read_experiment_file, tuner_from_data
+
+    tuner = tuner_from_data(read_experiment_file(TUNE_EXAMPLE))
+    assert [c.lr for c in tuner._algo_configs] == [0.001, 0.0003, 0.0001]
+    assert all(
+        c.env == "CartPole-v1" and c.train_batch_size_per_learner == 4000
+        for c in tuner._algo_configs
+    )
+    assert tuner.run_config.stop == {
+        "training_iteration": 30,
+        "env_runners/episode_return_mean": 450,
+    }
+
+
+def test_the_readme_experiment_file_checks_out(tmp_path):
+    import re
+
+    import yaml
+
+    from rljax.tune.experiment_file import tuner_from_data
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    section = readme[readme.index("**`rljax tune --config sweep.yaml") :]
+    text = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    tuner = tuner_from_data(yaml.safe_load(text), storage_path=str(tmp_path))
+    configs = tuner._algo_configs
+    assert [c.lr for c in configs] == [0.001, 0.0003]
+    assert all(0 <= c.entropy_coeff < 0.01 and c.env == "CartPole-v1" for c in configs)
+    assert {c.model_config.fcnet_hiddens for c in configs} <= {(32,), (64, 64)}
+
+
+def test_search_spaces_in_files_map_onto_tune():
+    from rljax import tune
+    from rljax.tune.experiment_file import search_spaces_from_data
+
+    space = search_spaces_from_data(
+        {
+            "a": {"loguniform": [1e-5, 1e-2]},
+            "b": {"uniform": {"lower": 0, "upper": 1}},
+            "c": {"choice": [[32], {"grid_search": [1, 2]}]},
+            "d": {"nested": {"randint": [1, 5]}, "plain": {"x": [1, 2]}},
+            "e": [{"quniform": [0, 1, 0.25]}, {"qrandint": [0, 10, 5]}, {"randn": [0, 1]}],
+            "f": {"grid_search": [1, 2]},
+        }
+    )
+    assert repr(space["a"]) == repr(tune.loguniform(1e-5, 1e-2))
+    assert repr(space["b"]) == repr(tune.uniform(0, 1))
+    assert isinstance(space["c"], tune.Categorical)
+    assert isinstance(space["c"].categories[1], tune.GridSearch)
+    assert isinstance(space["d"]["nested"], tune.Integer) and space["d"]["plain"] == {"x": [1, 2]}
+    assert [type(d).__name__ for d in space["e"]] == ["Float", "Integer", "Normal"]
+    variants = tune.generate_variants({k: v for k, v in space.items() if k != "c"}, seed=0)
+    assert [v["f"] for v in variants] == [1, 2]
+    assert all(1 <= v["d"]["nested"] < 5 and v["e"][1] in (0, 5, 10) for v in variants)
+
+
+_SWEEP_HEAD = (
+    "algo: PPO\nrun_config: {stop: {training_iteration: 1}}\nparam_space:\n  env: CartPole-v1\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            _SWEEP_HEAD + "  lr: {grid_search: []}\n",
+            "param_space['lr']: grid_search([]) has no values",
+        ),
+        (
+            _SWEEP_HEAD + "  lr: {loguniform: [0, 0.01]}\n",
+            "param_space['lr']: loguniform(0, 0.01) needs positive bounds",
+        ),
+        (
+            _SWEEP_HEAD + "  lr: {log_uniform: [0.0001, 0.01]}\n",
+            "param_space['lr']: 'log_uniform' is not a search-space kind a file can use; did you "
+            "mean 'loguniform'?; allowed: {grid_search: [value, ...]}",
+        ),
+        (_SWEEP_HEAD + "  lr: {sample_from: [1]}\n", "'sample_from' is not a search-space kind"),
+        (
+            _SWEEP_HEAD + "  lr: {uniform: [1]}\n",
+            "{uniform: [1]}: write its arguments as {uniform: [lower, upper]}",
+        ),
+        (
+            _SWEEP_HEAD + "  learning_rat: {grid_search: [0.001]}\n",
+            "unknown key 'learning_rat'; did you mean 'lr'",
+        ),
+        (_SWEEP_HEAD + "  lrr: 0.001\n", "unknown config key 'lrr'; did you mean 'lr'?"),
+        (
+            _SWEEP_HEAD.replace("PPO", "PPOO"),
+            "unknown algorithm 'PPOO'; did you mean 'PPO'?; available: PPO",
+        ),
+        (_SWEEP_HEAD + "tune_cfg: {}\n", "unknown key 'tune_cfg'; did you mean 'tune_config'?"),
+        (_SWEEP_HEAD + "tune_config: {scheduler: asha}\n", "tune_config: unknown key 'scheduler'"),
+        (_SWEEP_HEAD.replace("{stop: {training_iteration: 1}}", "{}"), "trains until stopped"),
+        (
+            _SWEEP_HEAD + "  env_config: {grid_search: [{map: /etc/passwd}]}\n",
+            "trial 0 ({'env_config': {'map': '/etc/passwd'}}): env_config 'map' is a path",
+        ),
+        ("- a list\n", "an experiment file is a mapping"),
+        ("algo: PPO\nparam_space: {lr: &x 1, gamma: *x}\n", "aliases"),
+    ],
+)
+def test_tune_refuses_bad_files_before_building(text, message, tmp_path, capsys, monkeypatch):
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+
+    def no_build(self):
+        raise AssertionError("built")
+
+    monkeypatch.setattr(AlgorithmConfig, "build_algo", no_build)
+    sweep = _sweep(tmp_path, text)
+    assert main(["tune", "--config", sweep, "--storage-path", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rljax: error: {sweep}") and message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_tune_help_documents_the_file(capsys):
+    with pytest.raises(SystemExit):
+        main(["tune", "--help"])
+    out = capsys.readouterr().out
+    for text in ("param_space", "{loguniform: [lower, upper]}", "--resume", "Exit status"):
+        assert text in out

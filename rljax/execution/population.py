@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -158,24 +159,35 @@ class Population:
 
     Args:
       configs: One config per trial; ``population_refusal(configs)`` must be None.
+      checkpoints: Per trial, a checkpoint of its own run to continue from, or None.
 
     Raises:
       ConfigError: The configs cannot train as one population (saying why), or one is invalid.
     """
 
-    def __init__(self, configs: Sequence[AlgorithmConfig]):
+    def __init__(
+        self,
+        configs: Sequence[AlgorithmConfig],
+        checkpoints: Sequence[str | os.PathLike[str] | None] | None = None,
+    ):
         why = population_refusal(configs)
         if why is not None:
             raise ConfigError(f"these {len(configs)} trials cannot train as one population: {why}")
+        if checkpoints is not None and len(checkpoints) != len(configs):
+            raise ValueError(f"{len(checkpoints)} checkpoints for {len(configs)} trials")
         self.members: list[OnPolicyAlgorithm] = []
         try:
-            for c in configs:
+            for i, c in enumerate(configs):
                 member = c.checked_algo_class()(c.copy(), population_member=True)
                 self.members.append(member)
+                if checkpoints is not None and checkpoints[i] is not None:
+                    member.restore_from_path(checkpoints[i])  # before the states are stacked
         except BaseException:
             self.stop()
             raise
         self.active = [True] * len(self.members)
+        # A trial whose own train() raised (NonFiniteUpdateError, ...): it stops, the rest go on.
+        self.errors: list[BaseException | None] = [None] * len(self.members)
         self.num_compilations = 0
         self._slots = list(range(len(self.members)))  # the members in the program, in order
         self._stacked = False
@@ -246,7 +258,9 @@ class Population:
     # ------------------------------------------------------------------ training
     def train(self) -> list[dict[str, Any] | None]:
         """One iteration of every active trial: RLlib's result dict per trial (``None`` for a
-        stopped one), from each trial's ``Algorithm.train()``."""
+        stopped one), from each trial's ``Algorithm.train()``. A trial whose ``train()``
+        raises stops, its exception kept in ``errors``; a failure of the program itself raises.
+        """
         if not any(self.active):
             raise RuntimeError("every trial of this population has stopped")
         start = time.perf_counter()
@@ -277,7 +291,13 @@ class Population:
                 "timers": {"population_step_s": shared_s},
                 "shared_s": shared_s,
             }
-            results[i] = member.train()
+            try:
+                results[i] = member.train()
+            except Exception as e:  # this trial's failure; the others' results stand
+                self.errors[i] = e
+        for i, error in enumerate(self.errors):
+            if error is not None:
+                self.stop_trial(i)
         return results
 
     def stop_trial(self, index: int) -> None:

@@ -49,7 +49,7 @@ from rljax.tune.sample import (
 )
 from rljax.tune.stopper import MaximumIterationStopper, Stopper
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
-from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, report, run
+from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, get_checkpoint, report, run
 from rljax.tune.variants import check_search_spaces, find_search_spaces, generate_variants
 
 __all__ = [
@@ -76,6 +76,7 @@ __all__ = [
     "choice",
     "find_search_spaces",
     "generate_variants",
+    "get_checkpoint",
     "grid_search",
     "loguniform",
     "qrandint",

@@ -74,7 +74,10 @@ class TuneConfig:
     have passed, the running trial stops after its current result and no more trials start.
     ``seed``: the seed of the search spaces' draws without a ``search_alg`` (the same seed gives
     the same trials; a searcher has its own, ``OptunaSearch(seed=...)``).
-    ``max_concurrent_trials``: None or 1 (trials run one after another).
+    ``max_concurrent_trials``: how many trials train at once: trials that can share one
+    program train together as a population, at most this many (None: every such trial; 1:
+    one at a time); with a ``search_alg``, how many configs are asked at once (None: 1).
+    ``populations`` (rljax's own): False runs every trial alone, one after another.
     """
 
     metric: str | None = None
@@ -85,6 +88,7 @@ class TuneConfig:
     max_concurrent_trials: int | None = None
     time_budget_s: float | None = None
     seed: int | None = None
+    populations: bool = True
 
     def __post_init__(self) -> None:
         if self.metric is not None and not isinstance(self.metric, str):
@@ -105,11 +109,8 @@ class TuneConfig:
             )
         if self.max_concurrent_trials is not None:
             _check_number("TuneConfig.max_concurrent_trials", self.max_concurrent_trials, 1, True)
-            if self.max_concurrent_trials > 1:
-                raise NotImplementedError(
-                    f"TuneConfig.max_concurrent_trials={self.max_concurrent_trials!r}: not built "
-                    "in rljax yet, trials run one after another; use None or 1"
-                )
+        if not isinstance(self.populations, bool):
+            raise ConfigError(f"TuneConfig.populations={self.populations!r}: use True or False")
         if self.time_budget_s is not None:
             _check_number("TuneConfig.time_budget_s", self.time_budget_s, 0, False)
             if self.time_budget_s <= 0:
@@ -133,8 +134,8 @@ class RunConfig:
     and the start time); ``storage_path``: default ``default_storage_path()``; ``stop``: a dict
     of result keys to thresholds (``/`` for nested keys; a trial stops when any is reached), a
     function ``(trial_id, result) -> bool`` or a ``tune.Stopper``; ``checkpoint_config``: a
-    ``CheckpointConfig``; ``verbose``: 0 silent, 1 a line per finished trial, 2 a line per result
-    too. ``callbacks`` are not built yet and raise if given.
+    ``CheckpointConfig``; ``verbose``: 0 silent, 1 the table of trials (``rljax.tune.progress``,
+    redrawn in place on a terminal), 2 a line per result too. ``callbacks`` are not built yet and raise if given.
     """
 
     name: str | None = None

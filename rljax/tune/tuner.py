@@ -2,11 +2,12 @@
 
 A trainable is an algorithm name (``"PPO"``), an algorithm class, a config object, or a function
 ``train_fn(config)`` that calls ``tune.report(metrics)``. The trials are the variants of the
-``param_space`` (``generate_variants``: every grid point x ``num_samples``), or with
-``TuneConfig(search_alg=...)`` ``num_samples`` configs the searcher suggests, run in this process
-one after another; a ``TuneConfig(scheduler=...)`` may stop a trial after any result. Each
-writes ``params.json``, ``result.json`` (a JSON line per result) and ``progress.csv`` to
-``storage_path/name/<trial dir>``, as Tune does.
+``param_space`` (``generate_variants``: every grid point x ``num_samples``), run in this process
+one after another. Each writes ``params.json``, ``result.json`` (a JSON line per result) and
+``progress.csv`` to ``storage_path/name/<trial dir>``, as Tune does; ``experiment_state.json``
+at ``storage_path/name`` records each trial's status for ``Tuner.restore``. With
+``RunConfig(verbose=1)`` (the default) a table of the trials is shown as they run
+(``rljax.tune.progress``).
 
 An algorithm trainable needs a stop criterion (``RunConfig(stop=...)``) or
 ``TuneConfig(time_budget_s=...)``: Ray Tune would call ``train()`` until interrupted, rljax
@@ -16,7 +17,9 @@ refuses to start instead. A function trainable ends when it returns.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import inspect
+import io
 import json
 import os
 import shutil
@@ -28,10 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rljax.tune import experiment_state as es
+from rljax.tune.progress import ProgressReporter, TrialTable
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid, check_mode
 from rljax.tune.stopper import Stopper, as_stopper, flatten
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig, default_storage_path
 from rljax.tune.variants import find_search_spaces, generate_variants
+from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -96,6 +102,22 @@ def report(metrics: Mapping[str, Any], *, checkpoint: Any = None) -> None:
         raise _StopTrial
 
 
+def get_checkpoint() -> Checkpoint | None:
+    """The running trial's latest checkpoint (Tune 2.x's ``tune.get_checkpoint``): after
+    ``Tuner.restore`` the one an unfinished trial continues from, else the newest it reported,
+    else None. A function trainable reads it at its start to continue where it left off.
+
+    Raises:
+      RuntimeError: called outside a trial run by ``Tuner.fit()``.
+    """
+    if _SESSION is None:
+        raise RuntimeError(
+            "tune.get_checkpoint() is called inside a function trainable run by "
+            "tune.Tuner(...).fit(); no trial is running"
+        )
+    return Checkpoint(_SESSION.checkpoints[-1]) if _SESSION.checkpoints else None
+
+
 # ---------------------------------------------------------------------- one trial
 class _TrialRun:
     """One trial's results, files, checkpoints and stop decisions."""
@@ -109,21 +131,46 @@ class _TrialRun:
         checkpoint_config: CheckpointConfig,
         deadline: float | None,
         verbose: int,
+        resume: es.ResumePoint | None = None,
+        progress: ProgressReporter | None = None,
     ):
         self.trial_id, self.path, self.config = trial_id, path, config
         self.stopper, self.checkpoint_config = stopper, checkpoint_config
         self.deadline, self.verbose = deadline, verbose
-        self.history: list[dict[str, Any]] = []
-        self.checkpoints: list[Path] = []
+        self.progress = progress
+        self.history: list[dict[str, Any]] = list(resume.history) if resume else []
+        self.checkpoints: list[Path] = list(resume.checkpoints) if resume else []
         self.stop_all = False
         self.out_of_time = False
         # The search algorithm's and scheduler's view of each result: True stops the trial.
         self.on_result: Callable[[dict[str, Any], bool], bool] | None = None
         self._fields: list[str] | None = None
         self._start = self._last = time.time()
+        if self.history:  # resumed: times go on from the kept results'
+            self._start -= float(self.history[-1].get("time_total_s", 0.0))
         path.mkdir(parents=True, exist_ok=True)
-        (path / "params.json").write_text(json.dumps(to_json_data(config), indent=2))
-        (path / "result.json").write_text("")
+        safe_io.write_atomic(path / "params.json", json.dumps(to_json_data(config), indent=2))
+        (path / "error.txt").unlink(missing_ok=True)  # a resumed trial's old error
+        self._rewrite_results()
+
+    def _rewrite_results(self) -> None:
+        """``result.json`` and ``progress.csv`` holding ``history`` (none for a new trial; a
+        resumed one's results up to its checkpoint), written atomically."""
+        lines = [
+            json.dumps({**r, "config": to_json_data(self.config)}) + "\n" for r in self.history
+        ]
+        safe_io.write_atomic(self.path / "result.json", "".join(lines))
+        csv_path = self.path / "progress.csv"
+        if not self.history:
+            csv_path.unlink(missing_ok=True)
+            return
+        flat = [flatten(r) for r in self.history]
+        self._fields = list(flat[0])
+        out = io.StringIO()
+        writer = csv.DictWriter(out, self._fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(flat)
+        safe_io.write_atomic(csv_path, out.getvalue())
 
     def _save_checkpoint(self, iteration: int, save: Callable[[Path], Any]) -> None:
         target = self.path / f"checkpoint_{iteration:06d}"
@@ -172,8 +219,14 @@ class _TrialRun:
         frequency = self.checkpoint_config.checkpoint_frequency
         if algo is not None and frequency and iteration % frequency == 0:
             self._save_checkpoint(iteration, algo.save_to_path)
+        if self.progress is not None:
+            self.progress.result(self.trial_id, result)
         if self.verbose >= 2:
-            print(f"Trial {self.trial_id} iteration {iteration}: {_short(flat)}")
+            line = f"Trial {self.trial_id} iteration {iteration}: {_short(flat)}"
+            if self.progress is not None:
+                self.progress.log(line)
+            else:
+                print(line)
         stop = False
         if self.stopper is not None:
             try:
@@ -205,7 +258,7 @@ class _TrialRun:
         if error is None:
             metrics["done"] = True
         else:
-            (self.path / "error.txt").write_text(f"{type(error).__name__}: {error}\n")
+            safe_io.write_atomic(self.path / "error.txt", f"{type(error).__name__}: {error}\n")
         return Result(
             config=self.config,
             metrics=metrics,
@@ -246,6 +299,147 @@ def _searcher_and_scheduler(
         return scheduler.on_trial_result(trial_id, result) == scheduler.STOP
 
     return on_result
+
+
+def _base_config_data(base: AlgorithmConfig | None) -> dict[str, Any] | None:
+    """A base config's settings as JSON data for the experiment state (searched settings left
+    out: each trial's variant sets them); None when they are not plain data."""
+    if base is None:
+        return None
+    from rljax.tune.sample import Domain
+
+    data = {k: v for k, v in base.to_dict().items() if not isinstance(v, Domain)}
+    try:
+        return dict(json.loads(json.dumps(data)))
+    except (TypeError, ValueError):
+        return None
+
+
+def _base_config_from_data(trainable: Any, state: es.ExperimentState) -> AlgorithmConfig:
+    """The experiment's base config again, from its saved settings, for an algorithm name or
+    class (``from_dict``: nothing is imported unless registered in this process)."""
+    from rljax.algorithms import registry
+    from rljax.algorithms.algorithm import Algorithm
+
+    if isinstance(trainable, str):
+        try:
+            cls = registry.config_class(trainable)
+        except KeyError:
+            raise ConfigError(
+                f"trainable {trainable!r} is not an rljax algorithm; use one of "
+                f"{registry.algorithm_names()}"
+            ) from None
+    elif inspect.isclass(trainable) and issubclass(trainable, Algorithm):
+        cls = type(trainable.config_class())
+    else:
+        raise ConfigError(
+            f"{state.path}: the experiment trained the algorithm {state.trainable!r}; pass its "
+            "name, its class or a config object as trainable"
+        )
+    assert state.base_config is not None
+    try:
+        config = cls.from_dict(state.base_config)
+    except ConfigError as e:
+        raise ConfigError(
+            f"{state.path}: its saved base config does not load ({e}); pass the config object "
+            "as trainable: Tuner.restore(path, trainable=config)"
+        ) from None
+    if inspect.isclass(trainable):
+        config.algo_class = trainable
+    return config
+
+
+def _variants_over(param_space: Mapping[str, Any], state: es.ExperimentState) -> list[Any]:
+    """Each trial's variant as ``param_space`` with its searched values replaced by the saved
+    ones (for values JSON could not keep)."""
+    from rljax.tune.variants import _copy_tree, _replace
+
+    variants = []
+    for saved in state.variants:
+        variant = _copy_tree(dict(param_space))
+        for path in state.searched:
+            value: Any = saved
+            try:
+                for key in path:
+                    value = value[key]
+                variant = _replace(variant, tuple(path), _copy_tree(value))
+            except (KeyError, IndexError, TypeError):
+                raise ConfigError(
+                    f"param_space has no key path {path!r} that the experiment searched; pass "
+                    "the original param_space"
+                ) from None
+        variants.append(variant)
+    return variants
+
+
+@dataclasses.dataclass
+class _Fit:
+    """What one ``Tuner.fit()`` call keeps while it runs its trials."""
+
+    state: es.ExperimentState
+    stopper: Stopper | None
+    checkpoint_config: CheckpointConfig
+    deadline: float | None
+    progress: ProgressReporter | None
+    results: dict[int, Result] = dataclasses.field(default_factory=dict)
+    stopped: bool = False  # by time_budget_s or a Stopper's stop_all(): no more trials start
+
+    def past_deadline(self) -> bool:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.stopped = True
+        return self.stopped
+
+
+def _run_population(
+    configs: list[AlgorithmConfig], trials: list[_TrialRun], scheduler: Any
+) -> list[BaseException | None]:
+    """Trains ``trials`` as one population until each stops (its stop criterion, a
+    scheduler's STOP, the time budget); returns each one's exception, if it raised. A
+    ``PopulationBasedTraining`` scheduler perturbs the population after every iteration, and
+    each trial's config takes the values it explored."""
+    from rljax.execution.population import Population
+    from rljax.tune.pbt import PopulationBasedTraining
+
+    errors: list[BaseException | None] = [None] * len(trials)
+    population = None
+    try:
+        population = Population(
+            configs, checkpoints=[t.checkpoints[-1] if t.checkpoints else None for t in trials]
+        )
+        pbt = scheduler if isinstance(scheduler, PopulationBasedTraining) else None
+        while any(population.active):
+            results = population.train()
+            for i, error in enumerate(population.errors):
+                if error is not None and errors[i] is None:
+                    errors[i] = error
+            ending = any(t.stop_all or t.out_of_time for t in trials)
+            for i, result in enumerate(results):
+                if result is None:
+                    continue
+                member, trial = population.members[i], trials[i]
+                if trial.record(result, algo=member) or ending or trial.stop_all:
+                    trial.finish_algorithm(member)
+                    population.stop_trial(i)
+            if pbt is not None and any(population.active):
+                live = [r if population.active[i] else None for i, r in enumerate(results)]
+                for dst in pbt.perturb(population, live):
+                    mutated = {k: population.values[dst][k] for k in pbt.hyperparam_mutations}
+                    trials[dst].config = {**trials[dst].config, **mutated}
+            if any(t.stop_all or t.out_of_time for t in trials):
+                for i in range(len(trials)):
+                    if population.active[i]:
+                        trials[i].finish_algorithm(population.members[i])
+                        population.stop_trial(i)
+    except _StopperFailed:
+        raise
+    except Exception as e:  # the population itself failed: every trial still in it did
+        for i in range(len(trials)):
+            if errors[i] is None and (population is None or population.active[i]):
+                errors[i] = e
+    finally:
+        if population is not None:
+            population.stop()
+    return errors
 
 
 # ---------------------------------------------------------------------- Tuner
@@ -345,6 +539,8 @@ class Tuner:
                 "config object"
             )
         root = "param_space" if base is None else type(base).__name__
+        self._base = base
+        self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
         self._searched = [p for p, _ in find_search_spaces(space)]
         searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
         metric, mode = self.tune_config.metric, self.tune_config.mode
@@ -381,6 +577,38 @@ class Tuner:
             )
         if searcher is not None:
             self._variants = []
+        self._check_pbt()
+
+    def _check_pbt(self) -> None:
+        """PBT runs inside populations: refused, saying why, for trials that cannot form one."""
+        from rljax.tune.pbt import PopulationBasedTraining
+
+        scheduler = self.tune_config.scheduler
+        if not isinstance(scheduler, PopulationBasedTraining):
+            return
+        if self._algo_configs is None:
+            raise ConfigError(
+                "PopulationBasedTraining trains rljax algorithms as one population; a function "
+                "trainable cannot exchange its state"
+            )
+        if self.tune_config.search_alg is not None:
+            raise ConfigError(
+                "PopulationBasedTraining explores the settings itself; give no search_alg"
+            )
+        if not self.tune_config.populations:
+            raise ConfigError("PopulationBasedTraining needs TuneConfig(populations=True)")
+        from rljax.execution.population import population_refusal
+
+        algo = self._algo_configs[0].algo_class
+        scheduler.check_settings(getattr(algo, "population_settings", ()), self.trainable_name)
+        why = population_refusal(self._algo_configs)
+        if why is None and len(self._algo_configs) < 2:
+            why = "PBT needs at least 2 trials (num_samples or a grid)"
+        limit = self.tune_config.max_concurrent_trials
+        if why is None and limit is not None and limit < len(self._algo_configs):
+            why = f"max_concurrent_trials={limit} splits the {len(self._algo_configs)} trials"
+        if why is not None:
+            raise ConfigError(f"PopulationBasedTraining needs every trial in one population: {why}")
 
     @property
     def num_trials(self) -> int:
@@ -402,7 +630,15 @@ class Tuner:
         return f"{self.trainable_name}_{trial_id}_{index}" + (f"_{tail}" if tail else "")
 
     def fit(self) -> ResultGrid:
-        """Runs every trial, one after another, and returns their results.
+        """Runs every trial and returns their results (in the order of the trials).
+
+        Trials of an algorithm trainable that differ only in values the update reads (the
+        algorithm's population settings, e.g. PPO's ``lr``, ``entropy_coeff``, ``gamma``, and
+        the seed) train together as one population, one vmapped program
+        (``rljax.execution.population``), at most ``max_concurrent_trials`` at a time when that
+        is set; ``TuneConfig(populations=False)`` runs every trial alone. Other trials run one
+        after another. With a search algorithm, ``max_concurrent_trials`` configs are asked at
+        once (one by default) and trained together where they can be.
 
         A trial that raises is recorded (``Result.error``, ``ResultGrid.errors``, ``error.txt``)
         and the next one starts. A stop key missing from a trial's results ends ``fit()`` with
@@ -410,92 +646,354 @@ class Tuner:
         scheduler's metric missing. Each result goes to the searcher, then to the scheduler
         unless a stop criterion stopped the trial; a scheduler's STOP ends the trial after that
         result, with a normal ``Result``. Once ``time_budget_s`` has passed, or a ``Stopper``'s
-        ``stop_all()`` says so, the running trial stops after its current result and the trials
-        not started are left out of the ``ResultGrid``.
+        ``stop_all()`` says so, the running trials stop after their current result and the
+        trials not started are left out of the ``ResultGrid``.
+
+        ``experiment_state.json`` at the experiment's root records every trial's status as it
+        changes, so that ``Tuner.restore`` can continue an interrupted run. After a restore,
+        the trials that finished are loaded from their files rather than run again.
         """
+        run = self.run_config
+        experiment = self._experiment_path()
+        experiment.mkdir(parents=True, exist_ok=True)
+        budget = self.tune_config.time_budget_s
+        state, flags = self._restored or (self._new_state(experiment), None)
+        fit = _Fit(
+            state=state,
+            stopper=as_stopper(run.stop),
+            checkpoint_config=run.checkpoint_config or CheckpointConfig(),
+            deadline=None if budget is None else time.monotonic() + budget,
+            progress=self._progress(state) if run.verbose >= 1 else None,
+        )
+        try:
+            todo: list[tuple[int, str]] = []
+            for index, variant in enumerate(self._variants):
+                entry = state.trials[index]
+                action = flags.action(entry["status"]) if flags is not None else "start"
+                if action == "keep":  # finished (or left as it is) before the restore
+                    fit.results[index] = es.load_result(experiment / entry["dir"], entry, variant)
+                else:
+                    todo.append((index, action))
+            for batch in self._batches(todo):
+                if fit.stopped or fit.past_deadline():
+                    break
+                self._run_batch(fit, batch)
+            searcher = self.tune_config.search_alg
+            if searcher is not None and self._restored is None:
+                while not (fit.stopped or fit.past_deadline()):
+                    indices = self._suggest(fit, searcher)
+                    if not indices:
+                        break
+                    for batch in self._batches([(i, "start") for i in indices]):
+                        self._run_batch(fit, batch)
+        finally:
+            if fit.progress is not None:
+                fit.progress.close()
+        return ResultGrid(
+            [fit.results[i] for i in sorted(fit.results)],
+            str(experiment),
+            metric=self.tune_config.metric,
+            mode=self.tune_config.mode,
+        )
+
+    # ------------------------------------------------------------------ fit's parts
+    def _suggest(self, fit: _Fit, searcher: Searcher) -> list[int]:
+        """Asks the searcher for the next ``max_concurrent_trials`` (default 1) trials, at most
+        ``num_samples`` in all; records them as PENDING and returns their indices."""
+        room = self.tune_config.num_samples - len(self._variants)
+        k = min(room, self.tune_config.max_concurrent_trials or 1)
+        if k <= 0:
+            return []
+        tag = self._tag
+        first = len(self._variants)
+        ids = [f"{tag}_{first + j:05d}" for j in range(k)]
+        variants = searcher.suggest_many(ids)
+        indices = []
+        for trial_id, variant in zip(ids, variants, strict=False):
+            index = len(self._variants)
+            data = to_json_data(variant)
+            fit.state.add_trial(
+                trial_id, self._trial_dir_name(trial_id, index, variant), data, data == variant
+            )
+            self._variants.append(variant)
+            if self._algo_configs is not None:
+                assert self._algo_base is not None
+                self._algo_configs.append(self._algo_base.copy().update_from_dict(variant))
+            if fit.progress is not None:
+                fit.progress.table.add(trial_id, f"{self.trainable_name}_{trial_id}", variant)
+            indices.append(index)
+        return indices
+
+    def _batches(self, todo: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
+        """The trials to run, as batches run one after another: a population (trials of an
+        algorithm that can share one program, at most ``max_concurrent_trials``) or one trial.
+        A batch runs when its first trial's turn comes."""
+        if self._algo_configs is None or not self.tune_config.populations:
+            return [[item] for item in todo]
+        from rljax.execution.population import population_key, population_refusal
+
+        groups: dict[str, list[tuple[int, str]]] = {}
+        for item in todo:
+            groups.setdefault(population_key(self._algo_configs[item[0]]), []).append(item)
+        limit = self.tune_config.max_concurrent_trials or len(todo)
+        batches: list[list[tuple[int, str]]] = []
+        for group in groups.values():
+            chunks = [group[i : i + limit] for i in range(0, len(group), limit)]
+            for chunk in chunks:
+                configs = [self._algo_configs[i] for i, _ in chunk]
+                if len(chunk) > 1 and population_refusal(configs) is None:
+                    batches.append(chunk)
+                else:
+                    batches += [[item] for item in chunk]
+        return sorted(batches, key=lambda b: b[0][0])
+
+    def _open_trial(self, fit: _Fit, index: int, action: str) -> _TrialRun:
+        """Marks trial ``index`` RUNNING and returns its run (resumed from its files when
+        ``action`` is ``"resume"``, its files removed for ``"restart"``)."""
+        entry = fit.state.trials[index]
+        trial_id, trial_path = entry["trial_id"], fit.state.root / entry["dir"]
+        resume = es.resume_point(trial_path) if action == "resume" else None
+        if action == "restart":
+            es.start_over(trial_path)
+        fit.state.set_status(index, es.RUNNING)
+        if fit.progress is not None:
+            fit.progress.status(trial_id, es.RUNNING)
+        trial = _TrialRun(
+            trial_id,
+            trial_path,
+            self._variants[index],
+            fit.stopper,
+            fit.checkpoint_config,
+            fit.deadline,
+            self.run_config.verbose,
+            resume=resume,
+            progress=fit.progress,
+        )
+        searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
+        if searcher is not None or scheduler is not None:
+            trial.on_result = _searcher_and_scheduler(trial_id, searcher, scheduler)
+        if scheduler is not None:
+            scheduler.on_trial_add(trial_id)
+        return trial
+
+    def _close_trial(
+        self, fit: _Fit, index: int, trial: _TrialRun, error: BaseException | None
+    ) -> None:
+        fit.results[index] = trial.result(error)
+        status = es.ERROR if error is not None else es.TERMINATED
+        fit.state.set_status(index, status)
+        last = flatten(trial.history[-1]) if trial.history else None
+        searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
+        if searcher is not None:
+            searcher.on_trial_complete(trial.trial_id, last, error=error is not None)
+        if scheduler is not None and error is not None:
+            scheduler.on_trial_error(trial.trial_id)
+        elif scheduler is not None:
+            scheduler.on_trial_complete(trial.trial_id, last)
+        if fit.progress is not None:
+            fit.progress.status(trial.trial_id, status)
+            if error is not None:
+                fit.progress.log(f"Trial {trial.trial_id} ERROR: {type(error).__name__}: {error}")
+        fit.stopped = fit.stopped or trial.stop_all or trial.out_of_time
+
+    def _run_batch(self, fit: _Fit, batch: list[tuple[int, str]]) -> None:
+        trials = {index: self._open_trial(fit, index, action) for index, action in batch}
+        errors: dict[int, BaseException | None] = dict.fromkeys(trials)
+        try:
+            if len(batch) > 1:
+                assert self._algo_configs is not None
+                failures = _run_population(
+                    [self._algo_configs[i] for i in trials],
+                    list(trials.values()),
+                    self.tune_config.scheduler,
+                )
+                errors = dict(zip(trials, failures, strict=True))
+            else:
+                ((index, trial),) = trials.items()
+                errors[index] = self._run_trial(index, trial)
+        except _StopperFailed as e:
+            raise ConfigError(str(e)) from e.__cause__
+        for index, trial in trials.items():
+            self._close_trial(fit, index, trial, errors[index])
+
+    def _run_trial(self, index: int, trial: _TrialRun) -> BaseException | None:
+        """Runs one trial to its end; returns its exception, if it raised."""
         global _SESSION
+        variant = self._variants[index]
+        try:
+            if self._function is not None:
+                given: Any = variant
+                if self._config_base is not None:
+                    given = self._config_base.copy().update_from_dict(variant)
+                _SESSION = trial
+                try:
+                    returned = self._function(given)
+                    if isinstance(returned, Mapping):  # Tune 1.x: a returned dict is a result
+                        trial.record(dict(returned))
+                except _StopTrial:
+                    pass
+                finally:
+                    _SESSION = None
+            else:
+                assert self._algo_configs is not None
+                self._run_algorithm(self._algo_configs[index], trial)
+        except _StopperFailed:
+            raise
+        except Exception as e:
+            return e
+        return None
+
+    def _experiment_path(self) -> Path:
+        if self._restored is not None:
+            return self._restored[0].root
         run = self.run_config
         name = run.name or f"{self.trainable_name}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
         storage = Path(os.fspath(run.storage_path or default_storage_path())).expanduser()
-        experiment = storage / name
-        experiment.mkdir(parents=True, exist_ok=True)
-        stopper = as_stopper(run.stop)
-        checkpoint_config = run.checkpoint_config or CheckpointConfig()
-        budget = self.tune_config.time_budget_s
-        deadline = None if budget is None else time.monotonic() + budget
-        tag = uuid.uuid4().hex[:5]
-        results: list[Result] = []
-        searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
-        for index in range(self.num_trials):
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            trial_id = f"{tag}_{index:05d}"
-            variant = searcher.suggest(trial_id) if searcher else self._variants[index]
-            if variant is None:  # the searcher has no more trials
-                break
-            trial = _TrialRun(
-                trial_id,
-                experiment / self._trial_dir_name(trial_id, index, variant),
-                variant,
-                stopper,
-                checkpoint_config,
-                deadline,
-                run.verbose,
-            )
-            if searcher is not None or scheduler is not None:
-                trial.on_result = _searcher_and_scheduler(trial_id, searcher, scheduler)
-            if scheduler is not None:
-                scheduler.on_trial_add(trial_id)
-            error: BaseException | None = None
-            try:
-                if self._function is not None:
-                    given: Any = variant
-                    if self._config_base is not None:
-                        given = self._config_base.copy().update_from_dict(variant)
-                    _SESSION = trial
-                    try:
-                        returned = self._function(given)
-                        if isinstance(returned, Mapping):  # Tune 1.x: a returned dict is a result
-                            trial.record(dict(returned))
-                    except _StopTrial:
-                        pass
-                    finally:
-                        _SESSION = None
-                elif searcher is not None:
-                    assert self._algo_base is not None
-                    self._run_algorithm(self._algo_base.copy().update_from_dict(variant), trial)
-                else:
-                    assert self._algo_configs is not None
-                    self._run_algorithm(self._algo_configs[index], trial)
-            except _StopperFailed as e:
-                raise ConfigError(str(e)) from e.__cause__
-            except Exception as e:
-                error = e
-            result = trial.result(error)
-            results.append(result)
-            last = flatten(trial.history[-1]) if trial.history else None
-            if searcher is not None:
-                searcher.on_trial_complete(trial_id, last, error=error is not None)
-            if scheduler is not None and error is not None:
-                scheduler.on_trial_error(trial_id)
-            elif scheduler is not None:
-                scheduler.on_trial_complete(trial_id, last)
-            if run.verbose >= 1:
-                status = "ERROR" if error is not None else "TERMINATED"
-                shown = (
-                    f"{type(error).__name__}: {error}" if error else _short(flatten(result.metrics))
-                )
-                print(f"Trial {trial_id} {status} ({len(trial.history)} results): {shown}")
-            if trial.stop_all or trial.out_of_time:
-                break
-        return ResultGrid(
-            results, str(experiment), metric=self.tune_config.metric, mode=self.tune_config.mode
+        return storage / name
+
+    def _new_state(self, experiment: Path) -> es.ExperimentState:
+        """The state of a new run: every trial PENDING, written at once."""
+        tag = self._tag = uuid.uuid4().hex[:5]
+        ids = [f"{tag}_{index:05d}" for index in range(len(self._variants))]
+        variants = to_json_data(self._variants)
+        base = self._base if self._base is not None else self._config_base
+        state = es.ExperimentState(
+            root=experiment,
+            trainable=self.trainable_name,
+            kind="function" if self._function is not None else "algorithm",
+            base_config=_base_config_data(base),
+            variants=variants,
+            variants_exact=variants == self._variants,
+            searched=[list(p) for p in self._searched],
+            tune_config=es.tune_config_data(self.tune_config),
+            run_config=es.run_config_data(self.run_config),
+            trials=[
+                {
+                    "trial_id": trial_id,
+                    "dir": self._trial_dir_name(trial_id, index, variant),
+                    "status": es.PENDING,
+                }
+                for index, (trial_id, variant) in enumerate(zip(ids, self._variants, strict=True))
+            ],
         )
+        state.save()
+        return state
+
+    def _progress(self, state: es.ExperimentState) -> ProgressReporter:
+        table = TrialTable(self._searched, self.tune_config.metric, self.tune_config.mode)
+        for entry, variant in zip(state.trials, self._variants, strict=True):
+            table.add(entry["trial_id"], f"{self.trainable_name}_{entry['trial_id']}", variant)
+            if self._restored is not None and entry["status"] != es.PENDING:
+                table.set_status(entry["trial_id"], entry["status"])
+                history = es.read_history(state.root / entry["dir"])
+                if history:
+                    table.report(entry["trial_id"], history[-1])
+        return ProgressReporter(table)
+
+    @classmethod
+    def can_restore(cls, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` is an experiment directory ``Tuner.restore`` can continue (it holds
+        an ``experiment_state.json``)."""
+        return (Path(os.fspath(path)).expanduser() / es.STATE_FILE).is_file()
+
+    @classmethod
+    def restore(
+        cls,
+        path: str | os.PathLike[str],
+        trainable: Any,
+        param_space: Mapping[str, Any] | AlgorithmConfig | None = None,
+        resume_unfinished: bool = True,
+        resume_errored: bool = False,
+        restart_errored: bool = False,
+        *,
+        stop: Any = None,
+    ) -> Tuner:
+        """A ``Tuner`` that continues the experiment at ``path`` (Ray Tune's
+        ``Tuner.restore``); call ``fit()`` on it.
+
+        Its ``fit()`` loads the trials that finished from their files (not run again) and
+        returns a ``ResultGrid`` of all trials. A trial that was running or not started yet
+        (``resume_unfinished``), or that raised (``resume_errored``), continues from its latest
+        checkpoint (``checkpoint_NNNNNN``: an algorithm trial is rebuilt and
+        ``restore_from_path``-ed, a function trial finds it with ``tune.get_checkpoint()``),
+        its results up to that checkpoint kept and the next ones appended; without a
+        checkpoint it starts over. ``restart_errored`` starts the trials that raised over, their
+        files removed. Trials not resumed are returned as they were.
+
+        Args:
+          path: The experiment directory (``storage_path/name``) ``fit()`` wrote; it may have
+            been moved.
+          trainable: The trainable again: functions are not saved. An algorithm name or class
+            rebuilds the base config from the saved settings; a config object replaces them.
+          param_space: Needed only when the variants held values JSON cannot (objects,
+            tuples): then the same ``param_space`` as the original, whose searched values are
+            replaced by each trial's saved ones. A config object gives the base settings.
+          resume_unfinished, resume_errored, restart_errored: Tune's flags, as above.
+          stop: ``RunConfig.stop`` again when it was a function or a ``Stopper`` (not saved).
+
+        Raises:
+          ConfigError: no experiment state at ``path``, a trainable of another kind or
+            algorithm than the experiment's, or something above that must be given again.
+        """
+        from rljax.algorithms.algorithm_config import AlgorithmConfig
+
+        state = es.ExperimentState.load(path)
+        tune_config, run_config = es.restored_configs(state, stop)
+        # The base settings: a config given again, else (an algorithm) the saved ones.
+        base_space = param_space if isinstance(param_space, AlgorithmConfig) else None
+        if state.kind == "algorithm" and not isinstance(trainable, AlgorithmConfig):
+            if base_space is None and state.base_config is None:
+                raise ConfigError(
+                    f"{state.path}: the base config of {state.trainable!r} held objects that "
+                    "could not be saved; pass the config again: Tuner.restore(path, "
+                    "trainable=config)"
+                )
+            if base_space is None:
+                base_space = _base_config_from_data(trainable, state)
+        if state.kind == "function" and state.base_config is not None and base_space is None:
+            raise ConfigError(
+                f"{state.path}: the function trainable {state.trainable!r} took a config object; "
+                "pass it again: Tuner.restore(path, trainable, param_space=config)"
+            )
+        tuner = cls(
+            trainable,
+            param_space=base_space,
+            tune_config=TuneConfig(**{**es.tune_config_data(tune_config), "num_samples": 1}),
+            run_config=run_config,
+        )
+        kind = "function" if tuner._function is not None else "algorithm"
+        if kind != state.kind or (kind == "algorithm" and tuner.trainable_name != state.trainable):
+            raise ConfigError(
+                f"{state.path}: the experiment trained {state.kind} {state.trainable!r}; "
+                f"got the {kind} {tuner.trainable_name!r}"
+            )
+        tuner.tune_config = tune_config
+        tuner._searched = [tuple(p) for p in state.searched]
+        if isinstance(param_space, Mapping):
+            tuner._variants = _variants_over(param_space, state)
+        elif state.variants_exact:
+            tuner._variants = state.variants
+        else:
+            raise ConfigError(
+                f"{state.path}: the variants held values JSON cannot keep (objects, tuples); "
+                "pass the original param_space again: Tuner.restore(path, trainable, "
+                "param_space=...)"
+            )
+        if tuner._function is None:
+            assert tuner._base is not None
+            tuner._algo_configs = [tuner._base.copy().update_from_dict(v) for v in tuner._variants]
+        tuner._restored = (
+            state,
+            es.ResumeFlags(bool(resume_unfinished), bool(resume_errored), bool(restart_errored)),
+        )
+        return tuner
 
     @staticmethod
     def _run_algorithm(config: AlgorithmConfig, trial: _TrialRun) -> None:
         algo = config.build_algo()
         try:
+            if trial.checkpoints:  # resumed: its iteration count goes on from the checkpoint's
+                algo.restore_from_path(trial.checkpoints[-1])
             while not trial.record(algo.train(), algo=algo):
                 pass
             trial.finish_algorithm(algo)
@@ -611,4 +1109,12 @@ def run(
     return ExperimentAnalysis(grid, metric, mode)
 
 
-__all__ = ["ExperimentAnalysis", "TuneError", "Tuner", "report", "run", "to_json_data"]
+__all__ = [
+    "ExperimentAnalysis",
+    "TuneError",
+    "Tuner",
+    "get_checkpoint",
+    "report",
+    "run",
+    "to_json_data",
+]

@@ -18,6 +18,7 @@ and never the file's content beyond the field names the caller adds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -377,3 +378,22 @@ def _unchunk(tree: Any, path: Path, error_type: type[Exception], depth: int) -> 
 
 def _int_key(k: str) -> int:
     return int(k) if k.isdigit() else -1
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Writes ``text`` to ``path`` so that a reader sees the old file or the new one, never a
+    part: a temporary file beside it, flushed to disk, then renamed over it."""
+    import tempfile
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -183,3 +183,115 @@ def test_pbt_bottom_quantile_takes_a_top_trials_state_and_perturbed_values():
         assert population.num_compilations == 1
     finally:
         population.stop()
+
+
+# ---------------------------------------------------------------------- through the Tuner
+def tiny() -> PPOConfig:
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4, rollout_fragment_length=16)
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )
+
+
+def test_tuner_trains_a_grid_as_one_population_and_stops_trials_one_by_one(tmp_path):
+    from rljax import tune
+
+    def stop(trial_id, result):  # the first trial stops after 2 iterations, the others after 3
+        return result["training_iteration"] >= (2 if trial_id.endswith("_00000") else 3)
+
+    def fit(populations):
+        return tune.Tuner(
+            "PPO",
+            param_space=tiny().training(lr=tune.grid_search([1e-3, 3e-4, 1e-4])),
+            tune_config=tune.TuneConfig(populations=populations),
+            run_config=tune.RunConfig(
+                name=f"p{populations}", storage_path=str(tmp_path), stop=stop, verbose=0
+            ),
+        ).fit()
+
+    grid = fit(True)
+    assert grid.num_errors == 0, grid.errors
+    assert [r.config for r in grid] == [{"lr": 1e-3}, {"lr": 3e-4}, {"lr": 1e-4}]
+    assert [r.metrics["training_iteration"] for r in grid] == [2, 3, 3]
+    for r in grid:  # every iteration came from the population's program
+        assert all("population_step_s" in h["timers"] for h in r.history)
+        assert r.metrics["time_this_iter_s"] >= r.metrics["timers"]["population_step_s"]
+    alone = fit(False)
+    assert [r.metrics["training_iteration"] for r in alone] == [2, 3, 3]
+    assert all("population_step_s" not in r.metrics["timers"] for r in alone)
+
+
+def test_pbt_through_the_tuner_changes_the_bottom_trials_config(tmp_path):
+    from rljax import tune
+
+    pbt = tune.schedulers.PopulationBasedTraining(
+        time_attr="training_iteration",
+        perturbation_interval=1,
+        hyperparam_mutations={"lr": tune.loguniform(1e-5, 1e-2)},
+        quantile_fraction=0.5,
+        resample_probability=0.0,
+        perturbation_factors=(0.5, 0.5),
+        seed=0,
+    )
+    grid = tune.Tuner(
+        "PPO",
+        param_space=tiny().training(lr=tune.grid_search([1e-3, 2e-3])),
+        tune_config=tune.TuneConfig(
+            metric="env_runners/episode_return_mean", mode="max", scheduler=pbt
+        ),
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), stop={"training_iteration": 3}, verbose=0
+        ),
+    ).fit()
+    assert grid.num_errors == 0 and pbt.num_perturbations == 2
+    # Each perturbation: the worse trial took the better one's state and half its rate.
+    dst, src, values = pbt.history[-1][0]
+    assert grid[dst].config["lr"] == pytest.approx(values["lr"])
+    assert values["lr"] in [pytest.approx(x / 2) for x in (1e-3, 2e-3, 5e-4, 2.5e-4, 1.25e-4)]
+    with pytest.raises(ConfigError, match="every trial in one population.*minibatch_size"):
+        tune.Tuner(
+            "PPO",
+            param_space=tiny().training(minibatch_size=tune.grid_search([16, 32])),
+            tune_config=tune.TuneConfig(
+                metric="x",
+                mode="max",
+                scheduler=tune.schedulers.PopulationBasedTraining(
+                    hyperparam_mutations={"lr": [1e-3, 1e-4]}
+                ),
+            ),
+            run_config=tune.RunConfig(stop={"training_iteration": 1}),
+        )
+
+
+def test_an_interrupted_population_resumes_from_its_trials_checkpoints(tmp_path):
+    from rljax import tune
+
+    class InterruptAfterFirst(tune.Stopper):
+        def __call__(self, trial_id, result):
+            if result["training_iteration"] == 1 and trial_id.endswith("_00001"):
+                raise RuntimeError("the machine went away")
+            return result["training_iteration"] >= 2
+
+    tuner = tune.Tuner(
+        "PPO",
+        param_space=tiny().training(lr=tune.grid_search([1e-3, 3e-4])),
+        run_config=tune.RunConfig(
+            name="pop",
+            storage_path=str(tmp_path),
+            stop=InterruptAfterFirst(),
+            checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=1),
+            verbose=0,
+        ),
+    )
+    with pytest.raises(ConfigError, match="the machine went away"):
+        tuner.fit()
+    grid = tune.Tuner.restore(tmp_path / "pop", "PPO", stop={"training_iteration": 2}).fit()
+    assert grid.num_errors == 0, grid.errors
+    for r in grid:
+        assert [h["training_iteration"] for h in r.history] == [1, 2]
+        steps = [h["num_env_steps_sampled_lifetime"] for h in r.history]
+        assert steps[0] > 0 and steps[1] > 1.5 * steps[0]  # counters went on from the checkpoint
+        assert "population_step_s" in r.history[1]["timers"]

@@ -214,8 +214,10 @@ def test_bad_input_fails_before_anything_runs(tmp_path):
         tune.TuneConfig(search_alg=object())
     with pytest.raises(ConfigError, match="scheduler='asha'.*ASHAScheduler"):
         tune.TuneConfig(scheduler="asha")
-    with pytest.raises(NotImplementedError, match="max_concurrent_trials=.*not built"):
-        tune.TuneConfig(max_concurrent_trials=4)
+    with pytest.raises(ConfigError, match="max_concurrent_trials=0"):
+        tune.TuneConfig(max_concurrent_trials=0)
+    with pytest.raises(ConfigError, match="populations='yes'"):
+        tune.TuneConfig(populations="yes")
     with pytest.raises(NotImplementedError, match="callbacks=.*not built"):
         tune.RunConfig(callbacks=[object()])
     tune.TuneConfig(max_concurrent_trials=1)
