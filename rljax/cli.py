@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import logging
 import math
@@ -182,6 +183,16 @@ def _check_checkpoint_dir(value: str) -> None:
 EXIT_INTERRUPTED = 130
 
 
+def _in_gc_callback(frame: Any) -> bool:
+    """Whether ``frame`` runs inside a ``gc.callbacks`` function."""
+    codes = {getattr(cb, "__code__", None) for cb in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
+
+
 class _Interrupt:
     """Ctrl-C (SIGINT) during ``rljax train``, as a context manager that installs the handler.
 
@@ -220,6 +231,10 @@ class _Interrupt:
             return
         first = not self.requested
         self.requested = True
+        if _in_gc_callback(frame):
+            # Python ignores (and prints) an exception raised in a garbage-collection callback
+            # (JAX registers one): the request stands, and the loop's check stops the run.
+            return
         if first and self.deferred:
             # os.write, not print: the handler may run in the middle of a write to sys.stderr
             # (the progress bar's), and a buffered stream refuses a reentrant write.

@@ -283,8 +283,18 @@ def test_ctrl_c_while_the_first_iteration_compiles_exits_130_with_one_line(tmp_p
     time.sleep(0.3)
     code, out, err = run.signal_and_wait(signal.SIGINT)
     assert code == 130, err[-3000:]
-    assert _messages(err) == ["rljax: interrupted in iteration 1"] and "Traceback" not in err
-    assert out == ""
+    # In iteration 1, or, when the signal lands in a garbage-collection callback (where Python
+    # ignores exceptions), after it: the request is kept and the loop stops the run.
+    messages = _messages(err)
+    assert messages in (
+        ["rljax: interrupted in iteration 1"],
+        ["rljax: interrupted after iteration 1"],
+    )
+    assert "Traceback" not in err
+    if messages == ["rljax: interrupted in iteration 1"]:
+        assert out == ""
+    else:  # the finished iteration's summary
+        assert json.loads(out)["stopped_by"] == "interrupt"
 
 
 @pytest.mark.slow

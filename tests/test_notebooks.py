@@ -97,3 +97,40 @@ def test_multi_agent_notebook_runs(tmp_path):
     assert min(summary["evaluation"].values()) >= 400
     assert summary["rps_learner"][-1] >= 7.0 and summary["opponent_unchanged"]
     assert summary["ttt_games"] > 0 and summary["ttt_agents"] == ["player1", "player2"]
+
+
+TUNING = NOTEBOOK.parent / "tuning.ipynb"
+TUNING_SUMMARY_CELL = f"""
+import json as _json
+print({SUMMARY_MARKER!r} + _json.dumps({{
+    "seed_trials": len(analysis.trials),
+    "seed_best_lr": analysis.best_config["lr"],
+    "population_curves": {{k: [float(x) for x in v] for k, v in curves.items()}},
+    "population_reached": int(reached),
+    "pbt_perturbations": int(pbt.num_perturbations),
+    "pbt_lrs": [float(r.config["lr"]) for r in pbt_grid],
+    "pbt_finals": [float(x) for x in finals],
+}}))
+"""
+
+
+def test_tuning_notebook_is_saved_without_outputs():
+    assert_saved_without_outputs(TUNING)
+
+
+@pytest.mark.slow
+def test_tuning_notebook_runs(tmp_path):
+    """The seed's grid gives three trials; the 8-trial population learns CartPole (most trials
+    reach 450) and draws one plot; PBT on Acrobot perturbs and improves on a random policy."""
+    code_cells, _ = execute_notebook(TUNING, tmp_path, extra_cells=(TUNING_SUMMARY_CELL,))
+    assert len(png_outputs(code_cells)) == 1
+    lines = [ln for ln in stdout(code_cells[-1:]).splitlines() if ln.startswith(SUMMARY_MARKER)]
+    summary = json.loads(lines[0][len(SUMMARY_MARKER) :])
+    assert summary["seed_trials"] == 3 and summary["seed_best_lr"] in (1e-3, 5e-4, 1e-4)
+    curves = summary["population_curves"]
+    assert len(curves) == 8
+    assert summary["population_reached"] >= 6
+    assert summary["pbt_perturbations"] == 3  # after iterations 3, 6, 9 (12 is the last)
+    assert len(summary["pbt_lrs"]) == 8
+    # A random policy on Acrobot scores about -500; the best trial learned.
+    assert max(summary["pbt_finals"]) > -200

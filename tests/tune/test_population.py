@@ -73,7 +73,7 @@ def test_trials_match_separate_runs_with_their_own_seeds_and_settings():
 
 
 def test_stopped_trials_freeze_and_the_program_shrinks_at_half():
-    population = Population([small(1e-3, seed=s) for s in range(4)])
+    population = Population([small(1e-3, seed=s) for s in range(4)], compaction="always")
     try:
         population.train()
         frozen = _leaves(population.members[0].state)
@@ -295,3 +295,31 @@ def test_an_interrupted_population_resumes_from_its_trials_checkpoints(tmp_path)
         steps = [h["num_env_steps_sampled_lifetime"] for h in r.history]
         assert steps[0] > 0 and steps[1] > 1.5 * steps[0]  # counters went on from the checkpoint
         assert "population_step_s" in r.history[1]["timers"]
+
+
+def test_a_searcher_asked_for_two_configs_at_a_time_trains_them_together(tmp_path):
+    pytest.importorskip("optuna")
+    from rljax import tune
+    from rljax.tune.search.optuna import OptunaSearch
+
+    searcher = OptunaSearch(seed=0)
+    grid = tune.Tuner(
+        "PPO",
+        param_space=tiny().training(lr=tune.loguniform(1e-4, 1e-2)),
+        tune_config=tune.TuneConfig(
+            metric="env_runners/episode_return_mean",
+            mode="max",
+            search_alg=searcher,
+            num_samples=4,
+            max_concurrent_trials=2,
+        ),
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), stop={"training_iteration": 1}, verbose=0
+        ),
+    ).fit()
+    assert grid.num_errors == 0 and len(grid) == 4
+    assert len({r.config["lr"] for r in grid}) == 4
+    assert all(1e-4 <= r.config["lr"] <= 1e-2 for r in grid)
+    assert all("population_step_s" in r.metrics["timers"] for r in grid)
+    study = searcher._study  # Optuna was told each trial's last result
+    assert len(study.trials) == 4 and all(t.state.name == "COMPLETE" for t in study.trials)
