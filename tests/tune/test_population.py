@@ -305,7 +305,9 @@ def test_a_searcher_asked_for_two_configs_at_a_time_trains_them_together(tmp_pat
     searcher = OptunaSearch(seed=0)
     grid = tune.Tuner(
         "PPO",
-        param_space=tiny().training(lr=tune.loguniform(1e-4, 1e-2)),
+        # Seeded, and 2 iterations: every trial has finished episodes (a NaN return would be
+        # a failed trial for Optuna).
+        param_space=tiny().training(lr=tune.loguniform(1e-4, 1e-2)).debugging(seed=0),
         tune_config=tune.TuneConfig(
             metric="env_runners/episode_return_mean",
             mode="max",
@@ -314,7 +316,7 @@ def test_a_searcher_asked_for_two_configs_at_a_time_trains_them_together(tmp_pat
             max_concurrent_trials=2,
         ),
         run_config=tune.RunConfig(
-            storage_path=str(tmp_path), stop={"training_iteration": 1}, verbose=0
+            storage_path=str(tmp_path), stop={"training_iteration": 2}, verbose=0
         ),
     ).fit()
     assert grid.num_errors == 0 and len(grid) == 4
