@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from rljax.tune.sample import Domain, as_domain
-from rljax.tune.schedulers import TrialScheduler
 from rljax.tune.stopper import flatten
+from rljax.tune.trial_scheduler import TrialScheduler
 from rljax.utils.errors import ConfigError
 
 
