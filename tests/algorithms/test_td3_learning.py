@@ -20,7 +20,10 @@ def test_td3_pendulum_reaches_minus_250_within_20k_steps(train_until):
         assert runners["num_episodes"] == 10, runners
         assert runners["episode_return_mean"] >= -250, runners
         assert result["num_env_steps_sampled_lifetime"] <= 20_000
-        # The greedy policy too.
+        # The greedy policy too, at the end of the 20k-step budget: right at the first iteration
+        # past -250 it can still swing (on one CPU it measured -472 there and -125 at 20k).
+        while result["num_env_steps_sampled_lifetime"] < 20_000:
+            result = algo.train()
         assert algo.evaluate()["env_runners"]["episode_return_mean"] >= -250
     finally:
         algo.stop()
