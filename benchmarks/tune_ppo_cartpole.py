@@ -17,15 +17,21 @@ stopped at a return of 195, through ``tune.run`` with metric and mode; rljax aga
 RLlib (``--compare``) with the same draws (the choices are drawn once here and passed as
 constants, so both run identical trials).
 
+Part (c): 4 trials that cannot share one program (policy and value networks [32], [64], [64, 64],
+[128, 128]; part (a)'s other settings, learning rate 1e-3, seed 0, the same stop): one after
+another in one process (``sequential``) against ``max_concurrent_trials=2`` and ``4``
+(``workers2``, ``workers4``: batches at once, each in a worker process).
+
 Every variant runs in its own process, one after another; its time counts from that process's
 start (imports, building and compilation included) to the end of its last trial. Reported per
 variant: ``wall_s``, ``trials``, ``reached_target`` (trials whose return reached the target),
-``env_steps_total`` and ``env_steps_per_s`` (summed over trials, over the wall time), and each
+``env_steps_total`` and ``env_steps_per_s`` (summed over trials, over the wall time),
+``processes`` (how many processes trained the trials), and each
 trial's last return, iterations and env steps.
 
 Usage::
 
-    python benchmarks/tune_ppo_cartpole.py                  # parts a and b, rljax only
+    python benchmarks/tune_ppo_cartpole.py                  # parts a, b and c, rljax only
     python benchmarks/tune_ppo_cartpole.py --compare        # plus Ray Tune + RLlib
     python benchmarks/tune_ppo_cartpole.py --parts a --quick  # smoke test (4 tiny trials)
 """
@@ -119,6 +125,18 @@ def stop_b(quick: bool) -> dict[str, Any]:
     return {"training_iteration": 1} if quick else {RETURN: 195.0, STEPS: 300_000}
 
 
+def space_c(quick: bool) -> dict[str, Any]:
+    """Part (c)'s trials: four network sizes, so four programs."""
+    base = QUICK if quick else BASE
+    sizes = [[8], [16]] if quick else [[32], [64], [64, 64], [128, 128]]
+    return {
+        **base,
+        "lr": 1e-3,
+        "seed": 0,
+        "model_config": {**base["model_config"], "fcnet_hiddens": {"grid": sizes}},
+    }
+
+
 def summarize(results: list[dict[str, Any]], target: float, wall_s: float) -> dict[str, Any]:
     def ret(m: dict[str, Any]) -> float:
         return float(m.get("env_runners", {}).get("episode_return_mean", float("nan")))
@@ -130,6 +148,7 @@ def summarize(results: list[dict[str, Any]], target: float, wall_s: float) -> di
         "reached_target": sum(1 for m in results if ret(m) >= target),
         "env_steps_total": steps,
         "env_steps_per_s": steps / wall_s if wall_s > 0 else float("nan"),
+        "processes": len({m.get("pid") for m in results}),  # that trained the trials
         "per_trial": [
             {
                 "return": ret(m),
@@ -144,6 +163,20 @@ def summarize(results: list[dict[str, Any]], target: float, wall_s: float) -> di
 def run_rljax(part: str, variant: str, quick: bool, storage: str) -> dict[str, Any]:
     from rljax import tune
 
+    if part == "c":
+        space = space_c(quick)
+        model = dict(space["model_config"])
+        model["fcnet_hiddens"] = tune.grid_search(model["fcnet_hiddens"]["grid"])
+        cap = {"sequential": None, "workers2": 2, "workers4": 4}[variant]
+        grid = tune.Tuner(
+            "PPO",
+            param_space={**space, "model_config": model},
+            tune_config=tune.TuneConfig(metric=RETURN, mode="max", max_concurrent_trials=cap),
+            run_config=tune.RunConfig(
+                name=f"c_{variant}", storage_path=storage, stop=stop_a(quick), verbose=0
+            ),
+        ).fit()
+        return summarize([r.metrics for r in grid], 450.0, process_age_s())
     if part == "a":
         constants, grids = grid_a(quick)
         if variant == "one":
@@ -275,7 +308,7 @@ def run_variant(part: str, variant: str, quick: bool) -> dict[str, Any]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--parts", nargs="+", choices=["a", "b"], default=["a", "b"])
+    p.add_argument("--parts", nargs="+", choices=["a", "b", "c"], default=["a", "b", "c"])
     p.add_argument("--compare", action="store_true", help="add Ray Tune + RLlib if installed")
     p.add_argument("--quick", action="store_true", help="tiny trials: a smoke test")
     p.add_argument("--out", default="results", help="directory for tune_ppo_cartpole.json")
@@ -297,8 +330,12 @@ def main() -> int:
     }
     failed = False
     for part in args.parts:
-        variants = ["one", "population", "sequential"] if part == "a" else ["rljax"]
-        if args.compare:
+        variants = {
+            "a": ["one", "population", "sequential"],
+            "b": ["rljax"],
+            "c": ["sequential", "workers2", "workers4"],
+        }[part]
+        if args.compare and part != "c":
             variants.append("ray")
         for variant in variants:
             if variant == "ray" and not have_ray:
@@ -319,6 +356,8 @@ def main() -> int:
         "a_sequential_over_population": ratio("a_sequential", "a_population"),
         "a_ray_over_population": ratio("a_ray", "a_population"),
         "b_rljax_over_ray": ratio("b_rljax", "b_ray"),
+        "c_workers2_over_sequential": ratio("c_workers2", "c_sequential"),
+        "c_workers4_over_sequential": ratio("c_workers4", "c_sequential"),
     }
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

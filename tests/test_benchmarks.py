@@ -181,3 +181,35 @@ def test_revisions_keeps_speed_figures_and_interleaves_the_sides():
     )
     assert summary["x_steps_per_s"]["median_base"] == 200.0
     assert summary["x_steps_per_s"]["head_over_base"] == pytest.approx(1.1)
+
+
+@pytest.mark.slow
+def test_tune_benchmark_quick_run_compares_population_and_workers(tmp_path, run_benchmark):
+    args = ("--parts", "a", "c", "--quick", "--out", str(tmp_path))
+    report = run_benchmark("tune_ppo_cartpole.py", *args)
+    assert report == json.loads((tmp_path / "tune_ppo_cartpole.json").read_text())
+    res = report["results"]
+    assert "a_ray" not in res  # only with --compare
+    # The quick grid: 2 learning rates x 2 seeds, 2 iterations of 256 env steps each.
+    for variant, trials in (("a_one", 1), ("a_population", 4), ("a_sequential", 4)):
+        assert res[variant]["status"] == "ok", res[variant]
+        assert res[variant]["trials"] == trials
+        assert [t["iterations"] for t in res[variant]["per_trial"]] == [2] * trials
+        assert res[variant]["env_steps_total"] > 0
+    # The same trials, the same numbers, whether trained together or one after another.
+    steps = [
+        [t["env_steps"] for t in res[v]["per_trial"]] for v in ("a_population", "a_sequential")
+    ]
+    assert steps[0] == steps[1] and steps[0][0] == res["a_one"]["env_steps_total"]
+    together = sorted(t["return"] for t in res["a_population"]["per_trial"])
+    apart = sorted(t["return"] for t in res["a_sequential"]["per_trial"])
+    assert together == pytest.approx(apart, rel=1e-4)
+    ratios = report["ratios"]
+    assert ratios["a_population_over_one"] > 0 and ratios["a_ray_over_population"] is None
+    # Part (c): two network sizes, one process or a worker each; the same numbers.
+    assert [res[f"c_{v}"]["processes"] for v in ("sequential", "workers2", "workers4")] == [1, 2, 2]
+    returns = [
+        [t["return"] for t in res[f"c_{v}"]["per_trial"]] for v in ("sequential", "workers2")
+    ]
+    assert returns[0] == pytest.approx(returns[1], rel=1e-4)
+    assert ratios["c_workers2_over_sequential"] > 0

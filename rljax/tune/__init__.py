@@ -7,8 +7,9 @@ Built: the search spaces (``grid_search``, ``choice``, ``uniform``, ``quniform``
 (``PPOConfig().training(lr=tune.grid_search([1e-3, 1e-4]))``; ``config.search_space()``,
 ``config.copy().update_from_dict(variant)``); ``Tuner(trainable, param_space, tune_config,
 run_config).fit()``, where trials of an algorithm that differ only in values its update reads
-train together as one population in one vmapped program (``rljax.execution.population``) and
-the others one after another; ``tune.report``, stop criteria (``RunConfig(stop=...)``,
+train together as one population in one vmapped program (``rljax.execution.population``), the
+others one by one, and batches run at once in worker processes when ``max_concurrent_trials``
+leaves room (``rljax.tune.worker``); ``tune.report, stop criteria (``RunConfig(stop=...)``,
 ``Stopper``), ``ResultGrid`` / ``Result``, Tune's output files, the older ``tune.run``;
 ``Tuner.restore`` / ``Tuner.can_restore`` (``experiment_state.json``), ``tune.get_checkpoint``
 and the live table of trials (``rljax.tune.progress``); search algorithms
@@ -16,7 +17,7 @@ and the live table of trials (``rljax.tune.progress``); search algorithms
 (``tune.schedulers.ASHAScheduler``, ``AsyncHyperBandScheduler``, ``HyperBandScheduler``,
 ``MedianStoppingRule``, ``FIFOScheduler``) backed by Optuna (optional: ``pip install optuna``);
 ``tune.schedulers.PopulationBasedTraining`` inside a population; ``tune.ray_trainable(name)``
-for Ray Tune itself. Not built yet: callbacks and trials in parallel processes.
+for Ray Tune itself. Not built yet: callbacks.
 
 Example::
 

@@ -1,6 +1,6 @@
 """``TuneConfig``, ``RunConfig`` and ``CheckpointConfig``, with Ray Tune 2.x's names and defaults.
 
-Settings whose feature is not built in rljax yet (callbacks, more than one trial at a time) raise
+Settings whose feature is not built in rljax yet (``RunConfig.callbacks``) raise
 ``NotImplementedError`` naming what was given, rather than being ignored.
 """
 
@@ -19,8 +19,7 @@ from rljax.utils.errors import ConfigError
 
 def _not_built(what: str, value: Any) -> NotImplementedError:
     return NotImplementedError(
-        f"{what}={value!r}: not built in rljax yet (trials run one after another with Tune's "
-        f"default search: grid x num_samples, random draws); leave {what.split('.')[-1]} unset"
+        f"{what}={value!r}: not built in rljax yet; leave {what.split('.')[-1]} unset"
     )
 
 
@@ -74,10 +73,12 @@ class TuneConfig:
     have passed, the running trial stops after its current result and no more trials start.
     ``seed``: the seed of the search spaces' draws without a ``search_alg`` (the same seed gives
     the same trials; a searcher has its own, ``OptunaSearch(seed=...)``).
-    ``max_concurrent_trials``: how many trials train at once: trials that can share one
+    ``max_concurrent_trials``: how many trials train at once. Trials that can share one
     program train together as a population, at most this many (None: every such trial; 1:
-    one at a time); with a ``search_alg``, how many configs are asked at once (None: 1).
-    ``populations`` (rljax's own): False runs every trial alone, one after another.
+    one at a time); batches that cannot share one (other shapes, or single trials) run at once,
+    each in a worker process, as many as leave the total at most this many (None: one after
+    another in this process); with a ``search_alg``, how many configs are asked at once (None:
+    1). ``populations`` (rljax's own): False makes every trial a batch of its own.
     """
 
     metric: str | None = None

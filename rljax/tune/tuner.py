@@ -1,9 +1,12 @@
-"""``Tuner``, ``tune.report`` and ``tune.run``: Ray Tune's API, trials run one after another.
+"""``Tuner``, ``tune.report`` and ``tune.run``: Ray Tune's API on one host.
 
 A trainable is an algorithm name (``"PPO"``), an algorithm class, a config object, or a function
 ``train_fn(config)`` that calls ``tune.report(metrics)``. The trials are the variants of the
-``param_space`` (``generate_variants``: every grid point x ``num_samples``), run in this process
-one after another. Each writes ``params.json``, ``result.json`` (a JSON line per result) and
+``param_space`` (``generate_variants``: every grid point x ``num_samples``), run in batches: the
+trials of an algorithm that can share one program train as one population
+(``rljax.execution.population``), the others one by one; batches run one after another in this
+process or, when ``max_concurrent_trials`` leaves room, several at once in worker processes
+(``rljax.tune.worker``). Each trial writes ``params.json``, ``result.json`` (a JSON line per result) and
 ``progress.csv`` to ``storage_path/name/<trial dir>``, as Tune does; ``experiment_state.json``
 at ``storage_path/name`` records each trial's status for ``Tuner.restore``. With
 ``RunConfig(verbose=1)`` (the default) a table of the trials is shown as they run
@@ -23,9 +26,11 @@ import io
 import json
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,8 +138,13 @@ class _TrialRun:
         verbose: int,
         resume: es.ResumePoint | None = None,
         progress: ProgressReporter | None = None,
+        lock: threading.RLock | None = None,
+        halt: Callable[[], bool] | None = None,
     ):
         self.trial_id, self.path, self.config = trial_id, path, config
+        # Trials trained at once (in worker processes) record their results one at a time.
+        self.lock = lock if lock is not None else threading.RLock()
+        self.halt = halt  # True: the Tuner is ending every trial (a fatal error elsewhere)
         self.stopper, self.checkpoint_config = stopper, checkpoint_config
         self.deadline, self.verbose = deadline, verbose
         self.progress = progress
@@ -186,12 +196,17 @@ class _TrialRun:
 
     def record(self, metrics: dict[str, Any], checkpoint: Any = None, algo: Any = None) -> bool:
         """Stores one result; True when the trial is to stop."""
+        with self.lock:
+            return self._record(metrics, checkpoint, algo)
+
+    def _record(self, metrics: dict[str, Any], checkpoint: Any, algo: Any) -> bool:
         now = time.time()
         result = to_json_data(metrics)
         result.setdefault("training_iteration", len(self.history) + 1)
         result.setdefault("time_this_iter_s", now - self._last)
         result.setdefault("time_total_s", now - self._start)
         result.setdefault("timestamp", int(now))
+        result.setdefault("pid", os.getpid())  # the trial's process (a worker's, see fit())
         result["done"] = False
         result["trial_id"] = self.trial_id
         self._last = now
@@ -241,10 +256,15 @@ class _TrialRun:
                 raise _StopperFailed(str(e)) from e
         if self.deadline is not None and time.monotonic() >= self.deadline:
             self.out_of_time = True
-        return stop or self.stop_all or self.out_of_time
+        halted = self.halt is not None and self.halt()
+        return stop or self.stop_all or self.out_of_time or halted
 
     def finish_algorithm(self, algo: Any) -> None:
         """``checkpoint_at_end``: a last checkpoint, unless this iteration's was just saved."""
+        with self.lock:
+            self._finish_algorithm(algo)
+
+    def _finish_algorithm(self, algo: Any) -> None:
         if not self.checkpoint_config.checkpoint_at_end or not self.history:
             return
         iteration = int(self.history[-1]["training_iteration"])
@@ -383,6 +403,12 @@ class _Fit:
     progress: ProgressReporter | None
     results: dict[int, Result] = dataclasses.field(default_factory=dict)
     stopped: bool = False  # by time_budget_s or a Stopper's stop_all(): no more trials start
+    # With batches in worker processes: records, status changes and the table one at a time;
+    # ``aborted`` ends every running trial after its current result (a fatal error elsewhere);
+    # ``interrupted`` (Ctrl-C) leaves the running trials RUNNING for Tuner.restore.
+    lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
+    aborted: bool = False
+    interrupted: bool = False
 
     def past_deadline(self) -> bool:
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -391,21 +417,28 @@ class _Fit:
 
 
 def _run_population(
-    configs: list[AlgorithmConfig], trials: list[_TrialRun], scheduler: Any
+    configs: list[AlgorithmConfig],
+    trials: list[_TrialRun],
+    scheduler: Any,
+    payload: bytes | None = None,
 ) -> list[BaseException | None]:
     """Trains ``trials`` as one population until each stops (its stop criterion, a
     scheduler's STOP, the time budget); returns each one's exception, if it raised. A
     ``PopulationBasedTraining`` scheduler perturbs the population after every iteration, and
-    each trial's config takes the values it explored."""
+    each trial's config takes the values it explored. With ``payload`` (``worker``'s) the
+    population trains in a worker process."""
     from rljax.execution.population import Population
     from rljax.tune.pbt import PopulationBasedTraining
+    from rljax.tune.worker import RemotePopulation
 
     errors: list[BaseException | None] = [None] * len(trials)
-    population = None
+    population: Any = None
     try:
-        population = Population(
-            configs, checkpoints=[t.checkpoints[-1] if t.checkpoints else None for t in trials]
-        )
+        checkpoints = [t.checkpoints[-1] if t.checkpoints else None for t in trials]
+        if payload is not None:
+            population = RemotePopulation(payload, len(trials))
+        else:
+            population = Population(configs, checkpoints=checkpoints)
         pbt = scheduler if isinstance(scheduler, PopulationBasedTraining) else None
         while any(population.active):
             results = population.train()
@@ -444,7 +477,7 @@ def _run_population(
 
 # ---------------------------------------------------------------------- Tuner
 class Tuner:
-    """Runs the trials of a ``param_space`` one after another (Ray Tune's ``Tuner``).
+    """Runs the trials of a ``param_space`` (Ray Tune's ``Tuner``); see ``fit``.
 
     Args:
       trainable: An algorithm name (``"PPO"``, any of ``rljax.algorithms.registry``), an
@@ -636,9 +669,14 @@ class Tuner:
         algorithm's population settings, e.g. PPO's ``lr``, ``entropy_coeff``, ``gamma``, and
         the seed) train together as one population, one vmapped program
         (``rljax.execution.population``), at most ``max_concurrent_trials`` at a time when that
-        is set; ``TuneConfig(populations=False)`` runs every trial alone. Other trials run one
-        after another. With a search algorithm, ``max_concurrent_trials`` configs are asked at
-        once (one by default) and trained together where they can be.
+        is set; ``TuneConfig(populations=False)`` runs every trial alone. The batches (a
+        population or one trial) run one after another in this process, or, when
+        ``max_concurrent_trials`` leaves room for more than one (an algorithm trainable, no
+        ``PopulationBasedTraining``), several at once, each in a worker process started for it
+        (``rljax.tune.worker``; a batch whose configs cannot be pickled runs here), while this
+        process records every result and makes every decision. With a search algorithm,
+        ``max_concurrent_trials`` configs are asked at once (one by default) and trained
+        together where they can be.
 
         A trial that raises is recorded (``Result.error``, ``ResultGrid.errors``, ``error.txt``)
         and the next one starts. A stop key missing from a trial's results ends ``fit()`` with
@@ -674,18 +712,14 @@ class Tuner:
                     fit.results[index] = es.load_result(experiment / entry["dir"], entry, variant)
                 else:
                     todo.append((index, action))
-            for batch in self._batches(todo):
-                if fit.stopped or fit.past_deadline():
-                    break
-                self._run_batch(fit, batch)
+            self._run_batches(fit, self._batches(todo))
             searcher = self.tune_config.search_alg
             if searcher is not None and self._restored is None:
                 while not (fit.stopped or fit.past_deadline()):
                     indices = self._suggest(fit, searcher)
                     if not indices:
                         break
-                    for batch in self._batches([(i, "start") for i in indices]):
-                        self._run_batch(fit, batch)
+                    self._run_batches(fit, self._batches([(i, "start") for i in indices]))
         finally:
             if fit.progress is not None:
                 fit.progress.close()
@@ -768,6 +802,8 @@ class Tuner:
             self.run_config.verbose,
             resume=resume,
             progress=fit.progress,
+            lock=fit.lock,
+            halt=lambda: fit.aborted,
         )
         searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
         if searcher is not None or scheduler is not None:
@@ -796,9 +832,81 @@ class Tuner:
                 fit.progress.log(f"Trial {trial.trial_id} ERROR: {type(error).__name__}: {error}")
         fit.stopped = fit.stopped or trial.stop_all or trial.out_of_time
 
-    def _run_batch(self, fit: _Fit, batch: list[tuple[int, str]]) -> None:
-        trials = {index: self._open_trial(fit, index, action) for index, action in batch}
+    def _parallel(self, batches: list[list[tuple[int, str]]]) -> bool:
+        """Whether ``batches`` run at once, each in a worker process: when
+        ``max_concurrent_trials`` leaves room for more than one of them, the trainable is an
+        algorithm, and no ``PopulationBasedTraining`` needs every trial in this process."""
+        from rljax.tune.pbt import PopulationBasedTraining
+
+        cap = self.tune_config.max_concurrent_trials
+        return (
+            cap is not None
+            and len(batches) > 1
+            and self._algo_configs is not None
+            and not isinstance(self.tune_config.scheduler, PopulationBasedTraining)
+            and len(batches[0]) + len(batches[1]) <= cap
+        )
+
+    def _run_batches(self, fit: _Fit, batches: list[list[tuple[int, str]]]) -> None:
+        """Runs ``batches`` in order: one after another in this process, or (``_parallel``)
+        as many at once as ``max_concurrent_trials`` trials allow, each in a worker process
+        driven by a thread of this one. No batch starts once ``time_budget_s`` has passed or a
+        ``Stopper`` said ``stop_all``; an error that ends ``fit()`` (a failing stop criterion)
+        ends the running trials after their current result, and Ctrl-C ends the workers at once
+        (their trials stay RUNNING, for ``Tuner.restore``)."""
+        if not self._parallel(batches):
+            for batch in batches:
+                if fit.stopped or fit.past_deadline():
+                    break
+                self._run_batch(fit, batch)
+            return
+        from rljax.tune.worker import Worker
+
+        cap = self.tune_config.max_concurrent_trials
+        assert cap is not None
+        pending = list(batches)
+        running: dict[Future[None], int] = {}
+        failure: BaseException | None = None
+        pool = ThreadPoolExecutor(max_workers=min(cap, len(batches)), thread_name_prefix="trial")
+        try:
+            while pending or running:
+                while pending and failure is None and not (fit.stopped or fit.past_deadline()):
+                    if running and sum(running.values()) + len(pending[0]) > cap:
+                        break
+                    batch = pending.pop(0)
+                    running[pool.submit(self._run_batch, fit, batch, True)] = len(batch)
+                if not running:
+                    break
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    del running[future]
+                    error = future.exception()
+                    if error is not None and failure is None:
+                        failure, fit.aborted = error, True
+        except BaseException:
+            fit.interrupted = fit.aborted = True
+            Worker.kill_all()
+            raise
+        finally:
+            pool.shutdown(wait=not fit.interrupted, cancel_futures=True)
+        if failure is not None:
+            raise failure
+
+    def _run_batch(self, fit: _Fit, batch: list[tuple[int, str]], remote: bool = False) -> None:
+        """Runs one batch to its end: a population, or one trial; in a worker process when
+        ``remote`` and its configs can be sent there (else here)."""
+        with fit.lock:
+            trials = {index: self._open_trial(fit, index, action) for index, action in batch}
         errors: dict[int, BaseException | None] = dict.fromkeys(trials)
+        payload = None
+        if remote:
+            from rljax.tune.worker import picklable_payload
+
+            assert self._algo_configs is not None
+            payload = picklable_payload(
+                [self._algo_configs[i] for i in trials],
+                [t.checkpoints[-1] if t.checkpoints else None for t in trials.values()],
+            )
         try:
             if len(batch) > 1:
                 assert self._algo_configs is not None
@@ -806,18 +914,25 @@ class Tuner:
                     [self._algo_configs[i] for i in trials],
                     list(trials.values()),
                     self.tune_config.scheduler,
+                    payload,
                 )
                 errors = dict(zip(trials, failures, strict=True))
             else:
                 ((index, trial),) = trials.items()
-                errors[index] = self._run_trial(index, trial)
+                errors[index] = self._run_trial(index, trial, payload)
         except _StopperFailed as e:
             raise ConfigError(str(e)) from e.__cause__
-        for index, trial in trials.items():
-            self._close_trial(fit, index, trial, errors[index])
+        if fit.interrupted:  # Ctrl-C ended the workers: the trials stay RUNNING
+            return
+        with fit.lock:
+            for index, trial in trials.items():
+                self._close_trial(fit, index, trial, errors[index])
 
-    def _run_trial(self, index: int, trial: _TrialRun) -> BaseException | None:
-        """Runs one trial to its end; returns its exception, if it raised."""
+    def _run_trial(
+        self, index: int, trial: _TrialRun, payload: bytes | None = None
+    ) -> BaseException | None:
+        """Runs one trial to its end (an algorithm's in a worker process with ``payload``);
+        returns its exception, if it raised."""
         global _SESSION
         variant = self._variants[index]
         try:
@@ -836,7 +951,7 @@ class Tuner:
                     _SESSION = None
             else:
                 assert self._algo_configs is not None
-                self._run_algorithm(self._algo_configs[index], trial)
+                self._run_algorithm(self._algo_configs[index], trial, payload)
         except _StopperFailed:
             raise
         except Exception as e:
@@ -989,10 +1104,17 @@ class Tuner:
         return tuner
 
     @staticmethod
-    def _run_algorithm(config: AlgorithmConfig, trial: _TrialRun) -> None:
-        algo = config.build_algo()
+    def _run_algorithm(
+        config: AlgorithmConfig, trial: _TrialRun, payload: bytes | None = None
+    ) -> None:
+        from rljax.tune.worker import RemoteAlgorithm
+
+        if payload is not None:  # built, and restored from the checkpoint, in the worker
+            algo: Any = RemoteAlgorithm(payload)
+        else:
+            algo = config.build_algo()
         try:
-            if trial.checkpoints:  # resumed: its iteration count goes on from the checkpoint's
+            if trial.checkpoints and payload is None:  # resumed: its iteration count goes on
                 algo.restore_from_path(trial.checkpoints[-1])
             while not trial.record(algo.train(), algo=algo):
                 pass

@@ -1,0 +1,136 @@
+"""Batches of trials that cannot share one program train at once in worker processes when
+``max_concurrent_trials`` leaves room: the same numbers as in this process, checkpoints written
+by the workers, and a worker that dies fails its own trial only."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+
+from rljax import tune
+from rljax.algorithms.algorithm import Algorithm
+from rljax.tune import experiment_state as es
+
+SPACE = {
+    "env": "CartPole-v1",
+    "num_envs_per_env_runner": 4,
+    "rollout_fragment_length": 16,
+    "train_batch_size_per_learner": 64,
+    "minibatch_size": 32,
+    "num_epochs": 1,
+    "seed": 0,
+    # Two network sizes: two programs, so two batches of one trial.
+    "model_config": {"fcnet_hiddens": tune.grid_search([[8], [16]])},
+}
+
+
+def _fit(tmp_path, name, cap, stop, checkpoint_config=None):
+    return tune.Tuner(
+        "PPO",
+        param_space=SPACE,
+        tune_config=tune.TuneConfig(max_concurrent_trials=cap),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=str(tmp_path),
+            stop=stop,
+            checkpoint_config=checkpoint_config,
+            verbose=0,
+        ),
+    ).fit()
+
+
+def test_other_shapes_train_at_once_in_workers_with_this_process_numbers(tmp_path):
+    at_end = tune.CheckpointConfig(checkpoint_at_end=True)
+    stop = {"training_iteration": 2}
+    here = _fit(tmp_path, "here", None, stop, at_end)
+    workers = _fit(tmp_path, "workers", 2, stop, at_end)
+    assert here.num_errors == 0 and workers.num_errors == 0, (here.errors, workers.errors)
+    assert {r.metrics["pid"] for r in here} == {os.getpid()}
+    pids = [r.metrics["pid"] for r in workers]
+    assert os.getpid() not in pids and len(set(pids)) == 2
+    for mine, theirs in zip(here, workers, strict=True):
+        assert mine.config == theirs.config
+        for a, b in zip(mine.history, theirs.history, strict=True):
+            assert a["num_env_steps_sampled_lifetime"] == b["num_env_steps_sampled_lifetime"]
+            np.testing.assert_allclose(
+                a["env_runners"]["episode_return_mean"], b["env_runners"]["episode_return_mean"]
+            )
+            np.testing.assert_allclose(
+                a["learners"]["default_policy"]["total_loss"],
+                b["learners"]["default_policy"]["total_loss"],
+                rtol=1e-5,
+            )
+    # The worker saved the checkpoint where the trial's files are; it loads here.
+    checkpoint = workers[1].checkpoint
+    assert checkpoint is not None and os.path.basename(checkpoint.path) == "checkpoint_000002"
+    algo = Algorithm.from_checkpoint(checkpoint.path)
+    try:
+        assert algo.iteration == 2
+        assert list(algo.config.model_config.fcnet_hiddens) == [16]
+    finally:
+        algo.stop()
+
+
+def test_a_worker_that_dies_fails_its_own_trial_and_the_other_finishes(tmp_path):
+    killed = []
+
+    def stop(trial_id, result):  # the first trial's worker is killed after its first result
+        if trial_id.endswith("_00000") and not killed:
+            killed.append(result["pid"])
+            os.kill(result["pid"], signal.SIGKILL)
+        return result["training_iteration"] >= 2
+
+    grid = _fit(tmp_path, "dies", 2, stop)
+    assert killed and killed[0] != os.getpid()
+    assert isinstance(grid[0].error, RuntimeError) and "exited" in str(grid[0].error)
+    assert grid[1].error is None and grid[1].metrics["training_iteration"] == 2
+    state = es.ExperimentState.load(tmp_path / "dies")
+    assert [t["status"] for t in state.trials] == [es.ERROR, es.TERMINATED]
+
+
+SCRIPT = """
+import sys
+from rljax import tune
+space = {space!r}
+space["model_config"]["fcnet_hiddens"] = tune.grid_search([[8], [16]])
+if __name__ == "__main__":
+    tune.Tuner("PPO", param_space=space, tune_config=tune.TuneConfig(max_concurrent_trials=2),
+               run_config=tune.RunConfig(name="x", storage_path=sys.argv[1],
+                                         stop={{"training_iteration": 10**9}}, verbose=0)).fit()
+"""
+
+
+def test_ctrl_c_ends_the_workers_at_once_and_leaves_their_trials_running(tmp_path):
+    import json
+    import subprocess
+    import sys
+    import time
+
+    space = {**SPACE, "model_config": {}}
+    (tmp_path / "run.py").write_text(SCRIPT.format(space=space))
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "run.py"), str(tmp_path)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        pids: set[int] = set()
+        deadline = time.monotonic() + 120
+        while len(pids) < 2 and time.monotonic() < deadline:  # both workers have reported
+            time.sleep(0.5)
+            for path in (tmp_path / "x").glob("*/result.json"):
+                line = path.read_text().split("\n", 1)[0]
+                if line:
+                    pids.add(json.loads(line)["pid"])
+        assert len(pids) == 2, "the workers did not report within 120 s"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err
+    time.sleep(1)
+    assert not [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
+    state = es.ExperimentState.load(tmp_path / "x")
+    assert [t["status"] for t in state.trials] == [es.RUNNING, es.RUNNING]
