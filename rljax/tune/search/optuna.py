@@ -348,17 +348,6 @@ class OptunaSearch(Searcher):
             config = _replace(config, param.path, param.value(trial.params[param.name]))
         return dict(config)
 
-    def suggest_many(self, trial_ids: Sequence[str]) -> list[dict[str, Any]]:
-        """Asks Optuna for several trials at once, before any reports (trials trained
-        together); the sampler sees only the trials completed before the call."""
-        out: list[dict[str, Any]] = []
-        for trial_id in trial_ids:
-            config = self.suggest(trial_id)
-            if config is None:
-                break
-            out.append(config)
-        return out
-
     def _trial(self, trial_id: str) -> Any:
         try:
             return self._trials[trial_id]
