@@ -213,3 +213,15 @@ def test_tune_benchmark_quick_run_compares_population_and_workers(tmp_path, run_
     ]
     assert returns[0] == pytest.approx(returns[1], rel=1e-4)
     assert ratios["c_workers2_over_sequential"] > 0
+
+
+@pytest.mark.slow
+def test_xla_cpu_flags_benchmark_runs_each_mode_in_its_own_process(tmp_path, run_benchmark):
+    args = ["--configs", "tuned_16env", "--modes", "default", "one_core"]
+    report = run_benchmark("xla_cpu_flags.py", *args, "--repeats", "1", "--iterations", "2",
+                           "--out", str(tmp_path))  # fmt: skip
+    assert report == json.loads((tmp_path / "xla_cpu_flags.json").read_text())
+    assert set(report["results"]) == {"tuned_16env/default", "tuned_16env/one_core"}
+    for res in report["results"].values():
+        assert [r["status"] for r in res["runs"]] == ["ok"]
+        assert 0 < res["iteration_s"][0] < res["first_s"][0]  # the first one compiles
