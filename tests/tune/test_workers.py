@@ -8,6 +8,7 @@ import os
 import signal
 
 import numpy as np
+import pytest
 
 from rljax import tune
 from rljax.algorithms.algorithm import Algorithm
@@ -41,6 +42,7 @@ def _fit(tmp_path, name, cap, stop, checkpoint_config=None):
     ).fit()
 
 
+@pytest.mark.slow  # two Tuner runs, four compilations
 def test_other_shapes_train_at_once_in_workers_with_this_process_numbers(tmp_path):
     at_end = tune.CheckpointConfig(checkpoint_at_end=True)
     stop = {"training_iteration": 2}
@@ -102,6 +104,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow  # a script of its own
 def test_ctrl_c_ends_the_workers_at_once_and_leaves_their_trials_running(tmp_path):
     import json
     import subprocess
