@@ -17,7 +17,8 @@ and the live table of trials (``rljax.tune.progress``); search algorithms
 (``tune.schedulers.ASHAScheduler``, ``AsyncHyperBandScheduler``, ``HyperBandScheduler``,
 ``MedianStoppingRule``, ``FIFOScheduler``) backed by Optuna (optional: ``pip install optuna``);
 ``tune.schedulers.PopulationBasedTraining`` inside a population; ``tune.ray_trainable(name)``
-for Ray Tune itself. Not built yet: callbacks.
+for Ray Tune itself; ``tune.Callback`` and ``tune.logger.TBXLoggerCallback`` (TensorBoard event
+files) as ``RunConfig(callbacks=[...])``.
 
 Example::
 
@@ -30,7 +31,8 @@ Example::
     )  # 4 dicts
 """
 
-from rljax.tune import schedulers, search, stopper
+from rljax.tune import logger, schedulers, search, stopper
+from rljax.tune.callback import Callback
 from rljax.tune.ray_integration import ray_trainable
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid
 from rljax.tune.sample import (
@@ -58,6 +60,8 @@ from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, get_checkpoin
 from rljax.tune.variants import check_search_spaces, find_search_spaces, generate_variants
 
 __all__ = [
+    "Callback",
+    "logger",
     "Categorical",
     "Checkpoint",
     "CheckpointConfig",

@@ -1,8 +1,4 @@
-"""``TuneConfig``, ``RunConfig`` and ``CheckpointConfig``, with Ray Tune 2.x's names and defaults.
-
-Settings whose feature is not built in rljax yet (``RunConfig.callbacks``) raise
-``NotImplementedError`` naming what was given, rather than being ignored.
-"""
+"""``TuneConfig``, ``RunConfig`` and ``CheckpointConfig``, with Ray Tune 2.x's names and defaults."""
 
 from __future__ import annotations
 
@@ -15,12 +11,6 @@ from rljax.tune.schedulers import TrialScheduler
 from rljax.tune.search.searcher import Searcher
 from rljax.tune.stopper import as_stopper
 from rljax.utils.errors import ConfigError
-
-
-def _not_built(what: str, value: Any) -> NotImplementedError:
-    return NotImplementedError(
-        f"{what}={value!r}: not built in rljax yet; leave {what.split('.')[-1]} unset"
-    )
 
 
 def _check_number(name: str, value: Any, minimum: float, integer: bool) -> None:
@@ -136,7 +126,9 @@ class RunConfig:
     of result keys to thresholds (``/`` for nested keys; a trial stops when any is reached), a
     function ``(trial_id, result) -> bool`` or a ``tune.Stopper``; ``checkpoint_config``: a
     ``CheckpointConfig``; ``verbose``: 0 silent, 1 the table of trials (``rljax.tune.progress``,
-    redrawn in place on a terminal), 2 a line per result too. ``callbacks`` are not built yet and raise if given.
+    redrawn in place on a terminal), 2 a line per result too; ``callbacks``: a list of
+    ``tune.Callback`` (``rljax.tune.callback``; not saved for ``Tuner.restore``, pass them
+    again with ``restore(..., callbacks=...)``).
     """
 
     name: str | None = None
@@ -163,8 +155,18 @@ class RunConfig:
             )
         if self.verbose not in (0, 1, 2, 3):
             raise ConfigError(f"RunConfig.verbose={self.verbose!r}: use 0, 1, 2 or 3")
-        if self.callbacks:
-            raise _not_built("RunConfig.callbacks", self.callbacks)
+        if self.callbacks is not None:
+            from rljax.tune.callback import Callback
+
+            given = self.callbacks
+            if not isinstance(given, (list, tuple)) or not all(
+                isinstance(c, Callback) for c in given
+            ):
+                raise ConfigError(
+                    f"RunConfig.callbacks={given!r}: use a list of tune.Callback instances "
+                    "(tune.logger.TBXLoggerCallback(), or a subclass of tune.Callback)"
+                )
+            self.callbacks = list(given)
 
 
 __all__ = ["CheckpointConfig", "RunConfig", "TuneConfig", "default_storage_path"]

@@ -19,6 +19,7 @@ refuses to start instead. A function trainable ends when it returns.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import inspect
@@ -145,6 +146,8 @@ class _TrialRun:
         # Trials trained at once (in worker processes) record their results one at a time.
         self.lock = lock if lock is not None else threading.RLock()
         self.halt = halt  # True: the Tuner is ending every trial (a fatal error elsewhere)
+        # RunConfig.callbacks' on_trial_result, called with each recorded result.
+        self.notify: Callable[[_TrialRun, dict[str, Any]], None] | None = None
         self.stopper, self.checkpoint_config = stopper, checkpoint_config
         self.deadline, self.verbose = deadline, verbose
         self.progress = progress
@@ -162,6 +165,11 @@ class _TrialRun:
         safe_io.write_atomic(path / "params.json", json.dumps(to_json_data(config), indent=2))
         (path / "error.txt").unlink(missing_ok=True)  # a resumed trial's old error
         self._rewrite_results()
+
+    @property
+    def local_path(self) -> str:
+        """The trial's directory (Tune's ``Trial.local_path``)."""
+        return str(self.path)
 
     def _rewrite_results(self) -> None:
         """``result.json`` and ``progress.csv`` holding ``history`` (none for a new trial; a
@@ -236,6 +244,8 @@ class _TrialRun:
             self._save_checkpoint(iteration, algo.save_to_path)
         if self.progress is not None:
             self.progress.result(self.trial_id, result)
+        if self.notify is not None:
+            self.notify(self, result)
         if self.verbose >= 2:
             line = f"Trial {self.trial_id} iteration {iteration}: {_short(flat)}"
             if self.progress is not None:
@@ -409,6 +419,30 @@ class _Fit:
     lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
     aborted: bool = False
     interrupted: bool = False
+    callbacks: list[Any] = dataclasses.field(default_factory=list)  # RunConfig.callbacks
+    trials: list[_TrialRun] = dataclasses.field(default_factory=list)  # started in this fit()
+    iteration: int = 0  # results recorded in this fit()
+
+    def callback(self, hook: str, **kwargs: Any) -> None:
+        """Calls ``hook`` of every ``RunConfig`` callback; one that raises ends ``fit()``."""
+        for cb in self.callbacks:
+            try:
+                getattr(cb, hook)(**kwargs)
+            except Exception as e:
+                raise _StopperFailed(
+                    f"RunConfig.callbacks: {type(cb).__name__}.{hook} raised "
+                    f"{type(e).__name__}: {e}"
+                ) from e
+
+    def trial_result(self, trial: _TrialRun, result: dict[str, Any]) -> None:
+        self.iteration += 1
+        self.callback(
+            "on_trial_result",
+            iteration=self.iteration,
+            trials=list(self.trials),
+            trial=trial,
+            result=result,
+        )
 
     def past_deadline(self) -> bool:
         if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -702,8 +736,18 @@ class Tuner:
             checkpoint_config=run.checkpoint_config or CheckpointConfig(),
             deadline=None if budget is None else time.monotonic() + budget,
             progress=self._progress(state) if run.verbose >= 1 else None,
+            callbacks=list(run.callbacks or []),
         )
         try:
+            try:
+                fit.callback(
+                    "setup",
+                    stop=run.stop,
+                    num_samples=self.tune_config.num_samples,
+                    total_num_samples=len(self._variants),
+                )
+            except _StopperFailed as e:
+                raise ConfigError(str(e)) from e.__cause__
             todo: list[tuple[int, str]] = []
             for index, variant in enumerate(self._variants):
                 entry = state.trials[index]
@@ -723,6 +767,8 @@ class Tuner:
         finally:
             if fit.progress is not None:
                 fit.progress.close()
+            with contextlib.suppress(_StopperFailed):  # the error that ended fit() counts
+                fit.callback("on_experiment_end", trials=list(fit.trials))
         return ResultGrid(
             [fit.results[i] for i in sorted(fit.results)],
             str(experiment),
@@ -810,6 +856,12 @@ class Tuner:
             trial.on_result = _searcher_and_scheduler(trial_id, searcher, scheduler)
         if scheduler is not None:
             scheduler.on_trial_add(trial_id)
+        fit.trials.append(trial)
+        if fit.callbacks:
+            trial.notify = fit.trial_result
+            fit.callback(
+                "on_trial_start", iteration=fit.iteration, trials=list(fit.trials), trial=trial
+            )
         return trial
 
     def _close_trial(
@@ -826,6 +878,8 @@ class Tuner:
             scheduler.on_trial_error(trial.trial_id)
         elif scheduler is not None:
             scheduler.on_trial_complete(trial.trial_id, last)
+        hook = "on_trial_error" if error is not None else "on_trial_complete"
+        fit.callback(hook, iteration=fit.iteration, trials=list(fit.trials), trial=trial)
         if fit.progress is not None:
             fit.progress.status(trial.trial_id, status)
             if error is not None:
@@ -894,7 +948,14 @@ class Tuner:
 
     def _run_batch(self, fit: _Fit, batch: list[tuple[int, str]], remote: bool = False) -> None:
         """Runs one batch to its end: a population, or one trial; in a worker process when
-        ``remote`` and its configs can be sent there (else here)."""
+        ``remote`` and its configs can be sent there (else here). A failing stop criterion or
+        callback ends ``fit()`` with ``ConfigError``."""
+        try:
+            self._run_batch_inner(fit, batch, remote)
+        except _StopperFailed as e:
+            raise ConfigError(str(e)) from e.__cause__
+
+    def _run_batch_inner(self, fit: _Fit, batch: list[tuple[int, str]], remote: bool) -> None:
         with fit.lock:
             trials = {index: self._open_trial(fit, index, action) for index, action in batch}
         errors: dict[int, BaseException | None] = dict.fromkeys(trials)
@@ -907,21 +968,18 @@ class Tuner:
                 [self._algo_configs[i] for i in trials],
                 [t.checkpoints[-1] if t.checkpoints else None for t in trials.values()],
             )
-        try:
-            if len(batch) > 1:
-                assert self._algo_configs is not None
-                failures = _run_population(
-                    [self._algo_configs[i] for i in trials],
-                    list(trials.values()),
-                    self.tune_config.scheduler,
-                    payload,
-                )
-                errors = dict(zip(trials, failures, strict=True))
-            else:
-                ((index, trial),) = trials.items()
-                errors[index] = self._run_trial(index, trial, payload)
-        except _StopperFailed as e:
-            raise ConfigError(str(e)) from e.__cause__
+        if len(batch) > 1:
+            assert self._algo_configs is not None
+            failures = _run_population(
+                [self._algo_configs[i] for i in trials],
+                list(trials.values()),
+                self.tune_config.scheduler,
+                payload,
+            )
+            errors = dict(zip(trials, failures, strict=True))
+        else:
+            ((index, trial),) = trials.items()
+            errors[index] = self._run_trial(index, trial, payload)
         if fit.interrupted:  # Ctrl-C ended the workers: the trials stay RUNNING
             return
         with fit.lock:
@@ -1022,6 +1080,7 @@ class Tuner:
         restart_errored: bool = False,
         *,
         stop: Any = None,
+        callbacks: list[Any] | None = None,
     ) -> Tuner:
         """A ``Tuner`` that continues the experiment at ``path`` (Ray Tune's
         ``Tuner.restore``); call ``fit()`` on it.
@@ -1045,6 +1104,7 @@ class Tuner:
             replaced by each trial's saved ones. A config object gives the base settings.
           resume_unfinished, resume_errored, restart_errored: Tune's flags, as above.
           stop: ``RunConfig.stop`` again when it was a function or a ``Stopper`` (not saved).
+          callbacks: ``RunConfig.callbacks`` again (objects, not saved).
 
         Raises:
           ConfigError: no experiment state at ``path``, a trainable of another kind or
@@ -1054,6 +1114,8 @@ class Tuner:
 
         state = es.ExperimentState.load(path)
         tune_config, run_config = es.restored_configs(state, stop)
+        if callbacks is not None:
+            run_config = dataclasses.replace(run_config, callbacks=callbacks)
         # The base settings: a config given again, else (an algorithm) the saved ones.
         base_space = param_space if isinstance(param_space, AlgorithmConfig) else None
         if state.kind == "algorithm" and not isinstance(trainable, AlgorithmConfig):

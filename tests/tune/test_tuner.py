@@ -218,8 +218,6 @@ def test_bad_input_fails_before_anything_runs(tmp_path):
         tune.TuneConfig(max_concurrent_trials=0)
     with pytest.raises(ConfigError, match="populations='yes'"):
         tune.TuneConfig(populations="yes")
-    with pytest.raises(NotImplementedError, match="callbacks=.*not built"):
-        tune.RunConfig(callbacks=[object()])
     tune.TuneConfig(max_concurrent_trials=1)
     with pytest.raises(ConfigError, match="checkpoint_at_end are for algorithm trainables"):
         tune.Tuner(
