@@ -33,7 +33,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -41,7 +40,7 @@ from typing import Any
 
 import numpy as np
 import sync_vs_async
-from common import machine_info
+from common import machine_info, save_report
 
 import rljax
 
@@ -194,9 +193,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "wall_s": time.perf_counter() - started,
         "results": results,
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "appo_async.json").write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    save_report(report, args.out, "appo_async")
     return report
 
 

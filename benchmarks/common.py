@@ -1,10 +1,12 @@
-"""What every benchmark report records about the machine it ran on."""
+"""What every benchmark report records about the machine it ran on, and where it goes."""
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
+from pathlib import Path
 from typing import Any
 
 
@@ -44,3 +46,14 @@ def machine_info(packages: list[str]) -> dict[str, Any]:
     if hasattr(os, "getloadavg"):
         info["load_average_at_start"] = list(os.getloadavg())
     return info
+
+
+def save_report(report: dict[str, Any], out: str | os.PathLike[str], name: str) -> Path:
+    """Writes ``report`` as ``out/<name>.json`` (creating ``out``), prints it as JSON on stdout
+    and returns the file's path."""
+    path = Path(out) / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report, indent=2)
+    path.write_text(text + "\n")
+    print(text)
+    return path

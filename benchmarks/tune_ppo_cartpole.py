@@ -45,11 +45,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine_info  # noqa: E402
+from common import machine_info, save_report  # noqa: E402
 
 RETURN = "env_runners/episode_return_mean"
 STEPS = "num_env_steps_sampled_lifetime"
@@ -359,10 +358,7 @@ def main() -> int:
         "c_workers2_over_sequential": ratio("c_workers2", "c_sequential"),
         "c_workers4_over_sequential": ratio("c_workers4", "c_sequential"),
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "tune_ppo_cartpole.json").write_text(json.dumps(report, indent=2))
-    print(json.dumps(report, indent=2))
+    save_report(report, args.out, "tune_ppo_cartpole")
     return 1 if failed else 0
 
 

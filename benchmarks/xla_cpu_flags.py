@@ -33,11 +33,10 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine_info  # noqa: E402
+from common import machine_info, save_report  # noqa: E402
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "default_1env": {"num_epochs": 10, "minibatch_size": 32},
@@ -122,10 +121,7 @@ def main() -> int:
             }
             print(f"[{config_name}/{mode}] {report['results'][f'{config_name}/{mode}']['iteration_s']}",
                   file=sys.stderr, flush=True)  # fmt: skip
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "xla_cpu_flags.json").write_text(json.dumps(report, indent=2))
-    print(json.dumps(report, indent=2))
+    save_report(report, args.out, "xla_cpu_flags")
     return 1 if failed else 0
 
 

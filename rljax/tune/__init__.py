@@ -9,7 +9,7 @@ Built: the search spaces (``grid_search``, ``choice``, ``uniform``, ``quniform``
 run_config).fit()``, where trials of an algorithm that differ only in values its update reads
 train together as one population in one vmapped program (``rljax.execution.population``), the
 others one by one, and batches run at once in worker processes when ``max_concurrent_trials``
-leaves room (``rljax.tune.worker``); ``tune.report, stop criteria (``RunConfig(stop=...)``,
+leaves room (``rljax.tune.worker``); ``tune.report``, stop criteria (``RunConfig(stop=...)``,
 ``Stopper``), ``ResultGrid`` / ``Result``, Tune's output files, the older ``tune.run``;
 ``Tuner.restore`` / ``Tuner.can_restore`` (``experiment_state.json``), ``tune.get_checkpoint``
 and the live table of trials (``rljax.tune.progress``); search algorithms

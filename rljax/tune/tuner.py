@@ -6,8 +6,8 @@ A trainable is an algorithm name (``"PPO"``), an algorithm class, a config objec
 trials of an algorithm that can share one program train as one population
 (``rljax.execution.population``), the others one by one; batches run one after another in this
 process or, when ``max_concurrent_trials`` leaves room, several at once in worker processes
-(``rljax.tune.worker``). Each trial writes ``params.json``, ``result.json`` (a JSON line per result) and
-``progress.csv`` to ``storage_path/name/<trial dir>``, as Tune does; ``experiment_state.json``
+(``rljax.tune.worker``). Each trial writes ``params.json``, ``result.json`` (a JSON line per result)
+and ``progress.csv`` to ``storage_path/name/<trial dir>``, as Tune does; ``experiment_state.json``
 at ``storage_path/name`` records each trial's status for ``Tuner.restore``. With
 ``RunConfig(verbose=1)`` (the default) a table of the trials is shown as they run
 (``rljax.tune.progress``).
@@ -121,7 +121,8 @@ def get_checkpoint() -> Checkpoint | None:
             "tune.get_checkpoint() is called inside a function trainable run by "
             "tune.Tuner(...).fit(); no trial is running"
         )
-    return Checkpoint(_SESSION.checkpoints[-1]) if _SESSION.checkpoints else None
+    latest = _SESSION.latest_checkpoint
+    return None if latest is None else Checkpoint(latest)
 
 
 # ---------------------------------------------------------------------- one trial
@@ -165,6 +166,11 @@ class _TrialRun:
         safe_io.write_atomic(path / "params.json", json.dumps(to_json_data(config), indent=2))
         (path / "error.txt").unlink(missing_ok=True)  # a resumed trial's old error
         self._rewrite_results()
+
+    @property
+    def latest_checkpoint(self) -> Path | None:
+        """The newest checkpoint kept (a resumed trial continues from it), or None."""
+        return self.checkpoints[-1] if self.checkpoints else None
 
     @property
     def local_path(self) -> str:
@@ -468,11 +474,10 @@ def _run_population(
     errors: list[BaseException | None] = [None] * len(trials)
     population: Any = None
     try:
-        checkpoints = [t.checkpoints[-1] if t.checkpoints else None for t in trials]
-        if payload is not None:
+        if payload is not None:  # built from the trials' checkpoints in the worker
             population = RemotePopulation(payload, len(trials))
         else:
-            population = Population(configs, checkpoints=checkpoints)
+            population = Population(configs, checkpoints=[t.latest_checkpoint for t in trials])
         pbt = scheduler if isinstance(scheduler, PopulationBasedTraining) else None
         while any(population.active):
             results = population.train()
@@ -966,7 +971,7 @@ class Tuner:
             assert self._algo_configs is not None
             payload = picklable_payload(
                 [self._algo_configs[i] for i in trials],
-                [t.checkpoints[-1] if t.checkpoints else None for t in trials.values()],
+                [t.latest_checkpoint for t in trials.values()],
             )
         if len(batch) > 1:
             assert self._algo_configs is not None
@@ -1176,8 +1181,9 @@ class Tuner:
         else:
             algo = config.build_algo()
         try:
-            if trial.checkpoints and payload is None:  # resumed: its iteration count goes on
-                algo.restore_from_path(trial.checkpoints[-1])
+            resumed_from = trial.latest_checkpoint
+            if resumed_from is not None and payload is None:  # its iteration count goes on
+                algo.restore_from_path(resumed_from)
             while not trial.record(algo.train(), algo=algo):
                 pass
             trial.finish_algorithm(algo)

@@ -131,7 +131,11 @@ class Worker:
             Worker._all.add(self)
         self._process.start()
         child.close()
-        self.pid: int = self._receive()
+        try:
+            self.pid: int = self._receive()
+        except BaseException:  # the batch could not be built there: nothing left to stop
+            self.kill()
+            raise
 
     def _receive(self) -> Any:
         try:
