@@ -19,6 +19,10 @@ import numpy as np
 import rljax
 from rljax.algorithms import registry as algorithm_registry
 from rljax.algorithms.algorithm_config import AlgorithmConfig
+from rljax.callbacks.callbacks import EPISODE_HOOKS, HOOKS
+from rljax.callbacks.dispatch import Callbacks
+from rljax.callbacks.episodes import EpisodeReplay
+from rljax.env.env_context import EnvContext
 from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.env.vector import (
     EnvSpec,
@@ -46,6 +50,7 @@ from rljax.utils import checkpoint as ckpt
 from rljax.utils.checks import require_bool
 from rljax.utils.errors import AlgorithmStoppedError, CheckpointError, ConfigError
 from rljax.utils.memory import check_fits
+from rljax.utils.metrics.metrics_logger import MetricsLogger, merge_into
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
 from rljax.utils.references import LoadPolicy
 from rljax.utils.seeding import derive_seed
@@ -167,8 +172,31 @@ class Algorithm:
         self._num_evaluations = 0
         self._non_finite_seen = 0
         self._stopped = False
+        # User callbacks (config.callbacks); with an episode hook the sampled steps reach the
+        # host once per iteration (rljax.callbacks.episodes).
+        self.callbacks = Callbacks(
+            config.callbacks_class, {h: getattr(config, f"callbacks_{h}") for h in HOOKS}
+        )
+        self.metrics = MetricsLogger()  # RLlib's algo.metrics: top level of the next result
+        self._env_runner_metrics = MetricsLogger()  # episode hooks': under env_runners
+        self._record_episodes = self.callbacks.wants_episodes and not population_member
+        if self._record_episodes and config.is_multi_agent:
+            hooks = [h for h in (*EPISODE_HOOKS, "on_sample_end") if self.callbacks.defines(h)]
+            raise ConfigError(
+                f"episode callbacks ({', '.join(hooks)}) run on single-agent envs only; a "
+                "multi-agent run takes the algorithm-level hooks (on_train_result, ...)"
+            )
+        self._episode_replay: EpisodeReplay | None = None
+        self._replaced_seen = 0
         try:
             self._setup()
+            if self._record_episodes:
+                self._episode_replay = EpisodeReplay(
+                    self.callbacks, self._env_runner_metrics, self._episode_context
+                )
+            if not population_member:
+                self._envs_created(self._runner_envs())
+                self.callbacks("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
         except BaseException:  # Ctrl-C during a compile too: no runner thread or env outlives it
             self.stop()
             raise
@@ -267,7 +295,10 @@ class Algorithm:
         self._env = make_envpool(self.env_spec, n, batch, self.seed)
         handle, _recv, _send, xla_step = self._env.xla()
         self._env.async_reset()
-        result = jax.tree.map(jnp.asarray, envpool_result(*self._env.recv()))
+        keep = self._record_episodes  # the results carry EnvPool's infos for episode callbacks
+        obs, rew, term, trunc, info = self._env.recv()
+        result = envpool_result(obs, rew, term, trunc, info, keep_info=keep)
+        result = jax.tree.map(jnp.asarray, result)
         actor = init_actor_state(self.parts.act, params, result.obs[0], n)
         rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
         return xla_step, jax.device_put(rs, self.runner_device)
@@ -320,6 +351,7 @@ class Algorithm:
             self.runner_device,
             num_workers=cfg.num_env_runners,
             restart_sub_envs=cfg.restart_failed_sub_environments,
+            record_infos=self._record_episodes,
         )
 
         def make(i: int) -> HostRunner | FusedRunner:
@@ -376,6 +408,84 @@ class Algorithm:
             "num_sub_env_restarts": runners.num_sub_env_restarts,
         }
 
+    # ------------------------------------------------------------------ callbacks
+    def _runner_envs(self, slots: Iterable[int] | None = None) -> list[tuple[int, Any, Any]]:
+        """``(worker_index, env_runner, vector env)`` of the runners (``slots``: those only);
+        on the fused path the algorithm is the one runner."""
+        if self._runners is None:
+            return [(0, self, self._env)] if self._env is not None else []
+        n = self.config.num_env_runners
+        chosen = range(len(self._runners.runners)) if slots is None else slots
+        return [
+            (i + 1 if n else 0, self._runners.runners[i], self._runners.runners[i].env)
+            for i in chosen
+        ]
+
+    def _envs_created(self, envs: list[tuple[int, Any, Any]]) -> None:
+        if not self.callbacks.defines("on_environment_created"):
+            return
+        for worker_index, runner, env in envs:
+            context = EnvContext(
+                self.config.env_config, worker_index, 0, self.config.num_env_runners
+            )
+            self.callbacks(
+                "on_environment_created",
+                env_runner=runner,
+                metrics_logger=self._env_runner_metrics,
+                env=env,
+                env_context=context,
+            )
+
+    def _runners_recreated(self) -> None:
+        """Calls the hooks for runners the group replaced since the last call."""
+        if self._runners is None:
+            return
+        new = self._runners.replaced[self._replaced_seen :]
+        self._replaced_seen += len(new)
+        if not new:
+            return
+        self.callbacks(
+            "on_env_runners_recreated",
+            algorithm=self,
+            env_runner_group=self._runners,
+            env_runner_indices=[i + 1 for i in new],
+            is_evaluation=False,
+        )
+        self._envs_created(self._runner_envs(sorted(set(new))))
+
+    def _episode_context(self, stream: int) -> dict[str, Any]:
+        """The hook arguments of an episode of ``stream`` (a sub-env id across runners)."""
+        per_runner = self._slots_per_runner()
+        slot, env_index = divmod(stream, per_runner)
+        runner: Any
+        if self._runners is None:
+            runner, env = self, self._env
+        else:
+            runner = self._runners.runners[min(slot, len(self._runners.runners) - 1)]
+            env = runner.env
+        if not hasattr(self, "_callback_module"):
+            self._callback_module = self.get_module()
+        return {
+            "env_runner": runner,
+            "env": env,
+            "env_index": env_index,
+            "rl_module": self._callback_module,
+        }
+
+    def _replay_episodes(self, out: dict[str, Any]) -> None:
+        """Episode hooks over the iteration's steps, then ``on_sample_end``."""
+        if self._episode_replay is None:
+            return
+        finished = []
+        for steps, infos in out.get("episode_steps", []):
+            finished += self._episode_replay.replay(steps, infos)
+        self.callbacks(
+            "on_sample_end",
+            env_runner=self if self._runners is None else None,
+            metrics_logger=self._env_runner_metrics,
+            samples=finished,
+        )
+
     # ------------------------------------------------------------------ training
     def train(self) -> dict[str, Any]:
         """Runs one training iteration and returns RLlib's nested result dict.
@@ -391,6 +501,8 @@ class Algorithm:
             )
         start = time.perf_counter()
         out = self._training_step()
+        self._runners_recreated()
+        self._replay_episodes(out)
         self.iteration += 1
         sampled = int(out["num_env_steps_sampled"])
         trained = int(out["num_env_steps_trained"])
@@ -413,6 +525,7 @@ class Algorithm:
             "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
             "num_env_steps_sampled_per_second": sampled / elapsed if elapsed > 0 else float("nan"),
         }
+        merge_into(env_runners, self._env_runner_metrics.reduce(), "env_runners/")
         by_policy = out["learner_metrics"]
         if not all(isinstance(v, dict) for v in by_policy.values()):
             by_policy = {DEFAULT_POLICY: by_policy}
@@ -454,6 +567,10 @@ class Algorithm:
         interval = self.config.evaluation_interval
         if interval and self.iteration % interval == 0:
             result["evaluation"] = self.evaluate()
+        merge_into(result, self.metrics.reduce(), "")
+        self.callbacks(
+            "on_train_result", algorithm=self, metrics_logger=self.metrics, result=result
+        )
         return result
 
     # ------------------------------------------------------------------ inference
@@ -546,9 +663,10 @@ class Algorithm:
         num_envs = min(cfg.evaluation_duration, 8)
         self._num_evaluations += 1
         seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
+        self.callbacks("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
         env = self._evaluation_env(num_envs, seed)
         agents = self.possible_agents
-        return evaluate_policy(
+        result = evaluate_policy(
             env,
             self._greedy_actions(),
             cfg.evaluation_duration,
@@ -556,6 +674,13 @@ class Algorithm:
             policy_ids=self._policy_ids() if agents is not None else None,
             agent_ids=agents,
         )
+        self.callbacks(
+            "on_evaluate_end",
+            algorithm=self,
+            metrics_logger=self.metrics,
+            evaluation_metrics=result,
+        )
+        return result
 
     def _evaluation_env(self, num_envs: int, seed: int) -> EvaluationEnv:
         """``num_envs`` copies of the env for evaluation (a multi-agent run builds its own)."""
@@ -698,6 +823,7 @@ class Algorithm:
         self.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
         self._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
+        self.callbacks("on_checkpoint_loaded", algorithm=self)
 
     def _check_runner_state(self, runners: Any, path: Any) -> tuple[str, list[Any] | None]:
         """Whether the saved env runners' state fits this run's runners: ("", the checked
@@ -741,8 +867,13 @@ class Algorithm:
         env: Any = None,
         policy_mapping_fn: Any = None,
         module_class: Any = None,
+        callbacks: Any = None,
     ) -> Algorithm:
         """Builds the algorithm a checkpoint was written by and restores its state.
+
+        The run's callbacks (``config.callbacks``) are code too: pass them again
+        (``callbacks=MyCallbacks``, for the callback classes) or allow their module; callbacks
+        that are neither are left out, with a warning.
 
         A checkpoint may come from anyone: loading it never imports or calls code that it
         names. A config whose env, policy mapping function or module class is code (not an
@@ -771,6 +902,7 @@ class Algorithm:
                 env=env,
                 policy_mapping_fn=policy_mapping_fn,
                 module_class=module_class,
+                callbacks=callbacks,
             )
             config.validate()
         except ConfigError as e:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import logging
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from rljax.algorithms.settings import Setting, declared_settings, setter_doc
+from rljax.callbacks.dispatch import check_callbacks_class, check_hook_function
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import normalize_vectorize_mode
@@ -53,6 +55,9 @@ MAX_ROLLOUT_FRAGMENT_LENGTH = 1_000_000
 MAX_EVALUATION_DURATION = 1_000_000
 # With evaluation_duration_unit="episodes", each episode may itself run thousands of steps.
 MAX_EVALUATION_EPISODES = 10_000
+
+
+logger = logging.getLogger("rljax")
 
 
 class _Unset:
@@ -419,6 +424,98 @@ class AlgorithmConfig:
         "stops train() with NonFiniteUpdateError after that iteration.",
         section="fault_tolerance",
     )
+    # ------------------------------------------------------------------ callbacks
+    callbacks_class = Setting[Any](
+        None,
+        check_callbacks_class,
+        "An RLlibCallback subclass (rljax.callbacks.callbacks), a list of them, or None; each "
+        "is built once with no arguments and its hooks run at RLlib's points of the run.",
+        section="callbacks",
+    )
+    callbacks_on_algorithm_init = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_algorithm_init hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_algorithm_init",
+    )
+    callbacks_on_train_result = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_train_result hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_train_result",
+    )
+    callbacks_on_evaluate_start = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_evaluate_start hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_evaluate_start",
+    )
+    callbacks_on_evaluate_end = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_evaluate_end hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_evaluate_end",
+    )
+    callbacks_on_checkpoint_loaded = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_checkpoint_loaded hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_checkpoint_loaded",
+    )
+    callbacks_on_env_runners_recreated = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_env_runners_recreated hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_env_runners_recreated",
+    )
+    callbacks_on_environment_created = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_environment_created hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_environment_created",
+    )
+    callbacks_on_episode_created = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_episode_created hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_episode_created",
+    )
+    callbacks_on_episode_start = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_episode_start hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_episode_start",
+    )
+    callbacks_on_episode_step = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_episode_step hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_episode_step",
+    )
+    callbacks_on_episode_end = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_episode_end hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_episode_end",
+    )
+    callbacks_on_sample_end = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_sample_end hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_sample_end",
+    )
     # ------------------------------------------------------------------ multi_agent
     policies = Setting[dict[str, PolicySpec] | None](
         None,
@@ -486,7 +583,7 @@ class AlgorithmConfig:
         unknown = values.pop("kwargs", {})
         if unknown:
             name = next(iter(unknown))
-            allowed = self._SECTIONS[section]
+            allowed = [self.SETTINGS[k].setter_keyword for k in self._SECTIONS[section]]
             hint = _unknown_key_hint(name, allowed) or _unknown_key_hint(name, self._all_keys())
             raise ConfigError(
                 f".{section}() got an unknown keyword {name!r}{hint}; valid keywords: {', '.join(allowed)}"
@@ -619,6 +716,30 @@ class AlgorithmConfig:
     ) -> _C:
         """What a run does about faults."""
         return self._set("fault_tolerance", locals())
+
+    def callbacks(
+        self: _C,
+        callbacks_class: Any = UNSET,
+        *,
+        on_algorithm_init: Callable[..., Any] | None = UNSET,
+        on_train_result: Callable[..., Any] | None = UNSET,
+        on_evaluate_start: Callable[..., Any] | None = UNSET,
+        on_evaluate_end: Callable[..., Any] | None = UNSET,
+        on_checkpoint_loaded: Callable[..., Any] | None = UNSET,
+        on_env_runners_recreated: Callable[..., Any] | None = UNSET,
+        on_environment_created: Callable[..., Any] | None = UNSET,
+        on_episode_created: Callable[..., Any] | None = UNSET,
+        on_episode_start: Callable[..., Any] | None = UNSET,
+        on_episode_step: Callable[..., Any] | None = UNSET,
+        on_episode_end: Callable[..., Any] | None = UNSET,
+        on_sample_end: Callable[..., Any] | None = UNSET,
+        **kwargs: Any,
+    ) -> _C:
+        """Sets user callbacks: classes with RLlib's hooks, or single hook functions."""
+        values = dict(locals())
+        for hook in [k for k in values if k.startswith("on_")]:
+            values[f"callbacks_{hook}"] = values.pop(hook)
+        return self._set("callbacks", values)
 
     @classmethod
     def overrides(cls, **kwargs: Any) -> dict[str, Any]:
@@ -1074,6 +1195,12 @@ class AlgorithmConfig:
                 inspect.isclass(value) or callable(value)
             ):
                 value = {"import": qualified_name(value)}
+            elif _is_callback_key(key) and value is not None:
+                value = (
+                    [{"import": qualified_name(c)} for c in value]
+                    if isinstance(value, list | tuple)
+                    else {"import": qualified_name(value)}
+                )
             out[key] = value
         return out
 
@@ -1086,6 +1213,7 @@ class AlgorithmConfig:
         env: Any = None,
         policy_mapping_fn: Any = None,
         module_class: Any = None,
+        callbacks: Any = None,
     ) -> AlgorithmConfig:
         """Builds a config from ``to_dict()`` output or a flat dict of config keys (RLlib names).
 
@@ -1100,7 +1228,11 @@ class AlgorithmConfig:
         the field and the import path.
         """
         policy = LoadPolicy.make(
-            allow_imports, env=env, policy_mapping_fn=policy_mapping_fn, module_class=module_class
+            allow_imports,
+            env=env,
+            policy_mapping_fn=policy_mapping_fn,
+            module_class=module_class,
+            callbacks=callbacks,
         )
         return cls._from_dict(d, policy)
 
@@ -1139,6 +1271,8 @@ class AlgorithmConfig:
             d["env"] = resolve("env", d["env"], policy, ConfigError)
         elif isinstance(d.get("env"), str) and isinstance(d.get("env_config"), dict):
             _check_file_env_config(d["env_config"])
+        for key in [k for k in d if _is_callback_key(k)]:
+            d[key] = _loaded_callbacks(key, d[key], policy)
         if policy.objects.get("policy_mapping_fn") is not None:
             d["policy_mapping_fn"] = policy.objects["policy_mapping_fn"]
         elif d.get("policy_mapping_fn") is not None and not callable(d["policy_mapping_fn"]):
@@ -1192,6 +1326,28 @@ AlgorithmConfig._derive_tables()  # subclasses derive theirs in __init_subclass_
 # What a gymnasium env's constructor may be told by a file: rendering only off-screen, and no
 # paths (gymnasium's MuJoCo envs read xml_file; a file must not point an env at other files).
 _FILE_RENDER_MODES = (None, "rgb_array", "rgb_array_list", "ansi")
+
+
+def _is_callback_key(key: str) -> bool:
+    return key == "callbacks_class" or key.startswith("callbacks_on_")
+
+
+def _loaded_callbacks(key: str, value: Any, policy: LoadPolicy) -> Any:
+    """A loaded config's callbacks: those the caller passes (``callbacks=``, for
+    ``callbacks_class``), else what the file names, imported only where the caller allows;
+    callbacks not allowed are left out with a warning (the run itself loads without them)."""
+    if key == "callbacks_class" and policy.objects.get("callbacks") is not None:
+        return policy.objects["callbacks"]
+    if value is None or callable(value):
+        return value
+    refs = value if isinstance(value, list) else [value]
+    trusted = LoadPolicy(policy.allow_imports)  # a passed class replaces callbacks_class only
+    try:
+        loaded = [resolve("callbacks", ref, trusted, ConfigError) for ref in refs]
+    except ConfigError as e:
+        logger.warning("%s is not loaded: %s", key, e)
+        return None
+    return loaded if isinstance(value, list) else loaded[0]
 
 
 def _check_file_env_config(env_config: dict[str, Any]) -> None:

@@ -307,7 +307,9 @@ class OffPolicyAlgorithm(Algorithm):
             target_update_freq=int(cfg.target_network_update_freq),
             learning_starts=int(cfg.num_steps_sampled_before_learning_starts),
         )
-        self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
+        self._act_step = make_act_step(
+            self.parts.act, self.parts.bootstrap_keys, record_steps=self._record_episodes
+        )
         state = OffPolicyState(
             learner=learner,
             buffer=None,
@@ -414,6 +416,7 @@ class OffPolicyAlgorithm(Algorithm):
     def _training_step(self) -> dict[str, Any]:
         t_start = time.perf_counter()
         timers: dict[str, float] = {}
+        host_infos: list[Any] = []
         if self.fused and self.mesh is None:
             self.state, self.runner_state, (metrics, started, episodes) = self._iteration(
                 self.state, self.runner_state
@@ -428,7 +431,9 @@ class OffPolicyAlgorithm(Algorithm):
                     self.runner_state, traj = self._sample(self._runner_params(), self.runner_state)
                     traj = jax.device_put(traj, replicated(self.mesh))
                 else:
-                    traj = self._live_runners().sample(self.config.sample_timeout_s).traj
+                    group = self._live_runners().sample(self.config.sample_timeout_s)
+                    traj = group.traj
+                    host_infos.append(group.infos)
                 sample_s += time.perf_counter() - t0
                 self.state, m, s = self._jit_cycle(self.state, traj)
                 if self._runners is not None:
@@ -448,8 +453,14 @@ class OffPolicyAlgorithm(Algorithm):
         learner_metrics["num_updates_lifetime"] = float(jax.device_get(self.state.num_updates))
         done = np.asarray(episodes["done"]).reshape(-1)
         sampled = int(np.sum(episodes["num_valid"]))
+        steps: list[Any] = []
+        if "steps" in episodes:  # episode callbacks: each cycle's rows, in order
+            for c in range(self.cycles_per_iteration):
+                rows = jax.tree.map(lambda x, c=c: x[c], episodes["steps"])
+                steps.append((rows, host_infos[c] if host_infos else None))
         return {
             "learner_metrics": learner_metrics,
+            "episode_steps": steps,
             "episode_returns": np.asarray(episodes["returns"]).reshape(-1)[done],
             "episode_lens": np.asarray(episodes["lens"]).reshape(-1)[done],
             "num_env_steps_sampled": sampled,

@@ -129,7 +129,9 @@ class OnPolicyAlgorithm(Algorithm):
         self.fragment_length = self.config.get_rollout_fragment_length()
         self._postprocess = postprocess
         self._update = update
-        self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
+        self._act_step = make_act_step(
+            self.parts.act, self.parts.bootstrap_keys, record_steps=self._record_episodes
+        )
         self.state = self._place_learner_state(self.state)
         self.fused = self._fused_envpool()
         if self._population_member:

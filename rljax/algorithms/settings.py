@@ -51,6 +51,8 @@ class Setting(Generic[T]):
         (a model dict becomes a ``DefaultModelConfig``) for code that reads it before
         ``validate()``.
       name: The attribute name, filled in when the class body binds the declaration.
+      keyword: The setter's keyword for it, where that differs from the name (RLlib's
+        ``.callbacks(on_episode_end=...)`` sets ``callbacks_on_episode_end``); "": the name.
     """
 
     default: T
@@ -60,6 +62,12 @@ class Setting(Generic[T]):
     per_module: bool = False
     checked_on_set: bool = False
     name: str = ""
+    keyword: str = ""
+
+    @property
+    def setter_keyword(self) -> str:
+        """The keyword of the setter that sets it."""
+        return self.keyword or self.name
 
     def __set_name__(self, owner: type, name: str) -> None:
         if self.name and self.name != name:
@@ -110,7 +118,7 @@ def setter_doc(summary: str, settings: Iterable[Setting[Any]]) -> str:
     lines = [summary.strip(), "", "Args:"]
     for s in settings:
         words = s.doc.split()
-        entry, width = f"  {s.name}:", 96
+        entry, width = f"  {s.setter_keyword}:", 96
         for word in words:
             if len(entry) + 1 + len(word) > width:
                 lines.append(entry)

@@ -30,6 +30,7 @@ class StepResult(NamedTuple):
     raw_reward: Any = None
     game_over: Any = None
     restarted: Any = None
+    info: Any = None
 
 
 __all__ = ["StepResult"]

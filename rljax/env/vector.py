@@ -34,9 +34,16 @@ ASYNC = "ASYNC"
 
 
 def envpool_result(
-    obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict, xp: Any = np
+    obs: Any,
+    reward: Any,
+    terminated: Any,
+    truncated: Any,
+    info: dict,
+    xp: Any = np,
+    keep_info: bool = False,
 ) -> StepResult:
-    """A ``StepResult`` from EnvPool's outputs (numpy or traced), with Atari's metric fields."""
+    """A ``StepResult`` from EnvPool's outputs (numpy or traced), with Atari's metric fields
+    (and the info arrays themselves with ``keep_info``)."""
     return StepResult(
         obs,
         xp.asarray(reward, xp.float32),
@@ -47,6 +54,7 @@ def envpool_result(
         (xp.asarray(info["terminated"], bool) | xp.asarray(truncated, bool))
         if "lives" in info
         else None,
+        info=dict(info) if keep_info else None,
     )
 
 
@@ -503,12 +511,13 @@ class GymVectorHostEnv:
             self.env = gym.vector.SyncVectorEnv(fns, autoreset_mode=autoreset)
         self.num_envs = num_envs
         self.batch_size = num_envs
+        self.keep_info = False  # results carry gymnasium's info dict (for episode callbacks)
         self.seed = seed
         self._ids = np.arange(num_envs, dtype=np.int32)
         self.action_space = self.env.single_action_space
 
     def reset(self) -> StepResult:
-        obs, _ = self.env.reset(seed=self.seed)
+        obs, info = self.env.reset(seed=self.seed)
         n = self.num_envs
         return StepResult(
             obs,
@@ -517,6 +526,7 @@ class GymVectorHostEnv:
             np.zeros(n, bool),
             self._ids,
             restarted=np.zeros(n, bool) if self.restart_sub_envs else None,
+            info=info if self.keep_info else None,
         )
 
     def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
@@ -529,6 +539,7 @@ class GymVectorHostEnv:
             np.asarray(trunc, bool),
             self._ids,
             restarted=_restarted(info, self.num_envs) if self.restart_sub_envs else None,
+            info=info if self.keep_info else None,
         )
 
     def get_state(self) -> dict[str, Any]:
@@ -640,10 +651,12 @@ class EnvPoolHostEnv:
         self.env = make_envpool(spec, num_envs, batch_size, seed)
         self.num_envs = num_envs
         self.batch_size = batch_size
+        self.keep_info = False  # results carry the info arrays (for episode callbacks)
         self.action_space = self.env.action_space
 
     def _result(self, ret: tuple) -> StepResult:
-        return envpool_result(*ret)
+        obs, rew, term, trunc, info = ret
+        return envpool_result(obs, rew, term, trunc, info, keep_info=self.keep_info)
 
     def reset(self) -> StepResult:
         self.env.async_reset()

@@ -77,6 +77,7 @@ class SampleRecord:
     wait_s: list[float]
     learner_version: int  # the version of the weights the update starts from
     learner_wait_s: float  # how long the learner waited for the fragments
+    infos: Any = None  # the env's infos per row and column, for episode callbacks (or None)
 
     @classmethod
     def of(cls, group: GroupSample, learner_version: int) -> SampleRecord:
@@ -91,6 +92,7 @@ class SampleRecord:
             wait_s=list(group.runner_wait_s),
             learner_version=learner_version,
             learner_wait_s=group.learner_wait_s,
+            infos=group.infos,
         )
 
 
@@ -373,6 +375,12 @@ class OnPolicyLoop(Generic[State]):
                 metrics["num_updates"] = len(records)
         return {
             "learner_metrics": metrics,
+            # Episode callbacks: each update's recorded rows and the runners' infos.
+            "episode_steps": [
+                (e["steps"], getattr(r.get("sample_record"), "infos", None))
+                for (_, e), r in zip(host, records, strict=True)
+                if "steps" in e
+            ],
             "episode_returns": returns,
             "episode_lens": lens,
             "num_env_steps_sampled": num_valid,

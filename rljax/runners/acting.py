@@ -39,6 +39,11 @@ class Transition(NamedTuple):
       episode_return: The return of an episode that ended at this step, float32 [T, K].
       episode_len: Its length, int32 [T, K].
       episode_done: Whether an episode ended here, bool [T, K].
+      next_obs: Only when the act step records steps for episode callbacks
+        (``make_act_step(record_steps=True)``): the observation each row's action led to,
+        [T, K, *obs_shape]; else None.
+      info: Likewise, the env's info arrays that came with ``next_obs`` (EnvPool's, traced
+        on the fused path), a dict of [T, K, ...] arrays; else None.
     """
 
     obs: Any
@@ -53,6 +58,8 @@ class Transition(NamedTuple):
     episode_return: Any
     episode_len: Any
     episode_done: Any
+    next_obs: Any = None
+    info: Any = None
 
 
 class ActorState(NamedTuple):
@@ -94,12 +101,16 @@ def init_actor_state(
 ActStep = Callable[[Any, jax.Array, ActorState, Any], tuple[jax.Array, ActorState, Transition]]
 
 
-def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> ActStep:
+def make_act_step(
+    policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...], record_steps: bool = False
+) -> ActStep:
     """Builds ``act_step(params, key, actor_state, result) -> (action, actor_state, transition)``.
 
     ``result`` holds K rows (one per sub-env that reported); ``transition`` finishes the K pending
     transitions of those sub-envs (leading shape [K]), and ``action`` is the policy's answer to the
-    new observations, to send to the same sub-envs.
+    new observations, to send to the same sub-envs. ``record_steps``: the transitions also
+    carry their next observation and the result's info (``Transition.next_obs`` / ``info``),
+    which episode callbacks replay on the host.
     """
 
     def act_step(
@@ -138,6 +149,8 @@ def make_act_step(policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...]) -> ActSt
             episode_return=ep_ret,
             episode_len=ep_len,
             episode_done=episode_done,
+            next_obs=result.obs if record_steps else None,
+            info=getattr(result, "info", None) if record_steps else None,
         )
         # After an episode end the env auto-resets on the next step and ignores this action, so the
         # transition that starts from a final observation is not real.
@@ -191,7 +204,9 @@ def make_fused_rollout(
             handle, (obs, rew, term, trunc, info) = xla_step(
                 carry.handle, to_env_action(action), carry.result.env_id
             )
-            result = envpool_result(obs, rew, term, trunc, info, xp=jnp)
+            # The info travels with the result only where episode callbacks asked for it.
+            keep_info = carry.result.info is not None
+            result = envpool_result(obs, rew, term, trunc, info, xp=jnp, keep_info=keep_info)
             return FusedRunnerState(handle, actor, result, key), transition
 
         return jax.lax.scan(body, rs, None, length=length)
@@ -199,11 +214,29 @@ def make_fused_rollout(
     return rollout
 
 
-def episode_arrays(traj: Transition) -> dict[str, jax.Array]:
-    """Flattened per-step episode outputs; the host picks the rows where an episode ended."""
-    return {
+def episode_arrays(traj: Transition) -> dict[str, Any]:
+    """Flattened per-step episode outputs; the host picks the rows where an episode ended.
+
+    With recorded steps (``make_act_step(record_steps=True)``) also ``"steps"``: the rows
+    episode callbacks replay (``rljax.callbacks.episodes``), [T, K] each.
+    """
+    out: dict[str, Any] = {
         "returns": traj.episode_return.reshape(-1),
         "lens": traj.episode_len.reshape(-1),
         "done": traj.episode_done.reshape(-1),
         "num_valid": jnp.sum(traj.valid.astype(jnp.int32)),
     }
+    if traj.next_obs is not None:
+        out["steps"] = {
+            "obs": traj.obs,
+            "next_obs": traj.next_obs,
+            "action": traj.action,
+            "reward": traj.reward,
+            "terminated": traj.terminated,
+            "truncated": traj.truncated,
+            "valid": traj.valid,
+            "env_id": traj.env_id,
+            "episode_done": traj.episode_done,
+            "info": traj.info if traj.info is not None else {},
+        }
+    return out

@@ -61,7 +61,10 @@ class FusedRunner:
         try:
             handle, _recv, _send, self._xla_step = self.env.xla()
             self.env.async_reset()
-            result = jax.tree.map(jnp.asarray, envpool_result(*self.env.recv()))
+            keep = spec.record_infos  # EnvPool's infos for episode callbacks
+            obs, rew, term, trunc, info = self.env.recv()
+            result = envpool_result(obs, rew, term, trunc, info, keep_info=keep)
+            result = jax.tree.map(jnp.asarray, result)
             actor = init_actor_state(spec.policy_fn, params, result.obs[0], spec.num_envs)
             key = jax.random.PRNGKey(spec.seed + 1)  # as the fused path: env seed + 1
             self.state = jax.device_put(

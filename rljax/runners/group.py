@@ -50,6 +50,7 @@ class Fragment:
     num_steps: int = 0
     num_rows: int = 0
     error: str | None = None  # that runner's env raised: rows from num_rows on are empty
+    infos: Any = None  # the env's infos per row and column (HostRunner.last_infos), or None
 
 
 def _joined(head: Fragment, tail: Fragment) -> Fragment:
@@ -85,6 +86,8 @@ class GroupSample:
     stats: list[Any] = dataclasses.field(default_factory=list)  # one per fragment
     # The runner slot of each fragment (``sample``: every slot once, in order).
     slots: list[int] = dataclasses.field(default_factory=list)
+    # The env's infos per row and column of ``traj`` ({} where a runner kept none), or None.
+    infos: Any = None
 
 
 class RunnerGroup:
@@ -141,6 +144,7 @@ class RunnerGroup:
         ``i * streams_per_runner`` on (``sample_any`` renumbers the streams of a batch's
         fragments apart with it); by default the runners' sub-envs."""
         self.runners = runners
+        self.replaced: list[int] = []  # the slot of each replacement built, in order
         self._streams_per_runner = streams_per_runner
         self.length = length
         self.max_policy_lag = max_policy_lag
@@ -285,6 +289,7 @@ class RunnerGroup:
                     num_steps=runner.last_num_steps,
                     num_rows=runner.last_num_rows,
                     error=runner.error,
+                    infos=getattr(runner, "last_infos", None),
                 )
                 if resume is not None:
                     fragment, resume = _joined(resume, fragment), None
@@ -324,6 +329,7 @@ class RunnerGroup:
                 why = failure
                 continue
             self.runners[i] = runner
+            self.replaced.append(i)
             self._threads[i] = self._start(i, start, resume)
             return
         message = self.faults.give_up(i, why)
@@ -549,7 +555,20 @@ def _group_sample(
         learner_wait_s=learner_wait_s,
         stats=[f.stats for f in fragments],
         slots=slots,
+        infos=_joined_infos(fragments),
     )
+
+
+def _joined_infos(fragments: list[Fragment]) -> list[list[dict[str, Any]]] | None:
+    """The fragments' info rows side by side, as their trajectories are joined."""
+    if all(f.infos is None for f in fragments):
+        return None
+    rows = int(fragments[0].traj.env_id.shape[0])
+    parts = [
+        f.infos if f.infos is not None else [[{}] * int(f.traj.env_id.shape[1])] * rows
+        for f in fragments
+    ]
+    return [[info for part in parts for info in part[t]] for t in range(rows)]
 
 
 def build_within(

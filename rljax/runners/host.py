@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.env.single_agent_episode import split_infos
 from rljax.env.state import EnvStateError, decode, encode
 from rljax.env.vector import EnvSpec, make_host_env
 from rljax.runners.acting import ActorState, ActStep, PolicyFn, Transition, init_actor_state
@@ -92,6 +93,8 @@ class RunnerSpec:
       restart_sub_envs: Rebuild a gymnasium sub-env that raises (``RestartingEnv``).
       make_env: Builds the vector env instead (multi-agent slots); returning None falls back
         to building ``env``.
+      record_infos: Keep the env's infos of each fragment on the host (``last_infos``), for
+        episode callbacks.
     """
 
     env: EnvSpec | None
@@ -108,6 +111,7 @@ class RunnerSpec:
     num_workers: int = 0
     restart_sub_envs: bool = False
     make_env: Callable[[], Any] | None = None
+    record_infos: bool = False
 
 
 class HostRunner:
@@ -135,6 +139,13 @@ class HostRunner:
                 restart_sub_envs=spec.restart_sub_envs,
             )
         self.env = env
+        # Episode callbacks: the env's infos stay on the host, one dict per fragment row and
+        # column (``last_infos``); the jitted step never sees them.
+        self._record_infos = spec.record_infos and hasattr(env, "keep_info")
+        if self._record_infos:
+            env.keep_info = True
+        self._info: Any = None
+        self.last_infos: list[list[dict[str, Any]]] | None = None
         self.num_sub_env_restarts = 0
         self.busy = False
         self.error: str | None = None  # the env's traceback once its step raised (spent)
@@ -145,7 +156,7 @@ class HostRunner:
         self.device = spec.device
         self.to_env_action = spec.to_env_action
         try:
-            self.result = self.env.reset()
+            self.result = self._take_info(self.env.reset())
             self.key = jax.random.PRNGKey(spec.seed + 1)  # as the fused path: env seed + 1
             # One pending entry per stream: a sub-env, or a multi-agent env's agent slot.
             streams = getattr(self.env, "num_slots", spec.num_envs)
@@ -157,6 +168,13 @@ class HostRunner:
         except BaseException:  # a failed first reset, or Ctrl-C: no env process left behind
             self.env.close(terminate=True)
             raise
+
+    def _take_info(self, result: Any) -> Any:
+        """``result`` without its info (kept in ``_info`` for the fragment's rows)."""
+        if getattr(result, "info", None) is None:
+            return result
+        self._info = result.info
+        return result._replace(info=None)
 
     def _empty_fragment(self, length: int) -> Transition:
         return jax.tree.map(
@@ -202,19 +220,26 @@ class HostRunner:
         episode_rows: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
         dropped: list[tuple[int, int]] = []
         end = length
+        width = int(np.shape(self.result.env_id)[0])
+        infos: list[list[dict[str, Any]]] | None = None
+        if self._record_infos:
+            infos = [[{} for _ in range(width)] for _ in range(length)]
         for t in range(first_row, length):
             if tracking:
                 self._track_episodes(t, episode_rows, dropped)
+            if infos is not None:
+                infos[t] = split_infos(self._info, width)
             action, self.actor, traj, self.key = self._step(
                 params, self.key, self.actor, self.result, traj, t
             )
             env_action = self.to_env_action(np.asarray(action))
             try:
-                self.result = self.env.step(env_action, self.result.env_id)
+                self.result = self._take_info(self.env.step(env_action, self.result.env_id))
             except Exception:  # noqa: BLE001 (the env broke: the rows so far are real)
                 self.error, end = traceback.format_exc(), t + 1
                 break
         self.last_num_steps = end - first_row - (self.error is not None)
+        self.last_infos = infos
         if dropped:
             drop = np.zeros(traj.valid.shape, bool)
             rows, cols = zip(*dropped, strict=True)

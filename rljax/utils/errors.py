@@ -14,6 +14,10 @@ class CheckpointError(ValueError):
     """A path that is not a readable rljax checkpoint."""
 
 
+class CallbackError(RuntimeError):
+    """A user callback raised; the message names the hook and the callback class."""
+
+
 class AlgorithmStoppedError(RuntimeError):
     """An algorithm used for training after ``stop()`` closed its env runners and envs."""
 

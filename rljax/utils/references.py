@@ -34,7 +34,7 @@ from rljax.env.registry import registered
 from rljax.utils.errors import ConfigError
 
 # Fields of a config that name code.
-FIELDS = ("env", "policy_mapping_fn", "module_class")
+FIELDS = ("env", "policy_mapping_fn", "module_class", "callbacks")
 # rljax's own example code, importable without opting in: env classes and mapping functions
 # that do nothing beyond their documented job. Exact paths, not prefixes.
 BUILTIN = {
@@ -47,6 +47,7 @@ BUILTIN = {
     ),
     "policy_mapping_fn": frozenset({"rljax.examples.policy_mapping:policy_per_agent"}),
     "module_class": frozenset(),
+    "callbacks": frozenset(),
 }
 _MAX_PATH = 300
 
@@ -126,7 +127,13 @@ def how_to_opt_in(field: str, module: str | None) -> str:
         "env": "rljax.register_env(name, creator)",
         "module_class": "rljax.register_module_class(name, cls)",
         "policy_mapping_fn": "rljax.register_policy_mapping_fn(name, fn)",
+        "callbacks": "",
     }[field]
+    if field == "callbacks":
+        return (
+            f"to trust it, pass the callbacks (callbacks=...) or allow its module: "
+            f"allow_imports=[{prefix!r}] (CLI: --allow-import {prefix})"
+        )
     return (
         f"to trust it, pass the object ({field}=...), register it in this process ({register}), "
         f"or allow its module: allow_imports=[{prefix!r}] (CLI: --allow-import {prefix})"

@@ -42,7 +42,8 @@ def test_each_setter_takes_exactly_its_sections_settings(cls):
     for section, keys in cls._SECTIONS.items():
         setter = getattr(cls, section, None)
         assert callable(setter), f"{cls.__name__} has no setter .{section}() for {keys}"
-        assert _keywords(setter) == list(keys), (cls.__name__, section)
+        expected = [cls.SETTINGS[k].setter_keyword for k in keys]
+        assert _keywords(setter) == expected, (cls.__name__, section)
 
 
 @pytest.mark.parametrize("cls", CONFIGS, ids=ids)
@@ -53,7 +54,8 @@ def test_every_setting_is_documented_and_its_default_passes_its_check(cls):
         assert setting.doc.strip(), f"{cls.__name__}.{name} has no doc"
         setting.check(name, setting.fresh_default())  # raises ConfigError if it fails
         # The setter's docstring (its Args generated from the docs) names every keyword.
-        assert f"  {name}:" in getattr(cls, setting.section).__doc__, (cls.__name__, name)
+        keyword = setting.setter_keyword
+        assert f"  {keyword}:" in getattr(cls, setting.section).__doc__, (cls.__name__, name)
 
 
 def _admits(hint: Any, value: Any) -> bool:
@@ -74,8 +76,9 @@ def test_setter_annotations_admit_the_declared_defaults(cls):
     for section in cls._SECTIONS:
         setter = getattr(cls, section)
         hints = typing.get_type_hints(setter)
+        names = {cls.SETTINGS[k].setter_keyword: k for k in cls._SECTIONS[section]}
         for key in _keywords(setter):
-            default = cls.SETTINGS[key].default
+            default = cls.SETTINGS[names[key]].default
             assert _admits(hints[key], default), (cls.__name__, key, hints[key], default)
 
 

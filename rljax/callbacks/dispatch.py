@@ -1,0 +1,119 @@
+"""The callbacks of one algorithm: built from the config, called by hook name."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from rljax.callbacks.callbacks import EPISODE_HOOKS, HOOKS, RLlibCallback
+from rljax.utils.errors import CallbackError, ConfigError
+
+logger = logging.getLogger("rljax")
+
+
+def _name(obj: Any) -> str:
+    return getattr(obj, "__qualname__", None) or type(obj).__name__
+
+
+class _FunctionCallback:
+    """One function passed as ``config.callbacks(on_x=fn)``."""
+
+    def __init__(self, hook: str, fn: Callable[..., Any]):
+        self.hook = hook
+        setattr(self, hook, fn)
+
+
+def callback_classes(value: Any) -> list[type]:
+    """``callbacks_class`` as a list of classes (None: none)."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+class Callbacks:
+    """Every callback of an algorithm: the classes' instances, then the single functions.
+
+    Args:
+      callbacks_class: A class (an ``RLlibCallback`` subclass, or any class with hook
+        methods), a list of them, or None.
+      functions: Hook name -> function (``config.callbacks(on_episode_end=fn)``).
+    """
+
+    def __init__(self, callbacks_class: Any, functions: dict[str, Callable[..., Any]]):
+        self.entries: list[tuple[str, Any]] = []
+        for cls in callback_classes(callbacks_class):
+            try:
+                self.entries.append((_name(cls), cls()))
+            except Exception as e:
+                raise CallbackError(
+                    f"building the callback {_name(cls)}() raised {type(e).__name__}: {e}"
+                ) from e
+        for hook, fn in functions.items():
+            if fn is not None:
+                self.entries.append((_name(fn), _FunctionCallback(hook, fn)))
+        self._defined = {hook: [e for e in self.entries if _defines(e[1], hook)] for hook in HOOKS}
+
+    def defines(self, hook: str) -> bool:
+        """Whether any callback does something in ``hook``."""
+        return bool(self._defined[hook])
+
+    @property
+    def wants_episodes(self) -> bool:
+        """Any episode hook defined: the sampled steps must reach the host."""
+        return any(self.defines(h) for h in (*EPISODE_HOOKS, "on_sample_end"))
+
+    def __call__(self, hook: str, **kwargs: Any) -> None:
+        """Calls ``hook`` on every callback defining it; a raise becomes ``CallbackError``
+        naming the hook and the callback."""
+        for name, callback in self._defined[hook]:
+            try:
+                getattr(callback, hook)(**kwargs)
+            except CallbackError:
+                raise
+            except Exception as e:
+                raise CallbackError(
+                    f"the callback {name}.{hook} raised {type(e).__name__}: {e}"
+                ) from e
+
+
+def _defines(callback: Any, hook: str) -> bool:
+    if isinstance(callback, _FunctionCallback):
+        return callback.hook == hook
+    method = getattr(type(callback), hook, None)
+    return method is not None and method is not getattr(RLlibCallback, hook)
+
+
+def check_callbacks_class(name: str, value: Any) -> Any:
+    """A class, a list of classes, or None; anything else is refused, naming it."""
+    for cls in callback_classes(value):
+        if not inspect.isclass(cls):
+            raise ConfigError(
+                f"{name}={value!r}: expected a callback class (a subclass of "
+                "rljax.callbacks.callbacks.RLlibCallback), a list of them, or None; got "
+                f"{type(cls).__name__} {cls!r}"
+            )
+        unknown = [
+            m
+            for m in vars(cls)
+            if m.startswith("on_") and callable(vars(cls)[m]) and m not in HOOKS
+        ]
+        if unknown:  # an old-stack hook, or a misspelt one: never called, which must not pass
+            logger.warning(
+                "%s: %s defines %s, which rljax never calls; the hooks are: %s",
+                name,
+                _name(cls),
+                ", ".join(unknown),
+                ", ".join(HOOKS),
+            )
+    return value
+
+
+def check_hook_function(name: str, value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise ConfigError(f"{name}={value!r}: expected a function (called with keywords) or None")
+    return value
+
+
+__all__ = ["Callbacks", "check_callbacks_class", "check_hook_function"]

@@ -1,0 +1,122 @@
+"""Episode callbacks replayed on the host, once per iteration, from the steps sampled in jit.
+
+With an episode hook defined, the act step records each row's next observation and info
+(``make_act_step(record_steps=True)``) and ``episode_arrays`` returns the rows; the algorithm
+hands them here after each iteration. Rows are read in the order they were sampled; each
+stream (a sub-env) has at most one open episode:
+
+- a row that is not a transition (``valid`` False) is the step after an episode end (or the
+  first reset): its next observation and info start the stream's next episode, which is
+  created (``on_episode_created``, ``on_episode_start``) at its first step;
+- a transition adds a step (``on_episode_step``); where an episode ended (``episode_done``:
+  a whole game, Atari lives notwithstanding) it ends (``on_episode_end``).
+
+A step after a lost life that is not a game over is not a transition but continues the game, so
+the episode stays open; an episode whose sub-env was restarted (``restarted``) never ends and is
+dropped when the stream's next episode starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from rljax.callbacks.dispatch import Callbacks
+from rljax.env.single_agent_episode import SingleAgentEpisode, split_infos
+from rljax.utils.metrics.metrics_logger import MetricsLogger
+
+
+class EpisodeReplay:
+    """Open episodes per stream across iterations, and the hooks called on them.
+
+    Args:
+      callbacks: The algorithm's callbacks.
+      metrics_logger: The logger episode hooks log into (reduced into ``env_runners``).
+      context: ``context(stream) -> dict`` of the hook arguments that depend on where the
+        stream runs (``env_runner``, ``env``, ``env_index``, ``rl_module``).
+    """
+
+    def __init__(
+        self,
+        callbacks: Callbacks,
+        metrics_logger: MetricsLogger,
+        context: Callable[[int], dict[str, Any]],
+    ):
+        self.callbacks = callbacks
+        self.metrics_logger = metrics_logger
+        self.context = context
+        self.open: dict[int, SingleAgentEpisode] = {}
+        self.pending: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self.life_lost: set[int] = set()
+        self._step_hook = callbacks.defines("on_episode_step")
+
+    def replay(self, steps: dict[str, Any], host_infos: Any = None) -> list[SingleAgentEpisode]:
+        """Replays one update's rows (``episode_arrays(...)["steps"]`` on the host; leading
+        dims ``[..., T, K]``, flattened in order); returns the episodes that ended."""
+        steps = jax.tree.map(np.asarray, steps)
+        width = steps["env_id"].shape[-1]
+        flat = jax.tree.map(lambda x: x.reshape(-1, width, *x.shape[steps["env_id"].ndim :]), steps)
+        env_id, valid = flat["env_id"], flat["valid"]
+        done, term, trunc = flat["episode_done"], flat["terminated"], flat["truncated"]
+        finished: list[SingleAgentEpisode] = []
+        for t in range(env_id.shape[0]):
+            infos = (
+                host_infos[t]
+                if host_infos is not None
+                else split_infos(jax.tree.map(lambda x, t=t: x[t], flat["info"]), width)
+            )
+            for k in range(width):
+                stream = int(env_id[t, k])
+                if not valid[t, k]:
+                    if stream in self.life_lost:  # the game goes on after a lost life
+                        continue
+                    self.open.pop(stream, None)  # an open episode here was broken (restart)
+                    self.pending[stream] = (flat["next_obs"][t, k], infos[k])
+                    continue
+                episode = self.open.get(stream)
+                if episode is None:
+                    episode = self._start(stream, flat["obs"][t, k])
+                episode.add_env_step(
+                    flat["next_obs"][t, k],
+                    flat["action"][t, k],
+                    float(flat["reward"][t, k]),
+                    infos[k],
+                    terminated=bool(term[t, k]) and bool(done[t, k]),
+                    truncated=bool(trunc[t, k]) and bool(done[t, k]),
+                )
+                if bool(done[t, k]):
+                    self.life_lost.discard(stream)
+                    if not episode.is_done:  # a game over through a lost life's flags
+                        episode.is_terminated = True
+                    self._call("on_episode_end", episode, stream)
+                    del self.open[stream]
+                    finished.append(episode)
+                    continue
+                if bool(term[t, k]) or bool(trunc[t, k]):
+                    self.life_lost.add(stream)
+                else:
+                    self.life_lost.discard(stream)
+                if self._step_hook:
+                    self._call("on_episode_step", episode, stream)
+        return finished
+
+    def _start(self, stream: int, obs: Any) -> SingleAgentEpisode:
+        obs0, info0 = self.pending.pop(stream, (obs, {}))
+        ctx = self.context(stream)
+        episode = SingleAgentEpisode(obs0, info0, env_index=ctx["env_index"])
+        self._call("on_episode_created", episode, stream, ctx)
+        self._call("on_episode_start", episode, stream, ctx)
+        self.open[stream] = episode
+        return episode
+
+    def _call(self, hook: str, episode: SingleAgentEpisode, stream: int, ctx: Any = None) -> None:
+        if not self.callbacks.defines(hook):
+            return
+        ctx = ctx if ctx is not None else self.context(stream)
+        self.callbacks(hook, episode=episode, metrics_logger=self.metrics_logger, **ctx)
+
+
+__all__ = ["EpisodeReplay"]

@@ -1,0 +1,159 @@
+"""``SingleAgentEpisode``: one episode as episode callbacks see it (RLlib's accessors).
+
+rljax samples whole fragments inside jitted code; an algorithm with episode hooks has the
+steps handed to Python once per iteration and replays them, in order, through these objects
+(``rljax.callbacks.episodes``). The data is RLlib's: ``get_observations()`` has one entry more
+than the episode has steps (the first observation, then each step's next one), as does
+``get_infos()`` (the reset info, then each step's); actions and rewards one per step.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+
+
+def _pick(items: list[Any], indices: Any, stack: bool) -> Any:
+    if indices is None:
+        picked = items
+    elif isinstance(indices, int | np.integer):
+        return items[int(indices)]
+    elif isinstance(indices, slice):
+        picked = items[indices]
+    else:
+        picked = [items[int(i)] for i in indices]
+    if stack:
+        return np.stack(picked) if picked else np.zeros((0,))
+    return list(picked)
+
+
+def _plain(x: Any) -> Any:
+    """A numpy scalar as a Python number; anything else as it is."""
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "biuf":
+        return x.item()
+    if isinstance(x, np.generic) and x.dtype.kind in "biuf":
+        return x.item()
+    return x
+
+
+def split_infos(info: Any, width: int) -> list[dict[str, Any]]:
+    """A vector env's info (gymnasium's dict of arrays with ``_key`` masks, or EnvPool's
+    arrays) as one dict per row; entries not of a leading ``[width]`` are left out."""
+    rows: list[dict[str, Any]] = [{} for _ in range(width)]
+    if not isinstance(info, dict):
+        return rows
+    for key, value in info.items():
+        if isinstance(key, str) and key.startswith("_"):
+            continue
+        mask = info.get(f"_{key}")
+        if isinstance(value, dict):
+            sub = split_infos(value, width)
+            for j in range(width):
+                if sub[j] and (mask is None or mask[j]):
+                    rows[j][key] = sub[j]
+            continue
+        arr = np.asarray(value)
+        if arr.ndim == 0 or arr.shape[0] != width:
+            continue
+        for j in range(width):
+            if mask is None or mask[j]:
+                rows[j][key] = _plain(arr[j])
+    return rows
+
+
+class SingleAgentEpisode:
+    """One episode of one sub-env.
+
+    Attributes:
+      id_: A unique id (hex string).
+      env_index: The sub-env within its runner.
+      custom_data: A dict for the user's own data, kept from ``on_episode_start`` to
+        ``on_episode_end``.
+      is_terminated: The episode ended in a terminal state.
+      is_truncated: The episode was cut (time limit).
+      t_started: The env step (of this sub-env) the episode started at (0 here).
+    """
+
+    def __init__(self, observation: Any, info: dict[str, Any], env_index: int = 0):
+        self.id_ = uuid.uuid4().hex
+        self.env_index = env_index
+        self.observations: list[Any] = [observation]
+        self.infos: list[dict[str, Any]] = [info]
+        self.actions: list[Any] = []
+        self.rewards: list[float] = []
+        self.custom_data: dict[str, Any] = {}
+        self.is_terminated = False
+        self.is_truncated = False
+        self.t_started = 0
+        self.agent_id = None
+        self.module_id = None
+        self._start_time = time.perf_counter()
+        self._end_time: float | None = None
+
+    def add_env_step(
+        self,
+        observation: Any,
+        action: Any,
+        reward: float,
+        info: dict[str, Any],
+        terminated: bool = False,
+        truncated: bool = False,
+    ) -> None:
+        """Appends one step: the action taken, its reward and next observation and info."""
+        self.observations.append(observation)
+        self.actions.append(action)
+        self.rewards.append(float(reward))
+        self.infos.append(info)
+        self.is_terminated = bool(terminated)
+        self.is_truncated = bool(truncated) and not self.is_terminated
+        if self.is_done:
+            self._end_time = time.perf_counter()
+
+    @property
+    def is_done(self) -> bool:
+        return self.is_terminated or self.is_truncated
+
+    @property
+    def t(self) -> int:
+        return len(self.actions)
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    def len(self) -> int:
+        return len(self.actions)
+
+    def get_return(self) -> float:
+        return float(sum(self.rewards))
+
+    def get_duration_s(self) -> float:
+        end = self._end_time if self._end_time is not None else time.perf_counter()
+        return end - self._start_time
+
+    def get_observations(self, indices: Any = None) -> Any:
+        """Observations, stacked (``len(self) + 1`` of them); an int index gives one."""
+        return _pick(self.observations, indices, stack=True)
+
+    def get_actions(self, indices: Any = None) -> Any:
+        return _pick(self.actions, indices, stack=True)
+
+    def get_rewards(self, indices: Any = None) -> Any:
+        if isinstance(indices, int | np.integer):
+            return self.rewards[int(indices)]
+        return np.asarray(_pick(self.rewards, indices, stack=False), np.float32)
+
+    def get_infos(self, indices: Any = None) -> Any:
+        """Info dicts (``len(self) + 1`` of them: the reset info first)."""
+        return _pick(self.infos, indices, stack=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"SingleAgentEpisode(id_={self.id_[:8]}, len={len(self)}, "
+            f"return={self.get_return():.3g}, done={self.is_done})"
+        )
+
+
+__all__ = ["SingleAgentEpisode"]

@@ -1,0 +1,1 @@
+"""Metrics: RLlib's ``MetricsLogger`` (``rljax.utils.metrics.metrics_logger``)."""
