@@ -139,6 +139,31 @@ def check_train_flags(args: argparse.Namespace) -> None:
         )
     if args.checkpoint_dir:
         _check_checkpoint_dir(args.checkpoint_dir)
+    if args.wandb_project and not args.logdir:
+        raise ConfigError(
+            f"--wandb-project {args.wandb_project} without --logdir; add --logdir DIR (where the "
+            "TensorBoard, CSV and JSON logs and W&B's files go)"
+        )
+    if args.logdir:
+        _check_logdir(args.logdir)
+    if args.wandb_project:
+        from rljax.utils.result_loggers import import_wandb
+
+        import_wandb()
+
+
+def _check_logdir(value: str) -> None:
+    """Raises ``ConfigError`` unless ``value`` is (or can be made) a writable directory."""
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--logdir {value}: a file is there; name a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".rljax-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise ConfigError(f"--logdir {value}: cannot write there ({e.strerror or e})") from None
 
 
 def _check_checkpoint_dir(value: str) -> None:
@@ -260,11 +285,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     bar = None
     saved: int | None = None  # the iteration of the newest checkpoint this run saved
     doing = "while building the algorithm"  # for the message when Ctrl-C stops the run
+    loggers: list[Any] = []
+    history: list[dict[str, Any]] = []
     with _Interrupt() as interrupt:
         try:
             algo = config.build_algo()
             if interrupt.requested:  # its KeyboardInterrupt was caught inside the build
                 raise KeyboardInterrupt
+            if args.logdir:
+                from rljax.utils.result_loggers import make_loggers
+
+                loggers = make_loggers(args.logdir, args.wandb_project, config.to_dict())
             bar = tqdm(
                 total=stop_ts,
                 unit="steps",
@@ -277,6 +308,9 @@ def cmd_train(args: argparse.Namespace) -> int:
                 result = algo.train()
                 doing = f"after iteration {algo.iteration}"
                 interrupt.deferred = bool(args.checkpoint_dir)
+                history.append(result)
+                for sink in loggers:
+                    sink.log(result)
                 er = result["env_runners"]
                 steps = result["num_env_steps_sampled_lifetime"]
                 bar.update(steps - bar.n)
@@ -327,6 +361,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             interrupt.shielded = True
             if algo is not None:
                 algo.stop()
+            if args.logdir:
+                _finish_logs(args.logdir, loggers, history, config)
     er = result.get("env_runners", {})
     summary = {
         "stopped_by": reason,
@@ -343,6 +379,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         "env_steps_per_s": (result.get("num_env_steps_sampled_lifetime") or 0)
         / max(result.get("time_total_s") or 1e-9, 1e-9),
         "checkpoint": str(args.checkpoint_dir) if args.checkpoint_dir else None,
+        "logdir": str(args.logdir) if args.logdir else None,
     }
     print(json.dumps(summary, indent=2))
     if reason == "interrupt":
@@ -359,6 +396,26 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _finish_logs(
+    logdir: str, loggers: list[Any], history: list[dict[str, Any]], config: Any
+) -> None:
+    """Closes the log sinks, draws the learning curve and says where everything is."""
+    for sink in loggers:
+        sink.close()
+    plot = ""
+    if history:
+        from rljax.utils.plots import plot_learning_curve
+
+        env = config.env if isinstance(config.env, str) else getattr(config.env, "__name__", "")
+        path = Path(logdir).expanduser() / "learning_curve.png"
+        plot = ", learning curve " + plot_learning_curve(history, path, f"{config.algo_name} {env}")
+    print(
+        f"rljax: logs in {logdir} (progress.csv, result.json, TensorBoard: tensorboard "
+        f"--logdir {logdir}{plot})",
+        file=sys.stderr,
+    )
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -538,6 +595,18 @@ def make_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="keep the newest N checkpoints in --checkpoint-dir (older ones: DIR/v-NNNNNN)",
+    )
+    t.add_argument(
+        "--logdir",
+        default=None,
+        help="write every result here: TensorBoard event files, progress.csv, result.json, and "
+        "the learning curve (learning_curve.png) at the end",
+    )
+    t.add_argument(
+        "--wandb-project",
+        default=None,
+        help="also log to this Weights & Biases project (needs wandb and --logdir; "
+        "WANDB_MODE=offline logs without an account)",
     )
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)

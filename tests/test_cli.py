@@ -152,6 +152,8 @@ def test_multi_agent_config_file_trains_checkpoints_and_evaluates(tmp_path, caps
         ),
         (["--checkpoint-freq", "2"], "--checkpoint-freq 2 without --checkpoint-dir"),
         (["--checkpoint-num-to-keep", "0"], "--checkpoint-num-to-keep 0; use a positive number"),
+        (["--wandb-project", "p"], "--wandb-project p without --logdir"),
+        (["--logdir", "/proc/version"], "--logdir /proc/version: a file is there"),
     ],
 )
 def test_bad_train_flags_are_refused_before_anything_is_built(flags, message, capsys, monkeypatch):
@@ -574,3 +576,39 @@ def test_tune_help_documents_the_file(capsys):
     out = capsys.readouterr().out
     for text in ("param_space", "{loguniform: [lower, upper]}", "--resume", "Exit status"):
         assert text in out
+
+
+def test_train_logdir_writes_tensorboard_csv_json_wandb_and_the_curve(
+    tmp_path, capsys, monkeypatch
+):
+    pytest.importorskip("wandb")
+    from log_readers import tensorboard_scalars, wandb_offline_run
+
+    from rljax.utils.result_loggers import numeric_leaves
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    logdir = tmp_path / "logs"
+    argv = ["train", "--env", "CartPole-v1", "--stop-iters", "2", "--no-progress"]
+    argv += ["--set", "train_batch_size_per_learner=256", "--set", "minibatch_size=128"]
+    argv += ["--logdir", str(logdir), "--wandb-project", "rljax-test"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["logdir"] == str(logdir)
+    assert f"rljax: logs in {logdir}" in err and "learning_curve.png" in err
+    results = [json.loads(line) for line in (logdir / "result.json").read_text().splitlines()]
+    assert [r["training_iteration"] for r in results] == [1, 2]
+    expected = [numeric_leaves(r) for r in results]
+    steps = [r["num_env_steps_sampled_lifetime"] for r in results]
+    scalars = tensorboard_scalars(logdir)
+    for key in ("env_runners/episode_return_mean", "learners/default_policy/total_loss"):
+        assert scalars[key] == [
+            (s, pytest.approx(e[key], rel=1e-6)) for s, e in zip(steps, expected, strict=True)
+        ]
+    assert set(scalars) == set(expected[0])  # every numeric leaf, nothing else
+    config, history = wandb_offline_run(logdir)
+    assert config["env"] == "CartPole-v1" and config["train_batch_size_per_learner"] == 256
+    assert [s for s, _ in history] == steps
+    assert history[1][1] == pytest.approx(expected[1])
+    assert (logdir / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (logdir / "progress.csv").read_text().count("\n") == 3  # header and two rows

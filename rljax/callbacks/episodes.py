@@ -12,8 +12,9 @@ stream (a sub-env) has at most one open episode:
   a whole game, Atari lives notwithstanding) it ends (``on_episode_end``).
 
 A step after a lost life that is not a game over is not a transition but continues the game, so
-the episode stays open; an episode whose sub-env was restarted (``restarted``) never ends and is
-dropped when the stream's next episode starts.
+the episode stays open. An episode cut where its runner's env raised (a ``truncated`` row that
+ends no episode), or whose sub-env was restarted, never ends: it is dropped without
+``on_episode_end``.
 """
 
 from __future__ import annotations
@@ -95,7 +96,11 @@ class EpisodeReplay:
                     del self.open[stream]
                     finished.append(episode)
                     continue
-                if bool(term[t, k]) or bool(trunc[t, k]):
+                if bool(trunc[t, k]):  # cut where its runner's env raised: never ends
+                    del self.open[stream]
+                    self.life_lost.discard(stream)
+                    continue
+                if bool(term[t, k]):  # a lost life (Atari's episodic life): the game goes on
                     self.life_lost.add(stream)
                 else:
                     self.life_lost.discard(stream)

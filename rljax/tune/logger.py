@@ -1,18 +1,23 @@
-"""Tune's logger callbacks: ``LoggerCallback`` and ``TBXLoggerCallback`` (TensorBoard event
-files), given as ``RunConfig(callbacks=[tune.logger.TBXLoggerCallback()])``.
+"""Tune's logger callbacks, given as ``RunConfig(callbacks=[...])``: ``TBXLoggerCallback``
+(TensorBoard event files), ``WandbLoggerCallback`` (Weights & Biases), ``CSVLoggerCallback`` and
+``JsonLoggerCallback``, and their base ``LoggerCallback``.
 
-The CSV and JSON files of Tune's ``CSVLoggerCallback`` and ``JsonLoggerCallback``
-(``progress.csv``, ``result.json``) are written for every trial without a callback.
+As in Tune, the CSV and JSON files (``progress.csv``, ``result.json``) are written for every
+trial by default; passing their callbacks is accepted and writes them once, not twice.
 """
 
 from __future__ import annotations
 
-import math
+import os
 from typing import Any
 
 from rljax.tune.callback import Callback
-from rljax.tune.stopper import flatten
-from rljax.utils.tensorboard import EventFileWriter
+from rljax.utils.result_loggers import (
+    TensorBoardLogger,
+    WandbLogger,
+    import_wandb,
+    numeric_leaves,
+)
 
 
 class LoggerCallback(Callback):
@@ -43,18 +48,6 @@ class LoggerCallback(Callback):
         self.log_trial_end(trial, failed=True)
 
 
-def numeric_leaves(result: dict[str, Any]) -> dict[str, float]:
-    """Every finite number of a (nested) result, by its ``/``-joined key; booleans, strings,
-    NaN and infinities are left out."""
-    out = {}
-    for key, value in flatten(result).items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if math.isfinite(value):
-            out[key] = float(value)
-    return out
-
-
 class TBXLoggerCallback(LoggerCallback):
     """TensorBoard event files in each trial's directory: every finite number of each result,
     tagged with its ``/``-joined key (``env_runners/episode_return_mean``), at the step
@@ -63,17 +56,18 @@ class TBXLoggerCallback(LoggerCallback):
     --logdir <storage_path>/<name>`` shows every trial."""
 
     def __init__(self) -> None:
-        self._writers: dict[str, EventFileWriter] = {}
+        self._writers: dict[str, Any] = {}
+
+    def _open(self, trial: Any) -> Any:
+        return TensorBoardLogger(trial.local_path)
 
     def log_trial_start(self, trial: Any) -> None:
         if trial.trial_id not in self._writers:
-            self._writers[trial.trial_id] = EventFileWriter(trial.local_path)
+            self._writers[trial.trial_id] = self._open(trial)
 
     def log_trial_result(self, iteration: int, trial: Any, result: dict[str, Any]) -> None:
         self.log_trial_start(trial)
-        scalars = numeric_leaves(result)
-        step = scalars.get("num_env_steps_sampled_lifetime", scalars.get("training_iteration", 0))
-        self._writers[trial.trial_id].add_scalars(int(step), scalars)
+        self._writers[trial.trial_id].log(result)
 
     def log_trial_end(self, trial: Any, failed: bool = False) -> None:
         writer = self._writers.pop(trial.trial_id, None)
@@ -86,4 +80,80 @@ class TBXLoggerCallback(LoggerCallback):
         self._writers.clear()
 
 
-__all__ = ["LoggerCallback", "TBXLoggerCallback", "numeric_leaves"]
+class WandbLoggerCallback(TBXLoggerCallback):
+    """One Weights & Biases run per trial (Tune's ``WandbLoggerCallback``): the trial's config,
+    then every finite number of each result at its env step; the run is named after the trial
+    and grouped by ``group`` (default: the experiment's directory name).
+
+    Args:
+      project: The W&B project.
+      group: The runs' group.
+      api_key_file, api_key: Credentials, set as ``WANDB_API_KEY`` (else W&B's own login).
+      excludes: Result keys (``/``-joined) not to log.
+      log_config: Log the trial's config.
+      mode: ``"online"``, ``"offline"`` (no account or network needed) or ``"disabled"``;
+        None: W&B's own choice (``WANDB_MODE``).
+      **kwargs: Accepted for Tune's other ``wandb.init`` options; not used.
+    """
+
+    def __init__(
+        self,
+        project: str | None = None,
+        group: str | None = None,
+        api_key_file: str | None = None,
+        api_key: str | None = None,
+        excludes: list[str] | None = None,
+        log_config: bool = True,
+        upload_checkpoints: bool = False,
+        mode: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        import_wandb()  # fails here, naming the package, not at the first trial
+        if api_key_file:
+            with open(os.path.expanduser(api_key_file)) as f:
+                api_key = f.read().strip()
+        if api_key:
+            os.environ["WANDB_API_KEY"] = api_key
+        self.project = project or "rljax"
+        self.group = group
+        self.excludes = set(excludes or ())
+        self.log_config = log_config
+        self.mode = mode
+
+    def _open(self, trial: Any) -> Any:
+        path = os.path.normpath(trial.local_path)
+        return WandbLogger(
+            self.project,
+            path,
+            config=trial.config if self.log_config else None,
+            name=trial.trial_id,
+            group=self.group or os.path.basename(os.path.dirname(path)),
+            mode=self.mode,
+        )
+
+    def log_trial_result(self, iteration: int, trial: Any, result: dict[str, Any]) -> None:
+        if self.excludes:
+            kept = {k: v for k, v in numeric_leaves(result).items() if k not in self.excludes}
+            result = dict(kept)
+        super().log_trial_result(iteration, trial, result)
+
+
+class CSVLoggerCallback(LoggerCallback):
+    """Tune's ``progress.csv`` writer: the Tuner writes it for every trial (as Tune adds this
+    callback by default), so passing it changes nothing."""
+
+
+class JsonLoggerCallback(LoggerCallback):
+    """Tune's ``result.json`` writer: the Tuner writes it for every trial (as Tune adds this
+    callback by default), so passing it changes nothing."""
+
+
+__all__ = [
+    "CSVLoggerCallback",
+    "JsonLoggerCallback",
+    "LoggerCallback",
+    "TBXLoggerCallback",
+    "WandbLoggerCallback",
+    "numeric_leaves",
+]

@@ -215,10 +215,13 @@ _KINDS = {
     "env": "a gymnasium.Env or MultiAgentEnv class, or a function",
     "policy_mapping_fn": "a function",
     "module_class": "a flax.linen.Module class",
+    "callbacks": "a class or a function",
 }
 
 
 def _of_kind(field: str, obj: Any) -> bool:
+    if field == "callbacks":
+        return inspect.isclass(obj) or isinstance(obj, types.FunctionType)
     if field == "policy_mapping_fn":
         return isinstance(obj, types.FunctionType)
     if field == "module_class":

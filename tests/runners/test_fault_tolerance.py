@@ -121,11 +121,22 @@ def test_a_sub_env_rebuilt_because_its_reset_raised_is_counted():
 
 @pytest.mark.slow
 def test_a_failed_runner_is_replaced_and_training_goes_on():
-    algo = _config(
-        {"crash_episode": 2},
-        num_env_runners=2,
-        num_envs_per_env_runner=2,
-        rollout_fragment_length=20,
+    recreated, created, ended = [], [], []
+    algo = (
+        _config(
+            {"crash_episode": 2},
+            num_env_runners=2,
+            num_envs_per_env_runner=2,
+            rollout_fragment_length=20,
+        ).callbacks(
+            on_env_runners_recreated=lambda *, env_runner_indices, is_evaluation, **kw: (
+                recreated.append((list(env_runner_indices), is_evaluation))
+            ),
+            on_environment_created=lambda *, env_context, **kw: created.append(
+                env_context.worker_index
+            ),
+            on_episode_end=lambda *, episode, **kw: ended.append(len(episode)),
+        )
     ).build_algo()  # restart_failed_env_runners=True is the default, as in RLlib
     try:
         for _ in range(3):
@@ -134,6 +145,13 @@ def test_a_failed_runner_is_replaced_and_training_goes_on():
         assert tolerance["num_env_runner_restarts"] >= 2  # both runners crash in iteration 2
         assert tolerance["num_healthy_env_runners"] == 2
         assert result["env_runners"]["num_env_steps_sampled"] > 0
+        # The hooks saw each replacement (runner indices are 1-based, as RLlib's) and its env;
+        # the crashed episodes never ended, so every episode replayed has its 10 steps.
+        replaced = sorted(i for indices, _ in recreated for i in indices)
+        assert len(replaced) == tolerance["num_env_runner_restarts"]
+        assert set(replaced) == {1, 2} and not any(e for _, e in recreated)
+        assert sorted(created) == sorted([1, 2, *replaced])
+        assert ended and set(ended) == {10}
     finally:
         algo.stop()
 

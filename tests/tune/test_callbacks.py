@@ -3,6 +3,8 @@ read back with TensorBoard's own reader, and a failing callback named."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rljax import tune
@@ -107,3 +109,34 @@ def test_a_failing_callback_is_named_and_bad_callbacks_are_refused(tmp_path):
         tune.RunConfig(callbacks="tbx")
     with pytest.raises(ConfigError, match="use a list of tune.Callback"):
         tune.RunConfig(callbacks=[object()])
+
+
+def test_wandb_logger_callback_logs_each_trial_offline(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    from log_readers import wandb_offline_run
+
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    grid = tune.Tuner(
+        train_fn,
+        param_space={"a": tune.grid_search([1, 2])},
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path),
+            name="wb",
+            callbacks=[
+                tune.logger.WandbLoggerCallback(project="rljax-test", mode="offline"),
+                tune.logger.CSVLoggerCallback(),
+                tune.logger.JsonLoggerCallback(),
+            ],
+            verbose=0,
+        ),
+    ).fit()
+    for result, steps in zip(grid, ([1, 2], [100, 200]), strict=True):
+        config, history = wandb_offline_run(result.path)
+        assert config == {"a": result.config["a"]}
+        assert [s for s, _ in history] == steps
+        assert [v["score"] for _, v in history] == [h["score"] for h in result.history]
+        assert [v["inner/x"] for _, v in history] == [0.25, 0.5]
+        # The CSV and JSON callbacks change nothing: one row per result, as without them.
+        assert (Path(result.path) / "progress.csv").read_text().count("\n") == 3
+    with pytest.raises(ConfigError, match="callbacks="):
+        tune.RunConfig(callbacks=[tune.logger.WandbLoggerCallback])

@@ -245,7 +245,7 @@ def merge_into(result: dict[str, Any], logged: dict[str, Any], where: str) -> No
     for k, v in logged.items():
         if k in result and not (isinstance(result[k], dict) and isinstance(v, dict)):
             raise ValueError(
-                f"a callback logged {where}{k!r}, which is one of rljax's own result keys; "
+                f"a callback logged {where}{k}, which is one of rljax's own result keys; "
                 "log it under another name"
             )
         if isinstance(v, dict) and isinstance(result.get(k), dict):
