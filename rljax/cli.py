@@ -423,11 +423,16 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.episodes <= 0:
         raise ConfigError(f"--episodes {args.episodes}; use a positive number")
+    if args.video is not None:
+        from rljax.execution.video import check_video_dir
+
+        check_video_dir(args.video)
     algo = Algorithm.from_checkpoint(args.checkpoint, allow_imports=args.allow_import)
     try:
         algo.config.evaluation_duration = args.episodes
         algo.config.evaluation_duration_unit = "episodes"
-        out = algo.evaluate()["env_runners"]
+        evaluation = algo.evaluate(record_video=args.video)
+        out = evaluation["env_runners"]
     finally:
         algo.stop()
     print(
@@ -442,6 +447,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                     if "module_episode_returns_mean" in out
                     else {}
                 ),
+                **({"videos": evaluation["videos"]} if "videos" in evaluation else {}),
+            },
+            indent=2,
+        )
+    )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from rljax.algorithms.algorithm import Algorithm
+
+    start = time.perf_counter()
+    algo = Algorithm._for_inference(args.checkpoint, allow_imports=args.allow_import)
+    out = algo.export_policy(args.out, args.policy_id)
+    print(
+        json.dumps(
+            {
+                "checkpoint": args.checkpoint,
+                "exported": out,
+                "files": sorted(os.listdir(out)),
+                "seconds": round(time.perf_counter() - start, 3),
             },
             indent=2,
         )
@@ -613,8 +639,24 @@ def make_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("evaluate", help="evaluate a checkpoint with the greedy policy")
     e.add_argument("checkpoint")
     e.add_argument("--episodes", type=int, default=10)
+    e.add_argument(
+        "--video",
+        default=None,
+        metavar="DIR",
+        help="record each episode as an MP4 into DIR (needs imageio-ffmpeg: pip install "
+        "rljax[video])",
+    )
     _add_allow_import(e)
     e.set_defaults(func=cmd_evaluate)
+    x = sub.add_parser(
+        "export",
+        help="export a checkpoint's policy for serving with JAX alone (StableHLO and a JSON)",
+    )
+    x.add_argument("checkpoint")
+    x.add_argument("out", help="the directory to write (policy.json and two .stablehlo files)")
+    x.add_argument("--policy-id", default=None, help="which policy of a multi-agent checkpoint")
+    _add_allow_import(x)
+    x.set_defaults(func=cmd_export)
     tu = sub.add_parser(
         "tune",
         help="run a hyperparameter search from a YAML file",

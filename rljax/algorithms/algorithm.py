@@ -9,6 +9,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -23,6 +24,7 @@ from rljax.callbacks.callbacks import EPISODE_HOOKS, HOOKS
 from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.episodes import EpisodeReplay
 from rljax.env.env_context import EnvContext
+from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.env.vector import (
     EnvSpec,
@@ -35,6 +37,7 @@ from rljax.env.vector import (
 )
 from rljax.execution.evaluation import EvaluationEnv, SingleAgentEpisodes, evaluate_policy
 from rljax.execution.parts import InferenceFn, Params, PolicyParts, State
+from rljax.execution.video import check_video_dir, record_episodes, rendering_env
 from rljax.learners.devices import (
     data_sharding,
     learner_devices,
@@ -42,6 +45,7 @@ from rljax.learners.devices import (
     replicated,
     runner_device,
 )
+from rljax.policy.export import export_policy
 from rljax.runners.acting import ActStep, FusedRunnerState, init_actor_state
 from rljax.runners.fused import FusedRunner
 from rljax.runners.group import RunnerGroup
@@ -141,11 +145,23 @@ class Algorithm:
         """The class that trains this algorithm on ``.multi_agent(...)`` configs, if any."""
         return None
 
-    def __init__(self, config: AlgorithmConfig, *, population_member: bool = False):
+    def __init__(
+        self,
+        config: AlgorithmConfig,
+        *,
+        population_member: bool = False,
+        inference_only: bool = False,
+        saved_spaces: dict[str, Any] | None = None,
+    ):
         self.config = config
         # A trial of a population (``rljax.execution.population``): its learner state and env
         # are built here, and the population trains it.
         self._population_member = population_member
+        # A module loaded for inference (``RLModule.from_checkpoint``): the networks and the
+        # learner state's shapes only; no env, runner, replay buffer or training program.
+        # ``saved_spaces`` (the checkpoint's description) spares resolving the env's.
+        self._inference_only = inference_only
+        self._saved_spaces = saved_spaces
         self.seed = (
             int(config.seed)
             if config.seed is not None
@@ -155,10 +171,11 @@ class Algorithm:
         env_name = getattr(self.env_spec, "name", None) or getattr(
             config.env, "__name__", "the env"
         )
-        check_fits(
-            config.memory_terms(self.observation_space, self.action_space),
-            f"{config.algo_name} on {env_name}",
-        )
+        if not inference_only:
+            check_fits(
+                config.memory_terms(self.observation_space, self.action_space),
+                f"{config.algo_name} on {env_name}",
+            )
         self.learner_devices = learner_devices(config.num_learners, config.num_gpus_per_learner)
         self.mesh = make_mesh(self.learner_devices) if len(self.learner_devices) > 1 else None
         self.runner_device = runner_device(config.num_gpus_per_env_runner)
@@ -204,6 +221,10 @@ class Algorithm:
     # ------------------------------------------------------------------ subclass hooks
     def _resolve_env(self) -> None:
         """Sets ``env_spec`` and the (per-agent) observation and action spaces."""
+        if self._saved_spaces is not None:  # a module loaded for inference: no env is built
+            self.env_spec = None
+            self.observation_space, self.action_space = self._saved_spaces["spaces"]
+            return
         self.env_spec = resolve_env(self.config.env, self.config.env_config)
         self.observation_space, self.action_space = env_spaces(self.env_spec)
 
@@ -244,6 +265,10 @@ class Algorithm:
 
     def _restore_state(self, state: Any) -> None:
         raise NotImplementedError
+
+    def _inference_target(self, includes_replay_buffer: bool) -> Any:
+        """The shapes of a checkpoint's state, for a module loaded for inference."""
+        return self._checkpoint_state(False)
 
     def _check_loaded_state(self, state: Any, path: Any) -> None:
         """Checks values of a loaded state (numpy) that its shapes and dtypes cannot: raises
@@ -646,34 +671,67 @@ class Algorithm:
         action = self._forward(obs[None], explore, policy_id)[1][0]
         return int(action) if isinstance(self.action_space, gym.spaces.Discrete) else action
 
-    def get_module(self, policy_id: str | None = None) -> InferenceModule:
+    def get_module(self, policy_id: str | None = None) -> RLModule:
         self._check_policy_id(policy_id)
-        return InferenceModule(self, policy_id)
+        return RLModule(self, policy_id)
+
+    def export_policy(
+        self,
+        path: str | os.PathLike,
+        policy_id: str | None = None,
+        platforms: tuple[str, ...] = ("cpu", "cuda"),
+    ) -> str:
+        """Writes the policy for serving with JAX alone: StableHLO programs (greedy and
+        sampling, any batch size) and a JSON of its spaces; see ``rljax.policy.export``."""
+        return export_policy(self, path, policy_id, platforms)
 
     # ------------------------------------------------------------------ evaluation
-    def evaluate(self) -> dict[str, Any]:
+    def evaluate(self, record_video: str | os.PathLike | None = None) -> dict[str, Any]:
         """Runs ``evaluation_duration`` episodes (or timesteps) with the greedy policy.
 
         Episodes run on their own copies of the env (``min(evaluation_duration, 8)`` of them,
         new episodes each time); in a multi-agent run with the training mapping function, so
         each agent plays with the policy it trains, and the returns per policy and per agent
         are reported too.
+
+        ``record_video=DIR``: the episodes (``evaluation_duration`` of them; with the
+        ``"timesteps"`` unit, whole episodes until that many steps) are played one after
+        another on a rendering copy of the env and each is written to
+        ``DIR/episode-<i>.mp4`` (``rljax.execution.video``); the result lists them under
+        ``videos``. Single-agent runs; needs imageio-ffmpeg (``pip install rljax[video]``).
         """
         cfg = self.config
+        video_dir = None
+        if record_video is not None:
+            if self.possible_agents is not None or self.env_spec is None:
+                raise ConfigError("record_video records single-agent envs only")
+            video_dir = check_video_dir(record_video)
         num_envs = min(cfg.evaluation_duration, 8)
         self._num_evaluations += 1
         seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
         self.callbacks("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
-        env = self._evaluation_env(num_envs, seed)
         agents = self.possible_agents
-        result = evaluate_policy(
-            env,
-            self._greedy_actions(),
-            cfg.evaluation_duration,
-            cfg.evaluation_duration_unit == "episodes",
-            policy_ids=self._policy_ids() if agents is not None else None,
-            agent_ids=agents,
-        )
+        if video_dir is not None:
+            assert self.env_spec is not None
+            by_episodes = cfg.evaluation_duration_unit == "episodes"
+            result = record_episodes(
+                rendering_env(self.env_spec),
+                self._greedy_actions(),
+                video_dir,
+                seed,
+                num_episodes=cfg.evaluation_duration if by_episodes else None,
+                min_steps=None if by_episodes else cfg.evaluation_duration,
+            )
+        else:
+            env = self._evaluation_env(num_envs, seed)
+            result = evaluate_policy(
+                env,
+                self._greedy_actions(),
+                cfg.evaluation_duration,
+                cfg.evaluation_duration_unit == "episodes",
+                policy_ids=self._policy_ids() if agents is not None else None,
+                agent_ids=agents,
+            )
         self.callbacks(
             "on_evaluate_end",
             algorithm=self,
@@ -712,6 +770,8 @@ class Algorithm:
             "config": self.config.to_dict(),
             "observation_space": repr(self.observation_space),
             "action_space": repr(self.action_space),
+            # As data, so that a module loads for inference without building the env.
+            "spaces": self._spaces_data(),
             "policy_ids": self._policy_ids(),
             "seed": self.seed,
             "counters": {
@@ -723,6 +783,18 @@ class Algorithm:
                 "num_evaluations": self._num_evaluations,
             },
         }
+
+    def _spaces_data(self) -> dict[str, Any] | None:
+        try:
+            return {
+                "observation": space_to_data(self.observation_space),
+                "action": space_to_data(self.action_space),
+                "possible_agents": list(self.possible_agents)
+                if self.possible_agents is not None
+                else None,
+            }
+        except TypeError:  # a space without a data form: the env is resolved when loading
+            return None
 
     def _includes_replay_buffer(self, include_replay_buffer: bool | None) -> bool:
         if include_replay_buffer is None:
@@ -857,6 +929,69 @@ class Algorithm:
         group.set_state(runners, checked)  # checked above: not again
 
     restore = restore_from_path
+
+    @classmethod
+    def _for_inference(
+        cls,
+        path: str | os.PathLike,
+        *,
+        allow_imports: Iterable[str] | None = None,
+        env: Any = None,
+        module_class: Any = None,
+    ) -> Algorithm:
+        """The networks and weights of a checkpoint, for inference only: no env, runner,
+        replay buffer or training program is built (``RLModule.from_checkpoint``).
+
+        Code the checkpoint names loads only as for ``from_checkpoint``; the env and the
+        mapping function are not needed when the checkpoint describes its spaces (rljax writes
+        that description), so they are not loaded then. A user Flax module must be trusted
+        (``module_class=``, registered, or ``allow_imports``): it is the network.
+        """
+        LoadPolicy.make(allow_imports)
+        meta, version_dir = ckpt.load_metadata(path)
+        meta_file = version_dir / ckpt.META_FILE
+        saved = checked_metadata(meta, meta_file)
+        config_cls = algorithm_registry.config_class(saved.algo)
+        data = {
+            k: v
+            for k, v in meta["config"].items()
+            if not (k == "callbacks_class" or k.startswith("callbacks_on_"))
+        }
+        saved_spaces = None
+        spaces = meta.get("spaces")
+        if isinstance(spaces, dict) and env is None:
+            where = f"{meta_file}: spaces"
+            saved_spaces = {
+                "spaces": (
+                    space_from_data(spaces.get("observation"), where),
+                    space_from_data(spaces.get("action"), where),
+                ),
+                "possible_agents": spaces.get("possible_agents"),
+            }
+            # Code that only builds envs or maps agents is not needed, so it is not loaded.
+            if isinstance(data.get("env"), dict):
+                data["env"] = None
+            if data.get("policy_mapping_fn") is not None:
+                data["policy_mapping_fn"] = None
+        try:
+            config = config_cls.from_dict(
+                data, allow_imports=allow_imports, env=env, module_class=module_class
+            )
+        except ConfigError as e:
+            raise CheckpointError(f"{meta_file}: config: {e}") from None
+        algo_class = config.algo_class
+        if config.is_multi_agent:
+            algo_class = algo_class.multi_agent_class()
+        if saved_spaces is None:
+            config.validate()  # resolves the env, whose spaces are needed
+        algo = algo_class(config, inference_only=True, saved_spaces=saved_spaces)
+        target = algo._inference_target(bool(meta.get("includes_replay_buffer")))
+        shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), target)
+        state = ckpt.load_state(version_dir, shapes)
+        algo._check_loaded_state(state, version_dir / ckpt.STATE_FILE)
+        algo._restore_state(state)
+        algo.iteration = saved.counters["training_iteration"]
+        return algo
 
     @classmethod
     def from_checkpoint(
@@ -1069,12 +1204,47 @@ def empty_outputs(
     )
 
 
-class InferenceModule:
-    """Jitted inference of an algorithm's current policy (``algo.get_module()``).
+class RLModule:
+    """Jitted inference of a policy: an algorithm's current one (``algo.get_module()``), or a
+    checkpoint's (``RLModule.from_checkpoint(path)``).
 
     As RLlib's ``RLModule``: ``forward_inference({"obs": batch})`` returns a dict with
     ``action_dist_inputs`` (and, here, the greedy ``actions``); ``forward_exploration`` samples.
     """
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: str | os.PathLike,
+        *,
+        policy_id: str | None = None,
+        allow_imports: Iterable[str] | None = None,
+        env: Any = None,
+        module_class: Any = None,
+    ) -> RLModule:
+        """A checkpoint's policy ``policy_id`` (its networks and weights), for inference.
+
+        Builds no env, runner, learner program or replay buffer: the checkpoint describes the
+        spaces. RLlib's module path inside a checkpoint
+        (``<checkpoint>/learner_group/learner/rl_module/<policy_id>``) is accepted too and
+        names the policy. Code the checkpoint names loads only as ``Algorithm.from_checkpoint``
+        allows (a user Flax module must be trusted: ``module_class=``, registered, or
+        ``allow_imports``).
+        """
+        parts = Path(os.fspath(path)).parts
+        rllib_tail = ("learner_group", "learner", "rl_module")
+        for i in range(len(parts) - 3, -1, -1):
+            if parts[i : i + 3] == rllib_tail:
+                if i + 3 < len(parts) and policy_id is None:
+                    policy_id = parts[i + 3]
+                path = Path(*parts[:i]) if i else Path(".")
+                break
+        algo = Algorithm._for_inference(
+            path, allow_imports=allow_imports, env=env, module_class=module_class
+        )
+        if policy_id is None and algo._policy_ids() == [DEFAULT_POLICY]:
+            policy_id = None
+        return algo.get_module(policy_id)
 
     def __init__(self, algo: Algorithm, policy_id: str | None = None):
         self._algo = algo

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeVar
 from rljax.algorithms.settings import Setting, declared_settings, setter_doc
 from rljax.callbacks.dispatch import check_callbacks_class, check_hook_function
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
-from rljax.core.rl_module.rl_module import RLModuleSpec
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
 from rljax.tune.sample import Domain, as_domain

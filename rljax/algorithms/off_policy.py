@@ -320,6 +320,11 @@ class OffPolicyAlgorithm(Algorithm):
             num_updates=jnp.zeros((), jnp.int32),
         )
         self.buffer = self._make_buffer(state)
+        if self._inference_only:  # a module loaded for inference: no buffer, env or runner
+            self.fused = False
+            self.state = self._place_learner_state(state)
+            self._jit_acting_params = jax.jit(self.parts.acting_params)
+            return
         self.state = self._place_learner_state(state._replace(buffer=self.buffer.init()))
         self._jit_episodes = jax.jit(episode_arrays)
         self._jit_acting_params = jax.jit(self.parts.acting_params)
@@ -505,8 +510,20 @@ class OffPolicyAlgorithm(Algorithm):
         if not (np.isfinite(top).all() and (top > 0).all()):
             raise CheckpointError(f"{path}: the replay buffer's max_priority must be finite > 0")
 
+    def _inference_target(self, includes_replay_buffer: bool) -> Any:
+        target = self._checkpoint_state(False)
+        if includes_replay_buffer:  # its shapes only: nothing is allocated for the buffer
+            target["state"]["buffer"] = jax.eval_shape(self.buffer.init)
+        return target
+
     def _restore_state(self, loaded: Any) -> None:
         fields = dict(loaded["state"])
+        if self._inference_only:  # no replay buffer: inference reads the networks only
+            fields["buffer"] = None
+            self.state = jax.device_put(
+                jax.tree.map(jnp.asarray, OffPolicyState(**fields)), self.learner_devices[0]
+            )
+            return
         fields.setdefault("buffer", jax.device_get(self.buffer.init()))
         target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
         self.state = jax.device_put(jax.tree.map(jnp.asarray, OffPolicyState(**fields)), target)

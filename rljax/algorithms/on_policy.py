@@ -134,7 +134,10 @@ class OnPolicyAlgorithm(Algorithm):
         )
         self.state = self._place_learner_state(self.state)
         self.fused = self._fused_envpool()
-        if self._population_member:
+        if self._inference_only:  # a module loaded for inference: no env, runner or loop
+            self._loop = None
+            self.fused = False
+        elif self._population_member:
             # A trial of a population: its env is built, the population runs the program.
             self._xla_step, self.runner_state = self._make_fused_runner(self._runner_params())
             self._loop = None

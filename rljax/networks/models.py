@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
-from rljax.core.rl_module.rl_module import RLModuleSpec
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.utils.errors import ConfigError
 
 _ACT: dict[str, Callable[[jax.Array], jax.Array]] = {

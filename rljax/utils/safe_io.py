@@ -383,13 +383,18 @@ def _int_key(k: str) -> int:
 def write_atomic(path: Path, text: str) -> None:
     """Writes ``text`` to ``path`` so that a reader sees the old file or the new one, never a
     part: a temporary file beside it, flushed to disk, then renamed over it."""
+    write_atomic_bytes(path, text.encode("utf-8"))
+
+
+def write_atomic_bytes(path: Path, data: bytes) -> None:
+    """``write_atomic`` for bytes."""
     import tempfile
 
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

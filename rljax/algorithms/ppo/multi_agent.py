@@ -207,6 +207,12 @@ class MultiAgentPPO(Algorithm):
 
     def _resolve_env(self) -> None:
         cfg = self.config
+        if self._saved_spaces is not None and self._saved_spaces.get("possible_agents"):
+            # A module loaded for inference: the checkpoint describes the spaces and agents.
+            self.observation_space, self.action_space = self._saved_spaces["spaces"]
+            self.possible_agents = list(self._saved_spaces["possible_agents"])
+            self.env_spec = None
+            return
         self._ma_creator = multi_agent_creator(cfg.env)
         probe = _SlotEnvFn(self._ma_creator, EnvContext(cfg.env_config))()
         try:
@@ -293,9 +299,10 @@ class MultiAgentPPO(Algorithm):
         self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), episode_arrays(traj)))
         self._updates: dict[tuple[int, int], Any] = {}
         self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
-        self._runners = self._make_runner_group(
-            self._runner_params(), self._act_step, self.fragment_length
-        )
+        if not self._inference_only:
+            self._runners = self._make_runner_group(
+                self._runner_params(), self._act_step, self.fragment_length
+            )
         self.policy_returns: dict[str, collections.deque[float]] = {
             p: collections.deque(maxlen=cfg.metrics_num_episodes_for_smoothing)
             for p in self.policy_ids

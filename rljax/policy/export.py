@@ -1,0 +1,112 @@
+"""A trained policy exported for serving: StableHLO through ``jax.export``, plus a small JSON.
+
+``algo.export_policy(path)`` (``rljax export CHECKPOINT OUT``) writes into the directory ``path``:
+
+- ``policy_greedy.stablehlo``: ``actions = f(obs)``, the distribution's mode;
+- ``policy_sample.stablehlo``: ``actions = f(obs, key)``, a sample (``key``: a uint32[2] JAX
+  PRNG key, ``jax.random.key_data(jax.random.PRNGKey(seed))``);
+- ``policy.json``: the observation and action spaces (``rljax.env.spaces``), the input and
+  output dtypes, the env and its settings (EnvPool's preprocessing, frame stacking and so on
+  are the env's: build the same env to serve), the files and the platforms.
+
+The weights are constants inside each program; the batch size is symbolic (any ``B``);
+actions are the env's (clipped to a Box's bounds where the config clips). Both programs are
+lowered for CPU and CUDA. Loading needs JAX alone (no rljax, Flax or EnvPool)::
+
+    import json, jax, numpy as np
+    from jax import export
+
+    def load_policy(path, explore=False):
+        meta = json.load(open(f"{path}/policy.json"))
+        name = meta["files"]["sample" if explore else "greedy"]
+        program = export.deserialize(open(f"{path}/{name}", "rb").read())
+        dtype = meta["observation_dtype"]
+        if explore:
+            return lambda obs, key: np.asarray(program.call(np.asarray(obs, dtype), key))
+        return lambda obs: np.asarray(program.call(np.asarray(obs, dtype)))
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.env.spaces import space_to_data
+from rljax.utils import safe_io
+
+FORMAT_VERSION = 1
+PLATFORMS = ("cpu", "cuda")
+
+
+def export_policy(
+    algo: Any,
+    path: str | os.PathLike[str],
+    policy_id: str | None = None,
+    platforms: tuple[str, ...] = PLATFORMS,
+) -> str:
+    """Writes ``algo``'s current policy ``policy_id`` to the directory ``path``; returns it.
+
+    See the module docstring for what is written and how to load it.
+    """
+    algo._check_policy_id(policy_id)
+    parts = algo.parts
+    params = jax.device_get(parts.inference_params(algo.state, policy_id))
+    greedy = parts.inference(policy_id, False)
+    sample = parts.inference(policy_id, True)
+    to_env = parts.to_env_action
+    obs_space = algo.observation_space
+    obs_shape = algo._observation_shape()
+    obs_dtype = np.dtype(obs_space.dtype)
+    (batch,) = jax.export.symbolic_shape("batch")
+    obs_spec = jax.ShapeDtypeStruct((batch, *obs_shape), obs_dtype)
+    key_spec = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    constants = jax.tree.map(jnp.asarray, params)
+
+    def greedy_fn(obs: jax.Array) -> jax.Array:
+        return to_env(greedy(constants, obs, jax.random.PRNGKey(0))[1])
+
+    def sample_fn(obs: jax.Array, key: jax.Array) -> jax.Array:
+        return to_env(sample(constants, obs, key)[1])
+
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"greedy": "policy_greedy.stablehlo", "sample": "policy_sample.stablehlo"}
+    lowered = {
+        "greedy": jax.export.export(jax.jit(greedy_fn), platforms=platforms)(obs_spec),
+        "sample": jax.export.export(jax.jit(sample_fn), platforms=platforms)(obs_spec, key_spec),
+    }
+    for kind, exported in lowered.items():
+        safe_io.write_atomic_bytes(out / files[kind], bytes(exported.serialize()))
+    action_dtype = lowered["greedy"].out_avals[0].dtype
+    cfg = algo.config
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "algo": cfg.algo_name,
+        "policy_id": policy_id or algo._policy_ids()[0],
+        "env": cfg.env if isinstance(cfg.env, str) else getattr(cfg.env, "__name__", None),
+        "env_config": json.loads(json.dumps(cfg.env_config, default=repr)),
+        "observation_space": space_to_data(obs_space),
+        "action_space": space_to_data(algo.action_space),
+        "observation_dtype": obs_dtype.name,
+        "action_dtype": np.dtype(action_dtype).name,
+        "inputs": {
+            "greedy": ["obs [B, *observation_space.shape]"],
+            "sample": ["obs [B, *observation_space.shape]", "key uint32[2]"],
+        },
+        "outputs": "actions [B, *action_space.shape], the env's actions",
+        "files": files,
+        "platforms": list(platforms),
+        "jax_version": jax.__version__,
+        "training_iteration": algo.iteration,
+    }
+    safe_io.write_atomic(out / "policy.json", json.dumps(meta, indent=2) + "\n")
+    return str(out)
+
+
+__all__ = ["export_policy"]
