@@ -202,6 +202,11 @@ def _envpool_defaults(task: str) -> tuple[tuple[tuple[str, Any], ...], bool]:
     return defaults, type(spec).__name__.startswith("Atari")
 
 
+def is_envpool_atari(task: str) -> bool:
+    """Whether ``task`` is one of EnvPool's Atari games."""
+    return _envpool_defaults(task)[1]
+
+
 def _check_envpool_setting(task: str, key: str, value: Any, default: Any) -> Any:
     """One env_config entry against the type of EnvPool's default (and ``ENVPOOL_BOUNDS``)."""
     from rljax.utils.checks import Bool, Int, Number

@@ -5,7 +5,9 @@ A gymnasium env is built as training built it, asked to render ``rgb_array`` fra
 gymnasium id gets ``render_mode="rgb_array"``; an env class or creator must render them itself,
 e.g. through its ``env_config``). An EnvPool-trained policy plays the matching gymnasium env:
 EnvPool's classic-control and MuJoCo tasks have the same observations and dynamics as
-gymnasium's envs of the same id. A video holds ``len(episode) + 1`` frames: the reset's, then
+gymnasium's envs of the same id, and its Atari games are replayed on ale-py with EnvPool's
+preprocessing reproduced frame for frame (``rljax.env.atari.EnvPoolAtari``; the video shows the
+game's RGB screen). A video holds ``len(episode) + 1`` frames: the reset's, then
 one per step.
 """
 
@@ -20,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 
 from rljax.env.env_context import EnvContext
-from rljax.env.vector import EnvSpec
+from rljax.env.vector import EnvSpec, envpool_kwargs, is_envpool_atari
 from rljax.utils.errors import ConfigError
 
 VIDEO_PREFIX = "episode"
@@ -28,6 +30,13 @@ VIDEO_PREFIX = "episode"
 
 def rendering_env(spec: EnvSpec) -> gym.Env:
     """One env of ``spec`` that renders ``rgb_array`` frames; a clear error when none can."""
+    if spec.backend == "envpool" and is_envpool_atari(spec.name):
+        from rljax.env.atari import EnvPoolAtari
+
+        # EnvPool's preprocessing of the training env, frame for frame; whole games scored
+        # with the game's own rewards (the observations do not depend on reward clipping).
+        kwargs = {**envpool_kwargs(spec), "reward_clip": False}
+        return EnvPoolAtari(spec.name, kwargs, render_mode="rgb_array")
     if spec.backend == "envpool":
         if spec.name not in gym.registry:
             raise ConfigError(

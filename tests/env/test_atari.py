@@ -1,0 +1,65 @@
+"""EnvPoolAtari replays EnvPool's Atari preprocessing on ale-py frame for frame (no-ops, FIRE,
+frame skip with max-pooling, INTER_AREA resize, stacking, episodic-life resets, reward
+clipping), so an EnvPool-trained policy can be watched; and a video of one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ale_py")
+pytest.importorskip("cv2")
+envpool = pytest.importorskip("envpool")
+
+from rljax.env.atari import EnvPoolAtari  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "task, episodic_life", [("Pong-v5", False), ("Breakout-v5", True)], ids=["pong", "breakout"]
+)
+def test_observations_and_rewards_equal_envpools_frame_for_frame(task, episodic_life):
+    # noop_max=1: no random no-ops (their RNG is EnvPool's own), FIRE still pressed at reset.
+    kwargs = dict(noop_max=1, episodic_life=episodic_life, reward_clip=True)
+    reference = envpool.make_gymnasium(task, num_envs=1, seed=5, **kwargs)
+    env = EnvPoolAtari(task, kwargs, seed=5)
+    obs_ref, _ = reference.reset()
+    obs, _ = env.reset()
+    np.testing.assert_array_equal(obs, obs_ref[0])
+    rng = np.random.default_rng(0)
+    lives_lost = rewarded = 0
+    for _ in range(400):
+        action = int(rng.integers(env.action_space.n))
+        obs_ref, r_ref, term_ref, trunc_ref, _ = reference.step(np.array([action]))
+        obs, reward, terminated, truncated, info = env.step(action)
+        np.testing.assert_array_equal(obs, obs_ref[0])
+        assert reward == r_ref[0] and abs(reward) <= 1 and reward == np.sign(info["reward"])
+        rewarded += reward != 0
+        if terminated or truncated:
+            assert term_ref[0] or trunc_ref[0]
+            break
+        lives_lost += bool(term_ref[0])  # EnvPool ends an episode at a lost life
+    assert rewarded > 0
+    if episodic_life:
+        assert lives_lost >= 2 and terminated  # Breakout's five lives lost to random play
+    reference.close()
+
+
+@pytest.mark.slow
+def test_an_envpool_trained_atari_policy_is_recorded(tmp_path):
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment("Breakout-v5")
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=16)
+        .training(train_batch_size_per_learner=32, minibatch_size=16, num_epochs=1)
+        .evaluation(evaluation_duration=1)
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        result = algo.evaluate(record_video=tmp_path)
+    (path,) = result["videos"]
+    (n,) = result["env_runners"]["episode_lens"]
+    frames, _ = imageio_ffmpeg.count_frames_and_secs(path)
+    assert frames == n + 1 and n > 10
