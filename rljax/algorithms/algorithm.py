@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -525,7 +526,19 @@ class Algorithm:
                 "Algorithm.from_checkpoint(dir)"
             )
         start = time.perf_counter()
-        out = self._training_step()
+        interval = self.config.evaluation_interval
+        due = interval is not None and interval > 0 and (self.iteration + 1) % interval == 0
+        parallel = None
+        if due and self.config.evaluation_parallel_to_training:
+            self.callbacks("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
+            parallel = _Background(self._run_evaluation, None, self._evaluation_params())
+        try:
+            out = self._training_step()
+        except BaseException:
+            if parallel is not None:
+                parallel.wait()  # no evaluation outlives a failed iteration; its error first
+            raise
+        evaluation = parallel.result() if parallel is not None else None
         self._runners_recreated()
         self._replay_episodes(out)
         self.iteration += 1
@@ -589,8 +602,15 @@ class Algorithm:
                 "NaN/inf in rewards or observations, or lower the learning rate. "
                 "fault_tolerance(on_non_finite_update='skip') trains on past them"
             )
-        interval = self.config.evaluation_interval
-        if interval and self.iteration % interval == 0:
+        if evaluation is not None:  # evaluated while this iteration trained
+            self.callbacks(
+                "on_evaluate_end",
+                algorithm=self,
+                metrics_logger=self.metrics,
+                evaluation_metrics=evaluation,
+            )
+            result["evaluation"] = evaluation
+        elif due:
             result["evaluation"] = self.evaluate()
         merge_into(result, self.metrics.reduce(), "")
         self.callbacks(
@@ -650,10 +670,16 @@ class Algorithm:
         return self._forward(self._check_obs(obs_batch, batched=True), explore, policy_id)[1]
 
     def _forward(
-        self, obs: np.ndarray, explore: bool, policy_id: str | None = None
+        self,
+        obs: np.ndarray,
+        explore: bool,
+        policy_id: str | None = None,
+        params: Params | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """One jitted pass over checked observations: (action_dist_inputs, env actions)."""
-        params = self.parts.inference_params(self.state, policy_id)
+        """One jitted pass over checked observations: (action_dist_inputs, env actions), with
+        the current weights or ``params`` (a snapshot)."""
+        if params is None:
+            params = self.parts.inference_params(self.state, policy_id)
         infer = self._infer_fn(explore, policy_id)
         if len(obs) == 0:
             return empty_outputs(infer, params, obs, self._action_key)
@@ -687,12 +713,14 @@ class Algorithm:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, record_video: str | os.PathLike | None = None) -> dict[str, Any]:
-        """Runs ``evaluation_duration`` episodes (or timesteps) with the greedy policy.
+        """Runs ``evaluation_duration`` episodes (or timesteps) with the greedy policy
+        (sampling with ``evaluation_config={"explore": True}``).
 
         Episodes run on their own copies of the env (``min(evaluation_duration, 8)`` of them,
-        new episodes each time); in a multi-agent run with the training mapping function, so
-        each agent plays with the policy it trains, and the returns per policy and per agent
-        are reported too.
+        or ``evaluation_num_env_runners * num_envs_per_env_runner``; new episodes each time;
+        ``evaluation_config`` may name another ``env`` / ``env_config`` with the same spaces);
+        in a multi-agent run with the training mapping function, so each agent plays with the
+        policy it trains, and the returns per policy and per agent are reported too.
 
         ``record_video=DIR``: the episodes (``evaluation_duration`` of them; with the
         ``"timesteps"`` unit, whole episodes until that many steps) are played one after
@@ -700,38 +728,13 @@ class Algorithm:
         ``DIR/episode-<i>.mp4`` (``rljax.execution.video``); the result lists them under
         ``videos``. Single-agent runs; needs imageio-ffmpeg (``pip install rljax[video]``).
         """
-        cfg = self.config
         video_dir = None
         if record_video is not None:
             if self.possible_agents is not None or self.env_spec is None:
                 raise ConfigError("record_video records single-agent envs only")
             video_dir = check_video_dir(record_video)
-        num_envs = min(cfg.evaluation_duration, 8)
-        self._num_evaluations += 1
-        seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
         self.callbacks("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
-        agents = self.possible_agents
-        if video_dir is not None:
-            assert self.env_spec is not None
-            by_episodes = cfg.evaluation_duration_unit == "episodes"
-            result = record_episodes(
-                rendering_env(self.env_spec),
-                self._greedy_actions(),
-                video_dir,
-                seed,
-                num_episodes=cfg.evaluation_duration if by_episodes else None,
-                min_steps=None if by_episodes else cfg.evaluation_duration,
-            )
-        else:
-            env = self._evaluation_env(num_envs, seed)
-            result = evaluate_policy(
-                env,
-                self._greedy_actions(),
-                cfg.evaluation_duration,
-                cfg.evaluation_duration_unit == "episodes",
-                policy_ids=self._policy_ids() if agents is not None else None,
-                agent_ids=agents,
-            )
+        result = self._run_evaluation(video_dir)
         self.callbacks(
             "on_evaluate_end",
             algorithm=self,
@@ -740,24 +743,90 @@ class Algorithm:
         )
         return result
 
-    def _evaluation_env(self, num_envs: int, seed: int) -> EvaluationEnv:
-        """``num_envs`` copies of the env for evaluation (a multi-agent run builds its own)."""
-        assert self.env_spec is not None  # a single-agent run resolved its env
-        return SingleAgentEpisodes(
-            make_host_env(self.env_spec, num_envs, "SYNC", seed, None), num_envs
+    def _evaluation_spec(self) -> EnvSpec | None:
+        """The env evaluation runs on: the training env, or ``evaluation_config``'s."""
+        overrides = self.config.evaluation_config or {}
+        if self.env_spec is None or not ("env" in overrides or "env_config" in overrides):
+            return self.env_spec
+        spec = resolve_env(
+            overrides.get("env", self.config.env),
+            overrides.get("env_config", self.config.env_config),
+        )
+        spaces = env_spaces(spec)
+        if spaces != (self.observation_space, self.action_space):
+            raise ConfigError(
+                f"evaluation_config's env {spec.name!r} has spaces {spaces}; the policy was "
+                f"trained on {(self.observation_space, self.action_space)}"
+            )
+        return spec
+
+    def _evaluation_params(self) -> Any:
+        """A copy of the weights evaluation acts with (so that training may go on)."""
+        if self.parts.greedy_slots is not None:
+            params = self.parts.acting_params(self.state)
+        else:
+            params = self.parts.inference_params(self.state, None)
+        return jax.tree.map(jnp.copy, params)
+
+    def _run_evaluation(self, video_dir: Path | None = None, params: Any = None) -> dict[str, Any]:
+        """One evaluation (no callbacks): with the current weights, or ``params``."""
+        cfg = self.config
+        overrides = cfg.evaluation_config or {}
+        explore = bool(overrides.get("explore", False))
+        spec = self._evaluation_spec()
+        if cfg.evaluation_num_env_runners:
+            per_runner = overrides.get("num_envs_per_env_runner", cfg.num_envs_per_env_runner)
+            num_envs = cfg.evaluation_num_env_runners * per_runner
+        else:
+            num_envs = overrides.get("num_envs_per_env_runner", min(cfg.evaluation_duration, 8))
+        self._num_evaluations += 1
+        seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
+        agents = self.possible_agents
+        actions = self._evaluation_actions(explore, params)
+        if video_dir is not None:
+            assert spec is not None
+            by_episodes = cfg.evaluation_duration_unit == "episodes"
+            return record_episodes(
+                rendering_env(spec),
+                actions,
+                video_dir,
+                seed,
+                num_episodes=cfg.evaluation_duration if by_episodes else None,
+                min_steps=None if by_episodes else cfg.evaluation_duration,
+            )
+        return evaluate_policy(
+            self._evaluation_env(num_envs, seed, spec),
+            actions,
+            cfg.evaluation_duration,
+            cfg.evaluation_duration_unit == "episodes",
+            policy_ids=self._policy_ids() if agents is not None else None,
+            agent_ids=agents,
         )
 
-    def _greedy_actions(self) -> Callable[[Any], np.ndarray]:
-        """Observations -> the greedy policy's env actions, for evaluation."""
+    def _evaluation_env(
+        self, num_envs: int, seed: int, spec: EnvSpec | None = None
+    ) -> EvaluationEnv:
+        """``num_envs`` copies of the env ``spec`` (default: the training env) for
+        evaluation (a multi-agent run builds its own)."""
+        spec = spec or self.env_spec
+        assert spec is not None  # a single-agent run resolved its env
+        return SingleAgentEpisodes(make_host_env(spec, num_envs, "SYNC", seed, None), num_envs)
+
+    def _evaluation_actions(
+        self, explore: bool = False, params: Any = None
+    ) -> Callable[[Any], np.ndarray]:
+        """Observations -> the policy's env actions (greedy, or sampled with ``explore``), for
+        evaluation; with ``params`` (a snapshot) instead of the current weights."""
         greedy_slots = self.parts.greedy_slots
         if greedy_slots is None:
-            return lambda obs: self._forward(np.asarray(obs), explore=False)[1]
+            return lambda obs: self._forward(np.asarray(obs), explore, params=params)[1]
         greedy = self._greedy_slots_jit
         if greedy is None:
             # Typed as the function it wraps: mypy 1.14 joins a jitted one and it to object.
             jitted: Callable[[Params, Any], jax.Array] = jax.jit(greedy_slots)
             greedy = self._greedy_slots_jit = jitted
-        params = self.parts.acting_params(self.state)
+        if params is None:
+            params = self.parts.acting_params(self.state)
         to_env = self.parts.to_env_action_host
         return lambda obs: to_env(np.asarray(greedy(params, obs)))
 
@@ -1073,6 +1142,32 @@ class Algorithm:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class _Background:
+    """A call in a thread of its own; ``result()`` waits for it and returns (or raises) what
+    it did."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any):
+        self._out: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            self._out = fn(*args)
+        except BaseException as e:  # raised in the caller's thread by result()
+            self._error = e
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._out
 
 
 _COUNTERS = (

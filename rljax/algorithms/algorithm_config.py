@@ -103,6 +103,36 @@ def _model_config(name: str, value: Any) -> DefaultModelConfig:
     return DefaultModelConfig.from_any(value)  # its fields check themselves
 
 
+EVALUATION_KEYS = ("explore", "env", "env_config", "num_envs_per_env_runner")
+
+
+def _evaluation_overrides(name: str, value: Any) -> dict[str, Any] | None:
+    """The settings evaluation honours, checked; others are refused, naming them."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{name}={value!r}: expected a dict of settings, e.g. "
+            "AlgorithmConfig.overrides(explore=True)"
+        )
+    out = dict(value)
+    for key in out:
+        if key not in EVALUATION_KEYS:
+            raise ConfigError(
+                f"{name}[{key!r}]: evaluation honours {', '.join(EVALUATION_KEYS)} only (it runs "
+                "in the driver with the training weights); remove the key"
+            )
+    if "explore" in out:
+        out["explore"] = Bool()(f"{name}['explore']", out["explore"])
+    if "env_config" in out:
+        out["env_config"] = _env_config(f"{name}['env_config']", out["env_config"])
+    if "num_envs_per_env_runner" in out:
+        out["num_envs_per_env_runner"] = Int(1)(
+            f"{name}['num_envs_per_env_runner']", out["num_envs_per_env_runner"]
+        )
+    return out
+
+
 def _vectorize_mode(name: str, value: Any) -> str:
     return normalize_vectorize_mode(value)
 
@@ -222,6 +252,13 @@ class AlgorithmConfig:
         section="env_runners",
     )
     num_envs_per_env_runner = Setting(1, Int(1), "Sub-envs per runner.", section="env_runners")
+    explore = Setting(
+        True,
+        Bool(),
+        "Training samples from the policy (True, the only choice here); evaluation acts "
+        "greedily unless evaluation_config sets explore=True.",
+        section="env_runners",
+    )
     gym_env_vectorize_mode = Setting(
         "SYNC",
         _vectorize_mode,
@@ -341,6 +378,28 @@ class AlgorithmConfig:
         "episodes",
         Choice(("episodes", "timesteps")),
         '"episodes" or "timesteps" (env steps).',
+        section="evaluation",
+    )
+    evaluation_config = Setting[dict[str, Any] | None](
+        None,
+        _evaluation_overrides,
+        "Settings that differ in evaluation, e.g. AlgorithmConfig.overrides(explore=True, "
+        "env_config={...}); evaluation honours explore (False: the greedy policy, the "
+        "default), env and env_config (same spaces as training) and num_envs_per_env_runner.",
+        section="evaluation",
+    )
+    evaluation_num_env_runners = Setting(
+        0,
+        Int(0, 1024),
+        "Evaluation runs in the driver, stepping its env copies as one vector env: n > 0 "
+        "gives it n * num_envs_per_env_runner of them (0: min(evaluation_duration, 8)).",
+        section="evaluation",
+    )
+    evaluation_parallel_to_training = Setting(
+        False,
+        Bool(),
+        "Evaluate in a thread while the iteration trains, with the weights it starts from "
+        "(RLlib's semantics); the result is that iteration's evaluation.",
         section="evaluation",
     )
     # ------------------------------------------------------------------ debugging
@@ -635,6 +694,7 @@ class AlgorithmConfig:
         *,
         num_env_runners: int = UNSET,
         num_envs_per_env_runner: int = UNSET,
+        explore: bool = UNSET,
         gym_env_vectorize_mode: Any = UNSET,
         rollout_fragment_length: int | str = UNSET,
         num_gpus_per_env_runner: float = UNSET,
@@ -674,6 +734,9 @@ class AlgorithmConfig:
         evaluation_interval: int | None = UNSET,
         evaluation_duration: int = UNSET,
         evaluation_duration_unit: str = UNSET,
+        evaluation_config: dict[str, Any] | None = UNSET,
+        evaluation_num_env_runners: int = UNSET,
+        evaluation_parallel_to_training: bool = UNSET,
         **kwargs: Any,
     ) -> _C:
         """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units."""
@@ -1049,6 +1112,24 @@ class AlgorithmConfig:
                 f"evaluation_duration={self.evaluation_duration} episodes is more than "
                 f"{MAX_EVALUATION_EPISODES:,}; lower it, or evaluate for a number of env steps "
                 "(evaluation_duration_unit='timesteps')"
+            )
+        if not self.explore:
+            raise ConfigError(
+                "explore=False: training always samples from the policy here (PPO's and the "
+                "off-policy algorithms' exploration); for a greedy evaluation leave "
+                "evaluation_config's explore False (the default)"
+            )
+        overrides = self.evaluation_config or {}
+        if self.is_multi_agent and (
+            overrides.get("explore") or "env" in overrides or "env_config" in overrides
+        ):
+            raise ConfigError(
+                "evaluation_config: a multi-agent evaluation is greedy on the training env; "
+                "explore, env and env_config overrides are for single-agent runs"
+            )
+        if "env" in overrides or "env_config" in overrides:
+            resolve_env(
+                overrides.get("env", self.env), overrides.get("env_config", self.env_config)
             )
         if self.sample_async and self.num_env_runners == 0:
             raise ConfigError(

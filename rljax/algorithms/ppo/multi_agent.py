@@ -546,7 +546,7 @@ class MultiAgentPPO(Algorithm):
     def _policy_ids(self) -> list[str]:
         return list(self.policy_ids)
 
-    def _evaluation_env(self, num_envs: int, seed: int) -> EvaluationEnv:
+    def _evaluation_env(self, num_envs: int, seed: int, spec: Any = None) -> EvaluationEnv:
         """Copies of the env with the training mapping function: each agent plays with the
         policy it trains."""
         context = EnvContext(self.config.env_config)
