@@ -141,6 +141,7 @@ class IMPALAConfig(AlgorithmConfig):
         *,
         num_env_runners: int = UNSET,
         num_envs_per_env_runner: int = UNSET,
+        explore: bool = UNSET,
         gym_env_vectorize_mode: Any = UNSET,
         rollout_fragment_length: int | str = UNSET,
         num_gpus_per_env_runner: float = UNSET,
