@@ -63,6 +63,13 @@ def test_quickstart_notebook_runs(tmp_path):
     assert all(0.0 < r <= 500.0 for r in summary["episode_returns"])
     assert math.isfinite(summary["evaluation_return_mean"])
     assert summary["evaluation_return_mean"] >= 300.0
+    videos = [
+        out.data["text/html"]
+        for cell in code_cells
+        for out in cell.outputs
+        if "text/html" in out.get("data", {}) and "<video" in out.data["text/html"]
+    ]
+    assert len(videos) == 1 and len(videos[0]) > 10_000  # an MP4 embedded inline (base64)
 
 
 MULTI_AGENT = NOTEBOOK.parent / "multi_agent.ipynb"

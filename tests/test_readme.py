@@ -57,3 +57,29 @@ def test_multi_agent_example_builds_and_trains():
         assert algo.config.module_config("p1").lr == 5e-4
     finally:
         algo.stop()
+
+
+def test_callback_example_reports_its_metric():
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4, rollout_fragment_length=64)
+        .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
+    )
+    namespace: dict = {"config": config}
+    code = _python_block("## Callbacks, logging, videos and serving")
+    exec(compile(code, "README.md", "exec"), namespace)
+    with config.build_algo() as algo:
+        result = algo.train()
+    angle = result["env_runners"]["max_pole_angle"]
+    assert 0 < angle < 0.25 and result["my_note"] == 1  # CartPole ends past 0.21 radians
+
+
+def test_export_loader_is_the_modules():
+    from rljax.policy import export
+
+    readme = _python_block("policy as StableHLO")
+    loader = readme[: readme.index("actions = load_policy")].strip()
+    assert loader in export.__doc__.replace("\n    ", "\n")
