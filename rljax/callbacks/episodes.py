@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from rljax.callbacks.dispatch import Callbacks
-from rljax.env.single_agent_episode import SingleAgentEpisode, split_infos
+from rljax.env.single_agent_episode import SingleAgentEpisode, info_rows
 from rljax.utils.metrics.metrics_logger import MetricsLogger
 
 
@@ -63,12 +63,10 @@ class EpisodeReplay:
         env_id, valid = flat["env_id"], flat["valid"]
         done, term, trunc = flat["episode_done"], flat["terminated"], flat["truncated"]
         finished: list[SingleAgentEpisode] = []
-        for t in range(env_id.shape[0]):
-            infos = (
-                host_infos[t]
-                if host_infos is not None
-                else split_infos(jax.tree.map(lambda x, t=t: x[t], flat["info"]), width)
-            )
+        rows = env_id.shape[0]
+        table = host_infos if host_infos is not None else info_rows(flat["info"], (rows, width))
+        for t in range(rows):
+            infos = table[t]
             for k in range(width):
                 stream = int(env_id[t, k])
                 if not valid[t, k]:

@@ -30,38 +30,51 @@ def _pick(items: list[Any], indices: Any, stack: bool) -> Any:
     return list(picked)
 
 
-def _plain(x: Any) -> Any:
-    """A numpy scalar as a Python number; anything else as it is."""
-    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "biuf":
-        return x.item()
-    if isinstance(x, np.generic) and x.dtype.kind in "biuf":
-        return x.item()
-    return x
+def _values(arr: np.ndarray) -> list[Any]:
+    """An array's entries along its first axis as Python values (numbers as Python numbers,
+    converted in one call)."""
+    return arr.tolist() if arr.dtype.kind in "biuf" else list(arr)
 
 
 def split_infos(info: Any, width: int) -> list[dict[str, Any]]:
     """A vector env's info (gymnasium's dict of arrays with ``_key`` masks, or EnvPool's
     arrays) as one dict per row; entries not of a leading ``[width]`` are left out."""
-    rows: list[dict[str, Any]] = [{} for _ in range(width)]
+    return info_rows(info, (width,))[0] if width else []
+
+
+def info_rows(info: Any, shape: tuple[int, ...]) -> list[list[dict[str, Any]]]:
+    """Info arrays of leading shape ``[T, K]`` (or ``[K]``: then T is 1) as ``T x K`` dicts,
+    nested dicts kept nested, entries masked out by gymnasium's ``_key`` arrays left out."""
+    rows, width = (1, shape[0]) if len(shape) == 1 else shape
+    out: list[list[dict[str, Any]]] = [[{} for _ in range(width)] for _ in range(rows)]
     if not isinstance(info, dict):
-        return rows
-    for key, value in info.items():
-        if isinstance(key, str) and key.startswith("_"):
-            continue
-        mask = info.get(f"_{key}")
-        if isinstance(value, dict):
-            sub = split_infos(value, width)
-            for j in range(width):
-                if sub[j] and (mask is None or mask[j]):
-                    rows[j][key] = sub[j]
-            continue
-        arr = np.asarray(value)
-        if arr.ndim == 0 or arr.shape[0] != width:
-            continue
-        for j in range(width):
-            if mask is None or mask[j]:
-                rows[j][key] = _plain(arr[j])
-    return rows
+        return out
+
+    def fill(d: dict[str, Any], path: tuple[str, ...]) -> None:
+        for key, value in d.items():
+            if isinstance(key, str) and key.startswith("_"):
+                continue
+            if isinstance(value, dict):
+                fill(value, (*path, key))
+                continue
+            arr = np.asarray(value)
+            if arr.shape[: len(shape)] != tuple(shape):
+                continue
+            arr = arr.reshape(rows, width, *arr.shape[len(shape) :])
+            mask = d.get(f"_{key}")
+            keep = None if mask is None else np.asarray(mask, bool).reshape(rows, width)
+            for t in range(rows):
+                values = _values(arr[t])
+                for k in range(width):
+                    if keep is not None and not keep[t, k]:
+                        continue
+                    node = out[t][k]
+                    for p in path:
+                        node = node.setdefault(p, {})
+                    node[key] = values[k]
+
+    fill(info, ())
+    return out
 
 
 class SingleAgentEpisode:
