@@ -137,6 +137,12 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         )
     if first.num_learners > 1:
         return f"num_learners={first.num_learners}: populations train on one device"
+    if first.callbacks_class is not None or any(
+        getattr(first, name) is not None
+        for name in first.SETTINGS
+        if name.startswith("callbacks_on_")
+    ):
+        return "configs with callbacks train one trial at a time (their hooks run per trial)"
     try:
         spec = resolve_env(first.env, first.env_config)
     except Exception as e:  # the trial itself reports a bad env

@@ -39,6 +39,9 @@ def test_trials_match_separate_runs_with_their_own_seeds_and_settings():
     assert "grad_clip is on" in population_refusal(configs)
     configs[0].training(grad_clip=10.0)
     assert population_refusal(configs) is None
+    # Callbacks run per trial: a population would skip their episode hooks.
+    hooked = [c.copy().callbacks(on_episode_end=print) for c in configs]
+    assert "callbacks train one trial at a time" in population_refusal(hooked)
     population = Population(configs)
     try:
         pop_results = [population.train() for _ in range(2)]
