@@ -227,16 +227,17 @@ def episode_arrays(traj: Transition) -> dict[str, Any]:
         "num_valid": jnp.sum(traj.valid.astype(jnp.int32)),
     }
     if traj.next_obs is not None:
-        out["steps"] = {
-            "obs": traj.obs,
-            "next_obs": traj.next_obs,
-            "action": traj.action,
-            "reward": traj.reward,
-            "terminated": traj.terminated,
-            "truncated": traj.truncated,
-            "valid": traj.valid,
-            "env_id": traj.env_id,
-            "episode_done": traj.episode_done,
-            "info": traj.info if traj.info is not None else {},
-        }
+        fields = (
+            "obs",
+            "next_obs",
+            "action",
+            "reward",
+            "terminated",
+            "truncated",
+            "valid",
+            "env_id",
+            "episode_done",
+        )
+        out["steps"] = {name: getattr(traj, name) for name in fields}
+        out["steps"]["info"] = traj.info if traj.info is not None else {}
     return out

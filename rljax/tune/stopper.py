@@ -11,18 +11,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rljax.utils.errors import ConfigError
+from rljax.utils.result_loggers import flatten_result
 
-
-def flatten(result: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts as one level, keys joined by ``/`` (Tune's delimiter); other values kept."""
-    out: dict[str, Any] = {}
-    for key, value in result.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping) and value:
-            out.update(flatten(value, name + "/"))
-        else:
-            out[name] = value
-    return out
+# Nested dicts as one level, keys joined by ``/`` (Tune's delimiter); other values kept.
+flatten = flatten_result
 
 
 class Stopper:
