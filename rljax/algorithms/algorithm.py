@@ -21,9 +21,9 @@ import numpy as np
 import rljax
 from rljax.algorithms import registry as algorithm_registry
 from rljax.algorithms.algorithm_config import AlgorithmConfig
-from rljax.callbacks.callbacks import EPISODE_HOOKS, HOOKS
+from rljax.callbacks.callbacks import HOOKS
 from rljax.callbacks.dispatch import Callbacks
-from rljax.callbacks.episodes import EpisodeReplay
+from rljax.callbacks.episodes import EpisodeReplay, replay_multi_agent
 from rljax.env.env_context import EnvContext
 from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
@@ -198,17 +198,11 @@ class Algorithm:
         self.metrics = MetricsLogger()  # RLlib's algo.metrics: top level of the next result
         self._env_runner_metrics = MetricsLogger()  # episode hooks': under env_runners
         self._record_episodes = self.callbacks.wants_episodes and not population_member
-        if self._record_episodes and config.is_multi_agent:
-            hooks = [h for h in (*EPISODE_HOOKS, "on_sample_end") if self.callbacks.defines(h)]
-            raise ConfigError(
-                f"episode callbacks ({', '.join(hooks)}) run on single-agent envs only; a "
-                "multi-agent run takes the algorithm-level hooks (on_train_result, ...)"
-            )
         self._episode_replay: EpisodeReplay | None = None
         self._replaced_seen = 0
         try:
             self._setup()
-            if self._record_episodes:
+            if self._record_episodes and not config.is_multi_agent:
                 self._episode_replay = EpisodeReplay(
                     self.callbacks, self._env_runner_metrics, self._episode_context
                 )
@@ -498,13 +492,30 @@ class Algorithm:
             "rl_module": self._callback_module,
         }
 
+    def _multi_agent_episode_context(self, slot: int, env_index: int) -> dict[str, Any]:
+        runner = self._runners.runners[slot] if self._runners is not None else None
+        return {
+            "env_runner": runner,
+            "env": getattr(runner, "env", None),
+            "env_index": env_index,
+            "rl_module": {pid: self.get_module(pid) for pid in self._policy_ids()},
+        }
+
     def _replay_episodes(self, out: dict[str, Any]) -> None:
         """Episode hooks over the iteration's steps, then ``on_sample_end``."""
-        if self._episode_replay is None:
+        if not self._record_episodes:
             return
-        finished = []
-        for steps, infos in out.get("episode_steps", []):
-            finished += self._episode_replay.replay(steps, infos)
+        finished: list[Any] = []
+        if self._episode_replay is not None:
+            for steps, infos in out.get("episode_steps", []):
+                finished += self._episode_replay.replay(steps, infos)
+        else:  # multi-agent: the env copies logged their finished episodes
+            finished = replay_multi_agent(
+                self.callbacks,
+                self._env_runner_metrics,
+                out.get("multi_agent_episodes", []),
+                self._multi_agent_episode_context,
+            )
         self.callbacks(
             "on_sample_end",
             env_runner=self if self._runners is None else None,

@@ -26,6 +26,7 @@ import jax
 import numpy as np
 
 from rljax.callbacks.dispatch import Callbacks
+from rljax.env.multi_agent_episode import MultiAgentEpisode
 from rljax.env.single_agent_episode import SingleAgentEpisode, info_rows
 from rljax.utils.metrics.metrics_logger import MetricsLogger
 
@@ -122,4 +123,35 @@ class EpisodeReplay:
         self.callbacks(hook, episode=episode, metrics_logger=self.metrics_logger, **ctx)
 
 
-__all__ = ["EpisodeReplay"]
+def replay_multi_agent(
+    callbacks: Callbacks,
+    metrics_logger: MetricsLogger,
+    finished: list[tuple[int, Any]],
+    context: Callable[[int, int], dict[str, Any]],
+) -> list[MultiAgentEpisode]:
+    """Replays finished multi-agent episodes (``FinishedEpisode`` with its ``log``, and its
+    runner slot) through ``MultiAgentEpisode`` objects and the hooks: created and start after
+    the reset, a step after each env step but the last, end after the last. A multi-agent
+    episode's hooks all run in the iteration in which it ended."""
+    episodes = []
+    for slot, ep in finished:
+        if not ep.log:
+            continue
+        ctx = context(slot, ep.env_index)
+        (_, obs0, infos0), *steps = ep.log
+        episode = MultiAgentEpisode(obs0, infos0, ep.env_index, ep.agent_policies)
+        kwargs = {"episode": episode, "metrics_logger": metrics_logger, **ctx}
+        for hook in ("on_episode_created", "on_episode_start"):
+            if callbacks.defines(hook):
+                callbacks(hook, **kwargs)
+        for j, (_, obs, actions, rewards, infos, terms, truncs) in enumerate(steps):
+            episode.add_env_step(obs, actions, rewards, infos, terms, truncs)
+            if j < len(steps) - 1 and callbacks.defines("on_episode_step"):
+                callbacks("on_episode_step", **kwargs)
+        if callbacks.defines("on_episode_end"):
+            callbacks("on_episode_end", **kwargs)
+        episodes.append(episode)
+    return episodes
+
+
+__all__ = ["EpisodeReplay", "replay_multi_agent"]

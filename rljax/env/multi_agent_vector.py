@@ -75,6 +75,9 @@ class FinishedEpisode:
     episode_return: float
     agent_returns: dict[AgentID, float]
     agent_policies: dict[AgentID, str]
+    # With episode callbacks: the episode's log, ("reset", obs, infos) then ("step", obs,
+    # actions, rewards, infos, terminateds, truncateds) by agent (rljax.env.multi_agent_episode).
+    log: list[tuple[Any, ...]] | None = None
 
 
 def agent_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space]:
@@ -132,6 +135,7 @@ class MultiAgentVectorEnv:
         seed: int | None = None,
         policy_in_obs: bool = False,
         mode: str = "SYNC",
+        record_episodes: bool = False,
     ):
         # policy_in_obs: results carry obs = {"obs": [S, ...], "policy": [S]}, so that a jitted
         # policy can pick each slot's parameters from the observation pytree alone.
@@ -191,6 +195,10 @@ class MultiAgentVectorEnv:
         self._mapped: list[dict[AgentID, str]] = [{} for _ in range(self.num_envs)]
         self._returns: list[dict[AgentID, float]] = [{} for _ in range(self.num_envs)]
         self._lengths = [0] * self.num_envs
+        # record_episodes: each copy logs its episode for episode callbacks (FinishedEpisode.log).
+        self._logs: list[list[tuple[Any, ...]]] | None = (
+            [[] for _ in range(self.num_envs)] if record_episodes else None
+        )
         self._num_resets = 0
         self.num_env_steps = 0  # env.step calls (RLlib's env steps; agent steps are the rows)
 
@@ -229,7 +237,9 @@ class MultiAgentVectorEnv:
         if self.seed is not None:
             seed = derive_seed(self.seed, 10_007 * self._num_resets + i)
         self._num_resets += 1
-        obs, _ = self.envs[i].reset(seed=seed)
+        obs, infos = self.envs[i].reset(seed=seed)
+        if self._logs is not None:
+            self._logs[i] = [("reset", dict(obs), dict(infos or {}))]
         self._episode[i] = EpisodeInfo(next(self._episode_ids), i)
         self._mapped[i] = {}
         self._returns[i] = {}
@@ -281,9 +291,13 @@ class MultiAgentVectorEnv:
                 self._reset_copy(i, out)
                 continue
             if isinstance(env, RemoteMultiAgentEnv):
-                obs, rewards, terms, truncs, _ = env.step_wait()
+                obs, rewards, terms, truncs, infos = env.step_wait()
             else:
-                obs, rewards, terms, truncs, _ = env.step(sent[i])
+                obs, rewards, terms, truncs, infos = env.step(sent[i])
+            if self._logs is not None:
+                self._logs[i].append(
+                    ("step", obs, sent[i], rewards, infos or {}, dict(terms), dict(truncs))
+                )
             self._lengths[i] += 1
             self.num_env_steps += 1
             for agent, r in rewards.items():
@@ -317,6 +331,7 @@ class MultiAgentVectorEnv:
                         episode_return=float(sum(self._returns[i].values())),
                         agent_returns=dict(self._returns[i]),
                         agent_policies=dict(self._mapped[i]),
+                        log=self._logs[i] if self._logs is not None else None,
                     )
                 )
                 self._needs_reset[i] = True

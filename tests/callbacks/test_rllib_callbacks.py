@@ -256,15 +256,6 @@ def test_callback_settings_are_checked_and_loaded_only_when_trusted(caplog):
         PPOConfig().environment("CartPole-v1").callbacks(Recorder()).validate()
     with pytest.raises(ConfigError, match="expected a function"):
         PPOConfig().environment("CartPole-v1").callbacks(on_train_result=3).validate()
-    multi = (
-        PPOConfig()
-        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
-        .multi_agent(policies={"p0"}, policy_mapping_fn=lambda aid, *a, **k: "p0")
-        .callbacks(on_episode_end=print)
-    )
-    with pytest.raises(ConfigError, match="single-agent envs only"):
-        multi.build_algo()
-
     config = PPOConfig().environment("CartPole-v1").callbacks([Recorder, Broken])
     d = config.to_dict()
     assert d["callbacks_class"] == [
@@ -279,3 +270,51 @@ def test_callback_settings_are_checked_and_loaded_only_when_trusted(caplog):
     trusted = PPOConfig.from_dict(d, allow_imports=[module])
     assert trusted.callbacks_class == [Recorder, Broken]
     assert PPOConfig.from_dict(d, callbacks=Recorder).callbacks_class is Recorder
+
+
+def test_multi_agent_episodes_replay_each_agents_steps():
+    calls = []
+
+    class MultiRecorder(RLlibCallback):
+        def on_episode_start(self, *, episode, env_index, **kwargs):
+            calls.append(("start", episode.id_, len(episode)))
+
+        def on_episode_step(self, *, episode, **kwargs):
+            calls.append(("step", episode.id_, len(episode)))
+
+        def on_episode_end(self, *, episode, metrics_logger, rl_module, **kwargs):
+            calls.append(("end", episode.id_, len(episode)))
+            assert set(rl_module) == {"p0", "p1"}
+            returns = episode.get_agent_returns()
+            assert episode.get_return() == pytest.approx(sum(returns.values()))
+            for agent, agent_episode in episode.agent_episodes.items():
+                # CartPole pays 1 per step: each agent's return is its episode's length.
+                assert agent_episode.get_return() == len(agent_episode) == returns[agent]
+                assert agent_episode.module_id == episode.module_for(agent) == f"p{agent}"
+                assert len(agent_episode.get_observations()) == len(agent_episode) + 1
+            assert len(episode) == max(len(e) for e in episode.agent_episodes.values())
+            metrics_logger.log_value("ma_return", episode.get_return(), window=1000)
+            metrics_logger.log_value("ma_episodes", 1, reduce="sum")
+
+    config = (
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=64)
+        .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
+        .multi_agent(
+            policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, *a, **k: f"p{agent_id}"
+        )
+        .callbacks(MultiRecorder)
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        result = algo.train()
+    runners = result["env_runners"]
+    assert runners["ma_episodes"] == runners["num_episodes"] > 0
+    assert runners["ma_return"] == pytest.approx(runners["episode_return_mean"])
+    by_episode: dict[str, list] = {}
+    for hook, ep, n in calls:
+        by_episode.setdefault(ep, []).append((hook, n))
+    for events in by_episode.values():
+        n = events[-1][1]
+        assert events == [("start", 0), *[("step", t) for t in range(1, n)], ("end", n)]

@@ -363,6 +363,7 @@ class MultiAgentPPO(Algorithm):
             seed=derive_seed(self.seed, 1000 * runner_index + 100_003 * restart),
             policy_in_obs=True,
             mode=cfg.gym_env_vectorize_mode,
+            record_episodes=self._record_episodes,
         )
         return env
 
@@ -486,6 +487,13 @@ class MultiAgentPPO(Algorithm):
                 "learner_update_timer": t2 - t1,
             },
             "runner_metrics": runner_metrics,
+            # Episode callbacks: each finished episode (its log) with its runner slot.
+            "multi_agent_episodes": [
+                (slot, ep)
+                for slot, s in zip(sample.slots, sample.stats, strict=True)
+                if s is not None
+                for ep in s[0]
+            ],
         }
 
     # ------------------------------------------------------------------ inference, checkpoints
