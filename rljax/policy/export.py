@@ -16,6 +16,7 @@ lowered for CPU and CUDA. Loading needs JAX alone (no rljax, Flax or EnvPool)::
     import json, jax, numpy as np
     from jax import export
 
+
     def load_policy(path, explore=False):
         meta = json.load(open(f"{path}/policy.json"))
         name = meta["files"]["sample" if explore else "greedy"]
