@@ -1059,6 +1059,7 @@ class Algorithm:
             )
         except ConfigError as e:
             raise CheckpointError(f"{meta_file}: config: {e}") from None
+        _in_saved_policy_order(config, saved, meta_file)
         algo_class = config.algo_class
         if config.is_multi_agent:
             algo_class = algo_class.multi_agent_class()
@@ -1119,6 +1120,7 @@ class Algorithm:
                 module_class=module_class,
                 callbacks=callbacks,
             )
+            _in_saved_policy_order(config, saved, meta_file)
             config.validate()
         except ConfigError as e:
             raise CheckpointError(f"{meta_file}: config: {e}") from None
@@ -1153,6 +1155,20 @@ class Algorithm:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _in_saved_policy_order(config: AlgorithmConfig, saved: Any, meta_file: Any) -> None:
+    """Puts a loaded multi-agent config's policies in the order the run had: the state
+    stacks policies in that order, and the metadata's JSON sorts the config's keys."""
+    policies = config.policies
+    if policies is None:
+        return
+    if set(policies) != set(saved.policy_ids):
+        raise CheckpointError(
+            f"{meta_file}: the config's policies {sorted(policies)[:20]} are not the "
+            f"checkpoint's {saved.policy_ids[:20]}"
+        )
+    config.policies = {pid: policies[pid] for pid in saved.policy_ids}
 
 
 class _Background:

@@ -158,3 +158,67 @@ def test_recording_refuses_what_it_cannot_record(trained, tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match="a file is there"):
         algo.evaluate(record_video=tmp_path / "file")
+
+
+def test_an_env_that_does_not_render_frames_is_refused_by_name():
+    import gymnasium as gym
+
+    from rljax.env.vector import resolve_env
+    from rljax.execution.video import rendering_env
+
+    class NoFrames(gym.Env):
+        observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        action_space = gym.spaces.Discrete(2)
+
+        def __init__(self, config=None):
+            self.render_mode = (config or {}).get("render_mode")
+
+    with pytest.raises(ConfigError, match=r"NoFrames.* has render_mode=None"):
+        rendering_env(resolve_env(NoFrames))
+
+
+@pytest.mark.slow
+def test_multi_agent_policies_load_and_export_one_by_one(tmp_path):
+    from jax import export
+
+    from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
+
+    config = (
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=32)
+        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
+        # Not in sorted order: the checkpoint's JSON sorts the config's keys, and loading puts
+        # the policies back in the run's order (the state stacks them in it).
+        .multi_agent(policies=["p1", "p0"], policy_mapping_fn=_policy_of_agent)
+        .debugging(seed=0)
+    )
+    obs = _observations(5)
+    with config.build_algo() as algo:
+        algo.train()
+        ckpt = algo.save_to_path(tmp_path / "ckpt")
+        for pid in ("p0", "p1"):
+            expected = algo.compute_actions(obs, policy_id=pid)
+            module = RLModule.from_checkpoint(f"{ckpt}/learner_group/learner/rl_module/{pid}")
+            np.testing.assert_array_equal(module.forward_inference(obs)["actions"], expected)
+            out = algo.export_policy(tmp_path / pid, policy_id=pid)
+            program = export.deserialize((tmp_path / pid / "policy_greedy.stablehlo").read_bytes())
+            np.testing.assert_array_equal(np.asarray(program.call(obs)), expected)
+            assert json.loads((tmp_path / pid / "policy.json").read_text())["policy_id"] == pid
+            assert out == str(tmp_path / pid)
+    restored = Algorithm.from_checkpoint(ckpt, policy_mapping_fn=_policy_of_agent)
+    try:
+        assert restored._policy_ids() == ["p1", "p0"]
+        for pid in ("p0", "p1"):
+            np.testing.assert_array_equal(
+                restored.get_module(pid).forward_inference(obs)["action_dist_inputs"],
+                RLModule.from_checkpoint(ckpt, policy_id=pid).forward_inference(obs)[
+                    "action_dist_inputs"
+                ],
+            )
+    finally:
+        restored.stop()
+
+
+def _policy_of_agent(agent_id, episode=None, **kwargs):
+    return f"p{agent_id}"
