@@ -23,6 +23,7 @@ from rljax.networks.distributions import ActionDistribution
 from rljax.runners.acting import Transition, make_act_step, make_fused_rollout
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
+from rljax.utils.schedules import schedule_start
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,7 +72,7 @@ class OnPolicyAlgorithm(Algorithm):
         for name in self.population_settings:
             value = getattr(self.config, name)
             off = value is None or (name == "grad_clip" and not value)
-            values[name] = None if off else float(value)
+            values[name] = None if off else schedule_start(value)
         return values
 
     def _learner_functions(

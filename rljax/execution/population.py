@@ -137,6 +137,10 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         )
     if first.num_learners > 1:
         return f"num_learners={first.num_learners}: populations train on one device"
+    for c in configs:
+        scheduled = [n for n in ("lr", "entropy_coeff") if isinstance(getattr(c, n, None), tuple)]
+        if scheduled:
+            return f"{scheduled[0]} is a schedule; scheduled trials train one at a time"
     if first.callbacks_class is not None or any(
         getattr(first, name) is not None
         for name in first.SETTINGS

@@ -147,6 +147,8 @@ class WandbLogger:
     ):
         wandb = import_wandb()
         Path(logdir).mkdir(parents=True, exist_ok=True)
+        # Read here, per run: W&B reads the variable once per process, at its first run.
+        mode = mode or os.environ.get("WANDB_MODE") or None
         self.run = wandb.init(
             project=project,
             dir=str(logdir),

@@ -32,6 +32,7 @@ from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages, gae_advantages_time_major
 from rljax.runners.acting import Transition
 from rljax.runners.ordering import from_time_major, order_by_stream, to_time_major
+from rljax.utils.schedules import Schedule, schedule_value
 
 POLICY_ID = "default_policy"
 
@@ -45,6 +46,9 @@ class PPOTrainState:
     kl_coeff: jax.Array
     step: jax.Array
     key: jax.Array
+    # Env steps trained on so far (the valid rows of every batch): schedules follow it. None
+    # where no schedule can be set (multi-agent PPO's stacked policies).
+    env_steps: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +92,7 @@ def adapt_kl_coeff(kl_coeff: jax.Array, kl: jax.Array, kl_target: float) -> jax.
     )
 
 
-def make_optimizer(lr: float, grad_clip: float | None) -> optax.GradientTransformation:
+def make_optimizer(lr: float | jax.Array, grad_clip: float | None) -> optax.GradientTransformation:
     """PPO's optimizer: Adam (``eps=1e-5``, on the flattened parameters) after optional
     global-norm clipping, guarded against non-finite gradients."""
     return learner_update.make_optimizer(lr, grad_clip, eps=1e-5, flatten=True)
@@ -152,41 +156,65 @@ def make_ppo_postprocess(
 def make_ppo_update(
     apply_fn: Callable,
     dist: ActionDistribution,
-    optimizer: optax.GradientTransformation,
+    optimizer: optax.GradientTransformation | Callable[[jax.Array], optax.GradientTransformation],
     hp: PPOHyperparams,
+    lr: float | Schedule | jax.Array | None = None,
+    entropy_coeff: float | Schedule | jax.Array | None = None,
 ) -> Callable[[PPOTrainState, PPOBatch], tuple[PPOTrainState, dict[str, jax.Array]]]:
-    """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned."""
+    """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned.
+
+    With ``lr`` (a number, a traced scalar or a schedule), ``optimizer`` is ``lr -> optimizer``
+    and the rate is ``lr``'s value at ``state.env_steps``, computed in the program (reported as
+    ``default_optimizer_learning_rate``); ``entropy_coeff`` likewise replaces
+    ``hp.loss.entropy_coeff``. The state counts the env steps it has trained on.
+    """
     d, mb, m = hp.num_shards, hp.minibatch_size, hp.num_minibatches
 
-    def loss_fn(params, batch: PPOBatch, kl_coeff):
+    def loss_fn(params, batch: PPOBatch, kl_coeff, entropy: jax.Array):
         flat = jax.tree.map(lambda x: x.reshape((d * mb, *x.shape[2:])), batch)
         dist_inputs, values = apply_fn(params[POLICY_ID], flat.obs)
-        return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, hp.loss)
+        loss_cfg = hp.loss._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
+        return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, loss_cfg)
 
     metric_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
 
-    def minibatch_step(carry: tuple[PPOTrainState, jax.Array, jax.Array], batch: PPOBatch):
-        state, metric_sums, num_steps = carry
-        step = learner_update.gradient_step(
-            loss_fn, optimizer, state.params, state.opt_state, batch, state.kl_coeff
-        )
-        params, opt_state, metrics = step.params, step.opt_state, step.aux
-        metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
-        # A minibatch of padding only (a policy with fewer rows than the others in a stacked
-        # multi-agent update) is no step at all: Adam would still move the parameters.
-        if hp.skip_empty_minibatches:
-            has_data = jnp.sum(batch.mask) > 0
-            keep = lambda new, old: jax.tree.map(lambda n, o: jnp.where(has_data, n, o), new, old)  # noqa: E731
-            params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
-        else:
-            has_data = jnp.ones((), bool)
-        state = dataclasses.replace(state, params=params, opt_state=opt_state)
-        # Metrics are summed in the carry as one vector: on a CPU every op in this loop costs a
-        # dispatch, and a stacked output per metric would add one per metric per minibatch.
-        metric_sums = metric_sums + has_data * jnp.stack([metrics[k] for k in sorted(metrics)])
-        return (state, metric_sums, num_steps + has_data), None
-
     def update(state: PPOTrainState, batch: PPOBatch):
+        counted = state.env_steps if state.env_steps is not None else jnp.zeros((), jnp.int32)
+        entropy = schedule_value(
+            hp.loss.entropy_coeff if entropy_coeff is None else entropy_coeff, counted
+        )
+        opt: Any
+        if lr is None:
+            opt = optimizer
+            rate = None
+        else:
+            rate = schedule_value(lr, counted)
+            opt = optimizer(rate)  # type: ignore[operator]
+
+        def minibatch_step(carry: tuple[PPOTrainState, jax.Array, jax.Array], batch: PPOBatch):
+            state, metric_sums, num_steps = carry
+            step = learner_update.gradient_step(
+                loss_fn, opt, state.params, state.opt_state, batch, state.kl_coeff, entropy
+            )
+            params, opt_state, metrics = step.params, step.opt_state, step.aux
+            metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
+            # A minibatch of padding only (a policy with fewer rows than the others in a
+            # stacked multi-agent update) is no step at all: Adam would still move the params.
+            if hp.skip_empty_minibatches:
+                has_data = jnp.sum(batch.mask) > 0
+                keep = lambda new, old: jax.tree.map(  # noqa: E731
+                    lambda n, o: jnp.where(has_data, n, o), new, old
+                )
+                params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
+            else:
+                has_data = jnp.ones((), bool)
+            state = dataclasses.replace(state, params=params, opt_state=opt_state)
+            # Metrics are summed in the carry as one vector: on a CPU every op in this loop
+            # costs a dispatch, and a stacked output per metric would add one per metric per
+            # minibatch.
+            metric_sums = metric_sums + has_data * jnp.stack([metrics[k] for k in sorted(metrics)])
+            return (state, metric_sums, num_steps + has_data), None
+
         def epoch(carry, key: jax.Array):
             # One sort of random 32-bit keys per shard: a uniform shuffle (ties are vanishingly
             # rare), cheaper to compile and run than the multi-round ``random.permutation``.
@@ -216,7 +244,15 @@ def make_ppo_update(
         if hp.loss.use_kl_loss:  # updated once per iteration
             kl_coeff = adapt_kl_coeff(kl_coeff, kl, hp.kl_target)
         metrics["curr_kl_coeff"] = state.kl_coeff
-        metrics["curr_entropy_coeff"] = jnp.asarray(hp.loss.entropy_coeff, jnp.float32)
-        return dataclasses.replace(state, kl_coeff=kl_coeff, step=state.step + 1, key=key), metrics
+        metrics["curr_entropy_coeff"] = entropy
+        if rate is not None:
+            metrics["default_optimizer_learning_rate"] = rate
+        env_steps = state.env_steps
+        if env_steps is not None:
+            env_steps = env_steps + jnp.sum(batch.mask > 0).astype(env_steps.dtype)
+        state = dataclasses.replace(
+            state, kl_coeff=kl_coeff, step=state.step + 1, key=key, env_steps=env_steps
+        )
+        return state, metrics
 
     return update

@@ -30,6 +30,7 @@ from rljax.runners.acting import Transition
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
+from rljax.utils.schedules import NumberOrSchedule, is_schedule, schedule_start
 
 # Passes over the batch per iteration: RLlib's tuned examples use up to ~30.
 MAX_NUM_EPOCHS = 1000
@@ -58,7 +59,14 @@ class PPOConfig(AlgorithmConfig):
     algo_name: ClassVar[str] = "PPO"
 
     # RLlib's PPO defaults. The learner settings (per_module) may differ per policy.
-    lr = AlgorithmConfig.lr.replace(default=5e-5, per_module=True)
+    lr = AlgorithmConfig.lr.replace(
+        default=5e-5,
+        per_module=True,
+        check=NumberOrSchedule(Number(0, low_open=True)),
+        checked_on_set=True,
+        doc="Adam's learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] "
+        "(linear in lifetime env steps sampled).",
+    )
     grad_clip = AlgorithmConfig.grad_clip.replace(per_module=True)
     model_config = AlgorithmConfig.model_config.replace(per_module=True)
     lambda_ = Setting(1.0, Number(0, 1), "GAE's lambda.")
@@ -77,7 +85,13 @@ class PPOConfig(AlgorithmConfig):
         per_module=True,
     )
     vf_loss_coeff = Setting(1.0, Number(0), "The value loss's weight.", per_module=True)
-    entropy_coeff = Setting(0.0, Number(0), "The entropy bonus's weight.", per_module=True)
+    entropy_coeff = Setting(
+        0.0,
+        NumberOrSchedule(Number(0)),
+        "The entropy bonus's weight, or a schedule [[0, c0], [env_step, c1], ...].",
+        per_module=True,
+        checked_on_set=True,
+    )
     kl_coeff = Setting(
         0.2,
         Number(0),
@@ -145,6 +159,15 @@ class PPOConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
+        if self.is_multi_agent:
+            for pid in self.policies or {}:
+                module = self.module_config(pid)
+                for name in ("lr", "entropy_coeff"):
+                    if is_schedule(getattr(module, name)):
+                        raise ConfigError(
+                            f"{name} of policy {pid!r} is a schedule; multi-agent PPO takes "
+                            "numbers (schedules train single-agent PPO)"
+                        )
         if not (self.use_gae and self.use_critic):
             raise ConfigError(
                 f"use_gae={self.use_gae}, use_critic={self.use_critic}: rljax's PPO always uses "
@@ -244,8 +267,12 @@ class PPO(OnPolicyAlgorithm):
         self._dist, params, key = self._init_actor_critic()
         self.batch_size = cfg.sampled_batch_size
         num_shards = cfg.num_learner_shards
-        self.hp = PPOHyperparams.from_config(cfg, num_shards, self.batch_size // num_shards)
-        optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip)
+        # The frozen record holds numbers: a schedule's start (the update follows the schedule).
+        at_start = cfg.copy()
+        at_start.lr = schedule_start(cfg.lr)
+        at_start.entropy_coeff = schedule_start(cfg.entropy_coeff)
+        self.hp = PPOHyperparams.from_config(at_start, num_shards, self.batch_size // num_shards)
+        optimizer = make_optimizer(schedule_start(cfg.lr), cfg.grad_clip)
         self.state = PPOTrainState(
             params=params,
             # Adam's state does not depend on the rate: equal for every trial of a population.
@@ -255,6 +282,7 @@ class PPO(OnPolicyAlgorithm):
             kl_coeff=jnp.asarray(cfg.kl_coeff, jnp.float32),
             step=jnp.zeros((), jnp.int32),
             key=key,
+            env_steps=jnp.zeros((), jnp.int32),
         )
         self.parts = make_ppo_policy_parts(
             self.module.apply, self._dist, self.action_space, cfg.clip_actions
@@ -278,10 +306,22 @@ class PPO(OnPolicyAlgorithm):
                 entropy_coeff=values["entropy_coeff"],
             ),
         )
-        optimizer = make_optimizer(values["lr"], values["grad_clip"])
+        cfg = self.config
+        grad_clip = values["grad_clip"]
+        # A schedule's value is computed in the update from the env steps trained on; a
+        # population's trials never have schedules (population_refusal).
+        lr = cfg.lr if is_schedule(cfg.lr) else values["lr"]
+        entropy = cfg.entropy_coeff if is_schedule(cfg.entropy_coeff) else values["entropy_coeff"]
         return (
             make_ppo_postprocess(hp, self.config.total_num_envs),
-            make_ppo_update(self.module.apply, self._dist, optimizer, hp),
+            make_ppo_update(
+                self.module.apply,
+                self._dist,
+                lambda rate: make_optimizer(rate, grad_clip),
+                hp,
+                lr=lr,
+                entropy_coeff=entropy,
+            ),
         )
 
 

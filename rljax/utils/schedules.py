@@ -1,0 +1,103 @@
+"""RLlib's piecewise-linear schedules: a setting given as ``[[env_step, value], ...]``.
+
+``lr=[[0, 1e-3], [1_000_000, 1e-5]]`` starts at 1e-3 and falls linearly to 1e-5 at a million
+lifetime env steps sampled, then stays there (RLlib's ``PiecewiseSchedule`` with the last value
+outside). The value is computed inside the jitted update from the env-step count the learner
+state carries, so a schedule and a constant compile to the same program and a changing value
+recompiles nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from rljax.utils.checks import Number, describe, is_real
+from rljax.utils.errors import ConfigError
+
+Schedule = tuple[tuple[int, float], ...]
+
+
+def is_schedule(value: Any) -> bool:
+    return isinstance(value, tuple)
+
+
+def schedule_start(value: float | Schedule) -> float:
+    """The value at env step 0."""
+    if isinstance(value, tuple):
+        return float(value[0][1])
+    return float(value)
+
+
+def schedule_value(value: float | Schedule | jax.Array, env_steps: jax.Array) -> jax.Array:
+    """The value at ``env_steps`` (a traced count), float32: linear between the points, the
+    last value after the last point."""
+    if not isinstance(value, tuple):
+        return jnp.asarray(value, jnp.float32)
+    steps = jnp.asarray([float(s) for s, _ in value], jnp.float32)
+    values = jnp.asarray([float(v) for _, v in value], jnp.float32)
+    return jnp.interp(jnp.asarray(env_steps, jnp.float32), steps, values)
+
+
+@dataclasses.dataclass(frozen=True)
+class NumberOrSchedule:
+    """A setting's check: a number (``number``'s check) or RLlib's schedule of such numbers,
+    ``[[0, v0], [t1, v1], ...]``: env steps that start at 0 and increase strictly."""
+
+    number: Number
+
+    @property
+    def allowed(self) -> str:
+        return (
+            f"{self.number.allowed}, or a schedule [[0, value], [env_step, value], ...] of "
+            "such numbers (env steps from 0, increasing)"
+        )
+
+    def __call__(self, name: str, value: Any) -> float | Schedule:
+        if not isinstance(value, list | tuple):
+            try:
+                return self.number(name, value)  # type: ignore[return-value]
+            except ConfigError as e:
+                raise ConfigError(
+                    f"{e}; or a schedule [[0, value], [env_step, value], ...]"
+                ) from None
+        points = []
+        for i, point in enumerate(value):
+            if not isinstance(point, list | tuple) or len(point) != 2:
+                raise ConfigError(
+                    f"{name}={describe(value)}: point {i} is {describe(point)}; a schedule is a "
+                    "list of [env_step, value] pairs"
+                )
+            step, v = point
+            whole = is_real(step) and math.isfinite(float(step)) and float(step) == int(step)
+            if not (whole and int(step) >= 0):
+                raise ConfigError(
+                    f"{name}: point {i}'s env step {describe(step)} is not a whole number >= 0"
+                )
+            points.append((int(step), float(self.number(f"{name}[{i}][1]", v))))  # type: ignore[arg-type]
+        if not points:
+            raise ConfigError(f"{name}=[]: a schedule needs at least one [env_step, value] point")
+        if points[0][0] != 0:
+            raise ConfigError(
+                f"{name}: the schedule starts at env step {points[0][0]}; it must start at 0 "
+                f"(e.g. [[0, {points[0][1]:g}], ...])"
+            )
+        for (a, _), (b, _) in zip(points, points[1:], strict=False):
+            if b <= a:
+                raise ConfigError(
+                    f"{name}: env steps {a} then {b}; a schedule's env steps must increase"
+                )
+        return tuple(points)
+
+
+__all__ = [
+    "NumberOrSchedule",
+    "Schedule",
+    "is_schedule",
+    "schedule_start",
+    "schedule_value",
+]

@@ -1,0 +1,96 @@
+"""RLlib's piecewise-linear schedules: hand values, checks, and PPO following one in its update
+(one compiled program; RLlib's result keys)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from rljax.algorithms.ppo import PPOConfig
+from rljax.utils.checks import Number
+from rljax.utils.errors import ConfigError
+from rljax.utils.schedules import NumberOrSchedule, schedule_start, schedule_value
+
+CHECK = NumberOrSchedule(Number(0, low_open=True))
+
+
+def test_values_by_hand_jitted_and_not():
+    schedule = CHECK("lr", [[0, 1e-3], [1000, 5e-4], [3000, 1e-4]])
+    assert schedule == ((0, 1e-3), (1000, 5e-4), (3000, 1e-4))
+    assert schedule_start(schedule) == 1e-3 and schedule_start(0.5) == 0.5
+    expected = {0: 1e-3, 500: 7.5e-4, 1000: 5e-4, 2000: 3e-4, 3000: 1e-4, 10**6: 1e-4}
+    jitted = jax.jit(lambda t: schedule_value(schedule, t))
+    for t, value in expected.items():
+        assert float(schedule_value(schedule, t)) == pytest.approx(value, rel=1e-6)
+        assert float(jitted(t)) == pytest.approx(value, rel=1e-6)
+    assert float(schedule_value(0.25, 123)) == 0.25
+    assert CHECK("lr", 3e-4) == 3e-4
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ([[10, 1e-3]], "starts at env step 10; it must start at 0"),
+        ([[0, 1e-3], [100, 1e-4], [50, 1e-5]], "env steps 100 then 50"),
+        ([[0, 1e-3], [0, 1e-4]], "env steps 0 then 0"),
+        ([[0, 1e-3, 5]], "point 0 is"),
+        ([[0.5, 1e-3]], "not a whole number"),
+        ([[0, -1.0]], r"lr\[0\]\[1\]=-1.0"),
+        ([], "at least one"),
+        ("fast", "or a schedule"),
+    ],
+)
+def test_bad_schedules_are_refused_naming_the_problem(value, message):
+    with pytest.raises(ConfigError, match=message):
+        CHECK("lr", value)
+
+
+def test_ppo_follows_its_schedules_in_one_program():
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4, rollout_fragment_length=64)
+        .training(
+            train_batch_size_per_learner=256,
+            minibatch_size=128,
+            num_epochs=1,
+            lr=[[0, 1e-3], [1000, 1e-4]],
+            entropy_coeff=[[0, 0.01], [500, 0.0]],
+        )
+        .debugging(seed=0)
+    )
+    assert config.lr == ((0, 1e-3), (1000, 1e-4))  # checked and stored as set
+    trained_on = 0
+    with config.build_algo() as algo:
+        for _ in range(6):
+            result = algo.train()
+            learner = result["learners"]["default_policy"]
+            # The value at the env steps trained on before this update (RLlib's keys).
+            lr = np.interp(trained_on, [0, 1000], [1e-3, 1e-4])
+            entropy = np.interp(trained_on, [0, 500], [0.01, 0.0])
+            assert learner["default_optimizer_learning_rate"] == pytest.approx(lr, rel=1e-5)
+            assert learner["curr_entropy_coeff"] == pytest.approx(entropy, rel=1e-5, abs=1e-8)
+            trained_on = result["num_env_steps_sampled_lifetime"]
+        assert trained_on > 1000  # the last update started past the last point: its value holds
+        assert learner["default_optimizer_learning_rate"] == pytest.approx(1e-4, rel=1e-5)
+        assert algo._train_step._cache_size() == 1  # the changing value recompiles nothing
+
+
+def test_schedules_are_refused_where_they_cannot_run():
+    from rljax.algorithms.dqn import DQNConfig
+    from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
+    from rljax.execution.population import population_refusal
+
+    with pytest.raises(ConfigError, match=r"lr=\[\[0, 0.001\]\]"):
+        DQNConfig().training(lr=[[0, 1e-3]]).environment("CartPole-v1").validate()
+    multi = (
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .training(lr=[[0, 1e-3], [100, 1e-4]])
+        .multi_agent(policies=["p0", "p1"], policy_mapping_fn=lambda a, *x, **k: f"p{a}")
+    )
+    with pytest.raises(ConfigError, match="lr of policy 'p0' is a schedule"):
+        multi.validate()
+    scheduled = PPOConfig().environment("CartPole-v1").training(entropy_coeff=[[0, 0.01]])
+    assert "entropy_coeff is a schedule" in population_refusal([scheduled, scheduled.copy()])
