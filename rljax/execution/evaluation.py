@@ -80,6 +80,18 @@ def _mean(values: Sequence[float]) -> float:
     return float(np.mean(values)) if len(values) else float("nan")
 
 
+def episode_summary(returns: Sequence[float], lengths: Sequence[int], steps: int) -> dict[str, Any]:
+    """RLlib's evaluation figures of finished episodes (NaN where there is none)."""
+    return {
+        "episode_return_mean": _mean(returns),
+        "episode_return_max": float(np.max(returns)) if len(returns) else float("nan"),
+        "episode_return_min": float(np.min(returns)) if len(returns) else float("nan"),
+        "episode_len_mean": _mean(lengths),
+        "num_episodes": len(returns),
+        "num_env_steps_sampled": steps,
+    }
+
+
 def evaluate_policy(
     env: EvaluationEnv,
     actions: Callable[[Any], np.ndarray],
@@ -114,15 +126,9 @@ def evaluate_policy(
         env.close()
     if by_episodes:
         finished = finished[:duration]
-    returns = [ep.episode_return for ep in finished]
-    out: dict[str, Any] = {
-        "episode_return_mean": _mean(returns),
-        "episode_return_max": float(np.max(returns)) if returns else float("nan"),
-        "episode_return_min": float(np.min(returns)) if returns else float("nan"),
-        "episode_len_mean": _mean([ep.length for ep in finished]),
-        "num_episodes": len(finished),
-        "num_env_steps_sampled": steps,
-    }
+    out = episode_summary(
+        [ep.episode_return for ep in finished], [ep.length for ep in finished], steps
+    )
     if policy_ids is not None and agent_ids is not None:
         per_policy: dict[str, list[float]] = {p: [] for p in policy_ids}
         per_agent: dict[str, list[float]] = {str(a): [] for a in agent_ids}

@@ -23,6 +23,7 @@ import numpy as np
 
 from rljax.env.env_context import EnvContext
 from rljax.env.vector import EnvSpec, envpool_kwargs, is_envpool_atari
+from rljax.execution.evaluation import episode_summary
 from rljax.utils.errors import ConfigError
 
 VIDEO_PREFIX = "episode"
@@ -134,17 +135,9 @@ def record_episodes(
             lengths.append(n)
     finally:
         env.close()
+    summary = episode_summary(returns, lengths, int(sum(lengths)))
     return {
-        "env_runners": {
-            "episode_return_mean": float(np.mean(returns)),
-            "episode_return_max": float(np.max(returns)),
-            "episode_return_min": float(np.min(returns)),
-            "episode_len_mean": float(np.mean(lengths)),
-            "num_episodes": len(lengths),
-            "num_env_steps_sampled": int(sum(lengths)),
-            "episode_returns": returns,
-            "episode_lens": lengths,
-        },
+        "env_runners": {**summary, "episode_returns": returns, "episode_lens": lengths},
         "videos": videos,
     }
 
