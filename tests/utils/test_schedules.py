@@ -77,6 +77,36 @@ def test_ppo_follows_its_schedules_in_one_program():
         assert algo._train_step._cache_size() == 1  # the changing value recompiles nothing
 
 
+@pytest.mark.parametrize("algo", ["IMPALA", "APPO"])
+def test_impala_and_appo_follow_their_schedules(algo):
+    """Counted once per train batch, also with APPO's circular buffer (two updates each)."""
+    from rljax.algorithms.appo import APPOConfig
+    from rljax.algorithms.impala import IMPALAConfig
+
+    config = (
+        (IMPALAConfig if algo == "IMPALA" else APPOConfig)()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4, rollout_fragment_length=32)
+        .training(
+            train_batch_size_per_learner=128,
+            lr=[[0, 1e-3], [400, 1e-4]],
+            entropy_coeff=[[0, 0.02], [300, 0.0]],
+        )
+        .debugging(seed=0)
+    )
+    trained_on = 0
+    with config.build_algo() as a:
+        for _ in range(4):
+            result = a.train()
+            learner = result["learners"]["default_policy"]
+            lr = np.interp(trained_on, [0, 400], [1e-3, 1e-4])
+            entropy = np.interp(trained_on, [0, 300], [0.02, 0.0])
+            assert learner["default_optimizer_learning_rate"] == pytest.approx(lr, rel=1e-5)
+            assert learner["curr_entropy_coeff"] == pytest.approx(entropy, rel=1e-5, abs=1e-8)
+            trained_on = result["num_env_steps_sampled_lifetime"]
+        assert int(a.state.env_steps) == trained_on > 400
+
+
 def test_schedules_are_refused_where_they_cannot_run():
     from rljax.algorithms.dqn import DQNConfig
     from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole

@@ -99,7 +99,7 @@ class APPOConfig(IMPALAConfig):
     def training(
         self,
         *,
-        lr: float = UNSET,
+        lr: float | list[list[float]] = UNSET,
         gamma: float = UNSET,
         train_batch_size_per_learner: int = UNSET,
         train_batch_size: int | None = UNSET,
@@ -110,7 +110,7 @@ class APPOConfig(IMPALAConfig):
         vtrace_clip_pg_rho_threshold: float = UNSET,
         lambda_: float = UNSET,
         vf_loss_coeff: float = UNSET,
-        entropy_coeff: float = UNSET,
+        entropy_coeff: float | list[list[float]] = UNSET,
         broadcast_interval: int = UNSET,
         learner_queue_size: int = UNSET,
         opt_type: str = UNSET,
@@ -141,7 +141,7 @@ class APPO(IMPALA):
     config: APPOConfig
 
     def _learner(self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any) -> Any:
-        hp = frozen_from_config(APPOHyperparams, self.config)
+        hp = frozen_from_config(APPOHyperparams, self._at_start())
         state = APPOTrainState(
             params=params,
             opt_state=opt_state,
@@ -150,8 +150,12 @@ class APPO(IMPALA):
             kl_coeff=jnp.asarray(self.config.kl_coeff, jnp.float32),
             step=jnp.zeros((), jnp.int32),
             key=key,
+            env_steps=jnp.zeros((), jnp.int32),
         )
-        return state, make_appo_update(self.module.apply, dist, optimizer, hp)
+        cfg = self.config
+        return state, make_appo_update(
+            self.module.apply, dist, optimizer, hp, lr=cfg.lr, entropy_coeff=cfg.entropy_coeff
+        )
 
 
 __all__ = ["APPO", "APPOConfig"]

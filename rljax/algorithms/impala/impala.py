@@ -38,6 +38,7 @@ from rljax.learners.update import make_optimizer
 from rljax.utils.checks import Bool, Choice, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
+from rljax.utils.schedules import NumberOrSchedule, schedule_start
 
 
 class IMPALAConfig(AlgorithmConfig):
@@ -66,6 +67,7 @@ class IMPALAConfig(AlgorithmConfig):
     """
 
     algo_name: ClassVar[str] = "IMPALA"
+    takes_env_to_module_connector: ClassVar[bool] = True
 
     rollout_fragment_length = AlgorithmConfig.rollout_fragment_length.replace(
         default=50,
@@ -80,7 +82,13 @@ class IMPALAConfig(AlgorithmConfig):
         "results is reported as policy_lag_mean/max.",
         section="env_runners",
     )
-    lr = AlgorithmConfig.lr.replace(default=5e-4)
+    lr = AlgorithmConfig.lr.replace(
+        default=5e-4,
+        check=NumberOrSchedule(Number(0, low_open=True)),
+        checked_on_set=True,
+        doc="The optimizer's learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], "
+        "...] (linear in lifetime env steps sampled).",
+    )
     train_batch_size_per_learner = AlgorithmConfig.train_batch_size_per_learner.replace(default=500)
     grad_clip = AlgorithmConfig.grad_clip.replace(default=40.0)
     vtrace = Setting(True, Bool(), "Use V-trace; IMPALA and APPO always do (keep True).")
@@ -98,7 +106,12 @@ class IMPALAConfig(AlgorithmConfig):
         1.0, Number(0, 1), "The traces' lambda: c_t = lambda * min(1, rho_t); 1 is IMPALA's."
     )
     vf_loss_coeff = Setting(0.5, Number(0), "The value loss's weight.")
-    entropy_coeff = Setting(0.01, Number(0), "The entropy bonus's weight.")
+    entropy_coeff = Setting(
+        0.01,
+        NumberOrSchedule(Number(0)),
+        "The entropy bonus's weight, or a schedule [[0, c0], [env_step, c1], ...].",
+        checked_on_set=True,
+    )
     broadcast_interval = Setting(
         1,
         Int(1),
@@ -149,6 +162,7 @@ class IMPALAConfig(AlgorithmConfig):
         async_batch_size: int | None = UNSET,
         sample_async: bool = UNSET,
         sample_timeout_s: float | None = UNSET,
+        env_to_module_connector: Any = UNSET,
         max_requests_in_flight_per_env_runner: int = UNSET,
         **kwargs: Any,
     ) -> IMPALAConfig:
@@ -158,7 +172,7 @@ class IMPALAConfig(AlgorithmConfig):
     def training(
         self,
         *,
-        lr: float = UNSET,
+        lr: float | list[list[float]] = UNSET,
         gamma: float = UNSET,
         train_batch_size_per_learner: int = UNSET,
         train_batch_size: int | None = UNSET,
@@ -169,7 +183,7 @@ class IMPALAConfig(AlgorithmConfig):
         vtrace_clip_pg_rho_threshold: float = UNSET,
         lambda_: float = UNSET,
         vf_loss_coeff: float = UNSET,
-        entropy_coeff: float = UNSET,
+        entropy_coeff: float | list[list[float]] = UNSET,
         broadcast_interval: int = UNSET,
         learner_queue_size: int = UNSET,
         opt_type: str = UNSET,
@@ -236,20 +250,25 @@ class IMPALA(OnPolicyAlgorithm):
     def _setup(self) -> None:
         cfg = self.config
         dist, params, key = self._init_actor_critic()
-        base = None
-        if cfg.opt_type == "rmsprop":
-            # TensorFlow's RMSProp, as the IMPALA paper's: epsilon inside the square root and
-            # the squared-gradient average starting at 1.
-            base = optax.rmsprop(
-                float(cfg.lr),
-                decay=float(cfg.decay),
-                eps=float(cfg.epsilon),
-                initial_scale=1.0,
-                momentum=float(cfg.momentum) or None,
-            )
-        optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, flatten=True, base=base)
-        opt_state = run_once(optimizer.init, params)
-        self.state, update = self._learner(dist, optimizer, params, opt_state, key)
+
+        def optimizer_at(rate: Any) -> optax.GradientTransformation:
+            base = None
+            if cfg.opt_type == "rmsprop":
+                # TensorFlow's RMSProp, as the IMPALA paper's: epsilon inside the square root
+                # and the squared-gradient average starting at 1.
+                base = optax.rmsprop(
+                    rate,
+                    decay=float(cfg.decay),
+                    eps=float(cfg.epsilon),
+                    initial_scale=1.0,
+                    momentum=float(cfg.momentum) or None,
+                )
+            return make_optimizer(rate, cfg.grad_clip, flatten=True, base=base)
+
+        # The optimizer's state does not depend on the rate; the update computes the rate
+        # (a schedule's value at the env steps trained on, or the number) in the program.
+        opt_state = run_once(optimizer_at(schedule_start(cfg.lr)).init, params)
+        self.state, update = self._learner(dist, optimizer_at, params, opt_state, key)
         self.parts = make_ppo_policy_parts(
             self.module.apply, dist, self.action_space, cfg.clip_actions
         )
@@ -271,12 +290,28 @@ class IMPALA(OnPolicyAlgorithm):
         )
 
     def _learner(self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any) -> Any:
-        """The initial learner state and the update (APPO overrides)."""
-        hp = frozen_from_config(IMPALAHyperparams, self.config)
+        """The initial learner state and the update (APPO overrides); ``optimizer`` is
+        ``rate -> optimizer``."""
+        hp = frozen_from_config(IMPALAHyperparams, self._at_start())
         state = IMPALATrainState(
-            params=params, opt_state=opt_state, step=jnp.zeros((), jnp.int32), key=key
+            params=params,
+            opt_state=opt_state,
+            step=jnp.zeros((), jnp.int32),
+            key=key,
+            env_steps=jnp.zeros((), jnp.int32),
         )
-        return state, make_impala_update(self.module.apply, dist, optimizer, hp)
+        cfg = self.config
+        return state, make_impala_update(
+            self.module.apply, dist, optimizer, hp, lr=cfg.lr, entropy_coeff=cfg.entropy_coeff
+        )
+
+    def _at_start(self) -> IMPALAConfig:
+        """The config with its schedules' starting values (the frozen hyper-parameters hold
+        numbers; the update follows the schedules)."""
+        at_start = self.config.copy()
+        at_start.lr = schedule_start(self.config.lr)
+        at_start.entropy_coeff = schedule_start(self.config.entropy_coeff)
+        return at_start
 
 
 __all__ = ["IMPALA", "IMPALAConfig"]

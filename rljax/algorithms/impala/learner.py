@@ -34,6 +34,7 @@ from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import next_or_bootstrap
 from rljax.runners.acting import Transition
 from rljax.runners.ordering import order_by_stream, to_time_major
+from rljax.utils.schedules import Schedule, schedule_value
 
 Metrics = dict[str, jax.Array]
 # The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D], value [B])``.
@@ -48,6 +49,10 @@ class IMPALATrainState:
     opt_state: Any
     step: jax.Array
     key: jax.Array
+    # Env steps trained on so far (the real rows of every batch): schedules follow it.
+    env_steps: Any = None
+    # The env-to-module connectors' state (rljax.connectors.env_to_module); None: none.
+    connectors: Any = None
 
 
 @flax.struct.dataclass
@@ -62,6 +67,10 @@ class APPOTrainState:
     kl_coeff: jax.Array
     step: jax.Array
     key: jax.Array
+    # Env steps trained on so far (the real rows of every batch): schedules follow it.
+    env_steps: Any = None
+    # The env-to-module connectors' state (rljax.connectors.env_to_module); None: none.
+    connectors: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,35 +182,84 @@ def _step(
     return step.params, step.opt_state, metrics
 
 
+Optimizer = optax.GradientTransformation | Callable[[jax.Array], optax.GradientTransformation]
+
+
+def _scheduled(
+    state: Any,
+    optimizer: Optimizer,
+    lr: float | Schedule | None,
+    entropy_coeff: float | Schedule,
+) -> tuple[optax.GradientTransformation, jax.Array | None, jax.Array]:
+    """The optimizer at ``lr``'s value for the env steps the state has trained on (``lr``
+    None: ``optimizer`` as it is), that rate, and ``entropy_coeff``'s value."""
+    counted = state.env_steps if state.env_steps is not None else jnp.zeros((), jnp.int32)
+    entropy = schedule_value(entropy_coeff, counted)
+    if lr is None:
+        return optimizer, None, entropy  # type: ignore[return-value]
+    rate = schedule_value(lr, counted)
+    return optimizer(rate), rate, entropy  # type: ignore[operator]
+
+
+def count_env_steps(
+    update: Callable[[Any, VTraceTrainBatch], tuple[Any, Metrics]],
+) -> Callable[[Any, VTraceTrainBatch], tuple[Any, Metrics]]:
+    """``update`` that then adds the batch's real rows to ``state.env_steps`` (once per
+    batch, however many updates APPO's circular buffer runs on it)."""
+
+    def counted(state: Any, batch: VTraceTrainBatch) -> tuple[Any, Metrics]:
+        state, metrics = update(state, batch)
+        if state.env_steps is None:  # a state built without the count (no schedule reads it)
+            return state, metrics
+        rows = jnp.sum(batch.vtrace.mask > 0).astype(jnp.int32)
+        return dataclasses.replace(state, env_steps=state.env_steps + rows), metrics
+
+    return counted
+
+
 def make_impala_update(
     apply: Apply,
     dist: ActionDistribution,
-    optimizer: optax.GradientTransformation,
+    optimizer: Optimizer,
     hp: IMPALAHyperparams,
+    lr: float | Schedule | None = None,
+    entropy_coeff: float | Schedule | None = None,
 ) -> Callable[[IMPALATrainState, VTraceTrainBatch], tuple[IMPALATrainState, Metrics]]:
     """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on
-    ``impala_loss`` (RLlib's learner takes one per train batch)."""
+    ``impala_loss`` (RLlib's learner takes one per train batch).
 
-    def loss_fn(params: Any, batch: VTraceTrainBatch) -> tuple[jax.Array, Metrics]:
-        dist_inputs, values, next_values = forward_with_next_values(apply, params, batch)
-        return impala_loss(dist_inputs, values, next_values, batch.vtrace, dist, hp.loss)
+    With ``lr`` (a number or a schedule) ``optimizer`` is ``rate -> optimizer`` and the rate
+    follows ``state.env_steps`` (reported as ``default_optimizer_learning_rate``);
+    ``entropy_coeff`` likewise replaces ``hp.loss.entropy_coeff``."""
+    entropy_setting = hp.loss.entropy_coeff if entropy_coeff is None else entropy_coeff
 
     def update(
         state: IMPALATrainState, batch: VTraceTrainBatch
     ) -> tuple[IMPALATrainState, Metrics]:
-        params, opt_state, metrics = _step(loss_fn, optimizer, state, batch)
-        metrics["curr_entropy_coeff"] = jnp.asarray(hp.loss.entropy_coeff, jnp.float32)
+        opt, rate, entropy = _scheduled(state, optimizer, lr, entropy_setting)
+        loss_cfg = hp.loss._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
+
+        def loss_fn(params: Any, batch: VTraceTrainBatch) -> tuple[jax.Array, Metrics]:
+            dist_inputs, values, next_values = forward_with_next_values(apply, params, batch)
+            return impala_loss(dist_inputs, values, next_values, batch.vtrace, dist, loss_cfg)
+
+        params, opt_state, metrics = _step(loss_fn, opt, state, batch)
+        metrics["curr_entropy_coeff"] = entropy
+        if rate is not None:
+            metrics["default_optimizer_learning_rate"] = rate
         state = dataclasses.replace(state, params=params, opt_state=opt_state, step=state.step + 1)
         return state, metrics
 
-    return update
+    return count_env_steps(update)
 
 
 def make_appo_update(
     apply: Apply,
     dist: ActionDistribution,
-    optimizer: optax.GradientTransformation,
+    optimizer: Optimizer,
     hp: APPOHyperparams,
+    lr: float | Schedule | None = None,
+    entropy_coeff: float | Schedule | None = None,
 ) -> Callable[[APPOTrainState, VTraceTrainBatch], tuple[APPOTrainState, Metrics]]:
     """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on ``appo_loss``
     against the target policy; then, every ``hp.target_period`` updates, the target moves
@@ -209,29 +267,38 @@ def make_appo_update(
     adapts as RLlib's (x1.5 above 2 kl_target, x0.5 below kl_target / 2).
 
     With ``use_circular_buffer`` ``circular_buffer_iterations_per_batch`` such steps run on
-    the batch, back to back (``learners/circular.py`` says why that is RLlib's buffer here)."""
+    the batch, back to back (``learners/circular.py`` says why that is RLlib's buffer here).
+    ``lr`` and ``entropy_coeff`` as ``make_impala_update``'s."""
     move_target = learner_update.make_target_update(hp.tau, {"target_params": "params"})
-
-    def loss_fn(
-        params: Any, batch: VTraceTrainBatch, target_params: Any, kl_coeff: jax.Array
-    ) -> tuple[jax.Array, Metrics]:
-        dist_inputs, values, next_values = forward_with_next_values(apply, params, batch)
-        old_dist_inputs, _, _ = forward_with_next_values(apply, target_params, batch)
-        return appo_loss(
-            dist_inputs,
-            values,
-            next_values,
-            old_dist_inputs,
-            batch.vtrace,
-            dist,
-            kl_coeff,
-            hp.loss,
-        )
+    entropy_setting = hp.loss.vtrace.entropy_coeff if entropy_coeff is None else entropy_coeff
 
     def update(state: APPOTrainState, batch: VTraceTrainBatch) -> tuple[APPOTrainState, Metrics]:
-        params, opt_state, metrics = _step(
-            loss_fn, optimizer, state, batch, state.target_params, state.kl_coeff
+        opt, rate, entropy = _scheduled(state, optimizer, lr, entropy_setting)
+        loss_cfg = hp.loss._replace(
+            vtrace=hp.loss.vtrace._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
         )
+
+        def loss_fn(
+            params: Any, batch: VTraceTrainBatch, target_params: Any, kl_coeff: jax.Array
+        ) -> tuple[jax.Array, Metrics]:
+            dist_inputs, values, next_values = forward_with_next_values(apply, params, batch)
+            old_dist_inputs, _, _ = forward_with_next_values(apply, target_params, batch)
+            return appo_loss(
+                dist_inputs,
+                values,
+                next_values,
+                old_dist_inputs,
+                batch.vtrace,
+                dist,
+                kl_coeff,
+                loss_cfg,
+            )
+
+        params, opt_state, metrics = _step(
+            loss_fn, opt, state, batch, state.target_params, state.kl_coeff
+        )
+        if rate is not None:
+            metrics["default_optimizer_learning_rate"] = rate
         step = state.step + 1
         state = dataclasses.replace(state, params=params, opt_state=opt_state, step=step)
         due = step % hp.target_period == 0
@@ -243,13 +310,13 @@ def make_appo_update(
         if hp.loss.use_kl_loss:
             kl_coeff = adapt_kl_coeff(kl_coeff, kl, hp.kl_target)
         metrics["curr_kl_coeff"] = state.kl_coeff
-        metrics["curr_entropy_coeff"] = jnp.asarray(hp.loss.vtrace.entropy_coeff, jnp.float32)
+        metrics["curr_entropy_coeff"] = entropy
         metrics["num_target_updates"] = due.astype(jnp.float32)
         return dataclasses.replace(state, target_params=target, kl_coeff=kl_coeff), metrics
 
     if not hp.use_circular_buffer:
-        return update
-    return make_repeated_update(update, hp.circular_buffer_iterations_per_batch)
+        return count_env_steps(update)
+    return count_env_steps(make_repeated_update(update, hp.circular_buffer_iterations_per_batch))
 
 
 __all__ = [

@@ -57,6 +57,7 @@ class PPOConfig(AlgorithmConfig):
     """
 
     algo_name: ClassVar[str] = "PPO"
+    takes_env_to_module_connector: ClassVar[bool] = True
 
     # RLlib's PPO defaults. The learner settings (per_module) may differ per policy.
     lr = AlgorithmConfig.lr.replace(
@@ -129,7 +130,7 @@ class PPOConfig(AlgorithmConfig):
     def training(
         self,
         *,
-        lr: float = UNSET,
+        lr: float | list[list[float]] = UNSET,
         gamma: float = UNSET,
         train_batch_size_per_learner: int = UNSET,
         train_batch_size: int | None = UNSET,
@@ -140,7 +141,7 @@ class PPOConfig(AlgorithmConfig):
         clip_param: float = UNSET,
         vf_clip_param: float | None = UNSET,
         vf_loss_coeff: float = UNSET,
-        entropy_coeff: float = UNSET,
+        entropy_coeff: float | list[list[float]] = UNSET,
         kl_coeff: float = UNSET,
         kl_target: float = UNSET,
         use_kl_loss: bool = UNSET,
