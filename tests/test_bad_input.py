@@ -42,6 +42,10 @@ class DictObsEnv(gym.Env):
         pass
 
 
+class TextObsEnv(DictObsEnv):
+    observation_space = gym.spaces.Dict({"a": gym.spaces.Text(5)})
+
+
 class TupleActionEnv(DictObsEnv):
     observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
     action_space = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3)))
@@ -209,10 +213,10 @@ CASES = [
     ),
     # spaces an algorithm cannot handle
     (
-        "dict observations",
-        lambda b: PPOConfig().environment(DictObsEnv).build_algo(),
+        "text observations",
+        lambda b: PPOConfig().environment(TextObsEnv).build_algo(),
         ConfigError,
-        ["Dict", "observation"],
+        ["Text", "not supported by the default model"],
     ),
     (
         "dict observations for a custom module",
@@ -223,7 +227,7 @@ CASES = [
             .build_algo()
         ),
         ConfigError,
-        ["Dict", "no fixed shape"],
+        ["Dict", "could not be built", "a dict"],
     ),
     (
         "tuple actions",

@@ -24,8 +24,9 @@ from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.callbacks.callbacks import HOOKS
 from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.episodes import EpisodeReplay, replay_multi_agent
+from rljax.connectors.env_to_module import build_env_to_module
 from rljax.env.env_context import EnvContext
-from rljax.env.spaces import space_from_data, space_to_data
+from rljax.env.spaces import is_structured, space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.env.vector import (
     EnvSpec,
@@ -113,6 +114,65 @@ class EpisodeStats:
         }
 
 
+def _checked_leaf(space: gym.Space, obs: Any, batched: bool, where: str = "observation") -> Any:
+    """One array observation (or a batch) checked against ``space``'s shape and dtype."""
+    shape = space.shape
+    if shape is None:
+        raise ValueError(f"{where}: the space {space} has no fixed shape")
+    arr = np.asarray(obs)
+    expected = shape if not batched else (None,) + shape
+    shape_ok = (
+        arr.shape == shape
+        if not batched
+        else (arr.ndim == len(shape) + 1 and arr.shape[1:] == shape)
+    )
+    if not shape_ok:
+        raise ValueError(
+            f"{where} of shape {arr.shape} does not fit the observation space {space} "
+            f"(expected shape {expected})"
+        )
+    if isinstance(space, gym.spaces.Box):
+        if not (np.can_cast(arr.dtype, space.dtype, "same_kind") or arr.dtype.kind in "iub"):
+            raise ValueError(
+                f"{where} dtype {arr.dtype} does not fit the observation space dtype {space.dtype}"
+            )
+        arr = arr.astype(space.dtype, copy=False)
+    elif arr.dtype.kind not in "iub":
+        raise ValueError(f"{where} dtype {arr.dtype} does not fit {space} (integers)")
+    return arr
+
+
+def _checked_structure(space: gym.Space, obs: Any, batched: bool, where: str) -> Any:
+    """A Dict / Tuple observation checked leaf by leaf: a dict with the space's keys (sorted,
+    as JAX orders them) or a tuple of its length."""
+    if isinstance(space, gym.spaces.Dict):
+        keys = set(space.spaces)
+        if not isinstance(obs, dict) or set(obs) != keys:
+            got = sorted(map(str, obs)) if isinstance(obs, dict) else type(obs).__name__
+            raise ValueError(f"{where} must be a dict with keys {sorted(keys)}; got {got}")
+        return {
+            k: _checked_structure(space.spaces[k], obs[k], batched, f"{where}[{k!r}]")
+            for k in sorted(keys)
+        }
+    if isinstance(space, gym.spaces.Tuple):
+        if not isinstance(obs, tuple | list) or len(obs) != len(space.spaces):
+            raise ValueError(f"{where} must be a tuple of {len(space.spaces)} observations")
+        return tuple(
+            _checked_structure(s, o, batched, f"{where}[{i}]")
+            for i, (s, o) in enumerate(zip(space.spaces, obs, strict=True))
+        )
+    return _checked_leaf(space, obs, batched, where)
+
+
+def needs_x64(*spaces: gym.Space) -> bool:
+    """Whether a space holds 64-bit floats (EnvPool's MuJoCo tasks) while JAX computes in 32
+    bits: such an env cannot be stepped inside jit, so it runs on the host path (a runner in
+    the driver that hands EnvPool numpy arrays of its dtypes)."""
+    if jax.config.read("jax_enable_x64"):
+        return False
+    return any(isinstance(s, gym.spaces.Box) and np.dtype(s.dtype) == np.float64 for s in spaces)
+
+
 class Algorithm:
     """Config + an algorithm's parts + the execution layer, behind RLlib's public methods.
 
@@ -180,6 +240,16 @@ class Algorithm:
         self.learner_devices = learner_devices(config.num_learners, config.num_gpus_per_learner)
         self.mesh = make_mesh(self.learner_devices) if len(self.learner_devices) > 1 else None
         self.runner_device = runner_device(config.num_gpus_per_env_runner)
+        # Observation connectors (config.env_to_module_connector): built once, and stored in
+        # the config as their specs, so the checkpoint's config rebuilds them without code.
+        self._env_to_module = build_env_to_module(
+            config.env_to_module_connector,
+            self.observation_space,
+            self.action_space,
+            self.runner_device,
+        )
+        if self._env_to_module is not None:
+            config.env_to_module_connector = self._env_to_module.specs()
         self.iteration = 0
         self.num_env_steps_sampled_lifetime = 0
         self.num_env_steps_trained_lifetime = 0
@@ -283,7 +353,12 @@ class Algorithm:
         """EnvPool env, no runner threads: the rollout runs inside jit, through EnvPool's XLA
         interface (the fused path)."""
         spec = self.env_spec
-        return spec is not None and spec.backend == "envpool" and self.config.num_env_runners == 0
+        return (
+            spec is not None
+            and spec.backend == "envpool"
+            and self.config.num_env_runners == 0
+            and not needs_x64(self.observation_space, self.action_space)
+        )
 
     def _on_runner_device(self, params: Any) -> Any:
         """A copy of ``params`` on the runner device, for runner threads to act with.
@@ -630,27 +705,12 @@ class Algorithm:
         return result
 
     # ------------------------------------------------------------------ inference
-    def _check_obs(self, obs: Any, batched: bool) -> np.ndarray:
-        space, shape = self.observation_space, self._observation_shape()
-        arr = np.asarray(obs)
-        expected = shape if not batched else (None,) + shape
-        shape_ok = (
-            arr.shape == shape
-            if not batched
-            else (arr.ndim == len(shape) + 1 and arr.shape[1:] == shape)
-        )
-        if not shape_ok:
-            raise ValueError(
-                f"observation of shape {arr.shape} does not fit the observation space {space} "
-                f"(expected shape {expected})"
-            )
-        if isinstance(space, gym.spaces.Box):
-            if not (np.can_cast(arr.dtype, space.dtype, "same_kind") or arr.dtype.kind in "iub"):
-                raise ValueError(
-                    f"observation dtype {arr.dtype} does not fit the observation space dtype {space.dtype}"
-                )
-            arr = arr.astype(space.dtype, copy=False)
-        return arr
+    def _check_obs(self, obs: Any, batched: bool) -> Any:
+        """Observations checked against the observation space (an array, or for Dict / Tuple
+        spaces a dict / tuple of arrays); a mismatch raises ``ValueError`` naming it."""
+        if not is_structured(self.observation_space):
+            self._observation_shape()  # a space without a shape: ConfigError, as before
+        return _checked_structure(self.observation_space, obs, batched, "observation")
 
     def _infer_fn(self, explore: bool, policy_id: str | None = None) -> InferenceFn:
         """The jitted ``parts.inference(policy_id, explore)``: one per inference function, so
@@ -670,12 +730,18 @@ class Algorithm:
         """
         explore = require_bool("explore", explore)
         self._check_policy_id(policy_id)
-        if isinstance(obs_batch, dict):
+        space = self.observation_space
+        # A dict of observations by id, unless it is one batch of a Dict space.
+        is_batch = isinstance(space, gym.spaces.Dict) and (
+            isinstance(obs_batch, dict) and set(obs_batch) == set(space.spaces)
+        )
+        if isinstance(obs_batch, dict) and not is_batch:
             if not obs_batch:
                 return {}
             ids = list(obs_batch)
+            rows = [self._check_obs(obs_batch[i], False) for i in ids]
             actions = self.compute_actions(
-                np.stack([self._check_obs(obs_batch[i], False) for i in ids]), explore, policy_id
+                jax.tree.map(lambda *xs: np.stack(xs), *rows), explore, policy_id
             )
             return dict(zip(ids, actions, strict=True))
         return self._forward(self._check_obs(obs_batch, batched=True), explore, policy_id)[1]
@@ -692,10 +758,10 @@ class Algorithm:
         if params is None:
             params = self.parts.inference_params(self.state, policy_id)
         infer = self._infer_fn(explore, policy_id)
-        if len(obs) == 0:
+        if len(jax.tree.leaves(obs)[0]) == 0:
             return empty_outputs(infer, params, obs, self._action_key)
         self._action_key, sub = jax.random.split(self._action_key)
-        inputs, action = infer(params, jnp.asarray(obs), sub)
+        inputs, action = infer(params, jax.tree.map(jnp.asarray, obs), sub)
         return np.asarray(inputs), self.parts.to_env_action_host(np.asarray(action))
 
     def compute_single_action(
@@ -705,7 +771,7 @@ class Algorithm:
         explore = require_bool("explore", explore)
         self._check_policy_id(policy_id)
         obs = self._check_obs(observation, batched=False)
-        action = self._forward(obs[None], explore, policy_id)[1][0]
+        action = self._forward(jax.tree.map(lambda x: x[None], obs), explore, policy_id)[1][0]
         return int(action) if isinstance(self.action_space, gym.spaces.Discrete) else action
 
     def get_module(self, policy_id: str | None = None) -> RLModule:
@@ -830,7 +896,9 @@ class Algorithm:
         evaluation; with ``params`` (a snapshot) instead of the current weights."""
         greedy_slots = self.parts.greedy_slots
         if greedy_slots is None:
-            return lambda obs: self._forward(np.asarray(obs), explore, params=params)[1]
+            return lambda obs: self._forward(jax.tree.map(np.asarray, obs), explore, params=params)[
+                1
+            ]
         greedy = self._greedy_slots_jit
         if greedy is None:
             # Typed as the function it wraps: mypy 1.14 joins a jitted one and it to object.
@@ -1313,12 +1381,12 @@ def check_runner_state_schema(runners: Any, path: Any) -> None:
 
 
 def empty_outputs(
-    infer: InferenceFn, params: Params, obs: np.ndarray, key: jax.Array
+    infer: InferenceFn, params: Params, obs: Any, key: jax.Array
 ) -> tuple[np.ndarray, np.ndarray]:
     """``infer(params, obs, key)``'s outputs for an empty batch ``obs``, built from its output
     shapes for one row (traced, not compiled): nothing needs computing, and a model that reshapes
     by the batch size cannot even be traced with a batch of 0."""
-    row = jax.ShapeDtypeStruct((1, *obs.shape[1:]), obs.dtype)
+    row = jax.tree.map(lambda x: jax.ShapeDtypeStruct((1, *x.shape[1:]), x.dtype), obs)
     inputs, action = jax.eval_shape(infer, params, row, key)
     return (
         np.zeros((0, *inputs.shape[1:]), inputs.dtype),
@@ -1377,7 +1445,7 @@ class RLModule:
         return self._algo.parts.inference_params(self._algo.state, self._policy_id)
 
     def _obs(self, batch: Any) -> np.ndarray:
-        obs = batch["obs"] if isinstance(batch, dict) else batch
+        obs = batch["obs"] if isinstance(batch, dict) and "obs" in batch else batch
         return self._algo._check_obs(obs, batched=True)
 
     def forward_inference(self, batch: Any) -> dict[str, np.ndarray]:

@@ -18,10 +18,14 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+import gymnasium as gym
+
 from rljax.algorithms.settings import Setting, declared_settings, setter_doc
 from rljax.callbacks.dispatch import check_callbacks_class, check_hook_function
+from rljax.connectors.env_to_module import check_env_to_module_connector
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.spec import RLModuleSpec
+from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
 from rljax.tune.sample import Domain, as_domain
@@ -96,7 +100,24 @@ def _env_config(name: str, value: Any) -> dict[str, Any]:
     # None is the setter's "no settings", as RLlib's env_config=None is.
     if value is None:
         return {}
-    return StrKeyDict()(name, value) or {}  # never None: StrKeyDict() is not optional
+    out = StrKeyDict()(name, value) or {}  # never None: StrKeyDict() is not optional
+    # gymnasium spaces (RLlib's example envs take them: RandomEnv's action_space) are stored
+    # as data, {"__gym_space__": ...}, and come back as spaces.
+    for key, v in out.items():
+        if isinstance(v, dict) and set(v) == {SPACE_MARK}:
+            out[key] = space_from_data(v[SPACE_MARK], f"{name}[{key!r}]")
+    return out
+
+
+SPACE_MARK = "__gym_space__"
+
+
+def _env_config_data(env_config: dict[str, Any]) -> dict[str, Any]:
+    """``env_config`` for JSON: gymnasium spaces as their data."""
+    return {
+        k: {SPACE_MARK: space_to_data(v)} if isinstance(v, gym.Space) else v
+        for k, v in env_config.items()
+    }
 
 
 def _model_config(name: str, value: Any) -> DefaultModelConfig:
@@ -213,6 +234,8 @@ class AlgorithmConfig:
     """
 
     algo_name: ClassVar[str] = "Algorithm"
+    # Whether the algorithm applies env_to_module_connector's connectors (single-agent).
+    takes_env_to_module_connector: ClassVar[bool] = False
     # Derived from the declarations below (and a subclass's) by _derive_tables(): every
     # setting by name, grouped by section; each setter's keys; each setting's check; the
     # settings a policy may override; the settings whose check also runs in the setters.
@@ -303,6 +326,15 @@ class AlgorithmConfig:
         "A runner that delivers no fragment within this many seconds counts as hung: it is "
         "replaced (restart_failed_env_runners) or the run stops with EnvRunnerError. Default "
         "60, as RLlib; None waits for ever. A runner that fails is handled at once either way.",
+        section="env_runners",
+    )
+    env_to_module_connector = Setting[Any](
+        None,
+        check_env_to_module_connector,
+        "Observation connectors between the env and the module (rljax.connectors.env_to_module, "
+        "e.g. MeanStdFilter): RLlib's function (env, spaces, device) -> connector or list of "
+        "connectors, a connector, a list of them or their config dicts; None: none. PPO, "
+        "IMPALA and APPO (single-agent) take them.",
         section="env_runners",
     )
     # ------------------------------------------------------------------ learners
@@ -702,6 +734,7 @@ class AlgorithmConfig:
         async_batch_size: int | None = UNSET,
         sample_async: bool = UNSET,
         sample_timeout_s: float | None = UNSET,
+        env_to_module_connector: Any = UNSET,
         **kwargs: Any,
     ) -> _C:
         """Sets the sampling knobs."""
@@ -1088,6 +1121,14 @@ class AlgorithmConfig:
         spec = resolve_env(self.env, self.env_config)
         if spec.backend == "envpool":
             envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
+        if self.env_to_module_connector is not None and (
+            not self.takes_env_to_module_connector or self.is_multi_agent
+        ):
+            what = "multi-agent PPO" if self.is_multi_agent else self.algo_name
+            raise ConfigError(
+                f"env_to_module_connector is set, but {what} takes no connectors yet; "
+                "single-agent PPO, IMPALA and APPO do (set env_to_module_connector=None)"
+            )
         if self.async_batch_size is not None and (
             self.async_batch_size > self.num_envs_per_env_runner
         ):
@@ -1263,6 +1304,8 @@ class AlgorithmConfig:
                 pass  # a search space, kept as given
             elif key == "model_config":
                 value = value.to_dict()
+            elif key == "env_config" and isinstance(value, dict):
+                value = _env_config_data(value)
             elif key == "rl_module_spec" and value is not None:
                 value = {
                     "module_class": qualified_name(value.module_class)
@@ -1276,6 +1319,14 @@ class AlgorithmConfig:
                 inspect.isclass(value) or callable(value)
             ):
                 value = {"import": qualified_name(value)}
+            elif key == "env_to_module_connector" and value is not None:
+                # Connectors are data (their specs); RLlib's function form is code, stored by
+                # name (an algorithm stores the connectors it built instead).
+                value = (
+                    [c if isinstance(c, dict) else c.spec() for c in value]
+                    if isinstance(value, list | tuple)
+                    else {"import": qualified_name(value)}
+                )
             elif _is_callback_key(key) and value is not None:
                 value = (
                     [{"import": qualified_name(c)} for c in value]

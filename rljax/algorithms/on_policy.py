@@ -18,7 +18,10 @@ import jax
 import jax.numpy as jnp
 
 from rljax.algorithms.algorithm import Algorithm
+from rljax.connectors.env_to_module import EnvToModulePipeline
+from rljax.env.spaces import is_structured, zeros_batch
 from rljax.execution.on_policy import OnPolicyLoop
+from rljax.execution.parts import with_env_to_module
 from rljax.networks.distributions import ActionDistribution
 from rljax.runners.acting import Transition, make_act_step, make_fused_rollout
 from rljax.utils.errors import ConfigError
@@ -43,6 +46,33 @@ class FreeRunning:
     max_queued_fragments: int = 1
     learner_thread: bool = False
     max_pending_updates: int = 1
+
+
+def _connectors_of(state: Any) -> Any:
+    return state.connectors
+
+
+def _batch_mask(batch: Any) -> jax.Array:
+    """The real rows of a post-processed batch: PPO's ``mask``, V-trace's ``vtrace.mask``."""
+    return batch.mask if hasattr(batch, "mask") else batch.vtrace.mask
+
+
+def connected_update(
+    update: Callable[[Any, Any], tuple[Any, dict[str, jax.Array]]],
+    pipeline: EnvToModulePipeline,
+) -> Callable[[Any, Any], tuple[Any, dict[str, jax.Array]]]:
+    """``update`` on a batch of raw observations: it trains on them as the connectors
+    transformed them for acting (their state before this batch), then the connectors learn
+    from the batch's real rows (a MeanStdFilter's statistics: every runner's rows, merged)."""
+
+    def update_connected(state: Any, batch: Any) -> tuple[Any, dict[str, jax.Array]]:
+        before = state.connectors
+        raw = batch.obs
+        state, metrics = update(state, batch._replace(obs=pipeline.transform(before, raw)))
+        after = pipeline.update(before, raw, _batch_mask(batch))
+        return state.replace(connectors=after), metrics
+
+    return update_connected
 
 
 class OnPolicyAlgorithm(Algorithm):
@@ -90,25 +120,39 @@ class OnPolicyAlgorithm(Algorithm):
         from rljax.algorithms.ppo.networks import build_policy
 
         dist, self.module = build_policy(self.observation_space, self.action_space, self.config)
-        key = jax.random.PRNGKey(self.seed)
-        key, init_key, self._action_key = jax.random.split(key, 3)
-        obs_example = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
+        obs_example = zeros_batch(self.observation_space, 1)
         try:
-            params = {
-                POLICY_ID: run_once(
-                    self.module.init, init_key, obs_example, cache_key=("init", self.module)
-                )
-            }
-            out = jax.eval_shape(self.module.apply, params[POLICY_ID], obs_example)
+            # Shapes only (nothing compiles): a module that cannot take these observations
+            # fails here, plainly.
+            key_shape = jax.ShapeDtypeStruct((2,), jnp.uint32)
+            shapes = jax.eval_shape(self.module.init, key_shape, obs_example)
+            out = jax.eval_shape(self.module.apply, shapes, obs_example)
         except Exception as e:
+            given = (
+                "; the module gets a dict (keys sorted) / tuple of [B, ...] arrays for a Dict / "
+                "Tuple observation space"
+                if is_structured(self.observation_space)
+                else ""
+            )
             raise ConfigError(
-                f"the model could not be built for observations {self.observation_space}: {e}"
+                f"the model could not be built for observations {self.observation_space}: "
+                f"{type(e).__name__}: {e}{given}"
             ) from e
-        if out[0].shape != (1, dist.num_outputs) or out[1].shape != (1,):
+        if not (isinstance(out, tuple | list) and len(out) == 2) or (
+            out[0].shape != (1, dist.num_outputs) or out[1].shape != (1,)
+        ):
             raise ConfigError(
                 f"the module must return (action_dist_inputs [B, {dist.num_outputs}], value [B]); "
-                f"it returned shapes {out[0].shape} and {out[1].shape}"
+                f"it returned {jax.tree.map(lambda x: x.shape, out)}"
             )
+        key = jax.random.PRNGKey(self.seed)
+        key, init_key, self._action_key = jax.random.split(key, 3)
+        obs_example = jax.tree.map(jnp.asarray, obs_example)
+        params = {
+            POLICY_ID: run_once(
+                self.module.init, init_key, obs_example, cache_key=("init", self.module)
+            )
+        }
         return dist, params, key
 
     def _setup_execution(
@@ -127,6 +171,11 @@ class OnPolicyAlgorithm(Algorithm):
             ``sample_async``, else 0.
           free_running: With runner threads, sample free-running instead (IMPALA, APPO).
         """
+        if self._env_to_module is not None:
+            pipeline = self._env_to_module
+            self.state = self.state.replace(connectors=pipeline.init_state())
+            self.parts = with_env_to_module(self.parts, pipeline.transform, _connectors_of)
+            update = connected_update(update, pipeline)
         self.fragment_length = self.config.get_rollout_fragment_length()
         self._postprocess = postprocess
         self._update = update

@@ -92,4 +92,21 @@ def space_from_data(data: Any, where: str = "space") -> gym.Space:
         raise CheckpointError(f"{where}: not a space description ({e})") from None
 
 
-__all__ = ["space_from_data", "space_to_data"]
+def zeros_batch(space: gym.Space, n: int) -> Any:
+    """``n`` zero observations of ``space`` stacked: an array, or for Dict / Tuple spaces a
+    dict (keys sorted, as JAX orders them) / tuple of such, in dtypes JAX computes in."""
+    import jax
+
+    if isinstance(space, gym.spaces.Dict):
+        return {k: zeros_batch(space.spaces[k], n) for k in sorted(space.spaces)}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(zeros_batch(s, n) for s in space.spaces)
+    dtype = jax.dtypes.canonicalize_dtype(space.dtype if space.dtype is not None else np.float32)
+    return np.zeros((n, *(space.shape or ())), dtype)
+
+
+def is_structured(space: gym.Space) -> bool:
+    return isinstance(space, gym.spaces.Dict | gym.spaces.Tuple)
+
+
+__all__ = ["is_structured", "space_from_data", "space_to_data", "zeros_batch"]

@@ -136,8 +136,60 @@ def space_env_actions(
         return action.astype(jnp.int32)
 
     def to_env_host(action: np.ndarray) -> np.ndarray:
-        if isinstance(space, gym.spaces.Box) and clip:
-            return np.clip(action, space.low, space.high)
+        if isinstance(space, gym.spaces.Box):
+            if clip:
+                action = np.clip(action, space.low, space.high)
+            # The env's own dtype: EnvPool's MuJoCo tasks take float64, which JAX (32-bit)
+            # does not compute.
+            return np.asarray(action, space.dtype)
         return action
 
     return to_env, to_env_host
+
+
+def with_env_to_module(
+    parts: PolicyParts[StateT],
+    transform: Callable[[Any, Any], Any],
+    connectors_of: Callable[[StateT], Any],
+) -> PolicyParts[StateT]:
+    """``parts`` whose policy sees observations through env-to-module connectors.
+
+    The acting and inference parameters become ``{"module": ..., "connectors": ...}`` (the
+    connectors' state, ``connectors_of(state)``), so the runners get the connectors' state
+    with every weight broadcast, and evaluation, ``compute_actions`` and exported programs
+    apply ``transform(connector_state, obs)`` with the weights they act with.
+    """
+    act0 = parts.act
+
+    def act(params: Params, obs: Any, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        return act0(params["module"], transform(params["connectors"], obs), key)
+
+    def acting_params(state: StateT) -> Params:
+        return {"module": parts.acting_params(state), "connectors": connectors_of(state)}
+
+    def inference_params(state: StateT, policy_id: str | None) -> Params:
+        return {
+            "module": parts.inference_params(state, policy_id),
+            "connectors": connectors_of(state),
+        }
+
+    # One wrapper per inner function: callers cache compilations per function object.
+    wrapped: dict[InferenceFn, InferenceFn] = {}
+
+    def inference(policy_id: str | None, explore: bool) -> InferenceFn:
+        inner = parts.inference(policy_id, explore)
+        if inner not in wrapped:
+
+            def infer(params: Params, obs: jax.Array, key: jax.Array) -> Any:
+                return inner(params["module"], transform(params["connectors"], obs), key)
+
+            wrapped[inner] = infer
+        return wrapped[inner]
+
+    return dataclasses.replace(
+        parts,
+        act=act,
+        acting_params=acting_params,
+        inference=inference,
+        inference_params=inference_params,
+    )

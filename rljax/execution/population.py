@@ -141,6 +141,8 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         scheduled = [n for n in ("lr", "entropy_coeff") if isinstance(getattr(c, n, None), tuple)]
         if scheduled:
             return f"{scheduled[0]} is a schedule; scheduled trials train one at a time"
+    if first.env_to_module_connector is not None:
+        return "configs with env_to_module connectors train one trial at a time"
     if first.callbacks_class is not None or any(
         getattr(first, name) is not None
         for name in first.SETTINGS

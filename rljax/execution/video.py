@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import jax
 import numpy as np
 
 from rljax.env.env_context import EnvContext
@@ -120,7 +121,7 @@ def record_episodes(
             frames: list[Any] = [env.render()]
             ret, n, done = 0.0, 0, False
             while not done:
-                action = act(np.asarray(obs)[None])[0]
+                action = act(jax.tree.map(lambda o: np.asarray(o)[None], obs))[0]
                 if isinstance(env.action_space, gym.spaces.Discrete):
                     action = int(action)
                 obs, reward, terminated, truncated, _ = env.step(action)

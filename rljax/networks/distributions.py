@@ -9,6 +9,7 @@ from typing import Protocol
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rljax.utils.errors import ConfigError
 
@@ -53,6 +54,55 @@ class Categorical:
         logp = jax.nn.log_softmax(inputs_p, axis=-1)
         logq = jax.nn.log_softmax(inputs_q, axis=-1)
         return jnp.sum(jnp.exp(logp) * (logp - logq), axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class MultiCategorical:
+    """Independent categoricals, one per entry of a ``MultiDiscrete`` space's ``nvec``; inputs
+    are their logits concatenated, [B, sum(nvec)]; actions [B, len(nvec)] (RLlib's
+    ``TorchMultiCategorical``: log-probs, entropies and KLs add up over the entries)."""
+
+    nvec: tuple[int, ...]
+
+    @property
+    def num_outputs(self) -> int:
+        return sum(self.nvec)
+
+    def _split(self, inputs: jax.Array) -> list[jax.Array]:
+        cuts = [sum(self.nvec[:i]) for i in range(1, len(self.nvec))]
+        return jnp.split(inputs, cuts, axis=-1)
+
+    def sample(self, key: jax.Array, inputs: jax.Array) -> jax.Array:
+        keys = jax.random.split(key, len(self.nvec))
+        parts = [
+            jax.random.categorical(k, x, axis=-1)
+            for k, x in zip(keys, self._split(inputs), strict=True)
+        ]
+        return jnp.stack(parts, axis=-1).astype(jnp.int32)
+
+    def mode(self, inputs: jax.Array) -> jax.Array:
+        return jnp.stack([jnp.argmax(x, axis=-1) for x in self._split(inputs)], -1).astype(
+            jnp.int32
+        )
+
+    def log_prob(self, inputs: jax.Array, actions: jax.Array) -> jax.Array:
+        parts = self._split(inputs)
+        terms = [
+            Categorical(n).log_prob(x, actions[..., i])
+            for i, (n, x) in enumerate(zip(self.nvec, parts, strict=True))
+        ]
+        return jnp.sum(jnp.stack(terms, -1), -1)
+
+    def entropy(self, inputs: jax.Array) -> jax.Array:
+        terms = [
+            Categorical(n).entropy(x) for n, x in zip(self.nvec, self._split(inputs), strict=True)
+        ]
+        return jnp.sum(jnp.stack(terms, -1), -1)
+
+    def kl(self, inputs_p: jax.Array, inputs_q: jax.Array) -> jax.Array:
+        ps, qs = self._split(inputs_p), self._split(inputs_q)
+        terms = [Categorical(n).kl(p, q) for n, p, q in zip(self.nvec, ps, qs, strict=True)]
+        return jnp.sum(jnp.stack(terms, -1), -1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,9 +184,16 @@ def make_distribution(action_space: gym.Space, log_std_clip: float = 20.0) -> Ac
     """The distribution family for an action space."""
     if isinstance(action_space, gym.spaces.Discrete):
         return Categorical(int(action_space.n))
+    if isinstance(action_space, gym.spaces.MultiDiscrete) and action_space.nvec.ndim == 1:
+        if np.any(action_space.start != 0):
+            raise ConfigError(
+                f"action space {action_space} has non-zero starts; rljax's MultiDiscrete "
+                "actions count from 0"
+            )
+        return MultiCategorical(tuple(int(n) for n in action_space.nvec))
     if isinstance(action_space, gym.spaces.Box) and len(action_space.shape) == 1:
         return DiagGaussian(int(action_space.shape[0]), log_std_clip)
     raise ConfigError(
-        f"action space {action_space} is not supported; rljax supports Discrete and 1-D Box "
-        "action spaces"
+        f"action space {action_space} is not supported; rljax supports Discrete, 1-D "
+        "MultiDiscrete and 1-D Box action spaces"
     )

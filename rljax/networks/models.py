@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import flax.linen as nn
 import gymnasium as gym
@@ -107,6 +108,103 @@ class ActorCritic(nn.Module):
         return out, value
 
 
+# A forbidden action's logit: its probability is exactly 0 in float32, and its log-probability
+# stays finite (entropy and KL terms multiply it by that 0).
+MASKED_LOGIT = -1e9
+
+
+def space_leaves(space: gym.Space) -> list[gym.Space]:
+    """A (nested) Dict / Tuple space's leaf spaces, in the order ``jax.tree.leaves`` gives
+    the leaves of one of its observations (Dict keys sorted)."""
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for k in sorted(space.spaces) for leaf in space_leaves(space.spaces[k])]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for s in space.spaces for leaf in space_leaves(s)]
+    return [space]
+
+
+def _leaf_kind(space: gym.Space) -> tuple[Any, ...]:
+    """How the default model reads one leaf: ("image", channels_first), ("box",),
+    ("onehot", sizes) for Discrete / MultiDiscrete, ("binary",); else ConfigError."""
+    if isinstance(space, gym.spaces.Box):
+        if is_image_space(space):
+            return ("image", space.shape[0] < space.shape[-1])
+        return ("box",)
+    if isinstance(space, gym.spaces.Discrete):
+        return ("onehot", (int(space.n),), (int(space.start),))
+    if isinstance(space, gym.spaces.MultiDiscrete) and space.nvec.ndim == 1:
+        return ("onehot", tuple(int(n) for n in space.nvec), tuple(int(s) for s in space.start))
+    if isinstance(space, gym.spaces.MultiBinary):
+        return ("binary",)
+    raise ConfigError(
+        f"observation space {space} is not supported by the default model; it reads Box "
+        "(vectors of any rank, images), Discrete, MultiDiscrete and MultiBinary leaves of "
+        "Dict and Tuple spaces; plug in your own module through .rl_module(rl_module_spec=...)"
+    )
+
+
+class _LeafFeatures(nn.Module):
+    """RLlib's default encoding of a Dict / Tuple observation: each leaf read on its own
+    (one-hot for discrete leaves, a Nature CNN for images, flattened otherwise), then
+    concatenated, for the MLP encoders."""
+
+    kinds: tuple[tuple[Any, ...], ...]
+    model_config: DefaultModelConfig
+
+    @nn.compact
+    def __call__(self, obs: Any) -> jax.Array:
+        leaves = jax.tree.leaves(obs)
+        feats = []
+        for i, (x, kind) in enumerate(zip(leaves, self.kinds, strict=True)):
+            b = x.shape[0]
+            if kind[0] == "image":
+                mc = self.model_config
+                filters = mc.conv_filters or NATURE_FILTERS
+                feats.append(_CNN(filters, mc.conv_activation, kind[1], name=f"cnn_{i}")(x))
+            elif kind[0] == "onehot":
+                x = x.reshape((b, len(kind[1])))
+                feats += [
+                    jax.nn.one_hot(x[:, j] - start, n, dtype=jnp.float32)
+                    for j, (n, start) in enumerate(zip(kind[1], kind[2], strict=True))
+                ]
+            else:
+                feats.append(x.reshape((b, -1)).astype(jnp.float32))
+        return jnp.concatenate(feats, axis=-1)
+
+
+class StructuredActorCritic(nn.Module):
+    """``ActorCritic`` on a Dict / Tuple observation: ``_LeafFeatures``, then the MLPs."""
+
+    kinds: tuple[tuple[Any, ...], ...]
+    inner: ActorCritic
+
+    @nn.compact
+    def __call__(self, obs: Any) -> tuple[jax.Array, jax.Array]:
+        x = _LeafFeatures(self.kinds, self.inner.model_config, name="leaves")(obs)
+        return self.inner(x)
+
+
+class MaskedActorCritic(nn.Module):
+    """RLlib's action-masking module: the network reads ``obs["observations"]``, and the
+    logits of actions where ``obs["action_mask"]`` is 0 become ``MASKED_LOGIT``."""
+
+    inner: nn.Module
+
+    @nn.compact
+    def __call__(self, obs: Any) -> tuple[jax.Array, jax.Array]:
+        logits, value = self.inner(obs["observations"])
+        mask = obs["action_mask"].reshape(logits.shape)
+        return jnp.where(mask > 0, logits, MASKED_LOGIT), value
+
+
+def is_action_mask_space(space: gym.Space) -> bool:
+    """RLlib's action-masking observation: a Dict with ``action_mask`` and ``observations``."""
+    return isinstance(space, gym.spaces.Dict) and set(space.spaces) == {
+        "action_mask",
+        "observations",
+    }
+
+
 def build_module(
     observation_space: gym.Space,
     num_outputs: int,
@@ -125,12 +223,22 @@ def build_module(
                 f"could not build {rl_module_spec.module_class.__name__}(num_outputs={num_outputs}, "
                 f"**{rl_module_spec.model_config}): {e}"
             ) from e
+    if isinstance(observation_space, gym.spaces.Dict) and is_action_mask_space(observation_space):
+        mask = observation_space["action_mask"]
+        if continuous or mask.shape != (num_outputs,):
+            raise ConfigError(
+                f"the observation's action_mask {mask} must have one entry per action of a "
+                f"Discrete action space ({num_outputs} outputs, continuous={continuous})"
+            )
+        inner = build_module(observation_space["observations"], num_outputs, False, model_config)
+        return MaskedActorCritic(inner)
     if not isinstance(observation_space, gym.spaces.Box):
-        raise ConfigError(
-            f"observation space {observation_space} is not supported by the default model; "
-            "rljax supports Box observations (vectors and images); flatten other spaces with a "
-            "gymnasium wrapper or plug in your own module through .rl_module(rl_module_spec=...)"
+        kinds = tuple(_leaf_kind(leaf) for leaf in space_leaves(observation_space))
+        free = num_outputs // 2 if (continuous and model_config.free_log_std) else 0
+        inner = ActorCritic(
+            num_outputs=num_outputs, model_config=model_config, free_log_std_dim=free
         )
+        return StructuredActorCritic(kinds, inner)
     image = is_image_space(observation_space)
     channels_first = image and observation_space.shape[0] < observation_space.shape[-1]
     free = num_outputs // 2 if (continuous and model_config.free_log_std) else 0

@@ -10,7 +10,10 @@
   are the env's: build the same env to serve), the files and the platforms.
 
 The weights are constants inside each program; the batch size is symbolic (any ``B``);
-actions are the env's (clipped to a Box's bounds where the config clips). Both programs are
+actions are the env's (clipped to a Box's bounds where the config clips). Env-to-module
+connectors (a ``MeanStdFilter``'s statistics) are inside the programs, which take the env's raw
+observations. For a Dict / Tuple observation space the programs take a dict (keys sorted) /
+tuple of arrays and ``observation_dtype`` is that structure of dtype names. Both programs are
 lowered for CPU and CUDA. Loading needs JAX alone (no rljax, Flax or EnvPool)::
 
     import json, jax, numpy as np
@@ -38,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.spaces import space_to_data
+from rljax.env.spaces import is_structured, space_to_data, zeros_batch
 from rljax.utils import safe_io
 
 FORMAT_VERSION = 1
@@ -62,10 +65,15 @@ def export_policy(
     sample = parts.inference(policy_id, True)
     to_env = parts.to_env_action
     obs_space = algo.observation_space
-    obs_shape = algo._observation_shape()
-    obs_dtype = np.dtype(obs_space.dtype)
+    if not is_structured(obs_space):
+        algo._observation_shape()  # a space without a shape: ConfigError
     (batch,) = jax.export.symbolic_shape("batch")
-    obs_spec = jax.ShapeDtypeStruct((batch, *obs_shape), obs_dtype)
+    # The dtypes JAX computes in (EnvPool's MuJoCo float64 observations: float32); a Dict /
+    # Tuple space's program takes a dict (keys sorted) / tuple of such arrays.
+    obs_spec = jax.tree.map(
+        lambda z: jax.ShapeDtypeStruct((batch, *z.shape[1:]), z.dtype), zeros_batch(obs_space, 1)
+    )
+    obs_dtypes = jax.tree.map(lambda z: np.dtype(z.dtype).name, obs_spec)
     key_spec = jax.ShapeDtypeStruct((2,), jnp.uint32)
     constants = jax.tree.map(jnp.asarray, params)
 
@@ -94,7 +102,7 @@ def export_policy(
         "env_config": json.loads(json.dumps(cfg.env_config, default=repr)),
         "observation_space": space_to_data(obs_space),
         "action_space": space_to_data(algo.action_space),
-        "observation_dtype": obs_dtype.name,
+        "observation_dtype": obs_dtypes,
         "action_dtype": np.dtype(action_dtype).name,
         "inputs": {
             "greedy": ["obs [B, *observation_space.shape]"],

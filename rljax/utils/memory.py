@@ -60,8 +60,21 @@ def machine_memory_bytes() -> int:
     return int(total)
 
 
+def _leaves(space: object) -> list[object] | None:
+    """The sub-spaces of a Dict / Tuple space; None for other spaces."""
+    subs = getattr(space, "spaces", None)
+    if isinstance(subs, dict):
+        return list(subs.values())
+    if isinstance(subs, tuple | list):
+        return list(subs)
+    return None
+
+
 def space_bytes(space: object) -> int:
     """Bytes of one observation (or action) of a gymnasium space."""
+    leaves = _leaves(space)
+    if leaves is not None:
+        return sum(space_bytes(s) for s in leaves)
     shape = getattr(space, "shape", None) or ()
     dtype = getattr(space, "dtype", None)
     itemsize = np.dtype(dtype).itemsize if dtype is not None else 4
@@ -69,6 +82,12 @@ def space_bytes(space: object) -> int:
 
 
 def flat_size(space: object) -> int:
+    leaves = _leaves(space)
+    if leaves is not None:
+        return sum(flat_size(s) for s in leaves)
+    n = getattr(space, "n", None)
+    if n is not None and not getattr(space, "shape", None):  # a Discrete leaf reads one-hot
+        return int(n)
     shape = getattr(space, "shape", None) or ()
     return int(math.prod(shape)) if shape else 1
 

@@ -43,6 +43,9 @@ BUILTIN = {
             "rljax.examples.envs.classes.multi_agent:MultiAgentCartPole",
             "rljax.examples.envs.classes.multi_agent.tic_tac_toe:TicTacToe",
             "rljax.examples.envs.classes.multi_agent.rock_paper_scissors:RockPaperScissors",
+            "rljax.examples.envs.classes.random_env:RandomEnv",
+            "rljax.examples.envs.classes.action_mask_env:ActionMaskEnv",
+            "rljax.examples.envs.classes.stateless_cartpole:StatelessCartPole",
         }
     ),
     "policy_mapping_fn": frozenset({"rljax.examples.policy_mapping:policy_per_agent"}),

@@ -49,6 +49,8 @@ class PPOTrainState:
     # Env steps trained on so far (the valid rows of every batch): schedules follow it. None
     # where no schedule can be set (multi-agent PPO's stacked policies).
     env_steps: Any = None
+    # The env-to-module connectors' state (rljax.connectors.env_to_module); None: none.
+    connectors: Any = None
 
 
 @dataclasses.dataclass(frozen=True)

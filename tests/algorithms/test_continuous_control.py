@@ -1,0 +1,30 @@
+"""EnvPool's MuJoCo tasks (64-bit spaces) train: JAX computes in 32 bits, so such an env runs
+on the host path, which hands EnvPool actions of its own dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rljax.algorithms.ppo import PPOConfig
+from rljax.connectors.env_to_module import MeanStdFilter
+
+
+def test_envpool_mujoco_runs_on_the_host_path_with_float64_actions():
+    config = (
+        PPOConfig()
+        .environment("HalfCheetah-v4")
+        .env_runners(num_envs_per_env_runner=2, env_to_module_connector=[MeanStdFilter()])
+        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16], "free_log_std": True})
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        assert algo.action_space.dtype == np.float64  # EnvPool's MuJoCo spaces
+        assert not algo.fused  # a float64 env cannot step inside 32-bit jit
+        result = algo.train()
+        assert result["num_env_steps_sampled_lifetime"] > 100  # 128 rows less first resets
+        s = algo.state.connectors[0]
+        assert int(s["count"]) == result["num_env_steps_trained_lifetime"]
+        action = algo.compute_single_action(np.zeros(17))
+        assert action.dtype == np.float64 and action.shape == (6,)
+        assert np.all(np.abs(action) <= 1.0)
