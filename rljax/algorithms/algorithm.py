@@ -48,7 +48,13 @@ from rljax.learners.devices import (
     runner_device,
 )
 from rljax.policy.export import export_policy
-from rljax.runners.acting import ActStep, FusedRunnerState, init_actor_state
+from rljax.runners.acting import (
+    ActStep,
+    FusedRunnerState,
+    init_actor_state,
+    recurrent_input,
+    recurrent_spec,
+)
 from rljax.runners.fused import FusedRunner
 from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
@@ -256,6 +262,7 @@ class Algorithm:
         self.time_total_s = 0.0
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         self._infer_cache: dict[InferenceFn, InferenceFn] = {}
+        self._recurrent_infer_cache: dict[Any, Callable[..., Any]] = {}
         self._greedy_slots_jit: Callable[[Params, Any], jax.Array] | None = None
         self._num_evaluations = 0
         self._non_finite_seen = 0
@@ -721,6 +728,14 @@ class Algorithm:
             self._infer_cache[infer] = jax.jit(infer)
         return self._infer_cache[infer]
 
+    def _recurrent_infer_fn(self, explore: bool) -> Callable[..., Any]:
+        """A recurrent policy's jitted ``recurrent_inference(explore)``, compiled once."""
+        assert self.parts.recurrent_inference is not None
+        infer = self.parts.recurrent_inference(explore)
+        if infer not in self._recurrent_infer_cache:
+            self._recurrent_infer_cache[infer] = jax.jit(infer)
+        return self._recurrent_infer_cache[infer]
+
     def compute_actions(
         self, obs_batch: Any, explore: bool = False, policy_id: str | None = None
     ) -> Any:
@@ -860,6 +875,8 @@ class Algorithm:
         seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
         agents = self.possible_agents
         actions = self._evaluation_actions(explore, params)
+        if video_dir is not None and self.parts.recurrent_inference is not None:
+            raise ValueError("videos of a recurrent policy (use_lstm) are not recorded yet")
         if video_dir is not None:
             assert spec is not None
             by_episodes = cfg.evaluation_duration_unit == "episodes"
@@ -895,6 +912,8 @@ class Algorithm:
         """Observations -> the policy's env actions (greedy, or sampled with ``explore``), for
         evaluation; with ``params`` (a snapshot) instead of the current weights."""
         greedy_slots = self.parts.greedy_slots
+        if self.parts.recurrent_inference is not None:
+            return RecurrentActor(self, explore, params)
         if greedy_slots is None:
             return lambda obs: self._forward(jax.tree.map(np.asarray, obs), explore, params=params)[
                 1
@@ -1380,6 +1399,53 @@ def check_runner_state_schema(runners: Any, path: Any) -> None:
             raise bad(f"runners[{i}].num_sub_env_restarts", "an int in [0, 2**62]")
 
 
+class RecurrentActor:
+    """A recurrent policy acting in evaluation envs: one state per sub-env, reset where an
+    episode starts (the row after an episode end, as the runners' act step does). Called with
+    each whole ``StepResult`` (``takes_result``)."""
+
+    takes_result = True
+
+    def __init__(self, algo: Algorithm, explore: bool, params: Any = None):
+        assert algo.parts.recurrent_inference is not None
+        self._algo = algo
+        self._spec = recurrent_spec(algo.parts.act)
+        self._infer = algo._recurrent_infer_fn(explore)
+        self._params = (
+            params if params is not None else algo.parts.inference_params(algo.state, None)
+        )
+        self._state: dict[str, Any] = {}
+
+    def __call__(self, result: Any) -> np.ndarray:
+        spec = self._spec
+        assert spec is not None
+        ids = np.asarray(result.env_id)
+        n = int(ids.max()) + 1
+        if not self._state or len(self._state["valid"]) < n:
+            self._state = {
+                "memory": spec.initial_state(n),
+                "action": spec.action_zeros(n),
+                "valid": np.zeros(n, bool),
+            }
+        st = self._state
+        first = jnp.asarray(~st["valid"][ids])
+        rin = recurrent_input(
+            spec,
+            jax.tree.map(jnp.asarray, result.obs),
+            jax.tree.map(lambda m: m[ids], st["memory"]),
+            first,
+            st["action"][ids],
+            jnp.asarray(result.reward, jnp.float32),
+        )
+        algo = self._algo
+        algo._action_key, key = jax.random.split(algo._action_key)
+        _, action, state_out = self._infer(self._params, rin, key)
+        st["memory"] = jax.tree.map(lambda m, o: m.at[ids].set(o), st["memory"], state_out)
+        st["action"] = st["action"].at[ids].set(action)
+        st["valid"][ids] = ~(np.asarray(result.terminated) | np.asarray(result.truncated))
+        return algo.parts.to_env_action_host(np.asarray(action))
+
+
 def empty_outputs(
     infer: InferenceFn, params: Params, obs: Any, key: jax.Array
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -1448,12 +1514,59 @@ class RLModule:
         obs = batch["obs"] if isinstance(batch, dict) and "obs" in batch else batch
         return self._algo._check_obs(obs, batched=True)
 
-    def forward_inference(self, batch: Any) -> dict[str, np.ndarray]:
-        """Greedy pass over ``{"obs": [B, *obs_shape]}`` (or the array itself)."""
+    def forward_inference(self, batch: Any) -> dict[str, Any]:
+        """Greedy pass over ``{"obs": [B, *obs_shape]}`` (or the array itself).
+
+        A recurrent policy (``use_lstm``) also takes ``"state_in"`` (the last call's
+        ``"state_out"``; absent: the initial state, an episode's first step) and, with
+        ``lstm_use_prev_action`` / ``lstm_use_prev_reward``, ``"prev_actions"`` /
+        ``"prev_rewards"``; it returns ``"state_out"``.
+        """
+        if self._algo.parts.recurrent_inference is not None:
+            return self._recurrent(batch, False)
         inputs, actions = self._algo._forward(self._obs(batch), False, self._policy_id)
         return {"action_dist_inputs": inputs, "actions": actions}
 
-    def forward_exploration(self, batch: Any) -> dict[str, np.ndarray]:
-        """Sampling pass over ``{"obs": [B, *obs_shape]}`` (or the array itself)."""
+    def forward_exploration(self, batch: Any) -> dict[str, Any]:
+        """Sampling pass over ``{"obs": [B, *obs_shape]}`` (or the array itself); a recurrent
+        policy's as ``forward_inference``."""
+        if self._algo.parts.recurrent_inference is not None:
+            return self._recurrent(batch, True)
         inputs, actions = self._algo._forward(self._obs(batch), True, self._policy_id)
         return {"action_dist_inputs": inputs, "actions": actions}
+
+    def get_initial_state(self) -> Any:
+        """A recurrent policy's state for one row (RLlib's ``get_initial_state``)."""
+        spec = recurrent_spec(self._algo.parts.act)
+        if spec is None:
+            return {}
+        return jax.tree.map(lambda x: np.asarray(x[0]), spec.initial_state(1))
+
+    def _recurrent(self, batch: Any, explore: bool) -> dict[str, Any]:
+        algo = self._algo
+        spec = recurrent_spec(algo.parts.act)
+        assert spec is not None and algo.parts.recurrent_inference is not None
+        batch = batch if isinstance(batch, dict) and "obs" in batch else {"obs": batch}
+        obs = self._obs(batch)
+        n = len(jax.tree.leaves(obs)[0])
+        state_in = batch.get("state_in")
+        first = jnp.full((n,), state_in is None)
+        memory = spec.initial_state(n) if state_in is None else jax.tree.map(jnp.asarray, state_in)
+        prev_a = batch.get("prev_actions")
+        prev_r = batch.get("prev_rewards")
+        rin = recurrent_input(
+            spec,
+            jax.tree.map(jnp.asarray, obs),
+            memory,
+            first,
+            spec.action_zeros(n) if prev_a is None else jnp.asarray(prev_a),
+            jnp.zeros((n,), jnp.float32) if prev_r is None else jnp.asarray(prev_r, jnp.float32),
+        )
+        infer = algo._recurrent_infer_fn(explore)
+        algo._action_key, key = jax.random.split(algo._action_key)
+        inputs, action, state_out = infer(self.params, rin, key)
+        return {
+            "action_dist_inputs": np.asarray(inputs),
+            "actions": algo.parts.to_env_action_host(np.asarray(action)),
+            "state_out": jax.tree.map(np.asarray, state_out),
+        }

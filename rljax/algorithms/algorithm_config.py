@@ -1121,6 +1121,11 @@ class AlgorithmConfig:
         spec = resolve_env(self.env, self.env_config)
         if spec.backend == "envpool":
             envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
+        if self.model_config.use_lstm and self.algo_name != "PPO":
+            raise ConfigError(
+                f"model_config use_lstm=True: {self.algo_name} has no recurrent policies yet; "
+                "PPO does"
+            )
         if self.env_to_module_connector is not None and (
             not self.takes_env_to_module_connector or self.is_multi_agent
         ):

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+import gymnasium as gym
 import jax
 import jax.numpy as jnp
 
@@ -23,7 +24,7 @@ from rljax.env.spaces import is_structured, zeros_batch
 from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import with_env_to_module
 from rljax.networks.distributions import ActionDistribution
-from rljax.runners.acting import Transition, make_act_step, make_fused_rollout
+from rljax.runners.acting import RecurrentInput, Transition, make_act_step, make_fused_rollout
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.schedules import schedule_start
@@ -67,8 +68,11 @@ def connected_update(
 
     def update_connected(state: Any, batch: Any) -> tuple[Any, dict[str, jax.Array]]:
         before = state.connectors
-        raw = batch.obs
-        state, metrics = update(state, batch._replace(obs=pipeline.transform(before, raw)))
+        recurrent = isinstance(batch.obs, RecurrentInput)  # sequences: transform the obs
+        raw = batch.obs.obs if recurrent else batch.obs
+        seen = pipeline.transform(before, raw)
+        obs = batch.obs._replace(obs=seen) if recurrent else seen
+        state, metrics = update(state, batch._replace(obs=obs))
         after = pipeline.update(before, raw, _batch_mask(batch))
         return state.replace(connectors=after), metrics
 
@@ -121,6 +125,20 @@ class OnPolicyAlgorithm(Algorithm):
 
         dist, self.module = build_policy(self.observation_space, self.action_space, self.config)
         obs_example = zeros_batch(self.observation_space, 1)
+        recurrent = hasattr(self.module, "initial_state")
+        if recurrent:  # one sequence of one step (RecurrentActorCritic's input)
+            mc = self.module.model_config
+            act_shape = tuple(self.action_space.shape or ())
+            act_dtype = jnp.float32 if isinstance(self.action_space, gym.spaces.Box) else jnp.int32
+            obs_example = RecurrentInput(
+                obs=jax.tree.map(lambda x: x[:, None], obs_example),
+                state_in=self.module.initial_state(1),
+                first=jnp.ones((1, 1), bool),
+                prev_action=jnp.zeros((1, 1, *act_shape), act_dtype)
+                if mc.lstm_use_prev_action
+                else None,
+                prev_reward=jnp.zeros((1, 1), jnp.float32) if mc.lstm_use_prev_reward else None,
+            )
         try:
             # Shapes only (nothing compiles): a module that cannot take these observations
             # fails here, plainly.
@@ -138,8 +156,9 @@ class OnPolicyAlgorithm(Algorithm):
                 f"the model could not be built for observations {self.observation_space}: "
                 f"{type(e).__name__}: {e}{given}"
             ) from e
-        if not (isinstance(out, tuple | list) and len(out) == 2) or (
-            out[0].shape != (1, dist.num_outputs) or out[1].shape != (1,)
+        lead = (1, 1) if recurrent else (1,)
+        if not (isinstance(out, tuple | list) and len(out) == 2 + recurrent) or (
+            out[0].shape != (*lead, dist.num_outputs) or out[1].shape != lead
         ):
             raise ConfigError(
                 f"the module must return (action_dist_inputs [B, {dist.num_outputs}], value [B]); "

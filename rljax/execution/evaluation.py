@@ -118,7 +118,9 @@ def evaluate_policy(
         while not (
             (by_episodes and len(finished) >= duration) or (not by_episodes and steps >= duration)
         ):
-            result = env.step(actions(result.obs))
+            # A recurrent policy's actor reads the whole result (where episodes start).
+            takes_result = getattr(actions, "takes_result", False)
+            result = env.step(actions(result if takes_result else result.obs))
             episodes, n = env.drain_stats()
             finished += episodes
             steps += n

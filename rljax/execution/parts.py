@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.runners.acting import PolicyFn
+from rljax.runners.acting import PolicyFn, RecurrentInput, recurrent_spec
 
 # The algorithm's whole training state as the execution layer holds it (a PPOTrainState, an
 # off-policy loop's OffPolicyState, multi-agent PPO's list of stacked states): the execution
@@ -67,6 +67,9 @@ class PolicyParts(Generic[StateT]):
       greedy_slots: Multi-agent only: ``greedy_slots(acting_params, slot_obs) -> action`` of
         every agent slot with its own policy, for evaluation; None: evaluation acts through
         ``inference(None, False)``.
+      recurrent_inference: A recurrent policy's inference, ``recurrent_inference(explore) ->
+        infer(params, RecurrentInput [B], key) -> (action_dist_inputs, action, state_out)``
+        (its ``inference`` then refuses: it needs the state); None: not recurrent.
     """
 
     act: PolicyFn
@@ -77,6 +80,7 @@ class PolicyParts(Generic[StateT]):
     to_env_action: Callable[[jax.Array], jax.Array]
     to_env_action_host: Callable[[np.ndarray], np.ndarray]
     greedy_slots: Callable[[Params, Any], jax.Array] | None = None
+    recurrent_inference: Callable[[bool], Callable[..., Any]] | None = None
 
 
 def single_policy_inference(
@@ -161,8 +165,17 @@ def with_env_to_module(
     """
     act0 = parts.act
 
+    def seen(connectors: Any, obs: Any) -> Any:
+        # A recurrent policy's input: the connectors transform its observations only.
+        if isinstance(obs, RecurrentInput):
+            return obs._replace(obs=transform(connectors, obs.obs))
+        return transform(connectors, obs)
+
     def act(params: Params, obs: Any, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
-        return act0(params["module"], transform(params["connectors"], obs), key)
+        return act0(params["module"], seen(params["connectors"], obs), key)
+
+    if recurrent_spec(act0) is not None:
+        act.recurrent = recurrent_spec(act0)  # type: ignore[attr-defined]
 
     def acting_params(state: StateT) -> Params:
         return {"module": parts.acting_params(state), "connectors": connectors_of(state)}
@@ -181,10 +194,23 @@ def with_env_to_module(
         if inner not in wrapped:
 
             def infer(params: Params, obs: jax.Array, key: jax.Array) -> Any:
-                return inner(params["module"], transform(params["connectors"], obs), key)
+                return inner(params["module"], seen(params["connectors"], obs), key)
 
             wrapped[inner] = infer
         return wrapped[inner]
+
+    recurrent = None
+    if parts.recurrent_inference is not None:
+        inner_recurrent = parts.recurrent_inference
+        recurrent_fns: dict[bool, Callable[..., Any]] = {}
+
+        def recurrent(explore: bool) -> Callable[..., Any]:
+            if explore not in recurrent_fns:
+                inner = inner_recurrent(explore)
+                recurrent_fns[explore] = lambda params, rin, key: inner(
+                    params["module"], seen(params["connectors"], rin), key
+                )
+            return recurrent_fns[explore]
 
     return dataclasses.replace(
         parts,
@@ -192,4 +218,5 @@ def with_env_to_module(
         acting_params=acting_params,
         inference=inference,
         inference_params=inference_params,
+        recurrent_inference=recurrent,
     )

@@ -205,6 +205,80 @@ def is_action_mask_space(space: gym.Space) -> bool:
     }
 
 
+class _ResetLSTM(nn.Module):
+    """One LSTM step that starts from zeros where ``first`` (an episode's first step)."""
+
+    features: int
+
+    @nn.compact
+    def __call__(self, carry: Any, inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
+        x, first = inputs
+        carry = jax.tree.map(lambda c: jnp.where(first[:, None], jnp.zeros_like(c), c), carry)
+        return nn.OptimizedLSTMCell(self.features, name="cell")(carry, x)
+
+
+class RecurrentActorCritic(nn.Module):
+    """RLlib's default LSTM model (``use_lstm``): the encoder (an MLP of ``fcnet_hiddens``, or
+    the leaf encoders of a Dict / Tuple observation) on each step, optionally with the previous
+    action (one-hot for discrete actions) and reward, an LSTM of ``lstm_cell_size`` shared by
+    the policy and value heads, then the heads.
+
+    ``__call__(RecurrentInput with obs [B, L, ...], state_in (c, h) [B, cell], first [B, L])
+    -> (action_dist_inputs [B, L, D], value [B, L], state_out)``: the LSTM runs along L,
+    resetting where ``first``. The act step passes L = 1.
+    """
+
+    num_outputs: int
+    model_config: DefaultModelConfig
+    kinds: tuple[tuple[Any, ...], ...] | None = None  # Dict / Tuple leaves; None: a Box
+    num_actions: int = 0  # > 0: the previous action is a discrete index, read one-hot
+    free_log_std_dim: int = 0
+
+    def initial_state(self, n: int) -> tuple[jax.Array, jax.Array]:
+        size = self.model_config.lstm_cell_size
+        return (jnp.zeros((n, size), jnp.float32), jnp.zeros((n, size), jnp.float32))
+
+    @nn.compact
+    def __call__(self, rin: Any) -> tuple[jax.Array, jax.Array, Any]:
+        mc = self.model_config
+        b, length = rin.first.shape
+        flat = jax.tree.map(lambda x: x.reshape((b * length, *x.shape[2:])), rin.obs)
+        if self.kinds is not None:
+            x = _LeafFeatures(self.kinds, mc, name="leaves")(flat)
+        else:
+            x = flat.reshape((b * length, -1)).astype(jnp.float32)
+        x = _MLP(mc.fcnet_hiddens, mc.fcnet_activation, name="encoder")(x)
+        x = x.reshape((b, length, -1))
+        extra = []
+        if rin.prev_action is not None:
+            a = rin.prev_action
+            if self.num_actions and a.ndim == 2:  # a Discrete action's index
+                a = jax.nn.one_hot(a, self.num_actions, dtype=jnp.float32)
+            extra.append(a.reshape((b, length, -1)).astype(jnp.float32))
+        if rin.prev_reward is not None:
+            extra.append(rin.prev_reward.reshape((b, length, 1)).astype(jnp.float32))
+        if extra:
+            x = jnp.concatenate([x, *extra], axis=-1)
+        scan = nn.scan(
+            _ResetLSTM,
+            variable_broadcast="params",
+            split_rngs={"params": False},
+            in_axes=1,
+            out_axes=1,
+        )
+        state_out, y = scan(mc.lstm_cell_size, name="lstm")(rin.state_in, (x, rin.first))
+        y = y.reshape((b * length, -1))
+        pi = _MLP(mc.head_fcnet_hiddens, mc.head_fcnet_activation, name="pi_head_mlp")(y)
+        vf = _MLP(mc.head_fcnet_hiddens, mc.head_fcnet_activation, name="vf_head_mlp")(y)
+        n_net = self.num_outputs - self.free_log_std_dim
+        out = nn.Dense(n_net, kernel_init=_ortho(0.01), name="pi")(pi)
+        if self.free_log_std_dim:
+            log_std = self.param("log_std", nn.initializers.zeros, (self.free_log_std_dim,))
+            out = jnp.concatenate([out, jnp.broadcast_to(log_std, out.shape)], axis=-1)
+        value = nn.Dense(1, kernel_init=_ortho(1.0), name="vf")(vf)[..., 0]
+        return out.reshape((b, length, -1)), value.reshape((b, length)), state_out
+
+
 def build_module(
     observation_space: gym.Space,
     num_outputs: int,
@@ -223,6 +297,18 @@ def build_module(
                 f"could not build {rl_module_spec.module_class.__name__}(num_outputs={num_outputs}, "
                 f"**{rl_module_spec.model_config}): {e}"
             ) from e
+    if model_config.use_lstm:
+        kinds = None
+        if not isinstance(observation_space, gym.spaces.Box) or is_image_space(observation_space):
+            kinds = tuple(_leaf_kind(leaf) for leaf in space_leaves(observation_space))
+        free = num_outputs // 2 if (continuous and model_config.free_log_std) else 0
+        return RecurrentActorCritic(
+            num_outputs=num_outputs,
+            model_config=model_config,
+            kinds=kinds,
+            num_actions=0 if continuous else num_outputs,
+            free_log_std_dim=free,
+        )
     if isinstance(observation_space, gym.spaces.Dict) and is_action_mask_space(observation_space):
         mask = observation_space["action_mask"]
         if continuous or mask.shape != (num_outputs,):

@@ -60,6 +60,11 @@ def export_policy(
     """
     algo._check_policy_id(policy_id)
     parts = algo.parts
+    if parts.recurrent_inference is not None:
+        raise ValueError(
+            "a recurrent policy (use_lstm) is not exported yet: the programs are stateless; "
+            "serve it with RLModule.from_checkpoint(...).forward_inference, which carries the state"
+        )
     params = jax.device_get(parts.inference_params(algo.state, policy_id))
     greedy = parts.inference(policy_id, False)
     sample = parts.inference(policy_id, True)

@@ -10,6 +10,7 @@ env step on the Python path, so both produce identical data. Nothing here knows 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -20,7 +21,7 @@ from rljax.env.vector import StepResult, envpool_result
 
 # policy_fn(params, obs [B, ...], key) -> (action [B, ...], extras): the algorithm's acting
 # policy (``PolicyParts.act``); obs is an array, or a pytree such as multi-agent slots'.
-PolicyFn = Callable[[Any, jax.Array, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]
+PolicyFn = Callable[[Any, Any, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]
 
 
 class Transition(NamedTuple):
@@ -63,7 +64,10 @@ class Transition(NamedTuple):
 
 
 class ActorState(NamedTuple):
-    """Per-sub-env state of a runner, leading shape [N] (N sub-envs)."""
+    """Per-sub-env state of a runner, leading shape [N] (N sub-envs).
+
+    ``memory``: a recurrent policy's state after each sub-env's last observation (None for a
+    policy without memory)."""
 
     obs: Any
     action: Any
@@ -71,6 +75,88 @@ class ActorState(NamedTuple):
     valid: Any
     episode_return: Any
     episode_len: Any
+    memory: Any = None
+
+
+class RecurrentInput(NamedTuple):
+    """What a recurrent policy reads: observations with its state and the episode marks.
+
+    Acting passes one step per row (leading [B]); the learner passes sequences ([B, L],
+    ``state_in`` at each sequence's first step).
+
+    Attributes:
+      obs: The observations.
+      state_in: The policy's state before them, zeros where an episode starts.
+      first: bool: the observation is an episode's first (the state resets there).
+      prev_action: The action before it (zeros at an episode start), or None.
+      prev_reward: The reward before it (0 at an episode start), or None.
+    """
+
+    obs: Any
+    state_in: Any
+    first: Any
+    prev_action: Any = None
+    prev_reward: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RecurrentSpec:
+    """How the act step feeds a recurrent policy; a policy function carries it as its
+    ``recurrent`` attribute (``policy_fn.recurrent``).
+
+    Attributes:
+      initial_state: ``initial_state(n) -> state`` of n rows (zeros).
+      action_zeros: ``action_zeros(n)``: n zero actions of the policy's shape and dtype.
+      prev_action: Pass the previous action (``lstm_use_prev_action``).
+      prev_reward: Pass the previous reward (``lstm_use_prev_reward``).
+    """
+
+    initial_state: Callable[[int], Any]
+    action_zeros: Callable[[int], Any]
+    prev_action: bool = False
+    prev_reward: bool = False
+
+
+def recurrent_spec(policy_fn: Any) -> RecurrentSpec | None:
+    return getattr(policy_fn, "recurrent", None)
+
+
+def _row_mask(flags: jax.Array, x: jax.Array) -> jax.Array:
+    return flags.reshape(flags.shape + (1,) * (x.ndim - flags.ndim))
+
+
+def recurrent_input(
+    spec: RecurrentSpec,
+    obs: Any,
+    memory: Any,
+    first: jax.Array,
+    prev_action: Any,
+    prev_reward: jax.Array,
+) -> RecurrentInput:
+    """One acting step's ``RecurrentInput``: the state, previous action and reward zeroed
+    where ``first``."""
+    zero = lambda x: jnp.where(_row_mask(first, x), jnp.zeros_like(x), x)  # noqa: E731
+    return RecurrentInput(
+        obs=obs,
+        state_in=jax.tree.map(zero, memory),
+        first=first,
+        prev_action=zero(prev_action) if spec.prev_action else None,
+        prev_reward=zero(prev_reward.astype(jnp.float32)) if spec.prev_reward else None,
+    )
+
+
+def _recurrent_extras(extras: dict[str, Any], rin: RecurrentInput) -> tuple[dict[str, Any], Any]:
+    """The policy's extras without ``state_out`` (returned apart) and with what the learner
+    replays: ``state_in``, ``is_first`` and the previous action / reward."""
+    extras = dict(extras)
+    state_out = extras.pop("state_out")
+    extras["state_in"] = rin.state_in
+    extras["is_first"] = rin.first
+    if rin.prev_action is not None:
+        extras["prev_action"] = rin.prev_action
+    if rin.prev_reward is not None:
+        extras["prev_reward"] = rin.prev_reward
+    return extras, state_out
 
 
 def init_actor_state(
@@ -83,8 +169,23 @@ def init_actor_state(
     """
     key = jax.random.PRNGKey(0)
     obs_batch = jax.tree.map(lambda o: o[None], obs_example)
-    action, extras = jax.eval_shape(policy_fn, params, obs_batch, key)
     zeros = lambda s: jnp.zeros((num_envs, *s.shape[1:]), s.dtype)  # noqa: E731
+    spec = recurrent_spec(policy_fn)
+    memory = None
+    if spec is None:
+        action, extras = jax.eval_shape(policy_fn, params, obs_batch, key)
+    else:
+        rin = recurrent_input(
+            spec,
+            obs_batch,
+            spec.initial_state(1),
+            jnp.ones((1,), bool),
+            spec.action_zeros(1),
+            jnp.zeros((1,), jnp.float32),
+        )
+        action, extras = jax.eval_shape(policy_fn, params, rin, key)
+        extras, state_out = _recurrent_extras(extras, rin)
+        memory = jax.tree.map(zeros, state_out)
     return ActorState(
         obs=jax.tree.map(lambda o: jnp.zeros((num_envs, *o.shape), o.dtype), obs_example),
         action=zeros(action),
@@ -92,6 +193,7 @@ def init_actor_state(
         valid=jnp.zeros((num_envs,), bool),
         episode_return=jnp.zeros((num_envs,), jnp.float32),
         episode_len=jnp.zeros((num_envs,), jnp.int32),
+        memory=memory,
     )
 
 
@@ -113,17 +215,37 @@ def make_act_step(
     which episode callbacks replay on the host.
     """
 
+    spec = recurrent_spec(policy_fn)
+
     def act_step(
         params: Any, key: jax.Array, state: ActorState, result: Any
     ) -> tuple[jax.Array, ActorState, Transition]:
         ids = result.env_id
-        action, extras = policy_fn(params, result.obs, key)
         # Multi-agent slots: rows with present False are not results (the agent did not act or
         # finish this step) and change nothing; their pending entries keep waiting.
         present = getattr(result, "present", None)
         raw_reward = getattr(result, "raw_reward", None)
         game_over = getattr(result, "game_over", None)
         restarted = getattr(result, "restarted", None)
+        memory = None
+        if spec is None:
+            action, extras = policy_fn(params, result.obs, key)
+        else:
+            # A row after an episode end (the pending transition was not real: the env reset)
+            # or a rebuilt sub-env's is an episode's first: the policy's state starts afresh.
+            first = ~state.valid[ids]
+            if restarted is not None:
+                first = first | restarted
+            rin = recurrent_input(
+                spec,
+                result.obs,
+                jax.tree.map(lambda m: m[ids], state.memory),
+                first,
+                state.action[ids],
+                result.reward,
+            )
+            action, extras = policy_fn(params, rin, key)
+            extras, memory = _recurrent_extras(extras, rin)
         was_valid = state.valid[ids] if present is None else state.valid[ids] & present
         if restarted is not None:
             # A sub-env that raised was rebuilt: this row is its fresh first observation, so the
@@ -162,6 +284,7 @@ def make_act_step(
             valid=~done,
             episode_return=jnp.where(episode_over, 0.0, ep_ret),
             episode_len=jnp.where(episode_over, 0, ep_len),
+            memory=memory,
         )
         if present is not None:
             old = jax.tree.map(lambda s: s[ids], state)

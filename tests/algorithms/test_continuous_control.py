@@ -4,11 +4,13 @@ on the host path, which hands EnvPool actions of its own dtype."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.connectors.env_to_module import MeanStdFilter
 
 
+@pytest.mark.slow  # integration: in the README's full run
 def test_envpool_mujoco_runs_on_the_host_path_with_float64_actions():
     config = (
         PPOConfig()

@@ -190,6 +190,7 @@ def test_ppo_on_rllibs_action_mask_env_end_to_end(tmp_path):
     assert exported
 
 
+@pytest.mark.slow  # integration: in the README's full run
 def test_ppo_trains_nested_observations_and_multi_discrete_actions():
     env_config = {
         "action_space": gym.spaces.MultiDiscrete([3, 2]),

@@ -168,6 +168,7 @@ def test_the_fused_path_learns_the_statistics_and_inference_applies_them(filtere
     np.testing.assert_array_equal(np.asarray(program.call(obs)), expected)
 
 
+@pytest.mark.slow  # integration: in the README's full run
 def test_runner_threads_merge_every_runners_rows():
     algo = _config(num_env_runners=2, env_to_module_connector=[MeanStdFilter()]).build_algo()
     try:

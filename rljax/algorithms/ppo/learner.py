@@ -162,6 +162,7 @@ def make_ppo_update(
     hp: PPOHyperparams,
     lr: float | Schedule | jax.Array | None = None,
     entropy_coeff: float | Schedule | jax.Array | None = None,
+    sequence_len: int | None = None,
 ) -> Callable[[PPOTrainState, PPOBatch], tuple[PPOTrainState, dict[str, jax.Array]]]:
     """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned.
 
@@ -169,12 +170,18 @@ def make_ppo_update(
     and the rate is ``lr``'s value at ``state.env_steps``, computed in the program (reported as
     ``default_optimizer_learning_rate``); ``entropy_coeff`` likewise replaces
     ``hp.loss.entropy_coeff``. The state counts the env steps it has trained on.
+
+    With ``sequence_len`` L (recurrent PPO) the batch's rows are sequences, leaves [D, n,
+    L, ...] (``hp``'s sizes count sequences), ``apply_fn`` maps a minibatch of sequences to
+    outputs of its B * L steps, and the loss runs over those steps.
     """
     d, mb, m = hp.num_shards, hp.minibatch_size, hp.num_minibatches
 
     def loss_fn(params, batch: PPOBatch, kl_coeff, entropy: jax.Array):
         flat = jax.tree.map(lambda x: x.reshape((d * mb, *x.shape[2:])), batch)
         dist_inputs, values = apply_fn(params[POLICY_ID], flat.obs)
+        if sequence_len is not None:  # the steps of the sequences, [B * L, ...]
+            flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), flat._replace(obs=None))
         loss_cfg = hp.loss._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
         return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, loss_cfg)
 
@@ -225,7 +232,8 @@ def make_ppo_update(
                 bits = jnp.zeros_like(bits)
             # Real rows first (in random order), padding and non-transitions last: minibatches
             # are filled with data, and rows cut off by the minibatch count are padding first.
-            padding = (batch.mask == 0).astype(jnp.uint32) << 31
+            row_mask = batch.mask if batch.mask.ndim == 2 else jnp.max(batch.mask, axis=2)
+            padding = (row_mask == 0).astype(jnp.uint32) << 31
             perms = jnp.argsort((bits >> 1) | padding, axis=1)
             shuffled = jax.tree.map(
                 lambda x: jax.vmap(lambda xs, p: xs[p[: m * mb]])(x, perms), batch

@@ -23,6 +23,12 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_update,
 )
 from rljax.algorithms.ppo.networks import build_policy
+from rljax.algorithms.ppo.recurrent import (
+    make_recurrent_policy_parts,
+    make_sequence_postprocess,
+    recurrent_spec_of,
+    sequence_apply,
+)
 from rljax.algorithms.settings import Setting
 from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
 from rljax.networks.distributions import ActionDistribution
@@ -154,6 +160,11 @@ class PPOConfig(AlgorithmConfig):
         """Sets PPO's training settings (RLlib's names; ``minibatch_size`` is per learner)."""
         return self._set("training", locals())
 
+    def _validate_recurrent(self) -> None:
+        why = _recurrent_refusal(self)
+        if why is not None:
+            raise ConfigError(f"model_config use_lstm=True with {why}: {RECURRENT_LIMITS}")
+
     def _update_rows(self) -> int:
         """A minibatch of every learner passes the networks together."""
         return self.minibatch_size * self.num_learner_shards
@@ -169,6 +180,8 @@ class PPOConfig(AlgorithmConfig):
                             f"{name} of policy {pid!r} is a schedule; multi-agent PPO takes "
                             "numbers (schedules train single-agent PPO)"
                         )
+        if self.model_config.use_lstm:
+            self._validate_recurrent()
         if not (self.use_gae and self.use_critic):
             raise ConfigError(
                 f"use_gae={self.use_gae}, use_critic={self.use_critic}: rljax's PPO always uses "
@@ -189,6 +202,24 @@ class PPOConfig(AlgorithmConfig):
                 f"{updates:,} updates per iteration, more than {MAX_MINIBATCH_UPDATES:,}; raise "
                 "minibatch_size or lower num_epochs"
             )
+
+
+RECURRENT_LIMITS = (
+    "use_lstm trains single-agent PPO on lock-step sampling: gym_env_vectorize_mode='SYNC' "
+    "without async_batch_size, one learner, the default model"
+)
+
+
+def _recurrent_refusal(cfg: PPOConfig) -> str | None:
+    if cfg.is_multi_agent:
+        return "a multi-agent config"
+    if cfg.gym_env_vectorize_mode != "SYNC" or cfg.async_batch_size is not None:
+        return f"gym_env_vectorize_mode={cfg.gym_env_vectorize_mode!r}"
+    if cfg.num_learners > 1:
+        return f"num_learners={cfg.num_learners}"
+    if cfg.rl_module_spec is not None and cfg.rl_module_spec.module_class is not None:
+        return "a module_class of its own"
+    return None
 
 
 def make_ppo_policy_parts(
@@ -285,10 +316,41 @@ class PPO(OnPolicyAlgorithm):
             key=key,
             env_steps=jnp.zeros((), jnp.int32),
         )
+        if cfg.model_config.use_lstm:
+            self._setup_recurrent()
+            return
         self.parts = make_ppo_policy_parts(
             self.module.apply, self._dist, self.action_space, cfg.clip_actions
         )
         self._setup_execution(*self._learner_functions(self.population_values()))
+
+    def _setup_recurrent(self) -> None:
+        """``use_lstm``: acting with a state per sub-env, training on sequences
+        (``rljax.algorithms.ppo.recurrent``)."""
+        cfg = self.config
+        seq_len = cfg.model_config.max_seq_len
+        spec = recurrent_spec_of(self.module, self.action_space, self._dist)
+        self.parts = make_recurrent_policy_parts(
+            self.module.apply, spec, self._dist, self.action_space, cfg.clip_actions
+        )
+        fragment = cfg.get_rollout_fragment_length()
+        num_seqs = cfg.total_num_envs * -(-fragment // seq_len)
+        hp = dataclasses.replace(
+            self.hp,
+            minibatch_size=max(1, cfg.minibatch_size // seq_len),
+            shard_size=num_seqs,
+        )
+        update = make_ppo_update(
+            sequence_apply(self.module.apply),
+            self._dist,
+            lambda rate: make_optimizer(rate, cfg.grad_clip),
+            hp,
+            lr=cfg.lr,
+            entropy_coeff=cfg.entropy_coeff,
+            sequence_len=seq_len,
+        )
+        postprocess = make_sequence_postprocess(hp, cfg.total_num_envs, seq_len)
+        self._setup_execution(postprocess, update)
 
     def _learner_functions(
         self, values: Mapping[str, Any]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from rljax.utils.checks import Bool, Check, Choice, Number, Widths, describe, is_int, refuse
+from rljax.utils.checks import Bool, Check, Choice, Int, Number, Widths, describe, is_int, refuse
 from rljax.utils.errors import ConfigError, closest
 
 _ACTIVATIONS = ("tanh", "relu", "elu", "swish", "silu", "gelu", "linear")
@@ -47,6 +47,11 @@ _CHECKS: dict[str, Check] = {
     "vf_share_layers": Bool(),
     "free_log_std": Bool(),
     "log_std_clip_param": Number(0, low_open=True),
+    "use_lstm": Bool(),
+    "lstm_cell_size": Int(1),
+    "max_seq_len": Int(1),
+    "lstm_use_prev_action": Bool(),
+    "lstm_use_prev_reward": Bool(),
 }
 
 
@@ -66,6 +71,12 @@ class DefaultModelConfig:
       vf_share_layers: Whether the value function shares the encoder with the policy.
       free_log_std: For continuous actions, learn a state-independent log std.
       log_std_clip_param: The log std is clipped to ``[-log_std_clip_param, log_std_clip_param]``.
+      use_lstm: Put an LSTM between the encoder and the heads (PPO): the policy keeps a state
+        per sub-env, reset at every episode start, and trains on sequences.
+      lstm_cell_size: The LSTM's cell (and hidden state) size.
+      max_seq_len: The length of the sequences the learner trains on.
+      lstm_use_prev_action: The LSTM also reads the previous action (one-hot if discrete).
+      lstm_use_prev_reward: The LSTM also reads the previous reward.
     """
 
     fcnet_hiddens: tuple[int, ...] = (256, 256)
@@ -77,6 +88,11 @@ class DefaultModelConfig:
     vf_share_layers: bool = True
     free_log_std: bool = False
     log_std_clip_param: float = 20.0
+    use_lstm: bool = False
+    lstm_cell_size: int = 256
+    max_seq_len: int = 20
+    lstm_use_prev_action: bool = False
+    lstm_use_prev_reward: bool = False
 
     def __post_init__(self) -> None:
         # Each field checked and normalised: lists (from YAML/JSON or user code) become

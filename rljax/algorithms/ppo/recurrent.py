@@ -1,0 +1,199 @@
+"""Recurrent PPO (``model_config={"use_lstm": True}``): acting with a state per sub-env, and
+the learner's sequences.
+
+Acting: the act step (``rljax.runners.acting``) hands the policy a ``RecurrentInput`` per row
+(the sub-env's state, zeroed where an episode starts, and the previous action and reward) and
+keeps the state it returns. Each row also records the state it acted from.
+
+Learning, as RLlib's: each sub-env's rows of the fragment, in time order, are cut into
+sequences of ``max_seq_len`` (the last one zero-padded and masked); a sequence starts from the
+state recorded at its first row and resets where an episode starts inside it. On the first
+epoch the learner therefore computes exactly what the acting pass computed. Minibatches are
+whole sequences (``minibatch_size // max_seq_len`` of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+
+from rljax.algorithms.ppo.learner import POLICY_ID, PPOHyperparams
+from rljax.algorithms.ppo.losses import PPOBatch, masked_mean
+from rljax.execution.parts import PolicyParts, space_env_actions
+from rljax.networks.distributions import ActionDistribution
+from rljax.ops.gae import gae_advantages_time_major
+from rljax.runners.acting import RecurrentInput, RecurrentSpec, Transition
+
+
+def _one_step(rin: RecurrentInput) -> RecurrentInput:
+    """An acting row [B] as a sequence of one step, [B, 1]."""
+    add = lambda x: None if x is None else jax.tree.map(lambda a: a[:, None], x)  # noqa: E731
+    return rin._replace(
+        obs=add(rin.obs),
+        first=rin.first[:, None],
+        prev_action=add(rin.prev_action),
+        prev_reward=add(rin.prev_reward),
+    )
+
+
+def recurrent_spec_of(
+    module: Any, action_space: gym.Space, dist: ActionDistribution
+) -> RecurrentSpec:
+    mc = module.model_config
+    shape = tuple(action_space.shape or ())
+    dtype = jnp.float32 if isinstance(action_space, gym.spaces.Box) else jnp.int32
+    return RecurrentSpec(
+        initial_state=module.initial_state,
+        action_zeros=lambda n: jnp.zeros((n, *shape), dtype),
+        prev_action=mc.lstm_use_prev_action,
+        prev_reward=mc.lstm_use_prev_reward,
+    )
+
+
+def make_recurrent_policy_parts(
+    apply: Callable[..., Any],
+    spec: RecurrentSpec,
+    dist: ActionDistribution,
+    action_space: gym.Space,
+    clip_actions: bool,
+) -> PolicyParts[Any]:
+    """PPO's policy parts for a recurrent module (``apply(params, RecurrentInput [B, L]) ->
+    (dist_inputs, values, state_out)``)."""
+
+    def step(params: Any, rin: RecurrentInput) -> tuple[jax.Array, jax.Array, Any]:
+        dist_inputs, value, state_out = apply(params[POLICY_ID], _one_step(rin))
+        return dist_inputs[:, 0], value[:, 0], state_out
+
+    def act(params: Any, rin: RecurrentInput, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        dist_inputs, value, state_out = step(params, rin)
+        action = dist.sample(key, dist_inputs)
+        extras = {
+            "action_logp": dist.log_prob(dist_inputs, action),
+            "vf_preds": value,
+            "action_dist_inputs": dist_inputs,
+            "state_out": state_out,
+        }
+        return action, extras
+
+    act.recurrent = spec  # type: ignore[attr-defined]
+
+    def inference(policy_id: str | None, explore: bool) -> Any:
+        raise ValueError(
+            "a recurrent policy (use_lstm) needs its state: use "
+            "algo.get_module().forward_inference({'obs': ..., 'state_in': ...}), which returns "
+            "'state_out' for the next call"
+        )
+
+    def infer_explore(params: Any, rin: RecurrentInput, key: jax.Array) -> Any:
+        dist_inputs, _, state_out = step(params, rin)
+        return dist_inputs, dist.sample(key, dist_inputs), state_out
+
+    def infer_greedy(params: Any, rin: RecurrentInput, key: jax.Array) -> Any:
+        dist_inputs, _, state_out = step(params, rin)
+        return dist_inputs, dist.mode(dist_inputs), state_out
+
+    def recurrent_inference(explore: bool) -> Callable[..., Any]:
+        return infer_explore if explore else infer_greedy
+
+    to_env, to_env_host = space_env_actions(action_space, clip_actions)
+    return PolicyParts(
+        act=act,
+        acting_params=lambda state: state.params,
+        bootstrap_keys=("vf_preds",),
+        inference=inference,
+        inference_params=lambda state, policy_id: state.params,
+        to_env_action=to_env,
+        to_env_action_host=to_env_host,
+        recurrent_inference=recurrent_inference,
+    )
+
+
+def sequence_apply(apply: Callable[..., Any]) -> Callable[[Any, RecurrentInput], Any]:
+    """The learner's forward pass: ``(params, RecurrentInput [B, L]) -> (dist_inputs [B * L,
+    D], values [B * L])``, rows flattened as ``make_ppo_update(sequence_len=L)`` flattens the
+    batch."""
+
+    def forward(params: Any, rin: RecurrentInput) -> tuple[jax.Array, jax.Array]:
+        dist_inputs, values, _ = apply(params, rin)
+        return dist_inputs.reshape((-1, dist_inputs.shape[-1])), values.reshape(-1)
+
+    return forward
+
+
+def make_sequence_postprocess(
+    hp: PPOHyperparams, num_envs: int, seq_len: int
+) -> Callable[[Transition], PPOBatch]:
+    """``postprocess(Transition [T, K]) -> PPOBatch`` of sequences, leaves [1, S, L, ...].
+
+    Lock-step fragments only (every env step reports every sub-env): each sub-env's T rows in
+    time order, GAE along them (cut at truncations and around the auto-reset rows), then
+    ``ceil(T / L)`` sequences per sub-env, the last zero-padded (mask 0).
+    """
+
+    def postprocess(traj: Transition) -> PPOBatch:
+        t_len, k = traj.reward.shape
+        assert k == num_envs, "recurrent PPO samples lock-step (SYNC) fragments"
+        # [T, K] -> [K, T]: each sub-env's rows in time order (columns may come in any order).
+        flat = jax.tree.map(lambda x: x.reshape((t_len * k, *x.shape[2:])), traj)
+        time = jnp.repeat(jnp.arange(t_len, dtype=jnp.int32), k)
+        order = jnp.argsort(flat.env_id * t_len + time)
+        rows = jax.tree.map(lambda x: x[order].reshape((k, t_len, *x.shape[1:])), flat)
+        valid = rows.valid
+        tm = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [K, T] -> [T, K]
+        later_invalid = jnp.concatenate([~valid[:, 1:], jnp.ones((k, 1), bool)], axis=1)
+        cut = rows.truncated | ~valid | later_invalid
+        adv, targets = gae_advantages_time_major(
+            tm(rows.reward),
+            tm(rows.extras["vf_preds"]),
+            tm(rows.next_extras["vf_preds"]),
+            tm(rows.terminated),
+            tm(cut),
+            hp.gamma,
+            hp.lambda_,
+        )
+        adv, targets = tm(adv), tm(targets)
+        mask = valid.astype(jnp.float32)
+        mean = masked_mean(adv, mask)
+        std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
+        adv = (adv - mean) / (std + 1e-8)
+        pad = -t_len % seq_len
+        n_seq = (t_len + pad) // seq_len
+
+        def seqs(x: jax.Array) -> jax.Array:  # [K, T, ...] -> [K * n_seq, L, ...]
+            x = jnp.pad(x, [(0, 0), (0, pad)] + [(0, 0)] * (x.ndim - 2))
+            return x.reshape((k * n_seq, seq_len, *x.shape[2:]))
+
+        ex = rows.extras
+        state_in = jax.tree.map(lambda s: seqs(s)[:, 0], ex["state_in"])
+        rin = RecurrentInput(
+            obs=jax.tree.map(seqs, rows.obs),
+            state_in=state_in,
+            first=seqs(ex["is_first"]),
+            prev_action=seqs(ex["prev_action"]) if "prev_action" in ex else None,
+            prev_reward=seqs(ex["prev_reward"]) if "prev_reward" in ex else None,
+        )
+        batch = PPOBatch(
+            obs=rin,
+            action=seqs(rows.action),
+            action_logp=seqs(ex["action_logp"]),
+            action_dist_inputs=seqs(ex["action_dist_inputs"]),
+            vf_preds=seqs(ex["vf_preds"]),
+            advantages=seqs(adv),
+            value_targets=seqs(targets),
+            mask=seqs(mask),
+        )
+        return jax.tree.map(lambda x: x[None], batch)  # one learner shard
+
+    return postprocess
+
+
+__all__ = [
+    "make_recurrent_policy_parts",
+    "make_sequence_postprocess",
+    "recurrent_spec_of",
+    "sequence_apply",
+]
