@@ -127,7 +127,7 @@ class OnPolicyAlgorithm(Algorithm):
         obs_example = zeros_batch(self.observation_space, 1)
         recurrent = hasattr(self.module, "initial_state")
         if recurrent:  # one sequence of one step (RecurrentActorCritic's input)
-            mc = self.module.model_config
+            mc = getattr(self.module, "model_config", None)
             act_shape = tuple(self.action_space.shape or ())
             act_dtype = jnp.float32 if isinstance(self.action_space, gym.spaces.Box) else jnp.int32
             obs_example = RecurrentInput(
@@ -135,9 +135,11 @@ class OnPolicyAlgorithm(Algorithm):
                 state_in=self.module.initial_state(1),
                 first=jnp.ones((1, 1), bool),
                 prev_action=jnp.zeros((1, 1, *act_shape), act_dtype)
-                if mc.lstm_use_prev_action
+                if getattr(mc, "lstm_use_prev_action", False)
                 else None,
-                prev_reward=jnp.zeros((1, 1), jnp.float32) if mc.lstm_use_prev_reward else None,
+                prev_reward=jnp.zeros((1, 1), jnp.float32)
+                if getattr(mc, "lstm_use_prev_reward", False)
+                else None,
             )
         try:
             # Shapes only (nothing compiles): a module that cannot take these observations

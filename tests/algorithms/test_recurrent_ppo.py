@@ -3,6 +3,7 @@ the learner's sequences computing what the acting pass computed, and inference w
 
 from __future__ import annotations
 
+import flax.linen as nn
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from rljax.algorithms.ppo import PPOConfig
+from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.algorithms.ppo.learner import POLICY_ID, PPOHyperparams
 from rljax.algorithms.ppo.losses import PPOLossConfig
 from rljax.algorithms.ppo.networks import build_policy
@@ -228,3 +230,42 @@ def test_recurrent_inference_evaluation_checkpoints_and_refusals(tmp_path):
         IMPALAConfig().environment("CartPole-v1").rl_module(
             model_config={"use_lstm": True}
         ).validate()
+
+
+class _GRUPolicy(nn.Module):
+    """A user module with a state: the interface the README documents."""
+
+    num_outputs: int
+    hidden: int = 8
+
+    def initial_state(self, n):
+        return jnp.zeros((n, self.hidden))
+
+    @nn.compact
+    def __call__(self, rin):
+        cell, h, outs = nn.GRUCell(self.hidden), rin.state_in, []
+        for t in range(rin.first.shape[1]):
+            h = jnp.where(rin.first[:, t, None], 0.0, h)
+            h, y = cell(h, rin.obs[:, t].astype(jnp.float32))
+            outs.append(y)
+        y = jnp.stack(outs, 1)
+        return nn.Dense(self.num_outputs)(y), nn.Dense(1)(y)[..., 0], h
+
+
+@pytest.mark.slow  # integration: in the README's full run
+def test_a_user_module_with_a_state_trains_on_the_fused_path():
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4)
+        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
+        .rl_module(
+            rl_module_spec=RLModuleSpec(module_class=_GRUPolicy), model_config={"max_seq_len": 8}
+        )
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        assert algo.fused
+        algo.train()
+        out = algo.get_module().forward_inference({"obs": np.zeros((2, 4), np.float32)})
+        assert out["state_out"].shape == (2, 8)

@@ -205,20 +205,20 @@ class PPOConfig(AlgorithmConfig):
 
 
 RECURRENT_LIMITS = (
-    "use_lstm trains single-agent PPO on lock-step sampling: gym_env_vectorize_mode='SYNC' "
-    "without async_batch_size, one learner, the default model"
+    "recurrent policies train single-agent PPO on lock-step sampling: "
+    "gym_env_vectorize_mode='SYNC' without async_batch_size, one learner"
 )
 
 
-def _recurrent_refusal(cfg: PPOConfig) -> str | None:
+def _recurrent_refusal(cfg: PPOConfig, user_module: bool = True) -> str | None:
     if cfg.is_multi_agent:
         return "a multi-agent config"
     if cfg.gym_env_vectorize_mode != "SYNC" or cfg.async_batch_size is not None:
         return f"gym_env_vectorize_mode={cfg.gym_env_vectorize_mode!r}"
     if cfg.num_learners > 1:
         return f"num_learners={cfg.num_learners}"
-    if cfg.rl_module_spec is not None and cfg.rl_module_spec.module_class is not None:
-        return "a module_class of its own"
+    if user_module and cfg.rl_module_spec is not None and cfg.rl_module_spec.module_class:
+        return "a module_class of its own (a recurrent user module needs no use_lstm)"
     return None
 
 
@@ -316,7 +316,10 @@ class PPO(OnPolicyAlgorithm):
             key=key,
             env_steps=jnp.zeros((), jnp.int32),
         )
-        if cfg.model_config.use_lstm:
+        if hasattr(self.module, "initial_state"):  # use_lstm, or a user module with a state
+            why = _recurrent_refusal(cfg, user_module=False)
+            if why is not None:
+                raise ConfigError(f"a recurrent module with {why}: {RECURRENT_LIMITS}")
             self._setup_recurrent()
             return
         self.parts = make_ppo_policy_parts(

@@ -43,14 +43,14 @@ def _one_step(rin: RecurrentInput) -> RecurrentInput:
 def recurrent_spec_of(
     module: Any, action_space: gym.Space, dist: ActionDistribution
 ) -> RecurrentSpec:
-    mc = module.model_config
+    mc = getattr(module, "model_config", None)
     shape = tuple(action_space.shape or ())
     dtype = jnp.float32 if isinstance(action_space, gym.spaces.Box) else jnp.int32
     return RecurrentSpec(
         initial_state=module.initial_state,
         action_zeros=lambda n: jnp.zeros((n, *shape), dtype),
-        prev_action=mc.lstm_use_prev_action,
-        prev_reward=mc.lstm_use_prev_reward,
+        prev_action=bool(getattr(mc, "lstm_use_prev_action", False)),
+        prev_reward=bool(getattr(mc, "lstm_use_prev_reward", False)),
     )
 
 
