@@ -28,8 +28,11 @@ LearnerT = TypeVar("LearnerT")
 # A sampled replay batch: obs, action, reward (n-step returns), discount, next_obs, [B, ...].
 Batch = dict[str, jax.Array]
 Metrics = dict[str, jax.Array]
-# learn(learner, batch, weights [B], key) -> (learner, td_errors [B], metrics)
-LearnFn = Callable[[LearnerT, Batch, jax.Array, jax.Array], tuple[LearnerT, jax.Array, Metrics]]
+# learn(learner, batch, weights [B], key, timestep) -> (learner, td_errors [B], metrics);
+# timestep: the env steps sampled so far (learning-rate schedules follow it).
+LearnFn = Callable[
+    [LearnerT, Batch, jax.Array, jax.Array, jax.Array], tuple[LearnerT, jax.Array, Metrics]
+]
 
 
 class OffPolicyState(NamedTuple):
@@ -59,8 +62,9 @@ class ReplayLearner(Generic[LearnerT]):
 
     Attributes:
       init: The learner state to start from (networks, targets, optimizer states).
-      learn: ``learn(learner, batch, weights, key) -> (learner, td_errors, metrics)``: one
-        update on a replay batch with importance weights ``[B]``.
+      learn: ``learn(learner, batch, weights, key, timestep) -> (learner, td_errors,
+        metrics)``: one update on a replay batch with importance weights ``[B]``, at the env
+        steps sampled so far.
       update_target: ``update_target(learner) -> learner``: moves the target networks.
       metric_names: The keys of ``learn``'s metrics (zeros before learning starts).
     """
@@ -135,7 +139,10 @@ def make_update(
         )
         if batch_sharding is not None:
             batch, weights = jax.lax.with_sharding_constraint((batch, weights), batch_sharding)
-        new_learner, td, metrics = learner.learn(state.learner, batch, weights, k_learn)
+        # The env steps sampled so far: learning rates follow RLlib's schedules of them.
+        new_learner, td, metrics = learner.learn(
+            state.learner, batch, weights, k_learn, state.timestep
+        )
         # A row with a non-finite TD error (a NaN reward in the data) gets the lowest priority
         # instead of poisoning the sum tree; its update step was skipped by the optimizer guard.
         td = jnp.where(jnp.isfinite(td), td, 0.0)

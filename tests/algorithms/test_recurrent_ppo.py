@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from rljax.algorithms.ppo import PPOConfig
-from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.algorithms.ppo.learner import POLICY_ID, PPOHyperparams
 from rljax.algorithms.ppo.losses import PPOLossConfig
 from rljax.algorithms.ppo.networks import build_policy
@@ -21,6 +20,7 @@ from rljax.algorithms.ppo.recurrent import (
     recurrent_spec_of,
     sequence_apply,
 )
+from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.steps import StepResult
 from rljax.examples.envs.classes.stateless_cartpole import StatelessCartPole
 from rljax.runners.acting import RecurrentInput, init_actor_state, make_act_step

@@ -107,13 +107,60 @@ def test_impala_and_appo_follow_their_schedules(algo):
         assert int(a.state.env_steps) == trained_on > 400
 
 
+@pytest.mark.parametrize("algo", ["DQN", "SAC", "TD3"])
+def test_off_policy_rates_follow_their_schedules(algo):
+    """Rates follow the env steps sampled when each update ran (RLlib's names: DQN's
+    default_optimizer, SAC's qf / policy / alpha optimizers, TD3's qf / policy)."""
+    from rljax.algorithms.dqn import DQNConfig
+    from rljax.algorithms.sac import SACConfig
+    from rljax.algorithms.td3 import TD3Config
+
+    sched = [[0, 1e-3], [400, 1e-4]]
+    if algo == "DQN":
+        config = DQNConfig().environment("CartPole-v1").training(lr=sched)
+        keys = ["default_optimizer_learning_rate"]
+    elif algo == "SAC":
+        config = (
+            SACConfig()
+            .environment("Pendulum-v1")
+            .training(actor_lr=sched, critic_lr=sched, alpha_lr=sched)
+        )
+        keys = ["qf_learning_rate", "policy_learning_rate", "alpha_learning_rate"]
+    else:
+        config = TD3Config().environment("Pendulum-v1").training(actor_lr=sched, critic_lr=sched)
+        keys = ["qf_learning_rate", "policy_learning_rate"]
+    config = (
+        config.env_runners(num_envs_per_env_runner=1)
+        .training(
+            train_batch_size_per_learner=16,
+            num_steps_sampled_before_learning_starts=0,
+            replay_buffer_config={"type": "EpisodeReplayBuffer", "capacity": 1000},
+        )
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .reporting(min_sample_timesteps_per_iteration=100)
+        .debugging(seed=0)
+    )
+    with config.build_algo() as a:
+        seen = []
+        for _ in range(6):
+            result = a.train()
+            seen.append(result["learners"]["default_policy"][keys[0]])
+            for k in keys[1:]:
+                assert result["learners"]["default_policy"][k] == seen[-1]
+        steps = result["num_env_steps_sampled_lifetime"]
+    assert steps > 400
+    # The mean over an iteration's updates: falling from 1e-3, then 1e-4 once past step 400.
+    assert seen[0] < 1e-3 and all(a > b for a, b in zip(seen[:4], seen[1:4], strict=False))
+    assert seen[-1] == pytest.approx(1e-4, rel=1e-5)
+
+
 def test_schedules_are_refused_where_they_cannot_run():
     from rljax.algorithms.dqn import DQNConfig
     from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
     from rljax.execution.population import population_refusal
 
-    with pytest.raises(ConfigError, match=r"lr=\[\[0, 0.001\]\]"):
-        DQNConfig().training(lr=[[0, 1e-3]]).environment("CartPole-v1").validate()
+    with pytest.raises(ConfigError, match="env steps 5 then 5; a schedule's env steps must"):
+        DQNConfig().training(lr=[[0, 1e-3], [5, 1e-4], [5, 1e-5]]).validate()
     multi = (
         PPOConfig()
         .environment(MultiAgentCartPole, env_config={"num_agents": 2})

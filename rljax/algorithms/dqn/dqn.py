@@ -35,6 +35,7 @@ from rljax.utils.checks import (
 )
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
+from rljax.utils.schedules import NumberOrSchedule, schedule_start
 
 _EPSILON_ALLOWED = (
     "a number in [0, 1] or a schedule [(timestep, value), ...]: int timesteps >= 0 that "
@@ -83,7 +84,12 @@ class DQNConfig(OffPolicyConfig):
     """
 
     algo_name: ClassVar[str] = "DQN"
-    lr = OffPolicyConfig.lr.replace(default=5e-4)
+    lr = OffPolicyConfig.lr.replace(
+        default=5e-4,
+        check=NumberOrSchedule(Number(0, low_open=True)),
+        checked_on_set=True,
+        doc="Adam's learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
+    )
     grad_clip = OffPolicyConfig.grad_clip.replace(default=40.0)
     train_batch_size_per_learner = OffPolicyConfig.train_batch_size_per_learner.replace(default=32)
     double_q = Setting(True, Bool(), "Double Q-learning: the online network picks the next action.")
@@ -111,7 +117,7 @@ class DQNConfig(OffPolicyConfig):
     def training(
         self,
         *,
-        lr: float = UNSET,
+        lr: float | list[list[float]] = UNSET,
         gamma: float = UNSET,
         train_batch_size_per_learner: int = UNSET,
         train_batch_size: int | None = UNSET,
@@ -284,14 +290,20 @@ class DQN(OffPolicyAlgorithm):
         self.networks = DQNNetworks(self.q_net, self.hp.noisy, self.hp.support())
         obs = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
-        self.optimizer = make_optimizer(float(cfg.lr), cfg.grad_clip, always_chain=True)
+        self.optimizer = make_optimizer(schedule_start(cfg.lr), cfg.grad_clip, always_chain=True)
         learner = ReplayLearner(
             init=DQNLearnerState(
                 params=params,
                 target_params=jax.tree.map(jnp.copy, params),
                 opt_state=run_once(self.optimizer.init, params),
             ),
-            learn=make_dqn_learn(self.networks, self.optimizer, self.hp),
+            learn=make_dqn_learn(
+                self.networks,
+                self.optimizer,
+                self.hp,
+                lr=cfg.lr,
+                optimizer_at=lambda rate: make_optimizer(rate, cfg.grad_clip, always_chain=True),
+            ),
             update_target=make_target_update(self.hp.tau, {"target_params": "params"}),
             metric_names=DQN_METRICS,
         )

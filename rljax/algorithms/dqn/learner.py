@@ -21,8 +21,17 @@ from rljax.algorithms.dqn.losses import DQNLossConfig, dqn_loss
 from rljax.algorithms.dqn.networks import DQNNetworks
 from rljax.algorithms.settings import frozen_from_config
 from rljax.learners.update import gradient_step
+from rljax.utils.schedules import Schedule, schedule_start, schedule_value
 
-DQN_METRICS = ("qf_loss", "qf_mean", "qf_max", "qf_min", "td_error_mean", "gradients_global_norm")
+DQN_METRICS = (
+    "default_optimizer_learning_rate",
+    "qf_loss",
+    "qf_mean",
+    "qf_max",
+    "qf_min",
+    "td_error_mean",
+    "gradients_global_norm",
+)
 
 
 @flax.struct.dataclass
@@ -67,16 +76,22 @@ class DQNHyperparams:
 
 
 def make_dqn_learn(
-    networks: DQNNetworks, optimizer: optax.GradientTransformation, hp: DQNHyperparams
+    networks: DQNNetworks,
+    optimizer: optax.GradientTransformation,
+    hp: DQNHyperparams,
+    lr: float | Schedule | None = None,
+    optimizer_at: Callable[[jax.Array], optax.GradientTransformation] | None = None,
 ) -> Callable[
-    [DQNLearnerState, dict[str, jax.Array], jax.Array, jax.Array],
+    ...,
     tuple[DQNLearnerState, jax.Array, dict[str, jax.Array]],
 ]:
     """``learn(state, batch, weights [B], key) -> (state, td_errors [B], metrics)``.
 
     ``batch`` holds ``obs`` [B, ...], ``action`` [B], ``reward`` [B] (n-step returns),
     ``discount`` [B] and ``next_obs`` [B, ...]; ``weights`` are importance weights. The metrics
-    are ``DQN_METRICS``, scalars.
+    are ``DQN_METRICS``, scalars. With ``lr`` (a number or RLlib's schedule) and
+    ``optimizer_at`` (rate -> optimizer), ``learn(..., timestep)`` steps at ``lr``'s value for
+    ``timestep`` env steps sampled.
     """
     loss_cfg = hp.loss
     # One pass of the online net over obs and next_obs together, where no noise tells them apart.
@@ -105,11 +120,22 @@ def make_dqn_learn(
             networks.support,
         )
 
-    def learn(state: DQNLearnerState, batch: dict[str, jax.Array], weights: jax.Array, key):
+    def learn(
+        state: DQNLearnerState,
+        batch: dict[str, jax.Array],
+        weights: jax.Array,
+        key: jax.Array,
+        timestep: jax.Array | None = None,
+    ):
+        rate = jnp.asarray(float("nan") if lr is None else schedule_start(lr), jnp.float32)
+        opt = optimizer
+        if lr is not None and optimizer_at is not None and timestep is not None:
+            rate = schedule_value(lr, timestep)
+            opt = optimizer_at(rate)
         keys = jax.random.split(key, 3)
         step = gradient_step(
             loss_fn,
-            optimizer,
+            opt,
             state.params,
             state.opt_state,
             state.target_params,
@@ -119,6 +145,7 @@ def make_dqn_learn(
         )
         td, q_taken = step.aux
         metrics = {
+            "default_optimizer_learning_rate": rate,
             "qf_loss": step.loss,
             "qf_mean": jnp.mean(q_taken),
             "qf_max": jnp.max(q_taken),

@@ -28,8 +28,12 @@ from rljax.algorithms.sac.losses import (
 from rljax.algorithms.settings import frozen_from_config
 from rljax.learners.update import gradient_step, make_optimizer
 from rljax.networks.distributions import SquashedDiagGaussian
+from rljax.utils.schedules import Schedule, schedule_start, schedule_value
 
 SAC_METRICS = (
+    "qf_learning_rate",
+    "policy_learning_rate",
+    "alpha_learning_rate",
     "qf_loss",
     "policy_loss",
     "alpha_loss",
@@ -73,9 +77,9 @@ class SACHyperparams:
     target_entropy: float
     tau: float
     initial_alpha: float
-    actor_lr: float
-    critic_lr: float
-    alpha_lr: float
+    actor_lr: float | Schedule
+    critic_lr: float | Schedule
+    alpha_lr: float | Schedule
     grad_clip: float | None
 
     @classmethod
@@ -86,7 +90,15 @@ class SACHyperparams:
             if cfg.target_entropy == "auto"
             else float(cfg.target_entropy)
         )
-        return frozen_from_config(cls, cfg, target_entropy=target_entropy)
+        return frozen_from_config(
+            cls,
+            cfg,
+            target_entropy=target_entropy,
+            # Numbers or schedules (their values are computed in the update).
+            actor_lr=cfg.actor_lr,
+            critic_lr=cfg.critic_lr,
+            alpha_lr=cfg.alpha_lr,
+        )
 
 
 class SACNetworks(NamedTuple):
@@ -112,20 +124,36 @@ class SACOptimizers(NamedTuple):
     alpha: optax.GradientTransformation
 
 
-def make_sac_optimizers(hp: SACHyperparams) -> SACOptimizers:
+def make_sac_optimizers(hp: SACHyperparams, timestep: jax.Array | None = None) -> SACOptimizers:
     """Adam for the actor and the critics (clipped by ``grad_clip``), plain Adam for the
-    temperature."""
+    temperature; at the rates for ``timestep`` env steps (None: the rates' start)."""
+    rates = sac_learning_rates(hp, timestep)
     return SACOptimizers(
-        actor=make_optimizer(hp.actor_lr, hp.grad_clip, always_chain=True),
-        critic=make_optimizer(hp.critic_lr, hp.grad_clip, always_chain=True),
-        alpha=make_optimizer(hp.alpha_lr),
+        actor=make_optimizer(rates["policy_learning_rate"], hp.grad_clip, always_chain=True),
+        critic=make_optimizer(rates["qf_learning_rate"], hp.grad_clip, always_chain=True),
+        alpha=make_optimizer(rates["alpha_learning_rate"]),
     )
+
+
+def sac_learning_rates(hp: SACHyperparams, timestep: jax.Array | None) -> dict[str, Any]:
+    """RLlib's names (its SAC optimizers: qf, policy, alpha) -> the rates at ``timestep``
+    (schedules' values; None: their start)."""
+    at = (
+        (lambda v: schedule_start(v))
+        if timestep is None
+        else (lambda v: schedule_value(v, timestep))
+    )
+    return {
+        "qf_learning_rate": at(hp.critic_lr),
+        "policy_learning_rate": at(hp.actor_lr),
+        "alpha_learning_rate": at(hp.alpha_lr),
+    }
 
 
 def make_sac_learn(
     networks: SACNetworks, optimizers: SACOptimizers, hp: SACHyperparams
 ) -> Callable[
-    [SACLearnerState, dict[str, jax.Array], jax.Array, jax.Array],
+    ...,
     tuple[SACLearnerState, jax.Array, dict[str, jax.Array]],
 ]:
     """``learn(state, batch, weights [B], key) -> (state, td_errors [B], metrics)``.
@@ -157,7 +185,16 @@ def make_sac_learn(
         q_pi = jnp.min(q_values(critic_params, obs, a), 0)
         return actor_loss(q_pi, logp, alpha), logp
 
-    def learn(state: SACLearnerState, batch: dict[str, jax.Array], weights: jax.Array, key):
+    def learn(
+        state: SACLearnerState,
+        batch: dict[str, jax.Array],
+        weights: jax.Array,
+        key: jax.Array,
+        timestep: jax.Array | None = None,
+    ):
+        # The rates at the env steps sampled so far (schedules), computed in the program.
+        opts = optimizers if timestep is None else make_sac_optimizers(hp, timestep)
+        rates = sac_learning_rates(hp, timestep)
         k_next, k_pi = jax.random.split(key)
         alpha = jnp.exp(state.log_alpha)
         obs, next_obs = batch["obs"], batch["next_obs"]
@@ -169,7 +206,7 @@ def make_sac_learn(
         next_q = jnp.min(q_values(state.target_critic, next_obs, next_action), 0)
         q_step = gradient_step(
             q_loss_fn,
-            optimizers.critic,
+            opts.critic,
             state.critic,
             state.critic_opt,
             batch,
@@ -183,7 +220,7 @@ def make_sac_learn(
         # Actor: reparameterised actions scored by the updated critics.
         pi_step = gradient_step(
             pi_loss_fn,
-            optimizers.actor,
+            opts.actor,
             state.actor,
             state.actor_opt,
             q_step.params,
@@ -196,7 +233,7 @@ def make_sac_learn(
         # Temperature: towards the target entropy.
         alpha_step = gradient_step(
             temperature_loss,
-            optimizers.alpha,
+            opts.alpha,
             state.log_alpha,
             state.alpha_opt,
             logp,
@@ -206,6 +243,7 @@ def make_sac_learn(
         log_alpha = alpha_step.params
 
         metrics = {
+            **{k: jnp.asarray(v, jnp.float32) for k, v in rates.items()},
             "qf_loss": q_step.loss,
             "policy_loss": pi_step.loss,
             "alpha_loss": alpha_step.loss,

@@ -30,6 +30,7 @@ from rljax.utils import memory
 from rljax.utils.checks import Bool, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
+from rljax.utils.schedules import NumberOrSchedule
 
 
 class SACConfig(OffPolicyConfig):
@@ -80,9 +81,24 @@ class SACConfig(OffPolicyConfig):
         Number(literals=("auto",)),
         'The entropy the temperature aims at; "auto": minus the action dimension.',
     )
-    actor_lr = Setting(3e-5, Number(0, low_open=True), "The actor's Adam learning rate.")
-    critic_lr = Setting(3e-4, Number(0, low_open=True), "The critics' Adam learning rate.")
-    alpha_lr = Setting(3e-4, Number(0, low_open=True), "The temperature's Adam learning rate.")
+    actor_lr = Setting(
+        3e-5,
+        NumberOrSchedule(Number(0, low_open=True)),
+        "The actor's Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
+        checked_on_set=True,
+    )
+    critic_lr = Setting(
+        3e-4,
+        NumberOrSchedule(Number(0, low_open=True)),
+        "The critics' Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
+        checked_on_set=True,
+    )
+    alpha_lr = Setting(
+        3e-4,
+        NumberOrSchedule(Number(0, low_open=True)),
+        "The temperature's Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
+        checked_on_set=True,
+    )
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or SAC)
@@ -106,9 +122,9 @@ class SACConfig(OffPolicyConfig):
         twin_q: bool = UNSET,
         initial_alpha: float = UNSET,
         target_entropy: str | float = UNSET,
-        actor_lr: float = UNSET,
-        critic_lr: float = UNSET,
-        alpha_lr: float = UNSET,
+        actor_lr: float | list[list[float]] = UNSET,
+        critic_lr: float | list[list[float]] = UNSET,
+        alpha_lr: float | list[list[float]] = UNSET,
         **kwargs: Any,
     ) -> SACConfig:
         """Sets SAC's training settings (RLlib's names)."""

@@ -31,8 +31,18 @@ from rljax.algorithms.td3.losses import (
 )
 from rljax.learners.update import gradient_step, make_optimizer, make_target_update
 from rljax.utils.jit import run_once
+from rljax.utils.schedules import Schedule, schedule_start, schedule_value
 
-TD3_METRICS = ("qf_loss", "policy_loss", "qf_mean", "qf_max", "qf_min", "td_error_mean")
+TD3_METRICS = (
+    "qf_learning_rate",
+    "policy_learning_rate",
+    "qf_loss",
+    "policy_loss",
+    "qf_mean",
+    "qf_max",
+    "qf_min",
+    "td_error_mean",
+)
 
 
 @flax.struct.dataclass
@@ -68,8 +78,8 @@ class TD3Hyperparams:
     target_noise_clip: float
     exploration_noise: float
     learning_starts: int
-    actor_lr: float
-    critic_lr: float
+    actor_lr: float | Schedule
+    critic_lr: float | Schedule
     grad_clip: float | None
 
     @classmethod
@@ -79,6 +89,8 @@ class TD3Hyperparams:
             cls,
             cfg,
             target_noise=float(cfg.target_noise) if cfg.smooth_target_policy else 0.0,
+            actor_lr=cfg.actor_lr,  # numbers or schedules
+            critic_lr=cfg.critic_lr,
             learning_starts=int(cfg.num_steps_sampled_before_learning_starts),
         )
 
@@ -103,12 +115,24 @@ class TD3Optimizers(NamedTuple):
     critic: optax.GradientTransformation
 
 
-def make_td3_optimizers(hp: TD3Hyperparams) -> TD3Optimizers:
-    """Adam for the actor and the critics, clipped by ``grad_clip``."""
+def make_td3_optimizers(hp: TD3Hyperparams, timestep: jax.Array | None = None) -> TD3Optimizers:
+    """Adam for the actor and the critics, clipped by ``grad_clip``; at the rates for
+    ``timestep`` env steps (None: the rates' start)."""
+    rates = td3_learning_rates(hp, timestep)
     return TD3Optimizers(
-        actor=make_optimizer(hp.actor_lr, hp.grad_clip),
-        critic=make_optimizer(hp.critic_lr, hp.grad_clip),
+        actor=make_optimizer(rates["policy_learning_rate"], hp.grad_clip),
+        critic=make_optimizer(rates["qf_learning_rate"], hp.grad_clip),
     )
+
+
+def td3_learning_rates(hp: TD3Hyperparams, timestep: jax.Array | None) -> dict[str, Any]:
+    """The critics' (qf) and the actor's (policy) rates at ``timestep`` (None: the start)."""
+    at = (
+        (lambda v: schedule_start(v))
+        if timestep is None
+        else (lambda v: schedule_value(v, timestep))
+    )
+    return {"qf_learning_rate": at(hp.critic_lr), "policy_learning_rate": at(hp.actor_lr)}
 
 
 def init_td3_state(
@@ -141,7 +165,7 @@ def init_td3_state(
 def make_td3_learn(
     networks: TD3Networks, optimizers: TD3Optimizers, hp: TD3Hyperparams
 ) -> Callable[
-    [TD3LearnerState, dict[str, jax.Array], jax.Array, jax.Array],
+    ...,
     tuple[TD3LearnerState, jax.Array, dict[str, jax.Array]],
 ]:
     """``learn(state, batch, weights [B], key) -> (state, td_errors [B], metrics)``.
@@ -162,7 +186,15 @@ def make_td3_learn(
     def pi_loss_fn(actor_params, q1_params, obs):
         return actor_loss(first_critic.apply(q1_params, obs, actor.apply(actor_params, obs))[0])
 
-    def learn(state: TD3LearnerState, batch: dict[str, jax.Array], weights: jax.Array, key):
+    def learn(
+        state: TD3LearnerState,
+        batch: dict[str, jax.Array],
+        weights: jax.Array,
+        key: jax.Array,
+        timestep: jax.Array | None = None,
+    ):
+        opts = optimizers if timestep is None else make_td3_optimizers(hp, timestep)
+        rates = td3_learning_rates(hp, timestep)
         obs, next_obs = batch["obs"], batch["next_obs"]
         next_action = smoothed_target_action(
             key, actor.apply(state.target_actor, next_obs), hp.target_noise, hp.target_noise_clip
@@ -171,7 +203,7 @@ def make_td3_learn(
         target = clipped_double_q_target(batch["reward"], batch["discount"], next_q)
         q_step = gradient_step(
             q_loss_fn,
-            optimizers.critic,
+            opts.critic,
             state.critic,
             state.critic_opt,
             obs,
@@ -187,7 +219,7 @@ def make_td3_learn(
             q1_params = jax.tree.map(lambda p: p[:1], q_step.params)
             pi_step = gradient_step(
                 pi_loss_fn,
-                optimizers.actor,
+                opts.actor,
                 state.actor,
                 state.actor_opt,
                 q1_params,
@@ -203,6 +235,7 @@ def make_td3_learn(
             step % hp.policy_delay == 0, update_actor, keep_actor, None
         )
         metrics = {
+            **{k: jnp.asarray(v, jnp.float32) for k, v in rates.items()},
             "qf_loss": q_step.loss,
             "policy_loss": pi_loss,
             "qf_mean": jnp.mean(q1),

@@ -29,6 +29,7 @@ from rljax.networks.q_models import TwinCritic, check_vector_obs
 from rljax.utils import memory
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
+from rljax.utils.schedules import NumberOrSchedule
 
 
 class TD3Config(OffPolicyConfig):
@@ -89,8 +90,18 @@ class TD3Config(OffPolicyConfig):
         Number(0),
         "The standard deviation of the Gaussian noise on acting actions.",
     )
-    actor_lr = Setting(1e-3, Number(0, low_open=True), "The actor's Adam learning rate.")
-    critic_lr = Setting(1e-3, Number(0, low_open=True), "The critics' Adam learning rate.")
+    actor_lr = Setting(
+        1e-3,
+        NumberOrSchedule(Number(0, low_open=True)),
+        "The actor's Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
+        checked_on_set=True,
+    )
+    critic_lr = Setting(
+        1e-3,
+        NumberOrSchedule(Number(0, low_open=True)),
+        "The critics' Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
+        checked_on_set=True,
+    )
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or TD3)
@@ -117,8 +128,8 @@ class TD3Config(OffPolicyConfig):
         target_noise: float = UNSET,
         target_noise_clip: float = UNSET,
         exploration_noise: float = UNSET,
-        actor_lr: float = UNSET,
-        critic_lr: float = UNSET,
+        actor_lr: float | list[list[float]] = UNSET,
+        critic_lr: float | list[list[float]] = UNSET,
         **kwargs: Any,
     ) -> TD3Config:
         """Sets TD3's training settings (RLlib's names; ``lr`` is not used)."""
