@@ -28,10 +28,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import gymnasium as gym
+import jax
 import numpy as np
 
 from rljax.env.multi_agent_env import AgentID, MultiAgentEnv
 from rljax.env.multi_agent_remote import RemoteMultiAgentEnv
+from rljax.env.spaces import is_structured, zeros_batch
 from rljax.utils.errors import ConfigError
 from rljax.utils.seeding import derive_seed
 
@@ -78,6 +80,19 @@ class FinishedEpisode:
     # With episode callbacks: the episode's log, ("reset", obs, infos) then ("step", obs,
     # actions, rewards, infos, terminateds, truncateds) by agent (rljax.env.multi_agent_episode).
     log: list[tuple[Any, ...]] | None = None
+
+
+def _assign(rows: Any, slot: int, value: Any) -> None:
+    """``rows[slot] = value`` for an array of rows, or leaf by leaf for a dict / tuple of them
+    (a Dict / Tuple space's observation)."""
+    if isinstance(rows, dict):
+        for k, r in rows.items():
+            _assign(r, slot, value[k])
+    elif isinstance(rows, tuple):
+        for r, v in zip(rows, value, strict=True):
+            _assign(r, slot, v)
+    else:
+        rows[slot] = value
 
 
 def agent_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space]:
@@ -166,12 +181,12 @@ class MultiAgentVectorEnv:
                         f"{self.possible_agents}; every copy needs the same agents"
                     )
             self.observation_space, self.action_space = agent_spaces(self.envs[0])
-            if self.observation_space.shape is None:
+            if self.observation_space.shape is None and not is_structured(self.observation_space):
                 raise ConfigError(
                     f"observation space {self.observation_space} has no fixed shape; rljax's "
-                    "vectorized multi-agent sampling needs array observations (e.g. a Box)"
+                    "vectorized multi-agent sampling needs array observations (a Box, or Dict "
+                    "and Tuple spaces of arrays)"
                 )
-            obs_shape = self.observation_space.shape
         except BaseException:
             self.close()  # ASYNC copies are processes: none left behind
             raise
@@ -184,7 +199,8 @@ class MultiAgentVectorEnv:
         self.seed = seed
         self._episode_ids = itertools.count()
         s = self.num_slots
-        self._obs = np.zeros((s, *obs_shape), self.observation_space.dtype)
+        # One row per slot: an array, or a dict / tuple of arrays for a Dict / Tuple space.
+        self._obs = zeros_batch(self.observation_space, s)
         self._acc_reward = np.zeros(s, np.float32)
         self._policy = np.zeros(s, np.int32)
         self.finished_episodes: list[FinishedEpisode] = []
@@ -249,13 +265,13 @@ class MultiAgentVectorEnv:
         for agent, o in obs.items():
             slot = self._slot(i, agent)
             self._map(i, agent)
-            self._obs[slot] = o
+            _assign(self._obs, slot, o)
             self._acc_reward[slot] = 0.0
             out["present"][slot] = True
         self._needs_reset[i] = False
 
     def _result(self, out: dict[str, np.ndarray]) -> MultiAgentStepResult:
-        obs = self._obs.copy()
+        obs = jax.tree.map(np.copy, self._obs)
         if self.policy_in_obs:
             obs = {"obs": obs, "policy": self._policy.copy()}
         return MultiAgentStepResult(
@@ -312,7 +328,7 @@ class MultiAgentVectorEnv:
                 slot = self._slot(i, agent)
                 self._map(i, agent)
                 if agent in obs:
-                    self._obs[slot] = obs[agent]
+                    _assign(self._obs, slot, obs[agent])
                 term, trunc = bool(terms.get(agent, False)), bool(truncs.get(agent, False))
                 if term or trunc:
                     self._finish(i, agent, out, term, trunc and not term)

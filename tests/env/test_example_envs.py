@@ -136,8 +136,11 @@ def board(*cells):
     return np.array(cells, np.float32)
 
 
+BOARD_ONLY = {"action_mask": False}  # the board alone; illegal moves are penalised
+
+
 def test_ttt_spaces_and_first_player():
-    env = TicTacToe()
+    env = TicTacToe(BOARD_ONLY)
     for agent in ("player1", "player2"):
         assert env.get_observation_space(agent) == gym.spaces.Box(-1.0, 1.0, (9,), np.float32)
         assert env.get_action_space(agent) == gym.spaces.Discrete(9)
@@ -145,7 +148,7 @@ def test_ttt_spaces_and_first_player():
     firsts = [next(iter(env.reset(seed=s)[0])) for s in range(20)]
     assert set(firsts) == {"player1", "player2"}
     assert firsts == [next(iter(env.reset(seed=s)[0])) for s in range(20)]
-    obs, _ = TicTacToe({"first_player": "player2"}).reset(seed=0)
+    obs, _ = TicTacToe({"first_player": "player2", **BOARD_ONLY}).reset(seed=0)
     assert list(obs) == ["player2"]
     np.testing.assert_array_equal(obs["player2"], np.zeros(9, np.float32))
     with pytest.raises(ValueError, match="first_player"):
@@ -153,7 +156,7 @@ def test_ttt_spaces_and_first_player():
 
 
 def test_ttt_scripted_win_for_player1():
-    env = TicTacToe({"first_player": "player1"})
+    env = TicTacToe({"first_player": "player1", **BOARD_ONLY})
     obs, _ = env.reset(seed=0)
     assert list(obs) == ["player1"]
     # (mover, cell, the next mover, its observation: its own marks +1, the opponent's -1)
@@ -178,7 +181,7 @@ def test_ttt_scripted_win_for_player1():
 
 
 def test_ttt_scripted_draw():
-    env = TicTacToe({"first_player": "player2"})
+    env = TicTacToe({"first_player": "player2", **BOARD_ONLY})
     env.reset()
     # player2 (first) X, player1 O:  X X O / O O X / X O X  -- no line for either.
     cells = [0, 4, 8, 2, 6, 3, 5, 7, 1]
@@ -195,7 +198,7 @@ def test_ttt_scripted_draw():
 
 
 def test_ttt_illegal_move_penalized_and_turn_passes():
-    env = TicTacToe({"first_player": "player1"})
+    env = TicTacToe({"first_player": "player1", **BOARD_ONLY})
     env.reset()
     env.step({"player1": 4})
     obs, rewards, terms, truncs, _ = env.step({"player2": 4})  # occupied
@@ -207,8 +210,33 @@ def test_ttt_illegal_move_penalized_and_turn_passes():
         env.step({"player2": 0})  # not player2's turn
 
 
+def test_ttt_masks_taken_cells_by_default():
+    """RLlib's action-masking observation: 1 for each empty cell; a taken cell raises."""
+    env = TicTacToe({"first_player": "player1"})
+    space = env.get_observation_space("player1")
+    assert set(space.spaces) == {"action_mask", "observations"}
+    obs, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(obs["player1"]["action_mask"], np.ones(9, np.float32))
+    obs, *_ = env.step({"player1": 4})
+    expected = np.ones(9, np.float32)
+    expected[4] = 0.0
+    np.testing.assert_array_equal(obs["player2"]["action_mask"], expected)
+    np.testing.assert_array_equal(obs["player2"]["observations"], board(0, 0, 0, 0, -1, 0, 0, 0, 0))
+    assert space.contains(obs["player2"])
+    with pytest.raises(ValueError, match="cell 4 is taken"):
+        env.step({"player2": 4})
+    # The vectorized slots hold the dict observations.
+    vec = MultiAgentVectorEnv(
+        [lambda: TicTacToe({"first_player": "player1"})], ["player1", "player2"], by_agent_id
+    )
+    r = vec.reset()
+    assert r.obs["action_mask"].shape == (2, 9) and r.obs["observations"].shape == (2, 9)
+    r = vec.step(np.array([4, 0]))
+    np.testing.assert_array_equal(r.obs["action_mask"][1], expected)
+
+
 def test_ttt_moves_are_capped():
-    env = TicTacToe({"first_player": "player1", "max_moves": 9})
+    env = TicTacToe({"first_player": "player1", "max_moves": 9, **BOARD_ONLY})
     env.reset()
     env.step({"player1": 0})
     returns = {"player1": 0.0, "player2": 0.0}
@@ -224,7 +252,7 @@ def test_ttt_moves_are_capped():
 def test_ttt_vectorized_turns_rewards_and_returns():
     # One game with an illegal move: p1 4, p2 4 (illegal), p1 0, p2 1, p1 8 (wins 0-4-8).
     vec = MultiAgentVectorEnv(
-        [lambda: TicTacToe({"first_player": "player1"})],
+        [lambda: TicTacToe({"first_player": "player1", **BOARD_ONLY})],
         ["player1", "player2"],
         by_agent_id,
         seed=0,

@@ -39,6 +39,7 @@ from rljax.env.env_context import EnvContext
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.env.multi_agent_vector import MultiAgentVectorEnv, agent_spaces
 from rljax.env.registry import registered_creator
+from rljax.env.spaces import zeros_batch
 from rljax.execution.evaluation import EvaluationEnv
 from rljax.execution.parts import (
     InferenceFn,
@@ -131,9 +132,9 @@ def make_multi_agent_policy_parts(
         group = groups[g]
         local = local_of_j[obs["policy"]]
         per_slot = jax.tree.map(lambda p: p[local], params[g][POLICY_ID])
-        dist_inputs, value = jax.vmap(lambda p, o: group.module.apply(p, o[None]))(
-            per_slot, obs["obs"]
-        )
+        dist_inputs, value = jax.vmap(
+            lambda p, o: group.module.apply(p, jax.tree.map(lambda x: x[None], o))
+        )(per_slot, obs["obs"])
         dist_inputs, value = dist_inputs[:, 0], value[:, 0]
         if key is None:
             action = group.dist.mode(dist_inputs)
@@ -246,7 +247,7 @@ class MultiAgentPPO(Algorithm):
         key, init_key, self._action_key = jax.random.split(key, 3)
         init_keys = jax.random.split(init_key, self.num_policies)
         state_keys = jax.random.split(key, self.num_policies)
-        obs_example = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
+        obs_example = jax.tree.map(jnp.asarray, zeros_batch(self.observation_space, 1))
         # Policies with equal overrides share a group: one module, optimizer and update.
         by_settings: dict[str, list[int]] = {}
         for i, pid in enumerate(self.policy_ids):

@@ -40,7 +40,11 @@ class TicTacToe(MultiAgentEnv):
       ends (``terminateds["__all__"] = True``);
     - a move that fills the board without a line is a draw: 0.0 to both, and the episode ends;
     - a move on an occupied cell is illegal: -1.0 to the mover, the board stays as it was and
-      the turn passes to the opponent (as in RLlib's);
+      the turn passes to the opponent (as in RLlib's). With ``config["action_mask"]`` (the
+      default) illegal moves cannot happen: the observation is RLlib's action-masking dict
+      ``{"action_mask": Box(0, 1, (9,)), "observations": the board}`` (1 for the empty
+      cells), rljax's default model gives occupied cells probability 0, and a move on one
+      raises ``ValueError``;
     - any other move: 0.0 to the mover.
 
     The step that ends the game puts both players' rewards in its rewards dict and returns an
@@ -59,7 +63,8 @@ class TicTacToe(MultiAgentEnv):
 
     def __init__(self, config: dict | None = None):
         """Args:
-        config: ``{"first_player": "player1" | "player2" | None, "max_moves": int}``.
+        config: ``{"first_player": "player1" | "player2" | None, "max_moves": int,
+            "action_mask": bool}``.
         """
         super().__init__()
         config = config if config is not None else {}
@@ -73,9 +78,17 @@ class TicTacToe(MultiAgentEnv):
         self.max_moves = int(config.get("max_moves", 100))
         if self.max_moves < 9:
             raise ValueError(f"max_moves must be >= 9 (a full board), got {self.max_moves}")
-        self.observation_spaces = {
-            a: gym.spaces.Box(-1.0, 1.0, (9,), np.float32) for a in self.possible_agents
-        }
+        self.action_mask = bool(config.get("action_mask", True))
+        board_space = gym.spaces.Box(-1.0, 1.0, (9,), np.float32)
+        space: gym.Space = board_space
+        if self.action_mask:
+            space = gym.spaces.Dict(
+                {
+                    "action_mask": gym.spaces.Box(0.0, 1.0, (9,), np.float32),
+                    "observations": board_space,
+                }
+            )
+        self.observation_spaces = {a: space for a in self.possible_agents}
         self.action_spaces = {a: gym.spaces.Discrete(9) for a in self.possible_agents}
         # player1's marks are +1, player2's -1.
         self.board = np.zeros(9, np.float32)
@@ -90,9 +103,13 @@ class TicTacToe(MultiAgentEnv):
     def _other(agent: AgentID) -> AgentID:
         return "player2" if agent == "player1" else "player1"
 
-    def _obs(self, agent: AgentID) -> np.ndarray:
-        """The board from ``agent``'s perspective: its marks +1, the opponent's -1."""
-        return (self.board * self._sign(agent) + 0.0).astype(np.float32)  # + 0.0: no -0.0
+    def _obs(self, agent: AgentID) -> Any:
+        """The board from ``agent``'s perspective: its marks +1, the opponent's -1 (with the
+        action mask: and 1 for each empty cell)."""
+        board = (self.board * self._sign(agent) + 0.0).astype(np.float32)  # + 0.0: no -0.0
+        if not self.action_mask:
+            return board
+        return {"action_mask": (self.board == 0).astype(np.float32), "observations": board}
 
     def reset(  # type: ignore[override]  # per-agent dicts: see MultiAgentEnv
         self, *, seed: int | None = None, options: dict | None = None
@@ -128,6 +145,8 @@ class TicTacToe(MultiAgentEnv):
         self.num_moves += 1
         rewards: dict[AgentID, float] = {mover: 0.0}
         terminated = False
+        if self.board[cell] != 0 and self.action_mask:
+            raise ValueError(f"cell {cell} is taken: the action mask forbids it")
         if self.board[cell] != 0:
             rewards[mover] = self.ILLEGAL_MOVE_REWARD
         else:
