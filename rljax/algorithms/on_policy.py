@@ -123,8 +123,12 @@ class OnPolicyAlgorithm(Algorithm):
         from rljax.algorithms.ppo.learner import POLICY_ID
         from rljax.algorithms.ppo.networks import build_policy
 
-        dist, self.module = build_policy(self.observation_space, self.action_space, self.config)
-        obs_example = zeros_batch(self.observation_space, 1)
+        # The module sees the observations as the env-to-module connectors give them.
+        space = self.observation_space
+        if self._env_to_module is not None:
+            space = self._env_to_module.output_space
+        dist, self.module = build_policy(space, self.action_space, self.config)
+        obs_example = zeros_batch(space, 1)
         recurrent = hasattr(self.module, "initial_state")
         if recurrent:  # one sequence of one step (RecurrentActorCritic's input)
             mc = getattr(self.module, "model_config", None)
@@ -151,11 +155,11 @@ class OnPolicyAlgorithm(Algorithm):
             given = (
                 "; the module gets a dict (keys sorted) / tuple of [B, ...] arrays for a Dict / "
                 "Tuple observation space"
-                if is_structured(self.observation_space)
+                if is_structured(space)
                 else ""
             )
             raise ConfigError(
-                f"the model could not be built for observations {self.observation_space}: "
+                f"the model could not be built for observations {space}: "
                 f"{type(e).__name__}: {e}{given}"
             ) from e
         lead = (1, 1) if recurrent else (1,)

@@ -217,7 +217,62 @@ def test_what_cannot_take_connectors_is_refused_by_name():
         _config(env_to_module_connector="MeanStdFilter").validate()
     with pytest.raises(ConfigError, match="returned 3"):
         _config(env_to_module_connector=lambda env, spaces, device: 3).build_algo()
-    with pytest.raises(ConfigError, match="'type': one of \\['MeanStdFilter'\\]"):
+    with pytest.raises(ConfigError, match="one of \\['FlattenObservations', 'MeanStdFilter'\\]"):
         _config(env_to_module_connector=[{"type": "Nope"}]).validate()
+    from rljax.connectors.env_to_module import FrameStackingEnvToModule, PrevActionsPrevRewards
+
+    with pytest.raises(ConfigError, match="FrameStackObservation"):
+        FrameStackingEnvToModule(num_frames=4)
+    with pytest.raises(ConfigError, match="lstm_use_prev_action"):
+        PrevActionsPrevRewards(n_prev_actions=1)
     with pytest.raises(ConfigError, match="normalises Box observations"):
         MeanStdFilter().check_space(gym.spaces.Discrete(3))
+
+
+def test_flatten_observations_by_hand_and_composed_with_the_filter():
+    from rljax.connectors.env_to_module import FlattenObservations
+    from rljax.env.spaces import zeros_batch
+    from rljax.examples.envs.classes.random_env import RandomEnv
+
+    space = gym.spaces.Dict(
+        {
+            "b": gym.spaces.Box(-1, 1, (2, 2), np.float32),
+            "a": gym.spaces.Tuple((gym.spaces.Discrete(3), gym.spaces.MultiDiscrete([2, 2]))),
+        }
+    )
+    f = FlattenObservations()
+    assert f.output_space(space).shape == (3 + 4 + 4,)
+    state = f.init_state(space)
+    obs = jax.tree.map(jnp.asarray, zeros_batch(space, 2))
+    obs = {"a": (jnp.asarray([2, 0]), jnp.asarray([[1, 0], [0, 1]])), "b": obs["b"] + 0.5}
+    out = np.asarray(f.transform(state, obs))
+    # Keys sorted: a's Discrete(3) one-hot, its MultiDiscrete one-hots, then b flattened.
+    np.testing.assert_array_equal(out[0], [0, 0, 1, 0, 1, 1, 0, 0.5, 0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(out[1], [1, 0, 0, 1, 0, 0, 1, 0.5, 0.5, 0.5, 0.5])
+    # In a PPO run: flattened, then normalised; the module reads the 11-wide vector.
+    config = (
+        PPOConfig()
+        .environment(RandomEnv, env_config={"observation_space": space, "max_episode_len": 10})
+        .env_runners(
+            num_envs_per_env_runner=2,
+            env_to_module_connector=lambda env, spaces, device: [
+                FlattenObservations(),
+                MeanStdFilter(),
+            ],
+        )
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        result = algo.train()
+        flat_state = algo.state.connectors[1]
+        assert flat_state["mean"].shape == (11,)
+        assert int(flat_state["count"]) == result["num_env_steps_trained_lifetime"]
+        kernel = algo.state.params["default_policy"]["params"]["pi_encoder"]["Dense_0"]["kernel"]
+        assert kernel.shape == (11, 8)
+        assert algo.config.to_dict()["env_to_module_connector"][0] == {
+            "type": "FlattenObservations",
+            "multi_agent": False,
+        }
+        assert algo.compute_single_action(space.sample()) in (0, 1)

@@ -6,12 +6,20 @@ from rljax.connectors.env_to_module.connector import (
     build_env_to_module,
     check_env_to_module_connector,
 )
+from rljax.connectors.env_to_module.flatten_observations import FlattenObservations
 from rljax.connectors.env_to_module.mean_std_filter import MeanStdFilter
+from rljax.connectors.env_to_module.not_built import (
+    FrameStackingEnvToModule,
+    PrevActionsPrevRewards,
+)
 
 __all__ = [
     "EnvToModuleConnector",
     "EnvToModulePipeline",
+    "FlattenObservations",
+    "FrameStackingEnvToModule",
     "MeanStdFilter",
+    "PrevActionsPrevRewards",
     "build_env_to_module",
     "check_env_to_module_connector",
 ]

@@ -145,7 +145,7 @@ class EnvToModulePipeline:
         (rows where ``mask [...]`` is true); each connector learns from its input as the
         connectors before it transformed it with their state before this batch."""
         rows = mask.size
-        x = obs.reshape((rows, *obs.shape[mask.ndim :]))
+        x = jax.tree.map(lambda o: o.reshape((rows, *o.shape[mask.ndim :])), obs)
         m = mask.reshape((rows,)).astype(bool)
         new = []
         for c, s in zip(self.connectors, state, strict=True):
