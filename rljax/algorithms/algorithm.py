@@ -758,7 +758,7 @@ class Algorithm:
             actions = self.compute_actions(
                 jax.tree.map(lambda *xs: np.stack(xs), *rows), explore, policy_id
             )
-            return dict(zip(ids, actions, strict=True))
+            return {i: jax.tree.map(lambda a, k=k: a[k], actions) for k, i in enumerate(ids)}
         return self._forward(self._check_obs(obs_batch, batched=True), explore, policy_id)[1]
 
     def _forward(
@@ -777,7 +777,7 @@ class Algorithm:
             return empty_outputs(infer, params, obs, self._action_key)
         self._action_key, sub = jax.random.split(self._action_key)
         inputs, action = infer(params, jax.tree.map(jnp.asarray, obs), sub)
-        return np.asarray(inputs), self.parts.to_env_action_host(np.asarray(action))
+        return np.asarray(inputs), self.parts.to_env_action_host(jax.tree.map(np.asarray, action))
 
     def compute_single_action(
         self, observation: Any, explore: bool = False, policy_id: str | None = None
@@ -786,7 +786,8 @@ class Algorithm:
         explore = require_bool("explore", explore)
         self._check_policy_id(policy_id)
         obs = self._check_obs(observation, batched=False)
-        action = self._forward(jax.tree.map(lambda x: x[None], obs), explore, policy_id)[1][0]
+        actions = self._forward(jax.tree.map(lambda x: x[None], obs), explore, policy_id)[1]
+        action = jax.tree.map(lambda a: a[0], actions)  # a Tuple / Dict space's: part by part
         return int(action) if isinstance(self.action_space, gym.spaces.Discrete) else action
 
     def get_module(self, policy_id: str | None = None) -> RLModule:
@@ -1443,7 +1444,7 @@ class RecurrentActor:
         st["memory"] = jax.tree.map(lambda m, o: m.at[ids].set(o), st["memory"], state_out)
         st["action"] = st["action"].at[ids].set(action)
         st["valid"][ids] = ~(np.asarray(result.terminated) | np.asarray(result.truncated))
-        return algo.parts.to_env_action_host(np.asarray(action))
+        return algo.parts.to_env_action_host(jax.tree.map(np.asarray, action))
 
 
 def empty_outputs(
@@ -1456,7 +1457,7 @@ def empty_outputs(
     inputs, action = jax.eval_shape(infer, params, row, key)
     return (
         np.zeros((0, *inputs.shape[1:]), inputs.dtype),
-        np.zeros((0, *action.shape[1:]), action.dtype),
+        jax.tree.map(lambda a: np.zeros((0, *a.shape[1:]), a.dtype), action),
     )
 
 
@@ -1567,6 +1568,6 @@ class RLModule:
         inputs, action, state_out = infer(self.params, rin, key)
         return {
             "action_dist_inputs": np.asarray(inputs),
-            "actions": algo.parts.to_env_action_host(np.asarray(action)),
+            "actions": algo.parts.to_env_action_host(jax.tree.map(np.asarray, action)),
             "state_out": jax.tree.map(np.asarray, state_out),
         }

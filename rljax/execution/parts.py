@@ -127,10 +127,25 @@ def distribution_inference(
 
 def space_env_actions(
     space: gym.Space, clip: bool
-) -> tuple[Callable[[jax.Array], jax.Array], Callable[[np.ndarray], np.ndarray]]:
+) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     """``(to_env_action, to_env_action_host)`` of a policy that acts in the env's own action
     space: a Box's dtype (clipped to its bounds with ``clip``, RLlib's ``clip_actions``), or
-    int32 indices of a discrete space."""
+    int32 indices of a discrete space; a Tuple / Dict space's actions part by part (a tuple /
+    dict of them)."""
+    if isinstance(space, gym.spaces.Tuple | gym.spaces.Dict):
+        keys: list[str] | None = None
+        subs: list[gym.Space] = list(space.spaces) if isinstance(space, gym.spaces.Tuple) else []
+        if isinstance(space, gym.spaces.Dict):
+            keys = sorted(space.spaces)
+            subs = [space.spaces[k] for k in keys]
+        funcs = [space_env_actions(s, clip) for s in subs]
+
+        def each(action: Any, host: bool) -> Any:
+            leaves = [action[k] for k in keys] if keys else list(action)
+            out = [f[1 if host else 0](a) for f, a in zip(funcs, leaves, strict=True)]
+            return dict(zip(keys, out, strict=True)) if keys else tuple(out)
+
+        return (lambda a: each(a, False)), (lambda a: each(a, True))
 
     def to_env(action: jax.Array) -> jax.Array:
         if isinstance(space, gym.spaces.Box):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Protocol
+from typing import Any, Protocol
 
 import gymnasium as gym
 import jax
@@ -180,8 +180,68 @@ class SquashedDiagGaussian:
         return jnp.tanh(self._split(inputs)[0])
 
 
+@dataclasses.dataclass(frozen=True)
+class CompositeDistribution:
+    """Independent distributions of a Tuple / Dict action space's parts (RLlib's
+    ``TorchMultiDistribution``): inputs are the parts' inputs concatenated in the order of the
+    space's leaves (Dict keys sorted); actions are a tuple / dict of the parts' actions;
+    log-probabilities, entropies and KLs add up over the parts."""
+
+    parts: tuple[ActionDistribution, ...]
+    keys: tuple[str, ...] | None = None  # a Dict space's keys (sorted); None: a Tuple
+
+    @property
+    def num_outputs(self) -> int:
+        return sum(p.num_outputs for p in self.parts)
+
+    def _split(self, inputs: jax.Array) -> list[jax.Array]:
+        sizes = [p.num_outputs for p in self.parts]
+        cuts = [sum(sizes[:i]) for i in range(1, len(sizes))]
+        return jnp.split(inputs, cuts, axis=-1)
+
+    def _leaves(self, actions: Any) -> list[Any]:
+        if self.keys is None:
+            return list(actions)
+        return [actions[k] for k in self.keys]
+
+    def _pack(self, leaves: list[Any]) -> Any:
+        if self.keys is None:
+            return tuple(leaves)
+        return dict(zip(self.keys, leaves, strict=True))
+
+    def sample(self, key: jax.Array, inputs: jax.Array) -> Any:
+        keys = jax.random.split(key, len(self.parts))
+        parts = zip(self.parts, keys, self._split(inputs), strict=True)
+        return self._pack([p.sample(k, x) for p, k, x in parts])
+
+    def mode(self, inputs: jax.Array) -> Any:
+        parts = zip(self.parts, self._split(inputs), strict=True)
+        return self._pack([p.mode(x) for p, x in parts])
+
+    def log_prob(self, inputs: jax.Array, actions: Any) -> jax.Array:
+        parts = zip(self.parts, self._split(inputs), self._leaves(actions), strict=True)
+        return jnp.sum(jnp.stack([p.log_prob(x, a) for p, x, a in parts], -1), -1)
+
+    def entropy(self, inputs: jax.Array) -> jax.Array:
+        parts = zip(self.parts, self._split(inputs), strict=True)
+        return jnp.sum(jnp.stack([p.entropy(x) for p, x in parts], -1), -1)
+
+    def kl(self, inputs_p: jax.Array, inputs_q: jax.Array) -> jax.Array:
+        parts = zip(self.parts, self._split(inputs_p), self._split(inputs_q), strict=True)
+        return jnp.sum(jnp.stack([d.kl(p, q) for d, p, q in parts], -1), -1)
+
+
 def make_distribution(action_space: gym.Space, log_std_clip: float = 20.0) -> ActionDistribution:
     """The distribution family for an action space."""
+    if isinstance(action_space, gym.spaces.Tuple):
+        return CompositeDistribution(
+            tuple(make_distribution(s, log_std_clip) for s in action_space.spaces)
+        )
+    if isinstance(action_space, gym.spaces.Dict):
+        keys = tuple(sorted(action_space.spaces))
+        return CompositeDistribution(
+            tuple(make_distribution(action_space.spaces[k], log_std_clip) for k in keys), keys
+        )
     if isinstance(action_space, gym.spaces.Discrete):
         return Categorical(int(action_space.n))
     if isinstance(action_space, gym.spaces.MultiDiscrete) and action_space.nvec.ndim == 1:
@@ -195,5 +255,6 @@ def make_distribution(action_space: gym.Space, log_std_clip: float = 20.0) -> Ac
         return DiagGaussian(int(action_space.shape[0]), log_std_clip)
     raise ConfigError(
         f"action space {action_space} is not supported; rljax supports Discrete, 1-D "
-        "MultiDiscrete and 1-D Box action spaces"
+        "MultiDiscrete, 1-D Box action spaces, and Tuple / Dict spaces of them (PPO, IMPALA, "
+        "APPO)"
     )

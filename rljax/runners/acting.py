@@ -140,7 +140,7 @@ def recurrent_input(
         obs=obs,
         state_in=jax.tree.map(zero, memory),
         first=first,
-        prev_action=zero(prev_action) if spec.prev_action else None,
+        prev_action=jax.tree.map(zero, prev_action) if spec.prev_action else None,
         prev_reward=zero(prev_reward.astype(jnp.float32)) if spec.prev_reward else None,
     )
 
@@ -188,7 +188,7 @@ def init_actor_state(
         memory = jax.tree.map(zeros, state_out)
     return ActorState(
         obs=jax.tree.map(lambda o: jnp.zeros((num_envs, *o.shape), o.dtype), obs_example),
-        action=zeros(action),
+        action=jax.tree.map(zeros, action),
         extras=jax.tree.map(zeros, extras),
         valid=jnp.zeros((num_envs,), bool),
         episode_return=jnp.zeros((num_envs,), jnp.float32),
@@ -241,7 +241,7 @@ def make_act_step(
                 result.obs,
                 jax.tree.map(lambda m: m[ids], state.memory),
                 first,
-                state.action[ids],
+                jax.tree.map(lambda a: a[ids], state.action),
                 result.reward,
             )
             action, extras = policy_fn(params, rin, key)
@@ -260,7 +260,7 @@ def make_act_step(
         episode_done = game_over & was_valid
         transition = Transition(
             obs=jax.tree.map(lambda o: o[ids], state.obs),
-            action=state.action[ids],
+            action=jax.tree.map(lambda a: a[ids], state.action),
             reward=result.reward.astype(jnp.float32),
             terminated=result.terminated,
             truncated=result.truncated,

@@ -232,7 +232,7 @@ class HostRunner:
             action, self.actor, traj, self.key = self._step(
                 params, self.key, self.actor, self.result, traj, t
             )
-            env_action = self.to_env_action(np.asarray(action))
+            env_action = self.to_env_action(jax.tree.map(np.asarray, action))
             try:
                 self.result = self._take_info(self.env.step(env_action, self.result.env_id))
             except Exception:  # noqa: BLE001 (the env broke: the rows so far are real)

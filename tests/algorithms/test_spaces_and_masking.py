@@ -190,18 +190,59 @@ def test_ppo_on_rllibs_action_mask_env_end_to_end(tmp_path):
     assert exported
 
 
+ACTIONS = gym.spaces.Dict(
+    {
+        "move": gym.spaces.Discrete(3),
+        "force": gym.spaces.Box(-1, 1, (2,), np.float32),
+        "grid": gym.spaces.Tuple((gym.spaces.MultiDiscrete([3, 2]),)),
+    }
+)
+
+
+def test_composite_actions_by_hand():
+    """A Dict action space's distribution: the parts' inputs concatenated in key order (force,
+    grid, move), log-probabilities and entropies summed over the parts."""
+    dist = make_distribution(ACTIONS)
+    assert dist.num_outputs == 4 + 5 + 3
+    inputs = jnp.asarray([[0.5, -0.5, 0.0, np.log(2.0), 0, 1, 0, 0, 0, 2, 0, 0]], jnp.float32)
+    action = {
+        "force": jnp.asarray([[0.5, 0.0]]),
+        "grid": (jnp.asarray([[1, 0]]),),
+        "move": jnp.asarray([0]),
+    }
+    gauss = -0.5 * 0**2 - 0 - 0.5 * np.log(2 * np.pi)  # force[0]: mean 0.5, std 1, at 0.5
+    gauss += -0.5 * (0.5 / 2) ** 2 - np.log(2.0) - 0.5 * np.log(2 * np.pi)  # std 2, at 0
+    grid = np.log(np.e / (np.e + 2)) + np.log(0.5)  # [0, 1, 0] at 1; [0, 0] at 0
+    move = np.log(np.exp(2) / (np.exp(2) + 2))  # [2, 0, 0] at 0
+    np.testing.assert_allclose(dist.log_prob(inputs, action), [gauss + grid + move], rtol=1e-5)
+    mode = dist.mode(inputs)
+    assert int(mode["move"][0]) == 0 and mode["grid"][0].tolist() == [[1, 0]]
+    np.testing.assert_allclose(mode["force"], [[0.5, -0.5]])
+    samples = dist.sample(jax.random.PRNGKey(0), jnp.tile(inputs, (500, 1)))
+    # (Box parts are clipped to the space by to_env_action, as single Box actions are.)
+    assert samples["force"].shape == (500, 2) and samples["grid"][0].shape == (500, 2)
+    assert set(np.unique(samples["move"]).tolist()) == {0, 1, 2}
+    assert np.isfinite(float(dist.entropy(inputs)[0]))
+    np.testing.assert_allclose(dist.kl(inputs, inputs), [0.0], atol=1e-6)
+
+
 @pytest.mark.slow  # integration: in the README's full run
-def test_ppo_trains_nested_observations_and_multi_discrete_actions():
+def test_ppo_trains_nested_observations_and_composite_actions():
+    """RandomEnv checks every action against its Dict space (check_action_bounds)."""
     env_config = {
-        "action_space": gym.spaces.MultiDiscrete([3, 2]),
+        "action_space": ACTIONS,
         "observation_space": NESTED,
         "max_episode_len": 10,
+        "check_action_bounds": True,
     }
     with _ppo(RandomEnv, env_config).build_algo() as algo:
         algo.train()
         action = algo.compute_single_action(NESTED.sample())
-        assert action.shape == (2,) and action[0] in (0, 1, 2) and action[1] in (0, 1)
+        assert ACTIONS.contains(action)
         assert algo.evaluate()["env_runners"]["num_episodes"] > 0
+        batch = {"a": NESTED.sample(), "b": NESTED.sample()}
+        by_id = algo.compute_actions(batch)
+        assert set(by_id) == {"a", "b"} and all(ACTIONS.contains(a) for a in by_id.values())
 
 
 def test_a_mask_that_does_not_fit_the_actions_is_refused():
