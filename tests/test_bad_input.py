@@ -48,7 +48,8 @@ class TextObsEnv(DictObsEnv):
 
 class TupleActionEnv(DictObsEnv):
     observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
-    action_space = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.Discrete(3)))
+    # A Tuple of a Discrete (supported) and a MultiBinary (no distribution for it).
+    action_space = gym.spaces.Tuple((gym.spaces.Discrete(2), gym.spaces.MultiBinary(3)))
 
 
 class DenseModule(nn.Module):
@@ -230,10 +231,10 @@ CASES = [
         ["Dict", "could not be built", "a dict"],
     ),
     (
-        "tuple actions",
+        "tuple actions with a part rljax cannot sample",
         lambda b: PPOConfig().environment(TupleActionEnv).build_algo(),
         ConfigError,
-        ["Tuple", "action"],
+        ["MultiBinary(3)", "action space", "Tuple / Dict spaces of them"],
     ),
     (
         "DQN on continuous actions",
