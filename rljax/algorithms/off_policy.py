@@ -47,6 +47,7 @@ from rljax.runners.acting import episode_arrays, make_act_step, make_fused_rollo
 from rljax.utils import memory
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, is_int, refuse
 from rljax.utils.errors import CheckpointError, ConfigError
+from rljax.utils.schedules import NumberOrSchedule
 
 # Bounds of the replay ratio, so that a file cannot make an iteration effectively hang
 # (training_intensity=1e300 asked DQN's defaults for ~3e298 updates per cycle, and failed inside
@@ -100,6 +101,18 @@ def check_n_step(name: str, value: Any) -> int | tuple[int, int]:
 
 
 _O = TypeVar("_O", bound="OffPolicyConfig")
+
+
+def rate_setting(default: float, whose: str) -> Setting[Any]:
+    """A learning-rate setting of ``whose`` Adam (SAC's and TD3's): a number or RLlib's
+    schedule of the env steps sampled."""
+    return Setting(
+        default,
+        NumberOrSchedule(Number(0, low_open=True)),
+        f"{whose} Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] "
+        "(env steps sampled).",
+        checked_on_set=True,
+    )
 
 
 class OffPolicyConfig(AlgorithmConfig):

@@ -97,15 +97,29 @@ class ActorCritic(nn.Module):
         head_hiddens = mc.head_fcnet_hiddens or ((512,) if self.image else ())
         pi_feat = self._encoder("pi_encoder")(x)
         vf_feat = pi_feat if mc.vf_share_layers else self._encoder("vf_encoder")(x)
-        pi_feat = _MLP(head_hiddens, mc.head_fcnet_activation, name="pi_head_mlp")(pi_feat)
-        vf_feat = _MLP(head_hiddens, mc.head_fcnet_activation, name="vf_head_mlp")(vf_feat)
-        n_net = self.num_outputs - self.free_log_std_dim
-        out = nn.Dense(n_net, kernel_init=_ortho(0.01), name="pi")(pi_feat)
-        if self.free_log_std_dim:
-            log_std = self.param("log_std", nn.initializers.zeros, (self.free_log_std_dim,))
-            out = jnp.concatenate([out, jnp.broadcast_to(log_std, out.shape)], axis=-1)
-        value = nn.Dense(1, kernel_init=_ortho(1.0), name="vf")(vf_feat)[..., 0]
-        return out, value
+        return _heads(self, pi_feat, vf_feat, head_hiddens, self.num_outputs, self.free_log_std_dim)
+
+
+def _heads(
+    module: nn.Module,
+    pi_feat: jax.Array,
+    vf_feat: jax.Array,
+    hiddens: Sequence[int],
+    num_outputs: int,
+    free_log_std_dim: int,
+) -> tuple[jax.Array, jax.Array]:
+    """The policy and value heads of ``module`` (called inside its compact ``__call__``):
+    ``head_fcnet_hiddens`` MLPs, then ``action_dist_inputs`` (the last ``free_log_std_dim``
+    a learned constant) and the value."""
+    act = module.model_config.head_fcnet_activation
+    pi_feat = _MLP(hiddens, act, name="pi_head_mlp")(pi_feat)
+    vf_feat = _MLP(hiddens, act, name="vf_head_mlp")(vf_feat)
+    out = nn.Dense(num_outputs - free_log_std_dim, kernel_init=_ortho(0.01), name="pi")(pi_feat)
+    if free_log_std_dim:
+        log_std = module.param("log_std", nn.initializers.zeros, (free_log_std_dim,))
+        out = jnp.concatenate([out, jnp.broadcast_to(log_std, out.shape)], axis=-1)
+    value = nn.Dense(1, kernel_init=_ortho(1.0), name="vf")(vf_feat)[..., 0]
+    return out, value
 
 
 # A forbidden action's logit: its probability is exactly 0 in float32, and its log-probability
@@ -268,14 +282,9 @@ class RecurrentActorCritic(nn.Module):
         )
         state_out, y = scan(mc.lstm_cell_size, name="lstm")(rin.state_in, (x, rin.first))
         y = y.reshape((b * length, -1))
-        pi = _MLP(mc.head_fcnet_hiddens, mc.head_fcnet_activation, name="pi_head_mlp")(y)
-        vf = _MLP(mc.head_fcnet_hiddens, mc.head_fcnet_activation, name="vf_head_mlp")(y)
-        n_net = self.num_outputs - self.free_log_std_dim
-        out = nn.Dense(n_net, kernel_init=_ortho(0.01), name="pi")(pi)
-        if self.free_log_std_dim:
-            log_std = self.param("log_std", nn.initializers.zeros, (self.free_log_std_dim,))
-            out = jnp.concatenate([out, jnp.broadcast_to(log_std, out.shape)], axis=-1)
-        value = nn.Dense(1, kernel_init=_ortho(1.0), name="vf")(vf)[..., 0]
+        out, value = _heads(
+            self, y, y, mc.head_fcnet_hiddens, self.num_outputs, self.free_log_std_dim
+        )
         return out.reshape((b, length, -1)), value.reshape((b, length)), state_out
 
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.algorithms.algorithm_config import UNSET
-from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
+from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig, rate_setting
 from rljax.algorithms.sac.learner import (
     SAC_METRICS,
     SACHyperparams,
@@ -30,7 +30,6 @@ from rljax.utils import memory
 from rljax.utils.checks import Bool, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
-from rljax.utils.schedules import NumberOrSchedule
 
 
 class SACConfig(OffPolicyConfig):
@@ -81,24 +80,9 @@ class SACConfig(OffPolicyConfig):
         Number(literals=("auto",)),
         'The entropy the temperature aims at; "auto": minus the action dimension.',
     )
-    actor_lr = Setting(
-        3e-5,
-        NumberOrSchedule(Number(0, low_open=True)),
-        "The actor's Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
-        checked_on_set=True,
-    )
-    critic_lr = Setting(
-        3e-4,
-        NumberOrSchedule(Number(0, low_open=True)),
-        "The critics' Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
-        checked_on_set=True,
-    )
-    alpha_lr = Setting(
-        3e-4,
-        NumberOrSchedule(Number(0, low_open=True)),
-        "The temperature's Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
-        checked_on_set=True,
-    )
+    actor_lr = rate_setting(3e-5, "The actor's")
+    critic_lr = rate_setting(3e-4, "The critics'")
+    alpha_lr = rate_setting(3e-4, "The temperature's")
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or SAC)

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 
 from rljax.algorithms.algorithm_config import UNSET
-from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
+from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig, rate_setting
 from rljax.algorithms.settings import Setting
 from rljax.algorithms.td3.learner import (
     TD3_METRICS,
@@ -29,7 +29,6 @@ from rljax.networks.q_models import TwinCritic, check_vector_obs
 from rljax.utils import memory
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
-from rljax.utils.schedules import NumberOrSchedule
 
 
 class TD3Config(OffPolicyConfig):
@@ -90,18 +89,8 @@ class TD3Config(OffPolicyConfig):
         Number(0),
         "The standard deviation of the Gaussian noise on acting actions.",
     )
-    actor_lr = Setting(
-        1e-3,
-        NumberOrSchedule(Number(0, low_open=True)),
-        "The actor's Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
-        checked_on_set=True,
-    )
-    critic_lr = Setting(
-        1e-3,
-        NumberOrSchedule(Number(0, low_open=True)),
-        "The critics' Adam learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
-        checked_on_set=True,
-    )
+    actor_lr = rate_setting(1e-3, "The actor's")
+    critic_lr = rate_setting(1e-3, "The critics'")
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or TD3)
