@@ -225,3 +225,13 @@ def test_xla_cpu_flags_benchmark_runs_each_mode_in_its_own_process(tmp_path, run
     for res in report["results"].values():
         assert [r["status"] for r in res["runs"]] == ["ok"]
         assert 0 < res["iteration_s"][0] < res["first_s"][0]  # the first one compiles
+
+
+@pytest.mark.slow
+def test_ppo_halfcheetah_benchmark_quick_run_compares_the_filter(tmp_path, run_benchmark):
+    report = run_benchmark("ppo_halfcheetah.py", "--quick", "--out", str(tmp_path))
+    assert report == json.loads((tmp_path / "ppo_halfcheetah.json").read_text())
+    assert (tmp_path / "ppo_halfcheetah.png").stat().st_size > 10_000
+    for variant in ("mean_std_filter", "no_filter"):
+        res = report["results"][variant]
+        assert res["env_steps"] >= 512 and res["env_steps_per_s"] > 0
