@@ -144,8 +144,7 @@ def _stateless(use_lstm: bool) -> PPOConfig:
     from rljax.algorithms.algorithm_config import read_config_file
 
     data = read_config_file("rljax/tuned_examples/ppo_stateless_cartpole.yaml")
-    data.pop("algo")
-    data["env"] = StatelessCartPole
+    data.pop("algo")  # the env is named by its import path: rljax's own, loaded without opt-in
     if not use_lstm:
         data["model_config"] = {"fcnet_hiddens": [64, 64], "vf_share_layers": True}
     return PPOConfig.from_dict(data)
