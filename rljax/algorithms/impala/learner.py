@@ -34,7 +34,7 @@ from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import next_or_bootstrap
 from rljax.runners.acting import Transition
 from rljax.runners.ordering import order_by_stream, to_time_major
-from rljax.utils.schedules import Schedule, schedule_value
+from rljax.utils.schedules import Schedule
 
 Metrics = dict[str, jax.Array]
 # The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D], value [B])``.
@@ -182,23 +182,7 @@ def _step(
     return step.params, step.opt_state, metrics
 
 
-Optimizer = optax.GradientTransformation | Callable[[jax.Array], optax.GradientTransformation]
-
-
-def _scheduled(
-    state: Any,
-    optimizer: Optimizer,
-    lr: float | Schedule | None,
-    entropy_coeff: float | Schedule,
-) -> tuple[optax.GradientTransformation, jax.Array | None, jax.Array]:
-    """The optimizer at ``lr``'s value for the env steps the state has trained on (``lr``
-    None: ``optimizer`` as it is), that rate, and ``entropy_coeff``'s value."""
-    counted = state.env_steps if state.env_steps is not None else jnp.zeros((), jnp.int32)
-    entropy = schedule_value(entropy_coeff, counted)
-    if lr is None:
-        return optimizer, None, entropy  # type: ignore[return-value]
-    rate = schedule_value(lr, counted)
-    return optimizer(rate), rate, entropy  # type: ignore[operator]
+Optimizer = learner_update.OptimizerOrFactory
 
 
 def count_env_steps(
@@ -236,8 +220,10 @@ def make_impala_update(
     def update(
         state: IMPALATrainState, batch: VTraceTrainBatch
     ) -> tuple[IMPALATrainState, Metrics]:
-        opt, rate, entropy = _scheduled(state, optimizer, lr, entropy_setting)
-        loss_cfg = hp.loss._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
+        opt, rate, entropy = learner_update.at_env_steps(
+            state.env_steps, optimizer, lr, entropy_setting
+        )
+        loss_cfg = hp.loss._replace(entropy_coeff=entropy)
 
         def loss_fn(params: Any, batch: VTraceTrainBatch) -> tuple[jax.Array, Metrics]:
             dist_inputs, values, next_values = forward_with_next_values(apply, params, batch)
@@ -273,10 +259,10 @@ def make_appo_update(
     entropy_setting = hp.loss.vtrace.entropy_coeff if entropy_coeff is None else entropy_coeff
 
     def update(state: APPOTrainState, batch: VTraceTrainBatch) -> tuple[APPOTrainState, Metrics]:
-        opt, rate, entropy = _scheduled(state, optimizer, lr, entropy_setting)
-        loss_cfg = hp.loss._replace(
-            vtrace=hp.loss.vtrace._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
+        opt, rate, entropy = learner_update.at_env_steps(
+            state.env_steps, optimizer, lr, entropy_setting
         )
+        loss_cfg = hp.loss._replace(vtrace=hp.loss.vtrace._replace(entropy_coeff=entropy))
 
         def loss_fn(
             params: Any, batch: VTraceTrainBatch, target_params: Any, kl_coeff: jax.Array

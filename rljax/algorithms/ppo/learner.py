@@ -32,7 +32,7 @@ from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages, gae_advantages_time_major
 from rljax.runners.acting import Transition
 from rljax.runners.ordering import from_time_major, order_by_stream, to_time_major
-from rljax.utils.schedules import Schedule, schedule_value
+from rljax.utils.schedules import Schedule
 
 POLICY_ID = "default_policy"
 
@@ -188,17 +188,10 @@ def make_ppo_update(
     metric_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
 
     def update(state: PPOTrainState, batch: PPOBatch):
-        counted = state.env_steps if state.env_steps is not None else jnp.zeros((), jnp.int32)
-        entropy = schedule_value(
-            hp.loss.entropy_coeff if entropy_coeff is None else entropy_coeff, counted
+        entropy_setting = hp.loss.entropy_coeff if entropy_coeff is None else entropy_coeff
+        opt, rate, entropy = learner_update.at_env_steps(
+            state.env_steps, optimizer, lr, entropy_setting
         )
-        opt: Any
-        if lr is None:
-            opt = optimizer
-            rate = None
-        else:
-            rate = schedule_value(lr, counted)
-            opt = optimizer(rate)  # type: ignore[operator]
 
         def minibatch_step(carry: tuple[PPOTrainState, jax.Array, jax.Array], batch: PPOBatch):
             state, metric_sums, num_steps = carry
