@@ -43,6 +43,12 @@ def schedule_value(value: float | Schedule | jax.Array, env_steps: jax.Array) ->
     return jnp.interp(jnp.asarray(env_steps, jnp.float32), steps, values)
 
 
+def schedule_at(value: float | Schedule, env_steps: jax.Array | None) -> float | jax.Array:
+    """``value`` at ``env_steps`` (traced), or at step 0 (a number) when there is no count
+    yet (a learner state being built, an update called without one)."""
+    return schedule_start(value) if env_steps is None else schedule_value(value, env_steps)
+
+
 @dataclasses.dataclass(frozen=True)
 class NumberOrSchedule:
     """A setting's check: a number (``number``'s check) or RLlib's schedule of such numbers,

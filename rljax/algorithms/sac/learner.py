@@ -28,7 +28,7 @@ from rljax.algorithms.sac.losses import (
 from rljax.algorithms.settings import frozen_from_config
 from rljax.learners.update import gradient_step, make_optimizer
 from rljax.networks.distributions import SquashedDiagGaussian
-from rljax.utils.schedules import Schedule, schedule_start, schedule_value
+from rljax.utils.schedules import Schedule, schedule_at
 
 SAC_METRICS = (
     "qf_learning_rate",
@@ -138,15 +138,10 @@ def make_sac_optimizers(hp: SACHyperparams, timestep: jax.Array | None = None) -
 def sac_learning_rates(hp: SACHyperparams, timestep: jax.Array | None) -> dict[str, Any]:
     """RLlib's names (its SAC optimizers: qf, policy, alpha) -> the rates at ``timestep``
     (schedules' values; None: their start)."""
-    at = (
-        (lambda v: schedule_start(v))
-        if timestep is None
-        else (lambda v: schedule_value(v, timestep))
-    )
     return {
-        "qf_learning_rate": at(hp.critic_lr),
-        "policy_learning_rate": at(hp.actor_lr),
-        "alpha_learning_rate": at(hp.alpha_lr),
+        "qf_learning_rate": schedule_at(hp.critic_lr, timestep),
+        "policy_learning_rate": schedule_at(hp.actor_lr, timestep),
+        "alpha_learning_rate": schedule_at(hp.alpha_lr, timestep),
     }
 
 

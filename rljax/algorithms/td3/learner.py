@@ -31,7 +31,7 @@ from rljax.algorithms.td3.losses import (
 )
 from rljax.learners.update import gradient_step, make_optimizer, make_target_update
 from rljax.utils.jit import run_once
-from rljax.utils.schedules import Schedule, schedule_start, schedule_value
+from rljax.utils.schedules import Schedule, schedule_at
 
 TD3_METRICS = (
     "qf_learning_rate",
@@ -127,12 +127,10 @@ def make_td3_optimizers(hp: TD3Hyperparams, timestep: jax.Array | None = None) -
 
 def td3_learning_rates(hp: TD3Hyperparams, timestep: jax.Array | None) -> dict[str, Any]:
     """The critics' (qf) and the actor's (policy) rates at ``timestep`` (None: the start)."""
-    at = (
-        (lambda v: schedule_start(v))
-        if timestep is None
-        else (lambda v: schedule_value(v, timestep))
-    )
-    return {"qf_learning_rate": at(hp.critic_lr), "policy_learning_rate": at(hp.actor_lr)}
+    return {
+        "qf_learning_rate": schedule_at(hp.critic_lr, timestep),
+        "policy_learning_rate": schedule_at(hp.actor_lr, timestep),
+    }
 
 
 def init_td3_state(
