@@ -100,6 +100,26 @@ def make_optimizer(lr: float | jax.Array, grad_clip: float | None) -> optax.Grad
     return learner_update.make_optimizer(lr, grad_clip, eps=1e-5, flatten=True)
 
 
+def normalize_advantages(
+    adv: jax.Array,
+    mask: jax.Array,
+    policy: jax.Array | None = None,
+    num_policies: int | None = None,
+) -> jax.Array:
+    """Advantages to mean 0 and standard deviation 1 over the real rows (``mask``); with
+    ``policy`` (each row's policy index), per policy, as each of RLlib's modules does with its
+    own batch."""
+    if policy is None or num_policies is None:
+        mean = masked_mean(adv, mask)
+        std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
+    else:
+        count = jnp.maximum(jax.ops.segment_sum(mask, policy, num_policies), 1.0)
+        mean = (jax.ops.segment_sum(adv * mask, policy, num_policies) / count)[policy]
+        var = jax.ops.segment_sum(jnp.square(adv - mean) * mask, policy, num_policies)
+        std = jnp.sqrt(var / count)[policy]
+    return (adv - mean) / (std + 1e-8)
+
+
 def make_ppo_postprocess(
     hp: PPOHyperparams, num_envs: int, num_policies: int | None = None
 ) -> Callable[[Transition], PPOBatch]:
@@ -130,16 +150,8 @@ def make_ppo_postprocess(
         else:
             adv, targets = gae_advantages(*gae_in, ordered.cut, hp.gamma, hp.lambda_)
         mask = s.valid.astype(jnp.float32)
-        if num_policies is None:
-            mean = masked_mean(adv, mask)
-            std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
-        else:
-            policy = s.obs["policy"]
-            count = jnp.maximum(jax.ops.segment_sum(mask, policy, num_policies), 1.0)
-            mean = (jax.ops.segment_sum(adv * mask, policy, num_policies) / count)[policy]
-            var = jax.ops.segment_sum(jnp.square(adv - mean) * mask, policy, num_policies)
-            std = jnp.sqrt(var / count)[policy]
-        adv = (adv - mean) / (std + 1e-8)
+        policy = None if num_policies is None else s.obs["policy"]
+        adv = normalize_advantages(adv, mask, policy, num_policies)
         batch = PPOBatch(
             obs=s.obs,
             action=s.action,

@@ -21,8 +21,8 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 
-from rljax.algorithms.ppo.learner import POLICY_ID, PPOHyperparams
-from rljax.algorithms.ppo.losses import PPOBatch, masked_mean
+from rljax.algorithms.ppo.learner import POLICY_ID, PPOHyperparams, normalize_advantages
+from rljax.algorithms.ppo.losses import PPOBatch
 from rljax.execution.parts import PolicyParts, space_env_actions
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages_time_major
@@ -157,9 +157,7 @@ def make_sequence_postprocess(
         )
         adv, targets = tm(adv), tm(targets)
         mask = valid.astype(jnp.float32)
-        mean = masked_mean(adv, mask)
-        std = jnp.sqrt(masked_mean(jnp.square(adv - mean), mask))
-        adv = (adv - mean) / (std + 1e-8)
+        adv = normalize_advantages(adv, mask)
         pad = -t_len % seq_len
         n_seq = (t_len + pad) // seq_len
 
