@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import jax
 import jax.numpy as jnp
 
@@ -24,7 +23,13 @@ from rljax.env.spaces import is_structured, zeros_batch
 from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import with_env_to_module
 from rljax.networks.distributions import ActionDistribution
-from rljax.runners.acting import RecurrentInput, Transition, make_act_step, make_fused_rollout
+from rljax.runners.acting import (
+    RecurrentInput,
+    Transition,
+    make_act_step,
+    make_fused_rollout,
+    recurrent_input,
+)
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.schedules import schedule_start
@@ -130,20 +135,20 @@ class OnPolicyAlgorithm(Algorithm):
         dist, self.module = build_policy(space, self.action_space, self.config)
         obs_example = zeros_batch(space, 1)
         recurrent = hasattr(self.module, "initial_state")
-        if recurrent:  # one sequence of one step (RecurrentActorCritic's input)
-            mc = getattr(self.module, "model_config", None)
-            act_shape = tuple(self.action_space.shape or ())
-            act_dtype = jnp.float32 if isinstance(self.action_space, gym.spaces.Box) else jnp.int32
-            obs_example = RecurrentInput(
-                obs=jax.tree.map(lambda x: x[:, None], obs_example),
-                state_in=self.module.initial_state(1),
-                first=jnp.ones((1, 1), bool),
-                prev_action=jnp.zeros((1, 1, *act_shape), act_dtype)
-                if getattr(mc, "lstm_use_prev_action", False)
-                else None,
-                prev_reward=jnp.zeros((1, 1), jnp.float32)
-                if getattr(mc, "lstm_use_prev_reward", False)
-                else None,
+        if recurrent:  # one sequence of one step, as acting feeds the module
+            from rljax.algorithms.ppo.recurrent import one_step, recurrent_spec_of
+
+            spec = recurrent_spec_of(self.module, self.action_space)
+            first = jnp.ones((1,), bool)
+            obs_example = one_step(
+                recurrent_input(
+                    spec,
+                    obs_example,
+                    spec.initial_state(1),
+                    first,
+                    spec.action_zeros(1),
+                    jnp.zeros((1,), jnp.float32),
+                )
             )
         try:
             # Shapes only (nothing compiles): a module that cannot take these observations

@@ -43,7 +43,7 @@ def _policy(prev: bool):
     )
     config.model_config = config._CHECKS["model_config"]("model_config", config.model_config)
     dist, module = build_policy(OBS, ACT, config)
-    spec = recurrent_spec_of(module, ACT, dist)
+    spec = recurrent_spec_of(module, ACT)
     parts = make_recurrent_policy_parts(module.apply, spec, dist, ACT, True)
     return dist, module, spec, parts
 

@@ -332,7 +332,7 @@ class PPO(OnPolicyAlgorithm):
         (``rljax.algorithms.ppo.recurrent``)."""
         cfg = self.config
         seq_len = cfg.model_config.max_seq_len
-        spec = recurrent_spec_of(self.module, self.action_space, self._dist)
+        spec = recurrent_spec_of(self.module, self.action_space)
         self.parts = make_recurrent_policy_parts(
             self.module.apply, spec, self._dist, self.action_space, cfg.clip_actions
         )

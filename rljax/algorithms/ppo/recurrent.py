@@ -23,13 +23,14 @@ import jax.numpy as jnp
 
 from rljax.algorithms.ppo.learner import POLICY_ID, PPOHyperparams, normalize_advantages
 from rljax.algorithms.ppo.losses import PPOBatch
+from rljax.env.spaces import zeros_batch
 from rljax.execution.parts import PolicyParts, space_env_actions
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages_time_major
 from rljax.runners.acting import RecurrentInput, RecurrentSpec, Transition
 
 
-def _one_step(rin: RecurrentInput) -> RecurrentInput:
+def one_step(rin: RecurrentInput) -> RecurrentInput:
     """An acting row [B] as a sequence of one step, [B, 1]."""
     add = lambda x: None if x is None else jax.tree.map(lambda a: a[:, None], x)  # noqa: E731
     return rin._replace(
@@ -40,15 +41,14 @@ def _one_step(rin: RecurrentInput) -> RecurrentInput:
     )
 
 
-def recurrent_spec_of(
-    module: Any, action_space: gym.Space, dist: ActionDistribution
-) -> RecurrentSpec:
+def recurrent_spec_of(module: Any, action_space: gym.Space) -> RecurrentSpec:
+    """How the act step feeds ``module`` (its ``initial_state``; previous actions and rewards
+    as its ``model_config`` asks)."""
     mc = getattr(module, "model_config", None)
-    shape = tuple(action_space.shape or ())
-    dtype = jnp.float32 if isinstance(action_space, gym.spaces.Box) else jnp.int32
     return RecurrentSpec(
         initial_state=module.initial_state,
-        action_zeros=lambda n: jnp.zeros((n, *shape), dtype),
+        # The policy's zero actions: the action space's shapes, in the dtypes JAX computes in.
+        action_zeros=lambda n: jax.tree.map(jnp.asarray, zeros_batch(action_space, n)),
         prev_action=bool(getattr(mc, "lstm_use_prev_action", False)),
         prev_reward=bool(getattr(mc, "lstm_use_prev_reward", False)),
     )
@@ -65,7 +65,7 @@ def make_recurrent_policy_parts(
     (dist_inputs, values, state_out)``)."""
 
     def step(params: Any, rin: RecurrentInput) -> tuple[jax.Array, jax.Array, Any]:
-        dist_inputs, value, state_out = apply(params[POLICY_ID], _one_step(rin))
+        dist_inputs, value, state_out = apply(params[POLICY_ID], one_step(rin))
         return dist_inputs[:, 0], value[:, 0], state_out
 
     def act(params: Any, rin: RecurrentInput, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
@@ -191,6 +191,7 @@ def make_sequence_postprocess(
 
 __all__ = [
     "make_recurrent_policy_parts",
+    "one_step",
     "make_sequence_postprocess",
     "recurrent_spec_of",
     "sequence_apply",
