@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import json
 import struct
+import time
 from pathlib import Path
 
 
@@ -53,11 +54,27 @@ def wandb_offline_run(logdir) -> tuple[dict, list[tuple[int, dict]]]:
     from wandb.proto import wandb_internal_pb2
 
     (path,) = glob.glob(str(Path(logdir) / "wandb" / "offline-run-*" / "run-*.wandb"))
+    # W&B's writer is its own process: the file can still be filling after ``finish()``
+    # returns (seen on a loaded 2-core machine). It is whole once its ``exit`` record is there.
+    deadline = time.monotonic() + 60
+    while True:
+        records = []
+        try:
+            for chunk in _wandb_chunks(Path(path).read_bytes()):
+                record = wandb_internal_pb2.Record()
+                record.ParseFromString(chunk)
+                records.append(record)
+        except Exception:  # a record half written: read again
+            if time.monotonic() >= deadline:
+                raise
+            records = []
+        if any(r.WhichOneof("record_type") == "exit" for r in records):
+            break
+        assert time.monotonic() < deadline, f"{path} has no exit record after 60 s"
+        time.sleep(0.2)
     config: dict = {}
     history: list[tuple[int, dict]] = []
-    for chunk in _wandb_chunks(Path(path).read_bytes()):
-        record = wandb_internal_pb2.Record()
-        record.ParseFromString(chunk)
+    for record in records:
         kind = record.WhichOneof("record_type")
         updates = (
             record.config.update
