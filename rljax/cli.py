@@ -475,6 +475,28 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_port(args: argparse.Namespace) -> int:
+    """Rewrites an RLlib script's imports to rljax's (``rljax.utils.port``): the new script to
+    ``-o FILE`` (or stdout), and what could not be rewritten to stderr."""
+    from rljax.utils.port import port_source
+
+    try:
+        source = Path(args.script).read_text()
+    except OSError as e:
+        raise ConfigError(f"rljax port: cannot read {args.script!r}: {e.strerror}") from None
+    try:
+        ported = port_source(source)
+    except SyntaxError as e:
+        raise ConfigError(f"rljax port: {args.script!r} is not valid Python: {e}") from None
+    if args.output:
+        safe_io.write_atomic(Path(args.output), ported.source)
+    else:
+        sys.stdout.write(ported.source)
+    for note in ported.notes:
+        print(f"rljax port: {args.script}: {note}", file=sys.stderr)
+    return 0
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     """Runs the experiment file's trials (``Tuner(...).fit()``) and prints, as JSON on stdout,
     where the results are and the best trial's config and metric. The live table of trials
@@ -682,6 +704,14 @@ def make_parser() -> argparse.ArgumentParser:
     )
     _add_allow_import(tu)
     tu.set_defaults(func=cmd_tune)
+    po = sub.add_parser(
+        "port",
+        help="rewrite an RLlib script's imports to rljax's (ray.rllib -> rljax, ray.tune -> "
+        "rljax.tune, ray.init() removed)",
+    )
+    po.add_argument("script", help="the RLlib script (.py)")
+    po.add_argument("-o", "--output", default=None, help="write here (default: stdout)")
+    po.set_defaults(func=cmd_port)
     return p
 
 

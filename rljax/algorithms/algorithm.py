@@ -7,6 +7,7 @@ import dataclasses
 import logging
 import math
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -21,6 +22,12 @@ import numpy as np
 import rljax
 from rljax.algorithms import registry as algorithm_registry
 from rljax.algorithms.algorithm_config import AlgorithmConfig
+from rljax.algorithms.rllib_surface import (
+    EnvRunnerGroup,
+    EvaluationEnvRunner,
+    EvaluationEnvRunnerGroup,
+    SaveResult,
+)
 from rljax.callbacks.callbacks import HOOKS
 from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.episodes import EpisodeReplay, replay_multi_agent
@@ -208,6 +215,15 @@ class Algorithm:
     env_spec: EnvSpec | None
 
     @classmethod
+    def get_default_config(cls) -> AlgorithmConfig:
+        """A new config of this algorithm with its defaults (RLlib's ``get_default_config``),
+        e.g. ``get_trainable_cls("PPO").get_default_config().environment("CartPole-v1")``."""
+        config = cls.config_class()
+        if config.algo_class is None:
+            raise ConfigError(f"{cls.__name__} is no algorithm to configure")
+        return config
+
+    @classmethod
     def multi_agent_class(cls) -> type[Algorithm] | None:
         """The class that trains this algorithm on ``.multi_agent(...)`` configs, if any."""
         return None
@@ -257,6 +273,9 @@ class Algorithm:
         if self._env_to_module is not None:
             config.env_to_module_connector = self._env_to_module.specs()
         self.iteration = 0
+        # RLlib's private counters, which example scripts keep their own numbers in (a
+        # curriculum's current task); not saved in checkpoints.
+        self._counters: collections.defaultdict[str, int] = collections.defaultdict(int)
         self.num_env_steps_sampled_lifetime = 0
         self.num_env_steps_trained_lifetime = 0
         self.time_total_s = 0.0
@@ -622,15 +641,19 @@ class Algorithm:
         interval = self.config.evaluation_interval
         due = interval is not None and interval > 0 and (self.iteration + 1) % interval == 0
         parallel = None
+        step_done = threading.Event()  # a parallel "auto" evaluation runs until it is set
         if due and self.config.evaluation_parallel_to_training:
             self.callbacks("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
-            parallel = _Background(self._run_evaluation, None, self._evaluation_params())
+            params = self._evaluation_params()
+            parallel = _Background(self._run_evaluation, None, params, step_done)
         try:
             out = self._training_step()
         except BaseException:
             if parallel is not None:
+                step_done.set()
                 parallel.wait()  # no evaluation outlives a failed iteration; its error first
             raise
+        step_done.set()
         evaluation = parallel.result() if parallel is not None else None
         self._runners_recreated()
         self._replay_episodes(out)
@@ -794,6 +817,32 @@ class Algorithm:
         self._check_policy_id(policy_id)
         return RLModule(self, policy_id)
 
+    # ------------------------------------------------------------------ RLlib's attributes
+    @property
+    def training_iteration(self) -> int:
+        """Iterations trained so far (RLlib's name; also ``iteration``)."""
+        return self.iteration
+
+    def get_config(self) -> AlgorithmConfig:
+        """The config this algorithm was built from (RLlib's ``get_config``)."""
+        return self.config
+
+    def get_weights(self, policies: Iterable[str] | None = None) -> dict[str, Any]:
+        """``{policy_id: the policy's inference weights}`` as numpy arrays (RLlib's
+        ``get_weights``); ``policies``: these only (default: all)."""
+        wanted = list(self._policy_ids()) if policies is None else list(policies)
+        out = {}
+        for pid in wanted:
+            self._check_policy_id(None if pid == DEFAULT_POLICY else pid)
+            params = self.get_module(None if pid == DEFAULT_POLICY else pid).params
+            out[pid] = jax.tree.map(np.asarray, jax.device_get(params))
+        return out
+
+    @property
+    def env_runner_group(self) -> EnvRunnerGroup:
+        """The env runners, as RLlib's ``EnvRunnerGroup``: ``foreach_env_runner(fn)``."""
+        return EnvRunnerGroup(self)
+
     def export_policy(
         self,
         path: str | os.PathLike,
@@ -861,42 +910,102 @@ class Algorithm:
             params = self.parts.inference_params(self.state, None)
         return jax.tree.map(jnp.copy, params)
 
-    def _run_evaluation(self, video_dir: Path | None = None, params: Any = None) -> dict[str, Any]:
-        """One evaluation (no callbacks): with the current weights, or ``params``."""
+    def _run_evaluation(
+        self,
+        video_dir: Path | None = None,
+        params: Any = None,
+        trained: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """One evaluation (no callbacks): with the current weights, or ``params``; ``trained``:
+        set when the training step it runs beside has ended (``evaluation_duration="auto"``)."""
         cfg = self.config
         overrides = cfg.evaluation_config or {}
         explore = bool(overrides.get("explore", False))
         spec = self._evaluation_spec()
+        auto = cfg.evaluation_duration == "auto"
+        duration = None if auto else int(cfg.evaluation_duration)
+        by_episodes = cfg.evaluation_duration_unit == "episodes"
+        per_runner = overrides.get("num_envs_per_env_runner", cfg.num_envs_per_env_runner)
         if cfg.evaluation_num_env_runners:
-            per_runner = overrides.get("num_envs_per_env_runner", cfg.num_envs_per_env_runner)
             num_envs = cfg.evaluation_num_env_runners * per_runner
         else:
-            num_envs = overrides.get("num_envs_per_env_runner", min(cfg.evaluation_duration, 8))
+            num_envs = overrides.get("num_envs_per_env_runner", min(duration or 8, 8))
+        if duration is not None and not by_episodes:
+            # All env copies step together: as many as divide the steps asked for, so that the
+            # evaluation takes exactly that many (10 steps on 8 copies: 5 copies, 2 steps each).
+            num_envs = max(d for d in range(1, min(num_envs, duration) + 1) if duration % d == 0)
         self._num_evaluations += 1
         seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
         agents = self.possible_agents
         actions = self._evaluation_actions(explore, params)
+        if cfg.custom_evaluation_function is not None and video_dir is None:
+            return self._custom_evaluation(actions, per_runner, seed, spec)
         if video_dir is not None and self.parts.recurrent_inference is not None:
             raise ValueError("videos of a recurrent policy (use_lstm) are not recorded yet")
         if video_dir is not None:
             assert spec is not None
-            by_episodes = cfg.evaluation_duration_unit == "episodes"
+            wanted = num_envs if duration is None else duration
             return record_episodes(
                 rendering_env(spec),
                 actions,
                 video_dir,
                 seed,
-                num_episodes=cfg.evaluation_duration if by_episodes else None,
-                min_steps=None if by_episodes else cfg.evaluation_duration,
+                num_episodes=wanted if by_episodes or duration is None else None,
+                min_steps=None if by_episodes or duration is None else duration,
             )
+        # "auto": while the iteration trains (a parallel evaluation), else one episode per copy.
         return evaluate_policy(
             self._evaluation_env(num_envs, seed, spec),
             actions,
-            cfg.evaluation_duration,
-            cfg.evaluation_duration_unit == "episodes",
+            num_envs if auto and trained is None else duration,
+            by_episodes or (auto and trained is None),
             policy_ids=self._policy_ids() if agents is not None else None,
             agent_ids=agents,
+            until=trained.is_set if trained is not None else None,
+            timeout_s=cfg.evaluation_sample_timeout_s,
+            window=overrides.get("metrics_num_episodes_for_smoothing"),
         )
+
+    def _custom_evaluation(
+        self, actions: Callable[[Any], Any], per_runner: int, seed: int, spec: EnvSpec | None
+    ) -> dict[str, Any]:
+        """``custom_evaluation_function(self, eval_env_runner_group)``, on
+        ``evaluation_num_env_runners`` (at least one) evaluation runners of
+        ``num_envs_per_env_runner`` env copies each, closed afterwards."""
+        if self.possible_agents is not None or spec is None:
+            raise ConfigError("custom_evaluation_function evaluates single-agent runs only")
+        n = max(1, self.config.evaluation_num_env_runners)
+        runners = []
+        try:
+            for i in range(n):
+                env = make_host_env(spec, per_runner, "SYNC", derive_seed(seed, i), None, i + 1, n)
+                runners.append(EvaluationEnvRunner(i + 1, env, actions, self.config))
+            fn = self.config.custom_evaluation_function
+            out = fn(self, EvaluationEnvRunnerGroup(runners))
+        finally:
+            for runner in runners:
+                runner.close()
+        env_steps = None
+        if isinstance(out, tuple) and len(out) == 3:
+            out, env_steps, _agent_steps = out
+        if not isinstance(out, dict):
+            raise TypeError(
+                f"custom_evaluation_function returned {type(out).__name__}; return (metrics dict, "
+                "env_steps, agent_steps) or a metrics dict"
+            )
+        metrics = dict(out)
+        if env_steps is not None:
+            metrics.setdefault("num_env_steps_sampled", int(env_steps))
+        # What the function logged under "evaluation" (RLlib's example aggregates its runners'
+        # metrics there) is part of this evaluation's result, not of the next result's top.
+        logged = self.metrics.pop_reduced("evaluation")
+        result = {"env_runners": metrics}
+        for section, values in logged.items():
+            if isinstance(values, dict) and isinstance(result.get(section), dict):
+                result[section] = {**values, **result[section]}
+            else:
+                result.setdefault(section, values)
+        return result
 
     def _evaluation_env(
         self, num_envs: int, seed: int, spec: EnvSpec | None = None
@@ -971,12 +1080,13 @@ class Algorithm:
 
     def save_to_path(
         self,
-        path: str | os.PathLike,
+        path: str | os.PathLike | None = None,
         include_replay_buffer: bool | None = None,
         num_to_keep: int = 1,
     ) -> str:
         """Writes a checkpoint (atomically, no pickle) and returns its directory.
 
+        ``path`` None: a new temporary directory (RLlib's default).
         ``include_replay_buffer`` (off-policy algorithms): also save the replay buffer, so that
         a restored run continues as if never stopped; None follows the config's
         ``store_buffer_in_checkpoints``. ``num_to_keep``: how many versions saved to ``path``
@@ -988,6 +1098,8 @@ class Algorithm:
         otherwise the metadata's ``env_state_missing_because`` says why, and a restored run
         starts new episodes.
         """
+        if path is None:  # RLlib's default: a new directory of its own
+            path = tempfile.mkdtemp(prefix=f"{self.config.algo_name}_checkpoint_")
         include = self._includes_replay_buffer(include_replay_buffer)
         runners, why = self._runner_state()
         meta = {
@@ -1013,7 +1125,20 @@ class Algorithm:
         except EnvStateError as e:
             return runners.get_state(include_envs=False), str(e)
 
-    save = save_to_path
+    def save(self, checkpoint_dir: str | os.PathLike | None = None, **kwargs: Any) -> SaveResult:
+        """Writes a checkpoint and returns what RLlib's ``save`` returns: an object whose
+        ``checkpoint.path`` is the directory (``metrics``: the counters at the save).
+        ``checkpoint_dir`` None: a new temporary directory."""
+        from rljax.tune.result_grid import Checkpoint
+
+        path = self.save_to_path(checkpoint_dir, **kwargs)
+        return SaveResult(
+            checkpoint=Checkpoint(path),
+            metrics={
+                "training_iteration": self.iteration,
+                "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
+            },
+        )
 
     def restore_from_path(self, path: str | os.PathLike) -> None:
         """Loads a checkpoint of the same algorithm and architecture into this algorithm.
@@ -1096,7 +1221,11 @@ class Algorithm:
             return
         group.set_state(runners, checked)  # checked above: not again
 
-    restore = restore_from_path
+    def restore(self, checkpoint_path: Any) -> None:
+        """Loads a checkpoint (RLlib's ``restore``): a directory, a ``tune.Checkpoint`` or what
+        ``save()`` returned."""
+        checkpoint = getattr(checkpoint_path, "checkpoint", checkpoint_path)
+        self.restore_from_path(os.fspath(checkpoint))
 
     @classmethod
     def _for_inference(

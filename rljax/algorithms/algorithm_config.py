@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
 
+from rljax.algorithms.rllib_only import check_rllib_only
 from rljax.algorithms.settings import Setting, declared_settings, setter_doc
 from rljax.callbacks.dispatch import check_callbacks_class, check_hook_function
 from rljax.connectors.env_to_module import check_env_to_module_connector
@@ -72,6 +73,14 @@ class _Unset:
 UNSET: Any = _Unset()
 
 # Old-API-stack names that RLlib users still type, and what they are called now.
+_WARNED_ONCE: set[str] = set()  # RLlib settings that have said, once, they change nothing
+
+# RLlib's deprecated names it still accepts: the same setting, with a one-time warning.
+DEPRECATED = {
+    "model_config_dict": "model_config",
+    "mini_batch_size_per_learner": "minibatch_size",
+}
+
 RENAMED = {
     "num_workers": "num_env_runners",
     "num_rollout_workers": "num_env_runners",
@@ -124,7 +133,13 @@ def _model_config(name: str, value: Any) -> DefaultModelConfig:
     return DefaultModelConfig.from_any(value)  # its fields check themselves
 
 
-EVALUATION_KEYS = ("explore", "env", "env_config", "num_envs_per_env_runner")
+EVALUATION_KEYS = (
+    "explore",
+    "env",
+    "env_config",
+    "num_envs_per_env_runner",
+    "metrics_num_episodes_for_smoothing",
+)
 
 
 def _evaluation_overrides(name: str, value: Any) -> dict[str, Any] | None:
@@ -147,6 +162,9 @@ def _evaluation_overrides(name: str, value: Any) -> dict[str, Any] | None:
         out["explore"] = Bool()(f"{name}['explore']", out["explore"])
     if "env_config" in out:
         out["env_config"] = _env_config(f"{name}['env_config']", out["env_config"])
+    if "metrics_num_episodes_for_smoothing" in out:
+        key = "metrics_num_episodes_for_smoothing"
+        out[key] = Int(1)(f"{name}[{key!r}]", out[key])
     if "num_envs_per_env_runner" in out:
         out["num_envs_per_env_runner"] = Int(1)(
             f"{name}['num_envs_per_env_runner']", out["num_envs_per_env_runner"]
@@ -399,11 +417,13 @@ class AlgorithmConfig:
         "Evaluate every this many iterations; None: never.",
         section="evaluation",
     )
-    evaluation_duration = Setting(
+    evaluation_duration = Setting[int | str](
         10,
-        Int(1, MAX_EVALUATION_DURATION),
+        Int(1, MAX_EVALUATION_DURATION, literals=("auto",)),
         "How long one evaluation runs, in evaluation_duration_unit (at most 1,000,000 env "
-        "steps, or 10,000 episodes).",
+        'steps, or 10,000 episodes); a step count is met exactly. "auto" (with '
+        "evaluation_parallel_to_training): as long as the iteration trains, and at least one "
+        "episode.",
         section="evaluation",
     )
     evaluation_duration_unit = Setting(
@@ -417,7 +437,9 @@ class AlgorithmConfig:
         _evaluation_overrides,
         "Settings that differ in evaluation, e.g. AlgorithmConfig.overrides(explore=True, "
         "env_config={...}); evaluation honours explore (False: the greedy policy, the "
-        "default), env and env_config (same spaces as training) and num_envs_per_env_runner.",
+        "default), env and env_config (same spaces as training), num_envs_per_env_runner "
+        "and metrics_num_episodes_for_smoothing (the figures of an evaluation's last n "
+        "episodes).",
         section="evaluation",
     )
     evaluation_num_env_runners = Setting(
@@ -432,6 +454,21 @@ class AlgorithmConfig:
         Bool(),
         "Evaluate in a thread while the iteration trains, with the weights it starts from "
         "(RLlib's semantics); the result is that iteration's evaluation.",
+        section="evaluation",
+    )
+    evaluation_sample_timeout_s = Setting[float | None](
+        120.0,  # RLlib's default
+        Number(0, low_open=True, optional=True),
+        "An evaluation still running after this many seconds stops there (a warning says so) "
+        "and reports the episodes that finished; None: no limit.",
+        section="evaluation",
+    )
+    custom_evaluation_function = Setting[Any](
+        None,
+        check_hook_function,
+        "A function (algorithm, eval_env_runner_group) -> (metrics, env_steps, agent_steps) "
+        "(RLlib's new-stack form; a metrics dict alone is taken too) that runs each evaluation "
+        "instead; its metrics are reported under evaluation/env_runners.",
         section="evaluation",
     )
     # ------------------------------------------------------------------ debugging
@@ -671,7 +708,16 @@ class AlgorithmConfig:
     def _set(self: _C, section: str, values: dict[str, Any]) -> _C:
         values = dict(values)
         values.pop("self", None)
-        unknown = values.pop("kwargs", {})
+        extra = _deprecated_names(f".{section}()", values.pop("kwargs", {}), self._all_keys())
+        for key in [k for k in extra if k in values]:
+            if values[key] is not UNSET:
+                raise ConfigError(f".{section}() got {key!r} twice (also by its deprecated name)")
+            values[key] = extra.pop(key)  # a deprecated name of this section's setting
+        unknown = {
+            k: v
+            for k, v in extra.items()
+            if not check_rllib_only(f".{section}()", k, v)  # RLlib's, with no effect here
+        }
         if unknown:
             name = next(iter(unknown))
             allowed = [self.SETTINGS[k].setter_keyword for k in self._SECTIONS[section]]
@@ -770,6 +816,8 @@ class AlgorithmConfig:
         evaluation_config: dict[str, Any] | None = UNSET,
         evaluation_num_env_runners: int = UNSET,
         evaluation_parallel_to_training: bool = UNSET,
+        evaluation_sample_timeout_s: float | None = UNSET,
+        custom_evaluation_function: Callable[..., Any] | None = UNSET,
         **kwargs: Any,
     ) -> _C:
         """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units."""
@@ -875,13 +923,46 @@ class AlgorithmConfig:
     def is_multi_agent(self) -> bool:
         return self.policies is not None
 
-    def framework(self, framework: str = "jax", **kwargs) -> AlgorithmConfig:
-        """Accepted for RLlib compatibility; rljax always runs on JAX."""
+    def framework(self: _C, framework: str | None = "jax", **kwargs: Any) -> _C:
+        """RLlib's framework choice: rljax's models always run in JAX, so ``"torch"``, ``"tf2"``
+        and the rest say so once (a warning) and change nothing; ``eager_tracing`` and the
+        other framework options are accepted for the same reason."""
+        if framework not in (None, "jax") and "framework" not in _WARNED_ONCE:
+            _WARNED_ONCE.add("framework")
+            logger.warning(
+                "framework(%r): rljax's models run in JAX (with XLA); the setting has no effect",
+                framework,
+            )
         return self
 
-    def api_stack(self, **kwargs) -> AlgorithmConfig:
-        """Accepted for RLlib compatibility; rljax has one API stack (RLlib's new one)."""
+    def api_stack(
+        self: _C,
+        enable_rl_module_and_learner: bool | None = None,
+        enable_env_runner_and_connector_v2: bool | None = None,
+    ) -> _C:
+        """RLlib's API-stack switch: rljax has only the new stack (RLModules, Learners,
+        EnvRunners and connectors), so turning either part off is an error."""
+        for name, value in (
+            ("enable_rl_module_and_learner", enable_rl_module_and_learner),
+            ("enable_env_runner_and_connector_v2", enable_env_runner_and_connector_v2),
+        ):
+            if value is not None and not value:
+                raise ConfigError(
+                    f"api_stack({name}=False): rljax has only RLlib's new API stack; port the "
+                    "script to it (RLModules and Learners: see the README's RLlib section) or "
+                    "drop the call"
+                )
         return self
+
+    @property
+    def enable_rl_module_and_learner(self) -> bool:
+        """Always True: rljax has only RLlib's new API stack."""
+        return True
+
+    @property
+    def enable_env_runner_and_connector_v2(self) -> bool:
+        """Always True: rljax has only RLlib's new API stack."""
+        return True
 
     def resources(self, **kwargs) -> AlgorithmConfig:
         """Old-stack ``num_gpus`` maps to ``num_gpus_per_learner``."""
@@ -1097,6 +1178,16 @@ class AlgorithmConfig:
                 f"update_from_dict() needs a dict of settings; got a {type(config_dict).__name__}"
             )
         keys = self._all_keys()
+        config_dict = _deprecated_names("update_from_dict()", dict(config_dict), keys)
+        config_dict = {
+            k: v
+            for k, v in config_dict.items()
+            if not (
+                isinstance(k, str)
+                and k not in keys
+                and check_rllib_only("update_from_dict()", k, v)
+            )
+        }
         for key in config_dict:
             if not isinstance(key, str) or key not in keys:
                 hint = _unknown_key_hint(key, keys) if isinstance(key, str) else ""
@@ -1150,8 +1241,15 @@ class AlgorithmConfig:
                 f"EnvPool ASYNC needs a batch smaller than num_envs_per_env_runner="
                 f"{self.num_envs_per_env_runner}; raise num_envs_per_env_runner to 2 or more, or set async_batch_size"
             )
+        if self.evaluation_duration == "auto" and not self.evaluation_parallel_to_training:
+            raise ConfigError(
+                "evaluation_duration='auto' evaluates for as long as the iteration trains: it "
+                "needs evaluation_parallel_to_training=True (else give a number of "
+                "evaluation_duration_unit)"
+            )
         if (
             self.evaluation_duration_unit == "episodes"
+            and self.evaluation_duration != "auto"
             and self.evaluation_duration > MAX_EVALUATION_EPISODES
         ):
             raise ConfigError(
@@ -1465,8 +1563,25 @@ AlgorithmConfig._derive_tables()  # subclasses derive theirs in __init_subclass_
 _FILE_RENDER_MODES = (None, "rgb_array", "rgb_array_list", "ansi")
 
 
+def _deprecated_names(where: str, values: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    """``values`` with RLlib's deprecated names (``DEPRECATED``) under their current ones,
+    each said once in a warning."""
+    out = {}
+    for key, value in values.items():
+        new = DEPRECATED.get(key) if isinstance(key, str) else None
+        if new is not None and new in keys:
+            if key not in _WARNED_ONCE:
+                _WARNED_ONCE.add(key)
+                logger.warning("%s: %r is deprecated (as in RLlib); use %r", where, key, new)
+            key = new
+        out[key] = value
+    return out
+
+
 def _is_callback_key(key: str) -> bool:
-    return key == "callbacks_class" or key.startswith("callbacks_on_")
+    return key in ("callbacks_class", "custom_evaluation_function") or key.startswith(
+        "callbacks_on_"
+    )
 
 
 def _loaded_callbacks(key: str, value: Any, policy: LoadPolicy) -> Any:

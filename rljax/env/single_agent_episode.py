@@ -139,6 +139,14 @@ class SingleAgentEpisode:
     def len(self) -> int:
         return len(self.actions)
 
+    def env_steps(self) -> int:
+        """Env steps in this episode (chunk): RLlib's ``env_steps()``."""
+        return len(self.actions)
+
+    def agent_steps(self) -> int:
+        """Agent steps: the env steps, for one agent (RLlib's ``agent_steps()``)."""
+        return len(self.actions)
+
     def get_return(self) -> float:
         return float(sum(self.rewards))
 

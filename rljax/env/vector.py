@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import logging
 import traceback
 import warnings
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from rljax.env.registry import registered_creator, registered_names
 from rljax.env.steps import StepResult
 from rljax.env.workers import main_hidden, sigint_blocked
 from rljax.utils.errors import ConfigError, closest
+
+logger = logging.getLogger("rljax")
 
 # EnvPool declares float64 bounds on its float32 Box spaces, and gymnasium warns about it every time
 # EnvPool builds a space (on make, recv and xla alike). The warning says nothing a user can act on.
@@ -107,7 +110,9 @@ class EnvSpec:
 def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
     """Decides which backend runs ``env`` (an id, a ``gymnasium.Env`` class or a creator).
 
-    Registered names win, then EnvPool task ids, then gymnasium ids.
+    Registered names win, then EnvPool task ids, then gymnasium ids. An id both have runs on
+    gymnasium when ``env_config`` names a setting EnvPool's task does not have (FrozenLake's
+    ``desc``), and says so in the log.
     """
     env_config = dict(env_config or {})
     if env is None:
@@ -117,7 +122,16 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
         if creator is not None:
             return EnvSpec("gymnasium", env, creator, env_config)
         if env in _envpool_ids():
-            return EnvSpec("envpool", env, None, env_config)
+            foreign = _not_envpool_settings(env, env_config)
+            if not foreign or env not in gym.registry:
+                return EnvSpec("envpool", env, None, env_config)
+            # gymnasium's settings of the same task (FrozenLake's desc, is_slippery): its env.
+            logger.info(
+                "%s runs on gymnasium, not EnvPool: EnvPool's task has no setting %s",
+                env,
+                ", ".join(repr(k) for k in foreign[:5]),
+            )
+            return EnvSpec("gymnasium", env, _GymMake(env), env_config)
         if env in gym.registry:
             return EnvSpec("gymnasium", env, _GymMake(env), env_config)
         known = list(registered_names()) + list(_envpool_ids()) + list(gym.registry)
@@ -232,6 +246,14 @@ def _check_envpool_setting(task: str, key: str, value: Any, default: Any) -> Any
         "that EnvPool opens); rljax passes EnvPool numbers and booleans only: choose the game "
         "or model by the env id"
     )
+
+
+def _not_envpool_settings(task: str, env_config: dict[str, Any]) -> list[str]:
+    """The keys of ``env_config`` that are no setting of EnvPool's ``task`` at all (rljax's
+    own EnvPool keys count as settings: ``envpool_config`` refuses them by name)."""
+    defaults, _ = _envpool_defaults(task)
+    known = {k for k, _ in defaults} | set(ENVPOOL_RLJAX_KEYS)
+    return [k for k in env_config if k not in known]
 
 
 def envpool_config(task: str, env_config: dict[str, Any]) -> dict[str, Any]:

@@ -8,12 +8,16 @@ per-agent returns when there are agents.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
 from rljax.env.multi_agent_vector import FinishedEpisode
+
+logger = logging.getLogger("rljax")
 
 
 class EvaluationEnv(Protocol):
@@ -95,10 +99,13 @@ def episode_summary(returns: Sequence[float], lengths: Sequence[int], steps: int
 def evaluate_policy(
     env: EvaluationEnv,
     actions: Callable[[Any], np.ndarray],
-    duration: int,
+    duration: int | None,
     by_episodes: bool,
     policy_ids: Sequence[str] | None = None,
     agent_ids: Sequence[Any] | None = None,
+    until: Callable[[], bool] | None = None,
+    timeout_s: float | None = None,
+    window: int | None = None,
 ) -> dict[str, Any]:
     """Steps ``env`` with ``actions(obs) -> env actions`` until ``duration`` episodes (or env
     steps) are done, closes it, and returns RLlib's ``evaluation`` result dict.
@@ -106,18 +113,41 @@ def evaluate_policy(
     Args:
       env: The evaluation envs (closed here, whatever happens).
       actions: The greedy policy: a batch of observations (or agent slots) -> env actions.
-      duration: ``evaluation_duration``: episodes, or env steps with ``by_episodes=False``.
+      duration: ``evaluation_duration``: episodes, or env steps with ``by_episodes=False``;
+        None (``"auto"``): until ``until()`` is true and at least one episode finished.
       by_episodes: ``evaluation_duration_unit == "episodes"``.
       policy_ids, agent_ids: A multi-agent run's policies and agents: adds each one's mean
         episode return (``module_episode_returns_mean``, ``agent_episode_returns_mean``).
+      until: For ``duration=None``: whether to stop (the training step has ended).
+      timeout_s: ``evaluation_sample_timeout_s``: stop after this many seconds (a warning
+        says so) with the episodes finished by then.
+      window: ``evaluation_config``'s ``metrics_num_episodes_for_smoothing``: the return and
+        length figures are over the last ``window`` episodes (``num_episodes`` counts all).
     """
     finished: list[FinishedEpisode] = []
     steps = 0
+    start = time.monotonic()
+
+    def done() -> bool:
+        if duration is None:
+            return bool(finished) and (until is None or until())
+        return (by_episodes and len(finished) >= duration) or (
+            not by_episodes and steps >= duration
+        )
+
     try:
         result = env.reset()
-        while not (
-            (by_episodes and len(finished) >= duration) or (not by_episodes and steps >= duration)
-        ):
+        while not done():
+            if timeout_s is not None and time.monotonic() - start > timeout_s:
+                logger.warning(
+                    "evaluation stopped after evaluation_sample_timeout_s=%s s with %d episodes "
+                    "and %d env steps of the %s asked for",
+                    timeout_s,
+                    len(finished),
+                    steps,
+                    "auto" if duration is None else duration,
+                )
+                break
             # A recurrent policy's actor reads the whole result (where episodes start).
             takes_result = getattr(actions, "takes_result", False)
             result = env.step(actions(result if takes_result else result.obs))
@@ -126,11 +156,11 @@ def evaluate_policy(
             steps += n
     finally:
         env.close()
-    if by_episodes:
+    if by_episodes and duration is not None:
         finished = finished[:duration]
-    out = episode_summary(
-        [ep.episode_return for ep in finished], [ep.length for ep in finished], steps
-    )
+    shown = finished[-window:] if window else finished
+    out = episode_summary([ep.episode_return for ep in shown], [ep.length for ep in shown], steps)
+    out["num_episodes"] = len(finished)
     if policy_ids is not None and agent_ids is not None:
         per_policy: dict[str, list[float]] = {p: [] for p in policy_ids}
         per_agent: dict[str, list[float]] = {str(a): [] for a in agent_ids}

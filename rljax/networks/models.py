@@ -38,20 +38,70 @@ def _ortho(scale: float) -> nn.initializers.Initializer:
 
 
 class _MLP(nn.Module):
+    """Dense layers, each followed by a LayerNorm (``layernorm``) and the activation.
+    ``kernel_init`` / ``bias_init`` None: orthogonal with scale sqrt(2), zeros."""
+
     hiddens: Sequence[int]
     activation: str
+    kernel_init: Any = None
+    bias_init: Any = None
+    layernorm: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        for h in self.hiddens:
-            x = _ACT[self.activation](nn.Dense(h, kernel_init=_ortho(np.sqrt(2)))(x))
+        kernel = self.kernel_init or _ortho(np.sqrt(2))
+        bias = self.bias_init or nn.initializers.zeros
+        for i, h in enumerate(self.hiddens):
+            x = nn.Dense(h, kernel_init=kernel, bias_init=bias, name=f"Dense_{i}")(x)
+            if self.layernorm:
+                x = nn.LayerNorm(name=f"LayerNorm_{i}")(x)
+            x = _ACT[self.activation](x)
         return x
+
+
+def fcnet_mlp(mc: DefaultModelConfig, hiddens: Sequence[int], **kwargs: Any) -> _MLP:
+    """The encoder's MLP (``fcnet_*`` settings) of widths ``hiddens``."""
+    return _MLP(
+        hiddens,
+        mc.fcnet_activation,
+        mc.initializer("fcnet", "kernel"),
+        mc.initializer("fcnet", "bias"),
+        mc.fcnet_use_layernorm,
+        **kwargs,
+    )
+
+
+def head_mlp(mc: DefaultModelConfig, hiddens: Sequence[int], **kwargs: Any) -> _MLP:
+    """A head's hidden layers (``head_fcnet_*`` settings)."""
+    return _MLP(
+        hiddens,
+        mc.head_fcnet_activation,
+        mc.initializer("head_fcnet", "kernel"),
+        mc.initializer("head_fcnet", "bias"),
+        mc.head_fcnet_use_layernorm,
+        **kwargs,
+    )
+
+
+def output_dense(
+    mc: DefaultModelConfig, features: int, default_scale: float, **kwargs: Any
+) -> nn.Dense:
+    """An output layer: the head's initializers where set, else orthogonal(``default_scale``)
+    and zero biases."""
+    return nn.Dense(
+        features,
+        kernel_init=mc.initializer("head_fcnet", "kernel") or _ortho(default_scale),
+        bias_init=mc.initializer("head_fcnet", "bias") or nn.initializers.zeros,
+        **kwargs,
+    )
 
 
 class _CNN(nn.Module):
     filters: Sequence[tuple[int, tuple[int, int], int]]
     activation: str
     channels_first: bool
+    kernel_init: Any = None
+    bias_init: Any = None
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -59,12 +109,33 @@ class _CNN(nn.Module):
             x = x.astype(jnp.float32) / 255.0
         if self.channels_first:  # EnvPool's Atari frames are [C, H, W]; Flax convs want NHWC.
             x = jnp.transpose(x, (0, 2, 3, 1))
-        for out, kernel, stride in self.filters:
+        for i, (out, kernel, stride) in enumerate(self.filters):
             x = nn.Conv(
-                out, kernel, (stride, stride), padding="VALID", kernel_init=_ortho(np.sqrt(2))
+                out,
+                kernel,
+                (stride, stride),
+                padding="VALID",
+                kernel_init=self.kernel_init or _ortho(np.sqrt(2)),
+                bias_init=self.bias_init or nn.initializers.zeros,
+                name=f"Conv_{i}",
             )(x)
             x = _ACT[self.activation](x)
         return x.reshape((x.shape[0], -1))
+
+
+def conv_net(
+    mc: DefaultModelConfig, channels_first: bool, default: Any = None, **kwargs: Any
+) -> _CNN:
+    """The conv encoder (``conv_*`` settings; ``default`` filters where ``conv_filters`` is
+    None: the Nature CNN's)."""
+    return _CNN(
+        mc.conv_filters or default or NATURE_FILTERS,
+        mc.conv_activation,
+        channels_first,
+        mc.initializer("conv", "kernel"),
+        mc.initializer("conv", "bias"),
+        **kwargs,
+    )
 
 
 class ActorCritic(nn.Module):
@@ -82,13 +153,8 @@ class ActorCritic(nn.Module):
     def _encoder(self, name: str) -> nn.Module:
         mc = self.model_config
         if self.image:
-            return _CNN(
-                mc.conv_filters or NATURE_FILTERS,
-                mc.conv_activation,
-                self.channels_first,
-                name=name,
-            )
-        return _MLP(mc.fcnet_hiddens, mc.fcnet_activation, name=name)
+            return conv_net(mc, self.channels_first, name=name)
+        return fcnet_mlp(mc, mc.fcnet_hiddens, name=name)
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -111,14 +177,14 @@ def _heads(
     """The policy and value heads of ``module`` (called inside its compact ``__call__``):
     ``head_fcnet_hiddens`` MLPs, then ``action_dist_inputs`` (the last ``free_log_std_dim``
     a learned constant) and the value."""
-    act = module.model_config.head_fcnet_activation
-    pi_feat = _MLP(hiddens, act, name="pi_head_mlp")(pi_feat)
-    vf_feat = _MLP(hiddens, act, name="vf_head_mlp")(vf_feat)
-    out = nn.Dense(num_outputs - free_log_std_dim, kernel_init=_ortho(0.01), name="pi")(pi_feat)
+    mc = module.model_config
+    pi_feat = head_mlp(mc, hiddens, name="pi_head_mlp")(pi_feat)
+    vf_feat = head_mlp(mc, hiddens, name="vf_head_mlp")(vf_feat)
+    out = output_dense(mc, num_outputs - free_log_std_dim, 0.01, name="pi")(pi_feat)
     if free_log_std_dim:
         log_std = module.param("log_std", nn.initializers.zeros, (free_log_std_dim,))
         out = jnp.concatenate([out, jnp.broadcast_to(log_std, out.shape)], axis=-1)
-    value = nn.Dense(1, kernel_init=_ortho(1.0), name="vf")(vf_feat)[..., 0]
+    value = output_dense(mc, 1, 1.0, name="vf")(vf_feat)[..., 0]
     return out, value
 
 
@@ -172,9 +238,7 @@ class _LeafFeatures(nn.Module):
         for i, (x, kind) in enumerate(zip(leaves, self.kinds, strict=True)):
             b = x.shape[0]
             if kind[0] == "image":
-                mc = self.model_config
-                filters = mc.conv_filters or NATURE_FILTERS
-                feats.append(_CNN(filters, mc.conv_activation, kind[1], name=f"cnn_{i}")(x))
+                feats.append(conv_net(self.model_config, kind[1], name=f"cnn_{i}")(x))
             elif kind[0] == "onehot":
                 x = x.reshape((b, len(kind[1])))
                 feats += [
@@ -223,12 +287,19 @@ class _ResetLSTM(nn.Module):
     """One LSTM step that starts from zeros where ``first`` (an episode's first step)."""
 
     features: int
+    kernel_init: Any = None
+    bias_init: Any = None
 
     @nn.compact
     def __call__(self, carry: Any, inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
         x, first = inputs
         carry = jax.tree.map(lambda c: jnp.where(first[:, None], jnp.zeros_like(c), c), carry)
-        return nn.OptimizedLSTMCell(self.features, name="cell")(carry, x)
+        inits = {}
+        if self.kernel_init is not None:  # lstm_kernel_initializer: input and recurrent kernels
+            inits.update(kernel_init=self.kernel_init, recurrent_kernel_init=self.kernel_init)
+        if self.bias_init is not None:
+            inits["bias_init"] = self.bias_init
+        return nn.OptimizedLSTMCell(self.features, name="cell", **inits)(carry, x)
 
 
 class RecurrentActorCritic(nn.Module):
@@ -261,7 +332,7 @@ class RecurrentActorCritic(nn.Module):
             x = _LeafFeatures(self.kinds, mc, name="leaves")(flat)
         else:
             x = flat.reshape((b * length, -1)).astype(jnp.float32)
-        x = _MLP(mc.fcnet_hiddens, mc.fcnet_activation, name="encoder")(x)
+        x = fcnet_mlp(mc, mc.fcnet_hiddens, name="encoder")(x)
         x = x.reshape((b, length, -1))
         extra = []
         if rin.prev_action is not None:
@@ -280,7 +351,13 @@ class RecurrentActorCritic(nn.Module):
             in_axes=1,
             out_axes=1,
         )
-        state_out, y = scan(mc.lstm_cell_size, name="lstm")(rin.state_in, (x, rin.first))
+        lstm = scan(
+            mc.lstm_cell_size,
+            mc.initializer("lstm", "kernel"),
+            mc.initializer("lstm", "bias"),
+            name="lstm",
+        )
+        state_out, y = lstm(rin.state_in, (x, rin.first))
         y = y.reshape((b * length, -1))
         out, value = _heads(
             self, y, y, mc.head_fcnet_hiddens, self.num_outputs, self.free_log_std_dim

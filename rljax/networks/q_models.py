@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
-from rljax.networks.models import _ACT, _CNN, _MLP, NATURE_FILTERS, is_image_space
+from rljax.networks.models import _ACT, conv_net, fcnet_mlp, is_image_space, output_dense
 from rljax.ops.value_learning import dueling_q
 from rljax.utils.errors import ConfigError
 
@@ -80,25 +80,27 @@ class QNetwork(nn.Module):
         if self.noisy:
             layer = NoisyDense(features, self.sigma0, name=name)
             return lambda x: layer(x, noise)
-        return nn.Dense(features, kernel_init=nn.initializers.orthogonal(scale), name=name)
+        return output_dense(self.model_config, features, scale, name=name)
 
     def _head(self, x: jax.Array, hiddens, name: str, noise: bool) -> jax.Array:
-        act = _ACT[self.model_config.head_fcnet_activation]
+        mc = self.model_config
+        act = _ACT[mc.head_fcnet_activation]
         for i, h in enumerate(hiddens):
-            x = act(self._dense(h, f"{name}_{i}", noise, float(np.sqrt(2)))(x))
+            x = self._dense(h, f"{name}_{i}", noise, float(np.sqrt(2)))(x)
+            if mc.head_fcnet_use_layernorm:
+                x = nn.LayerNorm(name=f"{name}_{i}_layernorm")(x)
+            x = act(x)
         return x
 
     @nn.compact
     def __call__(self, obs: jax.Array, noise: bool = False) -> jax.Array:
         mc = self.model_config
         if self.image:
-            x = _CNN(mc.conv_filters or NATURE_FILTERS, mc.conv_activation, self.channels_first)(
-                obs
-            )
+            x = conv_net(mc, self.channels_first)(obs)
             head = mc.head_fcnet_hiddens or (512,)
         else:
             x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
-            x = _MLP(mc.fcnet_hiddens, mc.fcnet_activation)(x)
+            x = fcnet_mlp(mc, mc.fcnet_hiddens)(x)
             head = mc.head_fcnet_hiddens
         atoms = self.num_atoms
         shape = (
@@ -138,8 +140,8 @@ class _Critic(nn.Module):
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         mc = self.model_config
         x = jnp.concatenate([obs.reshape((obs.shape[0], -1)).astype(jnp.float32), action], -1)
-        x = _MLP(mc.fcnet_hiddens + mc.head_fcnet_hiddens, mc.fcnet_activation)(x)
-        return nn.Dense(1, kernel_init=nn.initializers.orthogonal(1.0))(x)[:, 0]
+        x = fcnet_mlp(mc, mc.fcnet_hiddens + mc.head_fcnet_hiddens)(x)
+        return output_dense(mc, 1, 1.0)(x)[:, 0]
 
 
 class TwinCritic(nn.Module):
@@ -172,8 +174,8 @@ def actor_mlp(obs: jax.Array, model_config: DefaultModelConfig, num_outputs: int
     """
     mc = model_config
     x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
-    x = _MLP(mc.fcnet_hiddens + mc.head_fcnet_hiddens, mc.fcnet_activation)(x)
-    return nn.Dense(num_outputs, kernel_init=nn.initializers.orthogonal(0.01))(x)
+    x = fcnet_mlp(mc, mc.fcnet_hiddens + mc.head_fcnet_hiddens)(x)
+    return output_dense(mc, num_outputs, 0.01)(x)
 
 
 class GaussianActor(nn.Module):

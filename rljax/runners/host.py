@@ -169,6 +169,41 @@ class HostRunner:
             self.env.close(terminate=True)
             raise
 
+    def rebuild_env(self, env: EnvSpec, params: Any) -> None:
+        """Replaces the vector env with one built from ``env`` (a curriculum's next task, RLlib's
+        ``env_runner.make_env()``): the old env is closed, the new one reset, and every sub-env
+        starts a new episode (the unfinished ones are dropped, as by a restart). Called between
+        iterations, while the runner does not sample."""
+        if self.busy:
+            raise RuntimeError("rebuild_env() while the runner samples; call it between iterations")
+        if hasattr(self.env, "num_slots"):
+            raise RuntimeError("a multi-agent runner's envs are built by its group")
+        spec = dataclasses.replace(self.spec, env=env, make_env=None)
+        new = make_host_env(
+            env,
+            spec.num_envs,
+            spec.mode,
+            spec.seed,
+            spec.async_batch_size,
+            worker_index=spec.worker_index,
+            num_workers=spec.num_workers,
+            restart_sub_envs=spec.restart_sub_envs,
+        )
+        try:
+            if self._record_infos:
+                new.keep_info = True
+            result = self._take_info(new.reset())
+            streams = getattr(new, "num_slots", spec.num_envs)
+            actor, shape = _initial_state(
+                spec.policy_fn, spec.act_step, params, result, streams, self.key
+            )
+        except BaseException:
+            new.close(terminate=True)
+            raise
+        old, self.env, self.spec = self.env, new, spec
+        self.result, self.actor, self._transition_shape = result, actor, shape
+        old.close()
+
     def _take_info(self, result: Any) -> Any:
         """``result`` without its info (kept in ``_info`` for the fragment's rows)."""
         if getattr(result, "info", None) is None:

@@ -31,7 +31,8 @@ Example::
     )  # 4 dicts
 """
 
-from rljax.tune import logger, schedulers, search, stopper
+from rljax.env.registry import register_env
+from rljax.tune import logger, registry, schedulers, search, stopper
 from rljax.tune.callback import Callback
 from rljax.tune.ray_integration import ray_trainable
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid
@@ -60,6 +61,8 @@ from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, get_checkpoin
 from rljax.tune.variants import check_search_spaces, find_search_spaces, generate_variants
 
 __all__ = [
+    "register_env",
+    "registry",
     "Callback",
     "logger",
     "Categorical",

@@ -41,11 +41,17 @@ BUILTIN = {
     "env": frozenset(
         {
             "rljax.examples.envs.classes.multi_agent:MultiAgentCartPole",
+            "rljax.examples.envs.classes.multi_agent:MultiAgentPendulum",
+            "rljax.examples.envs.classes.multi_agent:MultiAgentMountainCar",
+            "rljax.examples.envs.classes.multi_agent:MultiAgentStatelessCartPole",
+            "rljax.examples.envs.classes.cartpole_crashing:MultiAgentCartPoleCrashing",
             "rljax.examples.envs.classes.multi_agent.tic_tac_toe:TicTacToe",
             "rljax.examples.envs.classes.multi_agent.rock_paper_scissors:RockPaperScissors",
             "rljax.examples.envs.classes.random_env:RandomEnv",
             "rljax.examples.envs.classes.action_mask_env:ActionMaskEnv",
             "rljax.examples.envs.classes.stateless_cartpole:StatelessCartPole",
+            "rljax.examples.envs.classes.simple_corridor:SimpleCorridor",
+            "rljax.examples.envs.classes.cartpole_crashing:CartPoleCrashing",
         }
     ),
     "policy_mapping_fn": frozenset({"rljax.examples.policy_mapping:policy_per_agent"}),

@@ -65,8 +65,11 @@ def test_evaluation_env_overrides_and_runners(monkeypatch):
         out = algo.evaluate()["env_runners"]
     finally:
         algo.stop()
-    assert built == [(8, {"max_episode_steps": 20})]  # 2 runners x 4 envs, the override's env
-    assert out["episode_len_mean"] <= 20 and out["num_episodes"] >= 300 // 20
+    # 2 runners x 4 envs, the override's env; 300 steps are met exactly on the 6 copies (of
+    # those 8) that divide them, 50 steps each.
+    assert built == [(6, {"max_episode_steps": 20})]
+    assert out["num_env_steps_sampled"] == 300
+    assert out["episode_len_mean"] <= 20 and out["num_episodes"] >= 300 // 20 - 6
 
 
 def test_evaluation_settings_are_checked():

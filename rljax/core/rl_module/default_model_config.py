@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, Widths, describe, is_int, refuse
@@ -36,14 +37,57 @@ def _conv_filters(name: str, value: Any) -> tuple[tuple[int, tuple[int, int], in
     return tuple(filters)
 
 
+def _activation(name: str, value: Any) -> str:
+    """An activation's name; None is RLlib's "linear" (no activation)."""
+    if value is None:
+        return "linear"
+    return Choice(_ACTIVATIONS)(name, value) or "linear"
+
+
+def _initializer(name: str, value: Any) -> str | None:
+    """An initializer's name by RLlib's (torch's) names, or a torch ``nn.init`` function, in
+    the table's form (``rljax.networks.initializers``); None: rljax's default."""
+    from rljax.networks.initializers import canonical_name
+
+    return canonical_name(name, value)
+
+
+# The initializer settings: (initializer field, its kwargs field), per part of the network.
+INITIALIZER_FIELDS = tuple(
+    (f"{part}_{kind}_initializer", f"{part}_{kind}_initializer_kwargs")
+    for part in ("fcnet", "conv", "head_fcnet", "lstm")
+    for kind in ("kernel", "bias")
+)
+
+
+def _kwargs_form(name: str, value: Any) -> tuple[tuple[str, Any], ...] | None:
+    """An initializer's kwargs as sorted (key, value) pairs (hashable); checked with its
+    initializer in ``DefaultModelConfig.__post_init__``."""
+    if value is None:
+        return None
+    if isinstance(value, tuple) and all(isinstance(x, tuple) and len(x) == 2 for x in value):
+        value = dict(value)
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise ConfigError(f"{name}={value!r}: use a dict of the initializer's arguments")
+    return tuple(sorted(value.items()))
+
+
+# RLlib's old-stack model keys that the new stack's DefaultModelConfig renamed.
+OLD_MODEL_KEYS = {
+    "post_fcnet_hiddens": "head_fcnet_hiddens",
+    "post_fcnet_activation": "head_fcnet_activation",
+}
+_WARNED: set[str] = set()
+logger = logging.getLogger("rljax")
+
 # What each field may be; __post_init__ checks every field against it.
 _CHECKS: dict[str, Check] = {
     "fcnet_hiddens": Widths(),
-    "fcnet_activation": Choice(_ACTIVATIONS),
+    "fcnet_activation": _activation,
     "conv_filters": _conv_filters,
-    "conv_activation": Choice(_ACTIVATIONS),
+    "conv_activation": _activation,
     "head_fcnet_hiddens": Widths(),
-    "head_fcnet_activation": Choice(_ACTIVATIONS),
+    "head_fcnet_activation": _activation,
     "vf_share_layers": Bool(),
     "free_log_std": Bool(),
     "log_std_clip_param": Number(0, low_open=True),
@@ -52,6 +96,10 @@ _CHECKS: dict[str, Check] = {
     "max_seq_len": Int(1),
     "lstm_use_prev_action": Bool(),
     "lstm_use_prev_reward": Bool(),
+    "fcnet_use_layernorm": Bool(),
+    "head_fcnet_use_layernorm": Bool(),
+    **{init: _initializer for init, _ in INITIALIZER_FIELDS},
+    **{kwargs: _kwargs_form for _, kwargs in INITIALIZER_FIELDS},
 }
 
 
@@ -77,6 +125,14 @@ class DefaultModelConfig:
       max_seq_len: The length of the sequences the learner trains on.
       lstm_use_prev_action: The LSTM also reads the previous action (one-hot if discrete).
       lstm_use_prev_reward: The LSTM also reads the previous reward.
+      fcnet_use_layernorm, head_fcnet_use_layernorm: A LayerNorm after each dense layer of the
+        encoder / heads, before its activation (RLlib's order).
+      fcnet_kernel_initializer, fcnet_bias_initializer, conv_*, head_fcnet_*, lstm_*: The
+        layers' initializers by RLlib's (torch's) names, e.g. ``"xavier_uniform_"`` or
+        ``"orthogonal_"``, or torch ``nn.init`` functions; each with ``*_kwargs`` (e.g.
+        ``{"gain": 0.01}``); see ``rljax.networks.initializers``. The head's apply to its
+        output layers too. None: rljax's defaults (orthogonal, scale sqrt(2) in hidden layers,
+        0.01 for the policy's outputs and 1 for the value's; zero biases).
     """
 
     fcnet_hiddens: tuple[int, ...] = (256, 256)
@@ -93,6 +149,24 @@ class DefaultModelConfig:
     max_seq_len: int = 20
     lstm_use_prev_action: bool = False
     lstm_use_prev_reward: bool = False
+    fcnet_use_layernorm: bool = False
+    head_fcnet_use_layernorm: bool = False
+    fcnet_kernel_initializer: str | None = None
+    fcnet_kernel_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    fcnet_bias_initializer: str | None = None
+    fcnet_bias_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    conv_kernel_initializer: str | None = None
+    conv_kernel_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    conv_bias_initializer: str | None = None
+    conv_bias_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    head_fcnet_kernel_initializer: str | None = None
+    head_fcnet_kernel_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    head_fcnet_bias_initializer: str | None = None
+    head_fcnet_bias_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    lstm_kernel_initializer: str | None = None
+    lstm_kernel_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    lstm_bias_initializer: str | None = None
+    lstm_bias_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
 
     def __post_init__(self) -> None:
         # Each field checked and normalised: lists (from YAML/JSON or user code) become
@@ -100,6 +174,24 @@ class DefaultModelConfig:
         for f in dataclasses.fields(self):
             value = _CHECKS[f.name](f"model_config.{f.name}", getattr(self, f.name))
             object.__setattr__(self, f.name, value)
+        from rljax.networks.initializers import check_kwargs
+
+        for init, kwargs in INITIALIZER_FIELDS:
+            given = getattr(self, kwargs)
+            check_kwargs(
+                f"model_config.{kwargs}", getattr(self, init), dict(given) if given else None
+            )
+
+    def initializer(self, part: str, kind: str) -> Any:
+        """The Flax initializer set for ``part``'s (``"fcnet"``, ``"conv"``, ``"head_fcnet"``,
+        ``"lstm"``) ``kind`` (``"kernel"``, ``"bias"``) weights, or None (rljax's default)."""
+        from rljax.networks.initializers import make_initializer
+
+        name = getattr(self, f"{part}_{kind}_initializer")
+        if name is None:
+            return None
+        kwargs = getattr(self, f"{part}_{kind}_initializer_kwargs")
+        return make_initializer(name, dict(kwargs) if kwargs else None)
 
     @classmethod
     def from_any(cls, value: DefaultModelConfig | dict[str, Any] | None) -> DefaultModelConfig:
@@ -111,6 +203,15 @@ class DefaultModelConfig:
         if not isinstance(value, dict):
             refuse("model_config", value, "None, a dict of model settings or DefaultModelConfig")
         fields = {f.name for f in dataclasses.fields(cls)}
+        value = dict(value)
+        for old, new in OLD_MODEL_KEYS.items():
+            if old in value and isinstance(old, str):
+                if new in value:
+                    raise ConfigError(f"model_config has both {old!r} and {new!r}; keep {new!r}")
+                if old not in _WARNED:
+                    _WARNED.add(old)
+                    logger.warning("model_config key %r is RLlib's old name of %r", old, new)
+                value[new] = value.pop(old)
         unknown = [k for k in value if k not in fields]
         if unknown:
             k = unknown[0]
@@ -124,4 +225,7 @@ class DefaultModelConfig:
         d["head_fcnet_hiddens"] = list(self.head_fcnet_hiddens)
         if self.conv_filters is not None:
             d["conv_filters"] = [[o, list(k), s] for o, k, s in self.conv_filters]
+        for _, kwargs in INITIALIZER_FIELDS:
+            if d[kwargs] is not None:
+                d[kwargs] = dict(getattr(self, kwargs))
         return d

@@ -194,6 +194,35 @@ class MetricsLogger:
         for path, value in _leaves(stats_dict, prefix):
             self.log_value(path, value, **kwargs)
 
+    def aggregate(self, stats_dicts: list[dict[str, Any]], *, key: Any = None) -> None:
+        """Merges the metrics of several runners (their ``get_metrics()`` dicts) into one and
+        sets it under ``key`` until the next ``reduce()``, as RLlib's ``aggregate`` merges
+        runners' stats: ``num_*`` counts add up, ``*_max`` / ``*_min`` take the max / min, and
+        ``*_mean`` values are weighted by each dict's ``num_episodes`` where it has one (the
+        mean over all the runners' episodes); other numbers are averaged."""
+        prefix = () if key is None else _key_path(key)
+        pooled: dict[tuple[str, ...], list[tuple[float, float | None]]] = {}
+        for d in stats_dicts:
+            weight = d.get("num_episodes") if isinstance(d, dict) else None
+            for path, value in _leaves(d, ()):
+                pooled.setdefault(path, []).append((float(np.asarray(value)), weight))
+        for path, items in pooled.items():
+            stats = Stats("mean", window=1, clear_on_reduce=True)
+            stats.push(_combined(path[-1], items))
+            full = (*prefix, *path)
+            for other in [p for p in self._stats if p != full]:
+                if other[: len(full)] == full or full[: len(other)] == other:
+                    del self._stats[other]  # the aggregate replaces what was there
+            self._stats[full] = stats
+
+    def pop_reduced(self, key: str | tuple[str, ...]) -> dict[str, Any]:
+        """The reduced values under ``key`` (a nested dict, empty if none), removed from the
+        logger."""
+        path = _key_path(key)
+        inside = [p for p in self._stats if p[: len(path)] == path and len(p) > len(path)]
+        out = _nest({p[len(path) :]: self._stats.pop(p).reduce() for p in inside})
+        return out
+
     def peek(self, key: str | tuple[str, ...], *, default: Any = None) -> Any:
         """The reduced value of ``key`` now, without clearing it (``default`` if never logged)."""
         path = _key_path(key)
@@ -219,6 +248,26 @@ class MetricsLogger:
 
     def __len__(self) -> int:
         return len(self._stats)
+
+
+def _combined(name: str, items: list[tuple[float, float | None]]) -> float:
+    """One value of several runners' ``name`` (see ``MetricsLogger.aggregate``)."""
+    values = np.asarray([v for v, _ in items], np.float64)
+    finite = ~np.isnan(values)
+    if name.startswith("num_"):
+        return float(values[finite].sum())
+    if not finite.any():
+        return float("nan")
+    if name.endswith("_max"):
+        return float(values[finite].max())
+    if name.endswith("_min"):
+        return float(values[finite].min())
+    weights = [w for _, w in items]
+    if name.endswith("_mean") and all(w is not None for w in weights):
+        w = np.asarray(weights, np.float64)[finite]
+        if w.sum() > 0:
+            return float((values[finite] * w).sum() / w.sum())
+    return float(values[finite].mean())
 
 
 def _leaves(d: dict[str, Any], prefix: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:

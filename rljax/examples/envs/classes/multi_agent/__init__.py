@@ -2,17 +2,43 @@
 
 ``from ray.rllib.examples.envs.classes.multi_agent import MultiAgentCartPole`` becomes
 ``from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole`` (likewise
+``MultiAgentPendulum``, ``MultiAgentMountainCar``, ``MultiAgentStatelessCartPole``,
 ``RockPaperScissors`` and ``TicTacToe``).
 """
 
 from rljax.env.multi_agent_env import make_multi_agent
 from rljax.examples.envs.classes.multi_agent.rock_paper_scissors import RockPaperScissors
 from rljax.examples.envs.classes.multi_agent.tic_tac_toe import TicTacToe
+from rljax.examples.envs.classes.stateless_cartpole import StatelessCartPole
 
-#: ``config["num_agents"]`` independent CartPole-v1 copies; agent ids ``0 .. num_agents - 1``.
-MultiAgentCartPole = make_multi_agent("CartPole-v1")
-# Importable by this name, so checkpoint configs name it and Algorithm.from_checkpoint finds it.
-MultiAgentCartPole.__module__ = __name__
-MultiAgentCartPole.__qualname__ = MultiAgentCartPole.__name__ = "MultiAgentCartPole"
 
-__all__ = ["MultiAgentCartPole", "RockPaperScissors", "TicTacToe"]
+def _named(cls: type, name: str) -> type:
+    """Importable by ``name``, so checkpoint configs name it and Algorithm.from_checkpoint
+    finds it."""
+    cls.__module__ = __name__
+    cls.__qualname__ = cls.__name__ = name
+    return cls
+
+
+def _stateless_cartpole(config: dict) -> StatelessCartPole:
+    return StatelessCartPole(config)
+
+
+#: ``config["num_agents"]`` independent copies of an env; agent ids ``0 .. num_agents - 1``.
+MultiAgentCartPole = _named(make_multi_agent("CartPole-v1"), "MultiAgentCartPole")
+MultiAgentPendulum = _named(make_multi_agent("Pendulum-v1"), "MultiAgentPendulum")
+MultiAgentMountainCar = _named(
+    make_multi_agent("MountainCarContinuous-v0"), "MultiAgentMountainCar"
+)
+MultiAgentStatelessCartPole = _named(
+    make_multi_agent(_stateless_cartpole), "MultiAgentStatelessCartPole"
+)
+
+__all__ = [
+    "MultiAgentCartPole",
+    "MultiAgentMountainCar",
+    "MultiAgentPendulum",
+    "MultiAgentStatelessCartPole",
+    "RockPaperScissors",
+    "TicTacToe",
+]

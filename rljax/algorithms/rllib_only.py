@@ -1,0 +1,98 @@
+"""RLlib settings rljax does not have, in one table: what each one is, and what to do instead.
+
+A setter or ``update_from_dict`` that meets one of these names says so with the advice below,
+instead of guessing at an unrelated name. (Settings RLlib renamed are in
+``algorithm_config.RENAMED``, which names the new one.) Settings marked ``no_effect`` are
+accepted (they change nothing on one host: a one-time warning says so); the others are refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rljax.utils.errors import ConfigError
+
+logger = logging.getLogger("rljax")
+
+# name -> (no_effect, advice)
+RLLIB_ONLY: dict[str, tuple[bool, str]] = {
+    "batch_mode": (
+        False,
+        "rljax samples fixed-length fragments (RLlib's 'truncate_episodes'): episodes are cut "
+        "at rollout_fragment_length and bootstrapped; remove the setting",
+    ),
+    "observation_filter": (
+        False,
+        "RLlib's old-stack filter; use .env_runners(env_to_module_connector=lambda env, spaces, "
+        "device: MeanStdFilter()) (rljax.connectors.env_to_module)",
+    ),
+    "clip_rewards": (
+        False,
+        "rljax clips Atari rewards to their sign by default (EnvPool's reward_clip: set "
+        "env_config={'reward_clip': False} to change); for another env, wrap it in "
+        "gymnasium.wrappers.TransformReward",
+    ),
+    "normalize_actions": (
+        False,
+        "continuous actions are sampled unbounded and clipped to the space's bounds before "
+        "the env steps (clip_actions=True, the default); remove the setting",
+    ),
+    "preprocessor_pref": (
+        False,
+        "RLlib's old-stack preprocessors; Atari frames are preprocessed by EnvPool (or "
+        "rljax.env.atari), other observations go to the model as they are",
+    ),
+    "offline_data": (False, "rljax has no offline data API"),
+    "input_": (False, "rljax has no offline data API; it samples from envs only"),
+    "output": (False, "rljax has no offline data API; log results with rljax train --logdir"),
+    "env_task_fn": (
+        False,
+        "change the task between iterations with algo.env_runner_group.foreach_env_runner("
+        "lambda r: r.foreach_env(lambda env: env.set_task(...)))",
+    ),
+    "remote_worker_envs": (
+        False,
+        "use gym_env_vectorize_mode='ASYNC' (a process per sub-env) instead",
+    ),
+    "evaluation_force_reset_envs_before_iteration": (
+        True,
+        "every evaluation starts on new env copies and new episodes",
+    ),
+    "create_env_on_local_worker": (
+        True,
+        "with num_env_runners=0 the driver samples from its own envs; with runners it keeps none",
+    ),
+    "num_cpus_for_main_process": (True, "runner threads and the learner share the host's cores"),
+    "num_cpus_per_learner": (True, "the learner's update is one jitted program"),
+    "compress_observations": (True, "observations stay on the host or device uncompressed"),
+    "enable_connectors": (True, "rljax has only RLlib's new API stack"),
+    "enable_rl_module_and_learner": (True, "rljax has only RLlib's new API stack"),
+    "enable_env_runner_and_connector_v2": (True, "rljax has only RLlib's new API stack"),
+    "validate_env_runners_after_construction": (True, "runners are checked when they are built"),
+    "_evaluation_parallel_to_training_wo_thread": (
+        True,
+        "a parallel evaluation runs in a thread of the driver; its results are the same",
+    ),
+}
+
+_warned: set[str] = set()
+
+
+def check_rllib_only(where: str, name: str, value: Any) -> bool:
+    """True if ``name`` is an RLlib setting that has no effect here (warned about once);
+    raises ``ConfigError`` with the table's advice for one rljax refuses; False for a name not
+    in the table."""
+    entry = RLLIB_ONLY.get(name)
+    if entry is None:
+        return False
+    no_effect, advice = entry
+    if not no_effect:
+        raise ConfigError(f"{where}: {name}={value!r} is RLlib's; rljax has no {name}: {advice}")
+    if name not in _warned:
+        _warned.add(name)
+        logger.warning("%s: %s=%r has no effect in rljax: %s", where, name, value, advice)
+    return True
+
+
+__all__ = ["RLLIB_ONLY", "check_rllib_only"]

@@ -1,0 +1,279 @@
+"""What RLlib's scripts reach into beside training: the env runner group
+(``algo.env_runner_group.foreach_env_runner(fn)``) and the value ``algo.save()`` returns."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from rljax.env.single_agent_episode import SingleAgentEpisode
+from rljax.execution.evaluation import episode_summary
+
+
+@dataclass
+class SaveResult:
+    """What ``Algorithm.save()`` returns, as RLlib's: ``checkpoint.path`` is the directory."""
+
+    checkpoint: Any
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def __fspath__(self) -> str:
+        return str(self.checkpoint.path)
+
+
+class EnvRunner:
+    """One env runner as RLlib's scripts see it: ``worker_index`` (0 for sampling in the
+    driver, 1..n for runner threads), ``config`` (the algorithm's), ``env`` (its vector env),
+    ``num_envs``, and ``foreach_env(fn)`` over its sub-envs."""
+
+    def __init__(self, worker_index: int, runner: Any, env: Any, config: Any, algo: Any = None):
+        self.worker_index = worker_index
+        self.env = getattr(env, "env", env)  # a gymnasium vector env where there is one
+        self.config = config
+        self._runner = runner
+        self._algo = algo
+
+    def make_env(self) -> None:
+        """Rebuilds this runner's envs from its ``config``'s env and ``env_config`` (RLlib's
+        ``make_env()``: a curriculum script sets ``env_runner.config.environment(env_config=
+        ...)`` first). The spaces must stay the policy's; every sub-env starts a new episode.
+        Runner threads' gymnasium envs only: EnvPool's fused path builds its envs once."""
+        from rljax.env.vector import env_spaces, resolve_env
+        from rljax.runners.host import HostRunner
+        from rljax.utils.errors import ConfigError
+
+        algo = self._algo
+        if algo is None or not isinstance(self._runner, HostRunner):
+            raise ConfigError(
+                "make_env(): this runner's envs cannot be rebuilt (EnvPool's fused path builds "
+                "them once); for a curriculum, use a gymnasium env, or set the task through "
+                "foreach_env(lambda env: env.set_task(...))"
+            )
+        spec = resolve_env(self.config.env, self.config.env_config)
+        spaces = env_spaces(spec)
+        if spaces != (algo.observation_space, algo.action_space):
+            raise ConfigError(
+                f"make_env(): env {spec.name!r} with this env_config has spaces {spaces}; the "
+                f"policy acts on {(algo.observation_space, algo.action_space)}"
+            )
+        self._runner.rebuild_env(spec, algo._runners.params)
+        self.env = getattr(self._runner.env, "env", self._runner.env)
+
+    @property
+    def num_envs(self) -> int:
+        return int(getattr(self.env, "num_envs", 1))
+
+    def sub_envs(self) -> Iterator[Any]:
+        """The runner's sub-env objects where its vector env holds them in this process (a
+        gymnasium ``SyncVectorEnv``); EnvPool's and ASYNC envs keep theirs elsewhere."""
+        envs = getattr(self.env, "envs", None)
+        if envs is None:
+            inner = getattr(self.env, "env", None)
+            envs = getattr(inner, "envs", None)
+        if envs is None:
+            raise TypeError(
+                f"env runner {self.worker_index}'s envs ({type(self.env).__name__}) are not "
+                "Python objects in this process (EnvPool's, or in ASYNC worker processes); "
+                "change them through env_config instead"
+            )
+        return iter(envs)
+
+    def foreach_env(self, func: Callable[[Any], Any]) -> list[Any]:
+        """``func(sub_env)`` for each sub-env (see ``sub_envs``), in order."""
+        return [func(env) for env in self.sub_envs()]
+
+
+class EnvRunnerGroup:
+    """The algorithm's env runners (RLlib's ``EnvRunnerGroup``): called between iterations,
+    while no runner samples."""
+
+    def __init__(self, algo: Any):
+        self._algo = algo
+
+    def _runners(self) -> list[EnvRunner]:
+        out = []
+        for i, runner, env in self._algo._runner_envs():
+            # Each runner keeps a config of its own (RLlib's runners hold copies), which
+            # scripts change before make_env().
+            config = getattr(runner, "rllib_config", None)
+            if config is None:
+                config = self._algo.config.copy()
+                with contextlib.suppress(AttributeError):
+                    runner.rllib_config = config
+            out.append(EnvRunner(i, runner, env, config, self._algo))
+        return out
+
+    def foreach_env_runner(
+        self,
+        func: Callable[[EnvRunner], Any],
+        local_env_runner: bool = True,
+        healthy_only: bool = True,
+        remote_worker_ids: list[int] | None = None,
+        timeout_seconds: float | None = None,
+    ) -> list[Any]:
+        """``func(env_runner)`` for each runner (``remote_worker_ids``: those indexes only),
+        returned in order. Sampling in the driver is the one runner, index 0."""
+        runners = self._runners()
+        if remote_worker_ids is not None:
+            runners = [r for r in runners if r.worker_index in set(remote_worker_ids)]
+        return [func(r) for r in runners]
+
+    def num_healthy_remote_workers(self) -> int:
+        group = self._algo._runners
+        return 0 if group is None or not self._algo.config.num_env_runners else group.num_healthy
+
+    def num_remote_env_runners(self) -> int:
+        return int(self._algo.config.num_env_runners)
+
+    @property
+    def local_env_runner(self) -> EnvRunner | None:
+        runners = [r for r in self._runners() if r.worker_index == 0]
+        return runners[0] if runners else None
+
+
+def _row(tree: Any, i: int) -> Any:
+    return jax.tree.map(lambda x: np.asarray(x)[i], tree)
+
+
+class EvaluationEnvRunner(EnvRunner):
+    """One evaluation runner of a ``custom_evaluation_function``: its env copies (a gymnasium
+    ``SyncVectorEnv`` as ``env`` for gymnasium envs) and the evaluation policy, with RLlib's
+    ``sample()`` and ``get_metrics()``."""
+
+    def __init__(
+        self, worker_index: int, host_env: Any, actions: Callable[[Any], Any], config: Any
+    ):
+        super().__init__(worker_index, None, host_env, config)
+        self._host = host_env
+        self._actions = actions
+        self._result: Any = None
+        self._ids: Any = None
+        self._open: list[SingleAgentEpisode | None] = []
+        self._done: list[SingleAgentEpisode] = []  # finished since get_metrics()
+        self._steps = 0  # env steps since get_metrics()
+
+    @property
+    def num_envs(self) -> int:
+        return int(self._host.num_envs)
+
+    def _start(self) -> None:
+        self._result = self._host.reset()
+        self._ids = self._result.env_id
+        self._open = [None] * self.num_envs
+        for k, i in enumerate(self._ids):
+            self._open[int(i)] = SingleAgentEpisode(_row(self._result.obs, k), {}, int(i))
+
+    def _step(self) -> tuple[list[SingleAgentEpisode], int]:
+        """One step of every env copy: the episodes it finished and the env steps it took."""
+        result, ids = self._result, self._ids
+        actions = self._actions(result.obs)
+        nxt = self._host.step(actions, ids)
+        finished, steps = [], 0
+        by_id = {int(i): k for k, i in enumerate(ids)}
+        for k, i in enumerate(nxt.env_id):
+            i = int(i)
+            episode = self._open[i]
+            if episode is None:  # the auto-reset row: the next episode's first observation
+                self._open[i] = SingleAgentEpisode(_row(nxt.obs, k), {}, i)
+                continue
+            episode.add_env_step(
+                _row(nxt.obs, k),
+                _row(actions, by_id[i]),
+                float(nxt.reward[k]),
+                {},
+                bool(nxt.terminated[k]),
+                bool(nxt.truncated[k]),
+            )
+            steps += 1
+            if episode.is_done:
+                finished.append(episode)
+                self._open[i] = None
+        self._result, self._ids = nxt, nxt.env_id
+        self._done += finished
+        self._steps += steps
+        return finished, steps
+
+    def sample(
+        self,
+        *,
+        num_timesteps: int | None = None,
+        num_episodes: int | None = None,
+        explore: bool | None = None,
+        force_reset: bool = False,
+        **kwargs: Any,
+    ) -> list[SingleAgentEpisode]:
+        """Steps the env copies with the evaluation policy and returns the episodes.
+
+        ``num_episodes``: until that many finished (all of them are returned). ``num_timesteps``:
+        until that many env steps, returning the finished episodes and the unfinished ones as
+        they are (they go on in the next call as new chunks). Neither: one episode per env copy.
+        ``explore`` must match the evaluation's (``evaluation_config``'s ``explore``)."""
+        wanted = bool((self.config.evaluation_config or {}).get("explore", False))
+        if explore is not None and bool(explore) != wanted:
+            raise ValueError(
+                f"sample(explore={explore}): this evaluation acts with explore={wanted} "
+                "(set evaluation_config's explore)"
+            )
+        if self._result is None or force_reset:
+            self._start()
+        if num_timesteps is None and num_episodes is None:
+            num_episodes = self.num_envs
+        finished: list[SingleAgentEpisode] = []
+        steps = 0
+        while (num_episodes is not None and len(finished) < num_episodes) or (
+            num_timesteps is not None and steps < num_timesteps
+        ):
+            done, n = self._step()
+            finished += done
+            steps += n
+        if num_timesteps is None:
+            return finished
+        chunks = [ep for ep in self._open if ep is not None and len(ep)]
+        for i, ep in enumerate(self._open):
+            if ep is not None and len(ep):
+                successor = SingleAgentEpisode(ep.observations[-1], {}, i)
+                successor.t_started = ep.t_started + len(ep)
+                self._open[i] = successor
+        return finished + chunks
+
+    def get_metrics(self) -> dict[str, Any]:
+        """RLlib's episode figures of the episodes finished (and env steps taken) since the
+        last call: ``episode_return_mean`` / ``_max`` / ``_min``, ``episode_len_mean``,
+        ``num_episodes``, ``num_env_steps_sampled``."""
+        done, self._done = self._done, []
+        steps, self._steps = self._steps, 0
+        return episode_summary([e.get_return() for e in done], [len(e) for e in done], steps)
+
+    def close(self) -> None:
+        self._host.close()
+
+
+class EvaluationEnvRunnerGroup(EnvRunnerGroup):
+    """The evaluation runners handed to ``custom_evaluation_function`` (RLlib's
+    ``eval_env_runner_group``); there is no local one."""
+
+    def __init__(self, runners: list[EvaluationEnvRunner]):
+        self._eval_runners = runners
+
+    def _runners(self) -> list[EnvRunner]:
+        return list(self._eval_runners)
+
+    def num_healthy_remote_workers(self) -> int:
+        return len(self._eval_runners)
+
+    def num_remote_env_runners(self) -> int:
+        return len(self._eval_runners)
+
+
+__all__ = [
+    "EnvRunner",
+    "EnvRunnerGroup",
+    "EvaluationEnvRunner",
+    "EvaluationEnvRunnerGroup",
+    "SaveResult",
+]
