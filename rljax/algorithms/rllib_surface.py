@@ -81,11 +81,24 @@ class EnvRunner:
                 "Python objects in this process (EnvPool's, or in ASYNC worker processes); "
                 "change them through env_config instead"
             )
-        return iter(envs)
+        return iter(_users_env(env) for env in envs)
 
     def foreach_env(self, func: Callable[[Any], Any]) -> list[Any]:
-        """``func(sub_env)`` for each sub-env (see ``sub_envs``), in order."""
+        """``func(sub_env)`` for each sub-env (see ``sub_envs``: the env as the env creator
+        returned it, without rljax's own wrappers), in order."""
         return [func(env) for env in self.sub_envs()]
+
+
+def _users_env(env: Any) -> Any:
+    """A sub-env without the wrappers rljax puts around it (API checks, state access,
+    restarts): the object the user's env creator returned."""
+    from rljax.env.api_check import ApiCheckedEnv
+    from rljax.env.fault_tolerance import RestartingEnv
+    from rljax.env.vector import _StateAccess
+
+    while isinstance(env, ApiCheckedEnv | RestartingEnv | _StateAccess):
+        env = env.env
+    return env
 
 
 class EnvRunnerGroup:

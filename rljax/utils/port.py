@@ -9,8 +9,8 @@ What changes, and nothing else:
   ``ray.tune.registry.register_env`` is ``rljax.tune.registry.register_env``), and Ray AIR's
   names for Tune's pieces: ``ray.air`` -> ``rljax.tune``, ``ray.air.constants`` ->
   ``rljax.tune.result``, ``ray.air.integrations.wandb`` -> ``rljax.tune.logger``;
-- ``ray.init(...)`` and ``ray.shutdown()`` statements become ``pass``, and ``import ray`` goes
-  when nothing else of ``ray`` is used.
+- ``ray.init(...)`` and ``ray.shutdown()`` statements become ``pass``, and ``import ray``
+  becomes ``import rljax`` when nothing else of ``ray`` is used.
 
 What is left of ``ray`` afterwards (``ray.air``, ``ray.data``, ``ray.remote``, ...) is listed in
 the notes: rljax has no counterpart, and the script will fail there.
@@ -29,6 +29,8 @@ _AIR = {
     "ray.air.constants": "rljax.tune.result",
     "ray.air": "rljax.tune",
 }
+# ``ray.<name>`` in code, not inside another dotted name or a URL (docs.ray.io).
+_RAY_NAME = re.compile(r"(?<![\w./])ray\.[A-Za-z_][\w.]*")
 _FROM_RAY = re.compile(r"^(\s*)from\s+ray\s+import\s+(.+?)\s*$")
 
 
@@ -115,13 +117,12 @@ def port_source(source: str) -> Ported:
             body = re.sub(rf"(?<![\w.]){re.escape(air)}\b", ours, body)
         out.append(body + newline)
     text = "".join(out)
-    # `import ray` alone: dropped when no `ray.` is left.
-    if not re.search(r"\bray\.", re.sub(r"^\s*import ray\s*$", "", text, flags=re.M)):
-        text = re.sub(
-            r"^(\s*)import ray\s*$", r"\1pass  # (rljax port) import ray", text, flags=re.M
-        )
+    # `import ray` alone: becomes `import rljax` (which `ray.rllib.X` names now need) when no
+    # `ray.` is left.
+    if not _RAY_NAME.search(re.sub(r"^\s*import ray\s*$", "", text, flags=re.M)):
+        text = re.sub(r"^(\s*)import ray\s*$", r"\1import rljax  # (rljax port)", text, flags=re.M)
     ast.parse(text)  # the port must leave valid Python
-    for m in re.finditer(r"(?<![\w./])ray\.[A-Za-z_][\w.]*", text):
+    for m in _RAY_NAME.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
         notes.append(f"line {line}: `{m.group(0)}` has no rljax counterpart")
     return Ported(text, notes)

@@ -76,6 +76,13 @@ def _kwargs_form(name: str, value: Any) -> tuple[tuple[str, Any], ...] | None:
 OLD_MODEL_KEYS = {
     "post_fcnet_hiddens": "head_fcnet_hiddens",
     "post_fcnet_activation": "head_fcnet_activation",
+    "post_fcnet_weights_initializer": "head_fcnet_kernel_initializer",
+    "post_fcnet_weights_initializer_config": "head_fcnet_kernel_initializer_kwargs",
+    "post_fcnet_bias_initializer": "head_fcnet_bias_initializer",
+    "post_fcnet_bias_initializer_config": "head_fcnet_bias_initializer_kwargs",
+    "fcnet_weights_initializer": "fcnet_kernel_initializer",
+    "fcnet_weights_initializer_config": "fcnet_kernel_initializer_kwargs",
+    "fcnet_bias_initializer_config": "fcnet_bias_initializer_kwargs",
 }
 _WARNED: set[str] = set()
 logger = logging.getLogger("rljax")

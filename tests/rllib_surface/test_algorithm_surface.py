@@ -1,0 +1,105 @@
+"""What RLlib scripts call on an algorithm besides train(): its counters and config, weights,
+save()/restore() return values, and the env runners (foreach_env_runner, make_env)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from rljax.algorithms.ppo import PPOConfig
+from rljax.examples.envs.classes.simple_corridor import SimpleCorridor
+from rljax.utils.errors import ConfigError
+
+
+def _corridor(num_env_runners: int) -> PPOConfig:
+    return (
+        PPOConfig()
+        .environment(SimpleCorridor, env_config={"corridor_length": 5})
+        .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=1)
+    )
+
+
+def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
+    algo = _corridor(0).build_algo()
+    try:
+        algo.train()
+        assert algo.training_iteration == algo.iteration == 1
+        assert algo.get_config() is algo.config
+        weights = algo.get_weights()
+        assert list(weights) == ["default_policy"]
+        leaves = [np.asarray(x) for x in __import__("jax").tree.leaves(weights["default_policy"])]
+        assert leaves and all(isinstance(x, np.ndarray) for x in leaves)
+        saved = algo.save(tmp_path / "ckpt")
+        assert os.fspath(saved.checkpoint.path) == str(tmp_path / "ckpt")
+        assert saved.metrics["training_iteration"] == 1
+        default_dir = algo.save_to_path()  # RLlib's default: a new directory
+        assert os.path.isdir(default_dir) and "PPO_checkpoint_" in default_dir
+        algo.train()
+        algo.restore(saved)  # what save() returned, as RLlib's restore takes it
+        assert algo.training_iteration == 1
+        restored = algo.get_weights()["default_policy"]
+        for a, b in zip(
+            __import__("jax").tree.leaves(restored),
+            __import__("jax").tree.leaves(weights["default_policy"]),
+            strict=True,
+        ):
+            np.testing.assert_array_equal(a, b)
+    finally:
+        algo.stop()
+
+
+def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them():
+    algo = _corridor(2).build_algo()
+    try:
+        group = algo.env_runner_group
+        assert group.foreach_env_runner(lambda r: r.worker_index) == [1, 2]
+        assert group.num_healthy_remote_workers() == 2 and group.local_env_runner is None
+        lengths = group.foreach_env_runner(lambda r: r.foreach_env(lambda e: e.unwrapped.end_pos))
+        assert lengths == [[5, 5], [5, 5]]
+
+        def longer(runner):
+            runner.config.environment(env_config={"corridor_length": 7 + runner.worker_index})
+            runner.make_env()
+
+        group.foreach_env_runner(longer)
+        # Each runner kept its own config and rebuilt its envs from it.
+        assert group.foreach_env_runner(
+            lambda r: (r.config.env_config["corridor_length"], r.foreach_env(lambda e: e.end_pos))
+        ) == [(8, [8, 8]), (9, [9, 9])]
+        assert algo.config.env_config["corridor_length"] == 5
+        result = algo.train()  # sampling goes on on the new envs
+        assert result["env_runners"]["num_env_steps_sampled"] > 0
+
+        def other_spaces(runner):
+            runner.config.environment("CartPole-v1", env_config={})
+            runner.make_env()
+
+        with pytest.raises(ConfigError, match="the policy acts on"):
+            group.foreach_env_runner(other_spaces)
+    finally:
+        algo.stop()
+
+
+def test_make_env_on_envpools_fused_path_says_what_to_do_instead():
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=32, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .build_algo()
+    )
+    try:
+        (runner,) = algo.env_runner_group._runners()
+        assert runner.worker_index == 0 and runner.num_envs == 2
+        with pytest.raises(ConfigError, match="EnvPool's fused path builds them once"):
+            runner.make_env()
+        with pytest.raises(TypeError, match="not Python objects in this process"):
+            runner.foreach_env(lambda e: e)
+    finally:
+        algo.stop()

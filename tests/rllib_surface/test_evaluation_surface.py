@@ -1,0 +1,175 @@
+"""RLlib's evaluation options: custom evaluation functions on evaluation runners, the
+runners' metrics merged as RLlib merges them, "auto" durations, time limits and smoothing."""
+
+from __future__ import annotations
+
+import logging
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from rljax.algorithms.algorithm_config import AlgorithmConfig
+from rljax.algorithms.ppo import PPOConfig
+from rljax.env.multi_agent_vector import FinishedEpisode
+from rljax.examples.envs.classes.simple_corridor import SimpleCorridor
+from rljax.execution.evaluation import evaluate_policy
+from rljax.utils.errors import ConfigError
+from rljax.utils.metrics import ENV_RUNNER_RESULTS, EVALUATION_RESULTS
+from rljax.utils.metrics.metrics_logger import MetricsLogger
+
+
+def test_aggregate_merges_runner_metrics_by_hand():
+    logger = MetricsLogger()
+    runner_1 = {
+        "episode_return_mean": 1.0,
+        "episode_return_max": 1.0,
+        "episode_len_mean": 10.0,
+        "num_episodes": 1,
+        "num_env_steps_sampled": 10,
+    }
+    runner_2 = {
+        "episode_return_mean": 4.0,
+        "episode_return_max": 6.0,
+        "episode_len_mean": 20.0,
+        "num_episodes": 3,
+        "num_env_steps_sampled": 60,
+    }
+    idle = {
+        "episode_return_mean": math.nan,
+        "episode_return_max": math.nan,
+        "episode_len_mean": math.nan,
+        "num_episodes": 0,
+        "num_env_steps_sampled": 7,
+    }
+    logger.aggregate([runner_1, runner_2, idle], key=("evaluation", "env_runners"))
+    merged = logger.peek(("evaluation", "env_runners"))
+    # Means weighted by each runner's episodes: (1*1 + 4*3) / 4 and (10*1 + 20*3) / 4.
+    assert merged == {
+        "episode_return_mean": 3.25,
+        "episode_return_max": 6.0,
+        "episode_len_mean": 17.5,
+        "num_episodes": 4.0,
+        "num_env_steps_sampled": 77.0,
+    }
+    assert logger.pop_reduced("evaluation") == {"env_runners": merged}
+    assert len(logger) == 0
+
+
+class _ScriptedEpisodes:
+    """An EvaluationEnv whose k-th step finishes one episode of return k and length k."""
+
+    def __init__(self):
+        self.k = 0
+
+    def reset(self):
+        return SimpleNamespace(obs=np.zeros((1, 1)))
+
+    def step(self, actions):
+        self.k += 1
+        return SimpleNamespace(obs=np.zeros((1, 1)))
+
+    def drain_stats(self):
+        return [FinishedEpisode(0, self.k, float(self.k), {}, {})], self.k
+
+    def close(self):
+        pass
+
+
+def test_evaluation_smoothing_window_and_auto_duration():
+    act = lambda obs: np.zeros(1, np.int64)  # noqa: E731
+    out = evaluate_policy(_ScriptedEpisodes(), act, 4, True, window=2)["env_runners"]
+    # Returns 1, 2, 3, 4: the figures are those of the last two, the count is all four.
+    assert out["episode_return_mean"] == 3.5 and out["episode_return_min"] == 3.0
+    assert out["num_episodes"] == 4 and out["num_env_steps_sampled"] == 1 + 2 + 3 + 4
+    # "auto": until the training step ends (here after the third check), at least one episode.
+    calls = iter([False, False, True])
+    out = evaluate_policy(_ScriptedEpisodes(), act, None, True, until=lambda: next(calls))
+    assert out["env_runners"]["num_episodes"] == 3
+
+
+def test_auto_duration_needs_parallel_evaluation():
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .evaluation(evaluation_interval=1, evaluation_duration="auto")
+    )
+    with pytest.raises(ConfigError, match="needs evaluation_parallel_to_training=True"):
+        config.validate()
+    config.evaluation(evaluation_parallel_to_training=True).validate()
+
+
+def test_evaluation_stops_at_its_sample_timeout(caplog):
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .training(train_batch_size_per_learner=64, minibatch_size=64, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .evaluation(evaluation_duration=5000, evaluation_sample_timeout_s=0.5)
+        .build_algo()
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger="rljax"):
+            out = algo.evaluate()["env_runners"]
+    finally:
+        algo.stop()
+    assert out["num_episodes"] < 5000
+    assert any("evaluation_sample_timeout_s=0.5" in r.getMessage() for r in caplog.records)
+
+
+def test_custom_evaluation_function_on_evaluation_runners():
+    seen = {}
+
+    def custom(algorithm, eval_workers):
+        def lengths(runner):
+            for env in runner.env.unwrapped.envs:
+                env.unwrapped.set_corridor_length(2 + runner.worker_index)
+
+        eval_workers.foreach_env_runner(lengths)
+        out = eval_workers.foreach_env_runner(
+            lambda r: (r.sample(num_episodes=3), r.get_metrics()), local_env_runner=False
+        )
+        seen["episodes"] = [
+            (r.worker_index, eps) for r, (eps, _) in zip(eval_workers._runners(), out, strict=True)
+        ]
+        algorithm.metrics.aggregate(
+            [m for _, m in out], key=(EVALUATION_RESULTS, ENV_RUNNER_RESULTS)
+        )
+        results = algorithm.metrics.peek((EVALUATION_RESULTS, ENV_RUNNER_RESULTS))
+        episodes = [e for _, eps in seen["episodes"] for e in eps]
+        return results, sum(e.env_steps() for e in episodes), sum(e.agent_steps() for e in episodes)
+
+    algo = (
+        PPOConfig()
+        .environment(SimpleCorridor, env_config={"corridor_length": 2})
+        .env_runners(num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=64, minibatch_size=64, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .evaluation(
+            evaluation_interval=1,
+            evaluation_num_env_runners=2,
+            custom_evaluation_function=custom,
+            evaluation_config=AlgorithmConfig.overrides(explore=True),  # a random walk ends
+        )
+        .debugging(seed=3)
+        .build_algo()
+    )
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    episodes = [(w, e) for w, eps in seen["episodes"] for e in eps]
+    assert [w for w, _ in episodes].count(1) >= 3 and [w for w, _ in episodes].count(2) >= 3
+    for worker, episode in episodes:  # runner 1 walks 3 cells, runner 2 four
+        assert episode.is_terminated and episode.get_observations(-1)[0] == 2 + worker
+        assert len(episode) >= 2 + worker
+        assert math.isclose(episode.get_return(), 1.0 - 0.01 * (len(episode) - 1), rel_tol=1e-6)
+    out = result["evaluation"]["env_runners"]
+    returns = [e.get_return() for _, e in episodes]
+    assert out["num_episodes"] == len(episodes)
+    assert math.isclose(out["episode_return_mean"], float(np.mean(returns)), rel_tol=1e-6)
+    # Steps sampled: the finished episodes' and those of the episodes still running.
+    open_steps = out["num_env_steps_sampled"] - sum(len(e) for _, e in episodes)
+    assert open_steps >= 0
+    assert "evaluation" not in algo.metrics.reduce()  # reported once, in this result

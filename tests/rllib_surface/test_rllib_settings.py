@@ -1,0 +1,89 @@
+"""RLlib's settings rljax lacks, its API-stack and framework switches, deprecated names, and
+the registry's algorithm classes."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from rljax.algorithms import algorithm_config, rllib_only
+from rljax.algorithms.dqn import DQNConfig
+from rljax.algorithms.ppo import PPO, PPOConfig
+from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.tune.registry import get_trainable_cls
+from rljax.utils.errors import ConfigError
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda c: c.env_runners(batch_mode="complete_episodes"), "rljax has no batch_mode"),
+        (
+            lambda c: c.env_runners(observation_filter="MeanStdFilter"),
+            "env_to_module_connector=lambda env, spaces, device: MeanStdFilter",
+        ),
+        (lambda c: c.environment(clip_rewards=True), "rljax clips Atari rewards to their sign"),
+        (lambda c: c.update_from_dict({"clip_rewards": 1.0}), "reward_clip"),
+        (lambda c: c.environment(normalize_actions=True), "clipped to the space's bounds"),
+    ],
+)
+def test_rllib_only_settings_are_refused_with_what_to_do(call, message):
+    with pytest.raises(ConfigError, match=message) as e:
+        call(PPOConfig())
+    assert "is RLlib's" in str(e.value) and "did you mean" not in str(e.value)
+
+
+def test_rllib_settings_without_effect_are_accepted_and_said_once(caplog, monkeypatch):
+    monkeypatch.setattr(rllib_only, "_warned", set())
+    config = PPOConfig().env_runners(create_env_on_local_worker=True, num_envs_per_env_runner=2)
+    config.env_runners(create_env_on_local_worker=True)
+    said = [
+        r.getMessage() for r in caplog.records if "create_env_on_local_worker" in r.getMessage()
+    ]
+    assert len(said) == 1 and "has no effect in rljax" in said[0]
+    assert config.num_envs_per_env_runner == 2
+
+
+def test_api_stack_off_is_an_error_and_a_framework_warns_once(caplog, monkeypatch):
+    with pytest.raises(ConfigError, match="rljax has only RLlib's new API stack"):
+        PPOConfig().api_stack(enable_rl_module_and_learner=False)
+    with pytest.raises(ConfigError, match="enable_env_runner_and_connector_v2=False"):
+        PPOConfig().api_stack(True, False)
+    config = PPOConfig().api_stack(True, True)
+    assert config.enable_rl_module_and_learner and config.enable_env_runner_and_connector_v2
+    monkeypatch.setattr(algorithm_config, "_WARNED_ONCE", set())
+    with caplog.at_level(logging.WARNING, logger="rljax"):
+        PPOConfig().framework("torch")
+        PPOConfig().framework("tf2", eager_tracing=True)
+        PPOConfig().framework("jax")
+    said = [r.getMessage() for r in caplog.records if "framework(" in r.getMessage()]
+    assert said == [
+        "framework('torch'): rljax's models run in JAX (with XLA); the setting has no effect"
+    ]
+
+
+def test_deprecated_names_set_the_current_setting(caplog):
+    config = PPOConfig().training(mini_batch_size_per_learner=64)
+    assert config.minibatch_size == 64
+    config = PPOConfig().rl_module(model_config_dict={"fcnet_hiddens": [8]})
+    assert config.model_config.fcnet_hiddens == (8,)
+    assert PPOConfig().update_from_dict({"mini_batch_size_per_learner": 32}).minibatch_size == 32
+    with pytest.raises(ConfigError, match="'minibatch_size' twice"):
+        PPOConfig().training(minibatch_size=32, mini_batch_size_per_learner=64)
+    # RLlib's old-stack model keys that the new stack renamed.
+    mc = DefaultModelConfig.from_any({"post_fcnet_hiddens": [4], "post_fcnet_activation": None})
+    assert mc.head_fcnet_hiddens == (4,) and mc.head_fcnet_activation == "linear"
+
+
+def test_get_trainable_cls_and_default_configs():
+    assert get_trainable_cls("PPO") is PPO
+    config = get_trainable_cls("DQN").get_default_config()
+    assert isinstance(config, DQNConfig) and config.algo_class is get_trainable_cls("DQN")
+    assert PPO.get_default_config().to_dict() == PPOConfig().to_dict()
+    with pytest.raises(
+        ConfigError, match=r"get_trainable_cls\('ppo'\): no such algorithm \(did you mean 'PPO'\?\)"
+    ):
+        get_trainable_cls("ppo")
+    with pytest.raises(ConfigError, match="rljax has"):
+        get_trainable_cls("MARWIL")
