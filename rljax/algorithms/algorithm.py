@@ -26,6 +26,7 @@ from rljax.algorithms.rllib_surface import (
     EnvRunnerGroup,
     EvaluationEnvRunner,
     EvaluationEnvRunnerGroup,
+    LearnerGroup,
     SaveResult,
 )
 from rljax.callbacks.callbacks import HOOKS
@@ -827,7 +828,7 @@ class Algorithm:
         """The config this algorithm was built from (RLlib's ``get_config``)."""
         return self.config
 
-    def get_weights(self, policies: Iterable[str] | None = None) -> dict[str, Any]:
+    def get_weights(self, policies: list[str] | None = None) -> dict[str, Any]:
         """``{policy_id: the policy's inference weights}`` as numpy arrays (RLlib's
         ``get_weights``); ``policies``: these only (default: all)."""
         wanted = list(self._policy_ids()) if policies is None else list(policies)
@@ -837,6 +838,17 @@ class Algorithm:
             params = self.get_module(None if pid == DEFAULT_POLICY else pid).params
             out[pid] = jax.tree.map(np.asarray, jax.device_get(params))
         return out
+
+    @property
+    def env_runner(self) -> Any:
+        """The local env runner (RLlib's ``algo.env_runner``): the driver's sampling, or None
+        with runner threads."""
+        return self.env_runner_group.local_env_runner
+
+    @property
+    def learner_group(self) -> LearnerGroup:
+        """The learners as RLlib's ``LearnerGroup``: ``get_weights()``, ``foreach_learner``."""
+        return LearnerGroup(self)
 
     @property
     def env_runner_group(self) -> EnvRunnerGroup:

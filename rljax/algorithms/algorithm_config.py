@@ -1249,7 +1249,7 @@ class AlgorithmConfig:
             )
         if (
             self.evaluation_duration_unit == "episodes"
-            and self.evaluation_duration != "auto"
+            and isinstance(self.evaluation_duration, int)
             and self.evaluation_duration > MAX_EVALUATION_EPISODES
         ):
             raise ConfigError(
@@ -1373,7 +1373,16 @@ class AlgorithmConfig:
         """Validates and builds the algorithm (RLlib's ``build_algo``)."""
         return self.checked_algo_class()(self.copy())
 
-    build = build_algo
+    def build(self, env: Any = None, logger_creator: Any = None, use_copy: bool = True) -> Any:
+        """RLlib's deprecated name of ``build_algo()``; ``env`` sets the env first (as RLlib's
+        ``build(env=...)``). ``logger_creator`` and ``use_copy`` are accepted and unused (rljax
+        always builds from a copy)."""
+        if "build" not in _WARNED_ONCE:
+            _WARNED_ONCE.add("build")
+            logger.warning("config.build() is deprecated (as in RLlib); use build_algo()")
+        if env is not None:
+            self.environment(env)
+        return self.build_algo()
 
     def checked_algo_class(self) -> type:
         """Validates this config (resolving ``train_batch_size``) and returns the class that

@@ -123,7 +123,7 @@ class EnvRunnerGroup:
 
     def foreach_env_runner(
         self,
-        func: Callable[[EnvRunner], Any],
+        func: Callable[[Any], Any],
         local_env_runner: bool = True,
         healthy_only: bool = True,
         remote_worker_ids: list[int] | None = None,
@@ -147,6 +147,26 @@ class EnvRunnerGroup:
     def local_env_runner(self) -> EnvRunner | None:
         runners = [r for r in self._runners() if r.worker_index == 0]
         return runners[0] if runners else None
+
+
+class LearnerGroup:
+    """The algorithm's learners, as RLlib's ``LearnerGroup`` (here one jitted update over the
+    learner devices): ``get_weights(module_ids)`` and ``foreach_learner(fn)``."""
+
+    def __init__(self, algo: Any):
+        self._algo = algo
+
+    def get_weights(self, module_ids: Any = None) -> dict[str, Any]:
+        """``{module_id: weights}`` (numpy), as ``Algorithm.get_weights``."""
+        return dict(self._algo.get_weights(module_ids))
+
+    def foreach_learner(self, func: Callable[[Any], Any], **kwargs: Any) -> list[Any]:
+        """``[func(algorithm)]``: the one learner is the algorithm's update."""
+        return [func(self._algo)]
+
+    @property
+    def is_local(self) -> bool:
+        return True
 
 
 def _row(tree: Any, i: int) -> Any:
@@ -288,5 +308,6 @@ __all__ = [
     "EnvRunnerGroup",
     "EvaluationEnvRunner",
     "EvaluationEnvRunnerGroup",
+    "LearnerGroup",
     "SaveResult",
 ]

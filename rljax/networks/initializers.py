@@ -130,8 +130,9 @@ def make_initializer(name: str, kwargs: Mapping[str, Any] | None = None) -> Init
         return nn.initializers.variance_scaling(kw["gain"] ** 2, "fan_avg", "normal")
     if name in ("kaiming_uniform", "kaiming_normal"):
         gain = _gain(kw["nonlinearity"], kw["a"])
-        dist = "uniform" if name == "kaiming_uniform" else "normal"
-        return nn.initializers.variance_scaling(gain**2, kw["mode"], dist)
+        if name == "kaiming_uniform":
+            return nn.initializers.variance_scaling(gain**2, kw["mode"], "uniform")
+        return nn.initializers.variance_scaling(gain**2, kw["mode"], "normal")
     if name == "orthogonal":
         return nn.initializers.orthogonal(kw["gain"])
     if name == "zeros":

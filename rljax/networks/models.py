@@ -294,7 +294,7 @@ class _ResetLSTM(nn.Module):
     def __call__(self, carry: Any, inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
         x, first = inputs
         carry = jax.tree.map(lambda c: jnp.where(first[:, None], jnp.zeros_like(c), c), carry)
-        inits = {}
+        inits: dict[str, Any] = {}
         if self.kernel_init is not None:  # lstm_kernel_initializer: input and recurrent kernels
             inits.update(kernel_init=self.kernel_init, recurrent_kernel_init=self.kernel_init)
         if self.bias_init is not None:

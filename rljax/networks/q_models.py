@@ -140,7 +140,7 @@ class _Critic(nn.Module):
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         mc = self.model_config
         x = jnp.concatenate([obs.reshape((obs.shape[0], -1)).astype(jnp.float32), action], -1)
-        x = fcnet_mlp(mc, mc.fcnet_hiddens + mc.head_fcnet_hiddens)(x)
+        x = fcnet_mlp(mc, (*mc.fcnet_hiddens, *mc.head_fcnet_hiddens))(x)
         return output_dense(mc, 1, 1.0)(x)[:, 0]
 
 
@@ -174,7 +174,7 @@ def actor_mlp(obs: jax.Array, model_config: DefaultModelConfig, num_outputs: int
     """
     mc = model_config
     x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
-    x = fcnet_mlp(mc, mc.fcnet_hiddens + mc.head_fcnet_hiddens)(x)
+    x = fcnet_mlp(mc, (*mc.fcnet_hiddens, *mc.head_fcnet_hiddens))(x)
     return output_dense(mc, num_outputs, 0.01)(x)
 
 

@@ -123,8 +123,8 @@ def port_source(source: str) -> Ported:
         text = re.sub(r"^(\s*)import ray\s*$", r"\1import rljax  # (rljax port)", text, flags=re.M)
     ast.parse(text)  # the port must leave valid Python
     for m in _RAY_NAME.finditer(text):
-        line = text.count("\n", 0, m.start()) + 1
-        notes.append(f"line {line}: `{m.group(0)}` has no rljax counterpart")
+        lineno = text.count("\n", 0, m.start()) + 1
+        notes.append(f"line {lineno}: `{m.group(0)}` has no rljax counterpart")
     return Ported(text, notes)
 
 

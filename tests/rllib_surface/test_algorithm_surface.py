@@ -25,13 +25,19 @@ def _corridor(num_env_runners: int) -> PPOConfig:
 
 
 def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
-    algo = _corridor(0).build_algo()
+    config = _corridor(0)
+    config.env = None
+    algo = config.build(env=SimpleCorridor)  # RLlib's deprecated build(env=...)
     try:
+        assert algo.config.env is SimpleCorridor and config.env is SimpleCorridor
         algo.train()
         assert algo.training_iteration == algo.iteration == 1
         assert algo.get_config() is algo.config
+        assert algo.env_runner.worker_index == 0  # sampling in the driver
         weights = algo.get_weights()
         assert list(weights) == ["default_policy"]
+        assert list(algo.learner_group.get_weights()) == ["default_policy"]
+        assert algo.learner_group.foreach_learner(lambda learner: learner.iteration) == [1]
         leaves = [np.asarray(x) for x in __import__("jax").tree.leaves(weights["default_policy"])]
         assert leaves and all(isinstance(x, np.ndarray) for x in leaves)
         saved = algo.save(tmp_path / "ckpt")

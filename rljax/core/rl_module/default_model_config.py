@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, Widths, describe, is_int, refuse
@@ -142,11 +143,12 @@ class DefaultModelConfig:
         0.01 for the policy's outputs and 1 for the value's; zero biases).
     """
 
-    fcnet_hiddens: tuple[int, ...] = (256, 256)
+    # Inputs may be lists (RLlib's scripts pass them); __post_init__ stores tuples.
+    fcnet_hiddens: Sequence[int] = (256, 256)
     fcnet_activation: str = "tanh"
     conv_filters: tuple[tuple[int, tuple[int, int], int], ...] | None = None
     conv_activation: str = "relu"
-    head_fcnet_hiddens: tuple[int, ...] = ()
+    head_fcnet_hiddens: Sequence[int] = ()
     head_fcnet_activation: str = "relu"
     vf_share_layers: bool = True
     free_log_std: bool = False
@@ -159,21 +161,25 @@ class DefaultModelConfig:
     fcnet_use_layernorm: bool = False
     head_fcnet_use_layernorm: bool = False
     fcnet_kernel_initializer: str | None = None
-    fcnet_kernel_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    fcnet_kernel_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = None
     fcnet_bias_initializer: str | None = None
-    fcnet_bias_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    fcnet_bias_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = None
     conv_kernel_initializer: str | None = None
-    conv_kernel_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    conv_kernel_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = None
     conv_bias_initializer: str | None = None
-    conv_bias_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    conv_bias_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = None
     head_fcnet_kernel_initializer: str | None = None
-    head_fcnet_kernel_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    head_fcnet_kernel_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = (
+        None
+    )
     head_fcnet_bias_initializer: str | None = None
-    head_fcnet_bias_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    head_fcnet_bias_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = (
+        None
+    )
     lstm_kernel_initializer: str | None = None
-    lstm_kernel_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    lstm_kernel_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = None
     lstm_bias_initializer: str | None = None
-    lstm_bias_initializer_kwargs: tuple[tuple[str, Any], ...] | None = None
+    lstm_bias_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = None
 
     def __post_init__(self) -> None:
         # Each field checked and normalised: lists (from YAML/JSON or user code) become
