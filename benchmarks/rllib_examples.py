@@ -53,7 +53,10 @@ def run_one(path: Path, flags: list[str], timeout: float, workdir: Path, base: P
     entry: dict = {"script": str(path.relative_to(base)), "ported": False}
     target = path
     if re.search(r"^\s*(from|import)\s+ray\b", text, re.M):
-        ported = port_source(text)
+        try:
+            ported = port_source(text)
+        except SyntaxError as e:
+            return {**entry, "ran": False, "returncode": None, "error": f"port: {e}"}
         target = workdir / path.relative_to(base)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(ported.source)

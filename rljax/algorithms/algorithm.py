@@ -277,6 +277,10 @@ class Algorithm:
         # RLlib's private counters, which example scripts keep their own numbers in (a
         # curriculum's current task); not saved in checkpoints.
         self._counters: collections.defaultdict[str, int] = collections.defaultdict(int)
+        # Per runner slot: the config a script sees as env_runner.config (RLlib's runners hold
+        # copies), and the env its envs were rebuilt from by env_runner.make_env().
+        self._runner_configs: dict[int, AlgorithmConfig] = {}
+        self._runner_env_specs: dict[int, EnvSpec] = {}
         self.num_env_steps_sampled_lifetime = 0
         self.num_env_steps_trained_lifetime = 0
         self.time_total_s = 0.0
@@ -482,6 +486,8 @@ class Algorithm:
             current = params if group is None or group.params is None else group.params
             runner_spec = dataclasses.replace(
                 spec,
+                # A runner whose envs a script rebuilt (EnvRunner.make_env) is restarted on them.
+                env=self._runner_env_specs.get(i, spec.env),
                 seed=derive_seed(self.seed, 1000 * i + 100_003 * restart),  # rebuilt: new episodes
                 env_id_offset=i * self._slots_per_runner(),
                 worker_index=i + 1 if cfg.num_env_runners else 0,
@@ -988,10 +994,22 @@ class Algorithm:
             raise ConfigError("custom_evaluation_function evaluates single-agent runs only")
         n = max(1, self.config.evaluation_num_env_runners)
         runners = []
+        spaces = (self.observation_space, self.action_space)
+        overrides = self.config.evaluation_config or {}
+        config = self.config.copy()  # each runner's own, with evaluation_config's env applied
+        config.env = overrides.get("env", config.env)
+        config.env_config = dict(overrides.get("env_config", config.env_config))
         try:
             for i in range(n):
-                env = make_host_env(spec, per_runner, "SYNC", derive_seed(seed, i), None, i + 1, n)
-                runners.append(EvaluationEnvRunner(i + 1, env, actions, self.config))
+
+                def build(env_spec: EnvSpec, i: int = i) -> Any:
+                    return make_host_env(
+                        env_spec, per_runner, "SYNC", derive_seed(seed, i), None, i + 1, n
+                    )
+
+                runners.append(
+                    EvaluationEnvRunner(i + 1, build(spec), actions, config.copy(), build, spaces)
+                )
             fn = self.config.custom_evaluation_function
             out = fn(self, EvaluationEnvRunnerGroup(runners))
         finally:

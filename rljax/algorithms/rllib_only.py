@@ -19,8 +19,8 @@ logger = logging.getLogger("rljax")
 RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     "batch_mode": (
         False,
-        "rljax samples fixed-length fragments (RLlib's 'truncate_episodes'): episodes are cut "
-        "at rollout_fragment_length and bootstrapped; remove the setting",
+        "rljax samples fixed-length fragments, RLlib's 'truncate_episodes' (accepted): "
+        "episodes are cut at rollout_fragment_length and bootstrapped",
     ),
     "observation_filter": (
         False,
@@ -76,19 +76,30 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     ),
 }
 
+# Settings whose value decides: these values change nothing here (a warning), others are
+# refused with the table's advice.
+ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
+    "batch_mode": ("truncate_episodes",),
+    "enable_connectors": (True,),
+    "enable_rl_module_and_learner": (True,),
+    "enable_env_runner_and_connector_v2": (True,),
+}
+
 _warned: set[str] = set()
 
 
 def check_rllib_only(where: str, name: str, value: Any) -> bool:
     """True if ``name`` is an RLlib setting that has no effect here (warned about once);
-    raises ``ConfigError`` with the table's advice for one rljax refuses; False for a name not
-    in the table."""
+    raises ``ConfigError`` with the table's advice for one rljax refuses (for the settings of
+    ``ACCEPTED_VALUES``: a value not listed there); False for a name not in the table."""
     entry = RLLIB_ONLY.get(name)
     if entry is None:
         return False
     no_effect, advice = entry
+    if name in ACCEPTED_VALUES:
+        no_effect = any(value is v or value == v for v in ACCEPTED_VALUES[name])
     if not no_effect:
-        raise ConfigError(f"{where}: {name}={value!r} is RLlib's; rljax has no {name}: {advice}")
+        raise ConfigError(f"{where}: {name}={value!r} is RLlib's; rljax does not take it: {advice}")
     if name not in _warned:
         _warned.add(name)
         logger.warning("%s: %s=%r has no effect in rljax: %s", where, name, value, advice)

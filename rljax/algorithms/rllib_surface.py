@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-import contextlib
+import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,8 @@ import numpy as np
 
 from rljax.env.single_agent_episode import SingleAgentEpisode
 from rljax.execution.evaluation import episode_summary
+
+logger = logging.getLogger("rljax")
 
 
 @dataclass
@@ -31,12 +34,21 @@ class EnvRunner:
     driver, 1..n for runner threads), ``config`` (the algorithm's), ``env`` (its vector env),
     ``num_envs``, and ``foreach_env(fn)`` over its sub-envs."""
 
-    def __init__(self, worker_index: int, runner: Any, env: Any, config: Any, algo: Any = None):
+    def __init__(
+        self,
+        worker_index: int,
+        runner: Any,
+        env: Any,
+        config: Any,
+        algo: Any = None,
+        slot: int = 0,
+    ):
         self.worker_index = worker_index
         self.env = getattr(env, "env", env)  # a gymnasium vector env where there is one
         self.config = config
         self._runner = runner
         self._algo = algo
+        self._slot = slot
 
     def make_env(self) -> None:
         """Rebuilds this runner's envs from its ``config``'s env and ``env_config`` (RLlib's
@@ -54,6 +66,12 @@ class EnvRunner:
                 "them once); for a curriculum, use a gymnasium env, or set the task through "
                 "foreach_env(lambda env: env.set_task(...))"
             )
+        if algo._runners.max_policy_lag != 0:
+            raise ConfigError(
+                "make_env(): these runners sample the next fragment while the learner updates "
+                "(sample_async=True, or IMPALA/APPO), so they never rest between iterations; "
+                "rebuild envs with synchronous sampling (sample_async=False, e.g. PPO)"
+            )
         spec = resolve_env(self.config.env, self.config.env_config)
         spaces = env_spaces(spec)
         if spaces != (algo.observation_space, algo.action_space):
@@ -62,6 +80,7 @@ class EnvRunner:
                 f"policy acts on {(algo.observation_space, algo.action_space)}"
             )
         self._runner.rebuild_env(spec, algo._runners.params)
+        algo._runner_env_specs[self._slot] = spec  # a restarted runner is built on it too
         self.env = getattr(self._runner.env, "env", self._runner.env)
 
     @property
@@ -110,15 +129,13 @@ class EnvRunnerGroup:
 
     def _runners(self) -> list[EnvRunner]:
         out = []
-        for i, runner, env in self._algo._runner_envs():
-            # Each runner keeps a config of its own (RLlib's runners hold copies), which
-            # scripts change before make_env().
-            config = getattr(runner, "rllib_config", None)
-            if config is None:
-                config = self._algo.config.copy()
-                with contextlib.suppress(AttributeError):
-                    runner.rllib_config = config
-            out.append(EnvRunner(i, runner, env, config, self._algo))
+        configs = self._algo._runner_configs
+        for slot, (i, runner, env) in enumerate(self._algo._runner_envs()):
+            # Each runner slot keeps a config of its own (RLlib's runners hold copies), which
+            # scripts change before make_env(); a restarted runner keeps its slot's.
+            if slot not in configs:
+                configs[slot] = self._algo.config.copy()
+            out.append(EnvRunner(i, runner, env, configs[slot], self._algo, slot))
         return out
 
     def foreach_env_runner(
@@ -175,59 +192,91 @@ def _row(tree: Any, i: int) -> Any:
 
 class EvaluationEnvRunner(EnvRunner):
     """One evaluation runner of a ``custom_evaluation_function``: its env copies (a gymnasium
-    ``SyncVectorEnv`` as ``env`` for gymnasium envs) and the evaluation policy, with RLlib's
-    ``sample()`` and ``get_metrics()``."""
+    ``SyncVectorEnv`` as ``env`` for gymnasium envs), the evaluation policy and a config of its
+    own, with RLlib's ``sample()``, ``get_metrics()`` and ``make_env()``."""
 
     def __init__(
-        self, worker_index: int, host_env: Any, actions: Callable[[Any], Any], config: Any
+        self,
+        worker_index: int,
+        host_env: Any,
+        actions: Callable[[Any], Any],
+        config: Any,
+        make_host_env: Callable[[Any], Any],
+        spaces: tuple[Any, Any],
     ):
         super().__init__(worker_index, None, host_env, config)
         self._host = host_env
         self._actions = actions
+        self._make_host_env = make_host_env  # EnvSpec -> a host vector env like this one
+        self._spaces = spaces
         self._result: Any = None
         self._ids: Any = None
         self._open: list[SingleAgentEpisode | None] = []
-        self._done: list[SingleAgentEpisode] = []  # finished since get_metrics()
+        self._totals: list[tuple[float, int]] = []  # per env copy: its episode's return, length
+        self._done: list[tuple[float, int]] = []  # episodes finished since get_metrics()
+        self._finished: list[SingleAgentEpisode] = []  # those of the current sample() call
         self._steps = 0  # env steps since get_metrics()
 
     @property
     def num_envs(self) -> int:
         return int(self._host.num_envs)
 
+    def make_env(self) -> None:
+        """Rebuilds the env copies from this runner's ``config`` (env and env_config); the
+        spaces must stay the policy's."""
+        from rljax.env.vector import env_spaces, resolve_env
+        from rljax.utils.errors import ConfigError
+
+        spec = resolve_env(self.config.env, self.config.env_config)
+        if env_spaces(spec) != self._spaces:
+            raise ConfigError(
+                f"make_env(): env {spec.name!r} has spaces {env_spaces(spec)}; the policy acts "
+                f"on {self._spaces}"
+            )
+        new = self._make_host_env(spec)
+        self._host.close()
+        self._host, self.env, self._result = new, getattr(new, "env", new), None
+
     def _start(self) -> None:
         self._result = self._host.reset()
         self._ids = self._result.env_id
         self._open = [None] * self.num_envs
+        self._totals = [(0.0, 0)] * self.num_envs
         for k, i in enumerate(self._ids):
             self._open[int(i)] = SingleAgentEpisode(_row(self._result.obs, k), {}, int(i))
 
-    def _step(self) -> tuple[list[SingleAgentEpisode], int]:
-        """One step of every env copy: the episodes it finished and the env steps it took."""
+    def _step(self) -> tuple[int, int]:
+        """One step of every env copy: (episodes it finished, env steps it took)."""
         result, ids = self._result, self._ids
         actions = self._actions(result.obs)
         nxt = self._host.step(actions, ids)
-        finished, steps = [], 0
+        finished = steps = 0
         by_id = {int(i): k for k, i in enumerate(ids)}
         for k, i in enumerate(nxt.env_id):
             i = int(i)
             episode = self._open[i]
             if episode is None:  # the auto-reset row: the next episode's first observation
                 self._open[i] = SingleAgentEpisode(_row(nxt.obs, k), {}, i)
+                self._totals[i] = (0.0, 0)
                 continue
+            reward = float(nxt.reward[k])
             episode.add_env_step(
                 _row(nxt.obs, k),
                 _row(actions, by_id[i]),
-                float(nxt.reward[k]),
+                reward,
                 {},
                 bool(nxt.terminated[k]),
                 bool(nxt.truncated[k]),
             )
+            ret, length = self._totals[i]
+            self._totals[i] = (ret + reward, length + 1)
             steps += 1
             if episode.is_done:
-                finished.append(episode)
+                self._finished.append(episode)
+                self._done.append(self._totals[i])  # the whole episode's, over its chunks
                 self._open[i] = None
+                finished += 1
         self._result, self._ids = nxt, nxt.env_id
-        self._done += finished
         self._steps += steps
         return finished, steps
 
@@ -242,28 +291,41 @@ class EvaluationEnvRunner(EnvRunner):
     ) -> list[SingleAgentEpisode]:
         """Steps the env copies with the evaluation policy and returns the episodes.
 
-        ``num_episodes``: until that many finished (all of them are returned). ``num_timesteps``:
-        until that many env steps, returning the finished episodes and the unfinished ones as
-        they are (they go on in the next call as new chunks). Neither: one episode per env copy.
-        ``explore`` must match the evaluation's (``evaluation_config``'s ``explore``)."""
+        ``num_episodes``: new episodes (the env copies are reset, as RLlib's) until that many
+        finished; all finished ones are returned. ``num_timesteps``: until that many env steps,
+        returning the finished episodes and the unfinished ones as chunks (they go on in the
+        next call as new chunks). Neither: one episode per env copy. ``explore`` must match the
+        evaluation's (``evaluation_config``'s ``explore``). When no episode finishes for
+        ``evaluation_sample_timeout_s``, sampling stops there with a warning."""
         wanted = bool((self.config.evaluation_config or {}).get("explore", False))
         if explore is not None and bool(explore) != wanted:
             raise ValueError(
                 f"sample(explore={explore}): this evaluation acts with explore={wanted} "
                 "(set evaluation_config's explore)"
             )
-        if self._result is None or force_reset:
-            self._start()
         if num_timesteps is None and num_episodes is None:
             num_episodes = self.num_envs
-        finished: list[SingleAgentEpisode] = []
-        steps = 0
-        while (num_episodes is not None and len(finished) < num_episodes) or (
+        if self._result is None or force_reset or num_episodes is not None:
+            self._start()
+        self._finished = []
+        timeout = self.config.evaluation_sample_timeout_s
+        steps, last_episode = 0, time.monotonic()
+        while (num_episodes is not None and len(self._finished) < num_episodes) or (
             num_timesteps is not None and steps < num_timesteps
         ):
             done, n = self._step()
-            finished += done
             steps += n
+            if done:
+                last_episode = time.monotonic()
+            elif timeout is not None and time.monotonic() - last_episode > timeout:
+                logger.warning(
+                    "evaluation runner %d: no episode finished within "
+                    "evaluation_sample_timeout_s=%s s; returning what it sampled",
+                    self.worker_index,
+                    timeout,
+                )
+                break
+        finished = self._finished
         if num_timesteps is None:
             return finished
         chunks = [ep for ep in self._open if ep is not None and len(ep)]
@@ -275,12 +337,13 @@ class EvaluationEnvRunner(EnvRunner):
         return finished + chunks
 
     def get_metrics(self) -> dict[str, Any]:
-        """RLlib's episode figures of the episodes finished (and env steps taken) since the
-        last call: ``episode_return_mean`` / ``_max`` / ``_min``, ``episode_len_mean``,
-        ``num_episodes``, ``num_env_steps_sampled``."""
+        """RLlib's episode figures of the episodes finished (whole episodes, over all their
+        chunks) and the env steps taken since the last call: ``episode_return_mean`` /
+        ``_max`` / ``_min``, ``episode_len_mean``, ``num_episodes``,
+        ``num_env_steps_sampled``."""
         done, self._done = self._done, []
         steps, self._steps = self._steps, 0
-        return episode_summary([e.get_return() for e in done], [len(e) for e in done], steps)
+        return episode_summary([r for r, _ in done], [n for _, n in done], steps)
 
     def close(self) -> None:
         self._host.close()

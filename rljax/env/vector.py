@@ -112,7 +112,7 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
 
     Registered names win, then EnvPool task ids, then gymnasium ids. An id both have runs on
     gymnasium when ``env_config`` names a setting EnvPool's task does not have (FrozenLake's
-    ``desc``), and says so in the log.
+    ``desc``), with a warning that says so; Atari ids stay on EnvPool (the setting is refused).
     """
     env_config = dict(env_config or {})
     if env is None:
@@ -123,10 +123,12 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
             return EnvSpec("gymnasium", env, creator, env_config)
         if env in _envpool_ids():
             foreign = _not_envpool_settings(env, env_config)
-            if not foreign or env not in gym.registry:
-                return EnvSpec("envpool", env, None, env_config)
             # gymnasium's settings of the same task (FrozenLake's desc, is_slippery): its env.
-            logger.info(
+            # Not for Atari: gymnasium's ALE env lacks EnvPool's preprocessing, which a model
+            # would notice; envpool_config then names the setting EnvPool does not have.
+            if not foreign or env not in gym.registry or _envpool_defaults(env)[1]:
+                return EnvSpec("envpool", env, None, env_config)
+            logger.warning(
                 "%s runs on gymnasium, not EnvPool: EnvPool's task has no setting %s",
                 env,
                 ", ".join(repr(k) for k in foreign[:5]),

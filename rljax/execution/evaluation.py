@@ -114,23 +114,24 @@ def evaluate_policy(
       env: The evaluation envs (closed here, whatever happens).
       actions: The greedy policy: a batch of observations (or agent slots) -> env actions.
       duration: ``evaluation_duration``: episodes, or env steps with ``by_episodes=False``;
-        None (``"auto"``): until ``until()`` is true and at least one episode finished.
+        None (``"auto"``): until ``until()`` is true (the episodes finished by then).
       by_episodes: ``evaluation_duration_unit == "episodes"``.
       policy_ids, agent_ids: A multi-agent run's policies and agents: adds each one's mean
         episode return (``module_episode_returns_mean``, ``agent_episode_returns_mean``).
       until: For ``duration=None``: whether to stop (the training step has ended).
-      timeout_s: ``evaluation_sample_timeout_s``: stop after this many seconds (a warning
-        says so) with the episodes finished by then.
+      timeout_s: ``evaluation_sample_timeout_s``: counting episodes, stop (a warning says so)
+        when none finished for this many seconds, with the episodes finished by then.
       window: ``evaluation_config``'s ``metrics_num_episodes_for_smoothing``: the return and
-        length figures are over the last ``window`` episodes (``num_episodes`` counts all).
+        length figures (per policy and agent too) are over the last ``window`` episodes
+        (``num_episodes`` counts all).
     """
     finished: list[FinishedEpisode] = []
     steps = 0
-    start = time.monotonic()
+    last_episode = time.monotonic()
 
     def done() -> bool:
         if duration is None:
-            return bool(finished) and (until is None or until())
+            return until is None or until()
         return (by_episodes and len(finished) >= duration) or (
             not by_episodes and steps >= duration
         )
@@ -138,10 +139,16 @@ def evaluate_policy(
     try:
         result = env.reset()
         while not done():
-            if timeout_s is not None and time.monotonic() - start > timeout_s:
+            # RLlib's evaluation_sample_timeout_s: the time allowed to finish an episode.
+            if (
+                by_episodes
+                and timeout_s is not None
+                and time.monotonic() - last_episode > timeout_s
+            ):
                 logger.warning(
-                    "evaluation stopped after evaluation_sample_timeout_s=%s s with %d episodes "
-                    "and %d env steps of the %s asked for",
+                    "evaluation stopped: no episode finished within evaluation_sample_timeout_s="
+                    "%s s (%d episodes and %d env steps of the %s asked for); raise it, or "
+                    "bound the env's episodes (a time limit)",
                     timeout_s,
                     len(finished),
                     steps,
@@ -154,6 +161,8 @@ def evaluate_policy(
             episodes, n = env.drain_stats()
             finished += episodes
             steps += n
+            if episodes:
+                last_episode = time.monotonic()
     finally:
         env.close()
     if by_episodes and duration is not None:
@@ -164,7 +173,7 @@ def evaluate_policy(
     if policy_ids is not None and agent_ids is not None:
         per_policy: dict[str, list[float]] = {p: [] for p in policy_ids}
         per_agent: dict[str, list[float]] = {str(a): [] for a in agent_ids}
-        for ep in finished:
+        for ep in shown:
             sums: dict[str, float] = {}
             for agent, ret in ep.agent_returns.items():
                 per_agent[str(agent)].append(ret)

@@ -277,6 +277,7 @@ def load_result(trial_dir: Path, trial: Mapping[str, Any], config: dict[str, Any
         error = TrialError(text or f"trial {trial['trial_id']} failed")
     elif trial["status"] == TERMINATED:
         metrics["done"] = True
+    metrics.setdefault("config", config)  # as Tune's result.metrics has it
     checkpoints = checkpoints_of(trial_dir)
     return Result(
         config=config,

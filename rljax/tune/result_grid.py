@@ -64,8 +64,8 @@ class Result:
     Attributes:
       config: The trial's resolved variant (its ``param_space`` with every search space drawn).
       metrics: The trial's last result, nested as reported, with ``trial_id``,
-        ``training_iteration``, ``time_total_s`` ... filled in, and ``done`` True when the trial
-        ended without error. ``flatten(result.metrics)`` gives Tune's ``/``-joined keys.
+        ``training_iteration``, ``time_total_s`` ... filled in, ``config`` (the trial's config,
+        as Tune adds it), and ``done`` True when the trial ended without error. ``flatten(result.metrics)`` gives Tune's ``/``-joined keys.
       path: The trial's directory (``params.json``, ``result.json``, ``progress.csv``).
       error: The exception the trial raised, or None.
       checkpoint: The trial's latest checkpoint, or None when none was saved.

@@ -295,6 +295,7 @@ class _TrialRun:
             metrics["done"] = True
         else:
             safe_io.write_atomic(self.path / "error.txt", f"{type(error).__name__}: {error}\n")
+        metrics.setdefault("config", self.config)  # as Tune's result.metrics has it
         return Result(
             config=self.config,
             metrics=metrics,

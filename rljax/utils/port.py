@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _DOTTED = re.compile(r"\bray\.(rllib|tune)\b")
@@ -31,7 +32,6 @@ _AIR = {
 }
 # ``ray.<name>`` in code, not inside another dotted name or a URL (docs.ray.io).
 _RAY_NAME = re.compile(r"(?<![\w./])ray\.[A-Za-z_][\w.]*")
-_FROM_RAY = re.compile(r"^(\s*)from\s+ray\s+import\s+(.+?)\s*$")
 
 
 @dataclass
@@ -42,13 +42,45 @@ class Ported:
     notes: list[str] = field(default_factory=list)
 
 
-def _statement_spans(tree: ast.Module) -> list[tuple[int, int, int]]:
-    """(first line, last line, column) of each ``ray.init(...)`` / ``ray.shutdown(...)``
-    statement, 1-based lines."""
-    spans = []
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
-            continue
+# Ray module -> rljax's, longest prefix first (AIR's names for Tune's pieces).
+_MODULES = (
+    ("ray.air.integrations.wandb", "rljax.tune.logger"),
+    ("ray.air.constants", "rljax.tune.result"),
+    ("ray.air", "rljax.tune"),
+    ("ray.rllib", "rljax"),
+    ("ray.tune", "rljax.tune"),
+)
+
+
+def _module(name: str) -> str | None:
+    """rljax's module for Ray's ``name``, or None where rljax has none."""
+    for ray, ours in _MODULES:
+        if name == ray or name.startswith(ray + "."):
+            return ours + name[len(ray) :]
+    return None
+
+
+def _alias(name: str, asname: str | None) -> str:
+    return f"{name} as {asname}" if asname else name
+
+
+def _char_offsets(source: str) -> Callable[[int, int], int]:
+    """(1-based line, UTF-8 byte column) as ``ast`` gives them -> an index into ``source``."""
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+
+    def offset(lineno: int, col: int) -> int:
+        line = lines[lineno - 1] if lineno - 1 < len(lines) else ""
+        return starts[lineno - 1] + len(line.encode("utf-8")[:col].decode("utf-8", "replace"))
+
+    return offset
+
+
+def _rewritten(node: ast.stmt, notes: list[str]) -> str | None:
+    """The statement that replaces ``node``, or None to leave it as it is."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         func = node.value.func
         if (
             isinstance(func, ast.Attribute)
@@ -56,67 +88,71 @@ def _statement_spans(tree: ast.Module) -> list[tuple[int, int, int]]:
             and func.value.id == "ray"
             and func.attr in ("init", "shutdown")
         ):
-            end = node.end_lineno if node.end_lineno is not None else node.lineno
-            spans.append((node.lineno, end, node.col_offset))
-    return spans
-
-
-def _from_rljax(name: str) -> str:
-    """One name of ``from ray import ...`` as rljax's: ``air`` is ``tune`` (AIR's RunConfig
-    and the rest are Tune's), ``rllib`` the package itself."""
-    base, _, alias = name.partition(" as ")
-    base = base.strip()
-    if base == "air":
-        return f"tune as {alias.strip() or 'air'}"
-    if base == "rllib":
-        return f"{'rljax as ' + alias.strip() if alias else 'rljax as rllib'}"
-    return name
-
-
-def _from_ray(line: str, notes: list[str], lineno: int) -> str:
-    """``from ray import tune[, air, ...]``: tune from rljax, the rest noted."""
-    m = _FROM_RAY.match(line)
-    if m is None:
-        return line
-    indent, names = m.group(1), m.group(2)
-    names = names.strip("()")
-    parts = [p.strip() for p in names.split(",") if p.strip()]
-    kept = [p for p in parts if p.split(" as ")[0].strip() in ("tune", "rllib", "air")]
-    other = [p for p in parts if p not in kept]
-    if other:
-        notes.append(
-            f"line {lineno}: `from ray import {', '.join(other)}` has no rljax counterpart"
-        )
-    if not kept:
-        return line
-    out = f"{indent}from rljax import {', '.join(_from_rljax(p) for p in kept)}"
-    if other:
-        out += f"\n{indent}from ray import {', '.join(other)}"
-    return out
+            return "pass"  # no Ray to start or stop (no comment: code may follow on the line)
+        return None
+    if isinstance(node, ast.Import):
+        if not any(a.name.startswith("ray.") for a in node.names):
+            return None
+        names = []
+        for a in node.names:
+            ours = _module(a.name) if a.name.startswith("ray.") else None
+            if a.name.startswith("ray.") and ours is None:
+                notes.append(f"line {node.lineno}: `import {a.name}` has no rljax counterpart")
+            names.append(_alias(ours or a.name, a.asname))
+        return "import " + ", ".join(names)
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        if node.module == "ray":
+            ours, out, kept = [], [], []
+            for a in node.names:
+                if a.name in ("tune", "air"):
+                    ours.append(_alias("tune", a.asname or ("air" if a.name == "air" else None)))
+                elif a.name == "rllib":
+                    out.append(f"import rljax as {a.asname or 'rllib'}")
+                else:
+                    kept.append(_alias(a.name, a.asname))
+            if kept:
+                notes.append(
+                    f"line {node.lineno}: `from ray import {', '.join(kept)}` has no rljax "
+                    "counterpart"
+                )
+                out.append(f"from ray import {', '.join(kept)}")
+            if ours:
+                out.insert(0, f"from rljax import {', '.join(ours)}")
+            return "; ".join(out)
+        if node.module.startswith("ray."):
+            module = _module(node.module)
+            if module is None:
+                notes.append(f"line {node.lineno}: `{node.module}` has no rljax counterpart")
+                return None
+            names = ", ".join(_alias(a.name, a.asname) for a in node.names)
+            return f"from {module} import {names}"
+    return None
 
 
 def port_source(source: str) -> Ported:
     """The script ``source`` with RLlib's imports rewritten to rljax's (see the module doc)."""
     notes: list[str] = []
     tree = ast.parse(source)
-    lines = source.splitlines(keepends=True)
-    for first, last, col in sorted(_statement_spans(tree), reverse=True):
-        ending = "\n" if lines[last - 1].endswith("\n") else ""
-        lines[first - 1 : last] = [
-            " " * col + "pass  # (rljax port) no Ray to start or stop" + ending
-        ]
-    out = []
-    for i, line in enumerate(lines, 1):
-        newline = "\n" if line.endswith("\n") else ""
-        body = line[: len(line) - len(newline)]
-        body = re.sub(r"^(\s*)import\s+ray\.(rllib|tune)\b", r"\1import rljax.\2", body)
-        body = body.replace("import rljax.rllib", "import rljax")
-        body = _from_ray(body, notes, i)
-        body = _DOTTED.sub(lambda m: "rljax" if m.group(1) == "rllib" else "rljax.tune", body)
-        for air, ours in _AIR.items():
-            body = re.sub(rf"(?<![\w.]){re.escape(air)}\b", ours, body)
-        out.append(body + newline)
-    text = "".join(out)
+    offset = _char_offsets(source)
+    edits = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        new = _rewritten(node, notes)
+        if new is not None:
+            assert node.end_lineno is not None and node.end_col_offset is not None
+            span = (
+                offset(node.lineno, node.col_offset),
+                offset(node.end_lineno, node.end_col_offset),
+            )
+            edits.append((span, new))
+    text = source
+    for (start, end), new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    # Ray's dotted names in code (``ray.rllib.algorithms.ppo.PPOConfig``).
+    text = _DOTTED.sub(lambda m: "rljax" if m.group(1) == "rllib" else "rljax.tune", text)
+    for air, ours in _AIR.items():
+        text = re.sub(rf"(?<![\w.]){re.escape(air)}\b", ours, text)
     # `import ray` alone: becomes `import rljax` (which `ray.rllib.X` names now need) when no
     # `ray.` is left.
     if not _RAY_NAME.search(re.sub(r"^\s*import ray\s*$", "", text, flags=re.M)):
@@ -124,8 +160,10 @@ def port_source(source: str) -> Ported:
     ast.parse(text)  # the port must leave valid Python
     for m in _RAY_NAME.finditer(text):
         lineno = text.count("\n", 0, m.start()) + 1
-        notes.append(f"line {lineno}: `{m.group(0)}` has no rljax counterpart")
-    return Ported(text, notes)
+        note = f"line {lineno}: `{m.group(0)}` has no rljax counterpart"
+        if not any(n.startswith(f"line {lineno}:") for n in notes):
+            notes.append(note)
+    return Ported(text, sorted(set(notes), key=lambda n: (int(n.split()[1][:-1]), n)))
 
 
 __all__ = ["Ported", "port_source"]

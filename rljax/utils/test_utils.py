@@ -196,6 +196,10 @@ def _value_at(result: Mapping[str, Any], key: str) -> float | None:
     return None if math.isnan(number) else number
 
 
+def _reached(value: float | None, threshold: float) -> bool:
+    return value is not None and value >= threshold
+
+
 def _print_iteration(i: int, results: Mapping[str, Any]) -> None:
     line = f"iter={i}"
     mean = _value_at(results, f"{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}")
@@ -271,7 +275,7 @@ def run_rllib_example_script_experiment(
                 value = _value_at(results, next(iter(success_metric)))
                 if value is not None:
                     best = value if best is None else max(best, value)
-                met = [k for k, t in stop.items() if (_value_at(results, k) or -math.inf) >= t]
+                met = [k for k, t in stop.items() if _reached(_value_at(results, k), t)]
                 if met:
                     print(f"Stop criterium ({met[0]}={stop[met[0]]}) fulfilled!")
                     break

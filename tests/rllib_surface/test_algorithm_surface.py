@@ -78,8 +78,17 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
             lambda r: (r.config.env_config["corridor_length"], r.foreach_env(lambda e: e.end_pos))
         ) == [(8, [8, 8]), (9, [9, 9])]
         assert algo.config.env_config["corridor_length"] == 5
-        result = algo.train()  # sampling goes on on the new envs
-        assert result["env_runners"]["num_env_steps_sampled"] > 0
+
+        def one_cell(runner):
+            runner.config.environment(env_config={"corridor_length": 1})
+            runner.make_env()
+
+        group.foreach_env_runner(one_cell)
+        # The next iteration samples the rebuilt envs: a one-cell corridor's episode that starts
+        # with a step right returns 1.0; on five cells no episode returns more than 0.96.
+        result = algo.train()
+        assert result["env_runners"]["episode_return_max"] == pytest.approx(1.0)
+        assert result["env_runners"]["episode_len_min"] == 1
 
         def other_spaces(runner):
             runner.config.environment("CartPole-v1", env_config={})
@@ -107,5 +116,15 @@ def test_make_env_on_envpools_fused_path_says_what_to_do_instead():
             runner.make_env()
         with pytest.raises(TypeError, match="not Python objects in this process"):
             runner.foreach_env(lambda e: e)
+    finally:
+        algo.stop()
+
+
+def test_make_env_needs_runners_that_rest_between_iterations():
+    algo = _corridor(1).env_runners(sample_async=True).build_algo()
+    try:
+        (runner,) = algo.env_runner_group._runners()
+        with pytest.raises(ConfigError, match="never rest between iterations"):
+            runner.make_env()
     finally:
         algo.stop()

@@ -7,6 +7,7 @@ import logging
 import math
 from types import SimpleNamespace
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -83,10 +84,10 @@ def test_evaluation_smoothing_window_and_auto_duration():
     # Returns 1, 2, 3, 4: the figures are those of the last two, the count is all four.
     assert out["episode_return_mean"] == 3.5 and out["episode_return_min"] == 3.0
     assert out["num_episodes"] == 4 and out["num_env_steps_sampled"] == 1 + 2 + 3 + 4
-    # "auto": until the training step ends (here after the third check), at least one episode.
+    # "auto": until the training step ends (here at the third check): two steps were taken.
     calls = iter([False, False, True])
     out = evaluate_policy(_ScriptedEpisodes(), act, None, True, until=lambda: next(calls))
-    assert out["env_runners"]["num_episodes"] == 3
+    assert out["env_runners"]["num_episodes"] == 2
 
 
 def test_auto_duration_needs_parallel_evaluation():
@@ -100,13 +101,29 @@ def test_auto_duration_needs_parallel_evaluation():
     config.evaluation(evaluation_parallel_to_training=True).validate()
 
 
-def test_evaluation_stops_at_its_sample_timeout(caplog):
+class _Endless(gym.Env):
+    """An env whose episodes never end."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, config=None):
+        super().__init__()
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), 0.0, False, False, {}
+
+
+def test_evaluation_stops_when_no_episode_ends_within_its_sample_timeout(caplog):
     algo = (
         PPOConfig()
-        .environment("CartPole-v1")
+        .environment(_Endless)
         .training(train_batch_size_per_learner=64, minibatch_size=64, num_epochs=1)
         .rl_module(model_config={"fcnet_hiddens": [8]})
-        .evaluation(evaluation_duration=5000, evaluation_sample_timeout_s=0.5)
+        .evaluation(evaluation_duration=3, evaluation_sample_timeout_s=0.3)
         .build_algo()
     )
     try:
@@ -114,8 +131,11 @@ def test_evaluation_stops_at_its_sample_timeout(caplog):
             out = algo.evaluate()["env_runners"]
     finally:
         algo.stop()
-    assert out["num_episodes"] < 5000
-    assert any("evaluation_sample_timeout_s=0.5" in r.getMessage() for r in caplog.records)
+    assert out["num_episodes"] == 0 and out["num_env_steps_sampled"] > 0
+    assert any(
+        "no episode finished within evaluation_sample_timeout_s=0.3" in r.getMessage()
+        for r in caplog.records
+    )
 
 
 def test_custom_evaluation_function_on_evaluation_runners():
@@ -130,6 +150,7 @@ def test_custom_evaluation_function_on_evaluation_runners():
         out = eval_workers.foreach_env_runner(
             lambda r: (r.sample(num_episodes=3), r.get_metrics()), local_env_runner=False
         )
+        seen["steps"] = [m["num_env_steps_sampled"] for _, m in out]
         seen["episodes"] = [
             (r.worker_index, eps) for r, (eps, _) in zip(eval_workers._runners(), out, strict=True)
         ]
@@ -169,7 +190,7 @@ def test_custom_evaluation_function_on_evaluation_runners():
     returns = [e.get_return() for _, e in episodes]
     assert out["num_episodes"] == len(episodes)
     assert math.isclose(out["episode_return_mean"], float(np.mean(returns)), rel_tol=1e-6)
-    # Steps sampled: the finished episodes' and those of the episodes still running.
-    open_steps = out["num_env_steps_sampled"] - sum(len(e) for _, e in episodes)
-    assert open_steps >= 0
+    # Steps sampled: each runner's (the finished episodes' and those still running), added up.
+    assert out["num_env_steps_sampled"] == sum(seen["steps"])
+    assert all(n >= 3 * 3 for n in seen["steps"])  # three episodes of at least 3 and 4 steps
     assert "evaluation" not in algo.metrics.reduce()  # reported once, in this result

@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from rljax.env.env_context import EnvContext
-from rljax.env.vector import resolve_env
+from rljax.env.vector import envpool_config, resolve_env
 from rljax.examples.envs.classes.cartpole_crashing import (
     CartPoleCrashing,
     MultiAgentCartPoleCrashing,
@@ -16,6 +16,7 @@ from rljax.examples.envs.classes.cartpole_crashing import (
 from rljax.examples.envs.classes.multi_agent import MultiAgentPendulum
 from rljax.examples.envs.classes.simple_corridor import SimpleCorridor
 from rljax.utils.error import EnvError
+from rljax.utils.errors import ConfigError
 
 
 def test_simple_corridor_walks_right_to_its_end():
@@ -47,6 +48,14 @@ def test_cartpole_crashing_crashes_where_and_when_configured():
     )
     spared.reset(seed=0)
     spared.step(0)
+    # The step counts per episode; a pair draws the step in [low, high) for each episode.
+    drawn = CartPoleCrashing({"p_crash": 0.0, "crash_after_n_steps": (2, 4), "seed": 5})
+    for _ in range(5):
+        drawn.reset(seed=0)
+        with pytest.raises(EnvError):
+            for _ in range(3):
+                drawn.step(0)
+        assert drawn.timesteps in (2, 3)
     always = CartPoleCrashing({"p_crash_reset": 1.0})
     with pytest.raises(EnvError, match="during reset"):
         always.reset()
@@ -66,3 +75,9 @@ def test_an_env_config_envpool_lacks_runs_on_gymnasium(caplog):
     assert env.unwrapped.desc.shape == (2, 2)
     assert resolve_env("FrozenLake-v1", {}).backend == "envpool"
     assert resolve_env("FrozenLake-v1", {"size": 8}).backend == "envpool"  # EnvPool's own
+    # Atari stays on EnvPool (gymnasium's ALE env lacks its preprocessing): gymnasium's name
+    # of a setting is refused, pointing at EnvPool's.
+    spec = resolve_env("Pong-v5", {"frameskip": 1})
+    assert spec.backend == "envpool"
+    with pytest.raises(ConfigError, match="did you mean 'frame_skip'"):
+        envpool_config(spec.name, spec.env_config)

@@ -18,7 +18,11 @@ from rljax.utils.errors import ConfigError
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda c: c.env_runners(batch_mode="complete_episodes"), "rljax has no batch_mode"),
+        (lambda c: c.env_runners(batch_mode="complete_episodes"), "rljax samples fixed-length"),
+        (
+            lambda c: c.update_from_dict({"enable_rl_module_and_learner": False}),
+            "rljax has only RLlib's new API stack",
+        ),
         (
             lambda c: c.env_runners(observation_filter="MeanStdFilter"),
             "env_to_module_connector=lambda env, spaces, device: MeanStdFilter",
@@ -37,7 +41,7 @@ def test_rllib_only_settings_are_refused_with_what_to_do(call, message):
 def test_rllib_settings_without_effect_are_accepted_and_said_once(caplog, monkeypatch):
     monkeypatch.setattr(rllib_only, "_warned", set())
     config = PPOConfig().env_runners(create_env_on_local_worker=True, num_envs_per_env_runner=2)
-    config.env_runners(create_env_on_local_worker=True)
+    config.env_runners(create_env_on_local_worker=True, batch_mode="truncate_episodes")
     said = [
         r.getMessage() for r in caplog.records if "create_env_on_local_worker" in r.getMessage()
     ]

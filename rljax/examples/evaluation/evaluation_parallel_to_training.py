@@ -2,7 +2,7 @@
 (``evaluation_duration="auto"``), or for a fixed number of episodes or env steps.
 
 A callback checks every result: with a fixed duration in env steps, the evaluation reports
-exactly that many; with episodes, at least that many finished.
+that many (a few more on EnvPool's envs); with episodes, at least that many finished.
 
 ``python -m rljax.examples.evaluation.evaluation_parallel_to_training --no-tune
 --evaluation-duration=auto``; ``--evaluation-duration=200 --evaluation-duration-unit=timesteps``.
@@ -35,10 +35,13 @@ class AssertEvalCallback(RLlibCallback):
             return
         stats = evaluation[ENV_RUNNER_RESULTS]
         duration = algorithm.config.evaluation_duration
-        if duration == "auto":
-            assert stats[NUM_EPISODES] >= 1, stats
+        if duration == "auto":  # it ran alongside the training step
+            assert stats["num_env_steps_sampled"] > 0, stats
         elif algorithm.config.evaluation_duration_unit == "timesteps":
-            assert stats["num_env_steps_sampled"] == duration, stats
+            # Exact on gymnasium envs; EnvPool's copies may add a few (a copy's auto-reset
+            # step is no env step, so a step of all copies can take fewer).
+            copies = algorithm.config.evaluation_num_env_runners * 8
+            assert duration <= stats["num_env_steps_sampled"] < duration + copies, stats
         else:
             assert stats[NUM_EPISODES] >= duration, stats
         print(f"evaluation: {stats[NUM_EPISODES]} episodes, {stats['num_env_steps_sampled']} steps")

@@ -5,6 +5,8 @@ sub-env (``--restart-failed-envs``: ``restart_failed_sub_environments``).
 ``python -m rljax.examples.fault_tolerance.crashing_cartpole --no-tune --stop-reward=200``
 """
 
+from gymnasium.wrappers import TimeLimit
+
 from rljax.examples.envs.classes.cartpole_crashing import CartPoleCrashing
 from rljax.tune.registry import get_trainable_cls, register_env
 from rljax.utils.test_utils import (
@@ -17,7 +19,9 @@ parser.set_defaults(num_env_runners=2, num_envs_per_env_runner=4)
 parser.add_argument("--restart-failed-envs", action="store_true")
 args = parser.parse_args()
 
-register_env("crashing_cartpole", lambda cfg: CartPoleCrashing(cfg))
+register_env(
+    "crashing_cartpole", lambda cfg: TimeLimit(CartPoleCrashing(cfg), max_episode_steps=500)
+)
 
 config = (
     get_trainable_cls(args.algo)
