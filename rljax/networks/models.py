@@ -59,28 +59,23 @@ class _MLP(nn.Module):
         return x
 
 
+def part_mlp(mc: DefaultModelConfig, part: str, hiddens: Sequence[int], **kwargs: Any) -> _MLP:
+    """Dense layers of widths ``hiddens`` with the settings of ``part``: the encoder's
+    (``"fcnet"``: ``fcnet_activation``, its initializers and layer norm) or a head's
+    (``"head_fcnet"``)."""
+    return _MLP(
+        hiddens,
+        getattr(mc, f"{part}_activation"),
+        mc.initializer(part, "kernel"),
+        mc.initializer(part, "bias"),
+        getattr(mc, f"{part}_use_layernorm"),
+        **kwargs,
+    )
+
+
 def fcnet_mlp(mc: DefaultModelConfig, hiddens: Sequence[int], **kwargs: Any) -> _MLP:
     """The encoder's MLP (``fcnet_*`` settings) of widths ``hiddens``."""
-    return _MLP(
-        hiddens,
-        mc.fcnet_activation,
-        mc.initializer("fcnet", "kernel"),
-        mc.initializer("fcnet", "bias"),
-        mc.fcnet_use_layernorm,
-        **kwargs,
-    )
-
-
-def head_mlp(mc: DefaultModelConfig, hiddens: Sequence[int], **kwargs: Any) -> _MLP:
-    """A head's hidden layers (``head_fcnet_*`` settings)."""
-    return _MLP(
-        hiddens,
-        mc.head_fcnet_activation,
-        mc.initializer("head_fcnet", "kernel"),
-        mc.initializer("head_fcnet", "bias"),
-        mc.head_fcnet_use_layernorm,
-        **kwargs,
-    )
+    return part_mlp(mc, "fcnet", hiddens, **kwargs)
 
 
 def output_dense(
@@ -178,8 +173,8 @@ def _heads(
     ``head_fcnet_hiddens`` MLPs, then ``action_dist_inputs`` (the last ``free_log_std_dim``
     a learned constant) and the value."""
     mc = module.model_config
-    pi_feat = head_mlp(mc, hiddens, name="pi_head_mlp")(pi_feat)
-    vf_feat = head_mlp(mc, hiddens, name="vf_head_mlp")(vf_feat)
+    pi_feat = part_mlp(mc, "head_fcnet", hiddens, name="pi_head_mlp")(pi_feat)
+    vf_feat = part_mlp(mc, "head_fcnet", hiddens, name="vf_head_mlp")(vf_feat)
     out = output_dense(mc, num_outputs - free_log_std_dim, 0.01, name="pi")(pi_feat)
     if free_log_std_dim:
         log_std = module.param("log_std", nn.initializers.zeros, (free_log_std_dim,))

@@ -114,6 +114,21 @@ class RunnerSpec:
     record_infos: bool = False
 
 
+def _vector_env(spec: RunnerSpec) -> Any:
+    """The vector env ``spec.env`` describes, with the spec's count, mode, seed and indexes."""
+    assert spec.env is not None, "a runner without an env spec gets its env from make_env"
+    return make_host_env(
+        spec.env,
+        spec.num_envs,
+        spec.mode,
+        spec.seed,
+        spec.async_batch_size,
+        worker_index=spec.worker_index,
+        num_workers=spec.num_workers,
+        restart_sub_envs=spec.restart_sub_envs,
+    )
+
+
 class HostRunner:
     """One vector env and its actor state; ``sample`` returns a ``Transition`` of [T, K].
 
@@ -127,17 +142,7 @@ class HostRunner:
         # A vector env built by the caller (multi-agent slots), else one from the env spec.
         env = spec.make_env() if spec.make_env is not None else None
         if not env:
-            assert spec.env is not None, "a runner without an env spec gets its env from make_env"
-            env = make_host_env(
-                spec.env,
-                spec.num_envs,
-                spec.mode,
-                spec.seed,
-                spec.async_batch_size,
-                worker_index=spec.worker_index,
-                num_workers=spec.num_workers,
-                restart_sub_envs=spec.restart_sub_envs,
-            )
+            env = _vector_env(spec)
         self.env = env
         # Episode callbacks: the env's infos stay on the host, one dict per fragment row and
         # column (``last_infos``); the jitted step never sees them.
@@ -179,16 +184,7 @@ class HostRunner:
         if hasattr(self.env, "num_slots"):
             raise RuntimeError("a multi-agent runner's envs are built by its group")
         spec = dataclasses.replace(self.spec, env=env, make_env=None)
-        new = make_host_env(
-            env,
-            spec.num_envs,
-            spec.mode,
-            spec.seed,
-            spec.async_batch_size,
-            worker_index=spec.worker_index,
-            num_workers=spec.num_workers,
-            restart_sub_envs=spec.restart_sub_envs,
-        )
+        new = _vector_env(spec)
         try:
             if self._record_infos:
                 new.keep_info = True

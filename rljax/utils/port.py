@@ -95,14 +95,16 @@ def _rewritten(node: ast.stmt, notes: list[str]) -> str | None:
             return None
         names = []
         for a in node.names:
-            ours = _module(a.name) if a.name.startswith("ray.") else None
-            if a.name.startswith("ray.") and ours is None:
+            mapped = _module(a.name) if a.name.startswith("ray.") else None
+            if a.name.startswith("ray.") and mapped is None:
                 notes.append(f"line {node.lineno}: `import {a.name}` has no rljax counterpart")
-            names.append(_alias(ours or a.name, a.asname))
+            names.append(_alias(mapped or a.name, a.asname))
         return "import " + ", ".join(names)
     if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
         if node.module == "ray":
-            ours, out, kept = [], [], []
+            ours: list[str] = []
+            out: list[str] = []
+            kept: list[str] = []
             for a in node.names:
                 if a.name in ("tune", "air"):
                     ours.append(_alias("tune", a.asname or ("air" if a.name == "air" else None)))
@@ -124,8 +126,8 @@ def _rewritten(node: ast.stmt, notes: list[str]) -> str | None:
             if module is None:
                 notes.append(f"line {node.lineno}: `{node.module}` has no rljax counterpart")
                 return None
-            names = ", ".join(_alias(a.name, a.asname) for a in node.names)
-            return f"from {module} import {names}"
+            listed = ", ".join(_alias(a.name, a.asname) for a in node.names)
+            return f"from {module} import {listed}"
     return None
 
 

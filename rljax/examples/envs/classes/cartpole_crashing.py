@@ -81,7 +81,8 @@ class CartPoleCrashing(CartPoleEnv):
             self.p_stall = self.p_stall_reset = 0.0
             self.stall_after_n_steps = None
         self.timesteps = 0  # of the current episode, as RLlib's
-        self._crash_at = self._stall_at = None
+        self._crash_at: int | None = None
+        self._stall_at: int | None = None
         init_time = config.get("init_time_s")
         if init_time:
             time.sleep(self._seconds(init_time))
