@@ -111,8 +111,9 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
     """Decides which backend runs ``env`` (an id, a ``gymnasium.Env`` class or a creator).
 
     Registered names win, then EnvPool task ids, then gymnasium ids. An id both have runs on
-    gymnasium when ``env_config`` names a setting EnvPool's task does not have (FrozenLake's
-    ``desc``), with a warning that says so; Atari ids stay on EnvPool (the setting is refused).
+    gymnasium when ``env_config`` names settings EnvPool's task does not have and gymnasium's
+    env takes (FrozenLake's ``desc``), with a warning that says so; Atari ids stay on EnvPool,
+    and a setting neither takes is refused naming EnvPool's.
     """
     env_config = dict(env_config or {})
     if env is None:
@@ -126,7 +127,12 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
             # gymnasium's settings of the same task (FrozenLake's desc, is_slippery): its env.
             # Not for Atari: gymnasium's ALE env lacks EnvPool's preprocessing, which a model
             # would notice; envpool_config then names the setting EnvPool does not have.
-            if not foreign or env not in gym.registry or _envpool_defaults(env)[1]:
+            if (
+                not foreign
+                or env not in gym.registry
+                or _envpool_defaults(env)[1]
+                or not _gymnasium_takes(env, foreign)
+            ):  # envpool_config names the setting neither has
                 return EnvSpec("envpool", env, None, env_config)
             logger.warning(
                 "%s runs on gymnasium, not EnvPool: EnvPool's task has no setting %s",
@@ -248,6 +254,20 @@ def _check_envpool_setting(task: str, key: str, value: Any, default: Any) -> Any
         "that EnvPool opens); rljax passes EnvPool numbers and booleans only: choose the game "
         "or model by the env id"
     )
+
+
+def _gymnasium_takes(env_id: str, keys: list[str]) -> bool:
+    """Whether gymnasium's env ``env_id`` (its registered class) takes every one of ``keys``
+    as a keyword argument, judged from its signature without building it."""
+    try:
+        creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)
+        params = inspect.signature(creator).parameters.values()
+    except Exception:  # noqa: BLE001 - an entry point that cannot be read: not gymnasium's
+        return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return True
+    names = {p.name for p in params}
+    return all(k in names for k in keys)
 
 
 def _not_envpool_settings(task: str, env_config: dict[str, Any]) -> list[str]:

@@ -75,6 +75,8 @@ def test_an_env_config_envpool_lacks_runs_on_gymnasium(caplog):
     assert env.unwrapped.desc.shape == (2, 2)
     assert resolve_env("FrozenLake-v1", {}).backend == "envpool"
     assert resolve_env("FrozenLake-v1", {"size": 8}).backend == "envpool"  # EnvPool's own
+    # A setting neither takes stays with EnvPool, whose check names its settings.
+    assert resolve_env("CartPole-v1", {"frame_skip": 4}).backend == "envpool"
     # Atari stays on EnvPool (gymnasium's ALE env lacks its preprocessing): gymnasium's name
     # of a setting is refused, pointing at EnvPool's.
     spec = resolve_env("Pong-v5", {"frameskip": 1})
