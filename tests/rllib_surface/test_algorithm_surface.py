@@ -24,6 +24,7 @@ def _corridor(num_env_runners: int) -> PPOConfig:
     )
 
 
+@pytest.mark.slow
 def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
     config = _corridor(0)
     config.env = None
@@ -59,6 +60,7 @@ def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
         algo.stop()
 
 
+@pytest.mark.slow
 def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them():
     algo = _corridor(2).build_algo()
     try:
@@ -100,6 +102,7 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
         algo.stop()
 
 
+@pytest.mark.slow
 def test_make_env_on_envpools_fused_path_says_what_to_do_instead():
     algo = (
         PPOConfig()
@@ -120,6 +123,7 @@ def test_make_env_on_envpools_fused_path_says_what_to_do_instead():
         algo.stop()
 
 
+@pytest.mark.slow
 def test_make_env_needs_runners_that_rest_between_iterations():
     algo = _corridor(1).env_runners(sample_async=True).build_algo()
     try:

@@ -117,6 +117,7 @@ class _Endless(gym.Env):
         return np.zeros(2, np.float32), 0.0, False, False, {}
 
 
+@pytest.mark.slow
 def test_evaluation_stops_when_no_episode_ends_within_its_sample_timeout(caplog):
     algo = (
         PPOConfig()
@@ -138,6 +139,7 @@ def test_evaluation_stops_when_no_episode_ends_within_its_sample_timeout(caplog)
     )
 
 
+@pytest.mark.slow
 def test_custom_evaluation_function_on_evaluation_runners():
     seen = {}
 

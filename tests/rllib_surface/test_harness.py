@@ -88,6 +88,7 @@ def test_no_effect_flags_say_so_once(caplog):
     assert any("--local-mode has no effect here" in m for m in said)
 
 
+@pytest.mark.slow
 def test_no_tune_stops_at_the_first_criterion_met_and_as_test_raises_when_short(capsys):
     parser = add_rllib_example_script_args(default_reward=1e9, default_iters=3)
     args = parser.parse_args(["--no-tune", "--stop-timesteps=400"])
@@ -104,6 +105,7 @@ def test_no_tune_stops_at_the_first_criterion_met_and_as_test_raises_when_short(
         run_rllib_example_script_experiment(_tiny(), args)
 
 
+@pytest.mark.slow
 def test_tune_run_returns_the_result_grid_and_as_test_passes_when_reached(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RLJAX_RESULTS_DIR", str(tmp_path))
