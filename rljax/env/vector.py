@@ -260,7 +260,10 @@ def _gymnasium_takes(env_id: str, keys: list[str]) -> bool:
     """Whether gymnasium's env ``env_id`` (its registered class) takes every one of ``keys``
     as a keyword argument, judged from its signature without building it."""
     try:
-        creator = gym.envs.registration.load_env_creator(gym.spec(env_id).entry_point)
+        entry = gym.spec(env_id).entry_point
+        creator = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+        if not callable(creator):
+            return False
         params = inspect.signature(creator).parameters.values()
     except Exception:  # noqa: BLE001 - an entry point that cannot be read: not gymnasium's
         return False

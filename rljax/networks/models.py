@@ -68,7 +68,7 @@ def part_mlp(mc: DefaultModelConfig, part: str, hiddens: Sequence[int], **kwargs
         getattr(mc, f"{part}_activation"),
         mc.initializer(part, "kernel"),
         mc.initializer(part, "bias"),
-        getattr(mc, f"{part}_use_layernorm"),
+        getattr(mc, f"{part}_use_layernorm", False),
         **kwargs,
     )
 

@@ -9,7 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
-from rljax.networks.models import _ACT, conv_net, fcnet_mlp, is_image_space, output_dense
+from rljax.networks.models import (
+    _ACT,
+    conv_net,
+    fcnet_mlp,
+    is_image_space,
+    output_dense,
+    part_mlp,
+)
 from rljax.ops.value_learning import dueling_q
 from rljax.utils.errors import ConfigError
 
@@ -139,9 +146,18 @@ class _Critic(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         mc = self.model_config
-        x = jnp.concatenate([obs.reshape((obs.shape[0], -1)).astype(jnp.float32), action], -1)
-        x = fcnet_mlp(mc, (*mc.fcnet_hiddens, *mc.head_fcnet_hiddens))(x)
-        return output_dense(mc, 1, 1.0)(x)[:, 0]
+        obs = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
+        if mc.fusionnet_hiddens is None:  # rljax's: one MLP over the observation and action
+            x = jnp.concatenate([obs, action], -1)
+            x = fcnet_mlp(mc, (*mc.fcnet_hiddens, *mc.head_fcnet_hiddens))(x)
+            return output_dense(mc, 1, 1.0)(x)[:, 0]
+        # RLlib's multi-stream Q network: the observation's encoder, the action joined to its
+        # output, the fusion MLP, then the head.
+        x = fcnet_mlp(mc, mc.fcnet_hiddens, name="obs_encoder")(obs)
+        x = jnp.concatenate([x, action], -1)
+        x = part_mlp(mc, "fusionnet", mc.fusionnet_hiddens, name="fusion")(x)
+        x = part_mlp(mc, "head_fcnet", mc.head_fcnet_hiddens, name="head")(x)
+        return output_dense(mc, 1, 1.0, name="q")(x)[:, 0]
 
 
 class TwinCritic(nn.Module):

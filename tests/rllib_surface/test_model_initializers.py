@@ -90,6 +90,34 @@ def test_q_networks_take_the_head_initializer_for_their_outputs():
     assert (params["q"]["kernel"] == 1).all()
 
 
+def test_fusionnet_builds_rllibs_multi_stream_q_network():
+    from rljax.networks.q_models import TwinCritic
+
+    mc = DefaultModelConfig(
+        fcnet_hiddens=[8],
+        fusionnet_hiddens=[6, 5],
+        head_fcnet_hiddens=[],
+        fcnet_kernel_initializer="ones",
+        fusionnet_kernel_initializer="ones",
+        fusionnet_activation=None,
+        fcnet_activation=None,
+        head_fcnet_kernel_initializer="ones",
+    )
+    critic = TwinCritic(mc, 1)
+    obs, action = jnp.array([[1.0, 2.0, 3.0]]), jnp.array([[0.5]])
+    params = critic.init(KEY, obs, action)
+    shapes = jax.tree.map(lambda x: x.shape[1:], params["params"]["critics"])
+    # The observation's encoder (3 -> 8), the action joined (8 + 1 -> 6 -> 5), the output.
+    assert shapes["obs_encoder"]["Dense_0"]["kernel"] == (3, 8)
+    assert shapes["fusion"]["Dense_0"]["kernel"] == (9, 6)
+    assert shapes["fusion"]["Dense_1"]["kernel"] == (6, 5)
+    assert shapes["q"]["kernel"] == (5, 1)
+    # All-ones linear layers, zero biases: each encoder unit 1 + 2 + 3 = 6; each first fusion
+    # unit 8 * 6 + 0.5 = 48.5; each second 6 * 48.5 = 291; the output 5 * 291 = 1455.
+    np.testing.assert_allclose(critic.apply(params, obs, action), [[1455.0]])
+    assert DefaultModelConfig.from_any(mc.to_dict()) == mc
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [

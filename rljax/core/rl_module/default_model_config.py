@@ -56,7 +56,7 @@ def _initializer(name: str, value: Any) -> str | None:
 # The initializer settings: (initializer field, its kwargs field), per part of the network.
 INITIALIZER_FIELDS = tuple(
     (f"{part}_{kind}_initializer", f"{part}_{kind}_initializer_kwargs")
-    for part in ("fcnet", "conv", "head_fcnet", "lstm")
+    for part in ("fcnet", "conv", "head_fcnet", "lstm", "fusionnet")
     for kind in ("kernel", "bias")
 )
 
@@ -85,6 +85,8 @@ OLD_MODEL_KEYS = {
     "fcnet_weights_initializer_config": "fcnet_kernel_initializer_kwargs",
     "fcnet_bias_initializer_config": "fcnet_bias_initializer_kwargs",
 }
+# Keys RLlib's old stack put in model dicts for its own bookkeeping: nothing to configure.
+IGNORED_MODEL_KEYS = ("uses_new_env_runners",)
 _WARNED: set[str] = set()
 logger = logging.getLogger("rljax")
 
@@ -105,6 +107,8 @@ _CHECKS: dict[str, Check] = {
     "lstm_use_prev_action": Bool(),
     "lstm_use_prev_reward": Bool(),
     "fcnet_use_layernorm": Bool(),
+    "fusionnet_hiddens": lambda name, value: None if value is None else Widths()(name, value),
+    "fusionnet_activation": _activation,
     "head_fcnet_use_layernorm": Bool(),
     **{init: _initializer for init, _ in INITIALIZER_FIELDS},
     **{kwargs: _kwargs_form for _, kwargs in INITIALIZER_FIELDS},
@@ -133,6 +137,10 @@ class DefaultModelConfig:
       max_seq_len: The length of the sequences the learner trains on.
       lstm_use_prev_action: The LSTM also reads the previous action (one-hot if discrete).
       lstm_use_prev_reward: The LSTM also reads the previous reward.
+      fusionnet_hiddens, fusionnet_activation, fusionnet_*_initializer: SAC's and TD3's Q
+        networks as RLlib's multi-stream ones: the observation's encoder (``fcnet_*``), the
+        action joined to its output, these layers, then the head. None (the default): one MLP
+        of ``fcnet_hiddens + head_fcnet_hiddens`` over the observation and action together.
       fcnet_use_layernorm, head_fcnet_use_layernorm: A LayerNorm after each dense layer of the
         encoder / heads, before its activation (RLlib's order).
       fcnet_kernel_initializer, fcnet_bias_initializer, conv_*, head_fcnet_*, lstm_*: The
@@ -180,6 +188,14 @@ class DefaultModelConfig:
     lstm_kernel_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = None
     lstm_bias_initializer: str | None = None
     lstm_bias_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = None
+    fusionnet_hiddens: Sequence[int] | None = None
+    fusionnet_activation: str = "relu"
+    fusionnet_kernel_initializer: str | None = None
+    fusionnet_kernel_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = (
+        None
+    )
+    fusionnet_bias_initializer: str | None = None
+    fusionnet_bias_initializer_kwargs: Mapping[str, Any] | tuple[tuple[str, Any], ...] | None = None
 
     def __post_init__(self) -> None:
         # Each field checked and normalised: lists (from YAML/JSON or user code) become
@@ -225,6 +241,11 @@ class DefaultModelConfig:
                     _WARNED.add(old)
                     logger.warning("model_config key %r is RLlib's old name of %r", old, new)
                 value[new] = value.pop(old)
+        for key in [k for k in IGNORED_MODEL_KEYS if k in value]:
+            if key not in _WARNED:
+                _WARNED.add(key)
+                logger.warning("model_config key %r is RLlib's internal flag; ignored", key)
+            del value[key]
         unknown = [k for k in value if k not in fields]
         if unknown:
             k = unknown[0]
@@ -236,6 +257,8 @@ class DefaultModelConfig:
         d = dataclasses.asdict(self)
         d["fcnet_hiddens"] = list(self.fcnet_hiddens)
         d["head_fcnet_hiddens"] = list(self.head_fcnet_hiddens)
+        if self.fusionnet_hiddens is not None:
+            d["fusionnet_hiddens"] = list(self.fusionnet_hiddens)
         if self.conv_filters is not None:
             d["conv_filters"] = [[o, list(k), s] for o, k, s in self.conv_filters]
         for _, kwargs in INITIALIZER_FIELDS:
