@@ -1,0 +1,1 @@
+"""Example scripts in RLlib's style (see rljax/examples/README.md)."""
