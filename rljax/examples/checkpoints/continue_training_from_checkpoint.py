@@ -47,4 +47,6 @@ if __name__ == "__main__":
     print(f"continued: iteration {result['training_iteration']}, {steps} env steps, R={mean}")
     resumed.stop()
     if args.as_test and not (not math.isnan(mean) and mean >= args.stop_reward):
-        raise ValueError(f"`{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}` of {args.stop_reward} not reached!")
+        raise ValueError(
+            f"`{ENV_RUNNER_RESULTS}/{EPISODE_RETURN_MEAN}` of {args.stop_reward} not reached!"
+        )
