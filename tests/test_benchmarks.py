@@ -92,6 +92,7 @@ def test_appo_async_benchmark_reports_stragglers_per_runner(tmp_path, run_benchm
     assert (tmp_path / "appo_async.json").exists()
 
 
+@pytest.mark.slow
 def test_appo_atari_benchmark_quick_run_and_plot_only(tmp_path, run_benchmark):
     report = run_benchmark("appo_atari.py", "--quick", "--out", str(tmp_path))
     assert report == json.loads((tmp_path / "appo_atari.json").read_text())

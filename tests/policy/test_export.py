@@ -125,6 +125,7 @@ def test_rl_module_from_checkpoint_builds_no_env(trained, monkeypatch):
     assert isinstance(module, RLModule) and module._algo._runners is None
 
 
+@pytest.mark.slow
 def test_cli_export_and_evaluate_with_video(trained, tmp_path, capsys):
     imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
 

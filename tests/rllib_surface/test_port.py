@@ -6,6 +6,8 @@ import ast
 import subprocess
 import sys
 
+import pytest
+
 from rljax.utils.port import port_source
 
 SCRIPT = '''"""Docs live at https://docs.ray.io/en/latest/rllib (left alone)."""
@@ -87,6 +89,7 @@ def test_port_rewrites_statements_not_lines():
     assert namespace["x"] == 1 and namespace["t"] is namespace["tune"]
 
 
+@pytest.mark.slow
 def test_rljax_port_cli_writes_the_file_and_refuses_what_is_not_python(tmp_path):
     src = tmp_path / "script.py"
     src.write_text("from ray.rllib.algorithms.ppo import PPOConfig\nprint(PPOConfig.__module__)\n")

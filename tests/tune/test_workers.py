@@ -75,6 +75,7 @@ def test_other_shapes_train_at_once_in_workers_with_this_process_numbers(tmp_pat
         algo.stop()
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_fails_its_own_trial_and_the_other_finishes(tmp_path):
     killed = []
 
