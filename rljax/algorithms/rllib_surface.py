@@ -29,6 +29,22 @@ class SaveResult:
         return str(self.checkpoint.path)
 
 
+def _config_env(config: Any, spaces: tuple[Any, Any]) -> Any:
+    """The env spec of ``config``'s env and env_config, for ``make_env()``; its spaces must be
+    the policy's ``spaces``."""
+    from rljax.env.vector import env_spaces, resolve_env
+    from rljax.utils.errors import ConfigError
+
+    spec = resolve_env(config.env, config.env_config)
+    got = env_spaces(spec)
+    if got != spaces:
+        raise ConfigError(
+            f"make_env(): env {spec.name!r} with this env_config has spaces {got}; the policy "
+            f"acts on {spaces}"
+        )
+    return spec
+
+
 class EnvRunner:
     """One env runner as RLlib's scripts see it: ``worker_index`` (0 for sampling in the
     driver, 1..n for runner threads), ``config`` (the algorithm's), ``env`` (its vector env),
@@ -55,7 +71,6 @@ class EnvRunner:
         ``make_env()``: a curriculum script sets ``env_runner.config.environment(env_config=
         ...)`` first). The spaces must stay the policy's; every sub-env starts a new episode.
         Runner threads' gymnasium envs only: EnvPool's fused path builds its envs once."""
-        from rljax.env.vector import env_spaces, resolve_env
         from rljax.runners.host import HostRunner
         from rljax.utils.errors import ConfigError
 
@@ -72,13 +87,7 @@ class EnvRunner:
                 "(sample_async=True, or IMPALA/APPO), so they never rest between iterations; "
                 "rebuild envs with synchronous sampling (sample_async=False, e.g. PPO)"
             )
-        spec = resolve_env(self.config.env, self.config.env_config)
-        spaces = env_spaces(spec)
-        if spaces != (algo.observation_space, algo.action_space):
-            raise ConfigError(
-                f"make_env(): env {spec.name!r} with this env_config has spaces {spaces}; the "
-                f"policy acts on {(algo.observation_space, algo.action_space)}"
-            )
+        spec = _config_env(self.config, (algo.observation_space, algo.action_space))
         self._runner.rebuild_env(spec, algo._runners.params)
         algo._runner_env_specs[self._slot] = spec  # a restarted runner is built on it too
         self.env = getattr(self._runner.env, "env", self._runner.env)
@@ -224,16 +233,7 @@ class EvaluationEnvRunner(EnvRunner):
     def make_env(self) -> None:
         """Rebuilds the env copies from this runner's ``config`` (env and env_config); the
         spaces must stay the policy's."""
-        from rljax.env.vector import env_spaces, resolve_env
-        from rljax.utils.errors import ConfigError
-
-        spec = resolve_env(self.config.env, self.config.env_config)
-        if env_spaces(spec) != self._spaces:
-            raise ConfigError(
-                f"make_env(): env {spec.name!r} has spaces {env_spaces(spec)}; the policy acts "
-                f"on {self._spaces}"
-            )
-        new = self._make_host_env(spec)
+        new = self._make_host_env(_config_env(self.config, self._spaces))
         self._host.close()
         self._host, self.env, self._result = new, getattr(new, "env", new), None
 
