@@ -28,7 +28,8 @@ Measured per variant:
    is whole seconds), then to ``time.time()`` taken at the top of this script after the standard
    library imports (heavy imports are deferred). ``process_start_source`` names which was used.
 3. ``env_steps_to_target``: the framework's own lifetime count of sampled env steps at that
-   iteration (rljax, like RLlib, does not count the auto-reset steps of finished sub-envs).
+   iteration (rljax resets an ended sub-env in the step that ended it, as RLlib does: each
+   iteration samples exactly 4000).
 4. ``first_iteration_s``: the first ``train()`` call, which for rljax is mostly XLA compilation;
    ``build_s`` (``build_algo()``) and ``ready_s`` (process start to the first ``train()`` call)
    are reported beside it.

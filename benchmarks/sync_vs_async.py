@@ -18,10 +18,12 @@ gymnasium envs need are the only other processes):
     (``result["env_runners"]["num_env_steps_sampled"]``) summed over the timed iterations, divided
     by their wall time (learning included), after one warm-up iteration (it compiles) or, with
     ``sample_async=True``, two (the second drains the fragment the runner sampled while the first
-    one compiled, which would otherwise count as sampled in no time). Real env steps leave out
-    the auto-reset step after each episode (next-step auto-reset: that step costs 5 ms too but
-    yields no transition, as in RLlib), so ``env_calls_per_s`` (every sub-env result, auto-resets
-    included) is reported beside it. The target is >= 90% of the ideal; RLlib's figures are
+    one compiled, which would otherwise count as sampled in no time). PPO's runners reset
+    same-step, as RLlib's do: a step that ends an episode also resets the sub-env (its 5 ms
+    reset inside that step), so every sub-env result is an env step; first-ready batches
+    (``async_batch_size``) reset next-step, where the step after each episode costs 5 ms but
+    yields no transition, so ``env_calls_per_s`` (every sub-env result, auto-resets included)
+    is reported beside it. The target is >= 90% of the ideal; RLlib's figures are
     constants (``rllib_reference``), measured earlier by the project on this kind of machine, not
     by this script.
 

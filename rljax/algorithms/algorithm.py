@@ -40,7 +40,6 @@ from rljax.env.vector import (
     EnvSpec,
     env_spaces,
     envpool_batch_size,
-    envpool_result,
     make_envpool,
     make_host_env,
     resolve_env,
@@ -59,11 +58,10 @@ from rljax.policy.export import export_policy
 from rljax.runners.acting import (
     ActStep,
     FusedRunnerState,
-    init_actor_state,
     recurrent_input,
     recurrent_spec,
 )
-from rljax.runners.fused import FusedRunner
+from rljax.runners.fused import FusedRunner, start_envpool
 from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
 from rljax.utils import checkpoint as ckpt
@@ -213,6 +211,10 @@ class Algorithm:
     _batch_sharding: jax.sharding.Sharding | None = None
     # A multi-agent run's agents (evaluation reports each one's returns); None: single-agent.
     possible_agents: list[Any] | None = None
+    # Runners reset an ended episode's sub-env in the step that ended it, so every row is an
+    # env step (``rljax.env.vector``): on-policy algorithms, whose batches count env steps as
+    # RLlib's do. Off-policy ones keep next-step resets, which their replay buffers read.
+    _same_step_reset: bool = False
     env_spec: EnvSpec | None
 
     @classmethod
@@ -408,26 +410,33 @@ class Algorithm:
         assert self._runners is not None, "no runner threads: the fused path, or stopped"
         return self._runners
 
-    def _make_fused_runner(self, params: Params) -> tuple[Callable[..., Any], FusedRunnerState]:
-        """Builds the driver's EnvPool env for the fused path; returns ``(xla_step, runner_state)``.
+    def _make_fused_runner(
+        self, params: Params, act_step: ActStep | None = None
+    ) -> tuple[Callable[..., Any], FusedRunnerState, Callable[..., Any] | None]:
+        """Builds the driver's EnvPool env for the fused path; returns ``(xla_step,
+        runner_state, reset_ended)`` (``runners.fused.start_envpool``).
 
         ``self._env`` keeps the env (closed by ``stop``); the runner state holds its handle, the
-        actor state and the first result, on the runner device.
+        actor state and the first result, on the runner device. With ``act_step`` and a SYNC
+        env, the rollout resets same-step (``_same_step_reset``).
         """
         cfg = self.config
         n = cfg.num_envs_per_env_runner
         batch = envpool_batch_size(n, cfg.gym_env_vectorize_mode, cfg.async_batch_size)
         assert self.env_spec is not None  # only EnvPool envs run fused
         self._env = make_envpool(self.env_spec, n, batch, self.seed)
-        handle, _recv, _send, xla_step = self._env.xla()
-        self._env.async_reset()
-        keep = self._record_episodes  # the results carry EnvPool's infos for episode callbacks
-        obs, rew, term, trunc, info = self._env.recv()
-        result = envpool_result(obs, rew, term, trunc, info, keep_info=keep)
-        result = jax.tree.map(jnp.asarray, result)
-        actor = init_actor_state(self.parts.act, params, result.obs[0], n)
-        rs = FusedRunnerState(jnp.asarray(handle), actor, result, jax.random.PRNGKey(self.seed + 1))
-        return xla_step, jax.device_put(rs, self.runner_device)
+        xla_step, rs, reset_ended = start_envpool(
+            self._env,
+            self.parts.act,
+            act_step,
+            params,
+            n,
+            self.seed,
+            self.parts.to_env_action,
+            keep_info=self._record_episodes,  # EnvPool's infos for episode callbacks
+            same_step=act_step is not None and self._same_step_reset and batch == n,
+        )
+        return xla_step, jax.device_put(rs, self.runner_device), reset_ended
 
     def _runner_env(self, runner_index: int) -> Any:
         """A vector env for runner ``runner_index``; None lets the runner build its own."""
@@ -478,6 +487,7 @@ class Algorithm:
             num_workers=cfg.num_env_runners,
             restart_sub_envs=cfg.restart_failed_sub_environments,
             record_infos=self._record_episodes,
+            same_step=self._same_step_reset,
         )
 
         def make(i: int) -> HostRunner | FusedRunner:

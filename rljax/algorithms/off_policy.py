@@ -394,7 +394,7 @@ class OffPolicyAlgorithm(Algorithm):
 
     def _setup_fused(self, cycle: Any) -> None:
         params = self.parts.acting_params(self.state)
-        xla_step, self.runner_state = self._make_fused_runner(params)
+        xla_step, self.runner_state, _ = self._make_fused_runner(params)
         rollout = make_fused_rollout(
             self._act_step,
             xla_step,

@@ -87,6 +87,9 @@ def connected_update(
 class OnPolicyAlgorithm(Algorithm):
     """An actor-critic trained by ``OnPolicyLoop`` (fused, or with runner threads).
 
+    Its runners reset same-step (``Algorithm._same_step_reset``): a batch of N rows holds N env
+    steps, as RLlib's does (a population's trials too).
+
     Populations (``rljax.execution.population``): an algorithm whose ``population_settings``
     is not empty builds its postprocess and update with ``_learner_functions(values)``, so
     that trials differing only in those settings (and the seed) can train as one vmapped
@@ -94,8 +97,10 @@ class OnPolicyAlgorithm(Algorithm):
     """
 
     state: Any
+    _same_step_reset = True
     _loop: OnPolicyLoop[Any] | None
     _xla_step: Callable[..., Any]  # a population trial's EnvPool step
+    _reset_ended: Callable[..., Any] | None = None  # the fused rollout's same-step resets
     _population_result: dict[str, Any] | None = None  # the iteration a population ran
     # The settings (RLlib's names) trials of one population may differ in, besides the seed:
     # values the jitted postprocess and update read. Empty: no populations.
@@ -219,7 +224,9 @@ class OnPolicyAlgorithm(Algorithm):
             self.fused = False
         elif self._population_member:
             # A trial of a population: its env is built, the population runs the program.
-            self._xla_step, self.runner_state = self._make_fused_runner(self._runner_params())
+            self._xla_step, self.runner_state, self._reset_ended = self._make_fused_runner(
+                self._runner_params(), self._act_step
+            )
             self._loop = None
         elif self.fused:
             self._setup_fused()
@@ -227,9 +234,15 @@ class OnPolicyAlgorithm(Algorithm):
             self._setup_host_runners(max_policy_lag, free_running)
 
     def _setup_fused(self) -> None:
-        xla_step, self.runner_state = self._make_fused_runner(self._runner_params())
+        xla_step, self.runner_state, self._reset_ended = self._make_fused_runner(
+            self._runner_params(), self._act_step
+        )
         rollout = make_fused_rollout(
-            self._act_step, xla_step, self.fragment_length, self.parts.to_env_action
+            self._act_step,
+            xla_step,
+            self.fragment_length,
+            self.parts.to_env_action,
+            reset_ended=self._reset_ended,
         )
         self._loop = OnPolicyLoop.fused(
             rollout,

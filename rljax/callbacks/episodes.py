@@ -8,6 +8,11 @@ stream (a sub-env) has at most one open episode:
 - a row that is not a transition (``valid`` False) is the step after an episode end (or the
   first reset): its next observation and info start the stream's next episode, which is
   created (``on_episode_created``, ``on_episode_start``) at its first step;
+- with same-step resets (on-policy runners) every row is a transition: the row that ends an
+  episode holds its final observation, and the next episode starts from the next row's
+  observation; gymnasium's info of that row is the reset's, the ended step's being in its
+  ``final_info``; the info of a runner's first reset comes with its first row, under
+  ``RESET_INFO``;
 - a transition adds a step (``on_episode_step``); where an episode ended (``episode_done``:
   a whole game, Atari lives notwithstanding) it ends (``on_episode_end``).
 
@@ -27,7 +32,7 @@ import numpy as np
 
 from rljax.callbacks.dispatch import Callbacks
 from rljax.env.multi_agent_episode import MultiAgentEpisode
-from rljax.env.single_agent_episode import SingleAgentEpisode, info_rows
+from rljax.env.single_agent_episode import RESET_INFO, SingleAgentEpisode, info_rows
 from rljax.utils.metrics.metrics_logger import MetricsLogger
 
 
@@ -76,14 +81,23 @@ class EpisodeReplay:
                     self.open.pop(stream, None)  # an open episode here was broken (restart)
                     self.pending[stream] = (flat["next_obs"][t, k], infos[k])
                     continue
+                info, reset_info = infos[k], None
+                if isinstance(info, dict) and RESET_INFO in info:
+                    info = dict(info)
+                    self.pending[stream] = (None, info.pop(RESET_INFO))
                 episode = self.open.get(stream)
                 if episode is None:
                     episode = self._start(stream, flat["obs"][t, k])
+                if isinstance(info, dict) and "final_info" in info:  # a same-step reset
+                    reset_info = {
+                        key: v for key, v in info.items() if key not in ("final_info", "final_obs")
+                    }
+                    info = info["final_info"]
                 episode.add_env_step(
                     flat["next_obs"][t, k],
                     flat["action"][t, k],
                     float(flat["reward"][t, k]),
-                    infos[k],
+                    info,
                     terminated=bool(term[t, k]) and bool(done[t, k]),
                     truncated=bool(trunc[t, k]) and bool(done[t, k]),
                 )
@@ -94,6 +108,8 @@ class EpisodeReplay:
                     self._call("on_episode_end", episode, stream)
                     del self.open[stream]
                     finished.append(episode)
+                    if reset_info is not None:  # the next row's observation starts the next
+                        self.pending[stream] = (None, reset_info)
                     continue
                 if bool(trunc[t, k]):  # cut where its runner's env raised: never ends
                     del self.open[stream]
@@ -109,6 +125,7 @@ class EpisodeReplay:
 
     def _start(self, stream: int, obs: Any) -> SingleAgentEpisode:
         obs0, info0 = self.pending.pop(stream, (obs, {}))
+        obs0 = obs if obs0 is None else obs0
         ctx = self.context(stream)
         episode = SingleAgentEpisode(obs0, info0, env_index=ctx["env_index"])
         self._call("on_episode_created", episode, stream, ctx)

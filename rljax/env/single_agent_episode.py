@@ -36,6 +36,11 @@ def _values(arr: np.ndarray) -> list[Any]:
     return arr.tolist() if arr.dtype.kind in "biuf" else list(arr)
 
 
+# The key under which a host runner's first row carries the info of the reset before it (a
+# same-step runner's first env step overwrites the reset's row; ``callbacks.episodes``).
+RESET_INFO = "rljax_reset_info"
+
+
 def split_infos(info: Any, width: int) -> list[dict[str, Any]]:
     """A vector env's info (gymnasium's dict of arrays with ``_key`` masks, or EnvPool's
     arrays) as one dict per row; entries not of a leading ``[width]`` are left out."""

@@ -20,6 +20,12 @@ class StepResult(NamedTuple):
       restarted: Where a sub-env raised and was rebuilt (``restart_failed_sub_environments``):
         the row is the fresh env's first observation, and the broken episode is dropped. None
         when restarts are off.
+      info: The env's info arrays, where episode callbacks asked for them; else None.
+      final_obs: With same-step auto-reset (``same_step_reset``): the observation each row's
+        step led to, [K, *obs_shape]. Where a row's episode ended, ``obs`` is already the next
+        episode's first observation and ``final_obs`` the ended episode's last one; elsewhere
+        the two are equal. None with next-step auto-reset, where the step after an episode end
+        returns the first observation of the next episode and is no transition.
     """
 
     obs: Any
@@ -31,6 +37,7 @@ class StepResult(NamedTuple):
     game_over: Any = None
     restarted: Any = None
     info: Any = None
+    final_obs: Any = None
 
 
 __all__ = ["StepResult"]

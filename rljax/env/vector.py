@@ -1,8 +1,20 @@
 """Vector envs behind one host interface, and the choice between EnvPool and gymnasium.
 
-Both backends use next-step auto-reset: the step after an episode ends returns the first
-observation of the next episode with zero reward, and the action sent for the final observation is
-ignored. The runners mark that step's transition invalid, so every backend yields the same data.
+Two auto-reset modes, the same on every backend:
+
+- next-step (the default): the step after an episode ends returns the first observation of the
+  next episode with zero reward, and the action sent for the final observation is ignored. The
+  runners mark that step's transition invalid. Replay buffers rely on it: the row after an
+  episode's last step holds its final observation.
+- same-step (``same_step=True``, for on-policy algorithms, as RLlib's env runners step): a step
+  that ends an episode returns the next episode's first observation, and the final one in
+  ``StepResult.final_obs``, so every step is a transition and a batch of N rows holds N env
+  steps. gymnasium's ``AutoresetMode.SAME_STEP`` does it for gymnasium envs; EnvPool only resets
+  on the next step, so a SYNC EnvPool sends that step at once for the sub-envs whose episode
+  ended (their action is ignored) and returns its observations, from Python on the host path
+  and through a host callback inside the fused rollout (``envpool_reset_ended``). First-ready
+  (ASYNC with a batch smaller than the sub-envs) vector envs keep next-step resets: the reset
+  result arrives in a later batch.
 """
 
 from __future__ import annotations
@@ -44,9 +56,16 @@ def envpool_result(
     info: dict,
     xp: Any = np,
     keep_info: bool = False,
+    reset_ended: Callable[[Any, Any, Any], Any] | None = None,
 ) -> StepResult:
     """A ``StepResult`` from EnvPool's outputs (numpy or traced), with Atari's metric fields
-    (and the info arrays themselves with ``keep_info``)."""
+    (and the info arrays themselves with ``keep_info``); with ``reset_ended``
+    (``_reset_ended_rows`` bound to the env, or ``envpool_reset_ended``'s traced form) the
+    result of a same-step reset, the final observations in ``final_obs``."""
+    final_obs = None
+    if reset_ended is not None:
+        final_obs = obs
+        obs = reset_ended(obs, info["env_id"], xp.asarray(terminated) | xp.asarray(truncated))
     return StepResult(
         obs,
         xp.asarray(reward, xp.float32),
@@ -58,7 +77,57 @@ def envpool_result(
         if "lives" in info
         else None,
         info=dict(info) if keep_info else None,
+        final_obs=final_obs,
     )
+
+
+def _row_positions(env_id: np.ndarray, rows_env_id: np.ndarray) -> np.ndarray:
+    """For each id in ``env_id``, its row in a batch whose rows hold ``rows_env_id``."""
+    pos = np.full(int(max(rows_env_id.max(), env_id.max())) + 1, -1, np.int64)
+    pos[rows_env_id] = np.arange(len(rows_env_id))
+    return pos[env_id]
+
+
+def _reset_ended_rows(env: Any, obs: Any, env_id: Any, done: Any) -> Any:
+    """Sends a SYNC EnvPool's reset step to the sub-envs of the rows where ``done`` (EnvPool
+    resets on the step after an episode end and ignores its action); returns ``obs`` with those
+    rows replaced by the first observations of the next episodes."""
+    import jax
+
+    done = np.asarray(done, bool)
+    env_id = np.asarray(env_id, np.int32)
+    if not done.any():
+        return obs
+    ended = env_id[done]
+    space = env.action_space
+    env.send(np.zeros((len(ended), *space.shape), space.dtype), ended)
+    new_obs, _rew, _term, _trunc, info = env.recv()
+    rows = _row_positions(np.asarray(info["env_id"], np.int32), env_id)
+
+    def replace(old: Any, new: Any) -> np.ndarray:
+        out = np.array(old)  # a copy: callback operands are read-only
+        out[rows] = new
+        return out
+
+    return jax.tree.map(replace, obs, new_obs)
+
+
+def envpool_reset_ended(env: Any) -> Callable[[Any, Any, Any], Any]:
+    """``reset_ended(obs, env_id, done) -> obs``, traced: ``_reset_ended_rows`` for the fused
+    rollout, as a host callback that runs only in steps where an episode ended."""
+    import jax
+    import jax.numpy as jnp
+    from jax.experimental import io_callback
+
+    def reset_ended(obs: Any, env_id: Any, done: Any) -> Any:
+        shapes = jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype), obs)
+
+        def call(args: Any) -> Any:
+            return io_callback(functools.partial(_reset_ended_rows, env), shapes, *args)
+
+        return jax.lax.cond(jnp.any(done), call, lambda args: args[0], (obs, env_id, done))
+
+    return reset_ended
 
 
 @functools.lru_cache(maxsize=1)
@@ -537,6 +606,24 @@ def _restarted(info: dict, num_envs: int) -> np.ndarray:
     return flags
 
 
+def _final_observations(obs: Any, info: dict) -> Any:
+    """gymnasium's same-step auto-reset as a dense batch: ``obs`` with the rows whose episode
+    ended replaced by their final observations (``info["final_obs"]``, an object array)."""
+    import jax
+
+    ended = np.flatnonzero(np.asarray(info.get("_final_obs", ()), bool))
+    if ended.size == 0:
+        return obs
+    final = jax.tree.map(np.array, obs)  # a copy, leaf by leaf (Dict spaces are dicts)
+    for i in ended:
+
+        def put(leaf: np.ndarray, value: Any, i: int = int(i)) -> None:
+            leaf[i] = value
+
+        jax.tree.map(put, final, info["final_obs"][i])
+    return final
+
+
 class GymVectorHostEnv:
     """gymnasium ``SyncVectorEnv`` (SYNC) or ``AsyncVectorEnv`` in spawned processes (ASYNC)."""
 
@@ -549,10 +636,13 @@ class GymVectorHostEnv:
         worker_index: int = 0,
         num_workers: int = 0,
         restart_sub_envs: bool = False,
+        same_step: bool = False,
     ):
         fns = env_fns(spec, num_envs, worker_index, num_workers, restart_sub_envs)
         self.restart_sub_envs = restart_sub_envs
-        autoreset = gym.vector.AutoresetMode.NEXT_STEP
+        self.same_step = same_step
+        mode_ = gym.vector.AutoresetMode
+        autoreset = mode_.SAME_STEP if same_step else mode_.NEXT_STEP
         for fn in fns:
             fn.state_access = True  # see _StateAccess
         self.env: gym.vector.AsyncVectorEnv | gym.vector.SyncVectorEnv
@@ -579,6 +669,7 @@ class GymVectorHostEnv:
             self._ids,
             restarted=np.zeros(n, bool) if self.restart_sub_envs else None,
             info=info if self.keep_info else None,
+            final_obs=obs if self.same_step else None,
         )
 
     def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
@@ -592,6 +683,7 @@ class GymVectorHostEnv:
             self._ids,
             restarted=_restarted(info, self.num_envs) if self.restart_sub_envs else None,
             info=info if self.keep_info else None,
+            final_obs=_final_observations(obs, info) if self.same_step else None,
         )
 
     def get_state(self) -> dict[str, Any]:
@@ -699,24 +791,36 @@ class GymVectorHostEnv:
 class EnvPoolHostEnv:
     """EnvPool driven from Python with ``send``/``recv``; ASYNC when ``batch_size < num_envs``."""
 
-    def __init__(self, spec: EnvSpec, num_envs: int, batch_size: int, seed: int):
+    def __init__(
+        self, spec: EnvSpec, num_envs: int, batch_size: int, seed: int, same_step: bool = False
+    ):
         self.env = make_envpool(spec, num_envs, batch_size, seed)
         self.num_envs = num_envs
         self.batch_size = batch_size
         self.keep_info = False  # results carry the info arrays (for episode callbacks)
         self.action_space = self.env.action_space
+        # Same-step resets need every sub-env in each batch (SYNC): see the module docstring.
+        self._reset_ended = (
+            functools.partial(_reset_ended_rows, self.env)
+            if same_step and batch_size == num_envs
+            else None
+        )
 
-    def _result(self, ret: tuple) -> StepResult:
+    def _result(self, ret: tuple, reset_ended: Any = None) -> StepResult:
         obs, rew, term, trunc, info = ret
-        return envpool_result(obs, rew, term, trunc, info, keep_info=self.keep_info)
+        return envpool_result(
+            obs, rew, term, trunc, info, keep_info=self.keep_info, reset_ended=reset_ended
+        )
 
     def reset(self) -> StepResult:
         self.env.async_reset()
-        return self._result(self.env.recv())
+        result = self._result(self.env.recv())
+        # Same-step results always carry final_obs (equal to obs where no episode ended).
+        return result if self._reset_ended is None else result._replace(final_obs=result.obs)
 
     def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
         self.env.send(action, np.asarray(env_id, np.int32))
-        return self._result(self.env.recv())
+        return self._result(self.env.recv(), self._reset_ended)
 
     def close(self, terminate: bool = False) -> None:
         self.env.close()  # EnvPool's C++ envs do not hang in Python
@@ -738,9 +842,11 @@ def make_host_env(
     worker_index: int = 0,
     num_workers: int = 0,
     restart_sub_envs: bool = False,
+    same_step: bool = False,
 ) -> Any:
     """The vector env of one runner (``restart_sub_envs``: gymnasium sub-envs are rebuilt when
-    they raise; EnvPool's C++ envs do not raise).
+    they raise; EnvPool's C++ envs do not raise; ``same_step``: same-step auto-reset where the
+    vector env steps every sub-env together, see the module docstring).
 
     EnvPool: SYNC steps all sub-envs together; ASYNC returns the first ``async_batch_size`` ready.
     gymnasium: SYNC is ``SyncVectorEnv``; ASYNC is ``AsyncVectorEnv`` (lock-step, a process per
@@ -748,10 +854,12 @@ def make_host_env(
     """
     if spec.backend == "envpool":
         batch = envpool_batch_size(num_envs, mode, async_batch_size)
-        return EnvPoolHostEnv(spec, num_envs, batch, seed)
+        return EnvPoolHostEnv(spec, num_envs, batch, seed, same_step)
     if mode == ASYNC and async_batch_size is not None:
         from rljax.env.first_ready import FirstReadyVectorEnv
 
         fns = env_fns(spec, num_envs, worker_index, num_workers, restart_sub_envs)
         return FirstReadyVectorEnv(fns, async_batch_size, seed, restart_sub_envs)
-    return GymVectorHostEnv(spec, num_envs, mode, seed, worker_index, num_workers, restart_sub_envs)
+    return GymVectorHostEnv(
+        spec, num_envs, mode, seed, worker_index, num_workers, restart_sub_envs, same_step
+    )

@@ -74,12 +74,16 @@ def make_population_rollout(
     xla_steps: Sequence[Callable[..., Any]],
     length: int,
     to_env_action: Callable[[jax.Array], jax.Array],
+    reset_endeds: Sequence[Callable[..., Any] | None] | None = None,
 ) -> Callable[[Any, PopulationRunnerState], tuple[PopulationRunnerState, Transition]]:
     """``rollout(params [K], runner_state) -> (runner_state, Transition [K, length, N])``.
 
     Each env step runs the K trials' policies as one vmapped ``act_step`` and steps trial k's
     EnvPool with its own actions; trial k's keys split as a run of its own splits its key.
+    ``reset_endeds``: each trial's same-step resets (``vector.envpool_reset_ended``), as its
+    own run has them.
     """
+    resets = list(reset_endeds) if reset_endeds is not None else [None] * len(xla_steps)
 
     def rollout(params: Any, rs: PopulationRunnerState) -> tuple[PopulationRunnerState, Transition]:
         def body(carry: PopulationRunnerState, _: Any) -> tuple[PopulationRunnerState, Any]:
@@ -93,7 +97,9 @@ def make_population_rollout(
                     carry.handles[k], env_action[k], carry.result.env_id[k]
                 )
                 handles.append(handle)
-                results.append(envpool_result(obs, rew, term, trunc, info, xp=jnp))
+                results.append(
+                    envpool_result(obs, rew, term, trunc, info, xp=jnp, reset_ended=resets[k])
+                )
             result = _stack(results)
             return PopulationRunnerState(tuple(handles), actor, result, key), transition
 
@@ -243,6 +249,7 @@ class Population:
             [m._xla_step for m in members],
             first.fragment_length,
             first.parts.to_env_action,
+            [m._reset_ended for m in members],
         )
 
         def learn(state: Any, traj: Transition, values: dict[str, Any], active: jax.Array):

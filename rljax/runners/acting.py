@@ -227,6 +227,10 @@ def make_act_step(
         raw_reward = getattr(result, "raw_reward", None)
         game_over = getattr(result, "game_over", None)
         restarted = getattr(result, "restarted", None)
+        # Same-step auto-reset: where an episode ended, result.obs is already the next episode's
+        # first observation and final_obs the ended one's last.
+        final_obs = getattr(result, "final_obs", None)
+        done = result.terminated | result.truncated
         memory = None
         if spec is None:
             action, extras = policy_fn(params, result.obs, key)
@@ -234,6 +238,8 @@ def make_act_step(
             # A row after an episode end (the pending transition was not real: the env reset)
             # or a rebuilt sub-env's is an episode's first: the policy's state starts afresh.
             first = ~state.valid[ids]
+            if final_obs is not None:
+                first = first | done
             if restarted is not None:
                 first = first | restarted
             rin = recurrent_input(
@@ -248,10 +254,16 @@ def make_act_step(
             extras, memory = _recurrent_extras(extras, rin)
         was_valid = state.valid[ids] if present is None else state.valid[ids] & present
         if restarted is not None:
-            # A sub-env that raised was rebuilt: this row is its fresh first observation, so the
-            # pending action has no real result and the broken episode is never reported.
-            was_valid = was_valid & ~restarted
-        done = result.terminated | result.truncated
+            # A sub-env that raised in its step was rebuilt: this row is its fresh first
+            # observation, so the pending action has no real result and the broken episode is
+            # never reported. One whose same-step reset raised (done: the episode ended well) was
+            # rebuilt for the next episode only: the transition is real.
+            was_valid = was_valid & ~(restarted & ~done)
+        next_extras = {k: extras[k] for k in bootstrap_keys}
+        if final_obs is not None and bootstrap_keys:
+            next_extras = _final_obs_extras(
+                policy_fn, spec, params, key, state, result, final_obs, next_extras
+            )
         # Metrics follow whole games: unclipped rewards, and lost lives do not end an episode.
         metric_reward = result.reward if raw_reward is None else raw_reward
         game_over = done if game_over is None else game_over
@@ -267,21 +279,22 @@ def make_act_step(
             valid=was_valid,
             env_id=ids,
             extras=jax.tree.map(lambda x: x[ids], state.extras),
-            next_extras={k: extras[k] for k in bootstrap_keys},
+            next_extras=next_extras,
             episode_return=ep_ret,
             episode_len=ep_len,
             episode_done=episode_done,
-            next_obs=result.obs if record_steps else None,
+            next_obs=(result.obs if final_obs is None else final_obs) if record_steps else None,
             info=getattr(result, "info", None) if record_steps else None,
         )
-        # After an episode end the env auto-resets on the next step and ignores this action, so the
-        # transition that starts from a final observation is not real.
+        # With next-step auto-reset, after an episode end the env resets on the next step and
+        # ignores this action, so the transition that starts from a final observation is not
+        # real; with same-step auto-reset the observation already starts the next episode.
         episode_over = game_over if restarted is None else game_over | restarted
         new = ActorState(
             obs=result.obs,
             action=action,
             extras=extras,
-            valid=~done,
+            valid=~done if final_obs is None else jnp.ones_like(done),
             episode_return=jnp.where(episode_over, 0.0, ep_ret),
             episode_len=jnp.where(episode_over, 0, ep_len),
             memory=memory,
@@ -300,6 +313,44 @@ def make_act_step(
     return act_step
 
 
+def _final_obs_extras(
+    policy_fn: PolicyFn,
+    spec: RecurrentSpec | None,
+    params: Any,
+    key: jax.Array,
+    state: ActorState,
+    result: Any,
+    final_obs: Any,
+    next_extras: dict[str, Any],
+) -> dict[str, Any]:
+    """The bootstrap extras of each row's next observation under same-step auto-reset: the
+    policy's on ``final_obs`` where the episode was truncated (a value to bootstrap from),
+    ``next_extras`` (of ``result.obs``) elsewhere. A terminated row needs none (its next value
+    counts zero), so the second policy pass runs only in steps with a truncation."""
+    ids = result.env_id
+
+    def on_final(_: Any) -> dict[str, Any]:
+        if spec is None:
+            _, extras = policy_fn(params, final_obs, key)
+        else:
+            # The final observation continues the pending step's episode: the state after the
+            # pending observation, its action and this step's reward.
+            rin = recurrent_input(
+                spec,
+                final_obs,
+                jax.tree.map(lambda m: m[ids], state.memory),
+                jnp.zeros_like(result.truncated),
+                jax.tree.map(lambda a: a[ids], state.action),
+                result.reward,
+            )
+            _, extras = policy_fn(params, rin, key)
+        return {k: extras[k] for k in next_extras}
+
+    truncated = result.truncated
+    final = jax.lax.cond(jnp.any(truncated), on_final, lambda _: next_extras, None)
+    return jax.tree.map(lambda f, n: jnp.where(_row_mask(truncated, f), f, n), final, next_extras)
+
+
 class FusedRunnerState(NamedTuple):
     """Carry of the fused rollout: the EnvPool handle, actor state, the unprocessed last result."""
 
@@ -309,15 +360,36 @@ class FusedRunnerState(NamedTuple):
     key: jax.Array
 
 
+def prime(
+    act_step: ActStep,
+    params: Any,
+    key: jax.Array,
+    actor: ActorState,
+    result: Any,
+    step: Callable[[Any, Any], Any],
+) -> tuple[ActorState, Any]:
+    """For a same-step runner: acts on the reset ``result`` and steps the env once
+    (``step(action, env_id) -> result``), so that the first fragment's first row finishes a
+    real transition and a batch of N rows holds N env steps from the first iteration on, as
+    RLlib's first sample does. Returns the actor state and the step's result.
+
+    Runs eagerly, once per env built: nothing is compiled for it. The reset result has no final
+    observation to bootstrap from (``final_obs`` is dropped for the call)."""
+    action, actor, _ = act_step(params, key, actor, result._replace(final_obs=None))
+    return actor, step(action, result.env_id)
+
+
 def make_fused_rollout(
     act_step: ActStep,
     xla_step: Callable[..., Any],
     length: int,
     to_env_action: Callable[[jax.Array], jax.Array],
+    reset_ended: Callable[[Any, Any, Any], Any] | None = None,
 ) -> Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]:
     """``rollout(params, runner_state) -> (runner_state, Transition [length, K])``, jit-able.
 
     Steps EnvPool through its XLA interface inside ``lax.scan``: no Python per env step.
+    ``reset_ended`` (``vector.envpool_reset_ended``): same-step auto-reset.
     """
 
     def rollout(params: Any, rs: FusedRunnerState) -> tuple[FusedRunnerState, Transition]:
@@ -329,7 +401,9 @@ def make_fused_rollout(
             )
             # The info travels with the result only where episode callbacks asked for it.
             keep_info = carry.result.info is not None
-            result = envpool_result(obs, rew, term, trunc, info, xp=jnp, keep_info=keep_info)
+            result = envpool_result(
+                obs, rew, term, trunc, info, xp=jnp, keep_info=keep_info, reset_ended=reset_ended
+            )
             return FusedRunnerState(handle, actor, result, key), transition
 
         return jax.lax.scan(body, rs, None, length=length)

@@ -13,22 +13,72 @@ EnvPool env, it has no state to save (``get_state`` raises ``EnvStateError``).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rljax.env.state import EnvStateError
-from rljax.env.vector import envpool_batch_size, envpool_result, make_envpool
+from rljax.env.vector import (
+    _reset_ended_rows,
+    envpool_batch_size,
+    envpool_reset_ended,
+    envpool_result,
+    make_envpool,
+)
 from rljax.runners.acting import (
     FusedRunnerState,
     Transition,
     init_actor_state,
     make_fused_rollout,
+    prime,
 )
 from rljax.runners.host import RunnerSpec
+
+
+def start_envpool(
+    env: Any,
+    policy_fn: Any,
+    act_step: Any,
+    params: Any,
+    num_envs: int,
+    seed: int,
+    to_env_action: Callable[[jax.Array], jax.Array],
+    keep_info: bool = False,
+    same_step: bool = False,
+) -> tuple[Callable[..., Any], FusedRunnerState, Callable[..., Any] | None]:
+    """Resets an EnvPool for the fused rollout: ``(xla_step, runner_state, reset_ended)``.
+
+    ``same_step`` (a SYNC EnvPool): same-step auto-reset (``vector.envpool_reset_ended``, the
+    rollout's ``reset_ended``), and the first env step is taken here (``acting.prime``), so the
+    first fragment holds as many env steps as rows. The runner state is on the host's default
+    device; the caller places it.
+    """
+    handle, _recv, _send, xla_step = env.xla()
+    env.async_reset()
+    obs, rew, term, trunc, info = env.recv()
+    result = envpool_result(obs, rew, term, trunc, info, keep_info=keep_info)
+    result = jax.tree.map(jnp.asarray, result)
+    actor = init_actor_state(policy_fn, params, result.obs[0], num_envs)
+    key = jax.random.PRNGKey(seed + 1)  # the runner's acting key: env seed + 1
+    reset_ended = None
+    if same_step:
+        result = result._replace(final_obs=result.obs)
+        reset_rows = functools.partial(_reset_ended_rows, env)
+
+        def step(action: Any, env_id: Any) -> Any:
+            env.send(np.asarray(to_env_action(action)), np.asarray(env_id, np.int32))
+            out = envpool_result(*env.recv(), keep_info=keep_info, reset_ended=reset_rows)
+            return jax.tree.map(jnp.asarray, out)
+
+        key, sub = jax.random.split(key)
+        actor, result = prime(act_step, params, sub, actor, result, step)
+        reset_ended = envpool_reset_ended(env)
+    return xla_step, FusedRunnerState(jnp.asarray(handle), actor, result, key), reset_ended
 
 
 class FusedRunner:
@@ -59,17 +109,18 @@ class FusedRunner:
         self._rollouts: dict[int, Callable[..., Any]] = {}
         self._params_shape = jax.eval_shape(lambda p: p, params)
         try:
-            handle, _recv, _send, self._xla_step = self.env.xla()
-            self.env.async_reset()
-            keep = spec.record_infos  # EnvPool's infos for episode callbacks
-            obs, rew, term, trunc, info = self.env.recv()
-            result = envpool_result(obs, rew, term, trunc, info, keep_info=keep)
-            result = jax.tree.map(jnp.asarray, result)
-            actor = init_actor_state(spec.policy_fn, params, result.obs[0], spec.num_envs)
-            key = jax.random.PRNGKey(spec.seed + 1)  # as the fused path: env seed + 1
-            self.state = jax.device_put(
-                FusedRunnerState(jnp.asarray(handle), actor, result, key), self.device
+            self._xla_step, state, self._reset_ended = start_envpool(
+                self.env,
+                spec.policy_fn,
+                spec.act_step,
+                params,
+                spec.num_envs,
+                spec.seed,
+                to_env_action,
+                keep_info=spec.record_infos,  # EnvPool's infos for episode callbacks
+                same_step=spec.same_step and batch == spec.num_envs,
             )
+            self.state = jax.device_put(state, self.device)
         except BaseException:
             self.env.close()
             raise
@@ -78,7 +129,11 @@ class FusedRunner:
         """The jitted rollout of ``length`` steps (one per length; the state is donated)."""
         if length not in self._rollouts:
             rollout = make_fused_rollout(
-                self.spec.act_step, self._xla_step, length, self._to_env_action
+                self.spec.act_step,
+                self._xla_step,
+                length,
+                self._to_env_action,
+                reset_ended=self._reset_ended,
             )
             self._rollouts[length] = jax.jit(rollout, donate_argnums=(1,))
         return self._rollouts[length]
@@ -126,4 +181,4 @@ class FusedRunner:
         self.env.close()
 
 
-__all__ = ["FusedRunner"]
+__all__ = ["FusedRunner", "start_envpool"]

@@ -18,10 +18,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.single_agent_episode import split_infos
+from rljax.env.single_agent_episode import RESET_INFO, split_infos
 from rljax.env.state import EnvStateError, decode, encode
 from rljax.env.vector import EnvSpec, make_host_env
-from rljax.runners.acting import ActorState, ActStep, PolicyFn, Transition, init_actor_state
+from rljax.runners.acting import (
+    ActorState,
+    ActStep,
+    PolicyFn,
+    Transition,
+    init_actor_state,
+)
 
 # The group and its parts, where callers have always imported them from.
 from rljax.runners.faults import MAX_FRESH_FAILURES, EnvRunnerError
@@ -112,6 +118,7 @@ class RunnerSpec:
     restart_sub_envs: bool = False
     make_env: Callable[[], Any] | None = None
     record_infos: bool = False
+    same_step: bool = False
 
 
 def _vector_env(spec: RunnerSpec) -> Any:
@@ -126,6 +133,7 @@ def _vector_env(spec: RunnerSpec) -> Any:
         worker_index=spec.worker_index,
         num_workers=spec.num_workers,
         restart_sub_envs=spec.restart_sub_envs,
+        same_step=spec.same_step,
     )
 
 
@@ -200,6 +208,13 @@ class HostRunner:
         self.result, self.actor, self._transition_shape = result, actor, shape
         old.close()
 
+    def _started(self) -> bool:
+        """Every stream has a pending action; false only before a same-step env's first step
+        (next-step envs: always true, their first row is the reset's, as ever)."""
+        if getattr(self.result, "final_obs", None) is None:
+            return True
+        return bool(np.all(np.asarray(self.actor.valid)))
+
     def _take_info(self, result: Any) -> Any:
         """``result`` without its info (kept in ``_info`` for the fragment's rows)."""
         if getattr(result, "info", None) is None:
@@ -255,11 +270,25 @@ class HostRunner:
         infos: list[list[dict[str, Any]]] | None = None
         if self._record_infos:
             infos = [[{} for _ in range(width)] for _ in range(length)]
-        for t in range(first_row, length):
-            if tracking:
+        # A same-step env's first step only starts the first transitions (acting on the reset
+        # observations): its row is written over by the next, so the fragment holds as many env
+        # steps as rows (``acting.prime`` on the fused path). If it raises, the row stays, as
+        # the reset's row of a next-step env.
+        started = self._started()
+        reset_infos = None
+        t = first_row
+        while t < length:
+            if tracking and started:
                 self._track_episodes(t, episode_rows, dropped)
             if infos is not None:
                 infos[t] = split_infos(self._info, width)
+                if not started:
+                    reset_infos = infos[t]
+                elif reset_infos is not None:  # the first row carries the reset's infos
+                    infos[t] = [
+                        {**i, RESET_INFO: r} for i, r in zip(infos[t], reset_infos, strict=True)
+                    ]
+                    reset_infos = None
             action, self.actor, traj, self.key = self._step(
                 params, self.key, self.actor, self.result, traj, t
             )
@@ -269,6 +298,9 @@ class HostRunner:
             except Exception:  # noqa: BLE001 (the env broke: the rows so far are real)
                 self.error, end = traceback.format_exc(), t + 1
                 break
+            if started:
+                t += 1
+            started = True
         self.last_num_steps = end - first_row - (self.error is not None)
         self.last_infos = infos
         if dropped:
@@ -356,15 +388,16 @@ class HostRunner:
         self, t: int, episode_rows: dict[int, list[tuple[int, int]]], dropped: list
     ) -> None:
         """Row (t, j) completes the pending transition of sub-env ``env_id[j]``: it joins that
-        sub-env's current episode, which ends here if the result is done; a restarted sub-env's
-        episode is broken, and its rows so far in this fragment are dropped."""
+        sub-env's current episode, which ends here if the result is done; a sub-env restarted in
+        its step has a broken episode, and its rows so far in this fragment are dropped (one
+        restarted by its same-step reset, done, ended its episode first)."""
         result = self.result
         done = np.asarray(result.terminated) | np.asarray(result.truncated)
         restarted = np.asarray(result.restarted)
         for j, k in enumerate(np.asarray(result.env_id).tolist()):
-            if restarted[j]:
+            self.num_sub_env_restarts += int(restarted[j])
+            if restarted[j] and not done[j]:
                 dropped.extend(episode_rows.pop(k, ()))
-                self.num_sub_env_restarts += 1
             elif done[j]:
                 episode_rows.pop(k, None)
             else:

@@ -155,9 +155,8 @@ def test_async_env_defined_in_an_unguarded_main_script(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("SCRIPT-BODY-RUN") == 1
-    assert (
-        "EPISODES 2" in proc.stdout
-    )  # 2 sub-envs x 10 steps with 5-step episodes, one reset step each
+    # 2 sub-envs x 10 env steps, episodes of 5 steps, reset in the step that ends them.
+    assert "EPISODES 4" in proc.stdout
 
 
 def test_envpool_env_config_is_checked_against_the_task_spec():

@@ -101,3 +101,47 @@ def test_lost_lives_do_not_end_the_metric_episode():
     assert bool(outs[3].episode_done[0])
     assert float(outs[3].episode_return[0]) == 10.0 and int(outs[3].episode_len[0]) == 2
     assert float(outs[1].reward[0]) == 1.0  # learning still sees the clipped reward
+
+
+def test_act_step_with_same_step_autoreset():
+    """Same-step results: the row that ends an episode is followed by a real one, and a
+    truncated row bootstraps from ``final_obs``, not from the next episode's first obs."""
+    act = jax.jit(make_act_step(_policy, ("vf_preds",)))
+    state = init_actor_state(_policy, 0.0, jnp.zeros((), jnp.float32), 2)
+    key = jax.random.PRNGKey(0)
+
+    def result(obs, final, reward, term, trunc):
+        return _result(obs, reward, term, trunc, [0, 1])._replace(
+            final_obs=jnp.asarray(final, jnp.float32)
+        )
+
+    results = [
+        result([10, 50], [10, 50], [0, 0], [False, False], [False, False]),  # reset
+        # env 1 terminates at 51 and starts again at 90, in the same step
+        result([11, 90], [11, 51], [1, 5], [False, True], [False, False]),
+        # env 0 is truncated at 12 and starts again at 70
+        result([70, 91], [12, 91], [1, 6], [False, False], [True, False]),
+        result([71, 92], [71, 92], [2, 7], [False, False], [False, False]),
+    ]
+    out = []
+    for r in results:
+        _, state, tr = act(0.5, key, state, r)
+        out.append(jax.device_get(tr))
+    valid = np.stack([t.valid for t in out])
+    # Only the reset's row is no transition: every later row is an env step.
+    np.testing.assert_array_equal(valid, [[False, False], [True, True], [True, True], [True, True]])
+    np.testing.assert_array_equal(
+        np.stack([t.obs for t in out[1:]]), [[10, 50], [11, 90], [70, 91]]
+    )
+    np.testing.assert_array_equal(out[3].action, [140, 182])  # acted on the new episodes' obs
+    # The truncated row bootstraps from its final observation 12 (12 + 0.5), not from 70.
+    np.testing.assert_allclose(out[2].next_extras["vf_preds"], [12.5, 91.5])
+    np.testing.assert_allclose(out[1].next_extras["vf_preds"][0], 11.5)
+    # Episodes: env 1's first ends at row 1 (return 5, length 1), its second runs on;
+    # env 0's first ends at row 2 (return 2, length 2).
+    assert bool(out[1].episode_done[1]) and out[1].episode_return[1] == 5
+    assert out[1].episode_len[1] == 1
+    assert bool(out[2].episode_done[0]) and out[2].episode_return[0] == 2
+    assert out[2].episode_len[0] == 2
+    assert out[3].episode_return[1] == 6 + 7 and out[3].episode_len[1] == 2
+    assert out[3].episode_return[0] == 2 and out[3].episode_len[0] == 1

@@ -157,18 +157,19 @@ def test_a_failed_runner_is_replaced_and_training_goes_on():
 
 
 @pytest.mark.parametrize(
-    "length, iterations", [(80, 4), (29, 12), (28, 12)], ids=["mid", "cut-row-last", "last-row"]
+    "length, iterations", [(80, 4), (26, 12), (25, 12)], ids=["mid", "cut-row-last", "last-row"]
 )
 @pytest.mark.slow
 def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_rows_kept(
     length, iterations
 ):
-    # Every runner's sub-envs raise at step 5 of their third episode: a runner writes 28 rows (a
-    # fresh row, 10 steps, an auto-reset row, 10 steps, an auto-reset row, 5 steps) and a cut
-    # row after them, fewer than an 80-row fragment (its replacement writes the rest of the
-    # fragment) or exactly a 29-row one. With 28-row fragments the failure is on the last row
-    # (no cut row: the fragment's end cuts the episode). Each failure follows env steps, so none
-    # is "in a row": the runner is restarted every time, more often than MAX_FRESH_FAILURES.
+    # Every runner's sub-envs raise at step 5 of their third episode: a runner writes 25 rows (10
+    # steps, 10 steps and 5 steps: it resets same-step, and its first step is taken before its
+    # first row) and a cut row after them, fewer than an 80-row fragment (its replacement writes
+    # the rest of the fragment) or exactly a 26-row one. With 25-row fragments the failure is on
+    # the last row (no cut row: the fragment's end cuts the episode). Each failure follows env
+    # steps, so none is "in a row": the runner is restarted every time, more often than
+    # MAX_FRESH_FAILURES.
     algo = _config(
         {"crash_episode": 2}, num_envs_per_env_runner=2, rollout_fragment_length=length
     ).build_algo()  # default fault tolerance
@@ -178,14 +179,14 @@ def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_row
             result = algo.train()
             sampled += result["env_runners"]["num_env_steps_sampled"]
         rows = length * iterations  # of each sub-env's stream, in env-step order
-        period = 28 if length == 28 else 29  # rows per runner
-        # Runners fail after writing rows 27, 27 + period, ...; no row is lost to a restart.
-        restarts = sum(1 for g in range(rows) if g % period == 27)
+        period = 25 if length == 25 else 26  # rows per runner
+        # Runners fail after writing rows 24, 24 + period, ...; no row is lost to a restart.
+        restarts = sum(1 for g in range(rows) if g % period == 24)
         assert restarts > MAX_FRESH_FAILURES
         assert result["fault_tolerance"]["num_env_runner_restarts"] == restarts
         assert result["fault_tolerance"]["num_healthy_env_runners"] == 1
-        # Invalid rows: each runner's first, the two auto-reset rows and the cut row.
-        invalid = sum(1 for g in range(rows) if g % period in (0, 11, 22, 28))
+        # The only rows that are no env step: the cut rows.
+        invalid = sum(1 for g in range(rows) if g % period == 25)
         assert sampled == 2 * (rows - invalid)
         # Only whole episodes are reported; the one cut by each failure is not.
         assert result["env_runners"]["episode_len_min"] == 10
@@ -193,19 +194,16 @@ def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_row
         if length != 80:
             return
         # The next fragment, rows 320..399, row by row: (observation acted on, valid, truncated)
-        # at each phase of a runner's 29 rows.
+        # at each phase of a runner's 26 rows.
         phases = (
-            [(0.0, False, False)]  # the fresh runner's first row: nothing pending
-            + [(i / 10, True, i == 9) for i in range(10)]  # episode 0, cut by its time limit
-            + [(1.0, False, False)]  # the auto-reset row holds the final observation
-            + [(i / 10, True, i == 9) for i in range(10)]  # episode 1
-            + [(1.0, False, False)]
+            [(i / 10, True, i == 9) for i in range(10)]  # episode 0, cut by its time limit
+            + [(i / 10, True, i == 9) for i in range(10)]  # episode 1, from the reset obs 0.0
             # Episode 2: its last transition before the failure is cut as by a time limit, and
             # the cut row after it holds that transition's next observation.
             + [(i / 10, True, i == 4) for i in range(5)]
             + [(0.5, False, False)]
         )
-        expected = np.array([phases[g % 29] for g in range(320, 400)])
+        expected = np.array([phases[g % 26] for g in range(320, 400)])
         algo._runners.publish(algo._runner_params())
         traj = jax.device_get(algo._runners.sample().traj)
         for k in range(2):
@@ -331,16 +329,16 @@ def test_ignore_env_runner_failures_drops_a_failed_runner_and_trains_on(tmp_path
     try:
         first = algo.train()  # both runners deliver (runner 2 crashes in its third episode)
         assert first["fault_tolerance"]["num_healthy_env_runners"] == 2
-        # Runner 2 crashes after writing row 7 of the next fragment (its 28th row) and is
-        # dropped; its 8 rows and the cut row are kept, the rest is empty, and every sub-env
+        # Runner 2 crashes after writing row 4 of the next fragment (its 25th row) and is
+        # dropped; its 5 rows and the cut row are kept, the rest is empty, and every sub-env
         # still has one row per env step (the update reshapes the batch by sub-env).
         algo._runners.publish(algo._runner_params())
         traj = jax.device_get(algo._runners.sample().traj)
         assert list(algo._runners.dropped) == [1]
         for row in traj.env_id:
             assert sorted(row) == [0, 1, 2, 3]
-        assert traj.valid[:, 2:].sum(axis=0).tolist() == [7, 7]  # one is an auto-reset row
-        assert traj.truncated[7, 2:].all() and not traj.valid[8:, 2:].any()
+        assert traj.valid[:, 2:].sum(axis=0).tolist() == [5, 5]  # episode 2's 5 steps
+        assert traj.truncated[4, 2:].all() and not traj.valid[5:, 2:].any()
         algo._runners.publish(algo._runner_params())
         compiled = _update_compilations(algo)
         params = jax.tree.map(np.asarray, algo.state.params)
