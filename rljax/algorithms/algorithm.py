@@ -855,6 +855,47 @@ class Algorithm:
             out[pid] = jax.tree.map(np.asarray, jax.device_get(params))
         return out
 
+    def set_weights(self, weights: dict[str, Any]) -> None:
+        """Replaces policies' inference weights (RLlib's ``set_weights``): ``{policy_id:
+        weights}`` in ``get_weights()``'s structure. The weights are written where the training
+        state holds them, so the learner trains on from them and the runners act with them
+        from the next sample on; target networks and optimizer state are left as they are.
+        A shape or structure that differs from the policy's is refused, naming both."""
+        for pid, given in weights.items():
+            policy_id = None if pid == DEFAULT_POLICY else pid
+            self._check_policy_id(policy_id)
+            current = self.parts.inference_params(self.state, policy_id)
+            expected, shapes = jax.tree.map(np.shape, current), jax.tree.map(np.shape, given)
+            structures = jax.tree.structure(shapes), jax.tree.structure(expected)
+            if structures[0] != structures[1] or shapes != expected:  # type: ignore[operator]
+                raise ValueError(
+                    f"set_weights: the weights given for {pid!r} have shapes {shapes}; this "
+                    f"policy has {expected}"
+                )
+            # Where each inference leaf lives in the state: the same array object.
+            paths = {
+                id(leaf): jax.tree_util.keystr(path)
+                for path, leaf in jax.tree_util.tree_leaves_with_path(self.state)
+            }
+            new: dict[str, Any] = {}
+            pairs = zip(
+                jax.tree_util.tree_leaves_with_path(current), jax.tree.leaves(given), strict=True
+            )
+            for (where, leaf), value in pairs:
+                if id(leaf) in paths:
+                    array = jnp.asarray(value, leaf.dtype)
+                    new[paths[id(leaf)]] = jax.device_put(array, getattr(leaf, "sharding", None))
+                elif not np.array_equal(np.asarray(value), np.asarray(leaf)):
+                    # Computed when acting (DQN's epsilon, TD3's warm-up flag), not stored.
+                    raise ValueError(
+                        f"set_weights: {pid!r}{jax.tree_util.keystr(where)} is computed from "
+                        f"{type(self).__name__}'s training state (now {np.asarray(leaf)}), "
+                        "not a weight; pass get_weights()'s value"
+                    )
+            self.state = _replace_leaves(self.state, new)
+        if self._runners is not None:  # runner threads act with them next (none after stop())
+            self._runners.publish(self._runner_params(), advance=False)
+
     @property
     def env_runner(self) -> Any:
         """The local env runner (RLlib's ``algo.env_runner``): the driver's sampling, or None
@@ -1627,6 +1668,13 @@ def empty_outputs(
     return (
         np.zeros((0, *inputs.shape[1:]), inputs.dtype),
         jax.tree.map(lambda a: np.zeros((0, *a.shape[1:]), a.dtype), action),
+    )
+
+
+def _replace_leaves(tree: Any, new: dict[str, Any]) -> Any:
+    """``tree`` with the leaves at the key paths of ``new`` (``jax.tree_util.keystr``) replaced."""
+    return jax.tree_util.tree_map_with_path(
+        lambda path, x: new.get(jax.tree_util.keystr(path), x), tree
     )
 
 

@@ -132,3 +132,40 @@ def test_make_env_needs_runners_that_rest_between_iterations():
             runner.make_env()
     finally:
         algo.stop()
+
+
+def test_set_weights_writes_the_learner_state_and_refuses_what_does_not_fit():
+    import jax
+
+    from rljax.algorithms.dqn import DQNConfig
+
+    with _corridor(1).build_algo() as algo:  # a runner thread acts with what is set
+        weights = algo.get_weights()
+        flipped = jax.tree.map(lambda x: -np.asarray(x), weights)
+        algo.set_weights(flipped)
+        for a, b in zip(jax.tree.leaves(algo.get_weights()), jax.tree.leaves(flipped), strict=True):
+            np.testing.assert_array_equal(a, b)
+        params = algo.state.params["default_policy"]
+        leaf = jax.tree.leaves(params)[0]
+        np.testing.assert_array_equal(leaf, jax.tree.leaves(flipped)[0])  # where it trains
+        published = algo._runners.params["default_policy"]
+        np.testing.assert_array_equal(jax.tree.leaves(published)[0], leaf)  # where it acts
+        with pytest.raises(ValueError, match=r"have shapes \{'w': \(3,\)\}; this policy has"):
+            algo.set_weights({"default_policy": {"w": np.zeros(3)}})
+    dqn = (
+        DQNConfig()
+        .environment(SimpleCorridor, env_config={"corridor_length": 5})
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )
+    with dqn.build_algo() as algo:
+        weights = algo.get_weights()["default_policy"]
+        zeroed = {
+            k: (jax.tree.map(np.zeros_like, v) if k == "q" else v) for k, v in weights.items()
+        }
+        algo.set_weights({"default_policy": zeroed})
+        assert all(
+            np.all(x == 0) for x in jax.tree.leaves(algo.get_weights()["default_policy"]["q"])
+        )
+        # Epsilon follows its schedule: not a weight to set.
+        with pytest.raises(ValueError, match=r"\['epsilon'\] is computed from DQN's training"):
+            algo.set_weights({"default_policy": {**zeroed, "epsilon": np.float32(0.5)}})
