@@ -350,15 +350,78 @@ def _not_envpool_settings(task: str, env_config: dict[str, Any]) -> list[str]:
     return [k for k in env_config if k not in known]
 
 
+def _from_ale_names(task: str, env_config: dict[str, Any]) -> dict[str, Any]:
+    """An Atari task's ``env_config`` with gymnasium's ALE names (``ale_py``'s ``AtariEnv``
+    keywords, which RLlib's Atari scripts use) put in EnvPool's terms.
+
+    ``repeat_action_probability``, ``full_action_space``, ``mode`` and ``difficulty`` are
+    EnvPool's names too; ``frameskip=k`` (k > 1) is EnvPool's ``frame_skip`` (EnvPool
+    max-pools the last two frames, as RLlib's ``MaxAndSkipEnv`` does). The ALE settings whose
+    meaning would change under EnvPool's name are refused, saying what to set: ``frameskip=1``
+    (RLlib's scripts set it on the raw game and let their wrapper skip 4 frames), a random
+    ``frameskip`` range, ``max_num_frames_per_episode`` (frames, where EnvPool's
+    ``max_episode_steps`` counts agent steps), ``obs_type`` and ``render_mode``.
+    """
+    if "frameskip" not in env_config and not any(k in env_config for k in _ALE_REFUSED):
+        return env_config
+    out = dict(env_config)
+    for key, why in _ALE_REFUSED.items():
+        if key in out:
+            raise ConfigError(f"env_config[{key!r}]={out[key]!r} is gymnasium ALE's; {why}")
+    skip = out.pop("frameskip", None)
+    if skip is None:
+        return out
+    if "frame_skip" in out:
+        raise ConfigError(
+            f"env_config sets both 'frameskip' ({skip!r}, gymnasium ALE's name) and "
+            f"'frame_skip' ({out['frame_skip']!r}, EnvPool's): set one"
+        )
+    if isinstance(skip, bool) or not isinstance(skip, (int, np.integer)):
+        raise ConfigError(
+            f"env_config['frameskip']={skip!r}: EnvPool's Atari task {task!r} repeats each "
+            "action a fixed number of frames (an int; ALE's random range has no equivalent)"
+        )
+    if skip == 1:
+        raise ConfigError(
+            f"env_config['frameskip']=1 on EnvPool's Atari task {task!r}: RLlib's Atari scripts "
+            "set it on the raw game because their wrapper (wrap_atari_for_new_api_stack) then "
+            "repeats each action 4 frames, max-pooling the last two; EnvPool's task is that "
+            "preprocessed game. Leave 'frameskip' out for its 4 frames, or set EnvPool's "
+            "'frame_skip': 1 to act on every frame"
+        )
+    out["frame_skip"] = int(skip)
+    return out
+
+
+# gymnasium ALE settings whose meaning would change under EnvPool's name: why, what to set.
+_ALE_REFUSED = {
+    "max_num_frames_per_episode": (
+        "it counts frames, and EnvPool's 'max_episode_steps' counts agent steps of "
+        "'frame_skip' frames each (27000 steps = 108000 frames by default): set that instead"
+    ),
+    "obs_type": (
+        "EnvPool's Atari observations are stacks of preprocessed 84x84 frames ('gray_scale': "
+        "True, the default, or False for RGB); it has no RAM observations"
+    ),
+    "render_mode": (
+        "EnvPool's envs do not render; rljax records Atari games with "
+        "algo.evaluate(record_video=DIR) (or `rljax evaluate --video DIR`)"
+    ),
+}
+
+
 def envpool_config(task: str, env_config: dict[str, Any]) -> dict[str, Any]:
     """``env_config`` checked against EnvPool's spec of ``task``, in its normal form.
 
     Only the task's own settings, each of its default's type (int, float or bool; an int is
     taken for a float), within ``ENVPOOL_BOUNDS`` where listed and a C++ int otherwise. Text
     and structured settings and ``ENVPOOL_RLJAX_KEYS`` are refused: the ``ConfigError`` names
-    the key and what is allowed. Nothing is built.
+    the key and what is allowed. An Atari task takes gymnasium ALE's names too
+    (``_from_ale_names``). Nothing is built.
     """
-    defaults, _ = _envpool_defaults(task)
+    defaults, atari = _envpool_defaults(task)
+    if atari:
+        env_config = _from_ale_names(task, env_config)
     settable = {k: v for k, v in defaults if k not in ENVPOOL_RLJAX_KEYS}
     numeric = sorted(k for k, v in settable.items() if isinstance(v, (bool, int, float)))
     out: dict[str, Any] = {}

@@ -7,8 +7,9 @@ import logging
 
 import pytest
 
+from rljax.algorithms.ppo import PPOConfig
 from rljax.env.env_context import EnvContext
-from rljax.env.vector import envpool_config, resolve_env
+from rljax.env.vector import env_spaces, envpool_config, resolve_env
 from rljax.examples.envs.classes.cartpole_crashing import (
     CartPoleCrashing,
     MultiAgentCartPoleCrashing,
@@ -77,9 +78,32 @@ def test_an_env_config_envpool_lacks_runs_on_gymnasium(caplog):
     assert resolve_env("FrozenLake-v1", {"size": 8}).backend == "envpool"  # EnvPool's own
     # A setting neither takes stays with EnvPool, whose check names its settings.
     assert resolve_env("CartPole-v1", {"frame_skip": 4}).backend == "envpool"
-    # Atari stays on EnvPool (gymnasium's ALE env lacks its preprocessing): gymnasium's name
-    # of a setting is refused, pointing at EnvPool's.
-    spec = resolve_env("Pong-v5", {"frameskip": 1})
-    assert spec.backend == "envpool"
-    with pytest.raises(ConfigError, match="did you mean 'frame_skip'"):
-        envpool_config(spec.name, spec.env_config)
+    # Atari stays on EnvPool (gymnasium's ALE env lacks its preprocessing).
+    assert resolve_env("Pong-v5", {"frameskip": 1}).backend == "envpool"
+
+
+def test_atari_takes_gymnasium_ale_names_and_refuses_those_that_would_change_meaning():
+    ale = {"frameskip": 2, "repeat_action_probability": 0.25, "full_action_space": True}
+    assert envpool_config("Pong-v5", ale) == {
+        "frame_skip": 2,
+        "repeat_action_probability": 0.25,
+        "full_action_space": True,
+    }
+    refused = {
+        r"'frameskip'\]=1 on EnvPool's Atari task 'Pong-v5': RLlib's Atari scripts": {
+            "frameskip": 1
+        },
+        "fixed number of frames": {"frameskip": (2, 5)},
+        "set one": {"frameskip": 4, "frame_skip": 4},
+        r"'max_episode_steps' counts agent steps": {"max_num_frames_per_episode": 1000},
+        "record_video": {"render_mode": "rgb_array"},
+        "no RAM observations": {"obs_type": "ram"},
+    }
+    for match, env_config in refused.items():
+        with pytest.raises(ConfigError, match=match):
+            envpool_config("Pong-v5", env_config)
+    # The settings reach EnvPool (18 actions with the full action space), and a refused one
+    # stops build_algo() before anything compiles.
+    assert env_spaces(resolve_env("Breakout-v5", ale))[1].n == 18
+    with pytest.raises(ConfigError, match="frameskip"):
+        PPOConfig().environment("Breakout-v5", env_config={"frameskip": 1}).build_algo()
