@@ -213,7 +213,9 @@ class OffPolicyConfig(AlgorithmConfig):
         obs = memory.space_bytes(observation_space)
         shape = tuple(getattr(observation_space, "shape", None) or ())
         if len(shape) == 3 and obs == memory.flat_size(observation_space) and self._uses_envpool():
-            obs //= max(1, int(shape[0]))  # stacked uint8 frames are stored once each
+            # Stacked uint8 frames are stored once each; the stack is the short axis ([H, W, S]
+            # as rljax's Atari envs give them, [S, H, W] as EnvPool does).
+            obs //= max(1, min(int(shape[0]), int(shape[-1])))
         row = obs + memory.space_bytes(action_space) + 16
         capacity = self.replay_buffer_config.get("capacity", 0)
         capacity = capacity if isinstance(capacity, int) and not isinstance(capacity, bool) else 0
@@ -389,7 +391,10 @@ class OffPolicyAlgorithm(Algorithm):
                     f"n_step={cfg.n_step!r}: the frame-deduplicating buffer for EnvPool's stacked "
                     "Atari frames samples 1-step transitions; use n_step=1"
                 )
-            return make_frame_stack_episode_buffer(item, self.num_envs, capacity, **kw)
+            channels_last = obs_shape[-1] < obs_shape[0]  # [H, W, S], as rljax's Atari envs
+            return make_frame_stack_episode_buffer(
+                item, self.num_envs, capacity, channels_last=channels_last, **kw
+            )
         return make_episode_buffer(item, self.num_envs, capacity, max_n_step=n_high, **kw)
 
     def _setup_fused(self, cycle: Any) -> None:

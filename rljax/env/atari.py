@@ -10,7 +10,8 @@ the task (``envpool.make_spec(task_id, **env_config)``), so the defaults cannot 
 - step: the action repeated ``frame_skip`` times (stopping at game over), rewards summed; the
   last two frames' grayscale screens max-pooled (only when every repeat ran), resized with
   OpenCV's ``INTER_AREA`` to ``img_height x img_width`` and pushed onto the stack (oldest
-  first, ``[stack_num, H, W]``); truncation after ``max_episode_steps`` steps;
+  first); truncation after ``max_episode_steps`` steps. Observations are ``[H, W, stack_num]``,
+  as rljax's EnvPool Atari envs give them (RLlib's layout; ``vector.ChannelsLastAtari``);
 - ``episodic_life``: a lost life is an episode end for EnvPool, whose next step is a reset
   without a new game (no-ops and FIRE again). Here an episode is the whole game, so the step
   after a lost life performs that reset instead of the action, returning its observation with
@@ -83,7 +84,7 @@ class EnvPoolAtari(gym.Env):
         self._noop, self._fire = ale_py.Action(0), ale_py.Action(FIRE)
         self.fire_reset = bool(config.use_fire_reset) and self._fire in self.action_set
         self.action_space = gym.spaces.Discrete(len(self.action_set))
-        self.observation_space = gym.spaces.Box(0, 255, (self.stack_num, *self.size), np.uint8)
+        self.observation_space = gym.spaces.Box(0, 255, (*self.size, self.stack_num), np.uint8)
         self._rng = np.random.default_rng(seed)
         self._stack: list[np.ndarray] = []
         self._pool = [np.zeros((210, 160), np.uint8) for _ in range(2)]
@@ -108,7 +109,7 @@ class EnvPoolAtari(gym.Env):
             self._stack = [*self._stack[1:], small]
 
     def _obs(self) -> np.ndarray:
-        return np.stack(self._stack)
+        return np.stack(self._stack, axis=-1)
 
     def _soft_reset(self, new_game: bool) -> None:
         """EnvPool's ``Reset``: a new game unless after a lost life, no-ops, FIRE."""

@@ -454,14 +454,67 @@ def envpool_kwargs(spec: EnvSpec) -> dict[str, Any]:
     return kwargs
 
 
+def channels_last_space(space: gym.spaces.Box) -> gym.spaces.Box:
+    """An EnvPool Atari observation space ``[S, H, W]`` as RLlib's ``[H, W, S]``."""
+    low, high = (np.moveaxis(np.asarray(b), 0, -1) for b in (space.low, space.high))
+    return gym.spaces.Box(low, high, dtype=space.dtype)  # type: ignore[arg-type]
+
+
+class ChannelsLastAtari:
+    """An EnvPool Atari env whose observations are ``[H, W, S]`` (RLlib's Atari layout: frames
+    stacked on the last axis, as convolutions read them) instead of EnvPool's ``[S, H, W]``.
+
+    Every way rljax reads observations goes through here: ``recv`` and ``step`` (numpy), and
+    the XLA interface's ``recv`` and ``step`` (traced, transposed inside the jitted program).
+    Everything else is EnvPool's.
+    """
+
+    def __init__(self, env: Any):
+        self._env = env
+        self.observation_space = channels_last_space(env.observation_space)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+    @staticmethod
+    def _moved(out: tuple, xp: Any = np) -> tuple:
+        obs, *rest = out
+        return (xp.moveaxis(obs, 1, -1), *rest)
+
+    def recv(self, *args: Any, **kwargs: Any) -> tuple:
+        return self._moved(self._env.recv(*args, **kwargs))
+
+    def step(self, *args: Any, **kwargs: Any) -> tuple:
+        return self._moved(self._env.step(*args, **kwargs))
+
+    def reset(self, *args: Any, **kwargs: Any) -> tuple:
+        return self._moved(self._env.reset(*args, **kwargs))
+
+    def xla(self) -> tuple:
+        import jax.numpy as jnp
+
+        handle, recv, send, step = self._env.xla()
+
+        def xla_recv(handle: Any) -> Any:
+            handle, out = recv(handle)
+            return handle, self._moved(out, jnp)
+
+        def xla_step(handle: Any, action: Any, env_id: Any) -> Any:
+            handle, out = step(handle, action, env_id)
+            return handle, self._moved(out, jnp)
+
+        return handle, xla_recv, send, xla_step
+
+
 def make_envpool(spec: EnvSpec, num_envs: int, batch_size: int, seed: int) -> Any:
     """The EnvPool env of ``spec`` (its env_config checked first); any failure to build it is a
-    ``ConfigError`` naming the task and the env_config."""
+    ``ConfigError`` naming the task and the env_config. Atari tasks' observations are
+    ``[H, W, S]``, RLlib's layout (``ChannelsLastAtari``)."""
     import envpool
 
     kwargs = envpool_kwargs(spec)
     try:
-        return envpool.make(
+        env = envpool.make(
             spec.name,
             env_type="gymnasium",
             num_envs=num_envs,
@@ -474,6 +527,7 @@ def make_envpool(spec: EnvSpec, num_envs: int, batch_size: int, seed: int) -> An
             f"EnvPool could not build {spec.name!r} with env_config={spec.env_config}: "
             f"{type(e).__name__}: {e}"
         ) from e
+    return ChannelsLastAtari(env) if is_envpool_atari(spec.name) else env
 
 
 def envpool_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
@@ -488,7 +542,10 @@ def envpool_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
     kwargs = envpool_kwargs(spec)
     try:
         task_spec = envpool.make_spec(spec.name, **kwargs)
-        return task_spec.gymnasium_observation_space, task_spec.gymnasium_action_space
+        obs_space = task_spec.gymnasium_observation_space
+        if is_envpool_atari(spec.name):
+            obs_space = channels_last_space(obs_space)
+        return obs_space, task_spec.gymnasium_action_space
     except Exception as e:
         raise ConfigError(
             f"EnvPool could not describe {spec.name!r} with env_config={spec.env_config}: "

@@ -276,13 +276,19 @@ def make_frame_stack_episode_buffer(
     alpha: float = 0.6,
     beta: float = 0.4,
     eps: float = 1e-6,
+    channels_last: bool = False,
 ) -> EpisodeReplayBuffer:
     """The frame-deduplicating buffer (``rljax.replay.frame_stack``) behind this module's interface.
 
     For EnvPool's stacked Atari frames: each frame is stored once. Windows are one step long
     (``sample`` accepts ``n_step=1`` only); ``discount`` is ``gamma (1 - terminated)``.
+    ``channels_last``: observations are ``[H, W, S]`` (RLlib's layout, rljax's Atari envs'),
+    moved to the stack-first layout the buffer stores and back.
     """
     item = {k: example_item[k] for k in REQUIRED_FIELDS}
+    if channels_last:  # the stack-first layout the buffer stores (shapes and dtypes only)
+        obs = item["obs"]
+        item["obs"] = jax.ShapeDtypeStruct((obs.shape[-1], *obs.shape[:-1]), obs.dtype)
     inner: ReplayBuffer | PrioritizedReplayBuffer
     if prioritized:
         inner = frame_stack.make_prioritized_frame_stack_buffer(
@@ -292,9 +298,10 @@ def make_frame_stack_episode_buffer(
         inner = frame_stack.make_frame_stack_buffer(item, num_envs, capacity)
 
     def add(state, batch):
-        return inner.add(
-            state, {k: batch[k] for k in (*REQUIRED_FIELDS, "valid", "env_id") if k in batch}
-        )
+        batch = {k: batch[k] for k in (*REQUIRED_FIELDS, "valid", "env_id") if k in batch}
+        if channels_last:
+            batch["obs"] = jnp.moveaxis(jnp.asarray(batch["obs"]), -1, 1)
+        return inner.add(state, batch)
 
     def sample(state, key, batch_size, n_step=1, gamma=0.99, beta=None):
         if not isinstance(n_step, int) or n_step != 1:
@@ -314,6 +321,9 @@ def make_frame_stack_episode_buffer(
             "next_obs": out["next_obs"],
             "n_steps": jnp.ones((batch_size,), jnp.int32),
         }
+        if channels_last:
+            for name in ("obs", "next_obs"):
+                batch[name] = jnp.moveaxis(batch[name], 1, -1)
         return batch, indices, weights
 
     def update_priorities(state, indices, td_errors):

@@ -328,7 +328,7 @@ def test_seed_tutorial_breakout_port_runs_on_deduplicated_frames():
     algo = config.build_algo()
     try:
         assert algo.fused and algo.frame_stacked
-        assert algo.observation_space.shape == (4, 84, 84)
+        assert algo.observation_space.shape == (84, 84, 4)  # RLlib's layout
         for _ in range(2):
             result = algo.train()
         learner = result["learners"]["default_policy"]
@@ -336,7 +336,7 @@ def test_seed_tutorial_breakout_port_runs_on_deduplicated_frames():
         # Frames are stored once per env step: [4 sub-envs, 128 rows, 84, 84] uint8.
         assert algo.state.buffer.frames.shape == (4, 128, 84, 84)
         assert algo.state.buffer.frames.dtype == np.uint8
-        action = algo.compute_single_action(np.zeros((4, 84, 84), np.uint8))
+        action = algo.compute_single_action(np.zeros((84, 84, 4), np.uint8))
         assert 0 <= action < algo.action_space.n
     finally:
         algo.stop()

@@ -133,7 +133,7 @@ def test_atari_gets_the_nature_cnn_and_standard_preprocessing():
         .build_algo()
     )
     try:
-        assert algo.fused and algo.observation_space.shape == (4, 84, 84)
+        assert algo.fused and algo.observation_space.shape == (84, 84, 4)
         assert algo.observation_space.dtype == np.uint8
         encoder = algo.state.params["default_policy"]["params"]["pi_encoder"]
         assert [encoder[f"Conv_{i}"]["kernel"].shape for i in range(3)] == [
@@ -145,6 +145,6 @@ def test_atari_gets_the_nature_cnn_and_standard_preprocessing():
         result = algo.train()
         assert result["env_runners"]["num_env_steps_sampled"] > 50
         assert np.isfinite(result["learners"]["default_policy"]["policy_loss"])
-        assert algo.compute_single_action(np.zeros((4, 84, 84), np.uint8)) in range(6)
+        assert algo.compute_single_action(np.zeros((84, 84, 4), np.uint8)) in range(6)
     finally:
         algo.stop()

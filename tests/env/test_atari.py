@@ -24,14 +24,15 @@ def test_observations_and_rewards_equal_envpools_frame_for_frame(task, episodic_
     env = EnvPoolAtari(task, kwargs, seed=5)
     obs_ref, _ = reference.reset()
     obs, _ = env.reset()
-    np.testing.assert_array_equal(obs, obs_ref[0])
+    # EnvPool stacks frames first; rljax's Atari envs stack them last, as RLlib does.
+    np.testing.assert_array_equal(obs, np.moveaxis(obs_ref[0], 0, -1))
     rng = np.random.default_rng(0)
     lives_lost = rewarded = 0
     for _ in range(400):
         action = int(rng.integers(env.action_space.n))
         obs_ref, r_ref, term_ref, trunc_ref, _ = reference.step(np.array([action]))
         obs, reward, terminated, truncated, info = env.step(action)
-        np.testing.assert_array_equal(obs, obs_ref[0])
+        np.testing.assert_array_equal(obs, np.moveaxis(obs_ref[0], 0, -1))
         assert reward == r_ref[0] and abs(reward) <= 1 and reward == np.sign(info["reward"])
         rewarded += reward != 0
         if terminated or truncated:

@@ -218,7 +218,7 @@ def test_envpool_spaces_come_from_the_spec_without_building_an_env(monkeypatch):
 
     monkeypatch.setattr(envpool, "make", no_env)
     obs, act = env_spaces(resolve_env("Pong-v5", {"img_height": 96, "stack_num": 2}))
-    assert (obs.shape, obs.dtype, act.n) == ((2, 96, 84), np.uint8, 6)
+    assert (obs.shape, obs.dtype, act.n) == ((96, 84, 2), np.uint8, 6)  # RLlib's [H, W, S]
     obs, act = env_spaces(resolve_env("Pendulum-v1"))
     assert (obs.shape, obs.dtype, act.shape) == ((3,), np.float32, (1,))
     monkeypatch.undo()
@@ -243,3 +243,34 @@ def test_a_gymnasium_env_that_cannot_be_built_is_a_config_error(env_id):
     # A class without a config argument keeps its own advice.
     with pytest.raises(ConfigError, match=r"define __init__\(self, config=None\)"):
         env_spaces(resolve_env(type("NoConfig", (CorridorEnv,), {"__init__": lambda self: None})))
+
+
+def test_envpool_atari_observations_are_stacked_last_on_every_path():
+    """RLlib's Atari layout, [H, W, S], from EnvPool's [S, H, W] frames: the same pixels on the
+    Python path, the XLA path and in the spaces."""
+    import envpool
+    import jax
+
+    from rljax.env.vector import env_spaces, make_envpool
+
+    spec = resolve_env("Pong-v5", {"stack_num": 2, "noop_max": 1})
+    kwargs = {"episodic_life": True, "reward_clip": True, "stack_num": 2, "noop_max": 1}
+    raw = envpool.make("Pong-v5", env_type="gymnasium", num_envs=2, seed=3, **kwargs)
+    env = make_envpool(spec, 2, 2, 3)
+    try:
+        assert env_spaces(spec)[0].shape == env.observation_space.shape == (84, 84, 2)
+        (obs, _), (ref, _) = env.reset(), raw.reset()
+        np.testing.assert_array_equal(obs, np.moveaxis(ref, 1, -1))
+        ids = np.arange(2, dtype=np.int32)
+        obs, *_ = env.step(np.array([2, 3]), ids)
+        ref, *_ = raw.step(np.array([2, 3]), ids)
+        np.testing.assert_array_equal(obs, np.moveaxis(ref, 1, -1))
+        handle, _, _, step = env.xla()
+        raw_handle, _, _, raw_step = raw.xla()
+        _, (obs, *_) = jax.jit(step)(handle, np.array([1, 1]), ids)
+        _, (ref, *_) = jax.jit(raw_step)(raw_handle, np.array([1, 1]), ids)
+        assert obs.shape == (2, 84, 84, 2)
+        np.testing.assert_array_equal(obs, np.moveaxis(np.asarray(ref), 1, -1))
+    finally:
+        env.close()
+        raw.close()

@@ -63,7 +63,7 @@ def test_the_machine_memory_is_read():
     assert memory.machine_memory_bytes() > 1 << 30
 
 
-PONG = gym.spaces.Box(0, 255, (4, 84, 84), np.uint8)  # EnvPool's Atari frames, channels first
+PONG = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)  # rljax's Atari frames, stacked last
 
 
 def test_conv_stack_counts_by_hand():
@@ -95,7 +95,7 @@ def test_image_network_estimates_are_the_built_networks_sizes(conv_filters, shar
     from rljax.networks.q_models import build_q_network
 
     def count(module):  # abstract: nothing is allocated, even for 29 billion parameters
-        shapes = jax.eval_shape(module.init, jax.random.PRNGKey(0), jnp.zeros((1, 4, 84, 84)))
+        shapes = jax.eval_shape(module.init, jax.random.PRNGKey(0), jnp.zeros((1, 84, 84, 4)))
         return sum(int(np.prod(x.shape)) for x in jax.tree.leaves(shapes))
 
     act = gym.spaces.Discrete(6)
