@@ -64,3 +64,63 @@ def test_an_envpool_trained_atari_policy_is_recorded(tmp_path):
     (n,) = result["env_runners"]["episode_lens"]
     frames, _ = imageio_ffmpeg.count_frames_and_secs(path)
     assert frames == n + 1 and n > 10
+
+
+def _wrapped(game, **kwargs):
+    import gymnasium as gym
+
+    from rljax.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+    raw = gym.make(f"ale_py:ALE/{game}", frameskip=1, repeat_action_probability=0.0)
+    return wrap_atari_for_new_api_stack(raw, **kwargs)
+
+
+def test_rllib_atari_wrapper_skips_stacks_and_ends_episodes_at_lost_lives():
+    from rljax.env.wrappers.atari_wrappers import EpisodicLifeEnv, get_wrapper_by_cls, is_atari
+
+    env = _wrapped("Breakout-v5", framestack=4)
+    assert is_atari(env) and is_atari("ale_py:ALE/Pong-v5") and not is_atari("CartPole-v1")
+    obs, _ = env.reset(seed=0)
+    # RLlib's layout: dim x dim grey frames stacked last, pixels in [-1, 1].
+    assert env.observation_space.shape == obs.shape == (64, 64, 4) and obs.dtype == np.float32
+    assert obs.min() >= -1.0 and obs.max() <= 1.0 and np.all(obs[..., 0] == obs[..., 3])
+    frames = env.unwrapped.ale.getEpisodeFrameNumber()
+    env.step(0)
+    assert env.unwrapped.ale.getEpisodeFrameNumber() - frames == 4  # frameskip=4
+    rng = np.random.default_rng(0)
+    episodes, lives = 0, []
+    for _ in range(5000):
+        _, _, terminated, truncated, _ = env.step(int(rng.integers(4)))
+        if terminated or truncated:
+            episodes += 1
+            lives.append(env.unwrapped.ale.lives())
+            if get_wrapper_by_cls(env, EpisodicLifeEnv).was_real_done:
+                break
+            env.reset()
+    # Breakout's five lives: each lost one ends an episode; the game goes on until the last.
+    assert episodes == 5 and lives == [4, 3, 2, 1, 0]
+
+
+@pytest.mark.slow
+def test_an_rllib_style_registered_atari_creator_trains():
+    import gymnasium as gym
+
+    import rljax
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+    rljax.register_env(
+        "wrapped_pong",
+        lambda cfg: wrap_atari_for_new_api_stack(
+            gym.make("ale_py:ALE/Pong-v5", **cfg), framestack=4
+        ),
+    )
+    config = (
+        PPOConfig()
+        .environment("wrapped_pong", env_config={"frameskip": 1, "repeat_action_probability": 0.0})
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=16)
+        .training(train_batch_size_per_learner=32, minibatch_size=16, num_epochs=1)
+    )
+    with config.build_algo() as algo:
+        assert algo.observation_space.shape == (64, 64, 4)
+        assert algo.train()["env_runners"]["num_env_steps_sampled"] == 32
