@@ -236,3 +236,17 @@ def test_ppo_halfcheetah_benchmark_quick_run_compares_the_filter(tmp_path, run_b
     for variant in ("mean_std_filter", "no_filter"):
         res = report["results"][variant]
         assert res["env_steps"] >= 512 and res["env_steps_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_same_step_reset_benchmark_counts_env_steps_per_row(tmp_path, run_benchmark):
+    args = ("--envs", "CartPole-v1", "--num-envs", "4", "--fragment", "64", "--rounds", "1")
+    report = run_benchmark("same_step_reset.py", *args, "--fragments", "2", "--out", str(tmp_path))
+    assert report == json.loads((tmp_path / "same_step_reset.json").read_text())
+    res = report["results"]["CartPole-v1"]
+    # Untrained CartPole episodes end every ~20 steps: same-step resets keep every row an env
+    # step; next-step resets lose one row per episode.
+    assert res["same_step"]["env_steps_per_fragment"] == res["same_step"]["rows_per_fragment"]
+    nxt = res["next_step"]
+    assert nxt["env_steps_per_fragment"] < nxt["rows_per_fragment"] - 5
+    assert res["same_step"]["env_steps_per_s"] > 0 and nxt["env_steps_per_s"] > 0

@@ -855,6 +855,10 @@ class Algorithm:
             out[pid] = jax.tree.map(np.asarray, jax.device_get(params))
         return out
 
+    def _runner_params(self) -> Any:
+        """The weights runner threads act with (each execution layer's own)."""
+        raise NotImplementedError
+
     def set_weights(self, weights: dict[str, Any]) -> None:
         """Replaces policies' inference weights (RLlib's ``set_weights``): ``{policy_id:
         weights}`` in ``get_weights()``'s structure. The weights are written where the training

@@ -33,7 +33,9 @@ class Transition(NamedTuple):
       reward: Rewards, float32 [T, K].
       terminated: The episode ended in a terminal state, bool [T, K].
       truncated: The episode was cut without a terminal state, bool [T, K].
-      valid: False for the auto-reset step after an episode end (no real transition), bool [T, K].
+      valid: False where a row is no transition, bool [T, K]: the auto-reset step after an
+        episode end (next-step resets only), a runner's first row (next-step resets only), a cut
+        or dropped row.
       env_id: The sub-env of each row, int32 [T, K].
       extras: The policy's outputs for ``obs`` (e.g. ``action_logp``, ``vf_preds``).
       next_extras: The policy's outputs for the next observation, restricted to bootstrap keys.

@@ -72,7 +72,10 @@ def start_envpool(
 
         def step(action: Any, env_id: Any) -> Any:
             env.send(np.asarray(to_env_action(action)), np.asarray(env_id, np.int32))
-            out = envpool_result(*env.recv(), keep_info=keep_info, reset_ended=reset_rows)
+            obs, rew, term, trunc, info = env.recv()
+            out = envpool_result(
+                obs, rew, term, trunc, info, keep_info=keep_info, reset_ended=reset_rows
+            )
             return jax.tree.map(jnp.asarray, out)
 
         key, sub = jax.random.split(key)

@@ -32,7 +32,7 @@ def is_atari(env: Any) -> bool:
     return hasattr(getattr(env, "unwrapped", None), "ale")
 
 
-def get_wrapper_by_cls(env: gym.Env, cls: type) -> gym.Env | None:
+def get_wrapper_by_cls(env: gym.Env, cls: type) -> Any:
     """The wrapper of class ``cls`` around ``env``'s game, or None."""
     current: Any = env
     while True:
@@ -87,7 +87,7 @@ class MaxAndSkipEnv(gym.Wrapper):
         self._skip = int(skip)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        total, last = 0.0, collections.deque(maxlen=2)
+        total, last = 0.0, collections.deque[Any](maxlen=2)
         terminated = truncated = False
         info: dict[str, Any] = {}
         for _ in range(self._skip):
@@ -130,7 +130,8 @@ class FireResetEnv(gym.Wrapper):
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         self.env.reset(**kwargs)
-        obs, info = None, {}
+        obs: Any = None
+        info: dict[str, Any] = {}
         for action in (1, 2):
             obs, _, terminated, truncated, info = self.env.step(action)
             if terminated or truncated:
@@ -157,7 +158,7 @@ class EpisodicLifeEnv(gym.Wrapper):
         if 0 < lives < self.lives:
             terminated = True
         self.lives = lives
-        return obs, reward, terminated, truncated, info
+        return obs, float(reward), terminated, truncated, info
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         if self.was_real_done:
@@ -200,7 +201,7 @@ class FrameStack(gym.Wrapper):
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.frames.append(obs)
-        return self._obs(), reward, terminated, truncated, info
+        return self._obs(), float(reward), terminated, truncated, info
 
 
 def wrap_atari_for_new_api_stack(
