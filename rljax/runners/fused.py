@@ -79,6 +79,10 @@ def start_envpool(
             return jax.tree.map(jnp.asarray, out)
 
         key, sub = jax.random.split(key)
+        # Acting eagerly needs every input where the weights are (the runner's device).
+        devices = jax.tree.leaves(params)[0].devices()
+        if len(devices) == 1:
+            actor, result, sub = jax.device_put((actor, result, sub), next(iter(devices)))
         actor, result = prime(act_step, params, sub, actor, result, step)
         reset_ended = envpool_reset_ended(env)
     return xla_step, FusedRunnerState(jnp.asarray(handle), actor, result, key), reset_ended

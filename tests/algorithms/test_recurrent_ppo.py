@@ -152,12 +152,13 @@ def _stateless(use_lstm: bool) -> PPOConfig:
 
 @pytest.mark.slow
 def test_the_lstm_learns_stateless_cartpole_and_the_mlp_does_not():
-    """The tuned example reaches 150 within 300k env steps (seed 0); the same PPO without
-    the LSTM, over as many steps, stays clearly lower."""
+    """The tuned example reaches 150 within 350k env steps (seed 0: 295k; seeds 1 and 2, measured:
+    319k and 281k); the same PPO without the LSTM, over half as many steps, stays clearly lower
+    (measured: its best is 59, at half the steps and over all of them)."""
     with _stateless(True).build_algo() as algo:
         assert not algo.fused and algo.config.model_config.use_lstm
         ret, steps = 0.0, 0
-        while ret < 150 and steps < 300_000:
+        while ret < 150 and steps < 350_000:
             result = algo.train()
             ret = result["env_runners"]["episode_return_mean"]
             steps = result["num_env_steps_sampled_lifetime"]
@@ -165,7 +166,7 @@ def test_the_lstm_learns_stateless_cartpole_and_the_mlp_does_not():
     best = 0.0
     with _stateless(False).build_algo() as algo:
         baseline = 0
-        while baseline < steps:
+        while baseline < steps // 2:
             result = algo.train()
             best = max(best, result["env_runners"]["episode_return_mean"])
             baseline = result["num_env_steps_sampled_lifetime"]

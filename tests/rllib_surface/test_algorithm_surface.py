@@ -134,6 +134,7 @@ def test_make_env_needs_runners_that_rest_between_iterations():
         algo.stop()
 
 
+@pytest.mark.slow  # integration; in the README's full run
 def test_set_weights_writes_the_learner_state_and_refuses_what_does_not_fit():
     import jax
 

@@ -64,6 +64,7 @@ def _ppo(env, runners=0, envs=4, batch=40, **env_config):
     )
 
 
+@pytest.mark.slow  # integration (by hand: test_acting.py); in the README's full run
 def test_truncated_rows_bootstrap_from_their_final_observation():
     with _ppo(_Count, runners=1, envs=2, batch=12).build_algo() as algo:
         traj = jax.device_get(algo._runners.sample().traj)
@@ -83,6 +84,7 @@ def test_truncated_rows_bootstrap_from_their_final_observation():
         np.testing.assert_array_equal(traj.obs[after], [[0, 0]] * after.sum())
 
 
+@pytest.mark.slow  # integration; in the README's full run
 @pytest.mark.parametrize(
     "env, runners",
     [("CartPole-v1", 0), ("CartPole-v1", 1), (lambda cfg: gym.make("CartPole-v1"), 0)],
