@@ -229,7 +229,9 @@ def _same(a, b) -> bool:
 
 @pytest.mark.parametrize("cls", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
 @pytest.mark.parametrize(
-    "num_env_runners, num_learners", [(0, 0), (2, 0), (2, 1)], ids=["fused", "runners", "thread"]
+    "num_env_runners, num_learners",
+    [(0, 0), pytest.param(2, 0, marks=pytest.mark.slow), (2, 1)],  # runners: 9-11 s each
+    ids=["fused", "runners", "thread"],
 )
 def test_trains_on_every_path_and_round_trips_a_checkpoint(
     cls, num_env_runners, num_learners, tmp_path

@@ -30,6 +30,7 @@ def _leaves(tree):
     return [np.asarray(x) for x in jax.tree.leaves(jax.device_get(tree))]
 
 
+@pytest.mark.slow  # integration (15 s); in the README's full run
 def test_trials_match_separate_runs_with_their_own_seeds_and_settings():
     configs = [
         small(1e-3, seed=0, entropy_coeff=0.0, clip_param=0.2, gamma=0.99),
@@ -75,6 +76,7 @@ def test_trials_match_separate_runs_with_their_own_seeds_and_settings():
         population.stop()
 
 
+@pytest.mark.slow  # integration (17 s); in the README's full run
 def test_stopped_trials_freeze_and_the_program_shrinks_at_half():
     population = Population([small(1e-3, seed=s) for s in range(4)], compaction="always")
     try:
@@ -199,6 +201,7 @@ def tiny() -> PPOConfig:
     )
 
 
+@pytest.mark.slow  # integration (15 s); in the README's full run
 def test_tuner_trains_a_grid_as_one_population_and_stops_trials_one_by_one(tmp_path):
     from rljax import tune
 
