@@ -434,7 +434,7 @@ class Algorithm:
             self.seed,
             self.parts.to_env_action,
             keep_info=self._record_episodes,  # EnvPool's infos for episode callbacks
-            same_step=act_step is not None and self._same_step_reset and batch == n,
+            same_step=act_step is not None and self._same_step_reset,
         )
         return xla_step, jax.device_put(rs, self.runner_device), reset_ended
 
@@ -869,13 +869,7 @@ class Algorithm:
             policy_id = None if pid == DEFAULT_POLICY else pid
             self._check_policy_id(policy_id)
             current = self.parts.inference_params(self.state, policy_id)
-            expected, shapes = jax.tree.map(np.shape, current), jax.tree.map(np.shape, given)
-            structures = jax.tree.structure(shapes), jax.tree.structure(expected)
-            if structures[0] != structures[1] or shapes != expected:  # type: ignore[operator]
-                raise ValueError(
-                    f"set_weights: the weights given for {pid!r} have shapes {shapes}; this "
-                    f"policy has {expected}"
-                )
+            check_weights_fit(pid, given, current)
             # Where each inference leaf lives in the state: the same array object.
             paths = {
                 id(leaf): jax.tree_util.keystr(path)
@@ -1673,6 +1667,19 @@ def empty_outputs(
         np.zeros((0, *inputs.shape[1:]), inputs.dtype),
         jax.tree.map(lambda a: np.zeros((0, *a.shape[1:]), a.dtype), action),
     )
+
+
+def check_weights_fit(policy_id: str, given: Any, current: Any) -> None:
+    """``set_weights``' check: ``given`` has ``current``'s structure and shapes; the
+    ``ValueError`` names both."""
+    expected, shapes = jax.tree.map(np.shape, current), jax.tree.map(np.shape, given)
+    structures = jax.tree.structure(shapes), jax.tree.structure(expected)
+    # jaxlib ships no stub for its pytree module, so mypy cannot see that PyTreeDefs compare.
+    if structures[0] != structures[1] or shapes != expected:  # type: ignore[operator]
+        raise ValueError(
+            f"set_weights: the parameters given for {policy_id!r} have shapes {shapes}; this "
+            f"policy has {expected}"
+        )
 
 
 def _replace_leaves(tree: Any, new: dict[str, Any]) -> Any:

@@ -112,6 +112,32 @@ def _reset_ended_rows(env: Any, obs: Any, env_id: Any, done: Any) -> Any:
     return jax.tree.map(replace, obs, new_obs)
 
 
+def envpool_same_step(env: Any, same_step: bool) -> bool:
+    """Whether ``env`` (an EnvPool) resets same-step: asked for, and SYNC (every sub-env in
+    each batch; a first-ready batch's reset result would arrive in a later batch)."""
+    return same_step and env.config["batch_size"] == env.config["num_envs"]
+
+
+def envpool_reset(env: Any, keep_info: bool = False, same_step: bool = False) -> StepResult:
+    """Resets every sub-env of ``env`` (an EnvPool) and returns the first result; a same-step
+    one carries ``final_obs`` (equal to ``obs``: no episode ended)."""
+    env.async_reset()
+    obs, rew, term, trunc, info = env.recv()
+    result = envpool_result(obs, rew, term, trunc, info, keep_info=keep_info)
+    return result._replace(final_obs=result.obs) if same_step else result
+
+
+def envpool_step(
+    env: Any, action: Any, env_id: Any, keep_info: bool = False, same_step: bool = False
+) -> StepResult:
+    """Sends ``action`` to the sub-envs ``env_id`` of ``env`` (an EnvPool) and returns the next
+    result; ``same_step``: the ended sub-envs are reset at once (``_reset_ended_rows``)."""
+    env.send(action, np.asarray(env_id, np.int32))
+    obs, rew, term, trunc, info = env.recv()
+    reset = functools.partial(_reset_ended_rows, env) if same_step else None
+    return envpool_result(obs, rew, term, trunc, info, keep_info=keep_info, reset_ended=reset)
+
+
 def envpool_reset_ended(env: Any) -> Callable[[Any, Any, Any], Any]:
     """``reset_ended(obs, env_id, done) -> obs``, traced: ``_reset_ended_rows`` for the fused
     rollout, as a host callback that runs only in steps where an episode ended."""
@@ -919,28 +945,13 @@ class EnvPoolHostEnv:
         self.batch_size = batch_size
         self.keep_info = False  # results carry the info arrays (for episode callbacks)
         self.action_space = self.env.action_space
-        # Same-step resets need every sub-env in each batch (SYNC): see the module docstring.
-        self._reset_ended = (
-            functools.partial(_reset_ended_rows, self.env)
-            if same_step and batch_size == num_envs
-            else None
-        )
-
-    def _result(self, ret: tuple, reset_ended: Any = None) -> StepResult:
-        obs, rew, term, trunc, info = ret
-        return envpool_result(
-            obs, rew, term, trunc, info, keep_info=self.keep_info, reset_ended=reset_ended
-        )
+        self._same_step = envpool_same_step(self.env, same_step)
 
     def reset(self) -> StepResult:
-        self.env.async_reset()
-        result = self._result(self.env.recv())
-        # Same-step results always carry final_obs (equal to obs where no episode ended).
-        return result if self._reset_ended is None else result._replace(final_obs=result.obs)
+        return envpool_reset(self.env, self.keep_info, self._same_step)
 
     def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
-        self.env.send(action, np.asarray(env_id, np.int32))
-        return self._result(self.env.recv(), self._reset_ended)
+        return envpool_step(self.env, action, env_id, self.keep_info, self._same_step)
 
     def close(self, terminate: bool = False) -> None:
         self.env.close()  # EnvPool's C++ envs do not hang in Python

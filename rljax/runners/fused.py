@@ -13,7 +13,6 @@ EnvPool env, it has no state to save (``get_state`` raises ``EnvStateError``).
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,10 +23,11 @@ import numpy as np
 
 from rljax.env.state import EnvStateError
 from rljax.env.vector import (
-    _reset_ended_rows,
     envpool_batch_size,
+    envpool_reset,
     envpool_reset_ended,
-    envpool_result,
+    envpool_same_step,
+    envpool_step,
     make_envpool,
 )
 from rljax.runners.acting import (
@@ -53,29 +53,21 @@ def start_envpool(
 ) -> tuple[Callable[..., Any], FusedRunnerState, Callable[..., Any] | None]:
     """Resets an EnvPool for the fused rollout: ``(xla_step, runner_state, reset_ended)``.
 
-    ``same_step`` (a SYNC EnvPool): same-step auto-reset (``vector.envpool_reset_ended``, the
-    rollout's ``reset_ended``), and the first env step is taken here (``acting.prime``), so the
-    first fragment holds as many env steps as rows. The runner state is on the host's default
-    device; the caller places it.
+    ``same_step`` (applied to a SYNC EnvPool: ``vector.envpool_same_step``): same-step
+    auto-reset (``vector.envpool_reset_ended``, the rollout's ``reset_ended``), and the first
+    env step is taken here (``acting.prime``), so the first fragment holds as many env steps as
+    rows. The runner state is on the host's default device; the caller places it.
     """
     handle, _recv, _send, xla_step = env.xla()
-    env.async_reset()
-    obs, rew, term, trunc, info = env.recv()
-    result = envpool_result(obs, rew, term, trunc, info, keep_info=keep_info)
-    result = jax.tree.map(jnp.asarray, result)
+    same_step = envpool_same_step(env, same_step)
+    result = jax.tree.map(jnp.asarray, envpool_reset(env, keep_info, same_step))
     actor = init_actor_state(policy_fn, params, result.obs[0], num_envs)
     key = jax.random.PRNGKey(seed + 1)  # the runner's acting key: env seed + 1
     reset_ended = None
     if same_step:
-        result = result._replace(final_obs=result.obs)
-        reset_rows = functools.partial(_reset_ended_rows, env)
 
         def step(action: Any, env_id: Any) -> Any:
-            env.send(np.asarray(to_env_action(action)), np.asarray(env_id, np.int32))
-            obs, rew, term, trunc, info = env.recv()
-            out = envpool_result(
-                obs, rew, term, trunc, info, keep_info=keep_info, reset_ended=reset_rows
-            )
+            out = envpool_step(env, np.asarray(to_env_action(action)), env_id, keep_info, True)
             return jax.tree.map(jnp.asarray, out)
 
         key, sub = jax.random.split(key)
@@ -125,7 +117,7 @@ class FusedRunner:
                 spec.seed,
                 to_env_action,
                 keep_info=spec.record_infos,  # EnvPool's infos for episode callbacks
-                same_step=spec.same_step and batch == spec.num_envs,
+                same_step=spec.same_step,
             )
             self.state = jax.device_put(state, self.device)
         except BaseException:

@@ -21,13 +21,7 @@ import numpy as np
 from rljax.env.single_agent_episode import RESET_INFO, split_infos
 from rljax.env.state import EnvStateError, decode, encode
 from rljax.env.vector import EnvSpec, make_host_env
-from rljax.runners.acting import (
-    ActorState,
-    ActStep,
-    PolicyFn,
-    Transition,
-    init_actor_state,
-)
+from rljax.runners.acting import ActorState, ActStep, PolicyFn, Transition, init_actor_state
 
 # The group and its parts, where callers have always imported them from.
 from rljax.runners.faults import MAX_FRESH_FAILURES, EnvRunnerError

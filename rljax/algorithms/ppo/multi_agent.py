@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm, check_weights_fit
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
     PPOHyperparams,
@@ -520,15 +520,7 @@ class MultiAgentPPO(Algorithm):
         policy (outside ``policies_to_train``) keeps what is set here, e.g. a fixed opponent."""
         for pid, params in weights.items():
             i = self._policy_index(pid)
-            expected = jax.tree.map(np.shape, self.parts.inference_params(self.state, pid))
-            given = jax.tree.map(np.shape, params)
-            structures = jax.tree.structure(given), jax.tree.structure(expected)
-            # jaxlib ships no stub for its pytree module, so mypy cannot see that PyTreeDefs compare.
-            if structures[0] != structures[1] or given != expected:  # type: ignore[operator]
-                raise ValueError(
-                    f"set_weights: the parameters given for {pid!r} have shapes {given}; this "
-                    f"policy has {expected}"
-                )
+            check_weights_fit(pid, params, self.parts.inference_params(self.state, pid))
             g, k = int(self.group_of[i]), int(self.local_of[i])
             stacked = self.state[g].params[POLICY_ID]
             new = jax.tree.map(
