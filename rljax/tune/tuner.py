@@ -42,7 +42,12 @@ from rljax.tune.progress import ProgressReporter, TrialTable
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid, check_mode
 from rljax.tune.stopper import Stopper, as_stopper, flatten
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig, default_storage_path
-from rljax.tune.variants import find_search_spaces, generate_variants
+from rljax.tune.variants import (
+    MAX_VARIANTS,
+    check_variant_count,
+    find_search_spaces,
+    generate_variants,
+)
 from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
 
@@ -616,6 +621,13 @@ class Tuner:
         self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
         self._searched = [p for p, _ in find_search_spaces(space)]
         searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
+        # Counted before anything is drawn, made or asked of a searcher (10^9 variants hang).
+        if searcher is not None and self.tune_config.num_samples > MAX_VARIANTS:
+            raise ConfigError(
+                f"TuneConfig.num_samples={self.tune_config.num_samples:,}: a search algorithm "
+                f"suggests at most {MAX_VARIANTS:,} trials in one experiment"
+            )
+        check_variant_count(space, 1 if searcher else self.tune_config.num_samples, root)
         metric, mode = self.tune_config.metric, self.tune_config.mode
         if scheduler is not None:
             scheduler.set_search_properties(metric, mode)
