@@ -299,7 +299,8 @@ class _TrialRun:
         if error is None:
             metrics["done"] = True
         else:
-            safe_io.write_atomic(self.path / "error.txt", f"{type(error).__name__}: {error}\n")
+            text = f"{type(error).__name__}: {error}"[: es.MAX_ERROR_BYTES // 8]
+            safe_io.write_atomic(self.path / "error.txt", text + "\n")
         metrics.setdefault("config", self.config)  # as Tune's result.metrics has it
         return Result(
             config=self.config,
@@ -850,6 +851,7 @@ class Tuner:
         ``action`` is ``"resume"``, its files removed for ``"restart"``)."""
         entry = fit.state.trials[index]
         trial_id, trial_path = entry["trial_id"], fit.state.root / entry["dir"]
+        es.check_trial_dir(fit.state.root, trial_path)  # never written through a link
         resume = es.resume_point(trial_path) if action == "resume" else None
         if action == "restart":
             es.start_over(trial_path)
@@ -1131,6 +1133,7 @@ class Tuner:
         from rljax.algorithms.algorithm_config import AlgorithmConfig
 
         state = es.ExperimentState.load(path)
+        es.check_trial_files(state)  # every file read back is checked before anything changes
         tune_config, run_config = es.restored_configs(state, stop)
         if callbacks is not None:
             run_config = dataclasses.replace(run_config, callbacks=callbacks)
