@@ -48,6 +48,7 @@ from rljax.tune.variants import (
     find_search_spaces,
     generate_variants,
 )
+from rljax.tune.worker import MainModuleRerun
 from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
 
@@ -509,7 +510,7 @@ def _run_population(
                     if population.active[i]:
                         trials[i].finish_algorithm(population.members[i])
                         population.stop_trial(i)
-    except _StopperFailed:
+    except (_StopperFailed, MainModuleRerun):
         raise
     except Exception as e:  # the population itself failed: every trial still in it did
         for i in range(len(trials)):
@@ -554,7 +555,9 @@ class Tuner:
         from rljax.algorithms import registry
         from rljax.algorithms.algorithm import Algorithm
         from rljax.algorithms.algorithm_config import AlgorithmConfig
+        from rljax.tune.worker import refuse_in_worker
 
+        refuse_in_worker()  # a worker importing a script without the __main__ guard again
         self.tune_config = tune_config if tune_config is not None else TuneConfig()
         self.run_config = run_config if run_config is not None else RunConfig()
         if not isinstance(self.tune_config, TuneConfig):
@@ -1030,7 +1033,7 @@ class Tuner:
             else:
                 assert self._algo_configs is not None
                 self._run_algorithm(self._algo_configs[index], trial, payload)
-        except _StopperFailed:
+        except (_StopperFailed, MainModuleRerun):
             raise
         except Exception as e:
             return e
