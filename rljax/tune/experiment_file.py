@@ -30,8 +30,9 @@ A search space is a mapping with one key, its kind, whose value lists the argume
 ``{qrandint: [lower, upper, q]}``, ``{randn: [mean, sd]}``. One may sit at any depth of a
 setting's value, and inside a grid's values or a choice's categories.
 
-Nothing is built before everything is checked: the keys at every level, the algorithm, each
-search space (through ``generate_variants``), each searched key (a setting of the algorithm),
+Nothing is built before everything is checked: the keys at every level, the algorithm, the
+number of trials (grid sizes x ``num_samples``, counted before any is made: at most
+``rljax.tune.variants.MAX_VARIANTS``), each search space (through ``generate_variants``), each searched key (a setting of the algorithm),
 and every trial's resolved settings through ``AlgorithmConfig.from_dict``, the checks any config
 file gets (so code a file names is imported only under ``allow_imports``).
 """

@@ -6,6 +6,12 @@ trial), the searched key paths, ``TuneConfig`` and ``RunConfig`` as data, and ea
 directory (relative to the root, so a moved experiment restores) and status: ``PENDING``,
 ``RUNNING``, ``TERMINATED`` or ``ERROR``. ``Tuner.fit()`` rewrites it atomically after every
 status change, so a run killed at any moment leaves a file that says which trials finished.
+
+A restore may be pointed at a directory from someone else, so everything in it is read as
+untrusted data (``rljax.utils.safe_io``'s rules): the state file and each trial's
+``result.json`` and ``error.txt`` must be regular files inside their directory, within a size
+cap, nested at most 64 levels; a trial directory must be a plain directory inside the
+experiment (``check_trial_dir``), so that nothing is read, written or deleted through a link.
 """
 
 from __future__ import annotations

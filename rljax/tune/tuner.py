@@ -538,8 +538,9 @@ class Tuner:
       tune_config: ``tune.TuneConfig``.
       run_config: ``tune.RunConfig``.
 
-    Everything that can be checked is checked here, before any trial builds or compiles: an
-    unknown trainable name, an unknown setting, a bad search space, a bad mode, settings that
+    Everything that can be checked is checked here, before any trial builds or compiles: the
+    number of trials (grid sizes x ``num_samples``, counted before any variant is made; at
+    most ``rljax.tune.variants.MAX_VARIANTS``), an unknown trainable name, an unknown setting, a bad search space, a bad mode, settings that
     are not built yet, and an algorithm trainable without a stop criterion or time budget; a
     search algorithm's or scheduler's metric and mode (theirs or ``TuneConfig``'s) and the search
     space it can search (``OptunaSearch`` refuses ``grid_search``, naming the key).
@@ -1129,9 +1130,18 @@ class Tuner:
           stop: ``RunConfig.stop`` again when it was a function or a ``Stopper`` (not saved).
           callbacks: ``RunConfig.callbacks`` again (objects, not saved).
 
+        The directory is read as untrusted data before anything in it changes: every trial
+        directory must be a plain directory inside it (not a link, to another run say; nor
+        its ``checkpoint_NNNNNN`` directories), and every file read back (``experiment_state
+        .json``, each trial's ``result.json`` and ``error.txt``) a regular file inside its
+        directory, within a size cap (64 MiB, 256 MiB, 1 MiB) and nested at most 64 levels.
+        Nothing is read, written or deleted through a link.
+
         Raises:
-          ConfigError: no experiment state at ``path``, a trainable of another kind or
-            algorithm than the experiment's, or something above that must be given again.
+          ConfigError: no experiment state at ``path``, a trial directory or file that breaks
+            the rules above (naming it and the rule, never its content), a trainable of
+            another kind or algorithm than the experiment's, or something above that must be
+            given again.
         """
         from rljax.algorithms.algorithm_config import AlgorithmConfig
 
