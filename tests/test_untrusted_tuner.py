@@ -436,7 +436,7 @@ CASES: list[tuple[str, Callable, str, type[Exception], list[str]]] = [
         _tune_file(THREE_GRIDS),
         TUNE_FILE,
         ConfigError,
-        ["1,000,000,000 trials", "at most 100,000", "['lr']: 1,000"],
+        ["1,000,000,000 trials", "at most 100,000", "param_space['lr']: 1,000"],
     ),
     (
         "a tune file with num_samples 10^9",
@@ -450,7 +450,7 @@ CASES: list[tuple[str, Callable, str, type[Exception], list[str]]] = [
         lambda w, n: {k: tune.grid_search(list(range(1000))) for k in ("a", "b", "c")},
         PYTHON,
         ConfigError,
-        ["1,000,000,000 trials", "at most 100,000"],
+        ["1,000,000,000 trials", "param_space['c']: 1,000", "at most 100,000"],
     ),
     (
         "a grid of 1,000 values, each a grid of 1,000",

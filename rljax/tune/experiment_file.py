@@ -48,7 +48,7 @@ from typing import Any
 from rljax.tune import sample
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
 from rljax.tune.tuner import Tuner
-from rljax.tune.variants import check_search_spaces, find_search_spaces
+from rljax.tune.variants import check_search_spaces, check_variant_count, find_search_spaces
 from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError, best_match, closest
 
@@ -261,6 +261,7 @@ def tuner_from_data(
         _check_keys(checkpoint, CHECKPOINT_CONFIG_KEYS, "run_config.checkpoint_config")
         run_kwargs["checkpoint_config"] = CheckpointConfig(**checkpoint)
     tune_config = TuneConfig(**tune_kwargs)
+    check_variant_count(space, tune_config.num_samples)  # named as the file names it
     run_config = RunConfig(**run_kwargs)
 
     tuner = Tuner(base, param_space=searched, tune_config=tune_config, run_config=run_config)

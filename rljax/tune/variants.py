@@ -92,12 +92,22 @@ def count_variants(tree: Any) -> int:
     product over its grids of the sum of each value's own count (a grid value may hold grids),
     times, for a ``choice`` whose categories hold grids, its largest category's count (an upper
     bound: which category is drawn is not known yet). Python ints: no overflow."""
+    return _count(tree, {})
+
+
+def _count(tree: Any, seen: dict[int, int]) -> int:
+    """``count_variants``, each container counted once however often it is repeated."""
+    key = id(tree)
+    if key in seen:
+        return seen[key]
     total = 1
     for _, domain in find_search_spaces(tree):
         if isinstance(domain, GridSearch) and isinstance(domain.values, list):
-            total *= sum(count_variants(v) for v in domain.values)
+            total *= sum(_count(v, seen) for v in domain.values)
         elif isinstance(domain, Categorical) and isinstance(domain.categories, list):
-            total *= max((count_variants(c) for c in domain.categories), default=1)
+            total *= max((_count(c, seen) for c in domain.categories), default=1)
+    if isinstance(tree, (dict, list, tuple)):
+        seen[key] = total
     return total
 
 
