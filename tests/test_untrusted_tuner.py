@@ -585,3 +585,22 @@ def test_a_long_error_is_kept_short_enough_to_read_back(world, tmp_path):
     assert 100_000 < written <= es.MAX_ERROR_BYTES
     restored = tune.Tuner.restore(tmp_path / "long", trainable=fails).fit()
     assert str(restored[0].error).startswith("ValueError: xxx")
+
+
+def test_files_a_restore_writes_replace_links_and_never_write_through_them(world):
+    """A running trial's params.json, progress.csv and result.json links (kept inside the
+    trial directory, so allowed to be read) are replaced by the trial's own files; the files
+    they led to are not changed."""
+    path = _copy(world, "written-links")
+    trial = _trial_dir(path, 2)
+    decoys = {}
+    for filename in ("params.json", "progress.csv", "result.json"):
+        decoy = trial / f"decoy-{filename}"
+        (trial / filename).rename(decoy)
+        os.symlink(decoy.name, trial / filename)
+        decoys[decoy] = decoy.read_bytes()
+    grid = tune.Tuner.restore(path, trainable=trainable).fit()
+    assert grid[2].error is None and [h["score"] for h in grid[2].history] == [2, 4]
+    for filename in ("params.json", "progress.csv", "result.json"):
+        assert not (trial / filename).is_symlink() and (trial / filename).is_file()
+    assert {d: d.read_bytes() for d in decoys} == decoys
