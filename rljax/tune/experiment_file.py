@@ -30,8 +30,9 @@ A search space is a mapping with one key, its kind, whose value lists the argume
 ``{qrandint: [lower, upper, q]}``, ``{randn: [mean, sd]}``. One may sit at any depth of a
 setting's value, and inside a grid's values or a choice's categories.
 
-Nothing is built before everything is checked: the keys at every level, the algorithm, each
-search space (through ``generate_variants``), each searched key (a setting of the algorithm),
+Nothing is built before everything is checked: the keys at every level, the algorithm, the
+number of trials (grid sizes x ``num_samples``, counted before any is made: at most
+``rljax.tune.variants.MAX_VARIANTS``), each search space (through ``generate_variants``), each searched key (a setting of the algorithm),
 and every trial's resolved settings through ``AlgorithmConfig.from_dict``, the checks any config
 file gets (so code a file names is imported only under ``allow_imports``).
 """
@@ -47,7 +48,7 @@ from typing import Any
 from rljax.tune import sample
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
 from rljax.tune.tuner import Tuner
-from rljax.tune.variants import check_search_spaces, find_search_spaces
+from rljax.tune.variants import check_search_spaces, check_variant_count, find_search_spaces
 from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError, best_match, closest
 
@@ -260,6 +261,7 @@ def tuner_from_data(
         _check_keys(checkpoint, CHECKPOINT_CONFIG_KEYS, "run_config.checkpoint_config")
         run_kwargs["checkpoint_config"] = CheckpointConfig(**checkpoint)
     tune_config = TuneConfig(**tune_kwargs)
+    check_variant_count(space, tune_config.num_samples)  # named as the file names it
     run_config = RunConfig(**run_kwargs)
 
     tuner = Tuner(base, param_space=searched, tune_config=tune_config, run_config=run_config)

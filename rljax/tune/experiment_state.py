@@ -6,6 +6,12 @@ trial), the searched key paths, ``TuneConfig`` and ``RunConfig`` as data, and ea
 directory (relative to the root, so a moved experiment restores) and status: ``PENDING``,
 ``RUNNING``, ``TERMINATED`` or ``ERROR``. ``Tuner.fit()`` rewrites it atomically after every
 status change, so a run killed at any moment leaves a file that says which trials finished.
+
+A restore may be pointed at a directory from someone else, so everything in it is read as
+untrusted data (``rljax.utils.safe_io``'s rules): the state file and each trial's
+``result.json`` and ``error.txt`` must be regular files inside their directory, within a size
+cap, nested at most 64 levels; a trial directory must be a plain directory inside the
+experiment (``check_trial_dir``), so that nothing is read, written or deleted through a link.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ PENDING, RUNNING, TERMINATED, ERROR = "PENDING", "RUNNING", "TERMINATED", "ERROR
 STATUSES = (PENDING, RUNNING, TERMINATED, ERROR)
 # The state file is the experiment's own, but a restore may be pointed at any directory.
 MAX_STATE_BYTES = 64 << 20
+# A trial's result.json (a JSON line per result) and error.txt are read back with these caps.
+MAX_RESULT_BYTES = 256 << 20
+MAX_ERROR_BYTES = 1 << 20
 _CHECKPOINT_DIR = re.compile(r"checkpoint_(\d{6,})")
 
 
@@ -172,8 +181,15 @@ class ExperimentState:
                     f"{path}: trials[{i}] needs trial_id, dir (a directory name) and status "
                     f"(one of {list(STATUSES)})"
                 )
+        dirs = [trial["dir"] for trial in data["trials"]]
+        if len(set(dirs)) != len(dirs):
+            twice = sorted({d for d in dirs if dirs.count(d) > 1})[:3]
+            raise ConfigError(f"{path}: several trials share the directory {twice}")
         data.pop("format_version")
-        return cls(root=root, **data)
+        state = cls(root=root, **data)
+        for trial in state.trials:
+            check_trial_dir(root, root / trial["dir"])
+        return state
 
 
 @dataclass
@@ -197,20 +213,74 @@ class ResumeFlags:
         return "resume" if self.resume_unfinished else "keep"
 
 
+def check_trial_dir(root: Path, trial_dir: Path) -> None:
+    """Refuses a trial directory that ``Tuner.restore`` must not read, write or delete in: one
+    that is a symbolic link (to another run, say), is not a directory, or lies outside the
+    experiment ``root``; or whose ``checkpoint_NNNNNN`` entries are links. A missing one is
+    fine (a trial not started yet).
+
+    Raises:
+      ConfigError: naming the path and the rule.
+    """
+    rule = (
+        "the experiment's trial directories must be plain directories inside it; nothing is "
+        "read, written or deleted through a link"
+    )
+    if not os.path.lexists(trial_dir):
+        return
+    if os.path.islink(trial_dir):
+        raise ConfigError(f"{trial_dir}: is a symbolic link; {rule}")
+    if not trial_dir.is_dir():
+        raise ConfigError(f"{trial_dir}: is not a directory; {rule}")
+    real_root = Path(os.path.realpath(root))
+    if real_root not in Path(os.path.realpath(trial_dir)).parents:
+        raise ConfigError(f"{trial_dir}: lies outside the experiment {root}; {rule}")
+    for entry in os.scandir(trial_dir):
+        if _CHECKPOINT_DIR.fullmatch(entry.name) and entry.is_symlink():
+            raise ConfigError(f"{trial_dir / entry.name}: is a symbolic link; {rule}")
+
+
+def _read_trial_file(trial_dir: Path, name: str, max_bytes: int) -> bytes | None:
+    """The bytes of the trial's file ``name`` (None when there is none): a regular file inside
+    the trial directory, at most ``max_bytes`` (``safe_io.open_regular``'s rules)."""
+    path = trial_dir / name
+    if not os.path.lexists(path):
+        return None
+    real_dir = Path(os.path.realpath(trial_dir))
+    if real_dir not in Path(os.path.realpath(path)).parents:
+        raise ConfigError(
+            f"{path}: is a link that leads outside its trial directory; a trial's files must "
+            "lie inside it"
+        )
+    return safe_io.open_regular(path, trial_dir, max_bytes, ConfigError)
+
+
 def read_history(trial_dir: Path) -> list[dict[str, Any]]:
     """A trial's results from its ``result.json`` (one JSON line each, ``config`` dropped); a
-    last line cut short by a crash is left out."""
+    last line cut short by a crash is left out.
+
+    The file is read as untrusted data: a regular file inside the trial directory, at most
+    ``MAX_RESULT_BYTES``, each line nested at most ``safe_io.MAX_DEPTH`` levels.
+
+    Raises:
+      ConfigError: a file that breaks those rules, or a line (but the last) that is not a
+        JSON object, naming the file and the line, never its content.
+    """
     path = trial_dir / "result.json"
-    if not path.is_file():
+    data = _read_trial_file(trial_dir, "result.json", MAX_RESULT_BYTES)
+    if data is None:
         return []
+    # One scan of the whole file (each line is one object, so depth is back to 0 at each
+    # line's end); the number of elements is bounded by the size cap already.
+    safe_io.check_nesting(data, path, ConfigError, max_elements=MAX_RESULT_BYTES)
     history = []
-    lines = path.read_text().splitlines()
+    lines = data.splitlines()
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             result = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             if number == len(lines):  # written when the process died
                 break
             raise ConfigError(f"{path}: line {number} is not JSON") from None
@@ -228,7 +298,7 @@ def checkpoints_of(trial_dir: Path) -> list[Path]:
     found = [
         (int(m.group(1)), p)
         for p in trial_dir.iterdir()
-        if (m := _CHECKPOINT_DIR.fullmatch(p.name)) and p.is_dir()
+        if (m := _CHECKPOINT_DIR.fullmatch(p.name)) and p.is_dir() and not p.is_symlink()
     ]
     return [p for _, p in sorted(found)]
 
@@ -259,7 +329,16 @@ def resume_point(trial_dir: Path) -> ResumePoint:
 
 
 def start_over(trial_dir: Path) -> None:
-    """Removes a trial's files (``restart_errored``)."""
+    """Removes a trial's files (``restart_errored``); a link is refused, never followed.
+
+    Raises:
+      ConfigError: ``trial_dir`` is a symbolic link.
+    """
+    if os.path.islink(trial_dir):
+        raise ConfigError(
+            f"{trial_dir}: is a symbolic link; the experiment's trial directories must be plain "
+            "directories inside it; nothing is deleted through a link"
+        )
     shutil.rmtree(trial_dir, ignore_errors=True)
 
 
@@ -271,9 +350,8 @@ def load_result(trial_dir: Path, trial: Mapping[str, Any], config: dict[str, Any
     metrics: dict[str, Any] = dict(history[-1]) if history else {"trial_id": trial["trial_id"]}
     error: BaseException | None = None
     if trial["status"] == ERROR:
-        text = ""
-        if (trial_dir / "error.txt").is_file():
-            text = (trial_dir / "error.txt").read_text().strip()
+        raw = _read_trial_file(trial_dir, "error.txt", MAX_ERROR_BYTES)
+        text = "" if raw is None else raw.decode("utf-8", errors="replace").strip()
         error = TrialError(text or f"trial {trial['trial_id']} failed")
     elif trial["status"] == TERMINATED:
         metrics["done"] = True
@@ -288,6 +366,16 @@ def load_result(trial_dir: Path, trial: Mapping[str, Any], config: dict[str, Any
         history=history,
         trial_id=str(trial["trial_id"]),
     )
+
+
+def check_trial_files(state: ExperimentState) -> None:
+    """Reads every trial's ``result.json`` and ``error.txt`` as ``Tuner.restore`` will, so that
+    a file that breaks the rules (``read_history``) is refused before anything changes."""
+    for trial in state.trials:
+        trial_dir = state.root / trial["dir"]
+        check_trial_dir(state.root, trial_dir)
+        read_history(trial_dir)
+        _read_trial_file(trial_dir, "error.txt", MAX_ERROR_BYTES)
 
 
 def restored_configs(state: ExperimentState, stop: Any) -> tuple[TuneConfig, RunConfig]:
@@ -329,6 +417,8 @@ __all__ = [
     "ResumeFlags",
     "ResumePoint",
     "TrialError",
+    "check_trial_dir",
+    "check_trial_files",
     "checkpoints_of",
     "load_result",
     "read_history",

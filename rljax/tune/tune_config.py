@@ -56,7 +56,8 @@ class TuneConfig:
     ``metric``/``mode`` (``"min"`` or ``"max"``): the default for
     ``ResultGrid.get_best_result()``, and for a search algorithm's or scheduler's own.
     ``num_samples``: how many times the grid is repeated; with a ``search_alg``, how many trials
-    it suggests. ``search_alg``: a ``tune.search`` searcher (``OptunaSearch``) that suggests each
+    it suggests (grid x ``num_samples`` at most ``rljax.tune.variants.MAX_VARIANTS``, 100,000,
+    checked by ``Tuner``). ``search_alg``: a ``tune.search`` searcher (``OptunaSearch``) that suggests each
     trial's config instead of ``generate_variants``. ``scheduler``: a ``tune.schedulers``
     scheduler (``ASHAScheduler``, ``HyperBandScheduler``, ``MedianStoppingRule``,
     ``FIFOScheduler``) that may stop trials early. ``time_budget_s``: once this many seconds

@@ -42,7 +42,13 @@ from rljax.tune.progress import ProgressReporter, TrialTable
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid, check_mode
 from rljax.tune.stopper import Stopper, as_stopper, flatten
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig, default_storage_path
-from rljax.tune.variants import find_search_spaces, generate_variants
+from rljax.tune.variants import (
+    MAX_VARIANTS,
+    check_variant_count,
+    find_search_spaces,
+    generate_variants,
+)
+from rljax.tune.worker import MainModuleRerun
 from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
 
@@ -294,7 +300,8 @@ class _TrialRun:
         if error is None:
             metrics["done"] = True
         else:
-            safe_io.write_atomic(self.path / "error.txt", f"{type(error).__name__}: {error}\n")
+            text = f"{type(error).__name__}: {error}"[: es.MAX_ERROR_BYTES // 8]
+            safe_io.write_atomic(self.path / "error.txt", text + "\n")
         metrics.setdefault("config", self.config)  # as Tune's result.metrics has it
         return Result(
             config=self.config,
@@ -503,7 +510,7 @@ def _run_population(
                     if population.active[i]:
                         trials[i].finish_algorithm(population.members[i])
                         population.stop_trial(i)
-    except _StopperFailed:
+    except (_StopperFailed, MainModuleRerun):
         raise
     except Exception as e:  # the population itself failed: every trial still in it did
         for i in range(len(trials)):
@@ -531,8 +538,9 @@ class Tuner:
       tune_config: ``tune.TuneConfig``.
       run_config: ``tune.RunConfig``.
 
-    Everything that can be checked is checked here, before any trial builds or compiles: an
-    unknown trainable name, an unknown setting, a bad search space, a bad mode, settings that
+    Everything that can be checked is checked here, before any trial builds or compiles: the
+    number of trials (grid sizes x ``num_samples``, counted before any variant is made; at
+    most ``rljax.tune.variants.MAX_VARIANTS``), an unknown trainable name, an unknown setting, a bad search space, a bad mode, settings that
     are not built yet, and an algorithm trainable without a stop criterion or time budget; a
     search algorithm's or scheduler's metric and mode (theirs or ``TuneConfig``'s) and the search
     space it can search (``OptunaSearch`` refuses ``grid_search``, naming the key).
@@ -548,7 +556,9 @@ class Tuner:
         from rljax.algorithms import registry
         from rljax.algorithms.algorithm import Algorithm
         from rljax.algorithms.algorithm_config import AlgorithmConfig
+        from rljax.tune.worker import refuse_in_worker
 
+        refuse_in_worker()  # a worker importing a script without the __main__ guard again
         self.tune_config = tune_config if tune_config is not None else TuneConfig()
         self.run_config = run_config if run_config is not None else RunConfig()
         if not isinstance(self.tune_config, TuneConfig):
@@ -616,6 +626,13 @@ class Tuner:
         self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
         self._searched = [p for p, _ in find_search_spaces(space)]
         searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
+        # Counted before anything is drawn, made or asked of a searcher (10^9 variants hang).
+        if searcher is not None and self.tune_config.num_samples > MAX_VARIANTS:
+            raise ConfigError(
+                f"TuneConfig.num_samples={self.tune_config.num_samples:,}: a search algorithm "
+                f"suggests at most {MAX_VARIANTS:,} trials in one experiment"
+            )
+        check_variant_count(space, 1 if searcher else self.tune_config.num_samples, root)
         metric, mode = self.tune_config.metric, self.tune_config.mode
         if scheduler is not None:
             scheduler.set_search_properties(metric, mode)
@@ -838,6 +855,7 @@ class Tuner:
         ``action`` is ``"resume"``, its files removed for ``"restart"``)."""
         entry = fit.state.trials[index]
         trial_id, trial_path = entry["trial_id"], fit.state.root / entry["dir"]
+        es.check_trial_dir(fit.state.root, trial_path)  # never written through a link
         resume = es.resume_point(trial_path) if action == "resume" else None
         if action == "restart":
             es.start_over(trial_path)
@@ -1016,7 +1034,7 @@ class Tuner:
             else:
                 assert self._algo_configs is not None
                 self._run_algorithm(self._algo_configs[index], trial, payload)
-        except _StopperFailed:
+        except (_StopperFailed, MainModuleRerun):
             raise
         except Exception as e:
             return e
@@ -1112,13 +1130,23 @@ class Tuner:
           stop: ``RunConfig.stop`` again when it was a function or a ``Stopper`` (not saved).
           callbacks: ``RunConfig.callbacks`` again (objects, not saved).
 
+        The directory is read as untrusted data before anything in it changes: every trial
+        directory must be a plain directory inside it (not a link, to another run say; nor
+        its ``checkpoint_NNNNNN`` directories), and every file read back (``experiment_state
+        .json``, each trial's ``result.json`` and ``error.txt``) a regular file inside its
+        directory, within a size cap (64 MiB, 256 MiB, 1 MiB) and nested at most 64 levels.
+        Nothing is read, written or deleted through a link.
+
         Raises:
-          ConfigError: no experiment state at ``path``, a trainable of another kind or
-            algorithm than the experiment's, or something above that must be given again.
+          ConfigError: no experiment state at ``path``, a trial directory or file that breaks
+            the rules above (naming it and the rule, never its content), a trainable of
+            another kind or algorithm than the experiment's, or something above that must be
+            given again.
         """
         from rljax.algorithms.algorithm_config import AlgorithmConfig
 
         state = es.ExperimentState.load(path)
+        es.check_trial_files(state)  # every file read back is checked before anything changes
         tune_config, run_config = es.restored_configs(state, stop)
         if callbacks is not None:
             run_config = dataclasses.replace(run_config, callbacks=callbacks)

@@ -27,6 +27,11 @@ from rljax.utils.errors import ConfigError
 
 Path = tuple[Any, ...]
 
+# At most this many trials per experiment: every variant is a config in memory, a trial
+# directory and a row of the experiment state, so a grid of three 1,000-value lists (10^9) is
+# refused when counted, before any is made.
+MAX_VARIANTS = 100_000
+
 
 class _Inside:
     """A step of a key path into a search space's own values (a grid's or a choice's)."""
@@ -80,6 +85,58 @@ def check_search_spaces(tree: Any, root: str = "param_space", path: Path = ()) -
         for what, values in inner:
             for i, value in enumerate(values):
                 check_search_spaces(value, root, (*sub, _Inside(what, i)))
+
+
+def count_variants(tree: Any) -> int:
+    """How many variants one sample of ``tree`` expands to, counted without making any: the
+    product over its grids of the sum of each value's own count (a grid value may hold grids),
+    times, for a ``choice`` whose categories hold grids, its largest category's count (an upper
+    bound: which category is drawn is not known yet). Python ints: no overflow."""
+    return _count(tree, {})
+
+
+def _count(tree: Any, seen: dict[int, int]) -> int:
+    """``count_variants``, each container counted once however often it is repeated."""
+    key = id(tree)
+    if key in seen:
+        return seen[key]
+    total = 1
+    for _, domain in find_search_spaces(tree):
+        if isinstance(domain, GridSearch) and isinstance(domain.values, list):
+            total *= sum(_count(v, seen) for v in domain.values)
+        elif isinstance(domain, Categorical) and isinstance(domain.categories, list):
+            total *= max((_count(c, seen) for c in domain.categories), default=1)
+    if isinstance(tree, (dict, list, tuple)):
+        seen[key] = total
+    return total
+
+
+def check_variant_count(
+    param_space: Any, num_samples: int, root: str = "param_space", cap: int | None = None
+) -> int:
+    """The number of trials ``param_space`` x ``num_samples`` stands for (see ``count_variants``).
+
+    Raises:
+      ConfigError: more than ``cap`` (default ``MAX_VARIANTS``), naming the count, its grids'
+        sizes, ``num_samples`` and the cap.
+    """
+    cap = MAX_VARIANTS if cap is None else cap
+    per_sample = count_variants(param_space)
+    count = per_sample * int(num_samples)
+    if count > cap:
+        grids = [
+            f"{key_path(p, root)}: {len(d.values):,}"
+            for p, d in find_search_spaces(param_space)
+            if isinstance(d, GridSearch) and isinstance(d.values, list)
+        ]
+        sizes = f" (grid sizes {', '.join(grids[:6])}{', ...' if len(grids) > 6 else ''})"
+        raise ConfigError(
+            f"{root} stands for {count:,} trials: {per_sample:,} per sample"
+            f"{sizes if grids else ''} x num_samples={int(num_samples):,}; at most {cap:,} "
+            "trials are run in one experiment. Use fewer grid values or a smaller num_samples "
+            "(or a search algorithm, tune.TuneConfig(search_alg=...))"
+        )
+    return count
 
 
 def _copy_tree(value: Any) -> Any:
@@ -217,7 +274,8 @@ def generate_variants(
       ``len(grid combinations) * num_samples`` resolved dicts.
 
     Raises:
-      ConfigError: A search space that cannot be sampled (an empty grid, ``loguniform`` with a
+      ConfigError: More than ``MAX_VARIANTS`` variants (counted before any is made, see
+        ``check_variant_count``); a search space that cannot be sampled (an empty grid, ``loguniform`` with a
         bound at or below 0, ``lower >= upper``, ``q <= 0``, a ``sample_from`` that is not a
         function of the spec ...), named by its key path; ``num_samples`` below 1; a
         ``sample_from`` that raises or that waits on itself through others.
@@ -238,6 +296,7 @@ def generate_variants(
         or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0)
     ):
         raise ConfigError(f"seed={seed!r}: use None, an int >= 0 or a numpy Generator")
+    check_variant_count(param_space, int(num_samples), root)
     space = _copy_tree(dict(param_space))
     check_search_spaces(space, root)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -247,4 +306,12 @@ def generate_variants(
     return variants
 
 
-__all__ = ["check_search_spaces", "find_search_spaces", "generate_variants", "key_path"]
+__all__ = [
+    "MAX_VARIANTS",
+    "check_search_spaces",
+    "check_variant_count",
+    "count_variants",
+    "find_search_spaces",
+    "generate_variants",
+    "key_path",
+]

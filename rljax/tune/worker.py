@@ -11,6 +11,19 @@ The worker gets its configs and this process's registered envs, modules and mapp
 through cloudpickle, so envs written in a script or notebook work there too; a batch whose
 configs cannot be pickled runs in this process instead (``picklable_payload``). The worker
 ignores Ctrl-C: the ``Tuner`` stops it.
+
+Liveness: a worker sends a heartbeat every ``HEARTBEAT_INTERVAL_S`` from a thread of its own,
+whatever its main thread is doing (a long compilation or iteration included), and the
+``Tuner`` ends a worker it has heard nothing from for ``HEARTBEAT_TIMEOUT_S`` (a process
+stopped with SIGSTOP, frozen, or starved): its trial fails with ``WorkerTimeout`` naming the
+worker and the timeout, and the other trials go on. An iteration may take any time so long as
+the worker is alive. Before its first message a worker gets ``STARTUP_TIMEOUT_S`` (starting a
+Python process and importing rljax can take long on a loaded machine).
+
+A worker process is named ``WORKER_NAME``; a script that builds a ``Tuner`` in it (a script
+without ``if __name__ == "__main__":``, which the spawned worker imports again) is stopped
+there (``refuse_in_worker``) before its ``Tuner`` makes a file, and ``fit()`` in the script's
+own process fails with ``MainModuleRerun`` saying to add the guard.
 """
 
 from __future__ import annotations
@@ -25,8 +38,62 @@ from pathlib import Path
 from typing import Any
 
 from rljax.env.registry import registered
+from rljax.utils.errors import ConfigError
 
 _KINDS = ("env", "module_class", "policy_mapping_fn")
+# Seconds between a worker's heartbeats, and without any message before the Tuner ends it.
+HEARTBEAT_INTERVAL_S = 1.0
+HEARTBEAT_TIMEOUT_S = 60.0
+STARTUP_TIMEOUT_S = 300.0
+WORKER_NAME = "rljax-tune-worker"
+# The exit status of a worker that stopped a re-run of the script's Tuner.
+_EXIT_MAIN_RERUN = 77
+_GUARD_HELP = (
+    "the script builds a tune.Tuner when it is imported: a worker process (started with the "
+    "spawn method) imports the script again and would run every trial again. Put the code that "
+    'builds and fits the Tuner under if __name__ == "__main__":'
+)
+
+
+class WorkerTimeout(RuntimeError):
+    """A worker process sent nothing (no answer, no heartbeat) for longer than its timeout: it
+    is stopped (SIGSTOP), frozen or starved. Its trial fails; the Tuner ends the process."""
+
+
+class MainModuleRerun(ConfigError):
+    """The script that runs the ``Tuner`` builds one when imported (no
+    ``if __name__ == "__main__":`` guard), so its worker processes would run it again."""
+
+
+def refuse_in_worker() -> None:
+    """Called when a ``Tuner`` is built: in a worker process (the script imported again by
+    ``spawn``) prints why to stderr and exits with a status the ``Tuner`` recognises, before
+    that ``Tuner`` makes any file."""
+    if multiprocessing.current_process().name.startswith(WORKER_NAME):
+        import sys
+
+        print(f"rljax: error: {_GUARD_HELP}", file=sys.stderr, flush=True)
+        raise SystemExit(_EXIT_MAIN_RERUN)
+
+
+class _Sender:
+    """A connection's ``send`` for the worker's two threads (answers and heartbeats), one
+    message at a time."""
+
+    def __init__(self, conn: Any):
+        self._conn, self._lock = conn, threading.Lock()
+
+    def send(self, message: Any) -> None:
+        with self._lock:
+            self._conn.send(message)
+
+
+def _beat(sender: _Sender, interval: float, done: threading.Event) -> None:
+    while not done.wait(interval):
+        try:
+            sender.send(("beat", None))
+        except (OSError, ValueError):  # the Tuner is gone
+            return
 
 
 def picklable_payload(configs: Sequence[Any], checkpoints: Sequence[Path | None]) -> bytes | None:
@@ -53,9 +120,20 @@ def _portable(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 
-def _serve(conn: Any, payload: bytes) -> None:
-    """The worker process: builds the batch, then answers requests until ``stop``."""
+def _serve(conn: Any, payload: bytes, interval: float = HEARTBEAT_INTERVAL_S) -> None:
+    """The worker process: builds the batch, then answers requests until ``stop``; a thread
+    sends a heartbeat every ``interval`` seconds all along."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sender = _Sender(conn)
+    done = threading.Event()
+    threading.Thread(target=_beat, args=(sender, interval, done), daemon=True).start()
+    try:
+        _answer(conn, sender, payload)
+    finally:
+        done.set()
+
+
+def _answer(conn: Any, sender: _Sender, payload: bytes) -> None:
     import cloudpickle
 
     target: Any = None
@@ -75,9 +153,9 @@ def _serve(conn: Any, payload: bytes) -> None:
             if paths[0] is not None:
                 target.restore_from_path(paths[0])
             members = [target]
-        conn.send(("ok", os.getpid()))
+        sender.send(("ok", os.getpid()))
     except Exception as e:
-        conn.send(("error", _portable(e)))
+        sender.send(("error", _portable(e)))
         if target is not None:
             target.stop()
         return
@@ -109,9 +187,9 @@ def _serve(conn: Any, payload: bytes) -> None:
                     answer = list(target.active)
                 else:
                     raise ValueError(f"unknown request {command!r}")
-                conn.send(("ok", answer))
+                sender.send(("ok", answer))
             except Exception as e:
-                conn.send(("error", _portable(e)))
+                sender.send(("error", _portable(e)))
     finally:
         target.stop()
 
@@ -123,10 +201,25 @@ class Worker:
     _all: set[Worker] = set()
     _all_lock = threading.Lock()
 
-    def __init__(self, payload: bytes):
+    def __init__(self, payload: bytes, timeout_s: float | None = None):
+        """Starts the worker for ``payload`` and waits until its batch is built.
+
+        Args:
+          payload: ``picklable_payload``'s bytes.
+          timeout_s: Seconds without a message (answer or heartbeat) after which the worker
+            is taken for dead (``WorkerTimeout``); default ``HEARTBEAT_TIMEOUT_S``.
+        """
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._process = ctx.Process(target=_serve, args=(child, payload), daemon=True)
+        self.timeout_s = HEARTBEAT_TIMEOUT_S if timeout_s is None else float(timeout_s)
+        interval = min(HEARTBEAT_INTERVAL_S, self.timeout_s / 4)
+        self._process = ctx.Process(
+            target=_serve,
+            args=(child, payload, interval),
+            daemon=True,
+            name=f"{WORKER_NAME}-{os.getpid()}",
+        )
+        self._heard = False
         with Worker._all_lock:
             Worker._all.add(self)
         self._process.start()
@@ -138,16 +231,38 @@ class Worker:
             raise
 
     def _receive(self) -> Any:
-        try:
-            status, answer = self._conn.recv()
-        except (EOFError, OSError):
-            self._process.join(timeout=5)
-            raise RuntimeError(
-                f"the worker process of this trial exited (exit code {self._process.exitcode})"
-            ) from None
-        if status == "error":
-            raise answer
-        return answer
+        """The worker's next answer, heartbeats skipped; raises ``WorkerTimeout`` (the worker
+        ended) after ``timeout_s`` without any message (``STARTUP_TIMEOUT_S`` before the
+        first), ``MainModuleRerun`` or ``RuntimeError`` when the process exited."""
+        while True:
+            wait = self.timeout_s if self._heard else max(self.timeout_s, STARTUP_TIMEOUT_S)
+            try:
+                ready = self._conn.poll(wait)
+                if ready:
+                    status, answer = self._conn.recv()
+            except (EOFError, OSError):
+                self._process.join(timeout=5)
+                code = self._process.exitcode
+                if code == _EXIT_MAIN_RERUN:
+                    raise MainModuleRerun(_GUARD_HELP) from None
+                raise RuntimeError(
+                    f"the worker process of this trial exited (exit code {code})"
+                ) from None
+            if not ready:
+                pid = self._process.pid
+                self.kill()
+                raise WorkerTimeout(
+                    f"the worker process of this trial (pid {pid}) sent nothing for {wait:g} s "
+                    "(no answer, no heartbeat): it is stopped (SIGSTOP), frozen or starved, "
+                    "and was ended. Its heartbeat timeout is rljax.tune.worker."
+                    "HEARTBEAT_TIMEOUT_S"
+                )
+            self._heard = True
+            if status == "beat":
+                continue
+            if status == "error":
+                raise answer
+            return answer
 
     def request(self, command: str, arg: Any = None) -> Any:
         with contextlib.suppress(BrokenPipeError, OSError):  # _receive reports the exit

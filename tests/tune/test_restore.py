@@ -292,15 +292,17 @@ def test_an_algorithm_experiment_restores_its_base_settings(tmp_path):
 def test_trials_a_time_budget_left_out_run_on_restore(tmp_path):
     import time
 
-    def slow(config):
+    def slow(config):  # 20 s at least: the budget (1 s) always ends it
         for _ in range(1000):
-            time.sleep(0.01)
+            time.sleep(0.02)
             tune.report({"a": config["a"]})
 
+    # A budget far above the few milliseconds a restored fit() takes before its first batch
+    # (the budget counts from fit()'s start), so a loaded machine still starts trial 2.
     tuner = tune.Tuner(
         slow,
         param_space={"a": tune.grid_search([1, 2])},
-        tune_config=tune.TuneConfig(time_budget_s=0.1),
+        tune_config=tune.TuneConfig(time_budget_s=1.0),
         run_config=tune.RunConfig(name="e", storage_path=str(tmp_path), verbose=0),
     )
     first = tuner.fit()

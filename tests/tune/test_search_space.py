@@ -398,3 +398,22 @@ def test_the_readme_example_runs_as_written():
     assert [t.lr for t in trials] == [1e-3, 1e-4, 1e-3, 1e-4]
     with pytest.raises(ConfigError, match="searches lr, entropy_coeff"):
         namespace["config"].validate()
+
+
+def test_the_variant_count_is_the_number_generate_variants_makes():
+    from rljax.tune.variants import check_variant_count, count_variants, generate_variants
+
+    inner = {"b": tune.grid_search([1, 2, 3]), "c": tune.uniform(0, 1)}
+    space = {
+        "a": tune.grid_search([0, inner, [tune.grid_search(["x", "y"])]]),
+        "d": {"grid_search": [5, 6]},
+        "e": tune.choice([1, 2]),
+    }
+    assert count_variants(space) == (1 + 3 + 2) * 2 == 12
+    assert len(generate_variants(space, num_samples=3, seed=0)) == 36
+    assert check_variant_count(space, 3) == 36
+    with pytest.raises(ConfigError, match=r"36 trials: 12 per sample .* at most 35 trials"):
+        check_variant_count(space, 3, cap=35)
+    # A choice counts its largest category (an upper bound): here the one drawn is that one.
+    chosen = {"a": tune.choice([{"b": tune.grid_search([1, 2, 3])}])}
+    assert count_variants(chosen) == 3 == len(generate_variants(chosen, seed=0))

@@ -186,12 +186,14 @@ def test_checkpoints_reported_by_a_function_trainable(tmp_path):
 def test_time_budget_stops_the_running_trial_and_starts_no_more(tmp_path):
     import time
 
-    def slow(config):
+    def slow(config):  # 20 s at least: the budget always ends it
         for _ in range(1000):
-            time.sleep(0.01)
+            time.sleep(0.02)
             tune.report({"a": config["a"]})
 
-    grid = _fit(slow, tmp_path=tmp_path, time_budget_s=0.1)
+    # The budget counts from fit()'s start: far above the milliseconds before the first trial
+    # starts, so that it starts on a loaded machine too.
+    grid = _fit(slow, tmp_path=tmp_path, time_budget_s=1.0)
     assert len(grid) == 1 and grid[0].metrics["training_iteration"] < 1000
 
 
