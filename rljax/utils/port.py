@@ -31,7 +31,7 @@ import bisect
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,6 +176,20 @@ def _rewritten(node: ast.stmt, notes: list[str]) -> str | None:
     return None
 
 
+def _statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every statement of ``tree``, nested ones included, without visiting expressions."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        stack.extend(
+            child
+            for child in ast.iter_child_nodes(node)
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))
+        )
+
+
 def port_source(source: str) -> Ported:
     """The script ``source`` with RLlib's imports rewritten to rljax's (see the module doc).
 
@@ -187,9 +201,7 @@ def port_source(source: str) -> Ported:
     tree = _parse(source, "the script")
     offset = _char_offsets(source)
     edits = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt):
-            continue
+    for node in _statements(tree):
         new = _rewritten(node, notes)
         if new is not None:
             assert node.end_lineno is not None and node.end_col_offset is not None
