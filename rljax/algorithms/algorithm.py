@@ -993,10 +993,7 @@ class Algorithm:
         duration = None if auto else int(cfg.evaluation_duration)
         by_episodes = cfg.evaluation_duration_unit == "episodes"
         per_runner = overrides.get("num_envs_per_env_runner", cfg.num_envs_per_env_runner)
-        if cfg.evaluation_num_env_runners:
-            num_envs = cfg.evaluation_num_env_runners * per_runner
-        else:
-            num_envs = overrides.get("num_envs_per_env_runner", min(duration or 8, 8))
+        num_envs = cfg.evaluation_num_envs
         if duration is not None and not by_episodes:
             # All env copies step together: as many as divide the steps asked for, so that the
             # evaluation takes exactly that many (10 steps on 8 copies: 5 copies, 2 steps each).

@@ -993,6 +993,20 @@ class AlgorithmConfig:
         return self.num_envs_per_env_runner * self.num_runners
 
     @property
+    def evaluation_num_envs(self) -> int:
+        """Env copies one evaluation steps together (before a timesteps duration trims them to
+        a divisor of it): ``evaluation_num_env_runners`` x ``num_envs_per_env_runner`` (the
+        ``evaluation_config`` one, else training's), or with no evaluation runners the
+        ``evaluation_config``'s ``num_envs_per_env_runner``, else min(evaluation_duration, 8)."""
+        overrides = self.evaluation_config or {}
+        per_runner = overrides.get("num_envs_per_env_runner", self.num_envs_per_env_runner)
+        if self.evaluation_num_env_runners:
+            return int(self.evaluation_num_env_runners * per_runner)
+        duration = self.evaluation_duration
+        default = min(duration, 8) if isinstance(duration, int) else 8
+        return int(overrides.get("num_envs_per_env_runner", default))
+
+    @property
     def total_train_batch_size(self) -> int:
         return self.train_batch_size_per_learner * self.num_learner_shards
 
@@ -1072,6 +1086,22 @@ class AlgorithmConfig:
                     (2 * rows + self.envs_per_step) * encoders * floats * 4,
                 )
             )
+        # Evaluation's env copies (SYNC, in the driver) live beside training's while it runs.
+        per_runner = (self.evaluation_config or {}).get("num_envs_per_env_runner")
+        setting = (
+            f"evaluation_num_env_runners={self.evaluation_num_env_runners} x "
+            f"num_envs_per_env_runner={per_runner or self.num_envs_per_env_runner}"
+            if self.evaluation_num_env_runners
+            else f"evaluation_config num_envs_per_env_runner={per_runner}"
+            if per_runner is not None
+            else "evaluation_duration"
+        )
+        terms.append(
+            (
+                f"{setting}: {self.evaluation_num_envs:,} evaluation env copies",
+                self.evaluation_num_envs * (memory.PER_ENV_BYTES + 2 * obs),
+            )
+        )
         if self.num_env_runners:
             terms.append(
                 (
@@ -1509,12 +1539,12 @@ class AlgorithmConfig:
                     "spaces; set them on the config (config.training(lr=tune.grid_search([...])) "
                     "or config.update_from_dict({...}))"
                 )
+        # Whatever builds the env (the file's id, a flag, an object passed here, code it names).
+        check_loaded_env_settings(d)
         if policy.objects.get("env") is not None:
             d["env"] = policy.objects["env"]
         elif isinstance(d.get("env"), dict):
             d["env"] = resolve("env", d["env"], policy, ConfigError)
-        elif isinstance(d.get("env"), str) and isinstance(d.get("env_config"), dict):
-            _check_file_env_config(d["env_config"])
         for key in [k for k in d if _is_callback_key(k)]:
             d[key] = _loaded_callbacks(key, d[key], policy)
         if policy.objects.get("policy_mapping_fn") is not None:
@@ -1611,19 +1641,43 @@ def _loaded_callbacks(key: str, value: Any, policy: LoadPolicy) -> Any:
     return loaded if isinstance(value, list) else loaded[0]
 
 
-def _check_file_env_config(env_config: dict[str, Any]) -> None:
-    """Refuses env_config entries that a file could use to reach outside the env: a render mode
-    that opens a window (and imports a GUI library), and path-like strings."""
+def check_loaded_env_settings(settings: Mapping[str, Any], where: str = "") -> None:
+    """Refuses env settings that a file could use to reach outside the env: in ``env_config``
+    and ``evaluation_config``'s ``env_config``, a render mode that opens a window (and imports
+    a GUI library) and path-like strings.
+
+    The one check of env settings read from a file (a config file, a checkpoint's config, an
+    experiment's saved variants), applied whatever builds the env: the file's env id, a
+    command-line ``--env``, or code. Settings typed in code are not checked.
+
+    Args:
+      settings: Config keys as a file holds them (``to_dict()`` form, RLlib's names).
+      where: Put before the message (``"trial 0: "``).
+
+    Raises:
+      ConfigError: naming the setting, what was given (its first 40 characters) and what a
+        file may give.
+    """
+    env_config = settings.get("env_config")
+    if isinstance(env_config, Mapping):
+        _check_file_env_config(env_config, f"{where}env_config")
+    evaluation = settings.get("evaluation_config")
+    if isinstance(evaluation, Mapping) and isinstance(evaluation.get("env_config"), Mapping):
+        _check_file_env_config(evaluation["env_config"], f"{where}evaluation_config.env_config")
+
+
+def _check_file_env_config(env_config: Mapping[str, Any], name: str) -> None:
     if env_config.get("render_mode") not in _FILE_RENDER_MODES:
         raise ConfigError(
-            f"env_config render_mode={str(env_config['render_mode'])[:40]!r} in a loaded config; "
+            f"{name} render_mode={str(env_config['render_mode'])[:40]!r} in a loaded config; "
             f"a config file may ask for {list(_FILE_RENDER_MODES)} (set other modes in code)"
         )
     for key, value in env_config.items():
         if isinstance(value, str) and ("/" in value or "\\" in value or value.startswith(".")):
             raise ConfigError(
-                f"env_config {str(key)[:40]!r} is a path in a loaded config; a config file may "
-                "not point an env at files (pass env_config in code, or env=... to the loader)"
+                f"{name} {str(key)[:40]!r} is a path in a loaded config; a config file may "
+                "not point an env at files (set env_config in code: "
+                "config.environment(env_config={...}))"
             )
 
 

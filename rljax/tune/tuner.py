@@ -1143,10 +1143,16 @@ class Tuner:
             another kind or algorithm than the experiment's, or something above that must be
             given again.
         """
-        from rljax.algorithms.algorithm_config import AlgorithmConfig
+        from rljax.algorithms.algorithm_config import AlgorithmConfig, check_loaded_env_settings
 
         state = es.ExperimentState.load(path)
         es.check_trial_files(state)  # every file read back is checked before anything changes
+        for index, saved in enumerate(state.variants):  # settings read from a file
+            if isinstance(saved, Mapping):
+                try:
+                    check_loaded_env_settings(saved)
+                except ConfigError as e:
+                    raise ConfigError(f"{state.path}: trial {index}: {e}") from None
         tune_config, run_config = es.restored_configs(state, stop)
         if callbacks is not None:
             run_config = dataclasses.replace(run_config, callbacks=callbacks)
