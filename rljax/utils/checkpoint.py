@@ -175,6 +175,20 @@ def _save_lock(root: Path, timeout_s: float) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def check_save_path(path: str | os.PathLike) -> Path:
+    """The absolute directory a save to ``path`` writes to; raises ``CheckpointError`` if
+    ``path`` is no str or path, or names something that is not a directory (a file)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise CheckpointError(f"a checkpoint path must be a str or path; got {type(path).__name__}")
+    root = Path(path).expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise CheckpointError(
+            f"cannot save to {str(path)!r}: it is a file, not a directory; give a new directory "
+            "or one rljax saved to"
+        )
+    return root
+
+
 def save_checkpoint(
     path: str | os.PathLike,
     metadata: dict[str, Any],
@@ -201,14 +215,7 @@ def save_checkpoint(
     """
     if isinstance(num_to_keep, bool) or not isinstance(num_to_keep, int) or num_to_keep < 1:
         raise CheckpointError(f"num_to_keep={num_to_keep!r}; use an int >= 1")
-    if not isinstance(path, (str, os.PathLike)):
-        raise CheckpointError(f"a checkpoint path must be a str or path; got {type(path).__name__}")
-    root = Path(path).expanduser().resolve()
-    if root.exists() and not root.is_dir():
-        raise CheckpointError(
-            f"cannot save to {str(path)!r}: it is a file, not a directory; give a new directory "
-            "or one rljax saved to"
-        )
+    root = check_save_path(path)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as e:
