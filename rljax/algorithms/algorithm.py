@@ -1220,6 +1220,13 @@ class Algorithm:
         ``rljax.env.state``), so that a restored run continues exactly as this one would;
         otherwise the metadata's ``env_state_missing_because`` says why, and a restored run
         starts new episodes.
+
+        A save leaves everything in ``path`` that saves did not write as it is
+        (``rljax.utils.checkpoint.is_checkpoint_entry``). ``path`` that is a file raises
+        ``CheckpointError`` before anything is written; another process saving to ``path`` is
+        waited for (``CheckpointBusyError`` after ``SAVE_LOCK_TIMEOUT_S``); a save while another
+        thread runs this algorithm's ``train()`` raises ``AlgorithmBusyError`` (from a callback
+        of ``train()`` itself it works).
         """
         with self._exclusive(f"save_to_path({str(path)!r})", reentrant=True):
             if path is None:  # RLlib's default: a new directory of its own
