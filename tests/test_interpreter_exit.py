@@ -105,23 +105,3 @@ def test_appo_with_runner_and_learner_threads_exits_cleanly_without_stop():
 )
 def test_every_algorithm_and_runner_mode_exits_cleanly_without_stop(algo, runners, learners):
     _check(algo, runners, learners)
-
-
-def test_a_stopped_algorithm_is_not_held_for_exit():
-    # The exit handler holds live algorithms weakly, and stop() lets go of one.
-    from rljax.algorithms import algorithm
-    from rljax.algorithms.ppo import PPOConfig
-
-    algo = (
-        PPOConfig()
-        .environment("CartPole-v1")
-        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=16)
-        .training(train_batch_size_per_learner=32, minibatch_size=32, num_epochs=1)
-        .rl_module(model_config={"fcnet_hiddens": [8]})
-        .build_algo()
-    )
-    try:
-        assert algo in algorithm._LIVE
-    finally:
-        algo.stop()
-    assert algo not in algorithm._LIVE

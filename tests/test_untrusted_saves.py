@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import rljax
+from rljax.algorithms import algorithm
 from rljax.algorithms.ppo import PPOConfig
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.errors import AlgorithmBusyError, CheckpointBusyError, CheckpointError
@@ -453,4 +454,6 @@ def test_train_and_save_from_a_second_thread_are_refused_while_one_trains(tmp_pa
         algo.save_to_path(tmp_path / "from-main")
     finally:
         release.set()
+        assert algo in algorithm._LIVE  # stopped at interpreter exit unless stopped before
         algo.stop()
+    assert algo not in algorithm._LIVE  # let go of at stop()
