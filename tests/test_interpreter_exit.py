@@ -55,7 +55,7 @@ CONFIGS = {
     ),
 }
 
-SCRIPT = """
+BUILD = """
 {imports}
 algo = (
     Config(){config}
@@ -65,23 +65,34 @@ algo = (
     .debugging(seed=0)
     .build_algo()
 )
-print("trained", algo.train()["training_iteration"], flush=True)
-# Returns without algo.stop().
+print("trained", {name!r}, algo.train()["training_iteration"], flush=True)
+live.append(algo)
 """
 
 
-def _run(algo: str, runners: int, learners: int) -> subprocess.CompletedProcess[str]:
-    imports, config = CONFIGS[algo]
-    script = SCRIPT.format(imports=imports, config=config, runners=runners, learners=learners)
+def _run(algos: list[str], runners: int, learners: int) -> subprocess.CompletedProcess[str]:
+    """One script that builds, trains and keeps every algorithm in ``algos``, then returns
+    without ``stop()``: all of them are live at interpreter exit."""
+    script = "live = []\n" + "".join(
+        BUILD.format(
+            imports=CONFIGS[name][0],
+            config=CONFIGS[name][1],
+            runners=runners,
+            learners=learners,
+            name=name,
+        )
+        for name in algos
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
     return subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900
     )
 
 
-def _check(algo: str, runners: int, learners: int) -> None:
-    proc = _run(algo, runners, learners)
-    assert "trained 1" in proc.stdout, proc.stderr[-3000:]
+def _check(algos: list[str], runners: int, learners: int) -> None:
+    proc = _run(algos, runners, learners)
+    for name in algos:
+        assert f"trained {name} 1" in proc.stdout, (name, proc.stdout, proc.stderr[-3000:])
     assert "terminate called" not in proc.stderr, proc.stderr[-3000:]
     assert "FATAL" not in proc.stderr, proc.stderr[-3000:]
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
@@ -89,19 +100,13 @@ def _check(algo: str, runners: int, learners: int) -> None:
 
 # APPO with a runner thread and a learner thread: the case that aborted (exit 134).
 def test_appo_with_runner_and_learner_threads_exits_cleanly_without_stop():
-    _check("APPO", 1, 1)
+    _check(["APPO"], 1, 1)
 
 
+# Every algorithm with a runner thread and a learner thread (the mode with the most threads
+# alive at exit), all live together in one process: one interpreter exit stops them all.
+# Modes with fewer threads were checked one by one when this was written (27 cases, all exit
+# 0); one process keeps the suite's cost to one set of compilations.
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "algo, runners, learners",
-    [
-        (algo, runners, learners)
-        for algo in CONFIGS
-        for runners in (0, 1)
-        for learners in (0, 1)
-        if (algo, runners, learners) != ("APPO", 1, 1)
-    ],
-)
-def test_every_algorithm_and_runner_mode_exits_cleanly_without_stop(algo, runners, learners):
-    _check(algo, runners, learners)
+def test_every_algorithm_with_threads_exits_cleanly_without_stop():
+    _check([name for name in CONFIGS if name != "APPO"], 1, 1)
