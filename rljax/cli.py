@@ -9,7 +9,6 @@ import json
 import logging
 import math
 import os
-import re
 import signal
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from typing import Any, NoReturn
 import yaml
 
 from rljax.algorithms.algorithm_config import AlgorithmConfig, read_config_file
-from rljax.utils import safe_io
+from rljax.utils import checkpoint, safe_io
 from rljax.utils.errors import CheckpointError, ConfigError, closest
 
 
@@ -104,11 +103,6 @@ def _apply_setting(data: dict[str, Any], item: str) -> None:
 
 def _fmt(x: float) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
-
-
-# What a checkpoint directory holds (rljax.utils.checkpoint): the pointer, the versions and the
-# leftovers of interrupted saves.
-_CHECKPOINT_ENTRY = re.compile(r"LATEST|v-\d+|\.tmp-.*|\.LATEST\..*")
 
 
 def check_train_flags(args: argparse.Namespace) -> None:
@@ -195,13 +189,13 @@ def _check_checkpoint_dir(value: str) -> None:
     if existing == path:
         try:
             foreign = sorted(
-                c.name for c in path.iterdir() if not _CHECKPOINT_ENTRY.fullmatch(c.name)
+                c.name for c in path.iterdir() if not checkpoint.is_checkpoint_entry(c.name)
             )
         except OSError as e:
             raise ConfigError(f"{flag} cannot be read: {e.strerror}") from e
         if foreign:
-            # A save removes older versions (every v-* entry) from the directory: refuse to mix
-            # checkpoints with other files.
+            # A checkpoint directory holds what saves write (rljax.utils.checkpoint's one rule
+            # of names): refuse to mix checkpoints with other files.
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise ConfigError(
                 f"{flag} holds files that are not part of an rljax checkpoint ({shown}); give a "

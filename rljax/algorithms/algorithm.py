@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import collections
+import contextlib
 import dataclasses
 import logging
 import math
@@ -10,7 +12,8 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+import weakref
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +69,12 @@ from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.checks import require_bool
-from rljax.utils.errors import AlgorithmStoppedError, CheckpointError, ConfigError
+from rljax.utils.errors import (
+    AlgorithmBusyError,
+    AlgorithmStoppedError,
+    CheckpointError,
+    ConfigError,
+)
 from rljax.utils.memory import check_fits
 from rljax.utils.metrics.metrics_logger import MetricsLogger, merge_into
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
@@ -240,6 +248,11 @@ class Algorithm:
         saved_spaces: dict[str, Any] | None = None,
     ):
         self.config = config
+        # train() runs in one thread at a time, and a save never during another thread's
+        # train() (whose updates donate the state's buffers): ``_exclusive``.
+        self._busy_lock = threading.Lock()
+        self._busy_thread: int | None = None
+        self._busy_with = ""
         # A trial of a population (``rljax.execution.population``): its learner state and env
         # are built here, and the population trains it.
         self._population_member = population_member
@@ -315,6 +328,7 @@ class Algorithm:
         except BaseException:  # Ctrl-C during a compile too: no runner thread or env outlives it
             self.stop()
             raise
+        _stop_at_exit(self)
 
     # ------------------------------------------------------------------ subclass hooks
     def _resolve_env(self) -> None:
@@ -642,11 +656,41 @@ class Algorithm:
         )
 
     # ------------------------------------------------------------------ training
+    @contextlib.contextmanager
+    def _exclusive(self, what: str, reentrant: bool = False) -> Iterator[None]:
+        """Runs ``what`` (``train()``, a save) with no other thread in ``train()`` or a save of
+        this algorithm; raises ``AlgorithmBusyError`` at once if one is (no waiting).
+
+        ``reentrant``: also runs inside this thread's own ``train()`` (a save from a callback).
+        """
+        me = threading.get_ident()
+        if reentrant and self._busy_thread == me:
+            yield
+            return
+        if not self._busy_lock.acquire(blocking=False):
+            where = "this thread" if self._busy_thread == me else "another thread"
+            raise AlgorithmBusyError(
+                f"{what} while {where} runs this {type(self).__name__}'s {self._busy_with}: one "
+                "at a time. Call train() and save_to_path() from one thread (saving from a "
+                "callback such as on_train_result works), or build one algorithm per thread"
+            )
+        self._busy_thread, self._busy_with = me, what
+        try:
+            yield
+        finally:
+            self._busy_thread, self._busy_with = None, ""
+            self._busy_lock.release()
+
     def train(self) -> dict[str, Any]:
         """Runs one training iteration and returns RLlib's nested result dict.
 
-        Raises ``AlgorithmStoppedError`` after ``stop()``.
+        Raises ``AlgorithmStoppedError`` after ``stop()``, and ``AlgorithmBusyError`` while
+        another thread runs this algorithm's ``train()`` or a save.
         """
+        with self._exclusive("train()"):
+            return self._train_iteration()
+
+    def _train_iteration(self) -> dict[str, Any]:
         if self._stopped:
             raise AlgorithmStoppedError(
                 f"train() after stop(): this {type(self).__name__}'s env runners and envs are "
@@ -1173,19 +1217,29 @@ class Algorithm:
         ``rljax.env.state``), so that a restored run continues exactly as this one would;
         otherwise the metadata's ``env_state_missing_because`` says why, and a restored run
         starts new episodes.
+
+        A save leaves everything in ``path`` that saves did not write as it is
+        (``rljax.utils.checkpoint.is_checkpoint_entry``). ``path`` that is a file raises
+        ``CheckpointError`` before anything is written; another process saving to ``path`` is
+        waited for (``CheckpointBusyError`` after ``SAVE_LOCK_TIMEOUT_S``); a save while another
+        thread runs this algorithm's ``train()`` raises ``AlgorithmBusyError`` (from a callback
+        of ``train()`` itself it works).
         """
-        if path is None:  # RLlib's default: a new directory of its own
-            path = tempfile.mkdtemp(prefix=f"{self.config.algo_name}_checkpoint_")
-        include = self._includes_replay_buffer(include_replay_buffer)
-        runners, why = self._runner_state()
-        meta = {
-            **self._metadata(),
-            "includes_replay_buffer": include,
-            "includes_env_state": runners is not None and runners["runners"] is not None,
-            "env_state_missing_because": why,
-        }
-        state = jax.device_get(self._checkpoint_state(include))
-        ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=runners)
+        with self._exclusive(f"save_to_path({str(path)!r})", reentrant=True):
+            if path is None:  # RLlib's default: a new directory of its own
+                path = tempfile.mkdtemp(prefix=f"{self.config.algo_name}_checkpoint_")
+            else:
+                ckpt.check_save_path(path)  # a file there: refused before any work
+            include = self._includes_replay_buffer(include_replay_buffer)
+            runners, why = self._runner_state()
+            meta = {
+                **self._metadata(),
+                "includes_replay_buffer": include,
+                "includes_env_state": runners is not None and runners["runners"] is not None,
+                "env_state_missing_because": why,
+            }
+            state = jax.device_get(self._checkpoint_state(include))
+            ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=runners)
         return str(path)
 
     def _runner_state(self) -> tuple[Any, str]:
@@ -1433,9 +1487,11 @@ class Algorithm:
 
         Afterwards ``train()`` raises ``AlgorithmStoppedError``; what needs no env runner still
         works: ``compute_actions``, ``get_module()``, ``save_to_path`` and ``evaluate()`` (which
-        builds its own envs).
+        builds its own envs). An algorithm not stopped by the time the interpreter exits is
+        stopped then (``_stop_at_exit``).
         """
         self._stopped = True
+        _LIVE.discard(self)
         if self._runners is not None:
             self._runners.close()
             self._runners = None
@@ -1448,6 +1504,38 @@ class Algorithm:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+# Algorithms built and not yet stopped. A script that ends without ``stop()`` (as many of RLlib's
+# do) would otherwise leave runner and learner threads running while the interpreter and JAX's
+# backends shut down, which aborts the process ("terminate called ..."); they are stopped at exit.
+_LIVE: weakref.WeakSet[Algorithm] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def _stop_live_algorithms() -> None:
+    """Stops every algorithm not yet stopped (an ``atexit`` handler); an error is logged."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for algo in live:
+        try:
+            algo.stop()
+        except Exception:
+            logger.exception("stopping %s at interpreter exit", type(algo).__name__)
+
+
+def _stop_at_exit(algo: Algorithm) -> None:
+    """Has ``algo`` stopped at interpreter exit unless ``stop()`` runs first.
+
+    ``atexit`` runs its handlers last-registered first, after ``threading`` has joined the
+    non-daemon threads (the runner and learner threads are daemons: they still run). Registered
+    again at each build, the handler runs before every handler registered earlier, JAX's among
+    them (which tear down its backends), so the threads end while JAX still works.
+    """
+    with _LIVE_LOCK:
+        _LIVE.add(algo)
+        atexit.unregister(_stop_live_algorithms)
+        atexit.register(_stop_live_algorithms)
 
 
 def _in_saved_policy_order(config: AlgorithmConfig, saved: Any, meta_file: Any) -> None:
