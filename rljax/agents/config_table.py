@@ -404,6 +404,17 @@ def _hint(name: str, candidates: list[str]) -> str:
     return f" (did you mean {match!r}?)" if match else ""
 
 
+def _unknown_hint(name: str, candidates: list[str]) -> str:
+    """The name an unknown key most likely means: RLlib's own renames first
+    (``learning_rate`` -> ``lr``), else the closest key."""
+    from rljax.algorithms.algorithm_config import RENAMED
+
+    target = RENAMED.get(name)
+    if target is not None and target in candidates:
+        return f" (did you mean {target!r}?)"
+    return _hint(name, candidates)
+
+
 def translate(algo: str, config: Mapping[str, Any], settings: list[str]) -> Translation:
     """The old dict ``config`` of algorithm ``algo`` as new settings.
 
@@ -448,7 +459,7 @@ def translate(algo: str, config: Mapping[str, Any], settings: list[str]) -> Tran
                 t.errors.append(str(e))
                 continue
             if not taken:
-                t.errors.append(f"{key!r}" + _hint(key, [*settings, *known]))
+                t.errors.append(f"{key!r} is unknown" + _unknown_hint(key, [*settings, *known]))
     if t.epsilon:
         _join_epsilon(t)
     if t.errors:

@@ -10,7 +10,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -239,6 +239,8 @@ class Algorithm:
         inference_only: bool = False,
         saved_spaces: dict[str, Any] | None = None,
     ):
+        if not isinstance(config, AlgorithmConfig):
+            _refuse_config(type(self), config)
         self.config = config
         # A trial of a population (``rljax.execution.population``): its learner state and env
         # are built here, and the population trains it.
@@ -1451,6 +1453,23 @@ class Algorithm:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+def _refuse_config(cls: type, config: Any) -> None:
+    """``Algo(config=...)`` with something other than a config object: what to call instead."""
+    name = cls.config_class.__name__
+    algo = cls.config_class.algo_name
+    if isinstance(config, Mapping):
+        trainer_name = "ImpalaTrainer" if algo == "IMPALA" else f"{algo}Trainer"
+        trainer = f"; RLlib 1.x's dict keys: rljax.agents.{algo.lower()}.{trainer_name}(config=d)"
+        raise ConfigError(
+            f"{cls.__name__}(config=<a dict>): {cls.__name__} takes a {name}; build it from the "
+            f"dict with {name}().update_from_dict(d).build_algo(){trainer}"
+        )
+    raise ConfigError(
+        f"{cls.__name__}(config={config!r}): expected a {name} "
+        f"({name}().environment(...).build_algo() builds the algorithm)"
+    )
 
 
 def _in_saved_policy_order(config: AlgorithmConfig, saved: Any, meta_file: Any) -> None:

@@ -8,44 +8,14 @@ import inspect
 from typing import Any
 
 from rljax.core.rl_module.spec import RLModuleSpec
+from rljax.models.torch.torch_modelv2 import FLAX_EXAMPLE, refuse_torch
 from rljax.utils.errors import ConfigError
-
-# The tutorial's TorchModelV2 (two hidden layers of 64, a policy and a value head) in Flax.
-FLAX_EXAMPLE = '''\
-import flax.linen as nn
-from rljax.models import ModelCatalog
-
-class CustomModel(nn.Module):
-    num_outputs: int  # set by the algorithm: the action distribution's inputs
-
-    @nn.compact
-    def __call__(self, obs):  # obs: [B, obs_dim]
-        x = nn.relu(nn.Dense(64)(obs))
-        x = nn.relu(nn.Dense(64)(x))
-        logits = nn.Dense(self.num_outputs)(x)
-        value = nn.Dense(1)(x).squeeze(-1)
-        return logits, value  # [B, num_outputs], [B]
-
-ModelCatalog.register_custom_model("my_model", CustomModel)
-config = {"env": "CartPole-v1", "model": {"custom_model": "my_model"}}'''
-
-
-def _refuse_torch(what: str, model: Any) -> None:
-    from rljax.models.torch.torch_modelv2 import TorchModelV2
-
-    if inspect.isclass(model) and issubclass(model, TorchModelV2):
-        raise ConfigError(
-            f"{what}: {model.__name__} is a TorchModelV2; rljax trains JAX networks, so a "
-            "custom model is a flax.linen.Module whose __call__(obs) returns "
-            "(action_dist_inputs [B, num_outputs], value [B]). The same network in Flax:\n\n"
-            f"{FLAX_EXAMPLE}"
-        )
 
 
 def _check_flax(what: str, model: Any) -> type:
     import flax.linen as nn
 
-    _refuse_torch(what, model)
+    refuse_torch(what, model)
     if not (inspect.isclass(model) and issubclass(model, nn.Module)):
         raise ConfigError(
             f"{what}: {model!r} is not a flax.linen.Module subclass; a custom model is one, "
