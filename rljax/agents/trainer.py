@@ -62,7 +62,7 @@ def old_result_keys(result: dict[str, Any]) -> dict[str, Any]:
         "num_steps_sampled": out["timesteps_total"],
         "num_steps_trained": result.get("num_env_steps_trained_lifetime", 0),
     }
-    by_policy = runners.get("policy_return_mean")
+    by_policy = runners.get("module_episode_returns_mean")
     if isinstance(by_policy, Mapping):
         out["policy_reward_mean"] = dict(by_policy)
     return out
@@ -122,7 +122,7 @@ class OldAPITrainer:
             from rljax.algorithms import registry
 
             new = registry.config_class(cls.algo_name)()
-            t = translate(cls.algo_name, dict(config or {}), list(new.SETTINGS))
+            t = translate(cls.algo_name, {} if config is None else config, list(new.SETTINGS))
             if t.multi_agent:
                 from rljax.agents.multi_agent import old_env_creator
 
