@@ -123,7 +123,7 @@ class OldMultiAgentEnv(MultiAgentEnv):
     def _per_agent(self, infos: Any, obs: Mapping[AgentID, Any]) -> MultiAgentDict:
         """Infos by agent id; an info that is not keyed by agents (the inner env's) goes to
         each agent that observed."""
-        if not isinstance(infos, Mapping):
+        if not isinstance(infos, Mapping) or not infos:
             return {a: {} for a in obs}
         if set(infos) <= set(self.possible_agents) | {"__common__"}:
             return dict(infos)
