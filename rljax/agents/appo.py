@@ -9,7 +9,8 @@ from rljax.agents.trainer import OldAPITrainer, default_config
 from rljax.algorithms.appo import APPO
 
 
-class APPOTrainer(OldAPITrainer, APPO):
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class APPOTrainer(OldAPITrainer, APPO):  # type: ignore[misc]
     """APPO from RLlib 1.x's dict config (old keys: ``rljax.agents.config_table.OLD_KEYS``)."""
 
     algo_name = "APPO"

@@ -9,7 +9,8 @@ from rljax.agents.trainer import OldAPITrainer, default_config
 from rljax.algorithms.dqn import DQN
 
 
-class DQNTrainer(OldAPITrainer, DQN):
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class DQNTrainer(OldAPITrainer, DQN):  # type: ignore[misc]
     """DQN from RLlib 1.x's dict config (old keys: ``rljax.agents.config_table.OLD_KEYS``)."""
 
     algo_name = "DQN"

@@ -9,7 +9,8 @@ from rljax.agents.trainer import OldAPITrainer, default_config
 from rljax.algorithms.impala import IMPALA
 
 
-class ImpalaTrainer(OldAPITrainer, IMPALA):
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class ImpalaTrainer(OldAPITrainer, IMPALA):  # type: ignore[misc]
     """IMPALA from RLlib 1.x's dict config (old keys: ``rljax.agents.config_table.OLD_KEYS``)."""
 
     algo_name = "IMPALA"

@@ -10,7 +10,8 @@ from rljax.algorithms.ppo import PPO
 from rljax.algorithms.ppo.multi_agent import MultiAgentPPO
 
 
-class PPOTrainer(OldAPITrainer, PPO):
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class PPOTrainer(OldAPITrainer, PPO):  # type: ignore[misc]
     """PPO from RLlib 1.x's dict config: ``PPOTrainer(config={"env": "CartPole-v1",
     "num_workers": 2, "sgd_minibatch_size": 64, ...})``; a ``"multiagent"`` dict builds
     multi-agent PPO."""
@@ -22,7 +23,8 @@ class PPOTrainer(OldAPITrainer, PPO):
         return MultiAgentPPOTrainer
 
 
-class MultiAgentPPOTrainer(OldAPITrainer, MultiAgentPPO):
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class MultiAgentPPOTrainer(OldAPITrainer, MultiAgentPPO):  # type: ignore[misc]
     """Multi-agent PPO from RLlib 1.x's ``"multiagent"`` dict (what ``PPOTrainer`` builds for
     one)."""
 

@@ -9,7 +9,8 @@ from rljax.agents.trainer import OldAPITrainer, default_config
 from rljax.algorithms.sac import SAC
 
 
-class SACTrainer(OldAPITrainer, SAC):
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class SACTrainer(OldAPITrainer, SAC):  # type: ignore[misc]
     """SAC from RLlib 1.x's dict config (old keys: ``rljax.agents.config_table.OLD_KEYS``)."""
 
     algo_name = "SAC"

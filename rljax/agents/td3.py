@@ -9,7 +9,8 @@ from rljax.agents.trainer import OldAPITrainer, default_config
 from rljax.algorithms.td3 import TD3
 
 
-class TD3Trainer(OldAPITrainer, TD3):
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class TD3Trainer(OldAPITrainer, TD3):  # type: ignore[misc]
     """TD3 from RLlib 1.x's dict config (old keys: ``rljax.agents.config_table.OLD_KEYS``)."""
 
     algo_name = "TD3"

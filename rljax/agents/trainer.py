@@ -165,19 +165,20 @@ class OldAPITrainer:
     def compute_single_action(
         self,
         observation: Any = None,
-        state: Any = None,
+        explore: bool = False,
+        policy_id: str | None = None,
         *,
+        state: Any = None,
         prev_action: Any = None,
         prev_reward: Any = None,
         info: Any = None,
-        policy_id: str | None = None,
         full_fetch: bool = False,
-        explore: bool = False,
         **kwargs: Any,
     ) -> Any:
         """The action for one observation (``explore=False``: the distribution's mode).
-        RLlib 1.x's other arguments are accepted; a recurrent ``state`` is not kept here.
-        gymnasium's ``(obs, info)`` tuple is refused, saying what to pass."""
+        RLlib 1.x's other arguments are accepted (a recurrent ``state`` is not kept here; with
+        ``state`` or ``full_fetch`` the result is ``(action, [], {})``). gymnasium's
+        ``(obs, info)`` tuple is refused, saying what to pass."""
         if observation is None:
             observation = kwargs.pop("obs", None)
         if kwargs:
@@ -201,7 +202,7 @@ class OldAPITrainer:
         return Policy(self, policy_id)
 
     # ------------------------------------------------------------------ checkpoints
-    def save(self, checkpoint_dir: Any = None, **kwargs: Any) -> str:  # type: ignore[override]
+    def save(self, checkpoint_dir: Any = None, **kwargs: Any) -> str:
         """Writes a checkpoint to ``checkpoint_dir`` (None: a new temporary directory) and
         returns its path, as RLlib 1.x's ``trainer.save`` (``restore`` takes it)."""
         path: str = self.save_to_path(checkpoint_dir, **kwargs)  # type: ignore[attr-defined]

@@ -1455,7 +1455,7 @@ class Algorithm:
         self.stop()
 
 
-def _refuse_config(cls: type, config: Any) -> None:
+def _refuse_config(cls: type[Algorithm], config: Any) -> None:
     """``Algo(config=...)`` with something other than a config object: what to call instead."""
     name = cls.config_class.__name__
     algo = cls.config_class.algo_name

@@ -380,11 +380,11 @@ def test_5_3_samples_across_runners():
 def test_5_3_as_written():
     trainer = PPOTrainer(config={**CONFIG_5_3, "seed": 0})
     try:
-        for i in range(20):
+        for _ in range(20):
             result = trainer.train()
             if result["episode_reward_mean"] > 195:
                 break
-        assert result["timesteps_total"] == 4000 * (i + 1)
+        assert result["timesteps_total"] == 4000 * result["training_iteration"]
         assert result["episode_reward_mean"] > 100  # it learns; 195 within 20 is the target
     finally:
         trainer.stop()
@@ -535,11 +535,14 @@ def test_6_1_ppo_cartpole_reaches_its_stop(tmp_path, monkeypatch):
     config["seed"] = 0
     trainer = PPOTrainer(config=config)
     try:
-        for i in range(20):
+        for _ in range(20):
             result = trainer.train()
             if result["episode_reward_mean"] > 195:
                 break
-        assert result["episode_reward_mean"] > 195, (i, result["episode_reward_mean"])
+        assert result["episode_reward_mean"] > 195, (
+            result["training_iteration"],
+            result["episode_reward_mean"],
+        )
         assert trainer.save("ppo_cartpole") == "ppo_cartpole"
         returns = play(trainer.compute_action, episodes=3)
         assert np.mean(returns) > 195
