@@ -292,3 +292,14 @@ def test_old_result_keys_from_a_new_result():
     assert old["info"]["learner"]["default_policy"]["learner_stats"]["total_loss"] == 1.5
     assert "__all_modules__" not in old["info"]["learner"]
     assert old["info"]["num_steps_trained"] == 280
+
+
+def test_new_config_update_from_dict_names_every_old_key_and_the_trainer():
+    from rljax.algorithms.ppo import PPOConfig
+
+    with pytest.raises(ConfigError) as e:
+        PPOConfig().update_from_dict({"num_workers": 2, "sgd_minibatch_size": 64, "lr": 1e-3})
+    msg = str(e.value)
+    assert "'num_workers' (RLlib's new API stack calls it 'num_env_runners')" in msg
+    assert "'sgd_minibatch_size' (RLlib's new API stack calls it 'minibatch_size')" in msg
+    assert "rljax.agents.ppo.PPOTrainer(config=d)" in msg
