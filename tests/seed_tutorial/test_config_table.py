@@ -303,3 +303,32 @@ def test_new_config_update_from_dict_names_every_old_key_and_the_trainer():
     assert "'num_workers' (RLlib's new API stack calls it 'num_env_runners')" in msg
     assert "'sgd_minibatch_size' (RLlib's new API stack calls it 'minibatch_size')" in msg
     assert "rljax.agents.ppo.PPOTrainer(config=d)" in msg
+
+
+@pytest.mark.parametrize(
+    "algo, module, name, env",
+    [
+        ("PPO", "ppo", "PPOTrainer", "CartPole-v1"),
+        ("DQN", "dqn", "DQNTrainer", "CartPole-v1"),
+        ("SAC", "sac", "SACTrainer", "Pendulum-v1"),
+        ("TD3", "td3", "TD3Trainer", "Pendulum-v1"),
+        ("IMPALA", "impala", "ImpalaTrainer", "CartPole-v1"),
+        ("APPO", "appo", "APPOTrainer", "CartPole-v1"),
+    ],
+)
+def test_each_trainer_takes_its_default_config_back(algo, module, name, env):
+    import importlib
+
+    from rljax.algorithms.algorithm import Algorithm
+
+    mod = importlib.import_module(f"rljax.agents.{module}")
+    trainer = getattr(mod, name)
+    assert issubclass(trainer, Algorithm) and trainer.algo_name == algo
+    c = trainer.to_config({**mod.DEFAULT_CONFIG, "env": env, "num_workers": 1})
+    assert c.checked_algo_class() is trainer
+    assert c.num_env_runners == 1
+    assert c.to_dict() == {
+        **registry.config_class(algo)().to_dict(),
+        "env": env,
+        "num_env_runners": 1,
+    }
