@@ -276,7 +276,6 @@ OLD_KEYS: dict[str, OldKey] = {
     "_fake_gpus": OldKey("(none)", note="rljax uses the devices JAX sees"),
     "monitor": OldKey("(none)", note="record videos with algo.evaluate(record_video=dir)"),
     "log_level": OldKey("log_level", _to("log_level")),
-    "rollouts": OldKey("env_runners", note="a key of RLlib's config objects, not a setting"),
     # ---------------------------------------------------------------- training
     "lambda": OldKey("lambda_", _to("lambda_"), algos=_PG),
     "sgd_minibatch_size": OldKey("minibatch_size", _to("minibatch_size"), algos=("PPO",)),

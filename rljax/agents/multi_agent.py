@@ -136,25 +136,34 @@ class OldMultiAgentEnv(MultiAgentEnv):
 
 
 class OldEnvCreator:
-    """``env_config -> OldMultiAgentEnv``: the creator of a multi-agent env given by name
-    (``rljax.register_env``), class or creator, wrapped."""
+    """``env_config -> OldMultiAgentEnv``: a multi-agent env's creator (or class), wrapped. It
+    carries the import path of what it wraps, under which a config stores it."""
 
-    def __init__(self, env: Any):
-        from rljax.algorithms.ppo.multi_agent import multi_agent_creator
-
-        if env is None:
-            raise ConfigError('a "multiagent" config needs "env": a registered name or a class')
-        self.env = env
-        self.creator = multi_agent_creator(env)
-        self.__name__ = getattr(env, "__name__", None) or str(env)
+    def __init__(self, creator: Any):
+        self.creator = creator
+        self.__name__ = getattr(creator, "__name__", type(creator).__name__)
+        self.__qualname__ = getattr(creator, "__qualname__", self.__name__)
+        self.__module__ = getattr(creator, "__module__", __name__)
 
     def __call__(self, env_config: Any) -> OldMultiAgentEnv:
         return OldMultiAgentEnv(self.creator(env_config))
 
 
 def old_env_creator(env: Any) -> Any:
-    """The creator old multi-agent envs run through (one already wrapped is kept)."""
-    return env if isinstance(env, OldEnvCreator) else OldEnvCreator(env)
+    """The env an old multi-agent config runs: a registered name stays the name (its creator
+    is registered again, wrapped, so that configs and checkpoints keep naming it); a class or
+    creator is wrapped."""
+    from rljax.algorithms.ppo.multi_agent import multi_agent_creator
+    from rljax.env.registry import register_env
+
+    if env is None:
+        raise ConfigError('a "multiagent" config needs "env": a registered name or a class')
+    creator = multi_agent_creator(env)  # an unregistered name fails here, naming it
+    if isinstance(env, str):
+        if not isinstance(creator, OldEnvCreator):
+            register_env(env, OldEnvCreator(creator))
+        return env
+    return creator if isinstance(creator, OldEnvCreator) else OldEnvCreator(creator)
 
 
 __all__ = ["OldEnvCreator", "OldMultiAgentEnv", "old_env_creator"]

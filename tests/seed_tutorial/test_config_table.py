@@ -192,7 +192,12 @@ def test_multiagent_dict():
     assert c.policies["p1"].config == {"lr": 1e-4}
     assert c.policies_to_train == ["p1"]
     assert c.policy_mapping_fn("a") == "p1"
-    assert type(c.env).__name__ == "OldEnvCreator"
+    # The name stays (configs and checkpoints store it); its creator now reads old envs.
+    assert c.env == "seed_tutorial_table_env"
+    from rljax.env.registry import registered_creator
+
+    assert type(registered_creator("seed_tutorial_table_env")).__name__ == "OldEnvCreator"
+    assert c.to_dict()["env"] == "seed_tutorial_table_env"
 
 
 def test_multiagent_env_name_not_registered():
