@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -247,6 +247,8 @@ class Algorithm:
         inference_only: bool = False,
         saved_spaces: dict[str, Any] | None = None,
     ):
+        if not isinstance(config, AlgorithmConfig):
+            _refuse_config(type(self), config)
         self.config = config
         # train() runs in one thread at a time, and a save never during another thread's
         # train() (whose updates donate the state's buffers): ``_exclusive``.
@@ -1536,6 +1538,23 @@ def _stop_at_exit(algo: Algorithm) -> None:
         _LIVE.add(algo)
         atexit.unregister(_stop_live_algorithms)
         atexit.register(_stop_live_algorithms)
+
+
+def _refuse_config(cls: type[Algorithm], config: Any) -> None:
+    """``Algo(config=...)`` with something other than a config object: what to call instead."""
+    name = cls.config_class.__name__
+    algo = cls.config_class.algo_name
+    if isinstance(config, Mapping):
+        trainer_name = "ImpalaTrainer" if algo == "IMPALA" else f"{algo}Trainer"
+        trainer = f"; RLlib 1.x's dict keys: rljax.agents.{algo.lower()}.{trainer_name}(config=d)"
+        raise ConfigError(
+            f"{cls.__name__}(config=<a dict>): {cls.__name__} takes a {name}; build it from the "
+            f"dict with {name}().update_from_dict(d).build_algo(){trainer}"
+        )
+    raise ConfigError(
+        f"{cls.__name__}(config={config!r}): expected a {name} "
+        f"({name}().environment(...).build_algo() builds the algorithm)"
+    )
 
 
 def _in_saved_policy_order(config: AlgorithmConfig, saved: Any, meta_file: Any) -> None:

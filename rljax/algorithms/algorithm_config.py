@@ -1218,13 +1218,19 @@ class AlgorithmConfig:
                 and check_rllib_only("update_from_dict()", k, v)
             )
         }
-        for key in config_dict:
-            if not isinstance(key, str) or key not in keys:
-                hint = _unknown_key_hint(key, keys) if isinstance(key, str) else ""
-                raise ConfigError(
-                    f"update_from_dict() got unknown key {key!r}{hint}; a key must be a "
-                    f"setting of {type(self).__name__}"
+        unknown = [k for k in config_dict if not isinstance(k, str) or k not in keys]
+        if unknown:
+            hints = [(k, _unknown_key_hint(k, keys) if isinstance(k, str) else "") for k in unknown]
+            if len(hints) == 1:
+                shown = f"key {hints[0][0]!r}{hints[0][1]}"
+            else:  # each one's hint in brackets
+                shown = "keys " + ", ".join(
+                    f"{k!r} ({h.removeprefix('; ')})" if h else repr(k) for k, h in hints
                 )
+            raise ConfigError(
+                f"update_from_dict() got unknown {shown}; a key must be a setting of "
+                f"{type(self).__name__}{_old_api_hint(self.algo_name, unknown)}"
+            )
         for key, value in config_dict.items():
             setattr(self, key, self._store(key, value))
         return self
@@ -1690,6 +1696,19 @@ def _unknown_key_hint(name: str, keys: Any) -> str:
     if match in RENAMED:
         return f"; did you mean {RENAMED[match]!r} (RLlib's old name {match!r})?"
     return f"; did you mean {match!r}?" if match else ""
+
+
+def _old_api_hint(algo: str, unknown: list[Any]) -> str:
+    """Where a dict of RLlib 1.x's keys goes as it is: the algorithm's old-API trainer."""
+    old = {"num_workers", "num_envs_per_worker", "sgd_minibatch_size", "num_sgd_iter", "lambda"}
+    old.update(("buffer_size", "learning_starts", "exploration_fraction", "multiagent"))
+    if not any(k in old for k in unknown):
+        return ""
+    trainer = "ImpalaTrainer" if algo == "IMPALA" else f"{algo}Trainer"
+    return (
+        f" (a whole dict of RLlib 1.x's keys: rljax.agents.{algo.lower()}.{trainer}(config=d) "
+        "translates them)"
+    )
 
 
 def _filters_shown(filters: Any) -> str:

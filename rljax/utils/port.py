@@ -59,6 +59,9 @@ _MODULES = (
     ("ray.air.integrations.wandb", "rljax.tune.logger"),
     ("ray.air.constants", "rljax.tune.result"),
     ("ray.air", "rljax.tune"),
+    # RLlib 1.x's old API (PPOTrainer with a dict config): rljax.agents, and the modules its
+    # scripts import beside it (rljax.models, rljax.evaluation.rollout_worker, ...).
+    ("ray.rllib.agents", "rljax.agents"),
     ("ray.rllib", "rljax"),
     ("ray.tune", "rljax.tune"),
 )
@@ -75,6 +78,16 @@ def _module(name: str) -> str | None:
         if name == ray or name.startswith(ray + "."):
             return ours + name[len(ray) :]
     return None
+
+
+def _missing(module: str) -> bool:
+    """Whether rljax has no module ``module`` (so the ported import would fail)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
 
 
 def _alias(name: str, asname: str | None) -> str:
@@ -172,6 +185,16 @@ def _rewritten(node: ast.stmt, notes: list[str]) -> str | None:
                 notes.append(f"line {node.lineno}: `{node.module}` has no rljax counterpart")
                 return None
             listed = ", ".join(_alias(a.name, a.asname) for a in node.names)
+            if _missing(module):
+                notes.append(
+                    f"line {node.lineno}: `{node.module}` -> `{module}`, which rljax does not have"
+                )
+            elif node.module.startswith("ray.rllib.agents"):
+                notes.append(
+                    f"line {node.lineno}: `{node.module}` is RLlib 1.x's old API: `{module}` "
+                    "runs it on the new algorithms (old dict keys translated; see "
+                    "rljax.agents.config_table.OLD_KEYS)"
+                )
             return f"from {module} import {listed}"
     return None
 
