@@ -1,0 +1,209 @@
+"""Small names of RLlib's and Tune's surface that RLlib's example scripts import, with the
+behaviour they have here."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+from rljax import tune
+from rljax.tune import progress as progress_module
+from rljax.tune import resources as resources_module
+from rljax.tune.search import BasicVariantGenerator
+from rljax.utils.errors import ConfigError
+
+# ---- Tune: with_resources, PlacementGroupFactory, BasicVariantGenerator, CLIReporter ----------
+
+
+def test_placement_group_factory_records_its_bundles():
+    pgf = tune.PlacementGroupFactory([{"CPU": 1, "GPU": 0}, {"CPU": 2}, {"CPU": 2}])
+    assert pgf.bundles == [{"CPU": 1, "GPU": 0}, {"CPU": 2}, {"CPU": 2}]
+    assert pgf.required_resources == {"CPU": 5, "GPU": 0}
+    assert pgf.head_cpus == 1 and not pgf.head_bundle_is_empty and pgf.strategy == "PACK"
+    assert pgf == tune.PlacementGroupFactory([{"CPU": 1, "GPU": 0}, {"CPU": 2}, {"CPU": 2}])
+    with pytest.raises(ConfigError, match="non-empty list"):
+        tune.PlacementGroupFactory([])
+    with pytest.raises(ConfigError, match="strategy"):
+        tune.PlacementGroupFactory([{"CPU": 1}], strategy="NEAR")
+    with pytest.raises(ConfigError, match=r"\['CPU'\]=-1"):
+        tune.PlacementGroupFactory([{"CPU": -1}])
+
+
+def test_with_resources_records_and_calls_through(monkeypatch):
+    monkeypatch.setattr(resources_module, "_warned", False)
+
+    def train_fn(config):
+        return config["x"] * 2
+
+    pgf = tune.PlacementGroupFactory([{"CPU": 1}])
+    with pytest.warns(UserWarning, match="reserves nothing"):
+        wrapped = tune.with_resources(train_fn, pgf)
+    assert wrapped({"x": 4}) == 8 and wrapped.__name__ == "train_fn"
+    assert resources_module.trainable_resources(wrapped) is pgf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once only
+        again = tune.with_resources(train_fn, {"cpu": 2, "gpu": 0})
+    assert resources_module.trainable_resources(again) == {"cpu": 2, "gpu": 0}
+    from rljax.algorithms.ppo import PPO
+
+    assert tune.with_resources(PPO, {"cpu": 1}) is PPO
+    with pytest.raises(ConfigError, match="PlacementGroupFactory"):
+        tune.with_resources(train_fn, 3)  # type: ignore[arg-type]
+
+
+def test_with_resources_function_trains_in_tuner(tmp_path, monkeypatch):
+    monkeypatch.setattr(resources_module, "_warned", True)
+
+    def train_fn(config):
+        tune.report({"score": config["a"] + 1})
+
+    results = tune.Tuner(
+        tune.with_resources(train_fn, {"cpu": 1}),
+        param_space={"a": tune.grid_search([1, 2])},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="wr", verbose=0),
+    ).fit()
+    assert sorted(r.metrics["score"] for r in results) == [2, 3]
+
+
+def test_basic_variant_generator_folds_into_tune_config():
+    config = tune.TuneConfig(search_alg=BasicVariantGenerator(max_concurrent=3, random_state=7))
+    assert config.search_alg is None and config.seed == 7 and config.max_concurrent_trials == 3
+    both = tune.TuneConfig(
+        max_concurrent_trials=2, search_alg=BasicVariantGenerator(max_concurrent=4)
+    )
+    assert both.max_concurrent_trials == 2 and both.seed is None
+    unbounded = tune.TuneConfig(search_alg=BasicVariantGenerator())
+    assert unbounded.max_concurrent_trials is None
+    # A numpy generator gives one int seed, the same for the same state.
+    a = BasicVariantGenerator(random_state=np.random.default_rng(5)).seed
+    assert a == BasicVariantGenerator(random_state=np.random.default_rng(5)).seed
+    assert isinstance(a, int)
+    with pytest.raises(ConfigError, match="differ"):
+        tune.TuneConfig(seed=1, search_alg=BasicVariantGenerator(random_state=2))
+    with pytest.raises(ConfigError, match="points_to_evaluate"):
+        BasicVariantGenerator(points_to_evaluate=[{"a": 1}])
+    with pytest.raises(ConfigError, match="max_concurrent=-1"):
+        BasicVariantGenerator(max_concurrent=-1)
+
+
+def test_basic_variant_generator_gives_the_default_variants(tmp_path):
+    space = {"a": tune.grid_search([1, 2]), "b": tune.uniform(0.0, 1.0)}
+    expected = tune.generate_variants(space, num_samples=2, seed=11)
+
+    def train_fn(config):
+        tune.report({"a": config["a"], "b": config["b"]})
+
+    results = tune.Tuner(
+        train_fn,
+        param_space=space,
+        tune_config=tune.TuneConfig(
+            num_samples=2, search_alg=BasicVariantGenerator(random_state=11)
+        ),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="bvg", verbose=0),
+    ).fit()
+    got = sorted((r.metrics["a"], r.metrics["b"]) for r in results)
+    assert got == sorted((v["a"], v["b"]) for v in expected)
+    assert len(got) == 4
+
+
+def test_cli_reporter_chooses_the_columns():
+    reporter = tune.CLIReporter(
+        metric_columns={
+            "training_iteration": "iter",
+            "env_runners/episode_return_mean": "return",
+        },
+        max_report_frequency=30,
+    )
+    reporter.add_metric_column("time_total_s", "total time (s)")
+    assert reporter.metric_columns == {
+        "training_iteration": "iter",
+        "env_runners/episode_return_mean": "return",
+        "time_total_s": "total time (s)",
+    }
+    with pytest.raises(ValueError, match="already"):
+        reporter.add_metric_column("time_total_s")
+    table = reporter.table([("lr",)], "env_runners/episode_return_mean", "max")
+    table.add("t0", "PPO_t0", {"lr": 0.01})
+    table.add("t1", "PPO_t1", {"lr": 0.001})
+    table.report(
+        "t0",
+        {
+            "training_iteration": 3,
+            "time_total_s": 1.5,
+            "env_runners": {"episode_return_mean": 20.0},
+        },
+    )
+    table.report(
+        "t1",
+        {
+            "training_iteration": 2,
+            "time_total_s": 1.0,
+            "env_runners": {"episode_return_mean": 35.5},
+        },
+    )
+    text = table.render()
+    lines = text.splitlines()
+    head = next(line for line in lines if line.startswith("| Trial name"))
+    assert [c.strip() for c in head.strip("|").split("|")] == [
+        "Trial name",
+        "status",
+        "lr",
+        "iter",
+        "return",
+        "total time (s)",
+    ]
+    row = next(line for line in lines if line.startswith("| PPO_t1"))
+    assert [c.strip() for c in row.strip("|").split("|")] == [
+        "PPO_t1",
+        "PENDING",
+        "0.001",
+        "2",
+        "35.5",
+        "1",
+    ]
+    assert "Current best trial: PPO_t1 with env_runners/episode_return_mean=35.5" in text
+    # max_report_frequency is how often the table prints.
+    clock = [0.0]
+    shown = reporter.reporter(table)
+    assert shown.interval_s == 30.0 and shown.redraw_s == 30.0
+    out = io.StringIO()
+    shown = progress_module.ProgressReporter(
+        table, stream=out, tty=False, interval_s=30.0, clock=lambda: clock[0]
+    )
+    shown.update()
+    clock[0] = 10.0
+    shown.update()
+    clock[0] = 31.0
+    shown.update()
+    assert out.getvalue().count("| Trial name") == 2
+    with pytest.raises(ConfigError, match="max_report_frequency"):
+        tune.CLIReporter(max_report_frequency=-1)
+    with pytest.raises(ConfigError, match="progress_reporter"):
+        tune.RunConfig(progress_reporter="table")
+
+
+def test_cli_reporter_in_a_tuner_run(tmp_path, capsys):
+    def train_fn(config):
+        for i in range(2):
+            tune.report({"score": config["a"] * 10 + i, "hidden": 123456})
+
+    reporter = tune.CLIReporter(
+        metric_columns=["score"], parameter_columns={"a": "A"}, max_report_frequency=0
+    )
+    tune.Tuner(
+        train_fn,
+        param_space={"a": tune.grid_search([1, 2])},
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), name="cli", verbose=1, progress_reporter=reporter
+        ),
+    ).fit()
+    out = capsys.readouterr().out
+    last = out[out.rindex("Trial status") :]
+    head = next(line for line in last.splitlines() if line.startswith("| Trial name"))
+    assert [c.strip() for c in head.strip("|").split("|")] == ["Trial name", "status", "A", "score"]
+    rows = [line for line in last.splitlines() if line.startswith("| train_fn")]
+    assert sorted(line.split("|")[-2].strip() for line in rows) == ["11", "21"]
+    assert "123456" not in out
