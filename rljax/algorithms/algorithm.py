@@ -33,6 +33,7 @@ from rljax.callbacks.callbacks import HOOKS
 from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.episodes import EpisodeReplay, replay_multi_agent
 from rljax.connectors.env_to_module import build_env_to_module
+from rljax.core import DEFAULT_POLICY_ID, RL_MODULE_PATH
 from rljax.env.env_context import EnvContext
 from rljax.env.spaces import is_structured, space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
@@ -75,7 +76,7 @@ from rljax.utils.seeding import derive_seed
 
 logger = logging.getLogger("rljax")
 
-DEFAULT_POLICY = "default_policy"
+DEFAULT_POLICY = DEFAULT_POLICY_ID
 
 
 class EpisodeStats:
@@ -1717,9 +1718,8 @@ class RLModule:
         ``allow_imports``).
         """
         parts = Path(os.fspath(path)).parts
-        rllib_tail = ("learner_group", "learner", "rl_module")
         for i in range(len(parts) - 3, -1, -1):
-            if parts[i : i + 3] == rllib_tail:
+            if parts[i : i + 3] == RL_MODULE_PATH:
                 if i + 3 < len(parts) and policy_id is None:
                     policy_id = parts[i + 3]
                 path = Path(*parts[:i]) if i else Path(".")

@@ -207,3 +207,86 @@ def test_cli_reporter_in_a_tuner_run(tmp_path, capsys):
     rows = [line for line in last.splitlines() if line.startswith("| train_fn")]
     assert sorted(line.split("|")[-2].strip() for line in rows) == ["11", "21"]
     assert "123456" not in out
+
+
+# ---- .training(model={...}): RLlib 2.60's old-stack model dict ----------------------------
+
+
+def test_training_model_dict_is_checked_and_configures_nothing(monkeypatch, caplog):
+    from rljax.algorithms import old_model_dict
+    from rljax.algorithms.ppo import PPOConfig
+
+    monkeypatch.setattr(old_model_dict, "_warned", False)
+    with caplog.at_level("WARNING", logger="rljax"):
+        config = PPOConfig().training(
+            lr=1e-3, model={"fcnet_hiddens": [8], "post_fcnet_hiddens": [4], "dim": 84}
+        )
+    # As on RLlib's new API stack: the networks keep their settings, the rest is set.
+    assert config.model_config.fcnet_hiddens == (256, 256) and config.lr == 1e-3
+    assert (
+        ".rl_module(model_config={'fcnet_hiddens': [8], 'head_fcnet_hiddens': [4]})" in caplog.text
+    )
+    assert old_model_dict.model_config_part({"post_fcnet_activation": "relu", "grayscale": 1}) == {
+        "head_fcnet_activation": "relu"
+    }
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="rljax"):
+        PPOConfig().update_from_dict({"model": {"vf_share_layers": True}})
+    assert caplog.text == ""  # once only
+    with pytest.raises(ConfigError, match="custom_model.*RLModuleSpec"):
+        PPOConfig().training(model={"custom_model": "my_model"})
+    with pytest.raises(ConfigError, match="use a dict"):
+        PPOConfig().training(model=[1])
+    PPOConfig().training(model={"custom_model": None, "custom_model_config": {}})  # defaults
+
+
+# ---- rljax.core's ids and checkpoint component names ---------------------------------------
+
+
+def test_core_constants_have_rllibs_values():
+    from rljax import core
+
+    assert (core.DEFAULT_MODULE_ID, core.DEFAULT_POLICY_ID) == ("default_policy",) * 2
+    assert core.DEFAULT_AGENT_ID == "default_agent" and core.ALL_MODULES == "__all_modules__"
+    assert {k: getattr(core, k) for k in dir(core) if k.startswith("COMPONENT_")} == {
+        "COMPONENT_ENV_RUNNER": "env_runner",
+        "COMPONENT_ENV_TO_MODULE_CONNECTOR": "env_to_module_connector",
+        "COMPONENT_EVAL_ENV_RUNNER": "eval_env_runner",
+        "COMPONENT_LEARNER": "learner",
+        "COMPONENT_LEARNER_GROUP": "learner_group",
+        "COMPONENT_METRICS_LOGGER": "metrics_logger",
+        "COMPONENT_MODULE_TO_ENV_CONNECTOR": "module_to_env_connector",
+        "COMPONENT_OPTIMIZER": "optimizer",
+        "COMPONENT_RL_MODULE": "rl_module",
+    }
+    assert core.rl_module_path() == "learner_group/learner/rl_module/default_policy"
+    assert core.Columns.OBS == "obs"
+
+
+def test_rl_module_from_checkpoint_reads_the_component_path(monkeypatch, tmp_path):
+    import os
+
+    from rljax.algorithms.algorithm import Algorithm, RLModule
+    from rljax.core import (
+        COMPONENT_LEARNER,
+        COMPONENT_LEARNER_GROUP,
+        COMPONENT_RL_MODULE,
+    )
+
+    seen = {}
+
+    class Loaded:
+        def _policy_ids(self):
+            return ["p0", "p1"]
+
+        def get_module(self, policy_id):
+            return ("module", policy_id)
+
+    def for_inference(path, **kwargs):
+        seen["path"] = str(path)
+        return Loaded()
+
+    monkeypatch.setattr(Algorithm, "_for_inference", staticmethod(for_inference))
+    path = os.path.join(tmp_path, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE)
+    assert RLModule.from_checkpoint(os.path.join(path, "p1")) == ("module", "p1")
+    assert seen["path"] == str(tmp_path)
