@@ -290,3 +290,30 @@ def test_rl_module_from_checkpoint_reads_the_component_path(monkeypatch, tmp_pat
     path = os.path.join(tmp_path, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE)
     assert RLModule.from_checkpoint(os.path.join(path, "p1")) == ("module", "p1")
     assert seen["path"] == str(tmp_path)
+
+
+# ---- rljax.utils.images --------------------------------------------------------------------
+
+
+def test_image_helpers(tmp_path):
+    pytest.importorskip("cv2")
+    from rljax.utils import images
+
+    img = np.zeros((4, 4, 3), np.uint8)
+    img[:2, :2] = (200, 100, 0)  # one 2x2 block of one colour
+    small = images.resize(img, 2, 2)
+    assert small.shape == (2, 2, 3) and small.dtype == np.uint8
+    assert small[0, 0].tolist() == [200, 100, 0] and small[1, 1].tolist() == [0, 0, 0]
+    wide = images.resize(np.arange(8, dtype=np.float32).reshape(2, 4), 1, 2)
+    assert wide.tolist() == [[2.5, 4.5]]  # means of the 2x2 areas: (0+1+4+5)/4, (2+3+6+7)/4
+    gray = images.rgb2gray(np.array([[[255, 0, 0], [0, 255, 0], [0, 0, 255]]], np.uint8))
+    assert gray.shape == (1, 3) and gray.tolist() == [[76, 150, 29]]  # 0.299, 0.587, 0.114
+    import cv2
+
+    path = tmp_path / "a.png"
+    cv2.imwrite(str(path), img)  # OpenCV writes and reads BGR
+    back = images.imread(path)
+    assert back.dtype == np.float32 and back.shape == (4, 4, 3)
+    assert back[0, 0].tolist() == [200.0, 100.0, 0.0]
+    with pytest.raises(FileNotFoundError, match="no image"):
+        images.imread(tmp_path / "missing.png")
