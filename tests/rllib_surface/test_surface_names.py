@@ -317,3 +317,47 @@ def test_image_helpers(tmp_path):
     assert back[0, 0].tolist() == [200.0, 100.0, 0.0]
     with pytest.raises(FileNotFoundError, match="no image"):
         images.imread(tmp_path / "missing.png")
+
+
+# ---- MultiAgentEnv.__init__ fills in possible_agents -----------------------------------------
+
+
+def test_multi_agent_env_derives_possible_agents_from_agents():
+    import gymnasium as gym
+
+    from rljax.env.multi_agent_env import MultiAgentEnv
+
+    class TwoSpaces(MultiAgentEnv):  # as RLlib's different_spaces_for_agents.py env
+        def __init__(self, config=None):
+            self.agents = ["agent0", "agent1"]
+            self.observation_spaces = {
+                "agent0": gym.spaces.Box(-1.0, 1.0, (10,)),
+                "agent1": gym.spaces.Box(-1.0, 1.0, (20,)),
+            }
+            self.action_spaces = {
+                "agent0": gym.spaces.Discrete(2),
+                "agent1": gym.spaces.Discrete(3),
+            }
+            super().__init__()
+
+    env = TwoSpaces()
+    assert env.possible_agents == ["agent0", "agent1"] and env.max_num_agents == 2
+    env.agents.remove("agent1")  # the lists are the instance's own, not shared
+    assert env.possible_agents == ["agent0", "agent1"] and MultiAgentEnv.agents == []
+    assert env.get_action_space("agent1") == gym.spaces.Discrete(3)
+
+    class OldIds(MultiAgentEnv):
+        def __init__(self):
+            self._agent_ids = {"a"}
+            super().__init__()
+
+    assert OldIds().agents == ["a"] and OldIds().possible_agents == ["a"]
+
+    class BothSet(MultiAgentEnv):
+        def __init__(self):
+            self.possible_agents = ["x", "y"]
+            self.agents = ["x"]
+            super().__init__()
+
+    assert (BothSet().agents, BothSet().possible_agents) == (["x"], ["x", "y"])
+    assert MultiAgentEnv().possible_agents == []
