@@ -47,6 +47,7 @@ from rljax.utils.checks import (
 from rljax.utils.errors import ConfigError, best_match, closest
 from rljax.utils.references import LoadPolicy, qualified_name, resolve
 from rljax.utils.seeding import MAX_SEED
+from rljax.utils.torch_classes import check_not_torch
 
 # Config files are small (the tuned examples are under 2 KB): a cap well above any real one
 # that keeps PyYAML's pure-Python parse of the worst such file near a second.
@@ -710,6 +711,8 @@ class AlgorithmConfig:
         values = dict(values)
         values.pop("self", None)
         extra = _deprecated_names(f".{section}()", values.pop("kwargs", {}), self._all_keys())
+        for key, value in [*values.items(), *extra.items()]:  # a PyTorch class of a script
+            check_not_torch(value, f".{section}({key}=...)")
         if section == "training" and "model" in extra:  # RLlib's old-stack model dict
             check_old_model_dict(".training()", extra.pop("model"))
         for key in [k for k in extra if k in values]:

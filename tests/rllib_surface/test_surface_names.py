@@ -361,3 +361,73 @@ def test_multi_agent_env_derives_possible_agents_from_agents():
 
     assert (BothSet().agents, BothSet().possible_agents) == (["x"], ["x", "y"])
     assert MultiAgentEnv().possible_agents == []
+
+
+# ---- RLlib's PyTorch bases: one clear error where a class on them is used -------------------
+
+
+def test_torch_module_class_fails_at_spec_build():
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.core.rl_module import RLModuleSpec
+    from rljax.core.rl_module.apis import ValueFunctionAPI
+    from rljax.core.rl_module.torch import TorchRLModule
+    from rljax.utils.annotations import override
+    from rljax.utils.torch_classes import TorchClassError
+
+    class MyTorchModule(TorchRLModule, ValueFunctionAPI):  # a script's class loads
+        @override(TorchRLModule)
+        def setup(self):
+            raise AssertionError("never built")
+
+        @override(ValueFunctionAPI)
+        def compute_values(self, batch, embeddings=None):
+            raise AssertionError("never called")
+
+    with pytest.raises(TorchClassError) as caught:
+        RLModuleSpec(module_class=MyTorchModule, model_config={"hidden": 8})
+    text = str(caught.value)
+    assert text.startswith(
+        "RLModuleSpec(module_class=...): MyTorchModule subclasses RLlib's PyTorch class "
+        "ray.rllib.core.rl_module.torch.torch_rl_module.TorchRLModule; rljax runs JAX"
+    )
+    assert "flax.linen.Module" in text and "RLModuleSpec(module_class=YourFlaxModule" in text
+    assert isinstance(caught.value, ConfigError)
+    with pytest.raises(TorchClassError, match="MyTorchModule subclasses"):
+        MyTorchModule(observation_space=None)
+    with pytest.raises(TorchClassError, match=r"^\.rl_module\(rl_module_spec=\.\.\.\)"):
+        PPOConfig().rl_module(rl_module_spec=MyTorchModule)  # type: ignore[arg-type]
+    # Python before 3.12 wraps __set_name__'s TypeError in a RuntimeError.
+    with pytest.raises((TypeError, RuntimeError)) as wrong:
+
+        class NotDerived:
+            @override(TorchRLModule)
+            def setup(self):
+                pass
+
+    error = wrong.value.__cause__ or wrong.value
+    assert "NotDerived must be a subclass of TorchRLModule" in str(error)
+
+
+def test_torch_learner_class_fails_where_it_is_given():
+    from rljax.algorithms.dqn.torch.dqn_torch_learner import DQNTorchLearner
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+    from rljax.core.learner.torch.torch_learner import TorchLearner
+    from rljax.utils.torch_classes import TorchClassError
+
+    class WithRegularizer(PPOTorchLearner):
+        def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+            raise AssertionError("never called")
+
+    with pytest.raises(TorchClassError) as caught:
+        PPOConfig().training(learner_class=WithRegularizer, lr=1e-4)
+    text = str(caught.value)
+    assert text.startswith(
+        ".training(learner_class=...): WithRegularizer subclasses RLlib's PyTorch class "
+        "ray.rllib.algorithms.ppo.torch.ppo_torch_learner.PPOTorchLearner"
+    )
+    assert "take no user Learner class" in text and ".training(" in text
+    with pytest.raises(TorchClassError, match="TorchLearner is RLlib's PyTorch class"):
+        TorchLearner()
+    with pytest.raises(TorchClassError, match="DQNTorchLearner"):
+        DQNTorchLearner(config=None)
