@@ -431,3 +431,511 @@ def test_torch_learner_class_fails_where_it_is_given():
         TorchLearner()
     with pytest.raises(TorchClassError, match="DQNTorchLearner"):
         DQNTorchLearner(config=None)
+
+
+# ---- RLlib's example env classes -----------------------------------------------------------
+
+
+def _cartpole_state(env):
+    return np.array(env.unwrapped.state, np.float32)
+
+
+def test_cartpole_with_dict_observation_space():
+    import gymnasium as gym
+
+    from rljax.examples.envs.classes.cartpole_with_dict_observation_space import (
+        CartPoleWithDictObservationSpace,
+    )
+
+    env = CartPoleWithDictObservationSpace()
+    obs, _ = env.reset(seed=3)
+    assert env.observation_space.contains(obs)
+    x, v, th, w = _cartpole_state(env)
+    assert obs["x-pos"].tolist() == [x] and float(obs["angular-pos"]["value"]) == th
+    assert obs["velocs"][0].tolist() == [v] and float(obs["velocs"][1]) == w
+    ref = gym.make("CartPole-v1").unwrapped
+    ref.reset(seed=3)
+    expected, r, term, trunc, _ = ref.step(1)
+    obs, reward, terminated, truncated, _ = env.step(1)
+    assert reward == r == 1.0 and (terminated, truncated) == (term, trunc)
+    assert np.allclose(
+        [obs["x-pos"][0], obs["velocs"][0][0], obs["angular-pos"]["value"], obs["velocs"][1]],
+        expected,
+    )
+    assert obs["angular-pos"]["some_random_stuff"] in (0, 1, 2)
+
+
+def test_multi_agent_cartpole_with_dict_observation_space():
+    from rljax.examples.envs.classes.multi_agent import (
+        MultiAgentCartPoleWithDictObservationSpace,
+        MultiAgentNestedSpaceRepeatAfterMeEnv,
+    )
+
+    env = MultiAgentCartPoleWithDictObservationSpace({"num_agents": 2})
+    obs, _ = env.reset(seed=0)
+    assert sorted(obs) == [0, 1] and env.possible_agents == [0, 1]
+    assert all(env.get_observation_space(i).contains(obs[i]) for i in (0, 1))
+    obs, rew, term, trunc, _ = env.step({0: 0, 1: 1})
+    assert rew == {0: 1.0, 1: 1.0} and term["__all__"] is False
+    assert set(obs[0]) == {"x-pos", "angular-pos", "velocs"}
+    nested = MultiAgentNestedSpaceRepeatAfterMeEnv({"num_agents": 2})
+    obs, _ = nested.reset(seed=0)
+    _, rew, _, _, _ = nested.step({0: obs[0], 1: obs[1]})
+    assert rew == {0: 1.0, 1: 1.0}  # repeated exactly: +1 for the Discrete, 0 off the Box
+    assert MultiAgentCartPoleWithDictObservationSpace.__name__ == (
+        "MultiAgentCartPoleWithDictObservationSpace"
+    )
+
+
+def test_cartpole_with_large_observation_space():
+    from rljax.examples.envs.classes.cartpole_with_large_observation_space import (
+        CartPoleWithLargeObservationSpace,
+    )
+
+    env = CartPoleWithLargeObservationSpace()
+    obs, _ = env.reset(seed=0)
+    assert len(obs) == 101 and env.observation_space.contains(obs)
+    assert obs["actually-useful-stuff"].tolist() == _cartpole_state(env).tolist()
+    obs, reward, *_ = env.step(0)
+    assert reward == 1.0 and obs["actually-useful-stuff"].shape == (4,)
+    assert obs["7"][1].shape == (30,)
+
+
+def test_cartpole_sparse_rewards_pays_at_termination():
+    from rljax.examples.envs.classes.cartpole_sparse_rewards import CartPoleSparseRewards
+
+    env = CartPoleSparseRewards()
+    obs, _ = env.reset(seed=0)
+    assert obs["action_mask"].tolist() == [1, 1] and obs["obs"].shape == (4,)
+    rewards, done = [], False
+    while not done:
+        _, r, terminated, truncated, _ = env.step(0)  # always left: falls in ~10 steps
+        rewards.append(r)
+        done = terminated or truncated
+    assert terminated and rewards[:-1] == [0.0] * (len(rewards) - 1)
+    assert rewards[-1] == float(len(rewards))
+    env.reset(seed=1)
+    env.step(1)
+    state = env.get_state()
+    assert state[1] == 1.0
+    restored = env.set_state(state)
+    assert restored["obs"].tolist() == _cartpole_state(env.env).tolist()
+
+
+def test_stateless_pendulum():
+    from rljax.examples.envs.classes.stateless_pendulum import StatelessPendulum
+
+    env = StatelessPendulum({"g": 9.81, "max_episode_steps": 2})
+    obs, _ = env.reset(seed=0)
+    th, thdot = env.unwrapped.state
+    assert obs.shape == (2,) and np.allclose(obs, [np.cos(th), np.sin(th)])
+    assert env.g == 9.81
+    obs, reward, term, trunc, _ = env.step(np.zeros(1, np.float32))
+    # Pendulum's cost: th^2 + 0.1 thdot^2 + 0.001 u^2, th normalized to [-pi, pi).
+    norm = ((th + np.pi) % (2 * np.pi)) - np.pi
+    assert np.isclose(reward, -(norm**2 + 0.1 * thdot**2)) and (term, trunc) == (False, False)
+    assert env.step(np.zeros(1, np.float32))[3] is True
+
+
+def test_repeat_initial_obs_env():
+    from rljax.examples.envs.classes.repeat_initial_obs_env import RepeatInitialObsEnv
+
+    env = RepeatInitialObsEnv(episode_len=2)
+    token, _ = env.reset(seed=0)
+    assert token in (0, 1)
+    assert env.step(token)[:4] == (0, 1.0, False, False)
+    assert env.step(1 - token)[:4] == (0, -1.0, True, True)
+
+
+def test_repeat_after_me_env():
+    from rljax.examples.envs.classes.repeat_after_me_env import RepeatAfterMeEnv
+
+    env = RepeatAfterMeEnv({"repeat_delay": 1, "episode_len": 3})
+    first, _ = env.reset(seed=0)
+    second, r, *_ = env.step(0)  # target: the 0 before the start
+    assert r == 1.0
+    third, r, *_ = env.step(1 - first)  # target: the first token
+    assert r == -1.0
+    _, r, term, trunc, _ = env.step(second)
+    assert r == 1.0 and term and trunc
+    box = RepeatAfterMeEnv({"continuous": True, "repeat_delay": 0})
+    obs, _ = box.reset(seed=0)
+    _, r, *_ = box.step(obs + np.array([0.5, -0.25], np.float32))
+    assert np.isclose(r, -0.75) and obs.shape == (2,)
+
+
+def test_deterministic_envs():
+    from rljax.examples.envs.classes.deterministic_envs import (
+        create_cartpole_deterministic,
+        create_pendulum_deterministic,
+    )
+
+    a, b = create_cartpole_deterministic({"seed": 5}), create_cartpole_deterministic({"seed": 5})
+    assert np.array_equal(a.unwrapped.state, b.unwrapped.state)
+    p = create_pendulum_deterministic({})
+    assert p.observation_space.shape == (3,)
+
+
+def test_cliff_walking_wall_env():
+    from rljax.examples.envs.classes.cliff_walking_wall_env import (
+        ACTION_DOWN,
+        ACTION_LEFT,
+        ACTION_RIGHT,
+        ACTION_UP,
+        CliffWalkingWallEnv,
+    )
+
+    env = CliffWalkingWallEnv()
+    assert env.reset()[0] == 36
+    assert env.step(ACTION_RIGHT)[:4] == (36, -1.0, False, False)  # the wall
+    assert env.step(ACTION_UP)[0] == 24
+    assert env.step(ACTION_DOWN)[0] == 36
+    env.step(ACTION_UP)
+    for _ in range(11):
+        pos = env.step(ACTION_RIGHT)[0]
+    assert pos == 35 and env.step(ACTION_DOWN)[:4] == (47, 10.0, True, False)
+    assert env.step(ACTION_LEFT)[0] == 47
+    with pytest.raises(ValueError, match="action 4"):
+        env.step(4)
+
+
+def test_correlated_actions_env():
+    from rljax.examples.envs.classes.correlated_actions_env import CorrelatedActionsEnv
+
+    env = CorrelatedActionsEnv()
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (1,) and -1 <= obs[0] <= 1
+    o = float(obs[0])
+    _, r, term, trunc, _ = env.step((1, np.array([0.5], np.float32)))
+    assert np.isclose(r, -abs(1 - (o + 1)) - abs(o + 1 + 0.5)) and term and not trunc
+
+
+def test_debug_counter_envs():
+    from rljax.examples.envs.classes.debug_counter_env import (
+        DebugCounterEnv,
+        MultiAgentDebugCounterEnv,
+    )
+
+    env = DebugCounterEnv({"start_at_t": 1})
+    assert env.reset()[0].tolist() == [1.0]
+    steps = [env.step(0) for _ in range(15)]
+    assert [s[1] for s in steps[:4]] == [2.0, 0.0, 1.0, 2.0]
+    assert steps[-1][0].tolist() == [16.0] and steps[-1][3] and not steps[-2][3]
+    ma = MultiAgentDebugCounterEnv({"num_agents": 2, "base_episode_len": 1})
+    obs, _ = ma.reset()
+    assert obs[1].tolist() == [1.0, 0.0, 0.0, 0.0] and ma.possible_agents == [0, 1]
+    obs, rew, _, trunc, _ = ma.step({0: np.array([0.5, -0.5]), 1: np.array([1.0, 2.0])})
+    assert obs[1].tolist() == [1.0, 1.0, 2.0, 1.0] and rew == {0: 1.0, 1: 1.0}
+    assert trunc == {0: False, 1: False, "__all__": False}
+    _, _, _, trunc, _ = ma.step({0: np.zeros(2), 1: np.zeros(2)})
+    assert trunc == {0: True, 1: False, "__all__": False}
+    _, _, _, trunc, _ = ma.step({1: np.zeros(2)})
+    assert trunc == {1: True, "__all__": True}
+
+
+def test_fast_image_env():
+    from rljax.examples.envs.classes.fast_image_env import FastImageEnv
+
+    env = FastImageEnv({})
+    obs, _ = env.reset()
+    assert obs.shape == (84, 84, 4) and obs.dtype == np.float32 and not obs.any()
+    results = [env.step(0) for _ in range(1001)]
+    assert results[0][1] == 1.0 and not results[999][2] and results[1000][2]
+
+
+def test_look_and_push_and_one_hot():
+    from rljax.examples.envs.classes.look_and_push import LookAndPush, OneHot
+
+    env = LookAndPush()
+    state, _ = env.reset(seed=0)
+    assert state == 2
+    case, r, *_ = env.step(0)  # look
+    assert case == env._case and r == -1.0
+    states = [env.step(1)[0] for _ in range(3)]  # back to 2 if the case was 0, then up
+    assert states == ([2, 3, 4] if case == 0 else [2, 3, 4])
+    _, r, done, _, _ = env.step(case)
+    assert done and r == (10.0 if case == 1 else -10.0)
+    hot = OneHot(LookAndPush())
+    obs, _ = hot.reset(seed=0)
+    assert obs.tolist() == [0.0, 0.0, 1.0, 0.0, 0.0]
+
+
+def test_memory_leaking_env():
+    import gymnasium as gym
+
+    from rljax.examples.envs.classes.memory_leaking_env import MemoryLeakingEnv
+
+    env = MemoryLeakingEnv({"observation_space": gym.spaces.Box(-1, 1, (3,)), "p_terminated": 0})
+    for _ in range(2):
+        obs, _ = env.reset(seed=0)
+        for _ in range(3):
+            env.step(0)
+    assert obs.shape == (3,) and len(env._leak) == 2  # one entry per episode
+
+
+def test_ten_step_error_env():
+    from rljax.examples.envs.classes.ten_step_error_env import TenStepErrorEnv
+
+    env = TenStepErrorEnv({})
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (1,) and info == {"last_eps_errored": False}
+    steps = [env.step(np.zeros(1)) for _ in range(10)]
+    assert [s[2] for s in steps] == [False] * 9 + [True]
+    assert env.reset()[1] == {"last_eps_errored": True}
+    for _ in range(9):
+        env.step(np.zeros(1))
+    with pytest.raises(RuntimeError, match="Test error"):
+        env.step(np.zeros(1))
+
+
+def test_mock_envs():
+    from rljax.examples.envs.classes.mock_env import MockEnv, MockEnv2, MockEnv3
+
+    env = MockEnv(2)
+    assert env.reset() == (0, {})
+    assert env.step(1)[:4] == (0, 1.0, False, False) and env.step(0)[:4] == (0, 1.0, True, True)
+    env2 = MockEnv2(3)
+    assert env2.reset(seed=7) == (0, {}) and env2.rng_seed == 7
+    assert env2.step(0)[:2] == (1, 100.0) and env2.render().shape == (300, 400, 3)
+    env3 = MockEnv3(2)
+    assert env3.reset() == (0, {"timestep": 0})
+    assert env3.step(0) == (1, 1.0, False, False, {"timestep": 1})
+    assert env3.step(0) == (2, 2.0, True, True, {"timestep": 2})
+
+
+def test_nested_space_repeat_after_me_env():
+    import gymnasium as gym
+
+    from rljax.examples.envs.classes.nested_space_repeat_after_me_env import (
+        NestedSpaceRepeatAfterMeEnv,
+    )
+
+    env = NestedSpaceRepeatAfterMeEnv({"episode_len": 2})
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    action = (1 - obs[0], {"a": obs[1]["a"] + np.array([0.25, 0.5], np.float32)})
+    _, r, term, trunc, _ = env.step(action)
+    assert np.isclose(r, -0.75) and (term, trunc) == (False, False)  # Discrete wrong: +0
+    new = env.current_obs
+    _, r, _, trunc, _ = env.step(new)
+    assert r == 1.0 and trunc
+    custom = NestedSpaceRepeatAfterMeEnv(
+        {"space": gym.spaces.Dict({"x": gym.spaces.Discrete(3), "y": gym.spaces.Discrete(2)})}
+    )
+    obs, _ = custom.reset(seed=1)
+    assert custom.step(obs)[1] == 2.0
+
+
+def test_parametric_actions_cartpole():
+    from rljax.examples.envs.classes.parametric_actions_cartpole import (
+        ParametricActionsCartPole,
+        ParametricActionsCartPoleNoEmbeddings,
+    )
+
+    env = ParametricActionsCartPole(6)
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    mask = obs["action_mask"]
+    assert mask.sum() == 2 and mask[env.left_idx] == mask[env.right_idx] == 1
+    assert np.allclose(obs["avail_actions"][env.left_idx], env.left_action_embed)
+    assert not obs["avail_actions"][mask == 0].any()
+    x_before = obs["cart"][1]
+    obs, r, *_ = env.step(env.right_idx)  # "right" pushes the cart's velocity up
+    assert r == 1.0 and obs["cart"][1] > x_before
+    wrong = next(i for i in range(6) if obs["action_mask"][i] == 0)
+    with pytest.raises(ValueError, match="not valid"):
+        env.step(wrong)
+    fixed = ParametricActionsCartPoleNoEmbeddings(4)
+    obs, _ = fixed.reset(seed=0)
+    assert obs["valid_avail_actions_mask"].sum() == 2 and fixed.step(fixed.left_idx)[1] == 1.0
+
+
+def test_transformed_action_space_env():
+    from rljax.examples.envs.classes.transformed_action_space_env import (
+        ActionTransform,
+        TransformedActionPendulum,
+        transform_action_space,
+    )
+
+    env = TransformedActionPendulum({"low": -15.0})
+    assert isinstance(env, ActionTransform)
+    assert env.action_space.low.tolist() == [-15.0] and env.action_space.high.tolist() == [1.0]
+    assert env.action(np.array([-15.0])).tolist() == [-2.0]  # Pendulum's [-2, 2]
+    assert env.action(np.array([-7.0])).tolist() == [0.0]
+    assert env.action(np.array([1.0])).tolist() == [2.0]
+    made = transform_action_space(lambda config: __import__("gymnasium").make("Pendulum-v1"))
+    assert made({}).action_space.high.tolist() == [1.0]
+
+
+def test_six_room_env():
+    from rljax.examples.envs.classes.six_room_env import SixRoomEnv
+
+    env = SixRoomEnv({"time_limit": 3})
+    assert env.reset()[0] == 14  # row 1, col 1 of a 13-wide map
+    assert env.step(0)[:4] == (14, -0.01, False, False)  # up: a wall
+    assert env.step(3)[0] == 15 and env.step(1)[:4] == (28, -0.01, False, True)
+    near = SixRoomEnv({"custom_map": ["WWWW", "W GW", "WWWW"]})
+    near.reset()
+    assert near.step(3)[:4] == (6, 10.0, True, False)
+
+
+def test_hierarchical_six_room_env():
+    from rljax.examples.envs.classes.six_room_env import HierarchicalSixRoomEnv
+
+    env = HierarchicalSixRoomEnv({"custom_map": ["WWWWW", "W  GW", "WWWWW"]})
+    assert env.possible_agents == ["high_level_agent", *(f"low_level_agent_{i}" for i in range(3))]
+    obs, _ = env.reset()
+    assert obs == {"high_level_agent": 6}
+    obs, rew, term, _, _ = env.step({"high_level_agent": (7, 2)})
+    assert obs == {"low_level_agent_2": (6, 7)}
+    dist = HierarchicalSixRoomEnv.eucl_dist(6, 7, env.map)
+    assert np.isclose(rew["high_level_agent"], dist / (3**2 + 5**2) ** 0.5 - 1.0)
+    obs, rew, term, _, _ = env.step({"low_level_agent_2": 3})
+    assert obs == {"high_level_agent": 7} and rew == {
+        "high_level_agent": 1.0,
+        "low_level_agent_2": 1.0,
+    }
+    env.step({"high_level_agent": (8, 0)})
+    obs, rew, term, _, _ = env.step({"low_level_agent_0": 3})
+    assert rew == {"high_level_agent": 10.0, "low_level_agent_0": 1.0} and term["__all__"]
+
+
+def test_windy_maze_envs():
+    from rljax.examples.envs.classes.windy_maze_env import (
+        HierarchicalWindyMazeEnv,
+        WindyMazeEnv,
+    )
+
+    env = WindyMazeEnv({})
+    (pos, wind), _ = env.reset(seed=0)
+    assert pos.tolist() == [1.0, 1.0] and wind in range(4) and env.end_pos == (6, 1)
+    assert env._get_new_pos((1, 1), 0) == (1, 1) and env._get_new_pos((1, 1), 1) == (1, 2)
+    (pos, _), r, done, trunc, _ = env.step(0)
+    assert pos.tolist() == [1.0, 1.0] and (r, done, trunc) == (0.0, False, False)
+    env.pos = (6, 2)
+    env.wind_direction = 3
+    (pos, _), r, done, _, _ = env.step(1)
+    assert pos.tolist() == [6.0, 1.0] and r == 100.0 and done
+    h = HierarchicalWindyMazeEnv({})
+    obs, _ = h.reset(seed=0)
+    assert list(obs) == ["high_level_agent"]
+    obs, rew, _, _, _ = h.step({"high_level_agent": 1})
+    assert (
+        list(obs) == ["low_level_1"] and obs["low_level_1"][1] == 1 and rew == {"low_level_1": 0.0}
+    )
+    h.flat_env.wind_direction = 1  # east, as the goal says
+    obs, rew, _, _, _ = h.step({"low_level_1": 1})
+    assert obs["low_level_1"][0][0].tolist() == [1.0, 2.0] and rew == {"low_level_1": 1.0}
+
+
+def test_env_with_subprocess(tmp_path):
+    from rljax.env.env_context import EnvContext
+    from rljax.examples.envs.classes.env_with_subprocess import EnvWithSubprocess
+
+    files = {f"tmp_file{i}": str(tmp_path / f"f{i}") for i in range(1, 5)}
+    for path in files.values():
+        open(path, "w").close()
+    env = EnvWithSubprocess(EnvContext(files, worker_index=1))
+    try:
+        assert env.subproc.poll() is None  # running
+        assert env.reset() == (0, {}) and env.step(1) == (0, 0.0, True, False, {})
+        env.close()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["f1", "f2", "f3"]
+    finally:
+        env.subproc.kill()
+        env.subproc.wait()
+
+
+def test_two_step_game():
+    from rljax.examples.envs.classes.multi_agent import TwoStepGame, TwoStepGameWithGroupedAgents
+
+    env = TwoStepGame({})
+    assert env.reset() == ({0: 0, 1: 3}, {}) and env.possible_agents == [0, 1]
+    obs, rew, term, _, _ = env.step({0: 1, 1: 0})
+    assert obs == {0: 2, 1: 5} and rew == {0: 0.0, 1: 0.0} and not term["__all__"]
+    _, rew, term, _, _ = env.step({0: 1, 1: 1})
+    assert rew == {0: 4.0, 1: 4.0} and term["__all__"]
+    env.reset()
+    env.step({0: 0, 1: 1})
+    assert env.step({0: 0, 1: 0})[1] == {0: 3.5, 1: 3.5}
+    hot = TwoStepGame({"one_hot_state_encoding": True, "separate_state_space": True})
+    obs, _ = hot.reset()
+    assert obs[1]["obs"].tolist() == [1, 0, 0, 2] and obs[0]["state"].tolist() == [1, 0, 0]
+    assert hot.get_observation_space(0).contains(obs[0])
+    grouped = TwoStepGameWithGroupedAgents({})
+    assert grouped.reset() == ({"agents": (0, 3)}, {})
+    grouped.step({"agents": (1, 0)})
+    obs, rew, term, _, _ = grouped.step({"agents": (0, 1)})
+    assert rew == {"agents": 1.0} and term == {"agents": True, "__all__": True}
+
+
+def test_guess_the_number_game():
+    from rljax.examples.envs.classes.multi_agent import GuessTheNumberGame
+
+    env = GuessTheNumberGame({"max_number": 5, "max_steps": 3})
+    assert env.reset() == ({0: 0}, {})
+    obs, rew, *_ = env.step({0: np.array([0, 3])})  # the secret is 3
+    assert obs == {1: 0} and rew == {0: 0.0}
+    assert env.step({1: np.array([0, 4])})[1] == {1: 1.0, 0: 1.0}  # lower than 4: yes
+    assert env.step({1: np.array([1, 4])})[1] == {1: 0.0, 0: 1.0}  # higher than 4: no
+    _, rew, term, trunc, _ = env.step({1: np.array([2, 3])})
+    assert rew == {1: 100.0, 0: -100.0} and term["__all__"] and trunc["__all__"]
+    env.reset()
+    env.step({0: np.array([0, 1])})
+    for _ in range(2):
+        env.step({1: np.array([2, 0])})
+    _, rew, _, trunc, _ = env.step({1: np.array([2, 0])})
+    assert rew == {1: 0.0, 0: 100.0} and trunc["__all__"]
+
+
+def test_double_row_corridor_env():
+    from rljax.examples.envs.classes.multi_agent.double_row_corridor_env import (
+        DoubleRowCorridorEnv,
+    )
+
+    env = DoubleRowCorridorEnv({"length": 2})
+    obs, _ = env.reset()
+    assert {a: o.tolist() for a, o in obs.items()} == {"agent_0": [0, 0], "agent_1": [1, 1]}
+    assert env.get_action_space("agent_0").n == 4 and env.possible_agents == ["agent_0", "agent_1"]
+    obs, rew, term, _, _ = env.step({"agent_0": 1, "agent_1": 0})  # each to the other row
+    assert obs["agent_0"].tolist() == [1, 0] and obs["agent_1"].tolist() == [0, 1]
+    assert np.allclose([rew["agent_0"], rew["agent_1"]], [-0.1, -0.1])
+    obs, rew, term, _, _ = env.step({"agent_0": 3, "agent_1": 1})  # both to [1, 1]: meet
+    assert np.allclose([rew["agent_0"], rew["agent_1"]], [4.9, 4.9]) and not term["__all__"]
+    obs, rew, term, _, _ = env.step({"agent_0": 0, "agent_1": 2})  # both reach their goals
+    assert np.allclose([rew["agent_0"], rew["agent_1"]], [9.9, 9.9])
+    assert term == {"agent_0": True, "agent_1": True, "__all__": True}
+    assert {a: o.tolist() for a, o in obs.items()} == {"agent_0": [0, 1], "agent_1": [1, 0]}
+    assert env.step({})[0] == {}  # done agents observe no more
+
+
+def test_contextual_bandits():
+    from rljax.examples.envs.classes.multi_agent.bandit_envs_discrete import (
+        LinearDiscreteEnv,
+        SimpleContextualBandit,
+        WheelBanditEnv,
+    )
+
+    env = SimpleContextualBandit()
+    obs, _ = env.reset(seed=0)
+    c = obs[0]
+    _, r, term, _, info = env.step(0)
+    assert r == (10.0 if c == 1 else -10.0) and term and info["regret"] == 10.0 - r
+    lin = LinearDiscreteEnv({"num_actions": 3, "feature_dim": 2, "reward_noise_std": 0.0})
+    x, _ = lin.reset(seed=0)
+    assert x.shape == (2,) and np.allclose(np.linalg.norm(lin.thetas, axis=1), 1.0)
+    best = int(np.argmax(lin.thetas @ x))
+    _, r, _, _, info = lin.step(best)
+    assert np.isclose(r, lin.thetas[best] @ x) and info == {"regret": 0.0, "opt_action": best}
+    assert WheelBanditEnv.best_arm(np.array([0.1, 0.1]), 0.5) == 0
+    assert [WheelBanditEnv.best_arm(np.array(p), 0.5) for p in ([0.6, 0.6], [0.6, -0.6])] == [1, 4]
+    assert [WheelBanditEnv.best_arm(np.array(p), 0.5) for p in ([-0.6, 0.6], [-0.6, -0.6])] == [
+        2,
+        3,
+    ]
+    wheel = WheelBanditEnv({"std": 0.0})
+    x, _ = wheel.reset(seed=0)
+    assert np.linalg.norm(x) <= 1
+    arm = WheelBanditEnv.best_arm(x, 0.5)
+    _, r, _, _, info = wheel.step(arm)
+    assert r == (50.0 if arm else 1.2) and info["regret"] == 0.0
