@@ -527,7 +527,7 @@ def test_stateless_pendulum():
 
     env = StatelessPendulum({"g": 9.81, "max_episode_steps": 2})
     obs, _ = env.reset(seed=0)
-    th, thdot = env.unwrapped.state
+    th, thdot = env.unwrapped.state  # type: ignore[attr-defined]
     assert obs.shape == (2,) and np.allclose(obs, [np.cos(th), np.sin(th)])
     assert env.g == 9.81
     obs, reward, term, trunc, _ = env.step(np.zeros(1, np.float32))
@@ -571,7 +571,7 @@ def test_deterministic_envs():
     )
 
     a, b = create_cartpole_deterministic({"seed": 5}), create_cartpole_deterministic({"seed": 5})
-    assert np.array_equal(a.unwrapped.state, b.unwrapped.state)
+    assert np.array_equal(a.unwrapped.state, b.unwrapped.state)  # type: ignore[attr-defined]
     p = create_pendulum_deterministic({})
     assert p.observation_space.shape == (3,)
 
@@ -751,6 +751,8 @@ def test_parametric_actions_cartpole():
 
 
 def test_transformed_action_space_env():
+    import gymnasium as gym
+
     from rljax.examples.envs.classes.transformed_action_space_env import (
         ActionTransform,
         TransformedActionPendulum,
@@ -759,12 +761,14 @@ def test_transformed_action_space_env():
 
     env = TransformedActionPendulum({"low": -15.0})
     assert isinstance(env, ActionTransform)
-    assert env.action_space.low.tolist() == [-15.0] and env.action_space.high.tolist() == [1.0]
+    space = env.action_space
+    assert isinstance(space, gym.spaces.Box)
+    assert space.low.tolist() == [-15.0] and space.high.tolist() == [1.0]
     assert env.action(np.array([-15.0])).tolist() == [-2.0]  # Pendulum's [-2, 2]
     assert env.action(np.array([-7.0])).tolist() == [0.0]
     assert env.action(np.array([1.0])).tolist() == [2.0]
-    made = transform_action_space(lambda config: __import__("gymnasium").make("Pendulum-v1"))
-    assert made({}).action_space.high.tolist() == [1.0]
+    made = transform_action_space(lambda config: gym.make("Pendulum-v1"))
+    assert made({}).action_space == gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 
 
 def test_six_room_env():
@@ -889,6 +893,8 @@ def test_guess_the_number_game():
 
 
 def test_double_row_corridor_env():
+    import gymnasium as gym
+
     from rljax.examples.envs.classes.multi_agent.double_row_corridor_env import (
         DoubleRowCorridorEnv,
     )
@@ -896,7 +902,10 @@ def test_double_row_corridor_env():
     env = DoubleRowCorridorEnv({"length": 2})
     obs, _ = env.reset()
     assert {a: o.tolist() for a, o in obs.items()} == {"agent_0": [0, 0], "agent_1": [1, 1]}
-    assert env.get_action_space("agent_0").n == 4 and env.possible_agents == ["agent_0", "agent_1"]
+    assert env.get_action_space("agent_0") == gym.spaces.Discrete(4) and env.possible_agents == [
+        "agent_0",
+        "agent_1",
+    ]
     obs, rew, term, _, _ = env.step({"agent_0": 1, "agent_1": 0})  # each to the other row
     assert obs["agent_0"].tolist() == [1, 0] and obs["agent_1"].tolist() == [0, 1]
     assert np.allclose([rew["agent_0"], rew["agent_1"]], [-0.1, -0.1])
