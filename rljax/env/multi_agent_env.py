@@ -35,8 +35,11 @@ class MultiAgentEnv(gym.Env):
         """Fills in what a subclass left unset, as RLlib's does: ``agents`` from the old
         stack's ``_agent_ids`` set (if any), then ``possible_agents`` as a copy of ``agents``.
         So a subclass that sets only ``self.agents`` before calling ``super().__init__()`` has
-        both."""
+        both. A subclass that computes ``agents`` (a property, as the PettingZoo wrappers')
+        sets its own ``possible_agents``; nothing is derived for it."""
         super().__init__()
+        if isinstance(getattr(type(self), "agents", None), property):
+            return
         if not self.agents:
             self.agents = list(getattr(self, "_agent_ids", None) or ())
         if not self.possible_agents:

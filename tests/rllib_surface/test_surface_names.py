@@ -362,6 +362,17 @@ def test_multi_agent_env_derives_possible_agents_from_agents():
     assert (BothSet().agents, BothSet().possible_agents) == (["x"], ["x", "y"])
     assert MultiAgentEnv().possible_agents == []
 
+    class Computed(MultiAgentEnv):  # agents computed (the PettingZoo wrappers): left alone
+        def __init__(self):
+            super().__init__()
+            self.possible_agents = ["p"]
+
+        @property
+        def agents(self):  # type: ignore[override]
+            return self.possible_agents
+
+    assert Computed().agents == ["p"]
+
 
 # ---- RLlib's PyTorch bases: one clear error where a class on them is used -------------------
 
@@ -948,3 +959,23 @@ def test_contextual_bandits():
     arm = WheelBanditEnv.best_arm(x, 0.5)
     _, r, _, _, info = wheel.step(arm)
     assert r == (50.0 if arm else 1.2) and info["regret"] == 0.0
+
+
+def test_multi_agent_connect4():
+    pytest.importorskip("pettingzoo")
+    from rljax.examples.envs.classes.multi_agent.pettingzoo_connect4 import MultiAgentConnect4
+
+    env = MultiAgentConnect4()
+    assert env.possible_agents == ["player_0", "player_1"]
+    obs, _ = env.reset(seed=0)
+    assert list(obs) == ["player_0"] and obs["player_0"]["observation"].shape == (6, 7, 2)
+    assert obs["player_0"]["action_mask"].tolist() == [1] * 7
+    for column in (0, 1, 0, 1, 0, 1):  # player_0 stacks column 0, player_1 column 1
+        obs, rew, term, _, _ = env.step({env.agent_selection: column})
+    saved = env.get_state()
+    obs, rew, term, _, _ = env.step({"player_0": 0})  # four in column 0
+    assert rew == {"player_0": 1.0, "player_1": -1.0} and term["__all__"]
+    back = env.set_state(saved)
+    assert env.agent_selection == "player_0" and back["action_mask"].sum() == 7
+    _, rew, term, _, _ = env.step({"player_0": 0})  # the restored game, won again
+    assert rew == {"player_0": 1.0, "player_1": -1.0} and term["__all__"]
