@@ -979,3 +979,39 @@ def test_multi_agent_connect4():
     assert env.agent_selection == "player_0" and back["action_mask"].sum() == 7
     _, rew, term, _, _ = env.step({"player_0": 0})  # the restored game, won again
     assert rew == {"player_0": 1.0, "player_1": -1.0} and term["__all__"]
+
+
+def test_parametric_rec_sys():
+    from rljax.examples.envs.classes.multi_agent.bandit_envs_recommender_system import (
+        ParametricRecSys,
+    )
+
+    env = ParametricRecSys(
+        embedding_size=3,
+        num_docs_to_select_from=4,
+        slate_size=2,
+        num_docs_in_db=6,
+        num_users_in_db=1,
+        user_time_budget=1.0,
+    )
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs) and len(obs["doc"]) == 4
+    docs = [obs["doc"][str(i)] for i in range(4)]
+    dots = np.array([obs["user"] @ d for d in docs])
+    scores, probs = env.click_probabilities([2, 0])
+    expect = np.exp(dots - dots.max()) / np.exp(dots - dots.max()).sum()
+    assert np.allclose(scores, expect)
+    overlaps = np.array([expect[2], expect[0], 0.0])
+    assert np.allclose(probs, np.exp(overlaps) / np.exp(overlaps).sum())
+    for _ in range(50):  # until the one click the budget allows
+        scores, _ = env.click_probabilities([2, 0])
+        obs, r, done, trunc, _ = env.step(np.array([2, 0]))
+        if done:
+            break
+        assert r == 0.0
+    clicks = [resp["click"] for resp in obs["response"]]
+    assert done and trunc and sum(clicks) == 1
+    clicked_doc = [2, 0][clicks.index(1)]
+    assert np.isclose(r, (1 - (scores.max() - scores[clicked_doc])) * 100)
+    assert obs["response"][clicks.index(1)]["engagement"] == np.float32(r)
+    assert any(np.array_equal(obs["doc"]["0"], d) for d in env.docs_db or [])
