@@ -139,7 +139,9 @@ class ParametricRecSys(gym.Env):
         else:
             self.currently_suggested_docs = [self._embedding() for _ in range(n)]
         if response is None:
-            response = self.observation_space.spaces["response"].sample()
+            space = self.observation_space
+            assert isinstance(space, gym.spaces.Dict)
+            response = space["response"].sample()
         return {
             "user": self.current_user,
             "doc": {str(i): d for i, d in enumerate(self.currently_suggested_docs)},
