@@ -228,6 +228,36 @@ class Algorithm:
         return config
 
     @classmethod
+    def default_resource_request(cls, config: AlgorithmConfig | dict[str, Any]) -> Any:
+        """RLlib's resource request of a run of ``config``, as a
+        ``tune.PlacementGroupFactory``: the driver's bundle (with the learner's GPUs when
+        ``num_learners`` is 0), one per env runner and evaluation env runner
+        (``num_cpus_per_env_runner``, ``num_gpus_per_env_runner``) and one per learner
+        (``num_cpus_per_learner``, "auto" as 1 CPU without GPUs, ``num_gpus_per_learner``).
+
+        On one host nothing is reserved with it (``rljax.tune.resources``): it records what
+        the config's knobs already say, for ``tune.with_resources``.
+        """
+        from rljax.tune.resources import PlacementGroupFactory
+
+        if isinstance(config, dict):
+            config = cls.get_default_config().update_from_dict(config)
+        c: Any = config
+        gpus = float(c.num_gpus_per_learner)
+        cpus = c.num_cpus_per_learner
+        learner_cpus = float(cpus) if cpus != "auto" else (0.0 if gpus else 1.0)
+        if c.num_learners == 0:
+            main = {"CPU": max(learner_cpus, 1.0), "GPU": gpus}
+        else:
+            main = {"CPU": 1.0, "GPU": 0.0}
+        runner = {"CPU": float(c.num_cpus_per_env_runner), "GPU": float(c.num_gpus_per_env_runner)}
+        runners = int(c.num_env_runners)
+        if c.evaluation_interval:
+            runners += int(c.evaluation_num_env_runners)
+        learners = [{"CPU": learner_cpus, "GPU": gpus}] * int(c.num_learners)
+        return PlacementGroupFactory([main, *([runner] * runners), *learners])
+
+    @classmethod
     def multi_agent_class(cls) -> type[Algorithm] | None:
         """The class that trains this algorithm on ``.multi_agent(...)`` configs, if any."""
         return None

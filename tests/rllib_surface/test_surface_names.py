@@ -1015,3 +1015,21 @@ def test_parametric_rec_sys():
     assert np.isclose(r, (1 - (scores.max() - scores[clicked_doc])) * 100)
     assert obs["response"][clicks.index(1)]["engagement"] == np.float32(r)
     assert any(np.array_equal(obs["doc"]["0"], d) for d in env.docs_db or [])
+
+
+def test_default_resource_request_records_the_configs_knobs(monkeypatch):
+    from rljax.algorithms.ppo import PPO, PPOConfig
+
+    monkeypatch.setattr(resources_module, "_warned", True)
+
+    config = (
+        PPOConfig()
+        .env_runners(num_env_runners=2, num_cpus_per_env_runner=2)
+        .evaluation(evaluation_interval=1, evaluation_num_env_runners=1)
+    )
+    pgf = PPO.default_resource_request(config)
+    assert pgf.bundles == [{"CPU": 1.0, "GPU": 0.0}] + [{"CPU": 2.0, "GPU": 0.0}] * 3
+    assert PPO.default_resource_request({}).bundles == [{"CPU": 1.0, "GPU": 0.0}]
+    two = PPO.default_resource_request(PPOConfig().learners(num_learners=2))
+    assert two.bundles == [{"CPU": 1.0, "GPU": 0.0}] * 3 and two.required_resources["CPU"] == 3
+    assert tune.with_resources(PPO, pgf) is PPO
