@@ -1033,3 +1033,29 @@ def test_default_resource_request_records_the_configs_knobs(monkeypatch):
     two = PPO.default_resource_request(PPOConfig().learners(num_learners=2))
     assert two.bundles == [{"CPU": 1.0, "GPU": 0.0}] * 3 and two.required_resources["CPU"] == 3
     assert tune.with_resources(PPO, pgf) is PPO
+
+
+def test_cartpole_with_protobuf_observation_space():
+    pytest.importorskip("google.protobuf")
+    from rljax.examples.envs.classes.cartpole_with_protobuf_observation_space import (
+        CartPoleWithProtobufObservationSpace,
+        from_protobuf,
+        to_protobuf,
+    )
+    from rljax.examples.envs.classes.utils.cartpole_observations_proto import CartPoleObservation
+
+    env = CartPoleWithProtobufObservationSpace()
+    obs, _ = env.reset(seed=0)
+    assert env.observation_space.contains(obs) and obs.shape == (36,)
+    assert np.allclose(from_protobuf(obs), _cartpole_state(env))
+    obs, reward, *_ = env.step(1)
+    assert reward == 1.0 and np.allclose(from_protobuf(obs), _cartpole_state(env))
+    # Each field: a tag byte (number << 3 | 1, a 64-bit value) and 8 little-endian bytes.
+    data = to_protobuf([0.0, 1.0, 0.0, -2.0]).tobytes()
+    assert data[0] == (1 << 3) | 1 and data[9] == (2 << 3) | 1 and len(data) == 36
+    assert (
+        np.frombuffer(data[10:18], "<f8")[0] == 1.0 and np.frombuffer(data[28:36], "<f8")[0] == -2.0
+    )
+    parsed = CartPoleObservation()
+    parsed.ParseFromString(data)
+    assert (parsed.x_pos, parsed.x_veloc, parsed.angle_veloc) == (0.0, 1.0, -2.0)
