@@ -36,6 +36,7 @@ from rljax.callbacks.callbacks import HOOKS
 from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.episodes import EpisodeReplay, replay_multi_agent
 from rljax.connectors.env_to_module import build_env_to_module
+from rljax.core import DEFAULT_POLICY_ID, RL_MODULE_PATH
 from rljax.env.env_context import EnvContext
 from rljax.env.spaces import is_structured, space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
@@ -83,7 +84,7 @@ from rljax.utils.seeding import derive_seed
 
 logger = logging.getLogger("rljax")
 
-DEFAULT_POLICY = "default_policy"
+DEFAULT_POLICY = DEFAULT_POLICY_ID
 
 
 class EpisodeStats:
@@ -233,6 +234,36 @@ class Algorithm:
         if config.algo_class is None:
             raise ConfigError(f"{cls.__name__} is no algorithm to configure")
         return config
+
+    @classmethod
+    def default_resource_request(cls, config: AlgorithmConfig | dict[str, Any]) -> Any:
+        """RLlib's resource request of a run of ``config``, as a
+        ``tune.PlacementGroupFactory``: the driver's bundle (with the learner's GPUs when
+        ``num_learners`` is 0), one per env runner and evaluation env runner
+        (``num_cpus_per_env_runner``, ``num_gpus_per_env_runner``) and one per learner
+        (``num_cpus_per_learner``, "auto" as 1 CPU without GPUs, ``num_gpus_per_learner``).
+
+        On one host nothing is reserved with it (``rljax.tune.resources``): it records what
+        the config's knobs already say, for ``tune.with_resources``.
+        """
+        from rljax.tune.resources import PlacementGroupFactory
+
+        if isinstance(config, dict):
+            config = cls.get_default_config().update_from_dict(config)
+        c: Any = config
+        gpus = float(c.num_gpus_per_learner)
+        cpus = c.num_cpus_per_learner
+        learner_cpus = float(cpus) if cpus != "auto" else (0.0 if gpus else 1.0)
+        if c.num_learners == 0:
+            main = {"CPU": max(learner_cpus, 1.0), "GPU": gpus}
+        else:
+            main = {"CPU": 1.0, "GPU": 0.0}
+        runner = {"CPU": float(c.num_cpus_per_env_runner), "GPU": float(c.num_gpus_per_env_runner)}
+        runners = int(c.num_env_runners)
+        if c.evaluation_interval:
+            runners += int(c.evaluation_num_env_runners)
+        learners = [{"CPU": learner_cpus, "GPU": gpus}] * int(c.num_learners)
+        return PlacementGroupFactory([main, *([runner] * runners), *learners])
 
     @classmethod
     def multi_agent_class(cls) -> type[Algorithm] | None:
@@ -1821,9 +1852,8 @@ class RLModule:
         ``allow_imports``).
         """
         parts = Path(os.fspath(path)).parts
-        rllib_tail = ("learner_group", "learner", "rl_module")
         for i in range(len(parts) - 3, -1, -1):
-            if parts[i : i + 3] == rllib_tail:
+            if parts[i : i + 3] == RL_MODULE_PATH:
                 if i + 3 < len(parts) and policy_id is None:
                     policy_id = parts[i + 3]
                 path = Path(*parts[:i]) if i else Path(".")

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
 
+from rljax.algorithms.old_model_dict import check_old_model_dict
 from rljax.algorithms.rllib_only import check_rllib_only
 from rljax.algorithms.settings import Setting, declared_settings, setter_doc
 from rljax.callbacks.dispatch import check_callbacks_class, check_hook_function
@@ -46,6 +47,7 @@ from rljax.utils.checks import (
 from rljax.utils.errors import ConfigError, best_match, closest
 from rljax.utils.references import LoadPolicy, qualified_name, resolve
 from rljax.utils.seeding import MAX_SEED
+from rljax.utils.torch_classes import check_not_torch
 
 # Config files are small (the tuned examples are under 2 KB): a cap well above any real one
 # that keeps PyYAML's pure-Python parse of the worst such file near a second.
@@ -90,7 +92,7 @@ RENAMED = {
     "lambda": "lambda_",
     "learning_rate": "lr",
     "num_gpus": "num_gpus_per_learner",
-    "model": "model_config",
+    "model": "model_config",  # in .training(), RLlib's old model dict (old_model_dict.py)
     "rollouts": "env_runners",
     "buffer_size": "replay_buffer_config={'capacity': ...}",
     "learning_starts": "num_steps_sampled_before_learning_starts",
@@ -709,6 +711,10 @@ class AlgorithmConfig:
         values = dict(values)
         values.pop("self", None)
         extra = _deprecated_names(f".{section}()", values.pop("kwargs", {}), self._all_keys())
+        for key, value in [*values.items(), *extra.items()]:  # a PyTorch class of a script
+            check_not_torch(value, f".{section}({key}=...)")
+        if section == "training" and "model" in extra:  # RLlib's old-stack model dict
+            check_old_model_dict(".training()", extra.pop("model"))
         for key in [k for k in extra if k in values]:
             if values[key] is not UNSET:
                 raise ConfigError(f".{section}() got {key!r} twice (also by its deprecated name)")
@@ -1209,6 +1215,8 @@ class AlgorithmConfig:
             )
         keys = self._all_keys()
         config_dict = _deprecated_names("update_from_dict()", dict(config_dict), keys)
+        if "model" in config_dict and "model" not in keys:  # RLlib's old-stack model dict
+            check_old_model_dict("update_from_dict()", config_dict.pop("model"))
         config_dict = {
             k: v
             for k, v in config_dict.items()

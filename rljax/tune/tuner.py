@@ -1092,7 +1092,11 @@ class Tuner:
         return state
 
     def _progress(self, state: es.ExperimentState) -> ProgressReporter:
-        table = TrialTable(self._searched, self.tune_config.metric, self.tune_config.mode)
+        chosen = self.run_config.progress_reporter
+        if chosen is not None:
+            table = chosen.table(self._searched, self.tune_config.metric, self.tune_config.mode)
+        else:
+            table = TrialTable(self._searched, self.tune_config.metric, self.tune_config.mode)
         for entry, variant in zip(state.trials, self._variants, strict=True):
             table.add(entry["trial_id"], f"{self.trainable_name}_{entry['trial_id']}", variant)
             if self._restored is not None and entry["status"] != es.PENDING:
@@ -1100,7 +1104,7 @@ class Tuner:
                 history = es.read_history(state.root / entry["dir"])
                 if history:
                     table.report(entry["trial_id"], history[-1])
-        return ProgressReporter(table)
+        return ProgressReporter(table) if chosen is None else chosen.reporter(table)
 
     @classmethod
     def can_restore(cls, path: str | os.PathLike[str]) -> bool:

@@ -29,6 +29,9 @@ class RLModuleSpec:
     def __post_init__(self) -> None:
         import flax.linen as nn
 
+        from rljax.utils.torch_classes import check_not_torch
+
+        check_not_torch(self.module_class, "RLModuleSpec(module_class=...)")
         if self.module_class is not None and not (
             isinstance(self.module_class, type) and issubclass(self.module_class, nn.Module)
         ):
