@@ -330,6 +330,29 @@ CASES = [
         ["spaces.observation", "more than 256 subspaces"],
     ),
     (
+        # within the bounds: the state file is checked against the traced shapes, and refused
+        # before a program is compiled for each of the 200 inputs
+        "inference: a Dict of 200 Boxes the state does not fit",
+        _observation_space(
+            {
+                "type": "Dict",
+                "spaces": {
+                    f"k{i:03d}": {
+                        "type": "Box",
+                        "shape": [i + 1],
+                        "dtype": "float32",
+                        "low": -1,
+                        "high": 1,
+                    }
+                    for i in range(200)
+                },
+            }
+        ),
+        MODULE,
+        CheckpointError,
+        ["state.msgpack", "does not match this algorithm", "expected keys"],
+    ),
+    (
         "inference: Dict spaces nested 9 deep",
         _observation_space(_nested_dict(9)),
         MODULE,
