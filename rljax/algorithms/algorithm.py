@@ -1594,8 +1594,8 @@ def _checked_load(
         algo_class = algo_class.multi_agent_class()
     if algo_class is None:
         raise CheckpointError(
-            f"{meta_file}: config: {saved.algo} does not train multi-agent envs; its "
-            "checkpoint cannot hold policies of one"
+            f"{meta_file}: config: {saved.algo} does not train multi-agent envs "
+            "(.multi_agent(...) configs are PPO's), but the config names policies"
         )
     return _LoadedCheckpoint(
         config, saved, version_dir, spaces if without_env else None, algo_class
