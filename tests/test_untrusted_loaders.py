@@ -524,6 +524,13 @@ CASES = [
         ["'files' names a 'greedy' file"],
     ),
     (
+        "exported: another format version",
+        _meta_field(format_version=99),
+        EXPORTED,
+        ExportedPolicyError,
+        ["format_version 99", "this loader reads 1"],
+    ),
+    (
         "exported: an object observation dtype",
         _meta_field(observation_dtype="object"),
         EXPORTED,

@@ -40,10 +40,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.env.spaces import is_structured, space_to_data, zeros_batch
+from rljax.policy.loader import FORMAT_VERSION
 from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
 
-FORMAT_VERSION = 1
 PLATFORMS = ("cpu", "cuda")
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from jax import export
 
+FORMAT_VERSION = 1  # of policy.json, which rljax export writes
 MAX_POLICY_JSON_BYTES = 1 << 20  # policy.json: spaces and settings, a few KB
 MAX_PROGRAM_BYTES = 1 << 30  # a program holds its weights: 1 GiB is 250M float32 numbers
 NUMBER_KINDS = "biuf"  # observation dtypes: bool, ints, floats
@@ -107,6 +108,11 @@ def load_exported(
         if isinstance(e, ExportedPolicyError):
             raise
         raise ExportedPolicyError(f"{where}: not valid JSON ({type(e).__name__})") from None
+    version = meta.get("format_version") if isinstance(meta, dict) else None
+    if isinstance(meta, dict) and (version != FORMAT_VERSION or isinstance(version, bool)):
+        raise ExportedPolicyError(
+            f"{where}: format_version {str(version)[:20]}; this loader reads {FORMAT_VERSION}"
+        )
     files = meta.get("files") if isinstance(meta, dict) else None
     kind = "sample" if explore else "greedy"
     if not isinstance(files, dict) or kind not in files:
