@@ -462,10 +462,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from rljax.algorithms.algorithm import Algorithm
+    from rljax.policy.export import check_export_dir
 
     start = time.perf_counter()
+    check_export_dir(args.out)  # before the checkpoint is loaded
     algo = Algorithm._for_inference(args.checkpoint, allow_imports=args.allow_import)
-    out = algo.export_policy(args.out, args.policy_id)
+    try:
+        out = algo.export_policy(args.out, args.policy_id)
+    except ValueError as e:  # a policy id the checkpoint lacks, a recurrent policy
+        raise ConfigError(f"{args.checkpoint}: {e}") from None
     print(
         json.dumps(
             {

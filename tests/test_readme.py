@@ -78,8 +78,8 @@ def test_callback_example_reports_its_metric():
 
 
 def test_export_loader_is_the_modules():
-    from rljax.policy import export
-
+    """The README serves exported policies through rljax's loader, and names its module as the
+    code to copy where rljax is not installed."""
     readme = _python_block("policy as StableHLO")
-    loader = readme[: readme.index("actions = load_policy")].strip()
-    assert loader in export.__doc__.replace("\n    ", "\n")
+    assert "from rljax.policy import load_exported" in readme
+    assert "rljax/policy/loader.py" in README.read_text()

@@ -76,6 +76,7 @@ from rljax.utils.errors import (
     CheckpointError,
     ConfigError,
 )
+from rljax.utils.jit import abstract_init
 from rljax.utils.memory import check_fits
 from rljax.utils.metrics.metrics_logger import MetricsLogger, merge_into
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
@@ -300,14 +301,18 @@ class Algorithm:
             else int.from_bytes(os.urandom(4), "little") >> 1
         )
         self._resolve_env()
-        env_name = getattr(self.env_spec, "name", None) or getattr(
-            config.env, "__name__", "the env"
+        env_name = (
+            getattr(self.env_spec, "name", None)
+            or (config.env if isinstance(config.env, str) else None)
+            or getattr(config.env, "__name__", "the env")
         )
-        if not inference_only:
-            check_fits(
-                config.memory_terms(self.observation_space, self.action_space),
-                f"{config.algo_name} on {env_name}",
-            )
+        # Every build, a loaded policy's too: what it allocates, estimated before anything is.
+        terms = (
+            config.inference_memory_terms(self.observation_space, self.action_space)
+            if inference_only
+            else config.memory_terms(self.observation_space, self.action_space)
+        )
+        check_fits(terms, f"{config.algo_name} on {env_name}")
         self.learner_devices = learner_devices(config.num_learners, config.num_gpus_per_learner)
         self.mesh = make_mesh(self.learner_devices) if len(self.learner_devices) > 1 else None
         self.runner_device = runner_device(config.num_gpus_per_env_runner)
@@ -338,6 +343,8 @@ class Algorithm:
         self._greedy_slots_jit: Callable[[Params, Any], jax.Array] | None = None
         self._num_evaluations = 0
         self._non_finite_seen = 0
+        # NaN and infinite numbers in the weights the last checkpoint loaded brought.
+        self._non_finite_weights_loaded = 0
         self._stopped = False
         # User callbacks (config.callbacks); with an episode hook the sampled steps reach the
         # host once per iteration (rljax.callbacks.episodes).
@@ -787,6 +794,7 @@ class Algorithm:
                 "__all_modules__": {
                     "num_non_finite_updates": non_finite,
                     "num_non_finite_updates_lifetime": non_finite_total,
+                    "num_non_finite_weights_loaded": self._non_finite_weights_loaded,
                     "num_env_steps_trained": trained,
                     "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
                     "num_env_steps_trained_per_second": trained / elapsed
@@ -1351,7 +1359,25 @@ class Algorithm:
         self.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
         self._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
+        self._note_loaded_weights(state, version_dir / ckpt.STATE_FILE)
         self.callbacks("on_checkpoint_loaded", algorithm=self)
+
+    def _note_loaded_weights(self, state: Any, path: Any) -> None:
+        """Counts the NaN and infinite numbers in a loaded state's weights (its host arrays
+        under a ``*params`` key): warns, naming the file, where there are any (such a policy
+        acts on garbage, e.g. always action 0, and every update is skipped as non-finite), and
+        each result reports the count (``learners/__all_modules__/
+        num_non_finite_weights_loaded``)."""
+        bad, total = ckpt.count_non_finite_weights(state)
+        self._non_finite_weights_loaded = bad
+        if bad:
+            logger.warning(
+                "%s: %s of the %s loaded weights are NaN or infinite; the policy's actions "
+                "are meaningless and updates from them are skipped as non-finite",
+                path,
+                f"{bad:,}",
+                f"{total:,}",
+            )
 
     def _check_runner_state(self, runners: Any, path: Any) -> tuple[str, list[Any] | None]:
         """Whether the saved env runners' state fits this run's runners: ("", the checked
@@ -1405,53 +1431,35 @@ class Algorithm:
         Code the checkpoint names loads only as for ``from_checkpoint``; the env and the
         mapping function are not needed when the checkpoint describes its spaces (rljax writes
         that description), so they are not loaded then. A user Flax module must be trusted
-        (``module_class=``, registered, or ``allow_imports``): it is the network.
+        (``module_class=``, registered, or ``allow_imports``): it is the network. The config is
+        checked as ``from_checkpoint`` checks it (``_checked_load``), and the state file's tree
+        against the shapes the networks would have, before anything is compiled.
         """
-        LoadPolicy.make(allow_imports)
-        meta, version_dir = ckpt.load_metadata(path)
-        meta_file = version_dir / ckpt.META_FILE
-        saved = checked_metadata(meta, meta_file)
-        config_cls = algorithm_registry.config_class(saved.algo)
-        data = {
-            k: v
-            for k, v in meta["config"].items()
-            if not (k == "callbacks_class" or k.startswith("callbacks_on_"))
-        }
-        saved_spaces = None
-        spaces = meta.get("spaces")
-        if isinstance(spaces, dict) and env is None:
-            where = f"{meta_file}: spaces"
-            saved_spaces = {
-                "spaces": (
-                    space_from_data(spaces.get("observation"), where),
-                    space_from_data(spaces.get("action"), where),
-                ),
-                "possible_agents": spaces.get("possible_agents"),
-            }
-            # Code that only builds envs or maps agents is not needed, so it is not loaded.
-            if isinstance(data.get("env"), dict):
-                data["env"] = None
-            if data.get("policy_mapping_fn") is not None:
-                data["policy_mapping_fn"] = None
+        loaded = _checked_load(
+            cls,
+            path,
+            inference=True,
+            allow_imports=allow_imports,
+            env=env,
+            module_class=module_class,
+        )
+        meta_file = loaded.version_dir / ckpt.META_FILE
         try:
-            config = config_cls.from_dict(
-                data, allow_imports=allow_imports, env=env, module_class=module_class
-            )
+            # The learner state's shapes, traced (jax.eval_shape): nothing compiles or runs
+            # before the state file is checked against them.
+            with abstract_init():
+                algo = loaded.algo_class(
+                    loaded.config, inference_only=True, saved_spaces=loaded.saved_spaces
+                )
         except ConfigError as e:
             raise CheckpointError(f"{meta_file}: config: {e}") from None
-        _in_saved_policy_order(config, saved, meta_file)
-        algo_class = config.algo_class
-        if config.is_multi_agent:
-            algo_class = algo_class.multi_agent_class()
-        if saved_spaces is None:
-            config.validate()  # resolves the env, whose spaces are needed
-        algo = algo_class(config, inference_only=True, saved_spaces=saved_spaces)
-        target = algo._inference_target(bool(meta.get("includes_replay_buffer")))
+        target = algo._inference_target(loaded.saved.includes_replay_buffer)
         shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), target)
-        state = ckpt.load_state(version_dir, shapes)
-        algo._check_loaded_state(state, version_dir / ckpt.STATE_FILE)
+        state = ckpt.load_state(loaded.version_dir, shapes)
+        algo._check_loaded_state(state, loaded.version_dir / ckpt.STATE_FILE)
         algo._restore_state(state)
-        algo.iteration = saved.counters["training_iteration"]
+        algo._note_loaded_weights(state, loaded.version_dir / ckpt.STATE_FILE)
+        algo.iteration = loaded.saved.counters["training_iteration"]
         return algo
 
     @classmethod
@@ -1481,35 +1489,22 @@ class Algorithm:
         estimated against the machine's, before anything is built; a checkpoint that does not
         fit raises ``CheckpointError`` naming the file and the field.
         """
-        LoadPolicy.make(allow_imports)  # a bad prefix is the caller's error: ConfigError, first
-        meta, version_dir = ckpt.load_metadata(path)
-        meta_file = version_dir / ckpt.META_FILE
-        saved = checked_metadata(meta, meta_file)
-        config_cls = algorithm_registry.config_class(saved.algo)
-        if cls is not Algorithm and getattr(cls, "config_class", None) not in (None, config_cls):
-            raise CheckpointError(
-                f"{str(path)!r} holds a {saved.algo} checkpoint; {cls.__name__} cannot load it "
-                "(Algorithm.from_checkpoint loads any)"
-            )
+        loaded = _checked_load(
+            cls,
+            path,
+            inference=False,
+            allow_imports=allow_imports,
+            env=env,
+            policy_mapping_fn=policy_mapping_fn,
+            module_class=module_class,
+            callbacks=callbacks,
+        )
         try:
-            config = config_cls.from_dict(
-                meta["config"],
-                allow_imports=allow_imports,
-                env=env,
-                policy_mapping_fn=policy_mapping_fn,
-                module_class=module_class,
-                callbacks=callbacks,
-            )
-            _in_saved_policy_order(config, saved, meta_file)
-            config.validate()
+            algo = loaded.config.build_algo()
         except ConfigError as e:
-            raise CheckpointError(f"{meta_file}: config: {e}") from None
+            raise CheckpointError(f"{loaded.version_dir / ckpt.META_FILE}: config: {e}") from None
         try:
-            algo = config.build_algo()
-        except ConfigError as e:
-            raise CheckpointError(f"{meta_file}: config: {e}") from None
-        try:
-            algo.restore_from_path(version_dir)
+            algo.restore_from_path(loaded.version_dir)
         except BaseException:
             algo.stop()
             raise
@@ -1585,6 +1580,160 @@ def _refuse_config(cls: type[Algorithm], config: Any) -> None:
     raise ConfigError(
         f"{cls.__name__}(config={config!r}): expected a {name} "
         f"({name}().environment(...).build_algo() builds the algorithm)"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _LoadedCheckpoint:
+    """A checkpoint's checked metadata and config, ready to build (``_checked_load``)."""
+
+    config: AlgorithmConfig
+    saved: SavedMetadata
+    version_dir: Path
+    saved_spaces: dict[str, Any] | None
+    algo_class: type[Algorithm]
+
+
+_MAX_AGENTS = 10_000
+
+
+def _saved_spaces(meta: dict[str, Any], meta_file: Path) -> dict[str, Any] | None:
+    """The spaces and agents a checkpoint describes (bounded: ``space_from_data``), or None
+    when it describes none."""
+    spaces = meta.get("spaces")
+    if spaces is None:
+        return None
+    where = f"{meta_file}: spaces"
+    if not isinstance(spaces, dict):
+        raise CheckpointError(f"{where}: expected an object; got a {type(spaces).__name__}")
+    agents = spaces.get("possible_agents")
+    if agents is not None and not (
+        isinstance(agents, list)
+        and 0 < len(agents) <= _MAX_AGENTS
+        and all(isinstance(a, (str, int)) and not isinstance(a, bool) for a in agents)
+        and len(set(agents)) == len(agents)
+    ):
+        raise CheckpointError(
+            f"{where}: possible_agents must be null or a list of at most {_MAX_AGENTS:,} "
+            "distinct agent ids (strings or ints)"
+        )
+    return {
+        "spaces": (
+            space_from_data(spaces.get("observation"), f"{where}.observation"),
+            space_from_data(spaces.get("action"), f"{where}.action"),
+        ),
+        "possible_agents": agents,
+    }
+
+
+def _check_policy_mapping(config: AlgorithmConfig, agents: list[Any], meta_file: Path) -> None:
+    """Each agent's policy under the config's mapping function, before anything is built: a
+    policy id that is not one of the config's is a ``CheckpointError`` listing both. A mapping
+    function that needs an episode to decide (it raises on ``episode=None``) is left to the
+    env runners, which check each agent as it appears."""
+    from rljax.env.multi_agent_vector import mapping_caller
+
+    if config.policy_mapping_fn is None or config.policies is None:
+        return
+    fn = mapping_caller(config.policy_mapping_fn)
+    mapped = {}
+    for agent in agents:
+        try:
+            mapped[agent] = fn(agent, None, worker_index=0)
+        except Exception:
+            return
+    policies = list(config.policies)
+    unknown = {a: p for a, p in mapped.items() if not isinstance(p, str) or p not in policies}
+    if unknown:
+        returned = sorted({repr(p)[:60] for p in mapped.values()})
+        raise CheckpointError(
+            f"{meta_file}: the policy mapping function maps the agents {agents[:20]} to "
+            f"{', '.join(returned[:20])}, but the checkpoint's policies are {policies[:20]} "
+            f"(agent {next(iter(unknown))!r} gets {next(iter(unknown.values()))!r}); pass the "
+            "run's own policy_mapping_fn"
+        )
+
+
+def _checked_load(
+    cls: type[Algorithm],
+    path: str | os.PathLike,
+    *,
+    inference: bool,
+    allow_imports: Iterable[str] | None,
+    env: Any = None,
+    policy_mapping_fn: Any = None,
+    module_class: Any = None,
+    callbacks: Any = None,
+) -> _LoadedCheckpoint:
+    """The one check of a checkpoint before anything of it is built, for every loader
+    (``Algorithm.from_checkpoint``, ``RLModule.from_checkpoint``, ``rljax export``): the
+    metadata's fields, the described spaces (bounded), the config from its data (code only
+    by the caller's opt-in), every setting validated, the policies against the mapping
+    function. The memory estimate follows in ``Algorithm.__init__``, for every build.
+
+    ``inference``: for a policy loaded for inference, where callbacks are left out and, when
+    the checkpoint describes its spaces, the env and the mapping function too (never built:
+    the settings are validated without the env).
+    """
+    LoadPolicy.make(allow_imports)  # a bad prefix is the caller's error: ConfigError, first
+    meta, version_dir = ckpt.load_metadata(path)
+    meta_file = version_dir / ckpt.META_FILE
+    saved = checked_metadata(meta, meta_file)
+    config_cls = algorithm_registry.config_class(saved.algo)
+    if cls is not Algorithm and getattr(cls, "config_class", None) not in (None, config_cls):
+        raise CheckpointError(
+            f"{str(path)!r} holds a {saved.algo} checkpoint; {cls.__name__} cannot load it "
+            "(Algorithm.from_checkpoint loads any)"
+        )
+    spaces = _saved_spaces(meta, meta_file)
+    data = dict(saved.config)
+    without_env = inference and spaces is not None and env is None
+    if inference:
+        data = {
+            k: v
+            for k, v in data.items()
+            if not (k == "callbacks_class" or k.startswith("callbacks_on_"))
+        }
+    if without_env:
+        # Code that only builds envs or maps agents is not needed, so it is not loaded.
+        if isinstance(data.get("env"), dict):
+            data["env"] = None
+        if data.get("policy_mapping_fn") is not None:
+            data["policy_mapping_fn"] = None
+    try:
+        if inference:
+            config = config_cls.from_dict(
+                data, allow_imports=allow_imports, env=env, module_class=module_class
+            )
+        else:
+            config = config_cls.from_dict(
+                data,
+                allow_imports=allow_imports,
+                env=env,
+                policy_mapping_fn=policy_mapping_fn,
+                module_class=module_class,
+                callbacks=callbacks,
+            )
+        _in_saved_policy_order(config, saved, meta_file)
+        if without_env:
+            config.validate_without_env()
+        else:
+            config.validate()
+    except ConfigError as e:
+        raise CheckpointError(f"{meta_file}: config: {e}") from None
+    agents = spaces["possible_agents"] if spaces is not None else None
+    if agents:
+        _check_policy_mapping(config, agents, meta_file)
+    algo_class = config.algo_class
+    if config.is_multi_agent and algo_class is not None:
+        algo_class = algo_class.multi_agent_class()
+    if algo_class is None:
+        raise CheckpointError(
+            f"{meta_file}: config: {saved.algo} does not train multi-agent envs "
+            "(.multi_agent(...) configs are PPO's), but the config names policies"
+        )
+    return _LoadedCheckpoint(
+        config, saved, version_dir, spaces if without_env else None, algo_class
     )
 
 
@@ -1824,6 +1973,34 @@ def _replace_leaves(tree: Any, new: dict[str, Any]) -> Any:
     )
 
 
+_RLLIB_MODULE_DIRS = RL_MODULE_PATH  # RLlib's component names (rljax.core)
+
+
+def rllib_module_path(path: str | os.PathLike) -> tuple[str | os.PathLike, str | None]:
+    """RLlib's module path inside a checkpoint, ``<checkpoint>/learner_group/learner/rl_module``
+    with an optional ``/<policy_id>``, as ``(<checkpoint>, policy_id or None)``; any other path
+    as ``(path, None)``. The part after ``rl_module`` must be one policy id: ``..``, ``.`` or
+    further parts are a ``CheckpointError`` (RLlib's directories do not exist here, so a path
+    is never resolved through them)."""
+    if not isinstance(path, (str, os.PathLike)):
+        return path, None
+    parts = Path(os.fspath(path)).parts
+    n = len(_RLLIB_MODULE_DIRS)
+    for i in range(len(parts) - n, -1, -1):
+        if parts[i : i + n] != _RLLIB_MODULE_DIRS:
+            continue
+        tail = parts[i + n :]
+        if len(tail) > 1 or (tail and tail[0] in (".", "..")):
+            raise CheckpointError(
+                f"{str(path)[:300]!r}: after {'/'.join(_RLLIB_MODULE_DIRS)} RLlib's module path "
+                f"takes one policy id (<checkpoint>/{'/'.join(_RLLIB_MODULE_DIRS)}/<policy_id>); "
+                f"got {'/'.join(tail)[:200]!r}"
+            )
+        root = Path(*parts[:i]) if i else Path(".")
+        return root, tail[0] if tail else None
+    return path, None
+
+
 class RLModule:
     """Jitted inference of a policy: an algorithm's current one (``algo.get_module()``), or a
     checkpoint's (``RLModule.from_checkpoint(path)``).
@@ -1851,18 +2028,23 @@ class RLModule:
         allows (a user Flax module must be trusted: ``module_class=``, registered, or
         ``allow_imports``).
         """
-        parts = Path(os.fspath(path)).parts
-        for i in range(len(parts) - 3, -1, -1):
-            if parts[i : i + 3] == RL_MODULE_PATH:
-                if i + 3 < len(parts) and policy_id is None:
-                    policy_id = parts[i + 3]
-                path = Path(*parts[:i]) if i else Path(".")
-                break
+        path, named = rllib_module_path(path)
+        if named is not None and policy_id is not None and named != policy_id:
+            raise CheckpointError(
+                f"{str(path)!r}: the path names policy {named!r} and policy_id={policy_id!r}; "
+                "give one"
+            )
+        policy_id = policy_id if policy_id is not None else named
         algo = Algorithm._for_inference(
             path, allow_imports=allow_imports, env=env, module_class=module_class
         )
         if policy_id is None and algo._policy_ids() == [DEFAULT_POLICY]:
             policy_id = None
+        if policy_id is not None and policy_id not in algo._policy_ids():
+            raise CheckpointError(
+                f"{str(path)!r} has no policy {policy_id[:200]!r}; its policies are "
+                f"{algo._policy_ids()[:20]}"
+            )
         return algo.get_module(policy_id)
 
     def __init__(self, algo: Algorithm, policy_id: str | None = None):

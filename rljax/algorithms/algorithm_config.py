@@ -1032,6 +1032,8 @@ class AlgorithmConfig:
     def _uses_envpool(self) -> bool:
         from rljax.env.vector import resolve_env
 
+        if self._without_env:  # checked for inference: no env is resolved
+            return False
         try:
             return resolve_env(self.env, self.env_config).backend == "envpool"
         except ConfigError:
@@ -1056,11 +1058,6 @@ class AlgorithmConfig:
         envs = self.total_num_envs
         sampled = self.sampled_batch_size
         mc = self.model_config
-        networks = f"model_config.fcnet_hiddens={list(mc.fcnet_hiddens)}"
-        if memory.is_image(observation_space):
-            networks = f"model_config.conv_filters={_filters_shown(mc.conv_filters)}"
-        if mc.head_fcnet_hiddens:
-            networks += f", head_fcnet_hiddens={list(mc.head_fcnet_hiddens)}"
         terms = [
             (
                 f"num_envs_per_env_runner={self.num_envs_per_env_runner} x {runners} runner(s)",
@@ -1070,13 +1067,7 @@ class AlgorithmConfig:
                 f"the sampled batch of {sampled:,} env steps (rollout_fragment_length x envs)",
                 sampled * (obs + 64) * 4,
             ),
-            (
-                f"the networks ({networks})",
-                self.network_params(observation_space, action_space)
-                * 4
-                * memory.PARAM_COPIES
-                * max(1, len(self.policies or ())),
-            ),
+            self._networks_term(observation_space, action_space),
         ]
         encoders = self._conv_encoders()
         if memory.is_image(observation_space) and encoders:
@@ -1125,6 +1116,29 @@ class AlgorithmConfig:
                 )
             )
         return terms
+
+    def inference_memory_terms(
+        self, observation_space: Any, action_space: Any
+    ) -> list[tuple[str, int]]:
+        """``memory_terms`` of a policy loaded for inference: its networks and their learner
+        state, which such a load builds (no env, batch or replay buffer)."""
+        return [self._networks_term(observation_space, action_space)]
+
+    def _networks_term(self, observation_space: Any, action_space: Any) -> tuple[str, int]:
+        """The networks' parameters with their gradients, optimizer moments and copies."""
+        mc = self.model_config
+        networks = f"model_config.fcnet_hiddens={list(mc.fcnet_hiddens)}"
+        if memory.is_image(observation_space):
+            networks = f"model_config.conv_filters={_filters_shown(mc.conv_filters)}"
+        if mc.head_fcnet_hiddens:
+            networks += f", head_fcnet_hiddens={list(mc.head_fcnet_hiddens)}"
+        return (
+            f"the networks ({networks})",
+            self.network_params(observation_space, action_space)
+            * 4
+            * memory.PARAM_COPIES
+            * max(1, len(self.policies or ())),
+        )
 
     def _update_rows(self) -> int:
         """Observations one update step passes through the network together: the whole train
@@ -1253,8 +1267,8 @@ class AlgorithmConfig:
 
         self._refuse_search_spaces()
         self._check_settings()
-        spec = resolve_env(self.env, self.env_config)
-        if spec.backend == "envpool":
+        spec = None if self._without_env else resolve_env(self.env, self.env_config)
+        if spec is not None and spec.backend == "envpool":
             envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
         if self.model_config.use_lstm and self.algo_name != "PPO":
             raise ConfigError(
@@ -1277,7 +1291,8 @@ class AlgorithmConfig:
                 f"{self.num_envs_per_env_runner}"
             )
         if (
-            spec.backend == "envpool"
+            spec is not None
+            and spec.backend == "envpool"
             and self.gym_env_vectorize_mode == "ASYNC"
             and self.envs_per_step == self.total_num_envs
         ):
@@ -1315,7 +1330,7 @@ class AlgorithmConfig:
                 "evaluation_config: a multi-agent evaluation is greedy on the training env; "
                 "explore, env and env_config overrides are for single-agent runs"
             )
-        if "env" in overrides or "env_config" in overrides:
+        if ("env" in overrides or "env_config" in overrides) and not self._without_env:
             resolve_env(
                 overrides.get("env", self.env), overrides.get("env_config", self.env_config)
             )
@@ -1326,6 +1341,20 @@ class AlgorithmConfig:
             )
         self._check_batch_division()
         self._validate_multi_agent()
+
+    # Set while ``validate_without_env`` runs: the checks that need the env are left out.
+    _without_env = False
+
+    def validate_without_env(self) -> None:
+        """``validate()`` less what needs the env (resolving it, EnvPool's settings, an
+        evaluation env): for a policy loaded for inference, whose spaces the checkpoint
+        describes and whose env is never built. Every setting is still checked on its own and
+        in combination; raises ``ConfigError``."""
+        self._without_env = True
+        try:
+            self.validate()
+        finally:
+            del self._without_env
 
     def _check_settings(self) -> None:
         """Checks each setting on its own against its ``_CHECKS`` entry and stores it in its
@@ -1353,7 +1382,8 @@ class AlgorithmConfig:
                 "copies step together; leave async_batch_size unset"
             )
         if self.policy_mapping_fn is None:
-            if len(self.policies) > 1:
+            # Without the env no agent is mapped (a policy loaded for inference).
+            if len(self.policies) > 1 and not self._without_env:
                 raise ConfigError(
                     f"{len(self.policies)} policies need a policy_mapping_fn(agent_id, episode, "
                     "**kwargs) -> policy id"

@@ -182,7 +182,8 @@ class OnPolicyAlgorithm(Algorithm):
             )
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
-        obs_example = jax.tree.map(jnp.asarray, obs_example)
+        # Transferred, not converted: jnp.asarray compiles a program per leaf's shape.
+        obs_example = jax.device_put(obs_example)
         params = {
             POLICY_ID: run_once(
                 self.module.init, init_key, obs_example, cache_key=("init", self.module)

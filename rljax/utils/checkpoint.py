@@ -441,3 +441,20 @@ def _check_tree(target: Any, loaded: Any, where: str, path: Path) -> None:
             f"{path}: checkpoint array {where} has dtype {loaded.dtype}; this algorithm expects "
             f"{np.dtype(target.dtype)}"
         )
+
+
+def count_non_finite_weights(state: Any) -> tuple[int, int]:
+    """``(non-finite, all)`` numbers of the floating-point arrays under a key ending in
+    ``params`` (the networks' weights and target copies, not optimizer moments or a replay
+    buffer) of a state of host arrays, such as ``load_state`` returns."""
+    bad = total = 0
+    for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
+        names = [str(getattr(k, "key", getattr(k, "name", ""))) for k in path]
+        if not any(n.endswith("params") for n in names):
+            continue
+        arr = np.asarray(leaf)
+        if arr.dtype.kind != "f" and arr.dtype.name != "bfloat16":
+            continue
+        total += arr.size
+        bad += arr.size - int(np.count_nonzero(np.isfinite(arr)))
+    return bad, total

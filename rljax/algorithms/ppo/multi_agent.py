@@ -247,7 +247,7 @@ class MultiAgentPPO(Algorithm):
         key, init_key, self._action_key = jax.random.split(key, 3)
         init_keys = jax.random.split(init_key, self.num_policies)
         state_keys = jax.random.split(key, self.num_policies)
-        obs_example = jax.tree.map(jnp.asarray, zeros_batch(self.observation_space, 1))
+        obs_example = jax.device_put(zeros_batch(self.observation_space, 1))  # no compile
         # Policies with equal overrides share a group: one module, optimizer and update.
         by_settings: dict[str, list[int]] = {}
         for i, pid in enumerate(self.policy_ids):
