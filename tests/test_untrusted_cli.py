@@ -11,6 +11,7 @@ experiment, a checkpoint through ``rljax evaluate``, and what ``--force`` writes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -43,6 +44,26 @@ jax.monitoring.register_event_duration_secs_listener(_count)
 
 SECRET = "rljax-cli-secret-value-5e1d"
 GUI_MODULES = ("pygame", "pyglet", "tkinter")
+
+
+@contextlib.contextmanager
+def _no_window():
+    """Fails when the block imports a GUI library, or opens a pygame window where another test
+    in this process imported pygame already."""
+    already = {m for m in GUI_MODULES if m in sys.modules}
+    opened: list[object] = []
+    pygame = sys.modules.get("pygame")
+    set_mode = pygame.display.set_mode if pygame is not None else None
+    if pygame is not None:
+        pygame.display.set_mode = lambda *a, **k: opened.append(a)
+    try:
+        yield
+    finally:
+        if pygame is not None:
+            pygame.display.set_mode = set_mode
+    imported = {m for m in GUI_MODULES if m in sys.modules} - already
+    assert not imported, f"a GUI library was imported: {sorted(imported)}"
+    assert not opened, "a pygame window was opened"
 
 
 def _snapshot(root: Path) -> dict:
@@ -204,7 +225,8 @@ def test_a_careless_or_crafted_command_line_is_refused_plainly(name, make, words
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     capsys.readouterr()
     start = time.perf_counter()
-    code = main(argv)
+    with _no_window():
+        code = main(argv)
     elapsed = time.perf_counter() - start
     out, err = capsys.readouterr()
     assert code == 2, (name, err)
@@ -217,7 +239,6 @@ def test_a_careless_or_crafted_command_line_is_refused_plainly(name, make, words
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
     assert grown < 300_000, f"{name}: peak memory grew by {grown} KiB"
     assert _snapshot(tmp_path) == before, f"{name}: a file changed"
-    assert not any(m in sys.modules for m in GUI_MODULES), "a GUI library was imported"
 
 
 # ---------------------------------------------------------------------- port: what it writes
@@ -427,7 +448,8 @@ def test_evaluate_checks_a_checkpoints_evaluation_config(
     compiles = COMPILES["n"]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    assert main(["evaluate", str(crafted), "--episodes", "1"]) == 2
+    with _no_window():
+        assert main(["evaluate", str(crafted), "--episodes", "1"]) == 2
     elapsed = time.perf_counter() - start
     err = capsys.readouterr().err
     for word in words:
@@ -435,7 +457,6 @@ def test_evaluate_checks_a_checkpoints_evaluation_config(
     assert elapsed < 2.0, f"{elapsed:.2f} s"
     assert COMPILES["n"] == compiles
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 300_000
-    assert not any(m in sys.modules for m in GUI_MODULES)
 
 
 def test_evaluation_env_copies_are_in_the_memory_estimate():
