@@ -528,9 +528,21 @@ class Algorithm:
             max_restarts=cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0,
             ignore_failures=cfg.ignore_env_runner_failures,
             probe_timeout_s=cfg.env_runner_health_probe_timeout_s,
+            local_runner=cfg.num_env_runners == 0,
         )
         group.publish(params)
         return group
+
+    def _restarts_sub_envs(self) -> bool:
+        """Whether a gymnasium sub-env that raises is rebuilt alone: with
+        ``restart_failed_sub_environments=True``, or "auto" (the default) while runners may
+        restart (with ``restart_failed_env_runners=False`` the first env error is to stop the
+        run). Multi-agent runners build their own envs and replace a failed runner whole;
+        EnvPool's C++ envs do not raise."""
+        cfg = self.config
+        if cfg.restart_failed_sub_environments == "auto":
+            return bool(cfg.restart_failed_env_runners)
+        return bool(cfg.restart_failed_sub_environments)
 
     def _fault_tolerance_metrics(self) -> dict[str, int]:
         runners = self._runners
