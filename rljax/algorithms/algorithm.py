@@ -463,8 +463,9 @@ class Algorithm:
         EnvPool env each of them then runs a whole fragment as one jitted call (``FusedRunner``)
         instead of stepping from Python.
 
-        Fault tolerance: ``restart_failed_sub_environments`` rebuilds a gymnasium sub-env that
-        raises (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
+        Fault tolerance: ``restart_failed_sub_environments`` (True, or "auto", the default,
+        while ``restart_failed_env_runners`` is on) rebuilds a gymnasium sub-env that raises
+        (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
         whose env raised or hung past ``sample_timeout_s``, up to ``max_num_env_runner_restarts``
         (each replacement built within ``env_runner_health_probe_timeout_s``);
         ``ignore_env_runner_failures`` drops a runner that cannot be restarted.
@@ -485,7 +486,7 @@ class Algorithm:
             self.parts.to_env_action_host,
             self.runner_device,
             num_workers=cfg.num_env_runners,
-            restart_sub_envs=cfg.restart_failed_sub_environments,
+            restart_sub_envs=self._restarts_sub_envs(),
             record_infos=self._record_episodes,
             same_step=self._same_step_reset,
         )

@@ -518,11 +518,21 @@ class AlgorithmConfig:
         "restart_failed_sub_environments, which costs no runner restart.",
         section="fault_tolerance",
     )
-    restart_failed_sub_environments = Setting(
-        False,
-        Bool(),
-        "A gymnasium sub-env that raises in step or reset is rebuilt and reset in place; its "
-        "broken episode is dropped from the batch and the metrics, and the runner goes on.",
+    # RLlib's default is False: a sub-env that raises fails its whole runner, whose restart
+    # cuts every sub-env's episode. "auto" (rljax's default) restarts the sub-env alone when it
+    # raises, where that is built (gymnasium single-agent envs) and runners may restart.
+    restart_failed_sub_environments = Setting[bool | str](
+        "auto",
+        Bool(literals=("auto",)),
+        "True: a gymnasium sub-env that raises in step or reset is rebuilt and reset in place; "
+        "its broken episode is dropped from the batch and the metrics, and the runner and its "
+        "other sub-envs' episodes go on. False (RLlib's default): a sub-env that raises fails "
+        'its runner (restart_failed_env_runners decides what follows). "auto" (the default): '
+        "True for single-agent gymnasium envs while restart_failed_env_runners is on, else "
+        "False (multi-agent envs: their runner is replaced whole). Either way, an env that "
+        "raises the same exception from the same place after the same number of steps 5 times "
+        "in a row, rebuilt each time, has a bug: train() raises EnvBugError with it. Hangs and "
+        "dead env processes always fail the runner.",
         section="fault_tolerance",
     )
     ignore_env_runner_failures = Setting(
@@ -852,7 +862,7 @@ class AlgorithmConfig:
         *,
         restart_failed_env_runners: bool = UNSET,
         max_num_env_runner_restarts: int = UNSET,
-        restart_failed_sub_environments: bool = UNSET,
+        restart_failed_sub_environments: bool | str = UNSET,
         ignore_env_runner_failures: bool = UNSET,
         env_runner_health_probe_timeout_s: float = UNSET,
         on_non_finite_update: str = UNSET,
@@ -1297,7 +1307,7 @@ class AlgorithmConfig:
                     ".multi_agent(policies=[...], policy_mapping_fn=...)"
                 )
             return
-        if self.restart_failed_sub_environments:
+        if self.restart_failed_sub_environments is True:
             raise ConfigError(
                 "restart_failed_sub_environments=True is not built for multi-agent envs; "
                 "restart_failed_env_runners=True (the default) replaces a failed runner whole"
