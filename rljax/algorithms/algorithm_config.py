@@ -29,6 +29,7 @@ from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
+from rljax.runners.faults import REPEATS_OF_A_BUG
 from rljax.tune.sample import Domain, as_domain
 from rljax.tune.variants import check_search_spaces, find_search_spaces, key_path
 from rljax.utils import memory, safe_io
@@ -530,9 +531,9 @@ class AlgorithmConfig:
         'its runner (restart_failed_env_runners decides what follows). "auto" (the default): '
         "True for single-agent gymnasium envs while restart_failed_env_runners is on, else "
         "False (multi-agent envs: their runner is replaced whole). Either way, an env that "
-        "raises the same exception from the same place after the same number of steps 5 times "
-        "in a row, rebuilt each time, has a bug: train() raises EnvBugError with it. Hangs and "
-        "dead env processes always fail the runner.",
+        "raises the same exception from the same place after the same number of steps "
+        f"{REPEATS_OF_A_BUG} times in a row, rebuilt each time, has a bug: train() raises "
+        "EnvBugError with it. Hangs and dead env processes always fail the runner.",
         section="fault_tolerance",
     )
     ignore_env_runner_failures = Setting(
