@@ -32,8 +32,12 @@ RESTARTED = "rljax_restarted"
 logger = logging.getLogger("rljax")
 
 
-class RestartingEnv(gym.Env):
+class RestartingEnv(gym.Wrapper):
     """``env_fn()``, rebuilt and reset whenever it raises in ``step`` or ``reset``.
+
+    A gymnasium wrapper of the env built last, so ``unwrapped``, ``get_wrapper_attr`` (a vector
+    env's ``call``, ``get_attr``) and ``set_wrapper_attr`` reach the user's env through it; an
+    attribute set that way is lost when the env is rebuilt.
 
     Args:
       env_fn: Builds the env (again after each failure).
@@ -55,14 +59,10 @@ class RestartingEnv(gym.Env):
         name: str = "a sub-env",
         repeats: int = REPEATS_OF_A_BUG,
     ):
+        super().__init__(env_fn())
         self._env_fn = env_fn
         self._max_in_a_row = max_in_a_row
         self.name = name
-        self.env = env_fn()
-        self.observation_space = self.env.observation_space
-        self.action_space = self.env.action_space
-        self.metadata = getattr(self.env, "metadata", {})
-        self.render_mode = getattr(self.env, "render_mode", None)
         self.num_restarts = 0
         self._fails_in_a_row = 0  # failures since the last good step
         self._steps = 0  # good steps of the env built last
@@ -122,9 +122,6 @@ class RestartingEnv(gym.Env):
         self._fails_in_a_row = 0
         self._steps += 1
         return out
-
-    def render(self) -> Any:
-        return self.env.render()
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

@@ -361,3 +361,21 @@ def test_ppo_on_8_flaky_sub_envs_reports_an_episode_return_of_300_with_default_s
         assert tolerance["num_sub_env_restarts"] > 0.0004 * algo.num_env_steps_sampled_lifetime
     finally:
         algo.stop()
+
+
+def test_the_restarter_lets_the_users_env_be_reached_as_without_it():
+    from rljax.env.vector import make_host_env, resolve_env
+
+    class Corridor(BuggyTicks):
+        def set_length(self, n):
+            self.length = n
+            return n
+
+    env = make_host_env(resolve_env(Corridor), 2, "SYNC", 0, None, restart_sub_envs=True)
+    try:
+        assert env.env.call("set_length", 7) == (7, 7)  # gymnasium's call, through every layer
+        assert env.env.get_attr("length") == (7, 7)
+        for sub_env in env.env.envs:
+            assert isinstance(sub_env.unwrapped, Corridor) and sub_env.unwrapped.length == 7
+    finally:
+        env.close()
