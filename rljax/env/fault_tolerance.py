@@ -78,8 +78,9 @@ class RestartingEnv(gym.Wrapper):
         attempt = self._fails_in_a_row + 1
         if attempt > self._max_in_a_row:
             return text
-        if self._repeats.in_a_row > 1:
-            logger.warning(self._repeats.repeat_line(self.name, "rebuilding it"))
+        line = self._repeats.repeat_line(self.name, "rebuilding it")
+        if line is not None:
+            logger.warning(line)
         else:
             logger.warning("%s failed; rebuilding it (attempt %d):\n%s", self.name, attempt, text)
         return text

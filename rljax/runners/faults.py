@@ -103,18 +103,29 @@ def _steps(n: int) -> str:
 
 
 class RepeatedFailures:
-    """Counts an env's (or a runner slot's) failures in a row that are the same ``Failure``."""
+    """Counts an env's (or a runner slot's) failures in a row that are the same ``Failure``,
+    and remembers the kinds seen (the failure but for its step count), so that only the first
+    of each kind is logged with its traceback: an env failing at random logs one line per
+    failure after its first."""
+
+    MAX_KINDS = 100  # kinds remembered; past that, a new kind is logged whole again
 
     def __init__(self, limit: int = REPEATS_OF_A_BUG):
         self.limit = limit
         self.last: Failure | None = None
         self.in_a_row = 0
+        self.seen_before = False  # the last failure's kind was seen before
+        self._kinds: dict[tuple[str, str, Any], int] = {}  # kind -> failures of it
 
     def record(self, error: BaseException, steps: int) -> Failure:
         """Counts ``error``, raised after ``steps`` env steps; returns its ``Failure``."""
         failure = Failure.of(error, steps)
         self.in_a_row = self.in_a_row + 1 if failure == self.last else 1
         self.last = failure
+        kind = (failure.kind, failure.message, failure.place)
+        self.seen_before = kind in self._kinds
+        if self.seen_before or len(self._kinds) < self.MAX_KINDS:
+            self._kinds[kind] = self._kinds.get(kind, 0) + 1
         return failure
 
     @property
@@ -132,14 +143,20 @@ class RepeatedFailures:
             "restarting cannot help."
         )
 
-    def repeat_line(self, who: str, action: str) -> str:
-        """The one log line of a repeat (the first failure is logged with its traceback)."""
-        assert self.last is not None
-        return (
-            f"{who} failed again with the same {self.last.describe()} after "
-            f"{_steps(self.last.steps)} ({self.in_a_row} of {self.limit} in a row before it is "
-            f"raised as a bug in the env); {action}"
-        )
+    def repeat_line(self, who: str, action: str) -> str | None:
+        """The one log line of the last failure when its kind was seen before, else None (it
+        is to be logged with its traceback)."""
+        if not self.seen_before or self.last is None:
+            return None
+        last = self.last
+        kind = self._kinds[(last.kind, last.message, last.place)]
+        if self.in_a_row > 1:
+            count = (
+                f"{self.in_a_row} of {self.limit} in a row before it is raised as a bug in the env"
+            )
+        else:
+            count = f"failure {kind} of this kind, at another step count than the one before"
+        return f"{who} failed again with {last.describe()} after {_steps(last.steps)} ({count}); {action}"
 
 
 class FaultPolicy:
@@ -201,12 +218,9 @@ class FaultPolicy:
         self._fresh_restarts[i] = 0
 
     def repeat_line(self, i: int) -> str | None:
-        """The one log line of runner ``i``'s last failure when it repeats the one before (the
+        """The one log line of runner ``i``'s last failure when one of its kind came before (the
         first of a kind is logged whole, with its traceback), else None."""
-        repeats = self._repeats[i]
-        if repeats.in_a_row < 2:
-            return None
-        return repeats.repeat_line(self.name(i), "restarting it")
+        return self._repeats[i].repeat_line(self.name(i), "restarting it")
 
     def try_restart(self, i: int, why: str, line: str | None = None) -> bool:
         """Whether runner ``i`` (which ``why``) may be restarted once more; counts it if so, and

@@ -102,7 +102,7 @@ def test_an_env_that_raises_at_the_same_step_every_time_is_raised_from_train(sub
     # The first failure is logged with its traceback, each repeat before the last in one line.
     messages = [r.getMessage() for r in caplog.records if r.name == "rljax"]
     assert _tracebacks(caplog) == 1
-    repeats = [m for m in messages if "failed again with the same KeyError" in m]
+    repeats = [m for m in messages if "failed again with KeyError: 'the bug'" in m]
     assert len(repeats) == REPEATS_OF_A_BUG - 2
     assert all("\n" not in m and m.startswith(who) for m in repeats)
     assert not any("env runner 1" in m for m in messages)
@@ -249,7 +249,7 @@ def _bug_after(pattern):
     return None, None
 
 
-def test_only_the_same_failure_after_the_same_steps_is_a_bug():
+def test_only_the_same_failure_after_the_same_steps_is_a_bug(caplog):
     # The same exception at the same step of every instance: a bug, after REPEATS_OF_A_BUG.
     restarts, error = _bug_after(lambda n: (3, ValueError("boom")))
     assert restarts == REPEATS_OF_A_BUG - 1
@@ -259,7 +259,15 @@ def test_only_the_same_failure_after_the_same_steps_is_a_bug():
     assert "after the same 3 env steps" in str(error)
     assert isinstance(error.__cause__, ValueError) and "boom" in error.env_traceback
     # Another step each time, another message each time, or another type: restarted on.
+    caplog.clear()
+    caplog.set_level(logging.WARNING, logger="rljax")
     assert _bug_after(lambda n: (3 + n % 2, ValueError("boom")))[0] is None
+    # That env failing at random (another step each time) logs its traceback once, then one
+    # line per failure.
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) > 40 and _tracebacks(caplog) == 1
+    assert lines[1].startswith("sub-env 7 of the test failed again with ValueError: boom at ")
+    assert "(failure 2 of this kind, at another step count than the one before)" in lines[1]
     assert _bug_after(lambda n: (3, ValueError(f"boom {n}")))[0] is None
     assert _bug_after(lambda n: (3, [ValueError, TypeError][n % 2]("boom")))[0] is None
     # A different failure in between starts the count again.
