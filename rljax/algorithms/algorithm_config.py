@@ -506,8 +506,10 @@ class AlgorithmConfig:
         "of the fragment; a hung runner's fragment is lost. A runner whose replacements fail 10 "
         "times in a row without delivering one env step is given up on (the env fails every "
         "time); one that delivered steps since its last restart starts that count again, so an "
-        "env that fails now and then is restarted each time. False: the first error stops "
-        "train().",
+        "env that fails now and then is restarted each time, but one that raises the same "
+        "exception from the same place after the same number of env steps "
+        f"{REPEATS_OF_A_BUG} times in a row has a bug: train() raises EnvBugError. False: the "
+        "first error stops train().",
         section="fault_tolerance",
     )
     max_num_env_runner_restarts = Setting(
