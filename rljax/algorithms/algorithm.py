@@ -517,8 +517,9 @@ class Algorithm:
         EnvPool env each of them then runs a whole fragment as one jitted call (``FusedRunner``)
         instead of stepping from Python.
 
-        Fault tolerance: ``restart_failed_sub_environments`` rebuilds a gymnasium sub-env that
-        raises (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
+        Fault tolerance: ``restart_failed_sub_environments`` (True, or "auto", the default,
+        while ``restart_failed_env_runners`` is on) rebuilds a gymnasium sub-env that raises
+        (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
         whose env raised or hung past ``sample_timeout_s``, up to ``max_num_env_runner_restarts``
         (each replacement built within ``env_runner_health_probe_timeout_s``);
         ``ignore_env_runner_failures`` drops a runner that cannot be restarted.
@@ -539,7 +540,7 @@ class Algorithm:
             self.parts.to_env_action_host,
             self.runner_device,
             num_workers=cfg.num_env_runners,
-            restart_sub_envs=cfg.restart_failed_sub_environments,
+            restart_sub_envs=self._restarts_sub_envs(),
             record_infos=self._record_episodes,
             same_step=self._same_step_reset,
         )
@@ -582,9 +583,21 @@ class Algorithm:
             max_restarts=cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0,
             ignore_failures=cfg.ignore_env_runner_failures,
             probe_timeout_s=cfg.env_runner_health_probe_timeout_s,
+            local_runner=cfg.num_env_runners == 0,
         )
         group.publish(params)
         return group
+
+    def _restarts_sub_envs(self) -> bool:
+        """Whether a gymnasium sub-env that raises is rebuilt alone: with
+        ``restart_failed_sub_environments=True``, or "auto" (the default) while runners may
+        restart (with ``restart_failed_env_runners=False`` the first env error is to stop the
+        run). Multi-agent runners build their own envs and replace a failed runner whole;
+        EnvPool's C++ envs do not raise."""
+        cfg = self.config
+        if cfg.restart_failed_sub_environments == "auto":
+            return bool(cfg.restart_failed_env_runners)
+        return bool(cfg.restart_failed_sub_environments)
 
     def _fault_tolerance_metrics(self) -> dict[str, int]:
         runners = self._runners

@@ -30,6 +30,7 @@ from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
+from rljax.runners.faults import REPEATS_OF_A_BUG
 from rljax.tune.sample import Domain, as_domain
 from rljax.tune.variants import check_search_spaces, find_search_spaces, key_path
 from rljax.utils import memory, safe_io
@@ -507,8 +508,10 @@ class AlgorithmConfig:
         "of the fragment; a hung runner's fragment is lost. A runner whose replacements fail 10 "
         "times in a row without delivering one env step is given up on (the env fails every "
         "time); one that delivered steps since its last restart starts that count again, so an "
-        "env that fails now and then is restarted each time. False: the first error stops "
-        "train().",
+        "env that fails now and then is restarted each time, but one that raises the same "
+        "exception from the same place after the same number of env steps "
+        f"{REPEATS_OF_A_BUG} times in a row has a bug: train() raises EnvBugError. False: the "
+        "first error stops train().",
         section="fault_tolerance",
     )
     max_num_env_runner_restarts = Setting(
@@ -520,11 +523,21 @@ class AlgorithmConfig:
         "restart_failed_sub_environments, which costs no runner restart.",
         section="fault_tolerance",
     )
-    restart_failed_sub_environments = Setting(
-        False,
-        Bool(),
-        "A gymnasium sub-env that raises in step or reset is rebuilt and reset in place; its "
-        "broken episode is dropped from the batch and the metrics, and the runner goes on.",
+    # RLlib's default is False: a sub-env that raises fails its whole runner, whose restart
+    # cuts every sub-env's episode. "auto" (rljax's default) restarts the sub-env alone when it
+    # raises, where that is built (gymnasium single-agent envs) and runners may restart.
+    restart_failed_sub_environments = Setting[bool | str](
+        "auto",
+        Bool(literals=("auto",)),
+        "True: a gymnasium sub-env that raises in step or reset is rebuilt and reset in place; "
+        "its broken episode is dropped from the batch and the metrics, and the runner and its "
+        "other sub-envs' episodes go on. False (RLlib's default): a sub-env that raises fails "
+        'its runner (restart_failed_env_runners decides what follows). "auto" (the default): '
+        "True for single-agent gymnasium envs while restart_failed_env_runners is on, else "
+        "False (multi-agent envs: their runner is replaced whole). Either way, an env that "
+        "raises the same exception from the same place after the same number of steps "
+        f"{REPEATS_OF_A_BUG} times in a row, rebuilt each time, has a bug: train() raises "
+        "EnvBugError with it. Hangs and dead env processes always fail the runner.",
         section="fault_tolerance",
     )
     ignore_env_runner_failures = Setting(
@@ -858,7 +871,7 @@ class AlgorithmConfig:
         *,
         restart_failed_env_runners: bool = UNSET,
         max_num_env_runner_restarts: int = UNSET,
-        restart_failed_sub_environments: bool = UNSET,
+        restart_failed_sub_environments: bool | str = UNSET,
         ignore_env_runner_failures: bool = UNSET,
         env_runner_health_probe_timeout_s: float = UNSET,
         on_non_finite_update: str = UNSET,
@@ -1370,7 +1383,7 @@ class AlgorithmConfig:
                     ".multi_agent(policies=[...], policy_mapping_fn=...)"
                 )
             return
-        if self.restart_failed_sub_environments:
+        if self.restart_failed_sub_environments is True:
             raise ConfigError(
                 "restart_failed_sub_environments=True is not built for multi-agent envs; "
                 "restart_failed_env_runners=True (the default) replaces a failed runner whole"
