@@ -1,8 +1,8 @@
 """PPO on CartPole-v1 end to end, with rljax's XLA CPU options (``"auto"``) and without (None).
 
 Two configs, each built twice in this one process (``.debugging(xla_cpu_options="auto")`` and
-``.debugging(xla_cpu_options=None)``), their ``train()`` calls alternating, so a load on the
-machine that changes over time weighs on both alike:
+``.debugging(xla_cpu_options=None)``), their ``train()`` calls alternating (in the order A B B A ...), so a load
+on the machine that changes over time weighs on both alike:
 
 - ``rllib_defaults``: ``PPOConfig().environment("CartPole-v1")``, RLlib's defaults (2 runners
   of 1 env, batch 4,000, 30 epochs of minibatch 128, 256x256 shared layers; fused EnvPool path);
@@ -69,8 +69,11 @@ def run_config(name: str, iterations: int) -> dict[str, Any]:
                 "xla_cpu_options": algo._xla_options.get("train_step"),
                 "first_iteration_s": round(time.perf_counter() - start, 3),
             }
-        for _ in range(iterations):
-            for v, algo in algos.items():
+        order = list(algos)
+        for i in range(iterations):
+            # ABBA: neither variant always runs right after the other one.
+            for v in order if i % 2 == 0 else order[::-1]:
+                algo = algos[v]
                 start = time.perf_counter()
                 now = env_steps(algo.train())
                 times[v].append(time.perf_counter() - start)
