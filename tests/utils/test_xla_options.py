@@ -69,29 +69,10 @@ def test_current_is_the_options_of_the_block():
         xla_options.current("everything")
 
 
-def test_an_update_gives_the_same_numbers_with_and_without_the_options():
-    params = {k: 0.1 * jnp.ones_like(v) for k, v in mlp_params(256).items()}
-    x = jnp.linspace(-1.0, 1.0, 4 * 32).reshape(32, 4)
-
-    def update(p, x):
-        def loss(p):
-            h = jnp.tanh(jnp.tanh(x @ p["w0"]) @ p["w1"])
-            return jnp.mean((h @ p["pi"]) ** 2) + jnp.mean(h @ p["vf"])
-
-        value, grads = jax.value_and_grad(loss)(p)
-        return value, jax.tree.map(lambda w, g: w - 1e-2 * g, p, grads)
-
-    options = xla_options.resolve("auto", params, backend="cpu", xla_flags="")["update"]
-    assert options  # the large network's options are not XLA's defaults
-    plain = jax.jit(update)(params, x)
-    tuned = jax.jit(update, compiler_options=options)(params, x)
-    for a, b in zip(jax.tree.leaves(plain), jax.tree.leaves(tuned), strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
-
-
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU options")
-def test_ppo_builds_its_programs_with_the_configured_options(monkeypatch):
+def test_ppo_builds_its_programs_with_the_options_and_its_update_keeps_its_numbers(monkeypatch):
     from rljax.algorithms.ppo import PPOConfig
+    from rljax.algorithms.ppo.losses import PPOBatch
 
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     seen: list[object] = []
@@ -113,5 +94,29 @@ def test_ppo_builds_its_programs_with_the_configured_options(monkeypatch):
     try:
         assert {"xla_cpu_use_xnnpack": False} in seen  # the fused training step
         assert algo._xla_options["train_step"] == {"xla_cpu_use_xnnpack": False}
+        monkeypatch.setattr(jax, "jit", real_jit)
+        # PPO's update (RLlib's 256x256 network) gives the same numbers with "auto"'s options
+        # for it as with XLA's defaults.
+        options = xla_options.resolve("auto", algo.parts.acting_params(algo.state), xla_flags="")
+        assert options["update"] == xla_options.LARGE_OPTIONS
+        n = algo.hp.shard_size
+        keys = jax.random.split(jax.random.key(0), 5)
+        logits = jax.random.normal(keys[2], (1, n, 2))
+        batch = PPOBatch(
+            obs=jax.random.normal(keys[0], (1, n, 4)),
+            action=jax.random.randint(keys[1], (1, n), 0, 2),
+            action_logp=jax.nn.log_softmax(logits)[..., 0],
+            action_dist_inputs=logits,
+            vf_preds=jax.random.normal(keys[3], (1, n)),
+            advantages=jax.random.normal(keys[4], (1, n)),
+            value_targets=jnp.ones((1, n)),
+            mask=jnp.ones((1, n)),
+        )
+        plain = jax.jit(algo._update)(algo.state, batch)
+        tuned = jax.jit(algo._update, compiler_options=options["update"])(algo.state, batch)
+        leaves = jax.tree.leaves(plain)
+        assert len(leaves) > 10
+        for a, b in zip(leaves, jax.tree.leaves(tuned), strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
     finally:
         algo.stop()
