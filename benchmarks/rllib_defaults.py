@@ -1,11 +1,14 @@
 """PPO on CartPole-v1 end to end, with rljax's XLA CPU options (``"auto"``) and without (None).
 
-Two configs, each built twice in this one process (``.debugging(xla_cpu_options="auto")`` and
-``.debugging(xla_cpu_options=None)``), their ``train()`` calls alternating (in the order A B B A ...), so a load
-on the machine that changes over time weighs on both alike:
+Three configs, each built twice in this one process (``.debugging(xla_cpu_options="auto")`` and
+``.debugging(xla_cpu_options=None)``), their ``train()`` calls alternating (in the order
+A B B A ...), so a load on the machine that changes over time weighs on both alike:
 
-- ``rllib_defaults``: ``PPOConfig().environment("CartPole-v1")``, RLlib's defaults (2 runners
-  of 1 env, batch 4,000, 30 epochs of minibatch 128, 256x256 shared layers; fused EnvPool path);
+- ``rllib_defaults``: ``PPOConfig().environment("CartPole-v1")``, RLlib's defaults (batch
+  4,000, 30 epochs of minibatch 128, 256x256 shared layers; rljax's default of no runner
+  threads: the fused EnvPool path, one program per iteration);
+- ``rllib_defaults_2_runners``: the same with RLlib's 2 runners (``num_env_runners=2``): runner
+  threads step EnvPool from Python with the jitted act step, then the jitted update;
 - ``tuned``: ``rljax/tuned_examples/ppo_cartpole.yaml`` (16 envs, 6 epochs of minibatch 128,
   separate 64x64 tanh networks).
 
@@ -17,7 +20,7 @@ it without them.
 
 Usage::
 
-    python benchmarks/rllib_defaults.py                       # about 3 minutes on 2 cores
+    python benchmarks/rllib_defaults.py                       # about 6 minutes on 2 cores
     python benchmarks/rllib_defaults.py --iterations 3 --tuned-iterations 10
 """
 
@@ -43,6 +46,8 @@ def make_config(name: str, setting: Any) -> Any:
 
     if name == "rllib_defaults":
         config: Any = PPOConfig().environment("CartPole-v1")
+    elif name == "rllib_defaults_2_runners":
+        config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2)
     else:
         config = PPOConfig.from_yaml(ROOT / "rljax" / "tuned_examples" / "ppo_cartpole.yaml")
     return config.debugging(xla_cpu_options=setting)
@@ -102,13 +107,13 @@ def run_config(name: str, iterations: int) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--iterations", type=int, default=5, help="rllib_defaults, per variant")
+    parser.add_argument("--iterations", type=int, default=5, help="rllib_defaults*, per variant")
     parser.add_argument("--tuned-iterations", type=int, default=30, help="tuned, per variant")
     parser.add_argument(
         "--configs",
         nargs="+",
-        default=["rllib_defaults", "tuned"],
-        choices=["rllib_defaults", "tuned"],
+        default=["rllib_defaults", "rllib_defaults_2_runners", "tuned"],
+        choices=["rllib_defaults", "rllib_defaults_2_runners", "tuned"],
     )
     parser.add_argument("--out", default="results")
     args = parser.parse_args()
@@ -118,7 +123,7 @@ def main() -> None:
     }
     for name in args.configs:
         print(f"{name} ...", file=sys.stderr)
-        n = args.iterations if name == "rllib_defaults" else args.tuned_iterations
+        n = args.tuned_iterations if name == "tuned" else args.iterations
         report[name] = run_config(name, n)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     save_report(report, args.out, "rllib_defaults")
