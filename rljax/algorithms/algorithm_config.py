@@ -33,7 +33,7 @@ from rljax.policy.policy import PolicySpec
 from rljax.runners.faults import REPEATS_OF_A_BUG
 from rljax.tune.sample import Domain, as_domain
 from rljax.tune.variants import check_search_spaces, find_search_spaces, key_path
-from rljax.utils import memory, safe_io
+from rljax.utils import memory, safe_io, xla_options
 from rljax.utils.checks import (
     Bool,
     Check,
@@ -489,6 +489,14 @@ class AlgorithmConfig:
         '"CRITICAL"); rljax logs through the "rljax" logger.',
         section="debugging",
     )
+    xla_cpu_options = Setting[str | dict[str, Any] | None](
+        "auto",
+        xla_options.check_setting,
+        'The XLA compiler options of rljax\'s jitted programs on the CPU backend: "auto" '
+        "(options chosen by the size of the networks: rljax.utils.xla_options), None (XLA's "
+        "defaults) or a dict given to every program; flags set in XLA_FLAGS always win.",
+        section="debugging",
+    )
     # ------------------------------------------------------------------ reporting
     metrics_num_episodes_for_smoothing = Setting(
         100,
@@ -843,9 +851,14 @@ class AlgorithmConfig:
         return self._set("evaluation", locals())
 
     def debugging(
-        self: _C, *, seed: int | None = UNSET, log_level: str = UNSET, **kwargs: Any
+        self: _C,
+        *,
+        seed: int | None = UNSET,
+        log_level: str = UNSET,
+        xla_cpu_options: str | dict[str, Any] | None = UNSET,
+        **kwargs: Any,
     ) -> _C:
-        """Sets the seed and RLlib's log level."""
+        """Sets the seed, RLlib's log level and the XLA CPU options of rljax's programs."""
         return self._set("debugging", locals())
 
     def reporting(

@@ -25,6 +25,7 @@ from rljax.runners.acting import ActorState, ActStep, PolicyFn, Transition, init
 
 # The group and its parts, where callers have always imported them from.
 from rljax.runners.faults import MAX_FRESH_FAILURES, EnvBugError, EnvRunnerError
+from rljax.utils import xla_options
 
 
 def _jitted_step(act_step: ActStep, device: jax.Device) -> Callable:
@@ -44,7 +45,9 @@ def _jitted_step(act_step: ActStep, device: jax.Device) -> Callable:
 
         # No device= (deprecated in JAX): the params, actor state, key and fragment buffer are
         # committed to ``device``, and a jitted call runs where its committed arguments live.
-        per_device[device] = jax.jit(step, donate_argnums=(2, 4))
+        per_device[device] = jax.jit(
+            step, donate_argnums=(2, 4), compiler_options=xla_options.current("act")
+        )
     return per_device[device]
 
 
