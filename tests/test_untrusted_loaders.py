@@ -353,6 +353,35 @@ CASES = [
         ["state.msgpack", "does not match this algorithm", "expected keys"],
     ),
     (
+        "inference: a Box dtype numpy parses as Python",
+        _observation_space({"type": "Box", "shape": [4], "dtype": "(,)f4", "low": -1, "high": 1}),
+        MODULE,
+        CheckpointError,
+        ["spaces.observation", "dtype '(,)f4' is not understood"],
+    ),
+    (
+        "full loader: a Box dtype numpy parses as Python",
+        _observation_space({"type": "Box", "shape": [4], "dtype": "f4,(", "low": -1, "high": 1}),
+        LOAD,
+        CheckpointError,
+        ["spaces.observation", "dtype 'f4,(' is not understood"],
+    ),
+    (
+        "inference: a Box dtype that is no name",
+        _observation_space(
+            {
+                "type": "Box",
+                "shape": [4],
+                "dtype": {"names": ["a"], "formats": ["f4"]},
+                "low": -1,
+                "high": 1,
+            }
+        ),
+        MODULE,
+        CheckpointError,
+        ["spaces.observation", "a Box dtype must be a dtype name"],
+    ),
+    (
         "inference: Dict spaces nested 9 deep",
         _observation_space(_nested_dict(9)),
         MODULE,
@@ -536,6 +565,21 @@ CASES = [
         EXPORTED,
         ExportedPolicyError,
         ["observation_dtype 'object'", "numbers or booleans"],
+    ),
+    (
+        # numpy reads "(,)f4" as a Python literal: a SyntaxError, which is no ValueError
+        "exported: an observation dtype numpy parses as Python",
+        _meta_field(observation_dtype="(,)f4"),
+        EXPORTED,
+        ExportedPolicyError,
+        ["observation_dtype '(,)f4'", "numbers or booleans"],
+    ),
+    (
+        "exported: an observation dtype of a shape too large",
+        _meta_field(observation_dtype="(99999999999999999999,)f4"),
+        EXPORTED,
+        ExportedPolicyError,
+        ["numbers or booleans"],
     ),
     (
         "exported: policy.json links outside",
