@@ -1973,9 +1973,6 @@ def _replace_leaves(tree: Any, new: dict[str, Any]) -> Any:
     )
 
 
-_RLLIB_MODULE_DIRS = RL_MODULE_PATH  # RLlib's component names (rljax.core)
-
-
 def rllib_module_path(path: str | os.PathLike) -> tuple[str | os.PathLike, str | None]:
     """RLlib's module path inside a checkpoint, ``<checkpoint>/learner_group/learner/rl_module``
     with an optional ``/<policy_id>``, as ``(<checkpoint>, policy_id or None)``; any other path
@@ -1985,15 +1982,15 @@ def rllib_module_path(path: str | os.PathLike) -> tuple[str | os.PathLike, str |
     if not isinstance(path, (str, os.PathLike)):
         return path, None
     parts = Path(os.fspath(path)).parts
-    n = len(_RLLIB_MODULE_DIRS)
+    n = len(RL_MODULE_PATH)
     for i in range(len(parts) - n, -1, -1):
-        if parts[i : i + n] != _RLLIB_MODULE_DIRS:
+        if parts[i : i + n] != RL_MODULE_PATH:
             continue
         tail = parts[i + n :]
         if len(tail) > 1 or (tail and tail[0] in (".", "..")):
             raise CheckpointError(
-                f"{str(path)[:300]!r}: after {'/'.join(_RLLIB_MODULE_DIRS)} RLlib's module path "
-                f"takes one policy id (<checkpoint>/{'/'.join(_RLLIB_MODULE_DIRS)}/<policy_id>); "
+                f"{str(path)[:300]!r}: after {'/'.join(RL_MODULE_PATH)} RLlib's module path "
+                f"takes one policy id (<checkpoint>/{'/'.join(RL_MODULE_PATH)}/<policy_id>); "
                 f"got {'/'.join(tail)[:200]!r}"
             )
         root = Path(*parts[:i]) if i else Path(".")
