@@ -1571,8 +1571,10 @@ def _refuse_config(cls: type[Algorithm], config: Any) -> None:
     name = cls.config_class.__name__
     algo = cls.config_class.algo_name
     if isinstance(config, Mapping):
-        trainer_name = "ImpalaTrainer" if algo == "IMPALA" else f"{algo}Trainer"
-        trainer = f"; RLlib 1.x's dict keys: rljax.agents.{algo.lower()}.{trainer_name}(config=d)"
+        from rljax.agents import trainer_path
+
+        path = trainer_path(algo)
+        trainer = f"; RLlib 1.x's dict keys: {path}(config=d)" if path else ""
         raise ConfigError(
             f"{cls.__name__}(config=<a dict>): {cls.__name__} takes a {name}; build it from the "
             f"dict with {name}().update_from_dict(d).build_algo(){trainer}"
