@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import stat
 import sys
 import time
@@ -21,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
-import jax
 import pytest
+from refusal_cost import COMPILES, measured
 
 from rljax.algorithms.algorithm_config import check_loaded_env_settings
 from rljax.algorithms.ppo import PPOConfig
@@ -30,16 +29,6 @@ from rljax.cli import main
 from rljax.utils import memory
 from rljax.utils.errors import ConfigError
 from rljax.utils.port import MAX_SCRIPT_BYTES, port_source, write_script
-
-COMPILES = {"n": 0}
-
-
-def _count(event: str, duration_secs: float, **kwargs: str | int) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
-        COMPILES["n"] += 1
-
-
-jax.monitoring.register_event_duration_secs_listener(_count)
 
 SECRET = "rljax-cli-secret-value-5e1d"
 GUI_MODULES = ("pygame", "pyglet", "tkinter")
@@ -200,22 +189,16 @@ CASES = [
 def test_a_careless_or_crafted_command_line_is_refused_plainly(name, make, words, tmp_path, capsys):
     argv = make(tmp_path)
     before = _snapshot(tmp_path)
-    compiles = COMPILES["n"]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     capsys.readouterr()
-    start = time.perf_counter()
-    code = main(argv)
-    elapsed = time.perf_counter() - start
+    with measured() as cost:
+        code = main(argv)
     out, err = capsys.readouterr()
     assert code == 2, (name, err)
     assert err.startswith("rljax: error: ") and err.count("\n") == 1, err
     for word in words:
         assert word in err, (word, err)
     assert SECRET not in err and out == ""
-    assert elapsed < 2.0, f"{name}: {elapsed:.2f} s"
-    assert COMPILES["n"] == compiles, f"{name}: compiled before failing"
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
-    assert grown < 300_000, f"{name}: peak memory grew by {grown} KiB"
+    cost.check(name)
     assert _snapshot(tmp_path) == before, f"{name}: a file changed"
     assert not any(m in sys.modules for m in GUI_MODULES), "a GUI library was imported"
 
@@ -424,17 +407,12 @@ def test_evaluate_checks_a_checkpoints_evaluation_config(
     checkpoint, tmp_path, capsys, overrides, words
 ):
     crafted = _with_evaluation_config(checkpoint, tmp_path / "crafted", overrides)
-    compiles = COMPILES["n"]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
-    assert main(["evaluate", str(crafted), "--episodes", "1"]) == 2
-    elapsed = time.perf_counter() - start
+    with measured() as cost:
+        assert main(["evaluate", str(crafted), "--episodes", "1"]) == 2
     err = capsys.readouterr().err
     for word in words:
         assert word in err, (word, err)
-    assert elapsed < 2.0, f"{elapsed:.2f} s"
-    assert COMPILES["n"] == compiles
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 300_000
+    cost.check("rljax evaluate")
     assert not any(m in sys.modules for m in GUI_MODULES)
 
 

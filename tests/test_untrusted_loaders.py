@@ -17,7 +17,6 @@ import io
 import json
 import logging
 import os
-import resource
 import shutil
 import time
 from collections.abc import Callable
@@ -25,9 +24,9 @@ from pathlib import Path
 
 import flax.serialization
 import gymnasium as gym
-import jax
 import numpy as np
 import pytest
+from refusal_cost import measured
 
 import rljax
 from rljax.algorithms.algorithm import Algorithm
@@ -38,16 +37,6 @@ from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
 from rljax.examples.policy_mapping import policy_per_agent
 from rljax.policy import ExportedPolicyError, load_exported
 from rljax.utils.errors import CheckpointError
-
-COMPILES = {"n": 0}
-
-
-def _count(event: str, duration: float, **kwargs) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
-        COMPILES["n"] += 1
-
-
-jax.monitoring.register_event_duration_secs_listener(_count)
 
 ENV = "untrusted-loaders-cartpole"
 rljax.register_env(ENV, lambda config: gym.make("CartPole-v1"))
@@ -603,20 +592,13 @@ CASES = [
 @pytest.mark.parametrize("name, make, kind, error, words", CASES, ids=[c[0] for c in CASES])
 def test_a_crafted_file_is_refused_plainly_by_every_loader(world, name, make, kind, error, words):
     made = make(world, "".join(c if c.isalnum() else "-" for c in name))
-    compiles = COMPILES["n"]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
-    start = time.perf_counter()
-    with pytest.raises(error) as info:
+    with measured() as cost, pytest.raises(error) as info:
         _load(kind, world, made)
-    elapsed = time.perf_counter() - start
     message = str(info.value)
     for word in words:
         assert word in message, (word, message)
     assert SECRET not in message
-    assert elapsed < 2.0, f"{name}: {elapsed:.2f} s"
-    assert COMPILES["n"] == compiles, f"{name}: compiled before failing"
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
-    assert grown < 300_000, f"{name}: peak memory grew by {grown} KiB"
+    cost.check(name)
 
 
 def test_the_good_files_still_load(world):
