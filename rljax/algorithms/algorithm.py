@@ -1519,7 +1519,8 @@ class Algorithm:
         stopped then (``_stop_at_exit``).
         """
         self._stopped = True
-        _LIVE.discard(self)
+        with _LIVE_LOCK:  # the exit handler may be copying the set in another thread
+            _LIVE.discard(self)
         if self._runners is not None:
             self._runners.close()
             self._runners = None
