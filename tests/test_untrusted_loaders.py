@@ -175,6 +175,17 @@ def _existing_file(w, name):
     return w["good"], out
 
 
+def _dangling_link(under: str) -> Callable:
+    """An export output that is a link to nowhere (``under``: ``""``, or a path below it)."""
+
+    def make(w, name):
+        link = w["root"] / name
+        os.symlink(w["root"] / f"{name}-nowhere", link)
+        return w["good"], link / under if under else link
+
+    return make
+
+
 def _exported(fn: Callable[[Path], None]) -> Callable:
     """A copy of the exported policy, changed by ``fn(directory)``."""
 
@@ -427,6 +438,20 @@ CASES = [
         EXPORT,
         CliError,
         ["exists and is not a directory", ".txt"],
+    ),
+    (
+        "export to a dangling link",
+        _dangling_link(""),
+        EXPORT,
+        CliError,
+        ["exists and is not a directory", "dangling-link"],
+    ),
+    (
+        "export below a dangling link",
+        _dangling_link("policy"),
+        EXPORT,
+        CliError,
+        ["is not a directory", "dangling-link"],
     ),
     (
         "policies the mapping function does not return",
