@@ -157,6 +157,13 @@ def _edit_state(fn: Callable[[dict], None]) -> Callable:
     return make
 
 
+def _many_trials_two_sharing(data: dict) -> None:
+    n = 60_000
+    data["trials"] = [{"trial_id": f"t{i}", "dir": f"d{i}", "status": "PENDING"} for i in range(n)]
+    data["trials"][-1]["dir"] = "d0"
+    data["variants"] = [{"a": 1}] * n
+
+
 def _trial_dir_is_a_file(w, name):
     path = _copy(w, name)
     trial = _trial_dir(path, 2)
@@ -296,6 +303,14 @@ CASES: list[tuple[str, Callable, str, type[Exception], list[str]]] = [
         RESTORE,
         ConfigError,
         ["trials[2]", "a directory name"],
+    ),
+    (
+        # 60,000 trials, the last two in one directory: found in one pass, not 60,000
+        "60,000 trials, two sharing a directory",
+        _edit_state(_many_trials_two_sharing),
+        RESTORE,
+        ConfigError,
+        ["several trials share the directory ['d0']"],
     ),
     (
         "the state names one directory for two trials",

@@ -16,6 +16,7 @@ experiment (``check_trial_dir``), so that nothing is read, written or deleted th
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
@@ -181,10 +182,11 @@ class ExperimentState:
                     f"{path}: trials[{i}] needs trial_id, dir (a directory name) and status "
                     f"(one of {list(STATUSES)})"
                 )
-        dirs = [trial["dir"] for trial in data["trials"]]
-        if len(set(dirs)) != len(dirs):
-            twice = sorted({d for d in dirs if dirs.count(d) > 1})[:3]
-            raise ConfigError(f"{path}: several trials share the directory {twice}")
+        # Counted once (a list's count() per directory is quadratic in the trials).
+        counts = collections.Counter(trial["dir"] for trial in data["trials"])
+        twice = sorted(d for d, n in counts.items() if n > 1)
+        if twice:
+            raise ConfigError(f"{path}: several trials share the directory {twice[:3]}")
         data.pop("format_version")
         state = cls(root=root, **data)
         for trial in state.trials:
