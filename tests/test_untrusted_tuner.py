@@ -14,11 +14,13 @@ run or the secret file its links lead to.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -602,3 +604,23 @@ def test_files_a_restore_writes_replace_links_and_never_write_through_them(world
     for filename in ("params.json", "progress.csv", "result.json"):
         assert not (trial / filename).is_symlink() and (trial / filename).is_file()
     assert {d: d.read_bytes() for d in decoys} == decoys
+
+
+def test_a_refused_trial_directory_leaves_no_listing_open(tmp_path):
+    """check_trial_dir stops at the first linked checkpoint directory; the directory listing
+    it was reading is closed then, not left to the garbage collector."""
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    for i in range(1, 51):  # every entry a link: the first one read stops the loop
+        os.symlink(tmp_path / "elsewhere", trial / f"checkpoint_{i:06d}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            es.check_trial_dir(tmp_path, trial)
+        except ConfigError as e:
+            assert "is a symbolic link" in str(e)
+        else:
+            raise AssertionError("a linked checkpoint directory was not refused")
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []

@@ -237,9 +237,10 @@ def check_trial_dir(root: Path, trial_dir: Path) -> None:
     real_root = Path(os.path.realpath(root))
     if real_root not in Path(os.path.realpath(trial_dir)).parents:
         raise ConfigError(f"{trial_dir}: lies outside the experiment {root}; {rule}")
-    for entry in os.scandir(trial_dir):
-        if _CHECKPOINT_DIR.fullmatch(entry.name) and entry.is_symlink():
-            raise ConfigError(f"{trial_dir / entry.name}: is a symbolic link; {rule}")
+    with os.scandir(trial_dir) as entries:  # closed when a link stops the loop, too
+        for entry in entries:
+            if _CHECKPOINT_DIR.fullmatch(entry.name) and entry.is_symlink():
+                raise ConfigError(f"{trial_dir / entry.name}: is a symbolic link; {rule}")
 
 
 def _read_trial_file(trial_dir: Path, name: str, max_bytes: int) -> bytes | None:
