@@ -249,13 +249,14 @@ def _read_trial_file(trial_dir: Path, name: str, max_bytes: int) -> bytes | None
     path = trial_dir / name
     if not os.path.lexists(path):
         return None
-    real_dir = Path(os.path.realpath(trial_dir))
-    if real_dir not in Path(os.path.realpath(path)).parents:
-        raise ConfigError(
-            f"{path}: is a link that leads outside its trial directory; a trial's files must "
-            "lie inside it"
-        )
-    return safe_io.open_regular(path, trial_dir, max_bytes, ConfigError)
+    return safe_io.open_regular(
+        path,
+        trial_dir,
+        max_bytes,
+        ConfigError,
+        outside="is a link that leads outside its trial directory; a trial's files must lie "
+        "inside it",
+    )
 
 
 def read_history(trial_dir: Path) -> list[dict[str, Any]]:
