@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import stat
 import sys
 import time
@@ -22,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import gymnasium as gym
-import jax
 import pytest
+from refusal_cost import COMPILES, measured
 
 from rljax.algorithms.algorithm_config import check_loaded_env_settings
 from rljax.algorithms.ppo import PPOConfig
@@ -31,16 +30,6 @@ from rljax.cli import main
 from rljax.utils import memory
 from rljax.utils.errors import ConfigError
 from rljax.utils.port import MAX_SCRIPT_BYTES, port_source, write_script
-
-COMPILES = {"n": 0}
-
-
-def _count(event: str, duration_secs: float, **kwargs: str | int) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
-        COMPILES["n"] += 1
-
-
-jax.monitoring.register_event_duration_secs_listener(_count)
 
 SECRET = "rljax-cli-secret-value-5e1d"
 GUI_MODULES = ("pygame", "pyglet", "tkinter")
@@ -221,23 +210,16 @@ CASES = [
 def test_a_careless_or_crafted_command_line_is_refused_plainly(name, make, words, tmp_path, capsys):
     argv = make(tmp_path)
     before = _snapshot(tmp_path)
-    compiles = COMPILES["n"]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     capsys.readouterr()
-    start = time.perf_counter()
-    with _no_window():
+    with measured() as cost, _no_window():
         code = main(argv)
-    elapsed = time.perf_counter() - start
     out, err = capsys.readouterr()
     assert code == 2, (name, err)
     assert err.startswith("rljax: error: ") and err.count("\n") == 1, err
     for word in words:
         assert word in err, (word, err)
     assert SECRET not in err and out == ""
-    assert elapsed < 2.0, f"{name}: {elapsed:.2f} s"
-    assert COMPILES["n"] == compiles, f"{name}: compiled before failing"
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
-    assert grown < 300_000, f"{name}: peak memory grew by {grown} KiB"
+    cost.check(name)
     assert _snapshot(tmp_path) == before, f"{name}: a file changed"
 
 
@@ -445,18 +427,12 @@ def test_evaluate_checks_a_checkpoints_evaluation_config(
     checkpoint, tmp_path, capsys, overrides, words
 ):
     crafted = _with_evaluation_config(checkpoint, tmp_path / "crafted", overrides)
-    compiles = COMPILES["n"]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
-    with _no_window():
+    with measured() as cost, _no_window():
         assert main(["evaluate", str(crafted), "--episodes", "1"]) == 2
-    elapsed = time.perf_counter() - start
     err = capsys.readouterr().err
     for word in words:
         assert word in err, (word, err)
-    assert elapsed < 2.0, f"{elapsed:.2f} s"
-    assert COMPILES["n"] == compiles
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 300_000
+    cost.check("rljax evaluate")
 
 
 def test_evaluation_env_copies_are_in_the_memory_estimate():

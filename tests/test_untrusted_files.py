@@ -16,10 +16,8 @@ import copy
 import json
 import os
 import pickle
-import resource
 import shutil
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,6 +29,7 @@ import jax
 import msgpack
 import numpy as np
 import pytest
+from refusal_cost import measured
 
 import rljax
 from rljax.algorithms import registry
@@ -40,16 +39,6 @@ from rljax.algorithms.ppo import PPOConfig
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.env.vector import _envpool_ids
 from rljax.utils.errors import CheckpointError, ConfigError
-
-COMPILES = {"n": 0}
-
-
-def _count(event: str, duration: float, **kwargs) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
-        COMPILES["n"] += 1
-
-
-jax.monitoring.register_event_duration_secs_listener(_count)
 
 ENV = "untrusted-files-cartpole"
 rljax.register_env(ENV, lambda config: gym.make("CartPole-v1"))
@@ -1134,20 +1123,13 @@ def _load(kind: str, w, path: Path):
 def test_a_crafted_file_is_refused_plainly_and_safely(world, name, make, kind, error, words):
     path = make(world, "".join(c if c.isalnum() else "-" for c in name))
     before = _state_fingerprint(world["algo"])
-    compiles = COMPILES["n"]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
-    start = time.perf_counter()
-    with pytest.raises(error) as info:
+    with measured() as cost, pytest.raises(error) as info:
         _load(kind, world, path)
-    elapsed = time.perf_counter() - start
     message = str(info.value)
     for word in words:
         assert word in message, (word, message)
     assert SECRET not in message
-    assert elapsed < 2.0, f"{name}: {elapsed:.2f} s"
-    assert COMPILES["n"] == compiles, f"{name}: compiled before failing"
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
-    assert grown < 300_000, f"{name}: peak memory grew by {grown} KiB"
+    cost.check(name)
     assert _state_fingerprint(world["algo"]) == before, f"{name}: the algorithm changed"
     assert not world["marker"].exists(), "the canary module was imported"
 

@@ -457,3 +457,18 @@ def test_train_and_save_from_a_second_thread_are_refused_while_one_trains(tmp_pa
         assert algo in algorithm._LIVE  # stopped at interpreter exit unless stopped before
         algo.stop()
     assert algo not in algorithm._LIVE  # let go of at stop()
+
+
+def test_stop_lets_go_of_an_algorithm_under_the_live_set_lock():
+    """The exit handler copies the set of live algorithms under its lock; a stop() in another
+    thread meanwhile waits, rather than changing the set while it is read."""
+    algo = algorithm.Algorithm.__new__(algorithm.Algorithm)
+    algo._runners = algo._env = None
+    with algorithm._LIVE_LOCK:
+        algorithm._LIVE.add(algo)
+        stopping = threading.Thread(target=algo.stop)
+        stopping.start()
+        stopping.join(0.2)
+        assert stopping.is_alive() and algo in algorithm._LIVE
+    stopping.join(10)
+    assert not stopping.is_alive() and algo not in algorithm._LIVE

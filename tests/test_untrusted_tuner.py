@@ -14,31 +14,22 @@ run or the secret file its links lead to.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
-import resource
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-import jax
 import pytest
+from refusal_cost import measured
 
 from rljax import tune
 from rljax.tune import experiment_state as es
 from rljax.utils.errors import ConfigError
-
-COMPILES = {"n": 0}
-
-
-def _count(event: str, duration: float, **kwargs) -> None:
-    if event == "/jax/core/compile/backend_compile_duration":
-        COMPILES["n"] += 1
-
-
-jax.monitoring.register_event_duration_secs_listener(_count)
 
 SECRET = "rljax-tuner-secret-value-5d1e"
 CALLS: list[tuple[int, int]] = []
@@ -166,6 +157,13 @@ def _edit_state(fn: Callable[[dict], None]) -> Callable:
         return path
 
     return make
+
+
+def _many_trials_two_sharing(data: dict) -> None:
+    n = 60_000
+    data["trials"] = [{"trial_id": f"t{i}", "dir": f"d{i}", "status": "PENDING"} for i in range(n)]
+    data["trials"][-1]["dir"] = "d0"
+    data["variants"] = [{"a": 1}] * n
 
 
 def _trial_dir_is_a_file(w, name):
@@ -307,6 +305,14 @@ CASES: list[tuple[str, Callable, str, type[Exception], list[str]]] = [
         RESTORE,
         ConfigError,
         ["trials[2]", "a directory name"],
+    ),
+    (
+        # 60,000 trials, the last two in one directory: found in one pass, not 60,000
+        "60,000 trials, two sharing a directory",
+        _edit_state(_many_trials_two_sharing),
+        RESTORE,
+        ConfigError,
+        ["several trials share the directory ['d0']"],
     ),
     (
         "the state names one directory for two trials",
@@ -529,30 +535,24 @@ def test_a_crafted_experiment_or_space_is_refused_plainly_and_safely(
     watched = [world["root"] / "crafted", world["other"], world["secret"]]
     before = _fingerprint(*watched)
     CALLS.clear()
-    compiles = COMPILES["n"]
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
     capsys.readouterr()
-    start = time.perf_counter()
-    if kind in (RESUME, TUNE_FILE):  # the CLI reports the error and exits with 2
-        from rljax.cli import main
+    with measured() as cost:
+        if kind in (RESUME, TUNE_FILE):  # the CLI reports the error and exits with 2
+            from rljax.cli import main
 
-        argv = ["tune", "--config", str(made)] + (["--resume"] if kind == RESUME else [])
-        assert main(argv) == 2
-        message = capsys.readouterr().err
-        assert "rljax: error:" in message
-    else:
-        with pytest.raises(error) as info:
-            _use(kind, made)
-        message = str(info.value)
-    elapsed = time.perf_counter() - start
+            argv = ["tune", "--config", str(made)] + (["--resume"] if kind == RESUME else [])
+            assert main(argv) == 2
+            message = capsys.readouterr().err
+            assert "rljax: error:" in message
+        else:
+            with pytest.raises(error) as info:
+                _use(kind, made)
+            message = str(info.value)
     for word in words:
         assert word in message, (word, message)
     assert SECRET not in message and SECRET not in capsys.readouterr().out
-    assert elapsed < 2.0, f"{name}: {elapsed:.2f} s"
     assert CALLS == [], f"{name}: a trial ran"
-    assert COMPILES["n"] == compiles, f"{name}: compiled before failing"
-    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
-    assert grown < 300_000, f"{name}: peak memory grew by {grown} KiB"
+    cost.check(name)
     assert _fingerprint(*watched) == before, f"{name}: a file changed"
 
 
@@ -604,3 +604,23 @@ def test_files_a_restore_writes_replace_links_and_never_write_through_them(world
     for filename in ("params.json", "progress.csv", "result.json"):
         assert not (trial / filename).is_symlink() and (trial / filename).is_file()
     assert {d: d.read_bytes() for d in decoys} == decoys
+
+
+def test_a_refused_trial_directory_leaves_no_listing_open(tmp_path):
+    """check_trial_dir stops at the first linked checkpoint directory; the directory listing
+    it was reading is closed then, not left to the garbage collector."""
+    trial = tmp_path / "trial"
+    trial.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    for i in range(1, 51):  # every entry a link: the first one read stops the loop
+        os.symlink(tmp_path / "elsewhere", trial / f"checkpoint_{i:06d}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            es.check_trial_dir(tmp_path, trial)
+        except ConfigError as e:
+            assert "is a symbolic link" in str(e)
+        else:
+            raise AssertionError("a linked checkpoint directory was not refused")
+        gc.collect()
+    assert [w for w in caught if issubclass(w.category, ResourceWarning)] == []

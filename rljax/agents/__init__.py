@@ -28,6 +28,15 @@ def trainer_class(algo: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def trainer_path(algo: str) -> str | None:
+    """The import path of algorithm ``algo``'s old-API trainer (``"rljax.agents.ppo.PPOTrainer"``),
+    or None for an algorithm without one."""
+    if algo not in TRAINERS:
+        return None
+    module, name = TRAINERS[algo]
+    return f"{module}.{name}"
+
+
 def is_trainer(obj: Any) -> bool:
     """Whether ``obj`` is an old-API trainer class."""
     from rljax.agents.trainer import OldAPITrainer
@@ -35,4 +44,4 @@ def is_trainer(obj: Any) -> bool:
     return isinstance(obj, type) and issubclass(obj, OldAPITrainer)
 
 
-__all__ = ["TRAINERS", "is_trainer", "trainer_class"]
+__all__ = ["TRAINERS", "is_trainer", "trainer_class", "trainer_path"]

@@ -102,12 +102,9 @@ def _gpus(setting: str) -> Apply:
 
 def gpu_visible() -> bool:
     """Whether JAX has a GPU device."""
-    import jax
+    from rljax.learners.devices import _platform_devices
 
-    try:
-        return bool(jax.devices("gpu"))
-    except RuntimeError:
-        return False
+    return bool(_platform_devices("gpu"))
 
 
 def _model(key: str, value: Any, t: Translation) -> None:

@@ -1532,7 +1532,8 @@ class Algorithm:
         stopped then (``_stop_at_exit``).
         """
         self._stopped = True
-        _LIVE.discard(self)
+        with _LIVE_LOCK:  # the exit handler may be copying the set in another thread
+            _LIVE.discard(self)
         if self._runners is not None:
             self._runners.close()
             self._runners = None
@@ -1584,8 +1585,10 @@ def _refuse_config(cls: type[Algorithm], config: Any) -> None:
     name = cls.config_class.__name__
     algo = cls.config_class.algo_name
     if isinstance(config, Mapping):
-        trainer_name = "ImpalaTrainer" if algo == "IMPALA" else f"{algo}Trainer"
-        trainer = f"; RLlib 1.x's dict keys: rljax.agents.{algo.lower()}.{trainer_name}(config=d)"
+        from rljax.agents import trainer_path
+
+        path = trainer_path(algo)
+        trainer = f"; RLlib 1.x's dict keys: {path}(config=d)" if path else ""
         raise ConfigError(
             f"{cls.__name__}(config=<a dict>): {cls.__name__} takes a {name}; build it from the "
             f"dict with {name}().update_from_dict(d).build_algo(){trainer}"
@@ -1986,9 +1989,6 @@ def _replace_leaves(tree: Any, new: dict[str, Any]) -> Any:
     )
 
 
-_RLLIB_MODULE_DIRS = RL_MODULE_PATH  # RLlib's component names (rljax.core)
-
-
 def rllib_module_path(path: str | os.PathLike) -> tuple[str | os.PathLike, str | None]:
     """RLlib's module path inside a checkpoint, ``<checkpoint>/learner_group/learner/rl_module``
     with an optional ``/<policy_id>``, as ``(<checkpoint>, policy_id or None)``; any other path
@@ -1998,15 +1998,15 @@ def rllib_module_path(path: str | os.PathLike) -> tuple[str | os.PathLike, str |
     if not isinstance(path, (str, os.PathLike)):
         return path, None
     parts = Path(os.fspath(path)).parts
-    n = len(_RLLIB_MODULE_DIRS)
+    n = len(RL_MODULE_PATH)
     for i in range(len(parts) - n, -1, -1):
-        if parts[i : i + n] != _RLLIB_MODULE_DIRS:
+        if parts[i : i + n] != RL_MODULE_PATH:
             continue
         tail = parts[i + n :]
         if len(tail) > 1 or (tail and tail[0] in (".", "..")):
             raise CheckpointError(
-                f"{str(path)[:300]!r}: after {'/'.join(_RLLIB_MODULE_DIRS)} RLlib's module path "
-                f"takes one policy id (<checkpoint>/{'/'.join(_RLLIB_MODULE_DIRS)}/<policy_id>); "
+                f"{str(path)[:300]!r}: after {'/'.join(RL_MODULE_PATH)} RLlib's module path "
+                f"takes one policy id (<checkpoint>/{'/'.join(RL_MODULE_PATH)}/<policy_id>); "
                 f"got {'/'.join(tail)[:200]!r}"
             )
         root = Path(*parts[:i]) if i else Path(".")

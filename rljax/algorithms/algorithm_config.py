@@ -1766,13 +1766,12 @@ def _old_api_hint(algo: str, unknown: list[Any]) -> str:
     """Where a dict of RLlib 1.x's keys goes as it is: the algorithm's old-API trainer."""
     old = {"num_workers", "num_envs_per_worker", "sgd_minibatch_size", "num_sgd_iter", "lambda"}
     old.update(("buffer_size", "learning_starts", "exploration_fraction", "multiagent"))
-    if not any(k in old for k in unknown):
+    from rljax.agents import trainer_path
+
+    path = trainer_path(algo)
+    if path is None or not any(k in old for k in unknown):
         return ""
-    trainer = "ImpalaTrainer" if algo == "IMPALA" else f"{algo}Trainer"
-    return (
-        f" (a whole dict of RLlib 1.x's keys: rljax.agents.{algo.lower()}.{trainer}(config=d) "
-        "translates them)"
-    )
+    return f" (a whole dict of RLlib 1.x's keys: {path}(config=d) translates them)"
 
 
 def _filters_shown(filters: Any) -> str:

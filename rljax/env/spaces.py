@@ -100,6 +100,20 @@ def _int_list(value: Any, what: str) -> list[int]:
     return items
 
 
+def _number_dtype(value: Any) -> np.dtype:
+    """A Box's dtype from its name: numbers or booleans only. numpy reads some strings as
+    Python literals (``"(,)f4"`` raises ``SyntaxError``): any failure is a ``ValueError``."""
+    if not isinstance(value, str):
+        raise TypeError(f"a Box dtype must be a dtype name; got a {type(value).__name__}")
+    try:
+        dtype = np.dtype(value)
+    except Exception:
+        raise ValueError(f"dtype {value[:40]!r} is not understood") from None
+    if dtype.kind not in "biuf":
+        raise ValueError(f"dtype {dtype}")
+    return dtype
+
+
 def space_from_data(data: Any, where: str = "space") -> gym.Space:
     """The space ``space_to_data`` described; malformed data raises ``CheckpointError``.
 
@@ -126,9 +140,7 @@ def _space_from_data(data: Any, budget: _Budget, depth: int) -> gym.Space:
         if any(n < 0 for n in shape):
             raise ValueError(f"shape {shape}")
         budget.take_elements(math.prod(shape), f"a Box of shape {list(shape)}")
-        dtype = np.dtype(data["dtype"])
-        if dtype.kind not in "biuf":
-            raise ValueError(f"dtype {dtype}")
+        dtype = _number_dtype(data["dtype"])
         low = _bound_array(data["low"], shape, dtype)
         high = _bound_array(data["high"], shape, dtype)
         return gym.spaces.Box(low, high, shape, dtype)

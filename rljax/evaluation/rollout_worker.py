@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rljax.env.env_context import EnvContext
-from rljax.policy.old_api import Policy
+from rljax.policy.old_api import DEFAULT_POLICY, Policy
 from rljax.utils.errors import ConfigError
 
 _EVALUATE = (
@@ -47,7 +47,7 @@ class RolloutWorker:
             )
         if policy is None:
             policy = policy_spec
-        policies = policy if isinstance(policy, Mapping) else {"default_policy": policy}
+        policies = policy if isinstance(policy, Mapping) else {DEFAULT_POLICY: policy}
         for pid, p in policies.items():
             if not isinstance(p, Policy):
                 raise ConfigError(
@@ -64,14 +64,14 @@ class RolloutWorker:
         self.policy_map: dict[str, Policy] = dict(policies)
         self.env = env_creator(EnvContext(dict(config.get("env_config") or {})))
 
-    def get_policy(self, policy_id: str = "default_policy") -> Policy:
+    def get_policy(self, policy_id: str = DEFAULT_POLICY) -> Policy:
         """The policy ``policy_id``."""
         if policy_id not in self.policy_map:
             raise KeyError(f"no policy {policy_id!r}; this worker has {sorted(self.policy_map)}")
         return self.policy_map[policy_id]
 
     def compute_action(
-        self, obs: Any, policy_id: str = "default_policy", explore: bool = False
+        self, obs: Any, policy_id: str = DEFAULT_POLICY, explore: bool = False
     ) -> Any:
         """The policy's action for one observation (greedy unless ``explore``)."""
         return self.get_policy(policy_id).compute_single_action(obs, explore=explore)[0]

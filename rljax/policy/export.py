@@ -52,13 +52,14 @@ def check_export_dir(path: str | os.PathLike[str]) -> Path:
     policy files are replaced). Anything else there (a file, a link to one) is a
     ``ConfigError`` naming it, before anything is loaded or lowered."""
     out = Path(path)
-    if out.exists() and not out.is_dir():
+    # lexists: a dangling link is there too (mkdir would fail on it after all the work).
+    if os.path.lexists(out) and not out.is_dir():
         raise ConfigError(
             f"cannot export to {str(path)!r}: it exists and is not a directory; give a new "
             "directory or an existing one (its policy files are replaced)"
         )
     for parent in out.parents:
-        if parent.exists():
+        if os.path.lexists(parent):
             if not parent.is_dir():
                 raise ConfigError(
                     f"cannot export to {str(path)!r}: {str(parent)!r} is not a directory"

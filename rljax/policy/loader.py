@@ -70,7 +70,7 @@ def _dtypes(value: Any, where: str, depth: int = 0) -> Any:
         return tuple(_dtypes(v, where, depth + 1) for v in value)
     try:
         dtype = np.dtype(value) if isinstance(value, str) else None
-    except TypeError:
+    except Exception:  # numpy reads some strings as Python literals: SyntaxError, ValueError
         dtype = None
     if dtype is None or dtype.kind not in NUMBER_KINDS:
         raise ExportedPolicyError(

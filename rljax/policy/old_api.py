@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-DEFAULT_POLICY = "default_policy"
+from rljax.core import DEFAULT_POLICY_ID as DEFAULT_POLICY
 
 
 def single_obs(observation: Any, where: str) -> Any:

@@ -16,6 +16,7 @@ experiment (``check_trial_dir``), so that nothing is read, written or deleted th
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import re
@@ -181,10 +182,11 @@ class ExperimentState:
                     f"{path}: trials[{i}] needs trial_id, dir (a directory name) and status "
                     f"(one of {list(STATUSES)})"
                 )
-        dirs = [trial["dir"] for trial in data["trials"]]
-        if len(set(dirs)) != len(dirs):
-            twice = sorted({d for d in dirs if dirs.count(d) > 1})[:3]
-            raise ConfigError(f"{path}: several trials share the directory {twice}")
+        # Counted once (a list's count() per directory is quadratic in the trials).
+        counts = collections.Counter(trial["dir"] for trial in data["trials"])
+        twice = sorted(d for d, n in counts.items() if n > 1)
+        if twice:
+            raise ConfigError(f"{path}: several trials share the directory {twice[:3]}")
         data.pop("format_version")
         state = cls(root=root, **data)
         for trial in state.trials:
@@ -235,9 +237,10 @@ def check_trial_dir(root: Path, trial_dir: Path) -> None:
     real_root = Path(os.path.realpath(root))
     if real_root not in Path(os.path.realpath(trial_dir)).parents:
         raise ConfigError(f"{trial_dir}: lies outside the experiment {root}; {rule}")
-    for entry in os.scandir(trial_dir):
-        if _CHECKPOINT_DIR.fullmatch(entry.name) and entry.is_symlink():
-            raise ConfigError(f"{trial_dir / entry.name}: is a symbolic link; {rule}")
+    with os.scandir(trial_dir) as entries:  # closed when a link stops the loop, too
+        for entry in entries:
+            if _CHECKPOINT_DIR.fullmatch(entry.name) and entry.is_symlink():
+                raise ConfigError(f"{trial_dir / entry.name}: is a symbolic link; {rule}")
 
 
 def _read_trial_file(trial_dir: Path, name: str, max_bytes: int) -> bytes | None:
@@ -246,13 +249,14 @@ def _read_trial_file(trial_dir: Path, name: str, max_bytes: int) -> bytes | None
     path = trial_dir / name
     if not os.path.lexists(path):
         return None
-    real_dir = Path(os.path.realpath(trial_dir))
-    if real_dir not in Path(os.path.realpath(path)).parents:
-        raise ConfigError(
-            f"{path}: is a link that leads outside its trial directory; a trial's files must "
-            "lie inside it"
-        )
-    return safe_io.open_regular(path, trial_dir, max_bytes, ConfigError)
+    return safe_io.open_regular(
+        path,
+        trial_dir,
+        max_bytes,
+        ConfigError,
+        outside="is a link that leads outside its trial directory; a trial's files must lie "
+        "inside it",
+    )
 
 
 def read_history(trial_dir: Path) -> list[dict[str, Any]]:

@@ -90,6 +90,11 @@ class TuneConfig:
             raise ConfigError(f"TuneConfig.metric={self.metric!r}: use a result key (a string)")
         check_mode(self.mode, "TuneConfig.mode")
         _check_number("TuneConfig.num_samples", self.num_samples, 1, True)
+        # Checked before a BasicVariantGenerator's seed and bound are folded into them.
+        if self.max_concurrent_trials is not None:
+            _check_number("TuneConfig.max_concurrent_trials", self.max_concurrent_trials, 1, True)
+        if self.seed is not None:
+            _check_number("TuneConfig.seed", self.seed, 0, True)
         self._fold_basic_variant_generator()
         if self.search_alg is not None and not isinstance(self.search_alg, Searcher):
             raise ConfigError(
@@ -103,16 +108,12 @@ class TuneConfig:
                 "(ASHAScheduler, AsyncHyperBandScheduler, HyperBandScheduler, "
                 "MedianStoppingRule, FIFOScheduler) or None"
             )
-        if self.max_concurrent_trials is not None:
-            _check_number("TuneConfig.max_concurrent_trials", self.max_concurrent_trials, 1, True)
         if not isinstance(self.populations, bool):
             raise ConfigError(f"TuneConfig.populations={self.populations!r}: use True or False")
         if self.time_budget_s is not None:
             _check_number("TuneConfig.time_budget_s", self.time_budget_s, 0, False)
             if self.time_budget_s <= 0:
                 raise ConfigError(f"TuneConfig.time_budget_s={self.time_budget_s!r}: use > 0")
-        if self.seed is not None:
-            _check_number("TuneConfig.seed", self.seed, 0, True)
 
     def _fold_basic_variant_generator(self) -> None:
         """A ``BasicVariantGenerator`` search_alg is the default generator: its seed and its

@@ -66,6 +66,10 @@ def open_regular(
     root: Path | None,
     max_bytes: int,
     error_type: type[Exception] = CheckpointError,
+    outside: str = (
+        "is a link that leads outside its directory; checkpoint files must lie inside the "
+        "checkpoint directory"
+    ),
 ) -> bytes:
     """The bytes of ``path``, a regular file of at most ``max_bytes`` inside ``root``.
 
@@ -75,6 +79,7 @@ def open_regular(
         check, for a file the caller named itself).
       max_bytes: Larger files are refused before reading (and a file that grows while read).
       error_type: The exception raised, with a message naming ``path``.
+      outside: What the message says of a ``path`` that resolves outside ``root``.
     """
     try:
         real = Path(os.path.realpath(path))
@@ -84,12 +89,7 @@ def open_regular(
     if root is not None:
         real_root = Path(os.path.realpath(root))
         if real != real_root and real_root not in real.parents:
-            raise _fail(
-                error_type,
-                path,
-                "is a link that leads outside its directory; checkpoint files must lie inside "
-                "the checkpoint directory",
-            )
+            raise _fail(error_type, path, outside)
     if any(real == Path(p) or Path(p) in real.parents for p in _PSEUDO_FILESYSTEMS):
         # Files there report a regular type and size 0, and reading some blocks for ever.
         raise _fail(error_type, path, "leads into /proc, /sys or /dev, which are never read")

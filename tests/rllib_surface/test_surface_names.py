@@ -87,6 +87,13 @@ def test_basic_variant_generator_folds_into_tune_config():
         BasicVariantGenerator(points_to_evaluate=[{"a": 1}])
     with pytest.raises(ConfigError, match="max_concurrent=-1"):
         BasicVariantGenerator(max_concurrent=-1)
+    # TuneConfig's own values are checked before the generator's are folded into them.
+    with pytest.raises(ConfigError, match=r"max_concurrent_trials='4': use an int >= 1"):
+        tune.TuneConfig(
+            max_concurrent_trials="4", search_alg=BasicVariantGenerator(max_concurrent=2)
+        )
+    with pytest.raises(ConfigError, match=r"TuneConfig.seed='2': use an int >= 0"):
+        tune.TuneConfig(seed="2", search_alg=BasicVariantGenerator(random_state=2))
 
 
 def test_basic_variant_generator_gives_the_default_variants(tmp_path):

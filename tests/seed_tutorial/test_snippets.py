@@ -688,6 +688,16 @@ def test_new_api_class_with_a_dict_says_what_to_call():
     assert "rljax.agents.ppo.PPOTrainer(config=d)" in msg
 
 
+def test_a_class_without_an_old_api_trainer_names_none():
+    from rljax.algorithms.algorithm import Algorithm
+
+    with pytest.raises(ConfigError) as e:
+        Algorithm(config={"env": "CartPole-v1"})
+    msg = str(e.value)
+    assert "AlgorithmConfig().update_from_dict(d).build_algo()" in msg
+    assert "rljax.agents" not in msg  # it has no trainer there
+
+
 def test_port_rewrites_the_tutorials_imports():
     from rljax.utils.port import port_source
 

@@ -44,11 +44,11 @@ class BasicVariantGenerator:
                 "BasicVariantGenerator(constant_grid_search=True) is not supported: each "
                 "variant draws its random values anew"
             )
-        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int):
-            raise ConfigError(
-                f"BasicVariantGenerator(max_concurrent={max_concurrent!r}): use an int >= 0"
-            )
-        if max_concurrent < 0:
+        if (
+            isinstance(max_concurrent, bool)
+            or not isinstance(max_concurrent, int)
+            or max_concurrent < 0
+        ):
             raise ConfigError(
                 f"BasicVariantGenerator(max_concurrent={max_concurrent!r}): use an int >= 0"
             )
