@@ -6,6 +6,9 @@ gathers each agent slot's policy parameters and runs them vmapped over the slots
 group); the update of a group is one jitted ``vmap`` of the single-policy PPO update over its
 policies, each on its own padded batch. Most runs have one group, however many policies.
 Policies outside ``policies_to_train`` are not updated: their parameters stay bit for bit.
+A policy whose module (``MultiRLModuleSpec``) is an ``RLModule`` with a forward pass of its own
+(a heuristic, ``RandomRLModule``) has no parameters: it acts by that forward pass inside the same
+jitted act step (a group of its own, after the learned groups) and is never updated.
 
 Per-policy batches differ in size from iteration to iteration (the mapping function may assign
 agents differently each episode, agents may act at different rates); they are padded to a
@@ -35,6 +38,10 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_update,
 )
 from rljax.algorithms.ppo.networks import build_policy
+from rljax.core.columns import Columns
+from rljax.core.rl_module.forward_module import forward_module_outputs
+from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.env_context import EnvContext
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.env.multi_agent_vector import MultiAgentVectorEnv, agent_spaces
@@ -108,6 +115,7 @@ def make_multi_agent_policy_parts(
     local_of: np.ndarray,
     action_space: gym.Space,
     clip_actions: bool,
+    forward_modules: list[Any] | None = None,
 ) -> PolicyParts[list[PPOTrainState]]:
     """The policies of multi-agent PPO for the execution layer.
 
@@ -122,8 +130,32 @@ def make_multi_agent_policy_parts(
       group_of, local_of: Each policy's group, and its index in the group's stack, [P].
       action_space: The agents' action space (actions cast to it, and clipped to a Box's bounds
         with ``clip_actions``).
+      forward_modules: The modules that act by a forward pass of their own (no parameters):
+        group ``len(groups) + j`` is ``forward_modules[j]``.
     """
     group_of_j, local_of_j = jnp.asarray(group_of), jnp.asarray(local_of)
+    forward_modules = list(forward_modules or [])
+    num_outputs = groups[0].dist.num_outputs
+
+    def forward_outputs(
+        j: int, obs: Any, key: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """A forward-only module's (dist inputs, value 0, action) for every slot."""
+        module = forward_modules[j]
+        key = jax.random.fold_in(jax.random.PRNGKey(0) if key is None else key, 1 + j)
+        out = forward_module_outputs(module, obs["obs"], key, explore=key is not None)
+        action = out[Columns.ACTIONS]
+        slots = jax.tree.leaves(obs["obs"])[0].shape[0]
+        inputs = out.get(Columns.ACTION_DIST_INPUTS)
+        if inputs is None:
+            inputs = jnp.zeros((slots, num_outputs), jnp.float32)
+        if action.shape[:1] != (slots,) or inputs.shape != (slots, num_outputs):
+            raise ConfigError(
+                f"{type(module).__name__}'s forward pass over {slots} observations returned "
+                f"actions of shape {action.shape} and action_dist_inputs of shape "
+                f"{inputs.shape}; expected [{slots}, ...] and [{slots}, {num_outputs}]"
+            )
+        return inputs.astype(jnp.float32), jnp.zeros((slots,), jnp.float32), action
 
     def group_outputs(
         g: int, params: Any, obs: Any, key: jax.Array | None
@@ -147,8 +179,17 @@ def make_multi_agent_policy_parts(
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """(dist inputs, value, action) of every slot from its policy's group."""
         outs = [group_outputs(g, params, obs, key) for g in range(len(groups))]
+        outs += [forward_outputs(j, obs, key) for j in range(len(forward_modules))]
         if len(outs) == 1:
             return outs[0]
+        ref = outs[0][2]
+        for k, out in enumerate(outs[len(groups) :]):
+            if out[2].shape != ref.shape:
+                raise ConfigError(
+                    f"{type(forward_modules[k]).__name__}'s forward pass returned actions of "
+                    f"shape {out[2].shape}; the agents' action space needs {ref.shape}"
+                )
+        outs = [(i, v, a.astype(ref.dtype)) for i, v, a in outs]
         # Each slot takes the row of its policy's group (every group runs on every slot).
         group = group_of_j[obs["policy"]]
         rows = jnp.arange(group.shape[0])
@@ -162,6 +203,7 @@ def make_multi_agent_policy_parts(
         dist_inputs, value, action = slot_outputs(params, obs, key)
         group = group_of_j[obs["policy"]]
         logps = [grp.dist.log_prob(dist_inputs, action) for grp in groups]
+        logps += [jnp.zeros_like(logps[0]) for _ in forward_modules]  # never trained
         logp = logps[0] if len(logps) == 1 else jnp.stack(logps)[group, jnp.arange(len(group))]
         extras = {"action_logp": logp, "vf_preds": value, "action_dist_inputs": dist_inputs}
         return action, extras
@@ -174,6 +216,8 @@ def make_multi_agent_policy_parts(
 
     def inference_params(state: list[PPOTrainState], policy_id: str | None) -> Any:
         i = index(policy_id)
+        if group_of[i] >= len(groups):
+            return {}  # a forward-only module has no parameters
         params = state[group_of[i]].params[POLICY_ID]
         return {POLICY_ID: jax.tree.map(lambda p: p[local_of[i]], params)}
 
@@ -182,8 +226,23 @@ def make_multi_agent_policy_parts(
 
     per_group = [distribution_inference(module_outputs(g.module), g.dist) for g in groups]
 
+    def forward_inference(j: int, explore: bool) -> InferenceFn:
+        def infer(params: Any, obs: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+            inputs, _, action = forward_outputs(j, {"obs": obs}, key if explore else None)
+            return inputs, action
+
+        return infer
+
+    per_forward = [
+        {explore: forward_inference(j, explore) for explore in (False, True)}
+        for j in range(len(forward_modules))
+    ]
+
     def inference(policy_id: str | None, explore: bool) -> InferenceFn:
-        return per_group[int(group_of[index(policy_id)])](None, explore)
+        g = int(group_of[index(policy_id)])
+        if g >= len(groups):
+            return per_forward[g - len(groups)][explore]
+        return per_group[g](None, explore)
 
     to_env, to_env_host = space_env_actions(action_space, clip_actions)
     return PolicyParts(
@@ -237,8 +296,16 @@ class MultiAgentPPO(Algorithm):
         self.mapping_fn = cfg.policy_mapping_fn or (
             lambda agent_id, episode, **kw: self.policy_ids[0]
         )
+        # Modules with a forward pass of their own act but never learn (no parameters).
+        self.forward_only = [
+            pid
+            for pid in self.policy_ids
+            if (spec := self._module_spec(pid)) is not None and spec.is_forward_only
+        ]
         to_train = cfg.policies_to_train if cfg.policies_to_train is not None else self.policy_ids
-        self.train_mask = np.array([p in to_train for p in self.policy_ids])
+        self.train_mask = np.array(
+            [p in to_train and p not in self.forward_only for p in self.policy_ids]
+        )
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.num_slots = cfg.num_envs_per_env_runner * len(self.possible_agents)
         num_runners = cfg.num_runners
@@ -251,7 +318,9 @@ class MultiAgentPPO(Algorithm):
         # Policies with equal overrides share a group: one module, optimizer and update.
         by_settings: dict[str, list[int]] = {}
         for i, pid in enumerate(self.policy_ids):
-            settings = repr(sorted(cfg.module_overrides(pid).items()))
+            if pid in self.forward_only:
+                continue
+            settings = repr((sorted(cfg.module_overrides(pid).items()), self._module_spec(pid)))
             by_settings.setdefault(settings, []).append(i)
         self.groups: list[_Group] = []
         self.group_of = np.zeros(self.num_policies, np.int32)
@@ -285,6 +354,20 @@ class MultiAgentPPO(Algorithm):
                 )
             )
         self.state = jax.device_put(states, self.learner_devices[0])
+        self.forward_modules = []
+        for j, pid in enumerate(self.forward_only):
+            spec = self._module_spec(pid)
+            assert spec is not None and spec.module_class is not None
+            self.forward_modules.append(
+                spec.module_class(
+                    observation_space=self.observation_space,
+                    action_space=self.action_space,
+                    model_config=dict(spec.model_config),
+                    inference_only=True,
+                )
+            )
+            i = self.policy_ids.index(pid)
+            self.group_of[i], self.local_of[i] = len(self.groups) + j, 0
         self.parts = make_multi_agent_policy_parts(
             self.groups,
             self.policy_ids,
@@ -292,6 +375,7 @@ class MultiAgentPPO(Algorithm):
             self.local_of,
             self.action_space,
             cfg.clip_actions,
+            self.forward_modules,
         )
         self.hp = PPOHyperparams.from_config(cfg, 1, batch_rows)
         postprocess = make_ppo_postprocess(
@@ -325,6 +409,15 @@ class MultiAgentPPO(Algorithm):
             )
         return policies
 
+    def _module_spec(self, policy_id: str) -> RLModuleSpec | None:
+        """``policy_id``'s own ``RLModuleSpec`` in a ``MultiRLModuleSpec`` (None: none)."""
+        spec = self.config.rl_module_spec
+        return spec.spec_of(policy_id) if isinstance(spec, MultiRLModuleSpec) else None
+
+    def get_multi_rl_module(self) -> MultiRLModule:
+        """Every policy's module for inference, ``{policy_id: RLModule}``."""
+        return MultiRLModule({pid: self.get_module(pid) for pid in self.policy_ids})
+
     def _check_policy_spaces(self) -> None:
         """Spaces given in a policy's spec must match the env agents' in kind, shape, dtype and
         size (bounds may differ: the network is built from the env's spaces)."""
@@ -335,15 +428,23 @@ class MultiAgentPPO(Algorithm):
             return getattr(a, "n", None) == getattr(b, "n", None)
 
         for pid, spec in self._policy_specs().items():
-            for kind, given, env_space in (
-                ("observation_space", spec.observation_space, self.observation_space),
-                ("action_space", spec.action_space, self.action_space),
+            module_spec = self._module_spec(pid)
+            for where, given_spec in (
+                (f"policies[{pid!r}]", spec),
+                (f"MultiRLModuleSpec.rl_module_specs[{pid!r}]", module_spec),
             ):
-                if given is not None and not compatible(given, env_space):
-                    raise ConfigError(
-                        f"policies[{pid!r}] gives {kind}={given}, but the env's agents have "
-                        f"{env_space}; leave it None or give a space of the same kind and shape"
-                    )
+                if given_spec is None:
+                    continue
+                for kind, given, env_space in (
+                    ("observation_space", given_spec.observation_space, self.observation_space),
+                    ("action_space", given_spec.action_space, self.action_space),
+                ):
+                    if given is not None and not compatible(given, env_space):
+                        raise ConfigError(
+                            f"{where} gives {kind}={given}, but the env's agents have "
+                            f"{env_space}; leave it None or give a space of the same kind and "
+                            "shape"
+                        )
 
     def _runner_env(self, runner_index: int) -> MultiAgentVectorEnv:
         cfg = self.config
@@ -464,6 +565,7 @@ class MultiAgentPPO(Algorithm):
                 "num_module_steps_trained": int(counts[i]) if self.train_mask[i] else 0,
             }
             for i, pid in enumerate(self.policy_ids)
+            if pid not in self.forward_only  # no learner, no learner metrics
         }
         nan = float("nan")
         runner_metrics = {
@@ -520,6 +622,12 @@ class MultiAgentPPO(Algorithm):
         policy (outside ``policies_to_train``) keeps what is set here, e.g. a fixed opponent."""
         for pid, params in weights.items():
             i = self._policy_index(pid)
+            if pid in self.forward_only:
+                raise ValueError(
+                    f"policy {pid!r} acts by its module's forward pass and has no weights to "
+                    "set; set_weights takes the learned policies "
+                    f"{[p for p in self.policy_ids if p not in self.forward_only]}"
+                )
             check_weights_fit(pid, params, self.parts.inference_params(self.state, pid))
             g, k = int(self.group_of[i]), int(self.local_of[i])
             stacked = self.state[g].params[POLICY_ID]
