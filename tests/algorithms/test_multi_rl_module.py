@@ -13,6 +13,7 @@ from rljax.algorithms.ppo import PPOConfig
 from rljax.core.columns import Columns
 from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from rljax.core.rl_module.rl_module import RLModule, RLModuleSpec
+from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole, RockPaperScissors
 from rljax.examples.rl_modules.classes import (
     AlwaysSameHeuristicRLM,
@@ -51,6 +52,7 @@ def _cartpole_config(specs: dict[str, RLModuleSpec], policies: list[str], **mult
     )
 
 
+@pytest.mark.slow
 def test_heuristic_acts_exactly_as_its_forward_and_frozen_policies_keep_their_params():
     specs = {
         "learned": RLModuleSpec(),
@@ -216,3 +218,129 @@ def test_learned_policy_beats_a_heuristic_opponent():
     # Random play scores 0 on average over 10 moves; paper every move scores 10.
     assert abs(returns[0]) < 3.0
     assert returns[-1] > 7.0, returns
+
+
+class TwoShapesCartPole(MultiAgentEnv):
+    """Two CartPoles: agent "a" observes the 4 state values, agent "b" 6 (the state, then its
+    first two values again); both push left or right."""
+
+    def __init__(self, config: dict | None = None):
+        super().__init__()
+        self.possible_agents = ["a", "b"]
+        self.agents = list(self.possible_agents)
+        self.envs = {a: gym.make("CartPole-v1") for a in self.possible_agents}
+        high4, high6 = np.full(4, np.inf, np.float32), np.full(6, np.inf, np.float32)
+        self.observation_spaces = {
+            "a": gym.spaces.Box(-high4, high4),
+            "b": gym.spaces.Box(-high6, high6),
+        }
+        self.action_spaces = {a: gym.spaces.Discrete(2) for a in self.possible_agents}
+        self.done: set[str] = set()
+
+    def _obs(self, agent: Any, obs: np.ndarray) -> np.ndarray:
+        obs = np.asarray(obs, np.float32)
+        return obs if agent == "a" else np.concatenate([obs, obs[:2]])
+
+    def reset(self, *, seed=None, options=None):
+        self.done = set()
+        obs = {}
+        for k, (agent, env) in enumerate(self.envs.items()):
+            o, _ = env.reset(seed=None if seed is None else seed + k)
+            obs[agent] = self._obs(agent, o)
+        return obs, {}
+
+    def step(self, actions):
+        obs, rew, term, trunc = {}, {}, {}, {}
+        for agent, action in actions.items():
+            o, r, te, tr, _ = self.envs[agent].step(int(action))
+            obs[agent], rew[agent], term[agent], trunc[agent] = self._obs(agent, o), r, te, tr
+            if te or tr:
+                self.done.add(agent)
+        term["__all__"] = len(self.done) == len(self.possible_agents)
+        trunc["__all__"] = False
+        return obs, rew, term, trunc, {}
+
+
+def _two_shapes_config(policies: list[str], mapping: Any, specs: dict | None = None):
+    config = (
+        PPOConfig()
+        .environment(TwoShapesCartPole)
+        .env_runners(num_envs_per_env_runner=2)
+        .multi_agent(policies=policies, policy_mapping_fn=mapping)
+        .training(train_batch_size_per_learner=256, minibatch_size=64, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .debugging(seed=0)
+    )
+    if specs is not None:
+        config = config.rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
+    return config
+
+
+@pytest.mark.slow
+def test_agents_with_different_observation_spaces_get_a_group_each():
+    algo = _two_shapes_config(["pa", "pb"], lambda aid, *a, **k: "p" + aid).build_algo()
+    try:
+        assert len(algo.groups) == 2
+        assert {pid: sp.shape for pid, sp in algo.policy_observation_spaces.items()} == {
+            "pa": (4,),
+            "pb": (6,),
+        }
+        before = algo.get_weights()
+        result = algo.train()
+        after = algo.get_weights()
+        traj = jax.device_get(algo._runners.sample().traj)
+    finally:
+        algo.stop()
+    # Every input layer reads its own policy's observation size.
+    in_sizes = {
+        pid: sorted({leaf.shape[0] for leaf in jax.tree.leaves(w) if leaf.ndim == 2})
+        for pid, w in before.items()
+    }
+    assert 4 in in_sizes["pa"] and 6 not in in_sizes["pa"]
+    assert 6 in in_sizes["pb"] and 4 not in in_sizes["pb"]
+    for pid in ("pa", "pb"):
+        assert any(
+            not np.array_equal(b, a)
+            for b, a in zip(jax.tree.leaves(before[pid]), jax.tree.leaves(after[pid]), strict=True)
+        )
+        assert result["learners"][pid]["num_module_steps_trained"] > 0
+    # Slot rows: agent b's 6 values; agent a's 4, then zeros.
+    obs, policy = traj.obs["obs"], traj.obs["policy"]
+    assert obs.shape[-1] == 6
+    a_rows, b_rows = traj.valid & (policy == 0), traj.valid & (policy == 1)
+    np.testing.assert_array_equal(obs[a_rows][:, 4:], 0.0)
+    np.testing.assert_array_equal(obs[b_rows][:, 4:], obs[b_rows][:, :2])
+
+
+def test_a_policy_mapped_to_agents_of_different_spaces_is_refused():
+    with pytest.raises(ConfigError, match="policy 'p' is mapped to agents with different ones"):
+        _two_shapes_config(["p"], lambda aid, *a, **k: "p").build_algo()
+    wrong = {"pa": RLModuleSpec(observation_space=gym.spaces.Box(-1.0, 1.0, (5,), np.float32))}
+    with pytest.raises(ConfigError, match=r"policy 'pa' has observation_space Box.*which no agent"):
+        _two_shapes_config(["pa", "pb"], lambda aid, *a, **k: "p" + aid, wrong).build_algo()
+
+
+@pytest.mark.slow
+def test_a_checkpoint_of_two_space_groups_restores_with_its_env(tmp_path):
+    config = _two_shapes_config(["pa", "pb"], lambda aid, *a, **k: "p" + aid)
+    algo = config.build_algo()
+    try:
+        algo.train()
+        weights = algo.get_weights()
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+    finally:
+        algo.stop()
+    restored = config.build_algo()
+    try:
+        restored.restore_from_path(path)
+        for pid in ("pa", "pb"):
+            for a, b in zip(
+                jax.tree.leaves(weights[pid]),
+                jax.tree.leaves(restored.get_weights()[pid]),
+                strict=True,
+            ):
+                np.testing.assert_array_equal(a, b)
+        out = restored.get_module("pb").forward_inference({"obs": np.ones((3, 6), np.float32)})
+        assert out["actions"].shape == (3,)
+    finally:
+        restored.stop()

@@ -133,14 +133,28 @@ def test_act_step_ignores_absent_slots():
     np.testing.assert_allclose(transitions[4].episode_return, [1.0, -0.5])
 
 
-def test_agents_with_different_spaces_are_refused():
-    class Mixed(TurnGame):
+def test_agents_with_different_action_spaces_are_refused_and_observations_are_padded():
+    class MixedActions(TurnGame):
+        def __init__(self, config=None):
+            super().__init__(config)
+            self.action_spaces = {**self.action_spaces, "b": gym.spaces.Discrete(4)}
+
+    with pytest.raises(ConfigError, match="needs one shared action space"):
+        MultiAgentVectorEnv([MixedActions], ["p"], lambda a, e, **k: "p")
+
+    class MixedObs(TurnGame):
         def __init__(self, config=None):
             super().__init__(config)
             self.observation_spaces = {**self.observation_spaces, "b": gym.spaces.Box(0, 1, (3,))}
 
-    with pytest.raises(ConfigError, match="one shared space"):
-        MultiAgentVectorEnv([Mixed], ["p"], lambda a, e, **k: "p")
+    env = MultiAgentVectorEnv([MixedObs], ["p"], lambda a, e, **k: "p")
+    assert env.observation_space.shape == (3,)  # the largest agent's, flat
+    env.close()
+    spaces = {"p": MixedObs().observation_spaces["b"]}
+    with pytest.raises(ValueError, match="returned 'p', whose observation space is Box"):
+        MultiAgentVectorEnv(
+            [MixedObs], ["p"], lambda a, e, **k: "p", policy_observation_spaces=spaces
+        ).reset()
     with pytest.raises(ValueError, match="the policies are"):
         MultiAgentVectorEnv([TurnGame], ["p"], lambda a, e, **k: "q").reset()
 

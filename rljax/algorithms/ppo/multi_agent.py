@@ -44,7 +44,7 @@ from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpe
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.env_context import EnvContext
 from rljax.env.multi_agent_env import MultiAgentEnv
-from rljax.env.multi_agent_vector import MultiAgentVectorEnv, agent_spaces
+from rljax.env.multi_agent_vector import MultiAgentVectorEnv, mapping_caller, slot_spaces
 from rljax.env.registry import registered_creator
 from rljax.env.spaces import zeros_batch
 from rljax.execution.evaluation import EvaluationEnv
@@ -106,6 +106,23 @@ class _Group:
     optimizer: Any
     hp: PPOHyperparams
     train_mask: np.ndarray  # [P_g] bool
+    # The policies' observation space; with padded slot rows, their first values reshaped.
+    observation_space: gym.Space | None = None
+    padded: bool = False
+
+    def obs(self, slot_obs: Any, lead: int = 1) -> Any:
+        """The group's observations from slot rows (``lead`` leading batch axes)."""
+        return unpad_observations(slot_obs, self.observation_space, self.padded, lead)
+
+
+def unpad_observations(slot_obs: Any, space: gym.Space | None, padded: bool, lead: int = 1) -> Any:
+    """Observations of ``space`` from slot rows: the rows themselves, or with ``padded`` (the
+    agents' spaces differ) each row's first values reshaped to the space's shape."""
+    if not padded:
+        return slot_obs
+    assert space is not None and space.shape is not None
+    flat = slot_obs[..., : int(np.prod(space.shape))]
+    return flat.reshape(*flat.shape[:lead], *space.shape).astype(space.dtype)
 
 
 def make_multi_agent_policy_parts(
@@ -142,8 +159,11 @@ def make_multi_agent_policy_parts(
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """A forward-only module's (dist inputs, value 0, action) for every slot."""
         module = forward_modules[j]
+        explore = key is not None
+        # Greedy passes (no key) of a module that draws still get a fixed key.
         key = jax.random.fold_in(jax.random.PRNGKey(0) if key is None else key, 1 + j)
-        out = forward_module_outputs(module, obs["obs"], key, explore=key is not None)
+        module_obs = unpad_observations(obs["obs"], module.observation_space, groups[0].padded)
+        out = forward_module_outputs(module, module_obs, key, explore=explore)
         action = out[Columns.ACTIONS]
         slots = jax.tree.leaves(obs["obs"])[0].shape[0]
         inputs = out.get(Columns.ACTION_DIST_INPUTS)
@@ -166,7 +186,7 @@ def make_multi_agent_policy_parts(
         per_slot = jax.tree.map(lambda p: p[local], params[g][POLICY_ID])
         dist_inputs, value = jax.vmap(
             lambda p, o: group.module.apply(p, jax.tree.map(lambda x: x[None], o))
-        )(per_slot, obs["obs"])
+        )(per_slot, group.obs(obs["obs"]))
         dist_inputs, value = dist_inputs[:, 0], value[:, 0]
         if key is None:
             action = group.dist.mode(dist_inputs)
@@ -221,10 +241,10 @@ def make_multi_agent_policy_parts(
         params = state[group_of[i]].params[POLICY_ID]
         return {POLICY_ID: jax.tree.map(lambda p: p[local_of[i]], params)}
 
-    def module_outputs(module: Any) -> Any:
-        return lambda params, obs: module.apply(params[POLICY_ID], obs)[0]
+    def module_outputs(group: _Group) -> Any:
+        return lambda params, obs: group.module.apply(params[POLICY_ID], group.obs(obs))[0]
 
-    per_group = [distribution_inference(module_outputs(g.module), g.dist) for g in groups]
+    per_group = [distribution_inference(module_outputs(g), g.dist) for g in groups]
 
     def forward_inference(j: int, explore: bool) -> InferenceFn:
         def infer(params: Any, obs: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -271,12 +291,17 @@ class MultiAgentPPO(Algorithm):
             # A module loaded for inference: the checkpoint describes the spaces and agents.
             self.observation_space, self.action_space = self._saved_spaces["spaces"]
             self.possible_agents = list(self._saved_spaces["possible_agents"])
+            self.agent_observation_spaces = {
+                a: self.observation_space for a in self.possible_agents
+            }
             self.env_spec = None
             return
         self._ma_creator = multi_agent_creator(cfg.env)
         probe = _SlotEnvFn(self._ma_creator, EnvContext(cfg.env_config))()
         try:
-            self.observation_space, self.action_space = agent_spaces(probe)
+            self.observation_space, self.action_space, self.agent_observation_spaces = slot_spaces(
+                probe
+            )
             self.possible_agents = list(probe.possible_agents)
         finally:
             probe.close()
@@ -306,6 +331,10 @@ class MultiAgentPPO(Algorithm):
         self.train_mask = np.array(
             [p in to_train and p not in self.forward_only for p in self.policy_ids]
         )
+        self.padded = any(
+            sp != self.observation_space for sp in self.agent_observation_spaces.values()
+        )
+        self.policy_observation_spaces = self._policy_observation_spaces()
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.num_slots = cfg.num_envs_per_env_runner * len(self.possible_agents)
         num_runners = cfg.num_runners
@@ -314,13 +343,18 @@ class MultiAgentPPO(Algorithm):
         key, init_key, self._action_key = jax.random.split(key, 3)
         init_keys = jax.random.split(init_key, self.num_policies)
         state_keys = jax.random.split(key, self.num_policies)
-        obs_example = jax.tree.map(jnp.asarray, zeros_batch(self.observation_space, 1))
         # Policies with equal overrides share a group: one module, optimizer and update.
         by_settings: dict[str, list[int]] = {}
         for i, pid in enumerate(self.policy_ids):
             if pid in self.forward_only:
                 continue
-            settings = repr((sorted(cfg.module_overrides(pid).items()), self._module_spec(pid)))
+            settings = repr(
+                (
+                    sorted(cfg.module_overrides(pid).items()),
+                    self._module_spec(pid),
+                    self.policy_observation_spaces[pid],
+                )
+            )
             by_settings.setdefault(settings, []).append(i)
         self.groups: list[_Group] = []
         self.group_of = np.zeros(self.num_policies, np.int32)
@@ -328,7 +362,9 @@ class MultiAgentPPO(Algorithm):
         states = []
         for g, members in enumerate(by_settings.values()):
             gcfg = cfg.module_config(self.policy_ids[members[0]])
-            dist, module = build_policy(self.observation_space, self.action_space, gcfg)
+            obs_space = self.policy_observation_spaces[self.policy_ids[members[0]]]
+            dist, module = build_policy(obs_space, self.action_space, gcfg)
+            obs_example = jax.tree.map(jnp.asarray, zeros_batch(obs_space, 1))
             optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip)
             hp = PPOHyperparams.from_config(gcfg, 1, batch_rows)
             self.groups.append(
@@ -339,6 +375,8 @@ class MultiAgentPPO(Algorithm):
                     optimizer=optimizer,
                     hp=hp,
                     train_mask=self.train_mask[members],
+                    observation_space=obs_space,
+                    padded=self.padded,
                 )
             )
             self.group_of[members] = g
@@ -360,7 +398,7 @@ class MultiAgentPPO(Algorithm):
             assert spec is not None and spec.module_class is not None
             self.forward_modules.append(
                 spec.module_class(
-                    observation_space=self.observation_space,
+                    observation_space=self.policy_observation_spaces[pid],
                     action_space=self.action_space,
                     model_config=dict(spec.model_config),
                     inference_only=True,
@@ -418,6 +456,51 @@ class MultiAgentPPO(Algorithm):
         """Every policy's module for inference, ``{policy_id: RLModule}``."""
         return MultiRLModule({pid: self.get_module(pid) for pid in self.policy_ids})
 
+    def _policy_observation_spaces(self) -> dict[str, gym.Space]:
+        """Each policy's observation space: the agents' shared one; where agents' spaces
+        differ, the space its specs give, else that of the agents ``policy_mapping_fn`` maps
+        to it (asked once per agent, with no episode)."""
+        if not self.padded:
+            return {pid: self.observation_space for pid in self.policy_ids}
+        found: dict[str, dict[Any, gym.Space]] = {pid: {} for pid in self.policy_ids}
+        mapping = mapping_caller(self.mapping_fn)
+        for agent, space in self.agent_observation_spaces.items():
+            try:
+                pid = mapping(agent, None, worker_index=0)
+            except Exception:  # an episode-dependent mapping: the specs must say
+                continue
+            if pid in found:
+                found[pid][agent] = space
+        out = {}
+        for pid in self.policy_ids:
+            given = [
+                s.observation_space
+                for s in (self._policy_specs()[pid], self._module_spec(pid))
+                if s is not None and s.observation_space is not None
+            ]
+            spaces = list(dict.fromkeys(map(repr, found[pid].values())))
+            if given:
+                out[pid] = given[0]
+            elif len(spaces) == 1:
+                out[pid] = next(iter(found[pid].values()))
+            else:
+                raise ConfigError(
+                    f"the agents' observation spaces differ and policy {pid!r} "
+                    + (
+                        f"is mapped to agents with different ones: {found[pid]}"
+                        if spaces
+                        else "is mapped to no agent by policy_mapping_fn(agent_id, None)"
+                    )
+                    + "; give its observation_space in its RLModuleSpec (or PolicySpec): one "
+                    f"of {sorted(set(map(str, self.agent_observation_spaces.values())))}"
+                )
+            if out[pid] not in self.agent_observation_spaces.values():
+                raise ConfigError(
+                    f"policy {pid!r} has observation_space {out[pid]}, which no agent has; the "
+                    f"agents': {self.agent_observation_spaces}"
+                )
+        return out
+
     def _check_policy_spaces(self) -> None:
         """Spaces given in a policy's spec must match the env agents' in kind, shape, dtype and
         size (bounds may differ: the network is built from the env's spaces)."""
@@ -436,15 +519,29 @@ class MultiAgentPPO(Algorithm):
                 if given_spec is None:
                     continue
                 for kind, given, env_space in (
-                    ("observation_space", given_spec.observation_space, self.observation_space),
+                    ("observation_space", given_spec.observation_space, self._agents_obs_space()),
                     ("action_space", given_spec.action_space, self.action_space),
                 ):
-                    if given is not None and not compatible(given, env_space):
+                    if (
+                        given is not None
+                        and env_space is not None
+                        and not compatible(given, env_space)
+                    ):
                         raise ConfigError(
                             f"{where} gives {kind}={given}, but the env's agents have "
                             f"{env_space}; leave it None or give a space of the same kind and "
                             "shape"
                         )
+
+    def _spaces_data(self) -> dict[str, Any] | None:
+        # Agents of different observation spaces: a checkpoint loads with its env (the padded
+        # slot space alone does not say each policy's space).
+        return None if getattr(self, "padded", False) else super()._spaces_data()
+
+    def _agents_obs_space(self) -> gym.Space | None:
+        """The agents' shared observation space; None where they differ (checked later)."""
+        spaces = set(map(repr, self.agent_observation_spaces.values()))
+        return self.observation_space if len(spaces) == 1 else None
 
     def _runner_env(self, runner_index: int) -> MultiAgentVectorEnv:
         cfg = self.config
@@ -466,6 +563,7 @@ class MultiAgentPPO(Algorithm):
             policy_in_obs=True,
             mode=cfg.gym_env_vectorize_mode,
             record_episodes=self._record_episodes,
+            policy_observation_spaces=self.policy_observation_spaces,
         )
         return env
 
@@ -518,7 +616,8 @@ class MultiAgentPPO(Algorithm):
         for k, r in enumerate(rows):
             index[k, : len(r)] = r
             real[k, : len(r)] = 1.0
-        gathered = jax.tree.map(lambda x: x[index], flat._replace(obs=flat.obs["obs"]))
+        obs = self.groups[g].obs(jax.tree.map(lambda x: x[index], flat.obs["obs"]), lead=2)
+        gathered = jax.tree.map(lambda x: x[index], flat._replace(obs=None))._replace(obs=obs)
         gathered = gathered._replace(mask=gathered.mask * real)
         return jax.tree.map(lambda x: x[:, None], gathered), size, counts
 
