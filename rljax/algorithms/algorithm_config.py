@@ -181,7 +181,8 @@ def _rl_module_spec(name: str, value: Any) -> RLModuleSpec | MultiRLModuleSpec |
     if value is None:
         return None
     if isinstance(value, MultiRLModuleSpec):
-        for pid, spec in value.rl_module_specs.items():
+        specs = value.rl_module_specs
+        for pid, spec in specs.items() if isinstance(specs, dict) else [("*", specs)]:
             StrKeyDict()(f"{name}.rl_module_specs[{pid!r}].model_config", spec.model_config)
         return value
     if not isinstance(value, RLModuleSpec):
@@ -1350,16 +1351,20 @@ class AlgorithmConfig:
                     ".multi_agent(policies=[...], policy_mapping_fn=...)"
                 )
             if isinstance(self.rl_module_spec, MultiRLModuleSpec):
+                named = self.rl_module_spec.rl_module_specs
                 raise ConfigError(
                     "rl_module_spec is a MultiRLModuleSpec (policies "
-                    f"{list(self.rl_module_spec.rl_module_specs)}) but the config is "
+                    f"{list(named) if isinstance(named, dict) else 'all'}) but the config is "
                     "single-agent; add .multi_agent(policies=[...], policy_mapping_fn=...) or "
                     "pass an RLModuleSpec"
                 )
             return
         if isinstance(self.rl_module_spec, MultiRLModuleSpec):
-            specs = self.rl_module_spec.rl_module_specs
-            unknown = [p for p in specs if p not in self.policies]
+            named = self.rl_module_spec.rl_module_specs
+            unknown = (
+                [p for p in named if p not in self.policies] if isinstance(named, dict) else []
+            )
+            specs = self.rl_module_spec.specs(list(self.policies))
             if unknown:
                 raise ConfigError(
                     f"MultiRLModuleSpec.rl_module_specs names {unknown}, which are not in "
@@ -1501,11 +1506,12 @@ class AlgorithmConfig:
             elif key == "env_config" and isinstance(value, dict):
                 value = _env_config_data(value)
             elif key == "rl_module_spec" and isinstance(value, MultiRLModuleSpec):
-                value = {
-                    "rl_module_specs": {
-                        p: _module_spec_dict(spec) for p, spec in value.rl_module_specs.items()
-                    }
-                }
+                named = value.rl_module_specs
+                value = (
+                    {"rl_module_specs": {p: _module_spec_dict(s) for p, s in named.items()}}
+                    if isinstance(named, dict)
+                    else {"every_policy": _module_spec_dict(named)}
+                )
             elif key == "rl_module_spec" and value is not None:
                 value = _module_spec_dict(value)
             elif key == "policies" and value is not None:
@@ -1614,6 +1620,16 @@ class AlgorithmConfig:
                     else v
                     for p, v in value.items()
                 }
+            elif (
+                key == "rl_module_spec"
+                and isinstance(value, dict)
+                and set(value) == {"every_policy"}
+            ):
+                value = MultiRLModuleSpec(
+                    rl_module_specs=_module_spec_from_dict(
+                        "rl_module_specs", value["every_policy"], policy
+                    )
+                )
             elif key == "rl_module_spec" and isinstance(value, dict) and "rl_module_specs" in value:
                 unknown = set(value) - {"rl_module_specs"}
                 specs = value["rl_module_specs"]

@@ -132,8 +132,8 @@ def test_bad_multi_rl_module_specs_fail_before_anything_compiles():
         ConfigError, match=r"rl_module_specs\['b'\] must be an RLModuleSpec; got int"
     ):
         MultiRLModuleSpec(rl_module_specs=bad)
-    with pytest.raises(ConfigError, match="got a single RLModuleSpec"):
-        MultiRLModuleSpec(rl_module_specs=RLModuleSpec())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"must be a dict \{policy_id: RLModuleSpec\}; got list"):
+        MultiRLModuleSpec(rl_module_specs=[RLModuleSpec()])  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="module_class must be None, a flax.linen.Module"):
         RLModuleSpec(module_class=dict)
     heuristic = {"h": RLModuleSpec(module_class=PushTowardsPole), "p": RLModuleSpec()}
@@ -177,8 +177,19 @@ def test_multi_rl_module_spec_round_trips_through_the_config_dict():
     )
     spec = back.rl_module_spec
     assert isinstance(spec, MultiRLModuleSpec)
-    assert spec.rl_module_specs["random"].module_class is RandomRLModule
+    random_back = spec.spec_of("random")
+    assert random_back is not None and random_back.module_class is RandomRLModule
     assert back.module_config("learned").model_config.fcnet_hiddens == (8,)
+    # One spec for every policy (RLlib's other form) round-trips too.
+    every = config.rl_module(
+        rl_module_spec=MultiRLModuleSpec(
+            rl_module_specs=RLModuleSpec(model_config={"fcnet_hiddens": [4]})
+        )
+    )
+    again = PPOConfig.from_dict(
+        every.to_dict(), env=MultiAgentCartPole, policy_mapping_fn=config.policy_mapping_fn
+    )
+    assert again.module_config("random").model_config.fcnet_hiddens == (4,)
     random_spec = back.module_config("random").rl_module_spec
     assert isinstance(random_spec, RLModuleSpec) and random_spec.module_class is RandomRLModule
 

@@ -24,15 +24,22 @@ class MultiRLModuleSpec:
     """Each policy's ``RLModuleSpec``.
 
     Attributes:
-      rl_module_specs: ``{policy_id: RLModuleSpec}``; every id must be one of the config's
-        policies (policies left out use the config's default networks).
       multi_rl_module_class: RLlib's container class; only ``MultiRLModule`` (or None).
-      inference_only: RLlib's flag; accepted and kept.
+      observation_space, action_space, inference_only, model_config: RLlib's settings of the
+        container; accepted and kept (each policy's module reads its own spec).
+      rl_module_specs: ``{policy_id: RLModuleSpec}``, every id one of the config's policies
+        (policies left out use the config's default networks); or one ``RLModuleSpec`` for
+        every policy.
     """
 
     multi_rl_module_class: type | None = None
-    rl_module_specs: dict[str, RLModuleSpec] = dataclasses.field(default_factory=dict)
+    observation_space: Any = None
+    action_space: Any = None
     inference_only: bool = False
+    model_config: dict[str, Any] | None = None
+    rl_module_specs: dict[str, RLModuleSpec] | RLModuleSpec = dataclasses.field(
+        default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         cls = self.multi_rl_module_class
@@ -42,10 +49,7 @@ class MultiRLModuleSpec:
                 f"{cls!r}"
             )
         if isinstance(self.rl_module_specs, RLModuleSpec):
-            raise ConfigError(
-                "MultiRLModuleSpec.rl_module_specs must be a dict {policy_id: RLModuleSpec}; "
-                "got a single RLModuleSpec"
-            )
+            return
         if not isinstance(self.rl_module_specs, dict):
             raise ConfigError(
                 f"MultiRLModuleSpec.rl_module_specs must be a dict {{policy_id: RLModuleSpec}}; "
@@ -65,7 +69,13 @@ class MultiRLModuleSpec:
 
     def spec_of(self, policy_id: str) -> RLModuleSpec | None:
         """``policy_id``'s spec, or None (the config's default networks)."""
+        if isinstance(self.rl_module_specs, RLModuleSpec):
+            return self.rl_module_specs
         return self.rl_module_specs.get(policy_id)
+
+    def specs(self, policy_ids: list[str]) -> dict[str, RLModuleSpec]:
+        """``{policy_id: spec}`` of the given policies that have one."""
+        return {p: s for p in policy_ids if (s := self.spec_of(p)) is not None}
 
 
 class MultiRLModule(Mapping[str, Any]):
