@@ -113,29 +113,36 @@ def agent_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space]:
     return obs_spaces[0], act_spaces[0]
 
 
-def slot_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space, dict[AgentID, gym.Space]]:
-    """``(slot observation space, action space, each agent's observation space)``.
+def slot_spaces(
+    env: MultiAgentEnv,
+) -> tuple[gym.Space, gym.Space, dict[AgentID, gym.Space], dict[AgentID, gym.Space]]:
+    """``(slot observation space, slot action space, each agent's observation space, each
+    agent's action space)``.
 
-    Agents share one action space (checked). Their observation spaces may differ when every
-    one is a ``Box``: the slot space is then a flat float32 ``Box`` as long as the largest,
-    and each agent's observation is flattened and zero-padded into it (``pad_observation``);
-    with one shared observation space, the slot space is that space.
+    Agents' observation spaces may differ when every one is a ``Box``: the slot space is then
+    a flat float32 ``Box`` as long as the largest, and each agent's observation is flattened
+    and zero-padded into it (``pad_observation``). Their action spaces may differ when every
+    one is a ``Discrete`` starting at 0: the slot space is the largest. With one shared space
+    of a kind, the slot space is that space.
     """
     agents = list(env.possible_agents)
     if not agents:
         raise ConfigError(f"{type(env).__name__}.possible_agents is empty")
     obs_spaces = {a: env.get_observation_space(a) for a in agents}
-    act_spaces = [env.get_action_space(a) for a in agents]
-    for agent, space in zip(agents, act_spaces, strict=True):
-        if space != act_spaces[0]:
-            raise ConfigError(
-                f"agent {agent!r} has action space {space}, agent {agents[0]!r} has "
-                f"{act_spaces[0]}; rljax's vectorized multi-agent sampling needs one shared "
-                "action space (observation spaces may differ)"
-            )
+    act_spaces = {a: env.get_action_space(a) for a in agents}
+    slot_action = act_spaces[agents[0]]
+    if any(space != slot_action for space in act_spaces.values()):
+        for agent, space in act_spaces.items():
+            if not (isinstance(space, gym.spaces.Discrete) and int(space.start) == 0):
+                raise ConfigError(
+                    f"agent {agent!r} has action space {space}, agent {agents[0]!r} has "
+                    f"{slot_action}; rljax's vectorized multi-agent sampling needs one shared "
+                    "action space, or Discrete(n) spaces (starting at 0) of any n"
+                )
+        slot_action = max(act_spaces.values(), key=lambda space: int(getattr(space, "n", 0)))
     first = obs_spaces[agents[0]]
     if all(space == first for space in obs_spaces.values()):
-        return first, act_spaces[0], obs_spaces
+        return first, slot_action, obs_spaces, act_spaces
     for agent, space in obs_spaces.items():
         if not isinstance(space, gym.spaces.Box):
             raise ConfigError(
@@ -144,7 +151,8 @@ def slot_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space, dict[AgentID,
                 "observations are padded into one row per agent slot)"
             )
     size = max(int(np.prod(space.shape or ())) for space in obs_spaces.values())
-    return gym.spaces.Box(-np.inf, np.inf, (size,), np.float32), act_spaces[0], obs_spaces
+    slot_obs = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+    return slot_obs, slot_action, obs_spaces, act_spaces
 
 
 def pad_observation(obs: Any, size: int) -> np.ndarray:
@@ -194,6 +202,7 @@ class MultiAgentVectorEnv:
         mode: str = "SYNC",
         record_episodes: bool = False,
         policy_observation_spaces: dict[str, gym.Space] | None = None,
+        policy_action_spaces: dict[str, gym.Space] | None = None,
     ):
         # policy_in_obs: results carry obs = {"obs": [S, ...], "policy": [S]}, so that a jitted
         # policy can pick each slot's parameters from the observation pytree alone.
@@ -223,9 +232,12 @@ class MultiAgentVectorEnv:
                         f"env copy {i} has possible_agents {env.possible_agents}, copy 0 has "
                         f"{self.possible_agents}; every copy needs the same agents"
                     )
-            self.observation_space, self.action_space, self.agent_observation_spaces = slot_spaces(
-                self.envs[0]
-            )
+            (
+                self.observation_space,
+                self.action_space,
+                self.agent_observation_spaces,
+                self.agent_action_spaces,
+            ) = slot_spaces(self.envs[0])
             # Agents' observations differ in shape: each slot row holds one padded flat.
             first = next(iter(self.agent_observation_spaces.values()))
             self._pad_size = (
@@ -233,7 +245,14 @@ class MultiAgentVectorEnv:
                 if all(sp == first for sp in self.agent_observation_spaces.values())
                 else int(np.prod(self.observation_space.shape or ()))
             )
-            self._policy_spaces = policy_observation_spaces
+            # Each policy's spaces, checked against its agents' where agents' spaces differ.
+            self._policy_spaces = {
+                kind: (spaces if len(set(map(repr, by_agent.values()))) > 1 else None)
+                for kind, spaces, by_agent in (
+                    ("observation", policy_observation_spaces, self.agent_observation_spaces),
+                    ("action", policy_action_spaces, self.agent_action_spaces),
+                )
+            }
             if self.observation_space.shape is None and not is_structured(self.observation_space):
                 raise ConfigError(
                     f"observation space {self.observation_space} has no fixed shape; rljax's "
@@ -289,13 +308,16 @@ class MultiAgentVectorEnv:
                 f"policy_mapping_fn({agent!r}, ...) returned {policy!r}; the policies are "
                 f"{self.policy_ids}"
             )
-        if self._pad_size is not None and self._policy_spaces is not None:
-            expected = self._policy_spaces.get(policy)
-            space = self.agent_observation_spaces[agent]
-            if expected is not None and expected != space:
+        for kind, by_agent in (
+            ("observation", self.agent_observation_spaces),
+            ("action", self.agent_action_spaces),
+        ):
+            spaces = self._policy_spaces[kind]
+            expected = spaces.get(policy) if spaces is not None else None
+            if expected is not None and expected != by_agent[agent]:
                 raise ValueError(
-                    f"policy_mapping_fn({agent!r}, ...) returned {policy!r}, whose observation "
-                    f"space is {expected}; agent {agent!r} observes {space}"
+                    f"policy_mapping_fn({agent!r}, ...) returned {policy!r}, whose {kind} "
+                    f"space is {expected}; agent {agent!r}'s is {by_agent[agent]}"
                 )
         self._mapped[i][agent] = policy
         self._policy[self._slot(i, agent)] = self._policy_index[policy]

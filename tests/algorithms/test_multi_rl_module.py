@@ -355,3 +355,61 @@ def test_a_checkpoint_of_two_space_groups_restores_with_its_env(tmp_path):
         assert out["actions"].shape == (3,)
     finally:
         restored.stop()
+
+
+class MultiSpaces(MultiAgentEnv):
+    """RLlib's ``BasicMultiAgentMultiSpaces``: agent0 observes Box(10,) and acts in
+    Discrete(2), agent1 Box(20,) and Discrete(3); agent1 is rewarded for action 2."""
+
+    def __init__(self, config: dict | None = None):
+        super().__init__()
+        self.possible_agents = ["agent0", "agent1"]
+        self.agents = list(self.possible_agents)
+        self.observation_spaces = {
+            "agent0": gym.spaces.Box(-1.0, 1.0, (10,), np.float32),
+            "agent1": gym.spaces.Box(-1.0, 1.0, (20,), np.float32),
+        }
+        self.action_spaces = {"agent0": gym.spaces.Discrete(2), "agent1": gym.spaces.Discrete(3)}
+        self.t = 0
+
+    def _obs(self) -> dict[Any, np.ndarray]:
+        return {"agent0": np.full(10, 0.5, np.float32), "agent1": np.full(20, 0.5, np.float32)}
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, actions):
+        self.t += 1
+        assert set(actions) == set(self.possible_agents)
+        assert int(actions["agent0"]) in (0, 1) and int(actions["agent1"]) in (0, 1, 2)
+        rewards = {"agent0": float(actions["agent0"] == 1), "agent1": float(actions["agent1"] == 2)}
+        done = self.t >= 10
+        return self._obs(), rewards, {"__all__": done}, {"__all__": False}, {}
+
+
+@pytest.mark.slow
+def test_agents_with_different_discrete_action_spaces_learn_in_their_own_groups():
+    config = (
+        PPOConfig()
+        .environment(MultiSpaces)
+        .env_runners(num_envs_per_env_runner=4)
+        .multi_agent(policies=["p0", "p1"], policy_mapping_fn=lambda aid, *a, **k: "p" + aid[-1])
+        .training(train_batch_size_per_learner=400, minibatch_size=100, num_epochs=4, lr=3e-3)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        assert {p: sp.n for p, sp in algo.policy_action_spaces.items()} == {"p0": 2, "p1": 3}
+        assert [g.dist.num_outputs for g in algo.groups] == [2, 3]
+        returns = [algo.train()["env_runners"]["module_episode_returns_mean"] for _ in range(5)]
+        traj = jax.device_get(algo._runners.sample().traj)
+    finally:
+        algo.stop()
+    # Random play: 10 * 1/2 and 10 * 1/3; the best is 10 each.
+    assert returns[0]["p0"] < 8.0 and returns[0]["p1"] < 6.0
+    assert returns[-1]["p0"] > 8.0 and returns[-1]["p1"] > 7.0, returns
+    inputs, policy = traj.extras["action_dist_inputs"], traj.obs["policy"]
+    assert inputs.shape[-1] == 3
+    np.testing.assert_array_equal(inputs[traj.valid & (policy == 0)][:, 2], 0.0)  # padding

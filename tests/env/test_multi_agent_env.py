@@ -133,14 +133,23 @@ def test_act_step_ignores_absent_slots():
     np.testing.assert_allclose(transitions[4].episode_return, [1.0, -0.5])
 
 
-def test_agents_with_different_action_spaces_are_refused_and_observations_are_padded():
+def test_agents_spaces_that_differ_are_padded_or_refused():
     class MixedActions(TurnGame):
         def __init__(self, config=None):
             super().__init__(config)
             self.action_spaces = {**self.action_spaces, "b": gym.spaces.Discrete(4)}
 
-    with pytest.raises(ConfigError, match="needs one shared action space"):
-        MultiAgentVectorEnv([MixedActions], ["p"], lambda a, e, **k: "p")
+    env = MultiAgentVectorEnv([MixedActions], ["p"], lambda a, e, **k: "p")
+    assert env.action_space == gym.spaces.Discrete(4)  # Discrete spaces: the largest
+    env.close()
+
+    class BoxAction(TurnGame):
+        def __init__(self, config=None):
+            super().__init__(config)
+            self.action_spaces = {**self.action_spaces, "b": gym.spaces.Box(-1, 1, (2,))}
+
+    with pytest.raises(ConfigError, match=r"one shared\s+action space, or Discrete\(n\)"):
+        MultiAgentVectorEnv([BoxAction], ["p"], lambda a, e, **k: "p")
 
     class MixedObs(TurnGame):
         def __init__(self, config=None):

@@ -54,6 +54,7 @@ from rljax.execution.parts import (
     distribution_inference,
     space_env_actions,
 )
+from rljax.networks.distributions import make_distribution
 from rljax.policy.policy import PolicySpec
 from rljax.runners.acting import episode_arrays, make_act_step
 from rljax.utils.errors import ConfigError
@@ -152,7 +153,12 @@ def make_multi_agent_policy_parts(
     """
     group_of_j, local_of_j = jnp.asarray(group_of), jnp.asarray(local_of)
     forward_modules = list(forward_modules or [])
-    num_outputs = groups[0].dist.num_outputs
+    # Groups' distribution inputs differ in width where agents' Discrete action spaces do:
+    # every row is zero-padded to the widest (each group reads back its own first columns).
+    num_outputs = max(g.dist.num_outputs for g in groups)
+
+    def pad_inputs(inputs: jax.Array) -> jax.Array:
+        return jnp.pad(inputs, ((0, 0), (0, num_outputs - inputs.shape[-1])))
 
     def forward_outputs(
         j: int, obs: Any, key: jax.Array | None
@@ -166,16 +172,17 @@ def make_multi_agent_policy_parts(
         out = forward_module_outputs(module, module_obs, key, explore=explore)
         action = out[Columns.ACTIONS]
         slots = jax.tree.leaves(obs["obs"])[0].shape[0]
+        width = make_distribution(module.action_space).num_outputs
         inputs = out.get(Columns.ACTION_DIST_INPUTS)
         if inputs is None:
-            inputs = jnp.zeros((slots, num_outputs), jnp.float32)
-        if action.shape[:1] != (slots,) or inputs.shape != (slots, num_outputs):
+            inputs = jnp.zeros((slots, width), jnp.float32)
+        if action.shape[:1] != (slots,) or inputs.shape != (slots, width):
             raise ConfigError(
                 f"{type(module).__name__}'s forward pass over {slots} observations returned "
                 f"actions of shape {action.shape} and action_dist_inputs of shape "
-                f"{inputs.shape}; expected [{slots}, ...] and [{slots}, {num_outputs}]"
+                f"{inputs.shape}; expected [{slots}, ...] and [{slots}, {width}]"
             )
-        return inputs.astype(jnp.float32), jnp.zeros((slots,), jnp.float32), action
+        return pad_inputs(inputs.astype(jnp.float32)), jnp.zeros((slots,), jnp.float32), action
 
     def group_outputs(
         g: int, params: Any, obs: Any, key: jax.Array | None
@@ -192,7 +199,7 @@ def make_multi_agent_policy_parts(
             action = group.dist.mode(dist_inputs)
         else:
             action = group.dist.sample(key, dist_inputs)
-        return dist_inputs, value, action
+        return pad_inputs(dist_inputs), value, action
 
     def slot_outputs(
         params: Any, obs: Any, key: jax.Array | None
@@ -222,7 +229,9 @@ def make_multi_agent_policy_parts(
         """Each slot acts with its own policy's parameters."""
         dist_inputs, value, action = slot_outputs(params, obs, key)
         group = group_of_j[obs["policy"]]
-        logps = [grp.dist.log_prob(dist_inputs, action) for grp in groups]
+        logps = [
+            grp.dist.log_prob(dist_inputs[:, : grp.dist.num_outputs], action) for grp in groups
+        ]
         logps += [jnp.zeros_like(logps[0]) for _ in forward_modules]  # never trained
         logp = logps[0] if len(logps) == 1 else jnp.stack(logps)[group, jnp.arange(len(group))]
         extras = {"action_logp": logp, "vf_preds": value, "action_dist_inputs": dist_inputs}
@@ -294,14 +303,18 @@ class MultiAgentPPO(Algorithm):
             self.agent_observation_spaces = {
                 a: self.observation_space for a in self.possible_agents
             }
+            self.agent_action_spaces = {a: self.action_space for a in self.possible_agents}
             self.env_spec = None
             return
         self._ma_creator = multi_agent_creator(cfg.env)
         probe = _SlotEnvFn(self._ma_creator, EnvContext(cfg.env_config))()
         try:
-            self.observation_space, self.action_space, self.agent_observation_spaces = slot_spaces(
-                probe
-            )
+            (
+                self.observation_space,
+                self.action_space,
+                self.agent_observation_spaces,
+                self.agent_action_spaces,
+            ) = slot_spaces(probe)
             self.possible_agents = list(probe.possible_agents)
         finally:
             probe.close()
@@ -334,7 +347,15 @@ class MultiAgentPPO(Algorithm):
         self.padded = any(
             sp != self.observation_space for sp in self.agent_observation_spaces.values()
         )
-        self.policy_observation_spaces = self._policy_observation_spaces()
+        self.mixed_actions = any(
+            sp != self.action_space for sp in self.agent_action_spaces.values()
+        )
+        self.policy_observation_spaces = self._policy_spaces_of(
+            "observation_space", self.agent_observation_spaces, self.padded
+        )
+        self.policy_action_spaces = self._policy_spaces_of(
+            "action_space", self.agent_action_spaces, self.mixed_actions
+        )
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.num_slots = cfg.num_envs_per_env_runner * len(self.possible_agents)
         num_runners = cfg.num_runners
@@ -353,6 +374,7 @@ class MultiAgentPPO(Algorithm):
                     sorted(cfg.module_overrides(pid).items()),
                     self._module_spec(pid),
                     self.policy_observation_spaces[pid],
+                    self.policy_action_spaces[pid],
                 )
             )
             by_settings.setdefault(settings, []).append(i)
@@ -363,7 +385,8 @@ class MultiAgentPPO(Algorithm):
         for g, members in enumerate(by_settings.values()):
             gcfg = cfg.module_config(self.policy_ids[members[0]])
             obs_space = self.policy_observation_spaces[self.policy_ids[members[0]]]
-            dist, module = build_policy(obs_space, self.action_space, gcfg)
+            act_space = self.policy_action_spaces[self.policy_ids[members[0]]]
+            dist, module = build_policy(obs_space, act_space, gcfg)
             obs_example = jax.tree.map(jnp.asarray, zeros_batch(obs_space, 1))
             optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip)
             hp = PPOHyperparams.from_config(gcfg, 1, batch_rows)
@@ -399,7 +422,7 @@ class MultiAgentPPO(Algorithm):
             self.forward_modules.append(
                 spec.module_class(
                     observation_space=self.policy_observation_spaces[pid],
-                    action_space=self.action_space,
+                    action_space=self.policy_action_spaces[pid],
                     model_config=dict(spec.model_config),
                     inference_only=True,
                 )
@@ -456,15 +479,18 @@ class MultiAgentPPO(Algorithm):
         """Every policy's module for inference, ``{policy_id: RLModule}``."""
         return MultiRLModule({pid: self.get_module(pid) for pid in self.policy_ids})
 
-    def _policy_observation_spaces(self) -> dict[str, gym.Space]:
-        """Each policy's observation space: the agents' shared one; where agents' spaces
-        differ, the space its specs give, else that of the agents ``policy_mapping_fn`` maps
-        to it (asked once per agent, with no episode)."""
-        if not self.padded:
-            return {pid: self.observation_space for pid in self.policy_ids}
+    def _policy_spaces_of(
+        self, kind: str, by_agent: dict[Any, gym.Space], differ: bool
+    ) -> dict[str, gym.Space]:
+        """Each policy's ``kind`` space (``"observation_space"`` or ``"action_space"``): the
+        agents' shared one; where agents' spaces differ, the space its specs give, else that of
+        the agents ``policy_mapping_fn`` maps to it (asked once per agent, with no episode)."""
+        if not differ:
+            shared = next(iter(by_agent.values()))
+            return {pid: shared for pid in self.policy_ids}
         found: dict[str, dict[Any, gym.Space]] = {pid: {} for pid in self.policy_ids}
         mapping = mapping_caller(self.mapping_fn)
-        for agent, space in self.agent_observation_spaces.items():
+        for agent, space in by_agent.items():
             try:
                 pid = mapping(agent, None, worker_index=0)
             except Exception:  # an episode-dependent mapping: the specs must say
@@ -474,9 +500,9 @@ class MultiAgentPPO(Algorithm):
         out = {}
         for pid in self.policy_ids:
             given = [
-                s.observation_space
+                getattr(s, kind)
                 for s in (self._policy_specs()[pid], self._module_spec(pid))
-                if s is not None and s.observation_space is not None
+                if s is not None and getattr(s, kind) is not None
             ]
             spaces = list(dict.fromkeys(map(repr, found[pid].values())))
             if given:
@@ -485,19 +511,19 @@ class MultiAgentPPO(Algorithm):
                 out[pid] = next(iter(found[pid].values()))
             else:
                 raise ConfigError(
-                    f"the agents' observation spaces differ and policy {pid!r} "
+                    f"the agents' {kind}s differ and policy {pid!r} "
                     + (
                         f"is mapped to agents with different ones: {found[pid]}"
                         if spaces
                         else "is mapped to no agent by policy_mapping_fn(agent_id, None)"
                     )
-                    + "; give its observation_space in its RLModuleSpec (or PolicySpec): one "
-                    f"of {sorted(set(map(str, self.agent_observation_spaces.values())))}"
+                    + f"; give its {kind} in its RLModuleSpec (or PolicySpec): one of "
+                    f"{sorted(set(map(str, by_agent.values())))}"
                 )
-            if out[pid] not in self.agent_observation_spaces.values():
+            if out[pid] not in by_agent.values():
                 raise ConfigError(
-                    f"policy {pid!r} has observation_space {out[pid]}, which no agent has; the "
-                    f"agents': {self.agent_observation_spaces}"
+                    f"policy {pid!r} has {kind} {out[pid]}, which no agent has; the agents': "
+                    f"{by_agent}"
                 )
         return out
 
@@ -520,7 +546,7 @@ class MultiAgentPPO(Algorithm):
                     continue
                 for kind, given, env_space in (
                     ("observation_space", given_spec.observation_space, self._agents_obs_space()),
-                    ("action_space", given_spec.action_space, self.action_space),
+                    ("action_space", given_spec.action_space, self._agents_act_space()),
                 ):
                     if (
                         given is not None
@@ -536,7 +562,13 @@ class MultiAgentPPO(Algorithm):
     def _spaces_data(self) -> dict[str, Any] | None:
         # Agents of different observation spaces: a checkpoint loads with its env (the padded
         # slot space alone does not say each policy's space).
-        return None if getattr(self, "padded", False) else super()._spaces_data()
+        mixed = getattr(self, "padded", False) or getattr(self, "mixed_actions", False)
+        return None if mixed else super()._spaces_data()
+
+    def _agents_act_space(self) -> gym.Space | None:
+        """The agents' shared action space; None where they differ (checked later)."""
+        spaces = set(map(repr, self.agent_action_spaces.values()))
+        return self.action_space if len(spaces) == 1 else None
 
     def _agents_obs_space(self) -> gym.Space | None:
         """The agents' shared observation space; None where they differ (checked later)."""
@@ -564,6 +596,7 @@ class MultiAgentPPO(Algorithm):
             mode=cfg.gym_env_vectorize_mode,
             record_episodes=self._record_episodes,
             policy_observation_spaces=self.policy_observation_spaces,
+            policy_action_spaces=self.policy_action_spaces,
         )
         return env
 
@@ -618,7 +651,11 @@ class MultiAgentPPO(Algorithm):
             real[k, : len(r)] = 1.0
         obs = self.groups[g].obs(jax.tree.map(lambda x: x[index], flat.obs["obs"]), lead=2)
         gathered = jax.tree.map(lambda x: x[index], flat._replace(obs=None))._replace(obs=obs)
-        gathered = gathered._replace(mask=gathered.mask * real)
+        width = self.groups[g].dist.num_outputs  # the group's own columns of padded inputs
+        gathered = gathered._replace(
+            mask=gathered.mask * real,
+            action_dist_inputs=gathered.action_dist_inputs[..., :width],
+        )
         return jax.tree.map(lambda x: x[:, None], gathered), size, counts
 
     def _training_step(self) -> dict[str, Any]:
