@@ -137,7 +137,7 @@ def test_agents_spaces_that_differ_are_padded_or_refused():
     class MixedActions(TurnGame):
         def __init__(self, config=None):
             super().__init__(config)
-            self.action_spaces = {**self.action_spaces, "b": gym.spaces.Discrete(4)}
+            self.action_spaces = {"a": gym.spaces.Discrete(3), "b": gym.spaces.Discrete(4)}
 
     env = MultiAgentVectorEnv([MixedActions], ["p"], lambda a, e, **k: "p")
     assert env.action_space == gym.spaces.Discrete(4)  # Discrete spaces: the largest
@@ -146,7 +146,7 @@ def test_agents_spaces_that_differ_are_padded_or_refused():
     class BoxAction(TurnGame):
         def __init__(self, config=None):
             super().__init__(config)
-            self.action_spaces = {**self.action_spaces, "b": gym.spaces.Box(-1, 1, (2,))}
+            self.action_spaces = {"a": gym.spaces.Discrete(3), "b": gym.spaces.Box(-1, 1, (2,))}
 
     with pytest.raises(ConfigError, match=r"one shared\s+action space, or Discrete\(n\)"):
         MultiAgentVectorEnv([BoxAction], ["p"], lambda a, e, **k: "p")
@@ -159,7 +159,7 @@ def test_agents_spaces_that_differ_are_padded_or_refused():
     env = MultiAgentVectorEnv([MixedObs], ["p"], lambda a, e, **k: "p")
     assert env.observation_space.shape == (3,)  # the largest agent's, flat
     env.close()
-    spaces = {"p": MixedObs().observation_spaces["b"]}
+    spaces: dict[str, gym.Space] = {"p": gym.spaces.Box(0, 1, (3,))}
     with pytest.raises(ValueError, match="returned 'p', whose observation space is Box"):
         MultiAgentVectorEnv(
             [MixedObs], ["p"], lambda a, e, **k: "p", policy_observation_spaces=spaces
