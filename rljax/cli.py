@@ -9,7 +9,6 @@ import json
 import logging
 import math
 import os
-import re
 import signal
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from typing import Any, NoReturn
 import yaml
 
 from rljax.algorithms.algorithm_config import AlgorithmConfig, read_config_file
-from rljax.utils import safe_io
+from rljax.utils import checkpoint, safe_io
 from rljax.utils.errors import CheckpointError, ConfigError, closest
 
 
@@ -106,11 +105,6 @@ def _fmt(x: float) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
 
 
-# What a checkpoint directory holds (rljax.utils.checkpoint): the pointer, the versions and the
-# leftovers of interrupted saves.
-_CHECKPOINT_ENTRY = re.compile(r"LATEST|v-\d+|\.tmp-.*|\.LATEST\..*")
-
-
 def check_train_flags(args: argparse.Namespace) -> None:
     """Raises ``ConfigError`` for ``rljax train`` flags that cannot work.
 
@@ -145,18 +139,29 @@ def check_train_flags(args: argparse.Namespace) -> None:
             "TensorBoard, CSV and JSON logs and W&B's files go)"
         )
     if args.logdir:
-        _check_logdir(args.logdir)
+        _check_logdir(args.logdir, getattr(args, "force", False))
     if args.wandb_project:
         from rljax.utils.result_loggers import import_wandb
 
         import_wandb()
 
 
-def _check_logdir(value: str) -> None:
-    """Raises ``ConfigError`` unless ``value`` is (or can be made) a writable directory."""
+# The files ``rljax train --logdir`` writes afresh (TensorBoard's event files get new names).
+LOG_FILES = ("progress.csv", "result.json", "learning_curve.png")
+
+
+def _check_logdir(value: str, force: bool = False) -> None:
+    """Raises ``ConfigError`` unless ``value`` is (or can be made) a writable directory that
+    holds no earlier run's logs (``LOG_FILES``), or ``force`` allows replacing them."""
     path = Path(value).expanduser()
     if path.exists() and not path.is_dir():
         raise ConfigError(f"--logdir {value}: a file is there; name a directory")
+    earlier = [name for name in LOG_FILES if os.path.lexists(path / name)]
+    if earlier and not force:
+        raise ConfigError(
+            f"--logdir {value} holds an earlier run's {', '.join(earlier)}; pass --force to "
+            "replace them, or choose another path"
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
         probe = path / ".rljax-write-test"
@@ -184,13 +189,13 @@ def _check_checkpoint_dir(value: str) -> None:
     if existing == path:
         try:
             foreign = sorted(
-                c.name for c in path.iterdir() if not _CHECKPOINT_ENTRY.fullmatch(c.name)
+                c.name for c in path.iterdir() if not checkpoint.is_checkpoint_entry(c.name)
             )
         except OSError as e:
             raise ConfigError(f"{flag} cannot be read: {e.strerror}") from e
         if foreign:
-            # A save removes older versions (every v-* entry) from the directory: refuse to mix
-            # checkpoints with other files.
+            # A checkpoint directory holds what saves write (rljax.utils.checkpoint's one rule
+            # of names): refuse to mix checkpoints with other files.
             shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise ConfigError(
                 f"{flag} holds files that are not part of an rljax checkpoint ({shown}); give a "
@@ -457,10 +462,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from rljax.algorithms.algorithm import Algorithm
+    from rljax.policy.export import check_export_dir
 
     start = time.perf_counter()
+    check_export_dir(args.out)  # before the checkpoint is loaded
     algo = Algorithm._for_inference(args.checkpoint, allow_imports=args.allow_import)
-    out = algo.export_policy(args.out, args.policy_id)
+    try:
+        out = algo.export_policy(args.out, args.policy_id)
+    except ValueError as e:  # a policy id the checkpoint lacks, a recurrent policy
+        raise ConfigError(f"{args.checkpoint}: {e}") from None
     print(
         json.dumps(
             {
@@ -477,19 +487,25 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_port(args: argparse.Namespace) -> int:
     """Rewrites an RLlib script's imports to rljax's (``rljax.utils.port``): the new script to
-    ``-o FILE`` (or stdout), and what could not be rewritten to stderr."""
-    from rljax.utils.port import port_source
+    ``-o FILE`` (or stdout), and what could not be rewritten to stderr. The script is read as
+    untrusted data (``read_script``); an existing ``-o`` file is replaced only with ``--force``."""
+    from rljax.utils.port import port_source, read_script, write_script
 
     try:
-        source = Path(args.script).read_text()
-    except OSError as e:
-        raise ConfigError(f"rljax port: cannot read {args.script!r}: {e.strerror}") from None
+        source = read_script(args.script)
+    except ConfigError as e:
+        raise ConfigError(f"rljax port: {e}") from None
     try:
         ported = port_source(source)
     except SyntaxError as e:
         raise ConfigError(f"rljax port: {args.script!r} is not valid Python: {e}") from None
+    except ConfigError as e:
+        raise ConfigError(f"rljax port: {args.script}: {e}") from None
     if args.output:
-        safe_io.write_atomic(Path(args.output), ported.source)
+        try:
+            write_script(args.output, ported.source, force=args.force)
+        except ConfigError as e:
+            raise ConfigError(f"rljax port: {e}") from None
     else:
         sys.stdout.write(ported.source)
     for note in ported.notes:
@@ -656,6 +672,11 @@ def make_parser() -> argparse.ArgumentParser:
         help="also log to this Weights & Biases project (needs wandb and --logdir; "
         "WANDB_MODE=offline logs without an account)",
     )
+    t.add_argument(
+        "--force",
+        action="store_true",
+        help=f"replace the logs of an earlier run in --logdir ({', '.join(LOG_FILES)})",
+    )
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)
     e = sub.add_parser("evaluate", help="evaluate a checkpoint with the greedy policy")
@@ -711,6 +732,11 @@ def make_parser() -> argparse.ArgumentParser:
     )
     po.add_argument("script", help="the RLlib script (.py)")
     po.add_argument("-o", "--output", default=None, help="write here (default: stdout)")
+    po.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing -o file (its permission bits are kept)",
+    )
     po.set_defaults(func=cmd_port)
     return p
 

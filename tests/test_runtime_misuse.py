@@ -115,7 +115,7 @@ def test_an_old_version_that_cannot_be_removed_warns_and_the_save_stands(tmp_pat
     real_replace = os.replace
 
     def replace(src, dst):
-        if ".tmp-old-" in str(dst):  # the retention step renaming an old version away
+        if ".rljax-tmp-old-" in str(dst):  # the retention step renaming an old version away
             raise PermissionError(13, "Permission denied")
         return real_replace(src, dst)
 
@@ -130,7 +130,7 @@ def test_an_old_version_that_cannot_be_removed_warns_and_the_save_stands(tmp_pat
     assert ckpt.load_metadata(path / "v-000001")[0]["i"] == 1
     monkeypatch.setattr(os, "replace", real_replace)
     ckpt.save_checkpoint(path, {"i": 3}, {"w": np.full(3, 3.0)})
-    assert sorted(p.name for p in path.iterdir()) == ["LATEST", "v-000003"]
+    assert sorted(p.name for p in path.iterdir()) == [".rljax-lock", "LATEST", "v-000003"]
 
 
 class _Env(gym.Env):

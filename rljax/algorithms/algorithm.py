@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import collections
+import contextlib
 import dataclasses
 import logging
 import math
@@ -10,7 +12,8 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,6 +36,7 @@ from rljax.callbacks.callbacks import HOOKS
 from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.episodes import EpisodeReplay, replay_multi_agent
 from rljax.connectors.env_to_module import build_env_to_module
+from rljax.core import DEFAULT_POLICY_ID, RL_MODULE_PATH
 from rljax.core.rl_module.forward_module import ForwardModuleBase, forward_module_outputs
 from rljax.env.env_context import EnvContext
 from rljax.env.spaces import is_structured, space_from_data, space_to_data
@@ -67,7 +71,13 @@ from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.checks import require_bool
-from rljax.utils.errors import AlgorithmStoppedError, CheckpointError, ConfigError
+from rljax.utils.errors import (
+    AlgorithmBusyError,
+    AlgorithmStoppedError,
+    CheckpointError,
+    ConfigError,
+)
+from rljax.utils.jit import abstract_init
 from rljax.utils.memory import check_fits
 from rljax.utils.metrics.metrics_logger import MetricsLogger, merge_into
 from rljax.utils.nonfinite import NonFiniteUpdateError, count_non_finite
@@ -76,7 +86,7 @@ from rljax.utils.seeding import derive_seed
 
 logger = logging.getLogger("rljax")
 
-DEFAULT_POLICY = "default_policy"
+DEFAULT_POLICY = DEFAULT_POLICY_ID
 
 
 class EpisodeStats:
@@ -228,6 +238,36 @@ class Algorithm:
         return config
 
     @classmethod
+    def default_resource_request(cls, config: AlgorithmConfig | dict[str, Any]) -> Any:
+        """RLlib's resource request of a run of ``config``, as a
+        ``tune.PlacementGroupFactory``: the driver's bundle (with the learner's GPUs when
+        ``num_learners`` is 0), one per env runner and evaluation env runner
+        (``num_cpus_per_env_runner``, ``num_gpus_per_env_runner``) and one per learner
+        (``num_cpus_per_learner``, "auto" as 1 CPU without GPUs, ``num_gpus_per_learner``).
+
+        On one host nothing is reserved with it (``rljax.tune.resources``): it records what
+        the config's knobs already say, for ``tune.with_resources``.
+        """
+        from rljax.tune.resources import PlacementGroupFactory
+
+        if isinstance(config, dict):
+            config = cls.get_default_config().update_from_dict(config)
+        c: Any = config
+        gpus = float(c.num_gpus_per_learner)
+        cpus = c.num_cpus_per_learner
+        learner_cpus = float(cpus) if cpus != "auto" else (0.0 if gpus else 1.0)
+        if c.num_learners == 0:
+            main = {"CPU": max(learner_cpus, 1.0), "GPU": gpus}
+        else:
+            main = {"CPU": 1.0, "GPU": 0.0}
+        runner = {"CPU": float(c.num_cpus_per_env_runner), "GPU": float(c.num_gpus_per_env_runner)}
+        runners = int(c.num_env_runners)
+        if c.evaluation_interval:
+            runners += int(c.evaluation_num_env_runners)
+        learners = [{"CPU": learner_cpus, "GPU": gpus}] * int(c.num_learners)
+        return PlacementGroupFactory([main, *([runner] * runners), *learners])
+
+    @classmethod
     def multi_agent_class(cls) -> type[Algorithm] | None:
         """The class that trains this algorithm on ``.multi_agent(...)`` configs, if any."""
         return None
@@ -240,7 +280,14 @@ class Algorithm:
         inference_only: bool = False,
         saved_spaces: dict[str, Any] | None = None,
     ):
+        if not isinstance(config, AlgorithmConfig):
+            _refuse_config(type(self), config)
         self.config = config
+        # train() runs in one thread at a time, and a save never during another thread's
+        # train() (whose updates donate the state's buffers): ``_exclusive``.
+        self._busy_lock = threading.Lock()
+        self._busy_thread: int | None = None
+        self._busy_with = ""
         # A trial of a population (``rljax.execution.population``): its learner state and env
         # are built here, and the population trains it.
         self._population_member = population_member
@@ -255,14 +302,18 @@ class Algorithm:
             else int.from_bytes(os.urandom(4), "little") >> 1
         )
         self._resolve_env()
-        env_name = getattr(self.env_spec, "name", None) or getattr(
-            config.env, "__name__", "the env"
+        env_name = (
+            getattr(self.env_spec, "name", None)
+            or (config.env if isinstance(config.env, str) else None)
+            or getattr(config.env, "__name__", "the env")
         )
-        if not inference_only:
-            check_fits(
-                config.memory_terms(self.observation_space, self.action_space),
-                f"{config.algo_name} on {env_name}",
-            )
+        # Every build, a loaded policy's too: what it allocates, estimated before anything is.
+        terms = (
+            config.inference_memory_terms(self.observation_space, self.action_space)
+            if inference_only
+            else config.memory_terms(self.observation_space, self.action_space)
+        )
+        check_fits(terms, f"{config.algo_name} on {env_name}")
         self.learner_devices = learner_devices(config.num_learners, config.num_gpus_per_learner)
         self.mesh = make_mesh(self.learner_devices) if len(self.learner_devices) > 1 else None
         self.runner_device = runner_device(config.num_gpus_per_env_runner)
@@ -293,6 +344,8 @@ class Algorithm:
         self._greedy_slots_jit: Callable[[Params, Any], jax.Array] | None = None
         self._num_evaluations = 0
         self._non_finite_seen = 0
+        # NaN and infinite numbers in the weights the last checkpoint loaded brought.
+        self._non_finite_weights_loaded = 0
         self._stopped = False
         # User callbacks (config.callbacks); with an episode hook the sampled steps reach the
         # host once per iteration (rljax.callbacks.episodes).
@@ -316,6 +369,7 @@ class Algorithm:
         except BaseException:  # Ctrl-C during a compile too: no runner thread or env outlives it
             self.stop()
             raise
+        _stop_at_exit(self)
 
     # ------------------------------------------------------------------ subclass hooks
     def _resolve_env(self) -> None:
@@ -464,8 +518,9 @@ class Algorithm:
         EnvPool env each of them then runs a whole fragment as one jitted call (``FusedRunner``)
         instead of stepping from Python.
 
-        Fault tolerance: ``restart_failed_sub_environments`` rebuilds a gymnasium sub-env that
-        raises (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
+        Fault tolerance: ``restart_failed_sub_environments`` (True, or "auto", the default,
+        while ``restart_failed_env_runners`` is on) rebuilds a gymnasium sub-env that raises
+        (its broken episode dropped); ``restart_failed_env_runners`` replaces a runner
         whose env raised or hung past ``sample_timeout_s``, up to ``max_num_env_runner_restarts``
         (each replacement built within ``env_runner_health_probe_timeout_s``);
         ``ignore_env_runner_failures`` drops a runner that cannot be restarted.
@@ -486,7 +541,7 @@ class Algorithm:
             self.parts.to_env_action_host,
             self.runner_device,
             num_workers=cfg.num_env_runners,
-            restart_sub_envs=cfg.restart_failed_sub_environments,
+            restart_sub_envs=self._restarts_sub_envs(),
             record_infos=self._record_episodes,
             same_step=self._same_step_reset,
         )
@@ -529,9 +584,21 @@ class Algorithm:
             max_restarts=cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0,
             ignore_failures=cfg.ignore_env_runner_failures,
             probe_timeout_s=cfg.env_runner_health_probe_timeout_s,
+            local_runner=cfg.num_env_runners == 0,
         )
         group.publish(params)
         return group
+
+    def _restarts_sub_envs(self) -> bool:
+        """Whether a gymnasium sub-env that raises is rebuilt alone: with
+        ``restart_failed_sub_environments=True``, or "auto" (the default) while runners may
+        restart (with ``restart_failed_env_runners=False`` the first env error is to stop the
+        run). Multi-agent runners build their own envs and replace a failed runner whole;
+        EnvPool's C++ envs do not raise."""
+        cfg = self.config
+        if cfg.restart_failed_sub_environments == "auto":
+            return bool(cfg.restart_failed_env_runners)
+        return bool(cfg.restart_failed_sub_environments)
 
     def _fault_tolerance_metrics(self) -> dict[str, int]:
         runners = self._runners
@@ -643,11 +710,41 @@ class Algorithm:
         )
 
     # ------------------------------------------------------------------ training
+    @contextlib.contextmanager
+    def _exclusive(self, what: str, reentrant: bool = False) -> Iterator[None]:
+        """Runs ``what`` (``train()``, a save) with no other thread in ``train()`` or a save of
+        this algorithm; raises ``AlgorithmBusyError`` at once if one is (no waiting).
+
+        ``reentrant``: also runs inside this thread's own ``train()`` (a save from a callback).
+        """
+        me = threading.get_ident()
+        if reentrant and self._busy_thread == me:
+            yield
+            return
+        if not self._busy_lock.acquire(blocking=False):
+            where = "this thread" if self._busy_thread == me else "another thread"
+            raise AlgorithmBusyError(
+                f"{what} while {where} runs this {type(self).__name__}'s {self._busy_with}: one "
+                "at a time. Call train() and save_to_path() from one thread (saving from a "
+                "callback such as on_train_result works), or build one algorithm per thread"
+            )
+        self._busy_thread, self._busy_with = me, what
+        try:
+            yield
+        finally:
+            self._busy_thread, self._busy_with = None, ""
+            self._busy_lock.release()
+
     def train(self) -> dict[str, Any]:
         """Runs one training iteration and returns RLlib's nested result dict.
 
-        Raises ``AlgorithmStoppedError`` after ``stop()``.
+        Raises ``AlgorithmStoppedError`` after ``stop()``, and ``AlgorithmBusyError`` while
+        another thread runs this algorithm's ``train()`` or a save.
         """
+        with self._exclusive("train()"):
+            return self._train_iteration()
+
+    def _train_iteration(self) -> dict[str, Any]:
         if self._stopped:
             raise AlgorithmStoppedError(
                 f"train() after stop(): this {type(self).__name__}'s env runners and envs are "
@@ -711,6 +808,7 @@ class Algorithm:
                 "__all_modules__": {
                     "num_non_finite_updates": non_finite,
                     "num_non_finite_updates_lifetime": non_finite_total,
+                    "num_non_finite_weights_loaded": self._non_finite_weights_loaded,
                     "num_env_steps_trained": trained,
                     "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
                     "num_env_steps_trained_per_second": trained / elapsed
@@ -994,10 +1092,7 @@ class Algorithm:
         duration = None if auto else int(cfg.evaluation_duration)
         by_episodes = cfg.evaluation_duration_unit == "episodes"
         per_runner = overrides.get("num_envs_per_env_runner", cfg.num_envs_per_env_runner)
-        if cfg.evaluation_num_env_runners:
-            num_envs = cfg.evaluation_num_env_runners * per_runner
-        else:
-            num_envs = overrides.get("num_envs_per_env_runner", min(duration or 8, 8))
+        num_envs = cfg.evaluation_num_envs
         if duration is not None and not by_episodes:
             # All env copies step together: as many as divide the steps asked for, so that the
             # evaluation takes exactly that many (10 steps on 8 copies: 5 copies, 2 steps each).
@@ -1177,19 +1272,29 @@ class Algorithm:
         ``rljax.env.state``), so that a restored run continues exactly as this one would;
         otherwise the metadata's ``env_state_missing_because`` says why, and a restored run
         starts new episodes.
+
+        A save leaves everything in ``path`` that saves did not write as it is
+        (``rljax.utils.checkpoint.is_checkpoint_entry``). ``path`` that is a file raises
+        ``CheckpointError`` before anything is written; another process saving to ``path`` is
+        waited for (``CheckpointBusyError`` after ``SAVE_LOCK_TIMEOUT_S``); a save while another
+        thread runs this algorithm's ``train()`` raises ``AlgorithmBusyError`` (from a callback
+        of ``train()`` itself it works).
         """
-        if path is None:  # RLlib's default: a new directory of its own
-            path = tempfile.mkdtemp(prefix=f"{self.config.algo_name}_checkpoint_")
-        include = self._includes_replay_buffer(include_replay_buffer)
-        runners, why = self._runner_state()
-        meta = {
-            **self._metadata(),
-            "includes_replay_buffer": include,
-            "includes_env_state": runners is not None and runners["runners"] is not None,
-            "env_state_missing_because": why,
-        }
-        state = jax.device_get(self._checkpoint_state(include))
-        ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=runners)
+        with self._exclusive(f"save_to_path({str(path)!r})", reentrant=True):
+            if path is None:  # RLlib's default: a new directory of its own
+                path = tempfile.mkdtemp(prefix=f"{self.config.algo_name}_checkpoint_")
+            else:
+                ckpt.check_save_path(path)  # a file there: refused before any work
+            include = self._includes_replay_buffer(include_replay_buffer)
+            runners, why = self._runner_state()
+            meta = {
+                **self._metadata(),
+                "includes_replay_buffer": include,
+                "includes_env_state": runners is not None and runners["runners"] is not None,
+                "env_state_missing_because": why,
+            }
+            state = jax.device_get(self._checkpoint_state(include))
+            ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=runners)
         return str(path)
 
     def _runner_state(self) -> tuple[Any, str]:
@@ -1268,7 +1373,25 @@ class Algorithm:
         self.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
         self._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
+        self._note_loaded_weights(state, version_dir / ckpt.STATE_FILE)
         self.callbacks("on_checkpoint_loaded", algorithm=self)
+
+    def _note_loaded_weights(self, state: Any, path: Any) -> None:
+        """Counts the NaN and infinite numbers in a loaded state's weights (its host arrays
+        under a ``*params`` key): warns, naming the file, where there are any (such a policy
+        acts on garbage, e.g. always action 0, and every update is skipped as non-finite), and
+        each result reports the count (``learners/__all_modules__/
+        num_non_finite_weights_loaded``)."""
+        bad, total = ckpt.count_non_finite_weights(state)
+        self._non_finite_weights_loaded = bad
+        if bad:
+            logger.warning(
+                "%s: %s of the %s loaded weights are NaN or infinite; the policy's actions "
+                "are meaningless and updates from them are skipped as non-finite",
+                path,
+                f"{bad:,}",
+                f"{total:,}",
+            )
 
     def _check_runner_state(self, runners: Any, path: Any) -> tuple[str, list[Any] | None]:
         """Whether the saved env runners' state fits this run's runners: ("", the checked
@@ -1322,53 +1445,35 @@ class Algorithm:
         Code the checkpoint names loads only as for ``from_checkpoint``; the env and the
         mapping function are not needed when the checkpoint describes its spaces (rljax writes
         that description), so they are not loaded then. A user Flax module must be trusted
-        (``module_class=``, registered, or ``allow_imports``): it is the network.
+        (``module_class=``, registered, or ``allow_imports``): it is the network. The config is
+        checked as ``from_checkpoint`` checks it (``_checked_load``), and the state file's tree
+        against the shapes the networks would have, before anything is compiled.
         """
-        LoadPolicy.make(allow_imports)
-        meta, version_dir = ckpt.load_metadata(path)
-        meta_file = version_dir / ckpt.META_FILE
-        saved = checked_metadata(meta, meta_file)
-        config_cls = algorithm_registry.config_class(saved.algo)
-        data = {
-            k: v
-            for k, v in meta["config"].items()
-            if not (k == "callbacks_class" or k.startswith("callbacks_on_"))
-        }
-        saved_spaces = None
-        spaces = meta.get("spaces")
-        if isinstance(spaces, dict) and env is None:
-            where = f"{meta_file}: spaces"
-            saved_spaces = {
-                "spaces": (
-                    space_from_data(spaces.get("observation"), where),
-                    space_from_data(spaces.get("action"), where),
-                ),
-                "possible_agents": spaces.get("possible_agents"),
-            }
-            # Code that only builds envs or maps agents is not needed, so it is not loaded.
-            if isinstance(data.get("env"), dict):
-                data["env"] = None
-            if data.get("policy_mapping_fn") is not None:
-                data["policy_mapping_fn"] = None
+        loaded = _checked_load(
+            cls,
+            path,
+            inference=True,
+            allow_imports=allow_imports,
+            env=env,
+            module_class=module_class,
+        )
+        meta_file = loaded.version_dir / ckpt.META_FILE
         try:
-            config = config_cls.from_dict(
-                data, allow_imports=allow_imports, env=env, module_class=module_class
-            )
+            # The learner state's shapes, traced (jax.eval_shape): nothing compiles or runs
+            # before the state file is checked against them.
+            with abstract_init():
+                algo = loaded.algo_class(
+                    loaded.config, inference_only=True, saved_spaces=loaded.saved_spaces
+                )
         except ConfigError as e:
             raise CheckpointError(f"{meta_file}: config: {e}") from None
-        _in_saved_policy_order(config, saved, meta_file)
-        algo_class = config.algo_class
-        if config.is_multi_agent:
-            algo_class = algo_class.multi_agent_class()
-        if saved_spaces is None:
-            config.validate()  # resolves the env, whose spaces are needed
-        algo = algo_class(config, inference_only=True, saved_spaces=saved_spaces)
-        target = algo._inference_target(bool(meta.get("includes_replay_buffer")))
+        target = algo._inference_target(loaded.saved.includes_replay_buffer)
         shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), target)
-        state = ckpt.load_state(version_dir, shapes)
-        algo._check_loaded_state(state, version_dir / ckpt.STATE_FILE)
+        state = ckpt.load_state(loaded.version_dir, shapes)
+        algo._check_loaded_state(state, loaded.version_dir / ckpt.STATE_FILE)
         algo._restore_state(state)
-        algo.iteration = saved.counters["training_iteration"]
+        algo._note_loaded_weights(state, loaded.version_dir / ckpt.STATE_FILE)
+        algo.iteration = loaded.saved.counters["training_iteration"]
         return algo
 
     @classmethod
@@ -1398,35 +1503,22 @@ class Algorithm:
         estimated against the machine's, before anything is built; a checkpoint that does not
         fit raises ``CheckpointError`` naming the file and the field.
         """
-        LoadPolicy.make(allow_imports)  # a bad prefix is the caller's error: ConfigError, first
-        meta, version_dir = ckpt.load_metadata(path)
-        meta_file = version_dir / ckpt.META_FILE
-        saved = checked_metadata(meta, meta_file)
-        config_cls = algorithm_registry.config_class(saved.algo)
-        if cls is not Algorithm and getattr(cls, "config_class", None) not in (None, config_cls):
-            raise CheckpointError(
-                f"{str(path)!r} holds a {saved.algo} checkpoint; {cls.__name__} cannot load it "
-                "(Algorithm.from_checkpoint loads any)"
-            )
+        loaded = _checked_load(
+            cls,
+            path,
+            inference=False,
+            allow_imports=allow_imports,
+            env=env,
+            policy_mapping_fn=policy_mapping_fn,
+            module_class=module_class,
+            callbacks=callbacks,
+        )
         try:
-            config = config_cls.from_dict(
-                meta["config"],
-                allow_imports=allow_imports,
-                env=env,
-                policy_mapping_fn=policy_mapping_fn,
-                module_class=module_class,
-                callbacks=callbacks,
-            )
-            _in_saved_policy_order(config, saved, meta_file)
-            config.validate()
+            algo = loaded.config.build_algo()
         except ConfigError as e:
-            raise CheckpointError(f"{meta_file}: config: {e}") from None
+            raise CheckpointError(f"{loaded.version_dir / ckpt.META_FILE}: config: {e}") from None
         try:
-            algo = config.build_algo()
-        except ConfigError as e:
-            raise CheckpointError(f"{meta_file}: config: {e}") from None
-        try:
-            algo.restore_from_path(version_dir)
+            algo.restore_from_path(loaded.version_dir)
         except BaseException:
             algo.stop()
             raise
@@ -1437,9 +1529,11 @@ class Algorithm:
 
         Afterwards ``train()`` raises ``AlgorithmStoppedError``; what needs no env runner still
         works: ``compute_actions``, ``get_module()``, ``save_to_path`` and ``evaluate()`` (which
-        builds its own envs).
+        builds its own envs). An algorithm not stopped by the time the interpreter exits is
+        stopped then (``_stop_at_exit``).
         """
         self._stopped = True
+        _LIVE.discard(self)
         if self._runners is not None:
             self._runners.close()
             self._runners = None
@@ -1452,6 +1546,209 @@ class Algorithm:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+# Algorithms built and not yet stopped. A script that ends without ``stop()`` (as many of RLlib's
+# do) would otherwise leave runner and learner threads running while the interpreter and JAX's
+# backends shut down, which aborts the process ("terminate called ..."); they are stopped at exit.
+_LIVE: weakref.WeakSet[Algorithm] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def _stop_live_algorithms() -> None:
+    """Stops every algorithm not yet stopped (an ``atexit`` handler); an error is logged."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for algo in live:
+        try:
+            algo.stop()
+        except Exception:
+            logger.exception("stopping %s at interpreter exit", type(algo).__name__)
+
+
+def _stop_at_exit(algo: Algorithm) -> None:
+    """Has ``algo`` stopped at interpreter exit unless ``stop()`` runs first.
+
+    ``atexit`` runs its handlers last-registered first, after ``threading`` has joined the
+    non-daemon threads (the runner and learner threads are daemons: they still run). Registered
+    again at each build, the handler runs before every handler registered earlier, JAX's among
+    them (which tear down its backends), so the threads end while JAX still works.
+    """
+    with _LIVE_LOCK:
+        _LIVE.add(algo)
+        atexit.unregister(_stop_live_algorithms)
+        atexit.register(_stop_live_algorithms)
+
+
+def _refuse_config(cls: type[Algorithm], config: Any) -> None:
+    """``Algo(config=...)`` with something other than a config object: what to call instead."""
+    name = cls.config_class.__name__
+    algo = cls.config_class.algo_name
+    if isinstance(config, Mapping):
+        trainer_name = "ImpalaTrainer" if algo == "IMPALA" else f"{algo}Trainer"
+        trainer = f"; RLlib 1.x's dict keys: rljax.agents.{algo.lower()}.{trainer_name}(config=d)"
+        raise ConfigError(
+            f"{cls.__name__}(config=<a dict>): {cls.__name__} takes a {name}; build it from the "
+            f"dict with {name}().update_from_dict(d).build_algo(){trainer}"
+        )
+    raise ConfigError(
+        f"{cls.__name__}(config={config!r}): expected a {name} "
+        f"({name}().environment(...).build_algo() builds the algorithm)"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _LoadedCheckpoint:
+    """A checkpoint's checked metadata and config, ready to build (``_checked_load``)."""
+
+    config: AlgorithmConfig
+    saved: SavedMetadata
+    version_dir: Path
+    saved_spaces: dict[str, Any] | None
+    algo_class: type[Algorithm]
+
+
+_MAX_AGENTS = 10_000
+
+
+def _saved_spaces(meta: dict[str, Any], meta_file: Path) -> dict[str, Any] | None:
+    """The spaces and agents a checkpoint describes (bounded: ``space_from_data``), or None
+    when it describes none."""
+    spaces = meta.get("spaces")
+    if spaces is None:
+        return None
+    where = f"{meta_file}: spaces"
+    if not isinstance(spaces, dict):
+        raise CheckpointError(f"{where}: expected an object; got a {type(spaces).__name__}")
+    agents = spaces.get("possible_agents")
+    if agents is not None and not (
+        isinstance(agents, list)
+        and 0 < len(agents) <= _MAX_AGENTS
+        and all(isinstance(a, (str, int)) and not isinstance(a, bool) for a in agents)
+        and len(set(agents)) == len(agents)
+    ):
+        raise CheckpointError(
+            f"{where}: possible_agents must be null or a list of at most {_MAX_AGENTS:,} "
+            "distinct agent ids (strings or ints)"
+        )
+    return {
+        "spaces": (
+            space_from_data(spaces.get("observation"), f"{where}.observation"),
+            space_from_data(spaces.get("action"), f"{where}.action"),
+        ),
+        "possible_agents": agents,
+    }
+
+
+def _check_policy_mapping(config: AlgorithmConfig, agents: list[Any], meta_file: Path) -> None:
+    """Each agent's policy under the config's mapping function, before anything is built: a
+    policy id that is not one of the config's is a ``CheckpointError`` listing both. A mapping
+    function that needs an episode to decide (it raises on ``episode=None``) is left to the
+    env runners, which check each agent as it appears."""
+    from rljax.env.multi_agent_vector import mapping_caller
+
+    if config.policy_mapping_fn is None or config.policies is None:
+        return
+    fn = mapping_caller(config.policy_mapping_fn)
+    mapped = {}
+    for agent in agents:
+        try:
+            mapped[agent] = fn(agent, None, worker_index=0)
+        except Exception:
+            return
+    policies = list(config.policies)
+    unknown = {a: p for a, p in mapped.items() if not isinstance(p, str) or p not in policies}
+    if unknown:
+        returned = sorted({repr(p)[:60] for p in mapped.values()})
+        raise CheckpointError(
+            f"{meta_file}: the policy mapping function maps the agents {agents[:20]} to "
+            f"{', '.join(returned[:20])}, but the checkpoint's policies are {policies[:20]} "
+            f"(agent {next(iter(unknown))!r} gets {next(iter(unknown.values()))!r}); pass the "
+            "run's own policy_mapping_fn"
+        )
+
+
+def _checked_load(
+    cls: type[Algorithm],
+    path: str | os.PathLike,
+    *,
+    inference: bool,
+    allow_imports: Iterable[str] | None,
+    env: Any = None,
+    policy_mapping_fn: Any = None,
+    module_class: Any = None,
+    callbacks: Any = None,
+) -> _LoadedCheckpoint:
+    """The one check of a checkpoint before anything of it is built, for every loader
+    (``Algorithm.from_checkpoint``, ``RLModule.from_checkpoint``, ``rljax export``): the
+    metadata's fields, the described spaces (bounded), the config from its data (code only
+    by the caller's opt-in), every setting validated, the policies against the mapping
+    function. The memory estimate follows in ``Algorithm.__init__``, for every build.
+
+    ``inference``: for a policy loaded for inference, where callbacks are left out and, when
+    the checkpoint describes its spaces, the env and the mapping function too (never built:
+    the settings are validated without the env).
+    """
+    LoadPolicy.make(allow_imports)  # a bad prefix is the caller's error: ConfigError, first
+    meta, version_dir = ckpt.load_metadata(path)
+    meta_file = version_dir / ckpt.META_FILE
+    saved = checked_metadata(meta, meta_file)
+    config_cls = algorithm_registry.config_class(saved.algo)
+    if cls is not Algorithm and getattr(cls, "config_class", None) not in (None, config_cls):
+        raise CheckpointError(
+            f"{str(path)!r} holds a {saved.algo} checkpoint; {cls.__name__} cannot load it "
+            "(Algorithm.from_checkpoint loads any)"
+        )
+    spaces = _saved_spaces(meta, meta_file)
+    data = dict(saved.config)
+    without_env = inference and spaces is not None and env is None
+    if inference:
+        data = {
+            k: v
+            for k, v in data.items()
+            if not (k == "callbacks_class" or k.startswith("callbacks_on_"))
+        }
+    if without_env:
+        # Code that only builds envs or maps agents is not needed, so it is not loaded.
+        if isinstance(data.get("env"), dict):
+            data["env"] = None
+        if data.get("policy_mapping_fn") is not None:
+            data["policy_mapping_fn"] = None
+    try:
+        if inference:
+            config = config_cls.from_dict(
+                data, allow_imports=allow_imports, env=env, module_class=module_class
+            )
+        else:
+            config = config_cls.from_dict(
+                data,
+                allow_imports=allow_imports,
+                env=env,
+                policy_mapping_fn=policy_mapping_fn,
+                module_class=module_class,
+                callbacks=callbacks,
+            )
+        _in_saved_policy_order(config, saved, meta_file)
+        if without_env:
+            config.validate_without_env()
+        else:
+            config.validate()
+    except ConfigError as e:
+        raise CheckpointError(f"{meta_file}: config: {e}") from None
+    agents = spaces["possible_agents"] if spaces is not None else None
+    if agents:
+        _check_policy_mapping(config, agents, meta_file)
+    algo_class = config.algo_class
+    if config.is_multi_agent and algo_class is not None:
+        algo_class = algo_class.multi_agent_class()
+    if algo_class is None:
+        raise CheckpointError(
+            f"{meta_file}: config: {saved.algo} does not train multi-agent envs "
+            "(.multi_agent(...) configs are PPO's), but the config names policies"
+        )
+    return _LoadedCheckpoint(
+        config, saved, version_dir, spaces if without_env else None, algo_class
+    )
 
 
 def _in_saved_policy_order(config: AlgorithmConfig, saved: Any, meta_file: Any) -> None:
@@ -1690,6 +1987,34 @@ def _replace_leaves(tree: Any, new: dict[str, Any]) -> Any:
     )
 
 
+_RLLIB_MODULE_DIRS = RL_MODULE_PATH  # RLlib's component names (rljax.core)
+
+
+def rllib_module_path(path: str | os.PathLike) -> tuple[str | os.PathLike, str | None]:
+    """RLlib's module path inside a checkpoint, ``<checkpoint>/learner_group/learner/rl_module``
+    with an optional ``/<policy_id>``, as ``(<checkpoint>, policy_id or None)``; any other path
+    as ``(path, None)``. The part after ``rl_module`` must be one policy id: ``..``, ``.`` or
+    further parts are a ``CheckpointError`` (RLlib's directories do not exist here, so a path
+    is never resolved through them)."""
+    if not isinstance(path, (str, os.PathLike)):
+        return path, None
+    parts = Path(os.fspath(path)).parts
+    n = len(_RLLIB_MODULE_DIRS)
+    for i in range(len(parts) - n, -1, -1):
+        if parts[i : i + n] != _RLLIB_MODULE_DIRS:
+            continue
+        tail = parts[i + n :]
+        if len(tail) > 1 or (tail and tail[0] in (".", "..")):
+            raise CheckpointError(
+                f"{str(path)[:300]!r}: after {'/'.join(_RLLIB_MODULE_DIRS)} RLlib's module path "
+                f"takes one policy id (<checkpoint>/{'/'.join(_RLLIB_MODULE_DIRS)}/<policy_id>); "
+                f"got {'/'.join(tail)[:200]!r}"
+            )
+        root = Path(*parts[:i]) if i else Path(".")
+        return root, tail[0] if tail else None
+    return path, None
+
+
 class RLModule(ForwardModuleBase):
     """Jitted inference of a policy: an algorithm's current one (``algo.get_module()``), or a
     checkpoint's (``RLModule.from_checkpoint(path)``).
@@ -1717,19 +2042,23 @@ class RLModule(ForwardModuleBase):
         allows (a user Flax module must be trusted: ``module_class=``, registered, or
         ``allow_imports``).
         """
-        parts = Path(os.fspath(path)).parts
-        rllib_tail = ("learner_group", "learner", "rl_module")
-        for i in range(len(parts) - 3, -1, -1):
-            if parts[i : i + 3] == rllib_tail:
-                if i + 3 < len(parts) and policy_id is None:
-                    policy_id = parts[i + 3]
-                path = Path(*parts[:i]) if i else Path(".")
-                break
+        path, named = rllib_module_path(path)
+        if named is not None and policy_id is not None and named != policy_id:
+            raise CheckpointError(
+                f"{str(path)!r}: the path names policy {named!r} and policy_id={policy_id!r}; "
+                "give one"
+            )
+        policy_id = policy_id if policy_id is not None else named
         algo = Algorithm._for_inference(
             path, allow_imports=allow_imports, env=env, module_class=module_class
         )
         if policy_id is None and algo._policy_ids() == [DEFAULT_POLICY]:
             policy_id = None
+        if policy_id is not None and policy_id not in algo._policy_ids():
+            raise CheckpointError(
+                f"{str(path)!r} has no policy {policy_id[:200]!r}; its policies are "
+                f"{algo._policy_ids()[:20]}"
+            )
         return algo.get_module(policy_id)
 
     def __init__(self, algo: Algorithm | None = None, policy_id: str | None = None, **kwargs: Any):

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
 
+from rljax.algorithms.old_model_dict import check_old_model_dict
 from rljax.algorithms.rllib_only import check_rllib_only
 from rljax.algorithms.settings import Setting, declared_settings, setter_doc
 from rljax.callbacks.dispatch import check_callbacks_class, check_hook_function
@@ -30,9 +31,10 @@ from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
+from rljax.runners.faults import REPEATS_OF_A_BUG
 from rljax.tune.sample import Domain, as_domain
 from rljax.tune.variants import check_search_spaces, find_search_spaces, key_path
-from rljax.utils import memory, safe_io
+from rljax.utils import memory, safe_io, xla_options
 from rljax.utils.checks import (
     Bool,
     Check,
@@ -47,6 +49,7 @@ from rljax.utils.checks import (
 from rljax.utils.errors import ConfigError, best_match, closest
 from rljax.utils.references import LoadPolicy, qualified_name, resolve
 from rljax.utils.seeding import MAX_SEED
+from rljax.utils.torch_classes import check_not_torch
 
 # Config files are small (the tuned examples are under 2 KB): a cap well above any real one
 # that keeps PyYAML's pure-Python parse of the worst such file near a second.
@@ -91,7 +94,7 @@ RENAMED = {
     "lambda": "lambda_",
     "learning_rate": "lr",
     "num_gpus": "num_gpus_per_learner",
-    "model": "model_config",
+    "model": "model_config",  # in .training(), RLlib's old model dict (old_model_dict.py)
     "rollouts": "env_runners",
     "buffer_size": "replay_buffer_config={'capacity': ...}",
     "learning_starts": "num_steps_sampled_before_learning_starts",
@@ -531,6 +534,14 @@ class AlgorithmConfig:
         '"CRITICAL"); rljax logs through the "rljax" logger.',
         section="debugging",
     )
+    xla_cpu_options = Setting[str | dict[str, Any] | None](
+        "auto",
+        xla_options.check_setting,
+        'The XLA compiler options of rljax\'s jitted programs on the CPU backend: "auto" '
+        "(options chosen by the size of the networks: rljax.utils.xla_options), None (XLA's "
+        "defaults) or a dict given to every program; flags set in XLA_FLAGS always win.",
+        section="debugging",
+    )
     # ------------------------------------------------------------------ reporting
     metrics_num_episodes_for_smoothing = Setting(
         100,
@@ -550,8 +561,10 @@ class AlgorithmConfig:
         "of the fragment; a hung runner's fragment is lost. A runner whose replacements fail 10 "
         "times in a row without delivering one env step is given up on (the env fails every "
         "time); one that delivered steps since its last restart starts that count again, so an "
-        "env that fails now and then is restarted each time. False: the first error stops "
-        "train().",
+        "env that fails now and then is restarted each time, but one that raises the same "
+        "exception from the same place after the same number of env steps "
+        f"{REPEATS_OF_A_BUG} times in a row has a bug: train() raises EnvBugError. False: the "
+        "first error stops train().",
         section="fault_tolerance",
     )
     max_num_env_runner_restarts = Setting(
@@ -563,11 +576,21 @@ class AlgorithmConfig:
         "restart_failed_sub_environments, which costs no runner restart.",
         section="fault_tolerance",
     )
-    restart_failed_sub_environments = Setting(
-        False,
-        Bool(),
-        "A gymnasium sub-env that raises in step or reset is rebuilt and reset in place; its "
-        "broken episode is dropped from the batch and the metrics, and the runner goes on.",
+    # RLlib's default is False: a sub-env that raises fails its whole runner, whose restart
+    # cuts every sub-env's episode. "auto" (rljax's default) restarts the sub-env alone when it
+    # raises, where that is built (gymnasium single-agent envs) and runners may restart.
+    restart_failed_sub_environments = Setting[bool | str](
+        "auto",
+        Bool(literals=("auto",)),
+        "True: a gymnasium sub-env that raises in step or reset is rebuilt and reset in place; "
+        "its broken episode is dropped from the batch and the metrics, and the runner and its "
+        "other sub-envs' episodes go on. False (RLlib's default): a sub-env that raises fails "
+        'its runner (restart_failed_env_runners decides what follows). "auto" (the default): '
+        "True for single-agent gymnasium envs while restart_failed_env_runners is on, else "
+        "False (multi-agent envs: their runner is replaced whole). Either way, an env that "
+        "raises the same exception from the same place after the same number of steps "
+        f"{REPEATS_OF_A_BUG} times in a row, rebuilt each time, has a bug: train() raises "
+        "EnvBugError with it. Hangs and dead env processes always fail the runner.",
         section="fault_tolerance",
     )
     ignore_env_runner_failures = Setting(
@@ -754,6 +777,10 @@ class AlgorithmConfig:
         values = dict(values)
         values.pop("self", None)
         extra = _deprecated_names(f".{section}()", values.pop("kwargs", {}), self._all_keys())
+        for key, value in [*values.items(), *extra.items()]:  # a PyTorch class of a script
+            check_not_torch(value, f".{section}({key}=...)")
+        if section == "training" and "model" in extra:  # RLlib's old-stack model dict
+            check_old_model_dict(".training()", extra.pop("model"))
         for key in [k for k in extra if k in values]:
             if values[key] is not UNSET:
                 raise ConfigError(f".{section}() got {key!r} twice (also by its deprecated name)")
@@ -869,9 +896,14 @@ class AlgorithmConfig:
         return self._set("evaluation", locals())
 
     def debugging(
-        self: _C, *, seed: int | None = UNSET, log_level: str = UNSET, **kwargs: Any
+        self: _C,
+        *,
+        seed: int | None = UNSET,
+        log_level: str = UNSET,
+        xla_cpu_options: str | dict[str, Any] | None = UNSET,
+        **kwargs: Any,
     ) -> _C:
-        """Sets the seed and RLlib's log level."""
+        """Sets the seed, RLlib's log level and the XLA CPU options of rljax's programs."""
         return self._set("debugging", locals())
 
     def reporting(
@@ -897,7 +929,7 @@ class AlgorithmConfig:
         *,
         restart_failed_env_runners: bool = UNSET,
         max_num_env_runner_restarts: int = UNSET,
-        restart_failed_sub_environments: bool = UNSET,
+        restart_failed_sub_environments: bool | str = UNSET,
         ignore_env_runner_failures: bool = UNSET,
         env_runner_health_probe_timeout_s: float = UNSET,
         on_non_finite_update: str = UNSET,
@@ -1047,6 +1079,20 @@ class AlgorithmConfig:
         return self.num_envs_per_env_runner * self.num_runners
 
     @property
+    def evaluation_num_envs(self) -> int:
+        """Env copies one evaluation steps together (before a timesteps duration trims them to
+        a divisor of it): ``evaluation_num_env_runners`` x ``num_envs_per_env_runner`` (the
+        ``evaluation_config`` one, else training's), or with no evaluation runners the
+        ``evaluation_config``'s ``num_envs_per_env_runner``, else min(evaluation_duration, 8)."""
+        overrides = self.evaluation_config or {}
+        per_runner = overrides.get("num_envs_per_env_runner", self.num_envs_per_env_runner)
+        if self.evaluation_num_env_runners:
+            return int(self.evaluation_num_env_runners * per_runner)
+        duration = self.evaluation_duration
+        default = min(duration, 8) if isinstance(duration, int) else 8
+        return int(overrides.get("num_envs_per_env_runner", default))
+
+    @property
     def total_train_batch_size(self) -> int:
         return self.train_batch_size_per_learner * self.num_learner_shards
 
@@ -1066,6 +1112,8 @@ class AlgorithmConfig:
     def _uses_envpool(self) -> bool:
         from rljax.env.vector import resolve_env
 
+        if self._without_env:  # checked for inference: no env is resolved
+            return False
         try:
             return resolve_env(self.env, self.env_config).backend == "envpool"
         except ConfigError:
@@ -1090,11 +1138,6 @@ class AlgorithmConfig:
         envs = self.total_num_envs
         sampled = self.sampled_batch_size
         mc = self.model_config
-        networks = f"model_config.fcnet_hiddens={list(mc.fcnet_hiddens)}"
-        if memory.is_image(observation_space):
-            networks = f"model_config.conv_filters={_filters_shown(mc.conv_filters)}"
-        if mc.head_fcnet_hiddens:
-            networks += f", head_fcnet_hiddens={list(mc.head_fcnet_hiddens)}"
         terms = [
             (
                 f"num_envs_per_env_runner={self.num_envs_per_env_runner} x {runners} runner(s)",
@@ -1104,13 +1147,7 @@ class AlgorithmConfig:
                 f"the sampled batch of {sampled:,} env steps (rollout_fragment_length x envs)",
                 sampled * (obs + 64) * 4,
             ),
-            (
-                f"the networks ({networks})",
-                self.network_params(observation_space, action_space)
-                * 4
-                * memory.PARAM_COPIES
-                * max(1, len(self.policies or ())),
-            ),
+            self._networks_term(observation_space, action_space),
         ]
         encoders = self._conv_encoders()
         if memory.is_image(observation_space) and encoders:
@@ -1126,6 +1163,22 @@ class AlgorithmConfig:
                     (2 * rows + self.envs_per_step) * encoders * floats * 4,
                 )
             )
+        # Evaluation's env copies (SYNC, in the driver) live beside training's while it runs.
+        per_runner = (self.evaluation_config or {}).get("num_envs_per_env_runner")
+        setting = (
+            f"evaluation_num_env_runners={self.evaluation_num_env_runners} x "
+            f"num_envs_per_env_runner={per_runner or self.num_envs_per_env_runner}"
+            if self.evaluation_num_env_runners
+            else f"evaluation_config num_envs_per_env_runner={per_runner}"
+            if per_runner is not None
+            else "evaluation_duration"
+        )
+        terms.append(
+            (
+                f"{setting}: {self.evaluation_num_envs:,} evaluation env copies",
+                self.evaluation_num_envs * (memory.PER_ENV_BYTES + 2 * obs),
+            )
+        )
         if self.num_env_runners:
             terms.append(
                 (
@@ -1143,6 +1196,29 @@ class AlgorithmConfig:
                 )
             )
         return terms
+
+    def inference_memory_terms(
+        self, observation_space: Any, action_space: Any
+    ) -> list[tuple[str, int]]:
+        """``memory_terms`` of a policy loaded for inference: its networks and their learner
+        state, which such a load builds (no env, batch or replay buffer)."""
+        return [self._networks_term(observation_space, action_space)]
+
+    def _networks_term(self, observation_space: Any, action_space: Any) -> tuple[str, int]:
+        """The networks' parameters with their gradients, optimizer moments and copies."""
+        mc = self.model_config
+        networks = f"model_config.fcnet_hiddens={list(mc.fcnet_hiddens)}"
+        if memory.is_image(observation_space):
+            networks = f"model_config.conv_filters={_filters_shown(mc.conv_filters)}"
+        if mc.head_fcnet_hiddens:
+            networks += f", head_fcnet_hiddens={list(mc.head_fcnet_hiddens)}"
+        return (
+            f"the networks ({networks})",
+            self.network_params(observation_space, action_space)
+            * 4
+            * memory.PARAM_COPIES
+            * max(1, len(self.policies or ())),
+        )
 
     def _update_rows(self) -> int:
         """Observations one update step passes through the network together: the whole train
@@ -1233,6 +1309,8 @@ class AlgorithmConfig:
             )
         keys = self._all_keys()
         config_dict = _deprecated_names("update_from_dict()", dict(config_dict), keys)
+        if "model" in config_dict and "model" not in keys:  # RLlib's old-stack model dict
+            check_old_model_dict("update_from_dict()", config_dict.pop("model"))
         config_dict = {
             k: v
             for k, v in config_dict.items()
@@ -1242,13 +1320,19 @@ class AlgorithmConfig:
                 and check_rllib_only("update_from_dict()", k, v)
             )
         }
-        for key in config_dict:
-            if not isinstance(key, str) or key not in keys:
-                hint = _unknown_key_hint(key, keys) if isinstance(key, str) else ""
-                raise ConfigError(
-                    f"update_from_dict() got unknown key {key!r}{hint}; a key must be a "
-                    f"setting of {type(self).__name__}"
+        unknown = [k for k in config_dict if not isinstance(k, str) or k not in keys]
+        if unknown:
+            hints = [(k, _unknown_key_hint(k, keys) if isinstance(k, str) else "") for k in unknown]
+            if len(hints) == 1:
+                shown = f"key {hints[0][0]!r}{hints[0][1]}"
+            else:  # each one's hint in brackets
+                shown = "keys " + ", ".join(
+                    f"{k!r} ({h.removeprefix('; ')})" if h else repr(k) for k, h in hints
                 )
+            raise ConfigError(
+                f"update_from_dict() got unknown {shown}; a key must be a setting of "
+                f"{type(self).__name__}{_old_api_hint(self.algo_name, unknown)}"
+            )
         for key, value in config_dict.items():
             setattr(self, key, self._store(key, value))
         return self
@@ -1263,8 +1347,8 @@ class AlgorithmConfig:
 
         self._refuse_search_spaces()
         self._check_settings()
-        spec = resolve_env(self.env, self.env_config)
-        if spec.backend == "envpool":
+        spec = None if self._without_env else resolve_env(self.env, self.env_config)
+        if spec is not None and spec.backend == "envpool":
             envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
         if self.model_config.use_lstm and self.algo_name != "PPO":
             raise ConfigError(
@@ -1287,7 +1371,8 @@ class AlgorithmConfig:
                 f"{self.num_envs_per_env_runner}"
             )
         if (
-            spec.backend == "envpool"
+            spec is not None
+            and spec.backend == "envpool"
             and self.gym_env_vectorize_mode == "ASYNC"
             and self.envs_per_step == self.total_num_envs
         ):
@@ -1325,7 +1410,7 @@ class AlgorithmConfig:
                 "evaluation_config: a multi-agent evaluation is greedy on the training env; "
                 "explore, env and env_config overrides are for single-agent runs"
             )
-        if "env" in overrides or "env_config" in overrides:
+        if ("env" in overrides or "env_config" in overrides) and not self._without_env:
             resolve_env(
                 overrides.get("env", self.env), overrides.get("env_config", self.env_config)
             )
@@ -1336,6 +1421,20 @@ class AlgorithmConfig:
             )
         self._check_batch_division()
         self._validate_multi_agent()
+
+    # Set while ``validate_without_env`` runs: the checks that need the env are left out.
+    _without_env = False
+
+    def validate_without_env(self) -> None:
+        """``validate()`` less what needs the env (resolving it, EnvPool's settings, an
+        evaluation env): for a policy loaded for inference, whose spaces the checkpoint
+        describes and whose env is never built. Every setting is still checked on its own and
+        in combination; raises ``ConfigError``."""
+        self._without_env = True
+        try:
+            self.validate()
+        finally:
+            del self._without_env
 
     def _check_settings(self) -> None:
         """Checks each setting on its own against its ``_CHECKS`` entry and stores it in its
@@ -1384,7 +1483,7 @@ class AlgorithmConfig:
                     f"every policy ({forward_only}) has a module that only acts; at least one "
                     "policy must learn"
                 )
-        if self.restart_failed_sub_environments:
+        if self.restart_failed_sub_environments is True:
             raise ConfigError(
                 "restart_failed_sub_environments=True is not built for multi-agent envs; "
                 "restart_failed_env_runners=True (the default) replaces a failed runner whole"
@@ -1396,7 +1495,8 @@ class AlgorithmConfig:
                 "copies step together; leave async_batch_size unset"
             )
         if self.policy_mapping_fn is None:
-            if len(self.policies) > 1:
+            # Without the env no agent is mapped (a policy loaded for inference).
+            if len(self.policies) > 1 and not self._without_env:
                 raise ConfigError(
                     f"{len(self.policies)} policies need a policy_mapping_fn(agent_id, episode, "
                     "**kwargs) -> policy id"
@@ -1598,12 +1698,12 @@ class AlgorithmConfig:
                     "spaces; set them on the config (config.training(lr=tune.grid_search([...])) "
                     "or config.update_from_dict({...}))"
                 )
+        # Whatever builds the env (the file's id, a flag, an object passed here, code it names).
+        check_loaded_env_settings(d)
         if policy.objects.get("env") is not None:
             d["env"] = policy.objects["env"]
         elif isinstance(d.get("env"), dict):
             d["env"] = resolve("env", d["env"], policy, ConfigError)
-        elif isinstance(d.get("env"), str) and isinstance(d.get("env_config"), dict):
-            _check_file_env_config(d["env_config"])
         for key in [k for k in d if _is_callback_key(k)]:
             d[key] = _loaded_callbacks(key, d[key], policy)
         if policy.objects.get("policy_mapping_fn") is not None:
@@ -1713,19 +1813,43 @@ def _loaded_callbacks(key: str, value: Any, policy: LoadPolicy) -> Any:
     return loaded if isinstance(value, list) else loaded[0]
 
 
-def _check_file_env_config(env_config: dict[str, Any]) -> None:
-    """Refuses env_config entries that a file could use to reach outside the env: a render mode
-    that opens a window (and imports a GUI library), and path-like strings."""
+def check_loaded_env_settings(settings: Mapping[str, Any], where: str = "") -> None:
+    """Refuses env settings that a file could use to reach outside the env: in ``env_config``
+    and ``evaluation_config``'s ``env_config``, a render mode that opens a window (and imports
+    a GUI library) and path-like strings.
+
+    The one check of env settings read from a file (a config file, a checkpoint's config, an
+    experiment's saved variants), applied whatever builds the env: the file's env id, a
+    command-line ``--env``, or code. Settings typed in code are not checked.
+
+    Args:
+      settings: Config keys as a file holds them (``to_dict()`` form, RLlib's names).
+      where: Put before the message (``"trial 0: "``).
+
+    Raises:
+      ConfigError: naming the setting, what was given (its first 40 characters) and what a
+        file may give.
+    """
+    env_config = settings.get("env_config")
+    if isinstance(env_config, Mapping):
+        _check_file_env_config(env_config, f"{where}env_config")
+    evaluation = settings.get("evaluation_config")
+    if isinstance(evaluation, Mapping) and isinstance(evaluation.get("env_config"), Mapping):
+        _check_file_env_config(evaluation["env_config"], f"{where}evaluation_config.env_config")
+
+
+def _check_file_env_config(env_config: Mapping[str, Any], name: str) -> None:
     if env_config.get("render_mode") not in _FILE_RENDER_MODES:
         raise ConfigError(
-            f"env_config render_mode={str(env_config['render_mode'])[:40]!r} in a loaded config; "
+            f"{name} render_mode={str(env_config['render_mode'])[:40]!r} in a loaded config; "
             f"a config file may ask for {list(_FILE_RENDER_MODES)} (set other modes in code)"
         )
     for key, value in env_config.items():
         if isinstance(value, str) and ("/" in value or "\\" in value or value.startswith(".")):
             raise ConfigError(
-                f"env_config {str(key)[:40]!r} is a path in a loaded config; a config file may "
-                "not point an env at files (pass env_config in code, or env=... to the loader)"
+                f"{name} {str(key)[:40]!r} is a path in a loaded config; a config file may "
+                "not point an env at files (set env_config in code: "
+                "config.environment(env_config={...}))"
             )
 
 
@@ -1738,6 +1862,19 @@ def _unknown_key_hint(name: str, keys: Any) -> str:
     if match in RENAMED:
         return f"; did you mean {RENAMED[match]!r} (RLlib's old name {match!r})?"
     return f"; did you mean {match!r}?" if match else ""
+
+
+def _old_api_hint(algo: str, unknown: list[Any]) -> str:
+    """Where a dict of RLlib 1.x's keys goes as it is: the algorithm's old-API trainer."""
+    old = {"num_workers", "num_envs_per_worker", "sgd_minibatch_size", "num_sgd_iter", "lambda"}
+    old.update(("buffer_size", "learning_starts", "exploration_fraction", "multiagent"))
+    if not any(k in old for k in unknown):
+        return ""
+    trainer = "ImpalaTrainer" if algo == "IMPALA" else f"{algo}Trainer"
+    return (
+        f" (a whole dict of RLlib 1.x's keys: rljax.agents.{algo.lower()}.{trainer}(config=d) "
+        "translates them)"
+    )
 
 
 def _filters_shown(filters: Any) -> str:

@@ -30,6 +30,7 @@ from rljax.runners.acting import (
     make_fused_rollout,
     recurrent_input,
 )
+from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.schedules import schedule_start
@@ -182,7 +183,8 @@ class OnPolicyAlgorithm(Algorithm):
             )
         key = jax.random.PRNGKey(self.seed)
         key, init_key, self._action_key = jax.random.split(key, 3)
-        obs_example = jax.tree.map(jnp.asarray, obs_example)
+        # Transferred, not converted: jnp.asarray compiles a program per leaf's shape.
+        obs_example = jax.device_put(obs_example)
         params = {
             POLICY_ID: run_once(
                 self.module.init, init_key, obs_example, cache_key=("init", self.module)
@@ -219,6 +221,17 @@ class OnPolicyAlgorithm(Algorithm):
         )
         self.state = self._place_learner_state(self.state)
         self.fused = self._fused_envpool()
+        # The compiler options of the loop's programs, picked by the network's size.
+        self._xla_options = xla_options.resolve(
+            self.config.xla_cpu_options, self.parts.acting_params(self.state)
+        )
+        with xla_options.applied(self._xla_options):
+            self._setup_loop(max_policy_lag, free_running)
+
+    def _setup_loop(
+        self, max_policy_lag: int | None = None, free_running: FreeRunning | None = None
+    ) -> None:
+        """The loop and runners of ``_setup_execution`` (inside its compiler options)."""
         if self._inference_only:  # a module loaded for inference: no env, runner or loop
             self._loop = None
             self.fused = False

@@ -1,10 +1,61 @@
 """Core building blocks shared by every algorithm (RLlib's ``ray.rllib.core`` paths).
 
-``ALL_MODULES`` and ``DEFAULT_MODULE_ID`` are RLlib's names for the ``learners`` results'
-all-module key and a single-agent run's module id.
+The names RLlib gives its ids and checkpoint components, with RLlib's values:
+
+- ``DEFAULT_MODULE_ID`` / ``DEFAULT_POLICY_ID`` (``"default_policy"``): a single-agent run's
+  module (policy) id, the key of its ``learners`` results and weights; ``DEFAULT_AGENT_ID``
+  (``"default_agent"``): a single-agent episode's agent id; ``ALL_MODULES``: the ``learners``
+  results' all-module key.
+- ``COMPONENT_*``: the names of an algorithm's parts in RLlib's checkpoint tree
+  (``<checkpoint>/learner_group/learner/rl_module/default_policy``). rljax writes its
+  checkpoints in a format of its own, but ``RLModule.from_checkpoint`` accepts that RLlib path
+  (``COMPONENT_LEARNER_GROUP``/``COMPONENT_LEARNER``/``COMPONENT_RL_MODULE``/module id,
+  ``rl_module_path``) and reads it from these constants.
 """
 
-ALL_MODULES = "__all_modules__"
-DEFAULT_MODULE_ID = "default_policy"
+from rljax.core.columns import Columns
 
-__all__ = ["ALL_MODULES", "DEFAULT_MODULE_ID"]
+DEFAULT_AGENT_ID = "default_agent"
+DEFAULT_POLICY_ID = "default_policy"
+DEFAULT_MODULE_ID = DEFAULT_POLICY_ID
+ALL_MODULES = "__all_modules__"
+
+COMPONENT_ENV_RUNNER = "env_runner"
+COMPONENT_ENV_TO_MODULE_CONNECTOR = "env_to_module_connector"
+COMPONENT_EVAL_ENV_RUNNER = "eval_env_runner"
+COMPONENT_LEARNER = "learner"
+COMPONENT_LEARNER_GROUP = "learner_group"
+COMPONENT_METRICS_LOGGER = "metrics_logger"
+COMPONENT_MODULE_TO_ENV_CONNECTOR = "module_to_env_connector"
+COMPONENT_OPTIMIZER = "optimizer"
+COMPONENT_RL_MODULE = "rl_module"
+
+# The path of a module inside RLlib's checkpoint tree, below the checkpoint directory.
+RL_MODULE_PATH = (COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE)
+
+
+def rl_module_path(module_id: str = DEFAULT_MODULE_ID) -> str:
+    """RLlib's path of module ``module_id`` inside a checkpoint directory
+    (``learner_group/learner/rl_module/default_policy``), which
+    ``RLModule.from_checkpoint(checkpoint / rl_module_path(...))`` accepts."""
+    return "/".join((*RL_MODULE_PATH, module_id))
+
+
+__all__ = [
+    "ALL_MODULES",
+    "COMPONENT_ENV_RUNNER",
+    "COMPONENT_ENV_TO_MODULE_CONNECTOR",
+    "COMPONENT_EVAL_ENV_RUNNER",
+    "COMPONENT_LEARNER",
+    "COMPONENT_LEARNER_GROUP",
+    "COMPONENT_METRICS_LOGGER",
+    "COMPONENT_MODULE_TO_ENV_CONNECTOR",
+    "COMPONENT_OPTIMIZER",
+    "COMPONENT_RL_MODULE",
+    "Columns",
+    "DEFAULT_AGENT_ID",
+    "DEFAULT_MODULE_ID",
+    "DEFAULT_POLICY_ID",
+    "RL_MODULE_PATH",
+    "rl_module_path",
+]

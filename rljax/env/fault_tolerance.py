@@ -4,9 +4,15 @@
 ASYNC). When ``step`` raises, the env is closed, rebuilt from its creator and reset; the step
 returns the fresh env's first observation with ``info["rljax_restarted"] = True`` (reward 0, not
 done). The runner then drops the broken episode: its transitions in the current fragment are
-marked invalid (no training on them) and it is not reported in the episode metrics. A ``reset``
-that raises is retried on a rebuilt env the same way. An env that keeps failing, ``max_in_a_row``
-times without one good step in between, is given up on with the last error.
+marked invalid (no training on them) and it is not reported in the episode metrics; the other
+sub-envs' episodes go on. A ``reset`` that raises is retried on a rebuilt env the same way. An
+env that keeps failing, ``max_in_a_row`` times without one good step in between, is given up on
+with the last error.
+
+An env that raises the same exception from the same place after the same number of steps since
+it was built ``REPEATS_OF_A_BUG`` times in a row has a bug, which rebuilding cannot help: that
+failure is raised as ``EnvBugError`` (its cause the env's exception), which stops the run.
+The first failure of a kind is logged with its traceback, its repeats one line each.
 """
 
 from __future__ import annotations
@@ -19,77 +25,108 @@ from typing import Any
 
 import gymnasium as gym
 
+from rljax.runners.faults import REPEATS_OF_A_BUG, EnvBugError, RepeatedFailures
+
 RESTARTED = "rljax_restarted"
 
 logger = logging.getLogger("rljax")
 
 
-class RestartingEnv(gym.Env):
-    """``env_fn()``, rebuilt and reset whenever it raises in ``step`` or ``reset``."""
+class RestartingEnv(gym.Wrapper):
+    """``env_fn()``, rebuilt and reset whenever it raises in ``step`` or ``reset``.
 
-    def __init__(self, env_fn: Callable[[], gym.Env], max_in_a_row: int = 20):
+    A gymnasium wrapper of the env built last, so ``unwrapped``, ``get_wrapper_attr`` (a vector
+    env's ``call``, ``get_attr``) and ``set_wrapper_attr`` reach the user's env through it; an
+    attribute set that way is lost when the env is rebuilt.
+
+    Args:
+      env_fn: Builds the env (again after each failure).
+      max_in_a_row: Failures without one good step in between before the last is raised.
+      name: How messages name this sub-env (e.g. "sub-env 3 of env runner 2 (worker_index=2)").
+      repeats: The same failure this many times in a row is raised as ``EnvBugError``.
+
+    It holds no env state: ``rljax.env.state`` saves the env inside it and skips this layer
+    (``rljax_stateless``), so a checkpoint does not depend on whether sub-envs restart (a
+    restored run's failure counts start from zero).
+    """
+
+    rljax_stateless = True
+
+    def __init__(
+        self,
+        env_fn: Callable[[], gym.Env],
+        max_in_a_row: int = 20,
+        name: str = "a sub-env",
+        repeats: int = REPEATS_OF_A_BUG,
+    ):
+        super().__init__(env_fn())
         self._env_fn = env_fn
         self._max_in_a_row = max_in_a_row
-        self.env = env_fn()
-        self.observation_space = self.env.observation_space
-        self.action_space = self.env.action_space
-        self.metadata = getattr(self.env, "metadata", {})
-        self.render_mode = getattr(self.env, "render_mode", None)
+        self.name = name
         self.num_restarts = 0
         self._fails_in_a_row = 0  # failures since the last good step
+        self._steps = 0  # good steps of the env built last
+        self._repeats = RepeatedFailures(repeats)
+
+    def _failed(self, error: Exception) -> str:
+        """Counts ``error`` (raised by the env built last, after ``_steps`` good steps) and
+        logs it; raises ``EnvBugError`` when it is a bug. Returns its traceback."""
+        text = "".join(traceback.format_exception(error))
+        self._repeats.record(error, self._steps)
+        if self._repeats.is_bug:
+            raise EnvBugError(self._repeats.bug_message(self.name), text) from error
+        attempt = self._fails_in_a_row + 1
+        if attempt > self._max_in_a_row:
+            return text
+        line = self._repeats.repeat_line(self.name, "rebuilding it")
+        if line is not None:
+            logger.warning(line)
+        else:
+            logger.warning("%s failed; rebuilding it (attempt %d):\n%s", self.name, attempt, text)
+        return text
 
     def _rebuild_and_reset(
-        self, error: str, seed: int | None = None, options: dict | None = None
+        self, error: Exception, seed: int | None = None, options: dict | None = None
     ) -> tuple[Any, dict]:
+        text = self._failed(error)
         while True:
             self._fails_in_a_row += 1
             if self._fails_in_a_row > self._max_in_a_row:
                 break
-            attempt = self._fails_in_a_row
             self.num_restarts += 1
-            logger.warning("sub-env failed; rebuilding it (attempt %d):\n%s", attempt, error)
             with contextlib.suppress(Exception):
                 self.env.close()
+            self._steps = 0
             try:
                 self.env = self._env_fn()
                 return self.env.reset(seed=seed, options=options)
-            except Exception:  # noqa: BLE001 (retried, then raised below)
-                error = traceback.format_exc()
+            except Exception as e:  # noqa: BLE001 (retried, then raised below)
+                text = self._failed(e)
         raise RuntimeError(
-            f"a sub-env failed {self._max_in_a_row} times in a row, rebuilt each time; last "
-            f"error:\n{error}"
+            f"{self.name} failed {self._max_in_a_row} times in a row, rebuilt each time; last "
+            f"error:\n{text}"
         )
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         try:
             return self.env.reset(seed=seed, options=options)
-        except Exception:  # noqa: BLE001
-            obs, info = self._rebuild_and_reset(traceback.format_exc(), seed, options)
+        except Exception as e:  # noqa: BLE001
+            obs, info = self._rebuild_and_reset(e, seed, options)
             return obs, {**info, RESTARTED: True}  # counted by the runner
 
     def step(self, action: Any):
         try:
             out = self.env.step(action)
-        except Exception:  # noqa: BLE001
-            obs, info = self._rebuild_and_reset(traceback.format_exc())
+        except Exception as e:  # noqa: BLE001
+            obs, info = self._rebuild_and_reset(e)
             return obs, 0.0, False, False, {**info, RESTARTED: True}
         self._fails_in_a_row = 0
+        self._steps += 1
         return out
-
-    def get_state(self) -> dict[str, int]:
-        """Its counters (the env inside is saved as a layer of its own: ``rljax.env.state``)."""
-        return {"num_restarts": self.num_restarts, "fails_in_a_row": self._fails_in_a_row}
-
-    def set_state(self, state: dict[str, int]) -> None:
-        self.num_restarts = int(state["num_restarts"])
-        self._fails_in_a_row = int(state["fails_in_a_row"])
-
-    def render(self) -> Any:
-        return self.env.render()
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.env.close()
 
 
-__all__ = ["RESTARTED", "RestartingEnv"]
+__all__ = ["RESTARTED", "EnvBugError", "RestartingEnv"]

@@ -21,6 +21,7 @@ from gymnasium.vector.utils import CloudpickleWrapper
 from rljax.env.fault_tolerance import RESTARTED
 from rljax.env.steps import StepResult
 from rljax.env.workers import main_hidden, sigint_blocked
+from rljax.runners.faults import EnvBugError
 
 
 def _worker(conn: Connection, env_fn: CloudpickleWrapper, index: int) -> None:
@@ -50,9 +51,11 @@ def _worker(conn: Connection, env_fn: CloudpickleWrapper, index: int) -> None:
                 break
     except (KeyboardInterrupt, EOFError):
         pass
-    except Exception:
+    except Exception as e:
+        # A bug its restarts found (EnvBugError) is sent whole, to be raised as it is.
+        bug = e if isinstance(e, EnvBugError) else None
         with contextlib.suppress(OSError):
-            conn.send(("error", f"sub-env {index}:\n{traceback.format_exc()}"))
+            conn.send(("error", (f"sub-env {index}:\n{traceback.format_exc()}", bug)))
     finally:
         if env is not None:
             env.close()
@@ -108,7 +111,10 @@ class FirstReadyVectorEnv:
                         f"sub-env {i} exited unexpectedly (its process died)"
                     ) from None
                 if status == "error":
-                    raise RuntimeError(f"a sub-env raised:\n{payload}")
+                    text, bug = payload
+                    if bug is not None:
+                        raise bug
+                    raise RuntimeError(f"a sub-env raised:\n{text}")
                 self._in_flight.discard(i)
                 self._ready.append((i, payload))
         batch, self._ready = self._ready[: self.batch_size], self._ready[self.batch_size :]

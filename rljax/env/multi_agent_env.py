@@ -31,6 +31,20 @@ class MultiAgentEnv(gym.Env):
     possible_agents: list[AgentID] = []  # noqa: RUF012 (overridden per instance)
     agents: list[AgentID] = []  # noqa: RUF012
 
+    def __init__(self) -> None:
+        """Fills in what a subclass left unset, as RLlib's does: ``agents`` from the old
+        stack's ``_agent_ids`` set (if any), then ``possible_agents`` as a copy of ``agents``.
+        So a subclass that sets only ``self.agents`` before calling ``super().__init__()`` has
+        both. A subclass that computes ``agents`` (a property, as the PettingZoo wrappers')
+        sets its own ``possible_agents``; nothing is derived for it."""
+        super().__init__()
+        if isinstance(getattr(type(self), "agents", None), property):
+            return
+        if not self.agents:
+            self.agents = list(getattr(self, "_agent_ids", None) or ())
+        if not self.possible_agents:
+            self.possible_agents = list(self.agents)
+
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
         if self.observation_spaces is None or agent_id not in self.observation_spaces:
             raise KeyError(

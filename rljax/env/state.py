@@ -147,7 +147,8 @@ def _set_space_rngs(space: gym.Space, saved: Any) -> None:
 def _layers(env: gym.Env) -> list[Any]:
     """The env and every env it holds as ``.env`` (wrappers, and envs that wrap by hand, such as
     the sub-env restarter), less layers that declare they hold no state (``rljax_stateless``:
-    rljax's API check), so that a saved state does not depend on them."""
+    rljax's API check and the sub-env restarter), so that a saved state does not depend on
+    them."""
     layers = [env]
     while isinstance(inner := getattr(layers[-1], "env", None), gym.Env):
         layers.append(inner)
@@ -225,11 +226,18 @@ def get_env_state(env: gym.Env) -> list[dict[str, Any]]:
     return states
 
 
+def _saved_layers(states: Any) -> list[dict[str, Any]]:
+    """``states`` as one dict per layer, less the sub-env restarter's (saved by earlier
+    versions; it holds no env state)."""
+    if not isinstance(states, list) or not all(isinstance(s, dict) for s in states):
+        raise EnvStateError("the saved env state must be a list of one dict per env layer")
+    return [s for s in states if s.get("class") != "RestartingEnv"]
+
+
 def check_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
     """Raises ``EnvStateError`` unless ``states`` was saved from an env built like ``env``:
     the same layers, each saving the same attributes (a file cannot set other attributes)."""
-    if not isinstance(states, list) or not all(isinstance(s, dict) for s in states):
-        raise EnvStateError("the saved env state must be a list of one dict per env layer")
+    states = _saved_layers(states)
     names = [type(layer).__qualname__ for layer in _layers(env)]
     saved = [s.get("class") for s in states]
     if names != saved:
@@ -350,7 +358,7 @@ def _may_set(cls: type, name: str) -> bool:
 def set_env_state(env: gym.Env, states: list[dict[str, Any]]) -> None:
     """Puts ``get_env_state``'s output back into an env built the same way."""
     check_env_state(env, states)
-    for layer, state in zip(_layers(env), states, strict=True):
+    for layer, state in zip(_layers(env), _saved_layers(states), strict=True):
         if "get_state" in state:
             layer.set_state(decode(state["get_state"]))
             continue

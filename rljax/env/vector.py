@@ -642,8 +642,12 @@ class _EnvFn:
         env: gym.Env
         if self.restart:
             from rljax.env.fault_tolerance import RestartingEnv
+            from rljax.runners.faults import runner_name
 
-            env = RestartingEnv(self._make)
+            where = (
+                f"sub-env {self.context.vector_index} of {runner_name(self.context.worker_index)}"
+            )
+            env = RestartingEnv(self._make, name=where)
         else:
             env = self._make()
         env = ApiCheckedEnv(env, self.name)

@@ -26,6 +26,7 @@ from rljax.execution.parts import Params
 from rljax.learners.devices import replicated
 from rljax.runners.acting import FusedRunnerState, Transition, episode_arrays
 from rljax.runners.group import GroupSample, RunnerGroup
+from rljax.utils import xla_options
 
 State = TypeVar("State")
 Batch = Any
@@ -212,12 +213,18 @@ class OnPolicyLoop(Generic[State]):
             return cls(
                 update=update,
                 runner_params=runner_params,
-                train_step=jax.jit(train_step, donate_argnums=(0, 1)),
+                train_step=jax.jit(
+                    train_step,
+                    donate_argnums=(0, 1),
+                    compiler_options=xla_options.current("train_step"),
+                ),
             )
         return cls(
             update=jit_update(update, mesh, state_sharding, batch_sharding),
             runner_params=runner_params,
-            sample=jax.jit(sample, donate_argnums=(1,)),
+            sample=jax.jit(
+                sample, donate_argnums=(1,), compiler_options=xla_options.current("rollout")
+            ),
             batch_sharding=batch_sharding,
         )
 
@@ -547,11 +554,13 @@ def jit_update(
     device, or partitioned over the learner mesh (state and batch placed as given, metrics
     replicated)."""
     donated = (0,) if donate else ()
+    options = xla_options.current("update")
     if mesh is None:
-        return jax.jit(update, donate_argnums=donated)
+        return jax.jit(update, donate_argnums=donated, compiler_options=options)
     return jax.jit(
         update,
         in_shardings=(state_sharding, batch_sharding),
         out_shardings=(state_sharding, replicated(mesh)),
         donate_argnums=donated,
+        compiler_options=options,
     )

@@ -14,20 +14,18 @@ actions are the env's (clipped to a Box's bounds where the config clips). Env-to
 connectors (a ``MeanStdFilter``'s statistics) are inside the programs, which take the env's raw
 observations. For a Dict / Tuple observation space the programs take a dict (keys sorted) /
 tuple of arrays and ``observation_dtype`` is that structure of dtype names. Both programs are
-lowered for CPU and CUDA. Loading needs JAX alone (no rljax, Flax or EnvPool)::
+lowered for CPU and CUDA. ``rljax.policy.load_exported(path)`` loads it with JAX and numpy
+alone (no rljax, Flax or EnvPool: ``rljax/policy/loader.py`` below its docstring is the code to
+copy into a serving program)::
 
-    import json, jax, numpy as np
-    from jax import export
+    from rljax.policy import load_exported
 
+    policy = load_exported(path)  # greedy: policy(obs) -> actions
+    sample = load_exported(path, explore=True)  # sample(obs, key) -> actions
 
-    def load_policy(path, explore=False):
-        meta = json.load(open(f"{path}/policy.json"))
-        name = meta["files"]["sample" if explore else "greedy"]
-        program = export.deserialize(open(f"{path}/{name}", "rb").read())
-        dtype = meta["observation_dtype"]
-        if explore:
-            return lambda obs, key: np.asarray(program.call(np.asarray(obs, dtype), key))
-        return lambda obs: np.asarray(program.call(np.asarray(obs, dtype)))
+It reads only the files ``policy.json`` names inside the directory (bare names, regular files,
+sizes capped). An exported program is code, as trusted as its source: a crafted one can loop
+for ever or allocate any amount of memory.
 """
 
 from __future__ import annotations
@@ -42,10 +40,31 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.env.spaces import is_structured, space_to_data, zeros_batch
+from rljax.policy.loader import FORMAT_VERSION
 from rljax.utils import safe_io
+from rljax.utils.errors import ConfigError
 
-FORMAT_VERSION = 1
 PLATFORMS = ("cpu", "cuda")
+
+
+def check_export_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` as the directory an export writes: a new one, or an existing directory (its
+    policy files are replaced). Anything else there (a file, a link to one) is a
+    ``ConfigError`` naming it, before anything is loaded or lowered."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(
+            f"cannot export to {str(path)!r}: it exists and is not a directory; give a new "
+            "directory or an existing one (its policy files are replaced)"
+        )
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(
+                    f"cannot export to {str(path)!r}: {str(parent)!r} is not a directory"
+                )
+            break
+    return out
 
 
 def export_policy(
@@ -58,6 +77,7 @@ def export_policy(
 
     See the module docstring for what is written and how to load it.
     """
+    out = check_export_dir(path)
     algo._check_policy_id(policy_id)
     parts = algo.parts
     if parts.recurrent_inference is not None:
@@ -88,7 +108,6 @@ def export_policy(
     def sample_fn(obs: jax.Array, key: jax.Array) -> jax.Array:
         return to_env(sample(constants, obs, key)[1])
 
-    out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     files = {"greedy": "policy_greedy.stablehlo", "sample": "policy_sample.stablehlo"}
     lowered = {

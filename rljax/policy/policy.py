@@ -76,4 +76,7 @@ class PolicySpec:
         return {"config": dict(self.config or {})}
 
 
-__all__ = ["PolicySpec"]
+# RLlib 1.x's Policy (what trainer.get_policy() returns), at RLlib's import path.
+from rljax.policy.old_api import Policy  # noqa: E402
+
+__all__ = ["Policy", "PolicySpec"]

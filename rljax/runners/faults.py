@@ -2,15 +2,30 @@
 
 The rules and their counters only; the group carries the decisions out (it builds the
 replacement, retires the thread). Sub-env restarts inside one runner are
-``rljax.env.fault_tolerance.RestartingEnv``'s.
+``rljax.env.fault_tolerance.RestartingEnv``'s; both use ``RepeatedFailures`` to tell a bug in
+the env (the same failure every time) from one that fails at random.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import os
+import traceback
 from typing import Any
 
+from rljax.utils.error import EnvError
+
 logger = logging.getLogger("rljax")
+
+# The same failure this many times in a row, each time after the same number of env steps of a
+# freshly built env (or runner), is a bug in the env: it is raised (``EnvBugError``) instead of
+# restarted again. An env that fails at random on a fraction p of its steps repeats its last
+# failure's step count N - 1 more times with probability about p^(N-1) / N per failure (the
+# failures' step counts are geometric), so over a run of S steps (p * S failures) it is taken
+# for a bug about p^N * S / N times: with N = 3 that is 8% of the runs of 250k steps of an env
+# failing on 1% of them, with N = 5 once in 5,000 runs of 10M steps. A real bug costs N restarts.
+REPEATS_OF_A_BUG = 5
 
 # Restarts of a runner slot in a row, none delivering one env step, before it is given up on.
 # A flaky env's replacement can fail on its very first step by chance: with n sub-envs each
@@ -24,6 +39,126 @@ class EnvRunnerError(RuntimeError):
     """An env runner failed; the message names the runner and carries the env's traceback."""
 
 
+class EnvBugError(EnvRunnerError, EnvError):
+    """An env raised the same exception (type and message) from the same place after the same
+    number of env steps ``REPEATS_OF_A_BUG`` times in a row, rebuilt each time: a bug in the
+    env, which restarting cannot help. ``train()`` raises it with the env's exception as its
+    ``__cause__`` (and so its traceback), where that exception was raised in this process;
+    ``env_traceback`` holds the traceback as text, which survives an env's worker process (an
+    ASYNC sub-env), where the exception object does not."""
+
+    message: str
+    env_traceback: str
+
+    def __init__(self, message: Any, env_traceback: str = ""):
+        if isinstance(message, EnvBugError):  # re-raised as type(e)(e) by gymnasium's workers
+            message, env_traceback = message.message, message.env_traceback
+        super().__init__(message)
+        self.message = str(message)
+        self.env_traceback = env_traceback
+
+    def __reduce__(self) -> Any:  # picklable with its traceback text (a worker's pipe)
+        return type(self), (self.message, self.env_traceback)
+
+
+def runner_name(worker_index: int) -> str:
+    """How messages name a runner: the driver's own (``worker_index=0``) or env runner n."""
+    if worker_index == 0:
+        return "the driver's env runner (the local one, worker_index=0)"
+    return f"env runner {worker_index} (worker_index={worker_index})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """What identifies an env's failure: the exception's type and message, the place it was
+    raised (file, line, function of the innermost frame: the callers above it may differ, as
+    a first reset and a rebuilt env's reset do) and the env steps its env (or runner) had taken
+    since it was built."""
+
+    kind: str
+    message: str
+    place: tuple[str, int, str] | None
+    steps: int
+
+    @classmethod
+    def of(cls, error: BaseException, steps: int) -> Failure:
+        frames = traceback.extract_tb(error.__traceback__)
+        place = (frames[-1].filename, frames[-1].lineno or 0, frames[-1].name) if frames else None
+        return cls(type(error).__qualname__, str(error), place, steps)
+
+    def describe(self) -> str:
+        """One line: the exception and where it was raised."""
+        text = f"{self.kind}: {self.message}" if self.message else self.kind
+        text = text.splitlines()[0] if text else self.kind
+        if len(text) > 200:
+            text = text[:200] + "..."
+        if self.place is not None:
+            file, line, name = self.place
+            text += f" at {os.path.basename(file)}:{line} in {name}"
+        return text
+
+
+def _steps(n: int) -> str:
+    return "1 env step" if n == 1 else f"{n} env steps"
+
+
+class RepeatedFailures:
+    """Counts an env's (or a runner slot's) failures in a row that are the same ``Failure``,
+    and remembers the kinds seen (the failure but for its step count), so that only the first
+    of each kind is logged with its traceback: an env failing at random logs one line per
+    failure after its first."""
+
+    MAX_KINDS = 100  # kinds remembered; past that, a new kind is logged whole again
+
+    def __init__(self, limit: int = REPEATS_OF_A_BUG):
+        self.limit = limit
+        self.last: Failure | None = None
+        self.in_a_row = 0
+        self.seen_before = False  # the last failure's kind was seen before
+        self._kinds: dict[tuple[str, str, Any], int] = {}  # kind -> failures of it
+
+    def record(self, error: BaseException, steps: int) -> Failure:
+        """Counts ``error``, raised after ``steps`` env steps; returns its ``Failure``."""
+        failure = Failure.of(error, steps)
+        self.in_a_row = self.in_a_row + 1 if failure == self.last else 1
+        self.last = failure
+        kind = (failure.kind, failure.message, failure.place)
+        self.seen_before = kind in self._kinds
+        if self.seen_before or len(self._kinds) < self.MAX_KINDS:
+            self._kinds[kind] = self._kinds.get(kind, 0) + 1
+        return failure
+
+    @property
+    def is_bug(self) -> bool:
+        """The last failure repeated ``limit`` times in a row."""
+        return self.in_a_row >= self.limit
+
+    def bug_message(self, who: str) -> str:
+        """The message of the ``EnvBugError`` for ``who`` (after ``is_bug``)."""
+        assert self.last is not None
+        return (
+            f"{who} raised the same {self.last.describe()} after the same "
+            f"{_steps(self.last.steps)} {self.in_a_row} times in a row, rebuilt each time: "
+            "this is a bug in the env (a failure at random does not repeat so exactly), and "
+            "restarting cannot help."
+        )
+
+    def repeat_line(self, who: str, action: str) -> str | None:
+        """The one log line of the last failure when its kind was seen before, else None (it
+        is to be logged with its traceback)."""
+        if not self.seen_before or self.last is None:
+            return None
+        last = self.last
+        kind = self._kinds[(last.kind, last.message, last.place)]
+        if self.in_a_row > 1:
+            count = (
+                f"{self.in_a_row} of {self.limit} in a row before it is raised as a bug in the env"
+            )
+        else:
+            count = f"failure {kind} of this kind, at another step count than the one before"
+        return f"{who} failed again with {last.describe()} after {_steps(last.steps)} ({count}); {action}"
+
+
 class FaultPolicy:
     """Restart, drop and give-up rules for ``num_runners`` runner slots, with their counters.
 
@@ -33,10 +168,14 @@ class FaultPolicy:
       ignore_failures: A runner that failed and cannot be restarted is dropped (its columns of
         later batches are empty rows) instead of ending the run, while another one is healthy.
       probe_timeout_s: How long building a replacement (its envs made and reset) may take.
+      local: The one runner is the driver's own (``num_env_runners=0``): messages name it so,
+        not "env runner 1".
 
     A slot whose runners keep failing without delivering one env step is given up on after
     ``MAX_FRESH_FAILURES`` restarts in a row; a runner that delivered steps since its last
-    restart starts the count again.
+    restart starts the count again. A runner whose env raises the same exception from the same
+    place after the same number of env steps ``REPEATS_OF_A_BUG`` times in a row is not
+    restarted again: ``repeated`` says so, and the group raises ``EnvBugError``.
     """
 
     def __init__(
@@ -45,15 +184,30 @@ class FaultPolicy:
         max_restarts: int = 0,
         ignore_failures: bool = False,
         probe_timeout_s: float = 30.0,
+        local: bool = False,
     ):
         self.num_runners = num_runners
         self.max_restarts = max_restarts
         self.ignore_failures = ignore_failures
         self.probe_timeout_s = probe_timeout_s
+        self.local = local and num_runners == 1
         self.num_restarts = 0
         self.dropped: dict[int, str] = {}  # runner index -> why it was dropped
         # Restarts of a slot since it last delivered an env step.
         self._fresh_restarts = [0] * num_runners
+        self._repeats = [RepeatedFailures() for _ in range(num_runners)]
+
+    def name(self, i: int) -> str:
+        """Runner ``i`` as messages name it."""
+        return runner_name(0 if self.local else i + 1)
+
+    def repeated(self, i: int, error: BaseException, steps: int) -> str | None:
+        """Counts runner ``i``'s failure (``error``, after ``steps`` env steps since the runner
+        was built); returns the message of the ``EnvBugError`` to raise when it is the same
+        failure ``REPEATS_OF_A_BUG`` times in a row, else None."""
+        repeats = self._repeats[i]
+        repeats.record(error, steps)
+        return repeats.bug_message(self.name(i)) if repeats.is_bug else None
 
     @property
     def num_healthy(self) -> int:
@@ -63,19 +217,28 @@ class FaultPolicy:
         """Runner ``i`` delivered env steps: its earlier failures are not "in a row"."""
         self._fresh_restarts[i] = 0
 
-    def try_restart(self, i: int, why: str) -> bool:
-        """Whether runner ``i`` (which ``why``) may be restarted once more; counts it if so."""
+    def repeat_line(self, i: int) -> str | None:
+        """The one log line of runner ``i``'s last failure when one of its kind came before (the
+        first of a kind is logged whole, with its traceback), else None."""
+        return self._repeats[i].repeat_line(self.name(i), "restarting it")
+
+    def try_restart(self, i: int, why: str, line: str | None = None) -> bool:
+        """Whether runner ``i`` (which ``why``) may be restarted once more; counts it if so, and
+        logs ``why``, or ``line`` instead where given (a repeated failure's one line)."""
         if self.num_restarts >= self.max_restarts or self._fresh_restarts[i] >= MAX_FRESH_FAILURES:
             return False
         self.num_restarts += 1
         self._fresh_restarts[i] += 1
-        logger.warning("env runner %d %s; restarting it", i + 1, why)
+        if line is not None:
+            logger.warning(line)
+        else:  # a new failure: with its traceback
+            logger.warning("%s %s; restarting it", self.name(i), why)
         return True
 
     def give_up(self, i: int, why: str) -> str | None:
         """Runner ``i`` failed (``why``) and will not be restarted: records it as dropped and
         returns None when the run may go on without it, else the message to raise."""
-        name = f"env runner {i + 1} (worker_index={i + 1})"
+        name = self.name(i)
         if self._fresh_restarts[i] >= MAX_FRESH_FAILURES:
             n = self._fresh_restarts[i]
             message = (
@@ -141,4 +304,13 @@ class FaultPolicy:
         ]
 
 
-__all__ = ["MAX_FRESH_FAILURES", "EnvRunnerError", "FaultPolicy"]
+__all__ = [
+    "MAX_FRESH_FAILURES",
+    "REPEATS_OF_A_BUG",
+    "EnvBugError",
+    "EnvRunnerError",
+    "Failure",
+    "FaultPolicy",
+    "RepeatedFailures",
+    "runner_name",
+]

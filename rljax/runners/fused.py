@@ -38,6 +38,7 @@ from rljax.runners.acting import (
     prime,
 )
 from rljax.runners.host import RunnerSpec
+from rljax.utils import xla_options
 
 
 def start_envpool(
@@ -106,6 +107,7 @@ class FusedRunner:
         self.last_stats: Any = None
         self._to_env_action = to_env_action
         self._rollouts: dict[int, Callable[..., Any]] = {}
+        self._compiler_options = xla_options.current("rollout")
         self._params_shape = jax.eval_shape(lambda p: p, params)
         try:
             self._xla_step, state, self._reset_ended = start_envpool(
@@ -134,7 +136,9 @@ class FusedRunner:
                 self._to_env_action,
                 reset_ended=self._reset_ended,
             )
-            self._rollouts[length] = jax.jit(rollout, donate_argnums=(1,))
+            self._rollouts[length] = jax.jit(
+                rollout, donate_argnums=(1,), compiler_options=self._compiler_options
+            )
         return self._rollouts[length]
 
     def sample(

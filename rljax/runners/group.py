@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from rljax.runners.acting import Transition
-from rljax.runners.faults import EnvRunnerError, FaultPolicy
+from rljax.runners.faults import EnvBugError, EnvRunnerError, FaultPolicy
 from rljax.runners.group_state import GroupState
 from rljax.runners.versions import VersionedQueues
 
@@ -50,6 +50,8 @@ class Fragment:
     num_steps: int = 0
     num_rows: int = 0
     error: str | None = None  # that runner's env raised: rows from num_rows on are empty
+    exception: BaseException | None = None  # what it raised
+    runner_steps: int = 0  # env steps that runner took since it was built (HostRunner's)
     infos: Any = None  # the env's infos per row and column (HostRunner.last_infos), or None
 
 
@@ -125,6 +127,15 @@ class RunnerGroup:
     stopping the run. Its columns of every later batch are empty rows (``valid`` False), so the
     batch keeps its shape (nothing recompiles) and the learner trains on the healthy runners'
     samples. When every runner is gone, ``sample`` raises.
+
+    A runner whose env raises the same exception from the same place after the same number of
+    env steps since it was built ``REPEATS_OF_A_BUG`` times in a row has a bug in its env, which
+    restarting cannot help: ``sample`` raises ``EnvBugError`` with the env's exception as its
+    cause (``FaultPolicy.repeated``), and so it does at once when a sub-env's restarts found
+    such a bug (``RestartingEnv``). Repeats before that are logged one line each.
+
+    ``local_runner``: the one runner is the driver's own (``num_env_runners=0``), as messages
+    name it.
     """
 
     def __init__(
@@ -139,6 +150,7 @@ class RunnerGroup:
         probe_timeout_s: float = 30.0,
         max_queued_fragments: int | None = None,
         streams_per_runner: int | None = None,
+        local_runner: bool = False,
     ):
         """``streams_per_runner``: the stream ids (``env_id``) each runner uses, from
         ``i * streams_per_runner`` on (``sample_any`` renumbers the streams of a batch's
@@ -158,9 +170,11 @@ class RunnerGroup:
             max_restarts if make_runner is not None else 0,
             ignore_failures,
             probe_timeout_s,
+            local=local_runner,
         )
         self.state_io = GroupState(self.runners, self.faults, max_policy_lag == 0, self._drop)
         self._errors: dict[int, str] = {}
+        self._exceptions: dict[int, tuple[BaseException, int]] = {}  # and the runner's steps
         self._threads: list[threading.Thread] = []
         self._generation = [0] * len(runners)
         # When each slot last delivered a fragment (or its thread started): sample_any's hang
@@ -289,6 +303,8 @@ class RunnerGroup:
                     num_steps=runner.last_num_steps,
                     num_rows=runner.last_num_rows,
                     error=runner.error,
+                    exception=getattr(runner, "exception", None),
+                    runner_steps=getattr(runner, "num_env_steps", 0),
                     infos=getattr(runner, "last_infos", None),
                 )
                 if resume is not None:
@@ -298,11 +314,20 @@ class RunnerGroup:
                 if runner.error is not None:
                     return  # spent: the learner replaces it when it takes this fragment
                 k += 1
-        except BaseException:  # reported to the learner, which raises it with the runner's id
+        except BaseException as e:  # reported to the learner, which raises it with the runner's id
             if self._generation[i] == generation:
+                self._exceptions[i] = (e, getattr(runner, "num_env_steps", 0))
                 self._errors[i] = traceback.format_exc()
 
     # ------------------------------------------------------------------ failures
+    def _raised(self, i: int) -> dict[str, Any]:
+        """``_replace``'s ``error`` and ``steps`` for runner ``i``'s thread (none if it raised
+        nothing)."""
+        if i not in self._exceptions:
+            return {}
+        error, steps = self._exceptions[i]
+        return {"error": error, "steps": steps}
+
     def _failure(self, i: int) -> str | None:
         if i in self._errors:
             return f"failed:\n{self._errors[i]}"
@@ -317,13 +342,28 @@ class RunnerGroup:
         close_on_error: bool = True,
         start: int | None = None,
         resume: Fragment | None = None,
+        error: BaseException | None = None,
+        steps: int = 0,
     ) -> None:
         """Replaces runner ``i`` when the fault policy allows (``start``, ``resume``: see
         ``_start``), or drops it, or raises ``EnvRunnerError`` (closing the group first, unless
-        ``close_on_error`` is False: a hung thread would delay the error)."""
-        while self.faults.try_restart(i, why):
+        ``close_on_error`` is False: a hung thread would delay the error). ``error``: what the
+        runner raised, after ``steps`` env steps since it was built; a bug in the env (an
+        ``EnvBugError``, or the same failure ``REPEATS_OF_A_BUG`` times in a row) is raised as
+        ``EnvBugError`` instead, never dropped."""
+        line = None
+        if error is not None:
+            bug = None if isinstance(error, EnvBugError) else self.faults.repeated(i, error, steps)
+            if bug is not None or isinstance(error, EnvBugError):
+                if close_on_error:
+                    self.close()
+                self._raise_bug(error, bug)
+            line = self.faults.repeat_line(i)
+        while self.faults.try_restart(i, why, line):
+            line = None
             self._retire(i)
             self._errors.pop(i, None)
+            self._exceptions.pop(i, None)
             runner, failure = self._probe(i)
             if runner is None:
                 why = failure
@@ -340,14 +380,40 @@ class RunnerGroup:
             self.close()
         raise EnvRunnerError(message)
 
+    @staticmethod
+    def _raise_bug(error: BaseException, message: str | None) -> None:
+        """Raises the ``EnvBugError`` of a bug in an env: ``message`` (the group found it, and
+        ``error`` is the env's exception), or ``error`` itself (a sub-env's restarts found it);
+        one that lost its cause in a worker process carries the env's traceback as text."""
+        if message is not None:
+            raise EnvBugError(message) from error
+        assert isinstance(error, EnvBugError)
+        if error.__cause__ is None and error.env_traceback:
+            raise EnvBugError(
+                f"{error.message}\nThe env's traceback, in its worker process:\n"
+                f"{error.env_traceback}"
+            ) from None
+        raise error
+
     def _probe(self, i: int) -> tuple[Runner | None, str]:
         """Builds a replacement for runner ``i``: ``(runner, "")``, or ``(None, why)`` when
-        building raised or did not finish within ``probe_timeout_s``."""
+        building raised or did not finish within ``probe_timeout_s``. A bug found in its envs'
+        reset (``EnvBugError``) is raised."""
+        bugs: list[EnvBugError] = []
+
+        def make() -> Runner:
+            try:
+                return self._make_runner(i)  # type: ignore[misc]
+            except EnvBugError as e:
+                bugs.append(e)
+                raise
+
         runner, error = build_within(
-            lambda: self._make_runner(i),  # type: ignore[misc]
-            self.faults.probe_timeout_s,
-            f"rljax-env-runner-{i + 1}-probe",
+            make, self.faults.probe_timeout_s, f"rljax-env-runner-{i + 1}-probe"
         )
+        if bugs:
+            self.close()
+            self._raise_bug(bugs[0], None)
         if runner is None:
             return None, f"could not be rebuilt: {error}"
         return runner, ""
@@ -365,6 +431,10 @@ class RunnerGroup:
         if any(r is old for r in self._retired):
             return
         self._retired.append(old)
+        # Its exception's traceback holds the frames of its last sample (the fragment's buffer
+        # and weights among their locals): a retired runner, kept for its counters, drops it.
+        if getattr(old, "exception", None) is not None:
+            old.exception = None  # type: ignore[union-attr]
         self._generation[i] += 1
         self.exchange.discard(i)
         threading.Thread(target=_close_quietly, args=(old, True), daemon=True).start()
@@ -381,7 +451,7 @@ class RunnerGroup:
                 # replacement would discard it.
                 fragment = self.exchange.take_nowait(i)
                 if fragment is None:
-                    self._replace(i, why)
+                    self._replace(i, why, **self._raised(i))
                     started = time.perf_counter()
                     continue
             if fragment is None:
@@ -420,6 +490,8 @@ class RunnerGroup:
             f"failed after {fragment.num_steps} env step(s) of its fragment:\n{fragment.error}",
             start=fragment.index + 1 if complete else fragment.index,
             resume=None if complete else fragment,
+            error=fragment.exception,
+            steps=fragment.runner_steps,
         )
         if complete or i in self.dropped:  # a dropped runner's real rows are kept too
             return fragment
@@ -440,7 +512,7 @@ class RunnerGroup:
         if fragment is None and (why := self._failure(i)) is not None:
             fragment = self.exchange.take_nowait(i)  # put just before its thread ended
             if fragment is None:
-                self._replace(i, why)
+                self._replace(i, why, **self._raised(i))
                 return None
         if fragment is None:
             idle = time.perf_counter() - self._last_delivery[i]

@@ -70,8 +70,8 @@ class GroupState:
         for i, runner in enumerate(self._runners):
             if i not in dropped and runner.busy:
                 raise EnvStateError(
-                    f"env runner {i + 1} is in the middle of a fragment (an interrupted sample()); "
-                    "its state can be saved only between iterations"
+                    f"{self._faults.name(i)} is in the middle of a fragment (an interrupted "
+                    "sample()); its state can be saved only between iterations"
                 )
         meta["runners"] = [
             None if i in dropped else r.get_state() for i, r in enumerate(self._runners)

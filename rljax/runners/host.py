@@ -24,7 +24,8 @@ from rljax.env.vector import EnvSpec, make_host_env
 from rljax.runners.acting import ActorState, ActStep, PolicyFn, Transition, init_actor_state
 
 # The group and its parts, where callers have always imported them from.
-from rljax.runners.faults import MAX_FRESH_FAILURES, EnvRunnerError
+from rljax.runners.faults import MAX_FRESH_FAILURES, EnvBugError, EnvRunnerError
+from rljax.utils import xla_options
 
 
 def _jitted_step(act_step: ActStep, device: jax.Device) -> Callable:
@@ -44,7 +45,9 @@ def _jitted_step(act_step: ActStep, device: jax.Device) -> Callable:
 
         # No device= (deprecated in JAX): the params, actor state, key and fragment buffer are
         # committed to ``device``, and a jitted call runs where its committed arguments live.
-        per_device[device] = jax.jit(step, donate_argnums=(2, 4))
+        per_device[device] = jax.jit(
+            step, donate_argnums=(2, 4), compiler_options=xla_options.current("act")
+        )
     return per_device[device]
 
 
@@ -156,6 +159,8 @@ class HostRunner:
         self.num_sub_env_restarts = 0
         self.busy = False
         self.error: str | None = None  # the env's traceback once its step raised (spent)
+        self.exception: BaseException | None = None  # and what it raised
+        self.num_env_steps = 0  # env steps (vector steps) that returned since it was built
         self.last_num_steps = 0  # env steps (vector steps) that returned in the last sample()
         self.last_num_rows = 0  # rows of its last fragment used up (the length unless cut)
         self.offset = spec.env_id_offset
@@ -289,9 +294,10 @@ class HostRunner:
             env_action = self.to_env_action(jax.tree.map(np.asarray, action))
             try:
                 self.result = self._take_info(self.env.step(env_action, self.result.env_id))
-            except Exception:  # noqa: BLE001 (the env broke: the rows so far are real)
-                self.error, end = traceback.format_exc(), t + 1
+            except Exception as e:  # noqa: BLE001 (the env broke: the rows so far are real)
+                self.error, self.exception, end = traceback.format_exc(), e, t + 1
                 break
+            self.num_env_steps += 1
             if started:
                 t += 1
             started = True
@@ -453,6 +459,7 @@ class HostRunner:
 
 __all__ = [
     "MAX_FRESH_FAILURES",
+    "EnvBugError",
     "EnvRunnerError",
     "HostRunner",
     "RunnerSpec",

@@ -18,7 +18,10 @@ and the live table of trials (``rljax.tune.progress``); search algorithms
 ``MedianStoppingRule``, ``FIFOScheduler``) backed by Optuna (optional: ``pip install optuna``);
 ``tune.schedulers.PopulationBasedTraining`` inside a population; ``tune.ray_trainable(name)``
 for Ray Tune itself; ``tune.Callback`` and ``tune.logger.TBXLoggerCallback`` (TensorBoard event
-files) as ``RunConfig(callbacks=[...])``.
+files) as ``RunConfig(callbacks=[...])``; ``tune.CLIReporter`` (the table's columns) as
+``RunConfig(progress_reporter=...)``, ``tune.search.BasicVariantGenerator`` (the default
+generator, by name); ``tune.with_resources`` and ``tune.PlacementGroupFactory`` (recorded; on
+one host a trial uses what its config sets).
 
 Example::
 
@@ -34,7 +37,9 @@ Example::
 from rljax.env.registry import register_env
 from rljax.tune import logger, registry, schedulers, search, stopper
 from rljax.tune.callback import Callback
+from rljax.tune.progress import CLIReporter
 from rljax.tune.ray_integration import ray_trainable
+from rljax.tune.resources import PlacementGroupFactory, with_resources
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid
 from rljax.tune.sample import (
     Categorical,
@@ -103,4 +108,8 @@ __all__ = [
     "search",
     "stopper",
     "uniform",
+    # Ray Tune's reporter and resource names (rljax.tune.progress, rljax.tune.resources).
+    "CLIReporter",
+    "PlacementGroupFactory",
+    "with_resources",
 ]

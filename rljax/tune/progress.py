@@ -5,6 +5,8 @@ One row per trial: its name, status, the searched values, how many results it re
 metric (when ``TuneConfig.metric`` is set) and its total time. On a terminal the table is
 redrawn in place as trials report; otherwise (a log file, a pipe) it is printed at most every
 ``interval_s`` seconds, and once more at the end. ``TrialTable.render()`` gives the text alone.
+``CLIReporter`` (given as ``RunConfig(progress_reporter=...)``) chooses the columns and how often
+the table prints.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from rljax.tune.stopper import flatten
+from rljax.utils.errors import ConfigError
 
 MAX_ROWS = 20
 _STATUS_ORDER = ("TERMINATED", "ERROR", "RUNNING", "PENDING")
@@ -58,6 +61,7 @@ class _Row:
     iterations: int = 0
     metric: Any = None
     time_s: float | None = None
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +74,11 @@ class TrialTable:
       metric: ``TuneConfig.metric`` (a ``/``-joined result key), shown as a column; None: no
         metric column.
       mode: ``"min"`` or ``"max"``: names the best trial above the table.
+      columns: Result keys (``/``-joined for nested ones) to their headings: when given, these
+        are the columns after the searched values, in place of the iteration, the metric and the
+        time.
+      headings: Headings of the searched values' columns, by position (default: the paths).
+      sort_by_metric: Rows ordered by the metric, best first (needs ``metric`` and ``mode``).
     """
 
     searched: Sequence[Sequence[Any]] = ()
@@ -77,6 +86,9 @@ class TrialTable:
     mode: str | None = None
     max_rows: int = MAX_ROWS
     rows: dict[str, _Row] = field(default_factory=dict)
+    columns: Mapping[str, str] | None = None
+    headings: Sequence[str] | None = None
+    sort_by_metric: bool = False
 
     def add(self, trial_id: str, name: str, config: Any, status: str = "PENDING") -> None:
         """A trial, in the order the trials run."""
@@ -94,6 +106,9 @@ class TrialTable:
             row.metric = flat[self.metric]
         if isinstance(flat.get("time_total_s"), (int, float)):
             row.time_s = float(flat["time_total_s"])
+        for key in self.columns or ():
+            if key in flat:
+                row.values[key] = flat[key]
 
     def _best(self) -> _Row | None:
         if self.metric is None or self.mode is None:
@@ -123,11 +138,24 @@ class TrialTable:
         best = self._best()
         if best is not None:
             lines.append(f"Current best trial: {best.name} with {self.metric}={_cell(best.metric)}")
-        header = ["Trial name", "status", *("/".join(map(str, p)) for p in self.searched), "iter"]
-        if self.metric is not None:
-            header.append(self.metric)
-        header.append("total time (s)")
+        searched = list(self.headings or ("/".join(map(str, p)) for p in self.searched))
+        if self.columns is not None:
+            header = ["Trial name", "status", *searched, *self.columns.values()]
+        else:
+            header = ["Trial name", "status", *searched, "iter"]
+            if self.metric is not None:
+                header.append(self.metric)
+            header.append("total time (s)")
         shown = list(self.rows.values())
+        if self.sort_by_metric and best is not None:
+            sign = -1.0 if self.mode == "max" else 1.0
+
+            def score(row: _Row) -> float:
+                if isinstance(row.metric, (int, float)) and math.isfinite(float(row.metric)):
+                    return sign * float(row.metric)
+                return math.inf
+
+            shown.sort(key=score)
         hidden = 0
         if len(shown) > self.max_rows:  # the running and newest trials stay in view
             hidden = len(shown) - self.max_rows
@@ -140,6 +168,10 @@ class TrialTable:
         for row in shown:
             cells = [row.name, row.status]
             cells += [_cell(_lookup(row.config, p)) for p in self.searched]
+            if self.columns is not None:
+                cells += [_cell(row.values.get(key)) for key in self.columns]
+                body.append([_cell(c) for c in cells])
+                continue
             cells.append(str(row.iterations))
             if self.metric is not None:
                 cells.append(_cell(row.metric))
@@ -250,4 +282,141 @@ class ProgressReporter:
         self._drawn_lines = 0
 
 
-__all__ = ["ProgressReporter", "TrialTable"]
+def _columns(value: Any, where: str) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = [(key, key) for key in value]
+    else:
+        raise ConfigError(
+            f"CLIReporter({where}={value!r}): use a list of keys or a dict of keys to headings"
+        )
+    for key, heading in items:
+        if not isinstance(key, str) or not isinstance(heading, str):
+            raise ConfigError(
+                f"CLIReporter({where}): key {key!r} and heading {heading!r} must be strings"
+            )
+    return dict(items)
+
+
+class CLIReporter:
+    """The trial table's columns and how often it prints (Tune's ``CLIReporter``), given as
+    ``RunConfig(progress_reporter=CLIReporter(...))``.
+
+    Args:
+      metric_columns: Result keys to show, ``/``-joined for nested ones
+        (``"env_runners/episode_return_mean"``): a list (the key is the heading) or a dict of key
+        to heading. None: the default columns (iterations, ``TuneConfig.metric``, total time).
+      parameter_columns: The config keys to show (``/``-joined), a list or a dict of key to
+        heading. None: the searched values.
+      max_progress_rows: At most this many trials' rows (the running and newest kept in view).
+      max_report_frequency: Print the table at most every this many seconds (on a terminal it is
+        redrawn in place at that rate).
+      metric, mode: The metric and mode naming the best trial (default ``TuneConfig``'s).
+      sort_by_metric: Order the rows by the metric, best first.
+      total_samples, max_error_rows, max_column_length, infer_limit, print_intermediate_tables:
+        Tune's layout options, accepted and not used (cells are cut at 24 characters, errors are
+        printed as lines above the table).
+    """
+
+    def __init__(
+        self,
+        *,
+        metric_columns: Sequence[str] | Mapping[str, str] | None = None,
+        parameter_columns: Sequence[str] | Mapping[str, str] | None = None,
+        total_samples: int | None = None,
+        max_progress_rows: int = MAX_ROWS,
+        max_error_rows: int = 20,
+        max_column_length: int = 20,
+        max_report_frequency: float = 5,
+        infer_limit: int = 3,
+        print_intermediate_tables: bool | None = None,
+        metric: str | None = None,
+        mode: str | None = None,
+        sort_by_metric: bool = False,
+    ):
+        self._metric_columns = _columns(metric_columns, "metric_columns")
+        self._parameter_columns = _columns(parameter_columns, "parameter_columns")
+        if (
+            isinstance(max_progress_rows, bool)
+            or not isinstance(max_progress_rows, int)
+            or max_progress_rows < 1
+        ):
+            raise ConfigError(
+                f"CLIReporter(max_progress_rows={max_progress_rows!r}): use an int >= 1"
+            )
+        if (
+            isinstance(max_report_frequency, bool)
+            or not isinstance(max_report_frequency, (int, float))
+            or max_report_frequency < 0
+        ):
+            raise ConfigError(
+                f"CLIReporter(max_report_frequency={max_report_frequency!r}): use seconds >= 0"
+            )
+        if mode not in (None, "min", "max"):
+            raise ConfigError(f"CLIReporter(mode={mode!r}): use 'min', 'max' or None")
+        self.max_progress_rows = max_progress_rows
+        self.max_report_frequency = float(max_report_frequency)
+        self.metric, self.mode = metric, mode
+        self.sort_by_metric = bool(sort_by_metric)
+        self.total_samples, self.max_error_rows = total_samples, max_error_rows
+        self.max_column_length, self.infer_limit = max_column_length, infer_limit
+        self.print_intermediate_tables = print_intermediate_tables
+
+    @property
+    def metric_columns(self) -> dict[str, str] | None:
+        """Result key to heading (None: the default columns)."""
+        return None if self._metric_columns is None else dict(self._metric_columns)
+
+    @property
+    def parameter_columns(self) -> dict[str, str] | None:
+        """Config key to heading (None: the searched values)."""
+        return None if self._parameter_columns is None else dict(self._parameter_columns)
+
+    def add_metric_column(self, metric: str, representation: str | None = None) -> None:
+        """One more result column (Tune's method); a key shown already raises ``ValueError``."""
+        columns = self._metric_columns if self._metric_columns is not None else {}
+        if metric in columns:
+            raise ValueError(f"column {metric!r} is already shown")
+        columns[metric] = representation or metric
+        self._metric_columns = columns
+
+    def add_parameter_column(self, parameter: str, representation: str | None = None) -> None:
+        """One more config column (Tune's method); a key shown already raises ``ValueError``."""
+        columns = self._parameter_columns if self._parameter_columns is not None else {}
+        if parameter in columns:
+            raise ValueError(f"column {parameter!r} is already shown")
+        columns[parameter] = representation or parameter
+        self._parameter_columns = columns
+
+    def table(
+        self, searched: Sequence[Sequence[Any]], metric: str | None, mode: str | None
+    ) -> TrialTable:
+        """The ``TrialTable`` these settings make, for the searched paths and ``TuneConfig``'s
+        metric and mode."""
+        params = self._parameter_columns
+        return TrialTable(
+            searched=searched if params is None else [tuple(k.split("/")) for k in params],
+            metric=self.metric or metric,
+            mode=self.mode or mode,
+            max_rows=self.max_progress_rows,
+            columns=self._metric_columns,
+            headings=None if params is None else list(params.values()),
+            sort_by_metric=self.sort_by_metric,
+        )
+
+    def reporter(self, table: TrialTable) -> ProgressReporter:
+        """The ``ProgressReporter`` that shows ``table`` at this reporter's frequency."""
+        every = self.max_report_frequency
+        return ProgressReporter(table, interval_s=every, redraw_s=every)
+
+    def __repr__(self) -> str:
+        return (
+            f"CLIReporter(metric_columns={self._metric_columns!r}, "
+            f"max_report_frequency={self.max_report_frequency})"
+        )
+
+
+__all__ = ["CLIReporter", "ProgressReporter", "TrialTable"]

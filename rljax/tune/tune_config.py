@@ -63,7 +63,10 @@ class TuneConfig:
     ``FIFOScheduler``) that may stop trials early. ``time_budget_s``: once this many seconds
     have passed, the running trial stops after its current result and no more trials start.
     ``seed``: the seed of the search spaces' draws without a ``search_alg`` (the same seed gives
-    the same trials; a searcher has its own, ``OptunaSearch(seed=...)``).
+    the same trials; a searcher has its own, ``OptunaSearch(seed=...)``). A
+    ``tune.search.BasicVariantGenerator`` as ``search_alg`` is that default generator: its
+    ``random_state`` becomes ``seed``, its ``max_concurrent`` bounds ``max_concurrent_trials``,
+    and ``search_alg`` reads None.
     ``max_concurrent_trials``: how many trials train at once. Trials that can share one
     program train together as a population, at most this many (None: every such trial; 1:
     one at a time); batches that cannot share one (other shapes, or single trials) run at once,
@@ -87,6 +90,7 @@ class TuneConfig:
             raise ConfigError(f"TuneConfig.metric={self.metric!r}: use a result key (a string)")
         check_mode(self.mode, "TuneConfig.mode")
         _check_number("TuneConfig.num_samples", self.num_samples, 1, True)
+        self._fold_basic_variant_generator()
         if self.search_alg is not None and not isinstance(self.search_alg, Searcher):
             raise ConfigError(
                 f"TuneConfig.search_alg={self.search_alg!r}: use a tune.search searcher "
@@ -110,6 +114,28 @@ class TuneConfig:
         if self.seed is not None:
             _check_number("TuneConfig.seed", self.seed, 0, True)
 
+    def _fold_basic_variant_generator(self) -> None:
+        """A ``BasicVariantGenerator`` search_alg is the default generator: its seed and its
+        concurrency bound go to ``seed`` and ``max_concurrent_trials``."""
+        from rljax.tune.search.basic_variant import BasicVariantGenerator
+
+        generator = self.search_alg
+        if not isinstance(generator, BasicVariantGenerator):
+            return
+        if generator.seed is not None:
+            if self.seed is not None and self.seed != generator.seed:
+                raise ConfigError(
+                    f"TuneConfig.seed={self.seed} and BasicVariantGenerator's random_state "
+                    f"(seed {generator.seed}) differ: give one"
+                )
+            self.seed = generator.seed
+        if generator.max_concurrent:
+            limit = self.max_concurrent_trials
+            self.max_concurrent_trials = (
+                generator.max_concurrent if limit is None else min(limit, generator.max_concurrent)
+            )
+        self.search_alg = None
+
 
 def default_storage_path() -> str:
     """``$RLJAX_RESULTS_DIR`` if set, else ``~/rljax_results`` (Tune's is ``~/ray_results``)."""
@@ -129,7 +155,9 @@ class RunConfig:
     ``CheckpointConfig``; ``verbose``: 0 silent, 1 the table of trials (``rljax.tune.progress``,
     redrawn in place on a terminal), 2 a line per result too; ``callbacks``: a list of
     ``tune.Callback`` (``rljax.tune.callback``; not saved for ``Tuner.restore``, pass them
-    again with ``restore(..., callbacks=...)``).
+    again with ``restore(..., callbacks=...)``); ``progress_reporter``: a ``tune.CLIReporter``
+    choosing the table's columns and how often it prints (with ``verbose`` >= 1; not saved for
+    ``Tuner.restore``).
     """
 
     name: str | None = None
@@ -138,6 +166,7 @@ class RunConfig:
     checkpoint_config: CheckpointConfig | None = None
     verbose: int = 1
     callbacks: Any = None
+    progress_reporter: Any = None
 
     def __post_init__(self) -> None:
         if self.name is not None and (
@@ -168,6 +197,14 @@ class RunConfig:
                     "(tune.logger.TBXLoggerCallback(), or a subclass of tune.Callback)"
                 )
             self.callbacks = list(given)
+        if self.progress_reporter is not None:
+            from rljax.tune.progress import CLIReporter
+
+            if not isinstance(self.progress_reporter, CLIReporter):
+                raise ConfigError(
+                    f"RunConfig.progress_reporter={self.progress_reporter!r}: use a "
+                    "tune.CLIReporter(metric_columns=..., max_report_frequency=...)"
+                )
 
 
 __all__ = ["CheckpointConfig", "RunConfig", "TuneConfig", "default_storage_path"]

@@ -644,9 +644,15 @@ class Tuner:
         )
         self._algo_base = base
         self._algo_configs: list[AlgorithmConfig] | None = None
+        # RLlib 1.x's trainers (rljax.agents) read each variant as an old dict config; their
+        # trials train one by one, through train(), whose results carry the old keys.
+        self._old_api = trainable if _is_old_api_trainer(trainable) else None
+        if self._old_api is not None and self.tune_config.populations:
+            self.tune_config = dataclasses.replace(self.tune_config, populations=False)
         if self._function is None:
             assert base is not None
-            self._algo_configs = [base.copy().update_from_dict(v) for v in self._variants]
+            _check_stop_keys(self.run_config.stop, old_api=self._old_api is not None)
+            self._algo_configs = [self._variant_config(v) for v in self._variants]
             if (
                 self.run_config.stop is None
                 and self.tune_config.time_budget_s is None
@@ -668,6 +674,15 @@ class Tuner:
         if searcher is not None:
             self._variants = []
         self._check_pbt()
+
+    def _variant_config(self, variant: dict[str, Any]) -> AlgorithmConfig:
+        """A trial's config: the base updated by the variant (an old-API trainer's: the
+        variant read as its dict config)."""
+        if self._old_api is not None:
+            config: AlgorithmConfig = self._old_api.to_config(variant)
+            return config
+        assert self._algo_base is not None
+        return self._algo_base.copy().update_from_dict(variant)
 
     def _check_pbt(self) -> None:
         """PBT runs inside populations: refused, saying why, for trials that cannot form one."""
@@ -821,7 +836,7 @@ class Tuner:
             self._variants.append(variant)
             if self._algo_configs is not None:
                 assert self._algo_base is not None
-                self._algo_configs.append(self._algo_base.copy().update_from_dict(variant))
+                self._algo_configs.append(self._variant_config(variant))
             if fit.progress is not None:
                 fit.progress.table.add(trial_id, f"{self.trainable_name}_{trial_id}", variant)
             indices.append(index)
@@ -1077,7 +1092,11 @@ class Tuner:
         return state
 
     def _progress(self, state: es.ExperimentState) -> ProgressReporter:
-        table = TrialTable(self._searched, self.tune_config.metric, self.tune_config.mode)
+        chosen = self.run_config.progress_reporter
+        if chosen is not None:
+            table = chosen.table(self._searched, self.tune_config.metric, self.tune_config.mode)
+        else:
+            table = TrialTable(self._searched, self.tune_config.metric, self.tune_config.mode)
         for entry, variant in zip(state.trials, self._variants, strict=True):
             table.add(entry["trial_id"], f"{self.trainable_name}_{entry['trial_id']}", variant)
             if self._restored is not None and entry["status"] != es.PENDING:
@@ -1085,7 +1104,7 @@ class Tuner:
                 history = es.read_history(state.root / entry["dir"])
                 if history:
                     table.report(entry["trial_id"], history[-1])
-        return ProgressReporter(table)
+        return ProgressReporter(table) if chosen is None else chosen.reporter(table)
 
     @classmethod
     def can_restore(cls, path: str | os.PathLike[str]) -> bool:
@@ -1143,10 +1162,16 @@ class Tuner:
             another kind or algorithm than the experiment's, or something above that must be
             given again.
         """
-        from rljax.algorithms.algorithm_config import AlgorithmConfig
+        from rljax.algorithms.algorithm_config import AlgorithmConfig, check_loaded_env_settings
 
         state = es.ExperimentState.load(path)
         es.check_trial_files(state)  # every file read back is checked before anything changes
+        for index, saved in enumerate(state.variants):  # settings read from a file
+            if isinstance(saved, Mapping):
+                try:
+                    check_loaded_env_settings(saved)
+                except ConfigError as e:
+                    raise ConfigError(f"{state.path}: trial {index}: {e}") from None
         tune_config, run_config = es.restored_configs(state, stop)
         if callbacks is not None:
             run_config = dataclasses.replace(run_config, callbacks=callbacks)
@@ -1220,6 +1245,47 @@ class Tuner:
             algo.stop()
 
 
+def _is_old_api_trainer(trainable: Any) -> bool:
+    from rljax.agents import is_trainer
+
+    return is_trainer(trainable)
+
+
+def _old_api_trainable(trainable: Any, config: Any) -> Any:
+    """``tune.run``'s trainable: RLlib 1.x's trainer for an algorithm name whose dict config
+    uses an old key (one that is no setting of the algorithm's config), else as given."""
+    from rljax.algorithms import registry
+
+    if not (isinstance(trainable, str) and isinstance(config, Mapping)):
+        return trainable
+    if trainable not in registry.algorithm_names():
+        return trainable  # Tuner names what is wrong
+    from rljax.agents import trainer_class
+    from rljax.agents.config_table import OLD_KEYS
+
+    settings = registry.config_class(trainable).SETTINGS
+    if any(isinstance(k, str) and k not in settings and k in OLD_KEYS for k in config):
+        return trainer_class(trainable)
+    return trainable
+
+
+def _check_stop_keys(stop: Any, old_api: bool) -> None:
+    """Before any trial: a stop key of RLlib 1.x's results (``episode_reward_mean``) on a
+    new-API algorithm, which never reports it, is refused with its new name."""
+    if old_api or not isinstance(stop, Mapping):
+        return
+    from rljax.agents.trainer import OLD_RESULT_KEYS
+
+    old = {k: OLD_RESULT_KEYS[k] for k in stop if k in OLD_RESULT_KEYS}
+    if old:
+        shown = ", ".join(f"{k!r} -> {v!r}" for k, v in old.items())
+        raise ConfigError(
+            f"stop={dict(stop)!r}: {', '.join(map(repr, old))} is RLlib 1.x's result key, "
+            f"which the new API stack does not report; use {shown} (or train RLlib 1.x's "
+            "trainer, rljax.agents.ppo.PPOTrainer, whose results have the old keys)"
+        )
+
+
 # ---------------------------------------------------------------------- tune.run
 class ExperimentAnalysis:
     """What ``tune.run`` returns (Tune's older ``ExperimentAnalysis``), over a ``ResultGrid``."""
@@ -1280,6 +1346,11 @@ class ExperimentAnalysis:
     def dataframe(self, metric: str | None = None, mode: str | None = None) -> Any:
         return self.result_grid.get_dataframe(metric, mode)
 
+    @property
+    def results_df(self) -> Any:
+        """Each trial's last result and config, one row per trial (a pandas DataFrame)."""
+        return self.result_grid.get_dataframe()
+
 
 def run(
     run_or_experiment: Any,
@@ -1295,15 +1366,51 @@ def run(
     checkpoint_config: CheckpointConfig | None = None,
     seed: int | None = None,
     raise_on_failed_trial: bool = True,
+    *,
+    local_dir: str | os.PathLike[str] | None = None,
+    checkpoint_freq: int = 0,
+    checkpoint_at_end: bool = False,
+    keep_checkpoints_num: int | None = None,
+    resources_per_trial: Any = None,
 ) -> ExperimentAnalysis:
     """Tune's older entry point, run through ``Tuner``: ``tune.run(trainable, config=...,
     stop=..., num_samples=..., metric=..., mode=...)`` returns an ``ExperimentAnalysis`` with
-    ``best_config``, ``best_result``, ``results`` and ``trials``.
+    ``best_config``, ``best_result``, ``results``, ``results_df`` and ``trials``.
+
+    Ray 1.x's arguments are taken too: ``local_dir`` (``storage_path``), ``checkpoint_freq``,
+    ``checkpoint_at_end`` and ``keep_checkpoints_num`` (a ``CheckpointConfig``), and
+    ``resources_per_trial`` (no effect: trials share the host). An algorithm name with a dict
+    ``config`` that uses RLlib 1.x's keys (``tune.run("PPO", config={"num_workers": 2,
+    "sgd_minibatch_size": 64, ...})``) trains RLlib 1.x's trainer (``rljax.agents``), whose
+    results have the old keys (``episode_reward_mean``).
 
     Raises:
       TuneError: ``raise_on_failed_trial`` (the default, as Tune's) and a trial raised.
     """
     check_mode(mode)
+    if local_dir is not None:
+        if storage_path is not None:
+            raise ConfigError("tune.run(): give storage_path or local_dir (its old name), not both")
+        storage_path = local_dir
+    if checkpoint_freq or checkpoint_at_end or keep_checkpoints_num is not None:
+        if checkpoint_config is not None:
+            raise ConfigError(
+                "tune.run(): give checkpoint_config or checkpoint_freq / checkpoint_at_end / "
+                "keep_checkpoints_num, not both"
+            )
+        checkpoint_config = CheckpointConfig(
+            num_to_keep=keep_checkpoints_num,
+            checkpoint_frequency=checkpoint_freq,
+            checkpoint_at_end=checkpoint_at_end,
+        )
+    if resources_per_trial is not None:
+        from rljax.agents.config_table import note
+
+        note(
+            "resources_per_trial",
+            "tune.run(resources_per_trial=...) has no effect: trials share the host",
+        )
+    run_or_experiment = _old_api_trainable(run_or_experiment, config)
     grid = Tuner(
         run_or_experiment,
         param_space=config,

@@ -8,21 +8,28 @@ Layout of a checkpoint directory::
         rljax_checkpoint.json # format version, rljax version, algorithm, config, spaces, counters
         state.msgpack         # the train state's arrays (msgpack: data only, nothing executable)
         runners.json          # optional: the env runners' mid-episode state (rljax.env.state)
+      .rljax-lock             # the save lock: one save at a time per directory
 
 A save writes a new version directory beside the old one, fsyncs it, then atomically replaces
 ``LATEST``; only then are versions beyond ``num_to_keep`` removed (each renamed away first). A
-crash at any moment leaves ``LATEST`` naming a complete checkpoint, and every ``v-*`` directory
-complete.
+crash at any moment leaves ``LATEST`` naming a complete checkpoint, and every version directory
+complete. A save removes only what saves write (``is_checkpoint_entry``): other files and
+directories in ``path`` stay as they are.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
 import shutil
+import stat
+import time
 import uuid
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +38,31 @@ import jax
 import numpy as np
 
 from rljax.utils import safe_io
-from rljax.utils.errors import CheckpointError
+from rljax.utils.errors import CheckpointBusyError, CheckpointError
 
 FORMAT_VERSION = 2  # 2: optimizer states carry the non-finite guard (rljax.utils.nonfinite)
 META_FILE = "rljax_checkpoint.json"
 STATE_FILE = "state.msgpack"
 RUNNERS_FILE = "runners.json"
 LATEST = "LATEST"
+# The save lock (``_save_lock``): an empty-ish file that stays in the checkpoint directory.
+LOCK_FILE = ".rljax-lock"
+# How long a save waits for another save to the same directory, in seconds.
+SAVE_LOCK_TIMEOUT_S = 120.0
+# Version directories: ``v-`` and 6 to 12 ASCII digits (``is_version_name``).
+_VERSION_NAME = re.compile(r"v-([0-9]{6,12})", re.ASCII)
+MAX_VERSION = 10**12 - 1
+# A save's temporary entries (a new version being written, an old one being removed, LATEST's
+# replacement): the prefix, the kind, the saving process's id, a random part, the version.
+_TEMP_PREFIX = ".rljax-tmp-"
+_TEMP_NAME = re.compile(
+    r"\.rljax-tmp-(?:new|old|latest)-[0-9]{1,10}-[0-9a-f]{8}(?:-v-[0-9]{6,12})?", re.ASCII
+)
+# What interrupted saves of earlier rljax versions left: ``.tmp-v-000003-1a2b3c4d``,
+# ``.tmp-old-v-000002-1a2b3c4d`` and ``.LATEST.1a2b3c4d``.
+_LEGACY_TEMP_NAME = re.compile(
+    r"\.tmp-(?:old-)?v-[0-9]{6,12}-[0-9a-f]{8}|\.LATEST\.[0-9a-f]{8}", re.ASCII
+)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -55,71 +80,228 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
+def is_version_name(name: str) -> bool:
+    """Whether ``name`` is a version directory's name (``v-`` and 6 to 12 ASCII digits).
+
+    The one rule of version names: the save numbers its new version after the highest such
+    name, the cleaning removes only such directories (that hold a checkpoint), and ``LATEST``
+    must name one. ``v-0.9-backup``, ``v-20241201123456`` or ``v-²`` are not versions: a save
+    leaves them alone.
+    """
+    return _VERSION_NAME.fullmatch(name) is not None
+
+
+def is_checkpoint_entry(name: str) -> bool:
+    """Whether ``name`` is something a save writes into a checkpoint directory: ``LATEST``, the
+    save lock, a version directory, or a temporary entry of a save (an interrupted one's too)."""
+    return (
+        name in (LATEST, LOCK_FILE)
+        or is_version_name(name)
+        or _TEMP_NAME.fullmatch(name) is not None
+        or _LEGACY_TEMP_NAME.fullmatch(name) is not None
+    )
+
+
+def _temp_name(kind: str, version: str = "") -> str:
+    suffix = f"-{version}" if version else ""
+    return f"{_TEMP_PREFIX}{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}{suffix}"
+
+
+def _own_versions(root: Path) -> list[tuple[int, str]]:
+    """The version directories in ``root`` that hold a checkpoint, oldest first: a directory
+    named like a version but without a metadata file is not one a save wrote."""
+    out = []
+    for child in root.iterdir():
+        match = _VERSION_NAME.fullmatch(child.name)
+        if match is None or child.is_symlink() or not child.is_dir():
+            continue
+        meta = child / META_FILE
+        if meta.is_symlink() or not meta.is_file():
+            continue
+        out.append((int(match.group(1)), child.name))
+    return sorted(out)
+
+
+@contextlib.contextmanager
+def _save_lock(root: Path, timeout_s: float) -> Iterator[None]:
+    """Holds ``root``'s save lock (``fcntl.flock`` on ``root/.rljax-lock``) for one save.
+
+    Another save to ``root`` (another process, or another thread of this one) waits for it up
+    to ``timeout_s`` seconds, then raises ``CheckpointBusyError``. The lock file stays (removing
+    it would let two saves hold locks on two different files); it holds the last saver's pid.
+    """
+    path = root / LOCK_FILE
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        raise CheckpointError(
+            f"cannot save to {root}: its save lock {path} cannot be opened ({e.strerror}); it "
+            "must be a regular file (not a link), or absent"
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CheckpointError(
+                f"cannot save to {root}: its save lock {path} is not a regular file"
+            )
+        deadline = time.monotonic() + timeout_s
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                    by = f" (pid {holder})" if holder.isascii() and holder.isdigit() else ""
+                    raise CheckpointBusyError(
+                        f"cannot save to {root}: another save{by} has held its lock {path} for "
+                        f"{timeout_s:g} s; save to another directory, or once that save is done"
+                    ) from None
+                time.sleep(delay)
+                delay = min(2 * delay, 0.01)
+            except OSError as e:  # a filesystem without flock (some network filesystems)
+                warnings.warn(
+                    f"saving to {root} without a lock: this filesystem cannot lock {path} "
+                    f"({e.strerror}); two processes saving there at once may fail",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                break
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def check_save_path(path: str | os.PathLike) -> Path:
+    """The absolute directory a save to ``path`` writes to; raises ``CheckpointError`` if
+    ``path`` is no str or path, or names something that is not a directory (a file)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise CheckpointError(f"a checkpoint path must be a str or path; got {type(path).__name__}")
+    root = Path(path).expanduser().resolve()
+    if root.exists() and not root.is_dir():
+        raise CheckpointError(
+            f"cannot save to {str(path)!r}: it is a file, not a directory; give a new directory "
+            "or one rljax saved to"
+        )
+    return root
+
+
 def save_checkpoint(
     path: str | os.PathLike,
     metadata: dict[str, Any],
     state: Any,
     num_to_keep: int = 1,
     runners: Any = None,
+    lock_timeout_s: float | None = None,
 ) -> Path:
     """Writes ``metadata`` (JSON) and ``state`` (a pytree of arrays) to ``path`` atomically;
-    ``runners``: JSON data of the env runners' state, saved beside them when given.
+    ``runners``: JSON data of the env runners' state, saved beside them when given. Returns the
+    new version's directory.
 
     The newest ``num_to_keep`` versions stay (``LATEST`` names the newest; an older one loads
     by its own directory, ``path/v-000003``); older ones and leftovers of interrupted saves go.
+    Nothing else in ``path`` is touched: only version directories (``is_version_name``) that
+    hold a checkpoint, and temporary entries named as only a save names them, are removed.
     An older version that cannot be removed stays (a ``RuntimeWarning`` names it and the error;
     the next save tries again): the new checkpoint is complete by then.
+
+    One save at a time per directory: a second one waits for the first (``_save_lock``) up to
+    ``lock_timeout_s`` seconds (None: ``SAVE_LOCK_TIMEOUT_S``), then raises
+    ``CheckpointBusyError``. ``path`` that is a file raises ``CheckpointError``, changing
+    nothing.
     """
     if isinstance(num_to_keep, bool) or not isinstance(num_to_keep, int) or num_to_keep < 1:
         raise CheckpointError(f"num_to_keep={num_to_keep!r}; use an int >= 1")
-    root = Path(path).expanduser().resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    # After the newest version directory, whether or not LATEST got to name it (a crash between
-    # the two leaves a complete v-N+1 that LATEST does not name; it must not block later saves).
-    numbers = [
-        int(c.name[2:]) for c in root.iterdir() if c.name[2:].isdigit() and c.name.startswith("v-")
-    ]
+    root = check_save_path(path)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CheckpointError(
+            f"cannot save to {str(path)!r}: the directory cannot be created ({e.strerror})"
+        ) from None
+    timeout = SAVE_LOCK_TIMEOUT_S if lock_timeout_s is None else lock_timeout_s
+    with _save_lock(root, timeout):
+        return _save_locked(root, metadata, state, num_to_keep, runners)
+
+
+def _save_locked(
+    root: Path, metadata: dict[str, Any], state: Any, num_to_keep: int, runners: Any
+) -> Path:
+    # Temporary entries of saves that were killed: no save is running (this one holds the lock).
+    for child in root.iterdir():
+        if _TEMP_NAME.fullmatch(child.name) or _LEGACY_TEMP_NAME.fullmatch(child.name):
+            _remove(child)
+    # After the highest version name, whether or not LATEST got to name it (a crash between
+    # the two leaves a complete v-N+1 that LATEST does not name; it must not block later saves),
+    # and whether or not it is a checkpoint (a directory of the user's keeps its name).
+    numbers = [int(m.group(1)) for c in root.iterdir() if (m := _VERSION_NAME.fullmatch(c.name))]
     counter = max(numbers, default=0) + 1
+    if counter > MAX_VERSION:
+        raise CheckpointError(
+            f"cannot save to {root}: it holds v-{counter - 1}, the highest version a checkpoint "
+            f"directory can have (v- and at most {len(str(MAX_VERSION))} digits); give a new "
+            "directory"
+        )
     name = f"v-{counter:06d}"
-    tmp = root / f".tmp-{name}-{uuid.uuid4().hex[:8]}"
+    tmp = root / _temp_name("new", name)
     tmp.mkdir()
-    meta = dict(metadata, format_version=FORMAT_VERSION)
-    _write_file(tmp / META_FILE, json.dumps(meta, indent=2, sort_keys=True).encode())
-    state_dict = flax.serialization.to_state_dict(state)
-    state_np = _to_numpy(state_dict)
-    _write_file(tmp / STATE_FILE, flax.serialization.msgpack_serialize(state_np))
-    if runners is not None:
-        _write_file(tmp / RUNNERS_FILE, json.dumps(runners).encode())
-    _fsync_dir(tmp)
-    final = root / name
-    os.replace(tmp, final)
-    latest_tmp = root / f".{LATEST}.{uuid.uuid4().hex[:8]}"
-    _write_file(latest_tmp, name.encode())
-    os.replace(latest_tmp, root / LATEST)
+    try:
+        meta = dict(metadata, format_version=FORMAT_VERSION)
+        _write_file(tmp / META_FILE, json.dumps(meta, indent=2, sort_keys=True).encode())
+        state_dict = flax.serialization.to_state_dict(state)
+        state_np = _to_numpy(state_dict)
+        _write_file(tmp / STATE_FILE, flax.serialization.msgpack_serialize(state_np))
+        if runners is not None:
+            _write_file(tmp / RUNNERS_FILE, json.dumps(runners).encode())
+        _fsync_dir(tmp)
+        final = root / name
+        os.replace(tmp, final)
+    except BaseException:
+        _remove(tmp)
+        raise
+    latest_tmp = root / _temp_name("latest")
+    try:
+        _write_file(latest_tmp, name.encode())
+        os.replace(latest_tmp, root / LATEST)
+    except BaseException:
+        _remove(latest_tmp)
+        raise
     _fsync_dir(root)
-    versions = sorted(c.name for c in root.iterdir() if c.name.startswith("v-") and c.is_dir())
-    keep = set(versions[-num_to_keep:]) | {name}
-    for child in root.iterdir():  # older versions and leftovers of interrupted saves
-        if child.name.startswith("v-") and child.name not in keep:
-            # Renamed first, so that every v-* directory is complete even if a crash stops the
-            # removal halfway; the next save clears the leftover.
-            doomed = root / f".tmp-old-{child.name}-{uuid.uuid4().hex[:8]}"
-            try:
-                os.replace(child, doomed)
-            except OSError as e:
-                # The new version is saved and LATEST names it: a stale old one is no reason to
-                # fail the save. It stays complete, and the next save tries again.
-                warnings.warn(
-                    f"checkpoint saved to {final}, but the old version {child} could not be "
-                    f"removed: {e}",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-                continue
-            shutil.rmtree(doomed, ignore_errors=True)
-        elif child.name.startswith(".tmp-") and child != tmp:
-            shutil.rmtree(child, ignore_errors=True)
+    versions = _own_versions(root)
+    keep = {n for _, n in versions[-num_to_keep:]} | {name}
+    for _, old in versions:
+        if old in keep:
+            continue
+        child = root / old
+        # Renamed first, so that every version directory is complete even if a crash stops the
+        # removal halfway; the next save clears the leftover.
+        doomed = root / _temp_name("old", old)
+        try:
+            os.replace(child, doomed)
+        except OSError as e:
+            # The new version is saved and LATEST names it: a stale old one is no reason to
+            # fail the save. It stays complete, and the next save tries again.
+            warnings.warn(
+                f"checkpoint saved to {final}, but the old version {child} could not be "
+                f"removed: {e}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            continue
+        _remove(doomed)
     return final
+
+
+def _remove(path: Path) -> None:
+    """Removes a save's own temporary entry (a directory, or a file), whatever it holds."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def _to_numpy(tree: Any) -> Any:
@@ -135,7 +317,6 @@ MAX_LATEST_BYTES = 64
 MAX_METADATA_BYTES = 4 << 20
 # runners.json holds a few KB per sub-env; 64 MiB is far above any real one.
 MAX_RUNNERS_BYTES = 64 << 20
-_VERSION_NAME = re.compile(r"v-[0-9]{6,12}")
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -260,3 +441,20 @@ def _check_tree(target: Any, loaded: Any, where: str, path: Path) -> None:
             f"{path}: checkpoint array {where} has dtype {loaded.dtype}; this algorithm expects "
             f"{np.dtype(target.dtype)}"
         )
+
+
+def count_non_finite_weights(state: Any) -> tuple[int, int]:
+    """``(non-finite, all)`` numbers of the floating-point arrays under a key ending in
+    ``params`` (the networks' weights and target copies, not optimizer moments or a replay
+    buffer) of a state of host arrays, such as ``load_state`` returns."""
+    bad = total = 0
+    for path, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
+        names = [str(getattr(k, "key", getattr(k, "name", ""))) for k in path]
+        if not any(n.endswith("params") for n in names):
+            continue
+        arr = np.asarray(leaf)
+        if arr.dtype.kind != "f" and arr.dtype.name != "bfloat16":
+            continue
+        total += arr.size
+        bad += arr.size - int(np.count_nonzero(np.isfinite(arr)))
+    return bad, total

@@ -78,17 +78,23 @@ def _alternatives(optional: bool, literals: tuple[str, ...], main: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Bool:
-    """``True`` or ``False`` (a numpy bool too); never a string, an int or None unless optional."""
+    """``True`` or ``False`` (a numpy bool too); never a string, an int or None unless optional
+    (or one of ``literals``, e.g. ``"auto"``)."""
 
     optional: bool = False
+    literals: tuple[str, ...] = ()
 
     @property
     def allowed(self) -> str:
-        return "None, True or False" if self.optional else "True or False"
+        return _or(
+            [*(["None"] if self.optional else []), *map(repr, self.literals), "True", "False"]
+        )
 
-    def __call__(self, name: str, value: Any) -> bool | None:
+    def __call__(self, name: str, value: Any) -> bool | str | None:
         if value is None and self.optional:
             return None
+        if isinstance(value, str) and value in self.literals:
+            return value
         if isinstance(value, (bool, np.bool_)):
             return bool(value)
         refuse(name, value, self.allowed)

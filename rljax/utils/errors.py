@@ -14,12 +14,20 @@ class CheckpointError(ValueError):
     """A path that is not a readable rljax checkpoint."""
 
 
+class CheckpointBusyError(CheckpointError):
+    """A checkpoint directory another save holds (its lock) for longer than a save waits."""
+
+
 class CallbackError(RuntimeError):
     """A user callback raised; the message names the hook and the callback class."""
 
 
 class AlgorithmStoppedError(RuntimeError):
     """An algorithm used for training after ``stop()`` closed its env runners and envs."""
+
+
+class AlgorithmBusyError(RuntimeError):
+    """An algorithm asked to train (or save) while another thread is running its ``train()``."""
 
 
 class EnvAPIError(TypeError):

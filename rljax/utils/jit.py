@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
-from collections.abc import Callable, Hashable
+import threading
+from collections.abc import Callable, Hashable, Iterator
 from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 # For functions that run once (parameter init): compile fast rather than run fast. Op by op they
 # would compile dozens of tiny programs; jitted at full optimisation, the orthogonal initialisers'
@@ -26,14 +29,42 @@ _ONCE_CACHE: collections.OrderedDict[Any, Callable] = collections.OrderedDict()
 _ONCE_CACHE_SIZE = 64
 
 
+_ABSTRACT = threading.local()
+
+
+@contextlib.contextmanager
+def abstract_init() -> Iterator[None]:
+    """Within it, ``run_once`` and ``init_stacked`` compile and run nothing: they return zeros
+    of the shapes and dtypes ``jax.eval_shape`` traces. For a build whose state is replaced
+    right after by one loaded from a file, whose tree is checked against these shapes first."""
+    before = getattr(_ABSTRACT, "on", False)
+    _ABSTRACT.on = True
+    try:
+        yield
+    finally:
+        _ABSTRACT.on = before
+
+
+def _zeros_of(shapes: Any) -> Any:
+    """Host zeros shaped like ``jax.eval_shape``'s result (None: a leaf numpy cannot hold)."""
+    leaves = jax.tree.leaves(shapes)
+    if any(jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended) for x in leaves):
+        return None
+    return jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
+
+
 def run_once(fn: Callable, *args: Any, cache_key: Hashable | None = None) -> Any:
     """Runs ``fn(*args)`` as one program compiled with cheap optimisation settings.
 
     ``cache_key``: a value that identifies the program ``fn`` traces (e.g. a Flax module, equal
     for equal modules); the compiled program is kept under it and the arguments' shapes and
     reused, so building many equal models (the trials of a population) compiles once. None:
-    compile for this call only.
+    compile for this call only. Within ``abstract_init()``: zeros of the result's shapes.
     """
+    if getattr(_ABSTRACT, "on", False):
+        zeros = _zeros_of(jax.eval_shape(fn, *args))
+        if zeros is not None:
+            return zeros
     if cache_key is None:
         return compile_cheap(fn, *args)(*args)
     leaves, tree = jax.tree.flatten(args)
@@ -62,8 +93,15 @@ def init_stacked(init_fn: Callable, keys: jax.Array, *args: Any) -> Any:
     """``init_fn(key, *args)`` for each of ``keys`` [P, 2], stacked along a new leading axis.
 
     One compiled program is called P times. (``vmap`` of Flax's orthogonal initialisers hangs in
-    XLA's CPU backend in this JAX release, so the initialisers are not batched.)
+    XLA's CPU backend in this JAX release, so the initialisers are not batched.) Within
+    ``abstract_init()``: zeros of the stacked shapes.
     """
+    if getattr(_ABSTRACT, "on", False):
+        one = jax.eval_shape(init_fn, keys[0], *args)
+        stacked = jax.tree.map(lambda x: jax.ShapeDtypeStruct((len(keys), *x.shape), x.dtype), one)
+        zeros = _zeros_of(stacked)
+        if zeros is not None:
+            return zeros
     compiled = compile_cheap(init_fn, keys[0], *args)
     outs = [compiled(k, *args) for k in keys]
     return jax.tree.map(lambda *xs: jax.numpy.stack(xs), *outs)

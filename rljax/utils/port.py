@@ -14,22 +14,33 @@ What changes, and nothing else:
 
 What is left of ``ray`` afterwards (``ray.air``, ``ray.data``, ``ray.remote``, ...) is listed in
 the notes: rljax has no counterpart, and the script will fail there.
+
+The rewrite rules are one table, ``_MODULES`` (Ray module -> rljax's, longest prefix first):
+a new family of Ray names is one more row there.
+
+The script is read as untrusted data (``read_script``): a regular file of at most
+``MAX_SCRIPT_BYTES``, UTF-8 text, parsed within Python's own nesting limits; and the port is
+written without replacing anything silently (``write_script``): an existing file only with
+``force``, keeping its permission bits.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
+import os
 import re
-from collections.abc import Callable
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
-_DOTTED = re.compile(r"\bray\.(rllib|tune)\b")
-# Ray AIR's names for Tune's pieces, longest first: module -> rljax's.
-_AIR = {
-    "ray.air.integrations.wandb": "rljax.tune.logger",
-    "ray.air.constants": "rljax.tune.result",
-    "ray.air": "rljax.tune",
-}
+from rljax.utils import safe_io
+from rljax.utils.errors import ConfigError
+
+# The largest script ``rljax port`` reads: RLlib's longest example scripts are ~30 KB.
+MAX_SCRIPT_BYTES = 1 << 20
+
 # ``ray.<name>`` in code, not inside another dotted name or a URL (docs.ray.io).
 _RAY_NAME = re.compile(r"(?<![\w./])ray\.[A-Za-z_][\w.]*")
 
@@ -42,13 +53,22 @@ class Ported:
     notes: list[str] = field(default_factory=list)
 
 
-# Ray module -> rljax's, longest prefix first (AIR's names for Tune's pieces).
+# Ray module -> rljax's, longest prefix first (AIR's names for Tune's pieces): the rewrite rules
+# for imports and for dotted names in code alike. A new rule is one more row.
 _MODULES = (
     ("ray.air.integrations.wandb", "rljax.tune.logger"),
     ("ray.air.constants", "rljax.tune.result"),
     ("ray.air", "rljax.tune"),
+    # RLlib 1.x's old API (PPOTrainer with a dict config): rljax.agents, and the modules its
+    # scripts import beside it (rljax.models, rljax.evaluation.rollout_worker, ...).
+    ("ray.rllib.agents", "rljax.agents"),
     ("ray.rllib", "rljax"),
     ("ray.tune", "rljax.tune"),
+)
+# A dotted name in code that starts with one of the table's modules (not inside another dotted
+# name): the longest alternative first, as the table lists them.
+_DOTTED_NAME = re.compile(
+    r"(?<![\w.])(" + "|".join(re.escape(ray) for ray, _ in _MODULES) + r")(?![\w])"
 )
 
 
@@ -60,22 +80,60 @@ def _module(name: str) -> str | None:
     return None
 
 
+def _missing(module: str) -> bool:
+    """Whether rljax has no module ``module`` (so the ported import would fail)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
+
+
 def _alias(name: str, asname: str | None) -> str:
     return f"{name} as {asname}" if asname else name
 
 
 def _char_offsets(source: str) -> Callable[[int, int], int]:
-    """(1-based line, UTF-8 byte column) as ``ast`` gives them -> an index into ``source``."""
+    """(1-based line, UTF-8 byte column) as ``ast`` gives them -> an index into ``source``.
+
+    Linear in the script's size over all calls: an ASCII line's byte column is its character
+    column, and another line's byte offsets are counted once, when it is first asked about.
+    """
     lines = source.splitlines(keepends=True)
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))
+    byte_ends: dict[int, list[int]] = {}
 
     def offset(lineno: int, col: int) -> int:
-        line = lines[lineno - 1] if lineno - 1 < len(lines) else ""
-        return starts[lineno - 1] + len(line.encode("utf-8")[:col].decode("utf-8", "replace"))
+        index = lineno - 1
+        line = lines[index] if index < len(lines) else ""
+        if line.isascii():
+            return starts[index] + min(col, len(line))
+        if index not in byte_ends:
+            ends, total = [], 0
+            for ch in line:
+                total += len(ch.encode("utf-8", "surrogatepass"))
+                ends.append(total)
+            byte_ends[index] = ends
+        # Characters that end at or before byte ``col``.
+        return starts[index] + bisect.bisect_right(byte_ends[index], col)
 
     return offset
+
+
+def _parse(source: str, what: str) -> ast.Module:
+    """``ast.parse``, with the parser's own limits as ``ConfigError`` (``SyntaxError`` stays)."""
+    try:
+        return ast.parse(source)
+    except (RecursionError, MemoryError):
+        raise ConfigError(
+            f"{what} nests expressions deeper than Python's parser allows (a long chain like "
+            "1+1+...+1, or deeply nested brackets); split it into several statements"
+        ) from None
+    except ValueError as e:  # a NUL character (Python 3.11)
+        raise ConfigError(f"{what} is not Python source ({e})") from None
 
 
 def _rewritten(node: ast.stmt, notes: list[str]) -> str | None:
@@ -127,19 +185,46 @@ def _rewritten(node: ast.stmt, notes: list[str]) -> str | None:
                 notes.append(f"line {node.lineno}: `{node.module}` has no rljax counterpart")
                 return None
             listed = ", ".join(_alias(a.name, a.asname) for a in node.names)
+            if _missing(module):
+                notes.append(
+                    f"line {node.lineno}: `{node.module}` -> `{module}`, which rljax does not have"
+                )
+            elif node.module.startswith("ray.rllib.agents"):
+                notes.append(
+                    f"line {node.lineno}: `{node.module}` is RLlib 1.x's old API: `{module}` "
+                    "runs it on the new algorithms (old dict keys translated; see "
+                    "rljax.agents.config_table.OLD_KEYS)"
+                )
             return f"from {module} import {listed}"
     return None
 
 
+def _statements(tree: ast.Module) -> Iterator[ast.stmt]:
+    """Every statement of ``tree``, nested ones included, without visiting expressions."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.stmt):
+            yield node
+        stack.extend(
+            child
+            for child in ast.iter_child_nodes(node)
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))
+        )
+
+
 def port_source(source: str) -> Ported:
-    """The script ``source`` with RLlib's imports rewritten to rljax's (see the module doc)."""
+    """The script ``source`` with RLlib's imports rewritten to rljax's (see the module doc).
+
+    Raises:
+      SyntaxError: ``source`` is not valid Python.
+      ConfigError: it nests deeper than Python's parser allows, or holds a NUL character.
+    """
     notes: list[str] = []
-    tree = ast.parse(source)
+    tree = _parse(source, "the script")
     offset = _char_offsets(source)
     edits = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.stmt):
-            continue
+    for node in _statements(tree):
         new = _rewritten(node, notes)
         if new is not None:
             assert node.end_lineno is not None and node.end_col_offset is not None
@@ -148,24 +233,92 @@ def port_source(source: str) -> Ported:
                 offset(node.end_lineno, node.end_col_offset),
             )
             edits.append((span, new))
-    text = source
-    for (start, end), new in sorted(edits, reverse=True):
-        text = text[:start] + new + text[end:]
+    # The rewritten statements never overlap (none holds another statement): joined in order.
+    pieces, done = [], 0
+    for (start, end), new in sorted(edits):
+        pieces += [source[done:start], new]
+        done = end
+    text = "".join([*pieces, source[done:]])
     # Ray's dotted names in code (``ray.rllib.algorithms.ppo.PPOConfig``).
-    text = _DOTTED.sub(lambda m: "rljax" if m.group(1) == "rllib" else "rljax.tune", text)
-    for air, ours in _AIR.items():
-        text = re.sub(rf"(?<![\w.]){re.escape(air)}\b", ours, text)
+    text = _DOTTED_NAME.sub(lambda m: _module(m.group(1)) or m.group(1), text)
     # `import ray` alone: becomes `import rljax` (which `ray.rllib.X` names now need) when no
     # `ray.` is left.
     if not _RAY_NAME.search(re.sub(r"^\s*import ray\s*$", "", text, flags=re.M)):
         text = re.sub(r"^(\s*)import ray\s*$", r"\1import rljax  # (rljax port)", text, flags=re.M)
-    ast.parse(text)  # the port must leave valid Python
+    _parse(text, "the ported script")  # the port must leave valid Python
+    noted = {int(n.split()[1][:-1]) for n in notes}
+    newlines = [m.start() for m in re.finditer("\n", text)]
     for m in _RAY_NAME.finditer(text):
-        lineno = text.count("\n", 0, m.start()) + 1
-        note = f"line {lineno}: `{m.group(0)}` has no rljax counterpart"
-        if not any(n.startswith(f"line {lineno}:") for n in notes):
-            notes.append(note)
+        lineno = bisect.bisect_left(newlines, m.start()) + 1
+        if lineno not in noted:
+            noted.add(lineno)
+            notes.append(f"line {lineno}: `{m.group(0)}` has no rljax counterpart")
     return Ported(text, sorted(set(notes), key=lambda n: (int(n.split()[1][:-1]), n)))
 
 
-__all__ = ["Ported", "port_source"]
+def read_script(path: str | os.PathLike[str]) -> str:
+    """The text of the script at ``path``, read as untrusted data.
+
+    Only a regular file of at most ``MAX_SCRIPT_BYTES`` is read (a FIFO is refused without
+    waiting for a writer, ``/dev`` and ``/proc`` are never opened: ``safe_io.open_regular``),
+    and it must be UTF-8 text (a leading byte-order mark is dropped), as Python reads a
+    script by default.
+
+    Raises:
+      ConfigError: naming the path and what is wrong, never quoting the file.
+    """
+    data = safe_io.open_regular(Path(path), None, MAX_SCRIPT_BYTES, ConfigError)
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{path}: is not UTF-8 text (an undecodable byte at offset {e.start:,}); rljax port "
+            "reads Python scripts in UTF-8"
+        ) from None
+
+
+def default_file_mode() -> int:
+    """The permission bits a new file gets from ``open(path, "w")``: 0o666 less the umask."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_script(path: str | os.PathLike[str], text: str, *, force: bool = False) -> None:
+    """Writes ``text`` to ``path`` atomically (a reader sees the old file or the new one).
+
+    A new file gets the mode a plain write would give it (``default_file_mode``); an existing
+    file is replaced only with ``force``, and keeps its permission bits.
+
+    Raises:
+      ConfigError: ``path`` is a directory or not a regular file, exists without ``force``,
+        or its directory cannot be written.
+    """
+    path = Path(path)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise ConfigError(f"-o {path}: cannot be examined ({e.strerror or e})") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise ConfigError(f"-o {path} is a directory; name the file to write")
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(
+                f"-o {path} is not a regular file (a link, FIFO or device); name a regular "
+                "file, or leave out -o to write to stdout"
+            )
+        if not force:
+            raise ConfigError(
+                f"-o {path} exists; pass --force to replace it, or choose another path"
+            )
+    mode = stat.S_IMODE(st.st_mode) if st is not None else default_file_mode()
+    try:
+        safe_io.write_atomic(path, text, mode=mode)
+    except OSError as e:
+        raise ConfigError(f"-o {path}: cannot write there ({e.strerror or e})") from None
+
+
+__all__ = ["MAX_SCRIPT_BYTES", "Ported", "port_source", "read_script", "write_script"]

@@ -380,13 +380,15 @@ def _int_key(k: str) -> int:
     return int(k) if k.isdigit() else -1
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, mode: int | None = None) -> None:
     """Writes ``text`` to ``path`` so that a reader sees the old file or the new one, never a
-    part: a temporary file beside it, flushed to disk, then renamed over it."""
-    write_atomic_bytes(path, text.encode("utf-8"))
+    part: a temporary file beside it, flushed to disk, then renamed over it.
+
+    ``mode``: the file's permission bits (None: the temporary file's, 0o600)."""
+    write_atomic_bytes(path, text.encode("utf-8"), mode)
 
 
-def write_atomic_bytes(path: Path, data: bytes) -> None:
+def write_atomic_bytes(path: Path, data: bytes, mode: int | None = None) -> None:
     """``write_atomic`` for bytes."""
     import tempfile
 
@@ -394,6 +396,8 @@ def write_atomic_bytes(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

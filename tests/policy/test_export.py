@@ -8,14 +8,13 @@ import json
 import re
 import subprocess
 import sys
-import textwrap
+from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
 import rljax.env.vector as vector
-import rljax.policy.export as export_module
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.ppo import PPOConfig
 from rljax.cli import main
@@ -41,10 +40,12 @@ def trained(tmp_path_factory):
 
 
 def _loader_source() -> str:
-    """The ten-line loader of the export module's docstring, as a user copies it."""
-    doc = export_module.__doc__
-    block = doc[doc.index("    import json, jax") :]
-    return textwrap.dedent(block)
+    """The loader module's code below its docstring, as a user copies it into a program that
+    has no rljax."""
+    import rljax.policy.loader as loader
+
+    source = Path(loader.__file__).read_text()
+    return source[source.index('"""', 3) + 3 :]
 
 
 def _observations(n: int) -> np.ndarray:
@@ -67,9 +68,10 @@ def guarded(name, *args, **kwargs):
     return real_import(name, *args, **kwargs)
 builtins.__import__ = guarded
 {_loader_source()}
+import jax
 import numpy as np
-policy = load_policy({out!r})
-sample = load_policy({out!r}, explore=True)
+policy = load_exported({out!r})
+sample = load_exported({out!r}, explore=True)
 out = {{}}
 for n in (1, 5, 9):
     obs = np.random.default_rng(n).uniform(-0.2, 0.2, (n, 4)).astype(np.float32)

@@ -11,13 +11,19 @@ import pytest
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.env import MultiAgentEnv
-from rljax.runners.host import MAX_FRESH_FAILURES, EnvRunnerError
+from rljax.runners.faults import REPEATS_OF_A_BUG
+from rljax.runners.host import MAX_FRESH_FAILURES, EnvBugError, EnvRunnerError
 
 
 class CrashingTicks(gym.Env):
     """obs = [t / 10]; episodes last 10 steps (truncated). Every instance raises at step 5 of
     its second episode (``crash_episode``), or, with ``hang_after``, sleeps for an hour once it
-    has taken that many steps in total; ``fail_always`` raises on every step."""
+    has taken that many steps in total; ``fail_always`` raises on every step (the same
+    message every time, unless it is "each its own way").
+
+    Its messages name the instance, so that the same failure of every new instance is not the
+    same exception (which would be a bug in the env, raised after a few restarts:
+    tests/runners/test_env_bugs.py): these tests are about restarts."""
 
     observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
     action_space = gym.spaces.Discrete(2)
@@ -37,7 +43,7 @@ class CrashingTicks(gym.Env):
         if self.number > self.config.get("hang_reset_after_instance", 1 << 30):
             time.sleep(3600)  # an env whose rebuilt instances hang in reset
         if self.episodes + 1 == self.config.get("crash_reset", -1):
-            raise ValueError("reset crashed on purpose")
+            raise ValueError(f"reset crashed on purpose (instance {self.number})")
         self.t = 0
         self.episodes += 1
         return np.zeros(1, np.float32), {}
@@ -45,10 +51,12 @@ class CrashingTicks(gym.Env):
     def step(self, action):
         cfg = self.config
         self.total += 1
+        if cfg.get("fail_always") == "each its own way":
+            raise ValueError(f"this env always fails (instance {self.number})")
         if cfg.get("fail_always"):
             raise ValueError("this env always fails")
         if self.episodes == cfg.get("crash_episode", -1) and self.t == 5:
-            raise ValueError("crashed on purpose")
+            raise ValueError(f"crashed on purpose (instance {self.number})")
         if "hang_after" in cfg and self.total > cfg["hang_after"]:
             time.sleep(3600)
         self.t += 1
@@ -128,7 +136,8 @@ def test_a_failed_runner_is_replaced_and_training_goes_on():
             num_env_runners=2,
             num_envs_per_env_runner=2,
             rollout_fragment_length=20,
-        ).callbacks(
+        )
+        .callbacks(
             on_env_runners_recreated=lambda *, env_runner_indices, is_evaluation, **kw: (
                 recreated.append((list(env_runner_indices), is_evaluation))
             ),
@@ -137,7 +146,10 @@ def test_a_failed_runner_is_replaced_and_training_goes_on():
             ),
             on_episode_end=lambda *, episode, **kw: ended.append(len(episode)),
         )
-    ).build_algo()  # restart_failed_env_runners=True is the default, as in RLlib
+        # Sub-env restarts off (RLlib's default; rljax's "auto" restarts the sub-env alone):
+        # the runner fails. restart_failed_env_runners=True is the default, as in RLlib.
+        .fault_tolerance(restart_failed_sub_environments=False)
+    ).build_algo()
     try:
         for _ in range(3):
             result = algo.train()
@@ -170,9 +182,11 @@ def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_row
     # the last row (no cut row: the fragment's end cuts the episode). Each failure follows env
     # steps, so none is "in a row": the runner is restarted every time, more often than
     # MAX_FRESH_FAILURES.
-    algo = _config(
-        {"crash_episode": 2}, num_envs_per_env_runner=2, rollout_fragment_length=length
-    ).build_algo()  # default fault tolerance
+    algo = (
+        _config({"crash_episode": 2}, num_envs_per_env_runner=2, rollout_fragment_length=length)
+        .fault_tolerance(restart_failed_sub_environments=False)  # a failure fails the runner
+        .build_algo()
+    )
     try:
         sampled = 0
         for _ in range(iterations):
@@ -216,9 +230,14 @@ def test_a_runner_that_fails_after_some_steps_is_restarted_each_time_and_its_row
 
 class CrashingTurns(MultiAgentEnv):
     """Players "a" and "b" alternate (only the one to move observes: obs = [move, player]);
-    a game lasts 12 moves. Every instance raises on move 5 of its second game."""
+    a game lasts 12 moves. Every instance raises on move 5 of its second game (a message of
+    its own: see ``CrashingTicks``)."""
+
+    built = 0
 
     def __init__(self, config=None):
+        CrashingTurns.built += 1
+        self.number = CrashingTurns.built
         self.possible_agents = ["a", "b"]
         self.agents = list(self.possible_agents)
         box = gym.spaces.Box(0.0, 20.0, (2,), np.float32)
@@ -236,7 +255,7 @@ class CrashingTurns(MultiAgentEnv):
     def step(self, action_dict):
         (mover,) = action_dict
         if self.games == 1 and self.t == 5:
-            raise ValueError("crashed on purpose")
+            raise ValueError(f"crashed on purpose (instance {self.number})")
         self.t += 1
         over = self.t == 12
         nxt = "b" if mover == "a" else "a"
@@ -298,7 +317,32 @@ def test_a_hung_env_is_caught_by_the_sample_timeout_and_its_runner_replaced():
 
 @pytest.mark.slow
 def test_an_env_that_always_fails_is_given_up_on_quickly():
+    # The default restarts the sub-env alone; its same failure 5 times in a row is a bug.
     algo = _config({"fail_always": True}, num_envs_per_env_runner=2).build_algo()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(
+            EnvBugError,
+            match="(?s)^sub-env 0 of the driver's env runner .*the same ValueError: this env "
+            "always fails at test_fault_tolerance.py:[0-9]+ in step after the same 0 env steps "
+            f"{REPEATS_OF_A_BUG} times in a row",
+        ) as raised:
+            algo.train()
+    finally:
+        algo.stop()
+    assert str(raised.value.__cause__) == "this env always fails"
+    assert time.perf_counter() - start < 30
+
+
+@pytest.mark.slow
+def test_a_runner_whose_env_always_fails_differently_is_given_up_on_quickly():
+    # Runner restarts only, and a message of each instance's own: no two failures are the same
+    # exception, but no replacement delivers an env step either.
+    algo = (
+        _config({"fail_always": "each its own way"}, num_envs_per_env_runner=2)
+        .fault_tolerance(restart_failed_sub_environments=False)
+        .build_algo()
+    )
     start = time.perf_counter()
     try:
         with pytest.raises(
@@ -306,10 +350,11 @@ def test_an_env_that_always_fails_is_given_up_on_quickly():
             match="(?s)after 10 restarts in a row, and none of the 10 replacements delivered a "
             "single env step.*fails every time.*10 of max_num_env_runner_restarts=1000.*"
             "this env always fails",
-        ):
+        ) as raised:
             algo.train()
     finally:
         algo.stop()
+    assert not isinstance(raised.value, EnvBugError)
     assert time.perf_counter() - start < 30
 
 
@@ -406,7 +451,12 @@ def test_a_replacement_that_hangs_in_reset_fails_its_health_probe_and_is_dropped
             num_envs_per_env_runner=2,
             rollout_fragment_length=20,
         )
-        .fault_tolerance(ignore_env_runner_failures=True, env_runner_health_probe_timeout_s=0.5)
+        .fault_tolerance(
+            # The crash fails the runner (no sub-env restarts), whose replacements hang.
+            restart_failed_sub_environments=False,
+            ignore_env_runner_failures=True,
+            env_runner_health_probe_timeout_s=0.5,
+        )
         .build_algo()
     )
     start = time.perf_counter()
@@ -483,7 +533,7 @@ def _train_until_greedy_return(algo, target: float, max_env_steps: int, every: i
             done = False
             while not done:
                 obs, r, term, trunc, _ = clean.step(algo.compute_single_action(obs))
-                total += r
+                total += float(r)
                 done = term or trunc
         return total / episodes
 
@@ -515,12 +565,16 @@ def test_ppo_learns_cartpole_to_450_although_1_percent_of_steps_crash():
 
 
 @pytest.mark.slow
-def test_ppo_learns_cartpole_to_300_with_default_fault_tolerance_although_1_percent_crash():
-    # Default fault tolerance: a crash fails the whole runner, which is replaced. The rows its
-    # env gave before the crash are trained on and the replacement writes the rest of the same
-    # fragment, so the batch stays nearly full. With 4 sub-envs a runner lives about 25 env
-    # steps; 60k steps cost about 600 of the 1000 restarts allowed.
-    algo = _flaky_cartpole_ppo(num_envs_per_env_runner=4).build_algo()
+def test_ppo_learns_cartpole_to_300_with_runner_restarts_although_1_percent_crash():
+    # Without sub-env restarts (RLlib's default), a crash fails the whole runner, which is
+    # replaced. The rows its env gave before the crash are trained on and the replacement writes
+    # the rest of the same fragment, so the batch stays nearly full. With 4 sub-envs a runner
+    # lives about 25 env steps; 60k steps cost about 600 of the 1000 restarts allowed.
+    algo = (
+        _flaky_cartpole_ppo(num_envs_per_env_runner=4)
+        .fault_tolerance(restart_failed_sub_environments=False)
+        .build_algo()
+    )
     try:
         score, result = _train_until_greedy_return(algo, 300, 60_000, every=2)
         assert score >= 300, score
@@ -619,6 +673,7 @@ def test_free_running_appo_replaces_a_failed_runner_while_the_other_keeps_sampli
         )
         .training(train_batch_size_per_learner=80)
         .rl_module(model_config={"fcnet_hiddens": [8]})
+        .fault_tolerance(restart_failed_sub_environments=False)  # a crash fails the runner
         .debugging(seed=0)
         .build_algo()
     )

@@ -47,7 +47,9 @@ class RLModuleSpec:
         import flax.linen as nn
 
         from rljax.core.rl_module.default_model_config import DefaultModelConfig
+        from rljax.utils.torch_classes import check_not_torch
 
+        check_not_torch(self.module_class, "RLModuleSpec(module_class=...)")
         cls = self.module_class
         flax_class = isinstance(cls, type) and issubclass(cls, nn.Module)
         if cls is not None and not flax_class and not is_forward_module_class(cls):

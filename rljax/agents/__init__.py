@@ -1,0 +1,38 @@
+"""RLlib 1.x's old API (``ray.rllib.agents``): trainers that take a dict config.
+
+``rljax.agents.{ppo,dqn,sac,td3,impala,appo}`` hold ``PPOTrainer``, ``DQNTrainer``,
+``SACTrainer``, ``TD3Trainer``, ``ImpalaTrainer`` and ``APPOTrainer``, each its new algorithm
+with RLlib 1.x's dict config (translated by ``rljax.agents.config_table``), result keys and
+methods (``rljax.agents.trainer``), and ``DEFAULT_CONFIG``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# Algorithm name -> (module, trainer class).
+TRAINERS = {
+    "PPO": ("rljax.agents.ppo", "PPOTrainer"),
+    "DQN": ("rljax.agents.dqn", "DQNTrainer"),
+    "SAC": ("rljax.agents.sac", "SACTrainer"),
+    "TD3": ("rljax.agents.td3", "TD3Trainer"),
+    "IMPALA": ("rljax.agents.impala", "ImpalaTrainer"),
+    "APPO": ("rljax.agents.appo", "APPOTrainer"),
+}
+
+
+def trainer_class(algo: str) -> Any:
+    """The old-API trainer class of algorithm ``algo`` (``"PPO"``, ...); KeyError if none."""
+    module, name = TRAINERS[algo]
+    return getattr(importlib.import_module(module), name)
+
+
+def is_trainer(obj: Any) -> bool:
+    """Whether ``obj`` is an old-API trainer class."""
+    from rljax.agents.trainer import OldAPITrainer
+
+    return isinstance(obj, type) and issubclass(obj, OldAPITrainer)
+
+
+__all__ = ["TRAINERS", "is_trainer", "trainer_class"]

@@ -1,0 +1,21 @@
+"""RLlib 1.x's ``ray.rllib.agents.dqn``: ``DQNTrainer`` (DQN with the old dict config,
+results and methods: ``rljax.agents.trainer``) and ``DEFAULT_CONFIG``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rljax.agents.trainer import OldAPITrainer, default_config
+from rljax.algorithms.dqn import DQN
+
+
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class DQNTrainer(OldAPITrainer, DQN):  # type: ignore[misc]
+    """DQN from RLlib 1.x's dict config (old keys: ``rljax.agents.config_table.OLD_KEYS``)."""
+
+    algo_name = "DQN"
+
+
+DEFAULT_CONFIG: dict[str, Any] = default_config("DQN")
+
+__all__ = ["DEFAULT_CONFIG", "DQNTrainer"]

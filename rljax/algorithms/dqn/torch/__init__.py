@@ -1,0 +1,1 @@
+"""RLlib's PyTorch classes at their paths (``rljax.utils.torch_classes``): using them raises ``TorchClassError``."""

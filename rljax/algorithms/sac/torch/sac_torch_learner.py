@@ -1,0 +1,18 @@
+"""RLlib's PyTorch ``SACTorchLearner`` at its path, for scripts whose own code is PyTorch
+(``rljax.utils.torch_classes``)."""
+
+from __future__ import annotations
+
+from rljax.utils.torch_classes import LEARNER_INSTEAD, TorchClass
+
+
+class SACTorchLearner(TorchClass):
+    """RLlib's PyTorch ``SACTorchLearner``: a script's class may derive from it; using that class
+    (``RLModuleSpec(module_class=...)``, a config setting, an instance) raises
+    ``TorchClassError``, which says what rljax takes instead."""
+
+    rllib_path = "ray.rllib.algorithms.sac.torch.sac_torch_learner.SACTorchLearner"
+    instead = LEARNER_INSTEAD
+
+
+__all__ = ["SACTorchLearner"]

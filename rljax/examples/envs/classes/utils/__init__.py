@@ -1,0 +1,1 @@
+"""Helpers of the example envs (RLlib's ``ray.rllib.examples.envs.classes.utils``)."""

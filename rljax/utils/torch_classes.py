@@ -1,0 +1,94 @@
+"""RLlib's PyTorch base classes at their paths, for scripts whose own code is PyTorch.
+
+rljax runs JAX: a PyTorch ``RLModule`` or ``Learner`` cannot run here. A script may still
+import these bases and define its classes on them (its module loads); where such a class is
+used (``RLModuleSpec(module_class=...)``, a config setter given it, or an instance made) one
+``TorchClassError`` names the PyTorch base and says what rljax takes instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rljax.utils.errors import ConfigError
+
+MODULE_INSTEAD = (
+    "rljax's equivalent is a Flax module: a flax.linen.Module subclass built as "
+    "module_class(num_outputs=n, **model_config) whose __call__(obs) returns "
+    "(action_dist_inputs [B, n], value [B]), given as "
+    ".rl_module(rl_module_spec=RLModuleSpec(module_class=YourFlaxModule, model_config={...})) "
+    "(rljax.core.rl_module.RLModuleSpec)"
+)
+LEARNER_INSTEAD = (
+    "rljax's learners are the algorithms' own jitted JAX updates and take no user Learner "
+    "class: set the loss through .training(...) (vf_loss_coeff, entropy_coeff, grad_clip, lr, "
+    "...) and the networks as a Flax module through RLModuleSpec(module_class=...) "
+    "(rljax.core.rl_module.RLModuleSpec)"
+)
+
+
+class TorchClassError(ConfigError):
+    """A class built on one of RLlib's PyTorch bases was used: rljax cannot run it."""
+
+
+class TorchClass:
+    """Base of the PyTorch stand-ins: making an instance raises ``TorchClassError``.
+
+    Subclasses (one per RLlib class) set ``rllib_path`` (RLlib's import path of the class) and
+    ``instead`` (what rljax takes in its place).
+    """
+
+    rllib_path: ClassVar[str] = ""
+    instead: ClassVar[str] = MODULE_INSTEAD
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        raise TorchClassError(torch_refusal(type(self)))
+
+
+def _torch_base(cls: type) -> type[TorchClass] | None:
+    """The first of RLlib's PyTorch classes ``cls`` derives from (the stand-ins defined with
+    an ``rllib_path``), or None."""
+    for base in cls.__mro__:
+        if isinstance(base, type) and issubclass(base, TorchClass) and "rllib_path" in vars(base):
+            return base
+    return None
+
+
+def is_torch_class(value: Any) -> bool:
+    """Whether ``value`` is a class built on one of RLlib's PyTorch bases."""
+    return isinstance(value, type) and _torch_base(value) is not None
+
+
+def torch_refusal(cls: type, where: str = "") -> str:
+    """The message of the error for using ``cls``, a class on one of RLlib's PyTorch bases."""
+    base = _torch_base(cls)
+    assert base is not None
+    named = cls.__name__
+    what = (
+        f"{named} is RLlib's PyTorch class {base.rllib_path}"
+        if cls is base
+        else f"{named} subclasses RLlib's PyTorch class {base.rllib_path}"
+    )
+    at = f"{where}: " if where else ""
+    return f"{at}{what}; rljax runs JAX and cannot run PyTorch code. {base.instead}"
+
+
+def check_not_torch(value: Any, where: str) -> None:
+    """Raises ``TorchClassError`` if ``value`` is a class on one of RLlib's PyTorch bases.
+
+    Raises:
+      TorchClassError: It is.
+    """
+    if is_torch_class(value):
+        raise TorchClassError(torch_refusal(value, where))
+
+
+__all__ = [
+    "LEARNER_INSTEAD",
+    "MODULE_INSTEAD",
+    "TorchClass",
+    "TorchClassError",
+    "check_not_torch",
+    "is_torch_class",
+    "torch_refusal",
+]

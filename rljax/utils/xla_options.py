@@ -1,0 +1,159 @@
+"""XLA CPU compiler options chosen per compiled program (``jax.jit(f, compiler_options=...)``).
+
+XLA's CPU defaults suit large programs. rljax's programs are many small operations (an MLP of a
+few hundred units on minibatches of a hundred rows), and for RLlib's default network (256x256)
+some defaults cost several times the run time on a 2-core machine
+(``benchmarks/xla_cpu_options.py``, ``benchmarks/rllib_defaults.py``). The options are given to
+rljax's own jitted programs of the on-policy algorithms (PPO, APPO, IMPALA: the update, the act
+step, the fused rollout and training step); the user's other JAX programs keep XLA's defaults,
+and so do, for now, the off-policy algorithms, multi-agent PPO's stacked update, population
+programs and inference (``compute_single_action``).
+
+Which options (``benchmarks/xla_cpu_options.py``: each option compiled into a copy of one
+program with ``compiler_options``, the copies timed interleaved in one process):
+
+- ``xla_cpu_use_fusion_emitters``: XLA's newer fusion code generation. Honoured per program:
+  the optimized HLO changes, and PPO's training step at RLlib's defaults (256x256) ran in
+  0.30 s instead of 0.58 s (min; median 0.78 s instead of 2.04 s) beside the copy compiled
+  without options in the same process. ``False`` slows the programs of smaller networks (a 64x64
+  update step: 0.081 ms instead of 0.043 ms; 128x128: mixed), so ``"auto"`` turns it off only
+  for programs whose parameters number at least ``LARGE_PROGRAM_PARAMS``.
+- ``xla_cpu_use_xnnpack``, ``xla_cpu_multi_thread_eigen``,
+  ``xla_cpu_parallel_codegen_split_count``, ``xla_cpu_enable_concurrency_optimized_scheduler``:
+  taken per program, but no measurable gain on rljax's programs; rljax leaves them alone.
+- ``xla_cpu_use_thunk_runtime`` is refused per program ("No such compile option"); the size of
+  the CPU client's intra-op thread pool is fixed when JAX creates the client and is no
+  compile option. Pinning the whole process to one core gained nothing over XLA's defaults in
+  the synthetic runs either. rljax sets no process-wide flag.
+
+The setting (``config.debugging(xla_cpu_options=...)``): ``"auto"`` (the default: the table
+above, on the CPU backend only), ``None`` (no options: XLA's defaults), or a dict of options
+given to every program as they are (on the CPU backend only). A flag the user set in
+``XLA_FLAGS`` is never overridden: it is left out of the options.
+
+The algorithm resolves its options once (``resolve``) and builds its programs inside
+``applied(...)``; the jit sites read them with ``current(kind)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from rljax.utils.checks import describe
+from rljax.utils.errors import ConfigError
+
+Options = dict[str, str | bool | int | float]
+
+# Programs whose parameters (of all networks, in elements) reach this get ``LARGE_OPTIONS``
+# under "auto": RLlib's default 256x256 network has about 68,000, the tuned 64x64 ones about
+# 9,000.
+LARGE_PROGRAM_PARAMS = 32_768
+LARGE_OPTIONS: Options = {"xla_cpu_use_fusion_emitters": False}
+SMALL_OPTIONS: Options = {}
+
+# The kinds of programs the jit sites ask for.
+KINDS = ("update", "act", "rollout", "train_step")
+
+_CURRENT: contextvars.ContextVar[Mapping[str, Options | None] | None] = contextvars.ContextVar(
+    "rljax_xla_cpu_options", default=None
+)
+
+
+def check_setting(name: str, value: Any) -> str | Options | None:
+    """The setting's check: ``"auto"``, None, or a dict of option names to values."""
+    if value is None or value == "auto":
+        return value
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        bad = [k for k, v in value.items() if not isinstance(v, (str, bool, int, float))]
+        if not bad:
+            return dict(value)
+    raise ConfigError(
+        f'{name}={describe(value)}; use "auto", None or a dict of XLA option names to '
+        "str, bool, int or float values"
+    )
+
+
+def user_flags(xla_flags: str | None = None) -> set[str]:
+    """The names of the flags set in ``XLA_FLAGS`` (or in ``xla_flags``), without dashes."""
+    text = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
+    names = set(re.findall(r"(?:^|\s)--?([A-Za-z0-9_]+)", text))
+    # A boolean flag may be turned off as ``--noname``.
+    return names | {n[2:] for n in names if n.startswith("no")}
+
+
+def param_count(params: Any) -> int:
+    """The number of elements in the arrays of ``params``."""
+    return int(sum(np.prod(np.shape(x)) for x in jax.tree.leaves(params)))
+
+
+def resolve(
+    setting: str | Mapping[str, Any] | None,
+    params: Any,
+    *,
+    backend: str | None = None,
+    xla_flags: str | None = None,
+) -> dict[str, Options | None]:
+    """The options of each kind of program (``KINDS``) of an algorithm with ``params``.
+
+    Args:
+      setting: ``"auto"``, None or a dict (the module docstring).
+      params: The parameters the programs train or act with (their size picks the options).
+      backend: The backend the programs run on; None: JAX's default backend. Not "cpu": none.
+      xla_flags: ``XLA_FLAGS`` as the user set it; None: the environment's.
+
+    Returns:
+      ``kind -> options`` (None: XLA's defaults), the flags set in ``XLA_FLAGS`` left out.
+    """
+    if setting is None or (backend or jax.default_backend()) != "cpu":
+        return dict.fromkeys(KINDS)
+    if setting == "auto":
+        large = param_count(params) >= LARGE_PROGRAM_PARAMS
+        chosen: Options = dict(LARGE_OPTIONS if large else SMALL_OPTIONS)
+    else:
+        chosen = dict(check_setting("xla_cpu_options", setting) or {})  # type: ignore[arg-type]
+    taken = user_flags(xla_flags)
+    options = {k: v for k, v in chosen.items() if k not in taken} or None
+    return dict.fromkeys(KINDS, options)
+
+
+@contextlib.contextmanager
+def applied(options: Mapping[str, Options | None] | None) -> Iterator[None]:
+    """The block's jit sites take ``options`` (from ``resolve``; None: XLA's defaults)."""
+    token = _CURRENT.set(options)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current(kind: str) -> Options | None:
+    """The compiler options of a ``kind`` program built now (None: XLA's defaults), for
+    ``jax.jit(..., compiler_options=current(kind))``."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}; use one of {KINDS}")
+    options = _CURRENT.get()
+    found = None if options is None else options.get(kind)
+    return dict(found) if found else None
+
+
+__all__ = [
+    "KINDS",
+    "LARGE_OPTIONS",
+    "LARGE_PROGRAM_PARAMS",
+    "Options",
+    "SMALL_OPTIONS",
+    "applied",
+    "check_setting",
+    "current",
+    "param_count",
+    "resolve",
+    "user_flags",
+]

@@ -1,0 +1,122 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rljax.utils import xla_options
+from rljax.utils.errors import ConfigError
+
+
+def mlp_params(hidden: int, obs: int = 4) -> dict[str, jax.Array]:
+    return {
+        "w0": jnp.zeros((obs, hidden)),
+        "w1": jnp.zeros((hidden, hidden)),
+        "pi": jnp.zeros((hidden, 2)),
+        "vf": jnp.zeros((hidden, 1)),
+    }
+
+
+def test_auto_picks_the_options_by_the_size_of_the_network():
+    large = xla_options.resolve("auto", mlp_params(256), backend="cpu", xla_flags="")
+    small = xla_options.resolve("auto", mlp_params(64), backend="cpu", xla_flags="")
+    assert set(large) == set(small) == set(xla_options.KINDS)
+    for kind in xla_options.KINDS:
+        assert large[kind] == xla_options.LARGE_OPTIONS
+        assert small[kind] == (xla_options.SMALL_OPTIONS or None)
+    assert xla_options.param_count(mlp_params(256)) >= xla_options.LARGE_PROGRAM_PARAMS
+    assert xla_options.param_count(mlp_params(64)) < xla_options.LARGE_PROGRAM_PARAMS
+
+
+def test_off_switch_other_backends_and_a_dict_of_options():
+    params = mlp_params(256)
+    assert xla_options.resolve(None, params, backend="cpu") == dict.fromkeys(xla_options.KINDS)
+    assert xla_options.resolve("auto", params, backend="gpu") == dict.fromkeys(xla_options.KINDS)
+    given = {"xla_cpu_use_xnnpack": False}
+    chosen = xla_options.resolve(given, params, backend="cpu", xla_flags="")
+    assert all(v == given for v in chosen.values())
+    with pytest.raises(ConfigError, match="xla_cpu_options"):
+        xla_options.check_setting("xla_cpu_options", "fast")
+    with pytest.raises(ConfigError):
+        xla_options.check_setting("xla_cpu_options", {"xla_cpu_use_xnnpack": [1]})
+
+
+def test_flags_the_user_set_in_xla_flags_are_never_overridden(monkeypatch):
+    params = mlp_params(256)
+    flags = "--xla_cpu_use_fusion_emitters=true --xla_cpu_multi_thread_eigen"
+    chosen = xla_options.resolve(
+        {"xla_cpu_use_fusion_emitters": False, "xla_cpu_use_xnnpack": False},
+        params,
+        backend="cpu",
+        xla_flags=flags,
+    )
+    assert chosen["update"] == {"xla_cpu_use_xnnpack": False}
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
+    assert xla_options.resolve("auto", params, backend="cpu")["update"] is None
+    assert xla_options.user_flags("--noxla_cpu_use_xnnpack") >= {"xla_cpu_use_xnnpack"}
+
+
+def test_current_is_the_options_of_the_block():
+    assert xla_options.current("update") is None
+    options: dict[str, xla_options.Options | None] = {
+        "update": {"xla_cpu_use_fusion_emitters": False},
+        "act": None,
+    }
+    with xla_options.applied(options):
+        assert xla_options.current("update") == {"xla_cpu_use_fusion_emitters": False}
+        assert xla_options.current("act") is None
+    assert xla_options.current("update") is None
+    with pytest.raises(ValueError, match="kind"):
+        xla_options.current("everything")
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU options")
+def test_ppo_builds_its_programs_with_the_options_and_its_update_keeps_its_numbers(monkeypatch):
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.algorithms.ppo.losses import PPOBatch
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    seen: list[object] = []
+    real_jit = jax.jit
+
+    def spy(fn, *args, **kwargs):
+        seen.append(kwargs.get("compiler_options"))
+        return real_jit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(jax, "jit", spy)
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2)
+        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+        .debugging(seed=0, xla_cpu_options={"xla_cpu_use_xnnpack": False})
+    )
+    algo = config.build_algo()
+    try:
+        assert {"xla_cpu_use_xnnpack": False} in seen  # the fused training step
+        assert algo._xla_options["train_step"] == {"xla_cpu_use_xnnpack": False}
+        monkeypatch.setattr(jax, "jit", real_jit)
+        # PPO's update (RLlib's 256x256 network) gives the same numbers with "auto"'s options
+        # for it as with XLA's defaults.
+        options = xla_options.resolve("auto", algo.parts.acting_params(algo.state), xla_flags="")
+        assert options["update"] == xla_options.LARGE_OPTIONS
+        n = algo.hp.shard_size
+        keys = jax.random.split(jax.random.key(0), 5)
+        logits = jax.random.normal(keys[2], (1, n, 2))
+        batch = PPOBatch(
+            obs=jax.random.normal(keys[0], (1, n, 4)),
+            action=jax.random.randint(keys[1], (1, n), 0, 2),
+            action_logp=jax.nn.log_softmax(logits)[..., 0],
+            action_dist_inputs=logits,
+            vf_preds=jax.random.normal(keys[3], (1, n)),
+            advantages=jax.random.normal(keys[4], (1, n)),
+            value_targets=jnp.ones((1, n)),
+            mask=jnp.ones((1, n)),
+        )
+        plain = jax.jit(algo._update)(algo.state, batch)
+        tuned = jax.jit(algo._update, compiler_options=options["update"])(algo.state, batch)
+        leaves = jax.tree.leaves(plain)
+        assert len(leaves) > 10
+        for a, b in zip(leaves, jax.tree.leaves(tuned), strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
+    finally:
+        algo.stop()
