@@ -15,7 +15,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import jax
@@ -37,6 +37,7 @@ from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.episodes import EpisodeReplay, replay_multi_agent
 from rljax.connectors.env_to_module import build_env_to_module
 from rljax.core import DEFAULT_POLICY_ID, RL_MODULE_PATH
+from rljax.core.rl_module.forward_module import ForwardModuleBase, forward_module_outputs
 from rljax.env.env_context import EnvContext
 from rljax.env.spaces import is_structured, space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
@@ -2014,7 +2015,7 @@ def rllib_module_path(path: str | os.PathLike) -> tuple[str | os.PathLike, str |
     return path, None
 
 
-class RLModule:
+class RLModule(ForwardModuleBase):
     """Jitted inference of a policy: an algorithm's current one (``algo.get_module()``), or a
     checkpoint's (``RLModule.from_checkpoint(path)``).
 
@@ -2060,9 +2061,16 @@ class RLModule:
             )
         return algo.get_module(policy_id)
 
-    def __init__(self, algo: Algorithm, policy_id: str | None = None):
-        self._algo = algo
+    def __init__(self, algo: Algorithm | None = None, policy_id: str | None = None, **kwargs: Any):
+        """An algorithm's policy (``algo``, ``policy_id``), or, built by RLlib's keywords
+        (``observation_space``, ``action_space``, ``model_config``), a module of a user's own:
+        a subclass that overrides ``_forward`` (or ``_forward_inference`` /
+        ``_forward_exploration``) acts without learning (see ``ForwardModuleBase``)."""
+        # A user module has no algorithm (``self._algo is None`` guards every use).
+        self._algo = cast(Algorithm, algo)
         self._policy_id = policy_id
+        if algo is None:
+            super().__init__(**kwargs)
 
     @property
     def params(self) -> Any:
@@ -2080,6 +2088,8 @@ class RLModule:
         ``lstm_use_prev_action`` / ``lstm_use_prev_reward``, ``"prev_actions"`` /
         ``"prev_rewards"``; it returns ``"state_out"``.
         """
+        if self._algo is None:
+            return self._user_forward(batch, False)
         if self._algo.parts.recurrent_inference is not None:
             return self._recurrent(batch, False)
         inputs, actions = self._algo._forward(self._obs(batch), False, self._policy_id)
@@ -2088,13 +2098,25 @@ class RLModule:
     def forward_exploration(self, batch: Any) -> dict[str, Any]:
         """Sampling pass over ``{"obs": [B, *obs_shape]}`` (or the array itself); a recurrent
         policy's as ``forward_inference``."""
+        if self._algo is None:
+            return self._user_forward(batch, True)
         if self._algo.parts.recurrent_inference is not None:
             return self._recurrent(batch, True)
         inputs, actions = self._algo._forward(self._obs(batch), True, self._policy_id)
         return {"action_dist_inputs": inputs, "actions": actions}
 
+    def _user_forward(self, batch: Any, explore: bool) -> dict[str, Any]:
+        """A user module's forward pass on the host (a fresh key per call)."""
+        batch = batch if isinstance(batch, dict) and "obs" in batch else {"obs": batch}
+        obs = jax.tree.map(jnp.asarray, batch["obs"])
+        seed = int(np.random.randint(2**31 - 1))
+        out = forward_module_outputs(self, obs, jax.random.PRNGKey(seed), explore)
+        return jax.tree.map(np.asarray, out)
+
     def get_initial_state(self) -> Any:
         """A recurrent policy's state for one row (RLlib's ``get_initial_state``)."""
+        if self._algo is None:
+            return {}
         spec = recurrent_spec(self._algo.parts.act)
         if spec is None:
             return {}

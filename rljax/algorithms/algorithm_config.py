@@ -26,6 +26,7 @@ from rljax.algorithms.settings import Setting, declared_settings, setter_doc
 from rljax.callbacks.dispatch import check_callbacks_class, check_hook_function
 from rljax.connectors.env_to_module import check_env_to_module_connector
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.vector import normalize_vectorize_mode
@@ -179,13 +180,57 @@ def _vectorize_mode(name: str, value: Any) -> str:
     return normalize_vectorize_mode(value)
 
 
-def _rl_module_spec(name: str, value: Any) -> RLModuleSpec | None:
+def _rl_module_spec(name: str, value: Any) -> RLModuleSpec | MultiRLModuleSpec | None:
     if value is None:
         return None
+    if isinstance(value, MultiRLModuleSpec):
+        specs = value.rl_module_specs
+        for pid, spec in specs.items() if isinstance(specs, dict) else [("*", specs)]:
+            StrKeyDict()(f"{name}.rl_module_specs[{pid!r}].model_config", spec.model_config)
+        return value
     if not isinstance(value, RLModuleSpec):
-        refuse(name, value, "None or RLModuleSpec(module_class=..., model_config={...})")
+        refuse(
+            name,
+            value,
+            "None, RLModuleSpec(module_class=..., model_config={...}) or "
+            "MultiRLModuleSpec(rl_module_specs={policy_id: RLModuleSpec(...)})",
+        )
+    if value.is_forward_only:
+        refuse(
+            name,
+            value,
+            "a learning module: an RLModule with a forward pass only acts, so it belongs in a "
+            "multi-agent config's MultiRLModuleSpec, outside policies_to_train",
+        )
     StrKeyDict()(f"{name}.model_config", value.model_config)  # they become keyword arguments
     return value
+
+
+def _module_spec_dict(spec: RLModuleSpec) -> dict[str, Any]:
+    """An ``RLModuleSpec`` as data (its class by import path; spaces are the env's)."""
+    return {
+        "module_class": qualified_name(spec.module_class) if spec.module_class else None,
+        "model_config": spec.model_config,
+    }
+
+
+def _module_spec_from_dict(name: str, value: Any, policy: LoadPolicy) -> RLModuleSpec:
+    """``_module_spec_dict``'s inverse; its class loads only as ``policy`` allows."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name} must be a dict with module_class, model_config; got {value!r}")
+    unknown = set(value) - {"module_class", "model_config"}
+    if unknown:
+        raise ConfigError(
+            f"{name} has unknown keys {sorted(map(str, unknown))[:5]}; "
+            "allowed: module_class, model_config"
+        )
+    mc = value.get("module_class")
+    given = policy.objects.get("module_class")
+    if given is not None and (name == "rl_module_spec" or qualified_name(given) == mc):
+        mc = given
+    elif mc is not None:
+        mc = resolve("module_class", mc, policy, ConfigError)
+    return RLModuleSpec(mc, value.get("model_config") or {})
 
 
 def _policies(name: str, value: Any) -> dict[str, PolicySpec] | None:
@@ -406,7 +451,7 @@ class AlgorithmConfig:
         section="rl_module",
         checked_on_set=True,
     )
-    rl_module_spec = Setting[RLModuleSpec | None](
+    rl_module_spec = Setting[RLModuleSpec | MultiRLModuleSpec | None](
         None,
         _rl_module_spec,
         "A user Flax module, RLModuleSpec(module_class=..., model_config={...}); None: the "
@@ -828,7 +873,7 @@ class AlgorithmConfig:
         self: _C,
         *,
         model_config: DefaultModelConfig | dict[str, Any] | None = UNSET,
-        rl_module_spec: RLModuleSpec | None = UNSET,
+        rl_module_spec: RLModuleSpec | MultiRLModuleSpec | None = UNSET,
         **kwargs: Any,
     ) -> _C:
         """Sets the default model's settings, or a user Flax module through ``RLModuleSpec``."""
@@ -942,6 +987,15 @@ class AlgorithmConfig:
         config = self.copy()
         config.algorithm_config_overrides_per_module = {}
         config.policies = {p: PolicySpec() for p in self.policies or {}} or None
+        if isinstance(self.rl_module_spec, MultiRLModuleSpec):
+            # The policy's own spec: a module class of its own, or default-model settings.
+            spec = self.rl_module_spec.spec_of(policy_id)
+            config.rl_module_spec = None
+            if spec is not None and spec.module_class is not None:
+                config.rl_module_spec = spec
+            elif spec is not None and spec.model_config:
+                merged = {**self.model_config.to_dict(), **spec.model_config}
+                config.model_config = config._coerce("model_config", merged)
         for key, value in overrides.items():
             if key == "model_config":
                 if isinstance(value, DefaultModelConfig):
@@ -1395,7 +1449,40 @@ class AlgorithmConfig:
                     "policy_mapping_fn / policies_to_train are set but policies is not; pass "
                     ".multi_agent(policies=[...], policy_mapping_fn=...)"
                 )
+            if isinstance(self.rl_module_spec, MultiRLModuleSpec):
+                named = self.rl_module_spec.rl_module_specs
+                raise ConfigError(
+                    "rl_module_spec is a MultiRLModuleSpec (policies "
+                    f"{list(named) if isinstance(named, dict) else 'all'}) but the config is "
+                    "single-agent; add .multi_agent(policies=[...], policy_mapping_fn=...) or "
+                    "pass an RLModuleSpec"
+                )
             return
+        if isinstance(self.rl_module_spec, MultiRLModuleSpec):
+            named = self.rl_module_spec.rl_module_specs
+            unknown = (
+                [p for p in named if p not in self.policies] if isinstance(named, dict) else []
+            )
+            specs = self.rl_module_spec.specs(list(self.policies))
+            if unknown:
+                raise ConfigError(
+                    f"MultiRLModuleSpec.rl_module_specs names {unknown}, which are not in "
+                    f"policies {list(self.policies)}"
+                )
+            forward_only = [p for p, spec in specs.items() if spec.is_forward_only]
+            trained = set(self.policies_to_train or ())
+            if trained & set(forward_only):
+                raise ConfigError(
+                    f"policies_to_train={self.policies_to_train} names "
+                    f"{sorted(trained & set(forward_only))}, whose modules only act (an "
+                    "RLModule with a forward pass, no parameters); leave them out of "
+                    "policies_to_train"
+                )
+            if forward_only and len(forward_only) == len(self.policies):
+                raise ConfigError(
+                    f"every policy ({forward_only}) has a module that only acts; at least one "
+                    "policy must learn"
+                )
         if self.restart_failed_sub_environments is True:
             raise ConfigError(
                 "restart_failed_sub_environments=True is not built for multi-agent envs; "
@@ -1518,13 +1605,15 @@ class AlgorithmConfig:
                 value = value.to_dict()
             elif key == "env_config" and isinstance(value, dict):
                 value = _env_config_data(value)
+            elif key == "rl_module_spec" and isinstance(value, MultiRLModuleSpec):
+                named = value.rl_module_specs
+                value = (
+                    {"rl_module_specs": {p: _module_spec_dict(s) for p, s in named.items()}}
+                    if isinstance(named, dict)
+                    else {"every_policy": _module_spec_dict(named)}
+                )
             elif key == "rl_module_spec" and value is not None:
-                value = {
-                    "module_class": qualified_name(value.module_class)
-                    if value.module_class
-                    else None,
-                    "model_config": value.model_config,
-                }
+                value = _module_spec_dict(value)
             elif key == "policies" and value is not None:
                 value = {p: spec.to_dict() for p, spec in value.items()}
             elif key in ("env", "policy_mapping_fn") and (
@@ -1631,19 +1720,32 @@ class AlgorithmConfig:
                     else v
                     for p, v in value.items()
                 }
-            elif key == "rl_module_spec" and isinstance(value, dict):
-                unknown = set(value) - {"module_class", "model_config"}
-                if unknown:
-                    raise ConfigError(
-                        f"rl_module_spec has unknown keys {sorted(map(str, unknown))[:5]}; "
-                        "allowed: module_class, model_config"
+            elif (
+                key == "rl_module_spec"
+                and isinstance(value, dict)
+                and set(value) == {"every_policy"}
+            ):
+                value = MultiRLModuleSpec(
+                    rl_module_specs=_module_spec_from_dict(
+                        "rl_module_specs", value["every_policy"], policy
                     )
-                mc = value.get("module_class")
-                if policy.objects.get("module_class") is not None:
-                    mc = policy.objects["module_class"]
-                elif mc is not None:
-                    mc = resolve("module_class", mc, policy, ConfigError)
-                value = RLModuleSpec(mc, value.get("model_config") or {})
+                )
+            elif key == "rl_module_spec" and isinstance(value, dict) and "rl_module_specs" in value:
+                unknown = set(value) - {"rl_module_specs"}
+                specs = value["rl_module_specs"]
+                if unknown or not isinstance(specs, dict):
+                    raise ConfigError(
+                        "rl_module_spec with rl_module_specs must be {'rl_module_specs': "
+                        f"{{policy_id: spec dict}}}}; got keys {sorted(map(str, value))[:5]}"
+                    )
+                value = MultiRLModuleSpec(
+                    rl_module_specs={
+                        p: _module_spec_from_dict(f"rl_module_specs[{p!r}]", v, policy)
+                        for p, v in specs.items()
+                    }
+                )
+            elif key == "rl_module_spec" and isinstance(value, dict):
+                value = _module_spec_from_dict("rl_module_spec", value, policy)
             setattr(config, key, config._coerce(key, value))
         return config
 

@@ -113,6 +113,56 @@ def agent_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space]:
     return obs_spaces[0], act_spaces[0]
 
 
+def slot_spaces(
+    env: MultiAgentEnv,
+) -> tuple[gym.Space, gym.Space, dict[AgentID, gym.Space], dict[AgentID, gym.Space]]:
+    """``(slot observation space, slot action space, each agent's observation space, each
+    agent's action space)``.
+
+    Agents' observation spaces may differ when every one is a ``Box``: the slot space is then
+    a flat float32 ``Box`` as long as the largest, and each agent's observation is flattened
+    and zero-padded into it (``pad_observation``). Their action spaces may differ when every
+    one is a ``Discrete`` starting at 0: the slot space is the largest. With one shared space
+    of a kind, the slot space is that space.
+    """
+    agents = list(env.possible_agents)
+    if not agents:
+        raise ConfigError(f"{type(env).__name__}.possible_agents is empty")
+    obs_spaces = {a: env.get_observation_space(a) for a in agents}
+    act_spaces = {a: env.get_action_space(a) for a in agents}
+    slot_action = act_spaces[agents[0]]
+    if any(space != slot_action for space in act_spaces.values()):
+        for agent, space in act_spaces.items():
+            if not (isinstance(space, gym.spaces.Discrete) and int(space.start) == 0):
+                raise ConfigError(
+                    f"agent {agent!r} has action space {space}, agent {agents[0]!r} has "
+                    f"{slot_action}; rljax's vectorized multi-agent sampling needs one shared "
+                    "action space, or Discrete(n) spaces (starting at 0) of any n"
+                )
+        slot_action = max(act_spaces.values(), key=lambda space: int(getattr(space, "n", 0)))
+    first = obs_spaces[agents[0]]
+    if all(space == first for space in obs_spaces.values()):
+        return first, slot_action, obs_spaces, act_spaces
+    for agent, space in obs_spaces.items():
+        if not isinstance(space, gym.spaces.Box):
+            raise ConfigError(
+                f"agent {agent!r} has observation space {space} and the agents' observation "
+                "spaces differ; different observation spaces must all be Box spaces (their "
+                "observations are padded into one row per agent slot)"
+            )
+    size = max(int(np.prod(space.shape or ())) for space in obs_spaces.values())
+    slot_obs = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
+    return slot_obs, slot_action, obs_spaces, act_spaces
+
+
+def pad_observation(obs: Any, size: int) -> np.ndarray:
+    """A ``Box`` observation flattened and zero-padded to ``size`` float32 values."""
+    flat = np.asarray(obs, np.float32).reshape(-1)
+    out = np.zeros(size, np.float32)
+    out[: flat.size] = flat
+    return out
+
+
 def mapping_caller(fn: Callable[..., str]) -> Callable[..., str]:
     """``fn`` as ``(agent_id, episode, **kwargs) -> policy id``.
 
@@ -151,6 +201,8 @@ class MultiAgentVectorEnv:
         policy_in_obs: bool = False,
         mode: str = "SYNC",
         record_episodes: bool = False,
+        policy_observation_spaces: dict[str, gym.Space] | None = None,
+        policy_action_spaces: dict[str, gym.Space] | None = None,
     ):
         # policy_in_obs: results carry obs = {"obs": [S, ...], "policy": [S]}, so that a jitted
         # policy can pick each slot's parameters from the observation pytree alone.
@@ -180,7 +232,27 @@ class MultiAgentVectorEnv:
                         f"env copy {i} has possible_agents {env.possible_agents}, copy 0 has "
                         f"{self.possible_agents}; every copy needs the same agents"
                     )
-            self.observation_space, self.action_space = agent_spaces(self.envs[0])
+            (
+                self.observation_space,
+                self.action_space,
+                self.agent_observation_spaces,
+                self.agent_action_spaces,
+            ) = slot_spaces(self.envs[0])
+            # Agents' observations differ in shape: each slot row holds one padded flat.
+            first = next(iter(self.agent_observation_spaces.values()))
+            self._pad_size = (
+                None
+                if all(sp == first for sp in self.agent_observation_spaces.values())
+                else int(np.prod(self.observation_space.shape or ()))
+            )
+            # Each policy's spaces, checked against its agents' where agents' spaces differ.
+            self._policy_spaces = {
+                kind: (spaces if len(set(map(repr, by_agent.values()))) > 1 else None)
+                for kind, spaces, by_agent in (
+                    ("observation", policy_observation_spaces, self.agent_observation_spaces),
+                    ("action", policy_action_spaces, self.agent_action_spaces),
+                )
+            }
             if self.observation_space.shape is None and not is_structured(self.observation_space):
                 raise ConfigError(
                     f"observation space {self.observation_space} has no fixed shape; rljax's "
@@ -236,8 +308,22 @@ class MultiAgentVectorEnv:
                 f"policy_mapping_fn({agent!r}, ...) returned {policy!r}; the policies are "
                 f"{self.policy_ids}"
             )
+        for kind, by_agent in (
+            ("observation", self.agent_observation_spaces),
+            ("action", self.agent_action_spaces),
+        ):
+            spaces = self._policy_spaces[kind]
+            expected = spaces.get(policy) if spaces is not None else None
+            if expected is not None and expected != by_agent[agent]:
+                raise ValueError(
+                    f"policy_mapping_fn({agent!r}, ...) returned {policy!r}, whose {kind} "
+                    f"space is {expected}; agent {agent!r}'s is {by_agent[agent]}"
+                )
         self._mapped[i][agent] = policy
         self._policy[self._slot(i, agent)] = self._policy_index[policy]
+
+    def _slot_obs(self, agent: AgentID, obs: Any) -> Any:
+        return obs if self._pad_size is None else pad_observation(obs, self._pad_size)
 
     def _empty(self) -> dict[str, np.ndarray]:
         s = self.num_slots
@@ -265,7 +351,7 @@ class MultiAgentVectorEnv:
         for agent, o in obs.items():
             slot = self._slot(i, agent)
             self._map(i, agent)
-            _assign(self._obs, slot, o)
+            _assign(self._obs, slot, self._slot_obs(agent, o))
             self._acc_reward[slot] = 0.0
             out["present"][slot] = True
         self._needs_reset[i] = False
@@ -328,7 +414,7 @@ class MultiAgentVectorEnv:
                 slot = self._slot(i, agent)
                 self._map(i, agent)
                 if agent in obs:
-                    _assign(self._obs, slot, obs[agent])
+                    _assign(self._obs, slot, self._slot_obs(agent, obs[agent]))
                 term, trunc = bool(terms.get(agent, False)), bool(truncs.get(agent, False))
                 if term or trunc:
                     self._finish(i, agent, out, term, trunc and not term)

@@ -223,7 +223,7 @@ def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exc
 _KINDS = {
     "env": "a gymnasium.Env or MultiAgentEnv class, or a function",
     "policy_mapping_fn": "a function",
-    "module_class": "a flax.linen.Module class",
+    "module_class": "a flax.linen.Module class or an rljax RLModule subclass",
     "callbacks": "a class or a function",
 }
 
@@ -236,7 +236,9 @@ def _of_kind(field: str, obj: Any) -> bool:
     if field == "module_class":
         import flax.linen as nn
 
-        return inspect.isclass(obj) and issubclass(obj, nn.Module)
+        from rljax.core.rl_module.forward_module import is_forward_module_class
+
+        return (inspect.isclass(obj) and issubclass(obj, nn.Module)) or is_forward_module_class(obj)
     import gymnasium as gym
 
     from rljax.env.multi_agent_env import MultiAgentEnv

@@ -133,14 +133,37 @@ def test_act_step_ignores_absent_slots():
     np.testing.assert_allclose(transitions[4].episode_return, [1.0, -0.5])
 
 
-def test_agents_with_different_spaces_are_refused():
-    class Mixed(TurnGame):
+def test_agents_spaces_that_differ_are_padded_or_refused():
+    class MixedActions(TurnGame):
+        def __init__(self, config=None):
+            super().__init__(config)
+            self.action_spaces = {"a": gym.spaces.Discrete(3), "b": gym.spaces.Discrete(4)}
+
+    env = MultiAgentVectorEnv([MixedActions], ["p"], lambda a, e, **k: "p")
+    assert env.action_space == gym.spaces.Discrete(4)  # Discrete spaces: the largest
+    env.close()
+
+    class BoxAction(TurnGame):
+        def __init__(self, config=None):
+            super().__init__(config)
+            self.action_spaces = {"a": gym.spaces.Discrete(3), "b": gym.spaces.Box(-1, 1, (2,))}
+
+    with pytest.raises(ConfigError, match=r"one shared\s+action space, or Discrete\(n\)"):
+        MultiAgentVectorEnv([BoxAction], ["p"], lambda a, e, **k: "p")
+
+    class MixedObs(TurnGame):
         def __init__(self, config=None):
             super().__init__(config)
             self.observation_spaces = {**self.observation_spaces, "b": gym.spaces.Box(0, 1, (3,))}
 
-    with pytest.raises(ConfigError, match="one shared space"):
-        MultiAgentVectorEnv([Mixed], ["p"], lambda a, e, **k: "p")
+    env = MultiAgentVectorEnv([MixedObs], ["p"], lambda a, e, **k: "p")
+    assert env.observation_space.shape == (3,)  # the largest agent's, flat
+    env.close()
+    spaces: dict[str, gym.Space] = {"p": gym.spaces.Box(0, 1, (3,))}
+    with pytest.raises(ValueError, match="returned 'p', whose observation space is Box"):
+        MultiAgentVectorEnv(
+            [MixedObs], ["p"], lambda a, e, **k: "p", policy_observation_spaces=spaces
+        ).reset()
     with pytest.raises(ValueError, match="the policies are"):
         MultiAgentVectorEnv([TurnGame], ["p"], lambda a, e, **k: "q").reset()
 

@@ -6,6 +6,9 @@ gathers each agent slot's policy parameters and runs them vmapped over the slots
 group); the update of a group is one jitted ``vmap`` of the single-policy PPO update over its
 policies, each on its own padded batch. Most runs have one group, however many policies.
 Policies outside ``policies_to_train`` are not updated: their parameters stay bit for bit.
+A policy whose module (``MultiRLModuleSpec``) is an ``RLModule`` with a forward pass of its own
+(a heuristic, ``RandomRLModule``) has no parameters: it acts by that forward pass inside the same
+jitted act step (a group of its own, after the learned groups) and is never updated.
 
 Per-policy batches differ in size from iteration to iteration (the mapping function may assign
 agents differently each episode, agents may act at different rates); they are padded to a
@@ -35,9 +38,13 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_update,
 )
 from rljax.algorithms.ppo.networks import build_policy
+from rljax.core.columns import Columns
+from rljax.core.rl_module.forward_module import forward_module_outputs
+from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.env_context import EnvContext
 from rljax.env.multi_agent_env import MultiAgentEnv
-from rljax.env.multi_agent_vector import MultiAgentVectorEnv, agent_spaces
+from rljax.env.multi_agent_vector import MultiAgentVectorEnv, mapping_caller, slot_spaces
 from rljax.env.registry import registered_creator
 from rljax.env.spaces import zeros_batch
 from rljax.execution.evaluation import EvaluationEnv
@@ -47,6 +54,7 @@ from rljax.execution.parts import (
     distribution_inference,
     space_env_actions,
 )
+from rljax.networks.distributions import make_distribution
 from rljax.policy.policy import PolicySpec
 from rljax.runners.acting import episode_arrays, make_act_step
 from rljax.utils.errors import ConfigError
@@ -99,6 +107,23 @@ class _Group:
     optimizer: Any
     hp: PPOHyperparams
     train_mask: np.ndarray  # [P_g] bool
+    # The policies' observation space; with padded slot rows, their first values reshaped.
+    observation_space: gym.Space | None = None
+    padded: bool = False
+
+    def obs(self, slot_obs: Any, lead: int = 1) -> Any:
+        """The group's observations from slot rows (``lead`` leading batch axes)."""
+        return unpad_observations(slot_obs, self.observation_space, self.padded, lead)
+
+
+def unpad_observations(slot_obs: Any, space: gym.Space | None, padded: bool, lead: int = 1) -> Any:
+    """Observations of ``space`` from slot rows: the rows themselves, or with ``padded`` (the
+    agents' spaces differ) each row's first values reshaped to the space's shape."""
+    if not padded:
+        return slot_obs
+    assert space is not None and space.shape is not None
+    flat = slot_obs[..., : int(np.prod(space.shape))]
+    return flat.reshape(*flat.shape[:lead], *space.shape).astype(space.dtype)
 
 
 def make_multi_agent_policy_parts(
@@ -108,6 +133,7 @@ def make_multi_agent_policy_parts(
     local_of: np.ndarray,
     action_space: gym.Space,
     clip_actions: bool,
+    forward_modules: list[Any] | None = None,
 ) -> PolicyParts[list[PPOTrainState]]:
     """The policies of multi-agent PPO for the execution layer.
 
@@ -122,8 +148,41 @@ def make_multi_agent_policy_parts(
       group_of, local_of: Each policy's group, and its index in the group's stack, [P].
       action_space: The agents' action space (actions cast to it, and clipped to a Box's bounds
         with ``clip_actions``).
+      forward_modules: The modules that act by a forward pass of their own (no parameters):
+        group ``len(groups) + j`` is ``forward_modules[j]``.
     """
     group_of_j, local_of_j = jnp.asarray(group_of), jnp.asarray(local_of)
+    forward_modules = list(forward_modules or [])
+    # Groups' distribution inputs differ in width where agents' Discrete action spaces do:
+    # every row is zero-padded to the widest (each group reads back its own first columns).
+    num_outputs = max(g.dist.num_outputs for g in groups)
+
+    def pad_inputs(inputs: jax.Array) -> jax.Array:
+        return jnp.pad(inputs, ((0, 0), (0, num_outputs - inputs.shape[-1])))
+
+    def forward_outputs(
+        j: int, obs: Any, key: jax.Array | None
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """A forward-only module's (dist inputs, value 0, action) for every slot."""
+        module = forward_modules[j]
+        explore = key is not None
+        # Greedy passes (no key) of a module that draws still get a fixed key.
+        key = jax.random.fold_in(jax.random.PRNGKey(0) if key is None else key, 1 + j)
+        module_obs = unpad_observations(obs["obs"], module.observation_space, groups[0].padded)
+        out = forward_module_outputs(module, module_obs, key, explore=explore)
+        action = out[Columns.ACTIONS]
+        slots = jax.tree.leaves(obs["obs"])[0].shape[0]
+        width = make_distribution(module.action_space).num_outputs
+        inputs = out.get(Columns.ACTION_DIST_INPUTS)
+        if inputs is None:
+            inputs = jnp.zeros((slots, width), jnp.float32)
+        if action.shape[:1] != (slots,) or inputs.shape != (slots, width):
+            raise ConfigError(
+                f"{type(module).__name__}'s forward pass over {slots} observations returned "
+                f"actions of shape {action.shape} and action_dist_inputs of shape "
+                f"{inputs.shape}; expected [{slots}, ...] and [{slots}, {width}]"
+            )
+        return pad_inputs(inputs.astype(jnp.float32)), jnp.zeros((slots,), jnp.float32), action
 
     def group_outputs(
         g: int, params: Any, obs: Any, key: jax.Array | None
@@ -134,21 +193,30 @@ def make_multi_agent_policy_parts(
         per_slot = jax.tree.map(lambda p: p[local], params[g][POLICY_ID])
         dist_inputs, value = jax.vmap(
             lambda p, o: group.module.apply(p, jax.tree.map(lambda x: x[None], o))
-        )(per_slot, obs["obs"])
+        )(per_slot, group.obs(obs["obs"]))
         dist_inputs, value = dist_inputs[:, 0], value[:, 0]
         if key is None:
             action = group.dist.mode(dist_inputs)
         else:
             action = group.dist.sample(key, dist_inputs)
-        return dist_inputs, value, action
+        return pad_inputs(dist_inputs), value, action
 
     def slot_outputs(
         params: Any, obs: Any, key: jax.Array | None
     ) -> tuple[jax.Array, jax.Array, jax.Array]:
         """(dist inputs, value, action) of every slot from its policy's group."""
         outs = [group_outputs(g, params, obs, key) for g in range(len(groups))]
+        outs += [forward_outputs(j, obs, key) for j in range(len(forward_modules))]
         if len(outs) == 1:
             return outs[0]
+        ref = outs[0][2]
+        for k, out in enumerate(outs[len(groups) :]):
+            if out[2].shape != ref.shape:
+                raise ConfigError(
+                    f"{type(forward_modules[k]).__name__}'s forward pass returned actions of "
+                    f"shape {out[2].shape}; the agents' action space needs {ref.shape}"
+                )
+        outs = [(i, v, a.astype(ref.dtype)) for i, v, a in outs]
         # Each slot takes the row of its policy's group (every group runs on every slot).
         group = group_of_j[obs["policy"]]
         rows = jnp.arange(group.shape[0])
@@ -161,7 +229,10 @@ def make_multi_agent_policy_parts(
         """Each slot acts with its own policy's parameters."""
         dist_inputs, value, action = slot_outputs(params, obs, key)
         group = group_of_j[obs["policy"]]
-        logps = [grp.dist.log_prob(dist_inputs, action) for grp in groups]
+        logps = [
+            grp.dist.log_prob(dist_inputs[:, : grp.dist.num_outputs], action) for grp in groups
+        ]
+        logps += [jnp.zeros_like(logps[0]) for _ in forward_modules]  # never trained
         logp = logps[0] if len(logps) == 1 else jnp.stack(logps)[group, jnp.arange(len(group))]
         extras = {"action_logp": logp, "vf_preds": value, "action_dist_inputs": dist_inputs}
         return action, extras
@@ -174,16 +245,33 @@ def make_multi_agent_policy_parts(
 
     def inference_params(state: list[PPOTrainState], policy_id: str | None) -> Any:
         i = index(policy_id)
+        if group_of[i] >= len(groups):
+            return {}  # a forward-only module has no parameters
         params = state[group_of[i]].params[POLICY_ID]
         return {POLICY_ID: jax.tree.map(lambda p: p[local_of[i]], params)}
 
-    def module_outputs(module: Any) -> Any:
-        return lambda params, obs: module.apply(params[POLICY_ID], obs)[0]
+    def module_outputs(group: _Group) -> Any:
+        return lambda params, obs: group.module.apply(params[POLICY_ID], group.obs(obs))[0]
 
-    per_group = [distribution_inference(module_outputs(g.module), g.dist) for g in groups]
+    per_group = [distribution_inference(module_outputs(g), g.dist) for g in groups]
+
+    def forward_inference(j: int, explore: bool) -> InferenceFn:
+        def infer(params: Any, obs: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+            inputs, _, action = forward_outputs(j, {"obs": obs}, key if explore else None)
+            return inputs, action
+
+        return infer
+
+    per_forward = [
+        {explore: forward_inference(j, explore) for explore in (False, True)}
+        for j in range(len(forward_modules))
+    ]
 
     def inference(policy_id: str | None, explore: bool) -> InferenceFn:
-        return per_group[int(group_of[index(policy_id)])](None, explore)
+        g = int(group_of[index(policy_id)])
+        if g >= len(groups):
+            return per_forward[g - len(groups)][explore]
+        return per_group[g](None, explore)
 
     to_env, to_env_host = space_env_actions(action_space, clip_actions)
     return PolicyParts(
@@ -212,12 +300,21 @@ class MultiAgentPPO(Algorithm):
             # A module loaded for inference: the checkpoint describes the spaces and agents.
             self.observation_space, self.action_space = self._saved_spaces["spaces"]
             self.possible_agents = list(self._saved_spaces["possible_agents"])
+            self.agent_observation_spaces = {
+                a: self.observation_space for a in self.possible_agents
+            }
+            self.agent_action_spaces = {a: self.action_space for a in self.possible_agents}
             self.env_spec = None
             return
         self._ma_creator = multi_agent_creator(cfg.env)
         probe = _SlotEnvFn(self._ma_creator, EnvContext(cfg.env_config))()
         try:
-            self.observation_space, self.action_space = agent_spaces(probe)
+            (
+                self.observation_space,
+                self.action_space,
+                self.agent_observation_spaces,
+                self.agent_action_spaces,
+            ) = slot_spaces(probe)
             self.possible_agents = list(probe.possible_agents)
         finally:
             probe.close()
@@ -237,8 +334,28 @@ class MultiAgentPPO(Algorithm):
         self.mapping_fn = cfg.policy_mapping_fn or (
             lambda agent_id, episode, **kw: self.policy_ids[0]
         )
+        # Modules with a forward pass of their own act but never learn (no parameters).
+        self.forward_only = [
+            pid
+            for pid in self.policy_ids
+            if (spec := self._module_spec(pid)) is not None and spec.is_forward_only
+        ]
         to_train = cfg.policies_to_train if cfg.policies_to_train is not None else self.policy_ids
-        self.train_mask = np.array([p in to_train for p in self.policy_ids])
+        self.train_mask = np.array(
+            [p in to_train and p not in self.forward_only for p in self.policy_ids]
+        )
+        self.padded = any(
+            sp != self.observation_space for sp in self.agent_observation_spaces.values()
+        )
+        self.mixed_actions = any(
+            sp != self.action_space for sp in self.agent_action_spaces.values()
+        )
+        self.policy_observation_spaces = self._policy_spaces_of(
+            "observation_space", self.agent_observation_spaces, self.padded
+        )
+        self.policy_action_spaces = self._policy_spaces_of(
+            "action_space", self.agent_action_spaces, self.mixed_actions
+        )
         self.fragment_length = cfg.get_rollout_fragment_length()
         self.num_slots = cfg.num_envs_per_env_runner * len(self.possible_agents)
         num_runners = cfg.num_runners
@@ -247,11 +364,19 @@ class MultiAgentPPO(Algorithm):
         key, init_key, self._action_key = jax.random.split(key, 3)
         init_keys = jax.random.split(init_key, self.num_policies)
         state_keys = jax.random.split(key, self.num_policies)
-        obs_example = jax.device_put(zeros_batch(self.observation_space, 1))  # no compile
         # Policies with equal overrides share a group: one module, optimizer and update.
         by_settings: dict[str, list[int]] = {}
         for i, pid in enumerate(self.policy_ids):
-            settings = repr(sorted(cfg.module_overrides(pid).items()))
+            if pid in self.forward_only:
+                continue
+            settings = repr(
+                (
+                    sorted(cfg.module_overrides(pid).items()),
+                    self._module_spec(pid),
+                    self.policy_observation_spaces[pid],
+                    self.policy_action_spaces[pid],
+                )
+            )
             by_settings.setdefault(settings, []).append(i)
         self.groups: list[_Group] = []
         self.group_of = np.zeros(self.num_policies, np.int32)
@@ -259,7 +384,10 @@ class MultiAgentPPO(Algorithm):
         states = []
         for g, members in enumerate(by_settings.values()):
             gcfg = cfg.module_config(self.policy_ids[members[0]])
-            dist, module = build_policy(self.observation_space, self.action_space, gcfg)
+            obs_space = self.policy_observation_spaces[self.policy_ids[members[0]]]
+            act_space = self.policy_action_spaces[self.policy_ids[members[0]]]
+            dist, module = build_policy(obs_space, act_space, gcfg)
+            obs_example = jax.device_put(zeros_batch(obs_space, 1))  # no compile
             optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip)
             hp = PPOHyperparams.from_config(gcfg, 1, batch_rows)
             self.groups.append(
@@ -270,6 +398,8 @@ class MultiAgentPPO(Algorithm):
                     optimizer=optimizer,
                     hp=hp,
                     train_mask=self.train_mask[members],
+                    observation_space=obs_space,
+                    padded=self.padded,
                 )
             )
             self.group_of[members] = g
@@ -285,6 +415,20 @@ class MultiAgentPPO(Algorithm):
                 )
             )
         self.state = jax.device_put(states, self.learner_devices[0])
+        self.forward_modules = []
+        for j, pid in enumerate(self.forward_only):
+            spec = self._module_spec(pid)
+            assert spec is not None and spec.module_class is not None
+            self.forward_modules.append(
+                spec.module_class(
+                    observation_space=self.policy_observation_spaces[pid],
+                    action_space=self.policy_action_spaces[pid],
+                    model_config=dict(spec.model_config),
+                    inference_only=True,
+                )
+            )
+            i = self.policy_ids.index(pid)
+            self.group_of[i], self.local_of[i] = len(self.groups) + j, 0
         self.parts = make_multi_agent_policy_parts(
             self.groups,
             self.policy_ids,
@@ -292,6 +436,7 @@ class MultiAgentPPO(Algorithm):
             self.local_of,
             self.action_space,
             cfg.clip_actions,
+            self.forward_modules,
         )
         self.hp = PPOHyperparams.from_config(cfg, 1, batch_rows)
         postprocess = make_ppo_postprocess(
@@ -325,6 +470,63 @@ class MultiAgentPPO(Algorithm):
             )
         return policies
 
+    def _module_spec(self, policy_id: str) -> RLModuleSpec | None:
+        """``policy_id``'s own ``RLModuleSpec`` in a ``MultiRLModuleSpec`` (None: none)."""
+        spec = self.config.rl_module_spec
+        return spec.spec_of(policy_id) if isinstance(spec, MultiRLModuleSpec) else None
+
+    def get_multi_rl_module(self) -> MultiRLModule:
+        """Every policy's module for inference, ``{policy_id: RLModule}``."""
+        return MultiRLModule({pid: self.get_module(pid) for pid in self.policy_ids})
+
+    def _policy_spaces_of(
+        self, kind: str, by_agent: dict[Any, gym.Space], differ: bool
+    ) -> dict[str, gym.Space]:
+        """Each policy's ``kind`` space (``"observation_space"`` or ``"action_space"``): the
+        agents' shared one; where agents' spaces differ, the space its specs give, else that of
+        the agents ``policy_mapping_fn`` maps to it (asked once per agent, with no episode)."""
+        if not differ:
+            shared = next(iter(by_agent.values()))
+            return {pid: shared for pid in self.policy_ids}
+        found: dict[str, dict[Any, gym.Space]] = {pid: {} for pid in self.policy_ids}
+        mapping = mapping_caller(self.mapping_fn)
+        for agent, space in by_agent.items():
+            try:
+                pid = mapping(agent, None, worker_index=0)
+            except Exception:  # an episode-dependent mapping: the specs must say
+                continue
+            if pid in found:
+                found[pid][agent] = space
+        out = {}
+        for pid in self.policy_ids:
+            given = [
+                getattr(s, kind)
+                for s in (self._policy_specs()[pid], self._module_spec(pid))
+                if s is not None and getattr(s, kind) is not None
+            ]
+            spaces = list(dict.fromkeys(map(repr, found[pid].values())))
+            if given:
+                out[pid] = given[0]
+            elif len(spaces) == 1:
+                out[pid] = next(iter(found[pid].values()))
+            else:
+                raise ConfigError(
+                    f"the agents' {kind}s differ and policy {pid!r} "
+                    + (
+                        f"is mapped to agents with different ones: {found[pid]}"
+                        if spaces
+                        else "is mapped to no agent by policy_mapping_fn(agent_id, None)"
+                    )
+                    + f"; give its {kind} in its RLModuleSpec (or PolicySpec): one of "
+                    f"{sorted(set(map(str, by_agent.values())))}"
+                )
+            if out[pid] not in by_agent.values():
+                raise ConfigError(
+                    f"policy {pid!r} has {kind} {out[pid]}, which no agent has; the agents': "
+                    f"{by_agent}"
+                )
+        return out
+
     def _check_policy_spaces(self) -> None:
         """Spaces given in a policy's spec must match the env agents' in kind, shape, dtype and
         size (bounds may differ: the network is built from the env's spaces)."""
@@ -335,15 +537,43 @@ class MultiAgentPPO(Algorithm):
             return getattr(a, "n", None) == getattr(b, "n", None)
 
         for pid, spec in self._policy_specs().items():
-            for kind, given, env_space in (
-                ("observation_space", spec.observation_space, self.observation_space),
-                ("action_space", spec.action_space, self.action_space),
+            module_spec = self._module_spec(pid)
+            for where, given_spec in (
+                (f"policies[{pid!r}]", spec),
+                (f"MultiRLModuleSpec.rl_module_specs[{pid!r}]", module_spec),
             ):
-                if given is not None and not compatible(given, env_space):
-                    raise ConfigError(
-                        f"policies[{pid!r}] gives {kind}={given}, but the env's agents have "
-                        f"{env_space}; leave it None or give a space of the same kind and shape"
-                    )
+                if given_spec is None:
+                    continue
+                for kind, given, env_space in (
+                    ("observation_space", given_spec.observation_space, self._agents_obs_space()),
+                    ("action_space", given_spec.action_space, self._agents_act_space()),
+                ):
+                    if (
+                        given is not None
+                        and env_space is not None
+                        and not compatible(given, env_space)
+                    ):
+                        raise ConfigError(
+                            f"{where} gives {kind}={given}, but the env's agents have "
+                            f"{env_space}; leave it None or give a space of the same kind and "
+                            "shape"
+                        )
+
+    def _spaces_data(self) -> dict[str, Any] | None:
+        # Agents of different observation spaces: a checkpoint loads with its env (the padded
+        # slot space alone does not say each policy's space).
+        mixed = getattr(self, "padded", False) or getattr(self, "mixed_actions", False)
+        return None if mixed else super()._spaces_data()
+
+    def _agents_act_space(self) -> gym.Space | None:
+        """The agents' shared action space; None where they differ (checked later)."""
+        spaces = set(map(repr, self.agent_action_spaces.values()))
+        return self.action_space if len(spaces) == 1 else None
+
+    def _agents_obs_space(self) -> gym.Space | None:
+        """The agents' shared observation space; None where they differ (checked later)."""
+        spaces = set(map(repr, self.agent_observation_spaces.values()))
+        return self.observation_space if len(spaces) == 1 else None
 
     def _runner_env(self, runner_index: int) -> MultiAgentVectorEnv:
         cfg = self.config
@@ -365,6 +595,8 @@ class MultiAgentPPO(Algorithm):
             policy_in_obs=True,
             mode=cfg.gym_env_vectorize_mode,
             record_episodes=self._record_episodes,
+            policy_observation_spaces=self.policy_observation_spaces,
+            policy_action_spaces=self.policy_action_spaces,
         )
         return env
 
@@ -417,8 +649,13 @@ class MultiAgentPPO(Algorithm):
         for k, r in enumerate(rows):
             index[k, : len(r)] = r
             real[k, : len(r)] = 1.0
-        gathered = jax.tree.map(lambda x: x[index], flat._replace(obs=flat.obs["obs"]))
-        gathered = gathered._replace(mask=gathered.mask * real)
+        obs = self.groups[g].obs(jax.tree.map(lambda x: x[index], flat.obs["obs"]), lead=2)
+        gathered = jax.tree.map(lambda x: x[index], flat._replace(obs=None))._replace(obs=obs)
+        width = self.groups[g].dist.num_outputs  # the group's own columns of padded inputs
+        gathered = gathered._replace(
+            mask=gathered.mask * real,
+            action_dist_inputs=gathered.action_dist_inputs[..., :width],
+        )
         return jax.tree.map(lambda x: x[:, None], gathered), size, counts
 
     def _training_step(self) -> dict[str, Any]:
@@ -464,6 +701,7 @@ class MultiAgentPPO(Algorithm):
                 "num_module_steps_trained": int(counts[i]) if self.train_mask[i] else 0,
             }
             for i, pid in enumerate(self.policy_ids)
+            if pid not in self.forward_only  # no learner, no learner metrics
         }
         nan = float("nan")
         runner_metrics = {
@@ -520,6 +758,12 @@ class MultiAgentPPO(Algorithm):
         policy (outside ``policies_to_train``) keeps what is set here, e.g. a fixed opponent."""
         for pid, params in weights.items():
             i = self._policy_index(pid)
+            if pid in self.forward_only:
+                raise ValueError(
+                    f"policy {pid!r} acts by its module's forward pass and has no weights to "
+                    "set; set_weights takes the learned policies "
+                    f"{[p for p in self.policy_ids if p not in self.forward_only]}"
+                )
             check_weights_fit(pid, params, self.parts.inference_params(self.state, pid))
             g, k = int(self.group_of[i]), int(self.local_of[i])
             stacked = self.state[g].params[POLICY_ID]

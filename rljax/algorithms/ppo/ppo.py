@@ -30,6 +30,7 @@ from rljax.algorithms.ppo.recurrent import (
     sequence_apply,
 )
 from rljax.algorithms.settings import Setting
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
 from rljax.networks.distributions import ActionDistribution
 from rljax.runners.acting import Transition
@@ -217,7 +218,8 @@ def _recurrent_refusal(cfg: PPOConfig, user_module: bool = True) -> str | None:
         return f"gym_env_vectorize_mode={cfg.gym_env_vectorize_mode!r}"
     if cfg.num_learners > 1:
         return f"num_learners={cfg.num_learners}"
-    if user_module and cfg.rl_module_spec is not None and cfg.rl_module_spec.module_class:
+    spec = cfg.rl_module_spec
+    if user_module and isinstance(spec, RLModuleSpec) and spec.module_class:
         return "a module_class of its own (a recurrent user module needs no use_lstm)"
     return None
 

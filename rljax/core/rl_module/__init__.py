@@ -1,6 +1,16 @@
-"""RL modules: the default model config and user-supplied Flax modules."""
+"""RL modules: the default model config and user-supplied modules."""
 
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
 
-__all__ = ["DefaultModelConfig", "RLModuleSpec"]
+
+def __getattr__(name: str):  # RLlib's ``from ray.rllib.core.rl_module import RLModule``
+    if name == "RLModule":
+        from rljax.algorithms.algorithm import RLModule
+
+        return RLModule
+    raise AttributeError(f"module 'rljax.core.rl_module' has no attribute {name!r}")
+
+
+__all__ = ["DefaultModelConfig", "MultiRLModule", "MultiRLModuleSpec", "RLModule", "RLModuleSpec"]

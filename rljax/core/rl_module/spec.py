@@ -1,4 +1,4 @@
-"""``RLModuleSpec``: how a user plugs in a Flax module of their own (also importable from
+"""``RLModuleSpec``: how a user plugs in a module of their own (also importable from
 ``rljax.core.rl_module.rl_module``, RLlib's path)."""
 
 from __future__ import annotations
@@ -6,40 +6,79 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import gymnasium as gym
+
+from rljax.core.rl_module.forward_module import is_forward_module_class
 from rljax.utils.errors import ConfigError
 
 
 @dataclasses.dataclass
 class RLModuleSpec:
-    """A user-supplied Flax module and its keyword arguments.
+    """A user-supplied module and its settings.
 
-    ``module_class(num_outputs=n, **model_config)`` must build a ``flax.linen.Module`` whose
-    ``__call__(obs)`` takes a batch of observations ``[B, *obs_shape]`` and returns
-    ``(action_dist_inputs [B, n], value [B])``. ``n`` is the number of actions for a discrete
-    action space and ``2 * action_dim`` (mean, log std) for a continuous one.
+    ``module_class`` is one of:
+
+    * a ``flax.linen.Module`` subclass: ``module_class(num_outputs=n, **model_config)`` must
+      build a module whose ``__call__(obs)`` takes a batch of observations ``[B, *obs_shape]``
+      and returns ``(action_dist_inputs [B, n], value [B])``. ``n`` is the number of actions
+      for a discrete action space and ``2 * action_dim`` (mean, log std) for a continuous one.
+    * an ``RLModule`` subclass with a forward pass of its own (``_forward``, or
+      ``_forward_inference`` / ``_forward_exploration``): a module that acts but does not
+      learn (multi-agent configs; keep it out of ``policies_to_train``). See ``RLModule``.
+    * None: the default networks; ``model_config`` then holds default-model settings
+      (RLlib's keys, or a ``DefaultModelConfig``) for this module.
 
     Attributes:
-      module_class: The ``flax.linen.Module`` subclass.
-      model_config: Extra keyword arguments for its constructor (JSON-serializable values).
+      module_class: The module's class, or None for the default networks.
+      model_config: Keyword arguments for a Flax ``module_class``, settings for an
+        ``RLModule`` one (its ``self.model_config``), or default-model settings.
+      observation_space, action_space: The module's spaces (None: the env agents'); given,
+        they must match the agents' the module is mapped to in kind and shape.
+      inference_only: RLlib's flag; accepted and kept.
     """
 
     module_class: type | None = None
-    model_config: dict[str, Any] = dataclasses.field(default_factory=dict)
+    model_config: Any = dataclasses.field(default_factory=dict)
+    observation_space: gym.Space | None = None
+    action_space: gym.Space | None = None
+    inference_only: bool = False
 
     def __post_init__(self) -> None:
         import flax.linen as nn
 
+        from rljax.core.rl_module.default_model_config import DefaultModelConfig
         from rljax.utils.torch_classes import check_not_torch
 
         check_not_torch(self.module_class, "RLModuleSpec(module_class=...)")
-        if self.module_class is not None and not (
-            isinstance(self.module_class, type) and issubclass(self.module_class, nn.Module)
-        ):
+        cls = self.module_class
+        flax_class = isinstance(cls, type) and issubclass(cls, nn.Module)
+        if cls is not None and not flax_class and not is_forward_module_class(cls):
             raise ConfigError(
-                f"RLModuleSpec.module_class must be a flax.linen.Module subclass; "
-                f"got {self.module_class!r}"
+                f"RLModuleSpec.module_class must be None, a flax.linen.Module subclass or an "
+                f"rljax RLModule subclass with a forward pass; got {cls!r}"
             )
+        if isinstance(self.model_config, DefaultModelConfig):
+            if cls is not None:
+                raise ConfigError(
+                    f"RLModuleSpec(module_class={cls.__name__}) got a DefaultModelConfig; "
+                    "a module_class of its own takes a dict of its settings"
+                )
+            self.model_config = self.model_config.to_dict()
+        if self.model_config is None:
+            self.model_config = {}
         if not isinstance(self.model_config, dict):
             raise ConfigError(
-                f"RLModuleSpec.model_config must be a dict; got {type(self.model_config).__name__}"
+                f"RLModuleSpec.model_config must be a dict or a DefaultModelConfig; got "
+                f"{type(self.model_config).__name__}"
             )
+        for name in ("observation_space", "action_space"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, gym.Space):
+                raise ConfigError(
+                    f"RLModuleSpec.{name} must be None or a gymnasium space; got {value!r}"
+                )
+
+    @property
+    def is_forward_only(self) -> bool:
+        """Whether the module acts by a forward pass of its own and never learns."""
+        return is_forward_module_class(self.module_class)

@@ -1,0 +1,1 @@
+"""RLlib's example RL modules (``ray.rllib.examples.rl_modules``)."""
