@@ -3,6 +3,7 @@
 - ``<!-- settings: rljax.algorithms.ppo.PPOConfig -->`` in a page becomes the table of that
   config class's settings: each ``Setting`` declaration's name, setter, default and doc, read
   from the class itself, so the reference cannot drift from the declarations.
+- ``CHANGELOG.md`` (at the repository's root) becomes the page ``changelog.md``.
 - ``notebooks/*.ipynb`` become pages ``notebooks/<name>.md``: markdown cells as they are, code
   cells as Python blocks (the notebooks are stored without outputs; ``tests/test_notebooks.py``
   executes them).
@@ -66,19 +67,26 @@ def on_page_markdown(markdown: str, **kwargs: Any) -> str:
 def notebook_markdown(path: Path) -> str:
     """A notebook as a page: its markdown cells, and its code cells as Python blocks."""
     nb = json.loads(path.read_text())
-    parts = [
+    note = (
         f"!!! note\n    This page is `notebooks/{path.name}`, rendered without outputs; run it "
         'with `pip install -e ".[notebooks]"` and `jupyter lab notebooks/`.\n'
-    ]
+    )
+    parts = []
     for cell in nb["cells"]:
         source = "".join(cell["source"]).strip("\n")
         if not source:
             continue
         parts.append(source if cell["cell_type"] == "markdown" else f"```python\n{source}\n```")
+    # The note goes under the notebook's title (its first cell), or first when it has none.
+    at = 1 if parts and parts[0].startswith("# ") else 0
+    parts.insert(at, note)
     return "\n\n".join(parts) + "\n"
 
 
 def on_files(files: Files, config: Any, **kwargs: Any) -> Files:
+    files.append(
+        File.generated(config, "changelog.md", content=(ROOT / "CHANGELOG.md").read_text())
+    )
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         files.append(
             File.generated(config, f"notebooks/{path.stem}.md", content=notebook_markdown(path))
