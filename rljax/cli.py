@@ -620,6 +620,9 @@ def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rljax", description="Train, evaluate and tune RL algorithms with rljax."
     )
+    from rljax import __version__
+
+    p.add_argument("--version", action="version", version=f"rljax {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train an algorithm with a live progress bar")
     t.add_argument(

@@ -475,7 +475,7 @@ def test_the_readme_experiment_file_checks_out(tmp_path):
 
     from rljax.tune.experiment_file import tuner_from_data
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    readme = (Path(__file__).parents[1] / "docs" / "tuning.md").read_text()  # the Tuning guide
     section = readme[readme.index("**`rljax tune --config sweep.yaml") :]
     text = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
     tuner = tuner_from_data(yaml.safe_load(text), storage_path=str(tmp_path))

@@ -1,22 +1,45 @@
-"""The README's code stays true to the code: its porting example runs as written."""
+"""The README and the guides stay true to the code: their examples run as written and give what
+the text says. (tests/test_docs.py runs every other block.)"""
 
 import re
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).parents[1] / "README.md"
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+# The first two commands, exactly as they stand at the top of the README.
+INSTALL_AND_TRAIN = (
+    "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && rljax train "
+    "--config rljax/tuned_examples/ppo_cartpole.yaml --stop-reward 450"
+)
+TEST_COMMAND = (
+    'python3 -m venv .venv && . .venv/bin/activate && pip install -e ".[test]" && '
+    "python -m pytest -q"
+)
 
 
-def _python_block(after_heading: str) -> str:
-    text = README.read_text()
+def _python_block(after_heading: str, page: str) -> str:
+    text = (ROOT / page).read_text()
     section = text[text.index(after_heading) :]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+def test_the_readme_is_a_front_page_that_starts_with_the_two_commands():
+    text = README.read_text()
+    assert len(text.splitlines()) <= 200
+    commands = re.findall(r"```bash\n(.*?)\n```", text, re.S)
+    assert commands[:2] == [INSTALL_AND_TRAIN, TEST_COMMAND]
+    # Nothing but the title and prose comes before them.
+    assert text.index(INSTALL_AND_TRAIN) < text.index("```python")
+    for page in re.findall(r"\]\((docs/[\w/.-]+\.md)", text):
+        assert (ROOT / page).is_file(), page
+
+
 @pytest.mark.slow
 def test_porting_example_runs(tmp_path):
-    code = _python_block("## Porting an RLlib script")
+    code = _python_block("## The first training run", "docs/getting-started.md")
     code = code.replace('"/tmp/ppo_cartpole"', repr(str(tmp_path / "ckpt")))
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)
@@ -31,7 +54,7 @@ def test_porting_example_runs(tmp_path):
 
 @pytest.mark.slow
 def test_old_api_example_runs(tmp_path):
-    code = _python_block("### RLlib's old API (the tutorial's code)")
+    code = _python_block("## RLlib's old API (the tutorial's code)", "docs/porting.md")
     code = code.replace('"/tmp/ppo_cartpole_old_api"', repr(str(tmp_path / "old")))
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)
@@ -49,7 +72,14 @@ def test_old_api_example_runs(tmp_path):
 @pytest.mark.slow
 def test_off_policy_example_builds_and_trains():
     namespace: dict = {}
-    exec(compile(_python_block("## DQN, SAC and TD3"), "README.md", "exec"), namespace)
+    exec(
+        compile(
+            _python_block("# DQN, SAC and TD3", "docs/algorithms-off-policy.md"),
+            "README.md",
+            "exec",
+        ),
+        namespace,
+    )
     for name in ("dqn", "sac", "td3"):
         algo = namespace[name]
         try:
@@ -65,7 +95,10 @@ def test_off_policy_example_builds_and_trains():
 @pytest.mark.slow
 def test_multi_agent_example_builds_and_trains():
     namespace: dict = {}
-    exec(compile(_python_block("## Multi-agent (PPO)"), "README.md", "exec"), namespace)
+    exec(
+        compile(_python_block("# Multi-agent (PPO)", "docs/multi-agent.md"), "README.md", "exec"),
+        namespace,
+    )
     algo = namespace["config"].build_algo()
     try:
         result = algo.train()
@@ -86,7 +119,7 @@ def test_callback_example_reports_its_metric():
         .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
     )
     namespace: dict = {"config": config}
-    code = _python_block("## Callbacks, logging, videos and serving")
+    code = _python_block("# Callbacks, logging, videos and serving", "docs/callbacks.md")
     exec(compile(code, "README.md", "exec"), namespace)
     with config.build_algo() as algo:
         result = algo.train()
@@ -95,8 +128,8 @@ def test_callback_example_reports_its_metric():
 
 
 def test_export_loader_is_the_modules():
-    """The README serves exported policies through rljax's loader, and names its module as the
+    """The guide serves exported policies through rljax's loader, and names its module as the
     code to copy where rljax is not installed."""
-    readme = _python_block("policy as StableHLO")
+    readme = _python_block("policy as StableHLO", "docs/callbacks.md")
     assert "from rljax.policy import load_exported" in readme
-    assert "rljax/policy/loader.py" in README.read_text()
+    assert "rljax/policy/loader.py" in (DOCS / "callbacks.md").read_text()

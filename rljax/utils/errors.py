@@ -72,3 +72,14 @@ def closest(name: str, candidates: Iterable[str]) -> str:
     """Returns ``"; did you mean 'x'?"`` for the closest candidate, or an empty string."""
     match = best_match(name, candidates)
     return f"; did you mean {match!r}?" if match else ""
+
+
+__all__ = [
+    "AlgorithmBusyError",
+    "AlgorithmStoppedError",
+    "CallbackError",
+    "CheckpointBusyError",
+    "CheckpointError",
+    "ConfigError",
+    "EnvAPIError",
+]
