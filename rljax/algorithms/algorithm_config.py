@@ -32,8 +32,6 @@ from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
 from rljax.runners.faults import REPEATS_OF_A_BUG
-from rljax.tune.sample import Domain, as_domain
-from rljax.tune.variants import check_search_spaces, find_search_spaces, key_path
 from rljax.utils import memory, safe_io, xla_options
 from rljax.utils.checks import (
     Bool,
@@ -48,6 +46,13 @@ from rljax.utils.checks import (
 )
 from rljax.utils.errors import ConfigError, best_match, closest
 from rljax.utils.references import LoadPolicy, qualified_name, resolve
+from rljax.utils.search_space import (
+    Domain,
+    as_domain,
+    check_search_spaces,
+    find_search_spaces,
+    key_path,
+)
 from rljax.utils.seeding import MAX_SEED
 from rljax.utils.torch_classes import check_not_torch
 
@@ -1868,7 +1873,7 @@ def _old_api_hint(algo: str, unknown: list[Any]) -> str:
     """Where a dict of RLlib 1.x's keys goes as it is: the algorithm's old-API trainer."""
     old = {"num_workers", "num_envs_per_worker", "sgd_minibatch_size", "num_sgd_iter", "lambda"}
     old.update(("buffer_size", "learning_starts", "exploration_fraction", "multiagent"))
-    from rljax.agents import trainer_path
+    from rljax.utils.old_api_trainers import trainer_path
 
     path = trainer_path(algo)
     if path is None or not any(k in old for k in unknown):
