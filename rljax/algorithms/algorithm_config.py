@@ -69,9 +69,13 @@ class AlgorithmConfig(CommonSettings):
     """Settings common to every algorithm; subclasses add ``training()`` keys.
 
     Each setting is declared once, as a ``Setting`` class attribute (name, default, check, doc,
-    setter): those of every algorithm in ``CommonSettings`` (``rljax.algorithms.config_settings``),
-    an algorithm's own in its config class; the setters' keys, ``validate()``'s checks, ``to_dict`` / ``from_dict`` and the
-    defaults of ``__init__`` are derived from the declarations (``rljax.algorithms.settings``).
+    setter): those every algorithm has in ``CommonSettings`` (``config_settings``), an
+    algorithm's own in its config class. The setters' keys, ``validate()``'s checks,
+    ``to_dict`` / ``from_dict`` and the defaults of ``__init__`` are derived from the
+    declarations (``rljax.algorithms.settings``). The jobs beyond the setters are functions of
+    their own modules, which the methods here call: validation (``config_validation``), the
+    config as data (``config_io``), memory estimates (``config_memory``) and RLlib's names
+    (``config_names``).
 
     Any setter also takes a search space (``rljax.tune``) for any setting and keeps it as given:
     ``search_space()`` lists them, ``validate()`` refuses the config until each is resolved, and
@@ -92,8 +96,8 @@ class AlgorithmConfig(CommonSettings):
     algo_name: ClassVar[str] = "Algorithm"
     # Whether the algorithm applies env_to_module_connector's connectors (single-agent).
     takes_env_to_module_connector: ClassVar[bool] = False
-    # Derived from the declarations (CommonSettings', and a subclass's) by _derive_tables(): every
-    # setting by name, grouped by section; each setter's keys; each setting's check; the
+    # Derived from the declarations (CommonSettings' and a subclass's) by _derive_tables():
+    # every setting by name, grouped by section; each setter's keys; each setting's check; the
     # settings a policy may override; the settings whose check also runs in the setters.
     SETTINGS: ClassVar[dict[str, Setting[Any]]]
     _SECTIONS: ClassVar[dict[str, tuple[str, ...]]]
