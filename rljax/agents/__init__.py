@@ -11,30 +11,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# Algorithm name -> (module, trainer class).
-TRAINERS = {
-    "PPO": ("rljax.agents.ppo", "PPOTrainer"),
-    "DQN": ("rljax.agents.dqn", "DQNTrainer"),
-    "SAC": ("rljax.agents.sac", "SACTrainer"),
-    "TD3": ("rljax.agents.td3", "TD3Trainer"),
-    "IMPALA": ("rljax.agents.impala", "ImpalaTrainer"),
-    "APPO": ("rljax.agents.appo", "APPOTrainer"),
-}
+from rljax.utils.old_api_trainers import TRAINERS, trainer_path
 
 
 def trainer_class(algo: str) -> Any:
     """The old-API trainer class of algorithm ``algo`` (``"PPO"``, ...); KeyError if none."""
     module, name = TRAINERS[algo]
     return getattr(importlib.import_module(module), name)
-
-
-def trainer_path(algo: str) -> str | None:
-    """The import path of algorithm ``algo``'s old-API trainer (``"rljax.agents.ppo.PPOTrainer"``),
-    or None for an algorithm without one."""
-    if algo not in TRAINERS:
-        return None
-    module, name = TRAINERS[algo]
-    return f"{module}.{name}"
 
 
 def is_trainer(obj: Any) -> bool:

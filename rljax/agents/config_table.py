@@ -403,7 +403,7 @@ def _hint(name: str, candidates: list[str]) -> str:
 def _unknown_hint(name: str, candidates: list[str]) -> str:
     """The name an unknown key most likely means: RLlib's own renames first
     (``learning_rate`` -> ``lr``), else the closest key."""
-    from rljax.algorithms.algorithm_config import RENAMED
+    from rljax.algorithms.config_names import RENAMED
 
     target = RENAMED.get(name)
     if target is not None and target in candidates:

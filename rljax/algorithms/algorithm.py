@@ -1586,7 +1586,7 @@ def _refuse_config(cls: type[Algorithm], config: Any) -> None:
     name = cls.config_class.__name__
     algo = cls.config_class.algo_name
     if isinstance(config, Mapping):
-        from rljax.agents import trainer_path
+        from rljax.utils.old_api_trainers import trainer_path
 
         path = trainer_path(algo)
         trainer = f"; RLlib 1.x's dict keys: {path}(config=d)" if path else ""

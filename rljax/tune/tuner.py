@@ -12,6 +12,12 @@ at ``storage_path/name`` records each trial's status for ``Tuner.restore``. With
 ``RunConfig(verbose=1)`` (the default) a table of the trials is shown as they run
 (``rljax.tune.progress``).
 
+This module holds the ``Tuner`` (the trials' batches and their order) and ``tune.run``; one
+trial's run and ``tune.report`` are in ``rljax.tune.trial_run``, populations in
+``rljax.tune.population_run``, ``Tuner.restore``'s reading of an experiment in
+``rljax.tune.restore``, RLlib 1.x's trainers as trainables in ``rljax.tune.old_api`` and
+``tune.run``'s ``ExperimentAnalysis`` in ``rljax.tune.analysis``.
+
 An algorithm trainable needs a stop criterion (``RunConfig(stop=...)``) or
 ``TuneConfig(time_budget_s=...)``: Ray Tune would call ``train()`` until interrupted, rljax
 refuses to start instead. A function trainable ends when it returns.
@@ -20,27 +26,40 @@ refuses to start instead. A function trainable ends when it returns.
 from __future__ import annotations
 
 import contextlib
-import csv
 import dataclasses
-import inspect
-import io
-import json
 import os
-import shutil
-import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from rljax.tune import experiment_state as es
+from rljax.tune.analysis import ExperimentAnalysis, TuneError
+from rljax.tune.old_api import check_stop_keys, is_old_api_trainer, old_api_trainable
+from rljax.tune.population_run import run_population
 from rljax.tune.progress import ProgressReporter, TrialTable
-from rljax.tune.result_grid import Checkpoint, Result, ResultGrid, check_mode
-from rljax.tune.stopper import Stopper, as_stopper, flatten
+from rljax.tune.restore import (
+    base_config_data,
+    base_config_from_data,
+    restore_tuner,
+    variants_over,
+)
+from rljax.tune.result_grid import ResultGrid, check_mode
+from rljax.tune.stopper import as_stopper, flatten
+from rljax.tune.trainables import search_space_of, trainable_parts
+from rljax.tune.trial_run import (
+    _Fit,
+    _searcher_and_scheduler,
+    _StopperFailed,
+    _StopTrial,
+    _TrialRun,
+    get_checkpoint,
+    report,
+    to_json_data,
+    trial_session,
+)
 from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig, default_storage_path
 from rljax.tune.variants import (
     MAX_VARIANTS,
@@ -49,477 +68,16 @@ from rljax.tune.variants import (
     generate_variants,
 )
 from rljax.tune.worker import MainModuleRerun
-from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
 
 if TYPE_CHECKING:
     from rljax.algorithms.algorithm_config import AlgorithmConfig
-    from rljax.tune.schedulers import TrialScheduler
     from rljax.tune.search.searcher import Searcher
-
-
-class TuneError(RuntimeError):
-    """``tune.run`` with ``raise_on_failed_trial=True``: some trials raised."""
-
-
-class _StopTrial(BaseException):
-    """Raised inside a function trainable's ``tune.report`` when its trial is to stop (a
-    ``BaseException``, so that the trainable's own ``except Exception`` does not catch it)."""
-
-
-class _StopperFailed(BaseException):
-    """A stop criterion that cannot be read (a key missing from the results): ends ``fit()``
-    (a ``BaseException``, so that a function trainable's ``except Exception`` does not hide it)."""
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if hasattr(value, "__array__"):
-        return np.asarray(value).tolist()
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return repr(value)
-
-
-def to_json_data(value: Any) -> Any:
-    """``value`` with numpy and JAX numbers and arrays as Python numbers and lists, and anything
-    else JSON cannot hold as its ``repr``."""
-    return json.loads(json.dumps(value, default=_jsonable))
-
-
-# ---------------------------------------------------------------------- tune.report
-_SESSION: _TrialRun | None = None
-
-
-def report(metrics: Mapping[str, Any], *, checkpoint: Any = None) -> None:
-    """Reports a function trainable's result (Tune 2.x's ``tune.report``).
-
-    ``metrics``: a dict (nested dicts allowed; numpy values become Python numbers).
-    ``checkpoint``: a directory (a path or ``tune.Checkpoint``) saved with this result; it is
-    copied into the trial's directory as ``checkpoint_NNNNNN``. When a stop criterion is met the
-    trial ends here (the call does not return).
-
-    Raises:
-      RuntimeError: called outside a trial run by ``Tuner.fit()``.
-    """
-    if _SESSION is None:
-        raise RuntimeError(
-            "tune.report() is called inside a function trainable run by tune.Tuner(...).fit() "
-            "or tune.run(...); no trial is running"
-        )
-    if not isinstance(metrics, Mapping):
-        raise TypeError(f"tune.report(metrics) needs a dict; got a {type(metrics).__name__}")
-    if _SESSION.record(dict(metrics), checkpoint=checkpoint):
-        raise _StopTrial
-
-
-def get_checkpoint() -> Checkpoint | None:
-    """The running trial's latest checkpoint (Tune 2.x's ``tune.get_checkpoint``): after
-    ``Tuner.restore`` the one an unfinished trial continues from, else the newest it reported,
-    else None. A function trainable reads it at its start to continue where it left off.
-
-    Raises:
-      RuntimeError: called outside a trial run by ``Tuner.fit()``.
-    """
-    if _SESSION is None:
-        raise RuntimeError(
-            "tune.get_checkpoint() is called inside a function trainable run by "
-            "tune.Tuner(...).fit(); no trial is running"
-        )
-    latest = _SESSION.latest_checkpoint
-    return None if latest is None else Checkpoint(latest)
-
-
-# ---------------------------------------------------------------------- one trial
-class _TrialRun:
-    """One trial's results, files, checkpoints and stop decisions."""
-
-    def __init__(
-        self,
-        trial_id: str,
-        path: Path,
-        config: dict[str, Any],
-        stopper: Stopper | None,
-        checkpoint_config: CheckpointConfig,
-        deadline: float | None,
-        verbose: int,
-        resume: es.ResumePoint | None = None,
-        progress: ProgressReporter | None = None,
-        lock: threading.RLock | None = None,
-        halt: Callable[[], bool] | None = None,
-    ):
-        self.trial_id, self.path, self.config = trial_id, path, config
-        # Trials trained at once (in worker processes) record their results one at a time.
-        self.lock = lock if lock is not None else threading.RLock()
-        self.halt = halt  # True: the Tuner is ending every trial (a fatal error elsewhere)
-        # RunConfig.callbacks' on_trial_result, called with each recorded result.
-        self.notify: Callable[[_TrialRun, dict[str, Any]], None] | None = None
-        self.stopper, self.checkpoint_config = stopper, checkpoint_config
-        self.deadline, self.verbose = deadline, verbose
-        self.progress = progress
-        self.history: list[dict[str, Any]] = list(resume.history) if resume else []
-        self.checkpoints: list[Path] = list(resume.checkpoints) if resume else []
-        self.stop_all = False
-        self.out_of_time = False
-        # The search algorithm's and scheduler's view of each result: True stops the trial.
-        self.on_result: Callable[[dict[str, Any], bool], bool] | None = None
-        self._fields: list[str] | None = None
-        self._start = self._last = time.time()
-        if self.history:  # resumed: times go on from the kept results'
-            self._start -= float(self.history[-1].get("time_total_s", 0.0))
-        path.mkdir(parents=True, exist_ok=True)
-        safe_io.write_atomic(path / "params.json", json.dumps(to_json_data(config), indent=2))
-        (path / "error.txt").unlink(missing_ok=True)  # a resumed trial's old error
-        self._rewrite_results()
-
-    @property
-    def latest_checkpoint(self) -> Path | None:
-        """The newest checkpoint kept (a resumed trial continues from it), or None."""
-        return self.checkpoints[-1] if self.checkpoints else None
-
-    @property
-    def local_path(self) -> str:
-        """The trial's directory (Tune's ``Trial.local_path``)."""
-        return str(self.path)
-
-    def _rewrite_results(self) -> None:
-        """``result.json`` and ``progress.csv`` holding ``history`` (none for a new trial; a
-        resumed one's results up to its checkpoint), written atomically."""
-        lines = [
-            json.dumps({**r, "config": to_json_data(self.config)}) + "\n" for r in self.history
-        ]
-        safe_io.write_atomic(self.path / "result.json", "".join(lines))
-        csv_path = self.path / "progress.csv"
-        if not self.history:
-            csv_path.unlink(missing_ok=True)
-            return
-        flat = [flatten(r) for r in self.history]
-        self._fields = list(flat[0])
-        out = io.StringIO()
-        writer = csv.DictWriter(out, self._fields, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(flat)
-        safe_io.write_atomic(csv_path, out.getvalue())
-
-    def _save_checkpoint(self, iteration: int, save: Callable[[Path], Any]) -> None:
-        target = self.path / f"checkpoint_{iteration:06d}"
-        if target.exists():
-            shutil.rmtree(target)
-        save(target)
-        if target in self.checkpoints:
-            self.checkpoints.remove(target)
-        self.checkpoints.append(target)
-        keep = self.checkpoint_config.num_to_keep
-        while keep is not None and len(self.checkpoints) > keep:
-            shutil.rmtree(self.checkpoints.pop(0), ignore_errors=True)
-
-    def record(self, metrics: dict[str, Any], checkpoint: Any = None, algo: Any = None) -> bool:
-        """Stores one result; True when the trial is to stop."""
-        with self.lock:
-            return self._record(metrics, checkpoint, algo)
-
-    def _record(self, metrics: dict[str, Any], checkpoint: Any, algo: Any) -> bool:
-        now = time.time()
-        result = to_json_data(metrics)
-        result.setdefault("training_iteration", len(self.history) + 1)
-        result.setdefault("time_this_iter_s", now - self._last)
-        result.setdefault("time_total_s", now - self._start)
-        result.setdefault("timestamp", int(now))
-        result.setdefault("pid", os.getpid())  # the trial's process (a worker's, see fit())
-        result["done"] = False
-        result["trial_id"] = self.trial_id
-        self._last = now
-        self.history.append(result)
-        with open(self.path / "result.json", "a") as f:
-            f.write(json.dumps({**result, "config": to_json_data(self.config)}) + "\n")
-        flat = flatten(result)
-        new_file = self._fields is None
-        if self._fields is None:  # Tune's CSV keeps the first result's columns
-            self._fields = list(flat)
-        with open(self.path / "progress.csv", "a", newline="") as f:
-            writer = csv.DictWriter(f, self._fields, extrasaction="ignore")
-            if new_file:
-                writer.writeheader()
-            writer.writerow(flat)
-        iteration = int(result["training_iteration"])
-        if checkpoint is not None:
-            source = Path(os.fspath(checkpoint))
-            if not source.is_dir():
-                raise ConfigError(
-                    f"tune.report(checkpoint={checkpoint!r}): not a directory; pass a directory "
-                    "or tune.Checkpoint.from_directory(path)"
-                )
-            self._save_checkpoint(iteration, lambda t: shutil.copytree(source, t))
-        frequency = self.checkpoint_config.checkpoint_frequency
-        if algo is not None and frequency and iteration % frequency == 0:
-            self._save_checkpoint(iteration, algo.save_to_path)
-        if self.progress is not None:
-            self.progress.result(self.trial_id, result)
-        if self.notify is not None:
-            self.notify(self, result)
-        if self.verbose >= 2:
-            line = f"Trial {self.trial_id} iteration {iteration}: {_short(flat)}"
-            if self.progress is not None:
-                self.progress.log(line)
-            else:
-                print(line)
-        stop = False
-        if self.stopper is not None:
-            try:
-                stop = bool(self.stopper(self.trial_id, result))
-                self.stop_all = bool(self.stopper.stop_all())
-            except Exception as e:
-                raise _StopperFailed(str(e)) from e
-        if self.on_result is not None:
-            try:
-                stop = self.on_result(flat, stop) or stop
-            except Exception as e:
-                raise _StopperFailed(str(e)) from e
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            self.out_of_time = True
-        halted = self.halt is not None and self.halt()
-        return stop or self.stop_all or self.out_of_time or halted
-
-    def finish_algorithm(self, algo: Any) -> None:
-        """``checkpoint_at_end``: a last checkpoint, unless this iteration's was just saved."""
-        with self.lock:
-            self._finish_algorithm(algo)
-
-    def _finish_algorithm(self, algo: Any) -> None:
-        if not self.checkpoint_config.checkpoint_at_end or not self.history:
-            return
-        iteration = int(self.history[-1]["training_iteration"])
-        if not self.checkpoints or self.checkpoints[-1].name != f"checkpoint_{iteration:06d}":
-            self._save_checkpoint(iteration, algo.save_to_path)
-
-    def result(self, error: BaseException | None) -> Result:
-        metrics: dict[str, Any] = (
-            dict(self.history[-1]) if self.history else {"trial_id": self.trial_id}
-        )
-        if error is None:
-            metrics["done"] = True
-        else:
-            text = f"{type(error).__name__}: {error}"[: es.MAX_ERROR_BYTES // 8]
-            safe_io.write_atomic(self.path / "error.txt", text + "\n")
-        metrics.setdefault("config", self.config)  # as Tune's result.metrics has it
-        return Result(
-            config=self.config,
-            metrics=metrics,
-            path=str(self.path),
-            error=error,
-            checkpoint=Checkpoint(self.checkpoints[-1]) if self.checkpoints else None,
-            history=self.history,
-            trial_id=self.trial_id,
-        )
-
-
-def _short(flat: Mapping[str, Any], limit: int = 6) -> str:
-    shown = [
-        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-        for k, v in flat.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool)
-    ]
-    return ", ".join(shown[:limit])
 
 
 def _dir_part(value: Any) -> str:
     text = f"{value:.4g}" if isinstance(value, float) else str(value)
     return "".join(c if c.isalnum() or c in "-.=_" else "_" for c in text)[:20]
-
-
-def _searcher_and_scheduler(
-    trial_id: str, searcher: Searcher | None, scheduler: TrialScheduler | None
-) -> Callable[[dict[str, Any], bool], bool]:
-    """What ``_TrialRun.record`` calls with each (flat) result and whether a stop criterion
-    already stops the trial: the searcher sees every result, the scheduler those the stop
-    criteria let through (as Tune); True when the scheduler says STOP."""
-
-    def on_result(result: dict[str, Any], stopping: bool) -> bool:
-        if searcher is not None:
-            searcher.on_trial_result(trial_id, result)
-        if scheduler is None or stopping:
-            return False
-        return scheduler.on_trial_result(trial_id, result) == scheduler.STOP
-
-    return on_result
-
-
-def _base_config_data(base: AlgorithmConfig | None) -> dict[str, Any] | None:
-    """A base config's settings as JSON data for the experiment state (searched settings left
-    out: each trial's variant sets them); None when they are not plain data."""
-    if base is None:
-        return None
-    from rljax.tune.sample import Domain
-
-    data = {k: v for k, v in base.to_dict().items() if not isinstance(v, Domain)}
-    try:
-        return dict(json.loads(json.dumps(data)))
-    except (TypeError, ValueError):
-        return None
-
-
-def _base_config_from_data(trainable: Any, state: es.ExperimentState) -> AlgorithmConfig:
-    """The experiment's base config again, from its saved settings, for an algorithm name or
-    class (``from_dict``: nothing is imported unless registered in this process)."""
-    from rljax.algorithms import registry
-    from rljax.algorithms.algorithm import Algorithm
-
-    if isinstance(trainable, str):
-        try:
-            cls = registry.config_class(trainable)
-        except KeyError:
-            raise ConfigError(
-                f"trainable {trainable!r} is not an rljax algorithm; use one of "
-                f"{registry.algorithm_names()}"
-            ) from None
-    elif inspect.isclass(trainable) and issubclass(trainable, Algorithm):
-        cls = type(trainable.config_class())
-    else:
-        raise ConfigError(
-            f"{state.path}: the experiment trained the algorithm {state.trainable!r}; pass its "
-            "name, its class or a config object as trainable"
-        )
-    assert state.base_config is not None
-    try:
-        config = cls.from_dict(state.base_config)
-    except ConfigError as e:
-        raise ConfigError(
-            f"{state.path}: its saved base config does not load ({e}); pass the config object "
-            "as trainable: Tuner.restore(path, trainable=config)"
-        ) from None
-    if inspect.isclass(trainable):
-        config.algo_class = trainable
-    return config
-
-
-def _variants_over(param_space: Mapping[str, Any], state: es.ExperimentState) -> list[Any]:
-    """Each trial's variant as ``param_space`` with its searched values replaced by the saved
-    ones (for values JSON could not keep)."""
-    from rljax.tune.variants import _copy_tree, _replace
-
-    variants = []
-    for saved in state.variants:
-        variant = _copy_tree(dict(param_space))
-        for path in state.searched:
-            value: Any = saved
-            try:
-                for key in path:
-                    value = value[key]
-                variant = _replace(variant, tuple(path), _copy_tree(value))
-            except (KeyError, IndexError, TypeError):
-                raise ConfigError(
-                    f"param_space has no key path {path!r} that the experiment searched; pass "
-                    "the original param_space"
-                ) from None
-        variants.append(variant)
-    return variants
-
-
-@dataclasses.dataclass
-class _Fit:
-    """What one ``Tuner.fit()`` call keeps while it runs its trials."""
-
-    state: es.ExperimentState
-    stopper: Stopper | None
-    checkpoint_config: CheckpointConfig
-    deadline: float | None
-    progress: ProgressReporter | None
-    results: dict[int, Result] = dataclasses.field(default_factory=dict)
-    stopped: bool = False  # by time_budget_s or a Stopper's stop_all(): no more trials start
-    # With batches in worker processes: records, status changes and the table one at a time;
-    # ``aborted`` ends every running trial after its current result (a fatal error elsewhere);
-    # ``interrupted`` (Ctrl-C) leaves the running trials RUNNING for Tuner.restore.
-    lock: threading.RLock = dataclasses.field(default_factory=threading.RLock)
-    aborted: bool = False
-    interrupted: bool = False
-    callbacks: list[Any] = dataclasses.field(default_factory=list)  # RunConfig.callbacks
-    trials: list[_TrialRun] = dataclasses.field(default_factory=list)  # started in this fit()
-    iteration: int = 0  # results recorded in this fit()
-
-    def callback(self, hook: str, **kwargs: Any) -> None:
-        """Calls ``hook`` of every ``RunConfig`` callback; one that raises ends ``fit()``."""
-        for cb in self.callbacks:
-            try:
-                getattr(cb, hook)(**kwargs)
-            except Exception as e:
-                raise _StopperFailed(
-                    f"RunConfig.callbacks: {type(cb).__name__}.{hook} raised "
-                    f"{type(e).__name__}: {e}"
-                ) from e
-
-    def trial_result(self, trial: _TrialRun, result: dict[str, Any]) -> None:
-        self.iteration += 1
-        self.callback(
-            "on_trial_result",
-            iteration=self.iteration,
-            trials=list(self.trials),
-            trial=trial,
-            result=result,
-        )
-
-    def past_deadline(self) -> bool:
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            self.stopped = True
-        return self.stopped
-
-
-def _run_population(
-    configs: list[AlgorithmConfig],
-    trials: list[_TrialRun],
-    scheduler: Any,
-    payload: bytes | None = None,
-) -> list[BaseException | None]:
-    """Trains ``trials`` as one population until each stops (its stop criterion, a
-    scheduler's STOP, the time budget); returns each one's exception, if it raised. A
-    ``PopulationBasedTraining`` scheduler perturbs the population after every iteration, and
-    each trial's config takes the values it explored. With ``payload`` (``worker``'s) the
-    population trains in a worker process."""
-    from rljax.execution.population import Population
-    from rljax.tune.pbt import PopulationBasedTraining
-    from rljax.tune.worker import RemotePopulation
-
-    errors: list[BaseException | None] = [None] * len(trials)
-    population: Any = None
-    try:
-        if payload is not None:  # built from the trials' checkpoints in the worker
-            population = RemotePopulation(payload, len(trials))
-        else:
-            population = Population(configs, checkpoints=[t.latest_checkpoint for t in trials])
-        pbt = scheduler if isinstance(scheduler, PopulationBasedTraining) else None
-        while any(population.active):
-            results = population.train()
-            for i, error in enumerate(population.errors):
-                if error is not None and errors[i] is None:
-                    errors[i] = error
-            ending = any(t.stop_all or t.out_of_time for t in trials)
-            for i, result in enumerate(results):
-                if result is None:
-                    continue
-                member, trial = population.members[i], trials[i]
-                if trial.record(result, algo=member) or ending or trial.stop_all:
-                    trial.finish_algorithm(member)
-                    population.stop_trial(i)
-            if pbt is not None and any(population.active):
-                live = [r if population.active[i] else None for i, r in enumerate(results)]
-                for dst in pbt.perturb(population, live):
-                    mutated = {k: population.values[dst][k] for k in pbt.hyperparam_mutations}
-                    trials[dst].config = {**trials[dst].config, **mutated}
-            if any(t.stop_all or t.out_of_time for t in trials):
-                for i in range(len(trials)):
-                    if population.active[i]:
-                        trials[i].finish_algorithm(population.members[i])
-                        population.stop_trial(i)
-    except (_StopperFailed, MainModuleRerun):
-        raise
-    except Exception as e:  # the population itself failed: every trial still in it did
-        for i in range(len(trials)):
-            if errors[i] is None and (population is None or population.active[i]):
-                errors[i] = e
-    finally:
-        if population is not None:
-            population.stop()
-    return errors
 
 
 # ---------------------------------------------------------------------- Tuner
@@ -553,9 +111,6 @@ class Tuner:
         tune_config: TuneConfig | None = None,
         run_config: RunConfig | None = None,
     ):
-        from rljax.algorithms import registry
-        from rljax.algorithms.algorithm import Algorithm
-        from rljax.algorithms.algorithm_config import AlgorithmConfig
         from rljax.tune.worker import refuse_in_worker
 
         refuse_in_worker()  # a worker importing a script without the __main__ guard again
@@ -565,62 +120,11 @@ class Tuner:
             raise ConfigError(f"tune_config={tune_config!r}: use a tune.TuneConfig")
         if not isinstance(self.run_config, RunConfig):
             raise ConfigError(f"run_config={run_config!r}: use a tune.RunConfig")
-        base: AlgorithmConfig | None = None
-        self._function: Callable[[Any], Any] | None = None
-        if isinstance(trainable, str):
-            try:
-                base = registry.config_class(trainable)()
-            except KeyError:
-                raise ConfigError(
-                    f"trainable {trainable!r} is not an rljax algorithm; use one of "
-                    f"{registry.algorithm_names()}, an algorithm class, a config or a function"
-                ) from None
-            self.trainable_name = trainable
-        elif inspect.isclass(trainable) and issubclass(trainable, Algorithm):
-            base = trainable.config_class()
-            if base.algo_class is None:
-                raise ConfigError(f"trainable {trainable.__name__} is no algorithm to train")
-            base.algo_class = trainable
-            self.trainable_name = trainable.__name__
-        elif isinstance(trainable, AlgorithmConfig):
-            base = trainable.copy()
-            self.trainable_name = base.algo_name
-        elif callable(trainable) and not inspect.isclass(trainable):
-            self._function = trainable
-            self.trainable_name = getattr(trainable, "__name__", type(trainable).__name__)
-        else:
-            raise ConfigError(
-                f"trainable={trainable!r}: use an algorithm name ({registry.algorithm_names()}), "
-                "an algorithm class, a config object, or a function train_fn(config)"
-            )
-
+        base, self._function, self.trainable_name = trainable_parts(trainable)
         # The search space, and how a variant becomes a trial's config.
-        space: dict[str, Any]
-        self._config_base: AlgorithmConfig | None = None
-        if isinstance(param_space, AlgorithmConfig):
-            if base is not None and type(param_space) is not type(base):
-                raise ConfigError(
-                    f"param_space is a {type(param_space).__name__}, but the trainable "
-                    f"{self.trainable_name!r} takes a {type(base).__name__}"
-                )
-            if base is not None and base.algo_class is not None:
-                algo_class = base.algo_class
-                base = param_space.copy()
-                base.algo_class = algo_class
-            else:
-                base = param_space.copy()
-            if self._function is not None:
-                self._config_base = base
-            space = dict(base.search_space())
-        elif param_space is None or isinstance(param_space, Mapping):
-            space = dict(param_space or {})
-            if base is not None:
-                space = {**base.search_space(), **space}
-        else:
-            raise ConfigError(
-                f"param_space={param_space!r}: use a dict of values and search spaces, or a "
-                "config object"
-            )
+        base, self._config_base, space = search_space_of(
+            param_space, base, self._function, self.trainable_name
+        )
         root = "param_space" if base is None else type(base).__name__
         self._base = base
         self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
@@ -646,12 +150,12 @@ class Tuner:
         self._algo_configs: list[AlgorithmConfig] | None = None
         # RLlib 1.x's trainers (rljax.agents) read each variant as an old dict config; their
         # trials train one by one, through train(), whose results carry the old keys.
-        self._old_api = trainable if _is_old_api_trainer(trainable) else None
+        self._old_api = trainable if is_old_api_trainer(trainable) else None
         if self._old_api is not None and self.tune_config.populations:
             self.tune_config = dataclasses.replace(self.tune_config, populations=False)
         if self._function is None:
             assert base is not None
-            _check_stop_keys(self.run_config.stop, old_api=self._old_api is not None)
+            check_stop_keys(self.run_config.stop, old_api=self._old_api is not None)
             self._algo_configs = [self._variant_config(v) for v in self._variants]
             if (
                 self.run_config.stop is None
@@ -1009,7 +513,7 @@ class Tuner:
             )
         if len(batch) > 1:
             assert self._algo_configs is not None
-            failures = _run_population(
+            failures = run_population(
                 [self._algo_configs[i] for i in trials],
                 list(trials.values()),
                 self.tune_config.scheduler,
@@ -1030,22 +534,19 @@ class Tuner:
     ) -> BaseException | None:
         """Runs one trial to its end (an algorithm's in a worker process with ``payload``);
         returns its exception, if it raised."""
-        global _SESSION
         variant = self._variants[index]
         try:
             if self._function is not None:
                 given: Any = variant
                 if self._config_base is not None:
                     given = self._config_base.copy().update_from_dict(variant)
-                _SESSION = trial
                 try:
-                    returned = self._function(given)
+                    with trial_session(trial):
+                        returned = self._function(given)
                     if isinstance(returned, Mapping):  # Tune 1.x: a returned dict is a result
                         trial.record(dict(returned))
                 except _StopTrial:
                     pass
-                finally:
-                    _SESSION = None
             else:
                 assert self._algo_configs is not None
                 self._run_algorithm(self._algo_configs[index], trial, payload)
@@ -1073,7 +574,7 @@ class Tuner:
             root=experiment,
             trainable=self.trainable_name,
             kind="function" if self._function is not None else "algorithm",
-            base_config=_base_config_data(base),
+            base_config=base_config_data(base),
             variants=variants,
             variants_exact=variants == self._variants,
             searched=[list(p) for p in self._searched],
@@ -1162,67 +663,17 @@ class Tuner:
             another kind or algorithm than the experiment's, or something above that must be
             given again.
         """
-        from rljax.algorithms.algorithm_config import AlgorithmConfig, check_loaded_env_settings
-
-        state = es.ExperimentState.load(path)
-        es.check_trial_files(state)  # every file read back is checked before anything changes
-        for index, saved in enumerate(state.variants):  # settings read from a file
-            if isinstance(saved, Mapping):
-                try:
-                    check_loaded_env_settings(saved)
-                except ConfigError as e:
-                    raise ConfigError(f"{state.path}: trial {index}: {e}") from None
-        tune_config, run_config = es.restored_configs(state, stop)
-        if callbacks is not None:
-            run_config = dataclasses.replace(run_config, callbacks=callbacks)
-        # The base settings: a config given again, else (an algorithm) the saved ones.
-        base_space = param_space if isinstance(param_space, AlgorithmConfig) else None
-        if state.kind == "algorithm" and not isinstance(trainable, AlgorithmConfig):
-            if base_space is None and state.base_config is None:
-                raise ConfigError(
-                    f"{state.path}: the base config of {state.trainable!r} held objects that "
-                    "could not be saved; pass the config again: Tuner.restore(path, "
-                    "trainable=config)"
-                )
-            if base_space is None:
-                base_space = _base_config_from_data(trainable, state)
-        if state.kind == "function" and state.base_config is not None and base_space is None:
-            raise ConfigError(
-                f"{state.path}: the function trainable {state.trainable!r} took a config object; "
-                "pass it again: Tuner.restore(path, trainable, param_space=config)"
-            )
-        tuner = cls(
+        return restore_tuner(
+            cls,
+            path,
             trainable,
-            param_space=base_space,
-            tune_config=TuneConfig(**{**es.tune_config_data(tune_config), "num_samples": 1}),
-            run_config=run_config,
+            param_space,
+            resume_unfinished,
+            resume_errored,
+            restart_errored,
+            stop,
+            callbacks,
         )
-        kind = "function" if tuner._function is not None else "algorithm"
-        if kind != state.kind or (kind == "algorithm" and tuner.trainable_name != state.trainable):
-            raise ConfigError(
-                f"{state.path}: the experiment trained {state.kind} {state.trainable!r}; "
-                f"got the {kind} {tuner.trainable_name!r}"
-            )
-        tuner.tune_config = tune_config
-        tuner._searched = [tuple(p) for p in state.searched]
-        if isinstance(param_space, Mapping):
-            tuner._variants = _variants_over(param_space, state)
-        elif state.variants_exact:
-            tuner._variants = state.variants
-        else:
-            raise ConfigError(
-                f"{state.path}: the variants held values JSON cannot keep (objects, tuples); "
-                "pass the original param_space again: Tuner.restore(path, trainable, "
-                "param_space=...)"
-            )
-        if tuner._function is None:
-            assert tuner._base is not None
-            tuner._algo_configs = [tuner._base.copy().update_from_dict(v) for v in tuner._variants]
-        tuner._restored = (
-            state,
-            es.ResumeFlags(bool(resume_unfinished), bool(resume_errored), bool(restart_errored)),
-        )
-        return tuner
 
     @staticmethod
     def _run_algorithm(
@@ -1245,113 +696,7 @@ class Tuner:
             algo.stop()
 
 
-def _is_old_api_trainer(trainable: Any) -> bool:
-    from rljax.agents import is_trainer
-
-    return is_trainer(trainable)
-
-
-def _old_api_trainable(trainable: Any, config: Any) -> Any:
-    """``tune.run``'s trainable: RLlib 1.x's trainer for an algorithm name whose dict config
-    uses an old key (one that is no setting of the algorithm's config), else as given."""
-    from rljax.algorithms import registry
-
-    if not (isinstance(trainable, str) and isinstance(config, Mapping)):
-        return trainable
-    if trainable not in registry.algorithm_names():
-        return trainable  # Tuner names what is wrong
-    from rljax.agents import trainer_class
-    from rljax.agents.config_table import OLD_KEYS
-
-    settings = registry.config_class(trainable).SETTINGS
-    if any(isinstance(k, str) and k not in settings and k in OLD_KEYS for k in config):
-        return trainer_class(trainable)
-    return trainable
-
-
-def _check_stop_keys(stop: Any, old_api: bool) -> None:
-    """Before any trial: a stop key of RLlib 1.x's results (``episode_reward_mean``) on a
-    new-API algorithm, which never reports it, is refused with its new name."""
-    if old_api or not isinstance(stop, Mapping):
-        return
-    from rljax.agents.trainer import OLD_RESULT_KEYS
-
-    old = {k: OLD_RESULT_KEYS[k] for k in stop if k in OLD_RESULT_KEYS}
-    if old:
-        shown = ", ".join(f"{k!r} -> {v!r}" for k, v in old.items())
-        raise ConfigError(
-            f"stop={dict(stop)!r}: {', '.join(map(repr, old))} is RLlib 1.x's result key, "
-            f"which the new API stack does not report; use {shown} (or train RLlib 1.x's "
-            "trainer, rljax.agents.ppo.PPOTrainer, whose results have the old keys)"
-        )
-
-
 # ---------------------------------------------------------------------- tune.run
-class ExperimentAnalysis:
-    """What ``tune.run`` returns (Tune's older ``ExperimentAnalysis``), over a ``ResultGrid``."""
-
-    def __init__(self, grid: ResultGrid, metric: str | None = None, mode: str | None = None):
-        self.result_grid = grid
-        self.default_metric, self.default_mode = metric, mode
-
-    @property
-    def trials(self) -> list[Result]:
-        return list(self.result_grid)
-
-    @property
-    def results(self) -> dict[str, dict[str, Any]]:
-        """The last result of each trial, by trial id."""
-        return {r.trial_id: r.metrics for r in self.result_grid}
-
-    @property
-    def experiment_path(self) -> str:
-        return self.result_grid.experiment_path
-
-    def get_best_trial(
-        self, metric: str | None = None, mode: str | None = None, scope: str = "last"
-    ) -> Result:
-        return self.result_grid.get_best_result(
-            metric if metric is not None else self.default_metric,
-            mode if mode is not None else self.default_mode,
-            scope,
-        )
-
-    def get_best_config(
-        self, metric: str | None = None, mode: str | None = None, scope: str = "last"
-    ) -> dict[str, Any]:
-        return self.get_best_trial(metric, mode, scope).config
-
-    @property
-    def best_trial(self) -> Result:
-        return self.get_best_trial()
-
-    @property
-    def best_config(self) -> dict[str, Any]:
-        """The best trial's config, by ``tune.run``'s ``metric`` and ``mode``."""
-        return self.get_best_trial().config
-
-    @property
-    def best_result(self) -> dict[str, Any]:
-        """The best trial's last result (nested, as reported)."""
-        return self.get_best_trial().metrics
-
-    @property
-    def best_checkpoint(self) -> Checkpoint | None:
-        return self.get_best_trial().checkpoint
-
-    @property
-    def best_logdir(self) -> str:
-        return self.get_best_trial().path
-
-    def dataframe(self, metric: str | None = None, mode: str | None = None) -> Any:
-        return self.result_grid.get_dataframe(metric, mode)
-
-    @property
-    def results_df(self) -> Any:
-        """Each trial's last result and config, one row per trial (a pandas DataFrame)."""
-        return self.result_grid.get_dataframe()
-
-
 def run(
     run_or_experiment: Any,
     config: Mapping[str, Any] | AlgorithmConfig | None = None,
@@ -1410,7 +755,7 @@ def run(
             "resources_per_trial",
             "tune.run(resources_per_trial=...) has no effect: trials share the host",
         )
-    run_or_experiment = _old_api_trainable(run_or_experiment, config)
+    run_or_experiment = old_api_trainable(run_or_experiment, config)
     grid = Tuner(
         run_or_experiment,
         param_space=config,
@@ -1444,3 +789,13 @@ __all__ = [
     "run",
     "to_json_data",
 ]
+
+# The trial loop's parts, restore and the old-API bridge live in their own modules
+# (trial_run, population_run, restore, old_api, analysis); their names stay importable here.
+_run_population = run_population
+_old_api_trainable = old_api_trainable
+_is_old_api_trainer = is_old_api_trainer
+_check_stop_keys = check_stop_keys
+_base_config_data = base_config_data
+_base_config_from_data = base_config_from_data
+_variants_over = variants_over

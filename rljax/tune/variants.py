@@ -13,78 +13,24 @@ from typing import Any
 
 import numpy as np
 
-from rljax.tune.sample import (
+from rljax.utils.errors import ConfigError
+from rljax.utils.search_space import (
     Categorical,
     ConfigView,
     Domain,
     Function,
     GridSearch,
+    Path,
     UnresolvedValueError,
-    as_domain,
-    is_grid_dict,
+    check_search_spaces,
+    find_search_spaces,
+    key_path,
 )
-from rljax.utils.errors import ConfigError
-
-Path = tuple[Any, ...]
 
 # At most this many trials per experiment: every variant is a config in memory, a trial
 # directory and a row of the experiment state, so a grid of three 1,000-value lists (10^9) is
 # refused when counted, before any is made.
 MAX_VARIANTS = 100_000
-
-
-class _Inside:
-    """A step of a key path into a search space's own values (a grid's or a choice's)."""
-
-    def __init__(self, what: str, index: int):
-        self.what, self.index = what, index
-
-    def __repr__(self) -> str:
-        return f"{self.what} value {self.index}"
-
-
-def key_path(path: Path, root: str = "param_space") -> str:
-    """``root['a']['b'][0]``: how error messages name a key."""
-    return root + "".join(f"[{k!r}]" for k in path)
-
-
-def _children(value: Any) -> Iterator[tuple[Any, Any]]:
-    """The (key, child) pairs of a dict, list or tuple that variants are resolved inside."""
-    if isinstance(value, dict) and not is_grid_dict(value):
-        yield from value.items()
-    elif isinstance(value, list) or type(value) is tuple:
-        yield from enumerate(value)
-
-
-def find_search_spaces(tree: Any, path: Path = ()) -> list[tuple[Path, Domain]]:
-    """Every search space in ``tree`` (nested dicts, lists and tuples), with its key path, in the
-    order the tree lists them; Tune's ``{"grid_search": [...]}`` dicts count as grids."""
-    domain = as_domain(tree)
-    if domain is not None:
-        return [(path, domain)]
-    found: list[tuple[Path, Domain]] = []
-    for key, child in _children(tree):
-        found.extend(find_search_spaces(child, (*path, key)))
-    return found
-
-
-def check_search_spaces(tree: Any, root: str = "param_space", path: Path = ()) -> None:
-    """Checks every search space in ``tree``, and those inside a grid's or a choice's values.
-
-    Raises:
-      ConfigError: naming the key path, the search space as given and what is allowed.
-    """
-    for sub, domain in find_search_spaces(tree, path):
-        domain.check(key_path(sub, root))
-        if isinstance(domain, GridSearch):
-            inner = [("grid_search", domain.values)]
-        elif isinstance(domain, Categorical):
-            inner = [("choice", domain.categories)]
-        else:
-            inner = []
-        for what, values in inner:
-            for i, value in enumerate(values):
-                check_search_spaces(value, root, (*sub, _Inside(what, i)))
 
 
 def count_variants(tree: Any) -> int:

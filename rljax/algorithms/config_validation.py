@@ -1,0 +1,257 @@
+"""The one validation pass of ``AlgorithmConfig``: every setting on its own (its declared
+check), then every combination, before anything is built or compiled.
+
+``AlgorithmConfig.validate()`` and its parts call these functions; subclasses extend
+``validate()`` (calling ``super().validate()`` first) and may override the parts it calls
+through the config (``_check_batch_division``, ``_validate_multi_agent``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rljax.algorithms.config_checks import MAX_EVALUATION_EPISODES
+from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from rljax.utils.errors import ConfigError, closest
+from rljax.utils.search_space import find_search_spaces, key_path
+
+
+def validate(config: Any) -> None:
+    """``AlgorithmConfig.validate()``: checks every value and combination; raises
+    ``ConfigError`` naming what to change.
+
+    A config holding search spaces is refused, naming them (``search_space()``). The parts a
+    subclass may change (``_check_batch_division``, ``_validate_multi_agent``) are called
+    through the config's methods.
+    """
+    from rljax.env.vector import envpool_config, resolve_env
+
+    refuse_search_spaces(config)
+    check_settings(config)
+    spec = None if config._without_env else resolve_env(config.env, config.env_config)
+    if spec is not None and spec.backend == "envpool":
+        envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
+    if config.model_config.use_lstm and config.algo_name != "PPO":
+        raise ConfigError(
+            f"model_config use_lstm=True: {config.algo_name} has no recurrent policies yet; "
+            "PPO does"
+        )
+    if config.env_to_module_connector is not None and (
+        not config.takes_env_to_module_connector or config.is_multi_agent
+    ):
+        what = "multi-agent PPO" if config.is_multi_agent else config.algo_name
+        raise ConfigError(
+            f"env_to_module_connector is set, but {what} takes no connectors yet; "
+            "single-agent PPO, IMPALA and APPO do (set env_to_module_connector=None)"
+        )
+    if config.async_batch_size is not None and (
+        config.async_batch_size > config.num_envs_per_env_runner
+    ):
+        raise ConfigError(
+            f"async_batch_size={config.async_batch_size} exceeds num_envs_per_env_runner="
+            f"{config.num_envs_per_env_runner}"
+        )
+    if (
+        spec is not None
+        and spec.backend == "envpool"
+        and config.gym_env_vectorize_mode == "ASYNC"
+        and config.envs_per_step == config.total_num_envs
+    ):
+        raise ConfigError(
+            f"EnvPool ASYNC needs a batch smaller than num_envs_per_env_runner="
+            f"{config.num_envs_per_env_runner}; raise num_envs_per_env_runner to 2 or more, or set async_batch_size"
+        )
+    if config.evaluation_duration == "auto" and not config.evaluation_parallel_to_training:
+        raise ConfigError(
+            "evaluation_duration='auto' evaluates for as long as the iteration trains: it "
+            "needs evaluation_parallel_to_training=True (else give a number of "
+            "evaluation_duration_unit)"
+        )
+    if (
+        config.evaluation_duration_unit == "episodes"
+        and isinstance(config.evaluation_duration, int)
+        and config.evaluation_duration > MAX_EVALUATION_EPISODES
+    ):
+        raise ConfigError(
+            f"evaluation_duration={config.evaluation_duration} episodes is more than "
+            f"{MAX_EVALUATION_EPISODES:,}; lower it, or evaluate for a number of env steps "
+            "(evaluation_duration_unit='timesteps')"
+        )
+    if not config.explore:
+        raise ConfigError(
+            "explore=False: training always samples from the policy here (PPO's and the "
+            "off-policy algorithms' exploration); for a greedy evaluation leave "
+            "evaluation_config's explore False (the default)"
+        )
+    overrides = config.evaluation_config or {}
+    if config.is_multi_agent and (
+        overrides.get("explore") or "env" in overrides or "env_config" in overrides
+    ):
+        raise ConfigError(
+            "evaluation_config: a multi-agent evaluation is greedy on the training env; "
+            "explore, env and env_config overrides are for single-agent runs"
+        )
+    if ("env" in overrides or "env_config" in overrides) and not config._without_env:
+        resolve_env(
+            overrides.get("env", config.env), overrides.get("env_config", config.env_config)
+        )
+    if config.sample_async and config.num_env_runners == 0:
+        raise ConfigError(
+            "sample_async=True needs runner threads (num_env_runners >= 1); with "
+            "num_env_runners=0 sampling and learning alternate in the driver"
+        )
+    config._check_batch_division()
+    config._validate_multi_agent()
+
+
+def check_settings(config: Any) -> None:
+    """Checks each setting on its own against its ``_CHECKS`` entry and stores it in its
+    normal form (numpy scalars as Python ones, a model dict as ``DefaultModelConfig``)."""
+    for key in config._all_keys():
+        setattr(config, key, config._CHECKS[key](key, getattr(config, key)))
+
+
+def refuse_search_spaces(config: Any) -> None:
+    """Raises ``ConfigError`` when a setting is, or holds, a search space: such a config
+    stands for several trials, and only one of them can be validated or built."""
+    searched = config.search_space()
+    if searched:
+        shown = ", ".join(f"{k}={v!r}" for k, v in searched.items())
+        raise ConfigError(
+            f"{type(config).__name__} searches {', '.join(searched)} ({shown}): a config with "
+            "search spaces stands for several trials, not one run; run it through "
+            "tune.Tuner(config, tune_config=..., run_config=tune.RunConfig(stop=...)).fit(), "
+            "or resolve each trial's config: for variant in "
+            "tune.generate_variants(config.search_space(), num_samples, seed): "
+            "config.copy().update_from_dict(variant)"
+        )
+    for key in config._all_keys():
+        inner = find_search_spaces(getattr(config, key))
+        if inner:
+            path, domain = inner[0]
+            raise ConfigError(
+                f"{key_path(path, key)}={domain!r}: a search space inside a setting's value "
+                f"is not resolved; search the whole setting instead ({key}="
+                "tune.grid_search([value1, value2]))"
+            )
+
+
+def validate_multi_agent(config: Any) -> None:
+    """The multi-agent settings, alone and together: policies, their mapping, the policies
+    that train, each policy's overrides (its config validated on its own) and the settings
+    multi-agent envs do not take."""
+    if config.policies is None:
+        if config.policies_to_train is not None or config.policy_mapping_fn is not None:
+            raise ConfigError(
+                "policy_mapping_fn / policies_to_train are set but policies is not; pass "
+                ".multi_agent(policies=[...], policy_mapping_fn=...)"
+            )
+        if isinstance(config.rl_module_spec, MultiRLModuleSpec):
+            named = config.rl_module_spec.rl_module_specs
+            raise ConfigError(
+                "rl_module_spec is a MultiRLModuleSpec (policies "
+                f"{list(named) if isinstance(named, dict) else 'all'}) but the config is "
+                "single-agent; add .multi_agent(policies=[...], policy_mapping_fn=...) or "
+                "pass an RLModuleSpec"
+            )
+        return
+    if isinstance(config.rl_module_spec, MultiRLModuleSpec):
+        named = config.rl_module_spec.rl_module_specs
+        unknown = [p for p in named if p not in config.policies] if isinstance(named, dict) else []
+        specs = config.rl_module_spec.specs(list(config.policies))
+        if unknown:
+            raise ConfigError(
+                f"MultiRLModuleSpec.rl_module_specs names {unknown}, which are not in "
+                f"policies {list(config.policies)}"
+            )
+        forward_only = [p for p, spec in specs.items() if spec.is_forward_only]
+        trained = set(config.policies_to_train or ())
+        if trained & set(forward_only):
+            raise ConfigError(
+                f"policies_to_train={config.policies_to_train} names "
+                f"{sorted(trained & set(forward_only))}, whose modules only act (an "
+                "RLModule with a forward pass, no parameters); leave them out of "
+                "policies_to_train"
+            )
+        if forward_only and len(forward_only) == len(config.policies):
+            raise ConfigError(
+                f"every policy ({forward_only}) has a module that only acts; at least one "
+                "policy must learn"
+            )
+    if config.restart_failed_sub_environments is True:
+        raise ConfigError(
+            "restart_failed_sub_environments=True is not built for multi-agent envs; "
+            "restart_failed_env_runners=True (the default) replaces a failed runner whole"
+        )
+    if config.async_batch_size is not None:
+        raise ConfigError(
+            f"async_batch_size={config.async_batch_size} does not apply to multi-agent envs: "
+            "with gym_env_vectorize_mode='ASYNC' every copy runs in its own process and all "
+            "copies step together; leave async_batch_size unset"
+        )
+    if config.policy_mapping_fn is None:
+        # Without the env no agent is mapped (a policy loaded for inference).
+        if len(config.policies) > 1 and not config._without_env:
+            raise ConfigError(
+                f"{len(config.policies)} policies need a policy_mapping_fn(agent_id, episode, "
+                "**kwargs) -> policy id"
+            )
+    elif not callable(config.policy_mapping_fn):
+        raise ConfigError(f"policy_mapping_fn={config.policy_mapping_fn!r} is not callable")
+    else:
+        from rljax.env.multi_agent_vector import mapping_caller
+
+        mapping_caller(config.policy_mapping_fn)  # a signature it cannot be called with fails here
+    if config.policies_to_train is not None:
+        unknown = [p for p in config.policies_to_train if p not in config.policies]
+        if unknown:
+            raise ConfigError(
+                f"policies_to_train names {unknown}, which are not in policies "
+                f"{list(config.policies)}"
+            )
+    unknown = [p for p in config.algorithm_config_overrides_per_module if p not in config.policies]
+    if unknown:
+        raise ConfigError(
+            f"algorithm_config_overrides_per_module names {unknown}, which are not in "
+            f"policies {list(config.policies)}"
+        )
+    all_keys = set(config._all_keys())
+    for pid in config.policies:
+        overrides = config.module_overrides(pid)
+        for key in overrides:
+            if key not in all_keys:
+                raise ConfigError(
+                    f"policy {pid!r} overrides unknown setting {key!r}{closest(key, all_keys)}"
+                )
+            if key not in config._PER_MODULE_KEYS:
+                raise ConfigError(
+                    f"policy {pid!r} overrides {key!r}, which every policy of a run shares; "
+                    f"a policy may override: {', '.join(config._PER_MODULE_KEYS) or 'nothing'}"
+                )
+        if overrides:
+            try:
+                config.module_config(pid).validate()
+            except ConfigError as e:
+                raise ConfigError(f"policy {pid!r}'s overrides: {e}") from None
+
+
+def check_batch_division(config: Any) -> None:
+    """The sampled batch is split across learners (on-policy); off-policy configs override
+    ``_check_batch_division``, which calls this."""
+    n_shards = config.num_learner_shards
+    if config.sampled_batch_size % n_shards:
+        raise ConfigError(
+            f"the sampled batch of {config.sampled_batch_size} env steps (rollout_fragment_length="
+            f"{config.get_rollout_fragment_length()} x {config.envs_per_step} sub-envs per step) does not "
+            f"divide across num_learners={config.num_learners}; pick train_batch_size_per_learner, "
+            "num_envs_per_env_runner or rollout_fragment_length so that it does"
+        )
+
+
+__all__ = [
+    "check_batch_division",
+    "check_settings",
+    "refuse_search_spaces",
+    "validate",
+    "validate_multi_agent",
+]

@@ -1,0 +1,30 @@
+"""Where RLlib 1.x's old-API trainers live (``rljax.agents``), by algorithm name, as data.
+
+The table sits below the algorithms so that their error messages can point at a trainer
+(``rljax.agents.ppo.PPOTrainer`` takes a dict of RLlib 1.x's keys) without importing
+``rljax.agents``, which imports the algorithms. ``rljax.agents`` re-exports both names.
+"""
+
+from __future__ import annotations
+
+# Algorithm name -> (module, trainer class).
+TRAINERS = {
+    "PPO": ("rljax.agents.ppo", "PPOTrainer"),
+    "DQN": ("rljax.agents.dqn", "DQNTrainer"),
+    "SAC": ("rljax.agents.sac", "SACTrainer"),
+    "TD3": ("rljax.agents.td3", "TD3Trainer"),
+    "IMPALA": ("rljax.agents.impala", "ImpalaTrainer"),
+    "APPO": ("rljax.agents.appo", "APPOTrainer"),
+}
+
+
+def trainer_path(algo: str) -> str | None:
+    """The import path of algorithm ``algo``'s old-API trainer (``"rljax.agents.ppo.PPOTrainer"``),
+    or None for an algorithm without one."""
+    if algo not in TRAINERS:
+        return None
+    module, name = TRAINERS[algo]
+    return f"{module}.{name}"
+
+
+__all__ = ["TRAINERS", "trainer_path"]
