@@ -67,3 +67,62 @@ def test_the_request_is_a_strict_pack_placement_group():
     assert request.bundles == [{"CPU": 1.0}, {"CPU": 1.0}]
     assert request.strategy == "STRICT_PACK"
     assert request.required_resources == {"CPU": 2.0}
+
+
+def _experiment_file(tmp_path, param_space):
+    import yaml
+
+    path = tmp_path / "experiment.yaml"
+    experiment = {"algo": "PPO", "param_space": param_space, "run_config": {"stop": {"a": 1}}}
+    path.write_text(yaml.safe_dump(experiment))
+    return str(path)
+
+
+@pytest.mark.skipif(HAVE_RAY, reason="checks the message shown without Ray")
+def test_without_ray_rljax_tune_ray_address_says_how_to_install_it(tmp_path, capsys):
+    from rljax import cli
+
+    path = _experiment_file(tmp_path, {"env": "CartPole-v1"})
+    assert cli.main(["tune", "--config", path, "--ray-address", "auto"]) == 2
+    assert 'pip install "ray[tune]"' in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not HAVE_RAY, reason='Ray Tune is not installed (pip install "rljax[ray]")')
+def test_a_bad_file_fails_before_ray_is_contacted(tmp_path, capsys):
+    import ray
+
+    from rljax import cli
+
+    path = _experiment_file(tmp_path, {"env": "CartPole-v1", "lr": {"unifrom": [0, 1]}})
+    # No cluster listens at this address: the file's check comes first.
+    code = cli.main(["tune", "--config", path, "--ray-address", "127.0.0.1:1"])
+    assert code == 2
+    assert "'unifrom' is not a search-space kind" in capsys.readouterr().err
+    assert not ray.is_initialized()
+
+
+@pytest.mark.skipif(not HAVE_RAY, reason='Ray Tune is not installed (pip install "rljax[ray]")')
+def test_a_file_s_search_spaces_become_ray_tune_s():
+    from ray import tune as ray_tune
+    from ray.tune.search.sample import Categorical, Float, Integer
+
+    from rljax.tune.ray_experiment import ray_search_spaces
+
+    space = ray_search_spaces(
+        {
+            "lr": {"loguniform": [1e-4, 1e-2]},
+            "model_config": {"fcnet_hiddens": {"choice": [[8], [16, 16]]}},
+            "num_epochs": {"qrandint": {"lower": 1, "upper": 9, "q": 2}},
+            "seed": {"grid_search": [0, 1]},
+            "env": "CartPole-v1",
+        },
+        ray_tune,
+    )
+    assert isinstance(space["lr"], Float) and (space["lr"].lower, space["lr"].upper) == (
+        1e-4,
+        1e-2,
+    )
+    assert isinstance(space["model_config"]["fcnet_hiddens"], Categorical)
+    assert space["model_config"]["fcnet_hiddens"].categories == [[8], [16, 16]]
+    assert isinstance(space["num_epochs"], Integer) and space["num_epochs"].upper == 9
+    assert space["seed"] == {"grid_search": [0, 1]} and space["env"] == "CartPole-v1"
