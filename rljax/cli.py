@@ -520,6 +520,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from rljax.tune.experiment_file import read_experiment_file, tuner_from_data
 
     data = read_experiment_file(args.config)
+    if args.ray_address is not None:
+        from rljax.tune.ray_experiment import run_on_ray
+
+        return run_on_ray(
+            args.config,
+            data,
+            args.ray_address,
+            storage_path=args.storage_path,
+            name=args.name,
+            num_samples=args.num_samples,
+            verbose=args.verbose,
+            allow_imports=args.allow_import,
+            restore=args.resume,
+        )
     try:
         tuner = tuner_from_data(
             data,
@@ -725,6 +739,15 @@ def make_parser() -> argparse.ArgumentParser:
         help="continue the interrupted experiment at storage_path/name (Tuner.restore): "
         "finished trials are kept, unfinished ones continue from their latest checkpoint; "
         "start it if there is none",
+    )
+    tu.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="run the file's trials with Ray Tune on the Ray cluster at ADDR (auto, HOST:PORT, "
+        'ray://HOST:PORT, or local for a new one-node Ray); needs pip install "rljax[ray]". '
+        "Each trial asks the cluster for the CPUs and GPUs its knobs name "
+        "(rljax.tune.ray_trainable)",
     )
     _add_allow_import(tu)
     tu.set_defaults(func=cmd_tune)
