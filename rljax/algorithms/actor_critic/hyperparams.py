@@ -94,10 +94,10 @@ def with_hyperparams(opt_state: Any, **values: Any) -> Any:
     settings is returned as it is."""
     if not _is_injected(opt_state):
         return opt_state
-    hyperparams = dict(opt_state.hyperparams)
+    hyperparams: dict[str, Any] = dict(opt_state.hyperparams)
     for name, value in values.items():
         if value is not None and name in hyperparams:
-            hyperparams[name] = jnp.asarray(value, hyperparams[name].dtype)
+            hyperparams[name] = jnp.asarray(value, jnp.result_type(hyperparams[name]))
     return opt_state._replace(hyperparams=hyperparams)
 
 
