@@ -166,6 +166,8 @@ def _captures(fn: object, kind: type, seen: set[int]) -> list[str]:
         children += [(f.name, getattr(fn, f.name)) for f in dataclasses.fields(fn)]
     elif isinstance(fn, (list, tuple)):
         children += [(str(i), x) for i, x in enumerate(fn)]
+    elif isinstance(fn, dict):
+        children += [(str(k), x) for k, x in fn.items()]
     found = []
     for name, child in children:
         found += [f"{name} -> {path}" for path in _captures(child, kind, seen)]
@@ -210,5 +212,55 @@ def test_the_parts_an_algorithm_hands_over_hold_no_algorithm(algo_name):
         for explore in (False, True):
             parts.append(algo.parts.inference(None, explore))
         assert not _captures(parts, Algorithm, set())
+    finally:
+        algo.stop()
+
+
+def test_the_capture_finder_sees_a_config_in_a_closure():
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+    from rljax.algorithms.ppo import PPOConfig
+
+    cfg = PPOConfig()
+
+    def optimizer_at(rate):  # the closure over the mutable config an update must not hold
+        return rate * cfg.grad_clip
+
+    assert _captures({"opt": (optimizer_at,)}, AlgorithmConfig, set()) == [
+        "opt -> 0 -> optimizer_at.cfg -> PPOConfig"
+    ]
+
+
+@pytest.mark.parametrize("algo_name", ["PPO", "PPO-lstm", "IMPALA", "APPO"])
+def test_the_update_and_postprocess_hold_no_config(algo_name):
+    """Static settings are frozen when the algorithm is built and dynamic ones (rates,
+    entropy weights, schedules) reach the update as values: the jitted learner functions,
+    their optimizer included, close over no config (a later change to the mutable config
+    could not reach a compiled program, and rebuilding one in the trace reads none)."""
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+    from rljax.algorithms.appo import APPOConfig
+    from rljax.algorithms.impala import IMPALAConfig
+    from rljax.algorithms.ppo import PPOConfig
+
+    config_class = {"IMPALA": IMPALAConfig, "APPO": APPOConfig}.get(algo_name, PPOConfig)
+    config = (
+        config_class()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=8)
+        .training(train_batch_size_per_learner=16, lr=[[0, 1e-3], [64, 1e-4]])
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    if algo_name.startswith("PPO"):
+        config = config.training(minibatch_size=8, num_epochs=1)
+    if algo_name == "IMPALA":
+        config = config.training(opt_type="rmsprop")
+    if algo_name == "PPO-lstm":
+        config = config.rl_module(
+            model_config={"fcnet_hiddens": [8], "use_lstm": True, "lstm_cell_size": 4}
+        )
+    algo = config.build_algo()
+    try:
+        found = _captures([algo._update, algo._postprocess], AlgorithmConfig, set())
+        assert not found, found
     finally:
         algo.stop()

@@ -17,6 +17,14 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
+from rljax.algorithms.actor_critic.hyperparams import live_layout, saved_layout
+from rljax.algorithms.actor_critic.policy import (
+    POLICY_ID,
+    OnPolicyBatch,
+    build_policy,
+    one_step,
+    recurrent_spec_of,
+)
 from rljax.algorithms.algorithm import Algorithm
 from rljax.connectors.env_to_module import EnvToModulePipeline
 from rljax.env.spaces import is_structured, zeros_batch
@@ -33,7 +41,7 @@ from rljax.runners.acting import (
 from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
-from rljax.utils.schedules import schedule_start
+from rljax.utils.schedules import Schedule, is_schedule, schedule_start
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,11 +67,6 @@ def _connectors_of(state: Any) -> Any:
     return state.connectors
 
 
-def _batch_mask(batch: Any) -> jax.Array:
-    """The real rows of a post-processed batch: PPO's ``mask``, V-trace's ``vtrace.mask``."""
-    return batch.mask if hasattr(batch, "mask") else batch.vtrace.mask
-
-
 def connected_update(
     update: Callable[[Any, Any], tuple[Any, dict[str, jax.Array]]],
     pipeline: EnvToModulePipeline,
@@ -72,14 +75,14 @@ def connected_update(
     transformed them for acting (their state before this batch), then the connectors learn
     from the batch's real rows (a MeanStdFilter's statistics: every runner's rows, merged)."""
 
-    def update_connected(state: Any, batch: Any) -> tuple[Any, dict[str, jax.Array]]:
+    def update_connected(state: Any, batch: OnPolicyBatch) -> tuple[Any, dict[str, jax.Array]]:
         before = state.connectors
         recurrent = isinstance(batch.obs, RecurrentInput)  # sequences: transform the obs
         raw = batch.obs.obs if recurrent else batch.obs
         seen = pipeline.transform(before, raw)
         obs = batch.obs._replace(obs=seen) if recurrent else seen
         state, metrics = update(state, batch._replace(obs=obs))
-        after = pipeline.update(before, raw, _batch_mask(batch))
+        after = pipeline.update(before, raw, batch.mask)
         return state.replace(connectors=after), metrics
 
     return update_connected
@@ -109,16 +112,35 @@ class OnPolicyAlgorithm(Algorithm):
     # Settings trials may differ in that only set the initial learner state (each trial builds
     # its own); population-based training cannot change them in place.
     population_state_settings: ClassVar[tuple[str, ...]] = ()
+    # The settings that may change while a run trains (RLlib's schedules): the update reads
+    # them as one mapping, evaluated at the env steps trained on
+    # (``rljax.algorithms.actor_critic.hyperparams``); the frozen record holds their start.
+    dynamic_settings: ClassVar[tuple[str, ...]] = ("lr", "entropy_coeff")
 
-    def population_values(self) -> dict[str, float | None]:
-        """This run's ``population_settings`` as floats; None for a setting that is off
-        (``vf_clip_param=None``; ``grad_clip`` None or 0), which stays off in the program."""
-        values: dict[str, float | None] = {}
-        for name in self.population_settings:
+    def population_values(self) -> dict[str, float | Schedule | None]:
+        """This run's ``population_settings`` (and ``dynamic_settings``), each read from the
+        config once: floats, a schedule for a dynamic setting given as one; None for a setting
+        that is off (``vf_clip_param=None``; ``grad_clip`` None or 0), which stays off in the
+        program."""
+        values: dict[str, float | Schedule | None] = {}
+        for name in dict.fromkeys((*self.population_settings, *self.dynamic_settings)):
             value = getattr(self.config, name)
             off = value is None or (name == "grad_clip" and not value)
-            values[name] = None if off else schedule_start(value)
+            if off:
+                values[name] = None
+            elif name in self.dynamic_settings and is_schedule(value):
+                values[name] = value
+            else:
+                values[name] = schedule_start(value)
         return values
+
+    def _static_config(self) -> Any:
+        """The config with each dynamic setting at its start (a schedule's first value): what
+        the frozen hyper-parameter record is built from (the updates follow the schedules)."""
+        at_start = self.config.copy()
+        for name in self.dynamic_settings:
+            setattr(at_start, name, schedule_start(getattr(self.config, name)))
+        return at_start
 
     def _learner_functions(
         self, values: Mapping[str, Any]
@@ -130,10 +152,6 @@ class OnPolicyAlgorithm(Algorithm):
     def _init_actor_critic(self) -> tuple[ActionDistribution, dict[str, Any], jax.Array]:
         """Builds ``self.module`` (``build_policy``) and sets ``_action_key``; returns the
         distribution, the initial ``{POLICY_ID: params}`` and the learner's key."""
-        # Here, not at the top: importing the ppo package imports this module.
-        from rljax.algorithms.ppo.learner import POLICY_ID
-        from rljax.algorithms.ppo.networks import build_policy
-
         # The module sees the observations as the env-to-module connectors give them.
         space = self.observation_space
         if self._env_to_module is not None:
@@ -142,8 +160,6 @@ class OnPolicyAlgorithm(Algorithm):
         obs_example = zeros_batch(space, 1)
         recurrent = hasattr(self.module, "initial_state")
         if recurrent:  # one sequence of one step, as acting feeds the module
-            from rljax.algorithms.ppo.recurrent import one_step, recurrent_spec_of
-
             spec = recurrent_spec_of(self.module, self.action_space)
             first = jnp.ones((1,), bool)
             obs_example = one_step(
@@ -336,9 +352,11 @@ class OnPolicyAlgorithm(Algorithm):
 
     # ------------------------------------------------------------------ checkpoint hooks
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
-        return self.state
+        # The stored layout: the optimizer state without the injected rate (hyperparams.py).
+        return saved_layout(self.state)
 
     def _restore_state(self, state: Any) -> None:
+        state = live_layout(state, self.state)  # the injected rate back (hyperparams.py)
         target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
         self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
         if self._loop is not None:

@@ -376,7 +376,7 @@ class OnPolicyLoop(Generic[State]):
             assert self.runners is not None
             runner_metrics = runner_group_metrics(sample_records, len(self.runners.runners))
             timers["learner_wait_for_runners_s"] = runner_metrics.pop("learner_wait_s")
-            if self.fragments_per_batch is not None:  # IMPALA/APPO report the lag as learners
+            if self.fragments_per_batch is not None:  # free-running: the lag is a learner metric
                 metrics["policy_lag_mean"] = runner_metrics["policy_lag_mean"]
                 metrics["policy_lag_max"] = runner_metrics["policy_lag_max"]
                 metrics["num_updates"] = len(records)

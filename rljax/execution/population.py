@@ -49,6 +49,7 @@ from rljax.env.vector import StepResult, envpool_result, resolve_env
 from rljax.execution.on_policy import summarize_updates
 from rljax.runners.acting import ActorState, ActStep, Transition, episode_arrays
 from rljax.utils.errors import ConfigError
+from rljax.utils.schedules import Schedule, num_points, stack_settings
 
 if TYPE_CHECKING:
     from rljax.algorithms.algorithm_config import AlgorithmConfig
@@ -143,10 +144,6 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         )
     if first.num_learners > 1:
         return f"num_learners={first.num_learners}: populations train on one device"
-    for c in configs:
-        scheduled = [n for n in ("lr", "entropy_coeff") if isinstance(getattr(c, n, None), tuple)]
-        if scheduled:
-            return f"{scheduled[0]} is a schedule; scheduled trials train one at a time"
     if first.env_to_module_connector is not None:
         return "configs with env_to_module connectors train one trial at a time"
     if first.callbacks_class is not None or any(
@@ -225,8 +222,8 @@ class Population:
         return len(self.members)
 
     @property
-    def values(self) -> list[dict[str, float | None]]:
-        """Each trial's current values of the population settings."""
+    def values(self) -> list[dict[str, float | Schedule | None]]:
+        """Each trial's current values of the population settings (a schedule as given)."""
         return [dict(v) for v in self._values]
 
     # ------------------------------------------------------------------ the program
@@ -236,6 +233,11 @@ class Population:
         first = members[0]
         if not self._stacked:
             self._values = [m.population_values() for m in self.members]
+            # Points per setting: schedules (of any trial) as arrays of the longest one's
+            # points, so trials with different schedules share the program; 1: numbers.
+            self._points = {
+                name: max(num_points(v[name]) for v in self._values) for name in self._values[0]
+            }
             self.state = _stack([m.state for m in members])
             self.runner_state = PopulationRunnerState(
                 handles=tuple(m.runner_state.handle for m in members),
@@ -277,12 +279,16 @@ class Population:
         self.num_compilations += 1
 
     def _slot_values(self) -> dict[str, Any]:
-        """The settings of the slots as [K] float32 arrays; None for a setting that is off."""
+        """The settings of the slots as [K] float32 arrays (``SchedulePoints`` [K, P] for a
+        setting some trial schedules); None for a setting that is off."""
         names = list(self._values[0])
         out: dict[str, Any] = {}
         for name in names:
             column = [self._values[i][name] for i in self._slots]
-            out[name] = None if column[0] is None else jnp.asarray(column, jnp.float32)
+            if column[0] is None:
+                out[name] = None
+            else:
+                out[name] = stack_settings(column, self._points[name])  # type: ignore[arg-type]
         return out
 
     # ------------------------------------------------------------------ training
@@ -415,8 +421,19 @@ class Population:
                 )
             for name, value in new.items():
                 if self._values[i][name] is not None and value is not None:
-                    self._values[i][name] = float(value)
-                    setattr(self.members[i].config, name, float(value))  # checkpoints say so
+                    points = len(value) if isinstance(value, list | tuple) else 1
+                    if points > self._points[name]:
+                        raise ValueError(
+                            f"exploit: {name}={value} has {points} points; this population's "
+                            f"program takes schedules of at most {self._points[name]}"
+                        )
+                    # Checkpoints say so; the setting's check normalises a schedule.
+                    config = self.members[i].config
+                    setattr(
+                        config, name, value if isinstance(value, list | tuple) else float(value)
+                    )
+                    value = getattr(config, name)
+                    self._values[i][name] = value
 
     def stop(self) -> None:
         """Closes every trial's env."""

@@ -21,11 +21,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import jax
-import jax.numpy as jnp
 import optax
 
 from rljax.utils.nonfinite import guard
-from rljax.utils.schedules import Schedule, schedule_value
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -48,7 +46,8 @@ def make_optimizer(
     one-element chain without a clip); SAC's temperature has a plain Adam.
 
     Args:
-      lr: Adam's learning rate (a number, or a traced scalar).
+      lr: Adam's learning rate (a number, or a traced scalar: ``optax.inject_hyperparams``
+        passes the one its state holds).
       grad_clip: The global norm the gradients are clipped to before Adam (a number, or a
         traced scalar); None or 0: no clip.
       eps: Adam's epsilon.
@@ -90,30 +89,6 @@ class GradientStep(NamedTuple):
     loss: jax.Array
     aux: Any
     grad_norm: jax.Array
-
-
-# An optimizer, or ``rate -> optimizer`` (the rate a schedule's value computed in the update).
-OptimizerOrFactory = optax.GradientTransformation | Callable[[Any], optax.GradientTransformation]
-
-
-def at_env_steps(
-    env_steps: Any,
-    optimizer: OptimizerOrFactory,
-    lr: float | Schedule | Any | None,
-    entropy_coeff: float | Schedule | Any,
-) -> tuple[optax.GradientTransformation, Any, Any]:
-    """An on-policy update's optimizer, learning rate and entropy weight for the env steps the
-    learner state has trained on (None: 0), computed in the program.
-
-    ``lr`` None: ``optimizer`` is used as it is and the rate is None; otherwise ``optimizer``
-    is ``rate -> optimizer`` and ``lr`` (a number, a traced scalar or a schedule) gives the
-    rate. ``entropy_coeff`` likewise."""
-    counted = env_steps if env_steps is not None else jnp.zeros((), jnp.int32)
-    entropy = schedule_value(entropy_coeff, counted)
-    if lr is None:
-        return optimizer, None, entropy  # type: ignore[return-value]
-    rate = schedule_value(lr, counted)
-    return optimizer(rate), rate, entropy  # type: ignore[operator]
 
 
 def gradient_step(

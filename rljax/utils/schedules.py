@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rljax.utils.checks import Number, describe, is_real
 from rljax.utils.errors import ConfigError
@@ -33,9 +35,61 @@ def schedule_start(value: float | Schedule) -> float:
     return float(value)
 
 
-def schedule_value(value: float | Schedule | jax.Array, env_steps: jax.Array) -> jax.Array:
+class SchedulePoints(NamedTuple):
+    """A schedule as arrays (a pytree): a program reads any schedule of ``P`` points, so trials
+    with different schedules (or numbers, one point) share one compiled program.
+
+    Attributes:
+      steps: The env steps of the points, float32 ``[..., P]``, increasing.
+      values: The values at them, float32 ``[..., P]``.
+    """
+
+    steps: Any
+    values: Any
+
+
+def num_points(value: float | Schedule | None) -> int:
+    """The points of ``value`` as ``SchedulePoints`` (a number, or None, is one)."""
+    return len(value) if isinstance(value, tuple) else 1
+
+
+def schedule_points(value: float | Schedule, points: int | None = None) -> SchedulePoints:
+    """``value`` (a number or a schedule) as float32 ``SchedulePoints`` of ``points`` points
+    (default: its own): the last point is repeated one env step later each time, which keeps
+    the value (it stays at the last point's after the last point)."""
+    pairs = list(value) if isinstance(value, tuple) else [(0, float(value))]
+    points = len(pairs) if points is None else points
+    if points < len(pairs):
+        raise ValueError(f"a schedule of {len(pairs)} points does not fit in {points}")
+    last_step, last_value = pairs[-1]
+    pairs += [(last_step + i, last_value) for i in range(1, points - len(pairs) + 1)]
+    return SchedulePoints(
+        np.asarray([float(s) for s, _ in pairs], np.float32),
+        np.asarray([float(v) for _, v in pairs], np.float32),
+    )
+
+
+def stack_settings(values: Sequence[float | Schedule], points: int = 1) -> Any:
+    """One setting of K trials for a vmapped program: ``[K]`` float32 numbers when
+    ``points`` is 1 (every value is a number), else ``SchedulePoints`` ``[K, points]``."""
+    if points == 1:
+        return jnp.asarray([schedule_start(v) for v in values], jnp.float32)
+    each = [schedule_points(v, points) for v in values]
+    return SchedulePoints(
+        jnp.asarray(np.stack([p.steps for p in each])),
+        jnp.asarray(np.stack([p.values for p in each])),
+    )
+
+
+def schedule_value(
+    value: float | Schedule | SchedulePoints | jax.Array, env_steps: jax.Array
+) -> jax.Array:
     """The value at ``env_steps`` (a traced count), float32: linear between the points, the
     last value after the last point."""
+    if isinstance(value, SchedulePoints):
+        if value.values.shape[-1] == 1:  # a number: nothing to interpolate
+            return jnp.asarray(value.values[..., 0], jnp.float32)
+        return jnp.interp(jnp.asarray(env_steps, jnp.float32), value.steps, value.values)
     if not isinstance(value, tuple):
         return jnp.asarray(value, jnp.float32)
     steps = jnp.asarray([float(s) for s, _ in value], jnp.float32)
@@ -103,6 +157,10 @@ class NumberOrSchedule:
 __all__ = [
     "NumberOrSchedule",
     "Schedule",
+    "SchedulePoints",
+    "num_points",
+    "schedule_points",
+    "stack_settings",
     "is_schedule",
     "schedule_start",
     "schedule_value",

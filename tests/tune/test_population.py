@@ -331,3 +331,41 @@ def test_a_searcher_asked_for_two_configs_at_a_time_trains_them_together(tmp_pat
     assert all("population_step_s" in r.metrics["timers"] for r in grid)
     study = searcher._study  # Optuna was told each trial's last result
     assert len(study.trials) == 4 and all(t.state.name == "COMPLETE" for t in study.trials)
+
+
+@pytest.mark.slow  # integration (~25 s); in the README's full run
+def test_trials_with_schedules_share_one_program_and_follow_their_schedules():
+    # Before schedules were values of the program, a scheduled trial was refused (each
+    # trained alone: one program per trial, here 3); now the three share one.
+    configs = [
+        small([[0, 1e-3], [256, 1e-4]], seed=0, entropy_coeff=[[0, 0.02], [128, 0.0]]),
+        small(3e-4, seed=1, entropy_coeff=0.01),
+        small([[0, 2e-3], [128, 1e-3], [512, 5e-4]], seed=2),
+    ]
+    assert population_refusal(configs) is None
+    population = Population(configs)
+    try:
+        results = [population.train() for _ in range(3)]
+        assert population.num_compilations == 1
+        assert population._learn._cache_size() == 1  # one program for every iteration
+        learners = [[r[k]["learners"]["default_policy"] for r in results] for k in range(3)]
+        rates = [[m["default_optimizer_learning_rate"] for m in trial] for trial in learners]
+        entropy = [[m["curr_entropy_coeff"] for m in trial] for trial in learners]
+        # Each update reads its schedule at the env steps trained before it: 0, 128, 256.
+        np.testing.assert_allclose(rates[0], [1e-3, 5.5e-4, 1e-4], rtol=1e-5)
+        np.testing.assert_allclose(rates[1], [3e-4] * 3, rtol=1e-5)
+        np.testing.assert_allclose(rates[2], [2e-3, 1e-3, 1e-3 - 5e-4 / 3], rtol=1e-5)
+        np.testing.assert_allclose(entropy[0], [0.02, 0.0, 0.0], atol=1e-7)
+        np.testing.assert_allclose(entropy[1], [0.01] * 3, rtol=1e-6)
+        np.testing.assert_allclose(entropy[2], [0.0] * 3, atol=1e-7)
+        # The scheduled trial trains as it does alone.
+        algo = configs[0].build_algo()
+        try:
+            for it in range(2):
+                alone = algo.train()["learners"]["default_policy"]
+                for key, value in alone.items():
+                    np.testing.assert_allclose(learners[0][it][key], value, rtol=2e-4, atol=1e-6)
+        finally:
+            algo.stop()
+    finally:
+        population.stop()

@@ -154,7 +154,7 @@ def test_off_policy_rates_follow_their_schedules(algo):
     assert seen[-1] == pytest.approx(1e-4, rel=1e-5)
 
 
-def test_schedules_are_refused_where_they_cannot_run():
+def test_schedules_are_refused_where_they_cannot_run_and_populations_take_them():
     from rljax.algorithms.dqn import DQNConfig
     from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
     from rljax.execution.population import population_refusal
@@ -169,5 +169,6 @@ def test_schedules_are_refused_where_they_cannot_run():
     )
     with pytest.raises(ConfigError, match="lr of policy 'p0' is a schedule"):
         multi.validate()
+    # Populations take schedules (values of their one program: tests/tune/test_population.py).
     scheduled = PPOConfig().environment("CartPole-v1").training(entropy_coeff=[[0, 0.01]])
-    assert "entropy_coeff is a schedule" in population_refusal([scheduled, scheduled.copy()])
+    assert population_refusal([scheduled, scheduled.copy().training(entropy_coeff=0.0)]) is None

@@ -140,8 +140,10 @@ class APPO(IMPALA):
     config_class = APPOConfig
     config: APPOConfig
 
-    def _learner(self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any) -> Any:
-        hp = frozen_from_config(APPOHyperparams, self._at_start())
+    def _learner(
+        self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any, dynamic: Any
+    ) -> Any:
+        hp = frozen_from_config(APPOHyperparams, self._static_config())
         state = APPOTrainState(
             params=params,
             opt_state=opt_state,
@@ -152,10 +154,7 @@ class APPO(IMPALA):
             key=key,
             env_steps=jnp.zeros((), jnp.int32),
         )
-        cfg = self.config
-        return state, make_appo_update(
-            self.module.apply, dist, optimizer, hp, lr=cfg.lr, entropy_coeff=cfg.entropy_coeff
-        )
+        return state, make_appo_update(self.module.apply, dist, optimizer, hp, dynamic=dynamic)
 
 
 __all__ = ["APPO", "APPOConfig"]

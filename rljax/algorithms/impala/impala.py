@@ -23,6 +23,12 @@ from typing import Any, ClassVar
 import jax.numpy as jnp
 import optax
 
+from rljax.algorithms.actor_critic.hyperparams import (
+    dynamic_settings,
+    make_injected_optimizer,
+    with_hyperparams,
+)
+from rljax.algorithms.actor_critic.policy import make_actor_critic_parts
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.impala.learner import (
     IMPALAHyperparams,
@@ -31,7 +37,6 @@ from rljax.algorithms.impala.learner import (
     make_vtrace_postprocess,
 )
 from rljax.algorithms.on_policy import FreeRunning, OnPolicyAlgorithm
-from rljax.algorithms.ppo.ppo import make_ppo_policy_parts
 from rljax.algorithms.settings import Setting, frozen_from_config
 from rljax.execution.parts import PolicyParts
 from rljax.learners.update import make_optimizer
@@ -250,26 +255,16 @@ class IMPALA(OnPolicyAlgorithm):
     def _setup(self) -> None:
         cfg = self.config
         dist, params, key = self._init_actor_critic()
-
-        def optimizer_at(rate: Any) -> optax.GradientTransformation:
-            base = None
-            if cfg.opt_type == "rmsprop":
-                # TensorFlow's RMSProp, as the IMPALA paper's: epsilon inside the square root
-                # and the squared-gradient average starting at 1.
-                base = optax.rmsprop(
-                    rate,
-                    decay=float(cfg.decay),
-                    eps=float(cfg.epsilon),
-                    initial_scale=1.0,
-                    momentum=float(cfg.momentum) or None,
-                )
-            return make_optimizer(rate, cfg.grad_clip, flatten=True, base=base)
-
-        # The optimizer's state does not depend on the rate; the update computes the rate
-        # (a schedule's value at the env steps trained on, or the number) in the program.
-        opt_state = run_once(optimizer_at(schedule_start(cfg.lr)).init, params)
-        self.state, update = self._learner(dist, optimizer_at, params, opt_state, key)
-        self.parts = make_ppo_policy_parts(
+        optimizer = self._make_optimizer()
+        # The optimizer's state does not depend on the rate; the update writes each step's
+        # (a schedule's value at the env steps trained on, or the number) in it.
+        opt_state = with_hyperparams(
+            run_once(optimizer.init, params), learning_rate=schedule_start(cfg.lr)
+        )
+        values = self.population_values()
+        dynamic = dynamic_settings({k: values[k] for k in self.dynamic_settings})
+        self.state, update = self._learner(dist, optimizer, params, opt_state, key, dynamic)
+        self.parts = make_actor_critic_parts(
             self.module.apply, dist, self.action_space, cfg.clip_actions
         )
         # A batch's lock-step columns: every sub-env of the fused rollout, or those of its
@@ -289,10 +284,30 @@ class IMPALA(OnPolicyAlgorithm):
             ),
         )
 
-    def _learner(self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any) -> Any:
-        """The initial learner state and the update (APPO overrides); ``optimizer`` is
-        ``rate -> optimizer``."""
-        hp = frozen_from_config(IMPALAHyperparams, self._at_start())
+    def _make_optimizer(self) -> optax.GradientTransformation:
+        """The optimizer, built once: Adam, or TensorFlow's RMSProp (the IMPALA paper's:
+        epsilon inside the square root, the squared-gradient average starting at 1), after
+        the global-norm clip; its rate (and clip) live in its state."""
+        cfg = self.config
+        rmsprop = cfg.opt_type == "rmsprop"
+        decay, eps, momentum = float(cfg.decay), float(cfg.epsilon), float(cfg.momentum) or None
+
+        def factory(learning_rate: Any, max_norm: Any) -> optax.GradientTransformation:
+            base = None
+            if rmsprop:
+                base = optax.rmsprop(
+                    learning_rate, decay=decay, eps=eps, initial_scale=1.0, momentum=momentum
+                )
+            return make_optimizer(learning_rate, max_norm, flatten=True, base=base)
+
+        return make_injected_optimizer(factory, cfg.lr, cfg.grad_clip)
+
+    def _learner(
+        self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any, dynamic: Any
+    ) -> Any:
+        """The initial learner state and the update (APPO overrides); ``optimizer`` is built
+        once, ``dynamic`` the settings the update evaluates at the env steps trained on."""
+        hp = frozen_from_config(IMPALAHyperparams, self._static_config())
         state = IMPALATrainState(
             params=params,
             opt_state=opt_state,
@@ -300,18 +315,7 @@ class IMPALA(OnPolicyAlgorithm):
             key=key,
             env_steps=jnp.zeros((), jnp.int32),
         )
-        cfg = self.config
-        return state, make_impala_update(
-            self.module.apply, dist, optimizer, hp, lr=cfg.lr, entropy_coeff=cfg.entropy_coeff
-        )
-
-    def _at_start(self) -> IMPALAConfig:
-        """The config with its schedules' starting values (the frozen hyper-parameters hold
-        numbers; the update follows the schedules)."""
-        at_start = self.config.copy()
-        at_start.lr = schedule_start(self.config.lr)
-        at_start.entropy_coeff = schedule_start(self.config.entropy_coeff)
-        return at_start
+        return state, make_impala_update(self.module.apply, dist, optimizer, hp, dynamic=dynamic)
 
 
 __all__ = ["IMPALA", "IMPALAConfig"]

@@ -12,7 +12,7 @@ along axis 0 and never across two streams.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import flax
@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from rljax.algorithms.actor_critic.hyperparams import settings_at, with_hyperparams
+from rljax.algorithms.actor_critic.policy import POLICY_ID, adapt_kl_coeff
 from rljax.algorithms.impala.losses import (
     APPOLossConfig,
     VTraceBatch,
@@ -27,14 +29,12 @@ from rljax.algorithms.impala.losses import (
     appo_loss,
     impala_loss,
 )
-from rljax.algorithms.ppo.learner import POLICY_ID, adapt_kl_coeff
 from rljax.learners import update as learner_update
 from rljax.learners.circular import make_repeated_update
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import next_or_bootstrap
 from rljax.runners.acting import Transition
 from rljax.runners.ordering import order_by_stream, to_time_major
-from rljax.utils.schedules import Schedule
 
 Metrics = dict[str, jax.Array]
 # The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D], value [B])``.
@@ -120,6 +120,11 @@ class VTraceTrainBatch(NamedTuple):
     vtrace: VTraceBatch
     bootstrap_value: jax.Array
 
+    @property
+    def mask(self) -> jax.Array:
+        """The real rows, [T, B] (``OnPolicyBatch``): V-trace's ``mask``."""
+        return self.vtrace.mask
+
 
 def make_vtrace_postprocess(num_envs: int) -> Callable[[Transition], VTraceTrainBatch]:
     """``postprocess(Transition [T, K]) -> VTraceTrainBatch [T, B]``.
@@ -182,7 +187,19 @@ def _step(
     return step.params, step.opt_state, metrics
 
 
-Optimizer = learner_update.OptimizerOrFactory
+Optimizer = optax.GradientTransformation
+
+
+def _dynamic_now(
+    dynamic: Mapping[str, Any], state: Any, default_entropy: float
+) -> tuple[Any, Any, jax.Array]:
+    """The dynamic settings at the state's env steps, evaluated once per update: the
+    optimizer state with the step's rate, the rate (None: not dynamic), the entropy weight."""
+    now = settings_at(dynamic, state.env_steps)
+    rate = now.get("lr")
+    opt_state = with_hyperparams(state.opt_state, learning_rate=rate)
+    entropy = jnp.asarray(now.get("entropy_coeff", default_entropy), jnp.float32)
+    return opt_state, rate, entropy
 
 
 def count_env_steps(
@@ -195,7 +212,7 @@ def count_env_steps(
         state, metrics = update(state, batch)
         if state.env_steps is None:  # a state built without the count (no schedule reads it)
             return state, metrics
-        rows = jnp.sum(batch.vtrace.mask > 0).astype(jnp.int32)
+        rows = jnp.sum(batch.mask > 0).astype(jnp.int32)
         return dataclasses.replace(state, env_steps=state.env_steps + rows), metrics
 
     return counted
@@ -206,24 +223,25 @@ def make_impala_update(
     dist: ActionDistribution,
     optimizer: Optimizer,
     hp: IMPALAHyperparams,
-    lr: float | Schedule | None = None,
-    entropy_coeff: float | Schedule | None = None,
+    dynamic: Mapping[str, Any] | None = None,
 ) -> Callable[[IMPALATrainState, VTraceTrainBatch], tuple[IMPALATrainState, Metrics]]:
     """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on
     ``impala_loss`` (RLlib's learner takes one per train batch).
 
-    With ``lr`` (a number or a schedule) ``optimizer`` is ``rate -> optimizer`` and the rate
-    follows ``state.env_steps`` (reported as ``default_optimizer_learning_rate``);
-    ``entropy_coeff`` likewise replaces ``hp.loss.entropy_coeff``."""
-    entropy_setting = hp.loss.entropy_coeff if entropy_coeff is None else entropy_coeff
+    ``optimizer`` is built once. ``dynamic`` (``rljax.algorithms.actor_critic.hyperparams``)
+    holds the settings that change while the run trains, evaluated once per update at
+    ``state.env_steps``: ``lr`` (written into an injected optimizer's state, reported as
+    ``default_optimizer_learning_rate``) and ``entropy_coeff`` (without it
+    ``hp.loss.entropy_coeff``)."""
+    dynamic = dict(dynamic or {})
 
     def update(
         state: IMPALATrainState, batch: VTraceTrainBatch
     ) -> tuple[IMPALATrainState, Metrics]:
-        opt, rate, entropy = learner_update.at_env_steps(
-            state.env_steps, optimizer, lr, entropy_setting
-        )
-        loss_cfg = hp.loss._replace(entropy_coeff=entropy)
+        opt_state, rate, entropy = _dynamic_now(dynamic, state, hp.loss.entropy_coeff)
+        state = dataclasses.replace(state, opt_state=opt_state)
+        opt = optimizer
+        loss_cfg = hp.loss._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
 
         def loss_fn(params: Any, batch: VTraceTrainBatch) -> tuple[jax.Array, Metrics]:
             dist_inputs, values, next_values = forward_with_next_values(apply, params, batch)
@@ -244,8 +262,7 @@ def make_appo_update(
     dist: ActionDistribution,
     optimizer: Optimizer,
     hp: APPOHyperparams,
-    lr: float | Schedule | None = None,
-    entropy_coeff: float | Schedule | None = None,
+    dynamic: Mapping[str, Any] | None = None,
 ) -> Callable[[APPOTrainState, VTraceTrainBatch], tuple[APPOTrainState, Metrics]]:
     """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on ``appo_loss``
     against the target policy; then, every ``hp.target_period`` updates, the target moves
@@ -254,15 +271,17 @@ def make_appo_update(
 
     With ``use_circular_buffer`` ``circular_buffer_iterations_per_batch`` such steps run on
     the batch, back to back (``learners/circular.py`` says why that is RLlib's buffer here).
-    ``lr`` and ``entropy_coeff`` as ``make_impala_update``'s."""
+    ``dynamic`` as ``make_impala_update``'s."""
     move_target = learner_update.make_target_update(hp.tau, {"target_params": "params"})
-    entropy_setting = hp.loss.vtrace.entropy_coeff if entropy_coeff is None else entropy_coeff
+    dynamic = dict(dynamic or {})
 
     def update(state: APPOTrainState, batch: VTraceTrainBatch) -> tuple[APPOTrainState, Metrics]:
-        opt, rate, entropy = learner_update.at_env_steps(
-            state.env_steps, optimizer, lr, entropy_setting
+        opt_state, rate, entropy = _dynamic_now(dynamic, state, hp.loss.vtrace.entropy_coeff)
+        state = dataclasses.replace(state, opt_state=opt_state)
+        opt = optimizer
+        loss_cfg = hp.loss._replace(
+            vtrace=hp.loss.vtrace._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
         )
-        loss_cfg = hp.loss._replace(vtrace=hp.loss.vtrace._replace(entropy_coeff=entropy))
 
         def loss_fn(
             params: Any, batch: VTraceTrainBatch, target_params: Any, kl_coeff: jax.Array

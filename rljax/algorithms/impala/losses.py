@@ -24,7 +24,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
-from rljax.algorithms.ppo.losses import masked_mean
+from rljax.algorithms.actor_critic.policy import masked_mean
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import VTraceOutput, vtrace
 

@@ -11,7 +11,7 @@ one device or many and gives the same numbers.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import flax
@@ -19,11 +19,16 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from rljax.algorithms.actor_critic.hyperparams import (
+    make_injected_optimizer,
+    settings_at,
+    with_hyperparams,
+)
+from rljax.algorithms.actor_critic.policy import POLICY_ID, adapt_kl_coeff, masked_mean
 from rljax.algorithms.ppo.losses import (
     PPO_LOSS_METRICS,
     PPOBatch,
     PPOLossConfig,
-    masked_mean,
     ppo_loss,
 )
 from rljax.algorithms.settings import frozen_from_config
@@ -32,9 +37,6 @@ from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages, gae_advantages_time_major
 from rljax.runners.acting import Transition
 from rljax.runners.ordering import from_time_major, order_by_stream, to_time_major
-from rljax.utils.schedules import Schedule
-
-POLICY_ID = "default_policy"
 
 
 @flax.struct.dataclass
@@ -84,20 +86,18 @@ class PPOHyperparams:
         return self.shard_size // self.minibatch_size
 
 
-def adapt_kl_coeff(kl_coeff: jax.Array, kl: jax.Array, kl_target: float) -> jax.Array:
-    """RLlib's adaptive KL coefficient: x1.5 when ``kl > 2 kl_target``, x0.5 when
-    ``kl < kl_target / 2``, else unchanged."""
-    return jnp.where(
-        kl > 2.0 * kl_target,
-        kl_coeff * 1.5,
-        jnp.where(kl < 0.5 * kl_target, kl_coeff * 0.5, kl_coeff),
-    )
-
-
 def make_optimizer(lr: float | jax.Array, grad_clip: float | None) -> optax.GradientTransformation:
     """PPO's optimizer: Adam (``eps=1e-5``, on the flattened parameters) after optional
     global-norm clipping, guarded against non-finite gradients."""
     return learner_update.make_optimizer(lr, grad_clip, eps=1e-5, flatten=True)
+
+
+def make_injected_ppo_optimizer(
+    lr: float | tuple[tuple[int, float], ...], grad_clip: float | None
+) -> optax.GradientTransformation:
+    """PPO's optimizer (``make_optimizer``) built once, its rate and clip in its state
+    (``optax.inject_hyperparams``): the update sets them each iteration."""
+    return make_injected_optimizer(make_optimizer, lr, grad_clip)
 
 
 def normalize_advantages(
@@ -170,24 +170,27 @@ def make_ppo_postprocess(
 def make_ppo_update(
     apply_fn: Callable,
     dist: ActionDistribution,
-    optimizer: optax.GradientTransformation | Callable[[jax.Array], optax.GradientTransformation],
+    optimizer: optax.GradientTransformation,
     hp: PPOHyperparams,
-    lr: float | Schedule | jax.Array | None = None,
-    entropy_coeff: float | Schedule | jax.Array | None = None,
+    dynamic: Mapping[str, Any] | None = None,
     sequence_len: int | None = None,
 ) -> Callable[[PPOTrainState, PPOBatch], tuple[PPOTrainState, dict[str, jax.Array]]]:
     """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned.
 
-    With ``lr`` (a number, a traced scalar or a schedule), ``optimizer`` is ``lr -> optimizer``
-    and the rate is ``lr``'s value at ``state.env_steps``, computed in the program (reported as
-    ``default_optimizer_learning_rate``); ``entropy_coeff`` likewise replaces
-    ``hp.loss.entropy_coeff``. The state counts the env steps it has trained on.
+    ``optimizer`` is built once (``make_injected_optimizer`` where the rate changes).
+    ``dynamic`` holds the settings that change while the run trains
+    (``rljax.algorithms.actor_critic.hyperparams``): ``lr`` (written into the optimizer
+    state, reported as ``default_optimizer_learning_rate``), ``grad_clip`` (likewise) and
+    ``entropy_coeff`` (the loss's; without it ``hp.loss.entropy_coeff``), each a number,
+    schedule or traced scalar, evaluated once per update at ``state.env_steps``. The state
+    counts the env steps it has trained on.
 
     With ``sequence_len`` L (recurrent PPO) the batch's rows are sequences, leaves [D, n,
     L, ...] (``hp``'s sizes count sequences), ``apply_fn`` maps a minibatch of sequences to
     outputs of its B * L steps, and the loss runs over those steps.
     """
     d, mb, m = hp.num_shards, hp.minibatch_size, hp.num_minibatches
+    dynamic = dict(dynamic or {})
 
     def loss_fn(params, batch: PPOBatch, kl_coeff, entropy: jax.Array):
         flat = jax.tree.map(lambda x: x.reshape((d * mb, *x.shape[2:])), batch)
@@ -200,10 +203,15 @@ def make_ppo_update(
     metric_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
 
     def update(state: PPOTrainState, batch: PPOBatch):
-        entropy_setting = hp.loss.entropy_coeff if entropy_coeff is None else entropy_coeff
-        opt, rate, entropy = learner_update.at_env_steps(
-            state.env_steps, optimizer, lr, entropy_setting
+        # The dynamic settings, evaluated once for the whole update.
+        now = settings_at(dynamic, state.env_steps)
+        rate = now.get("lr")
+        entropy = jnp.asarray(now.get("entropy_coeff", hp.loss.entropy_coeff), jnp.float32)
+        opt_state = with_hyperparams(
+            state.opt_state, learning_rate=rate, max_norm=now.get("grad_clip")
         )
+        state = dataclasses.replace(state, opt_state=opt_state)
+        opt = optimizer
 
         def minibatch_step(carry: tuple[PPOTrainState, jax.Array, jax.Array], batch: PPOBatch):
             state, metric_sums, num_steps = carry

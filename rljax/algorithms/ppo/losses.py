@@ -8,6 +8,7 @@ import chex
 import jax
 import jax.numpy as jnp
 
+from rljax.algorithms.actor_critic.policy import masked_mean
 from rljax.networks.distributions import ActionDistribution
 
 
@@ -56,10 +57,6 @@ class PPOLossConfig(NamedTuple):
     vf_loss_coeff: float
     entropy_coeff: float
     use_kl_loss: bool
-
-
-def masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
-    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
 def ppo_loss(

@@ -6,33 +6,34 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-import gymnasium as gym
-import jax
 import jax.numpy as jnp
 
+from rljax.algorithms.actor_critic.hyperparams import dynamic_settings, with_hyperparams
+from rljax.algorithms.actor_critic.policy import (
+    POLICY_ID,
+    build_policy,
+    make_actor_critic_parts,
+    recurrent_spec_of,
+)
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.on_policy import OnPolicyAlgorithm
 from rljax.algorithms.ppo.learner import (
-    POLICY_ID,
     PPOBatch,
     PPOHyperparams,
     PPOTrainState,
-    make_optimizer,
+    make_injected_ppo_optimizer,
     make_ppo_postprocess,
     make_ppo_update,
 )
-from rljax.algorithms.ppo.networks import build_policy
 from rljax.algorithms.ppo.recurrent import (
     make_recurrent_policy_parts,
     make_sequence_postprocess,
-    recurrent_spec_of,
     sequence_apply,
 )
 from rljax.algorithms.settings import Setting
 from rljax.core.rl_module.spec import RLModuleSpec
-from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
-from rljax.networks.distributions import ActionDistribution
+from rljax.execution.parts import PolicyParts
 from rljax.runners.acting import Transition
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
@@ -175,7 +176,7 @@ class PPOConfig(AlgorithmConfig):
         if self.is_multi_agent:
             for pid in self.policies or {}:
                 module = self.module_config(pid)
-                for name in ("lr", "entropy_coeff"):
+                for name in PPO.dynamic_settings:
                     if is_schedule(getattr(module, name)):
                         raise ConfigError(
                             f"{name} of policy {pid!r} is a schedule; multi-agent PPO takes "
@@ -224,49 +225,8 @@ def _recurrent_refusal(cfg: PPOConfig, user_module: bool = True) -> str | None:
     return None
 
 
-def make_ppo_policy_parts(
-    apply: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]],
-    dist: ActionDistribution,
-    action_space: gym.Space,
-    clip_actions: bool,
-) -> PolicyParts[Any]:
-    """PPO's policy for the execution layer (IMPALA's and APPO's too: any learner state whose
-    ``params`` are ``{POLICY_ID: params}``).
-
-    Args:
-      apply: The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D],
-        value [B])``.
-      dist: The action distribution of ``action_dist_inputs``.
-      action_space: The env's action space (actions are cast to it, and clipped to a Box's
-        bounds with ``clip_actions``).
-    """
-
-    def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
-        dist_inputs, value = apply(params[POLICY_ID], obs)
-        action = dist.sample(key, dist_inputs)
-        extras = {
-            "action_logp": dist.log_prob(dist_inputs, action),
-            "vf_preds": value,
-            "action_dist_inputs": dist_inputs,
-        }
-        return action, extras
-
-    def outputs(params: Any, obs: jax.Array) -> jax.Array:
-        return apply(params[POLICY_ID], obs)[0]
-
-    def params_of(state: Any) -> Any:
-        return state.params
-
-    to_env, to_env_host = space_env_actions(action_space, clip_actions)
-    return PolicyParts(
-        act=act,
-        acting_params=params_of,
-        bootstrap_keys=("vf_preds",),
-        inference=distribution_inference(outputs, dist),
-        inference_params=lambda state, policy_id: params_of(state),
-        to_env_action=to_env,
-        to_env_action_host=to_env_host,
-    )
+# PPO's policy parts are the shared actor-critic's (IMPALA and APPO build the same).
+make_ppo_policy_parts = make_actor_critic_parts
 
 
 class PPO(OnPolicyAlgorithm):
@@ -301,18 +261,25 @@ class PPO(OnPolicyAlgorithm):
         self._dist, params, key = self._init_actor_critic()
         self.batch_size = cfg.sampled_batch_size
         num_shards = cfg.num_learner_shards
-        # The frozen record holds numbers: a schedule's start (the update follows the schedule).
-        at_start = cfg.copy()
-        at_start.lr = schedule_start(cfg.lr)
-        at_start.entropy_coeff = schedule_start(cfg.entropy_coeff)
-        self.hp = PPOHyperparams.from_config(at_start, num_shards, self.batch_size // num_shards)
-        optimizer = make_optimizer(schedule_start(cfg.lr), cfg.grad_clip)
+        self.hp = PPOHyperparams.from_config(
+            self._static_config(), num_shards, self.batch_size // num_shards
+        )
+        # Built once; the update writes each iteration's rate (and a population's clip) in
+        # its state.
+        self._optimizer = make_injected_ppo_optimizer(cfg.lr, cfg.grad_clip)
+        # Adam's state does not depend on the rate: equal for every trial of a population (the
+        # injected values are set after: the cached program holds the first trial's).
+        opt_state = run_once(
+            self._optimizer.init, params, cache_key=("ppo_injected_optimizer", bool(cfg.grad_clip))
+        )
+        opt_state = with_hyperparams(
+            opt_state,
+            learning_rate=schedule_start(cfg.lr),
+            max_norm=cfg.grad_clip if cfg.grad_clip else None,
+        )
         self.state = PPOTrainState(
             params=params,
-            # Adam's state does not depend on the rate: equal for every trial of a population.
-            opt_state=run_once(
-                optimizer.init, params, cache_key=("ppo_optimizer", bool(cfg.grad_clip))
-            ),
+            opt_state=opt_state,
             kl_coeff=jnp.asarray(cfg.kl_coeff, jnp.float32),
             step=jnp.zeros((), jnp.int32),
             key=key,
@@ -345,13 +312,13 @@ class PPO(OnPolicyAlgorithm):
             minibatch_size=max(1, cfg.minibatch_size // seq_len),
             shard_size=num_seqs,
         )
+        values = self.population_values()
         update = make_ppo_update(
             sequence_apply(self.module.apply),
             self._dist,
-            lambda rate: make_optimizer(rate, cfg.grad_clip),
+            self._optimizer,
             hp,
-            lr=cfg.lr,
-            entropy_coeff=cfg.entropy_coeff,
+            dynamic=dynamic_settings({k: values[k] for k in self.dynamic_settings}),
             sequence_len=seq_len,
         )
         postprocess = make_sequence_postprocess(hp, cfg.total_num_envs, seq_len)
@@ -361,7 +328,9 @@ class PPO(OnPolicyAlgorithm):
         self, values: Mapping[str, Any]
     ) -> tuple[Callable[[Transition], PPOBatch], Callable[..., Any]]:
         """PPO's postprocess (GAE) and update with ``values`` of the population settings:
-        numbers for one run, traced scalars for a trial of a population."""
+        numbers or schedules for one run, traced scalars or ``SchedulePoints`` for a trial of
+        a population. The dynamic ones (``dynamic_settings``) reach the update as one
+        mapping, evaluated there once per update; the others replace the frozen record's."""
         hp = dataclasses.replace(
             self.hp,
             gamma=values["gamma"],
@@ -371,26 +340,13 @@ class PPO(OnPolicyAlgorithm):
                 clip_param=values["clip_param"],
                 vf_clip_param=values["vf_clip_param"],
                 vf_loss_coeff=values["vf_loss_coeff"],
-                entropy_coeff=values["entropy_coeff"],
             ),
         )
-        cfg = self.config
-        grad_clip = values["grad_clip"]
-        # A schedule's value is computed in the update from the env steps trained on; a
-        # population's trials never have schedules (population_refusal).
-        lr = cfg.lr if is_schedule(cfg.lr) else values["lr"]
-        entropy = cfg.entropy_coeff if is_schedule(cfg.entropy_coeff) else values["entropy_coeff"]
+        dynamic = dynamic_settings({k: values[k] for k in (*self.dynamic_settings, "grad_clip")})
         return (
             make_ppo_postprocess(hp, self.config.total_num_envs),
-            make_ppo_update(
-                self.module.apply,
-                self._dist,
-                lambda rate: make_optimizer(rate, grad_clip),
-                hp,
-                lr=lr,
-                entropy_coeff=entropy,
-            ),
+            make_ppo_update(self.module.apply, self._dist, self._optimizer, hp, dynamic=dynamic),
         )
 
 
-__all__ = ["PPO", "PPOConfig", "build_policy"]
+__all__ = ["POLICY_ID", "PPO", "PPOConfig", "build_policy", "make_ppo_policy_parts"]

@@ -21,37 +21,13 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 
-from rljax.algorithms.ppo.learner import POLICY_ID, PPOHyperparams, normalize_advantages
+from rljax.algorithms.actor_critic.policy import POLICY_ID, one_step, recurrent_spec_of
+from rljax.algorithms.ppo.learner import PPOHyperparams, normalize_advantages
 from rljax.algorithms.ppo.losses import PPOBatch
-from rljax.env.spaces import zeros_batch
 from rljax.execution.parts import PolicyParts, space_env_actions
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages_time_major
 from rljax.runners.acting import RecurrentInput, RecurrentSpec, Transition
-
-
-def one_step(rin: RecurrentInput) -> RecurrentInput:
-    """An acting row [B] as a sequence of one step, [B, 1]."""
-    add = lambda x: None if x is None else jax.tree.map(lambda a: a[:, None], x)  # noqa: E731
-    return rin._replace(
-        obs=add(rin.obs),
-        first=rin.first[:, None],
-        prev_action=add(rin.prev_action),
-        prev_reward=add(rin.prev_reward),
-    )
-
-
-def recurrent_spec_of(module: Any, action_space: gym.Space) -> RecurrentSpec:
-    """How the act step feeds ``module`` (its ``initial_state``; previous actions and rewards
-    as its ``model_config`` asks)."""
-    mc = getattr(module, "model_config", None)
-    return RecurrentSpec(
-        initial_state=module.initial_state,
-        # The policy's zero actions: the action space's shapes, in the dtypes JAX computes in.
-        action_zeros=lambda n: jax.tree.map(jnp.asarray, zeros_batch(action_space, n)),
-        prev_action=bool(getattr(mc, "lstm_use_prev_action", False)),
-        prev_reward=bool(getattr(mc, "lstm_use_prev_reward", False)),
-    )
 
 
 def make_recurrent_policy_parts(

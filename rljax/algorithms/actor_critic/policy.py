@@ -1,0 +1,173 @@
+"""The actor-critic policy PPO, IMPALA and APPO share: the module and its distribution, the
+policy id, the execution layer's parts, and the small pieces of their losses and updates.
+
+Nothing here imports an algorithm: an on-policy algorithm builds on this package, not on PPO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+
+from rljax.env.spaces import zeros_batch
+from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
+from rljax.networks.distributions import ActionDistribution, make_distribution
+from rljax.networks.models import build_module
+from rljax.runners.acting import RecurrentInput, RecurrentSpec
+
+# The one policy's id in ``state.params`` (RLlib's default module id).
+POLICY_ID = "default_policy"
+
+
+class ActorCriticState(Protocol):
+    """What the shared on-policy code reads of a learner state (PPO's, IMPALA's, APPO's are
+    ``flax.struct`` dataclasses with these fields).
+
+    Attributes:
+      params: ``{POLICY_ID: params}``.
+      opt_state: The optimizer's state.
+      env_steps: Env steps trained on (the real rows of every batch); dynamic settings
+        (schedules) follow it. None where nothing reads it.
+      connectors: The env-to-module connectors' state; None: none.
+    """
+
+    params: Any
+    opt_state: Any
+    env_steps: Any
+    connectors: Any
+
+    def replace(self, **changes: Any) -> Any: ...
+
+
+class OnPolicyBatch(Protocol):
+    """What the shared on-policy code reads of a post-processed batch (``PPOBatch``,
+    ``VTraceTrainBatch``): the observations (connectors transform them) and which rows are
+    real transitions (connectors learn from those)."""
+
+    obs: Any
+
+    @property
+    def mask(self) -> jax.Array: ...
+
+    def _replace(self, **changes: Any) -> Any: ...
+
+
+def build_policy(
+    observation_space: gym.Space, action_space: gym.Space, cfg: Any
+) -> tuple[ActionDistribution, Any]:
+    """The action distribution and the actor-critic Flax module a config asks for.
+
+    ``cfg`` is an on-policy config (or a policy's config of a multi-agent run): its
+    ``model_config`` and ``rl_module_spec`` are read.
+    """
+    dist = make_distribution(action_space, cfg.model_config.log_std_clip_param)
+    module = build_module(
+        observation_space,
+        dist.num_outputs,
+        isinstance(action_space, gym.spaces.Box),
+        cfg.model_config,
+        cfg.rl_module_spec,
+    )
+    return dist, module
+
+
+def make_actor_critic_parts(
+    apply: Callable[[Any, jax.Array], tuple[jax.Array, jax.Array]],
+    dist: ActionDistribution,
+    action_space: gym.Space,
+    clip_actions: bool,
+) -> PolicyParts[Any]:
+    """The actor-critic's policy for the execution layer (any learner state whose ``params``
+    are ``{POLICY_ID: params}``).
+
+    Args:
+      apply: The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D],
+        value [B])``.
+      dist: The action distribution of ``action_dist_inputs``.
+      action_space: The env's action space (actions are cast to it, and clipped to a Box's
+        bounds with ``clip_actions``).
+      clip_actions: Clip a Box's actions to its bounds.
+    """
+
+    def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        dist_inputs, value = apply(params[POLICY_ID], obs)
+        action = dist.sample(key, dist_inputs)
+        extras = {
+            "action_logp": dist.log_prob(dist_inputs, action),
+            "vf_preds": value,
+            "action_dist_inputs": dist_inputs,
+        }
+        return action, extras
+
+    def outputs(params: Any, obs: jax.Array) -> jax.Array:
+        return apply(params[POLICY_ID], obs)[0]
+
+    def params_of(state: Any) -> Any:
+        return state.params
+
+    to_env, to_env_host = space_env_actions(action_space, clip_actions)
+    return PolicyParts(
+        act=act,
+        acting_params=params_of,
+        bootstrap_keys=("vf_preds",),
+        inference=distribution_inference(outputs, dist),
+        inference_params=lambda state, policy_id: params_of(state),
+        to_env_action=to_env,
+        to_env_action_host=to_env_host,
+    )
+
+
+def one_step(rin: RecurrentInput) -> RecurrentInput:
+    """An acting row [B] as a sequence of one step, [B, 1]."""
+    add = lambda x: None if x is None else jax.tree.map(lambda a: a[:, None], x)  # noqa: E731
+    return rin._replace(
+        obs=add(rin.obs),
+        first=rin.first[:, None],
+        prev_action=add(rin.prev_action),
+        prev_reward=add(rin.prev_reward),
+    )
+
+
+def recurrent_spec_of(module: Any, action_space: gym.Space) -> RecurrentSpec:
+    """How the act step feeds ``module`` (its ``initial_state``; previous actions and rewards
+    as its ``model_config`` asks)."""
+    mc = getattr(module, "model_config", None)
+    return RecurrentSpec(
+        initial_state=module.initial_state,
+        # The policy's zero actions: the action space's shapes, in the dtypes JAX computes in.
+        action_zeros=lambda n: jax.tree.map(jnp.asarray, zeros_batch(action_space, n)),
+        prev_action=bool(getattr(mc, "lstm_use_prev_action", False)),
+        prev_reward=bool(getattr(mc, "lstm_use_prev_reward", False)),
+    )
+
+
+def masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
+    """The mean of ``x`` over the rows where ``mask`` is 1 (0 when there are none)."""
+    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def adapt_kl_coeff(kl_coeff: jax.Array, kl: jax.Array, kl_target: Any) -> jax.Array:
+    """RLlib's adaptive KL coefficient: x1.5 when ``kl > 2 kl_target``, x0.5 when
+    ``kl < kl_target / 2``, else unchanged."""
+    return jnp.where(
+        kl > 2.0 * kl_target,
+        kl_coeff * 1.5,
+        jnp.where(kl < 0.5 * kl_target, kl_coeff * 0.5, kl_coeff),
+    )
+
+
+__all__ = [
+    "POLICY_ID",
+    "ActorCriticState",
+    "OnPolicyBatch",
+    "adapt_kl_coeff",
+    "build_policy",
+    "make_actor_critic_parts",
+    "masked_mean",
+    "one_step",
+    "recurrent_spec_of",
+]
