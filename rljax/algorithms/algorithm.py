@@ -93,11 +93,15 @@ DEFAULT_POLICY = DEFAULT_POLICY_ID
 class Algorithm:
     """Config + an algorithm's parts + the execution layer, behind RLlib's public methods.
 
-    The base class holds env resolution, devices, metrics, inference, evaluation and
-    checkpoints. A subclass's ``_setup()`` builds its learner and sets, once, ``parts`` (its
-    policy's pure functions: ``rljax.execution.parts.PolicyParts``), ``state`` (its training
-    state) and ``_action_key``; it implements ``_training_step()`` and the checkpoint state
-    hooks. Nothing else of a subclass is read here.
+    The base class resolves the env and the devices, runs the training loop and hands the other
+    jobs what they need: runners (``rljax.runners.build``), callbacks
+    (``rljax.callbacks.runner_hooks``), evaluation (``rljax.execution.evaluation``) and
+    checkpoints (``rljax.execution.checkpoints``). A subclass's ``_setup()`` builds its learner
+    and sets, once, ``parts`` (its policy's pure functions:
+    ``rljax.execution.parts.PolicyParts``), ``state`` (its training state) and
+    ``_action_key``; it implements ``_training_step()`` and the checkpoint state hooks
+    (``_checkpoint_state``, ``_restore_state``, optionally ``_check_loaded_state`` and
+    ``_inference_target``: ``checkpoints.StateHooks``). Nothing else of a subclass is read here.
     """
 
     config_class: type[AlgorithmConfig] = AlgorithmConfig
@@ -397,9 +401,6 @@ class Algorithm:
             free_running=free_running,
             max_queued_fragments=max_queued_fragments,
         )
-
-    def _restarts_sub_envs(self) -> bool:
-        return runner_build.restarts_sub_envs(self.config)
 
     def _fault_tolerance_metrics(self) -> dict[str, int]:
         return runner_build.fault_tolerance_metrics(self._runners)

@@ -25,7 +25,6 @@ import jax
 import numpy as np
 
 import rljax
-from rljax.algorithms import registry as algorithm_registry
 from rljax.core import DEFAULT_POLICY_ID
 from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
@@ -460,6 +459,10 @@ def _checked_load(
     the settings are validated without the env). ``loader``: the algorithm class asked to
     load, whose config class must be the checkpoint's; None: any algorithm.
     """
+    # Here, not at the top: importing rljax.algorithms runs its package's __init__, which
+    # imports Algorithm, which imports this module.
+    from rljax.algorithms import registry as algorithm_registry
+
     LoadPolicy.make(allow_imports)  # a bad prefix is the caller's error: ConfigError, first
     meta, version_dir = ckpt.load_metadata(path)
     meta_file = version_dir / ckpt.META_FILE
@@ -568,6 +571,8 @@ def checked_metadata(meta: dict[str, Any], path: Any) -> SavedMetadata:
     def bad(field: str, expected: str, value: Any) -> CheckpointError:
         got = type(value).__name__ if not _is_int(value) else f"{value}"
         return CheckpointError(f"{path}: field {field!r}: expected {expected}; got {got[:40]}")
+
+    from rljax.algorithms import registry as algorithm_registry  # as in _checked_load
 
     algo = meta.get("algo")
     names = algorithm_registry.algorithm_names()

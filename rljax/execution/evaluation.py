@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.algorithms.rllib_surface import EvaluationEnvRunner, EvaluationEnvRunnerGroup
 from rljax.env.multi_agent_vector import FinishedEpisode
 from rljax.env.vector import EnvSpec, env_spaces, make_host_env, resolve_env
 from rljax.execution.episode_stats import _mean, episode_summary
@@ -311,6 +310,10 @@ def custom_evaluation(
     ``metrics`` (the algorithm's logger) joins its result."""
     if multi_agent or spec is None:
         raise ConfigError("custom_evaluation_function evaluates single-agent runs only")
+    # Here, not at the top: importing rljax.algorithms runs its package's __init__, which
+    # imports Algorithm, which imports this module.
+    from rljax.algorithms.rllib_surface import EvaluationEnvRunner, EvaluationEnvRunnerGroup
+
     overrides = config.evaluation_config or {}
     per_runner = overrides.get("num_envs_per_env_runner", config.num_envs_per_env_runner)
     n = max(1, config.evaluation_num_env_runners)
