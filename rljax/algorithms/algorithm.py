@@ -841,7 +841,7 @@ class Algorithm:
         return checkpoints.includes_replay_buffer(self.config, include_replay_buffer)
 
     def _counter_values(self) -> dict[str, Any]:
-        """The counters a checkpoint keeps (``checkpoints.COUNTERS`` and ``time_total_s``)."""
+        """The counters a checkpoint keeps (``checkpoints._COUNTERS`` and ``time_total_s``)."""
         return {
             "training_iteration": self.iteration,
             "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,

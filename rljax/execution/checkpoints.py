@@ -103,7 +103,7 @@ def run_metadata(
 ) -> dict[str, Any]:
     """A checkpoint's metadata of a run: the config (as data), the spaces (repr and, where
     they have one, their data form ``described_spaces``), the policy ids, the seed and the
-    counters (``COUNTERS`` and ``time_total_s``)."""
+    counters (``_COUNTERS`` and ``time_total_s``)."""
     observation_space, action_space = spaces
     return {
         "rljax_version": rljax.__version__,
