@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from rljax.env.single_agent_episode import SingleAgentEpisode
-from rljax.execution.evaluation import episode_summary
+from rljax.execution.episode_stats import episode_summary
 
 logger = logging.getLogger("rljax")
 

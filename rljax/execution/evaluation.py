@@ -4,18 +4,33 @@ One loop for single- and multi-agent envs: both are driven through ``EvaluationE
 ``MultiAgentVectorEnv`` already offers; ``SingleAgentEpisodes`` adds its episode accounting to a
 single-agent vector env), and report RLlib's ``evaluation`` dict, with the per-policy and
 per-agent returns when there are agents.
+
+``run_evaluation`` is one evaluation of an algorithm as its config asks (``evaluation_*``
+settings, ``evaluation_config`` overrides, a video, or ``custom_evaluation``), given the
+policy's actions, the env to run on and a seed; ``Algorithm.evaluate`` adds the callbacks.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from rljax.env.multi_agent_vector import FinishedEpisode
+from rljax.env.vector import EnvSpec, env_spaces, make_host_env, resolve_env
+from rljax.execution.episode_stats import _mean, episode_summary
+from rljax.execution.parts import PolicyParts
+from rljax.execution.video import record_episodes, rendering_env
+from rljax.utils.errors import ConfigError
+from rljax.utils.metrics.metrics_logger import MetricsLogger
+from rljax.utils.seeding import derive_seed
 
 logger = logging.getLogger("rljax")
 
@@ -78,22 +93,6 @@ class SingleAgentEpisodes:
 
     def close(self) -> None:
         self.env.close()
-
-
-def _mean(values: Sequence[float]) -> float:
-    return float(np.mean(values)) if len(values) else float("nan")
-
-
-def episode_summary(returns: Sequence[float], lengths: Sequence[int], steps: int) -> dict[str, Any]:
-    """RLlib's evaluation figures of finished episodes (NaN where there is none)."""
-    return {
-        "episode_return_mean": _mean(returns),
-        "episode_return_max": float(np.max(returns)) if len(returns) else float("nan"),
-        "episode_return_min": float(np.min(returns)) if len(returns) else float("nan"),
-        "episode_len_mean": _mean(lengths),
-        "num_episodes": len(returns),
-        "num_env_steps_sampled": steps,
-    }
 
 
 def evaluate_policy(
@@ -184,3 +183,206 @@ def evaluate_policy(
         out["module_episode_returns_mean"] = {p: _mean(r) for p, r in per_policy.items()}
         out["agent_episode_returns_mean"] = {a: _mean(r) for a, r in per_agent.items()}
     return {"env_runners": out}
+
+
+# ------------------------------------------------------------------ an algorithm's evaluation
+def evaluation_spec(
+    config: Any, env_spec: EnvSpec | None, spaces: tuple[Any, Any]
+) -> EnvSpec | None:
+    """The env evaluation runs on: the training env ``env_spec``, or ``evaluation_config``'s
+    (which must have the policy's ``spaces``: a ``ConfigError`` otherwise)."""
+    overrides = config.evaluation_config or {}
+    if env_spec is None or not ("env" in overrides or "env_config" in overrides):
+        return env_spec
+    spec = resolve_env(
+        overrides.get("env", config.env),
+        overrides.get("env_config", config.env_config),
+    )
+    found = env_spaces(spec)
+    if found != spaces:
+        raise ConfigError(
+            f"evaluation_config's env {spec.name!r} has spaces {found}; the policy was "
+            f"trained on {spaces}"
+        )
+    return spec
+
+
+def evaluation_explores(config: Any) -> bool:
+    """Whether evaluation samples (``evaluation_config={"explore": True}``) or acts greedily."""
+    return bool((config.evaluation_config or {}).get("explore", False))
+
+
+def evaluation_params(parts: PolicyParts[Any], state: Any) -> Any:
+    """A copy of the weights evaluation acts with (so that training may go on)."""
+    if parts.greedy_slots is not None:
+        params = parts.acting_params(state)
+    else:
+        params = parts.inference_params(state, None)
+    return jax.tree.map(jnp.copy, params)
+
+
+def single_agent_env(spec: EnvSpec, num_envs: int, seed: int) -> EvaluationEnv:
+    """``num_envs`` copies of the env ``spec`` for evaluation."""
+    return SingleAgentEpisodes(make_host_env(spec, num_envs, "SYNC", seed, None), num_envs)
+
+
+def run_evaluation(
+    config: Any,
+    spec: EnvSpec | None,
+    seed: int,
+    actions: Callable[[Any], Any],
+    make_env: Callable[[int, int, EnvSpec | None], EvaluationEnv],
+    *,
+    recurrent: bool = False,
+    video_dir: Path | None = None,
+    trained: threading.Event | None = None,
+    policy_ids: Sequence[str] | None = None,
+    agent_ids: Sequence[Any] | None = None,
+) -> dict[str, Any]:
+    """One evaluation as ``config`` asks, without callbacks (``evaluation_duration`` episodes or
+    env steps, ``evaluation_num_envs`` env copies, ``evaluation_config``'s overrides).
+
+    Args:
+      config: The algorithm's config.
+      spec: The env (``evaluation_spec``); None for a multi-agent run, whose ``make_env``
+        builds its own.
+      seed: The evaluation's seed (new episodes each evaluation).
+      actions: The policy: observations (or each ``StepResult``, for an actor that
+        ``takes_result``) -> env actions.
+      make_env: ``make_env(num_envs, seed, spec)``: the evaluation envs.
+      recurrent: The policy is recurrent (its videos are not recorded yet).
+      video_dir: Play the episodes on a rendering copy of the env, one after another, and
+        write each to ``video_dir/episode-<i>.mp4`` (``rljax.execution.video``).
+      trained: Set when the training step this evaluation runs beside has ended
+        (``evaluation_duration="auto"``).
+      policy_ids, agent_ids: A multi-agent run's policies and agents (``evaluate_policy``).
+    """
+    overrides = config.evaluation_config or {}
+    auto = config.evaluation_duration == "auto"
+    duration = None if auto else int(config.evaluation_duration)
+    by_episodes = config.evaluation_duration_unit == "episodes"
+    num_envs = config.evaluation_num_envs
+    if duration is not None and not by_episodes:
+        # All env copies step together: as many as divide the steps asked for, so that the
+        # evaluation takes exactly that many (10 steps on 8 copies: 5 copies, 2 steps each).
+        num_envs = max(d for d in range(1, min(num_envs, duration) + 1) if duration % d == 0)
+    if video_dir is not None and recurrent:
+        raise ValueError("videos of a recurrent policy (use_lstm) are not recorded yet")
+    if video_dir is not None:
+        assert spec is not None
+        wanted = num_envs if duration is None else duration
+        return record_episodes(
+            rendering_env(spec),
+            actions,
+            video_dir,
+            seed,
+            num_episodes=wanted if by_episodes or duration is None else None,
+            min_steps=None if by_episodes or duration is None else duration,
+        )
+    # "auto": while the iteration trains (a parallel evaluation), else one episode per copy.
+    return evaluate_policy(
+        make_env(num_envs, seed, spec),
+        actions,
+        num_envs if auto and trained is None else duration,
+        by_episodes or (auto and trained is None),
+        policy_ids=policy_ids,
+        agent_ids=agent_ids,
+        until=trained.is_set if trained is not None else None,
+        timeout_s=config.evaluation_sample_timeout_s,
+        window=overrides.get("metrics_num_episodes_for_smoothing"),
+    )
+
+
+def custom_evaluation(
+    algorithm: Any,
+    config: Any,
+    actions: Callable[[Any], Any],
+    seed: int,
+    spec: EnvSpec | None,
+    spaces: tuple[Any, Any],
+    metrics: MetricsLogger,
+    multi_agent: bool = False,
+) -> dict[str, Any]:
+    """``config.custom_evaluation_function(algorithm, eval_env_runner_group)``, on
+    ``evaluation_num_env_runners`` (at least one) evaluation runners of
+    ``num_envs_per_env_runner`` env copies of ``spec`` each (the policy's ``actions``, its
+    ``spaces``), closed afterwards. What the function logged under "evaluation" in
+    ``metrics`` (the algorithm's logger) joins its result."""
+    if multi_agent or spec is None:
+        raise ConfigError("custom_evaluation_function evaluates single-agent runs only")
+    # Here, not at the top: importing rljax.algorithms runs its package's __init__, which
+    # imports Algorithm, which imports this module.
+    from rljax.algorithms.rllib_surface import EvaluationEnvRunner, EvaluationEnvRunnerGroup
+
+    overrides = config.evaluation_config or {}
+    per_runner = overrides.get("num_envs_per_env_runner", config.num_envs_per_env_runner)
+    n = max(1, config.evaluation_num_env_runners)
+    runners = []
+    runner_config = config.copy()  # each runner's own, with evaluation_config's env applied
+    runner_config.env = overrides.get("env", runner_config.env)
+    runner_config.env_config = dict(overrides.get("env_config", runner_config.env_config))
+    try:
+        for i in range(n):
+
+            def build(env_spec: EnvSpec, i: int = i) -> Any:
+                return make_host_env(
+                    env_spec, per_runner, "SYNC", derive_seed(seed, i), None, i + 1, n
+                )
+
+            runners.append(
+                EvaluationEnvRunner(
+                    i + 1, build(spec), actions, runner_config.copy(), build, spaces
+                )
+            )
+        fn = config.custom_evaluation_function
+        out = fn(algorithm, EvaluationEnvRunnerGroup(runners))
+    finally:
+        for runner in runners:
+            runner.close()
+    env_steps = None
+    if isinstance(out, tuple) and len(out) == 3:
+        out, env_steps, _agent_steps = out
+    if not isinstance(out, dict):
+        raise TypeError(
+            f"custom_evaluation_function returned {type(out).__name__}; return (metrics dict, "
+            "env_steps, agent_steps) or a metrics dict"
+        )
+    result_metrics = dict(out)
+    if env_steps is not None:
+        result_metrics.setdefault("num_env_steps_sampled", int(env_steps))
+    # What the function logged under "evaluation" (RLlib's example aggregates its runners'
+    # metrics there) is part of this evaluation's result, not of the next result's top.
+    logged = metrics.pop_reduced("evaluation")
+    result = {"env_runners": result_metrics}
+    for section, values in logged.items():
+        if isinstance(values, dict) and isinstance(result.get(section), dict):
+            result[section] = {**values, **result[section]}
+        else:
+            result.setdefault(section, values)
+    return result
+
+
+class Background:
+    """A call in a thread of its own (an evaluation parallel to training); ``result()`` waits
+    for it and returns (or raises) what it did."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any):
+        self._out: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            self._out = fn(*args)
+        except BaseException as e:  # raised in the caller's thread by result()
+            self._error = e
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._out

@@ -24,7 +24,7 @@ import numpy as np
 
 from rljax.env.env_context import EnvContext
 from rljax.env.vector import EnvSpec, envpool_kwargs, is_envpool_atari
-from rljax.execution.evaluation import episode_summary
+from rljax.execution.episode_stats import episode_summary
 from rljax.utils.errors import ConfigError
 
 VIDEO_PREFIX = "episode"

@@ -14,6 +14,7 @@ import rljax
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.ppo import PPOConfig
+from rljax.execution import checkpoints
 
 # Each test trains twice (checkpointed and resumed, and uninterrupted) to compare the runs: 30 s
 # to 2 min each on 2 cores, so none is in the fast tier.
@@ -95,7 +96,7 @@ def _run(config, iterations, tmp_path=None, save_after=None, restore_envs=True, 
                 path = algo.save_to_path(tmp_path / "ckpt")
                 algo.stop()
                 if not restore_envs:
-                    monkeypatch.setattr(Algorithm, "_restore_runner_state", lambda *a: None)
+                    monkeypatch.setattr(checkpoints, "restore_runner_state", lambda *a: None)
                 algo = Algorithm.from_checkpoint(path)
             figures.append(_figures(algo.train()))
         return figures, _params(algo)

@@ -112,9 +112,14 @@ def test_rl_module_from_checkpoint_builds_no_env(trained, monkeypatch):
     for name in ("make_envpool", "make_host_env", "env_spaces", "resolve_env"):
         monkeypatch.setattr(vector, name, refuse)
     import rljax.algorithms.algorithm as algorithm_module
+    import rljax.execution.evaluation as evaluation_module
+    import rljax.runners.build as build_module
 
-    for name in ("make_envpool", "env_spaces", "resolve_env", "make_host_env"):
-        monkeypatch.setattr(algorithm_module, name, refuse)
+    # Each module that builds or inspects envs, as it names the functions.
+    for module in (algorithm_module, evaluation_module, build_module):
+        for name in ("make_envpool", "env_spaces", "resolve_env", "make_host_env"):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, refuse)
     module = RLModule.from_checkpoint(ckpt)
     rllib_path = f"{ckpt}/learner_group/learner/rl_module/default_policy"
     same = RLModule.from_checkpoint(rllib_path)

@@ -273,12 +273,13 @@ def test_core_constants_have_rllibs_values():
 def test_rl_module_from_checkpoint_reads_the_component_path(monkeypatch, tmp_path):
     import os
 
-    from rljax.algorithms.algorithm import Algorithm, RLModule
+    from rljax.algorithms.algorithm import RLModule
     from rljax.core import (
         COMPONENT_LEARNER,
         COMPONENT_LEARNER_GROUP,
         COMPONENT_RL_MODULE,
     )
+    from rljax.execution import checkpoints
 
     seen = {}
 
@@ -293,7 +294,7 @@ def test_rl_module_from_checkpoint_reads_the_component_path(monkeypatch, tmp_pat
         seen["path"] = str(path)
         return Loaded()
 
-    monkeypatch.setattr(Algorithm, "_for_inference", staticmethod(for_inference))
+    monkeypatch.setattr(checkpoints, "for_inference", for_inference)
     path = os.path.join(tmp_path, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE)
     assert RLModule.from_checkpoint(os.path.join(path, "p1")) == ("module", "p1")
     assert seen["path"] == str(tmp_path)

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm, check_weights_fit
+from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
     PPOHyperparams,
@@ -54,6 +54,7 @@ from rljax.execution.parts import (
     distribution_inference,
     space_env_actions,
 )
+from rljax.execution.weights import check_weights_fit
 from rljax.networks.distributions import make_distribution
 from rljax.policy.policy import PolicySpec
 from rljax.runners.acting import episode_arrays, make_act_step
@@ -736,6 +737,8 @@ class MultiAgentPPO(Algorithm):
         }
 
     # ------------------------------------------------------------------ inference, checkpoints
+    # Checkpoints are rljax.execution.checkpoints' (save, restore, loading for inference) through
+    # the state hooks below: the groups' stacked train states are the state saved.
     def _policy_index(self, policy_id: str | None) -> int:
         if policy_id is None and self.num_policies == 1:
             return 0

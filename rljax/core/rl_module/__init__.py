@@ -7,7 +7,7 @@ from rljax.core.rl_module.spec import RLModuleSpec
 
 def __getattr__(name: str):  # RLlib's ``from ray.rllib.core.rl_module import RLModule``
     if name == "RLModule":
-        from rljax.algorithms.algorithm import RLModule
+        from rljax.core.rl_module.rl_module import RLModule
 
         return RLModule
     raise AttributeError(f"module 'rljax.core.rl_module' has no attribute {name!r}")

@@ -1,7 +1,281 @@
-"""RLlib's import path for ``RLModule`` (a trained policy's networks for inference, with
-``RLModule.from_checkpoint``) and ``RLModuleSpec`` (a user's own Flax module)."""
+"""``RLModule``: jitted inference of a trained policy (an algorithm's current one,
+``algo.get_module()``, or a checkpoint's, ``RLModule.from_checkpoint``), a user's own module
+(RLlib's keywords, a forward pass of its own), and the recurrent policy's evaluation actor
+(``RecurrentActor``). ``RLModuleSpec`` (a user's own Flax module) is re-exported from
+``rljax.core.rl_module.spec`` at RLlib's import path.
 
-from rljax.algorithms.algorithm import RLModule
+Nothing here imports ``rljax.algorithms``: the algorithm behind a module is reached through
+``InferenceSource``, what a module reads of it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.core import DEFAULT_POLICY_ID, RL_MODULE_PATH
+from rljax.core.rl_module.forward_module import ForwardModuleBase, forward_module_outputs
 from rljax.core.rl_module.spec import RLModuleSpec
+from rljax.execution import checkpoints
+from rljax.execution.parts import Params, PolicyParts
+from rljax.runners.acting import RecurrentSpec, recurrent_input, recurrent_spec
+from rljax.utils.errors import CheckpointError
 
-__all__ = ["RLModule", "RLModuleSpec"]
+DEFAULT_POLICY = DEFAULT_POLICY_ID
+
+
+class InferenceSource(Protocol):
+    """What an ``RLModule`` reads of the algorithm behind it (``Algorithm`` provides it)."""
+
+    parts: PolicyParts[Any]
+    state: Any
+
+    def _policy_ids(self) -> list[str]: ...
+    def _check_obs(self, obs: Any, batched: bool) -> Any:
+        """Observations checked against the observation space."""
+        ...
+
+    def _forward(
+        self, obs: Any, explore: bool, policy_id: str | None = None, params: Params | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One jitted pass: (action_dist_inputs, env actions)."""
+        ...
+
+    def _recurrent_infer_fn(self, explore: bool) -> Callable[..., Any]: ...
+    def _next_action_key(self) -> jax.Array:
+        """A new key of the algorithm's inference key stream."""
+        ...
+
+    def get_module(self, policy_id: str | None = None) -> Any: ...
+
+
+class RecurrentActor:
+    """A recurrent policy acting in evaluation envs: one state per sub-env, reset where an
+    episode starts (the row after an episode end, as the runners' act step does). Called with
+    each whole ``StepResult`` (``takes_result``).
+
+    Args:
+      spec: The policy's recurrent spec (``runners.acting.recurrent_spec``).
+      infer: The jitted ``recurrent_inference(explore)``.
+      params: The weights it acts with.
+      to_env_action: Policy actions (host arrays) -> env actions.
+      next_key: A new random key per step (the algorithm's inference key stream).
+    """
+
+    takes_result = True
+
+    def __init__(
+        self,
+        spec: RecurrentSpec | None,
+        infer: Callable[..., Any],
+        params: Any,
+        to_env_action: Callable[[Any], Any],
+        next_key: Callable[[], jax.Array],
+    ):
+        self._spec = spec
+        self._infer = infer
+        self._params = params
+        self._to_env_action = to_env_action
+        self._next_key = next_key
+        self._state: dict[str, Any] = {}
+
+    def __call__(self, result: Any) -> np.ndarray:
+        spec = self._spec
+        assert spec is not None
+        ids = np.asarray(result.env_id)
+        n = int(ids.max()) + 1
+        if not self._state or len(self._state["valid"]) < n:
+            self._state = {
+                "memory": spec.initial_state(n),
+                "action": spec.action_zeros(n),
+                "valid": np.zeros(n, bool),
+            }
+        st = self._state
+        first = jnp.asarray(~st["valid"][ids])
+        rin = recurrent_input(
+            spec,
+            jax.tree.map(jnp.asarray, result.obs),
+            jax.tree.map(lambda m: m[ids], st["memory"]),
+            first,
+            st["action"][ids],
+            jnp.asarray(result.reward, jnp.float32),
+        )
+        key = self._next_key()
+        _, action, state_out = self._infer(self._params, rin, key)
+        st["memory"] = jax.tree.map(lambda m, o: m.at[ids].set(o), st["memory"], state_out)
+        st["action"] = st["action"].at[ids].set(action)
+        st["valid"][ids] = ~(np.asarray(result.terminated) | np.asarray(result.truncated))
+        return self._to_env_action(jax.tree.map(np.asarray, action))
+
+
+def rllib_module_path(path: str | os.PathLike) -> tuple[str | os.PathLike, str | None]:
+    """RLlib's module path inside a checkpoint, ``<checkpoint>/learner_group/learner/rl_module``
+    with an optional ``/<policy_id>``, as ``(<checkpoint>, policy_id or None)``; any other path
+    as ``(path, None)``. The part after ``rl_module`` must be one policy id: ``..``, ``.`` or
+    further parts are a ``CheckpointError`` (RLlib's directories do not exist here, so a path
+    is never resolved through them)."""
+    if not isinstance(path, (str, os.PathLike)):
+        return path, None
+    parts = Path(os.fspath(path)).parts
+    n = len(RL_MODULE_PATH)
+    for i in range(len(parts) - n, -1, -1):
+        if parts[i : i + n] != RL_MODULE_PATH:
+            continue
+        tail = parts[i + n :]
+        if len(tail) > 1 or (tail and tail[0] in (".", "..")):
+            raise CheckpointError(
+                f"{str(path)[:300]!r}: after {'/'.join(RL_MODULE_PATH)} RLlib's module path "
+                f"takes one policy id (<checkpoint>/{'/'.join(RL_MODULE_PATH)}/<policy_id>); "
+                f"got {'/'.join(tail)[:200]!r}"
+            )
+        root = Path(*parts[:i]) if i else Path(".")
+        return root, tail[0] if tail else None
+    return path, None
+
+
+class RLModule(ForwardModuleBase):
+    """Jitted inference of a policy: an algorithm's current one (``algo.get_module()``), or a
+    checkpoint's (``RLModule.from_checkpoint(path)``).
+
+    As RLlib's ``RLModule``: ``forward_inference({"obs": batch})`` returns a dict with
+    ``action_dist_inputs`` (and, here, the greedy ``actions``); ``forward_exploration`` samples.
+    """
+
+    @classmethod
+    def from_checkpoint(
+        cls,
+        path: str | os.PathLike,
+        *,
+        policy_id: str | None = None,
+        allow_imports: Iterable[str] | None = None,
+        env: Any = None,
+        module_class: Any = None,
+    ) -> RLModule:
+        """A checkpoint's policy ``policy_id`` (its networks and weights), for inference.
+
+        Builds no env, runner, learner program or replay buffer: the checkpoint describes the
+        spaces. RLlib's module path inside a checkpoint
+        (``<checkpoint>/learner_group/learner/rl_module/<policy_id>``) is accepted too and
+        names the policy. Code the checkpoint names loads only as ``Algorithm.from_checkpoint``
+        allows (a user Flax module must be trusted: ``module_class=``, registered, or
+        ``allow_imports``).
+        """
+        path, named = rllib_module_path(path)
+        if named is not None and policy_id is not None and named != policy_id:
+            raise CheckpointError(
+                f"{str(path)!r}: the path names policy {named!r} and policy_id={policy_id!r}; "
+                "give one"
+            )
+        policy_id = policy_id if policy_id is not None else named
+        algo = checkpoints.for_inference(
+            path, allow_imports=allow_imports, env=env, module_class=module_class
+        )
+        if policy_id is None and algo._policy_ids() == [DEFAULT_POLICY]:
+            policy_id = None
+        if policy_id is not None and policy_id not in algo._policy_ids():
+            raise CheckpointError(
+                f"{str(path)!r} has no policy {policy_id[:200]!r}; its policies are "
+                f"{algo._policy_ids()[:20]}"
+            )
+        return algo.get_module(policy_id)
+
+    def __init__(
+        self, algo: InferenceSource | None = None, policy_id: str | None = None, **kwargs: Any
+    ):
+        """An algorithm's policy (``algo``, ``policy_id``), or, built by RLlib's keywords
+        (``observation_space``, ``action_space``, ``model_config``), a module of a user's own:
+        a subclass that overrides ``_forward`` (or ``_forward_inference`` /
+        ``_forward_exploration``) acts without learning (see ``ForwardModuleBase``)."""
+        # A user module has no algorithm (``self._algo is None`` guards every use).
+        self._algo = cast(InferenceSource, algo)
+        self._policy_id = policy_id
+        if algo is None:
+            super().__init__(**kwargs)
+
+    @property
+    def params(self) -> Any:
+        return self._algo.parts.inference_params(self._algo.state, self._policy_id)
+
+    def _obs(self, batch: Any) -> np.ndarray:
+        obs = batch["obs"] if isinstance(batch, dict) and "obs" in batch else batch
+        return self._algo._check_obs(obs, batched=True)
+
+    def forward_inference(self, batch: Any) -> dict[str, Any]:
+        """Greedy pass over ``{"obs": [B, *obs_shape]}`` (or the array itself).
+
+        A recurrent policy (``use_lstm``) also takes ``"state_in"`` (the last call's
+        ``"state_out"``; absent: the initial state, an episode's first step) and, with
+        ``lstm_use_prev_action`` / ``lstm_use_prev_reward``, ``"prev_actions"`` /
+        ``"prev_rewards"``; it returns ``"state_out"``.
+        """
+        if self._algo is None:
+            return self._user_forward(batch, False)
+        if self._algo.parts.recurrent_inference is not None:
+            return self._recurrent(batch, False)
+        inputs, actions = self._algo._forward(self._obs(batch), False, self._policy_id)
+        return {"action_dist_inputs": inputs, "actions": actions}
+
+    def forward_exploration(self, batch: Any) -> dict[str, Any]:
+        """Sampling pass over ``{"obs": [B, *obs_shape]}`` (or the array itself); a recurrent
+        policy's as ``forward_inference``."""
+        if self._algo is None:
+            return self._user_forward(batch, True)
+        if self._algo.parts.recurrent_inference is not None:
+            return self._recurrent(batch, True)
+        inputs, actions = self._algo._forward(self._obs(batch), True, self._policy_id)
+        return {"action_dist_inputs": inputs, "actions": actions}
+
+    def _user_forward(self, batch: Any, explore: bool) -> dict[str, Any]:
+        """A user module's forward pass on the host (a fresh key per call)."""
+        batch = batch if isinstance(batch, dict) and "obs" in batch else {"obs": batch}
+        obs = jax.tree.map(jnp.asarray, batch["obs"])
+        seed = int(np.random.randint(2**31 - 1))
+        out = forward_module_outputs(self, obs, jax.random.PRNGKey(seed), explore)
+        return jax.tree.map(np.asarray, out)
+
+    def get_initial_state(self) -> Any:
+        """A recurrent policy's state for one row (RLlib's ``get_initial_state``)."""
+        if self._algo is None:
+            return {}
+        spec = recurrent_spec(self._algo.parts.act)
+        if spec is None:
+            return {}
+        return jax.tree.map(lambda x: np.asarray(x[0]), spec.initial_state(1))
+
+    def _recurrent(self, batch: Any, explore: bool) -> dict[str, Any]:
+        algo = self._algo
+        spec = recurrent_spec(algo.parts.act)
+        assert spec is not None and algo.parts.recurrent_inference is not None
+        batch = batch if isinstance(batch, dict) and "obs" in batch else {"obs": batch}
+        obs = self._obs(batch)
+        n = len(jax.tree.leaves(obs)[0])
+        state_in = batch.get("state_in")
+        first = jnp.full((n,), state_in is None)
+        memory = spec.initial_state(n) if state_in is None else jax.tree.map(jnp.asarray, state_in)
+        prev_a = batch.get("prev_actions")
+        prev_r = batch.get("prev_rewards")
+        rin = recurrent_input(
+            spec,
+            jax.tree.map(jnp.asarray, obs),
+            memory,
+            first,
+            spec.action_zeros(n) if prev_a is None else jnp.asarray(prev_a),
+            jnp.zeros((n,), jnp.float32) if prev_r is None else jnp.asarray(prev_r, jnp.float32),
+        )
+        infer = algo._recurrent_infer_fn(explore)
+        key = algo._next_action_key()
+        inputs, action, state_out = infer(self.params, rin, key)
+        return {
+            "action_dist_inputs": np.asarray(inputs),
+            "actions": algo.parts.to_env_action_host(jax.tree.map(np.asarray, action)),
+            "state_out": jax.tree.map(np.asarray, state_out),
+        }
+
+
+__all__ = ["InferenceSource", "RLModule", "RLModuleSpec", "RecurrentActor", "rllib_module_path"]
