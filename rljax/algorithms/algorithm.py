@@ -39,6 +39,7 @@ from rljax.connectors.env_to_module import build_env_to_module
 from rljax.core import DEFAULT_POLICY_ID, RL_MODULE_PATH
 from rljax.core.rl_module.forward_module import ForwardModuleBase, forward_module_outputs
 from rljax.env.env_context import EnvContext
+from rljax.env.jax_env import is_jax_spec
 from rljax.env.spaces import is_structured, space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.env.vector import (
@@ -69,6 +70,7 @@ from rljax.runners.acting import (
 from rljax.runners.fused import FusedRunner, start_envpool
 from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
+from rljax.runners.jax_env import check_jax_env_run
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.checks import require_bool
 from rljax.utils.errors import (
@@ -441,6 +443,9 @@ class Algorithm:
         """EnvPool env, no runner threads: the rollout runs inside jit, through EnvPool's XLA
         interface (the fused path)."""
         spec = self.env_spec
+        if is_jax_spec(spec):  # a JAX env steps inside the program: rljax.runners.jax_env
+            check_jax_env_run(self.config, spec.name)
+            return True
         return (
             spec is not None
             and spec.backend == "envpool"

@@ -235,8 +235,11 @@ def make_jax_env(env: Any, env_config: dict[str, Any], name: str | None = None) 
     return built
 
 
-def resolve_jax_env(env: Any, env_config: dict[str, Any] | None = None) -> Any:
-    """The ``EnvSpec`` of a JAX env (backend ``"jax"``), or None for any other env.
+def resolve_jax_env(
+    env: Any, env_config: dict[str, Any] | None = None
+) -> tuple[str, str, GymCreator, dict[str, Any]] | None:
+    """The ``EnvSpec`` fields ``(backend "jax", name, creator, env_config)`` of a JAX env, or
+    None for any other env (``vector.resolve_env`` makes the spec).
 
     A JAX env is an id with an adapter prefix (``"gymnax:CartPole-v1"``), a ``JaxEnv``
     subclass, or a name given to ``register_env`` for a ``JaxEnv`` subclass. The spec's
@@ -244,7 +247,6 @@ def resolve_jax_env(env: Any, env_config: dict[str, Any] | None = None) -> Any:
     (evaluation, ``env_spaces``); ``jax_env_of(spec)`` builds the JAX env itself.
     """
     from rljax.env.registry import registered_creator
-    from rljax.env.vector import EnvSpec
 
     env_config = dict(env_config or {})
     if isinstance(env, str):
@@ -253,12 +255,12 @@ def resolve_jax_env(env: Any, env_config: dict[str, Any] | None = None) -> Any:
             creator = registered_creator(env)
             if not (inspect.isclass(creator) and issubclass(creator, JaxEnv)):
                 return None
-            return EnvSpec(JAX_BACKEND, env, GymCreator(JaxEnvCreator(creator, env)), env_config)
+            return JAX_BACKEND, env, GymCreator(JaxEnvCreator(creator, env)), env_config
         _check_library(prefix, env)
-        return EnvSpec(JAX_BACKEND, env, GymCreator(JaxEnvCreator(env, env)), env_config)
+        return JAX_BACKEND, env, GymCreator(JaxEnvCreator(env, env)), env_config
     if inspect.isclass(env) and issubclass(env, JaxEnv):
         name = env.__qualname__
-        return EnvSpec(JAX_BACKEND, name, GymCreator(JaxEnvCreator(env, name)), env_config)
+        return JAX_BACKEND, name, GymCreator(JaxEnvCreator(env, name)), env_config
     return None
 
 

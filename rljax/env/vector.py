@@ -217,7 +217,7 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
 
     jax_spec = resolve_jax_env(env, env_config)
     if jax_spec is not None:
-        return jax_spec
+        return EnvSpec(*jax_spec)
     if isinstance(env, str):
         creator = registered_creator(env)
         if creator is not None:

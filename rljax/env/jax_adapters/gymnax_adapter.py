@@ -17,7 +17,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.jax_env import JaxEnv
 from rljax.utils.errors import ConfigError, closest
 
 
@@ -52,8 +51,9 @@ def _cast(obs: Any, space: gym.Space) -> Any:
     return obs
 
 
-class GymnaxEnv(JaxEnv):
-    """One gymnax env with its params bound.
+class GymnaxEnv:
+    """One gymnax env with its params bound (it follows ``rljax.env.jax_env.JaxEnv``'s
+    protocol).
 
     Args:
       env_id: A gymnax id (``gymnax.registered_envs``).
