@@ -17,8 +17,8 @@ adds truncation at a step count; ``auto_reset_step`` resets an env whose episode
 the same step (same-step auto-reset: every step is a transition, so a batch of N rows holds N
 env steps, as on the other paths), returning the ended episode's last observation apart.
 
-Envs are selected by name as EnvPool ids are: ``"gymnax:CartPole-v1"``, ``"jumanji:Snake-v1"``
-(adapters, ``rljax.env.jax_adapters``), or a user's ``JaxEnv`` subclass passed to
+Envs are selected by name as EnvPool ids are: ``"gymnax:CartPole-v1"``, ``"jumanji:Snake-v1"``,
+``"brax:ant"`` (adapters, ``rljax.env.jax_adapters``), or a user's ``JaxEnv`` subclass passed to
 ``.environment()`` or registered with ``register_env(name, TheClass)`` (built with the
 ``env_config``).
 """
@@ -168,13 +168,17 @@ def batched_step(env: Any, states: Any, actions: Any, key: jax.Array) -> tuple[A
 # ---------------------------------------------------------------------- resolution by name
 # "library:id" prefixes and the adapter that builds each: ``make(id, env_config) -> JaxEnv``.
 def _adapters() -> dict[str, Callable[[str, dict[str, Any]], Any]]:
-    from rljax.env.jax_adapters import gymnax_adapter, jumanji_adapter
+    from rljax.env.jax_adapters import brax_adapter, gymnax_adapter, jumanji_adapter
 
-    return {"gymnax": gymnax_adapter.make, "jumanji": jumanji_adapter.make}
+    return {
+        "gymnax": gymnax_adapter.make,
+        "jumanji": jumanji_adapter.make,
+        "brax": brax_adapter.make,
+    }
 
 
 # What ``pip install`` brings each library (``rljax[gymnax]``, ...).
-_EXTRAS = {"gymnax": "gymnax", "jumanji": "jumanji"}
+_EXTRAS = {"gymnax": "gymnax", "jumanji": "jumanji", "brax": "brax"}
 
 
 def jax_env_prefix(env: Any) -> str | None:

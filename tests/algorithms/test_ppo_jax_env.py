@@ -158,3 +158,28 @@ def test_ppo_gymnax_cartpole_reaches_450_within_500k_steps(train_until):
         assert algo._train_step._cache_size() == 1
     finally:
         algo.stop()
+
+
+def test_ppo_runs_on_jumanji_snake_with_dict_observations():
+    pytest.importorskip("jumanji")
+    algo = _small("jumanji:Snake-v1", n=2, t=8).build_algo()
+    try:
+        assert algo.fused
+        r = algo.train()
+        assert r["env_runners"]["num_env_steps_sampled"] == 16
+        assert algo._train_step._cache_size() == 1
+    finally:
+        algo.stop()
+
+
+def test_ppo_runs_on_brax_with_box_actions_and_its_time_limit():
+    pytest.importorskip("brax.envs")
+    algo = _small("brax:fast", {"max_episode_steps": 10}, n=2, t=16).build_algo()
+    try:
+        r = algo.train()
+        assert r["env_runners"]["num_env_steps_sampled"] == 32
+        # brax's "fast" env never terminates: every episode is cut at 10 steps.
+        assert r["env_runners"]["episode_len_mean"] == 10.0
+        assert r["env_runners"]["num_episodes"] == 2 * 1  # steps 1-16: ends at step 10
+    finally:
+        algo.stop()
