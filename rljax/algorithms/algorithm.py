@@ -443,7 +443,7 @@ class Algorithm:
         """EnvPool env, no runner threads: the rollout runs inside jit, through EnvPool's XLA
         interface (the fused path)."""
         spec = self.env_spec
-        if is_jax_spec(spec):  # a JAX env steps inside the program: rljax.runners.jax_env
+        if spec is not None and is_jax_spec(spec):  # JAX envs step in the program: runners.jax_env
             check_jax_env_run(self.config, spec.name)
             return True
         return (

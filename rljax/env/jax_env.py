@@ -94,7 +94,8 @@ class TimeLimit(JaxEnv):
                 f"max_episode_steps={max_episode_steps!r}: a time limit must be an int >= 1"
             )
         self.env = env
-        self.max_episode_steps = int(max_episode_steps)
+        self._limit = int(max_episode_steps)
+        self.max_episode_steps = self._limit
         self.observation_space = env.observation_space
         self.action_space = env.action_space
 
@@ -108,7 +109,7 @@ class TimeLimit(JaxEnv):
         inner, obs, reward, terminated, truncated, info = self.env.step(state.env, action, key)
         t = state.t + 1
         terminated = jnp.asarray(terminated, bool)
-        truncated = (jnp.asarray(truncated, bool) | (t >= self.max_episode_steps)) & ~terminated
+        truncated = (jnp.asarray(truncated, bool) | (t >= self._limit)) & ~terminated
         return TimeLimitState(inner, t), obs, reward, terminated, truncated, info
 
 
