@@ -27,6 +27,7 @@ from rljax.algorithms.actor_critic.policy import (
 )
 from rljax.algorithms.algorithm import Algorithm
 from rljax.connectors.env_to_module import EnvToModulePipeline
+from rljax.env.jax_env import is_jax_spec, jax_env_of
 from rljax.env.spaces import is_structured, zeros_batch
 from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import with_env_to_module
@@ -38,6 +39,7 @@ from rljax.runners.acting import (
     make_fused_rollout,
     recurrent_input,
 )
+from rljax.runners.jax_env import start_jax_env
 from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
@@ -263,16 +265,19 @@ class OnPolicyAlgorithm(Algorithm):
             self._setup_host_runners(max_policy_lag, free_running)
 
     def _setup_fused(self) -> None:
-        xla_step, self.runner_state, self._reset_ended = self._make_fused_runner(
-            self._runner_params(), self._act_step
-        )
-        rollout = make_fused_rollout(
-            self._act_step,
-            xla_step,
-            self.fragment_length,
-            self.parts.to_env_action,
-            reset_ended=self._reset_ended,
-        )
+        if is_jax_spec(self.env_spec):  # a JAX env's rollout: rljax.runners.jax_env
+            rollout, self.runner_state = self._start_jax_env()
+        else:
+            xla_step, self.runner_state, self._reset_ended = self._make_fused_runner(
+                self._runner_params(), self._act_step
+            )
+            rollout = make_fused_rollout(
+                self._act_step,
+                xla_step,
+                self.fragment_length,
+                self.parts.to_env_action,
+                reset_ended=self._reset_ended,
+            )
         self._loop = OnPolicyLoop.fused(
             rollout,
             self._postprocess,
@@ -282,6 +287,20 @@ class OnPolicyAlgorithm(Algorithm):
             self.mesh,
             self._state_sharding,
             self._batch_sharding,
+        )
+
+    def _start_jax_env(self) -> tuple[Any, Any]:
+        """``(rollout, runner_state)`` of the JAX env (``runners.jax_env.start_jax_env``)."""
+        return start_jax_env(
+            jax_env_of(self.env_spec),
+            self.parts.act,
+            self._act_step,
+            self._runner_params(),
+            self.config.num_envs_per_env_runner,
+            self.seed,
+            self.fragment_length,
+            self.parts.to_env_action,
+            keep_info=self._record_episodes,
         )
 
     def _setup_host_runners(

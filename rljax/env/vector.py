@@ -213,6 +213,11 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
     env_config = dict(env_config or {})
     if env is None:
         raise ConfigError("no environment given; call config.environment('CartPole-v1') or similar")
+    from rljax.env.jax_env import resolve_jax_env  # JAX envs ("gymnax:..."): rljax.env.jax_env
+
+    jax_spec = resolve_jax_env(env, env_config)
+    if jax_spec is not None:
+        return EnvSpec(*jax_spec)
     if isinstance(env, str):
         creator = registered_creator(env)
         if creator is not None:

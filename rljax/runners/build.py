@@ -16,12 +16,14 @@ import gymnasium as gym
 import jax
 import numpy as np
 
+from rljax.env.jax_env import is_jax_spec
 from rljax.env.vector import EnvSpec, envpool_batch_size, make_envpool
 from rljax.execution.parts import Params, PolicyParts
 from rljax.runners.acting import ActStep, FusedRunnerState
 from rljax.runners.fused import FusedRunner, start_envpool
 from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
+from rljax.runners.jax_env import check_jax_env_run
 from rljax.utils.seeding import derive_seed
 
 
@@ -38,7 +40,11 @@ def fused_envpool(
     env_spec: EnvSpec | None, config: Any, observation_space: gym.Space, action_space: gym.Space
 ) -> bool:
     """EnvPool env, no runner threads: the rollout runs inside jit, through EnvPool's XLA
-    interface (the fused path)."""
+    interface (the fused path), or a JAX env, stepped inside the same program (``runners.jax_env``;
+    refused there by name where the algorithm or the knobs do not run on it yet)."""
+    if env_spec is not None and is_jax_spec(env_spec):
+        check_jax_env_run(config, env_spec.name)
+        return True
     return (
         env_spec is not None
         and env_spec.backend == "envpool"

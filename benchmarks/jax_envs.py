@@ -1,0 +1,198 @@
+"""PPO on a JAX env (gymnax CartPole-v1) against the single-file fused baseline and EnvPool.
+
+``--compare`` prints one JSON line per measurement:
+
+- throughput (``"kind": "throughput"``) at PureJaxRL's defaults (4 envs x 128 steps, 4 epochs,
+  4 minibatches) and at 16 x 250: env steps/s of ``train()`` for rljax on
+  ``gymnax:CartPole-v1``, rljax on EnvPool's ``CartPole-v1`` with the same settings, and
+  ``benchmarks/fused_ppo_baseline.py`` (one call per update, and its whole-training scan), with
+  the ratios the issue's targets name (gymnax / baseline, gymnax / EnvPool);
+- time to a return of 450 (``"kind": "to_450"``) with rljax's tuned CartPole settings
+  (``rljax/tuned_examples/ppo_cartpole.yaml``) for the three, within 5e5 env steps: env steps
+  and seconds (after the first iteration, which compiles; ``build_s`` apart).
+
+Run: python benchmarks/jax_envs.py --compare [--iters 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+import time
+from typing import Any
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import fused_ppo_baseline as baseline  # noqa: E402
+
+from rljax.algorithms.ppo import PPOConfig  # noqa: E402
+
+TUNED = pathlib.Path(__file__).resolve().parents[1] / "rljax" / "tuned_examples"
+SETTINGS = {"purejaxrl": (4, 128), "16x250": (16, 250)}
+
+
+def ppo_config(env: str, num_envs: int, num_steps: int, epochs: int = 4, minibatches: int = 4):
+    """PPO with PureJaxRL's update settings, ``num_envs`` x ``num_steps`` per iteration."""
+    batch = num_envs * num_steps
+    return (
+        PPOConfig()
+        .environment(env)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs)
+        .training(
+            train_batch_size_per_learner=batch,
+            minibatch_size=batch // minibatches,
+            num_epochs=epochs,
+            lr=2.5e-4,
+            entropy_coeff=0.01,
+            grad_clip=0.5,
+            vf_clip_param=0.2,
+            gamma=0.99,
+            lambda_=0.95,
+            clip_param=0.2,
+        )
+        .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
+        .debugging(seed=0)
+    )
+
+
+def throughput(num_envs: int, num_steps: int, iters: int) -> list[dict[str, Any]]:
+    """Env steps/s of rljax's ``train()`` on gymnax and on EnvPool and of the baseline's
+    update calls, with the same settings, timed in turns (each round calls every system once)
+    so that all three see the same load on this machine's shared cores; medians, with means
+    beside. ``program_ms``: rljax's iteration program alone (``train()`` less its Python)."""
+    algos = {}
+    build_s = {}
+    for env in ("gymnax:CartPole-v1", "CartPole-v1"):
+        t0 = time.perf_counter()
+        algos[env] = ppo_config(env, num_envs, num_steps).build_algo()
+        algos[env].train()
+        algos[env].train()
+        build_s[env] = time.perf_counter() - t0
+    init, update_step = baseline.make(baseline.Config("CartPole-v1", num_envs, num_steps))
+    step = jax.jit(update_step, donate_argnums=0)
+    runner, _ = step(jax.jit(init)(jax.random.PRNGKey(0)))
+    jax.block_until_ready(runner)
+    times: dict[str, list[float]] = {k: [] for k in [*algos, "program", "baseline"]}
+    steps = dict.fromkeys(algos, 0)
+    try:
+        for _ in range(iters):
+            for env, algo in algos.items():
+                t0 = time.perf_counter()
+                steps[env] += algo.train()["env_runners"]["num_env_steps_sampled"]
+                times[env].append(time.perf_counter() - t0)
+            algo = algos["gymnax:CartPole-v1"]
+            t0 = time.perf_counter()
+            algo.state, algo.runner_state, metrics, _ = algo._loop.train_step(
+                algo.state, algo.runner_state
+            )
+            jax.block_until_ready(metrics)
+            times["program"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            runner, (ep_ret, ep_done) = step(runner)
+            np.asarray(ep_ret), np.asarray(ep_done)
+            times["baseline"].append(time.perf_counter() - t0)
+    finally:
+        for algo in algos.values():
+            algo.stop()
+    per = num_envs * num_steps
+    rows = []
+    for env in algos:
+        assert steps[env] == per * iters, (env, steps[env])
+        row = {
+            "system": f"rljax {env}",
+            "env_steps_per_s": per / statistics.median(times[env]),
+            "env_steps_per_s_mean": per * iters / sum(times[env]),
+            "iteration_ms": 1000 * statistics.median(times[env]),
+            "build_and_first_iterations_s": build_s[env],
+        }
+        if env.startswith("gymnax"):
+            row["program_ms"] = 1000 * statistics.median(times["program"])
+        rows.append(row)
+    rows.append(
+        {
+            "system": "baseline",
+            "env_steps_per_s": per / statistics.median(times["baseline"]),
+            "env_steps_per_s_mean": per * iters / sum(times["baseline"]),
+            "iteration_ms": 1000 * statistics.median(times["baseline"]),
+        }
+    )
+    return [{"num_envs": num_envs, "num_steps": num_steps, **row} for row in rows]
+
+
+def rljax_to_target(env: str, target: float, max_steps: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    algo = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").environment(env).build_algo()
+    try:
+        r = algo.train()
+        build_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        while (
+            r["env_runners"]["episode_return_mean"] < target
+            and r["num_env_steps_sampled_lifetime"] < max_steps
+        ):
+            r = algo.train()
+        seconds = time.perf_counter() - t0
+    finally:
+        algo.stop()
+    return {
+        "kind": "to_450",
+        "system": f"rljax {env}",
+        "steps": r["num_env_steps_sampled_lifetime"],
+        "return": r["env_runners"]["episode_return_mean"],
+        "seconds_after_first_iteration": seconds,
+        "build_s": build_s,
+    }
+
+
+def baseline_to_target(target: float, max_steps: int) -> dict[str, Any]:
+    # The tuned settings: 16 x 250, 6 epochs of 125-row minibatches (rljax's are 128, the last
+    # one short), lr 3e-4, no entropy bonus.
+    cfg = baseline.Config("CartPole-v1", 16, 250, 6, 32, 3e-4, ent_coef=0.0)
+    out = baseline.run(cfg, max_steps, target, scan=False)
+    return {
+        "kind": "to_450",
+        "system": "baseline",
+        "steps": out["steps_to_target"],
+        "return": out["final_return_mean"],
+        "seconds_after_first_iteration": out["seconds_to_target"],
+    }
+
+
+def compare(iters: int, max_steps: int) -> None:
+    for name, (n, t) in SETTINGS.items():
+        rows = throughput(n, t, iters)
+        # PureJaxRL's way: the whole training as one program (no host between updates).
+        scan = baseline.run(baseline.Config("CartPole-v1", n, t), iters * n * t, per_update=False)
+        rows.append({**scan, "system": "baseline scan"})
+        for row in rows:
+            print(json.dumps({"kind": "throughput", "settings": name, **row}), flush=True)
+        g, e, b = (row["env_steps_per_s"] for row in rows[:3])
+        ratios = {
+            "gymnax_over_baseline": g / b,
+            "gymnax_over_baseline_scan": g / scan["scan_env_steps_per_s"],
+            "gymnax_over_envpool": g / e,
+        }
+        print(json.dumps({"kind": "ratios", "settings": name, **ratios}), flush=True)
+    for env in ("gymnax:CartPole-v1", "CartPole-v1"):
+        print(json.dumps(rljax_to_target(env, 450.0, max_steps)), flush=True)
+    print(json.dumps(baseline_to_target(450.0, max_steps)), flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--compare", action="store_true", help="run every measurement")
+    p.add_argument("--iters", type=int, default=30, help="timed iterations per throughput row")
+    p.add_argument("--max-steps", type=int, default=500_000)
+    a = p.parse_args()
+    if not a.compare:
+        p.error("nothing to do: pass --compare")
+    compare(a.iters, a.max_steps)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""A JAX env's rollout: ``lax.scan`` over vmapped envs, inside the training program.
+
+On the fused path (``OnPolicyLoop.fused``) an EnvPool env is stepped through its XLA custom
+call; an env written in JAX (``rljax.env.jax_env``) is stepped by its own traced ``step``
+instead, so rollout, postprocess and update are one XLA program with no host callback or
+thread: the same ``rollout(params, runner_state) -> (runner_state, Transition [T, N])`` shape,
+with the envs' states where the EnvPool handle is (``FusedRunnerState.handle``).
+
+``num_envs_per_env_runner`` is the vmap width. Auto-reset is same-step
+(``jax_env.batched_step``): every row is a transition (a batch of N rows holds N env steps),
+and a truncated row's final observation is bootstrapped from (``StepResult.final_obs``). As on
+the EnvPool path, the first env step is taken when the runner starts (``acting.prime``), so the
+first fragment holds as many env steps as rows.
+
+Only PPO runs on JAX envs yet (``check_jax_env_run``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from rljax.env.jax_env import AutoResetStep, batched_reset, batched_step
+from rljax.env.steps import StepResult
+from rljax.runners.acting import (
+    ActStep,
+    FusedRunnerState,
+    PolicyFn,
+    Transition,
+    init_actor_state,
+)
+from rljax.utils.errors import ConfigError
+
+Rollout = Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]
+
+# Algorithms whose programs step JAX envs.
+JAX_ENV_ALGORITHMS = ("PPO",)
+
+
+def check_jax_env_run(config: Any, env_name: str) -> None:
+    """Raises ``ConfigError`` for what does not run on a JAX env yet: an algorithm other than
+    PPO, a multi-agent run, runner threads (``num_env_runners`` > 0)."""
+    algo = getattr(config, "algo_name", type(config).__name__)
+    if algo not in JAX_ENV_ALGORITHMS:
+        raise ConfigError(
+            f"{algo} does not run on JAX envs yet (env {env_name!r}): only PPO does; use an "
+            "EnvPool or gymnasium env for it"
+        )
+    if getattr(config, "is_multi_agent", False):
+        raise ConfigError(
+            f"env {env_name!r}: multi-agent runs on JAX envs are not supported yet; only "
+            "single-agent PPO runs on JAX envs"
+        )
+    if config.num_env_runners:
+        raise ConfigError(
+            f"env {env_name!r} is a JAX env, stepped inside the training program: "
+            f"num_env_runners={config.num_env_runners} is not supported; use "
+            "num_env_runners=0 and num_envs_per_env_runner (the vmap width)"
+        )
+
+
+def _result(out: AutoResetStep, env_id: jax.Array, keep_info: bool) -> StepResult:
+    return StepResult(
+        out.obs,
+        out.reward,
+        out.terminated,
+        out.truncated,
+        env_id,
+        info=dict(out.info) if keep_info else None,
+        final_obs=out.final_obs,
+    )
+
+
+def make_start(
+    env: Any,
+    policy_fn: PolicyFn,
+    act_step: ActStep,
+    num_envs: int,
+    to_env_action: Callable[[jax.Array], jax.Array],
+    keep_info: bool = False,
+) -> Callable[[Any, jax.Array], FusedRunnerState]:
+    """``start(params, key) -> runner_state``, jit-able: ``num_envs`` envs reset, the policy's
+    first action taken and the envs stepped once (the same-step runners' prime)."""
+
+    def start(params: Any, key: jax.Array) -> FusedRunnerState:
+        env_key, act_key, step_key, run_key = jax.random.split(key, 4)
+        states, obs = batched_reset(env, env_key, num_envs)
+        env_id = jnp.arange(num_envs, dtype=jnp.int32)
+        actor = init_actor_state(policy_fn, params, jax.tree.map(lambda o: o[0], obs), num_envs)
+        zeros = jnp.zeros((num_envs,), bool)
+        first = StepResult(obs, jnp.zeros((num_envs,), jnp.float32), zeros, zeros, env_id)
+        action, actor, _ = act_step(params, act_key, actor, first)
+        states, out = batched_step(env, states, to_env_action(action), step_key)
+        return FusedRunnerState(states, actor, _result(out, env_id, keep_info), run_key)
+
+    return start
+
+
+def make_jax_env_rollout(
+    env: Any,
+    act_step: ActStep,
+    length: int,
+    to_env_action: Callable[[jax.Array], jax.Array],
+) -> Rollout:
+    """``rollout(params, runner_state) -> (runner_state, Transition [length, N])``, jit-able:
+    the act step and the vmapped env step (same-step auto-reset) in ``lax.scan``."""
+
+    def rollout(params: Any, rs: FusedRunnerState) -> tuple[FusedRunnerState, Transition]:
+        keep_info = rs.result.info is not None
+
+        def body(carry: FusedRunnerState, _: Any) -> tuple[FusedRunnerState, Transition]:
+            key, act_key, env_key = jax.random.split(carry.key, 3)
+            action, actor, transition = act_step(params, act_key, carry.actor, carry.result)
+            states, out = batched_step(env, carry.handle, to_env_action(action), env_key)
+            result = _result(out, carry.result.env_id, keep_info)
+            return FusedRunnerState(states, actor, result, key), transition
+
+        return jax.lax.scan(body, rs, None, length=length)
+
+    return rollout
+
+
+def start_jax_env(
+    env: Any,
+    policy_fn: PolicyFn,
+    act_step: ActStep,
+    params: Any,
+    num_envs: int,
+    seed: int,
+    length: int,
+    to_env_action: Callable[[jax.Array], jax.Array],
+    keep_info: bool = False,
+) -> tuple[Rollout, FusedRunnerState]:
+    """``(rollout, runner_state)`` of ``num_envs`` copies of the JAX env ``env``: the runner
+    state started by one jitted call (on the device of ``params``), from ``seed``."""
+    start = jax.jit(make_start(env, policy_fn, act_step, num_envs, to_env_action, keep_info))
+    rs = start(params, jax.random.PRNGKey(seed))
+    return make_jax_env_rollout(env, act_step, length, to_env_action), rs
+
+
+__all__ = [
+    "JAX_ENV_ALGORITHMS",
+    "check_jax_env_run",
+    "make_jax_env_rollout",
+    "make_start",
+    "start_jax_env",
+]

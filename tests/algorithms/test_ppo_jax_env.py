@@ -1,0 +1,185 @@
+"""PPO on JAX envs: rollout, postprocess and update in one program per iteration, episodes
+counted by hand on scripted envs, what else runs on the path, and learning gymnax CartPole."""
+
+import pathlib
+import tempfile
+import time
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rljax.algorithms.algorithm import Algorithm
+from rljax.algorithms.ppo import PPOConfig
+from rljax.env.jax_env import JaxEnv
+from rljax.env.registry import register_env
+from rljax.utils.errors import ConfigError
+
+TUNED = pathlib.Path(__file__).parents[2] / "rljax" / "tuned_examples"
+
+_compiles: list[str] = []
+
+
+def _count(event: str, duration: float, **kwargs) -> None:
+    if event == "/jax/core/compile/backend_compile_duration":
+        _compiles.append(event)
+
+
+jax.monitoring.register_event_duration_secs_listener(_count)
+
+
+class Countdown(JaxEnv):
+    """Reward 1 per step whatever the action; terminates after ``end`` steps (a return of
+    ``end``, a length of ``end``). obs: [steps left, 1]."""
+
+    def __init__(self, config=None):
+        self.end = int(dict(config or {}).get("end", 3))
+        self.observation_space = gym.spaces.Box(-1e3, 1e3, (2,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def _obs(self, t):
+        return jnp.stack([(self.end - t).astype(jnp.float32), jnp.float32(1.0)])
+
+    def reset(self, key):
+        t = jnp.zeros((), jnp.int32)
+        return t, self._obs(t)
+
+    def step(self, state, action, key):
+        t = state + 1
+        return t, self._obs(t), jnp.float32(1.0), t >= self.end, jnp.asarray(False), {}
+
+
+register_env("countdown-jax", Countdown)
+
+
+def _small(env, env_config=None, n=4, t=16):
+    return (
+        PPOConfig()
+        .environment(env, env_config=env_config or {})
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=n)
+        .training(train_batch_size_per_learner=n * t, minibatch_size=n * t // 2, num_epochs=1)
+        .debugging(seed=0)
+    )
+
+
+def test_scripted_episodes_are_counted_by_hand_and_one_program_runs_per_iteration():
+    algo = _small("countdown-jax", {"end": 3}).build_algo()
+    try:
+        assert algo.fused
+        first = algo.train()  # compiles the iteration's program
+        before = len(_compiles)
+        results = [algo.train() for _ in range(3)]
+        assert len(_compiles) == before, "an iteration compiled a program"
+        assert algo._train_step._cache_size() == 1
+        for r in [first, *results]:
+            # Same-step auto-reset: a batch of 64 rows holds 64 env steps.
+            assert r["env_runners"]["num_env_steps_sampled"] == 64
+        # Every episode is 3 steps of reward 1. The first fragment holds env steps 1-16 of
+        # each env (the first was taken at start): episodes end at steps 3, 6, 9, 12, 15.
+        r = results[-1]
+        assert r["env_runners"]["episode_return_mean"] == 3.0
+        assert r["env_runners"]["episode_len_mean"] == 3.0
+        assert first["env_runners"]["num_episodes"] == 4 * 5
+        assert r["num_env_steps_sampled_lifetime"] == 4 * 64
+    finally:
+        algo.stop()
+
+
+def test_time_limit_truncation_ends_episodes():
+    # Never terminates within 100 steps; the time limit cuts every episode at 5 steps.
+    algo = _small("countdown-jax", {"end": 100, "max_episode_steps": 5}).build_algo()
+    try:
+        r = algo.train()
+        assert r["env_runners"]["episode_len_mean"] == 5.0
+        assert r["env_runners"]["episode_return_mean"] == 5.0
+        assert r["env_runners"]["num_episodes"] == 4 * 3  # 16 steps: ends at 5, 10, 15
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("algo_name", ["DQN", "IMPALA", "APPO"])
+def test_other_algorithms_refuse_jax_envs_naming_themselves(algo_name):
+    import importlib
+
+    module = importlib.import_module(f"rljax.algorithms.{algo_name.lower()}")
+    config_class = getattr(module, f"{algo_name}Config")
+    with pytest.raises(ConfigError, match=rf"^{algo_name} does not run on JAX envs yet.*only PPO"):
+        config_class().environment("countdown-jax").build_algo()
+
+
+def test_runner_threads_are_refused():
+    with pytest.raises(ConfigError, match=r"num_env_runners=2 is not supported"):
+        _small("countdown-jax").env_runners(num_env_runners=2).build_algo()
+
+
+def test_evaluation_actions_and_checkpoints_work_on_the_path():
+    algo = _small("countdown-jax", {"end": 4}).build_algo()
+    try:
+        algo.train()
+        # Evaluation steps the JAX env from the host (JaxGymEnv).
+        assert algo.evaluate()["env_runners"]["episode_return_mean"] == 4.0
+        assert int(algo.compute_single_action(np.array([4.0, 1.0], np.float32))) in (0, 1)
+        with tempfile.TemporaryDirectory() as d:
+            algo.save_to_path(d)
+            restored = Algorithm.from_checkpoint(d)
+        try:
+            assert restored.fused
+            same = jax.tree.map(
+                np.array_equal,
+                jax.device_get(algo.state.params),
+                jax.device_get(restored.state.params),
+            )
+            assert all(jax.tree.leaves(same))
+            assert restored.train()["num_env_steps_sampled_lifetime"] == 2 * 64
+        finally:
+            restored.stop()
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+def test_ppo_gymnax_cartpole_reaches_450_within_500k_steps(train_until):
+    pytest.importorskip("gymnax")
+    cfg = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").environment("gymnax:CartPole-v1")
+    t0 = time.perf_counter()
+    algo = cfg.build_algo()
+    try:
+        assert algo.fused
+        result = train_until(algo, 450, 500_000)
+        seconds = time.perf_counter() - t0
+        print(
+            f"gymnax CartPole-v1: return {result['env_runners']['episode_return_mean']:.1f} "
+            f"after {result['num_env_steps_sampled_lifetime']} env steps, {seconds:.1f} s"
+        )
+        assert result["env_runners"]["episode_return_mean"] >= 450, result["env_runners"]
+        assert result["num_env_steps_sampled_lifetime"] <= 500_000
+        assert algo._train_step._cache_size() == 1
+    finally:
+        algo.stop()
+
+
+def test_ppo_runs_on_jumanji_snake_with_dict_observations():
+    pytest.importorskip("jumanji")
+    algo = _small("jumanji:Snake-v1", n=2, t=8).build_algo()
+    try:
+        assert algo.fused
+        r = algo.train()
+        assert r["env_runners"]["num_env_steps_sampled"] == 16
+        assert algo._train_step._cache_size() == 1
+    finally:
+        algo.stop()
+
+
+def test_ppo_runs_on_brax_with_box_actions_and_its_time_limit():
+    pytest.importorskip("brax.envs")
+    algo = _small("brax:fast", {"max_episode_steps": 10}, n=2, t=16).build_algo()
+    try:
+        r = algo.train()
+        assert r["env_runners"]["num_env_steps_sampled"] == 32
+        # brax's "fast" env never terminates: every episode is cut at 10 steps.
+        assert r["env_runners"]["episode_len_mean"] == 10.0
+        assert r["env_runners"]["num_episodes"] == 2 * 1  # steps 1-16: ends at step 10
+    finally:
+        algo.stop()

@@ -1,0 +1,141 @@
+"""The JAX env protocol: same-step auto-reset, time-limit truncation and resolution by name,
+checked by hand on a scripted env."""
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rljax.env.jax_env import (
+    JaxEnv,
+    JaxGymEnv,
+    TimeLimit,
+    auto_reset_step,
+    batched_reset,
+    batched_step,
+    jax_env_of,
+    make_jax_env,
+)
+from rljax.env.registry import register_env
+from rljax.env.vector import env_spaces, resolve_env
+from rljax.utils.errors import ConfigError
+
+
+class Scripted(JaxEnv):
+    """State: the step count t. obs = [t + start]; reward = t after the step; terminates when t
+    reaches ``end`` (default 3). A reset starts at t = 0 with obs 10 * (key's first bit) so a
+    test can tell a reset from a step."""
+
+    def __init__(self, config=None):
+        config = dict(config or {})
+        self.end = config.get("end", 3)
+        self.observation_space = gym.spaces.Box(-1e6, 1e6, (1,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, key):
+        return jnp.zeros((), jnp.int32), jnp.full((1,), -1.0, jnp.float32)
+
+    def step(self, state, action, key):
+        t = state + 1 + action  # action 1 skips a step
+        obs = t.astype(jnp.float32)[None]
+        return t, obs, t.astype(jnp.float32), t >= self.end, jnp.asarray(False), {"t": t}
+
+
+def test_auto_reset_resets_within_the_ending_step():
+    env = Scripted()
+    key = jax.random.PRNGKey(0)
+    state, obs = env.reset(key)
+    assert obs.tolist() == [-1.0]
+    outs = []
+    for _ in range(4):
+        state, out = auto_reset_step(env, state, jnp.int32(0), key)
+        outs.append(out)
+    # Steps 1, 2: t = 1, 2; step 3 terminates: obs is the reset's (-1), final_obs the last (3).
+    assert [o.obs.tolist() for o in outs] == [[1.0], [2.0], [-1.0], [1.0]]
+    assert [o.final_obs.tolist() for o in outs] == [[1.0], [2.0], [3.0], [1.0]]
+    assert [float(o.reward) for o in outs] == [1.0, 2.0, 3.0, 1.0]
+    assert [bool(o.terminated) for o in outs] == [False, False, True, False]
+    assert not any(bool(o.truncated) for o in outs)
+    assert int(outs[3].info["t"]) == 1
+
+
+def test_time_limit_truncates_only_where_the_episode_did_not_terminate():
+    env = TimeLimit(Scripted({"end": 3}), 2)
+    key = jax.random.PRNGKey(0)
+    state, _ = env.reset(key)
+    state, _, _, term, trunc, _ = env.step(state, jnp.int32(0), key)
+    assert (bool(term), bool(trunc), int(state.t)) == (False, False, 1)
+    state, obs, _, term, trunc, _ = env.step(state, jnp.int32(0), key)
+    assert (bool(term), bool(trunc), obs.tolist()) == (False, True, [2.0])
+    # Terminal at the limit's step: terminated, not truncated (skip to t = 3 at step 2).
+    state, _ = env.reset(key)
+    state, *_ = env.step(state, jnp.int32(0), key)
+    state, _, _, term, trunc, _ = env.step(state, jnp.int32(1), key)
+    assert (bool(term), bool(trunc)) == (True, False)
+    # Auto-reset restarts the step count.
+    state, _ = env.reset(key)
+    for _ in range(2):
+        state, out = auto_reset_step(env, state, jnp.int32(0), key)
+    assert bool(out.truncated) and out.obs.tolist() == [-1.0] and int(state.t) == 0
+
+
+def test_time_limit_refuses_a_bad_limit():
+    with pytest.raises(ConfigError, match=r"max_episode_steps=0"):
+        TimeLimit(Scripted(), 0)
+
+
+def test_batched_step_resets_each_env_on_its_own():
+    env = Scripted({"end": 2})
+    states, obs = batched_reset(env, jax.random.PRNGKey(0), 3)
+    assert obs.shape == (3, 1)
+    step = jax.jit(lambda s, a, k: batched_step(env, s, a, k))
+    # Env 0 acts 0 (ends at step 2), env 1 acts 1 (t = 2 at once: ends), env 2 acts 0.
+    states, out = step(states, jnp.array([0, 1, 0], jnp.int32), jax.random.PRNGKey(1))
+    assert out.terminated.tolist() == [False, True, False]
+    assert out.obs[:, 0].tolist() == [1.0, -1.0, 1.0]
+    assert out.final_obs[:, 0].tolist() == [1.0, 2.0, 1.0]
+    assert states.tolist() == [1, 0, 1]
+
+
+def test_make_jax_env_applies_env_config_time_limit():
+    env = make_jax_env(Scripted, {"end": 100, "max_episode_steps": 5})
+    assert isinstance(env, TimeLimit) and env.max_episode_steps == 5 and env.env.end == 100
+    assert not isinstance(make_jax_env(Scripted, {}), TimeLimit)
+
+
+def test_a_registered_jax_env_class_resolves_to_the_jax_backend():
+    register_env("scripted-jax-env", Scripted)
+    spec = resolve_env("scripted-jax-env", {"end": 4})
+    assert spec.backend == "jax"
+    obs_space, act_space = env_spaces(spec)
+    assert obs_space == Scripted().observation_space and act_space == gym.spaces.Discrete(2)
+    assert jax_env_of(spec).end == 4
+    # The class itself too.
+    assert resolve_env(Scripted).backend == "jax"
+
+
+def test_the_host_wrapper_steps_the_jax_env_as_a_gymnasium_env():
+    env = JaxGymEnv(make_jax_env(Scripted, {"max_episode_steps": 2, "end": 10}))
+    obs, _ = env.reset(seed=0)
+    assert obs.tolist() == [-1.0]
+    assert env.step(0)[1:4] == (1.0, False, False)
+    obs, reward, term, trunc, _ = env.step(0)
+    assert (obs.tolist(), reward, term, trunc) == ([2.0], 2.0, False, True)
+
+
+class NotAnEnv:
+    def __init__(self, config=None):
+        pass
+
+
+class Broken(JaxEnv):
+    def __init__(self):  # takes no config
+        pass
+
+
+def test_bad_jax_envs_are_refused_naming_what_is_wrong():
+    with pytest.raises(ConfigError, match=r"does not follow rljax's JaxEnv protocol"):
+        make_jax_env(NotAnEnv, {}, "not-an-env")
+    with pytest.raises(ConfigError, match=r"define __init__\(self, config=None\)"):
+        make_jax_env(Broken, {})

@@ -1,0 +1,68 @@
+"""The gymnax adapter ("gymnax:<id>"): spaces, one step against gymnax's own, truncation."""
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rljax.env.jax_env import auto_reset_step, jax_env_of
+from rljax.env.vector import env_spaces, resolve_env
+from rljax.utils.errors import ConfigError
+
+gymnax = pytest.importorskip("gymnax")
+
+
+def test_cartpole_spaces_are_gymnasium_spaces():
+    spec = resolve_env("gymnax:CartPole-v1")
+    assert spec.backend == "jax" and spec.name == "gymnax:CartPole-v1"
+    obs_space, act_space = env_spaces(spec)
+    assert isinstance(obs_space, gym.spaces.Box)
+    assert obs_space.shape == (4,) and obs_space.dtype == np.float32
+    assert np.isclose(obs_space.high[0], 4.8) and np.isclose(obs_space.high[2], 0.41887903)
+    assert act_space == gym.spaces.Discrete(2)
+
+
+def test_breakout_minatar_spaces():
+    obs_space, act_space = env_spaces(resolve_env("gymnax:Breakout-MinAtar"))
+    assert obs_space.shape == (10, 10, 4) and obs_space.dtype == np.float32
+    assert float(obs_space.low.min()) == 0.0 and float(obs_space.high.max()) == 1.0
+    assert act_space == gym.spaces.Discrete(3)
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Breakout-MinAtar"])
+def test_one_step_matches_gymnax_step(env_id):
+    env = jax_env_of(resolve_env(f"gymnax:{env_id}"))
+    genv, params = gymnax.make(env_id)
+    key = jax.random.PRNGKey(3)
+    g_obs, g_state = genv.reset(key, params)
+    state, obs = env.reset(key)
+    np.testing.assert_array_equal(np.asarray(obs), np.asarray(g_obs, np.float32))
+    step_key = jax.random.PRNGKey(4)
+    g_obs, g_state, g_rew, g_term, g_trunc, _ = genv.step(step_key, g_state, 1, params)
+    # gymnax's step splits its key: the first half steps, the second resets.
+    state, obs, rew, term, trunc, _ = env.step(state, jnp.int32(1), jax.random.split(step_key)[0])
+    assert not bool(g_term | g_trunc)
+    np.testing.assert_array_equal(np.asarray(obs), np.asarray(g_obs, np.float32))
+    assert float(rew) == float(g_rew) and (bool(term), bool(trunc)) == (False, False)
+    assert jax.tree.all(jax.tree.map(lambda a, b: bool(jnp.all(a == b)), state, g_state))
+
+
+def test_time_limit_from_env_config_truncates():
+    env = jax_env_of(resolve_env("gymnax:CartPole-v1", {"max_episode_steps": 3}))
+    assert env.params.max_steps_in_episode == 3
+    key = jax.random.PRNGKey(0)
+    state, _ = env.reset(key)
+    flags = []
+    for i in range(3):
+        state, out = auto_reset_step(env, state, jnp.int32(i % 2), jax.random.PRNGKey(i))
+        flags.append((bool(out.terminated), bool(out.truncated)))
+    assert flags == [(False, False), (False, False), (False, True)]
+    assert int(state.time) == 0  # reset within the step
+
+
+def test_bad_ids_and_settings_are_refused():
+    with pytest.raises(ConfigError, match=r"unknown gymnax env 'CartPole-v2'.*'CartPole-v1'"):
+        env_spaces(resolve_env("gymnax:CartPole-v2"))
+    with pytest.raises(ConfigError, match=r"\['gravityy'\] are not settings.*'gravity'"):
+        env_spaces(resolve_env("gymnax:CartPole-v1", {"gravityy": 1.0}))
