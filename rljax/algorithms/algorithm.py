@@ -60,15 +60,11 @@ from rljax.learners.devices import (
     runner_device,
 )
 from rljax.policy.export import export_policy
-from rljax.runners.acting import (
-    ActStep,
-    FusedRunnerState,
-    recurrent_input,
-    recurrent_spec,
-)
+from rljax.runners.acting import recurrent_input, recurrent_spec
 from rljax.runners.fused import FusedRunner, start_envpool
 from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
+from rljax.types import ActStep, FusedRunnerState
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.checks import require_bool
 from rljax.utils.errors import (

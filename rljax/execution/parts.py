@@ -23,7 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.runners.acting import PolicyFn, RecurrentInput, recurrent_spec
+from rljax.runners.acting import recurrent_spec
+from rljax.types import PolicyFn, RecurrentInput
 
 # The algorithm's whole training state as the execution layer holds it (a PPOTrainState, an
 # off-policy loop's OffPolicyState, multi-agent PPO's list of stacked states): the execution

@@ -32,8 +32,8 @@ from rljax.learners import update as learner_update
 from rljax.learners.circular import make_repeated_update
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import next_or_bootstrap
-from rljax.runners.acting import Transition
 from rljax.runners.ordering import order_by_stream, to_time_major
+from rljax.types import Transition
 from rljax.utils.schedules import Schedule
 
 Metrics = dict[str, jax.Array]
