@@ -14,11 +14,11 @@ The names RLlib gives its ids and checkpoint components, with RLlib's values:
 """
 
 from rljax.core.columns import Columns
+from rljax.utils.metrics import ALL_MODULES
 
 DEFAULT_AGENT_ID = "default_agent"
 DEFAULT_POLICY_ID = "default_policy"
 DEFAULT_MODULE_ID = DEFAULT_POLICY_ID
-ALL_MODULES = "__all_modules__"
 
 COMPONENT_ENV_RUNNER = "env_runner"
 COMPONENT_ENV_TO_MODULE_CONNECTOR = "env_to_module_connector"
