@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import jax
+if TYPE_CHECKING:  # annotations only: an ASYNC env worker imports these types, not jax
+    import jax
 
 
 class StepResult(NamedTuple):
@@ -53,7 +54,7 @@ class StepResult(NamedTuple):
 
 # policy_fn(params, obs [B, ...], key) -> (action [B, ...], extras): the algorithm's acting
 # policy (``PolicyParts.act``); obs is an array, or a pytree such as multi-agent slots'.
-PolicyFn = Callable[[Any, Any, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]
+PolicyFn = Callable[[Any, Any, "jax.Array"], "tuple[jax.Array, dict[str, jax.Array]]"]
 
 
 class Transition(NamedTuple):
@@ -154,7 +155,7 @@ class RecurrentSpec:
 # act_step(params, key, actor_state, result) -> (action, actor_state, transition); ``result`` is
 # a ``StepResult`` or a multi-agent env's ``MultiAgentStepResult`` of agent slots (read by field
 # name: ``present`` and the metrics fields are optional), traced.
-ActStep = Callable[[Any, jax.Array, ActorState, Any], tuple[jax.Array, ActorState, Transition]]
+ActStep = Callable[[Any, "jax.Array", ActorState, Any], "tuple[jax.Array, ActorState, Transition]"]
 
 
 class FusedRunnerState(NamedTuple):
