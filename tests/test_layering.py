@@ -207,3 +207,12 @@ def test_every_known_back_edge_still_exists():
     existing = {(file, _file_of(target, modules)) for file, _, target, _, _ in found}
     gone = sorted(KNOWN_BACK_EDGES - existing)
     assert gone == [], f"these back-edges are gone: remove them from KNOWN_BACK_EDGES: {gone}"
+
+
+def test_the_shared_types_import_nothing_of_rljax():
+    """``rljax.types`` is data only: every layer reads it, so it reads no layer."""
+    found = [(f, line, t) for f, line, t in module_level_edges() if f == "rljax/types.py"]
+    assert found == []
+    assert ("rljax/runners/acting.py", "rljax.types") in {
+        (f, t) for f, _, t in module_level_edges()
+    }
