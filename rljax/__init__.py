@@ -4,7 +4,7 @@ __version__ = "0.1.0"
 
 import os as _os  # noqa: E402
 
-from rljax.env.registry import (  # noqa: E402
+from rljax.utils.registry import (  # noqa: E402
     register_env,
     register_module_class,
     register_policy_mapping_fn,

@@ -4,6 +4,7 @@ directly or through others, at module level or inside a function."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "rljax"
@@ -14,30 +15,45 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def imported_modules(
+    node: ast.Import | ast.ImportFrom, name: str, is_package: bool, modules: Iterable[str]
+) -> set[str]:
+    """The rljax modules one import statement of module ``name`` imports (a ``from a.b import c``
+    names ``a.b.c`` when that is a module, else ``a.b``), among ``modules``."""
+    targets: set[str] = set()
+    if isinstance(node, ast.Import):
+        targets.update(a.name for a in node.names if a.name.startswith("rljax"))
+    else:
+        if node.level:  # relative: resolve against this module's package
+            base = name.split(".") if is_package else name.split(".")[:-1]
+            base = base[: len(base) - node.level + 1]
+            source = ".".join(base + ([node.module] if node.module else []))
+        else:
+            source = node.module or ""
+        if not source.startswith("rljax"):
+            return set()
+        for alias in node.names:
+            sub = f"{source}.{alias.name}"
+            targets.add(sub if sub in modules else source)
+    return {t for t in targets if t in modules and t != name}
+
+
+def modules_by_name() -> dict[str, Path]:
+    """Every rljax module's dotted name -> its file."""
+    return {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
 def import_graph() -> dict[str, set[str]]:
-    """module -> the rljax modules it imports (a ``from a.b import c`` names ``a.b.c`` when
-    that is a module, else ``a.b``)."""
-    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    """module -> the rljax modules it imports, anywhere in it (``imported_modules``)."""
+    modules = modules_by_name()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         is_package = path.name == "__init__.py"
         targets: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                targets.update(a.name for a in node.names if a.name.startswith("rljax"))
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:  # relative: resolve against this module's package
-                    base = name.split(".") if is_package else name.split(".")[:-1]
-                    base = base[: len(base) - node.level + 1]
-                    source = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    source = node.module or ""
-                if not source.startswith("rljax"):
-                    continue
-                for alias in node.names:
-                    sub = f"{source}.{alias.name}"
-                    targets.add(sub if sub in modules else source)
-        graph[name] = {t for t in targets if t in modules and t != name}
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                targets |= imported_modules(node, name, is_package, modules)
+        graph[name] = targets
     return graph
 
 

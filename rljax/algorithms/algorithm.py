@@ -74,9 +74,10 @@ from rljax.learners.devices import (
 )
 from rljax.policy.export import export_policy
 from rljax.runners import build as runner_build
-from rljax.runners.acting import ActStep, FusedRunnerState, recurrent_spec
+from rljax.runners.acting import recurrent_spec
 from rljax.runners.build import needs_x64 as needs_x64
 from rljax.runners.group import RunnerGroup
+from rljax.types import ActStep, FusedRunnerState
 from rljax.utils.checks import require_bool
 from rljax.utils.errors import AlgorithmStoppedError, ConfigError
 from rljax.utils.exclusive import ExclusiveUse

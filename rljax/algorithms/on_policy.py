@@ -32,14 +32,9 @@ from rljax.env.spaces import is_structured, zeros_batch
 from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import with_env_to_module
 from rljax.networks.distributions import ActionDistribution
-from rljax.runners.acting import (
-    RecurrentInput,
-    Transition,
-    make_act_step,
-    make_fused_rollout,
-    recurrent_input,
-)
+from rljax.runners.acting import make_act_step, make_fused_rollout, recurrent_input
 from rljax.runners.jax_env import start_jax_env
+from rljax.types import RecurrentInput, Transition
 from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once

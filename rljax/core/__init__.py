@@ -14,32 +14,23 @@ The names RLlib gives its ids and checkpoint components, with RLlib's values:
 """
 
 from rljax.core.columns import Columns
-
-DEFAULT_AGENT_ID = "default_agent"
-DEFAULT_POLICY_ID = "default_policy"
-DEFAULT_MODULE_ID = DEFAULT_POLICY_ID
-ALL_MODULES = "__all_modules__"
-
-COMPONENT_ENV_RUNNER = "env_runner"
-COMPONENT_ENV_TO_MODULE_CONNECTOR = "env_to_module_connector"
-COMPONENT_EVAL_ENV_RUNNER = "eval_env_runner"
-COMPONENT_LEARNER = "learner"
-COMPONENT_LEARNER_GROUP = "learner_group"
-COMPONENT_METRICS_LOGGER = "metrics_logger"
-COMPONENT_MODULE_TO_ENV_CONNECTOR = "module_to_env_connector"
-COMPONENT_OPTIMIZER = "optimizer"
-COMPONENT_RL_MODULE = "rl_module"
-
-# The path of a module inside RLlib's checkpoint tree, below the checkpoint directory.
-RL_MODULE_PATH = (COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE)
-
-
-def rl_module_path(module_id: str = DEFAULT_MODULE_ID) -> str:
-    """RLlib's path of module ``module_id`` inside a checkpoint directory
-    (``learner_group/learner/rl_module/default_policy``), which
-    ``RLModule.from_checkpoint(checkpoint / rl_module_path(...))`` accepts."""
-    return "/".join((*RL_MODULE_PATH, module_id))
-
+from rljax.utils.ids import (
+    COMPONENT_ENV_RUNNER,
+    COMPONENT_ENV_TO_MODULE_CONNECTOR,
+    COMPONENT_EVAL_ENV_RUNNER,
+    COMPONENT_LEARNER,
+    COMPONENT_LEARNER_GROUP,
+    COMPONENT_METRICS_LOGGER,
+    COMPONENT_MODULE_TO_ENV_CONNECTOR,
+    COMPONENT_OPTIMIZER,
+    COMPONENT_RL_MODULE,
+    DEFAULT_AGENT_ID,
+    DEFAULT_MODULE_ID,
+    DEFAULT_POLICY_ID,
+    RL_MODULE_PATH,
+    rl_module_path,
+)
+from rljax.utils.metrics import ALL_MODULES
 
 __all__ = [
     "ALL_MODULES",

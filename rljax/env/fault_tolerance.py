@@ -25,7 +25,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from rljax.runners.faults import REPEATS_OF_A_BUG, EnvBugError, RepeatedFailures
+from rljax.env.failures import REPEATS_OF_A_BUG, EnvBugError, RepeatedFailures
 
 RESTARTED = "rljax_restarted"
 

@@ -18,10 +18,10 @@ from typing import Any, cast
 import numpy as np
 from gymnasium.vector.utils import CloudpickleWrapper
 
+from rljax.env.failures import EnvBugError
 from rljax.env.fault_tolerance import RESTARTED
 from rljax.env.steps import StepResult
 from rljax.env.workers import main_hidden, sigint_blocked
-from rljax.runners.faults import EnvBugError
 
 
 def _worker(conn: Connection, env_fn: CloudpickleWrapper, index: int) -> None:

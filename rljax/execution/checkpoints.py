@@ -25,11 +25,11 @@ import jax
 import numpy as np
 
 import rljax
-from rljax.core import DEFAULT_POLICY_ID
 from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.errors import CheckpointError, ConfigError
+from rljax.utils.ids import DEFAULT_POLICY_ID
 from rljax.utils.jit import abstract_init
 from rljax.utils.references import LoadPolicy
 

@@ -20,7 +20,8 @@ import jax.numpy as jnp
 
 from rljax.execution.parts import Params
 from rljax.replay.episode import EpisodeReplayBuffer
-from rljax.runners.acting import FusedRunnerState, Transition, episode_arrays
+from rljax.runners.acting import episode_arrays
+from rljax.types import FusedRunnerState, Transition
 
 # An algorithm's learner state (networks, target networks, optimizer states): a pytree that
 # the loop carries in ``OffPolicyState.learner`` and hands back to the algorithm's functions.

@@ -24,8 +24,9 @@ import numpy as np
 
 from rljax.execution.parts import Params
 from rljax.learners.devices import replicated
-from rljax.runners.acting import FusedRunnerState, Transition, episode_arrays
+from rljax.runners.acting import episode_arrays
 from rljax.runners.group import GroupSample, RunnerGroup
+from rljax.types import FusedRunnerState, Transition
 from rljax.utils import xla_options
 
 State = TypeVar("State")

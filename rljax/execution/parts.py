@@ -16,71 +16,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any
 
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.runners.acting import PolicyFn, RecurrentInput, recurrent_spec
-
-# The algorithm's whole training state as the execution layer holds it (a PPOTrainState, an
-# off-policy loop's OffPolicyState, multi-agent PPO's list of stacked states): the execution
-# layer only passes it to the algorithm's functions, saves it and restores it.
-State = Any
-StateT = TypeVar("StateT")
-# A policy's parameters as its act and inference functions take them (any pytree).
-Params = Any
-
-
-class InferenceFn(Protocol):
-    """``infer(params, obs [B, ...], key) -> (action_dist_inputs [B, D], action [B, ...])``.
-
-    The action is the policy's (before ``to_env_action_host``); with ``explore=False`` it is the
-    greedy one and ``key`` is unused.
-    """
-
-    def __call__(
-        self, params: Params, obs: jax.Array, key: jax.Array
-    ) -> tuple[jax.Array, jax.Array]: ...
-
-
-@dataclasses.dataclass(frozen=True)
-class PolicyParts(Generic[StateT]):
-    """An algorithm's policy as pure functions, built once when the algorithm is built; those
-    that read the training state take the algorithm's own ``StateT``.
-
-    Attributes:
-      act: ``act(acting_params, obs [B, ...], key) -> (action [B, ...], extras)``: the training
-        policy, run by runner threads and inside the fused rollout (``runners/acting.py``).
-        ``extras`` is a dict of [B, ...] arrays the update needs (log-probs, values, ...).
-      acting_params: ``acting_params(state) -> params`` that ``act`` takes (jit-able: the
-        off-policy loop calls it inside its jitted iteration).
-      bootstrap_keys: The keys of ``extras`` that a transition also needs for its next
-        observation (PPO's ``vf_preds``, to bootstrap a truncated episode's value).
-      inference: ``inference(policy_id, explore) -> infer``; the same function object for
-        policies that share a network, so that they share one compilation.
-      inference_params: ``inference_params(state, policy_id) -> params`` that ``infer`` takes.
-      to_env_action: Policy action -> env action, traced (the fused EnvPool rollout).
-      to_env_action_host: The same on host arrays (runner threads, inference, evaluation).
-      greedy_slots: Multi-agent only: ``greedy_slots(acting_params, slot_obs) -> action`` of
-        every agent slot with its own policy, for evaluation; None: evaluation acts through
-        ``inference(None, False)``.
-      recurrent_inference: A recurrent policy's inference, ``recurrent_inference(explore) ->
-        infer(params, RecurrentInput [B], key) -> (action_dist_inputs, action, state_out)``
-        (its ``inference`` then refuses: it needs the state); None: not recurrent.
-    """
-
-    act: PolicyFn
-    acting_params: Callable[[StateT], Params]
-    bootstrap_keys: tuple[str, ...]
-    inference: Callable[[str | None, bool], InferenceFn]
-    inference_params: Callable[[StateT, str | None], Params]
-    to_env_action: Callable[[jax.Array], jax.Array]
-    to_env_action_host: Callable[[np.ndarray], np.ndarray]
-    greedy_slots: Callable[[Params, Any], jax.Array] | None = None
-    recurrent_inference: Callable[[bool], Callable[..., Any]] | None = None
+from rljax.runners.acting import recurrent_spec
+from rljax.types import InferenceFn as InferenceFn
+from rljax.types import Params as Params
+from rljax.types import PolicyParts as PolicyParts
+from rljax.types import RecurrentInput
+from rljax.types import State as State
+from rljax.types import StateT as StateT
 
 
 def single_policy_inference(

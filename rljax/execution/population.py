@@ -45,9 +45,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rljax.env.vector import StepResult, envpool_result, resolve_env
+from rljax.env.vector import envpool_result, resolve_env
 from rljax.execution.on_policy import summarize_updates
-from rljax.runners.acting import ActorState, ActStep, Transition, episode_arrays
+from rljax.runners.acting import episode_arrays
+from rljax.types import ActorState, ActStep, StepResult, Transition
 from rljax.utils.errors import ConfigError
 from rljax.utils.schedules import Schedule, num_points, stack_settings
 

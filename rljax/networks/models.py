@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flax.linen as nn
 import gymnasium as gym
@@ -11,9 +11,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.core.rl_module.default_model_config import DefaultModelConfig
-from rljax.core.rl_module.spec import RLModuleSpec
+from rljax.networks.model_config import DefaultModelConfig
 from rljax.utils.errors import ConfigError
+
+if TYPE_CHECKING:  # the user's module spec, read by duck type: core sits above networks
+    from rljax.core.rl_module.spec import RLModuleSpec
 
 _ACT: dict[str, Callable[[jax.Array], jax.Array]] = {
     "tanh": nn.tanh,

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.networks.model_config import DefaultModelConfig
 from rljax.networks.models import (
     _ACT,
     conv_net,

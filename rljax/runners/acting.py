@@ -6,117 +6,30 @@ finished first), the pending entry becomes a finished transition, and the policy
 observation. The same jitted ``act_step`` runs inside ``lax.scan`` on the fused path and once per
 env step on the Python path, so both produce identical data. Nothing here knows the algorithm:
 ``policy_fn`` returns the action and a dict of extras (log-probs, values, ...).
+
+The data types (``Transition``, ``ActorState``, ``PolicyFn``, ``RecurrentInput``, ...) are
+``rljax.types``'s, re-exported here.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from rljax.env.vector import StepResult, envpool_result
-
-# policy_fn(params, obs [B, ...], key) -> (action [B, ...], extras): the algorithm's acting
-# policy (``PolicyParts.act``); obs is an array, or a pytree such as multi-agent slots'.
-PolicyFn = Callable[[Any, Any, jax.Array], tuple[jax.Array, dict[str, jax.Array]]]
-
-
-class Transition(NamedTuple):
-    """Time-major transitions: every leaf has leading shape [T, K] (K sub-envs per env step).
-
-    Attributes:
-      obs: Observations acted on, [T, K, *obs_shape].
-      action: Actions taken, [T, K, *action_shape].
-      reward: Rewards, float32 [T, K].
-      terminated: The episode ended in a terminal state, bool [T, K].
-      truncated: The episode was cut without a terminal state, bool [T, K].
-      valid: False where a row is no transition, bool [T, K]: the auto-reset step after an
-        episode end (next-step resets only), a runner's first row (next-step resets only), a cut
-        or dropped row.
-      env_id: The sub-env of each row, int32 [T, K].
-      extras: The policy's outputs for ``obs`` (e.g. ``action_logp``, ``vf_preds``).
-      next_extras: The policy's outputs for the next observation, restricted to bootstrap keys.
-      episode_return: The return of an episode that ended at this step, float32 [T, K].
-      episode_len: Its length, int32 [T, K].
-      episode_done: Whether an episode ended here, bool [T, K].
-      next_obs: Only when the act step records steps for episode callbacks
-        (``make_act_step(record_steps=True)``): the observation each row's action led to,
-        [T, K, *obs_shape]; else None.
-      info: Likewise, the env's info arrays that came with ``next_obs`` (EnvPool's, traced
-        on the fused path), a dict of [T, K, ...] arrays; else None.
-    """
-
-    obs: Any
-    action: Any
-    reward: Any
-    terminated: Any
-    truncated: Any
-    valid: Any
-    env_id: Any
-    extras: dict[str, Any]
-    next_extras: dict[str, Any]
-    episode_return: Any
-    episode_len: Any
-    episode_done: Any
-    next_obs: Any = None
-    info: Any = None
-
-
-class ActorState(NamedTuple):
-    """Per-sub-env state of a runner, leading shape [N] (N sub-envs).
-
-    ``memory``: a recurrent policy's state after each sub-env's last observation (None for a
-    policy without memory)."""
-
-    obs: Any
-    action: Any
-    extras: dict[str, Any]
-    valid: Any
-    episode_return: Any
-    episode_len: Any
-    memory: Any = None
-
-
-class RecurrentInput(NamedTuple):
-    """What a recurrent policy reads: observations with its state and the episode marks.
-
-    Acting passes one step per row (leading [B]); the learner passes sequences ([B, L],
-    ``state_in`` at each sequence's first step).
-
-    Attributes:
-      obs: The observations.
-      state_in: The policy's state before them, zeros where an episode starts.
-      first: bool: the observation is an episode's first (the state resets there).
-      prev_action: The action before it (zeros at an episode start), or None.
-      prev_reward: The reward before it (0 at an episode start), or None.
-    """
-
-    obs: Any
-    state_in: Any
-    first: Any
-    prev_action: Any = None
-    prev_reward: Any = None
-
-
-@dataclasses.dataclass(frozen=True)
-class RecurrentSpec:
-    """How the act step feeds a recurrent policy; a policy function carries it as its
-    ``recurrent`` attribute (``policy_fn.recurrent``).
-
-    Attributes:
-      initial_state: ``initial_state(n) -> state`` of n rows (zeros).
-      action_zeros: ``action_zeros(n)``: n zero actions of the policy's shape and dtype.
-      prev_action: Pass the previous action (``lstm_use_prev_action``).
-      prev_reward: Pass the previous reward (``lstm_use_prev_reward``).
-    """
-
-    initial_state: Callable[[int], Any]
-    action_zeros: Callable[[int], Any]
-    prev_action: bool = False
-    prev_reward: bool = False
+from rljax.env.vector import envpool_result
+from rljax.types import (
+    ActorState,
+    ActStep,
+    FusedRunnerState,
+    PolicyFn,
+    RecurrentInput,
+    RecurrentSpec,
+    StepResult,
+    Transition,
+)
 
 
 def recurrent_spec(policy_fn: Any) -> RecurrentSpec | None:
@@ -197,12 +110,6 @@ def init_actor_state(
         episode_len=jnp.zeros((num_envs,), jnp.int32),
         memory=memory,
     )
-
-
-# act_step(params, key, actor_state, result) -> (action, actor_state, transition); ``result`` is
-# a ``StepResult`` or a multi-agent env's ``MultiAgentStepResult`` of agent slots (read by field
-# name: ``present`` and the metrics fields are optional), traced.
-ActStep = Callable[[Any, jax.Array, ActorState, Any], tuple[jax.Array, ActorState, Transition]]
 
 
 def make_act_step(
@@ -353,15 +260,6 @@ def _final_obs_extras(
     return jax.tree.map(lambda f, n: jnp.where(_row_mask(truncated, f), f, n), final, next_extras)
 
 
-class FusedRunnerState(NamedTuple):
-    """Carry of the fused rollout: the EnvPool handle, actor state, the unprocessed last result."""
-
-    handle: Any
-    actor: ActorState
-    result: StepResult
-    key: jax.Array
-
-
 def prime(
     act_step: ActStep,
     params: Any,
@@ -440,3 +338,22 @@ def episode_arrays(traj: Transition) -> dict[str, Any]:
         out["steps"] = {name: getattr(traj, name) for name in fields}
         out["steps"]["info"] = traj.info if traj.info is not None else {}
     return out
+
+
+__all__ = [
+    "ActStep",
+    "ActorState",
+    "FusedRunnerState",
+    "PolicyFn",
+    "RecurrentInput",
+    "RecurrentSpec",
+    "StepResult",
+    "Transition",
+    "episode_arrays",
+    "init_actor_state",
+    "make_act_step",
+    "make_fused_rollout",
+    "prime",
+    "recurrent_input",
+    "recurrent_spec",
+]

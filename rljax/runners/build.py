@@ -18,12 +18,12 @@ import numpy as np
 
 from rljax.env.jax_env import is_jax_spec
 from rljax.env.vector import EnvSpec, envpool_batch_size, make_envpool
-from rljax.execution.parts import Params, PolicyParts
 from rljax.runners.acting import ActStep, FusedRunnerState
 from rljax.runners.fused import FusedRunner, start_envpool
 from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
 from rljax.runners.jax_env import check_jax_env_run
+from rljax.types import Params, PolicyParts
 from rljax.utils.seeding import derive_seed
 
 

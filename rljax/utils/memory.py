@@ -133,6 +133,8 @@ def conv_encoder(
       floats one observation's pass makes (the float input and every layer's output). A kernel
       larger than its input gives 0 features: the build itself then says what is wrong.
     """
+    # Upward on purpose, when counting only: the default filters are read from the networks
+    # that build them, so that the count cannot drift from the build.
     from rljax.networks.models import NATURE_FILTERS
 
     shape = tuple(int(d) for d in getattr(observation_space, "shape", None) or ())

@@ -30,8 +30,8 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rljax.env.registry import registered
 from rljax.utils.errors import ConfigError
+from rljax.utils.registry import registered
 
 # Fields of a config that name code.
 FIELDS = ("env", "policy_mapping_fn", "module_class", "callbacks")
@@ -236,12 +236,15 @@ def _of_kind(field: str, obj: Any) -> bool:
     if field == "module_class":
         import flax.linen as nn
 
+        # Upward on purpose, at a load only: the kinds a reference may name are classes of the
+        # layers that use them (an RLModule subclass, a MultiAgentEnv); this checks against
+        # them without making utils, which those layers import, depend on them at import.
         from rljax.core.rl_module.forward_module import is_forward_module_class
 
         return (inspect.isclass(obj) and issubclass(obj, nn.Module)) or is_forward_module_class(obj)
     import gymnasium as gym
 
-    from rljax.env.multi_agent_env import MultiAgentEnv
+    from rljax.env.multi_agent_env import MultiAgentEnv  # upward on purpose: see above
 
     if inspect.isclass(obj):
         return issubclass(obj, (gym.Env, MultiAgentEnv))

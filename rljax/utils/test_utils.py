@@ -285,6 +285,8 @@ def run_rllib_example_script_experiment(
             _check_success(success_metric, [best] if best is not None else [])
         return results
 
+    # Upward on purpose: this harness sits at RLlib's path under utils, but it runs whole
+    # experiments (Tuner), the top of the stack; imported only when a script runs one.
     from rljax import tune
 
     callbacks = list(tune_callbacks or [])

@@ -33,8 +33,8 @@ from rljax.learners import update as learner_update
 from rljax.learners.circular import make_repeated_update
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import next_or_bootstrap
-from rljax.runners.acting import Transition
 from rljax.runners.ordering import order_by_stream, to_time_major
+from rljax.types import Transition
 
 Metrics = dict[str, jax.Array]
 # The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D], value [B])``.

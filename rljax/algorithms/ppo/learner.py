@@ -35,8 +35,8 @@ from rljax.algorithms.settings import frozen_from_config
 from rljax.learners import update as learner_update
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages, gae_advantages_time_major
-from rljax.runners.acting import Transition
 from rljax.runners.ordering import from_time_major, order_by_stream, to_time_major
+from rljax.types import Transition
 
 
 @flax.struct.dataclass

@@ -34,7 +34,7 @@ from rljax.algorithms.ppo.recurrent import (
 from rljax.algorithms.settings import Setting
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.execution.parts import PolicyParts
-from rljax.runners.acting import Transition
+from rljax.types import Transition
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once

@@ -27,7 +27,7 @@ from rljax.algorithms.ppo.losses import PPOBatch
 from rljax.execution.parts import PolicyParts, space_env_actions
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages_time_major
-from rljax.runners.acting import RecurrentInput, RecurrentSpec, Transition
+from rljax.types import RecurrentInput, RecurrentSpec, Transition
 
 
 def make_recurrent_policy_parts(

@@ -8,7 +8,8 @@ another one fails at its import, not later with a silent ``KeyError``.
 
 from __future__ import annotations
 
-from rljax.core import ALL_MODULES
+# The ``learners`` results' all-module key (RLlib's ``ALL_MODULES``, also at ``rljax.core``).
+ALL_MODULES = "__all_modules__"
 
 # Result-dict sections.
 ENV_RUNNER_RESULTS = "env_runners"
