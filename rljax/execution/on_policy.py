@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 import jax
 import numpy as np
 
+from rljax.execution.loop import IterationResult, RunnerLag, RunnerStats, Timers, single_policy
 from rljax.execution.parts import Params
 from rljax.learners.devices import replicated
 from rljax.runners.acting import FusedRunnerState, Transition, episode_arrays
@@ -97,11 +98,11 @@ class SampleRecord:
         )
 
 
-def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[str, Any]:
+def runner_lag(records: list[SampleRecord], num_runners: int) -> RunnerLag:
     """Policy lag (in weight versions: updates) and per-runner throughput of the fragments of
     one or more updates.
 
-    ``per_runner`` has every runner (``"1"`` .. ``str(num_runners)``); a runner that gave no
+    ``per_runner`` has every runner (runner ``i + 1`` at index ``i``); a runner that gave no
     fragment has ``num_fragments`` 0 and NaN lag (a straggler, or a dropped runner).
     """
     lags: list[int] = []
@@ -126,23 +127,30 @@ def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[
             p["wait"].append(wait)
             p["lags"].append(lag)
     nan = float("nan")
-    return {
-        "policy_lag_mean": float(np.mean(lags)) if lags else nan,
-        "policy_lag_max": int(np.max(lags)) if lags else 0,
-        "runner_wait_for_learner_s": float(np.mean(waits)) if waits else nan,
-        "learner_wait_s": float(sum(r.learner_wait_s for r in records)),
-        "per_runner": {
-            str(i + 1): {
-                "num_fragments": p["num_fragments"],
-                "num_env_steps_sampled": p["steps"],
-                "sample_s": p["sample_s"],
-                "env_steps_per_s": p["steps"] / p["sample_s"] if p["sample_s"] > 0 else nan,
-                "wait_for_learner_s": float(np.mean(p["wait"])) if p["wait"] else nan,
-                "policy_lag": float(np.mean(p["lags"])) if p["lags"] else nan,
-            }
-            for i, p in per.items()
-        },
-    }
+    return RunnerLag(
+        policy_lag_mean=float(np.mean(lags)) if lags else nan,
+        policy_lag_max=int(np.max(lags)) if lags else 0,
+        runner_wait_for_learner_s=float(np.mean(waits)) if waits else nan,
+        per_runner=tuple(
+            RunnerStats(
+                num_fragments=p["num_fragments"],
+                num_env_steps_sampled=p["steps"],
+                sample_s=p["sample_s"],
+                env_steps_per_s=p["steps"] / p["sample_s"] if p["sample_s"] > 0 else nan,
+                wait_for_learner_s=float(np.mean(p["wait"])) if p["wait"] else nan,
+                policy_lag=float(np.mean(p["lags"])) if p["lags"] else nan,
+            )
+            for p in per.values()
+        ),
+        learner_wait_s=float(sum(r.learner_wait_s for r in records)),
+    )
+
+
+def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[str, Any]:
+    """``runner_lag`` as a dict: its ``env_runners`` keys (``per_runner`` keyed ``"1"`` ..
+    ``str(num_runners)``) and ``learner_wait_s``."""
+    lag = runner_lag(records, num_runners)
+    return {**lag.env_runner_metrics(), "learner_wait_s": lag.learner_wait_s}
 
 
 def summarize_updates(
@@ -171,7 +179,8 @@ class OnPolicyLoop(Generic[State]):
     """One training iteration of an on-policy algorithm, on the fused path or runner threads.
 
     Build it with ``OnPolicyLoop.fused(...)`` or ``OnPolicyLoop.with_runners(...)``; ``step``
-    returns the new train state and the dict ``Algorithm.train()`` turns into RLlib's result.
+    returns the new train state and the ``IterationResult`` that ``Algorithm.train()`` turns
+    into RLlib's result (a ``Loop``).
 
     With free-running runners (``fragments_per_batch`` set) a batch is the first fragments ready
     from any runners, and the weights reach the runners every ``broadcast_interval`` updates;
@@ -292,8 +301,8 @@ class OnPolicyLoop(Generic[State]):
 
     def step(
         self, state: State, runner_state: FusedRunnerState | None
-    ) -> tuple[State, FusedRunnerState | None, dict[str, Any]]:
-        """One iteration: ``(state, runner_state, training_step_result)``.
+    ) -> tuple[State, FusedRunnerState | None, IterationResult]:
+        """One iteration: ``(state, runner_state, result)`` (the ``Loop`` contract).
 
         With a learner thread: every update it finished since the last call (at least one) and
         the newest state; ``state`` starts the thread on the first call.
@@ -361,40 +370,45 @@ class OnPolicyLoop(Generic[State]):
             "sample_record": sample_record,
         }
 
-    def _result(self, records: list[Record], t_start: float) -> dict[str, Any]:
-        """The training-step result of one or more updates: learner metrics averaged over them,
-        their episodes and env steps summed, runner metrics over all their fragments."""
+    def _result(self, records: list[Record], t_start: float) -> IterationResult:
+        """The result of one or more updates: learner metrics averaged over them, their
+        episodes and env steps summed, runner metrics over all their fragments."""
         host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
         metrics, returns, lens, num_valid = summarize_updates(host)
-        timers: dict[str, float] = {"training_step": time.perf_counter() - t_start}
+        training_step = time.perf_counter() - t_start
+        timers: dict[str, float] = {}
         for r in records:
             for k, v in r["timers"].items():
                 timers[k] = timers.get(k, 0.0) + v
-        runner_metrics: dict[str, Any] = {}
+        lag = None
         sample_records = [r["sample_record"] for r in records if r.get("sample_record")]
         if sample_records:
             assert self.runners is not None
-            runner_metrics = runner_group_metrics(sample_records, len(self.runners.runners))
-            timers["learner_wait_for_runners_s"] = runner_metrics.pop("learner_wait_s")
+            lag = runner_lag(sample_records, len(self.runners.runners))
             if self.fragments_per_batch is not None:  # IMPALA/APPO report the lag as learners
-                metrics["policy_lag_mean"] = runner_metrics["policy_lag_mean"]
-                metrics["policy_lag_max"] = runner_metrics["policy_lag_max"]
+                metrics["policy_lag_mean"] = lag.policy_lag_mean
+                metrics["policy_lag_max"] = lag.policy_lag_max
                 metrics["num_updates"] = len(records)
-        return {
-            "learner_metrics": metrics,
+        return IterationResult(
+            num_env_steps_sampled=num_valid,
+            num_env_steps_trained=num_valid,
+            episode_returns=returns,
+            episode_lens=lens,
+            learner_metrics=single_policy(metrics),
+            timers=Timers(
+                training_step=training_step,
+                env_runner_sampling_timer=timers.get("env_runner_sampling_timer"),
+                learner_update_timer=timers.get("learner_update_timer"),
+                learner_wait_for_runners_s=lag.learner_wait_s if lag is not None else None,
+            ),
+            runner_lag=lag,
             # Episode callbacks: each update's recorded rows and the runners' infos.
-            "episode_steps": [
+            episode_steps=tuple(
                 (e["steps"], getattr(r.get("sample_record"), "infos", None))
                 for (_, e), r in zip(host, records, strict=True)
                 if "steps" in e
-            ],
-            "episode_returns": returns,
-            "episode_lens": lens,
-            "num_env_steps_sampled": num_valid,
-            "num_env_steps_trained": num_valid,
-            "timers": timers,
-            "runner_metrics": runner_metrics,
-        }
+            ),
+        )
 
     def set_state(self, state: State) -> None:
         """Hands a state set from outside (a restored checkpoint) to the learner thread: the

@@ -48,6 +48,7 @@ from rljax.env.multi_agent_vector import MultiAgentVectorEnv, mapping_caller, sl
 from rljax.env.registry import registered_creator
 from rljax.env.spaces import zeros_batch
 from rljax.execution.evaluation import EvaluationEnv
+from rljax.execution.loop import AgentMetrics, IterationResult, Timers
 from rljax.execution.parts import (
     InferenceFn,
     PolicyParts,
@@ -658,7 +659,7 @@ class MultiAgentPPO(Algorithm):
         )
         return jax.tree.map(lambda x: x[:, None], gathered), size, counts
 
-    def _training_step(self) -> dict[str, Any]:
+    def _training_step(self) -> IterationResult:
         t0 = time.perf_counter()
         sample = self._live_runners().sample(self.config.sample_timeout_s)
         batch, episodes = self._postprocess_jit(sample.traj)
@@ -704,36 +705,36 @@ class MultiAgentPPO(Algorithm):
             if pid not in self.forward_only  # no learner, no learner metrics
         }
         nan = float("nan")
-        runner_metrics = {
-            "module_episode_returns_mean": {
+        agents = AgentMetrics(
+            module_episode_returns_mean={
                 p: float(np.mean(r)) if r else nan for p, r in self.policy_returns.items()
             },
-            "agent_episode_returns_mean": {
+            agent_episode_returns_mean={
                 str(a): float(np.mean(r)) if r else nan for a, r in self.agent_returns.items()
             },
-            "num_agent_steps_sampled": agent_steps,
-            "num_agent_steps_sampled_lifetime": self.num_agent_steps_sampled_lifetime,
-        }
-        return {
-            "learner_metrics": learner,
-            "episode_returns": np.array([ep.episode_return for ep in finished]),
-            "episode_lens": np.array([ep.length for ep in finished], int),
-            "num_env_steps_sampled": env_steps,
-            "num_env_steps_trained": int(counts[self.train_mask].sum()),
-            "timers": {
-                "training_step": t2 - t0,
-                "env_runner_sampling_timer": t1 - t0,
-                "learner_update_timer": t2 - t1,
-            },
-            "runner_metrics": runner_metrics,
+            num_agent_steps_sampled=agent_steps,
+            num_agent_steps_sampled_lifetime=self.num_agent_steps_sampled_lifetime,
+        )
+        return IterationResult(
+            num_env_steps_sampled=env_steps,
+            num_env_steps_trained=int(counts[self.train_mask].sum()),
+            episode_returns=np.array([ep.episode_return for ep in finished]),
+            episode_lens=np.array([ep.length for ep in finished], int),
+            learner_metrics=learner,
+            timers=Timers(
+                training_step=t2 - t0,
+                env_runner_sampling_timer=t1 - t0,
+                learner_update_timer=t2 - t1,
+            ),
+            agents=agents,
             # Episode callbacks: each finished episode (its log) with its runner slot.
-            "multi_agent_episodes": [
+            multi_agent_episodes=tuple(
                 (slot, ep)
                 for slot, s in zip(sample.slots, sample.stats, strict=True)
                 if s is not None
                 for ep in s[0]
-            ],
-        }
+            ),
+        )
 
     # ------------------------------------------------------------------ inference, checkpoints
     def _policy_index(self, policy_id: str | None) -> int:
