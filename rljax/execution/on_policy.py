@@ -80,6 +80,7 @@ class SampleRecord:
     learner_version: int  # the version of the weights the update starts from
     learner_wait_s: float  # how long the learner waited for the fragments
     infos: Any = None  # the env's infos per row and column, for episode callbacks (or None)
+    stats: Any = None  # the runners' episode statistics per fragment (``GroupSample.stats``)
 
     @classmethod
     def of(cls, group: GroupSample, learner_version: int) -> SampleRecord:
@@ -95,6 +96,7 @@ class SampleRecord:
             learner_version=learner_version,
             learner_wait_s=group.learner_wait_s,
             infos=group.infos,
+            stats=list(group.stats),
         )
 
 
@@ -199,6 +201,7 @@ class OnPolicyLoop(Generic[State]):
     fragments_per_batch: int | None = None
     broadcast_interval: int = 1
     learner_thread: LearnerThread[State] | None = None
+    report: Callable[[list[Record], Timers], IterationResult] | None = None
     _since_broadcast: int = 0
 
     @classmethod
@@ -252,6 +255,8 @@ class OnPolicyLoop(Generic[State]):
         broadcast_interval: int = 1,
         learner_thread: bool = False,
         max_pending_updates: int = 1,
+        jit: bool = True,
+        report: Callable[[list[Record], Timers], IterationResult] | None = None,
     ) -> OnPolicyLoop[State]:
         """Runner threads sample; the batch is post-processed and the update runs in the
         driver (partitioned over the mesh with several learners), or in a learner thread; the
@@ -268,6 +273,13 @@ class OnPolicyLoop(Generic[State]):
             on from it.
           max_pending_updates: With ``learner_thread``: updates the thread may finish before
             the driver collects them (``step``); then it waits (RLlib's learner queue).
+          jit: Jit ``update`` (the train state donated). False: ``update`` runs as given, a
+            host function that calls jitted programs of its own (multi-agent PPO's grouped
+            update: one program per policy group and batch size).
+          report: ``report(records, timers) -> IterationResult``: the iteration's result from
+            its updates' records (``Record``: each update's ``metrics``, ``episodes`` and
+            ``sample_record``), for an update whose metrics are not one policy's; None: the
+            single-policy result (``summarize_updates``, runner lag).
         """
         free = runners.exchange.free_running
         if not free and (fragments_per_batch is not None or learner_thread):
@@ -281,10 +293,14 @@ class OnPolicyLoop(Generic[State]):
         def with_episodes(traj: Transition) -> tuple[Batch, Episodes]:
             return postprocess(traj), episode_arrays(traj)
 
+        if not jit and (mesh is not None or learner_thread):
+            raise ValueError("an update that is not jitted here runs on one learner, in the driver")
         loop = cls(
             update=jit_update(
                 update, mesh, state_sharding, batch_sharding, donate=not learner_thread
-            ),
+            )
+            if jit
+            else update,
             runner_params=runner_params,
             postprocess=jax.jit(with_episodes),
             runners=runners,
@@ -292,6 +308,7 @@ class OnPolicyLoop(Generic[State]):
             sample_timeout_s=sample_timeout_s,
             fragments_per_batch=(fragments_per_batch or 1) if free else None,
             broadcast_interval=broadcast_interval,
+            report=report,
         )
         if learner_thread:
             loop.learner_thread = LearnerThread(
@@ -372,14 +389,24 @@ class OnPolicyLoop(Generic[State]):
 
     def _result(self, records: list[Record], t_start: float) -> IterationResult:
         """The result of one or more updates: learner metrics averaged over them, their
-        episodes and env steps summed, runner metrics over all their fragments."""
-        host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
-        metrics, returns, lens, num_valid = summarize_updates(host)
-        training_step = time.perf_counter() - t_start
+        episodes and env steps summed, runner metrics over all their fragments (or what
+        ``report`` makes of them)."""
         timers: dict[str, float] = {}
         for r in records:
             for k, v in r["timers"].items():
                 timers[k] = timers.get(k, 0.0) + v
+        if self.report is not None:
+            return self.report(
+                records,
+                Timers(
+                    training_step=time.perf_counter() - t_start,
+                    env_runner_sampling_timer=timers.get("env_runner_sampling_timer"),
+                    learner_update_timer=timers.get("learner_update_timer"),
+                ),
+            )
+        host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
+        metrics, returns, lens, num_valid = summarize_updates(host)
+        training_step = time.perf_counter() - t_start
         lag = None
         sample_records = [r["sample_record"] for r in records if r.get("sample_record")]
         if sample_records:
