@@ -10,7 +10,7 @@ from here without importing the layer that produces them. ``rljax.env.steps``,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 if TYPE_CHECKING:  # annotations only: an ASYNC env worker imports these types, not jax
@@ -236,3 +236,127 @@ class PolicyParts(Generic[StateT]):
     to_env_action_host: Callable[[np.ndarray], np.ndarray]
     greedy_slots: Callable[[Params, Any], jax.Array] | None = None
     recurrent_inference: Callable[[bool], Callable[..., Any]] | None = None
+
+
+# What one training iteration did: every loop (rljax.execution.loop) returns an IterationResult,
+# and rljax.execution.results turns it into RLlib's result dict.
+class Timers(NamedTuple):
+    """Seconds of parts of an iteration (RLlib's ``timers``); None: not measured by this loop.
+
+    Attributes:
+      training_step: The loop's whole step (sampling and learning).
+      env_runner_sampling_timer: Sampling (with post-processing), where it is measured apart
+        from learning (not inside one fused program).
+      learner_update_timer: The updates, where measured apart from sampling.
+      learner_wait_for_runners_s: How long the learner waited for the runners' fragments.
+      population_step_s: A population's step, shared by its trials.
+    """
+
+    training_step: float | None = None
+    env_runner_sampling_timer: float | None = None
+    learner_update_timer: float | None = None
+    learner_wait_for_runners_s: float | None = None
+    population_step_s: float | None = None
+
+    def as_dict(self) -> dict[str, float]:
+        """The measured timers by name."""
+        return {k: float(v) for k, v in self._asdict().items() if v is not None}
+
+
+class RunnerStats(NamedTuple):
+    """One runner's fragments over an iteration (``env_runners/per_runner/<n>``).
+
+    Attributes:
+      num_fragments: Fragments it gave (0: a straggler, or a dropped runner).
+      num_env_steps_sampled: Env steps of those fragments.
+      sample_s: Seconds it spent sampling them.
+      env_steps_per_s: Its throughput (NaN without sampling time).
+      wait_for_learner_s: Mean seconds it waited for weights (NaN without fragments).
+      policy_lag: Mean lag of its fragments, in weight versions (NaN without fragments).
+    """
+
+    num_fragments: int
+    num_env_steps_sampled: int
+    sample_s: float
+    env_steps_per_s: float
+    wait_for_learner_s: float
+    policy_lag: float
+
+
+class RunnerLag(NamedTuple):
+    """Policy lag and throughput of a runner group's fragments (``env_runners``).
+
+    Attributes:
+      policy_lag_mean: Mean lag of the fragments, in weight versions (updates).
+      policy_lag_max: The largest lag (0 without fragments).
+      runner_wait_for_learner_s: Mean seconds the runners waited for weights.
+      per_runner: Every runner's ``RunnerStats``, runner ``i + 1`` at index ``i``.
+      learner_wait_s: Seconds the learner waited for the fragments (reported as the timer
+        ``learner_wait_for_runners_s``).
+    """
+
+    policy_lag_mean: float
+    policy_lag_max: int
+    runner_wait_for_learner_s: float
+    per_runner: tuple[RunnerStats, ...]
+    learner_wait_s: float
+
+    def env_runner_metrics(self) -> dict[str, Any]:
+        """The ``env_runners`` keys: lag, waits and ``per_runner`` (runners ``"1"``, ...)."""
+        return {
+            "policy_lag_mean": self.policy_lag_mean,
+            "policy_lag_max": self.policy_lag_max,
+            "runner_wait_for_learner_s": self.runner_wait_for_learner_s,
+            "per_runner": {str(i + 1): s._asdict() for i, s in enumerate(self.per_runner)},
+        }
+
+
+class AgentMetrics(NamedTuple):
+    """A multi-agent iteration's per-module and per-agent figures (``env_runners``).
+
+    Attributes:
+      module_episode_returns_mean: Per policy, the mean return of its agents per episode.
+      agent_episode_returns_mean: Per agent id (as a string), its mean episode return.
+      num_agent_steps_sampled: Agent steps sampled in the iteration.
+      num_agent_steps_sampled_lifetime: Agent steps sampled so far.
+    """
+
+    module_episode_returns_mean: dict[str, float]
+    agent_episode_returns_mean: dict[str, float]
+    num_agent_steps_sampled: int
+    num_agent_steps_sampled_lifetime: int
+
+
+@dataclasses.dataclass(frozen=True)
+class IterationResult:
+    """What one training iteration did, as every loop reports it.
+
+    Attributes:
+      num_env_steps_sampled: Env steps sampled.
+      num_env_steps_trained: Env steps trained (rows of the updates' batches).
+      episode_returns: Returns of the episodes finished, [E].
+      episode_lens: Their lengths, [E].
+      learner_metrics: Per policy id, the learner's metrics (means over the iteration's
+        updates; ``num_*`` counts summed).
+      timers: Seconds of the iteration's parts.
+      runner_lag: A runner group's policy lag and throughput; None on the fused path.
+      agents: A multi-agent iteration's per-module and per-agent figures; None otherwise.
+      shared_s: Seconds of a population's step, shared by its trials, that ran before the
+        trial's ``train()``; 0 otherwise.
+      episode_steps: Episode callbacks: per update or cycle, its recorded rows and the runners'
+        infos (or None).
+      multi_agent_episodes: Multi-agent episode callbacks: ``(runner slot, episode log)`` of
+        every finished episode.
+    """
+
+    num_env_steps_sampled: int
+    num_env_steps_trained: int
+    episode_returns: np.ndarray
+    episode_lens: np.ndarray
+    learner_metrics: Mapping[str, Mapping[str, Any]]
+    timers: Timers = Timers()
+    runner_lag: RunnerLag | None = None
+    agents: AgentMetrics | None = None
+    shared_s: float = 0.0
+    episode_steps: tuple[tuple[Any, Any], ...] = ()
+    multi_agent_episodes: tuple[tuple[int, Any], ...] = ()

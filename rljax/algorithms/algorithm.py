@@ -61,7 +61,9 @@ from rljax.execution.checkpoints import checked_metadata as checked_metadata
 from rljax.execution.episode_stats import EpisodeStats
 from rljax.execution.evaluation import Background as _Background
 from rljax.execution.evaluation import EvaluationEnv
+from rljax.execution.loop import IterationResult
 from rljax.execution.parts import InferenceFn, Params, PolicyParts, State
+from rljax.execution.results import IterationTotals, result_dict
 from rljax.execution.video import check_video_dir
 from rljax.execution.weights import _replace_leaves as _replace_leaves
 from rljax.execution.weights import check_weights_fit, with_weights
@@ -283,10 +285,9 @@ class Algorithm:
         """Builds the learner and the runners; sets ``parts``, ``state`` and ``_action_key``."""
         raise NotImplementedError
 
-    def _training_step(self) -> dict[str, Any]:
-        """One iteration; returns learner metrics, episode arrays, step counts and timers
-        (and ``shared_s``: seconds of the iteration spent before the call, for a trial of a
-        population)."""
+    def _training_step(self) -> IterationResult:
+        """One iteration of the algorithm's loop (``rljax.execution.loop.Loop``): what it
+        sampled, trained and measured, which ``train()`` turns into RLlib's result dict."""
         raise NotImplementedError
 
     def _check_policy_id(self, policy_id: str | None) -> None:
@@ -460,7 +461,15 @@ class Algorithm:
         with self._exclusive("train()"):
             return self._train_iteration()
 
-    def _train_iteration(self) -> dict[str, Any]:
+    def train_from(self, iteration: IterationResult) -> dict[str, Any]:
+        """``train()`` of an iteration that ran outside this algorithm: a population's step
+        over its stacked trials (``rljax.execution.population``) hands each trial its
+        ``IterationResult``, which becomes the trial's RLlib result dict as ``train()`` makes
+        it (counters, callbacks, evaluation)."""
+        with self._exclusive("train()"):
+            return self._train_iteration(iteration)
+
+    def _train_iteration(self, ran: IterationResult | None = None) -> dict[str, Any]:
         if self._stopped:
             raise AlgorithmStoppedError(
                 f"train() after stop(): this {type(self).__name__}'s env runners and envs are "
@@ -478,7 +487,7 @@ class Algorithm:
             params = self._evaluation_params()
             parallel = _Background(self._run_evaluation, None, params, step_done)
         try:
-            out = self._training_step()
+            out = ran if ran is not None else self._training_step()
         except BaseException:
             if parallel is not None:
                 step_done.set()
@@ -487,62 +496,36 @@ class Algorithm:
         step_done.set()
         evaluation = parallel.result() if parallel is not None else None
         self._runners_recreated()
-        self._replay_episodes(out)
+        self._replay_episodes(
+            {"episode_steps": out.episode_steps, "multi_agent_episodes": out.multi_agent_episodes}
+        )
         self.iteration += 1
-        sampled = int(out["num_env_steps_sampled"])
-        trained = int(out["num_env_steps_trained"])
-        self.num_env_steps_sampled_lifetime += sampled
-        self.num_env_steps_trained_lifetime += trained
-        ep_returns, ep_lens = out["episode_returns"], out["episode_lens"]
-        self.episodes.add(ep_returns, ep_lens)
+        self.num_env_steps_sampled_lifetime += int(out.num_env_steps_sampled)
+        self.num_env_steps_trained_lifetime += int(out.num_env_steps_trained)
+        self.episodes.add(out.episode_returns, out.episode_lens)
         non_finite_total = count_non_finite(self._checkpoint_state(False))
         non_finite = non_finite_total - self._non_finite_seen
         self._non_finite_seen = non_finite_total
         # A trial of a population: the population's step, shared by its trials, ran before.
-        elapsed = time.perf_counter() - start + float(out.get("shared_s", 0.0))
+        elapsed = time.perf_counter() - start + float(out.shared_s)
         self.time_total_s += elapsed
-        env_runners = {
-            **self.episodes.summary(),
-            **out.get("runner_metrics", {}),
-            "num_episodes": len(ep_returns),
-            "num_episodes_lifetime": self.episodes.num_episodes_lifetime,
-            "num_env_steps_sampled": sampled,
-            "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
-            "num_env_steps_sampled_per_second": sampled / elapsed if elapsed > 0 else float("nan"),
-        }
-        merge_into(env_runners, self._env_runner_metrics.reduce(), "env_runners/")
-        by_policy = out["learner_metrics"]
-        if not all(isinstance(v, dict) for v in by_policy.values()):
-            by_policy = {DEFAULT_POLICY: by_policy}
-        result = {
-            "env_runners": env_runners,
-            "learners": {
-                **{
-                    pid: {k: float(v) for k, v in metrics.items()}
-                    for pid, metrics in by_policy.items()
-                },
-                "__all_modules__": {
-                    "num_non_finite_updates": non_finite,
-                    "num_non_finite_updates_lifetime": non_finite_total,
-                    "num_non_finite_weights_loaded": self._non_finite_weights_loaded,
-                    "num_env_steps_trained": trained,
-                    "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
-                    "num_env_steps_trained_per_second": trained / elapsed
-                    if elapsed > 0
-                    else float("nan"),
-                },
-            },
-            "timers": {"training_iteration": elapsed, **out.get("timers", {})},
-            "fault_tolerance": self._fault_tolerance_metrics(),
-            "num_env_steps_sampled_lifetime": self.num_env_steps_sampled_lifetime,
-            "num_env_steps_trained_lifetime": self.num_env_steps_trained_lifetime,
-            "num_env_steps_sampled_per_second": env_runners["num_env_steps_sampled_per_second"],
-            "training_iteration": self.iteration,
-            "time_this_iter_s": elapsed,
-            "time_total_s": self.time_total_s,
-            "timestamp": int(time.time()),
-            "done": False,
-        }
+        result = result_dict(
+            out,
+            IterationTotals(
+                iteration=self.iteration,
+                elapsed_s=elapsed,
+                time_total_s=self.time_total_s,
+                num_env_steps_sampled_lifetime=self.num_env_steps_sampled_lifetime,
+                num_env_steps_trained_lifetime=self.num_env_steps_trained_lifetime,
+                episodes=self.episodes.summary(),
+                num_episodes_lifetime=self.episodes.num_episodes_lifetime,
+                env_runner_metrics=self._env_runner_metrics.reduce(),
+                num_non_finite_updates=non_finite,
+                num_non_finite_updates_lifetime=non_finite_total,
+                num_non_finite_weights_loaded=self._non_finite_weights_loaded,
+                fault_tolerance=self._fault_tolerance_metrics(),
+            ),
+        )
         if non_finite and self.config.on_non_finite_update == "raise":
             raise NonFiniteUpdateError(
                 f"training iteration {self.iteration}: {non_finite} update step(s) had NaN or "

@@ -18,7 +18,6 @@ with several learners) and runs the updates, data-parallel over the learner mesh
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, TypeVar
 
 import jax
@@ -28,7 +27,9 @@ import numpy as np
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.settings import Setting
+from rljax.execution.loop import IterationResult
 from rljax.execution.off_policy import (
+    OffPolicyLoop,
     OffPolicyState,
     ReplayLearner,
     ReplaySchedule,
@@ -335,6 +336,7 @@ class OffPolicyAlgorithm(Algorithm):
             num_updates=jnp.zeros((), jnp.int32),
         )
         self.buffer = self._make_buffer(state)
+        self._loop: OffPolicyLoop | None = None
         if self._inference_only:  # a module loaded for inference: no buffer, env or runner
             self.fused = False
             self.state = self._place_learner_state(state)
@@ -411,10 +413,14 @@ class OffPolicyAlgorithm(Algorithm):
                 rollout, self.parts.acting_params, cycle, self.cycles_per_iteration
             )
             self._iteration = jax.jit(iteration, donate_argnums=(0, 1))
+            self._loop = self._make_loop(iteration=self._iteration)
         else:
             # EnvPool's custom call must run once, on one device: the rollout stays off the mesh.
             self._sample = jax.jit(rollout, donate_argnums=(1,))
             self._jit_cycle = self._make_jit_cycle(cycle)
+            self._loop = self._make_loop(
+                cycle=self._jit_cycle, sample=self._sample, traj_sharding=replicated(self.mesh)
+            )
 
     def _make_jit_cycle(self, cycle: Any) -> Any:
         if self.mesh is None:
@@ -431,65 +437,31 @@ class OffPolicyAlgorithm(Algorithm):
             self._runner_params(), self._act_step, self.fragment_length * self.sample_weight
         )
         self._jit_cycle = self._make_jit_cycle(cycle)
+        self._loop = self._make_loop(cycle=self._jit_cycle, runners=self._runners)
 
-    def _runner_params(self) -> Any:
-        return self._on_runner_device(self._jit_acting_params(self.state))
+    def _make_loop(self, **sampling: Any) -> OffPolicyLoop:
+        """The loop over this algorithm's cycles, sampling as ``sampling`` says (the jitted
+        fused iteration, the jitted rollout and cycle, or runner threads and the cycle)."""
+        return OffPolicyLoop(
+            cycles=self.cycles_per_iteration,
+            train_weight=self.train_weight,
+            batch_size=self.total_batch,
+            runner_params=self._runner_params,
+            episodes=self._jit_episodes,
+            sample_timeout_s=self.config.sample_timeout_s,
+            **sampling,
+        )
+
+    def _runner_params(self, state: OffPolicyState | None = None) -> Any:
+        return self._on_runner_device(
+            self._jit_acting_params(self.state if state is None else state)
+        )
 
     # ------------------------------------------------------------------ training
-    def _training_step(self) -> dict[str, Any]:
-        t_start = time.perf_counter()
-        timers: dict[str, float] = {}
-        host_infos: list[Any] = []
-        if self.fused and self.mesh is None:
-            self.state, self.runner_state, (metrics, started, episodes) = self._iteration(
-                self.state, self.runner_state
-            )
-        else:
-            outs = []
-            sample_s = 0.0
-            for _ in range(self.cycles_per_iteration):
-                t0 = time.perf_counter()
-                if self.fused:
-                    assert self.mesh is not None  # fused, no mesh: one self._iteration, above
-                    self.runner_state, traj = self._sample(self._runner_params(), self.runner_state)
-                    traj = jax.device_put(traj, replicated(self.mesh))
-                else:
-                    group = self._live_runners().sample(self.config.sample_timeout_s)
-                    traj = group.traj
-                    host_infos.append(group.infos)
-                sample_s += time.perf_counter() - t0
-                self.state, m, s = self._jit_cycle(self.state, traj)
-                if self._runners is not None:
-                    self._runners.publish(self._runner_params())
-                outs.append((m, s, self._jit_episodes(traj)))
-            metrics, started, episodes = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
-            timers["env_runner_sampling_timer"] = sample_s
-        metrics, started, episodes = jax.device_get((metrics, started, episodes))
-        timers["training_step"] = time.perf_counter() - t_start
-        started = np.asarray(started, bool)
-        learner_metrics = {
-            k: float(np.mean(np.asarray(v)[started])) if started.any() else float("nan")
-            for k, v in metrics.items()
-        }
-        num_updates = int(started.sum()) * self.train_weight
-        learner_metrics["num_updates"] = float(num_updates)
-        learner_metrics["num_updates_lifetime"] = float(jax.device_get(self.state.num_updates))
-        done = np.asarray(episodes["done"]).reshape(-1)
-        sampled = int(np.sum(episodes["num_valid"]))
-        steps: list[Any] = []
-        if "steps" in episodes:  # episode callbacks: each cycle's rows, in order
-            for c in range(self.cycles_per_iteration):
-                rows = jax.tree.map(lambda x, c=c: x[c], episodes["steps"])
-                steps.append((rows, host_infos[c] if host_infos else None))
-        return {
-            "learner_metrics": learner_metrics,
-            "episode_steps": steps,
-            "episode_returns": np.asarray(episodes["returns"]).reshape(-1)[done],
-            "episode_lens": np.asarray(episodes["lens"]).reshape(-1)[done],
-            "num_env_steps_sampled": sampled,
-            "num_env_steps_trained": num_updates * self.total_batch,
-            "timers": timers,
-        }
+    def _training_step(self) -> IterationResult:
+        assert self._loop is not None, "a module loaded for inference does not train"
+        self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
+        return result
 
     # ------------------------------------------------------------------ checkpoint hooks
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:

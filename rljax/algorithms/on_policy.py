@@ -29,6 +29,7 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.connectors.env_to_module import EnvToModulePipeline
 from rljax.env.jax_env import is_jax_spec, jax_env_of
 from rljax.env.spaces import is_structured, zeros_batch
+from rljax.execution.loop import IterationResult, PopulationParts
 from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import with_env_to_module
 from rljax.networks.distributions import ActionDistribution
@@ -102,7 +103,6 @@ class OnPolicyAlgorithm(Algorithm):
     _loop: OnPolicyLoop[Any] | None
     _xla_step: Callable[..., Any]  # a population trial's EnvPool step
     _reset_ended: Callable[..., Any] | None = None  # the fused rollout's same-step resets
-    _population_result: dict[str, Any] | None = None  # the iteration a population ran
     # The settings (RLlib's names) trials of one population may differ in, besides the seed:
     # values the jitted postprocess and update read. Empty: no populations.
     population_settings: ClassVar[tuple[str, ...]] = ()
@@ -138,6 +138,25 @@ class OnPolicyAlgorithm(Algorithm):
         for name in self.dynamic_settings:
             setattr(at_start, name, schedule_start(getattr(self.config, name)))
         return at_start
+
+    def population_parts(self) -> PopulationParts:
+        """The parts of this trial's loop that its population runs (a trial built with
+        ``population_member=True``): acting, its EnvPool's XLA step and same-step resets, the
+        rollout's length, and its learner functions of the population settings."""
+        if not self._population_member:
+            raise RuntimeError(
+                f"this {type(self).__name__} is not a trial of a population (build it with "
+                "population_member=True, as Population does)"
+            )
+        return PopulationParts(
+            act_step=self._act_step,
+            xla_step=self._xla_step,
+            reset_ended=self._reset_ended,
+            fragment_length=self.fragment_length,
+            to_env_action=self.parts.to_env_action,
+            acting_params=self.parts.acting_params,
+            learner_functions=self._learner_functions,
+        )
 
     def _learner_functions(
         self, values: Mapping[str, Any]
@@ -352,15 +371,12 @@ class OnPolicyAlgorithm(Algorithm):
         return self._live_loop().postprocess
 
     # ------------------------------------------------------------------ training
-    def _training_step(self) -> dict[str, Any]:
-        if self._loop is None:  # a trial of a population: the population ran the iteration
-            out, self._population_result = self._population_result, None
-            if out is None:
-                raise RuntimeError(
-                    f"this {type(self).__name__} is a trial of a population; "
-                    "Population.train() trains it"
-                )
-            return out
+    def _training_step(self) -> IterationResult:
+        if self._loop is None:  # a trial of a population: the population runs the iteration
+            raise RuntimeError(
+                f"this {type(self).__name__} is a trial of a population; Population.train() "
+                "trains it (and hands each trial its iteration through train_from)"
+            )
         self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
         return result
 

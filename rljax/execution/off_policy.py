@@ -12,15 +12,19 @@ each acting with the current parameters. Nothing here knows the algorithm: it en
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from rljax.execution.loop import IterationResult, Timers, single_policy
 from rljax.execution.parts import Params
 from rljax.replay.episode import EpisodeReplayBuffer
 from rljax.runners.acting import episode_arrays
+from rljax.runners.group import RunnerGroup
 from rljax.types import FusedRunnerState, Transition
 
 # An algorithm's learner state (networks, target networks, optimizer states): a pytree that
@@ -218,3 +222,100 @@ def make_fused_iteration(
         return state, rs, out
 
     return iteration
+
+
+Cycle = Callable[[OffPolicyState, Transition], tuple[OffPolicyState, Metrics, jax.Array]]
+
+
+@dataclasses.dataclass
+class OffPolicyLoop:
+    """One training iteration of an off-policy algorithm (a ``Loop``): ``cycles`` cycles of
+    sampling a fragment and learning from the replay buffer.
+
+    Exactly one way to sample is set: ``iteration`` (the fused EnvPool path with one learner:
+    the whole iteration is one jitted program, ``make_fused_iteration``), ``sample`` (the
+    jitted EnvPool rollout, off the learner mesh, then one jitted ``cycle`` per fragment on
+    the mesh) or ``runners`` (runner threads; the weights are published after every cycle).
+
+    Attributes:
+      cycles: Cycles per iteration.
+      train_weight: Updates per cycle once learning has started.
+      batch_size: Rows of an update's batch (env steps trained per update).
+      runner_params: ``runner_params(state) -> params`` the runners act with (on their device).
+      iteration: ``iteration(state, runner_state) -> (state, runner_state, (metrics, started,
+        episodes))``, jitted.
+      cycle: ``cycle(state, traj) -> (state, metrics, started)``, jitted.
+      sample: ``sample(params, runner_state) -> (runner_state, traj)``, jitted.
+      runners: The runner threads.
+      traj_sharding: Where a sampled fragment is placed for ``cycle`` (the mesh, replicated).
+      episodes: ``episodes(traj) -> episode_arrays``, jitted.
+      sample_timeout_s: The runners' sampling timeout.
+    """
+
+    cycles: int
+    train_weight: int
+    batch_size: int
+    runner_params: Callable[[OffPolicyState], Params]
+    iteration: Callable[..., Any] | None = None
+    cycle: Cycle | None = None
+    sample: Callable[..., Any] | None = None
+    runners: RunnerGroup | None = None
+    traj_sharding: jax.sharding.Sharding | None = None
+    episodes: Callable[[Transition], Any] | None = None
+    sample_timeout_s: float | None = None
+
+    def step(
+        self, state: OffPolicyState, runner_state: FusedRunnerState | None
+    ) -> tuple[OffPolicyState, FusedRunnerState | None, IterationResult]:
+        """One iteration: ``(state, runner_state, result)`` (the ``Loop`` contract)."""
+        t_start = time.perf_counter()
+        host_infos: list[Any] = []
+        sample_s: float | None = None
+        if self.iteration is not None:
+            state, runner_state, (metrics, started, episodes) = self.iteration(state, runner_state)
+        else:
+            assert self.cycle is not None and self.episodes is not None
+            outs = []
+            sample_s = 0.0
+            for _ in range(self.cycles):
+                t0 = time.perf_counter()
+                if self.sample is not None:
+                    runner_state, traj = self.sample(self.runner_params(state), runner_state)
+                    traj = jax.device_put(traj, self.traj_sharding)
+                else:
+                    assert self.runners is not None
+                    group = self.runners.sample(self.sample_timeout_s)
+                    traj = group.traj
+                    host_infos.append(group.infos)
+                sample_s += time.perf_counter() - t0
+                state, m, s = self.cycle(state, traj)
+                if self.runners is not None:
+                    self.runners.publish(self.runner_params(state))
+                outs.append((m, s, self.episodes(traj)))
+            metrics, started, episodes = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
+        metrics, started, episodes = jax.device_get((metrics, started, episodes))
+        training_step = time.perf_counter() - t_start
+        started = np.asarray(started, bool)
+        learner_metrics = {
+            k: float(np.mean(np.asarray(v)[started])) if started.any() else float("nan")
+            for k, v in metrics.items()
+        }
+        num_updates = int(started.sum()) * self.train_weight
+        learner_metrics["num_updates"] = float(num_updates)
+        learner_metrics["num_updates_lifetime"] = float(jax.device_get(state.num_updates))
+        done = np.asarray(episodes["done"]).reshape(-1)
+        steps: list[tuple[Any, Any]] = []
+        if "steps" in episodes:  # episode callbacks: each cycle's rows, in order
+            for c in range(self.cycles):
+                rows = jax.tree.map(lambda x, c=c: x[c], episodes["steps"])
+                steps.append((rows, host_infos[c] if host_infos else None))
+        result = IterationResult(
+            num_env_steps_sampled=int(np.sum(episodes["num_valid"])),
+            num_env_steps_trained=num_updates * self.batch_size,
+            episode_returns=np.asarray(episodes["returns"]).reshape(-1)[done],
+            episode_lens=np.asarray(episodes["lens"]).reshape(-1)[done],
+            learner_metrics=single_policy(learner_metrics),
+            timers=Timers(training_step=training_step, env_runner_sampling_timer=sample_s),
+            episode_steps=tuple(steps),
+        )
+        return state, runner_state, result

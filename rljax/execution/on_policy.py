@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 import jax
 import numpy as np
 
+from rljax.execution.loop import IterationResult, RunnerLag, RunnerStats, Timers, single_policy
 from rljax.execution.parts import Params
 from rljax.learners.devices import replicated
 from rljax.runners.acting import episode_arrays
@@ -80,6 +81,7 @@ class SampleRecord:
     learner_version: int  # the version of the weights the update starts from
     learner_wait_s: float  # how long the learner waited for the fragments
     infos: Any = None  # the env's infos per row and column, for episode callbacks (or None)
+    stats: Any = None  # the runners' episode statistics per fragment (``GroupSample.stats``)
 
     @classmethod
     def of(cls, group: GroupSample, learner_version: int) -> SampleRecord:
@@ -95,14 +97,15 @@ class SampleRecord:
             learner_version=learner_version,
             learner_wait_s=group.learner_wait_s,
             infos=group.infos,
+            stats=list(group.stats),
         )
 
 
-def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[str, Any]:
+def runner_lag(records: list[SampleRecord], num_runners: int) -> RunnerLag:
     """Policy lag (in weight versions: updates) and per-runner throughput of the fragments of
     one or more updates.
 
-    ``per_runner`` has every runner (``"1"`` .. ``str(num_runners)``); a runner that gave no
+    ``per_runner`` has every runner (runner ``i + 1`` at index ``i``); a runner that gave no
     fragment has ``num_fragments`` 0 and NaN lag (a straggler, or a dropped runner).
     """
     lags: list[int] = []
@@ -127,23 +130,30 @@ def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[
             p["wait"].append(wait)
             p["lags"].append(lag)
     nan = float("nan")
-    return {
-        "policy_lag_mean": float(np.mean(lags)) if lags else nan,
-        "policy_lag_max": int(np.max(lags)) if lags else 0,
-        "runner_wait_for_learner_s": float(np.mean(waits)) if waits else nan,
-        "learner_wait_s": float(sum(r.learner_wait_s for r in records)),
-        "per_runner": {
-            str(i + 1): {
-                "num_fragments": p["num_fragments"],
-                "num_env_steps_sampled": p["steps"],
-                "sample_s": p["sample_s"],
-                "env_steps_per_s": p["steps"] / p["sample_s"] if p["sample_s"] > 0 else nan,
-                "wait_for_learner_s": float(np.mean(p["wait"])) if p["wait"] else nan,
-                "policy_lag": float(np.mean(p["lags"])) if p["lags"] else nan,
-            }
-            for i, p in per.items()
-        },
-    }
+    return RunnerLag(
+        policy_lag_mean=float(np.mean(lags)) if lags else nan,
+        policy_lag_max=int(np.max(lags)) if lags else 0,
+        runner_wait_for_learner_s=float(np.mean(waits)) if waits else nan,
+        per_runner=tuple(
+            RunnerStats(
+                num_fragments=p["num_fragments"],
+                num_env_steps_sampled=p["steps"],
+                sample_s=p["sample_s"],
+                env_steps_per_s=p["steps"] / p["sample_s"] if p["sample_s"] > 0 else nan,
+                wait_for_learner_s=float(np.mean(p["wait"])) if p["wait"] else nan,
+                policy_lag=float(np.mean(p["lags"])) if p["lags"] else nan,
+            )
+            for p in per.values()
+        ),
+        learner_wait_s=float(sum(r.learner_wait_s for r in records)),
+    )
+
+
+def runner_group_metrics(records: list[SampleRecord], num_runners: int) -> dict[str, Any]:
+    """``runner_lag`` as a dict: its ``env_runners`` keys (``per_runner`` keyed ``"1"`` ..
+    ``str(num_runners)``) and ``learner_wait_s``."""
+    lag = runner_lag(records, num_runners)
+    return {**lag.env_runner_metrics(), "learner_wait_s": lag.learner_wait_s}
 
 
 def summarize_updates(
@@ -172,7 +182,8 @@ class OnPolicyLoop(Generic[State]):
     """One training iteration of an on-policy algorithm, on the fused path or runner threads.
 
     Build it with ``OnPolicyLoop.fused(...)`` or ``OnPolicyLoop.with_runners(...)``; ``step``
-    returns the new train state and the dict ``Algorithm.train()`` turns into RLlib's result.
+    returns the new train state and the ``IterationResult`` that ``Algorithm.train()`` turns
+    into RLlib's result (a ``Loop``).
 
     With free-running runners (``fragments_per_batch`` set) a batch is the first fragments ready
     from any runners, and the weights reach the runners every ``broadcast_interval`` updates;
@@ -191,6 +202,7 @@ class OnPolicyLoop(Generic[State]):
     fragments_per_batch: int | None = None
     broadcast_interval: int = 1
     learner_thread: LearnerThread[State] | None = None
+    report: Callable[[list[Record], Timers], IterationResult] | None = None
     _since_broadcast: int = 0
 
     @classmethod
@@ -244,6 +256,8 @@ class OnPolicyLoop(Generic[State]):
         broadcast_interval: int = 1,
         learner_thread: bool = False,
         max_pending_updates: int = 1,
+        jit: bool = True,
+        report: Callable[[list[Record], Timers], IterationResult] | None = None,
     ) -> OnPolicyLoop[State]:
         """Runner threads sample; the batch is post-processed and the update runs in the
         driver (partitioned over the mesh with several learners), or in a learner thread; the
@@ -260,6 +274,13 @@ class OnPolicyLoop(Generic[State]):
             on from it.
           max_pending_updates: With ``learner_thread``: updates the thread may finish before
             the driver collects them (``step``); then it waits (RLlib's learner queue).
+          jit: Jit ``update`` (the train state donated). False: ``update`` runs as given, a
+            host function that calls jitted programs of its own (multi-agent PPO's grouped
+            update: one program per policy group and batch size).
+          report: ``report(records, timers) -> IterationResult``: the iteration's result from
+            its updates' records (``Record``: each update's ``metrics``, ``episodes`` and
+            ``sample_record``), for an update whose metrics are not one policy's; None: the
+            single-policy result (``summarize_updates``, runner lag).
         """
         free = runners.exchange.free_running
         if not free and (fragments_per_batch is not None or learner_thread):
@@ -273,10 +294,14 @@ class OnPolicyLoop(Generic[State]):
         def with_episodes(traj: Transition) -> tuple[Batch, Episodes]:
             return postprocess(traj), episode_arrays(traj)
 
+        if not jit and (mesh is not None or learner_thread):
+            raise ValueError("an update that is not jitted here runs on one learner, in the driver")
         loop = cls(
             update=jit_update(
                 update, mesh, state_sharding, batch_sharding, donate=not learner_thread
-            ),
+            )
+            if jit
+            else update,
             runner_params=runner_params,
             postprocess=jax.jit(with_episodes),
             runners=runners,
@@ -284,6 +309,7 @@ class OnPolicyLoop(Generic[State]):
             sample_timeout_s=sample_timeout_s,
             fragments_per_batch=(fragments_per_batch or 1) if free else None,
             broadcast_interval=broadcast_interval,
+            report=report,
         )
         if learner_thread:
             loop.learner_thread = LearnerThread(
@@ -293,8 +319,8 @@ class OnPolicyLoop(Generic[State]):
 
     def step(
         self, state: State, runner_state: FusedRunnerState | None
-    ) -> tuple[State, FusedRunnerState | None, dict[str, Any]]:
-        """One iteration: ``(state, runner_state, training_step_result)``.
+    ) -> tuple[State, FusedRunnerState | None, IterationResult]:
+        """One iteration: ``(state, runner_state, result)`` (the ``Loop`` contract).
 
         With a learner thread: every update it finished since the last call (at least one) and
         the newest state; ``state`` starts the thread on the first call.
@@ -362,40 +388,55 @@ class OnPolicyLoop(Generic[State]):
             "sample_record": sample_record,
         }
 
-    def _result(self, records: list[Record], t_start: float) -> dict[str, Any]:
-        """The training-step result of one or more updates: learner metrics averaged over them,
-        their episodes and env steps summed, runner metrics over all their fragments."""
-        host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
-        metrics, returns, lens, num_valid = summarize_updates(host)
-        timers: dict[str, float] = {"training_step": time.perf_counter() - t_start}
+    def _result(self, records: list[Record], t_start: float) -> IterationResult:
+        """The result of one or more updates: learner metrics averaged over them, their
+        episodes and env steps summed, runner metrics over all their fragments (or what
+        ``report`` makes of them)."""
+        timers: dict[str, float] = {}
         for r in records:
             for k, v in r["timers"].items():
                 timers[k] = timers.get(k, 0.0) + v
-        runner_metrics: dict[str, Any] = {}
+        if self.report is not None:
+            return self.report(
+                records,
+                Timers(
+                    training_step=time.perf_counter() - t_start,
+                    env_runner_sampling_timer=timers.get("env_runner_sampling_timer"),
+                    learner_update_timer=timers.get("learner_update_timer"),
+                ),
+            )
+        host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
+        metrics, returns, lens, num_valid = summarize_updates(host)
+        training_step = time.perf_counter() - t_start
+        lag = None
         sample_records = [r["sample_record"] for r in records if r.get("sample_record")]
         if sample_records:
             assert self.runners is not None
-            runner_metrics = runner_group_metrics(sample_records, len(self.runners.runners))
-            timers["learner_wait_for_runners_s"] = runner_metrics.pop("learner_wait_s")
+            lag = runner_lag(sample_records, len(self.runners.runners))
             if self.fragments_per_batch is not None:  # free-running: the lag is a learner metric
-                metrics["policy_lag_mean"] = runner_metrics["policy_lag_mean"]
-                metrics["policy_lag_max"] = runner_metrics["policy_lag_max"]
+                metrics["policy_lag_mean"] = lag.policy_lag_mean
+                metrics["policy_lag_max"] = lag.policy_lag_max
                 metrics["num_updates"] = len(records)
-        return {
-            "learner_metrics": metrics,
+        return IterationResult(
+            num_env_steps_sampled=num_valid,
+            num_env_steps_trained=num_valid,
+            episode_returns=returns,
+            episode_lens=lens,
+            learner_metrics=single_policy(metrics),
+            timers=Timers(
+                training_step=training_step,
+                env_runner_sampling_timer=timers.get("env_runner_sampling_timer"),
+                learner_update_timer=timers.get("learner_update_timer"),
+                learner_wait_for_runners_s=lag.learner_wait_s if lag is not None else None,
+            ),
+            runner_lag=lag,
             # Episode callbacks: each update's recorded rows and the runners' infos.
-            "episode_steps": [
+            episode_steps=tuple(
                 (e["steps"], getattr(r.get("sample_record"), "infos", None))
                 for (_, e), r in zip(host, records, strict=True)
                 if "steps" in e
-            ],
-            "episode_returns": returns,
-            "episode_lens": lens,
-            "num_env_steps_sampled": num_valid,
-            "num_env_steps_trained": num_valid,
-            "timers": timers,
-            "runner_metrics": runner_metrics,
-        }
+            ),
+        )
 
     def set_state(self, state: State) -> None:
         """Hands a state set from outside (a restored checkpoint) to the learner thread: the

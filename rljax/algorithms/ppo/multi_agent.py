@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import time
 from typing import Any
 
 import gymnasium as gym
@@ -48,6 +47,8 @@ from rljax.env.multi_agent_vector import MultiAgentVectorEnv, mapping_caller, sl
 from rljax.env.registry import registered_creator
 from rljax.env.spaces import zeros_batch
 from rljax.execution.evaluation import EvaluationEnv
+from rljax.execution.loop import AgentMetrics, IterationResult, Timers
+from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import (
     InferenceFn,
     PolicyParts,
@@ -57,7 +58,7 @@ from rljax.execution.parts import (
 from rljax.execution.weights import check_weights_fit
 from rljax.networks.distributions import make_distribution
 from rljax.policy.policy import PolicySpec
-from rljax.runners.acting import episode_arrays, make_act_step
+from rljax.runners.acting import make_act_step
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
 from rljax.utils.seeding import derive_seed
@@ -443,12 +444,24 @@ class MultiAgentPPO(Algorithm):
         postprocess = make_ppo_postprocess(
             self.hp, self.num_slots * num_runners, num_policies=self.num_policies
         )
-        self._postprocess_jit = jax.jit(lambda traj: (postprocess(traj), episode_arrays(traj)))
         self._updates: dict[tuple[int, int], Any] = {}
         self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
+        self._loop: OnPolicyLoop[list[PPOTrainState]] | None = None
         if not self._inference_only:
             self._runners = self._make_runner_group(
                 self._runner_params(), self._act_step, self.fragment_length
+            )
+            parts, on_runner_device = self.parts, self._on_runner_device
+            # The execution layer's on-policy loop with the grouped update, which calls one
+            # jitted program per policy group and batch size (so it is not jitted as a whole).
+            self._loop = OnPolicyLoop.with_runners(
+                self._runners,
+                postprocess,
+                self._grouped_update,
+                lambda state: on_runner_device(parts.acting_params(state)),
+                cfg.sample_timeout_s,
+                jit=False,
+                report=self._report,
             )
         self.policy_returns: dict[str, collections.deque[float]] = {
             p: collections.deque(maxlen=cfg.metrics_num_episodes_for_smoothing)
@@ -659,24 +672,32 @@ class MultiAgentPPO(Algorithm):
         )
         return jax.tree.map(lambda x: x[:, None], gathered), size, counts
 
-    def _training_step(self) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        sample = self._live_runners().sample(self.config.sample_timeout_s)
-        batch, episodes = self._postprocess_jit(sample.traj)
-        t1 = time.perf_counter()
+    def _grouped_update(
+        self, state: list[PPOTrainState], batch: Any
+    ) -> tuple[list[PPOTrainState], dict[str, Any]]:
+        """One update of every policy group on a post-processed batch: each group's rows
+        gathered per policy (``_per_policy_batches``), then the group's jitted, vmapped update
+        (``_update_fn``). Metrics: ``groups``, each group's (per policy of the group), and
+        ``counts``, the rows of each policy."""
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
         policy = np.asarray(flat.obs["policy"])
         valid = np.asarray(flat.mask) > 0
         counts = np.zeros(self.num_policies, np.int64)
+        new = list(state)
         group_metrics = []
         for g, group in enumerate(self.groups):
             stacked, size, counts[group.members] = self._per_policy_batches(flat, policy, valid, g)
-            self.state[g], metrics = self._update_fn(g, size)(self.state[g], stacked)
+            new[g], metrics = self._update_fn(g, size)(new[g], stacked)
             group_metrics.append(metrics)
-        jax.block_until_ready(group_metrics)
-        self._live_runners().publish(self._runner_params())
-        t2 = time.perf_counter()
-        group_metrics = jax.device_get(group_metrics)
+        return new, {"groups": group_metrics, "counts": counts}
+
+    def _report(self, records: list[dict[str, Any]], timers: Timers) -> IterationResult:
+        """The iteration's result from the loop's record of its update: learner metrics per
+        policy, the runners' finished episodes, per-module and per-agent returns."""
+        (record,) = records  # lag-bounded runners: one update per iteration
+        sample, episodes = record["sample_record"], record["episodes"]
+        group_metrics = jax.device_get(record["metrics"]["groups"])
+        counts = record["metrics"]["counts"]
         stats = [s for s in sample.stats if s is not None]  # None: a dropped runner's columns
         finished = [ep for eps, _ in stats for ep in eps]
         env_steps = sum(steps for _, steps in stats)
@@ -705,36 +726,37 @@ class MultiAgentPPO(Algorithm):
             if pid not in self.forward_only  # no learner, no learner metrics
         }
         nan = float("nan")
-        runner_metrics = {
-            "module_episode_returns_mean": {
+        agents = AgentMetrics(
+            module_episode_returns_mean={
                 p: float(np.mean(r)) if r else nan for p, r in self.policy_returns.items()
             },
-            "agent_episode_returns_mean": {
+            agent_episode_returns_mean={
                 str(a): float(np.mean(r)) if r else nan for a, r in self.agent_returns.items()
             },
-            "num_agent_steps_sampled": agent_steps,
-            "num_agent_steps_sampled_lifetime": self.num_agent_steps_sampled_lifetime,
-        }
-        return {
-            "learner_metrics": learner,
-            "episode_returns": np.array([ep.episode_return for ep in finished]),
-            "episode_lens": np.array([ep.length for ep in finished], int),
-            "num_env_steps_sampled": env_steps,
-            "num_env_steps_trained": int(counts[self.train_mask].sum()),
-            "timers": {
-                "training_step": t2 - t0,
-                "env_runner_sampling_timer": t1 - t0,
-                "learner_update_timer": t2 - t1,
-            },
-            "runner_metrics": runner_metrics,
+            num_agent_steps_sampled=agent_steps,
+            num_agent_steps_sampled_lifetime=self.num_agent_steps_sampled_lifetime,
+        )
+        return IterationResult(
+            num_env_steps_sampled=env_steps,
+            num_env_steps_trained=int(counts[self.train_mask].sum()),
+            episode_returns=np.array([ep.episode_return for ep in finished]),
+            episode_lens=np.array([ep.length for ep in finished], int),
+            learner_metrics=learner,
+            timers=timers,
+            agents=agents,
             # Episode callbacks: each finished episode (its log) with its runner slot.
-            "multi_agent_episodes": [
+            multi_agent_episodes=tuple(
                 (slot, ep)
                 for slot, s in zip(sample.slots, sample.stats, strict=True)
                 if s is not None
                 for ep in s[0]
-            ],
-        }
+            ),
+        )
+
+    def _training_step(self) -> IterationResult:
+        assert self._loop is not None, "a module loaded for inference does not train"
+        self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
+        return result
 
     # ------------------------------------------------------------------ inference, checkpoints
     # Checkpoints are rljax.execution.checkpoints' (save, restore, loading for inference) through

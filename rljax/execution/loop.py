@@ -1,0 +1,81 @@
+"""The contract every training loop keeps: ``step(state, runner_state) -> (state, runner_state,
+IterationResult)``.
+
+A loop (``OnPolicyLoop``, ``OffPolicyLoop``, multi-agent PPO's grouped update, a population's
+step over stacked trials) runs one training iteration and reports it as a typed
+``IterationResult``: the env steps sampled and trained, the episodes finished, the learner
+metrics per policy, the runners' lag and throughput, timers. ``Algorithm.train()`` turns it
+into RLlib's result dict in one place (``rljax.execution.results.result_dict``); no loop builds
+a result dict of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
+
+import jax
+
+from rljax.types import ActStep, Transition
+from rljax.types import AgentMetrics as AgentMetrics
+from rljax.types import IterationResult as IterationResult
+from rljax.types import RunnerLag as RunnerLag
+from rljax.types import RunnerStats as RunnerStats
+from rljax.types import Timers as Timers
+from rljax.utils.ids import DEFAULT_POLICY_ID
+
+State = TypeVar("State")
+RunnerState = TypeVar("RunnerState")
+
+
+def single_policy(metrics: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """``learner_metrics`` of a single-policy loop: its metrics under ``DEFAULT_POLICY_ID``."""
+    return {DEFAULT_POLICY_ID: metrics}
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationParts:
+    """What a trial gives its population to run it: the parts of its loop, as pure functions.
+
+    Attributes:
+      act_step: The acting step (``runners.acting.make_act_step``), the same for every trial.
+      xla_step: The trial's EnvPool step through its XLA interface (``start_envpool``).
+      reset_ended: The trial's same-step resets of ended sub-envs, traced; None: none.
+      fragment_length: Env steps per sub-env of one rollout.
+      to_env_action: Policy action -> env action, traced.
+      acting_params: ``acting_params(state) -> params`` that ``act_step`` takes.
+      learner_functions: ``learner_functions(values) -> (postprocess, update)``: the trial's
+        post-processing and update with ``values`` of its population settings (traced
+        scalars in the population's program).
+    """
+
+    act_step: ActStep
+    xla_step: Callable[..., Any]
+    reset_ended: Callable[..., Any] | None
+    fragment_length: int
+    to_env_action: Callable[[jax.Array], jax.Array]
+    acting_params: Callable[[Any], Any]
+    learner_functions: Callable[
+        [Mapping[str, Any]], tuple[Callable[[Transition], Any], Callable[..., Any]]
+    ]
+
+
+class Loop(Protocol[State, RunnerState]):
+    """One training iteration: ``step(state, runner_state) -> (state, runner_state, result)``."""
+
+    def step(
+        self, state: State, runner_state: RunnerState
+    ) -> tuple[State, RunnerState, IterationResult]: ...
+
+
+__all__ = [
+    "AgentMetrics",
+    "IterationResult",
+    "Loop",
+    "PopulationParts",
+    "RunnerLag",
+    "RunnerStats",
+    "Timers",
+    "single_policy",
+]

@@ -1,0 +1,101 @@
+"""RLlib's result dict of a training iteration, built in one place from the loop's
+``IterationResult`` and the algorithm's running totals (``Algorithm.train()`` calls it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from rljax.execution.loop import IterationResult
+from rljax.utils.metrics import ALL_MODULES
+from rljax.utils.metrics.metrics_logger import merge_into
+
+
+@dataclasses.dataclass(frozen=True)
+class IterationTotals:
+    """What the algorithm knows of an iteration besides the loop's ``IterationResult``.
+
+    Attributes:
+      iteration: The iteration's number (``training_iteration``), counted from 1.
+      elapsed_s: Seconds of the iteration (a population trial's share of its step included).
+      time_total_s: Seconds of every iteration so far.
+      num_env_steps_sampled_lifetime: Env steps sampled so far, this iteration's included.
+      num_env_steps_trained_lifetime: Env steps trained so far, this iteration's included.
+      episodes: RLlib's episode metrics (``EpisodeStats.summary()``).
+      num_episodes_lifetime: Episodes finished so far.
+      env_runner_metrics: What callbacks logged to the env runners' metrics logger, reduced.
+      num_non_finite_updates: Update steps with non-finite gradients in this iteration.
+      num_non_finite_updates_lifetime: Those so far.
+      num_non_finite_weights_loaded: Non-finite weights loaded from checkpoints.
+      fault_tolerance: The runners' fault-tolerance counters.
+    """
+
+    iteration: int
+    elapsed_s: float
+    time_total_s: float
+    num_env_steps_sampled_lifetime: int
+    num_env_steps_trained_lifetime: int
+    episodes: Mapping[str, float]
+    num_episodes_lifetime: int
+    env_runner_metrics: Mapping[str, Any]
+    num_non_finite_updates: int
+    num_non_finite_updates_lifetime: int
+    num_non_finite_weights_loaded: int
+    fault_tolerance: Mapping[str, int]
+
+
+def _per_second(steps: int, seconds: float) -> float:
+    return steps / seconds if seconds > 0 else float("nan")
+
+
+def result_dict(result: IterationResult, totals: IterationTotals) -> dict[str, Any]:
+    """RLlib's nested result dict of one iteration: ``env_runners`` (episodes, env steps,
+    runner lag and throughput, multi-agent figures, callbacks' metrics), ``learners`` (per
+    policy, and ``__all_modules__``), ``timers``, ``fault_tolerance`` and the top-level
+    counters. ``evaluation`` and the algorithm's own logged metrics are added by the caller."""
+    sampled = int(result.num_env_steps_sampled)
+    trained = int(result.num_env_steps_trained)
+    elapsed = totals.elapsed_s
+    env_runners: dict[str, Any] = {
+        **totals.episodes,
+        **(result.runner_lag.env_runner_metrics() if result.runner_lag is not None else {}),
+        **(result.agents._asdict() if result.agents is not None else {}),
+        "num_episodes": len(result.episode_returns),
+        "num_episodes_lifetime": totals.num_episodes_lifetime,
+        "num_env_steps_sampled": sampled,
+        "num_env_steps_sampled_lifetime": totals.num_env_steps_sampled_lifetime,
+        "num_env_steps_sampled_per_second": _per_second(sampled, elapsed),
+    }
+    merge_into(env_runners, dict(totals.env_runner_metrics), "env_runners/")
+    return {
+        "env_runners": env_runners,
+        "learners": {
+            **{
+                pid: {k: float(v) for k, v in metrics.items()}
+                for pid, metrics in result.learner_metrics.items()
+            },
+            ALL_MODULES: {
+                "num_non_finite_updates": totals.num_non_finite_updates,
+                "num_non_finite_updates_lifetime": totals.num_non_finite_updates_lifetime,
+                "num_non_finite_weights_loaded": totals.num_non_finite_weights_loaded,
+                "num_env_steps_trained": trained,
+                "num_env_steps_trained_lifetime": totals.num_env_steps_trained_lifetime,
+                "num_env_steps_trained_per_second": _per_second(trained, elapsed),
+            },
+        },
+        "timers": {"training_iteration": elapsed, **result.timers.as_dict()},
+        "fault_tolerance": dict(totals.fault_tolerance),
+        "num_env_steps_sampled_lifetime": totals.num_env_steps_sampled_lifetime,
+        "num_env_steps_trained_lifetime": totals.num_env_steps_trained_lifetime,
+        "num_env_steps_sampled_per_second": env_runners["num_env_steps_sampled_per_second"],
+        "training_iteration": totals.iteration,
+        "time_this_iter_s": elapsed,
+        "time_total_s": totals.time_total_s,
+        "timestamp": int(time.time()),
+        "done": False,
+    }
+
+
+__all__ = ["IterationTotals", "result_dict"]
