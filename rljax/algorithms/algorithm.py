@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import rljax
+from rljax import distributed
 from rljax.algorithms import registry as algorithm_registry
 from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.algorithms.rllib_surface import (
@@ -282,6 +283,7 @@ class Algorithm:
     ):
         if not isinstance(config, AlgorithmConfig):
             _refuse_config(type(self), config)
+        distributed.initialize(config)  # before any JAX computation: a no-op for one process
         self.config = config
         # train() runs in one thread at a time, and a save never during another thread's
         # train() (whose updates donate the state's buffers): ``_exclusive``.
@@ -301,6 +303,7 @@ class Algorithm:
             if config.seed is not None
             else int.from_bytes(os.urandom(4), "little") >> 1
         )
+        self.seed = distributed.common_seed(self.seed)  # process 0's, across processes
         self._resolve_env()
         env_name = (
             getattr(self.env_spec, "name", None)
@@ -317,6 +320,7 @@ class Algorithm:
         self.learner_devices = learner_devices(config.num_learners, config.num_gpus_per_learner)
         self.mesh = make_mesh(self.learner_devices) if len(self.learner_devices) > 1 else None
         self.runner_device = runner_device(config.num_gpus_per_env_runner)
+        distributed.check_process_settings(self)
         # Observation connectors (config.env_to_module_connector): built once, and stored in
         # the config as their specs, so the checkpoint's config rebuilds them without code.
         self._env_to_module = build_env_to_module(
@@ -433,7 +437,7 @@ class Algorithm:
         if self.mesh is not None:
             self._state_sharding = replicated(self.mesh)
             self._batch_sharding = data_sharding(self.mesh)
-            return jax.device_put(state, self._state_sharding)
+            return distributed.global_array(state, self._state_sharding)
         return jax.device_put(state, self.learner_devices[0])
 
     # ------------------------------------------------------------------ runners
@@ -455,6 +459,7 @@ class Algorithm:
         with the previous weights; with a learner mesh ``device_put`` alone may hand back the
         runner device's shard of the replicated state, so the copy is made there.
         """
+        params = distributed.local_copy(params)  # across processes: this one's replica
         params = jax.device_put(params, self.runner_device, may_alias=False)
         if self.mesh is not None:
             params = jax.tree.map(jnp.copy, params)
@@ -476,10 +481,11 @@ class Algorithm:
         env, the rollout resets same-step (``_same_step_reset``).
         """
         cfg = self.config
-        n = cfg.num_envs_per_env_runner
+        # Across processes: this process's share of the sub-envs, seeded as in one process.
+        n, env_seed = distributed.env_share(cfg.num_envs_per_env_runner, self.seed)
         batch = envpool_batch_size(n, cfg.gym_env_vectorize_mode, cfg.async_batch_size)
         assert self.env_spec is not None  # only EnvPool envs run fused
-        self._env = make_envpool(self.env_spec, n, batch, self.seed)
+        self._env = make_envpool(self.env_spec, n, batch, env_seed)
         xla_step, rs, reset_ended = start_envpool(
             self._env,
             self.parts.act,
@@ -1294,7 +1300,8 @@ class Algorithm:
                 "env_state_missing_because": why,
             }
             state = jax.device_get(self._checkpoint_state(include))
-            ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=runners)
+            if distributed.is_writer():  # across processes, process 0 writes
+                ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=runners)
         return str(path)
 
     def _runner_state(self) -> tuple[Any, str]:

@@ -28,6 +28,7 @@ from rljax.connectors.env_to_module import check_env_to_module_connector
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
+from rljax.distributed import check_coordinator_address
 from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.vector import normalize_vectorize_mode
 from rljax.policy.policy import PolicySpec
@@ -421,6 +422,41 @@ class AlgorithmConfig:
         1,
         Number(0, literals=("auto",)),
         'Accepted for compatibility (a number or "auto").',
+        section="learners",
+    )
+    num_processes = Setting[int | None](
+        None,
+        Int(1, optional=True),
+        "JAX processes the learners span (jax.distributed; rljax.distributed): each samples its "
+        "share of the envs and the learner mesh covers every process's devices. None: JAX's "
+        "own detection (JAX_NUM_PROCESSES, SLURM, Open MPI), else one process.",
+        section="learners",
+    )
+    process_id = Setting[int | None](
+        None,
+        Int(0, optional=True),
+        "This process's index among num_processes; None: from JAX_PROCESS_ID or the cluster.",
+        section="learners",
+    )
+    coordinator_address = Setting[str | None](
+        None,
+        check_coordinator_address,
+        "'host:port' of process 0's coordinator; None: JAX_COORDINATOR_ADDRESS or the cluster's.",
+        section="learners",
+    )
+    process_timeout_s = Setting[float](
+        60.0,
+        Number(1),
+        "Seconds a multi-process run waits for a process to join or answer (heartbeats) "
+        "before it ends with an error instead of hanging.",
+        section="learners",
+    )
+    same_actions_as_one_process = Setting(
+        False,
+        Bool(),
+        "Across processes: sample each process's actions exactly as one process would the same "
+        "sub-envs' (acting costs num_processes times more); for checking a run against one "
+        "process.",
         section="learners",
     )
     # ------------------------------------------------------------------ training
@@ -864,9 +900,15 @@ class AlgorithmConfig:
         num_learners: int = UNSET,
         num_gpus_per_learner: float = UNSET,
         num_cpus_per_learner: float | str = UNSET,
+        num_processes: int | None = UNSET,
+        process_id: int | None = UNSET,
+        coordinator_address: str | None = UNSET,
+        process_timeout_s: float = UNSET,
+        same_actions_as_one_process: bool = UNSET,
         **kwargs: Any,
     ) -> _C:
-        """Sets the learner mesh: ``num_learners`` local devices (0 = one on the default device)."""
+        """Sets the learner mesh: ``num_learners`` devices (0 = one on the default device),
+        across ``num_processes`` JAX processes (``rljax.distributed``)."""
         return self._set("learners", locals())
 
     def rl_module(

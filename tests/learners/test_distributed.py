@@ -1,0 +1,196 @@
+"""Learners across processes (``rljax.distributed``): the one-process hooks change nothing, the
+settings are checked, and (slow tier, local processes with gloo) 2 processes x 2 CPU devices
+train PPO to the same parameters as 1 process x 4 devices; a process that dies ends the run
+with ``ProcessGroupError``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rljax import distributed
+from rljax.algorithms.ppo import PPOConfig
+from rljax.utils.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).with_name("distributed_worker.py")
+TIMEOUT_S = 240
+
+
+# ---------------------------------------------------------------------- one process
+def test_one_process_hooks_change_nothing() -> None:
+    assert not distributed.is_multi_process()
+    assert distributed.is_writer()
+    assert distributed.env_share(6, 11) == (6, 11)
+    assert distributed.common_seed(1234) == 1234
+    tree = {"a": jnp.arange(3)}
+    assert distributed.local_copy(tree) is tree
+    host = [({"loss": 1.0}, {"returns": np.zeros(2), "num_valid": 5})]
+    assert distributed.gather_episodes(host) is host
+
+    def policy(params, obs, key):
+        return obs, {}
+
+    assert distributed.same_actions_as_one_process(policy) is policy
+
+
+def test_same_actions_wrapper_keeps_this_process_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    # As process 1 of 2: the policy sees a batch twice as wide and this process's rows come back.
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    seen = []
+
+    def policy(params, obs, key):
+        seen.append(obs.shape)
+        return obs * 10 + jnp.arange(obs.shape[0])[:, None], {"v": jnp.arange(obs.shape[0])}
+
+    act = distributed.same_actions_as_one_process(policy)
+    action, extras = act(None, jnp.ones((3, 1)), None)
+    assert seen == [(6, 1)]
+    np.testing.assert_array_equal(np.asarray(action)[:, 0], [13, 14, 15])
+    np.testing.assert_array_equal(np.asarray(extras["v"]), [3, 4, 5])
+
+
+def test_env_share_and_learner_devices_across_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    monkeypatch.setattr(jax, "process_index", lambda: 1)
+    # Process 1 of 2 samples sub-envs 4..7 of 8, seeded as those are in one process.
+    assert distributed.env_share(8, 100) == (4, 104)
+    with pytest.raises(ConfigError, match="num_envs_per_env_runner=5 across 2 processes"):
+        distributed.env_share(5, 0)
+
+    class Dev:
+        def __init__(self, p: int, i: int):
+            self.process_index, self.id = p, i
+
+    pool = [Dev(0, 0), Dev(0, 1), Dev(1, 2), Dev(1, 3)]
+    got = distributed.learner_devices(pool, 2)  # type: ignore[arg-type]
+    assert [(d.process_index, d.id) for d in got] == [(0, 0), (1, 2)]
+    with pytest.raises(ConfigError, match="num_learners=3 across 2 processes"):
+        distributed.learner_devices(pool, 3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="process 0 has 2"):
+        distributed.learner_devices(pool, 6)  # type: ignore[arg-type]
+
+
+def test_process_settings_checked() -> None:
+    config = PPOConfig().learners(
+        num_processes=2, process_id=1, coordinator_address="10.0.0.1:1234", process_timeout_s=5
+    )
+    assert (config.num_processes, config.process_id, config.coordinator_address) == (
+        2,
+        1,
+        "10.0.0.1:1234",
+    )
+    assert PPOConfig().num_processes is None and PPOConfig().process_timeout_s == 60.0
+    for bad in ("10.0.0.1", "host:port", 1234):
+        with pytest.raises(ConfigError, match="host:port"):
+            PPOConfig().learners(coordinator_address=bad).validate()
+    with pytest.raises(ConfigError, match="num_processes"):
+        PPOConfig().learners(num_processes=0).validate()
+
+
+def test_wanted_reads_config_then_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("JAX_NUM_PROCESSES", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    assert not distributed.wanted(PPOConfig())
+    assert distributed.wanted(PPOConfig().learners(num_processes=2))
+    monkeypatch.setenv("SLURM_NTASKS", "4")
+    assert distributed.wanted(PPOConfig())
+    assert not distributed.wanted(PPOConfig().learners(num_processes=1))  # the config decides
+    monkeypatch.setenv("JAX_NUM_PROCESSES", "1")
+    assert not distributed.wanted(PPOConfig())
+    monkeypatch.setenv("JAX_NUM_PROCESSES", "two")
+    with pytest.raises(ConfigError, match="JAX_NUM_PROCESSES='two'"):
+        distributed.wanted(PPOConfig())
+
+
+def test_launcher_ends_the_others_when_one_fails() -> None:
+    # Child 1 fails at once; child 0 would sleep a minute: it is ended, and the error names 1.
+    code = "import os, sys, time; sys.exit(5) if os.environ['JAX_PROCESS_ID'] == '1' else time.sleep(60)"
+    t0 = time.monotonic()
+    with pytest.raises(distributed.ProcessGroupError, match="process 1 of 2 exited with status 5"):
+        distributed.launch_local([sys.executable, "-c", code], 2, grace_s=5)
+    assert time.monotonic() - t0 < 30
+
+
+def test_launcher_gives_each_child_its_process_settings(tmp_path: Path) -> None:
+    code = (
+        "import os, pathlib; e = os.environ; pathlib.Path(e['OUT'], e['JAX_PROCESS_ID']).write_text("
+        "e['JAX_NUM_PROCESSES'] + ' ' + e['JAX_COORDINATOR_ADDRESS'])"
+    )
+    distributed.launch_local(
+        [sys.executable, "-c", code], 3, env={**os.environ, "OUT": str(tmp_path)}
+    )
+    texts = sorted(p.read_text() for p in tmp_path.iterdir())
+    assert len(texts) == 3 and len(set(texts)) == 1
+    count, address = texts[0].split()
+    assert count == "3" and address.startswith("127.0.0.1:")
+
+
+# ---------------------------------------------------------------------- several processes
+def _env(devices: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    for var in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
+        env.pop(var, None)
+    return env
+
+
+def _load(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+@pytest.mark.slow
+def test_ppo_two_processes_match_one_process(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    one.mkdir()
+    two.mkdir()
+    # The reference (1 process x 4 devices) runs alongside the two processes (2 x 2 devices).
+    ref = subprocess.Popen(
+        [sys.executable, str(WORKER), "ppo", str(one), "3"], env=_env(4), cwd=ROOT
+    )
+    try:
+        distributed.launch_local(
+            [sys.executable, str(WORKER), "ppo", str(two), "3"], 2, env=_env(2), timeout_s=TIMEOUT_S
+        )
+        assert ref.wait(TIMEOUT_S) == 0
+    finally:
+        ref.kill()
+    a = _load(one / "result_0.npz")
+    assert a["process_count"] == 1 and a["device_count"] == 4
+    params = [k for k in a if k.startswith("[")]
+    assert len(params) == 6
+    for p in (0, 1):
+        b = _load(two / f"result_{p}.npz")
+        assert b["process_count"] == 2 and b["device_count"] == 4
+        # Env steps summed over the processes: 3 iterations x 32.
+        assert b["num_env_steps_sampled_lifetime"] == a["num_env_steps_sampled_lifetime"] == 96
+        assert b["num_env_steps_sampled"] == a["num_env_steps_sampled"] == 32
+        assert b["num_episodes"] == a["num_episodes"]
+        for k in params:
+            np.testing.assert_allclose(b[k], a[k], atol=1e-5, rtol=0, err_msg=k)
+
+
+@pytest.mark.slow
+def test_killed_process_ends_the_run_with_process_group_error(tmp_path: Path) -> None:
+    # Process 1 dies at the start of iteration 2, process 0 waits in the update's collective.
+    t0 = time.monotonic()
+    with pytest.raises(distributed.ProcessGroupError, match="process 1 of 2 exited with status 3"):
+        distributed.launch_local(
+            [sys.executable, str(WORKER), "ppo", str(tmp_path), "3", "1"],
+            2,
+            env=_env(2),
+            timeout_s=TIMEOUT_S,
+        )
+    assert time.monotonic() - t0 < TIMEOUT_S
+    assert not list(tmp_path.glob("result_*.npz"))
