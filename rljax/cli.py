@@ -66,8 +66,6 @@ def build_config(args: argparse.Namespace) -> Any:
     config.env_runners(**{k: v for k, v in runners.items() if v is not None})
     if args.num_learners is not None:
         config.learners(num_learners=args.num_learners)
-    if getattr(args, "num_processes", None) is not None:
-        config.learners(num_processes=args.num_processes)
     if args.seed is not None:
         config.debugging(seed=args.seed)
     return config

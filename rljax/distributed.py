@@ -124,6 +124,19 @@ def initialize(config: Any) -> bool:
     return jax.process_count() > 1
 
 
+LAUNCH_SETTINGS = ("num_processes", "process_id", "coordinator_address")
+
+
+def launch_settings_cleared(config: Any) -> Any:
+    """``config`` with the settings of the launch that saved it cleared (``LAUNCH_SETTINGS``:
+    None, JAX's detection), so that a checkpoint of a multi-process run restores in one
+    process, or in the processes of another launch."""
+    for name in LAUNCH_SETTINGS:
+        if getattr(config, name, None) is not None:
+            setattr(config, name, None)
+    return config
+
+
 def is_multi_process() -> bool:
     """More than one JAX process (``jax.distributed`` initialized with several)."""
     return jax.process_count() > 1

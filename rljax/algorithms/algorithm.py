@@ -1520,6 +1520,7 @@ class Algorithm:
             module_class=module_class,
             callbacks=callbacks,
         )
+        distributed.launch_settings_cleared(loaded.config)  # the restoring launch decides
         try:
             algo = loaded.config.build_algo()
         except ConfigError as e:

@@ -194,3 +194,42 @@ def test_killed_process_ends_the_run_with_process_group_error(tmp_path: Path) ->
         )
     assert time.monotonic() - t0 < TIMEOUT_S
     assert not list(tmp_path.glob("result_*.npz"))
+
+
+def test_cli_refuses_a_bad_process_count(capsys: pytest.CaptureFixture[str]) -> None:
+    from rljax.cli import main
+
+    assert main(["train", "--env", "CartPole-v1", "--num-processes", "0"]) == 2
+    assert "--num-processes 0; use a positive number of processes" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_trains_in_processes_and_one_process_restores(tmp_path: Path) -> None:
+    # rljax train --num-processes 2: process 0 writes the checkpoint and the logs; the
+    # checkpoint then loads in one process (its launch settings are the restoring run's).
+    ckpt, logs = tmp_path / "ckpt", tmp_path / "logs"
+    argv = [
+        sys.executable, "-m", "rljax.cli", "train", "--env", "CartPole-v1",
+        "--num-processes", "2", "--num-learners", "2", "--num-env-runners", "0",
+        "--num-envs-per-env-runner", "4", "--stop-iters", "2", "--seed", "1",
+        "--set", "train_batch_size=64", "--set", "minibatch_size=32", "--set", "num_epochs=1",
+        "--checkpoint-dir", str(ckpt), "--logdir", str(logs), "--no-progress",
+    ]  # fmt: skip
+    out = subprocess.run(
+        argv, env=_env(1), cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_S
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    summary = out.stdout[out.stdout.index("{") : out.stdout.rindex("}") + 1]
+    assert out.stdout.count('"stopped_by"') == 1  # one summary: process 0's
+    assert '"num_env_steps_sampled_lifetime": 128' in summary  # 2 iterations x 64, both processes
+    assert (ckpt / "LATEST").exists() and (logs / "progress.csv").exists()
+    code = (
+        "from rljax.algorithms.algorithm import Algorithm\n"
+        f"a = Algorithm.from_checkpoint({str(ckpt)!r})\n"
+        "print('restored', a.iteration, a.num_env_steps_sampled_lifetime, a.config.num_processes)\n"
+        "a.stop()\n"
+    )
+    back = subprocess.run(
+        [sys.executable, "-c", code], env=_env(2), capture_output=True, text=True, timeout=TIMEOUT_S
+    )
+    assert "restored 2 128 None" in back.stdout, back.stderr[-3000:]
