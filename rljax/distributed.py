@@ -283,6 +283,24 @@ def fused_programs(
     )
 
 
+_RESHARD: dict[Any, Callable[[Any], Any]] = {}
+
+
+def replicated_traj(traj: Any, mesh: jax.sharding.Mesh) -> Any:
+    """A fragment ``[T, K_local]`` made one ``[T, K]`` array replicated on every device of the
+    mesh (off-policy learners: every process adds every process's transitions to its replica of
+    the replay buffer, so that the sampled minibatches are those of one process). One process:
+    ``jax.device_put`` onto the mesh, as before."""
+    replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    if not is_multi_process():
+        return jax.device_put(traj, replicated)
+    axis = mesh.axis_names[0]
+    joined = join_local(offset_env_ids(traj), traj_sharding(mesh, axis))
+    if mesh not in _RESHARD:  # one all-gather program per mesh
+        _RESHARD[mesh] = jax.jit(lambda x: x, out_shardings=replicated)
+    return _RESHARD[mesh](joined)
+
+
 def gather_episodes(host: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[Any]:
     """Each update's ``(metrics, episodes)`` with every process's episodes: returns, lengths
     and done flags concatenated (process order), env steps summed. One process: unchanged."""
@@ -344,13 +362,14 @@ def check_process_settings(algorithm: Any) -> None:
         return
     config = algorithm.config
     count = jax.process_count()
-    # The on-policy algorithms' fused path is the one supported (named, not imported: the
-    # algorithms import this module).
-    on_policy = any(c.__name__ == "OnPolicyAlgorithm" for c in type(algorithm).__mro__)
-    if not on_policy or config.is_multi_agent:
+    # The on- and off-policy algorithms' fused paths are the ones supported (named, not
+    # imported: the algorithms import this module).
+    bases = {c.__name__ for c in type(algorithm).__mro__}
+    if not bases & {"OnPolicyAlgorithm", "OffPolicyAlgorithm"} or config.is_multi_agent:
         raise ConfigError(
             f"{type(algorithm).__name__}{' (multi-agent)' if config.is_multi_agent else ''} across "
-            f"{count} processes: only single-agent PPO, IMPALA and APPO run across processes yet"
+            f"{count} processes: only single-agent on-policy (PPO, IMPALA, APPO) and off-policy "
+            "(DQN, SAC, TD3) algorithms run across processes yet"
         )
     if config.num_env_runners != 0 or not algorithm._fused_envpool():
         raise ConfigError(

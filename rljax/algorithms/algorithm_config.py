@@ -408,7 +408,8 @@ class AlgorithmConfig:
     num_learners = Setting(
         0,
         Int(0),
-        "Local devices the update runs on, data-parallel (0: one learner on the default device).",
+        "Devices the update runs on, data-parallel (0: one learner on the default device); "
+        "across processes (num_processes), of every process, an equal number each.",
         section="learners",
     )
     num_gpus_per_learner = Setting[float](

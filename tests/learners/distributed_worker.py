@@ -17,8 +17,26 @@ import numpy as np
 
 
 def build(algo: str) -> object:
+    from rljax.algorithms.dqn import DQNConfig
     from rljax.algorithms.ppo import PPOConfig
 
+    if algo == "dqn":
+        return (
+            DQNConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
+            .training(
+                train_batch_size_per_learner=8,
+                num_steps_sampled_before_learning_starts=32,
+                replay_buffer_config={"capacity": 1024},
+                n_step=2,
+            )
+            .learners(num_learners=4, same_actions_as_one_process=True, process_timeout_s=10)
+            .rl_module(model_config={"fcnet_hiddens": [16]})
+            .reporting(min_sample_timesteps_per_iteration=40)
+            .debugging(seed=3)
+            .build_algo()
+        )
     if algo != "ppo":
         raise SystemExit(f"unknown algorithm {algo!r}")
     config = (
@@ -44,13 +62,15 @@ def main() -> None:
         if kill_at is not None and i == kill_at and jax.process_index() == 1:
             os._exit(3)
         result = algo.train()  # type: ignore[attr-defined]
-    params = distributed.local_copy(algo.state.params)  # type: ignore[attr-defined]
+    state = algo.state  # type: ignore[attr-defined]
+    params = distributed.local_copy(state.learner.params if algo_name == "dqn" else state.params)
     flat = {jax.tree_util.keystr(k): np.asarray(v) for k, v in jax.tree.leaves_with_path(params)}
     np.savez(
         os.path.join(out_dir, f"result_{jax.process_index()}.npz"),
         num_env_steps_sampled_lifetime=result["num_env_steps_sampled_lifetime"],
         num_env_steps_sampled=result["env_runners"]["num_env_steps_sampled"],
         num_episodes=result["env_runners"].get("num_episodes", -1),
+        num_updates=np.asarray(distributed.local_copy(getattr(state, "num_updates", -1))),
         process_count=jax.process_count(),
         device_count=jax.device_count(),
         **flat,

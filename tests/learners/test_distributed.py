@@ -1,6 +1,6 @@
 """Learners across processes (``rljax.distributed``): the one-process hooks change nothing, the
 settings are checked, and (slow tier, local processes with gloo) 2 processes x 2 CPU devices
-train PPO to the same parameters as 1 process x 4 devices; a process that dies ends the run
+train PPO and DQN to the same parameters as 1 process x 4 devices; a process that dies ends the run
 with ``ProcessGroupError``."""
 
 from __future__ import annotations
@@ -151,17 +151,20 @@ def _load(path: Path) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.slow
-def test_ppo_two_processes_match_one_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_two_processes_match_one_process(tmp_path: Path, algo: str) -> None:
+    # PPO: 3 iterations of 32 env steps. DQN: each process's transitions reach every process's
+    # replay buffer, so its minibatches are the one-process run's (22 updates in 3 iterations).
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir()
     two.mkdir()
     # The reference (1 process x 4 devices) runs alongside the two processes (2 x 2 devices).
     ref = subprocess.Popen(
-        [sys.executable, str(WORKER), "ppo", str(one), "3"], env=_env(4), cwd=ROOT
+        [sys.executable, str(WORKER), algo, str(one), "3"], env=_env(4), cwd=ROOT
     )
     try:
         distributed.launch_local(
-            [sys.executable, str(WORKER), "ppo", str(two), "3"], 2, env=_env(2), timeout_s=TIMEOUT_S
+            [sys.executable, str(WORKER), algo, str(two), "3"], 2, env=_env(2), timeout_s=TIMEOUT_S
         )
         assert ref.wait(TIMEOUT_S) == 0
     finally:
@@ -170,13 +173,16 @@ def test_ppo_two_processes_match_one_process(tmp_path: Path) -> None:
     assert a["process_count"] == 1 and a["device_count"] == 4
     params = [k for k in a if k.startswith("[")]
     assert len(params) == 6
+    expected = {"ppo": (96, 32), "dqn": (115, 40)}[algo]
+    assert (a["num_env_steps_sampled_lifetime"], a["num_env_steps_sampled"]) == expected
+    if algo == "dqn":
+        assert a["num_updates"] == 22
     for p in (0, 1):
         b = _load(two / f"result_{p}.npz")
         assert b["process_count"] == 2 and b["device_count"] == 4
-        # Env steps summed over the processes: 3 iterations x 32.
-        assert b["num_env_steps_sampled_lifetime"] == a["num_env_steps_sampled_lifetime"] == 96
-        assert b["num_env_steps_sampled"] == a["num_env_steps_sampled"] == 32
-        assert b["num_episodes"] == a["num_episodes"]
+        # Env steps summed over the processes, episodes of both.
+        assert (b["num_env_steps_sampled_lifetime"], b["num_env_steps_sampled"]) == expected
+        assert b["num_episodes"] == a["num_episodes"] and b["num_updates"] == a["num_updates"]
         for k in params:
             np.testing.assert_allclose(b[k], a[k], atol=1e-5, rtol=0, err_msg=k)
 
