@@ -1520,7 +1520,6 @@ class Algorithm:
             module_class=module_class,
             callbacks=callbacks,
         )
-        distributed.launch_settings_cleared(loaded.config)  # the restoring launch decides
         try:
             algo = loaded.config.build_algo()
         except ConfigError as e:
@@ -1740,6 +1739,7 @@ def _checked_load(
                 callbacks=callbacks,
             )
         _in_saved_policy_order(config, saved, meta_file)
+        distributed.launch_settings_cleared(config)  # the loading launch's processes decide
         if without_env:
             config.validate_without_env()
         else:

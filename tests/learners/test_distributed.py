@@ -239,3 +239,11 @@ def test_cli_trains_in_processes_and_one_process_restores(tmp_path: Path) -> Non
         [sys.executable, "-c", code], env=_env(2), capture_output=True, text=True, timeout=TIMEOUT_S
     )
     assert "restored 2 128 None" in back.stdout, back.stderr[-3000:]
+
+
+def test_launch_settings_cleared_keeps_the_rest() -> None:
+    config = PPOConfig().learners(num_learners=2, num_processes=2, process_id=1)
+    config.learners(coordinator_address="10.0.0.1:1234", process_timeout_s=7)
+    distributed.launch_settings_cleared(config)
+    assert (config.num_processes, config.process_id, config.coordinator_address) == (None,) * 3
+    assert (config.num_learners, config.process_timeout_s) == (2, 7)
