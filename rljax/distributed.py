@@ -301,6 +301,18 @@ def replicated_traj(traj: Any, mesh: jax.sharding.Mesh) -> Any:
     return _RESHARD[mesh](joined)
 
 
+def raise_if_peer_failed(error: BaseException) -> None:
+    """Raises ``ProcessGroupError`` from ``error`` when it is XLA's runtime error in a
+    multi-process run: a collective that lost a peer (gloo's "Connection reset by peer", NCCL's
+    or the coordination service's errors). Otherwise returns, and the caller re-raises."""
+    if not is_multi_process() or not isinstance(error, jax.errors.JaxRuntimeError):
+        return
+    raise ProcessGroupError(
+        f"process {jax.process_index()} of {jax.process_count()}: a collective failed, most "
+        f"likely because another process died or stopped answering: {error}"
+    ) from error
+
+
 def gather_episodes(host: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[Any]:
     """Each update's ``(metrics, episodes)`` with every process's episodes: returns, lengths
     and done flags concatenated (process order), env steps summed. One process: unchanged."""

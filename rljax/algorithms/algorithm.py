@@ -769,10 +769,11 @@ class Algorithm:
             parallel = _Background(self._run_evaluation, None, params, step_done)
         try:
             out = self._training_step()
-        except BaseException:
+        except BaseException as e:
             if parallel is not None:
                 step_done.set()
                 parallel.wait()  # no evaluation outlives a failed iteration; its error first
+            distributed.raise_if_peer_failed(e)  # across processes: a collective's lost peer
             raise
         step_done.set()
         evaluation = parallel.result() if parallel is not None else None

@@ -247,3 +247,28 @@ def test_launch_settings_cleared_keeps_the_rest() -> None:
     distributed.launch_settings_cleared(config)
     assert (config.num_processes, config.process_id, config.coordinator_address) == (None,) * 3
     assert (config.num_learners, config.process_timeout_s) == (2, 7)
+
+
+@pytest.mark.slow
+def test_survivor_of_a_dead_process_raises_and_ends(tmp_path: Path) -> None:
+    # Without the launcher (as under srun): process 1 dies at iteration 2; process 0's
+    # collective fails with ProcessGroupError, and JAX's heartbeat timeout (process_timeout_s
+    # 10 in the worker) ends it rather than letting it wait.
+    address = f"127.0.0.1:{distributed.free_port()}"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(WORKER), "ppo", str(tmp_path), "3", "1"],
+            env=distributed.process_env(i, 2, address, _env(2)),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    try:
+        errs = [p.communicate(timeout=TIMEOUT_S)[1] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert procs[1].returncode == 3
+    assert procs[0].returncode != 0
+    assert "ProcessGroupError: process 0 of 2: a collective failed" in errs[0], errs[0][-3000:]
