@@ -208,16 +208,57 @@ def local_copy(tree: Any) -> Any:
     return jax.tree.map(local, tree)
 
 
-def global_array(tree: Any, sharding: jax.sharding.Sharding) -> Any:
-    """Places ``tree`` (the same value on every process) with ``sharding`` over the global mesh."""
+def global_array(tree: Any, sharding: Any) -> Any:
+    """Places ``tree`` (the same value on every process) with ``sharding`` (one, or a tree of
+    them as ``state_shardings`` gives) over the global mesh."""
     if not is_multi_process():
         return jax.device_put(tree, sharding)
 
-    def put(x: Any) -> jax.Array:
+    def put(x: Any, where: jax.sharding.Sharding) -> jax.Array:
         x = np.asarray(x)
-        return jax.make_array_from_callback(x.shape, sharding, lambda index: x[index])
+        return jax.make_array_from_callback(x.shape, where, lambda index: x[index])
 
-    return jax.tree.map(put, tree)
+    if isinstance(sharding, jax.sharding.Sharding):
+        return jax.tree.map(lambda x: put(x, sharding), tree)
+    return jax.tree.map(put, tree, sharding)
+
+
+def state_shardings(state: Any, replicated: jax.sharding.NamedSharding) -> Any:
+    """The learner state's shardings: ``replicated``, except, across processes, a replay
+    buffer's storage (``state.buffer.storage``, leaves ``[num_envs, rows, ...]``), split over
+    the mesh by sub-env: each process holds the rows of its own sub-envs (its replay shard).
+
+    Sampling stays unbiased: the sum tree the indices are drawn from is replicated and covers
+    every process's rows, and each process draws the same indices with the same key, so the
+    minibatch is the one a single process would sample from the whole buffer; XLA fetches the
+    rows from the processes holding them. A sub-env count the devices do not divide keeps the
+    storage replicated (every process a whole copy)."""
+    storage = getattr(getattr(state, "buffer", None), "storage", None)
+    if not is_multi_process() or storage is None:
+        return replicated
+    leaves = jax.tree.leaves(storage)
+    if any(x.ndim == 0 or x.shape[0] % replicated.mesh.size for x in leaves):
+        return replicated
+    split = jax.sharding.NamedSharding(
+        replicated.mesh, jax.sharding.PartitionSpec(replicated.mesh.axis_names[0])
+    )
+    ids = {id(x) for x in leaves}
+    return jax.tree.map(lambda x: split if id(x) in ids else replicated, state)
+
+
+def host_value(tree: Any) -> Any:
+    """``jax.device_get(tree)``; across processes, a leaf split over them (a replay shard) is
+    gathered from all of them first (every process must call it)."""
+    if not is_multi_process():
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+
+    def get(x: Any) -> Any:
+        if isinstance(x, jax.Array) and not x.is_fully_addressable and not x.is_fully_replicated:
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        return jax.device_get(x)
+
+    return jax.tree.map(get, tree)
 
 
 def traj_sharding(mesh: jax.sharding.Mesh, axis: str) -> jax.sharding.NamedSharding:
@@ -288,9 +329,9 @@ _RESHARD: dict[Any, Callable[[Any], Any]] = {}
 
 def replicated_traj(traj: Any, mesh: jax.sharding.Mesh) -> Any:
     """A fragment ``[T, K_local]`` made one ``[T, K]`` array replicated on every device of the
-    mesh (off-policy learners: every process adds every process's transitions to its replica of
-    the replay buffer, so that the sampled minibatches are those of one process). One process:
-    ``jax.device_put`` onto the mesh, as before."""
+    mesh, for the off-policy learners' jitted cycle (which adds each sub-env's rows to the
+    replay shard holding them, ``state_shardings``). One process: ``jax.device_put`` onto the
+    mesh, as before."""
     replicated = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
     if not is_multi_process():
         return jax.device_put(traj, replicated)

@@ -435,7 +435,8 @@ class Algorithm:
         """Replicates ``state`` over the learner mesh (setting the state and batch shardings), or
         puts it on the one learner device."""
         if self.mesh is not None:
-            self._state_sharding = replicated(self.mesh)
+            # Across processes a replay buffer's storage is split by sub-env (rljax.distributed).
+            self._state_sharding = distributed.state_shardings(state, replicated(self.mesh))
             self._batch_sharding = data_sharding(self.mesh)
             return distributed.global_array(state, self._state_sharding)
         return jax.device_put(state, self.learner_devices[0])
@@ -1300,7 +1301,7 @@ class Algorithm:
                 "includes_env_state": runners is not None and runners["runners"] is not None,
                 "env_state_missing_because": why,
             }
-            state = jax.device_get(self._checkpoint_state(include))
+            state = distributed.host_value(self._checkpoint_state(include))
             if distributed.is_writer():  # across processes, process 0 writes
                 ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=runners)
         return str(path)

@@ -71,10 +71,16 @@ def main() -> None:
         num_env_steps_sampled=result["env_runners"]["num_env_steps_sampled"],
         num_episodes=result["env_runners"].get("num_episodes", -1),
         num_updates=np.asarray(distributed.local_copy(getattr(state, "num_updates", -1))),
+        # 1 where the replay buffer's rows are split over the processes (each holds a shard).
+        buffer_split=int(
+            algo_name == "dqn" and not state.buffer.storage["obs"].is_fully_replicated
+        ),
         process_count=jax.process_count(),
         device_count=jax.device_count(),
         **flat,
     )
+    if algo_name == "dqn":  # the replay buffer too: each process's shard of it, gathered
+        algo.save_to_path(os.path.join(out_dir, "ckpt"), include_replay_buffer=True)  # type: ignore[attr-defined]
     algo.stop()  # type: ignore[attr-defined]
 
 

@@ -145,6 +145,19 @@ def _env(devices: int) -> dict[str, str]:
     return env
 
 
+def _saved_buffer(ckpt: Path) -> dict:
+    import flax.serialization
+
+    data = (ckpt / "v-000001" / "state.msgpack").read_bytes()
+    return flax.serialization.msgpack_restore(data)["state"]["buffer"]
+
+
+def _at(tree: dict, path: tuple) -> np.ndarray:
+    for key in path:
+        tree = tree[key.key]
+    return np.asarray(tree)
+
+
 def _load(path: Path) -> dict[str, np.ndarray]:
     with np.load(path) as f:
         return {k: f[k] for k in f.files}
@@ -183,8 +196,16 @@ def test_two_processes_match_one_process(tmp_path: Path, algo: str) -> None:
         # Env steps summed over the processes, episodes of both.
         assert (b["num_env_steps_sampled_lifetime"], b["num_env_steps_sampled"]) == expected
         assert b["num_episodes"] == a["num_episodes"] and b["num_updates"] == a["num_updates"]
+        assert b["buffer_split"] == (algo == "dqn") and a["buffer_split"] == 0
         for k in params:
             np.testing.assert_allclose(b[k], a[k], atol=1e-5, rtol=0, err_msg=k)
+    if algo == "dqn":  # process 0 wrote the checkpoint, with every process's replay rows
+        assert (two / "ckpt" / "LATEST").exists()
+        one_buf, two_buf = _saved_buffer(one / "ckpt"), _saved_buffer(two / "ckpt")
+        assert one_buf["storage"]["obs"].shape == (4, 256, 4)
+        assert int(np.sum(one_buf["size"])) > 100
+        for path, x in jax.tree_util.tree_leaves_with_path(one_buf):
+            np.testing.assert_array_equal(x, _at(two_buf, path), err_msg=jax.tree_util.keystr(path))
 
 
 @pytest.mark.slow
