@@ -98,10 +98,11 @@ def run_variant(name: str, iterations: int) -> dict[str, Any]:
         argv = [sys.executable, os.path.abspath(__file__), "--worker", out]
         argv += ["--iterations", str(iterations)]
         t0 = time.perf_counter()
+        # The children's output (gloo's connection lines) goes to stderr: stdout is the JSON.
         if name == "1proc_x_2dev":
-            subprocess.run(argv, env=_env(2), check=True)
+            subprocess.run(argv, env=_env(2), check=True, stdout=sys.stderr)
         else:
-            launch_local(argv, 2, env=_env(1), timeout_s=1800)
+            launch_local(argv, 2, env=_env(1), timeout_s=1800, stdout=sys.stderr)
         res = json.loads(Path(out).read_text())
         res["wall_s"] = time.perf_counter() - t0
         return dict(res)

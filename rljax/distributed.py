@@ -477,6 +477,7 @@ def launch_local(
     timeout_s: float | None = None,
     grace_s: float = 10.0,
     poll_s: float = 0.1,
+    stdout: Any = None,
 ) -> None:
     """Runs ``argv`` as ``num_processes`` local JAX processes and waits for all of them.
 
@@ -484,6 +485,7 @@ def launch_local(
     ``JAX_NUM_PROCESSES`` and ``JAX_PROCESS_ID``, which ``initialize`` reads. When a child
     exits with a non-zero status, the others are ended (SIGTERM, then SIGKILL after
     ``grace_s``) and ``ProcessGroupError`` names it; so they are when ``timeout_s`` passes.
+    ``stdout``: where the children's standard output goes (None: this process's).
 
     Raises:
       ProcessGroupError: A child failed, or the run passed ``timeout_s``.
@@ -496,7 +498,9 @@ def launch_local(
     try:
         for i in range(num_processes):
             procs.append(
-                subprocess.Popen(list(argv), env=process_env(i, num_processes, address, env))
+                subprocess.Popen(
+                    list(argv), env=process_env(i, num_processes, address, env), stdout=stdout
+                )
             )
         while True:
             codes = [p.poll() for p in procs]
