@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 import yaml
 
+from rljax import distributed
 from rljax.algorithms.algorithm_config import AlgorithmConfig, read_config_file
 from rljax.utils import checkpoint, safe_io
 from rljax.utils.errors import CheckpointError, ConfigError, closest
@@ -277,10 +278,27 @@ class _Interrupt:
         raise KeyboardInterrupt
 
 
+def _launches_processes(args: argparse.Namespace) -> bool:
+    """``--num-processes N`` (N > 1) in the launching process, not in one it started."""
+    n = args.num_processes
+    if n is not None and n < 1:
+        raise ConfigError(f"--num-processes {n}; use a positive number of processes")
+    return n is not None and n > 1 and not distributed.is_launched_process()
+
+
+def _train_in_processes(args: argparse.Namespace) -> int:
+    """Runs this command line in ``--num-processes`` local processes (``launch_local``): each
+    one JAX process, process 0 printing the progress, logs and summary."""
+    distributed.launch_local([sys.executable, "-m", "rljax.cli", *args.argv], args.num_processes)
+    return 0
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     check_train_flags(args)
+    if _launches_processes(args):
+        return _train_in_processes(args)
     config = build_config(args)
     start = time.perf_counter()
     stop_ts = args.stop_timesteps
@@ -297,14 +315,15 @@ def cmd_train(args: argparse.Namespace) -> int:
             algo = config.build_algo()
             if interrupt.requested:  # its KeyboardInterrupt was caught inside the build
                 raise KeyboardInterrupt
-            if args.logdir:
+            writer = distributed.is_writer()  # across processes, process 0 logs
+            if args.logdir and writer:
                 from rljax.utils.result_loggers import make_loggers
 
                 loggers = make_loggers(args.logdir, args.wandb_project, config.to_dict())
             bar = tqdm(
                 total=stop_ts,
                 unit="steps",
-                disable=args.no_progress,
+                disable=args.no_progress or not writer,
                 dynamic_ncols=True,
                 file=sys.stderr,
             )
@@ -366,7 +385,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             interrupt.shielded = True
             if algo is not None:
                 algo.stop()
-            if args.logdir:
+            if args.logdir and distributed.is_writer():
                 _finish_logs(args.logdir, loggers, history, config)
     er = result.get("env_runners", {})
     summary = {
@@ -386,7 +405,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         "checkpoint": str(args.checkpoint_dir) if args.checkpoint_dir else None,
         "logdir": str(args.logdir) if args.logdir else None,
     }
-    print(json.dumps(summary, indent=2))
+    if distributed.is_writer():
+        print(json.dumps(summary, indent=2))
     if reason == "interrupt":
         kept = f"; saved its checkpoint to {args.checkpoint_dir}" if args.checkpoint_dir else ""
         print(
@@ -657,6 +677,13 @@ def make_parser() -> argparse.ArgumentParser:
     t.add_argument("--num-envs-per-env-runner", type=int, default=None)
     t.add_argument("--vectorize-mode", default=None, help="SYNC or ASYNC")
     t.add_argument("--num-learners", type=int, default=None)
+    t.add_argument(
+        "--num-processes",
+        type=int,
+        default=None,
+        help="train in N local JAX processes (jax.distributed), the learners across them; "
+        "under srun/mpirun leave it out: JAX detects the processes",
+    )
     t.add_argument("--seed", type=int, default=None)
     t.add_argument(
         "--stop-reward", type=float, default=None, help="stop when episode_return_mean reaches this"
@@ -776,11 +803,15 @@ def main(argv: list[str] | None = None) -> int:
     Given an ``argv`` (tests, notebooks), it returns 130 and the process goes on.
     """
     args = make_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for child processes
     try:
         code = args.func(args)
     except (ConfigError, CheckpointError) as e:
         print(f"rljax: error: {e}", file=sys.stderr)
         return 2
+    except distributed.ProcessGroupError as e:
+        print(f"rljax: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:  # rljax evaluate (rljax train reports its own); its algo stopped
         print("rljax: interrupted", file=sys.stderr)
         code = EXIT_INTERRUPTED

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax import distributed
 from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.algorithms.rllib_surface import EnvRunnerGroup, LearnerGroup, SaveResult
 from rljax.callbacks.callbacks import HOOKS
@@ -170,6 +171,7 @@ class Algorithm:
     ):
         if not isinstance(config, AlgorithmConfig):
             _refuse_config(type(self), config)
+        distributed.initialize(config)  # before any JAX computation: a no-op for one process
         self.config = config
         # train() runs in one thread at a time, and a save never during another thread's
         # train() (whose updates donate the state's buffers): ``_exclusive``.
@@ -187,6 +189,7 @@ class Algorithm:
             if config.seed is not None
             else int.from_bytes(os.urandom(4), "little") >> 1
         )
+        self.seed = distributed.common_seed(self.seed)  # process 0's, across processes
         self._resolve_env()
         env_name = (
             getattr(self.env_spec, "name", None)
@@ -203,6 +206,7 @@ class Algorithm:
         self.learner_devices = learner_devices(config.num_learners, config.num_gpus_per_learner)
         self.mesh = make_mesh(self.learner_devices) if len(self.learner_devices) > 1 else None
         self.runner_device = runner_device(config.num_gpus_per_env_runner)
+        distributed.check_process_settings(self)
         # Observation connectors (config.env_to_module_connector): built once, and stored in
         # the config as their specs, so the checkpoint's config rebuilds them without code.
         self._env_to_module = build_env_to_module(
@@ -316,9 +320,10 @@ class Algorithm:
         """Replicates ``state`` over the learner mesh (setting the state and batch shardings), or
         puts it on the one learner device."""
         if self.mesh is not None:
-            self._state_sharding = replicated(self.mesh)
+            # Across processes a replay buffer's storage is split by sub-env (rljax.distributed).
+            self._state_sharding = distributed.state_shardings(state, replicated(self.mesh))
             self._batch_sharding = data_sharding(self.mesh)
-            return jax.device_put(state, self._state_sharding)
+            return distributed.global_array(state, self._state_sharding)
         return jax.device_put(state, self.learner_devices[0])
 
     # ------------------------------------------------------------------ runners
@@ -335,6 +340,7 @@ class Algorithm:
         with the previous weights; with a learner mesh ``device_put`` alone may hand back the
         runner device's shard of the replicated state, so the copy is made there.
         """
+        params = distributed.local_copy(params)  # across processes: this one's replica
         params = jax.device_put(params, self.runner_device, may_alias=False)
         if self.mesh is not None:
             params = jax.tree.map(jnp.copy, params)
@@ -488,10 +494,11 @@ class Algorithm:
             parallel = _Background(self._run_evaluation, None, params, step_done)
         try:
             out = ran if ran is not None else self._training_step()
-        except BaseException:
+        except BaseException as e:
             if parallel is not None:
                 step_done.set()
                 parallel.wait()  # no evaluation outlives a failed iteration; its error first
+            distributed.raise_if_peer_failed(e)  # across processes: a collective's lost peer
             raise
         step_done.set()
         evaluation = parallel.result() if parallel is not None else None

@@ -224,9 +224,15 @@ class AlgorithmConfig(CommonSettings):
         num_learners: int = UNSET,
         num_gpus_per_learner: float = UNSET,
         num_cpus_per_learner: float | str = UNSET,
+        num_processes: int | None = UNSET,
+        process_id: int | None = UNSET,
+        coordinator_address: str | None = UNSET,
+        process_timeout_s: float = UNSET,
+        same_actions_as_one_process: bool = UNSET,
         **kwargs: Any,
     ) -> _C:
-        """Sets the learner mesh: ``num_learners`` local devices (0 = one on the default device)."""
+        """Sets the learner mesh: ``num_learners`` devices (0 = one on the default device),
+        across ``num_processes`` JAX processes (``rljax.distributed``)."""
         return self._set("learners", locals())
 
     def rl_module(

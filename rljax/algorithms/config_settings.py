@@ -28,6 +28,7 @@ from rljax.connectors.env_to_module import check_env_to_module_connector
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
+from rljax.distributed import check_coordinator_address
 from rljax.policy.policy import PolicySpec
 from rljax.runners.faults import REPEATS_OF_A_BUG
 from rljax.utils import memory, xla_options
@@ -134,7 +135,8 @@ class CommonSettings:
     num_learners = Setting(
         0,
         Int(0),
-        "Local devices the update runs on, data-parallel (0: one learner on the default device).",
+        "Devices the update runs on, data-parallel (0: one learner on the default device); "
+        "across processes (num_processes), of every process, an equal number each.",
         section="learners",
     )
     num_gpus_per_learner = Setting[float](
@@ -148,6 +150,41 @@ class CommonSettings:
         1,
         Number(0, literals=("auto",)),
         'Accepted for compatibility (a number or "auto").',
+        section="learners",
+    )
+    num_processes = Setting[int | None](
+        None,
+        Int(1, optional=True),
+        "JAX processes the learners span (jax.distributed; rljax.distributed): each samples its "
+        "share of the envs and the learner mesh covers every process's devices. None: JAX's "
+        "own detection (JAX_NUM_PROCESSES, SLURM, Open MPI), else one process.",
+        section="learners",
+    )
+    process_id = Setting[int | None](
+        None,
+        Int(0, optional=True),
+        "This process's index among num_processes; None: from JAX_PROCESS_ID or the cluster.",
+        section="learners",
+    )
+    coordinator_address = Setting[str | None](
+        None,
+        check_coordinator_address,
+        "'host:port' of process 0's coordinator; None: JAX_COORDINATOR_ADDRESS or the cluster's.",
+        section="learners",
+    )
+    process_timeout_s = Setting[float](
+        60.0,
+        Number(1),
+        "Seconds a multi-process run waits for a process to join or answer (heartbeats) "
+        "before it ends with an error instead of hanging.",
+        section="learners",
+    )
+    same_actions_as_one_process = Setting(
+        False,
+        Bool(),
+        "Across processes: sample each process's actions exactly as one process would the same "
+        "sub-envs' (acting costs num_processes times more); for checking a run against one "
+        "process.",
         section="learners",
     )
     # ------------------------------------------------------------------ training

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax import distributed
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.settings import Setting
@@ -323,8 +324,11 @@ class OffPolicyAlgorithm(Algorithm):
             target_update_freq=int(cfg.target_network_update_freq),
             learning_starts=int(cfg.num_steps_sampled_before_learning_starts),
         )
+        act = self.parts.act
+        if cfg.same_actions_as_one_process:
+            act = distributed.same_actions_as_one_process(act)
         self._act_step = make_act_step(
-            self.parts.act, self.parts.bootstrap_keys, record_steps=self._record_episodes
+            act, self.parts.bootstrap_keys, record_steps=self._record_episodes
         )
         state = OffPolicyState(
             learner=learner,
@@ -515,8 +519,12 @@ class OffPolicyAlgorithm(Algorithm):
             )
             return
         fields.setdefault("buffer", jax.device_get(self.buffer.init()))
-        target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
-        self.state = jax.device_put(jax.tree.map(jnp.asarray, OffPolicyState(**fields)), target)
+        if self.mesh is not None:
+            self.state = distributed.global_array(OffPolicyState(**fields), self._state_sharding)
+        else:
+            self.state = jax.device_put(
+                jax.tree.map(jnp.asarray, OffPolicyState(**fields)), self.learner_devices[0]
+            )
         if self.fused:
             self.runner_state = self.runner_state._replace(
                 key=jax.device_put(jnp.asarray(loaded["runner_key"]), self.runner_device)

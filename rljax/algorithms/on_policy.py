@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import jax
 import jax.numpy as jnp
 
+from rljax import distributed
 from rljax.algorithms.actor_critic.hyperparams import live_layout, saved_layout
 from rljax.algorithms.actor_critic.policy import (
     POLICY_ID,
@@ -248,8 +249,11 @@ class OnPolicyAlgorithm(Algorithm):
         self.fragment_length = self.config.get_rollout_fragment_length()
         self._postprocess = postprocess
         self._update = update
+        act = self.parts.act
+        if self.config.same_actions_as_one_process:
+            act = distributed.same_actions_as_one_process(act)
         self._act_step = make_act_step(
-            self.parts.act, self.parts.bootstrap_keys, record_steps=self._record_episodes
+            act, self.parts.bootstrap_keys, record_steps=self._record_episodes
         )
         self.state = self._place_learner_state(self.state)
         self.fused = self._fused_envpool()
@@ -387,8 +391,10 @@ class OnPolicyAlgorithm(Algorithm):
 
     def _restore_state(self, state: Any) -> None:
         state = live_layout(state, self.state)  # the injected rate back (hyperparams.py)
-        target = self._state_sharding if self.mesh is not None else self.learner_devices[0]
-        self.state = jax.device_put(jax.tree.map(jnp.asarray, state), target)
+        if self.mesh is not None:
+            self.state = distributed.global_array(state, self._state_sharding)
+        else:
+            self.state = jax.device_put(jax.tree.map(jnp.asarray, state), self.learner_devices[0])
         if self._loop is not None:
             self._loop.set_state(self.state)  # a learner thread goes on from it
         if self._runners is not None:  # runner threads act with them next

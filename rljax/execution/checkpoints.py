@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 import rljax
+from rljax import distributed
 from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.utils import checkpoint as ckpt
@@ -163,8 +164,9 @@ def save(
         "includes_env_state": saved_runners is not None and saved_runners["runners"] is not None,
         "env_state_missing_because": why,
     }
-    state = jax.device_get(hooks._checkpoint_state(include_replay_buffer))
-    ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=saved_runners)
+    state = distributed.host_value(hooks._checkpoint_state(include_replay_buffer))
+    if distributed.is_writer():  # across processes, process 0 writes
+        ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=saved_runners)
     return str(path)
 
 
@@ -503,6 +505,7 @@ def _checked_load(
                 callbacks=callbacks,
             )
         _in_saved_policy_order(config, saved, meta_file)
+        distributed.launch_settings_cleared(config)  # the loading launch's processes decide
         if without_env:
             config.validate_without_env()
         else:

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax import distributed
 from rljax.execution.loop import IterationResult, Timers, single_policy
 from rljax.execution.parts import Params
 from rljax.replay.episode import EpisodeReplayBuffer
@@ -281,7 +282,11 @@ class OffPolicyLoop:
                 t0 = time.perf_counter()
                 if self.sample is not None:
                     runner_state, traj = self.sample(self.runner_params(state), runner_state)
-                    traj = jax.device_put(traj, self.traj_sharding)
+                    # Placed on the mesh, replicated; across processes each process's share
+                    # joins first (rljax.distributed).
+                    assert isinstance(self.traj_sharding, jax.sharding.NamedSharding)
+                    assert isinstance(self.traj_sharding.mesh, jax.sharding.Mesh)
+                    traj = distributed.replicated_traj(traj, self.traj_sharding.mesh)
                 else:
                     assert self.runners is not None
                     group = self.runners.sample(self.sample_timeout_s)

@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 import jax
 import numpy as np
 
+from rljax import distributed
 from rljax.execution.loop import IterationResult, RunnerLag, RunnerStats, Timers, single_policy
 from rljax.execution.parts import Params
 from rljax.learners.devices import replicated
@@ -219,6 +220,25 @@ class OnPolicyLoop(Generic[State]):
     ) -> OnPolicyLoop[State]:
         """The fused EnvPool path: one jitted program per iteration with one learner; with a
         mesh, the jitted rollout on the runner device, then the update partitioned over it."""
+        if mesh is not None and distributed.is_multi_process():
+            # Each process's rollout joins the global trajectory; post-processing and the update
+            # run over the whole mesh (rljax.distributed).
+            sample_fn, update_fn, sharding = distributed.fused_programs(
+                rollout,
+                postprocess,
+                update,
+                mesh,
+                state_sharding,
+                batch_sharding,  # type: ignore[arg-type]
+                xla_options.current("rollout"),
+                xla_options.current("update"),
+            )
+            return cls(
+                update=update_fn,
+                runner_params=runner_params,
+                sample=sample_fn,
+                batch_sharding=sharding,
+            )
         sample = make_sample(rollout, postprocess)
         if mesh is None:
             # Rollout and update in one jitted call: no Python between env steps or minibatches.
@@ -346,6 +366,8 @@ class OnPolicyLoop(Generic[State]):
         return state, runner_state, self._result([record], t_start)
 
     def _placed(self, batch: Batch) -> Batch:
+        if self.batch_sharding is not None and distributed.is_multi_process():
+            return distributed.join_local(batch, self.batch_sharding)
         if self.batch_sharding is not None:
             batch = jax.device_put(batch, self.batch_sharding)
         return jax.block_until_ready(batch)
@@ -406,6 +428,7 @@ class OnPolicyLoop(Generic[State]):
                 ),
             )
         host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
+        host = distributed.gather_episodes(host)  # every process's (one process: as it is)
         metrics, returns, lens, num_valid = summarize_updates(host)
         training_step = time.perf_counter() - t_start
         lag = None

@@ -45,10 +45,14 @@ def learner_devices(num_learners: int, num_gpus_per_learner: float) -> list[jax.
             )
         if num_gpus_per_learner < 1:
             return gpus[:needed] if needed >= n else gpus[:1]
-        return gpus[:n]
+        return gpus[:n] if jax.process_count() == 1 else _gpus_across(gpus, n)
     cpus = _platform_devices("cpu")
     default = jax.devices()
     pool = default if default[0].platform == "cpu" else cpus
+    if jax.process_count() > 1:  # every process's devices (rljax.distributed)
+        from rljax.distributed import learner_devices as across_processes
+
+        return across_processes(pool, n)
     if len(pool) < n:
         raise ConfigError(
             f"num_learners={num_learners} asks for {n} devices, but JAX sees {len(pool)} "
@@ -56,6 +60,12 @@ def learner_devices(num_learners: int, num_gpus_per_learner: float) -> list[jax.
             "set XLA_FLAGS=--xla_force_host_platform_device_count=N before JAX is imported, or lower num_learners"
         )
     return pool[:n]
+
+
+def _gpus_across(gpus: list[jax.Device], n: int) -> list[jax.Device]:
+    from rljax.distributed import learner_devices as across_processes
+
+    return across_processes(gpus, n)
 
 
 def runner_device(num_gpus_per_env_runner: float) -> jax.Device:
@@ -66,9 +76,15 @@ def runner_device(num_gpus_per_env_runner: float) -> jax.Device:
                 f"num_gpus_per_env_runner={num_gpus_per_env_runner} asks for a GPU, but JAX sees none "
                 f"(devices: {describe_devices()}); set num_gpus_per_env_runner=0"
             )
-        return gpus[-1]
+        return gpus[-1] if jax.process_count() == 1 else _local(gpus)[-1]
     cpus = _platform_devices("cpu")
+    if jax.process_count() > 1:  # this process's own device
+        return (_local(cpus) or jax.local_devices())[0]
     return cpus[0] if cpus else jax.devices()[0]
+
+
+def _local(devices: list[jax.Device]) -> list[jax.Device]:
+    return [d for d in devices if d.process_index == jax.process_index()]
 
 
 def make_mesh(devices: list[jax.Device]) -> Mesh:

@@ -16,6 +16,7 @@ import gymnasium as gym
 import jax
 import numpy as np
 
+from rljax import distributed
 from rljax.env.jax_env import is_jax_spec
 from rljax.env.vector import EnvSpec, envpool_batch_size, make_envpool
 from rljax.runners.acting import ActStep, FusedRunnerState
@@ -55,9 +56,10 @@ def fused_envpool(
 
 def make_fused_env(config: Any, env_spec: EnvSpec, seed: int) -> Any:
     """The driver's EnvPool env of the fused path (``num_envs_per_env_runner`` envs)."""
-    n = config.num_envs_per_env_runner
+    # Across processes: this process's share of the sub-envs, seeded as in one process.
+    n, env_seed = distributed.env_share(config.num_envs_per_env_runner, seed)
     batch = envpool_batch_size(n, config.gym_env_vectorize_mode, config.async_batch_size)
-    return make_envpool(env_spec, n, batch, seed)
+    return make_envpool(env_spec, n, batch, env_seed)
 
 
 def start_fused_runner(
