@@ -347,7 +347,8 @@ def test_trials_with_schedules_share_one_program_and_follow_their_schedules():
     try:
         results = [population.train() for _ in range(3)]
         assert population.num_compilations == 1
-        assert population._learn._cache_size() == 1  # one program for every iteration
+        # One program each for the rollout and the update, for every iteration.
+        assert population.loop.sample._cache_size() == population.loop.learn._cache_size() == 1
         learners = [[r[k]["learners"]["default_policy"] for r in results] for k in range(3)]
         rates = [[m["default_optimizer_learning_rate"] for m in trial] for trial in learners]
         entropy = [[m["curr_entropy_coeff"] for m in trial] for trial in learners]
