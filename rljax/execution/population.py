@@ -5,7 +5,7 @@ K trials of one on-policy algorithm (PPO) whose configs are equal but for the al
 gradient clip, KL settings) and the seed train together: their learner states are stacked on
 a leading trial axis, and one jitted program per iteration runs every trial's rollout and
 update, ``vmap``ped over the trials. The settings become traced scalars of the program
-(``OnPolicyAlgorithm._learner_functions``), so trials with different values share one
+(``population_parts().learner_functions``), so trials with different values share one
 compilation.
 
 Each trial keeps the EnvPool env it would have in a run of its own (same size and seed), and

@@ -329,7 +329,7 @@ def test_a_searcher_asked_for_two_configs_at_a_time_trains_them_together(tmp_pat
     assert len({r.config["lr"] for r in grid}) == 4
     assert all(1e-4 <= r.config["lr"] <= 1e-2 for r in grid)
     assert all("population_step_s" in r.metrics["timers"] for r in grid)
-    study = searcher._study  # Optuna was told each trial's last result
+    study = searcher.study  # Optuna was told each trial's last result
     assert len(study.trials) == 4 and all(t.state.name == "COMPLETE" for t in study.trials)
 
 
