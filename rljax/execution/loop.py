@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import jax
 
@@ -61,8 +61,15 @@ class PopulationParts:
     ]
 
 
+@runtime_checkable
 class Loop(Protocol[State, RunnerState]):
-    """One training iteration: ``step(state, runner_state) -> (state, runner_state, result)``."""
+    """One training iteration: ``step(state, runner_state) -> (state, runner_state, result)``.
+
+    ``isinstance(x, Loop)`` checks only that ``x`` has a ``step``. A population's loop
+    (``rljax.execution.population_loop.PopulationLoop``) steps stacked state and returns a
+    ``PopulationResult``: the ``IterationResult`` of the stack, whose ``split()`` gives each
+    trial's own.
+    """
 
     def step(
         self, state: State, runner_state: RunnerState

@@ -5,7 +5,7 @@ K trials of one on-policy algorithm (PPO) whose configs are equal but for the al
 gradient clip, KL settings) and the seed train together: their learner states are stacked on
 a leading trial axis, and one jitted program per iteration runs every trial's rollout and
 update, ``vmap``ped over the trials. The settings become traced scalars of the program
-(``OnPolicyAlgorithm._learner_functions``), so trials with different values share one
+(``population_parts().learner_functions``), so trials with different values share one
 compilation.
 
 Each trial keeps the EnvPool env it would have in a run of its own (same size and seed), and
@@ -20,6 +20,12 @@ A trial that stops (its stop criterion, a scheduler) keeps its slot: its updates
 out and its results freeze. When fewer than half of the slots are active, and the time the
 smaller program should save exceeds its compilation, the population is rebuilt with the active
 ones, so K trials compile at most ``1 + log2(K)`` times.
+
+The iteration itself is a ``Loop`` (``rljax.execution.population_loop.PopulationLoop``):
+``loop.step(state, runner_state)`` steps the stacked ``PopulationState`` and
+``PopulationRunnerState`` and returns a ``PopulationResult``, whose ``split()`` gives each
+slot's ``IterationResult``; ``Population`` hands each to its trial's ``train_from`` and keeps
+the rest: which trials are alive, compaction, exploit, stop.
 
 Population-based training changes trials in place (``exploit``): chosen trials take the
 learner state (parameters, optimizer state, ...) of others and new values of the settings, by
@@ -38,78 +44,28 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-import jax
 import jax.numpy as jnp
 
-from rljax.env.vector import envpool_result, resolve_env
-from rljax.execution.loop import IterationResult, PopulationParts, Timers, single_policy
-from rljax.execution.on_policy import summarize_updates
-from rljax.runners.acting import episode_arrays
-from rljax.types import ActorState, ActStep, StepResult, Transition
+from rljax.env.vector import resolve_env
+from rljax.execution.loop import PopulationParts
+from rljax.execution.population_loop import (
+    PopulationLoop,
+    PopulationResult,
+    PopulationRunnerState,
+    PopulationState,
+    make_population_rollout,
+    stack,
+    stack_runner_states,
+)
 from rljax.utils.errors import ConfigError
 from rljax.utils.schedules import Schedule, num_points, stack_settings
 
 if TYPE_CHECKING:
     from rljax.algorithms.algorithm_config import AlgorithmConfig
     from rljax.algorithms.on_policy import OnPolicyAlgorithm
-
-
-class PopulationRunnerState(NamedTuple):
-    """The rollout's carry: one EnvPool handle per trial, and per-trial actor state, last
-    result and acting key stacked on a leading trial axis [K]."""
-
-    handles: tuple[Any, ...]
-    actor: ActorState
-    result: StepResult
-    key: jax.Array
-
-
-def _stack(trees: Sequence[Any]) -> Any:
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
-
-
-def make_population_rollout(
-    act_step: ActStep,
-    xla_steps: Sequence[Callable[..., Any]],
-    length: int,
-    to_env_action: Callable[[jax.Array], jax.Array],
-    reset_endeds: Sequence[Callable[..., Any] | None] | None = None,
-) -> Callable[[Any, PopulationRunnerState], tuple[PopulationRunnerState, Transition]]:
-    """``rollout(params [K], runner_state) -> (runner_state, Transition [K, length, N])``.
-
-    Each env step runs the K trials' policies as one vmapped ``act_step`` and steps trial k's
-    EnvPool with its own actions; trial k's keys split as a run of its own splits its key.
-    ``reset_endeds``: each trial's same-step resets (``vector.envpool_reset_ended``), as its
-    own run has them.
-    """
-    resets = list(reset_endeds) if reset_endeds is not None else [None] * len(xla_steps)
-
-    def rollout(params: Any, rs: PopulationRunnerState) -> tuple[PopulationRunnerState, Transition]:
-        def body(carry: PopulationRunnerState, _: Any) -> tuple[PopulationRunnerState, Any]:
-            keys = jax.vmap(jax.random.split)(carry.key)  # [K, 2, key]
-            key, sub = keys[:, 0], keys[:, 1]
-            action, actor, transition = jax.vmap(act_step)(params, sub, carry.actor, carry.result)
-            env_action = jax.vmap(to_env_action)(action)
-            handles, results = [], []
-            for k, xla_step in enumerate(xla_steps):
-                handle, (obs, rew, term, trunc, info) = xla_step(
-                    carry.handles[k], env_action[k], carry.result.env_id[k]
-                )
-                handles.append(handle)
-                results.append(
-                    envpool_result(obs, rew, term, trunc, info, xp=jnp, reset_ended=resets[k])
-                )
-            result = _stack(results)
-            return PopulationRunnerState(tuple(handles), actor, result, key), transition
-
-        rs, traj = jax.lax.scan(body, rs, None, length=length)
-        return rs, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
-
-    return rollout
 
 
 def population_key(config: AlgorithmConfig) -> str:
@@ -174,12 +130,26 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
 class Population:
     """Trains trials that differ only in population settings and seed as one jitted program.
 
+    Its ``loop`` (a ``PopulationLoop``) steps the stacked ``state`` and ``runner_state``;
+    the population does the Tune-facing work around it: which trials are alive and which
+    slot of the loop each has, handing each trial its ``IterationResult`` (``train_from``),
+    stopping trials and compacting the program, and population-based training's exploit.
+
     Args:
       configs: One config per trial; ``population_refusal(configs)`` must be None.
       checkpoints: Per trial, a checkpoint of its own run to continue from, or None.
       compaction: When the program is rebuilt without stopped trials (once fewer than half
         of its slots are active): ``"auto"`` when the time saved should pay for the
         compilation (``_worth_compacting``), ``"always"``, or ``"never"``.
+
+    Attributes:
+      members: The trials' algorithms (built with ``population_member=True``), by index.
+      active: Per trial, whether it still trains.
+      errors: Per trial, the exception its own ``train_from`` raised (it stopped), or None.
+      loop: The ``PopulationLoop`` of the current slots (rebuilt by a compaction).
+      state: The slots' ``PopulationState`` (learner states, settings, active mask).
+      runner_state: The slots' ``PopulationRunnerState``.
+      num_compilations: Loops built so far (each compiles its programs once).
 
     Raises:
       ConfigError: The configs cannot train as one population (saying why), or one is invalid.
@@ -216,7 +186,18 @@ class Population:
         self.errors: list[BaseException | None] = [None] * len(self.members)
         self.num_compilations = 0
         self._slots = list(range(len(self.members)))  # the members in the program, in order
-        self._stacked = False
+        self._values = [m.population_values() for m in self.members]
+        # Points per setting: schedules (of any trial) as arrays of the longest one's points,
+        # so trials with different schedules share the program; 1: numbers.
+        self._points = {
+            name: max(num_points(v[name]) for v in self._values) for name in self._values[0]
+        }
+        self.state = PopulationState(
+            learner=stack([m.state for m in self.members]),
+            settings=self._slot_settings(),
+            active=self._active_mask(),
+        )
+        self.runner_state = stack_runner_states([m.runner_state for m in self.members])
         self._build()
 
     @property
@@ -230,69 +211,26 @@ class Population:
 
     # ------------------------------------------------------------------ the program
     def _build(self) -> None:
-        """Stacks the slots' learner and runner states and builds the jitted step."""
-        members = [self.members[i] for i in self._slots]
-        parts = [m.population_parts() for m in members]
-        first = parts[0]
-        if not self._stacked:
-            self._values = [m.population_values() for m in self.members]
-            # Points per setting: schedules (of any trial) as arrays of the longest one's
-            # points, so trials with different schedules share the program; 1: numbers.
-            self._points = {
-                name: max(num_points(v[name]) for v in self._values) for name in self._values[0]
-            }
-            self.state = _stack([m.state for m in members])
-            self.runner_state = PopulationRunnerState(
-                handles=tuple(m.runner_state.handle for m in members),
-                actor=_stack([m.runner_state.actor for m in members]),
-                result=_stack([m.runner_state.result for m in members]),
-                key=_stack([m.runner_state.key for m in members]),
-            )
-            self._stacked = True
-        rollout = make_population_rollout(
-            first.act_step,
-            [p.xla_step for p in parts],
-            first.fragment_length,
-            first.to_env_action,
-            [p.reset_ended for p in parts],
-        )
-
-        def learn(state: Any, traj: Transition, values: dict[str, Any], active: jax.Array):
-            postprocess, update = first.learner_functions(values)
-            new, metrics = update(state, postprocess(traj))
-            new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
-            return new, metrics, episode_arrays(traj)
-
-        def sample(state: Any, rs: PopulationRunnerState):
-            return rollout(jax.vmap(first.acting_params)(state), rs)
-
-        # Two programs rather than one: XLA compiles them in about two thirds of the time it
-        # takes for the fused one (measured: 4.6 s against 6.7 s for 16 CartPole trials), and
-        # a compilation is what a shrinking population pays; the extra dispatch is negligible.
-        k = len(members)
-        self._sample = jax.jit(sample, donate_argnums=(1,))
-        self._learn = jax.jit(jax.vmap(learn), donate_argnums=(0,))
+        """Builds the loop of the current slots (its programs compile on its first step)."""
+        self.loop = PopulationLoop([self.members[i].population_parts() for i in self._slots])
         self._fresh_program = True
-
-        def unstack(tree: Any) -> list[Any]:
-            return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(k)]
-
-        self._unstack = jax.jit(unstack)
-        self._gather = jax.jit(lambda tree, idx: jax.tree.map(lambda x: x[idx], tree))
         self.num_compilations += 1
 
-    def _slot_values(self) -> dict[str, Any]:
+    def _slot_settings(self) -> dict[str, Any]:
         """The settings of the slots as [K] float32 arrays (``SchedulePoints`` [K, P] for a
         setting some trial schedules); None for a setting that is off."""
-        names = list(self._values[0])
         out: dict[str, Any] = {}
-        for name in names:
+        for name in self._values[0]:
             column = [self._values[i][name] for i in self._slots]
             if column[0] is None:
                 out[name] = None
             else:
                 out[name] = stack_settings(column, self._points[name])  # type: ignore[arg-type]
         return out
+
+    def _active_mask(self) -> Any:
+        """Whether each slot's trial is active, bool [K]."""
+        return jnp.asarray([self.active[i] for i in self._slots])
 
     # ------------------------------------------------------------------ training
     def train(self) -> list[dict[str, Any] | None]:
@@ -302,34 +240,15 @@ class Population:
         """
         if not any(self.active):
             raise RuntimeError("every trial of this population has stopped")
-        start = time.perf_counter()
-        active = jnp.asarray([self.active[i] for i in self._slots])
-        self.runner_state, traj = self._sample(self.state, self.runner_state)
-        self.state, metrics, episodes = self._learn(self.state, traj, self._slot_values(), active)
-        states = self._unstack(self.state)
-        host_metrics, host_episodes = jax.device_get((metrics, episodes))
-        shared_s = time.perf_counter() - start
-        self._time_step(shared_s)
+        self.state, self.runner_state, result = self.loop.step(self.state, self.runner_state)
+        self._time_step(result.shared_s)
+        states = self.loop.split(self.state.learner)
         results: list[dict[str, Any] | None] = [None] * len(self.members)
-        for slot, i in enumerate(self._slots):
-            if not self.active[i]:
+        for slot, (i, iteration) in enumerate(zip(self._slots, result.split(), strict=True)):
+            if iteration is None:  # a stopped trial (the mask mirrors ``active``)
                 continue
             member = self.members[i]
             member.state = states[slot]
-            one = (
-                {k: v[slot] for k, v in host_metrics.items()},
-                {k: v[slot] for k, v in host_episodes.items()},
-            )
-            learner, returns, lens, num_valid = summarize_updates([one])
-            iteration = IterationResult(
-                num_env_steps_sampled=num_valid,
-                num_env_steps_trained=num_valid,
-                episode_returns=returns,
-                episode_lens=lens,
-                learner_metrics=single_policy(learner),
-                timers=Timers(population_step_s=shared_s),
-                shared_s=shared_s,
-            )
             try:
                 results[i] = member.train_from(iteration)
             except Exception as e:  # this trial's failure; the others' results stand
@@ -346,6 +265,7 @@ class Population:
         if not self.active[index]:
             return
         self.active[index] = False
+        self.state = self.state._replace(active=self._active_mask())
         alive = [i for i in self._slots if self.active[i]]
         if alive and 2 * len(alive) < len(self._slots) and self._worth_compacting(len(alive)):
             self._compact(alive)
@@ -379,16 +299,9 @@ class Population:
         return saved > compile_s
 
     def _compact(self, alive: list[int]) -> None:
-        positions = jnp.asarray([self._slots.index(i) for i in alive])
+        positions = [self._slots.index(i) for i in alive]
         dropped = [i for i in self._slots if i not in alive]
-        self.state = self._gather(self.state, positions)
-        rs = self.runner_state
-        self.runner_state = PopulationRunnerState(
-            handles=tuple(rs.handles[self._slots.index(i)] for i in alive),
-            actor=self._gather(rs.actor, positions),
-            result=self._gather(rs.result, positions),
-            key=self._gather(rs.key, positions),
-        )
+        self.state, self.runner_state = self.loop.take(self.state, self.runner_state, positions)
         self._slots = alive
         self._build()
         for i in dropped:  # their envs are no longer stepped by the program
@@ -411,10 +324,10 @@ class Population:
             order = list(range(len(self._slots)))
             for dst, src in copies.items():
                 order[self._slots.index(dst)] = self._slots.index(src)
-            self.state = self._gather(self.state, jnp.asarray(order))
-            states = self._unstack(self.state)
-            for slot, i in enumerate(self._slots):
-                self.members[i].state = states[slot]
+            learner = self.loop.gather(self.state.learner, order)
+            self.state = self.state._replace(learner=learner)
+            for slot, state in enumerate(self.loop.split(learner)):
+                self.members[self._slots[slot]].state = state
         for i, new in values.items():
             unknown = set(new) - set(self._values[i])
             if unknown:
@@ -437,6 +350,8 @@ class Population:
                     )
                     value = getattr(config, name)
                     self._values[i][name] = value
+        if values:
+            self.state = self.state._replace(settings=self._slot_settings())
 
     def stop(self) -> None:
         """Closes every trial's env."""
@@ -446,8 +361,11 @@ class Population:
 
 __all__ = [
     "Population",
+    "PopulationLoop",
     "PopulationParts",
+    "PopulationResult",
     "PopulationRunnerState",
+    "PopulationState",
     "make_population_rollout",
     "population_key",
     "population_refusal",

@@ -329,7 +329,7 @@ def test_a_searcher_asked_for_two_configs_at_a_time_trains_them_together(tmp_pat
     assert len({r.config["lr"] for r in grid}) == 4
     assert all(1e-4 <= r.config["lr"] <= 1e-2 for r in grid)
     assert all("population_step_s" in r.metrics["timers"] for r in grid)
-    study = searcher._study  # Optuna was told each trial's last result
+    study = searcher.study  # Optuna was told each trial's last result
     assert len(study.trials) == 4 and all(t.state.name == "COMPLETE" for t in study.trials)
 
 
@@ -347,7 +347,8 @@ def test_trials_with_schedules_share_one_program_and_follow_their_schedules():
     try:
         results = [population.train() for _ in range(3)]
         assert population.num_compilations == 1
-        assert population._learn._cache_size() == 1  # one program for every iteration
+        # One program each for the rollout and the update, for every iteration.
+        assert population.loop.sample._cache_size() == population.loop.learn._cache_size() == 1
         learners = [[r[k]["learners"]["default_policy"] for r in results] for k in range(3)]
         rates = [[m["default_optimizer_learning_rate"] for m in trial] for trial in learners]
         entropy = [[m["curr_entropy_coeff"] for m in trial] for trial in learners]

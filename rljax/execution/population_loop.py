@@ -1,0 +1,287 @@
+"""A population's iteration as a ``Loop``: one step of K stacked trials, vmapped.
+
+``PopulationLoop.step(state, runner_state) -> (state, runner_state, PopulationResult)`` keeps
+the loop contract (``rljax.execution.loop.Loop``) over stacked state:
+
+- ``state`` is a ``PopulationState``: the trials' learner states stacked on a leading trial
+  axis [K], the values of their population settings as [K] arrays (``SchedulePoints``
+  [K, P] for a schedule), and the ``active`` mask [K] (a stopped trial's update is masked out).
+- ``runner_state`` is a ``PopulationRunnerState``: one EnvPool handle per trial, and the
+  actors' state, last step result and acting key stacked [K].
+- The result is a ``PopulationResult``: an ``IterationResult`` of the stack as a whole (env
+  steps and episodes of its active trials together; learner metrics with a leading axis over
+  the active trials), whose ``trials`` holds each slot's own ``IterationResult`` (None for a
+  stopped slot). ``split()`` returns them; each is what the trial's ``train_from`` takes, and is
+  the ``IterationResult`` a run of its own would report for the same iteration.
+
+The loop knows slots (positions on the trial axis), not trials: which trial sits in which slot,
+which stop, compaction and population-based training are ``Population``'s
+(``rljax.execution.population``), which changes the stacked state through the loop's public
+``gather``, ``take`` and ``split``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.env.vector import envpool_result
+from rljax.execution.loop import IterationResult, PopulationParts, Timers, single_policy
+from rljax.execution.on_policy import summarize_updates
+from rljax.runners.acting import episode_arrays
+from rljax.types import ActorState, ActStep, StepResult, Transition
+from rljax.utils.ids import DEFAULT_POLICY_ID
+
+
+class PopulationRunnerState(NamedTuple):
+    """The rollout's carry: one EnvPool handle per trial, and per-trial actor state, last
+    result and acting key stacked on a leading trial axis [K]."""
+
+    handles: tuple[Any, ...]
+    actor: ActorState
+    result: StepResult
+    key: jax.Array
+
+
+class PopulationState(NamedTuple):
+    """What a population's loop steps: its trials' learner states and settings, stacked.
+
+    Attributes:
+      learner: The trials' learner states stacked on a leading trial axis [K].
+      settings: Per population setting, the trials' values: [K] float32, ``SchedulePoints``
+        [K, P] for a setting some trial schedules, None for a setting that is off.
+      active: bool [K]: False for a stopped trial, whose learner state the step keeps.
+    """
+
+    learner: Any
+    settings: dict[str, Any]
+    active: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class PopulationResult(IterationResult):
+    """A population's iteration: the ``IterationResult`` of the stack, and each slot's own.
+
+    The inherited fields describe the stack's active trials together: env steps sampled and
+    trained summed, episodes concatenated, ``learner_metrics`` per policy with each metric an
+    array over the active slots (in slot order), the shared step's time in ``timers`` and
+    ``shared_s``.
+
+    Attributes:
+      trials: Per slot, the trial's ``IterationResult`` (None for a stopped slot).
+    """
+
+    trials: tuple[IterationResult | None, ...] = ()
+
+    def split(self) -> tuple[IterationResult | None, ...]:
+        """Per slot, the ``IterationResult`` its trial's ``train_from`` takes (None: stopped)."""
+        return self.trials
+
+    @classmethod
+    def of(cls, trials: Sequence[IterationResult | None], shared_s: float) -> PopulationResult:
+        """The stack's result of its slots' ``trials``, each None or its own result."""
+        ran = [t for t in trials if t is not None]
+        empty = np.zeros((0,), np.float32)
+        metrics: dict[str, Any] = {}
+        if ran:
+            names = ran[0].learner_metrics[DEFAULT_POLICY_ID]
+            metrics = {
+                k: np.stack([np.asarray(t.learner_metrics[DEFAULT_POLICY_ID][k]) for t in ran])
+                for k in names
+            }
+        return cls(
+            num_env_steps_sampled=sum(t.num_env_steps_sampled for t in ran),
+            num_env_steps_trained=sum(t.num_env_steps_trained for t in ran),
+            episode_returns=np.concatenate([t.episode_returns for t in ran]) if ran else empty,
+            episode_lens=np.concatenate([t.episode_lens for t in ran]) if ran else empty,
+            learner_metrics=single_policy(metrics),
+            timers=Timers(population_step_s=shared_s),
+            shared_s=shared_s,
+            trials=tuple(trials),
+        )
+
+
+def stack(trees: Sequence[Any]) -> Any:
+    """The trees stacked leaf by leaf on a new leading axis."""
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
+
+
+def stack_runner_states(runner_states: Sequence[Any]) -> PopulationRunnerState:
+    """The trials' fused runner states (each with ``handle``, ``actor``, ``result``, ``key``)
+    as one ``PopulationRunnerState``."""
+    return PopulationRunnerState(
+        handles=tuple(rs.handle for rs in runner_states),
+        actor=stack([rs.actor for rs in runner_states]),
+        result=stack([rs.result for rs in runner_states]),
+        key=stack([rs.key for rs in runner_states]),
+    )
+
+
+def make_population_rollout(
+    act_step: ActStep,
+    xla_steps: Sequence[Callable[..., Any]],
+    length: int,
+    to_env_action: Callable[[jax.Array], jax.Array],
+    reset_endeds: Sequence[Callable[..., Any] | None] | None = None,
+) -> Callable[[Any, PopulationRunnerState], tuple[PopulationRunnerState, Transition]]:
+    """``rollout(params [K], runner_state) -> (runner_state, Transition [K, length, N])``.
+
+    Each env step runs the K trials' policies as one vmapped ``act_step`` and steps trial k's
+    EnvPool with its own actions; trial k's keys split as a run of its own splits its key.
+    ``reset_endeds``: each trial's same-step resets (``vector.envpool_reset_ended``), as its
+    own run has them.
+    """
+    resets = list(reset_endeds) if reset_endeds is not None else [None] * len(xla_steps)
+
+    def rollout(params: Any, rs: PopulationRunnerState) -> tuple[PopulationRunnerState, Transition]:
+        def body(carry: PopulationRunnerState, _: Any) -> tuple[PopulationRunnerState, Any]:
+            keys = jax.vmap(jax.random.split)(carry.key)  # [K, 2, key]
+            key, sub = keys[:, 0], keys[:, 1]
+            action, actor, transition = jax.vmap(act_step)(params, sub, carry.actor, carry.result)
+            env_action = jax.vmap(to_env_action)(action)
+            handles, results = [], []
+            for k, xla_step in enumerate(xla_steps):
+                handle, (obs, rew, term, trunc, info) = xla_step(
+                    carry.handles[k], env_action[k], carry.result.env_id[k]
+                )
+                handles.append(handle)
+                results.append(
+                    envpool_result(obs, rew, term, trunc, info, xp=jnp, reset_ended=resets[k])
+                )
+            result = stack(results)
+            return PopulationRunnerState(tuple(handles), actor, result, key), transition
+
+        rs, traj = jax.lax.scan(body, rs, None, length=length)
+        return rs, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
+
+    return rollout
+
+
+class PopulationLoop:
+    """One iteration of K stacked trials (a ``Loop`` over ``PopulationState`` and
+    ``PopulationRunnerState``): every slot's rollout, then every slot's postprocess and
+    update, vmapped over the trial axis.
+
+    Two jitted programs rather than one: XLA compiles them in about two thirds of the time it
+    takes for the fused one (measured: 4.6 s against 6.7 s for 16 CartPole trials), and a
+    compilation is what a shrinking population pays; the extra dispatch is negligible.
+
+    Args:
+      parts: Per slot, its trial's ``PopulationParts`` (``population_parts()``); the acting
+        step, rollout length, action conversion and learner functions are the first slot's
+        (equal for every trial of a population), the EnvPool steps and resets each slot's own.
+
+    Attributes:
+      num_slots: K, the length of the trial axis.
+      sample: The jitted rollout, ``sample(learner [K], runner_state) -> (runner_state,
+        Transition [K, T, N])``; donates the runner state.
+      learn: The jitted update, ``learn(learner [K], traj, settings [K], active [K]) ->
+        (learner, metrics [K], episode arrays [K])``; donates the learner state.
+    """
+
+    def __init__(self, parts: Sequence[PopulationParts]):
+        if not parts:
+            raise ValueError("a population loop needs at least one slot's parts, got none")
+        first = parts[0]
+        rollout = make_population_rollout(
+            first.act_step,
+            [p.xla_step for p in parts],
+            first.fragment_length,
+            first.to_env_action,
+            [p.reset_ended for p in parts],
+        )
+
+        def learn(state: Any, traj: Transition, values: dict[str, Any], active: jax.Array):
+            postprocess, update = first.learner_functions(values)
+            new, metrics = update(state, postprocess(traj))
+            new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
+            return new, metrics, episode_arrays(traj)
+
+        def sample(state: Any, rs: PopulationRunnerState):
+            return rollout(jax.vmap(first.acting_params)(state), rs)
+
+        k = len(parts)
+
+        def unstack(tree: Any) -> list[Any]:
+            return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(k)]
+
+        self.num_slots = k
+        self.sample = jax.jit(sample, donate_argnums=(1,))
+        self.learn = jax.jit(jax.vmap(learn), donate_argnums=(0,))
+        self._unstack = jax.jit(unstack)
+        self._gather = jax.jit(lambda tree, idx: jax.tree.map(lambda x: x[idx], tree))
+
+    def step(
+        self, state: PopulationState, runner_state: PopulationRunnerState
+    ) -> tuple[PopulationState, PopulationRunnerState, PopulationResult]:
+        """One iteration of every slot: the new stacked states and the ``PopulationResult``
+        (each active slot's ``IterationResult`` in ``trials``; a stopped slot's learner state
+        is kept and its entry is None)."""
+        start = time.perf_counter()
+        runner_state, traj = self.sample(state.learner, runner_state)
+        learner, metrics, episodes = self.learn(state.learner, traj, state.settings, state.active)
+        host_metrics, host_episodes, active = jax.device_get((metrics, episodes, state.active))
+        shared_s = time.perf_counter() - start
+        trials: list[IterationResult | None] = []
+        for slot in range(self.num_slots):
+            if not active[slot]:
+                trials.append(None)
+                continue
+            one = (
+                {k: v[slot] for k, v in host_metrics.items()},
+                {k: v[slot] for k, v in host_episodes.items()},
+            )
+            learner_metrics, returns, lens, num_valid = summarize_updates([one])
+            trials.append(
+                IterationResult(
+                    num_env_steps_sampled=num_valid,
+                    num_env_steps_trained=num_valid,
+                    episode_returns=returns,
+                    episode_lens=lens,
+                    learner_metrics=single_policy(learner_metrics),
+                    timers=Timers(population_step_s=shared_s),
+                    shared_s=shared_s,
+                )
+            )
+        return state._replace(learner=learner), runner_state, PopulationResult.of(trials, shared_s)
+
+    def split(self, tree: Any) -> list[Any]:
+        """A stacked tree (a ``PopulationState``'s ``learner``, ...) as one tree per slot."""
+        return self._unstack(tree)
+
+    def gather(self, tree: Any, positions: Sequence[int] | jax.Array) -> Any:
+        """A stacked tree's slots at ``positions`` (on the device): ``out[j] = tree[positions[j]]``."""
+        return self._gather(tree, jnp.asarray(positions))
+
+    def take(
+        self,
+        state: PopulationState,
+        runner_state: PopulationRunnerState,
+        positions: Sequence[int],
+    ) -> tuple[PopulationState, PopulationRunnerState]:
+        """The stacked states of the slots at ``positions`` only, in that order: what a loop
+        built from those slots' parts steps (a compaction)."""
+        idx = jnp.asarray(positions)
+        return self._gather(state, idx), PopulationRunnerState(
+            handles=tuple(runner_state.handles[p] for p in positions),
+            actor=self._gather(runner_state.actor, idx),
+            result=self._gather(runner_state.result, idx),
+            key=self._gather(runner_state.key, idx),
+        )
+
+
+__all__ = [
+    "PopulationLoop",
+    "PopulationResult",
+    "PopulationRunnerState",
+    "PopulationState",
+    "make_population_rollout",
+    "stack",
+    "stack_runner_states",
+]
