@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 import rljax.algorithms.algorithm as algorithm
+from rljax.algorithms import algorithm_evaluation, algorithm_runners
 from rljax.callbacks import runner_hooks
-from rljax.core.rl_module import inputs, rl_module
-from rljax.execution import checkpoints, episode_stats, evaluation, weights
+from rljax.core.rl_module import inference, inputs, rl_module
+from rljax.execution import build as execution_build
+from rljax.execution import checkpoints, episode_stats, evaluation, iteration, weights
 from rljax.runners import build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +39,13 @@ MOVED = {
     "check_weights_fit": weights,
     "_replace_leaves": weights,
     "needs_x64": build,
+    "empty_outputs": inference,
 }
+
+# The ``Algorithm`` class stays RLlib's facade (config + parts + loop, RLlib's public methods),
+# and no module grows past what one reads through (issue 28).
+MAX_ALGORITHM_CLASS_LINES = 600
+MAX_MODULE_LINES = 1200
 
 
 @pytest.mark.parametrize("name", sorted(MOVED))
@@ -48,7 +56,20 @@ def test_moved_names_stay_importable_from_algorithm(name):
 def test_each_new_module_imports_first_in_a_fresh_interpreter():
     modules = [
         m.__name__
-        for m in (rl_module, inputs, checkpoints, episode_stats, evaluation, weights, build)
+        for m in (
+            rl_module,
+            inputs,
+            inference,
+            checkpoints,
+            episode_stats,
+            evaluation,
+            iteration,
+            execution_build,
+            weights,
+            build,
+            algorithm_runners,
+            algorithm_evaluation,
+        )
     ] + [runner_hooks.__name__]
     for module in modules:
         out = subprocess.run(
@@ -61,8 +82,9 @@ def test_each_new_module_imports_first_in_a_fresh_interpreter():
         assert out.returncode == 0, f"import {module}: {out.stderr[-2000:]}"
 
 
-def test_rl_module_imports_no_algorithm_at_module_level():
-    tree = ast.parse(Path(rl_module.__file__).read_text())
+@pytest.mark.parametrize("module", [rl_module, inference], ids=lambda m: m.__name__)
+def test_rl_module_imports_no_algorithm_at_module_level(module):
+    tree = ast.parse(Path(module.__file__).read_text())
     top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     names = [
         n.module if isinstance(n, ast.ImportFrom) else a.name
@@ -85,3 +107,68 @@ def test_algorithm_reads_checkpoints_through_the_state_hooks():
         "_inference_target",
     }
     assert all(callable(getattr(algorithm.Algorithm, h)) for h in hooks)
+
+
+def test_algorithm_class_is_a_facade_of_at_most_600_lines():
+    tree = ast.parse(Path(algorithm.__file__).read_text())
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Algorithm"]
+    lines = cls.end_lineno - cls.lineno + 1
+    assert 300 < lines <= MAX_ALGORITHM_CLASS_LINES, f"Algorithm is {lines} lines"
+
+
+def test_no_module_over_1200_lines():
+    sizes = {
+        str(path.relative_to(ROOT)): len(path.read_text().splitlines())
+        for path in (ROOT / "rljax").rglob("*.py")
+    }
+    assert len(sizes) > 100  # the package was found
+    assert {p: n for p, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+
+
+def test_inference_compiles_once_per_inference_function_and_splits_the_hosts_key():
+    import types
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from gymnasium import spaces
+
+    def greedy(params, obs, key):
+        return obs * params, jnp.argmax(obs * params, axis=-1)
+
+    def sampled(params, obs, key):
+        return obs * params, jnp.zeros(obs.shape[0], jnp.int32)
+
+    # Two policy ids sharing the greedy function share its compilation.
+    fns = {(None, False): greedy, ("b", False): greedy, (None, True): sampled}
+    parts = types.SimpleNamespace(
+        inference=lambda pid, explore: fns[(pid, explore)],
+        inference_params=lambda state, pid: state,
+        to_env_action_host=lambda a: a,
+    )
+    key = jax.random.PRNGKey(3)
+    host = types.SimpleNamespace(
+        parts=parts,
+        state=jnp.float32(2.0),
+        _action_key=key,
+        observation_space=spaces.Box(-1.0, 1.0, (3,)),
+        action_space=spaces.Discrete(3),
+        _check_policy_id=lambda pid: None,
+        _observation_shape=lambda: (3,),
+    )
+    inf = inference.Inference(host)
+    assert inf.infer_fn(False) is inf.infer_fn(False, "b")
+    assert inf.infer_fn(True) is not inf.infer_fn(False)
+    assert len(inf.infer_cache) == 2
+    action = inf.compute_single_action(np.array([0.1, 0.9, -0.5], np.float32), False, None)
+    assert action == 1 and type(action) is int
+    got = inf.compute_actions(
+        {"a": np.array([1.0, 0.0, 0.0]), "c": np.zeros(3) - [1, 0, 1]}, False, None
+    )
+    assert {k: int(v) for k, v in got.items()} == {"a": 0, "c": 1}
+    # Two forward passes drew two keys from the host's stream.
+    expected = jax.random.split(jax.random.split(key)[0])[0]
+    np.testing.assert_array_equal(host._action_key, expected)
+    inputs, actions = inf.forward(np.zeros((0, 3), np.float32), False)
+    assert inputs.shape == (0, 3) and actions.shape == (0,)
+    np.testing.assert_array_equal(host._action_key, expected)  # an empty batch draws none

@@ -1,0 +1,110 @@
+"""How an algorithm evaluates (``EvaluationHooks``, a base of ``Algorithm``, whose
+``evaluate()`` and ``train()`` call it): one evaluation as the config asks
+(``rljax.execution.evaluation``), with the current weights or a snapshot of them, on the
+evaluation envs, with the actions of the algorithm's inference (``Inference``).
+
+A subclass overrides ``_evaluation_env`` where its envs differ (multi-agent PPO's).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rljax.env.vector import EnvSpec
+from rljax.execution import evaluation as evaluation_job
+from rljax.execution.evaluation import EvaluationEnv
+from rljax.execution.parts import PolicyParts
+from rljax.utils.metrics.metrics_logger import MetricsLogger
+from rljax.utils.seeding import derive_seed
+
+if TYPE_CHECKING:
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+    from rljax.core.rl_module.inference import Inference
+
+
+class EvaluationHooks:
+    """An algorithm's evaluations; ``Algorithm`` sets what is declared."""
+
+    # Set by ``Algorithm.__init__`` (and ``parts``, ``state`` by the subclass's ``_setup()``).
+    config: AlgorithmConfig
+    parts: PolicyParts[Any]
+    state: Any
+    env_spec: EnvSpec | None
+    observation_space: Any
+    action_space: Any
+    seed: int
+    metrics: MetricsLogger
+    possible_agents: list[Any] | None
+    _inference: Inference
+    _num_evaluations: int
+
+    if TYPE_CHECKING:  # ``Algorithm``'s
+
+        def _policy_ids(self) -> list[str]: ...
+
+    def _evaluation_params(self) -> Any:
+        """A copy of the weights evaluation acts with (so that training may go on)."""
+        return evaluation_job.evaluation_params(self.parts, self.state)
+
+    def _run_evaluation(
+        self,
+        video_dir: Path | None = None,
+        params: Any = None,
+        trained: threading.Event | None = None,
+    ) -> dict[str, Any]:
+        """One evaluation (no callbacks): with the current weights, or ``params``; ``trained``:
+        set when the training step it runs beside has ended (``evaluation_duration="auto"``)."""
+        cfg = self.config
+        spaces = (self.observation_space, self.action_space)
+        spec = evaluation_job.evaluation_spec(cfg, self.env_spec, spaces)
+        self._num_evaluations += 1
+        seed = derive_seed(self.seed, 7919 * self._num_evaluations)  # new episodes each time
+        actions = self._evaluation_actions(evaluation_job.evaluation_explores(cfg), params)
+        if cfg.custom_evaluation_function is not None and video_dir is None:
+            return evaluation_job.custom_evaluation(
+                self,
+                cfg,
+                actions,
+                seed,
+                spec,
+                spaces,
+                self.metrics,
+                self.possible_agents is not None,
+            )
+        agents = self.possible_agents
+        return evaluation_job.run_evaluation(
+            cfg,
+            spec,
+            seed,
+            actions,
+            self._evaluation_env,
+            recurrent=self.parts.recurrent_inference is not None,
+            video_dir=video_dir,
+            trained=trained,
+            policy_ids=self._policy_ids() if agents is not None else None,
+            agent_ids=agents,
+        )
+
+    def _evaluation_env(
+        self, num_envs: int, seed: int, spec: EnvSpec | None = None
+    ) -> EvaluationEnv:
+        """``num_envs`` copies of the env ``spec`` (default: the training env) for
+        evaluation (a multi-agent run builds its own)."""
+        spec = spec or self.env_spec
+        assert spec is not None  # a single-agent run resolved its env
+        return evaluation_job.single_agent_env(spec, num_envs, seed)
+
+    def _evaluation_actions(
+        self, explore: bool = False, params: Any = None
+    ) -> Callable[[Any], np.ndarray]:
+        """Observations -> the policy's env actions (greedy, or sampled with ``explore``), for
+        evaluation; with ``params`` (a snapshot) instead of the current weights."""
+        return self._inference.evaluation_actions(explore, params)
+
+
+__all__ = ["EvaluationHooks"]

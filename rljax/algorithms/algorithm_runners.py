@@ -1,0 +1,205 @@
+"""The algorithm's side of its env runners (``RunnerHooks``, a base of ``Algorithm``): building
+them (``rljax.runners.build``) with the algorithm's env, seed, policy and devices, the weights
+they act with on the runner device, and the runner callbacks (``rljax.callbacks.runner_hooks``):
+the envs the hooks see, recreated runners, and the iteration's episodes replayed.
+
+A subclass's loop calls ``_make_runner_group`` / ``_make_fused_runner`` and
+``_on_runner_device``; a subclass overrides ``_runner_env`` and ``_slots_per_runner`` where its
+runners differ (multi-agent PPO's agent slots).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+
+from rljax import distributed
+from rljax.callbacks.dispatch import Callbacks
+from rljax.callbacks.episodes import EpisodeReplay
+from rljax.callbacks.runner_hooks import (
+    RunnerCallbacks,
+    episode_context,
+    multi_agent_episode_context,
+)
+from rljax.env.vector import EnvSpec
+from rljax.execution.parts import Params, PolicyParts
+from rljax.runners import build as runner_build
+from rljax.runners.group import RunnerGroup
+from rljax.types import ActStep, FusedRunnerState
+from rljax.utils.metrics.metrics_logger import MetricsLogger
+
+if TYPE_CHECKING:
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+    from rljax.core.rl_module.rl_module import RLModule
+
+
+class RunnerHooks:
+    """An algorithm's env runners and their callbacks; ``Algorithm`` sets what is declared."""
+
+    # Set by the execution layer's builders: the runner threads, or the fused path's EnvPool env.
+    _runners: RunnerGroup | None = None
+    _env: Any = None
+    # The fused path's runner state (EnvPool handle, pending result, acting key); None otherwise.
+    runner_state: Any = None
+    # Runners reset an ended episode's sub-env in the step that ended it, so every row is an
+    # env step (``rljax.env.vector``): on-policy algorithms, whose batches count env steps as
+    # RLlib's do. Off-policy ones keep next-step resets, which their replay buffers read.
+    _same_step_reset: bool = False
+
+    # Set by ``Algorithm.__init__`` (and ``parts`` by the subclass's ``_setup()``).
+    config: AlgorithmConfig
+    parts: PolicyParts[Any]
+    env_spec: EnvSpec | None
+    observation_space: Any
+    action_space: Any
+    seed: int
+    mesh: jax.sharding.Mesh | None
+    runner_device: jax.Device
+    _record_episodes: bool
+    _episode_replay: EpisodeReplay | None
+    _runner_callbacks: RunnerCallbacks
+    callbacks: Callbacks
+    _env_runner_metrics: MetricsLogger
+    _runner_env_specs: dict[int, EnvSpec]
+
+    if TYPE_CHECKING:  # ``Algorithm``'s
+
+        def _policy_ids(self) -> list[str]: ...
+        def get_module(self, policy_id: str | None = None) -> RLModule: ...
+
+    def _fused_envpool(self) -> bool:
+        """EnvPool env, no runner threads: the rollout runs inside jit (the fused path)."""
+        return runner_build.fused_envpool(
+            self.env_spec, self.config, self.observation_space, self.action_space
+        )
+
+    def _on_runner_device(self, params: Any) -> Any:
+        """A copy of ``params`` on the runner device, for runner threads to act with.
+
+        A copy, because the update donates the train state while runner threads may still act
+        with the previous weights; with a learner mesh ``device_put`` alone may hand back the
+        runner device's shard of the replicated state, so the copy is made there.
+        """
+        params = distributed.local_copy(params)  # across processes: this one's replica
+        params = jax.device_put(params, self.runner_device, may_alias=False)
+        if self.mesh is not None:
+            params = jax.tree.map(jnp.copy, params)
+        return params
+
+    def _live_runners(self) -> RunnerGroup:
+        """The runner threads, on a path that has them (not the fused one)."""
+        assert self._runners is not None, "no runner threads: the fused path, or stopped"
+        return self._runners
+
+    def _make_fused_runner(
+        self, params: Params, act_step: ActStep | None = None
+    ) -> tuple[Callable[..., Any], FusedRunnerState, Callable[..., Any] | None]:
+        """Builds the driver's EnvPool env for the fused path (kept in ``self._env``, closed by
+        ``stop``); returns ``(xla_step, runner_state, reset_ended)``
+        (``runners.build.start_fused_runner``)."""
+        assert self.env_spec is not None  # only EnvPool envs run fused
+        self._env = runner_build.make_fused_env(self.config, self.env_spec, self.seed)
+        return runner_build.start_fused_runner(
+            self._env,
+            self.config,
+            self.parts,
+            params,
+            self.seed,
+            self.runner_device,
+            act_step,
+            keep_info=self._record_episodes,  # EnvPool's infos for episode callbacks
+            same_step_reset=self._same_step_reset,
+        )
+
+    def _runner_env(self, runner_index: int) -> Any:
+        """A vector env for runner ``runner_index``; None lets the runner build its own."""
+        return None
+
+    def _slots_per_runner(self) -> int:
+        """Streams (sub-envs, or agent slots) per runner: the offset between runners' ids."""
+        return self.config.num_envs_per_env_runner
+
+    def _make_runner_group(
+        self,
+        params: Params,
+        act_step: ActStep,
+        fragment_length: int,
+        max_policy_lag: int | None = None,
+        free_running: bool = False,
+        max_queued_fragments: int | None = None,
+    ) -> RunnerGroup:
+        """``max(1, num_env_runners)`` runners as a started group
+        (``runners.build.make_runner_group``, which documents the arguments and the fault
+        tolerance settings)."""
+        return runner_build.make_runner_group(
+            self.config,
+            self.env_spec,
+            self.seed,
+            self.parts,
+            params,
+            act_step,
+            fragment_length,
+            self.runner_device,
+            streams_per_runner=self._slots_per_runner(),
+            runner_env=self._runner_env,
+            runner_env_specs=self._runner_env_specs,
+            record_infos=self._record_episodes,
+            same_step_reset=self._same_step_reset,
+            max_policy_lag=max_policy_lag,
+            free_running=free_running,
+            max_queued_fragments=max_queued_fragments,
+        )
+
+    def _fault_tolerance_metrics(self) -> dict[str, int]:
+        return runner_build.fault_tolerance_metrics(self._runners)
+
+    # ------------------------------------------------------------------ callbacks
+    def _start_runner_callbacks(self, population_member: bool) -> None:
+        """After the runners are built: the episode hooks' replay (a single-agent run with
+        episode hooks), and ``on_environment_created`` for the runners' envs (not for a
+        population's trial)."""
+        if self._record_episodes and not self.config.is_multi_agent:
+            self._episode_replay = EpisodeReplay(
+                self.callbacks, self._env_runner_metrics, self._episode_context
+            )
+        if not population_member:
+            self._runner_callbacks.envs_created(self._runner_envs())
+
+    def _runner_envs(self, slots: Iterable[int] | None = None) -> list[tuple[int, Any, Any]]:
+        """``(worker_index, env_runner, vector env)`` of the runners (``slots``: those only);
+        on the fused path the algorithm is the one runner."""
+        return runner_build.runner_envs(
+            self._runners, self.config.num_env_runners, self, self._env, slots
+        )
+
+    def _runners_recreated(self) -> None:
+        """Calls the hooks for runners the group replaced since the last call."""
+        self._runner_callbacks.runners_recreated(self, self._runners, self._runner_envs)
+
+    def _episode_context(self, stream: int) -> dict[str, Any]:
+        """The hook arguments of an episode of ``stream`` (a sub-env id across runners)."""
+        if not hasattr(self, "_callback_module"):
+            self._callback_module = self.get_module()
+        return episode_context(
+            stream, self._slots_per_runner(), self._runners, self, self._env, self._callback_module
+        )
+
+    def _multi_agent_episode_context(self, slot: int, env_index: int) -> dict[str, Any]:
+        modules = {pid: self.get_module(pid) for pid in self._policy_ids()}
+        return multi_agent_episode_context(slot, env_index, self._runners, modules)
+
+    def _replay_episodes(self, out: dict[str, Any]) -> None:
+        """Episode hooks over the iteration's steps, then ``on_sample_end``."""
+        if self._record_episodes:
+            self._runner_callbacks.replay_episodes(
+                out,
+                self._episode_replay,
+                self._multi_agent_episode_context,
+                self if self._runners is None else None,
+            )
+
+
+__all__ = ["RunnerHooks"]
