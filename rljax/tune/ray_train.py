@@ -53,7 +53,7 @@ def _worker_env(devices_per_worker: int, use_gpu: bool) -> dict[str, str]:
     }
 
 
-def _make_loop(config_class: type, settings: dict[str, Any], stop_iters: int) -> Any:
+def _make_loop(config_class: Any, settings: dict[str, Any], stop_iters: int) -> Any:
     """The workers' ``train_loop_per_worker``: it holds the config class (pickled by reference)
     and the config's dict, never an algorithm."""
 
