@@ -90,6 +90,9 @@ def initialize(config: Any) -> bool:
     processes) is a no-op.
     """
     if jax.distributed.is_initialized():
+        # A launcher initialized it (Ray Train's JaxTrainer on GPU or TPU, or the user's own
+        # code): its process count and index are JAX's, the config's launch settings unused.
+        check_cpu_collectives()
         return jax.process_count() > 1
     if not wanted(config):
         return False
@@ -122,6 +125,28 @@ def initialize(config: Any) -> bool:
             "any JAX computation in the process, and every process must reach it"
         ) from e
     return jax.process_count() > 1
+
+
+CPU_COLLECTIVES_SETTING = "jax_cpu_collectives_implementation"
+CPU_COLLECTIVES_ENV = "JAX_CPU_COLLECTIVES_IMPLEMENTATION"
+
+
+def check_cpu_collectives() -> None:
+    """Raises ``ConfigError`` when JAX's process group spans several CPU processes whose
+    collectives are not gloo's (the only CPU collectives rljax's cross-process programs run
+    on); gloo must be chosen before ``jax.distributed.initialize``, so the error names the
+    setting and the environment variable a launcher sets for its processes."""
+    if jax.process_count() <= 1 or jax.devices()[0].platform != "cpu":
+        return
+    chosen = getattr(jax.config, CPU_COLLECTIVES_SETTING)
+    if chosen != "gloo":
+        raise ConfigError(
+            f"{CPU_COLLECTIVES_SETTING}={chosen!r} in a CPU run across {jax.process_count()} "
+            "processes: allowed is 'gloo', chosen before jax.distributed.initialize: set "
+            f"{CPU_COLLECTIVES_ENV}=gloo in every process's environment (for Ray Train, in the "
+            f"workers' runtime_env), or jax.config.update({CPU_COLLECTIVES_SETTING!r}, 'gloo') "
+            "before initializing"
+        )
 
 
 LAUNCH_SETTINGS = ("num_processes", "process_id", "coordinator_address")
