@@ -127,7 +127,7 @@ def saved_layout(state: Any) -> Any:
     if not fields:
         return state
     stripped = {name: getattr(state, name).inner_state for name in fields}
-    return dataclasses.replace(state, **stripped)  # type: ignore[type-var]
+    return dataclasses.replace(state, **stripped)
 
 
 def upgrade_opt_state(saved: Any, live: Any) -> Any:
