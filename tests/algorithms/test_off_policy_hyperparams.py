@@ -163,3 +163,20 @@ def test_a_new_checkpoint_stores_the_old_layout_and_steps_the_same_restored(algo
         assert float(metrics[rate_name]) == pytest.approx(expected, rel=1e-5)
     finally:
         restored.stop()
+
+
+def test_recurrent_policies_are_a_declared_property_of_the_config_class():
+    """``use_lstm`` is refused by what a config class declares (``has_recurrent_policies``),
+    not by its algorithm's name."""
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.utils.errors import ConfigError
+
+    assert PPOConfig.has_recurrent_policies and not DQNConfig.has_recurrent_policies
+    lstm = {"fcnet_hiddens": [8], "use_lstm": True}
+    with pytest.raises(ConfigError, match="use_lstm=True: DQN has no recurrent policies"):
+        DQNConfig().environment("CartPole-v1").rl_module(model_config=lstm).validate()
+
+    class NamedOtherwise(PPOConfig):
+        algo_name = "MyPPO"
+
+    NamedOtherwise().environment("CartPole-v1").rl_module(model_config=lstm).validate()
