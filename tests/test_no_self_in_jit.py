@@ -264,3 +264,48 @@ def test_the_update_and_postprocess_hold_no_config(algo_name):
         assert not found, found
     finally:
         algo.stop()
+
+
+@pytest.mark.parametrize("algo_name", ["DQN", "SAC", "TD3"])
+def test_the_off_policy_learners_hold_no_config(algo_name):
+    """DQN's, SAC's and TD3's learner functions (learn, target update) and policy parts close
+    over no config: the settings are frozen at build, the rates (schedules here) are dynamic
+    settings evaluated in the update and written into optimizers built once, whose states
+    hold them (``optax.inject_hyperparams``)."""
+    import optax
+
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+    from rljax.algorithms.dqn import DQNConfig
+    from rljax.algorithms.sac import SACConfig
+    from rljax.algorithms.td3 import TD3Config
+
+    schedule = [[0, 1e-3], [64, 1e-4]]
+    if algo_name == "DQN":
+        config = DQNConfig().environment("CartPole-v1").training(lr=schedule)
+        opt_fields = ["opt_state"]
+    elif algo_name == "SAC":
+        config = SACConfig().environment("Pendulum-v1").training(critic_lr=schedule)
+        opt_fields = ["actor_opt", "critic_opt", "alpha_opt"]
+    else:
+        config = TD3Config().environment("Pendulum-v1").training(actor_lr=schedule)
+        opt_fields = ["actor_opt", "critic_opt"]
+    config = (
+        config.env_runners(num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=16)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        found = _captures([algo.replay_learner, algo.parts], AlgorithmConfig, set())
+        assert not found, found
+        learner = algo.state.learner
+        for name in opt_fields:
+            opt_state = getattr(learner, name)
+            assert isinstance(opt_state, optax.InjectStatefulHyperparamsState), name
+        # The schedule's first value is the rate the state starts at.
+        scheduled = {"DQN": "opt_state", "SAC": "critic_opt", "TD3": "actor_opt"}[algo_name]
+        rate = getattr(learner, scheduled).hyperparams["learning_rate"]
+        assert float(rate) == pytest.approx(1e-3)
+    finally:
+        algo.stop()

@@ -31,7 +31,7 @@ def validate(config: Any) -> None:
     spec = None if config._without_env else resolve_env(config.env, config.env_config)
     if spec is not None and spec.backend == "envpool":
         envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
-    if config.model_config.use_lstm and config.algo_name != "PPO":
+    if config.model_config.use_lstm and not config.has_recurrent_policies:
         raise ConfigError(
             f"model_config use_lstm=True: {config.algo_name} has no recurrent policies yet; "
             "PPO does"

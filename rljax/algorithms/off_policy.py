@@ -40,6 +40,7 @@ from rljax.execution.off_policy import (
 )
 from rljax.execution.parts import PolicyParts
 from rljax.learners.devices import replicated
+from rljax.learners.hyperparams import live_layout, saved_layout
 from rljax.replay.episode import (
     EpisodeReplayBuffer,
     make_episode_buffer,
@@ -471,6 +472,9 @@ class OffPolicyAlgorithm(Algorithm):
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
         include = self._includes_replay_buffer(include_replay_buffer)
         state = self.state._asdict()
+        # The stored layout: the optimizer states without their injected rates
+        # (rljax.learners.hyperparams), as checkpoints have always held them.
+        state["learner"] = saved_layout(state["learner"])
         if not include:
             del state["buffer"]
         # The fused rollout's acting key continues too (EnvPool's env state cannot be saved).
@@ -512,6 +516,9 @@ class OffPolicyAlgorithm(Algorithm):
 
     def _restore_state(self, loaded: Any) -> None:
         fields = dict(loaded["state"])
+        # The injected rates back around the stored optimizer states (the next update writes
+        # the rates of its env steps there).
+        fields["learner"] = live_layout(fields["learner"], self.state.learner)
         if self._inference_only:  # no replay buffer: inference reads the networks only
             fields["buffer"] = None
             self.state = jax.device_put(

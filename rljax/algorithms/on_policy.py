@@ -18,7 +18,6 @@ import jax
 import jax.numpy as jnp
 
 from rljax import distributed
-from rljax.algorithms.actor_critic.hyperparams import live_layout, saved_layout
 from rljax.algorithms.actor_critic.policy import (
     POLICY_ID,
     OnPolicyBatch,
@@ -33,6 +32,7 @@ from rljax.env.spaces import is_structured, zeros_batch
 from rljax.execution.loop import IterationResult, PopulationParts
 from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import with_env_to_module
+from rljax.learners.hyperparams import live_layout, saved_layout
 from rljax.networks.distributions import ActionDistribution
 from rljax.runners.acting import make_act_step, make_fused_rollout, recurrent_input
 from rljax.runners.jax_env import start_jax_env
@@ -112,7 +112,7 @@ class OnPolicyAlgorithm(Algorithm):
     population_state_settings: ClassVar[tuple[str, ...]] = ()
     # The settings that may change while a run trains (RLlib's schedules): the update reads
     # them as one mapping, evaluated at the env steps trained on
-    # (``rljax.algorithms.actor_critic.hyperparams``); the frozen record holds their start.
+    # (``rljax.learners.hyperparams``); the frozen record holds their start.
     dynamic_settings: ClassVar[tuple[str, ...]] = ("lr", "entropy_coeff")
 
     def population_values(self) -> dict[str, float | Schedule | None]:

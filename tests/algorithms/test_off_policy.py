@@ -263,11 +263,16 @@ GUARD_PATHS = ("last_finite", "notfinite_count", "total_notfinite")
 
 def test_learner_states_keep_the_checkpoint_trees_of_their_dicts():
     """The checkpoint's learner trees are those the dicts with these keys wrote, optimizer
-    states included: checkpoints saved before the learner states were typed still load."""
+    states included: checkpoints saved before the learner states were typed still load. The
+    live optimizer states hold their injected rates besides (``optax.inject_hyperparams``);
+    the checkpoint's trees leave them out."""
     dqn = _small_dqn().build_algo()  # grad_clip 40: Adam chained behind the clip
     sac = _small_sac().build_algo()  # no grad_clip: Adam alone in its chain
     try:
-        learner = dqn.state.learner
+        assert set(dqn.state.learner.opt_state.hyperparams) == {"learning_rate", "max_norm"}
+        for part in ("actor_opt", "critic_opt", "alpha_opt"):
+            assert set(getattr(sac.state.learner, part).hyperparams) == {"learning_rate"}
+        learner = dqn._checkpoint_state(False)["state"]["learner"]
         paths = _state_paths(learner)
         net = _state_paths(learner.params)
         adam = "opt_state/inner_state/1/0"
@@ -281,7 +286,7 @@ def test_learner_states_keep_the_checkpoint_trees_of_their_dicts():
         }
         assert len(paths) == 4 * len(net) + 4
 
-        learner = sac.state.learner
+        learner = sac._checkpoint_state(False)["state"]["learner"]
         paths = _state_paths(learner)
         nets = {"actor": _state_paths(learner.actor), "critic": _state_paths(learner.critic)}
         expected = {"actor/<actor>", "critic/<critic>", "target_critic/<critic>", "log_alpha"}

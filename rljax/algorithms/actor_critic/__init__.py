@@ -1,16 +1,7 @@
 """What the actor-critic algorithms (PPO, IMPALA, APPO) share, and the next on-policy
 algorithm builds on without PPO: the policy (``policy.py``) and the static/dynamic split of
-the hyper-parameters with the optimizer built once (``hyperparams.py``)."""
+the hyper-parameters with the optimizer built once (``rljax.learners.hyperparams``, re-exported)."""
 
-from rljax.algorithms.actor_critic.hyperparams import (
-    dynamic_settings,
-    live_layout,
-    make_injected_optimizer,
-    saved_layout,
-    settings_at,
-    upgrade_opt_state,
-    with_hyperparams,
-)
 from rljax.algorithms.actor_critic.policy import (
     POLICY_ID,
     ActorCriticState,
@@ -21,6 +12,15 @@ from rljax.algorithms.actor_critic.policy import (
     masked_mean,
     one_step,
     recurrent_spec_of,
+)
+from rljax.learners.hyperparams import (
+    dynamic_settings,
+    live_layout,
+    make_injected_optimizer,
+    saved_layout,
+    settings_at,
+    upgrade_opt_state,
+    with_hyperparams,
 )
 
 __all__ = [

@@ -15,13 +15,14 @@ from rljax.algorithms.dqn.learner import (
     DQNHyperparams,
     DQNLearnerState,
     make_dqn_learn,
+    make_dqn_optimizer,
 )
 from rljax.algorithms.dqn.networks import DQNNetworks
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
 from rljax.algorithms.settings import Setting
 from rljax.execution.off_policy import OffPolicyState, ReplayLearner
 from rljax.execution.parts import PolicyParts, single_policy_inference, space_env_actions
-from rljax.learners.update import make_optimizer, make_target_update
+from rljax.learners.update import make_target_update
 from rljax.networks.q_models import build_q_network
 from rljax.utils import memory
 from rljax.utils.checks import (
@@ -35,7 +36,7 @@ from rljax.utils.checks import (
 )
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
-from rljax.utils.schedules import NumberOrSchedule, schedule_start
+from rljax.utils.schedules import NumberOrSchedule
 
 _EPSILON_ALLOWED = (
     "a number in [0, 1] or a schedule [(timestep, value), ...]: int timesteps >= 0 that "
@@ -290,20 +291,15 @@ class DQN(OffPolicyAlgorithm):
         self.networks = DQNNetworks(self.q_net, self.hp.noisy, self.hp.support())
         obs = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
-        self.optimizer = make_optimizer(schedule_start(cfg.lr), cfg.grad_clip, always_chain=True)
+        # Built once: the rate lives in the optimizer state, each step writes its own.
+        self.optimizer = make_dqn_optimizer(cfg.lr, cfg.grad_clip)
         learner = ReplayLearner(
             init=DQNLearnerState(
                 params=params,
                 target_params=jax.tree.map(jnp.copy, params),
                 opt_state=run_once(self.optimizer.init, params),
             ),
-            learn=make_dqn_learn(
-                self.networks,
-                self.optimizer,
-                self.hp,
-                lr=cfg.lr,
-                optimizer_at=lambda rate: make_optimizer(rate, cfg.grad_clip, always_chain=True),
-            ),
+            learn=make_dqn_learn(self.networks, self.optimizer, self.hp, lr=cfg.lr),
             update_target=make_target_update(self.hp.tau, {"target_params": "params"}),
             metric_names=DQN_METRICS,
         )

@@ -4,12 +4,16 @@
 ``learn(state, batch, weights, key) -> (state, td_errors, metrics)``: one gradient step of
 ``rljax.algorithms.dqn.losses.dqn_loss`` on a replay batch, the TD errors feeding priorities.
 The target network follows ``params`` by ``rljax.learners.update.make_target_update``.
+
+The optimizer is built once (``make_dqn_optimizer``: ``optax.inject_hyperparams``, the rate in
+its state); the learning rate is DQN's one dynamic setting, evaluated once per step at the env
+steps sampled and written into the optimizer state (``rljax.learners.hyperparams``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import flax
@@ -20,8 +24,14 @@ import optax
 from rljax.algorithms.dqn.losses import DQNLossConfig, dqn_loss
 from rljax.algorithms.dqn.networks import DQNNetworks
 from rljax.algorithms.settings import frozen_from_config
-from rljax.learners.update import gradient_step
-from rljax.utils.schedules import Schedule, schedule_start, schedule_value
+from rljax.learners.hyperparams import (
+    dynamic_settings,
+    make_injected_optimizer,
+    settings_at,
+    with_hyperparams,
+)
+from rljax.learners.update import gradient_step, make_optimizer
+from rljax.utils.schedules import Schedule
 
 DQN_METRICS = (
     "default_optimizer_learning_rate",
@@ -75,12 +85,26 @@ class DQNHyperparams:
         return jnp.linspace(self.v_min, self.v_max, self.num_atoms)
 
 
+def make_dqn_optimizer(
+    lr: float | Schedule, grad_clip: float | None
+) -> optax.GradientTransformation:
+    """DQN's Adam (always chained, behind a global-norm clip when ``grad_clip`` is set), built
+    once with its rate (and clip) in its state; the state starts at ``lr``'s first value and
+    each step writes the rate of its env steps there. The state without the injected values
+    is the one checkpoints have always stored."""
+
+    def factory(rate: Any, max_norm: Any) -> optax.GradientTransformation:
+        return make_optimizer(rate, max_norm, always_chain=True)
+
+    return make_injected_optimizer(factory, lr, grad_clip)
+
+
 def make_dqn_learn(
     networks: DQNNetworks,
     optimizer: optax.GradientTransformation,
     hp: DQNHyperparams,
     lr: float | Schedule | None = None,
-    optimizer_at: Callable[[jax.Array], optax.GradientTransformation] | None = None,
+    dynamic: Mapping[str, Any] | None = None,
 ) -> Callable[
     ...,
     tuple[DQNLearnerState, jax.Array, dict[str, jax.Array]],
@@ -89,10 +113,15 @@ def make_dqn_learn(
 
     ``batch`` holds ``obs`` [B, ...], ``action`` [B], ``reward`` [B] (n-step returns),
     ``discount`` [B] and ``next_obs`` [B, ...]; ``weights`` are importance weights. The metrics
-    are ``DQN_METRICS``, scalars. With ``lr`` (a number or RLlib's schedule) and
-    ``optimizer_at`` (rate -> optimizer), ``learn(..., timestep)`` steps at ``lr``'s value for
-    ``timestep`` env steps sampled.
+    are ``DQN_METRICS``, scalars.
+
+    ``optimizer`` is built once (``make_dqn_optimizer``). The learning rate is a dynamic
+    setting: ``dynamic["lr"]`` (``rljax.learners.hyperparams``: a number, ``SchedulePoints``
+    or a traced scalar; default ``lr``, a number or RLlib's schedule), evaluated once per step
+    at ``timestep`` (the env steps sampled; None: 0), written into an injected optimizer's
+    state and reported as ``default_optimizer_learning_rate`` (NaN without a rate).
     """
+    dynamic = dynamic_settings({"lr": lr} if dynamic is None else dynamic)
     loss_cfg = hp.loss
     # One pass of the online net over obs and next_obs together, where no noise tells them apart.
     one_online_pass = hp.loss.double_q and not hp.noisy
@@ -127,17 +156,15 @@ def make_dqn_learn(
         key: jax.Array,
         timestep: jax.Array | None = None,
     ):
-        rate = jnp.asarray(float("nan") if lr is None else schedule_start(lr), jnp.float32)
-        opt = optimizer
-        if lr is not None and optimizer_at is not None and timestep is not None:
-            rate = schedule_value(lr, timestep)
-            opt = optimizer_at(rate)
+        # The dynamic settings, evaluated once per step.
+        rate = settings_at(dynamic, timestep).get("lr")
+        opt_state = with_hyperparams(state.opt_state, learning_rate=rate)
         keys = jax.random.split(key, 3)
         step = gradient_step(
             loss_fn,
-            opt,
+            optimizer,
             state.params,
-            state.opt_state,
+            opt_state,
             state.target_params,
             batch,
             weights,
@@ -145,7 +172,9 @@ def make_dqn_learn(
         )
         td, q_taken = step.aux
         metrics = {
-            "default_optimizer_learning_rate": rate,
+            "default_optimizer_learning_rate": (
+                jnp.asarray(float("nan"), jnp.float32) if rate is None else rate
+            ),
             "qf_loss": step.loss,
             "qf_mean": jnp.mean(q_taken),
             "qf_max": jnp.max(q_taken),
@@ -163,4 +192,5 @@ __all__ = [
     "DQNHyperparams",
     "DQNLearnerState",
     "make_dqn_learn",
+    "make_dqn_optimizer",
 ]

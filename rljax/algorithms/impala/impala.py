@@ -23,11 +23,6 @@ from typing import Any, ClassVar
 import jax.numpy as jnp
 import optax
 
-from rljax.algorithms.actor_critic.hyperparams import (
-    dynamic_settings,
-    make_injected_optimizer,
-    with_hyperparams,
-)
 from rljax.algorithms.actor_critic.policy import make_actor_critic_parts
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.impala.learner import (
@@ -39,6 +34,11 @@ from rljax.algorithms.impala.learner import (
 from rljax.algorithms.on_policy import FreeRunning, OnPolicyAlgorithm
 from rljax.algorithms.settings import Setting, frozen_from_config
 from rljax.execution.parts import PolicyParts
+from rljax.learners.hyperparams import (
+    dynamic_settings,
+    make_injected_optimizer,
+    with_hyperparams,
+)
 from rljax.learners.update import make_optimizer
 from rljax.utils.checks import Bool, Choice, Int, Number
 from rljax.utils.errors import ConfigError

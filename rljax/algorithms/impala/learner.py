@@ -20,7 +20,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rljax.algorithms.actor_critic.hyperparams import settings_at, with_hyperparams
 from rljax.algorithms.actor_critic.policy import POLICY_ID, adapt_kl_coeff
 from rljax.algorithms.impala.losses import (
     APPOLossConfig,
@@ -31,6 +30,7 @@ from rljax.algorithms.impala.losses import (
 )
 from rljax.learners import update as learner_update
 from rljax.learners.circular import make_repeated_update
+from rljax.learners.hyperparams import settings_at, with_hyperparams
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import next_or_bootstrap
 from rljax.runners.ordering import order_by_stream, to_time_major
@@ -228,7 +228,7 @@ def make_impala_update(
     """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on
     ``impala_loss`` (RLlib's learner takes one per train batch).
 
-    ``optimizer`` is built once. ``dynamic`` (``rljax.algorithms.actor_critic.hyperparams``)
+    ``optimizer`` is built once. ``dynamic`` (``rljax.learners.hyperparams``)
     holds the settings that change while the run trains, evaluated once per update at
     ``state.env_steps``: ``lr`` (written into an injected optimizer's state, reported as
     ``default_optimizer_learning_rate``) and ``entropy_coeff`` (without it

@@ -19,11 +19,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rljax.algorithms.actor_critic.hyperparams import (
-    make_injected_optimizer,
-    settings_at,
-    with_hyperparams,
-)
 from rljax.algorithms.actor_critic.policy import POLICY_ID, adapt_kl_coeff, masked_mean
 from rljax.algorithms.ppo.losses import (
     PPO_LOSS_METRICS,
@@ -33,6 +28,11 @@ from rljax.algorithms.ppo.losses import (
 )
 from rljax.algorithms.settings import frozen_from_config
 from rljax.learners import update as learner_update
+from rljax.learners.hyperparams import (
+    make_injected_optimizer,
+    settings_at,
+    with_hyperparams,
+)
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages, gae_advantages_time_major
 from rljax.runners.ordering import from_time_major, order_by_stream, to_time_major
@@ -179,7 +179,7 @@ def make_ppo_update(
 
     ``optimizer`` is built once (``make_injected_optimizer`` where the rate changes).
     ``dynamic`` holds the settings that change while the run trains
-    (``rljax.algorithms.actor_critic.hyperparams``): ``lr`` (written into the optimizer
+    (``rljax.learners.hyperparams``): ``lr`` (written into the optimizer
     state, reported as ``default_optimizer_learning_rate``), ``grad_clip`` (likewise) and
     ``entropy_coeff`` (the loss's; without it ``hp.loss.entropy_coeff``), each a number,
     schedule or traced scalar, evaluated once per update at ``state.env_steps``. The state

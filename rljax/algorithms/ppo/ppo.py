@@ -8,7 +8,6 @@ from typing import Any, ClassVar
 
 import jax.numpy as jnp
 
-from rljax.algorithms.actor_critic.hyperparams import dynamic_settings, with_hyperparams
 from rljax.algorithms.actor_critic.policy import (
     POLICY_ID,
     build_policy,
@@ -34,6 +33,7 @@ from rljax.algorithms.ppo.recurrent import (
 from rljax.algorithms.settings import Setting
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.execution.parts import PolicyParts
+from rljax.learners.hyperparams import dynamic_settings, with_hyperparams
 from rljax.types import Transition
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
@@ -66,6 +66,7 @@ class PPOConfig(AlgorithmConfig):
 
     algo_name: ClassVar[str] = "PPO"
     takes_env_to_module_connector: ClassVar[bool] = True
+    has_recurrent_policies: ClassVar[bool] = True
 
     # RLlib's PPO defaults. The learner settings (per_module) may differ per policy.
     lr = AlgorithmConfig.lr.replace(

@@ -5,12 +5,17 @@
 critics, then of the actor against the updated critics, then of the temperature, each with
 ``rljax.learners.update.gradient_step`` on the losses of ``rljax.algorithms.sac.losses``.
 The target critics follow ``critic`` by ``rljax.learners.update.make_target_update``.
+
+The three optimizers are built once (``make_sac_optimizers``: ``optax.inject_hyperparams``,
+each rate in its optimizer's state); the rates are SAC's dynamic settings (``actor_lr``,
+``critic_lr``, ``alpha_lr``: numbers or RLlib's schedules), evaluated once per step at the env
+steps sampled and written into the optimizer states (``rljax.learners.hyperparams``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, cast
 
 import flax
@@ -26,9 +31,15 @@ from rljax.algorithms.sac.losses import (
     temperature_loss,
 )
 from rljax.algorithms.settings import frozen_from_config
+from rljax.learners.hyperparams import (
+    dynamic_settings,
+    make_injected_optimizer,
+    settings_at,
+    with_hyperparams,
+)
 from rljax.learners.update import gradient_step, make_optimizer
 from rljax.networks.distributions import SquashedDiagGaussian
-from rljax.utils.schedules import Schedule, schedule_at
+from rljax.utils.schedules import Schedule
 
 SAC_METRICS = (
     "qf_learning_rate",
@@ -124,29 +135,48 @@ class SACOptimizers(NamedTuple):
     alpha: optax.GradientTransformation
 
 
-def make_sac_optimizers(hp: SACHyperparams, timestep: jax.Array | None = None) -> SACOptimizers:
+# RLlib's names of SAC's optimizers' rates (its metrics) -> SAC's dynamic settings.
+SAC_RATES = {
+    "qf_learning_rate": "critic_lr",
+    "policy_learning_rate": "actor_lr",
+    "alpha_learning_rate": "alpha_lr",
+}
+
+
+def _chained_adam(rate: Any, max_norm: Any) -> optax.GradientTransformation:
+    return make_optimizer(rate, max_norm, always_chain=True)
+
+
+def _plain_adam(rate: Any, max_norm: Any) -> optax.GradientTransformation:
+    return make_optimizer(rate)
+
+
+def make_sac_optimizers(hp: SACHyperparams) -> SACOptimizers:
     """Adam for the actor and the critics (clipped by ``grad_clip``), plain Adam for the
-    temperature; at the rates for ``timestep`` env steps (None: the rates' start)."""
-    rates = sac_learning_rates(hp, timestep)
+    temperature, each built once with its rate (and clip) in its state
+    (``optax.inject_hyperparams``), starting at the rate's first value; every step writes
+    the rates of its env steps there. The states without the injected values are the ones
+    checkpoints have always stored."""
     return SACOptimizers(
-        actor=make_optimizer(rates["policy_learning_rate"], hp.grad_clip, always_chain=True),
-        critic=make_optimizer(rates["qf_learning_rate"], hp.grad_clip, always_chain=True),
-        alpha=make_optimizer(rates["alpha_learning_rate"]),
+        actor=make_injected_optimizer(_chained_adam, hp.actor_lr, hp.grad_clip),
+        critic=make_injected_optimizer(_chained_adam, hp.critic_lr, hp.grad_clip),
+        alpha=make_injected_optimizer(_plain_adam, hp.alpha_lr, None),
     )
 
 
-def sac_learning_rates(hp: SACHyperparams, timestep: jax.Array | None) -> dict[str, Any]:
-    """RLlib's names (its SAC optimizers: qf, policy, alpha) -> the rates at ``timestep``
-    (schedules' values; None: their start)."""
-    return {
-        "qf_learning_rate": schedule_at(hp.critic_lr, timestep),
-        "policy_learning_rate": schedule_at(hp.actor_lr, timestep),
-        "alpha_learning_rate": schedule_at(hp.alpha_lr, timestep),
-    }
+def sac_dynamic_settings(hp: SACHyperparams) -> dict[str, Any]:
+    """SAC's dynamic settings, ``{actor_lr, critic_lr, alpha_lr}``, as the update reads them
+    (``rljax.learners.hyperparams.dynamic_settings``: schedules as ``SchedulePoints``)."""
+    return dynamic_settings(
+        {"actor_lr": hp.actor_lr, "critic_lr": hp.critic_lr, "alpha_lr": hp.alpha_lr}
+    )
 
 
 def make_sac_learn(
-    networks: SACNetworks, optimizers: SACOptimizers, hp: SACHyperparams
+    networks: SACNetworks,
+    optimizers: SACOptimizers,
+    hp: SACHyperparams,
+    dynamic: Mapping[str, Any] | None = None,
 ) -> Callable[
     ...,
     tuple[SACLearnerState, jax.Array, dict[str, jax.Array]],
@@ -156,8 +186,15 @@ def make_sac_learn(
     ``batch`` holds ``obs`` [B, O], ``action`` [B, action_dim], ``reward`` [B] (n-step returns),
     ``discount`` [B] and ``next_obs`` [B, O]; ``weights`` are importance weights. The metrics
     are ``SAC_METRICS``, scalars.
+
+    ``optimizers`` are built once (``make_sac_optimizers``). ``dynamic`` holds the rates
+    (``actor_lr``, ``critic_lr``, ``alpha_lr``; default ``sac_dynamic_settings(hp)``), each a
+    number, ``SchedulePoints`` or traced scalar, evaluated once per step at ``timestep`` (the
+    env steps sampled; None: 0), written into the injected optimizer states and reported
+    under RLlib's names (``SAC_RATES``).
     """
     actor, critic, dist = networks
+    dynamic = sac_dynamic_settings(hp) if dynamic is None else dynamic_settings(dynamic)
 
     # Module.apply's declared return includes the (output, variables) pair that it returns only
     # when given ``mutable``; without it, the output alone.
@@ -187,9 +224,12 @@ def make_sac_learn(
         key: jax.Array,
         timestep: jax.Array | None = None,
     ):
-        # The rates at the env steps sampled so far (schedules), computed in the program.
-        opts = optimizers if timestep is None else make_sac_optimizers(hp, timestep)
-        rates = sac_learning_rates(hp, timestep)
+        # The dynamic settings at the env steps sampled so far, evaluated once per step.
+        now = settings_at(dynamic, timestep)
+        rates = {metric: now[name] for metric, name in SAC_RATES.items()}
+        critic_opt = with_hyperparams(state.critic_opt, learning_rate=now["critic_lr"])
+        actor_opt = with_hyperparams(state.actor_opt, learning_rate=now["actor_lr"])
+        alpha_opt = with_hyperparams(state.alpha_opt, learning_rate=now["alpha_lr"])
         k_next, k_pi = jax.random.split(key)
         alpha = jnp.exp(state.log_alpha)
         obs, next_obs = batch["obs"], batch["next_obs"]
@@ -201,9 +241,9 @@ def make_sac_learn(
         next_q = jnp.min(q_values(state.target_critic, next_obs, next_action), 0)
         q_step = gradient_step(
             q_loss_fn,
-            opts.critic,
+            optimizers.critic,
             state.critic,
-            state.critic_opt,
+            critic_opt,
             batch,
             next_q,
             next_logp,
@@ -215,9 +255,9 @@ def make_sac_learn(
         # Actor: reparameterised actions scored by the updated critics.
         pi_step = gradient_step(
             pi_loss_fn,
-            opts.actor,
+            optimizers.actor,
             state.actor,
-            state.actor_opt,
+            actor_opt,
             q_step.params,
             obs,
             alpha,
@@ -228,9 +268,9 @@ def make_sac_learn(
         # Temperature: towards the target entropy.
         alpha_step = gradient_step(
             temperature_loss,
-            opts.alpha,
+            optimizers.alpha,
             state.log_alpha,
-            state.alpha_opt,
+            alpha_opt,
             logp,
             hp.target_entropy,
             has_aux=False,
@@ -238,7 +278,7 @@ def make_sac_learn(
         log_alpha = alpha_step.params
 
         metrics = {
-            **{k: jnp.asarray(v, jnp.float32) for k, v in rates.items()},
+            **rates,
             "qf_loss": q_step.loss,
             "policy_loss": pi_step.loss,
             "alpha_loss": alpha_step.loss,
@@ -266,10 +306,12 @@ def make_sac_learn(
 
 __all__ = [
     "SAC_METRICS",
+    "SAC_RATES",
     "SACHyperparams",
     "SACLearnerState",
     "SACNetworks",
     "SACOptimizers",
     "make_sac_learn",
     "make_sac_optimizers",
+    "sac_dynamic_settings",
 ]

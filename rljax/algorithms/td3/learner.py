@@ -8,12 +8,17 @@ critics (``lax.cond`` on the state's update counter, so a skipped actor step cos
 Each step is ``rljax.learners.update.gradient_step`` on the losses of
 ``rljax.algorithms.td3.losses``. ``make_td3_target_update`` moves both target networks by
 ``tau`` on those same delayed steps, as the TD3 paper and Stable-Baselines3 do.
+
+The two optimizers are built once (``make_td3_optimizers``: ``optax.inject_hyperparams``, each
+rate in its optimizer's state); the rates are TD3's dynamic settings (``actor_lr``,
+``critic_lr``: numbers or RLlib's schedules), evaluated once per step at the env steps sampled
+and written into the optimizer states (``rljax.learners.hyperparams``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import flax
@@ -29,9 +34,15 @@ from rljax.algorithms.td3.losses import (
     critic_loss,
     smoothed_target_action,
 )
+from rljax.learners.hyperparams import (
+    dynamic_settings,
+    make_injected_optimizer,
+    settings_at,
+    with_hyperparams,
+)
 from rljax.learners.update import gradient_step, make_optimizer, make_target_update
 from rljax.utils.jit import run_once
-from rljax.utils.schedules import Schedule, schedule_at
+from rljax.utils.schedules import Schedule
 
 TD3_METRICS = (
     "qf_learning_rate",
@@ -115,22 +126,25 @@ class TD3Optimizers(NamedTuple):
     critic: optax.GradientTransformation
 
 
-def make_td3_optimizers(hp: TD3Hyperparams, timestep: jax.Array | None = None) -> TD3Optimizers:
-    """Adam for the actor and the critics, clipped by ``grad_clip``; at the rates for
-    ``timestep`` env steps (None: the rates' start)."""
-    rates = td3_learning_rates(hp, timestep)
+# RLlib's names of TD3's optimizers' rates (its metrics) -> TD3's dynamic settings.
+TD3_RATES = {"qf_learning_rate": "critic_lr", "policy_learning_rate": "actor_lr"}
+
+
+def make_td3_optimizers(hp: TD3Hyperparams) -> TD3Optimizers:
+    """Adam for the actor and the critics, clipped by ``grad_clip``, each built once with its
+    rate (and clip) in its state (``optax.inject_hyperparams``), starting at the rate's first
+    value; every step writes the rates of its env steps there. The states without the
+    injected values are the ones checkpoints have always stored."""
     return TD3Optimizers(
-        actor=make_optimizer(rates["policy_learning_rate"], hp.grad_clip),
-        critic=make_optimizer(rates["qf_learning_rate"], hp.grad_clip),
+        actor=make_injected_optimizer(make_optimizer, hp.actor_lr, hp.grad_clip),
+        critic=make_injected_optimizer(make_optimizer, hp.critic_lr, hp.grad_clip),
     )
 
 
-def td3_learning_rates(hp: TD3Hyperparams, timestep: jax.Array | None) -> dict[str, Any]:
-    """The critics' (qf) and the actor's (policy) rates at ``timestep`` (None: the start)."""
-    return {
-        "qf_learning_rate": schedule_at(hp.critic_lr, timestep),
-        "policy_learning_rate": schedule_at(hp.actor_lr, timestep),
-    }
+def td3_dynamic_settings(hp: TD3Hyperparams) -> dict[str, Any]:
+    """TD3's dynamic settings, ``{actor_lr, critic_lr}``, as the update reads them
+    (``rljax.learners.hyperparams.dynamic_settings``: schedules as ``SchedulePoints``)."""
+    return dynamic_settings({"actor_lr": hp.actor_lr, "critic_lr": hp.critic_lr})
 
 
 def init_td3_state(
@@ -161,7 +175,10 @@ def init_td3_state(
 
 
 def make_td3_learn(
-    networks: TD3Networks, optimizers: TD3Optimizers, hp: TD3Hyperparams
+    networks: TD3Networks,
+    optimizers: TD3Optimizers,
+    hp: TD3Hyperparams,
+    dynamic: Mapping[str, Any] | None = None,
 ) -> Callable[
     ...,
     tuple[TD3LearnerState, jax.Array, dict[str, jax.Array]],
@@ -171,8 +188,15 @@ def make_td3_learn(
     ``batch`` holds ``obs`` [B, O], ``action`` [B, A] (in [-1, 1]), ``reward`` [B] (n-step
     returns), ``discount`` [B] and ``next_obs`` [B, O]; ``weights`` are importance weights. The
     metrics are ``TD3_METRICS``, scalars.
+
+    ``optimizers`` are built once (``make_td3_optimizers``). ``dynamic`` holds the rates
+    (``actor_lr``, ``critic_lr``; default ``td3_dynamic_settings(hp)``), each a number,
+    ``SchedulePoints`` or traced scalar, evaluated once per step at ``timestep`` (the env
+    steps sampled; None: 0), written into the injected optimizer states and reported under
+    RLlib's names (``TD3_RATES``).
     """
     actor, critic = networks
+    dynamic = td3_dynamic_settings(hp) if dynamic is None else dynamic_settings(dynamic)
     # The actor loss needs only the first critic: its slice of the stacked parameters.
     first_critic = critic.clone(num_critics=1)
 
@@ -191,8 +215,11 @@ def make_td3_learn(
         key: jax.Array,
         timestep: jax.Array | None = None,
     ):
-        opts = optimizers if timestep is None else make_td3_optimizers(hp, timestep)
-        rates = td3_learning_rates(hp, timestep)
+        # The dynamic settings at the env steps sampled so far, evaluated once per step.
+        now = settings_at(dynamic, timestep)
+        rates = {metric: now[name] for metric, name in TD3_RATES.items()}
+        critic_opt = with_hyperparams(state.critic_opt, learning_rate=now["critic_lr"])
+        actor_opt = with_hyperparams(state.actor_opt, learning_rate=now["actor_lr"])
         obs, next_obs = batch["obs"], batch["next_obs"]
         next_action = smoothed_target_action(
             key, actor.apply(state.target_actor, next_obs), hp.target_noise, hp.target_noise_clip
@@ -201,9 +228,9 @@ def make_td3_learn(
         target = clipped_double_q_target(batch["reward"], batch["discount"], next_q)
         q_step = gradient_step(
             q_loss_fn,
-            opts.critic,
+            optimizers.critic,
             state.critic,
-            state.critic_opt,
+            critic_opt,
             obs,
             batch["action"],
             target,
@@ -217,9 +244,9 @@ def make_td3_learn(
             q1_params = jax.tree.map(lambda p: p[:1], q_step.params)
             pi_step = gradient_step(
                 pi_loss_fn,
-                opts.actor,
+                optimizers.actor,
                 state.actor,
-                state.actor_opt,
+                actor_opt,
                 q1_params,
                 obs,
                 has_aux=False,
@@ -227,13 +254,13 @@ def make_td3_learn(
             return pi_step.params, pi_step.opt_state, pi_step.loss
 
         def keep_actor(_):
-            return state.actor, state.actor_opt, state.policy_loss
+            return state.actor, actor_opt, state.policy_loss
 
         actor_params, actor_opt, pi_loss = jax.lax.cond(
             step % hp.policy_delay == 0, update_actor, keep_actor, None
         )
         metrics = {
-            **{k: jnp.asarray(v, jnp.float32) for k, v in rates.items()},
+            **rates,
             "qf_loss": q_step.loss,
             "policy_loss": pi_loss,
             "qf_mean": jnp.mean(q1),
@@ -271,6 +298,7 @@ def make_td3_target_update(hp: TD3Hyperparams) -> Callable[[TD3LearnerState], TD
 
 __all__ = [
     "TD3_METRICS",
+    "TD3_RATES",
     "TD3Hyperparams",
     "TD3LearnerState",
     "TD3Networks",
@@ -279,4 +307,5 @@ __all__ = [
     "make_td3_learn",
     "make_td3_optimizers",
     "make_td3_target_update",
+    "td3_dynamic_settings",
 ]
