@@ -537,7 +537,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """Runs the experiment file's trials (``Tuner(...).fit()``) and prints, as JSON on stdout,
     where the results are and the best trial's config and metric. The live table of trials
     goes to stderr, so that stdout holds the JSON alone."""
-    from rljax.tune.experiment_file import read_experiment_file, tuner_from_data
+    from rljax.tune.experiment_file import (
+        print_fit_summary,
+        read_experiment_file,
+        tuner_from_data,
+    )
 
     data = read_experiment_file(args.config)
     if args.ray_address is not None:
@@ -598,12 +602,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         "mode": mode,
         "best_trial": best,
     }
-    print(json.dumps(summary, indent=2))
-    if problem:
-        print(f"rljax: no best trial: {problem}", file=sys.stderr)
-    if grid.num_errors:
-        print(f"rljax: {grid.num_errors} of {len(grid)} trials failed", file=sys.stderr)
-    return 1 if problem or grid.num_errors else 0
+    return print_fit_summary(summary, problem)
 
 
 _TUNE_HELP = """\

@@ -40,7 +40,9 @@ file gets (so code a file names is imported only under ``allow_imports``).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -302,3 +304,16 @@ __all__ = [
     "search_spaces_from_data",
     "tuner_from_data",
 ]
+
+
+def print_fit_summary(summary: Mapping[str, Any], problem: str) -> int:
+    """Prints a finished experiment's ``summary`` (``rljax tune``'s JSON, local or on a Ray
+    cluster) on stdout, and on stderr why there is no best trial (``problem``) and how many
+    trials failed; returns the command's exit status (1 when either happened)."""
+    print(json.dumps(summary, indent=2))
+    if problem:
+        print(f"rljax: no best trial: {problem}", file=sys.stderr)
+    num_errors = summary["num_errors"]
+    if num_errors:
+        print(f"rljax: {num_errors} of {summary['num_trials']} trials failed", file=sys.stderr)
+    return 1 if problem or num_errors else 0

@@ -13,7 +13,6 @@ when this runs.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from collections.abc import Iterable, Mapping
@@ -22,6 +21,7 @@ from typing import Any
 from rljax.tune.experiment_file import (
     SEARCH_KINDS,
     algorithm_config_class,
+    print_fit_summary,
     tuner_from_data,
 )
 from rljax.utils.errors import ConfigError
@@ -193,12 +193,7 @@ def run_on_ray(config_path: str, data: Mapping[str, Any], address: str, **kwargs
         "mode": mode,
         "best_trial": best,
     }
-    print(json.dumps(summary, indent=2))
-    if problem:
-        print(f"rljax: no best trial: {problem}", file=sys.stderr)
-    if grid.num_errors:
-        print(f"rljax: {grid.num_errors} of {len(grid)} trials failed", file=sys.stderr)
-    return 1 if problem or grid.num_errors else 0
+    return print_fit_summary(summary, problem)
 
 
 __all__ = ["ray_search_spaces", "ray_tuner_from_data", "run_on_ray"]
