@@ -58,7 +58,8 @@ def measure(num_policies: int, rows: int, epochs: int, minibatch: int, repeats: 
     try:
         t0 = time.perf_counter()
         sample = algo._runners.sample()
-        batch, _ = algo._postprocess_jit(sample.traj)
+        assert algo._loop is not None and algo._loop.postprocess is not None
+        batch, _ = algo._loop.postprocess(sample.traj)  # the loop's jitted postprocess
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
         policy, valid = np.asarray(flat.obs["policy"]), np.asarray(flat.mask) > 0
         assert len(algo.groups) == 1  # every policy has the same settings: one stacked update
