@@ -77,6 +77,7 @@ def test_the_population_loop_keeps_the_loop_contract_over_stacked_state():
             m.stop()
 
 
+@pytest.mark.slow  # a population and two separate runs
 def test_per_trial_results_equal_population_train_and_separate_runs():
     configs = [tiny(lr, seed) for lr, seed in CONFIGS]
     members = _members(configs)
