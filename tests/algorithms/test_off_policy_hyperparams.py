@@ -120,6 +120,7 @@ def _leaves_equal(a, b):
     return len(la) == len(lb) and all(np.array_equal(x, y) for x, y in zip(la, lb, strict=True))
 
 
+@pytest.mark.slow  # builds and trains
 @pytest.mark.parametrize("algo_name", ["DQN", "SAC"])
 def test_a_new_checkpoint_stores_the_old_layout_and_steps_the_same_restored(algo_name, tmp_path):
     algo = _small(algo_name).build_algo()

@@ -87,6 +87,7 @@ def test_scripted_episodes_are_counted_by_hand_and_one_program_runs_per_iteratio
         algo.stop()
 
 
+@pytest.mark.slow  # builds and trains
 def test_time_limit_truncation_ends_episodes():
     # Never terminates within 100 steps; the time limit cuts every episode at 5 steps.
     algo = _small("countdown-jax", {"end": 100, "max_episode_steps": 5}).build_algo()
@@ -114,6 +115,7 @@ def test_runner_threads_are_refused():
         _small("countdown-jax").env_runners(num_env_runners=2).build_algo()
 
 
+@pytest.mark.slow  # builds and trains
 def test_evaluation_actions_and_checkpoints_work_on_the_path():
     algo = _small("countdown-jax", {"end": 4}).build_algo()
     try:

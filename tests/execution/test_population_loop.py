@@ -48,6 +48,7 @@ def _stacked(members, active):
     return state, stack_runner_states([m.runner_state for m in members])
 
 
+@pytest.mark.slow  # builds and trains
 def test_the_population_loop_keeps_the_loop_contract_over_stacked_state():
     configs = [tiny(lr, seed) for lr, seed in CONFIGS]
     members = _members(configs)
