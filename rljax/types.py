@@ -171,11 +171,21 @@ class FusedRunnerState(NamedTuple):
 __all__ = [
     "ActStep",
     "ActorState",
+    "AgentMetrics",
     "FusedRunnerState",
+    "InferenceFn",
+    "IterationResult",
+    "Params",
     "PolicyFn",
+    "PolicyParts",
     "RecurrentInput",
     "RecurrentSpec",
+    "RunnerLag",
+    "RunnerStats",
+    "State",
+    "StateT",
     "StepResult",
+    "Timers",
     "Transition",
 ]
 
