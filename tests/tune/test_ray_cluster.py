@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,8 @@ TINY: dict[str, Any] = {
     "lr": 1e-3,
 }
 NODE_CPUS = 2
+# The folder the trials' ray_node_gate callback reads (set by the cluster fixture).
+_GATE: dict[str, Path] = {}
 OBJECT_STORE = 80 << 20
 
 
@@ -48,6 +51,10 @@ def cluster(tmp_path_factory):
     from ray.cluster_utils import Cluster
 
     cache = tmp_path_factory.mktemp("xla_cache")
+    gate = tmp_path_factory.mktemp("gate")
+    # Ray's workers import the test's callback (ray_node_gate) from this folder.
+    here = str(Path(__file__).parent)
+    pythonpath = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     c = Cluster(
         initialize_head=True,
         head_node_args={
@@ -66,8 +73,15 @@ def cluster(tmp_path_factory):
     ray.init(
         address=c.address,
         log_to_driver=False,
-        runtime_env={"env_vars": {"RLJAX_COMPILATION_CACHE": str(cache)}},
+        runtime_env={
+            "env_vars": {
+                "RLJAX_COMPILATION_CACHE": str(cache),
+                "RLJAX_TEST_GATE_DIR": str(gate),
+                "PYTHONPATH": pythonpath,
+            }
+        },
     )
+    _GATE["dir"] = gate
     c.wait_for_nodes()
     try:
         yield c
@@ -141,6 +155,7 @@ def test_a_killed_node_s_trial_resumes_from_its_checkpoint_on_another_node(clust
     import ray
     from ray import tune as ray_tune
     from ray.util.placement_group import placement_group
+    from ray_node_gate import HoldOnTheDoomedNode
 
     from rljax.algorithms.algorithm import Algorithm
     from rljax.tune import ray_trainable
@@ -152,10 +167,12 @@ def test_a_killed_node_s_trial_resumes_from_its_checkpoint_on_another_node(clust
     doomed = cluster.add_node(num_cpus=NODE_CPUS, object_store_memory=OBJECT_STORE)
     cluster.wait_for_nodes()
     doomed_id = doomed.node_id
+    # The trial holds its second iteration while on the doomed node: the kill is always mid-run.
+    (_GATE["dir"] / "hold_node").write_text(doomed_id)
     _KILL.update(cluster=cluster, node=doomed, blocker=blocker, killed=False)
     grid = ray_tune.Tuner(
         ray_trainable("PPO"),
-        param_space={**TINY, "seed": 0},
+        param_space={**TINY, "seed": 0, "callbacks_class": HoldOnTheDoomedNode},
         run_config=ray_tune.RunConfig(
             storage_path=str(tmp_path),
             stop={"training_iteration": 3},
