@@ -81,8 +81,8 @@ class AlgorithmConfig(CommonSettings):
     ``search_space()`` lists them, ``validate()`` refuses the config until each is resolved, and
     ``copy().update_from_dict(variant)`` resolves them for one trial.
 
-    Example::
-
+    Example:
+        ```python
         config = (
             PPOConfig()
             .environment("CartPole-v1")
@@ -91,6 +91,7 @@ class AlgorithmConfig(CommonSettings):
         )
         algo = config.build_algo()
         result = algo.train()
+        ```
     """
 
     algo_name: ClassVar[str] = "Algorithm"

@@ -23,8 +23,8 @@ files) as ``RunConfig(callbacks=[...])``; ``tune.CLIReporter`` (the table's colu
 generator, by name); ``tune.with_resources`` and ``tune.PlacementGroupFactory`` (recorded; on
 one host a trial uses what its config sets).
 
-Example::
-
+Example:
+    ```python
     from rljax import tune
 
     variants = tune.generate_variants(
@@ -32,6 +32,7 @@ Example::
         num_samples=2,
         seed=0,
     )  # 4 dicts
+    ```
 """
 
 from rljax.env.registry import register_env
