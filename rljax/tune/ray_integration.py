@@ -51,8 +51,8 @@ from rljax.utils.errors import ConfigError
 _TUNE_KEYS = frozenset({"__trial_info__", "__stdout_file__", "__stderr_file__"})
 # Keys of rljax's result that Ray Tune's Trainable sets itself (it keeps its own count).
 _TRAINABLE_KEYS = ("training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "done")
-# Where the rljax checkpoint sits inside a Ray checkpoint directory.
 CHECKPOINT_SUBDIR = "algorithm"
+"""Where the rljax checkpoint sits inside a Ray checkpoint directory."""
 
 
 def _import_ray_tune() -> Any:
