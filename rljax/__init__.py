@@ -1,6 +1,8 @@
-"""rljax: RLlib's API and scaling knobs on one host, with EnvPool and JAX."""
+"""rljax: RLlib's API and scaling knobs, rebuilt on EnvPool and JAX: one host at the core, an
+algorithm's learners across processes and hosts, and Ray Tune trials on a Ray cluster."""
 
 __version__ = "0.1.0"
+"""rljax's version (``rljax --version`` prints it)."""
 
 import os as _os  # noqa: E402
 

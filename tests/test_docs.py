@@ -24,6 +24,7 @@ import types
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -63,6 +64,19 @@ def test_the_pages_have_blocks_and_every_mark_is_known():
     assert len(BLOCKS) >= 12 and any(b.page.name == "README.md" for b in BLOCKS)
     for block in BLOCKS:
         assert block.mark in ("slow", *_MARKS), f"{block.name}: unknown mark {block.mark!r}"
+
+
+def test_the_front_page_lists_every_guide():
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"]
+    guides = next(entry["Guides"] for entry in nav if isinstance(entry, dict) and "Guides" in entry)
+    pages = [page for entry in guides for page in entry.values()]
+    assert len(pages) >= 19 and "beyond-one-machine.md" in pages
+    index = (ROOT / "docs" / "index.md").read_text()
+    start = index[index.index("## Where to start") :]
+    missing = [page for page in pages if f"]({page})" not in start]
+    assert not missing, (
+        f"guides in the nav that docs/index.md's Where to start leaves out: {missing}"
+    )
 
 
 def test_every_block_compiles():

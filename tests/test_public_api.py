@@ -1,100 +1,254 @@
-"""The public surface is declared (``__all__``), documented, and in the site's API reference."""
+"""The public surface is declared in one place (``rljax/_api.py``), documented, and rendered in
+the site's API reference.
+
+A public name is rendered when a ``::: path`` directive of ``docs/reference/*.md`` renders it:
+the directive's own path, a name its ``members:`` list names, or, for a module rendered with its
+members (``filters: public``: the names of its ``__all__``), each of those that has a docstring
+(mkdocstrings leaves out the members without one; a constant's docstring is the string under
+its assignment in the module). A name is also rendered when the same object is rendered at
+another public path. Mentioning a name in the text does not render it.
+"""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+
+from rljax._api import NOT_API, PUBLIC_MODULES
 
 ROOT = Path(__file__).parents[1]
 REFERENCE = ROOT / "docs" / "reference"
-# The public packages: each declares its names in ``__all__``, at the import path users write.
-PUBLIC_MODULES = [
-    "rljax",
-    "rljax.algorithms",
-    "rljax.algorithms.ppo",
-    "rljax.algorithms.impala",
-    "rljax.algorithms.appo",
-    "rljax.algorithms.dqn",
-    "rljax.algorithms.sac",
-    "rljax.algorithms.td3",
-    "rljax.tune",
-    "rljax.callbacks",
-    "rljax.connectors.env_to_module",
-    "rljax.env",
-    "rljax.core",
-    "rljax.core.rl_module",
-    "rljax.policy",
-    "rljax.utils.errors",
-]
+_DIRECTIVE = re.compile(r"^::: ([\w.]+)\n((?:    .*\n|\n(?=    ))*)", re.M)
+
+
+def _packages_declaring_all() -> set[str]:
+    """Every package under ``rljax`` (no ``_``-prefixed part) whose ``__init__.py`` assigns
+    ``__all__``, read from the sources: nothing is imported."""
+    found = set()
+    for init in (ROOT / "rljax").rglob("__init__.py"):
+        parts = init.parent.relative_to(ROOT).parts
+        if any(part.startswith("_") for part in parts):
+            continue
+        if _assigns_all(init):
+            found.add(".".join(parts))
+    return found
+
+
+def _assigned(node: ast.stmt) -> list[str]:
+    """The names a top-level statement assigns."""
+    targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+    return [t.id for t in targets if isinstance(t, ast.Name)]
+
+
+def _assigns_all(source: Path) -> bool:
+    return any("__all__" in _assigned(node) for node in ast.parse(source.read_text()).body)
+
+
+def _source_of(module_name: str) -> Path:
+    path = ROOT.joinpath(*module_name.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
 def _public_names() -> list[tuple[str, str, object]]:
     names = []
     for module_name in PUBLIC_MODULES:
         module = importlib.import_module(module_name)
-        assert hasattr(module, "__all__"), f"{module_name} declares no __all__"
         for name in module.__all__:
             names.append((module_name, name, getattr(module, name)))
     return names
 
 
-def _reference() -> tuple[set[str], set[int], str]:
-    """The paths the reference pages render (``::: path``), the objects they resolve to, and
-    the pages' text."""
-    text = "\n".join(p.read_text() for p in sorted(REFERENCE.glob("*.md")))
-    paths = set(re.findall(r"^::: ([\w.]+)$", text, re.M))
-    return paths, {id(_resolve(path)) for path in paths}, text
+def _directives(text: str | None = None) -> list[tuple[str, dict[str, Any], str]]:
+    """Each ``::: path`` directive of the reference pages (or of ``text``): its path, its
+    options and its page."""
+    pages = (
+        [("text", text)]
+        if text is not None
+        else [(page.name, page.read_text()) for page in sorted(REFERENCE.glob("*.md"))]
+    )
+    found = []
+    for page, content in pages:
+        for m in _DIRECTIVE.finditer(content):
+            block = (
+                yaml.safe_load(inspect.cleandoc("\n" + m.group(2))) if m.group(2).strip() else None
+            )
+            found.append((m.group(1), (block or {}).get("options") or {}, page))
+    return found
 
 
 def _resolve(path: str) -> object:
-    """The object at a dotted public path: a module's attribute, else a module."""
-    module_name, _, name = path.rpartition(".")
-    if module_name:
-        module = importlib.import_module(module_name)
-        if hasattr(module, name):
-            return getattr(module, name)
-    return importlib.import_module(path)
+    """The object at a dotted path: each part an attribute of the one before it, else its
+    submodule."""
+    first, *rest = path.split(".")
+    obj: object = importlib.import_module(first)
+    for i, part in enumerate(rest, start=1):
+        if hasattr(obj, part):
+            obj = getattr(obj, part)
+        elif inspect.ismodule(obj):
+            obj = importlib.import_module(".".join([first, *rest[:i]]))
+        else:
+            raise AttributeError(f"{path}: {'.'.join([first, *rest[:i]])} does not exist")
+    return obj
 
 
 def _is_constant(obj: object) -> bool:
     return not (inspect.ismodule(obj) or inspect.isclass(obj) or callable(obj))
 
 
+def _own_doc(obj: object) -> str:
+    doc = vars(obj).get("__doc__") if inspect.isclass(obj) else getattr(obj, "__doc__", None)
+    return (doc or "").strip()
+
+
+def _documented_constants(module: Any) -> set[str]:
+    """The names ``module`` assigns at its top level with a docstring (a string under the
+    assignment), as mkdocstrings reads them."""
+    body = ast.parse(Path(module.__file__).read_text()).body
+    found = set()
+    for node, after in zip(body, body[1:], strict=False):
+        if (
+            isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            found.update(_assigned(node))
+    return found
+
+
+def _rendered(text: str | None = None) -> tuple[set[str], set[int]]:
+    """The dotted paths the reference (or ``text``) renders, and the ids of the (non-constant)
+    objects at them."""
+    paths = set()
+    for path, options, _ in _directives(text):
+        paths.add(path)
+        members = options.get("members")
+        if isinstance(members, list):
+            paths.update(f"{path}.{member}" for member in members)
+        elif members is not False:
+            obj = _resolve(path)
+            if inspect.ismodule(obj):
+                constants = _documented_constants(obj)
+                for name in getattr(obj, "__all__", ()):
+                    member = getattr(obj, name)
+                    documented = name in constants if _is_constant(member) else _own_doc(member)
+                    if documented:
+                        paths.add(f"{path}.{name}")
+    objects = {id(obj) for obj in map(_resolve, paths) if not _is_constant(obj)}
+    return paths, objects
+
+
+def test_every_package_declaring_all_is_public_or_said_why_not():
+    public, not_api = set(PUBLIC_MODULES), set(NOT_API)
+    assert len(public) == len(PUBLIC_MODULES), "PUBLIC_MODULES names a module twice"
+    assert not public & not_api, f"both public and not API: {sorted(public & not_api)}"
+    declaring = _packages_declaring_all()
+    undeclared = declaring - public - not_api
+    assert not undeclared, (
+        f"packages defining __all__ in neither rljax/_api.py list: {sorted(undeclared)}"
+    )
+    assert not_api <= declaring, f"NOT_API names no such package: {sorted(not_api - declaring)}"
+    assert all(reason.strip() for reason in NOT_API.values())
+    for module_name in PUBLIC_MODULES:
+        source = _source_of(module_name)
+        assert source.is_file() and _assigns_all(source), f"{module_name} declares no __all__"
+
+
+def test_the_declaration_check_finds_packages_that_declare_all():
+    declaring = _packages_declaring_all()
+    assert {"rljax", "rljax.tune", "rljax.tune.search", "rljax.replay"} <= declaring
+    assert "rljax.connectors" not in declaring  # a package without __all__
+
+
 def test_every_public_name_has_a_docstring():
-    missing = []
+    missing = [m for m in PUBLIC_MODULES if not (importlib.import_module(m).__doc__ or "").strip()]
     for module_name, name, obj in _public_names():
         if _is_constant(obj):
             continue  # ids and version strings: documented in their module's docstring
-        doc = vars(obj).get("__doc__") if inspect.isclass(obj) else getattr(obj, "__doc__", None)
-        if not (doc or "").strip():
+        if not _own_doc(obj):
             missing.append(f"{module_name}.{name}")
-    assert not missing, f"public names without a docstring: {missing}"
+    assert not missing, f"public modules and names without a docstring: {missing}"
 
 
-def test_every_public_name_is_in_the_api_reference():
-    paths, objects, text = _reference()
+def test_public_docstrings_have_no_rst_literal_blocks():
+    """``Example::`` and ``text::`` are RST: mkdocstrings renders the colons as they are. A
+    Google ``Example:`` section with a fenced block is rendered as code."""
+    objects = [importlib.import_module(m) for m in PUBLIC_MODULES]
+    objects += [obj for _, _, obj in _public_names() if not _is_constant(obj)]
+    found = [repr(obj) for obj in objects if re.search(r"::\n", _own_doc(obj))]
+    assert not found, f"RST literal blocks in the docstrings of {found}"
+
+
+def test_every_public_name_is_rendered_in_the_api_reference():
+    paths, objects = _rendered()
     missing = []
     for module_name, name, obj in _public_names():
         path = f"{module_name}.{name}"
-        if path in paths or f"`{path}`" in text:
+        if path in paths:
             continue
         if not _is_constant(obj) and id(obj) in objects:
             continue  # rendered at another public path of the same object
         missing.append(path)
-    assert not missing, f"public names missing from docs/reference/: {missing}"
+    assert not missing, f"public names no ::: directive of docs/reference/ renders: {missing}"
+
+
+def test_what_counts_as_rendered():
+    page = """
+The `rljax.distributed.initialize` function, mentioned only.
+
+::: rljax.tune.ray_train
+    options:
+      filters: public
+
+::: rljax.env
+    options:
+      members: false
+
+::: rljax.core
+    options:
+      members:
+        - ALL_MODULES
+
+::: rljax.utils.metrics
+    options:
+      filters: public
+"""
+    paths, objects = _rendered(page)
+    from rljax.tune.ray_train import train_with_jax_trainer
+
+    assert "rljax.distributed.initialize" not in paths  # a mention renders nothing
+    assert "rljax.tune.ray_train.train_with_jax_trainer" in paths  # a member of its module
+    assert "rljax.tune.ray_train.CHECKPOINT_SUBDIR" in paths  # a constant with a docstring
+    assert "rljax.utils.metrics.NUM_EPISODES" not in paths  # a constant without one
+    assert "rljax.env" in paths and "rljax.env.MultiAgentEnv" not in paths  # members: false
+    assert "rljax.core.ALL_MODULES" in paths and "rljax.core.Columns" not in paths  # listed
+    assert id(train_with_jax_trainer) in objects
+
+
+def test_modules_rendered_with_their_members_render_their_all_only():
+    for path, options, page in _directives():
+        if options.get("members") in (None, True) and inspect.ismodule(_resolve(path)):
+            assert options.get("filters") == "public", (
+                f"{page}: ::: {path} renders every documented name of the module; "
+                "filters: public renders its __all__"
+            )
 
 
 def test_the_reference_renders_only_names_that_exist():
-    paths, _, _ = _reference()
-    assert len(paths) > 80
-    for path in paths:
-        _resolve(path)  # raises for a name that does not exist
+    directives = _directives()
+    assert len(directives) > 80
+    for path, options, page in directives:
+        obj = _resolve(path)  # raises for a name that does not exist
+        for member in options.get("members") or []:
+            assert hasattr(obj, member), f"{page}: ::: {path} lists no such member {member!r}"
 
 
 def test_the_config_reference_tables_every_setting_of_every_algorithm():

@@ -77,12 +77,16 @@ class AlgorithmConfig(CommonSettings):
     config as data (``config_io``), memory estimates (``config_memory``) and RLlib's names
     (``config_names``).
 
+    A setter's keywords default to ``UNSET``: a keyword left out keeps the setting's current
+    value (in a new config, its default), so ``.training(lr=3e-4)`` changes ``lr`` alone. The
+    defaults are the declarations' (the site's settings tables list them).
+
     Any setter also takes a search space (``rljax.tune``) for any setting and keeps it as given:
     ``search_space()`` lists them, ``validate()`` refuses the config until each is resolved, and
     ``copy().update_from_dict(variant)`` resolves them for one trial.
 
-    Example::
-
+    Example:
+        ```python
         config = (
             PPOConfig()
             .environment("CartPole-v1")
@@ -91,6 +95,7 @@ class AlgorithmConfig(CommonSettings):
         )
         algo = config.build_algo()
         result = algo.train()
+        ```
     """
 
     algo_name: ClassVar[str] = "Algorithm"

@@ -113,9 +113,16 @@ def declared_settings(cls: type) -> dict[str, Setting[Any]]:
     return {n: s for section in sections for n, s in found.items() if s.section == section}
 
 
+# What a setter's ``UNSET`` keyword defaults mean, in each setter's docstring.
+UNSET_NOTE = (
+    "A keyword left out (UNSET) keeps the setting's current value; in a new config, its default."
+)
+
+
 def setter_doc(summary: str, settings: Iterable[Setting[Any]]) -> str:
-    """A setter's docstring: its summary, then one ``Args`` entry per setting from its doc."""
-    lines = [summary.strip(), "", "Args:"]
+    """A setter's docstring: its summary, what a keyword left out does, then one ``Args`` entry
+    per setting from its doc."""
+    lines = [summary.strip(), "", UNSET_NOTE, "", "Args:"]
     for s in settings:
         words = s.doc.split()
         entry, width = f"  {s.setter_keyword}:", 96

@@ -5,10 +5,12 @@ traceable, so a rollout is ``lax.scan`` over ``vmap``-ed envs and rollout, postp
 update compile into one program (``rljax.runners.jax_env``); no host thread or callback steps
 it.
 
-The protocol (``JaxEnv``)::
+The protocol (``JaxEnv``):
 
-    reset(key) -> (state, obs)
-    step(state, action, key) -> (state, obs, reward, terminated, truncated, info)
+```python
+reset(key) -> (state, obs)
+step(state, action, key) -> (state, obs, reward, terminated, truncated, info)
+```
 
 with gymnasium spaces (``observation_space``, ``action_space``) and the env's parameters bound
 when it is built. ``terminated`` (a terminal state) and ``truncated`` (cut by a time limit) stay
@@ -37,6 +39,7 @@ import numpy as np
 from rljax.utils.errors import ConfigError
 
 JAX_BACKEND = "jax"
+"""The ``EnvSpec.backend`` of a JAX env (the others: ``"envpool"`` and ``"gymnasium"``)."""
 
 
 class JaxEnv:

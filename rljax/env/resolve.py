@@ -40,7 +40,7 @@ class EnvSpec:
     """A resolved environment: which backend runs it and how to create it.
 
     Attributes:
-      backend: "envpool" or "gymnasium".
+      backend: "envpool", "gymnasium" or "jax" (an env written in JAX, ``rljax.env.jax_env``).
       name: The env id (or a readable name of the class / creator).
       creator: For gymnasium: ``creator(env_config) -> gymnasium.Env``.
       env_config: The user's env_config.

@@ -31,13 +31,14 @@ Population-based training changes trials in place (``exploit``): chosen trials t
 learner state (parameters, optimizer state, ...) of others and new values of the settings, by
 a gather on the device; nothing recompiles.
 
-Example::
-
+Example:
+    ```python
     configs = [PPOConfig().environment("CartPole-v1").training(lr=lr) for lr in (1e-3, 3e-4)]
     population = Population(configs)
     for _ in range(10):
         results = population.train()  # one RLlib result dict per trial
     population.stop()
+    ```
 """
 
 from __future__ import annotations

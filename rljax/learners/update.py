@@ -6,12 +6,13 @@ clipping, Adam, the non-finite guard (``rljax.utils.nonfinite``), then the new p
 clipping, Adam and the guard form the optimizer built by ``make_optimizer``; ``gradient_step``
 runs the rest. ``make_target_update`` moves the target networks of the off-policy algorithms.
 
-Example::
-
+Example:
+    ```python
     optimizer = make_optimizer(lr=3e-4, grad_clip=40.0)
     opt_state = optimizer.init(params)
     step = gradient_step(loss_fn, optimizer, params, opt_state, batch)
     params, opt_state = step.params, step.opt_state
+    ```
 """
 
 from __future__ import annotations

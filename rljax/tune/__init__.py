@@ -1,30 +1,30 @@
-"""Tuning with Ray Tune's API on one host: search spaces, variants, the ``Tuner``, search
-algorithms, schedulers, population-based training, and trials trained as one population.
+"""Tuning with Ray Tune's API: search spaces, variants, the ``Tuner``, search algorithms,
+schedulers, population-based training, and trials trained as one population, on one host; for
+a Ray cluster, ``ray_trainable`` makes rljax algorithms trainables of Ray Tune itself.
 
-Built: the search spaces (``grid_search``, ``choice``, ``uniform``, ``quniform``, ``loguniform``,
-``randint``, ``qrandint``, ``randn``, ``sample_from``) with Tune's semantics,
+What it has: the search spaces (``grid_search``, ``choice``, ``uniform``, ``quniform``,
+``loguniform``, ``randint``, ``qrandint``, ``randn``, ``sample_from``) with Tune's semantics,
 ``generate_variants(param_space, num_samples, seed)``, and search spaces inside a config's setters
 (``PPOConfig().training(lr=tune.grid_search([1e-3, 1e-4]))``; ``config.search_space()``,
 ``config.copy().update_from_dict(variant)``); ``Tuner(trainable, param_space, tune_config,
-run_config).fit()``, where trials of an algorithm that differ only in values its update reads
-train together as one population in one vmapped program (``rljax.execution.population``), the
-others one by one, and batches run at once in worker processes when ``max_concurrent_trials``
-leaves room (``rljax.tune.worker``); ``tune.report``, stop criteria (``RunConfig(stop=...)``,
-``Stopper``), ``ResultGrid`` / ``Result``, Tune's output files, the older ``tune.run``;
-``Tuner.restore`` / ``Tuner.can_restore`` (``experiment_state.json``), ``tune.get_checkpoint``
-and the live table of trials (``rljax.tune.progress``); search algorithms
-(``tune.search.optuna.OptunaSearch``, ``tune.search.ConcurrencyLimiter``) and trial schedulers
-(``tune.schedulers.ASHAScheduler``, ``AsyncHyperBandScheduler``, ``HyperBandScheduler``,
-``MedianStoppingRule``, ``FIFOScheduler``) backed by Optuna (optional: ``pip install optuna``);
-``tune.schedulers.PopulationBasedTraining`` inside a population; ``tune.ray_trainable(name)``
-for Ray Tune itself; ``tune.Callback`` and ``tune.logger.TBXLoggerCallback`` (TensorBoard event
-files) as ``RunConfig(callbacks=[...])``; ``tune.CLIReporter`` (the table's columns) as
-``RunConfig(progress_reporter=...)``, ``tune.search.BasicVariantGenerator`` (the default
-generator, by name); ``tune.with_resources`` and ``tune.PlacementGroupFactory`` (recorded; on
-one host a trial uses what its config sets).
+run_config).fit()``, where trials of an algorithm that differ only in values its update reads train
+together as one population in one vmapped program (``rljax.execution.population``), the others one
+by one, and batches run at once in worker processes when ``max_concurrent_trials`` leaves room
+(``rljax.tune.worker``); ``tune.report``, stop criteria (``RunConfig(stop=...)``, ``Stopper``),
+``ResultGrid`` / ``Result``, Tune's output files, the older ``tune.run``; ``Tuner.restore`` /
+``Tuner.can_restore`` (``experiment_state.json``), ``tune.get_checkpoint`` and the live table of
+trials (``rljax.tune.progress``); search algorithms (``tune.search.optuna.OptunaSearch``,
+``tune.search.ConcurrencyLimiter``) and trial schedulers (``tune.schedulers.ASHAScheduler``,
+``AsyncHyperBandScheduler``, ``HyperBandScheduler``, ``MedianStoppingRule``, ``FIFOScheduler``)
+backed by Optuna (optional: ``pip install optuna``); ``tune.schedulers.PopulationBasedTraining``
+inside a population; ``tune.ray_trainable(name)`` for Ray Tune itself; ``tune.Callback`` and
+``tune.logger.TBXLoggerCallback`` (TensorBoard event files) as ``RunConfig(callbacks=[...])``;
+``tune.CLIReporter`` (the table's columns) as ``RunConfig(progress_reporter=...)``,
+``tune.search.BasicVariantGenerator`` (the default generator, by name); ``tune.with_resources`` and
+``tune.PlacementGroupFactory`` (recorded; on one host a trial uses what its config sets).
 
-Example::
-
+Example:
+    ```python
     from rljax import tune
 
     variants = tune.generate_variants(
@@ -32,6 +32,7 @@ Example::
         num_samples=2,
         seed=0,
     )  # 4 dicts
+    ```
 """
 
 from rljax.env.registry import register_env

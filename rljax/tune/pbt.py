@@ -12,8 +12,8 @@ once (Tune's ``synch=True``). Only the algorithm's population settings can be mu
 (PPO's ``lr``, ``entropy_coeff``, ``clip_param``, ``gamma``, ...); a trial keeps its seed and
 its envs.
 
-Example::
-
+Example:
+    ```python
     scheduler = tune.schedulers.PopulationBasedTraining(
         time_attr="training_iteration",
         perturbation_interval=5,
@@ -22,6 +22,7 @@ Example::
     tune.Tuner("PPO", param_space=config, tune_config=tune.TuneConfig(
         metric="env_runners/episode_return_mean", mode="max", scheduler=scheduler,
         num_samples=8)).fit()
+    ```
 """
 
 from __future__ import annotations

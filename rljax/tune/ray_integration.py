@@ -6,8 +6,8 @@ tolerance included), and each trial keeps rljax's single-host speed (EnvPool's e
 inside the jitted program). Ray is optional: nothing here imports it until ``ray_trainable`` is
 called.
 
-Example::
-
+Example:
+    ```python
     from ray import tune as ray_tune
     from rljax.tune import ray_trainable
 
@@ -16,6 +16,7 @@ Example::
         param_space={"env": "CartPole-v1", "lr": ray_tune.grid_search([1e-3, 3e-4])},
         run_config=ray_tune.RunConfig(stop={"training_iteration": 20}),
     ).fit()
+    ```
 
 The trial's ``config`` holds rljax settings by RLlib's names (as ``update_from_dict`` takes
 them); ``train()`` returns the algorithm's RLlib result dict, plus ``node_id`` (the Ray node the
@@ -50,8 +51,8 @@ from rljax.utils.errors import ConfigError
 _TUNE_KEYS = frozenset({"__trial_info__", "__stdout_file__", "__stderr_file__"})
 # Keys of rljax's result that Ray Tune's Trainable sets itself (it keeps its own count).
 _TRAINABLE_KEYS = ("training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "done")
-# Where the rljax checkpoint sits inside a Ray checkpoint directory.
 CHECKPOINT_SUBDIR = "algorithm"
+"""Where the rljax checkpoint sits inside a Ray checkpoint directory."""
 
 
 def _import_ray_tune() -> Any:

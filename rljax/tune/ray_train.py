@@ -29,8 +29,8 @@ from typing import Any
 
 from rljax.utils.errors import ConfigError
 
-# Where the rljax checkpoint sits inside the Ray checkpoint directory (as for Ray Tune's).
 CHECKPOINT_SUBDIR = "algorithm"
+"""Where the rljax checkpoint sits inside the Ray checkpoint directory (as for Ray Tune's)."""
 
 
 def _node_port() -> int:

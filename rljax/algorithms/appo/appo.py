@@ -32,8 +32,8 @@ class APPOConfig(IMPALAConfig):
     as RLlib's circular buffer of ``circular_buffer_num_batches`` (8) batches gives a learner
     that keeps up with its runners; ``use_circular_buffer=False`` trains on each batch once.
 
-    Example::
-
+    Example:
+        ```python
         from rljax.algorithms.appo import APPOConfig
 
         algo = (
@@ -43,6 +43,7 @@ class APPOConfig(IMPALAConfig):
             .training(use_kl_loss=True)
             .build_algo()
         )
+        ```
     """
 
     algo_name: ClassVar[str] = "APPO"

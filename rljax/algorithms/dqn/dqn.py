@@ -67,8 +67,8 @@ def check_epsilon(name: str, value: Any) -> list[tuple[int, float]]:
 class DQNConfig(OffPolicyConfig):
     """DQN's config; defaults follow RLlib's new API stack.
 
-    Example::
-
+    Example:
+        ```python
         from rljax.algorithms.dqn import DQNConfig
 
         config = (
@@ -82,6 +82,7 @@ class DQNConfig(OffPolicyConfig):
             )
         )
         algo = config.build_algo()
+        ```
     """
 
     algo_name: ClassVar[str] = "DQN"

@@ -58,8 +58,8 @@ class IMPALAConfig(AlgorithmConfig):
     ``rollout_fragment_length="auto"`` the fragment is sized from
     ``train_batch_size_per_learner`` instead.
 
-    Example::
-
+    Example:
+        ```python
         from rljax.algorithms.impala import IMPALAConfig
 
         algo = (
@@ -69,6 +69,7 @@ class IMPALAConfig(AlgorithmConfig):
             .build_algo()
         )
         print(algo.train()["env_runners"]["episode_return_mean"])
+        ```
     """
 
     algo_name: ClassVar[str] = "IMPALA"

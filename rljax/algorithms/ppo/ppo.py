@@ -50,8 +50,8 @@ MAX_MINIBATCH_UPDATES = 100_000
 class PPOConfig(AlgorithmConfig):
     """PPO's config; defaults follow RLlib's new API stack.
 
-    Example::
-
+    Example:
+        ```python
         from rljax.algorithms.ppo import PPOConfig
 
         algo = (
@@ -62,6 +62,7 @@ class PPOConfig(AlgorithmConfig):
             .build_algo()
         )
         print(algo.train()["env_runners"]["episode_return_mean"])
+        ```
     """
 
     algo_name: ClassVar[str] = "PPO"

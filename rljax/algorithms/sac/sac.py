@@ -35,8 +35,8 @@ from rljax.utils.jit import run_once
 class SACConfig(OffPolicyConfig):
     """SAC's config; defaults follow RLlib's new API stack.
 
-    Example::
-
+    Example:
+        ```python
         from rljax.algorithms.sac import SACConfig
 
         config = (
@@ -45,6 +45,7 @@ class SACConfig(OffPolicyConfig):
             .training(actor_lr=3e-4, critic_lr=3e-4, alpha_lr=3e-4, tau=0.005)
         )
         algo = config.build_algo()
+        ```
     """
 
     algo_name: ClassVar[str] = "SAC"

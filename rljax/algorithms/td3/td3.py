@@ -43,8 +43,8 @@ class TD3Config(OffPolicyConfig):
     ``random_timesteps``, by default equal to its learning start, 10,000). All noise is in the
     actor's [-1, 1] scale: in units of half the action range.
 
-    Example::
-
+    Example:
+        ```python
         from rljax.algorithms.td3 import TD3Config
 
         config = (
@@ -53,6 +53,7 @@ class TD3Config(OffPolicyConfig):
             .training(actor_lr=1e-3, critic_lr=1e-3, policy_delay=2, target_noise=0.2)
         )
         algo = config.build_algo()
+        ```
     """
 
     algo_name: ClassVar[str] = "TD3"
