@@ -4,6 +4,7 @@ the text says. (tests/test_docs.py runs every other block.)"""
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).parents[1]
@@ -38,14 +39,21 @@ def test_the_readme_is_a_front_page_that_starts_with_the_two_commands():
 
 
 @pytest.mark.slow
-def test_porting_example_runs(tmp_path):
+def test_porting_example_runs(tmp_path, capsys):
     code = _python_block("## The first training run", "docs/getting-started.md")
     code = code.replace('"/tmp/ppo_cartpole"', repr(str(tmp_path / "ckpt")))
     namespace: dict = {}
+    capsys.readouterr()
     exec(compile(code, "README.md", "exec"), namespace)
     algo = namespace["algo"]
     try:
-        assert namespace["result"]["env_runners"]["episode_return_mean"] >= 400
+        # The block prints each iteration's return mean: the run learns (a peak past 450) and
+        # stays learned. The last iteration alone is no measure: the curve swings by +-100
+        # between iterations (a seed-0 run on one host ended at 299 after peaking at 487).
+        returns = [float(line.split()[0]) for line in capsys.readouterr().out.splitlines()]
+        assert len(returns) == 30
+        assert max(returns) >= 450
+        assert np.mean(returns[-10:]) >= 300
         assert namespace["action"] in (0, 1)
         assert (tmp_path / "ckpt" / "LATEST").is_file()
     finally:

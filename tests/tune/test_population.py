@@ -66,7 +66,10 @@ def test_trials_match_separate_runs_with_their_own_seeds_and_settings():
                 for a, b in zip(
                     _leaves(population.members[k].state), _leaves(algo.state), strict=True
                 ):
-                    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+                    # Two float32 programs (vmapped over trials, and alone) sum in different
+                    # orders: on an AMD EPYC host 33 of the 65,536 weights of one layer differed
+                    # by up to 1.6e-5 after two iterations (under 1e-5 on the earlier host).
+                    np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5)
             finally:
                 algo.stop()
         # The trials really differ: the second's larger rate moved its parameters further.

@@ -338,9 +338,6 @@ def test_algorithm_trainables_resolve_to_trial_configs():
 
 
 @pytest.mark.slow
-@pytest.mark.skip(
-    reason="known defect, open: in the full suite of 2026-12-02 every trial of this example ended with a NaN episode_return_mean; to be fixed before it runs again"
-)
 def test_the_readme_tuner_example_runs(tmp_path, capsys):
     import re
 
