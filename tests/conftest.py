@@ -2,8 +2,10 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,26 @@ import pytest
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 ROOT = Path(__file__).resolve().parents[1]
+_CACHE_ENV = "RLJAX_COMPILATION_CACHE"
+_CACHE_KEY = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """One persistent XLA compilation cache for the whole run (``RLJAX_COMPILATION_CACHE``, set
+    before the xdist workers start, so they, the tests' subprocesses, notebook kernels and Ray
+    workers inherit it): the tiny programs that many tests build in processes of their own are
+    compiled once per run. A run started with the variable set uses that directory instead; the
+    cache holds compiled programs only and never changes what a program computes."""
+    if os.environ.get(_CACHE_ENV):
+        return
+    os.environ[_CACHE_ENV] = tempfile.mkdtemp(prefix="rljax-test-xla-")
+    config.stash[_CACHE_KEY] = os.environ[_CACHE_ENV]
+
+
+def pytest_unconfigure(config):
+    directory = config.stash.get(_CACHE_KEY, None)
+    if directory:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture
