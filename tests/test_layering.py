@@ -12,7 +12,8 @@ Where the packages that exist at RLlib's paths sit, read from what they import a
 them:
 
 - ``types``, ``ops``, ``utils`` and the package root are the bottom: data types, pure
-  functions, helpers, the registry of names. ``distributed`` (the JAX process group: starting it, each
+  functions, helpers, the registry of names; ``_api`` (the public API as data: module names,
+  importing nothing) too. ``distributed`` (the JAX process group: starting it, each
   process's share of envs and devices, joining and reducing across processes) is there too: at
   import it needs only ``utils``, and every layer that acts on data asks it about processes. ``utils`` holds RLlib-path modules too
   (``utils.metrics``: result-key names; ``utils.test_utils``: the example-script harness,
@@ -43,7 +44,7 @@ from test_import_graph import PACKAGE, imported_modules, modules_by_name
 
 # From the bottom up; names in one layer may import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("rljax", "types", "ops", "utils", "distributed"),
+    ("rljax", "_api", "types", "ops", "utils", "distributed"),
     ("networks",),
     ("env",),
     ("replay", "connectors", "callbacks"),
