@@ -806,7 +806,8 @@ def make_parser() -> argparse.ArgumentParser:
         "--verbose",
         type=int,
         default=None,
-        help="0 silent, 1 the table of trials (default), 2 also a line per result",
+        help="0 silent, 1 the table of trials (default; off a terminal printed once, at the "
+        "end), 2 also a line per result, 3 also the table as the trials report off a terminal",
     )
     tu.add_argument(
         "--resume",
