@@ -156,7 +156,6 @@ class TrainProgressBar:
             self._steps += int(er["num_env_steps_sampled"])
             self._seconds += float(result["time_this_iter_s"])
         self._seen_first = True
-        self._bar.update(result["num_env_steps_sampled_lifetime"] - self._bar.n)
         per_policy = er.get("module_episode_returns_mean")
         parts = [
             f"iter={result['training_iteration']}",
@@ -166,7 +165,11 @@ class TrainProgressBar:
         rate = self.steps_per_second()
         if rate is not None:
             parts.append(f"steps/s={rate:,.0f}")
-        self._bar.set_postfix_str(" ".join(parts))
+        # The count and the figures in one draw (update() would draw the new count beside the
+        # last iteration's figures first).
+        self._bar.set_postfix_str(" ".join(parts), refresh=False)
+        self._bar.n = int(result["num_env_steps_sampled_lifetime"])
+        self._bar.refresh()
 
     def close(self) -> None:
         """Leaves the bar's last line on the screen."""

@@ -221,6 +221,7 @@ def _last_line(out):
 def test_the_progress_bar_shows_one_steps_per_second_figure_without_the_first_iteration(total):
     out = io.StringIO()
     bar = TrainProgressBar(total, file=out)
+    bar._bar.mininterval = 0  # tqdm draws on every change, as when iterations take >= 0.1 s
     # Iteration 1 compiles: 4,000 env steps in 8 s. Its rate would count the compilation.
     bar.update(_iteration(1, 4000, 8.0, 4000, 20.0))
     line = _last_line(out)
@@ -235,7 +236,20 @@ def test_the_progress_bar_shows_one_steps_per_second_figure_without_the_first_it
     assert bar.steps_per_second() == pytest.approx(20_000)
     assert "iter=3 return=60.3" in line
     assert ("12000/20000" if total else "12000steps") in line
+    # Each draw shows an iteration's count with its own figures, never the last one's.
+    draws = [d for d in out.getvalue().replace("\n", "\r").split("\r") if "iter=" in d]
+    assert [re.search(r"(\d+)(?:/20000|steps)", d).group(1) for d in draws] == [
+        "4000",
+        "8000",
+        "12000",
+    ]
+    assert all(f"iter={i}" in d for i, d in zip((1, 2, 3), draws, strict=True))
     bar.close()
+    quiet = io.StringIO()
+    bar = TrainProgressBar(total, disable=True, file=quiet)  # --no-progress
+    bar.update(_iteration(1, 4000, 8.0, 4000, 20.0))
+    bar.close()
+    assert quiet.getvalue() == ""
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
