@@ -106,6 +106,76 @@ def _fmt(x: float) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.1f}"
 
 
+class TrainProgressBar:
+    """``rljax train``'s progress bar: the env steps sampled (of ``--stop-timesteps`` when
+    given), the time since it appeared, and after each iteration its number, the mean return
+    (per policy too) and one throughput figure, ``steps/s``.
+
+    ``steps/s`` is the env steps sampled per second of ``train()`` time, summed over every
+    iteration of this run but the first: the result dict's ``num_env_steps_sampled`` over its
+    ``time_this_iter_s``, so it is the result dict's ``num_env_steps_sampled_per_second`` taken
+    over those iterations together. The first iteration of a run compiles the programs, which
+    takes most of its time, so it is left out; the figure appears from the second iteration on.
+    tqdm's own rate (and the time left, which it derives from that rate) is not shown: it would
+    be a second figure, counting compilation and the time between iterations.
+
+    Args:
+      total: The env steps the run stops at (``--stop-timesteps``); None: no bar, the count only.
+      disable: Show nothing (``--no-progress``, or a process other than the writing one).
+      file: Where the bar is drawn.
+    """
+
+    def __init__(self, total: int | None, disable: bool = False, file: Any = None):
+        from tqdm import tqdm
+
+        if total is None:
+            layout = "{n_fmt}{unit} [{elapsed}{postfix}]"
+        else:
+            layout = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}{postfix}]"
+        self._bar = tqdm(
+            total=total,
+            unit="steps",
+            bar_format=layout,
+            disable=disable,
+            dynamic_ncols=True,
+            file=file if file is not None else sys.stderr,
+        )
+        self._seen_first = False
+        self._steps = 0  # env steps of the iterations after the first
+        self._seconds = 0.0  # and their train() time
+
+    def steps_per_second(self) -> float | None:
+        """Env steps per second of the iterations after this run's first; None before the
+        second iteration (or when those took no measurable time)."""
+        return self._steps / self._seconds if self._seconds > 0 else None
+
+    def update(self, result: dict[str, Any]) -> None:
+        """Shows an iteration's result (``Algorithm.train()``'s dict)."""
+        er = result["env_runners"]
+        if self._seen_first:
+            self._steps += int(er["num_env_steps_sampled"])
+            self._seconds += float(result["time_this_iter_s"])
+        self._seen_first = True
+        per_policy = er.get("module_episode_returns_mean")
+        parts = [
+            f"iter={result['training_iteration']}",
+            f"return={_fmt(er['episode_return_mean'])}",
+            *(f"{p}={_fmt(r)}" for p, r in (per_policy or {}).items()),
+        ]
+        rate = self.steps_per_second()
+        if rate is not None:
+            parts.append(f"steps/s={rate:,.0f}")
+        # The count and the figures in one draw (update() would draw the new count beside the
+        # last iteration's figures first).
+        self._bar.set_postfix_str(" ".join(parts), refresh=False)
+        self._bar.n = int(result["num_env_steps_sampled_lifetime"])
+        self._bar.refresh()
+
+    def close(self) -> None:
+        """Leaves the bar's last line on the screen."""
+        self._bar.close()
+
+
 def check_train_flags(args: argparse.Namespace) -> None:
     """Raises ``ConfigError`` for ``rljax train`` flags that cannot work.
 
@@ -294,8 +364,6 @@ def _train_in_processes(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     check_train_flags(args)
     if _launches_processes(args):
         return _train_in_processes(args)
@@ -305,7 +373,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     result: dict[str, Any] = {}
     reason = "stop-iters"
     algo = None
-    bar = None
+    bar: TrainProgressBar | None = None
     saved: int | None = None  # the iteration of the newest checkpoint this run saved
     doing = "while building the algorithm"  # for the message when Ctrl-C stops the run
     loggers: list[Any] = []
@@ -320,13 +388,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                 from rljax.utils.result_loggers import make_loggers
 
                 loggers = make_loggers(args.logdir, args.wandb_project, config.to_dict())
-            bar = tqdm(
-                total=stop_ts,
-                unit="steps",
-                disable=args.no_progress or not writer,
-                dynamic_ncols=True,
-                file=sys.stderr,
-            )
+            bar = TrainProgressBar(stop_ts, disable=args.no_progress or not writer)
             for _ in range(args.stop_iters):
                 doing = f"in iteration {algo.iteration + 1}"
                 result = algo.train()
@@ -337,17 +399,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                     sink.log(result)
                 er = result["env_runners"]
                 steps = result["num_env_steps_sampled_lifetime"]
-                bar.update(steps - bar.n)
-                per_policy = er.get("module_episode_returns_mean")
-                policies = (
-                    " ".join(f"{p}={_fmt(r)}" for p, r in per_policy.items()) + " "
-                    if per_policy
-                    else ""
-                )
-                bar.set_postfix_str(
-                    f"iter={result['training_iteration']} return={_fmt(er['episode_return_mean'])} "
-                    f"{policies}steps/s={er['num_env_steps_sampled_per_second']:,.0f}"
-                )
+                bar.update(result)
                 if args.checkpoint_freq and algo.iteration % args.checkpoint_freq == 0:
                     doing = f"while saving the checkpoint of iteration {algo.iteration}"
                     algo.save_to_path(args.checkpoint_dir, num_to_keep=args.checkpoint_num_to_keep)
@@ -757,7 +809,8 @@ def make_parser() -> argparse.ArgumentParser:
         "--verbose",
         type=int,
         default=None,
-        help="0 silent, 1 the table of trials (default), 2 also a line per result",
+        help="0 silent, 1 the table of trials (default; off a terminal printed once, at the "
+        "end), 2 also a line per result, 3 also the table as the trials report off a terminal",
     )
     tu.add_argument(
         "--resume",

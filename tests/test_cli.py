@@ -1,6 +1,8 @@
 import contextlib
+import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -9,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rljax.cli import main
+from rljax.cli import TrainProgressBar, main
 from rljax.utils.errors import ConfigError
 
 TUNED = Path(__file__).parents[1] / "rljax" / "tuned_examples" / "ppo_cartpole.yaml"
@@ -194,6 +196,60 @@ def test_a_checkpoint_dir_with_other_files_is_refused(tmp_path, capsys, monkeypa
     (tmp_path / "LATEST").write_text("v-000001")
     err = _checkpoint_dir_error(tmp_path, capsys, monkeypatch)
     assert "holds files that are not part of an rljax checkpoint (notes.txt)" in err
+
+
+def _iteration(i, steps, seconds, lifetime, ret):
+    """A fake ``train()`` result: ``steps`` env steps sampled in ``seconds``."""
+    return {
+        "training_iteration": i,
+        "time_this_iter_s": seconds,
+        "num_env_steps_sampled_lifetime": lifetime,
+        "num_env_steps_sampled_per_second": steps / seconds,
+        "env_runners": {
+            "episode_return_mean": ret,
+            "num_env_steps_sampled": steps,
+            "num_env_steps_sampled_per_second": steps / seconds,
+        },
+    }
+
+
+def _last_line(out):
+    return out.getvalue().replace("\n", "\r").rstrip("\r").rsplit("\r", 1)[-1]
+
+
+@pytest.mark.parametrize("total", [None, 20_000])
+def test_the_progress_bar_shows_one_steps_per_second_figure_without_the_first_iteration(total):
+    out = io.StringIO()
+    bar = TrainProgressBar(total, file=out)
+    bar._bar.mininterval = 0  # tqdm draws on every change, as when iterations take >= 0.1 s
+    # Iteration 1 compiles: 4,000 env steps in 8 s. Its rate would count the compilation.
+    bar.update(_iteration(1, 4000, 8.0, 4000, 20.0))
+    line = _last_line(out)
+    assert "iter=1 return=20.0" in line and "/s" not in line and bar.steps_per_second() is None
+    # Then 4,000 in 0.1 s and 4,000 in 0.3 s: 8,000 / 0.4 s = 20,000 steps/s. The result dict's
+    # figure of the last iteration alone is 13,333; over all three iterations 12,000 / 8.4 s.
+    bar.update(_iteration(2, 4000, 0.1, 8000, 35.5))
+    bar.update(_iteration(3, 4000, 0.3, 12000, 60.3))
+    line = _last_line(out)
+    assert len(re.findall(r"/s", line)) == 1, line  # tqdm's own rate is not shown
+    assert re.search(r"\bsteps/s=([\d,]+)", line).group(1) == "20,000"
+    assert bar.steps_per_second() == pytest.approx(20_000)
+    assert "iter=3 return=60.3" in line
+    assert ("12000/20000" if total else "12000steps") in line
+    # Each draw shows an iteration's count with its own figures, never the last one's.
+    draws = [d for d in out.getvalue().replace("\n", "\r").split("\r") if "iter=" in d]
+    assert [re.search(r"(\d+)(?:/20000|steps)", d).group(1) for d in draws] == [
+        "4000",
+        "8000",
+        "12000",
+    ]
+    assert all(f"iter={i}" in d for i, d in zip((1, 2, 3), draws, strict=True))
+    bar.close()
+    quiet = io.StringIO()
+    bar = TrainProgressBar(total, disable=True, file=quiet)  # --no-progress
+    bar.update(_iteration(1, 4000, 8.0, 4000, 20.0))
+    bar.close()
+    assert quiet.getvalue() == ""
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")

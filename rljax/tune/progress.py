@@ -3,7 +3,9 @@
 
 One row per trial: its name, status, the searched values, how many results it reported, the
 metric (when ``TuneConfig.metric`` is set) and its total time. On a terminal the table is
-redrawn in place as trials report; otherwise (a log file, a pipe) it is printed at most every
+redrawn in place as trials report; otherwise (a log file, a pipe) it is printed once, at the end,
+unless intermediate tables are asked for (``RunConfig(verbose=3)``, or a ``CLIReporter`` given
+``max_report_frequency`` or ``print_intermediate_tables=True``): then it is printed at most every
 ``interval_s`` seconds, and once more at the end. ``TrialTable.render()`` gives the text alone.
 ``CLIReporter`` (given as ``RunConfig(progress_reporter=...)``) chooses the columns and how often
 the table prints.
@@ -22,6 +24,7 @@ from rljax.tune.stopper import flatten
 from rljax.utils.errors import ConfigError
 
 MAX_ROWS = 20
+DEFAULT_REPORT_FREQUENCY_S = 5.0  # CLIReporter's max_report_frequency when not given
 _STATUS_ORDER = ("TERMINATED", "ERROR", "RUNNING", "PENDING")
 _CELL = 24  # the widest a cell gets; longer text is cut, ending in "..."
 
@@ -199,9 +202,21 @@ class ProgressReporter:
     """Shows a ``TrialTable`` on a stream as the trials run.
 
     On a terminal (``tty``, default: ``stream.isatty()``) each ``update()`` redraws the table in
-    place, at most every ``redraw_s`` seconds; elsewhere it prints the table at most every
-    ``interval_s`` seconds. ``close()`` prints it once more. ``log(line)`` prints a line above
-    the table. The stream defaults to ``sys.stdout`` as it is at each write.
+    place, at most every ``redraw_s`` seconds; elsewhere (a log file, a pipe) ``update()`` prints
+    nothing, and the table is printed once, by ``close()``, unless ``intermediate``.
+    ``close()`` draws the final table on either. ``log(line)`` prints a line (above the table on
+    a terminal). The stream defaults to ``sys.stdout`` as it is at each write.
+
+    Args:
+      table: The trials' rows.
+      stream: Where the table goes (None: ``sys.stdout`` at each write).
+      tty: Whether the stream is a terminal (None: ``stream.isatty()``).
+      interval_s: Off a terminal, with ``intermediate``, the least seconds between two tables.
+      redraw_s: On a terminal, the least seconds between two redraws.
+      clock: Seconds, for the intervals and the running time.
+      intermediate: Tables as the trials report, before the final one: None (default) on a
+        terminal only; True on any stream too (off a terminal at most every ``interval_s``);
+        False on none (the final table alone, on a terminal too).
     """
 
     def __init__(
@@ -209,11 +224,13 @@ class ProgressReporter:
         table: TrialTable,
         stream: TextIO | None = None,
         tty: bool | None = None,
-        interval_s: float = 5.0,
+        interval_s: float = DEFAULT_REPORT_FREQUENCY_S,
         redraw_s: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
+        intermediate: bool | None = None,
     ):
         self.table = table
+        self.intermediate = intermediate
         self._stream = stream
         self._tty = tty
         self.interval_s, self.redraw_s = interval_s, redraw_s
@@ -250,10 +267,18 @@ class ProgressReporter:
         self.stream.flush()
         self._last = self._clock()
 
+    def _intermediate(self) -> bool:
+        return self.tty if self.intermediate is None else self.intermediate
+
     def update(self, force: bool = False) -> None:
-        """Draws the table if it is due (or ``force``)."""
+        """Draws the table if intermediate tables are shown and one is due, or if ``force``."""
+        if force:
+            self._draw()
+            return
+        if not self._intermediate():
+            return
         wait = self.redraw_s if self.tty else self.interval_s
-        if force or self._last is None or self._clock() - self._last >= wait:
+        if self._last is None or self._clock() - self._last >= wait:
             self._draw()
 
     def result(self, trial_id: str, result: Mapping[str, Any]) -> None:
@@ -312,13 +337,18 @@ class CLIReporter:
       parameter_columns: The config keys to show (``/``-joined), a list or a dict of key to
         heading. None: the searched values.
       max_progress_rows: At most this many trials' rows (the running and newest kept in view).
-      max_report_frequency: Print the table at most every this many seconds (on a terminal it is
-        redrawn in place at that rate).
+      max_report_frequency: Print the table at most every this many seconds (default 5; on a
+        terminal it is redrawn in place at that rate). Given, it asks for intermediate tables off
+        a terminal too (a log file, a pipe), where by default only the final table is printed.
+      print_intermediate_tables: Tables as the trials report, before the final one: True on any
+        stream, False on none (the final table alone, on a terminal too); None (default): on a
+        terminal, and off one when ``max_report_frequency`` is given or with
+        ``RunConfig(verbose=3)``.
       metric, mode: The metric and mode naming the best trial (default ``TuneConfig``'s).
       sort_by_metric: Order the rows by the metric, best first.
-      total_samples, max_error_rows, max_column_length, infer_limit, print_intermediate_tables:
-        Tune's layout options, accepted and not used (cells are cut at 24 characters, errors are
-        printed as lines above the table).
+      total_samples, max_error_rows, max_column_length, infer_limit: Tune's layout options,
+        accepted and not used (cells are cut at 24 characters, errors are printed as lines above
+        the table).
     """
 
     def __init__(
@@ -330,7 +360,7 @@ class CLIReporter:
         max_progress_rows: int = MAX_ROWS,
         max_error_rows: int = 20,
         max_column_length: int = 20,
-        max_report_frequency: float = 5,
+        max_report_frequency: float | None = None,
         infer_limit: int = 3,
         print_intermediate_tables: bool | None = None,
         metric: str | None = None,
@@ -347,6 +377,9 @@ class CLIReporter:
             raise ConfigError(
                 f"CLIReporter(max_progress_rows={max_progress_rows!r}): use an int >= 1"
             )
+        self._frequency_given = max_report_frequency is not None
+        if max_report_frequency is None:
+            max_report_frequency = DEFAULT_REPORT_FREQUENCY_S
         if (
             isinstance(max_report_frequency, bool)
             or not isinstance(max_report_frequency, (int, float))
@@ -354,6 +387,11 @@ class CLIReporter:
         ):
             raise ConfigError(
                 f"CLIReporter(max_report_frequency={max_report_frequency!r}): use seconds >= 0"
+            )
+        if print_intermediate_tables not in (None, True, False):
+            raise ConfigError(
+                f"CLIReporter(print_intermediate_tables={print_intermediate_tables!r}): use "
+                "True, False or None"
             )
         if mode not in (None, "min", "max"):
             raise ConfigError(f"CLIReporter(mode={mode!r}): use 'min', 'max' or None")
@@ -407,10 +445,23 @@ class CLIReporter:
             sort_by_metric=self.sort_by_metric,
         )
 
-    def reporter(self, table: TrialTable) -> ProgressReporter:
-        """The ``ProgressReporter`` that shows ``table`` at this reporter's frequency."""
+    def reporter(self, table: TrialTable, verbose: int = 1) -> ProgressReporter:
+        """The ``ProgressReporter`` that shows ``table`` at this reporter's frequency.
+
+        Args:
+          table: The trials' rows.
+          verbose: ``RunConfig.verbose``: 3 asks for intermediate tables off a terminal too,
+            unless ``print_intermediate_tables`` says otherwise.
+
+        Returns:
+          The reporter, its ``intermediate`` resolved from ``print_intermediate_tables``,
+          whether ``max_report_frequency`` was given, and ``verbose``.
+        """
         every = self.max_report_frequency
-        return ProgressReporter(table, interval_s=every, redraw_s=every)
+        intermediate = self.print_intermediate_tables
+        if intermediate is None and (self._frequency_given or verbose >= 3):
+            intermediate = True
+        return ProgressReporter(table, interval_s=every, redraw_s=every, intermediate=intermediate)
 
     def __repr__(self) -> str:
         return (

@@ -154,7 +154,8 @@ class RunConfig:
     of result keys to thresholds (``/`` for nested keys; a trial stops when any is reached), a
     function ``(trial_id, result) -> bool`` or a ``tune.Stopper``; ``checkpoint_config``: a
     ``CheckpointConfig``; ``verbose``: 0 silent, 1 the table of trials (``rljax.tune.progress``,
-    redrawn in place on a terminal), 2 a line per result too; ``callbacks``: a list of
+    redrawn in place on a terminal, printed once at the end otherwise), 2 a line per result too,
+    3 also the table as the trials report when the output is not a terminal; ``callbacks``: a list of
     ``tune.Callback`` (``rljax.tune.callback``; not saved for ``Tuner.restore``, pass them
     again with ``restore(..., callbacks=...)``); ``progress_reporter``: a ``tune.CLIReporter``
     choosing the table's columns and how often it prints (with ``verbose`` >= 1; not saved for

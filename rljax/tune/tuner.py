@@ -605,7 +605,11 @@ class Tuner:
                 history = es.read_history(state.root / entry["dir"])
                 if history:
                     table.report(entry["trial_id"], history[-1])
-        return ProgressReporter(table) if chosen is None else chosen.reporter(table)
+        verbose = self.run_config.verbose
+        if chosen is not None:
+            return chosen.reporter(table, verbose=verbose)
+        # Off a terminal the table prints once, at the end, unless verbose=3 asks for more.
+        return ProgressReporter(table, intermediate=True if verbose >= 3 else None)
 
     @classmethod
     def can_restore(cls, path: str | os.PathLike[str]) -> bool:

@@ -172,13 +172,13 @@ def test_cli_reporter_chooses_the_columns():
         "1",
     ]
     assert "Current best trial: PPO_t1 with env_runners/episode_return_mean=35.5" in text
-    # max_report_frequency is how often the table prints.
+    # max_report_frequency is how often the table prints; given, off a terminal too.
     clock = [0.0]
     shown = reporter.reporter(table)
-    assert shown.interval_s == 30.0 and shown.redraw_s == 30.0
+    assert shown.interval_s == 30.0 and shown.redraw_s == 30.0 and shown.intermediate is True
     out = io.StringIO()
     shown = progress_module.ProgressReporter(
-        table, stream=out, tty=False, interval_s=30.0, clock=lambda: clock[0]
+        table, stream=out, tty=False, interval_s=30.0, clock=lambda: clock[0], intermediate=True
     )
     shown.update()
     clock[0] = 10.0

@@ -93,9 +93,88 @@ class _Clock:
         return self.now
 
 
+class _Pipe(io.StringIO):
+    """A stream that is not a terminal, saying so as a pipe or log file does."""
+
+    def isatty(self):
+        return False
+
+
+def _run_three_trials(reporter, clock):
+    """Fake trials reporting over 60 s: t1 and t2 a result every 2 s, then both finish."""
+    reporter.status("t1", "RUNNING")
+    reporter.status("t2", "RUNNING")
+    for i in range(1, 31):
+        clock.now = 2.0 * i
+        reporter.result("t1", {"training_iteration": i, "time_total_s": 2.0 * i})
+        reporter.result("t2", {"training_iteration": i, "time_total_s": 2.0 * i})
+    reporter.status("t1", "TERMINATED")
+    reporter.status("t2", "TERMINATED")
+    reporter.log("Trial t3 ERROR: boom")
+    reporter.status("t3", "ERROR")
+    reporter.close()
+
+
+def test_off_a_terminal_the_table_prints_once_at_the_end():
+    out, clock = _Pipe(), _Clock()
+    reporter = ProgressReporter(_table(), stream=out, clock=clock)  # tty from out.isatty()
+    assert not reporter.tty
+    _run_three_trials(reporter, clock)
+    text = out.getvalue()
+    assert text.count("Trial status") == 1 and "\x1b[" not in text
+    # The line logged during the run, then the final table: every trial's last state.
+    assert text.startswith("Trial t3 ERROR: boom\nTrial status: 3 trials: 2 TERMINATED | 1 ERROR")
+    assert "Total running time: 60.0 s" in text
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines()[-5:-2]]
+    assert rows == [
+        ["PPO_t1", "TERMINATED", "0.001", "64", "30", "60.0"],
+        ["PPO_t2", "TERMINATED", "0.0003", "32", "30", "60.0"],
+        ["PPO_t3", "ERROR", "1e-05", "16", "0", ""],
+    ]
+
+
+def test_off_a_terminal_intermediate_tables_print_every_interval():
+    out, clock = _Pipe(), _Clock()
+    reporter = ProgressReporter(
+        _table(), stream=out, interval_s=5.0, clock=clock, intermediate=True
+    )
+    _run_three_trials(reporter, clock)
+    # At 0 s (the first update), then 6, 12, ..., 60 s (the first result 5 s or more after
+    # the last table), and the final one.
+    assert out.getvalue().count("Trial status") == 1 + 10 + 1
+
+
+def test_no_intermediate_tables_on_a_terminal_either_when_turned_off():
+    out, clock = io.StringIO(), _Clock()
+    reporter = ProgressReporter(_table(), stream=out, tty=True, clock=clock, intermediate=False)
+    _run_three_trials(reporter, clock)
+    text = out.getvalue()
+    assert text.count("Trial status") == 1 and "\x1b[" not in text
+    assert "3 trials: 2 TERMINATED | 1 ERROR" in text
+
+
+def test_cli_reporter_settings_choose_intermediate_tables_off_a_terminal():
+    def tables(cli_reporter, verbose=1):
+        reporter = cli_reporter.reporter(_table(), verbose=verbose)
+        out, clock = _Pipe(), _Clock()
+        reporter._stream, reporter._clock = out, clock
+        _run_three_trials(reporter, clock)
+        return out.getvalue().count("Trial status")
+
+    assert tables(tune.CLIReporter()) == 1  # the default: the final table alone
+    assert tables(tune.CLIReporter(), verbose=3) == 1 + 10 + 1  # every 5 s, as asked
+    assert tables(tune.CLIReporter(max_report_frequency=20)) == 1 + 3 + 1  # 20, 40, 60 s
+    assert tables(tune.CLIReporter(print_intermediate_tables=True)) == 1 + 10 + 1
+    no = tune.CLIReporter(max_report_frequency=20, print_intermediate_tables=False)
+    assert tables(no, verbose=3) == 1
+    assert no.reporter(_table()).intermediate is False
+
+
 def test_reporter_prints_every_interval_off_a_terminal_and_at_the_end():
     out, clock = io.StringIO(), _Clock()
-    reporter = ProgressReporter(_table(), stream=out, tty=False, interval_s=5.0, clock=clock)
+    reporter = ProgressReporter(
+        _table(), stream=out, tty=False, interval_s=5.0, clock=clock, intermediate=True
+    )
     reporter.status("t1", "RUNNING")  # the first update draws
     reporter.result("t1", {"training_iteration": 1})
     clock.now = 4.9
@@ -145,9 +224,12 @@ def test_fit_prints_the_table_by_verbosity(tmp_path, capsys):
 
     assert fit(0) == ""
     out = fit(1)
+    assert out.count("Trial status") == 1  # captured output is not a terminal: the final table
     last = out.rsplit("Trial status", 1)[1]
     assert last.startswith(": 2 trials: 2 TERMINATED")
     assert "Current best trial: fn_" in last and "with score=4" in last
     assert "| TERMINATED | 2 |    3 |     4 |" in last
     out = fit(2)
-    assert "iteration 3: score=4" in out
+    assert "iteration 3: score=4" in out and out.count("Trial status") == 1
+    out = fit(3)  # intermediate tables: the first as the trials start, then the final one
+    assert out.count("Trial status") >= 2 and out.startswith("Trial status: 2 trials:")
