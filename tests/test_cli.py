@@ -455,6 +455,7 @@ def _sweep(tmp_path, text=TINY_SWEEP, name="sweep.yaml"):
     return str(path)
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (16 s alone)
 def test_tune_runs_a_sweep_file_and_resumes_it(tmp_path, capsys):
     sweep = _sweep(tmp_path)
     assert main(["tune", "--config", sweep, "--storage-path", str(tmp_path / "out")]) == 0
@@ -634,6 +635,7 @@ def test_tune_help_documents_the_file(capsys):
         assert text in out
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (7 s alone)
 def test_train_logdir_writes_tensorboard_csv_json_wandb_and_the_curve(
     tmp_path, capsys, monkeypatch
 ):

@@ -99,6 +99,7 @@ def _check(algos: list[str], runners: int, learners: int) -> None:
 
 
 # APPO with a runner thread and a learner thread: the case that aborted (exit 134).
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (10 s alone)
 def test_appo_with_runner_and_learner_threads_exits_cleanly_without_stop():
     _check(["APPO"], 1, 1)
 

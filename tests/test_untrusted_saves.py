@@ -374,6 +374,7 @@ json.dump({"pid": os.getpid(), "reported": reported, "errors": errors}, open(out
 """
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (6 s alone)
 def test_two_processes_saving_to_one_directory_all_succeed_and_load(tmp_path):
     one, all_, go = tmp_path / "keep-one", tmp_path / "keep-all", tmp_path / "go"
     n = 50

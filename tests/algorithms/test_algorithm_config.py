@@ -162,6 +162,7 @@ def test_dict_and_yaml_round_trip(tmp_path):
         PPOConfig.from_yaml(path)
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (5 s alone)
 def test_total_train_batch_size_splits_across_learners():
     cfg = _base().training(train_batch_size=4000)
     algo = cfg.build_algo()

@@ -22,6 +22,7 @@ def _config(**evaluation):
     )
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (9 s alone)
 def test_parallel_evaluation_sees_the_weights_the_iteration_starts_from():
     parallel = _config(evaluation_parallel_to_training=True).build_algo()
     serial = _config().evaluation(evaluation_interval=None).build_algo()

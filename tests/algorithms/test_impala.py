@@ -230,7 +230,12 @@ def _same(a, b) -> bool:
 @pytest.mark.parametrize("cls", [IMPALAConfig, APPOConfig], ids=["IMPALA", "APPO"])
 @pytest.mark.parametrize(
     "num_env_runners, num_learners",
-    [(0, 0), pytest.param(2, 0, marks=pytest.mark.slow), (2, 1)],  # runners: 9-11 s each
+    # runners and thread: 9-12 s each, in the slow tier (the fast tier keeps the fused path)
+    [
+        (0, 0),
+        pytest.param(2, 0, marks=pytest.mark.slow),
+        pytest.param(2, 1, marks=pytest.mark.slow),
+    ],
     ids=["fused", "runners", "thread"],
 )
 def test_trains_on_every_path_and_round_trips_a_checkpoint(

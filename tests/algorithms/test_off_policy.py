@@ -130,6 +130,7 @@ def test_epsilon_schedule_and_greedy_actions():
     np.testing.assert_allclose(np.bincount(mixed, minlength=3) / 4000, [0.1, 0.8, 0.1], atol=0.03)
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (9 s alone)
 def test_dqn_fused_iteration_counts_and_metrics():
     algo = _small_dqn(training_intensity=64).build_algo()  # native 16: 4 updates per cycle
     try:
@@ -197,6 +198,7 @@ def test_dqn_on_a_gymnasium_env_through_runners():
         algo.stop()
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (12 s alone)
 def test_sac_actions_respect_the_bounds_and_explore():
     algo = _small_sac().build_algo()
     try:

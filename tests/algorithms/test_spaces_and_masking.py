@@ -149,6 +149,7 @@ def _ppo(env, env_config) -> PPOConfig:
     )
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (12 s alone)
 def test_ppo_on_rllibs_action_mask_env_end_to_end(tmp_path):
     """ActionMaskEnv raises on a masked action, so a run that trains and evaluates sampled
     none; the config's spaces (RLlib's env_config form) go through the checkpoint."""

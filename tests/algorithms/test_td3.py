@@ -149,6 +149,7 @@ def test_actor_and_targets_move_every_policy_delay_critic_updates(twin):
             assert float(state.policy_loss) == float(metrics["policy_loss"])
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (10 s alone)
 def test_fused_path_explores_uniformly_then_around_the_actor_and_compiles_once():
     algo = _small_td3(num_steps_sampled_before_learning_starts=150).build_algo()
     try:

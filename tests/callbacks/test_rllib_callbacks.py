@@ -272,6 +272,7 @@ def test_callback_settings_are_checked_and_loaded_only_when_trusted(caplog):
     assert PPOConfig.from_dict(d, callbacks=Recorder).callbacks_class is Recorder
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (9 s alone)
 def test_multi_agent_episodes_replay_each_agents_steps():
     calls = []
 

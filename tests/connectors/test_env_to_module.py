@@ -229,6 +229,7 @@ def test_what_cannot_take_connectors_is_refused_by_name():
         MeanStdFilter().check_space(gym.spaces.Discrete(3))
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (9 s alone)
 def test_flatten_observations_by_hand_and_composed_with_the_filter():
     from rljax.connectors.env_to_module import FlattenObservations
     from rljax.env.spaces import zeros_batch

@@ -181,7 +181,8 @@ def _cartpole(config):
     return gym.make("CartPole-v1")
 
 
-@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
+# ASYNC's worker processes take 9 s: in the slow tier.
+@pytest.mark.parametrize("mode", ["SYNC", pytest.param("ASYNC", marks=pytest.mark.slow)])
 def test_a_vector_env_saved_just_after_an_episode_end_continues_exactly(mode):
     # The saved moment has a sub-env whose episode has just ended: its next step must be the
     # auto-reset (inside an ASYNC worker that flag is a local variable the restore must redo).

@@ -189,6 +189,7 @@ class CrashingGame(TurnGame):
         return super().step(action_dict)
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (5 s alone)
 def test_async_copies_run_in_processes_and_match_sync_step_for_step():
     def mapping(agent, episode, **kw):
         return "p_a" if agent == "a" else "p_b"

@@ -349,6 +349,7 @@ def test_wrapped_envs_run_through_the_vector_env(make_env, returns, length):
         assert ep.agent_policies == {a: f"pol_{a}" for a in agents}
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (10 s alone)
 def test_multi_agent_ppo_trains_on_a_parallel_pettingzoo_env():
     register_env("rljax_test_pettingzoo_race", lambda cfg: ParallelPettingZooEnv(RaceGame()))
     config = (

@@ -108,6 +108,7 @@ def test_truncation_bootstraps_from_the_final_observation():
             np.testing.assert_allclose(batch["discount"][i], 0.81)
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (7 s alone)
 def test_wrap_around_keeps_the_newest_and_routes_env_ids():
     buf = make_episode_buffer(ITEM, num_envs=2, capacity=8, max_n_step=1)  # 4 rows per env
     state = buf.init()

@@ -111,6 +111,7 @@ def test_an_env_that_raises_at_the_same_step_every_time_is_raised_from_train(sub
     assert BuggyTicks.built[0] == 2 + REPEATS_OF_A_BUG - 1
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (4 s alone)
 def test_a_remote_runner_is_named_by_its_index(caplog):
     algo = _ppo(num_env_runners=2).build_algo()
     caplog.set_level(logging.WARNING, logger="rljax")
@@ -185,6 +186,7 @@ def test_a_sub_env_failure_leaves_the_other_sub_envs_rows_as_they_were():
     )
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (6 s alone)
 def test_a_sub_env_failure_leaves_the_other_sub_envs_episodes_going_on():
     ended = []
 

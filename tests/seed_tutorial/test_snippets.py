@@ -65,6 +65,7 @@ def test_4_1_creates_the_trainer(trainer_4_1):
     assert trainer_4_1.config.num_gpus_per_learner in (0, 1)  # 0 where JAX sees no GPU
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (6 s alone)
 def test_4_2_trains_saves_and_restores(trainer_4_1, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     trainer = trainer_4_1

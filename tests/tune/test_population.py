@@ -108,6 +108,7 @@ def test_stopped_trials_freeze_and_the_program_shrinks_at_half():
         population.stop()
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (13 s alone)
 def test_exploit_copies_the_chosen_trials_state_and_sets_new_values():
     population = Population([small(lr, seed=s) for s, lr in enumerate((1e-3, 2e-3, 3e-3))])
     try:
@@ -146,6 +147,7 @@ def _result(score: float, iteration: int) -> dict:
     return {"training_iteration": iteration, "env_runners": {"episode_return_mean": score}}
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (10 s alone)
 def test_pbt_bottom_quantile_takes_a_top_trials_state_and_perturbed_values():
     from rljax import tune
     from rljax.tune.pbt import PopulationBasedTraining
@@ -233,6 +235,7 @@ def test_tuner_trains_a_grid_as_one_population_and_stops_trials_one_by_one(tmp_p
     assert all("population_step_s" not in r.metrics["timers"] for r in alone)
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (7 s alone)
 def test_pbt_through_the_tuner_changes_the_bottom_trials_config(tmp_path):
     from rljax import tune
 
@@ -275,6 +278,7 @@ def test_pbt_through_the_tuner_changes_the_bottom_trials_config(tmp_path):
         )
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (7 s alone)
 def test_an_interrupted_population_resumes_from_its_trials_checkpoints(tmp_path):
     from rljax import tune
 
@@ -306,6 +310,7 @@ def test_an_interrupted_population_resumes_from_its_trials_checkpoints(tmp_path)
         assert "population_step_s" in r.history[1]["timers"]
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (5 s alone)
 def test_a_searcher_asked_for_two_configs_at_a_time_trains_them_together(tmp_path):
     pytest.importorskip("optuna")
     from rljax import tune

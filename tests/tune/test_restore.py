@@ -180,6 +180,7 @@ def test_tuples_in_variants_need_the_param_space_again(tmp_path):
     assert seen == [{"shape": (2, 3), "a": 2}] and grid[1].config == {"shape": (2, 3), "a": 2}
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (10 s alone)
 def test_an_algorithm_trial_continues_from_its_checkpoint(tmp_path):
     from rljax.algorithms.ppo import PPOConfig
 

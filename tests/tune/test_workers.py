@@ -142,6 +142,7 @@ def _fake_payload(train_result: dict) -> bytes:
     return cloudpickle.dumps((registries, [Config()], [None]))
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (9 s alone)
 def test_a_worker_that_stops_answering_is_ended_after_its_timeout():
     """The worker's heartbeat keeps an idle worker alive past its timeout; once stopped
     (SIGSTOP) its next request fails with WorkerTimeout and the process is gone."""

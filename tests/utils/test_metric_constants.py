@@ -3,11 +3,14 @@ read them from."""
 
 from __future__ import annotations
 
+import pytest
+
 import rljax.utils.metrics as M
 from rljax.algorithms.ppo import PPOConfig
 from rljax.core import ALL_MODULES, DEFAULT_MODULE_ID
 
 
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (5 s alone)
 def test_every_constant_names_a_key_of_a_result():
     config = (
         PPOConfig()

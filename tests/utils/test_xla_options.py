@@ -70,6 +70,7 @@ def test_current_is_the_options_of_the_block():
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU options")
+@pytest.mark.slow  # moved out of the fast tier's 4 minutes (9 s alone)
 def test_ppo_builds_its_programs_with_the_options_and_its_update_keeps_its_numbers(monkeypatch):
     from rljax.algorithms.ppo import PPOConfig
     from rljax.algorithms.ppo.losses import PPOBatch
