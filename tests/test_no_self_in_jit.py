@@ -309,3 +309,30 @@ def test_the_off_policy_learners_hold_no_config(algo_name):
         assert float(rate) == pytest.approx(1e-3)
     finally:
         algo.stop()
+
+
+def test_a_population_trial_hands_over_learner_functions_without_itself():
+    """A population jits each trial's ``learner_functions(values)``: the factory a trial
+    hands over (``population_parts()``) closes over its frozen parts, not the algorithm or
+    its mutable config, which the trace would otherwise read."""
+    from rljax.algorithms.algorithm import Algorithm
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=8)
+        .training(train_batch_size_per_learner=16, minibatch_size=8, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    trial = config.checked_algo_class()(config.copy(), population_member=True)
+    try:
+        factory = trial.population_parts().learner_functions
+        assert not _captures([factory], Algorithm, set())
+        assert not _captures([factory], AlgorithmConfig, set())
+        postprocess, update = factory(trial.population_values())
+        assert not _captures([postprocess, update], Algorithm, set())
+    finally:
+        trial.stop()

@@ -29,7 +29,7 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.connectors.env_to_module import EnvToModulePipeline
 from rljax.env.jax_env import is_jax_spec, jax_env_of
 from rljax.env.spaces import is_structured, zeros_batch
-from rljax.execution.loop import IterationResult, PopulationParts
+from rljax.execution.loop import IterationResult, LearnerFactory, PopulationParts
 from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import with_env_to_module
 from rljax.learners.hyperparams import live_layout, saved_layout
@@ -156,15 +156,20 @@ class OnPolicyAlgorithm(Algorithm):
             fragment_length=self.fragment_length,
             to_env_action=self.parts.to_env_action,
             acting_params=self.parts.acting_params,
-            learner_functions=self._learner_functions,
+            learner_functions=self._learner_factory(),
         )
+
+    def _learner_factory(self) -> LearnerFactory:
+        """The pure function ``values -> (postprocess, update)`` of the population settings
+        (numbers, or traced scalars in a population), closed over this algorithm's frozen
+        parts only: a population jits it, so it must hold no algorithm or config."""
+        raise NotImplementedError(f"{type(self).__name__} trains no populations")
 
     def _learner_functions(
         self, values: Mapping[str, Any]
     ) -> tuple[Callable[[Transition], Any], Callable[..., Any]]:
-        """``(postprocess, update)`` built with ``values`` of the population settings
-        (numbers, or traced scalars in a population)."""
-        raise NotImplementedError(f"{type(self).__name__} trains no populations")
+        """``(postprocess, update)`` built with ``values`` of the population settings."""
+        return self._learner_factory()(values)
 
     def _init_actor_critic(self) -> tuple[ActionDistribution, dict[str, Any], jax.Array]:
         """Builds ``self.module`` (``build_policy``) and sets ``_action_key``; returns the

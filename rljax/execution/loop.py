@@ -34,6 +34,13 @@ def single_policy(metrics: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {DEFAULT_POLICY_ID: metrics}
 
 
+# ``values -> (postprocess, update)``: a trial's learner functions of its population settings
+# (numbers, or traced scalars in a population), closed over frozen parts, never an algorithm.
+LearnerFactory = Callable[
+    [Mapping[str, Any]], tuple[Callable[[Transition], Any], Callable[..., Any]]
+]
+
+
 @dataclasses.dataclass(frozen=True)
 class PopulationParts:
     """What a trial gives its population to run it: the parts of its loop, as pure functions.
@@ -56,9 +63,7 @@ class PopulationParts:
     fragment_length: int
     to_env_action: Callable[[jax.Array], jax.Array]
     acting_params: Callable[[Any], Any]
-    learner_functions: Callable[
-        [Mapping[str, Any]], tuple[Callable[[Transition], Any], Callable[..., Any]]
-    ]
+    learner_functions: LearnerFactory
 
 
 @runtime_checkable
@@ -79,6 +84,7 @@ class Loop(Protocol[State, RunnerState]):
 __all__ = [
     "AgentMetrics",
     "IterationResult",
+    "LearnerFactory",
     "Loop",
     "PopulationParts",
     "RunnerLag",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -32,6 +33,7 @@ from rljax.algorithms.ppo.recurrent import (
 )
 from rljax.algorithms.settings import Setting
 from rljax.core.rl_module.spec import RLModuleSpec
+from rljax.execution.loop import LearnerFactory
 from rljax.execution.parts import PolicyParts
 from rljax.learners.hyperparams import dynamic_settings, with_hyperparams
 from rljax.types import Transition
@@ -326,29 +328,49 @@ class PPO(OnPolicyAlgorithm):
         postprocess = make_sequence_postprocess(hp, cfg.total_num_envs, seq_len)
         self._setup_execution(postprocess, update)
 
-    def _learner_functions(
-        self, values: Mapping[str, Any]
-    ) -> tuple[Callable[[Transition], PPOBatch], Callable[..., Any]]:
-        """PPO's postprocess (GAE) and update with ``values`` of the population settings:
-        numbers or schedules for one run, traced scalars or ``SchedulePoints`` for a trial of
-        a population. The dynamic ones (``dynamic_settings``) reach the update as one
-        mapping, evaluated there once per update; the others replace the frozen record's."""
-        hp = dataclasses.replace(
+    def _learner_factory(self) -> LearnerFactory:
+        """PPO's ``values -> (postprocess, update)``, closed over the frozen record, the
+        network, the distribution and the optimizer built once (never the algorithm)."""
+        return functools.partial(
+            ppo_learner_functions,
             self.hp,
-            gamma=values["gamma"],
-            lambda_=values["lambda_"],
-            kl_target=values["kl_target"],
-            loss=self.hp.loss._replace(
-                clip_param=values["clip_param"],
-                vf_clip_param=values["vf_clip_param"],
-                vf_loss_coeff=values["vf_loss_coeff"],
-            ),
+            self.config.total_num_envs,
+            self.module.apply,
+            self._dist,
+            self._optimizer,
+            tuple(self.dynamic_settings),
         )
-        dynamic = dynamic_settings({k: values[k] for k in (*self.dynamic_settings, "grad_clip")})
-        return (
-            make_ppo_postprocess(hp, self.config.total_num_envs),
-            make_ppo_update(self.module.apply, self._dist, self._optimizer, hp, dynamic=dynamic),
-        )
+
+
+def ppo_learner_functions(
+    hp: PPOHyperparams,
+    total_num_envs: int,
+    apply: Callable[..., Any],
+    dist: Any,
+    optimizer: Any,
+    dynamic_names: tuple[str, ...],
+    values: Mapping[str, Any],
+) -> tuple[Callable[[Transition], PPOBatch], Callable[..., Any]]:
+    """PPO's postprocess (GAE) and update with ``values`` of the population settings: numbers
+    or schedules for one run, traced scalars or ``SchedulePoints`` for a trial of a
+    population. The dynamic ones (``dynamic_names``, and ``grad_clip``) reach the update as
+    one mapping, evaluated there once per update; the others replace the frozen record's."""
+    hp = dataclasses.replace(
+        hp,
+        gamma=values["gamma"],
+        lambda_=values["lambda_"],
+        kl_target=values["kl_target"],
+        loss=hp.loss._replace(
+            clip_param=values["clip_param"],
+            vf_clip_param=values["vf_clip_param"],
+            vf_loss_coeff=values["vf_loss_coeff"],
+        ),
+    )
+    dynamic = dynamic_settings({k: values[k] for k in (*dynamic_names, "grad_clip")})
+    return (
+        make_ppo_postprocess(hp, total_num_envs),
+        make_ppo_update(apply, dist, optimizer, hp, dynamic=dynamic),
+    )
 
 
 __all__ = ["POLICY_ID", "PPO", "PPOConfig", "build_policy", "make_ppo_policy_parts"]
