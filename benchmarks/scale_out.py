@@ -19,11 +19,20 @@ trials, over ``wall_s``), each trial's last return, the load average when the va
 (other work on the machine slows every variant), and for Ray the nodes the trials ran on. On a machine of few cores Ray adds overhead (a process, imports and compilation per
 trial, Ray's own processes) and no speed: its gain is trials on more machines than one.
 
-More parts are added as ``--part NAME`` (see ``PARTS``).
+Part ``processes``: learners across local JAX processes against one process, the same run
+(PPO on CartPole-v1, fused EnvPool path, 2 learners, 16 sub-envs, 2048-step batches):
+``1proc_x_2dev`` (one process, 2 CPU devices) and ``2proc_x_1dev`` (two processes of one
+device, ``rljax.distributed.launch_local``, gloo collectives), each in fresh processes, as
+``benchmarks/scale_out_processes.py`` runs them (``first_s``, the median ``iteration_s``,
+``env_steps_per_s`` after the first iteration); ``two_processes_over_one`` is their ratio.
+
+More parts are added as ``--part NAME`` (see ``PARTS`` and ``PROCESS_VARIANTS``).
 
 Usage::
 
-    python benchmarks/scale_out.py --part ray                 # writes results/scale_out.json
+    python benchmarks/scale_out.py                            # both parts: results/scale_out.json
+    python benchmarks/scale_out.py --part ray                 # Ray Tune against rljax.tune
+    python benchmarks/scale_out.py --part processes           # 1 process x 2 devices vs 2 x 1
     python benchmarks/scale_out.py --part ray --quick         # smoke test (2 iterations, tiny)
 """
 
@@ -156,6 +165,22 @@ PARTS: dict[str, dict[str, Callable[[int, bool], dict[str, Any]]]] = {
 }
 
 
+# Part ``processes``: its variants run by scale_out_processes.run_variant (a process tree each).
+PROCESS_VARIANTS = ("1proc_x_2dev", "2proc_x_1dev")
+
+
+def _run_processes_part(iterations: int, variants: list[str]) -> dict[str, Any]:
+    import scale_out_processes  # beside this script
+
+    part: dict[str, Any] = {
+        v: scale_out_processes.run_variant(v, max(iterations, 2)) for v in variants
+    }
+    if set(PROCESS_VARIANTS) <= set(part):
+        one, two = (part[v]["env_steps_per_s"] for v in PROCESS_VARIANTS)
+        part["two_processes_over_one"] = round(two / one, 3)
+    return part
+
+
 def _child(part: str, variant: str, iterations: int, quick: bool) -> None:
     load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
     out = PARTS[part][variant](iterations, quick)
@@ -179,7 +204,8 @@ def _run_variant(part: str, variant: str, iterations: int, quick: bool) -> dict[
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--part", action="append", choices=sorted(PARTS), help="repeatable; all")
+    parts = sorted([*PARTS, "processes"])
+    p.add_argument("--part", action="append", choices=parts, help="repeatable; all")
     p.add_argument("--variants", default=None, help="comma-separated, of the part's variants")
     p.add_argument("--iterations", type=int, default=10)
     p.add_argument("--quick", action="store_true", help="2 iterations of a tiny config")
@@ -198,10 +224,12 @@ def main() -> None:
         "grid": {"lr": LRS},
         "settings": _settings(args.quick),
     }
-    for part in args.part or sorted(PARTS):
-        variants = list(PARTS[part])
-        if args.variants:
-            variants = [v for v in args.variants.split(",") if v in PARTS[part]]
+    for part in args.part or parts:
+        names = list(PROCESS_VARIANTS) if part == "processes" else list(PARTS[part])
+        variants = [v for v in args.variants.split(",") if v in names] if args.variants else names
+        if part == "processes":
+            report[part] = _run_processes_part(iterations, variants)
+            continue
         report[part] = {v: _run_variant(part, v, iterations, args.quick) for v in variants}
         base = report[part].get("rljax", {}).get("wall_s")
         for result in report[part].values():
