@@ -39,7 +39,8 @@ Top level: ``backend`` (``jax.default_backend()``), ``devices`` (platform and ``
 each), ``device_memory`` (the first device's ``memory_stats()`` at the end: in-use and peak
 bytes over the whole process), the settings of every case and the machine. One JSON object goes
 to stdout and to ``OUT/device_check.json``; progress goes to stderr. The exit status is 1 when
-a case failed.
+a case failed. After each case the cases so far are in ``OUT/device_check.partial.json``, which
+a run killed by a time limit leaves behind (the finished run removes it).
 
 Usage::
 
@@ -56,6 +57,7 @@ from __future__ import annotations
 import argparse
 import collections
 import importlib.util
+import json
 import math
 import os
 import statistics
@@ -212,6 +214,7 @@ def train(algo: Any, iterations: int, name: str) -> dict[str, Any]:
     steps: list[int] = []
     updates: list[float | None] = []
     ret = None
+    first: dict[str, Any] = {}
     mark = CLOCK.mark()
     after_first = mark
     for i in range(iterations):
@@ -522,6 +525,7 @@ def main() -> None:
     backend = info["backend"]
     print(f"backend {backend}, devices {info['devices']}", file=sys.stderr, flush=True)
     cases: dict[str, Any] = {}
+    partial = Path(args.out) / "device_check.partial.json"
     for name in args.cases or list(CASES):
         elapsed = time.perf_counter() - START
         if elapsed > args.budget_s:
@@ -536,6 +540,9 @@ def main() -> None:
             cases[name] = failed(e)
         cases[name]["case_wall_s"] = time.perf_counter() - t0
         print(f"== {name}: {cases[name]['status']}", file=sys.stderr, flush=True)
+        # What a run killed by a time limit leaves behind; replaced by the report at the end.
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps({**info, "cases": cases}, indent=2) + "\n")
     first = jax.devices()[0]
     memory = memory_stats(first)
     report: dict[str, Any] = {
@@ -558,6 +565,7 @@ def main() -> None:
         "machine": machine_info(PACKAGES),
     }
     save_report(report, args.out, "device_check")
+    partial.unlink(missing_ok=True)
     if any(c["status"] == "failed" for c in cases.values()):
         sys.exit(1)
 
