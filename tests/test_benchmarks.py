@@ -250,3 +250,43 @@ def test_same_step_reset_benchmark_counts_env_steps_per_row(tmp_path, run_benchm
     nxt = res["next_step"]
     assert nxt["env_steps_per_fragment"] < nxt["rows_per_fragment"] - 5
     assert res["same_step"]["env_steps_per_s"] > 0 and nxt["env_steps_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_device_check_quick_run_reports_every_case(tmp_path, run_benchmark):
+    # 31-36 s on the 2-core machine with the full test suite beside it (load 6): five cases of
+    # 4-10 s each, mostly compilation; the other four are skipped on one CPU device.
+    report = run_benchmark("device_check.py", "--quick", "--out", str(tmp_path))
+    assert report == json.loads((tmp_path / "device_check.json").read_text())
+    assert not (tmp_path / "device_check.partial.json").exists()  # only a killed run leaves it
+    assert report["backend"] == "cpu" and report["device_kinds"] == ["cpu"]
+    assert (
+        report["device_memory"]["stats"] is None and "no memory" in report["device_memory"]["note"]
+    )
+    cases = report["cases"]
+    assert set(cases) == {
+        "ppo_envpool",
+        "appo_envpool",
+        "dqn_envpool",
+        "sac_envpool",
+        "ppo_gymnax",
+        "ppo_num_learners",
+        "ppo_envpool_readme_settings",
+        "ppo_envpool_runner_on_cpu",
+        "ppo_envpool_all_cpu",
+    }
+    skipped = {"ppo_num_learners", "ppo_envpool_runner_on_cpu", "ppo_envpool_all_cpu"}
+    if importlib.util.find_spec("gymnax") is None:
+        skipped.add("ppo_gymnax")
+        assert cases["ppo_gymnax"]["why"] == "gymnax not installed"
+    assert "one device" in cases["ppo_num_learners"]["why"]  # the fixture's one CPU device
+    for name, case in cases.items():
+        if name in skipped:
+            assert case["status"] == "skipped" and case["why"], (name, case)
+            continue
+        assert case["status"] == "ok", (name, case)
+        assert case["env_steps_per_s"] > 0 and case["first_iteration_s"] > 0, name
+        assert case["iterations"] == 3 and case["compiles_after_first_iteration"] == 0, name
+        assert case["placement"] == {"num_gpus_per_learner": 0, "num_gpus_per_env_runner": 0}
+    for name in ("dqn_envpool", "sac_envpool"):
+        assert cases[name]["updates_per_s"] > 0  # learning starts in the first iteration
