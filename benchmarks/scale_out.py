@@ -127,7 +127,8 @@ def run_ray(iterations: int, quick: bool) -> dict[str, Any]:
     import ray
 
     cores = os.cpu_count() or 1
-    ray.init(num_cpus=cores, include_dashboard=False, log_to_driver=False)
+    # A local instance of its own, never another run's cluster that ray.init() would find.
+    ray.init(address="local", num_cpus=cores, include_dashboard=False, log_to_driver=False)
     try:
         with tempfile.TemporaryDirectory() as storage:
             trials, errors = _ray_fit(iterations, quick, storage)

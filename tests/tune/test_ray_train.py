@@ -118,7 +118,11 @@ def test_two_ray_train_workers_match_one_process(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    # address="local": a Ray instance of this test's own. Without it, ray.init() joins the
+    # newest cluster this machine knows (/tmp/ray/ray_current_cluster), such as another
+    # test's, and then refuses num_cpus.
     ray.init(
+        address="local",
         num_cpus=2,
         include_dashboard=False,
         log_to_driver=False,
