@@ -359,10 +359,13 @@ def skipped(why: str) -> dict[str, Any]:
     return {"status": "skipped", "why": why}
 
 
+def run_ppo(name: str, s: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
+    """``run_case`` of fused PPO with sizes ``s`` and placement ``p``."""
+    return run_case(name, lambda: ppo_config(s, p).build_algo(), s["iterations"], p)
+
+
 def case_ppo(sizes: dict[str, Any], backend: str) -> dict[str, Any]:
-    p = placement_for(backend)
-    s = sizes["ppo"]
-    return run_case("ppo_envpool", lambda: ppo_config(s, p).build_algo(), s["iterations"], p)
+    return run_ppo("ppo_envpool", sizes["ppo"], placement_for(backend))
 
 
 def case_appo(sizes: dict[str, Any], backend: str) -> dict[str, Any]:
@@ -392,9 +395,8 @@ def case_sac(sizes: dict[str, Any], backend: str) -> dict[str, Any]:
 def case_gymnax(sizes: dict[str, Any], backend: str) -> dict[str, Any]:
     if importlib.util.find_spec("gymnax") is None:
         return skipped("gymnax not installed")
-    p = placement_for(backend)
     s = {**sizes["ppo"], "env": "gymnax:CartPole-v1"}
-    return run_case("ppo_gymnax", lambda: ppo_config(s, p).build_algo(), s["iterations"], p)
+    return run_ppo("ppo_gymnax", s, placement_for(backend))
 
 
 def case_num_learners(sizes: dict[str, Any], backend: str) -> dict[str, Any]:
@@ -429,29 +431,20 @@ def case_num_learners(sizes: dict[str, Any], backend: str) -> dict[str, Any]:
 
 
 def case_ppo_readme(sizes: dict[str, Any], backend: str) -> dict[str, Any]:
-    p = placement_for(backend)
-    s = sizes["ppo_readme"]
-    name = "ppo_envpool_readme_settings"
-    return run_case(name, lambda: ppo_config(s, p).build_algo(), s["iterations"], p)
+    return run_ppo("ppo_envpool_readme_settings", sizes["ppo_readme"], placement_for(backend))
 
 
 def case_runner_on_cpu(sizes: dict[str, Any], backend: str) -> dict[str, Any]:
     if backend != "gpu":
         return skipped(f"the default backend is {backend}: no GPU to put the learner on")
     p = placement_for(backend, "runner_on_cpu")
-    s = sizes["ppo"]
-    name = "ppo_envpool_runner_on_cpu"
-    return run_case(name, lambda: ppo_config(s, p).build_algo(), s["iterations"], p)
+    return run_ppo("ppo_envpool_runner_on_cpu", sizes["ppo"], p)
 
 
 def case_all_cpu(sizes: dict[str, Any], backend: str) -> dict[str, Any]:
     if backend != "gpu":
         return skipped(f"the default backend is {backend}: ppo_envpool already ran there")
-    p = placement_for(backend, "cpu")
-    s = sizes["ppo"]
-    return run_case(
-        "ppo_envpool_all_cpu", lambda: ppo_config(s, p).build_algo(), s["iterations"], p
-    )
+    return run_ppo("ppo_envpool_all_cpu", sizes["ppo"], placement_for(backend, "cpu"))
 
 
 CASES: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
