@@ -312,7 +312,7 @@ def test_a_hung_env_is_caught_by_the_sample_timeout_and_its_runner_replaced():
         assert result["fault_tolerance"]["num_env_runner_restarts"] >= 1
     finally:
         algo.stop()
-    assert time.perf_counter() - start < 60
+    assert time.perf_counter() - start < 300  # the hung env sleeps for an hour: it was not waited on
 
 
 @pytest.mark.slow
@@ -679,16 +679,24 @@ def test_free_running_appo_replaces_a_failed_runner_while_the_other_keeps_sampli
     )
     start = time.perf_counter()
     try:
+        # Train until runner 1 has failed and been replaced, however fast the machine: on a fast
+        # one runner 2 alone supplies many updates before sample_timeout_s catches the hang (six
+        # fixed iterations once ended inside that second, with no restart yet).
         fragments = {"1": 0, "2": 0}
-        for _ in range(6):
+        iterations = 0
+        tolerance = {"num_env_runner_restarts": 0, "num_healthy_env_runners": 0}
+        while iterations < 6 or not (
+            tolerance["num_env_runner_restarts"] >= 1 and tolerance["num_healthy_env_runners"] == 2
+        ):
+            assert iterations < 5000, f"no restart after {iterations} updates: {tolerance}"
             result = algo.train()
+            iterations += 1
             for k, r in result["env_runners"]["per_runner"].items():
                 fragments[k] += r["num_fragments"]
-        tolerance = result["fault_tolerance"]
+            tolerance = result["fault_tolerance"]
         assert tolerance["num_env_runner_restarts"] >= 1
-        assert tolerance["num_healthy_env_runners"] == 2
-        assert fragments["2"] >= 3 and sum(fragments.values()) == 12  # 2 fragments an update
+        assert fragments["2"] >= 3 and sum(fragments.values()) == 2 * iterations  # 2 an update
         assert np.isfinite(result["learners"]["default_policy"]["total_loss"])
     finally:
         algo.stop()
-    assert time.perf_counter() - start < 60
+    assert time.perf_counter() - start < 300  # the hung env sleeps for an hour: it was not waited on
