@@ -155,6 +155,14 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
         d["env"] = resolve("env", d["env"], policy, ConfigError)
     for key in [k for k in d if is_callback_key(k)]:
         d[key] = loaded_callbacks(key, d[key], policy)
+    if isinstance(d.get("env_to_module_connector"), list):
+        # A user's preprocessor class, saved by import path: imported only where allowed.
+        d["env_to_module_connector"] = [
+            resolve("env_to_module_connector", {"import": c["import"]}, policy, ConfigError)()
+            if isinstance(c, dict) and c.get("type") == "ObservationPreprocessor"
+            else c
+            for c in d["env_to_module_connector"]
+        ]
     if policy.objects.get("policy_mapping_fn") is not None:
         d["policy_mapping_fn"] = policy.objects["policy_mapping_fn"]
     elif d.get("policy_mapping_fn") is not None and not callable(d["policy_mapping_fn"]):

@@ -81,12 +81,12 @@ def env_to_module(
 ) -> Any:
     """The observation connectors of ``config.env_to_module_connector`` (None: none), built
     once; stored back in the config as their specs, so the checkpoint's config rebuilds them
-    without code."""
+    without code (a user's preprocessor classes stay objects: they are code)."""
     connector = build_env_to_module(
         config.env_to_module_connector, observation_space, action_space, device
     )
     if connector is not None:
-        config.env_to_module_connector = connector.specs()
+        config.env_to_module_connector = connector.config_value()
     return connector
 
 

@@ -34,7 +34,7 @@ from rljax.utils.errors import ConfigError
 from rljax.utils.registry import registered
 
 # Fields of a config that name code.
-FIELDS = ("env", "policy_mapping_fn", "module_class", "callbacks")
+FIELDS = ("env", "policy_mapping_fn", "module_class", "callbacks", "env_to_module_connector")
 # rljax's own example code, importable without opting in: env classes and mapping functions
 # that do nothing beyond their documented job. Exact paths, not prefixes.
 BUILTIN = {
@@ -57,6 +57,7 @@ BUILTIN = {
     "policy_mapping_fn": frozenset({"rljax.examples.policy_mapping:policy_per_agent"}),
     "module_class": frozenset(),
     "callbacks": frozenset(),
+    "env_to_module_connector": frozenset(),
 }
 _MAX_PATH = 300
 
@@ -137,7 +138,10 @@ def how_to_opt_in(field: str, module: str | None) -> str:
         "module_class": "rljax.register_module_class(name, cls)",
         "policy_mapping_fn": "rljax.register_policy_mapping_fn(name, fn)",
         "callbacks": "",
+        "env_to_module_connector": "",
     }[field]
+    if field == "env_to_module_connector":
+        return f"to trust it, allow its module: allow_imports=[{prefix!r}] (CLI: --allow-import {prefix})"
     if field == "callbacks":
         return (
             f"to trust it, pass the callbacks (callbacks=...) or allow its module: "
@@ -225,10 +229,18 @@ _KINDS = {
     "policy_mapping_fn": "a function",
     "module_class": "a flax.linen.Module class or an rljax RLModule subclass",
     "callbacks": "a class or a function",
+    "env_to_module_connector": "a SingleAgentObservationPreprocessor subclass",
 }
 
 
 def _of_kind(field: str, obj: Any) -> bool:
+    if field == "env_to_module_connector":
+        # Upward on purpose, at a load only (see module_class below).
+        from rljax.connectors.env_to_module.observation_preprocessor import (
+            SingleAgentObservationPreprocessor,
+        )
+
+        return inspect.isclass(obj) and issubclass(obj, SingleAgentObservationPreprocessor)
     if field == "callbacks":
         return inspect.isclass(obj) or isinstance(obj, types.FunctionType)
     if field == "policy_mapping_fn":

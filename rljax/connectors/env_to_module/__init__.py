@@ -12,6 +12,10 @@ from rljax.connectors.env_to_module.not_built import (
     FrameStackingEnvToModule,
     PrevActionsPrevRewards,
 )
+from rljax.connectors.env_to_module.observation_preprocessor import (
+    MultiAgentObservationPreprocessor,
+    SingleAgentObservationPreprocessor,
+)
 
 __all__ = [
     "EnvToModuleConnector",
@@ -19,7 +23,9 @@ __all__ = [
     "FlattenObservations",
     "FrameStackingEnvToModule",
     "MeanStdFilter",
+    "MultiAgentObservationPreprocessor",
     "PrevActionsPrevRewards",
+    "SingleAgentObservationPreprocessor",
     "build_env_to_module",
     "check_env_to_module_connector",
 ]

@@ -74,6 +74,11 @@ def connector_from_spec(spec: Any, where: str = "env_to_module_connector") -> En
     """A connector from its ``spec()`` dict (config files and checkpoints): rljax's own
     connector types only, so loading a dict imports no code."""
     registry = EnvToModuleConnector.types
+    if isinstance(spec, dict) and "import" in spec:
+        raise ConfigError(
+            f"{where}: names a user's connector class, which is code; a loaded config imports "
+            "it only where the loader allows its module (allow_imports=[...])"
+        )
     if not isinstance(spec, dict) or spec.get("type") not in registry:
         raise ConfigError(
             f"{where}: {describe(spec)} is not a connector; a config dict names one as "
@@ -156,6 +161,15 @@ class EnvToModulePipeline:
     def specs(self) -> list[dict[str, Any]]:
         return [c.spec() for c in self.connectors]
 
+    def config_value(self) -> list[Any]:
+        """What the config keeps after building: rljax's own connectors as their specs (data),
+        a user's connector classes (observation preprocessors) as the objects."""
+        return [c.spec() if _is_builtin(c) else c for c in self.connectors]
+
+
+def _is_builtin(connector: EnvToModuleConnector) -> bool:
+    return EnvToModuleConnector.types.get(connector.type_name) is type(connector)
+
 
 def build_env_to_module(
     value: Any,
@@ -186,6 +200,9 @@ def build_env_to_module(
                 "connectors are those of rljax.connectors.env_to_module (e.g. MeanStdFilter), "
                 "which run inside the jitted act step"
             )
+        bind = getattr(item, "bind_action_space", None)
+        if bind is not None:
+            bind(action_space)
         connectors.append(item)
     if not connectors:
         return None
