@@ -312,7 +312,9 @@ def test_a_hung_env_is_caught_by_the_sample_timeout_and_its_runner_replaced():
         assert result["fault_tolerance"]["num_env_runner_restarts"] >= 1
     finally:
         algo.stop()
-    assert time.perf_counter() - start < 300  # the hung env sleeps for an hour: it was not waited on
+    assert (
+        time.perf_counter() - start < 300
+    )  # the hung env sleeps for an hour: it was not waited on
 
 
 @pytest.mark.slow
@@ -699,4 +701,6 @@ def test_free_running_appo_replaces_a_failed_runner_while_the_other_keeps_sampli
         assert np.isfinite(result["learners"]["default_policy"]["total_loss"])
     finally:
         algo.stop()
-    assert time.perf_counter() - start < 300  # the hung env sleeps for an hour: it was not waited on
+    assert (
+        time.perf_counter() - start < 300
+    )  # the hung env sleeps for an hour: it was not waited on
