@@ -160,16 +160,20 @@ class ResultGrid(Sequence[Result]):
     ) -> Result:
         """The trial with the best ``metric`` (a ``/``-joined result key).
 
+        With one trial, that trial (as Tune does, with no metric needed).
         ``metric``/``mode`` default to ``TuneConfig``'s. ``scope``, as Tune's: ``"last"`` (each
         trial's last value), ``"avg"`` (its mean), ``"last-5-avg"``, ``"last-10-avg"``, ``"all"``
         (its best value ever). Trials whose value is NaN or infinite are skipped unless
         ``filter_nan_and_inf`` is False.
 
         Raises:
-          ConfigError: no metric or mode given here or in ``TuneConfig``, ``mode`` not
+          ConfigError: (with two trials or more) no metric or mode given here or in
+            ``TuneConfig``, ``mode`` not
             ``"min"``/``"max"``, an unknown scope, or no trial reported ``metric`` (the message
             lists the keys they reported).
         """
+        if len(self._results) == 1:  # Tune's rule: the only trial, whatever the metric
+            return self._results[0]
         metric = metric if metric is not None else self._metric
         mode = mode if mode is not None else self._mode
         if metric is None or mode is None:

@@ -114,6 +114,10 @@ def test_best_result_scopes_and_errors(tmp_path):
         grid.get_best_result("score", "best")
     with pytest.raises(ConfigError, match="needs a metric and a mode"):
         _fit(tmp_path=tmp_path / "2").get_best_result()
+    # One trial is the best whatever the metric, as in Tune (RLlib's custom_experiment.py
+    # calls get_best_result() with no metric anywhere).
+    one = _fit(param_space={"a": 5}, tmp_path=tmp_path / "3")
+    assert len(one) == 1 and one.get_best_result().config["a"] == 5
 
 
 def test_a_trial_that_raises_is_recorded_and_the_others_go_on(tmp_path):
