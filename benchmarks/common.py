@@ -14,11 +14,14 @@ from typing import Any
 QUICK_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
 
+def quick_xla_flags(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """``XLA_FLAGS`` of ``environ`` with ``QUICK_XLA_FLAGS`` added."""
+    return f"{environ.get('XLA_FLAGS', '')} {QUICK_XLA_FLAGS}".strip()
+
+
 def quick_env() -> dict[str, str]:
     """The environment for a ``--quick`` run's child process: ``QUICK_XLA_FLAGS`` added."""
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {QUICK_XLA_FLAGS}".strip()
-    return env
+    return {**os.environ, "XLA_FLAGS": quick_xla_flags()}
 
 
 def package_versions(names: list[str]) -> dict[str, str | None]:

@@ -49,7 +49,7 @@ Usage::
     python benchmarks/device_check.py --cases ppo_envpool sac_envpool
 
 ``--quick`` runs 3 iterations of tiny configs (4 sub-envs, fcnet [16]) with XLA's optimization
-level lowered to compile faster (``QUICK_XLA_FLAGS``); its figures mean nothing.
+level lowered to compile faster (``common.QUICK_XLA_FLAGS``); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -69,11 +69,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, save_report  # noqa: E402
+from common import machine_info, quick_xla_flags, save_report  # noqa: E402
 
 START = time.perf_counter()
-# --quick only: XLA compiles about twice as fast at the lowest optimization level.
-QUICK_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 PACKAGES = [
     "rljax",
     "jax",
@@ -499,7 +497,7 @@ def main() -> None:
     if args.iterations is not None and args.iterations < 2:
         p.error("--iterations: at least 2 (the first one compiles)")
     if args.quick:
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {QUICK_XLA_FLAGS}".strip()
+        os.environ["XLA_FLAGS"] = quick_xla_flags()
     import jax
     from jax import monitoring
 

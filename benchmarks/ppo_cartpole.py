@@ -47,7 +47,7 @@ Usage::
     python benchmarks/ppo_cartpole.py --quick          # smoke test: 3 iterations, < 30 s
 
 ``--quick`` runs the variants concurrently, with XLA's optimization level lowered to compile
-faster (``QUICK_XLA_FLAGS``), to stay short; its figures mean nothing.
+faster (``common.QUICK_XLA_FLAGS``), to stay short; its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from common import machine_info
+from common import QUICK_XLA_FLAGS, machine_info, quick_env
 
 # Fallback process start time, taken before any heavy import (jax, envpool, ray, torch).
 SCRIPT_START = time.time()
@@ -82,8 +82,6 @@ RESULT_KEYS = {"fused": "rljax_fused", "host": "rljax_host", "rllib": "rllib", "
 # Top-level modules each comparison needs; checked with find_spec, which imports nothing.
 COMPARE_REQUIREMENTS = {"rllib": ("ray", "torch"), "sb3": ("stable_baselines3", "torch")}
 QUICK_ITERATIONS = 3
-# --quick only: XLA compiles about twice as fast at the lowest optimization level.
-QUICK_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 _STDERR_LOCK = threading.Lock()
 
 # One training iteration: returns (lifetime env steps sampled, smoothed episode return).
@@ -406,9 +404,7 @@ def spawn_variant(variant: str, s: Settings, quick: bool) -> dict[str, Any]:
             *settings_to_args(s),
         ]
         print(f"== {RESULT_KEYS[variant]}: {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
-        env = dict(os.environ)
-        if quick:
-            env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {QUICK_XLA_FLAGS}".strip()
+        env = quick_env() if quick else dict(os.environ)
         proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env
         )

@@ -168,9 +168,8 @@ class ResultGrid(Sequence[Result]):
 
         Raises:
           ConfigError: (with two trials or more) no metric or mode given here or in
-            ``TuneConfig``, ``mode`` not
-            ``"min"``/``"max"``, an unknown scope, or no trial reported ``metric`` (the message
-            lists the keys they reported).
+            ``TuneConfig``, ``mode`` not ``"min"``/``"max"``, an unknown scope, or no trial
+            reported ``metric`` (the message lists the keys they reported).
         """
         if len(self._results) == 1:  # Tune's rule: the only trial, whatever the metric
             return self._results[0]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from rljax.utils.torch_classes import MODULE_INSTEAD, TorchClassError
+
 
 def _optional(name: str) -> Any:
     try:
@@ -52,8 +54,6 @@ class MissingTorch:
 
 
 def _refuse_torch(what: str) -> Any:
-    from rljax.utils.torch_classes import MODULE_INSTEAD, TorchClassError
-
     raise TorchClassError(
         f"this script uses {what}, which is PyTorch; PyTorch is not installed, and rljax runs "
         f"JAX, not PyTorch code (initializers in model_config, nn.init.<name>, are the one "

@@ -29,6 +29,7 @@ import numpy as np
 from rljax.connectors.env_to_module.connector import EnvToModuleConnector
 from rljax.utils.checks import describe
 from rljax.utils.errors import ConfigError
+from rljax.utils.references import qualified_name
 
 # What tracing a NumPy-only ``preprocess`` raises: it then runs on the host.
 _NOT_TRACEABLE = (
@@ -75,8 +76,8 @@ class SingleAgentObservationPreprocessor(EnvToModuleConnector):
     ``episode`` is. Give it to ``.env_runners(env_to_module_connector=lambda env, spaces,
     device: MyPreprocessor())`` on single-agent PPO, IMPALA or APPO.
 
-    A checkpoint stores the class by import path; a config loaded from a file does not import
-    it (the loader passes ``env_to_module_connector`` again).
+    A checkpoint stores the class by import path; a config or checkpoint loaded from a file
+    imports it only where the loader allows its module (``allow_imports=[...]``).
     """
 
     def __init__(
@@ -181,8 +182,7 @@ class SingleAgentObservationPreprocessor(EnvToModuleConnector):
         return jax.pure_callback(host, result, obs, vmap_method="expand_dims")
 
     def spec(self) -> dict[str, Any]:
-        cls = type(self)
-        return {"type": "ObservationPreprocessor", "import": f"{cls.__module__}:{cls.__qualname__}"}
+        return {"type": "ObservationPreprocessor", "import": qualified_name(type(self))}
 
 
 class MultiAgentObservationPreprocessor:
