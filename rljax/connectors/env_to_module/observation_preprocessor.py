@@ -29,7 +29,6 @@ import numpy as np
 from rljax.connectors.env_to_module.connector import EnvToModuleConnector
 from rljax.utils.checks import describe
 from rljax.utils.errors import ConfigError
-from rljax.utils.references import qualified_name
 
 # What tracing a NumPy-only ``preprocess`` raises: it then runs on the host.
 _NOT_TRACEABLE = (
@@ -182,7 +181,10 @@ class SingleAgentObservationPreprocessor(EnvToModuleConnector):
         return jax.pure_callback(host, result, obs, vmap_method="expand_dims")
 
     def spec(self) -> dict[str, Any]:
-        return {"type": "ObservationPreprocessor", "import": qualified_name(type(self))}
+        # Written out, not references.qualified_name: references imports this module (to check
+        # a loaded class's kind), and the import graph allows no cycle.
+        cls = type(self)
+        return {"type": "ObservationPreprocessor", "import": f"{cls.__module__}:{cls.__qualname__}"}
 
 
 class MultiAgentObservationPreprocessor:
