@@ -12,6 +12,14 @@ A B B A ...), so a load on the machine that changes over time weighs on both ali
 - ``tuned``: ``rljax/tuned_examples/ppo_cartpole.yaml`` (16 envs, 6 epochs of minibatch 128,
   separate 64x64 tanh networks).
 
+With ``--compare`` the ``rllib_defaults`` config gets a third variant, ``rllib``: Ray RLlib's own
+``PPOConfig().environment("CartPole-v1")`` (RLlib 2.60's defaults: 2 env runners as Ray actors,
+batch 4,000, 30 epochs of minibatch 128, 256x256, torch on the CPU), in a child process started
+with ``--rllib-python`` (default: this interpreter) that trains one iteration per line it reads
+on stdin. Its ``train()`` calls take their turn in the same A B C C B A order as rljax's, so the
+three share the machine's load alike; ``speedup_vs_rllib`` is the ratio of median iteration times
+(both sample 4,000 env steps per iteration).
+
 Per config and variant: the options the programs got, ``first_iteration_s`` (compilation
 included), and over the other iterations the env steps per second (``env_steps_per_s_median``
 from the median iteration, ``env_steps_per_s_best`` from the fastest) and the iteration times.
@@ -22,13 +30,17 @@ Usage::
 
     python benchmarks/rllib_defaults.py                       # about 6 minutes on 2 cores
     python benchmarks/rllib_defaults.py --iterations 3 --tuned-iterations 10
+    python benchmarks/rllib_defaults.py --configs rllib_defaults --compare \
+        --rllib-python /path/to/rllib-venv/bin/python         # RLlib 2.60 + torch there
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -60,10 +72,64 @@ def env_steps(result: dict[str, Any]) -> int:
     raise KeyError("num_env_steps_sampled_lifetime not in the result")
 
 
-def run_config(name: str, iterations: int) -> dict[str, Any]:
-    algos = {v: make_config(name, s).build_algo() for v, s in VARIANTS.items()}
+class RLlibChild:
+    """RLlib's PPO at its defaults in a child process: ``train()`` sends one line and reads back
+    the iteration's env-step count (a JSON line), so its iterations interleave with rljax's."""
+
+    def __init__(self, python: str) -> None:
+        self.proc = subprocess.Popen(
+            [python, os.path.abspath(__file__), "--rllib-worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        self.versions = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("RESULT "):
+                return dict(json.loads(line[len("RESULT ") :]))
+        raise RuntimeError(f"the RLlib child exited with status {self.proc.wait()}")
+
+    def train(self) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("train\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def rllib_worker() -> None:
+    """The child's side of :class:`RLlibChild` (runs under RLlib's interpreter, no rljax)."""
+    import ray
+    import torch
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    algo = PPOConfig().environment("CartPole-v1").build_algo()
+    versions = {"ray": ray.__version__, "torch": torch.__version__}
+    print("RESULT " + json.dumps(versions), flush=True)
+    for _ in sys.stdin:
+        steps = env_steps(algo.train())
+        print("RESULT " + json.dumps({"num_env_steps_sampled_lifetime": steps}), flush=True)
+    algo.stop()
+    ray.shutdown()
+
+
+def run_config(name: str, iterations: int, rllib_python: str | None = None) -> dict[str, Any]:
+    algos: dict[str, Any] = {v: make_config(name, s).build_algo() for v, s in VARIANTS.items()}
     out: dict[str, Any] = {}
     try:
+        if rllib_python is not None:
+            algos["rllib"] = RLlibChild(rllib_python)
         times: dict[str, list[float]] = {v: [] for v in algos}
         steps: dict[str, list[int]] = {v: [] for v in algos}
         last = dict.fromkeys(algos, 0)
@@ -71,9 +137,12 @@ def run_config(name: str, iterations: int) -> dict[str, Any]:
             start = time.perf_counter()
             last[v] = env_steps(algo.train())
             out[v] = {
-                "xla_cpu_options": algo._xla_options.get("train_step"),
                 "first_iteration_s": round(time.perf_counter() - start, 3),
             }
+            if isinstance(algo, RLlibChild):
+                out[v]["versions"] = algo.versions
+            else:
+                out[v]["xla_cpu_options"] = algo._xla_options.get("train_step")
         order = list(algos)
         for i in range(iterations):
             # ABBA: neither variant always runs right after the other one.
@@ -99,6 +168,11 @@ def run_config(name: str, iterations: int) -> dict[str, Any]:
         out["speedup_median"] = round(
             out["off"]["iteration_s_median"] / out["auto"]["iteration_s_median"], 3
         )
+        if "rllib" in out:
+            out["speedup_vs_rllib"] = {
+                v: round(out["rllib"]["iteration_s_median"] / out[v]["iteration_s_median"], 2)
+                for v in VARIANTS
+            }
     finally:
         for algo in algos.values():
             algo.stop()
@@ -115,8 +189,22 @@ def main() -> None:
         default=["rllib_defaults", "rllib_defaults_2_runners", "tuned"],
         choices=["rllib_defaults", "rllib_defaults_2_runners", "tuned"],
     )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="rllib_defaults also runs RLlib's PPO at its defaults, interleaved",
+    )
+    parser.add_argument(
+        "--rllib-python",
+        default=sys.executable,
+        help="the interpreter with ray[rllib] and torch for --compare (default: this one)",
+    )
+    parser.add_argument("--rllib-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default="results")
     args = parser.parse_args()
+    if args.rllib_worker:
+        rllib_worker()
+        return
     report: dict[str, Any] = {
         "machine": machine_info(["jax", "jaxlib", "envpool"]),
         "xla_flags": os.environ.get("XLA_FLAGS"),
@@ -124,7 +212,8 @@ def main() -> None:
     for name in args.configs:
         print(f"{name} ...", file=sys.stderr)
         n = args.tuned_iterations if name == "tuned" else args.iterations
-        report[name] = run_config(name, n)
+        rllib = args.rllib_python if args.compare and name == "rllib_defaults" else None
+        report[name] = run_config(name, n, rllib)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     save_report(report, args.out, "rllib_defaults")
 
