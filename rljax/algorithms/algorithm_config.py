@@ -40,7 +40,7 @@ from rljax.algorithms.config_names import (
 from rljax.algorithms.config_names import WARNED_ONCE as _WARNED_ONCE
 from rljax.algorithms.config_settings import CommonSettings
 from rljax.algorithms.old_model_dict import check_old_model_dict
-from rljax.algorithms.rllib_only import check_rllib_only
+from rljax.algorithms.rllib_only import EXPERIMENTAL, check_rllib_only
 from rljax.algorithms.settings import Setting, declared_settings, setter_doc
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
@@ -50,7 +50,7 @@ from rljax.utils.checks import Check, StrKeyDict
 from rljax.utils.errors import ConfigError, closest
 from rljax.utils.references import LoadPolicy
 from rljax.utils.search_space import Domain, as_domain, check_search_spaces
-from rljax.utils.torch_classes import check_not_torch
+from rljax.utils.torch_classes import MAML_INSTEAD, TorchClass, check_not_torch
 
 logger = logging.getLogger("rljax")
 
@@ -310,6 +310,22 @@ class AlgorithmConfig(CommonSettings):
     ) -> _C:
         """What a run does about faults."""
         return self._set("fault_tolerance", locals())
+
+    def experimental(self: _C, **kwargs: Any) -> _C:
+        """RLlib's experimental settings: those that change nothing here are accepted (a
+        one-time warning says so), the PyTorch ones are refused with what to do instead.
+
+        Raises:
+          ConfigError: A setting rljax refuses, or one RLlib does not have.
+        """
+        for key, value in kwargs.items():
+            check_not_torch(value, f".experimental({key}=...)")
+            if not check_rllib_only(".experimental()", key, value):
+                raise ConfigError(
+                    f".experimental() got {key!r}, which is not one of RLlib's experimental "
+                    f"settings; rljax knows {', '.join(EXPERIMENTAL)}"
+                )
+        return self
 
     def callbacks(
         self: _C,
@@ -742,6 +758,16 @@ AlgorithmConfig._derive_tables()  # subclasses derive theirs in __init_subclass_
 
 
 # Names that lived here before the config was split by job, kept importable from this module.
+
+
+class DifferentiableAlgorithmConfig(TorchClass):
+    """RLlib's config of meta-learning algorithms (differentiable learners, PyTorch): making
+    one raises ``TorchClassError``, which says that rljax has no such API."""
+
+    rllib_path = "ray.rllib.algorithms.algorithm_config.DifferentiableAlgorithmConfig"
+    instead = MAML_INSTEAD
+
+
 __all__ = [
     "DEPRECATED",
     "EVALUATION_KEYS",
@@ -753,6 +779,7 @@ __all__ = [
     "SPACE_MARK",
     "UNSET",
     "AlgorithmConfig",
+    "DifferentiableAlgorithmConfig",
     "check_loaded_env_settings",
     "read_config_file",
 ]

@@ -22,6 +22,7 @@ WARNED_ONCE: set[str] = set()
 DEPRECATED = {
     "model_config_dict": "model_config",
     "mini_batch_size_per_learner": "minibatch_size",
+    "num_sgd_iter": "num_epochs",  # .training(num_sgd_iter=...): RLlib 2.60 still takes it
 }
 
 # Old-API-stack names that RLlib users still type, and what they are called now.

@@ -70,6 +70,38 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     "enable_rl_module_and_learner": (True, "rljax has only RLlib's new API stack"),
     "enable_env_runner_and_connector_v2": (True, "rljax has only RLlib's new API stack"),
     "validate_env_runners_after_construction": (True, "runners are checked when they are built"),
+    "learner_connector": (
+        False,
+        "rljax's learner connectors are built into each algorithm's jitted update (GAE, "
+        "value bootstrapping, frame stacking); a ConnectorV2 piece of Python cannot run there: "
+        "drop learner_connector",
+    ),
+    "num_aggregator_actors_per_learner": (
+        True,
+        "the learner's batches are put together inside its jitted update, with no aggregator "
+        "actors",
+    ),
+    "max_requests_in_flight_per_aggregator_actor": (
+        True,
+        "the learner's batches are put together inside its jitted update, with no aggregator "
+        "actors",
+    ),
+    "_torch_lr_scheduler_classes": (
+        False,
+        "PyTorch's learning-rate schedulers cannot drive rljax's optax optimizers; give the "
+        "schedule as lr=[[timestep, value], ...] (piecewise linear, RLlib's format)",
+    ),
+    "_validate_config": (True, "rljax always validates the config when it builds"),
+    "_use_msgpack_checkpoints": (True, "rljax's checkpoints never hold pickles"),
+    "_disable_preprocessor_api": (True, "rljax has only RLlib's new API stack"),
+    "_disable_action_flattening": (True, "rljax has only RLlib's new API stack"),
+    "_disable_initialize_loss_from_dummy_batch": (True, "rljax has only RLlib's new API stack"),
+    "_tf_policy_handles_more_than_one_loss": (True, "rljax has only RLlib's new API stack"),
+    "_torch_grad_scaler_class": (
+        False,
+        "PyTorch's gradient scalers cannot drive rljax's optax optimizers; rljax computes in "
+        "float32 and needs none",
+    ),
     "_evaluation_parallel_to_training_wo_thread": (
         True,
         "a parallel evaluation runs in a thread of the driver; its results are the same",
@@ -83,7 +115,22 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "enable_connectors": (True,),
     "enable_rl_module_and_learner": (True,),
     "enable_env_runner_and_connector_v2": (True,),
+    "learner_connector": (None,),
+    "_torch_lr_scheduler_classes": (None,),
+    "_torch_grad_scaler_class": (None,),
 }
+
+# RLlib's ``.experimental()`` keywords.
+EXPERIMENTAL = (
+    "_validate_config",
+    "_use_msgpack_checkpoints",
+    "_disable_preprocessor_api",
+    "_disable_action_flattening",
+    "_disable_initialize_loss_from_dummy_batch",
+    "_tf_policy_handles_more_than_one_loss",
+    "_torch_grad_scaler_class",
+    "_torch_lr_scheduler_classes",
+)
 
 _warned: set[str] = set()
 
@@ -106,4 +153,4 @@ def check_rllib_only(where: str, name: str, value: Any) -> bool:
     return True
 
 
-__all__ = ["RLLIB_ONLY", "check_rllib_only"]
+__all__ = ["EXPERIMENTAL", "RLLIB_ONLY", "check_rllib_only"]

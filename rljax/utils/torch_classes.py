@@ -26,6 +26,38 @@ LEARNER_INSTEAD = (
     "(rljax.core.rl_module.RLModuleSpec)"
 )
 
+LSTM_INSTEAD = (
+    "rljax's default networks have the LSTM: model_config={'use_lstm': True, "
+    "'lstm_cell_size': ..., 'max_seq_len': ...} with no module_class"
+)
+CNN_INSTEAD = (
+    "rljax's default networks have the CNN: model_config={'conv_filters': [[out_channels, "
+    "kernel, stride], ...]} with no module_class, or a Flax module of your own through "
+    "RLModuleSpec(module_class=...)"
+)
+VPG_INSTEAD = (
+    "rljax's algorithms are PPO, APPO/IMPALA, DQN, SAC and TD3 (rljax.algorithms); "
+    "PPOConfig().training(num_epochs=1, clip_param=...) is the nearest to vanilla policy gradient"
+)
+MAML_INSTEAD = "rljax has no meta-learning (differentiable learner) API"
+CUSTOM_ALGORITHM_WHY = (
+    "rljax's algorithms build their own jitted training step, and a subclass's Python "
+    "training_step with Ray actors cannot run in it"
+)
+CUSTOM_ALGORITHM_INSTEAD = (
+    "use the algorithm's own config (e.g. APPOConfig) and rljax.callbacks for work that runs "
+    "beside training"
+)
+CONNECTOR_WHY = (
+    "rljax's connectors run inside its jitted act step and update, where a ConnectorV2's "
+    "Python __call__ on episodes and batches cannot run"
+)
+CONNECTOR_INSTEAD = (
+    "rljax's connectors are rljax.connectors.env_to_module (FlattenObservations, "
+    "MeanStdFilter), and a user's "
+    "observation transform is a SingleAgentObservationPreprocessor subclass"
+)
+
 
 class TorchClassError(ConfigError):
     """A class built on one of RLlib's PyTorch bases was used: rljax cannot run it."""
@@ -40,6 +72,10 @@ class TorchClass:
 
     rllib_path: ClassVar[str] = ""
     instead: ClassVar[str] = MODULE_INSTEAD
+    #: What the class is in RLlib, and why rljax cannot run it (a PyTorch class by default;
+    #: a few RLlib classes that are not PyTorch cannot run here either, for their own reason).
+    kind: ClassVar[str] = "PyTorch class"
+    why: ClassVar[str] = "rljax runs JAX and cannot run PyTorch code"
 
     def __init__(self, *args: Any, **kwargs: Any):
         raise TorchClassError(torch_refusal(type(self)))
@@ -65,12 +101,12 @@ def torch_refusal(cls: type, where: str = "") -> str:
     assert base is not None
     named = cls.__name__
     what = (
-        f"{named} is RLlib's PyTorch class {base.rllib_path}"
+        f"{named} is RLlib's {base.kind} {base.rllib_path}"
         if cls is base
-        else f"{named} subclasses RLlib's PyTorch class {base.rllib_path}"
+        else f"{named} subclasses RLlib's {base.kind} {base.rllib_path}"
     )
     at = f"{where}: " if where else ""
-    return f"{at}{what}; rljax runs JAX and cannot run PyTorch code. {base.instead}"
+    return f"{at}{what}; {base.why}. {base.instead}"
 
 
 def check_not_torch(value: Any, where: str) -> None:
@@ -84,8 +120,16 @@ def check_not_torch(value: Any, where: str) -> None:
 
 
 __all__ = [
+    "CNN_INSTEAD",
+    "CONNECTOR_INSTEAD",
+    "CONNECTOR_WHY",
+    "CUSTOM_ALGORITHM_INSTEAD",
+    "CUSTOM_ALGORITHM_WHY",
     "LEARNER_INSTEAD",
+    "LSTM_INSTEAD",
+    "MAML_INSTEAD",
     "MODULE_INSTEAD",
+    "VPG_INSTEAD",
     "TorchClass",
     "TorchClassError",
     "check_not_torch",

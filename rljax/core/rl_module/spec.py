@@ -27,6 +27,9 @@ class RLModuleSpec:
       learn (multi-agent configs; keep it out of ``policies_to_train``). See ``RLModule``.
     * None: the default networks; ``model_config`` then holds default-model settings
       (RLlib's keys, or a ``DefaultModelConfig``) for this module.
+    * a class whose ``uses_default_networks`` is True (RLlib's example module classes that
+      are the default networks plus what rljax's default networks already do, such as
+      ``ActionMaskingTorchRLModule``): the same as None, and ``module_class`` becomes None.
 
     Attributes:
       module_class: The module's class, or None for the default networks.
@@ -35,6 +38,8 @@ class RLModuleSpec:
       observation_space, action_space: The module's spaces (None: the env agents'); given,
         they must match the agents' the module is mapped to in kind and shape.
       inference_only: RLlib's flag; accepted and kept.
+      catalog_class: RLlib's model catalog; only None (RLlib's catalogs build PyTorch models,
+        and refuse with ``TorchClassError``).
     """
 
     module_class: type | None = None
@@ -42,6 +47,7 @@ class RLModuleSpec:
     observation_space: gym.Space | None = None
     action_space: gym.Space | None = None
     inference_only: bool = False
+    catalog_class: type | None = None
 
     def __post_init__(self) -> None:
         import flax.linen as nn
@@ -50,6 +56,16 @@ class RLModuleSpec:
         from rljax.utils.torch_classes import check_not_torch
 
         check_not_torch(self.module_class, "RLModuleSpec(module_class=...)")
+        check_not_torch(self.catalog_class, "RLModuleSpec(catalog_class=...)")
+        if self.catalog_class is not None:
+            raise ConfigError(
+                f"RLModuleSpec(catalog_class={self.catalog_class!r}): rljax builds its default "
+                "networks from model_config itself and takes no catalog class; drop it"
+            )
+        if isinstance(self.module_class, type) and getattr(
+            self.module_class, "uses_default_networks", False
+        ):
+            self.module_class = None
         cls = self.module_class
         flax_class = isinstance(cls, type) and issubclass(cls, nn.Module)
         if cls is not None and not flax_class and not is_forward_module_class(cls):

@@ -1,0 +1,1 @@
+"""RLlib's example Learner classes at their paths (PyTorch: each refuses where it is used)."""
