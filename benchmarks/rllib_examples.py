@@ -3,6 +3,8 @@
 
     python benchmarks/rllib_examples.py                          # rljax/examples, --stop-iters=1
     python benchmarks/rllib_examples.py DIR --flags "--stop-iters=2 --no-tune" --timeout 300
+    python benchmarks/rllib_examples.py DIR --rllib-python /path/to/rllib-venv/bin/python \
+        --markdown table.md                                      # RLlib itself beside rljax
 
 Every ``.py`` file under the directory that uses RLlib's harness
 (``add_rllib_example_script_args``) or has a ``__main__`` block runs in its own process, one
@@ -10,6 +12,11 @@ after another, from its own folder, with ``--flags`` added to its command line. 
 imports ``ray`` is ported first (``rljax.utils.port``; into a temporary folder, the original is
 left alone), and the notes of the port are reported. Prints JSON: per script its exit status,
 seconds, the port's notes and, for a failure, the last error line; and how many ran.
+
+With ``--rllib-python`` each script also runs unported under that interpreter (one with
+``ray[rllib]`` and torch), right after rljax's run of it, with the same flags; the entry's
+``rllib`` holds its outcome, and ``--markdown`` writes the side-by-side table. ``--skip-rljax``
+runs RLlib's side alone.
 """
 
 from __future__ import annotations
@@ -47,29 +54,18 @@ def scripts_in(directory: Path) -> list[Path]:
     return found
 
 
-def run_one(path: Path, flags: list[str], timeout: float, workdir: Path, base: Path) -> dict:
-    """Ports ``path`` if it imports ray, runs it with ``flags``; what happened, as a dict."""
-    text = path.read_text(errors="replace")
-    entry: dict = {"script": str(path.relative_to(base)), "ported": False}
-    target = path
-    if re.search(r"^\s*(from|import)\s+ray\b", text, re.M):
-        try:
-            ported = port_source(text)
-        except SyntaxError as e:
-            return {**entry, "ran": False, "returncode": None, "error": f"port: {e}"}
-        target = workdir / path.relative_to(base)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(ported.source)
-        entry.update(ported=True, port_notes=ported.notes)
+def run_process(cmd: list[str], cwd: Path, pythonpath: list[str], timeout: float) -> dict:
+    """Runs ``cmd``; its status, seconds and, for a failure, the last error line."""
     start = time.perf_counter()
+    entry: dict = {}
     try:
         proc = subprocess.run(
-            [sys.executable, target.name, *flags],
-            cwd=target.parent,
+            cmd,
+            cwd=cwd,
             capture_output=True,
             text=True,
             timeout=timeout,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(path.parent)])},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(pythonpath)},
         )
         entry["returncode"] = proc.returncode
         output = proc.stdout + proc.stderr
@@ -85,13 +81,44 @@ def run_one(path: Path, flags: list[str], timeout: float, workdir: Path, base: P
     return entry
 
 
+def run_rllib(path: Path, flags: list[str], timeout: float, python: str) -> dict:
+    """``path`` as it is, under RLlib's interpreter."""
+    return run_process([python, path.name, *flags], path.parent, [str(path.parent)], timeout)
+
+
+def run_one(path: Path, flags: list[str], timeout: float, workdir: Path, base: Path) -> dict:
+    """Ports ``path`` if it imports ray, runs it with ``flags``; what happened, as a dict."""
+    text = path.read_text(errors="replace")
+    entry: dict = {"script": str(path.relative_to(base)), "ported": False}
+    target = path
+    if re.search(r"^\s*(from|import)\s+ray\b", text, re.M):
+        try:
+            ported = port_source(text)
+        except SyntaxError as e:
+            return {**entry, "ran": False, "returncode": None, "error": f"port: {e}"}
+        target = workdir / path.relative_to(base)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(ported.source)
+        entry.update(ported=True, port_notes=ported.notes)
+    pythonpath = [str(ROOT), str(path.parent)]
+    entry.update(
+        run_process([sys.executable, target.name, *flags], target.parent, pythonpath, timeout)
+    )
+    return entry
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", nargs="?", default=str(ROOT / "rljax" / "examples"))
     parser.add_argument("--flags", default="--stop-iters=1 --verbose=0", help="added to each")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per script")
     parser.add_argument("--only", default=None, help="a regex: run the scripts it matches")
+    parser.add_argument("--rllib-python", default=None, help="also run each under RLlib")
+    parser.add_argument("--skip-rljax", action="store_true", help="RLlib's side only")
+    parser.add_argument("--markdown", default=None, help="write the table to this file")
     args = parser.parse_args(argv)
+    if args.skip_rljax and not args.rllib_python:
+        parser.error("--skip-rljax needs --rllib-python")
     base = Path(args.directory).resolve()
     if not base.is_dir():
         parser.error(f"{args.directory!r} is not a directory")
@@ -100,19 +127,53 @@ def main(argv: list[str] | None = None) -> int:
         scripts = [s for s in scripts if re.search(args.only, s.as_posix())]
     flags = shlex.split(args.flags)
     start = time.perf_counter()
+    entries = []
     with tempfile.TemporaryDirectory(prefix="rljax_port_") as work:
-        entries = [run_one(s, flags, args.timeout, Path(work), base) for s in scripts]
-    report = {
+        for script in scripts:
+            if args.skip_rljax:
+                entry: dict = {"script": str(script.relative_to(base))}
+            else:
+                entry = run_one(script, flags, args.timeout, Path(work), base)
+            if args.rllib_python:
+                entry["rllib"] = run_rllib(script, flags, args.timeout, args.rllib_python)
+            print(json.dumps(entry), file=sys.stderr, flush=True)
+            entries.append(entry)
+    report: dict = {
         "directory": str(base),
         "flags": flags,
         "num_scripts": len(entries),
-        "num_ran": sum(e["ran"] for e in entries),
         "seconds": round(time.perf_counter() - start, 1),
         "cpu_count": os.cpu_count(),
+        "load_average_at_end": list(os.getloadavg()),
         "scripts": entries,
     }
+    if not args.skip_rljax:
+        report["num_ran"] = sum(e["ran"] for e in entries)
+    if args.rllib_python:
+        report["num_ran_rllib"] = sum(e["rllib"]["ran"] for e in entries)
+        if not args.skip_rljax:
+            report["rllib_ran_rljax_did_not"] = [
+                e["script"] for e in entries if e["rllib"]["ran"] and not e["ran"]
+            ]
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_table(entries))
     print(json.dumps(report, indent=2))
-    return 0 if report["num_ran"] == len(entries) else 1
+    return 0 if all(e.get("ran", True) for e in entries) else 1
+
+
+def markdown_table(entries: list[dict]) -> str:
+    """One row per script: whether rljax and RLlib ran it, and each one's error."""
+
+    def cell(outcome: dict | None) -> str:
+        if outcome is None:
+            return "not run"
+        return "ran" if outcome["ran"] else f"failed: {outcome.get('error', '')}".replace("|", "/")
+
+    rows = ["| script | rljax | RLlib |", "| --- | --- | --- |"]
+    for e in entries:
+        rljax = e if "ran" in e else None
+        rows.append(f"| `{e['script']}` | {cell(rljax)} | {cell(e.get('rllib'))} |")
+    return "\n".join(rows) + "\n"
 
 
 if __name__ == "__main__":
