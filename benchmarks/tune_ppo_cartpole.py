@@ -33,6 +33,8 @@ Usage::
 
     python benchmarks/tune_ppo_cartpole.py                  # parts a, b and c, rljax only
     python benchmarks/tune_ppo_cartpole.py --compare        # plus Ray Tune + RLlib
+    python benchmarks/tune_ppo_cartpole.py --parts b --compare \
+        --ray-python /path/to/rllib-venv/bin/python         # Ray's side in another venv
     python benchmarks/tune_ppo_cartpole.py --parts a --quick  # smoke test (4 tiny trials)
 """
 
@@ -292,8 +294,10 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
-def run_variant(part: str, variant: str, quick: bool) -> dict[str, Any]:
-    cmd = [sys.executable, os.path.abspath(__file__), "--variant", f"{part}:{variant}"]
+def run_variant(
+    part: str, variant: str, quick: bool, python: str = sys.executable
+) -> dict[str, Any]:
+    cmd = [python, os.path.abspath(__file__), "--variant", f"{part}:{variant}"]
     if quick:
         cmd.append("--quick")
     print(f"[{part}:{variant}] running ...", file=sys.stderr, flush=True)
@@ -311,6 +315,11 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--parts", nargs="+", choices=["a", "b", "c"], default=["a", "b", "c"])
     p.add_argument("--compare", action="store_true", help="add Ray Tune + RLlib if installed")
+    p.add_argument(
+        "--ray-python",
+        default=None,
+        help="the interpreter with ray[rllib] and torch for --compare (default: this one)",
+    )
     p.add_argument("--quick", action="store_true", help="tiny trials: a smoke test")
     p.add_argument("--out", default="results", help="directory for tune_ppo_cartpole.json")
     p.add_argument("--variant", help=argparse.SUPPRESS)
@@ -320,7 +329,7 @@ def main() -> int:
         return 0
     import importlib.util
 
-    have_ray = (
+    have_ray = args.ray_python is not None or (
         importlib.util.find_spec("ray") is not None
         and importlib.util.find_spec("torch") is not None
     )
@@ -345,7 +354,8 @@ def main() -> int:
             if variant == "ray" and not have_ray:
                 report["results"][f"{part}_{variant}"] = {"status": "not installed"}
                 continue
-            res = run_variant(part, variant, args.quick)
+            python = args.ray_python if variant == "ray" and args.ray_python else sys.executable
+            res = run_variant(part, variant, args.quick, python)
             failed |= res["status"] == "failed"
             report["results"][f"{part}_{variant}"] = res
     r = report["results"]
