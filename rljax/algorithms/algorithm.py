@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import numpy as np
@@ -97,6 +97,9 @@ class Algorithm(RunnerHooks, EvaluationHooks):
     """
 
     config_class: type[AlgorithmConfig] = AlgorithmConfig
+    # Whether the algorithm's env applies config.env_to_module_connector on the host (built in
+    # its _resolve_env) rather than the jitted act step and update.
+    connectors_in_env: ClassVar[bool] = False
 
     # Set by the subclass's _setup(), once (a subclass declares its own state's type).
     parts: PolicyParts[Any]
@@ -173,9 +176,14 @@ class Algorithm(RunnerHooks, EvaluationHooks):
         self.learner_devices, self.mesh = devices.learner_devices, devices.mesh
         self.runner_device = devices.runner_device
         distributed.check_process_settings(self)
-        # Observation connectors (config.env_to_module_connector), stored back as their specs.
-        self._env_to_module = build.env_to_module(
-            config, self.observation_space, self.action_space, self.runner_device
+        # Observation connectors (config.env_to_module_connector), stored back as their specs;
+        # an algorithm that runs them on the host, in its env (multi-agent PPO), built them there.
+        self._env_to_module = (
+            None
+            if self.connectors_in_env
+            else build.env_to_module(
+                config, self.observation_space, self.action_space, self.runner_device
+            )
         )
         self.iteration = 0
         # RLlib's private counters, which example scripts keep their own numbers in (a

@@ -36,13 +36,10 @@ def validate(config: Any) -> None:
             f"model_config use_lstm=True: {config.algo_name} has no recurrent policies yet; "
             "PPO does"
         )
-    if config.env_to_module_connector is not None and (
-        not config.takes_env_to_module_connector or config.is_multi_agent
-    ):
-        what = "multi-agent PPO" if config.is_multi_agent else config.algo_name
+    if config.env_to_module_connector is not None and not config.takes_env_to_module_connector:
         raise ConfigError(
-            f"env_to_module_connector is set, but {what} takes no connectors yet; "
-            "single-agent PPO, IMPALA and APPO do (set env_to_module_connector=None)"
+            f"env_to_module_connector is set, but {config.algo_name} takes no connectors yet; "
+            "PPO (single- and multi-agent), IMPALA and APPO do (set env_to_module_connector=None)"
         )
     if config.async_batch_size is not None and (
         config.async_batch_size > config.num_envs_per_env_runner

@@ -113,13 +113,19 @@ def agent_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space]:
     return obs_spaces[0], act_spaces[0]
 
 
+# Spaces whose observations are arrays of a fixed shape: padded into slot rows when the
+# agents' observation spaces differ (and read back per policy, ``unpad_observations``).
+PADDABLE = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+
+
 def slot_spaces(
     env: MultiAgentEnv,
 ) -> tuple[gym.Space, gym.Space, dict[AgentID, gym.Space], dict[AgentID, gym.Space]]:
     """``(slot observation space, slot action space, each agent's observation space, each
     agent's action space)``.
 
-    Agents' observation spaces may differ when every one is a ``Box``: the slot space is then
+    Agents' observation spaces may differ when every one is a ``Box`` (or a ``Discrete``,
+    ``MultiDiscrete`` or ``MultiBinary``, read as its values): the slot space is then
     a flat float32 ``Box`` as long as the largest, and each agent's observation is flattened
     and zero-padded into it (``pad_observation``). Their action spaces may differ when every
     one is a ``Discrete`` starting at 0: the slot space is the largest. With one shared space
@@ -144,11 +150,13 @@ def slot_spaces(
     if all(space == first for space in obs_spaces.values()):
         return first, slot_action, obs_spaces, act_spaces
     for agent, space in obs_spaces.items():
-        if not isinstance(space, gym.spaces.Box):
+        if not isinstance(space, PADDABLE):
             raise ConfigError(
                 f"agent {agent!r} has observation space {space} and the agents' observation "
-                "spaces differ; different observation spaces must all be Box spaces (their "
-                "observations are padded into one row per agent slot)"
+                "spaces differ; different observation spaces must each be a Box, Discrete, "
+                "MultiDiscrete or MultiBinary space (their observations are padded into one "
+                "row per agent slot; flatten Dict and Tuple ones with "
+                "FlattenObservations(multi_agent=True))"
             )
     size = max(int(np.prod(space.shape or ())) for space in obs_spaces.values())
     slot_obs = gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)
@@ -156,7 +164,8 @@ def slot_spaces(
 
 
 def pad_observation(obs: Any, size: int) -> np.ndarray:
-    """A ``Box`` observation flattened and zero-padded to ``size`` float32 values."""
+    """An array observation (a ``Box``'s, or a discrete one's values) flattened and
+    zero-padded to ``size`` float32 values."""
     flat = np.asarray(obs, np.float32).reshape(-1)
     out = np.zeros(size, np.float32)
     out[: flat.size] = flat

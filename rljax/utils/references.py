@@ -229,7 +229,9 @@ _KINDS = {
     "policy_mapping_fn": "a function",
     "module_class": "a flax.linen.Module class or an rljax RLModule subclass",
     "callbacks": "a class or a function",
-    "env_to_module_connector": "a SingleAgentObservationPreprocessor subclass",
+    "env_to_module_connector": (
+        "a SingleAgentObservationPreprocessor or MultiAgentObservationPreprocessor subclass"
+    ),
 }
 
 
@@ -237,10 +239,12 @@ def _of_kind(field: str, obj: Any) -> bool:
     if field == "env_to_module_connector":
         # Upward on purpose, at a load only (see module_class below).
         from rljax.connectors.env_to_module.observation_preprocessor import (
+            MultiAgentObservationPreprocessor,
             SingleAgentObservationPreprocessor,
         )
 
-        return inspect.isclass(obj) and issubclass(obj, SingleAgentObservationPreprocessor)
+        bases = (SingleAgentObservationPreprocessor, MultiAgentObservationPreprocessor)
+        return inspect.isclass(obj) and issubclass(obj, bases)
     if field == "callbacks":
         return inspect.isclass(obj) or isinstance(obj, types.FunctionType)
     if field == "policy_mapping_fn":

@@ -133,7 +133,7 @@ def test_errors_name_the_class_and_the_shapes_before_anything_compiles():
         pass
 
     with pytest.raises(ConfigError, match="Multi is a MultiAgentObservationPreprocessor"):
-        Multi()
+        _pipeline(Multi())  # it runs on multi-agent PPO (test_multi_agent_connectors.py)
 
 
 def test_a_saved_config_names_the_class_and_does_not_import_it():
@@ -154,6 +154,6 @@ def test_a_saved_config_names_the_class_and_does_not_import_it():
         PPOConfig.from_dict(loaded)
     allowed = PPOConfig.from_dict(loaded, allow_imports=[__name__])
     assert type(allowed.env_to_module_connector[0]) is PositionsWithNumpy
-    with pytest.raises(ConfigError, match="not a SingleAgentObservationPreprocessor subclass"):
+    with pytest.raises(ConfigError, match="not a SingleAgentObservationPreprocessor or MultiAgentObservationPreprocessor subclass"):
         wrong = [{**saved[0], "import": f"{__name__}:_pipeline"}]
         PPOConfig.from_dict({**loaded, "env_to_module_connector": wrong}, allow_imports=[__name__])

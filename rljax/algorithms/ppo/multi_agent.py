@@ -37,6 +37,11 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_update,
 )
 from rljax.algorithms.ppo.networks import build_policy
+from rljax.connectors.env_to_module.multi_agent import (
+    ConnectedCreator,
+    ConnectedMultiAgentEnv,
+    build_multi_agent_connectors,
+)
 from rljax.core.columns import Columns
 from rljax.core.rl_module.forward_module import forward_module_outputs
 from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
@@ -295,6 +300,7 @@ class MultiAgentPPO(Algorithm):
     possible_agents: list[Any]
     parts: PolicyParts[list[PPOTrainState]]
     state: list[PPOTrainState]
+    connectors_in_env = True  # rljax.connectors.env_to_module.multi_agent
 
     def _resolve_env(self) -> None:
         cfg = self.config
@@ -310,6 +316,25 @@ class MultiAgentPPO(Algorithm):
             return
         self._ma_creator = multi_agent_creator(cfg.env)
         probe = _SlotEnvFn(self._ma_creator, EnvContext(cfg.env_config))()
+        if cfg.env_to_module_connector is not None:
+            try:
+                agents = list(probe.possible_agents)
+                connectors = build_multi_agent_connectors(
+                    cfg.env_to_module_connector,
+                    {a: probe.get_observation_space(a) for a in agents},
+                    {a: probe.get_action_space(a) for a in agents},
+                )
+                if connectors is not None:  # once on a real observation, before compiling
+                    connectors.check(probe.reset(seed=self.seed)[0])
+            except BaseException:
+                probe.close()
+                raise
+            if connectors is not None:
+                # Runners and evaluation step the env through the connectors; the config keeps
+                # them as data (rljax's pieces) or objects (a user's classes), not the factory.
+                self._ma_creator = ConnectedCreator(self._ma_creator, connectors)
+                cfg.env_to_module_connector = connectors.config_value()
+                probe = ConnectedMultiAgentEnv(probe, connectors)
         try:
             (
                 self.observation_space,

@@ -208,6 +208,9 @@ def build_env_to_module(
         return None
     pipeline = EnvToModulePipeline(tuple(connectors), observation_space)
     for c, space in zip(pipeline.connectors, pipeline.spaces, strict=False):
+        single_agent_only = getattr(c, "check_multi_agent", None)  # FlattenObservations'
+        if single_agent_only is not None:
+            single_agent_only()
         c.check_space(space)
     return pipeline
 

@@ -37,8 +37,9 @@ class FlattenObservations(EnvToModuleConnector):
     order of the space's leaves (Dict keys sorted), concatenated.
 
     Args (RLlib's): ``input_observation_space`` / ``input_action_space`` (the algorithm
-    supplies the spaces), ``multi_agent`` (rljax's connectors train single-agent PPO, IMPALA
-    and APPO).
+    supplies the spaces), ``multi_agent`` (True on multi-agent PPO, where it runs on the host
+    on each env step's observation dict: ``rljax.connectors.env_to_module.multi_agent``) and
+    ``agent_ids`` (with ``multi_agent``: the agents whose observations it flattens; None: all).
     """
 
     type_name = "FlattenObservations"
@@ -49,22 +50,39 @@ class FlattenObservations(EnvToModuleConnector):
         input_action_space: gym.Space | None = None,
         *,
         multi_agent: bool = False,
+        agent_ids: Any = None,
         **kwargs: Any,
     ):
         if kwargs:
             raise ConfigError(
-                f"FlattenObservations got unknown arguments {sorted(kwargs)}; it takes multi_agent"
+                f"FlattenObservations got unknown arguments {sorted(kwargs)}; it takes "
+                "multi_agent and agent_ids"
             )
         self.multi_agent = Bool()("FlattenObservations multi_agent", multi_agent)
-        if self.multi_agent:
+        if agent_ids is not None and (
+            isinstance(agent_ids, str | bytes) or not hasattr(agent_ids, "__iter__")
+        ):
             raise ConfigError(
-                "FlattenObservations(multi_agent=True): rljax's connectors train single-agent "
-                "PPO, IMPALA and APPO; multi-agent PPO reads Dict observations itself"
+                f"FlattenObservations agent_ids={agent_ids!r}; give a list of agent ids or None"
             )
+        if agent_ids is not None and not self.multi_agent:
+            raise ConfigError("FlattenObservations agent_ids needs multi_agent=True")
+        self.agent_ids: list[Any] | None = None if agent_ids is None else list(agent_ids)
         self._kinds: tuple[Any, ...] = ()
 
     def spec(self) -> dict[str, Any]:
-        return {"type": self.type_name, "multi_agent": self.multi_agent}
+        out: dict[str, Any] = {"type": self.type_name, "multi_agent": self.multi_agent}
+        if self.agent_ids is not None:
+            out["agent_ids"] = list(self.agent_ids)
+        return out
+
+    def check_multi_agent(self) -> None:
+        """Raises ``ConfigError`` for ``multi_agent=True`` on a single-agent config."""
+        if self.multi_agent:
+            raise ConfigError(
+                "FlattenObservations(multi_agent=True) is for multi-agent configs "
+                "(.multi_agent(...)); a single-agent env takes FlattenObservations()"
+            )
 
     def check_space(self, space: gym.Space) -> None:
         for leaf in _leaves(space):

@@ -72,7 +72,8 @@ class MeanStdFilter(EnvToModuleConnector):
         if self.multi_agent:
             raise ConfigError(
                 "MeanStdFilter(multi_agent=True): rljax's observation filters train "
-                "single-agent PPO, IMPALA and APPO; multi-agent PPO takes no connectors yet"
+                "single-agent PPO, IMPALA and APPO; multi-agent PPO runs stateless connectors "
+                "only (FlattenObservations(multi_agent=True) and observation preprocessors)"
             )
 
     def __repr__(self) -> str:

@@ -187,14 +187,50 @@ class SingleAgentObservationPreprocessor(EnvToModuleConnector):
         return {"type": "ObservationPreprocessor", "import": f"{cls.__module__}:{cls.__qualname__}"}
 
 
-class MultiAgentObservationPreprocessor:
-    """RLlib's multi-agent preprocessor base class: not built (rljax's multi-agent PPO takes no
-    connectors yet); constructing one says so."""
+class MultiAgentObservationPreprocessor(EnvToModuleConnector):
+    """Base class for a user's transform of each multi-agent observation dict (RLlib's class
+    of this name), for multi-agent PPO.
 
-    def __init__(self, *args: Any, **kwargs: Any):
-        raise ConfigError(
-            f"{type(self).__name__} is a MultiAgentObservationPreprocessor: rljax's multi-agent "
-            "PPO takes no env-to-module connectors yet; transform each agent's observation in "
-            "the MultiAgentEnv itself, or train the agents single-agent with "
-            "SingleAgentObservationPreprocessor"
+    Implement ``recompute_output_observation_space(input_observation_space,
+    input_action_space)``, which gets the ``Dict`` of every agent's observation (and action)
+    space and returns the ``Dict`` of what ``preprocess`` gives each agent, and
+    ``preprocess(observations, episode)``, which maps one env step's observation dict (the
+    agents acting in it) to the transformed dict. It runs on the host, on every env step, as
+    RLlib runs it (``rljax.connectors.env_to_module.multi_agent``); ``episode`` is not available
+    (see ``SingleAgentObservationPreprocessor``).
+    """
+
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        **kwargs: Any,
+    ):
+        self.input_observation_space = input_observation_space
+        self.input_action_space = input_action_space
+
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space, input_action_space: gym.Space | None
+    ) -> gym.Space:
+        """The ``Dict`` of every agent's observation space after ``preprocess``."""
+        return input_observation_space
+
+    def preprocess(self, observations: dict[Any, Any], episode: Any) -> dict[Any, Any]:
+        """One env step's observation dict, transformed (to be implemented by a subclass)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement preprocess(self, observations, episode)"
         )
+
+    def check_space(self, space: gym.Space) -> None:
+        raise ConfigError(
+            f"{type(self).__name__} is a MultiAgentObservationPreprocessor: it transforms "
+            "multi-agent observation dicts and runs on multi-agent PPO (.multi_agent(...)); "
+            "for a single-agent env subclass SingleAgentObservationPreprocessor"
+        )
+
+    def transform(self, state: Any, obs: jax.Array) -> jax.Array:
+        raise ConfigError(f"{type(self).__name__} runs on multi-agent PPO only")
+
+    def spec(self) -> dict[str, Any]:
+        cls = type(self)
+        return {"type": "ObservationPreprocessor", "import": f"{cls.__module__}:{cls.__qualname__}"}

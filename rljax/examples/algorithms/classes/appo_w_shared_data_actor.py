@@ -1,6 +1,6 @@
 """RLlib's example classes of
 ``ray.rllib.examples.algorithms.classes.appo_w_shared_data_actor``
-at their path: PyTorch and Ray-actor code that rljax cannot run, so each one refuses where it is
+at their path: a custom Algorithm with a Ray actor, which rljax cannot run, so each one refuses where it is
 used (``rljax.utils.torch_classes``)."""
 
 from __future__ import annotations

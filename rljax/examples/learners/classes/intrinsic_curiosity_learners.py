@@ -1,6 +1,6 @@
 """RLlib's example classes of
 ``ray.rllib.examples.learners.classes.intrinsic_curiosity_learners``
-at their path: PyTorch and Ray-actor code that rljax cannot run, so each one refuses where it is
+at their path: PyTorch and ConnectorV2 code that rljax cannot run, so each one refuses where it is
 used (``rljax.utils.torch_classes``)."""
 
 from __future__ import annotations

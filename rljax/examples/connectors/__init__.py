@@ -1,0 +1,1 @@
+"""RLlib's ``ray.rllib.examples.connectors`` path: its example connector classes."""

@@ -1,0 +1,217 @@
+"""Env-to-module connectors on multi-agent PPO (``rljax.connectors.env_to_module.multi_agent``):
+stateless pieces on each env step's observation dict, on the host."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rljax.connectors.env_to_module import (
+    FlattenObservations,
+    MeanStdFilter,
+    MultiAgentObservationPreprocessor,
+)
+from rljax.connectors.env_to_module.multi_agent import (
+    ConnectedMultiAgentEnv,
+    build_multi_agent_connectors,
+    flatten_observation,
+)
+from rljax.env.multi_agent_env import MultiAgentEnv
+from rljax.utils.errors import ConfigError
+
+DICT = gym.spaces.Dict(
+    {"pos": gym.spaces.Box(-1.0, 1.0, (2,), np.float32), "flag": gym.spaces.Discrete(3, start=1)}
+)
+
+
+class TwoKinds(MultiAgentEnv):
+    """Agent ``a`` sees a Discrete(3) counter, ``b`` a Dict; 4 steps an episode; each is paid
+    1 for action 1."""
+
+    def __init__(self, config=None):
+        self.possible_agents = ["a", "b"]
+        self.agents = list(self.possible_agents)
+        super().__init__()
+        self.observation_spaces = {"a": gym.spaces.Discrete(3), "b": DICT}
+        self.action_spaces = {"a": gym.spaces.Discrete(2), "b": gym.spaces.Discrete(2)}
+        self.t = 0
+
+    def _obs(self):
+        pos = np.array([0.5, -0.25 * self.t], np.float32)
+        return {"a": self.t % 3, "b": {"pos": pos, "flag": 1 + self.t % 3}}
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action_dict):
+        self.t += 1
+        done = self.t >= 4
+        rewards = {a: float(action_dict[a] == 1) for a in action_dict}
+        return (
+            self._obs(),
+            rewards,
+            {"a": done, "b": done, "__all__": done},
+            {"a": False, "b": False, "__all__": False},
+            {},
+        )
+
+
+def test_flatten_observation_by_hand_and_as_the_jitted_connector():
+    # Dict keys sorted: "flag" (Discrete(3) from 1, one-hot) before "pos".
+    obs = {"pos": np.array([0.5, -1.0], np.float32), "flag": 2}
+    np.testing.assert_array_equal(flatten_observation(DICT, obs), [0, 1, 0, 0.5, -1.0])
+    piece = FlattenObservations()
+    piece.check_space(DICT)
+    piece.init_state(DICT)
+    for _ in range(5):
+        sample = DICT.sample()
+        jitted = piece.transform({}, {k: jnp.asarray(v) for k, v in sample.items()})
+        np.testing.assert_allclose(flatten_observation(DICT, sample), np.asarray(jitted))
+
+
+def test_connected_env_flattens_the_listed_agents_only():
+    env = TwoKinds()
+    spaces = {a: env.get_observation_space(a) for a in env.possible_agents}
+    acts = {a: env.get_action_space(a) for a in env.possible_agents}
+    connectors = build_multi_agent_connectors(
+        lambda env, spaces, device: FlattenObservations(multi_agent=True, agent_ids={"b"}),
+        spaces,
+        acts,
+    )
+    assert connectors is not None
+    assert connectors.observation_spaces["a"] == gym.spaces.Discrete(3)
+    assert connectors.observation_spaces["b"].shape == (5,)
+    assert connectors.config_value() == [
+        {"type": "FlattenObservations", "multi_agent": True, "agent_ids": ["b"]}
+    ]
+    wrapped = ConnectedMultiAgentEnv(env, connectors)
+    obs, _ = wrapped.reset()
+    assert obs["a"] == 0
+    np.testing.assert_array_equal(obs["b"], [1, 0, 0, 0.5, 0.0])
+    obs, rewards, *_ = wrapped.step({"a": 1, "b": 0})
+    assert obs["a"] == 1 and rewards == {"a": 1.0, "b": 0.0}
+    np.testing.assert_array_equal(obs["b"], [0, 1, 0, 0.5, -0.25])
+    assert wrapped.t == 1  # anything else is the wrapped env's
+
+
+def test_multi_agent_preprocessor_on_the_corridor_env():
+    from rljax.examples.connectors.classes.add_other_agents_row_index_to_xy_pos import (
+        AddOtherAgentsRowIndexToXYPos,
+    )
+    from rljax.examples.envs.classes.multi_agent.double_row_corridor_env import (
+        DoubleRowCorridorEnv,
+    )
+
+    env = DoubleRowCorridorEnv({"length": 5})
+    agents = env.possible_agents
+    connectors = build_multi_agent_connectors(
+        [
+            AddOtherAgentsRowIndexToXYPos(),
+            FlattenObservations(multi_agent=True, agent_ids=["agent_0"]),
+        ],
+        {a: env.get_observation_space(a) for a in agents},
+        {a: env.get_action_space(a) for a in agents},
+    )
+    assert connectors is not None
+    # agent_0: its cell of 2 x 5 one-hot, then the other's row of 3 one-hot; agent_1: 3 floats.
+    assert connectors.observation_spaces["agent_0"].shape == (13,)
+    assert connectors.observation_spaces["agent_1"].shape == (3,)
+    wrapped = ConnectedMultiAgentEnv(env, connectors)
+    obs, _ = wrapped.reset()
+    connectors.check(env.reset()[0])
+    # agent_0 at [0, 0] (index 0), agent_1 in row 1; keys sorted: "agent" before "other_agent_row".
+    np.testing.assert_array_equal(obs["agent_0"], np.eye(10)[0].tolist() + [0, 1, 0])
+    np.testing.assert_array_equal(obs["agent_1"], [1, 4, 0])
+    obs, *_ = wrapped.step({"agent_0": 3, "agent_1": 0})  # agent_0 right, agent_1 up
+    np.testing.assert_array_equal(obs["agent_0"], np.eye(10)[1].tolist() + [1, 0, 0])
+    np.testing.assert_array_equal(obs["agent_1"], [0, 4, 0])
+
+
+def test_refusals_name_what_was_given():
+    env = TwoKinds()
+    spaces = {a: env.get_observation_space(a) for a in env.possible_agents}
+    acts = {a: env.get_action_space(a) for a in env.possible_agents}
+    with pytest.raises(ConfigError, match="MeanStdFilter keeps statistics"):
+        build_multi_agent_connectors([MeanStdFilter()], spaces, acts)
+    with pytest.raises(ConfigError, match=r"names agents \['c'\] the env does not have"):
+        build_multi_agent_connectors(
+            [FlattenObservations(multi_agent=True, agent_ids=["c"])], spaces, acts
+        )
+    with pytest.raises(ConfigError, match="agent_ids needs multi_agent=True"):
+        FlattenObservations(agent_ids=["a"])
+
+    class NotADict(MultiAgentObservationPreprocessor):
+        def recompute_output_observation_space(self, obs_space, act_space):
+            return gym.spaces.Box(0, 1, (2,))
+
+    with pytest.raises(ConfigError, match="returns a gymnasium.spaces.Dict keyed by"):
+        build_multi_agent_connectors([NotADict()], spaces, acts)
+
+
+def test_single_agent_ppo_refuses_the_multi_agent_pieces():
+    from rljax.algorithms.ppo import PPOConfig
+
+    class Whole(MultiAgentObservationPreprocessor):
+        pass
+
+    for piece, words in (
+        (FlattenObservations(multi_agent=True), "is for multi-agent configs"),
+        (Whole(), "Whole is a MultiAgentObservationPreprocessor"),
+    ):
+        config = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(env_to_module_connector=lambda env, spaces, device, p=piece: p)
+        )
+        with pytest.raises(ConfigError, match=words):
+            config.build_algo()
+
+
+def test_discrete_and_box_agents_share_padded_slot_rows():
+    from rljax.algorithms.ppo.multi_agent import unpad_observations
+    from rljax.env.multi_agent_vector import pad_observation, slot_spaces
+
+    env = TwoKinds()
+    env.observation_spaces = {"a": gym.spaces.Discrete(4), "b": gym.spaces.Box(0, 1, (3,))}
+    slot_obs, _, obs_spaces, _ = slot_spaces(env)
+    assert slot_obs.shape == (3,) and obs_spaces["a"] == gym.spaces.Discrete(4)
+    rows = np.stack([pad_observation(2, 3), pad_observation(np.array([0.5, 1, 0]), 3)])
+    np.testing.assert_array_equal(rows, [[2, 0, 0], [0.5, 1, 0]])
+    back = unpad_observations(jnp.asarray(rows[:1]), obs_spaces["a"], padded=True)
+    assert back.shape == (1,) and int(back[0]) == 2 and jnp.issubdtype(back.dtype, jnp.integer)
+
+
+@pytest.mark.slow
+def test_multi_agent_ppo_trains_on_flattened_observations():
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment(TwoKinds)
+        .env_runners(
+            env_to_module_connector=lambda env, spaces, device: FlattenObservations(
+                multi_agent=True
+            ),
+            num_envs_per_env_runner=2,
+        )
+        .multi_agent(policies={"pa", "pb"}, policy_mapping_fn=lambda aid, episode, **kw: f"p{aid}")
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        assert algo.agent_observation_spaces["a"].shape == (3,)
+        assert algo.agent_observation_spaces["b"].shape == (5,)
+        assert algo.config.env_to_module_connector == [
+            {"type": "FlattenObservations", "multi_agent": True}
+        ]
+        result = algo.train()
+        assert result["num_env_steps_sampled_lifetime"] > 0
+        for pid in ("pa", "pb"):  # both policies trained on their flattened rows
+            assert np.isfinite(result["learners"][pid]["total_loss"])
+    finally:
+        algo.stop()
