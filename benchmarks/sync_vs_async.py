@@ -349,10 +349,14 @@ class StepClock:
         self.env_s = self.act_s = 0.0
         self.vector_steps = 0
 
-    def per_vector_step(self, elapsed: float, sampling_s: float) -> dict[str, Any]:
+    def per_vector_step(self, elapsed: float, sampling_s: float) -> dict[str, Any] | None:
         """Milliseconds per vector step: the wall time, the env, acting, the rest of the
-        runner's loop, and the time outside sampling (post-processing, the update, results)."""
-        n = max(1, self.vector_steps)
+        runner's loop, and the time outside sampling (post-processing, the update, results).
+        None when the clocked runner took no step in the timed iterations (it was replaced:
+        see ``num_env_runner_restarts``)."""
+        if self.vector_steps == 0:
+            return None
+        n = self.vector_steps
         env, act = 1e3 * self.env_s / n, 1e3 * self.act_s / n
         sampling = 1e3 * sampling_s / n
         return {
@@ -420,6 +424,9 @@ def run_mode_a(p: PartA, m: ModeA, seed: int) -> dict[str, Any]:
         if runner_rates
         else None,
         "policy_lag_max": max(r["env_runners"].get("policy_lag_max", 0) for r in results),
+        "num_env_runner_restarts": results[-1]
+        .get("fault_tolerance", {})
+        .get("num_env_runner_restarts"),
         # With sample_async the runner also samples while the learner updates: its sampling
         # time is then the learner's wait, not the runner's own (see learner_wait_s).
         "per_vector_step": clock.per_vector_step(
