@@ -12,18 +12,23 @@ gymnasium envs need are the only other processes):
     lock-step, ideal 6 / 5 ms = 1,200 env steps/s), the latter with ``sample_async=False`` (sample,
     then update) and ``sample_async=True`` (the runner samples the next fragment while the learner
     updates). The full run adds ASYNC with ``async_batch_size=3`` (first-ready batches of 3, so the
-    runner acts on one half of the sub-envs while the other half sleeps) and measures each vector
-    env alone, stepped with random actions and no policy (``vector_env_only``): the ceiling the
-    vector env itself sets on this machine. Throughput is ``algo.train()``'s sampled real env steps
+    runner acts on one half of the sub-envs while the other half sleeps, and a sub-env that
+    resets delays no other), with and without ``sample_async``, and measures each vector
+    env alone, built as the runner builds it and stepped with random actions and no policy
+    (``vector_env_only``): the ceiling the vector env itself sets on this machine. Each run's
+    ``per_vector_step`` says where the time goes, in ms per vector step: the vector env's
+    ``step`` (sending the actions, waiting for the sub-envs), acting (the jitted policy step
+    until the actions are on the host), the rest of the runner's loop, and the time outside
+    sampling (post-processing, the update). Throughput is ``algo.train()``'s sampled real env steps
     (``result["env_runners"]["num_env_steps_sampled"]``) summed over the timed iterations, divided
     by their wall time (learning included), after one warm-up iteration (it compiles) or, with
     ``sample_async=True``, two (the second drains the fragment the runner sampled while the first
     one compiled, which would otherwise count as sampled in no time). PPO's runners reset
     same-step, as RLlib's do: a step that ends an episode also resets the sub-env (its 5 ms
-    reset inside that step), so every sub-env result is an env step; first-ready batches
-    (``async_batch_size``) reset next-step, where the step after each episode costs 5 ms but
-    yields no transition, so ``env_calls_per_s`` (every sub-env result, auto-resets included)
-    is reported beside it. The target is >= 90% of the ideal; RLlib's figures are
+    reset inside that step, in the sub-env's process with first-ready batches), so every
+    sub-env result is an env step (``env_calls_per_s`` equals ``env_steps_per_s``). The resets
+    are not in the ideal: an episode of L steps costs L + 1 sleeps, and a lock-step vector step
+    waits for any sub-env that resets. The target is >= 90% of the ideal; RLlib's figures are
     constants (``rllib_reference``), measured earlier by the project on this kind of machine, not
     by this script.
 
@@ -126,6 +131,7 @@ class PartA:
         ModeA("SYNC", "SYNC"),
         ModeA("ASYNC", "ASYNC"),
         ModeA("ASYNC_sample_async", "ASYNC", sample_async=True),
+        ModeA("ASYNC_first_ready_3", "ASYNC", 3),
         ModeA("ASYNC_first_ready_3_sample_async", "ASYNC", 3, True),
     )
 
@@ -311,17 +317,71 @@ def warmup_iterations(p: PartA, m: ModeA) -> int:
     return p.warmup_iterations + int(m.sample_async)
 
 
+class StepClock:
+    """Where the runner's time goes per vector step: wraps its vector env's ``step`` (sending the
+    actions and waiting for the sub-envs' results) and its jitted acting step (the policy, until
+    the actions are on the host). Installed on the runner object, read by the benchmark only."""
+
+    def __init__(self, runner: Any):
+        import jax
+
+        self.env_s = self.act_s = 0.0
+        self.vector_steps = 0
+        env_step, act = runner.env.step, runner._step
+
+        def timed_env_step(*args: Any) -> Any:
+            t = time.perf_counter()
+            out = env_step(*args)
+            self.env_s += time.perf_counter() - t
+            self.vector_steps += 1
+            return out
+
+        def timed_act(*args: Any) -> Any:
+            t = time.perf_counter()
+            out = act(*args)
+            jax.block_until_ready(out[0])  # the runner waits for the actions next anyway
+            self.act_s += time.perf_counter() - t
+            return out
+
+        runner.env.step, runner._step = timed_env_step, timed_act
+
+    def reset(self) -> None:
+        self.env_s = self.act_s = 0.0
+        self.vector_steps = 0
+
+    def per_vector_step(self, elapsed: float, sampling_s: float) -> dict[str, Any] | None:
+        """Milliseconds per vector step: the wall time, the env, acting, the rest of the
+        runner's loop, and the time outside sampling (post-processing, the update, results).
+        None when the clocked runner took no step in the timed iterations (it was replaced:
+        see ``num_env_runner_restarts``)."""
+        if self.vector_steps == 0:
+            return None
+        n = self.vector_steps
+        env, act = 1e3 * self.env_s / n, 1e3 * self.act_s / n
+        sampling = 1e3 * sampling_s / n
+        return {
+            "vector_steps": self.vector_steps,
+            "wall_ms": 1e3 * elapsed / n,
+            "env_step_ms": env,
+            "act_ms": act,
+            "runner_loop_rest_ms": max(0.0, sampling - env - act),
+            "outside_sampling_ms": max(0.0, 1e3 * elapsed / n - sampling),
+        }
+
+
 def run_mode_a(p: PartA, m: ModeA, seed: int) -> dict[str, Any]:
     config = config_a(p, m, seed)
     t = time.perf_counter()
     algo = config.build_algo()
     build_s = time.perf_counter() - t
     try:
+        clock = StepClock(algo._runners.runners[0])
         t = time.perf_counter()
         for _ in range(warmup_iterations(p, m)):
             algo.train()
         warmup_s = time.perf_counter() - t
         results = []
+        clock.reset()
         t0 = time.perf_counter()
         while len(results) < p.min_timed_iterations or time.perf_counter() - t0 < p.measure_s:
             results.append(algo.train())
@@ -364,26 +424,39 @@ def run_mode_a(p: PartA, m: ModeA, seed: int) -> dict[str, Any]:
         if runner_rates
         else None,
         "policy_lag_max": max(r["env_runners"].get("policy_lag_max", 0) for r in results),
+        "num_env_runner_restarts": results[-1]
+        .get("fault_tolerance", {})
+        .get("num_env_runner_restarts"),
+        # With sample_async the runner also samples while the learner updates: its sampling
+        # time is then the learner's wait, not the runner's own (see learner_wait_s).
+        "per_vector_step": clock.per_vector_step(
+            elapsed, sum(r["timers"].get("env_runner_sampling_timer", 0.0) for r in results)
+        ),
         "episode_return_mean_at_end": finite_or_none(last.get("episode_return_mean", math.nan)),
     }
 
 
 def vector_env_only(p: PartA, m: ModeA, seed: int, seconds: float) -> dict[str, Any]:
-    """The runner's vector env stepped with random actions, no policy: env calls/s ceiling."""
+    """The runner's vector env stepped with random actions, no policy: the env steps/s ceiling.
+    Built as PPO's runner builds it (same-step auto-reset: every sub-env result is an env step,
+    and a step that ends an episode also pays for the reset)."""
     from rljax.env.vector import make_host_env, resolve_env
 
     spec = resolve_env(SLOW_ENV, {"step_cost_s": p.step_cost_s})
-    env = make_host_env(spec, p.num_envs, m.mode, seed, m.async_batch_size, worker_index=1)
+    env = make_host_env(
+        spec, p.num_envs, m.mode, seed, m.async_batch_size, worker_index=1, same_step=True
+    )
     rng = np.random.default_rng(seed)
     try:
         result = env.reset()
         for _ in range(10):
             result = env.step(rng.integers(0, 2, len(result.env_id)), result.env_id)
-        calls = 0
+        calls = steps = 0
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             result = env.step(rng.integers(0, 2, len(result.env_id)), result.env_id)
-            calls += len(result.env_id)
+            calls += 1
+            steps += len(result.env_id)
         elapsed = time.perf_counter() - t0
     finally:
         env.close()
@@ -392,9 +465,12 @@ def vector_env_only(p: PartA, m: ModeA, seed: int, seconds: float) -> dict[str, 
         "status": "ok",
         "gym_env_vectorize_mode": m.mode,
         "async_batch_size": m.async_batch_size,
-        "env_calls_per_s": calls / elapsed,
-        "fraction_of_ideal": calls / elapsed / ideal,
+        "auto_reset": "same-step",
+        "env_steps_per_s": steps / elapsed,
+        "env_calls_per_s": steps / elapsed,  # same-step: every sub-env result is an env step
+        "fraction_of_ideal": steps / elapsed / ideal,
         "ideal_env_steps_per_s": ideal,
+        "ms_per_vector_step": 1e3 * elapsed / max(1, calls),
     }
 
 
@@ -433,6 +509,13 @@ def run_part_a(p: PartA, seed: int) -> dict[str, Any]:
                 out["vector_env_only"][key] = vector_env_only(p, m, seed, p.vector_env_only_s)
             except Exception as e:
                 out["vector_env_only"][key] = _failed(e)
+        for key, res in out["runs"].items():
+            ceiling = out["vector_env_only"].get(key.replace("_sample_async", ""), {})
+            if res.get("status") == "ok" and ceiling.get("status") == "ok":
+                # How close training comes to what the vector env alone allows on the machine.
+                res["fraction_of_vector_env_only"] = (
+                    res["env_steps_per_s"] / ceiling["env_steps_per_s"]
+                )
     if any(r.get("status") == "failed" for r in out["runs"].values()):
         out["status"] = "failed"
     return out
@@ -800,6 +883,11 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
             key: {
                 "env_steps_per_s": run.get("env_steps_per_s"),
                 "fraction_of_ideal": run.get("fraction_of_ideal"),
+                **(
+                    {"fraction_of_vector_env_only": run["fraction_of_vector_env_only"]}
+                    if "fraction_of_vector_env_only" in run
+                    else {}
+                ),
             }
             for key, run in res["runs"].items()
             if run.get("status") == "ok"

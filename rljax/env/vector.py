@@ -13,8 +13,10 @@ Two auto-reset modes, the same on every backend:
   on the next step, so a SYNC EnvPool sends that step at once for the sub-envs whose episode
   ended (their action is ignored) and returns its observations, from Python on the host path
   and through a host callback inside the fused rollout (``envpool_reset_ended``). First-ready
-  (ASYNC with a batch smaller than the sub-envs) vector envs keep next-step resets: the reset
-  result arrives in a later batch.
+  gymnasium vector envs (ASYNC with ``async_batch_size``) reset inside each sub-env's process,
+  in the step that ended the episode (``rljax.env.first_ready``); first-ready EnvPool envs
+  (ASYNC with a batch smaller than the sub-envs) keep next-step resets: the reset result
+  arrives in a later batch.
 
 Where each job lives (this module dispatches between the backends and re-exports them):
 
@@ -98,7 +100,7 @@ def make_host_env(
         from rljax.env.first_ready import FirstReadyVectorEnv
 
         fns = env_fns(spec, num_envs, worker_index, num_workers, restart_sub_envs)
-        return FirstReadyVectorEnv(fns, async_batch_size, seed, restart_sub_envs)
+        return FirstReadyVectorEnv(fns, async_batch_size, seed, restart_sub_envs, same_step)
     return GymVectorHostEnv(
         spec, num_envs, mode, seed, worker_index, num_workers, restart_sub_envs, same_step
     )

@@ -272,8 +272,12 @@ class HostRunner:
         # A same-step env's first step only starts the first transitions (acting on the reset
         # observations): its row is written over by the next, so the fragment holds as many env
         # steps as rows (``acting.prime`` on the fused path). If it raises, the row stays, as
-        # the reset's row of a next-step env.
+        # the reset's row of a next-step env. First-ready batches bring the reset observations
+        # a batch at a time: the row is written over until every stream has a pending action,
+        # unless a batch already completes a transition (sub-envs not a multiple of the batch),
+        # which is kept.
         started = self._started()
+        primed: set[int] = set()  # before the start: the streams acted on so far
         reset_infos = None
         t = first_row
         while t < length:
@@ -292,6 +296,7 @@ class HostRunner:
                 params, self.key, self.actor, self.result, traj, t
             )
             env_action = self.to_env_action(jax.tree.map(np.asarray, action))
+            acted = self.result.env_id
             try:
                 self.result = self._take_info(self.env.step(env_action, self.result.env_id))
             except Exception as e:  # noqa: BLE001 (the env broke: the rows so far are real)
@@ -300,7 +305,12 @@ class HostRunner:
             self.num_env_steps += 1
             if started:
                 t += 1
-            started = True
+            else:
+                ids = np.asarray(acted).tolist()
+                real = not primed.isdisjoint(ids)  # the row completed transitions: keep it
+                primed.update(ids)
+                t += int(real)
+                started = real or self._started()
         self.last_num_steps = end - first_row - (self.error is not None)
         self.last_infos = infos
         if dropped:
