@@ -8,6 +8,10 @@ from __future__ import annotations
 from rljax.utils.torch_classes import CONNECTOR_INSTEAD, CONNECTOR_WHY, LEARNER_INSTEAD, TorchClass
 
 
+#: RLlib's constant of this module.
+ICM_MODULE_ID = "_intrinsic_curiosity_model"
+
+
 class DQNTorchLearnerWithCuriosity(TorchClass):
     """RLlib's example Learner ``DQNTorchLearnerWithCuriosity``: using it raises ``TorchClassError``, which
     says what rljax takes instead."""
@@ -35,6 +39,7 @@ class IntrinsicCuriosityModelConnector(TorchClass):
 
 
 __all__ = [
+    "ICM_MODULE_ID",
     "DQNTorchLearnerWithCuriosity",
     "IntrinsicCuriosityModelConnector",
     "PPOTorchLearnerWithCuriosity",

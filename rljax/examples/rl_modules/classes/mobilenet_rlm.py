@@ -8,6 +8,10 @@ from __future__ import annotations
 from rljax.utils.torch_classes import CNN_INSTEAD, TorchClass
 
 
+#: RLlib's constant of this module.
+MOBILENET_INPUT_SHAPE = (3, 224, 224)
+
+
 class MobileNetV3EncoderConfig(TorchClass):
     """RLlib's example RLModule ``MobileNetV3EncoderConfig``: using it raises ``TorchClassError``, which
     says what rljax takes instead."""
@@ -32,4 +36,9 @@ class MobileNetTorchPPORLModule(TorchClass):
     instead = CNN_INSTEAD
 
 
-__all__ = ["MobileNetTorchPPORLModule", "MobileNetV3Encoder", "MobileNetV3EncoderConfig"]
+__all__ = [
+    "MOBILENET_INPUT_SHAPE",
+    "MobileNetTorchPPORLModule",
+    "MobileNetV3Encoder",
+    "MobileNetV3EncoderConfig",
+]

@@ -8,6 +8,10 @@ from __future__ import annotations
 from rljax.utils.torch_classes import MODULE_INSTEAD, TorchClass
 
 
+#: RLlib's constant of this module.
+SHARED_ENCODER_ID = "shared_encoder"
+
+
 class VPGPolicyAfterSharedEncoder(TorchClass):
     """RLlib's example RLModule ``VPGPolicyAfterSharedEncoder``: using it raises ``TorchClassError``, which
     says what rljax takes instead."""
@@ -51,6 +55,7 @@ class VPGPolicyNoSharedEncoder(TorchClass):
 
 
 __all__ = [
+    "SHARED_ENCODER_ID",
     "SharedEncoder",
     "VPGIndividualEncoder",
     "VPGMultiRLModuleWithSharedEncoder",
