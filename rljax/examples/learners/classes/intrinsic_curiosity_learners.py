@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from rljax.utils.torch_classes import CONNECTOR_INSTEAD, CONNECTOR_WHY, LEARNER_INSTEAD, TorchClass
 
-
 #: RLlib's constant of this module.
 ICM_MODULE_ID = "_intrinsic_curiosity_model"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from rljax.utils.torch_classes import CNN_INSTEAD, TorchClass
 
-
 #: RLlib's constant of this module.
 MOBILENET_INPUT_SHAPE = (3, 224, 224)
 

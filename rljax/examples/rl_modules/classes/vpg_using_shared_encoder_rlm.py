@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from rljax.utils.torch_classes import MODULE_INSTEAD, TorchClass
 
-
 #: RLlib's constant of this module.
 SHARED_ENCODER_ID = "shared_encoder"
 
