@@ -8,7 +8,9 @@ PureJaxRL does. rljax's JAX-env path is measured against it (``benchmarks/jax_en
 Run: python benchmarks/fused_ppo_baseline.py [--num-envs 4 --num-steps 128 ...] prints one
 JSON line: env steps/s of the whole-training program (``scan``) and of one call per update
 (``per_update``, the host tracking the last 100 episode returns), and the env steps and
-seconds until that mean first reached ``--target`` (per-update mode).
+seconds until that mean first reached ``--target`` (per-update mode). With ``--curve`` it
+prints one run's episodes instead (``benchmarks/purejaxrl_parity.py`` reads them);
+``--anneal-lr --orthogonal-init`` make it PureJaxRL's ``ppo.py`` at its CartPole defaults.
 """
 
 from __future__ import annotations
@@ -29,19 +31,30 @@ import optax
 
 
 class ActorCritic(nn.Module):
-    """Separate 64x64 tanh policy and value networks (rljax's default CartPole model)."""
+    """Separate 64x64 tanh policy and value networks (rljax's default CartPole model).
+
+    ``orthogonal``: PureJaxRL's initialisation (orthogonal kernels, scale sqrt(2) in the hidden
+    layers, 0.01 for the logits, 1 for the value; zero biases); otherwise Flax's defaults.
+    """
 
     num_actions: int
     hidden: int = 64
+    orthogonal: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
-        a = nn.tanh(nn.Dense(self.hidden)(x))
-        a = nn.tanh(nn.Dense(self.hidden)(a))
-        logits = nn.Dense(self.num_actions)(a)
-        v = nn.tanh(nn.Dense(self.hidden)(x))
-        v = nn.tanh(nn.Dense(self.hidden)(v))
-        return logits, nn.Dense(1)(v)[..., 0]
+        def dense(width: int, scale: float) -> nn.Dense:
+            if not self.orthogonal:
+                return nn.Dense(width)
+            return nn.Dense(width, kernel_init=nn.initializers.orthogonal(scale))
+
+        h = float(np.sqrt(2.0))
+        a = nn.tanh(dense(self.hidden, h)(x))
+        a = nn.tanh(dense(self.hidden, h)(a))
+        logits = dense(self.num_actions, 0.01)(a)
+        v = nn.tanh(dense(self.hidden, h)(x))
+        v = nn.tanh(dense(self.hidden, h)(v))
+        return logits, dense(1, 1.0)(v)[..., 0]
 
 
 class Config(NamedTuple):
@@ -57,6 +70,16 @@ class Config(NamedTuple):
     vf_coef: float = 0.5
     ent_coef: float = 0.01
     max_grad_norm: float = 0.5
+    # PureJaxRL's: the rate falls linearly to 0 over ``num_updates`` updates (constant within
+    # one), and the orthogonal initialisation. Off: a constant rate and Flax's defaults.
+    anneal_lr: bool = False
+    orthogonal_init: bool = False
+    # "minibatch": advantages normalised per minibatch (PureJaxRL's); "batch": once over the
+    # whole batch, before the epochs (RLlib's, and so rljax's).
+    adv_norm: str = "minibatch"
+    # PureJaxRL's (PPO2's) value clipping: the larger of the squared errors of the prediction
+    # and of the prediction clipped to within ``clip`` of the sampling one. RLlib has none.
+    value_clip: bool = True
 
 
 class Runner(NamedTuple):
@@ -69,13 +92,21 @@ class Runner(NamedTuple):
     key: jax.Array
 
 
-def make(cfg: Config) -> tuple[Any, Any]:
-    """``(init(key) -> runner, update_step(runner) -> (runner, episodes))``, both jit-able."""
+def make(cfg: Config, num_updates: int | None = None) -> tuple[Any, Any]:
+    """``(init(key) -> runner, update_step(runner) -> (runner, episodes))``, both jit-able.
+
+    ``num_updates``: the length of the run, which ``cfg.anneal_lr`` anneals over."""
     env, env_params = gymnax.make(cfg.env)
-    net = ActorCritic(env.action_space(env_params).n)
-    tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))
+    net = ActorCritic(env.action_space(env_params).n, orthogonal=cfg.orthogonal_init)
     n, t = cfg.num_envs, cfg.num_steps
     mb = n * t // cfg.num_minibatches
+    lr: Any = cfg.lr
+    if cfg.anneal_lr:
+        if num_updates is None:
+            raise ValueError("anneal_lr=True needs num_updates (the run's length)")
+        steps_per_update = cfg.num_minibatches * cfg.num_epochs
+        lr = lambda count: cfg.lr * (1.0 - (count // steps_per_update) / num_updates)  # noqa: E731
+    tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(lr, eps=1e-5))
 
     def init(key: jax.Array) -> Runner:
         key, net_key, env_key = jax.random.split(key, 3)
@@ -114,10 +145,14 @@ def make(cfg: Config) -> tuple[Any, Any]:
         logp_all = jax.nn.log_softmax(logits)
         logp = logp_all[jnp.arange(obs.shape[0]), action]
         ratio = jnp.exp(logp - logp_old)
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        if cfg.adv_norm == "minibatch":
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         pg = -jnp.minimum(ratio * adv, jnp.clip(ratio, 1 - cfg.clip, 1 + cfg.clip) * adv).mean()
         v_clipped = value_old + jnp.clip(value - value_old, -cfg.clip, cfg.clip)
-        vf = 0.5 * jnp.maximum((value - target) ** 2, (v_clipped - target) ** 2).mean()
+        vf_err = (value - target) ** 2
+        if cfg.value_clip:
+            vf_err = jnp.maximum(vf_err, (v_clipped - target) ** 2)
+        vf = 0.5 * vf_err.mean()
         entropy = -(jnp.exp(logp_all) * logp_all).sum(-1).mean()
         return pg + cfg.vf_coef * vf - cfg.ent_coef * entropy
 
@@ -138,6 +173,8 @@ def make(cfg: Config) -> tuple[Any, Any]:
             gae, (jnp.zeros(n), last_value), (reward, value, done.astype(jnp.float32)), reverse=True
         )
         target = adv + value
+        if cfg.adv_norm == "batch":
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         flat = jax.tree.map(
             lambda x: x.reshape(n * t, *x.shape[2:]), (obs, action, logp, value, adv, target)
         )
@@ -177,9 +214,9 @@ def run(
 ) -> dict[str, Any]:
     """Steps/s of both modes (``scan``, ``per_update``: which run) and the per-update run's
     env steps and seconds to ``target``."""
-    init, update_step = make(cfg)
     rows = cfg.num_envs * cfg.num_steps
     num_updates = max(2, total_steps // rows)
+    init, update_step = make(cfg, num_updates)
     out: dict[str, Any] = {"system": "baseline", "num_envs": cfg.num_envs}
     out["num_steps"] = cfg.num_steps
     if scan:
@@ -231,6 +268,42 @@ def _per_update(
     }
 
 
+def curve(cfg: Config, total_steps: int, seed: int) -> dict[str, Any]:
+    """One whole training run as one program (PureJaxRL's way): every finished episode's return
+    and the env step it finished at (counting all envs), and PureJaxRL's own plotted figure per
+    update (the mean over the update's steps and envs of the last finished episode's return,
+    its ``LogWrapper``'s ``returned_episode_returns``; 0 before an env's first episode ends)."""
+    rows = cfg.num_envs * cfg.num_steps
+    num_updates = max(2, total_steps // rows)
+    init, update_step = make(cfg, num_updates)
+
+    def step(carry: tuple[Runner, jax.Array], _: Any) -> Any:
+        r, held = carry
+        r, (ep_ret, ep_done) = update_step(r)
+
+        def hold(h: jax.Array, x: tuple[jax.Array, jax.Array]) -> Any:
+            h = jnp.where(x[1], x[0], h)
+            return h, h
+
+        held, per_step = jax.lax.scan(hold, held, (ep_ret, ep_done))
+        return (r, held), (ep_ret, ep_done, per_step.mean())
+
+    train = jax.jit(
+        lambda k: jax.lax.scan(step, (init(k), jnp.zeros(cfg.num_envs)), None, num_updates)[1]
+    )
+    ep_ret, ep_done, plotted = (np.asarray(x) for x in train(jax.random.PRNGKey(seed)))
+    # [U, T, N] -> env steps at which each episode finished (the step's index x num_envs).
+    env_steps = (np.arange(num_updates * cfg.num_steps) + 1) * cfg.num_envs
+    done = ep_done.reshape(-1, cfg.num_envs)
+    finished_at = np.broadcast_to(env_steps[:, None], done.shape)[done]
+    return {
+        "episode_env_steps": finished_at.tolist(),
+        "episode_returns": ep_ret.reshape(-1, cfg.num_envs)[done].tolist(),
+        "update_env_steps": ((np.arange(num_updates) + 1) * rows).tolist(),
+        "purejaxrl_plotted_return": plotted.tolist(),
+    }
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--env", default="CartPole-v1")
@@ -241,9 +314,33 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=2.5e-4)
     p.add_argument("--total-steps", type=int, default=500_000)
     p.add_argument("--target", type=float, default=450.0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--anneal-lr", action="store_true", help="PureJaxRL's linear annealing to 0")
+    p.add_argument(
+        "--orthogonal-init", action="store_true", help="PureJaxRL's orthogonal initialisation"
+    )
+    p.add_argument("--adv-norm", choices=["minibatch", "batch"], default="minibatch")
+    p.add_argument("--no-value-clip", action="store_true", help="no PPO2-style value clipping")
+    p.add_argument(
+        "--curve", action="store_true", help="print the run's episodes (``curve``), not speed"
+    )
     a = p.parse_args()
-    cfg = Config(a.env, a.num_envs, a.num_steps, a.num_epochs, a.num_minibatches, a.lr)
-    print(json.dumps(run(cfg, a.total_steps, a.target)))
+    cfg = Config(
+        a.env,
+        a.num_envs,
+        a.num_steps,
+        a.num_epochs,
+        a.num_minibatches,
+        a.lr,
+        anneal_lr=a.anneal_lr,
+        orthogonal_init=a.orthogonal_init,
+        adv_norm=a.adv_norm,
+        value_clip=not a.no_value_clip,
+    )
+    if a.curve:
+        print(json.dumps(curve(cfg, a.total_steps, a.seed)))
+    else:
+        print(json.dumps(run(cfg, a.total_steps, a.target, a.seed)))
 
 
 if __name__ == "__main__":

@@ -291,3 +291,47 @@ def test_device_check_quick_run_reports_every_case(tmp_path, run_benchmark):
         assert case["placement"] == {"num_gpus_per_learner": 0, "num_gpus_per_env_runner": 0}
     for name in ("dqn_envpool", "sac_envpool"):
         assert cases[name]["updates_per_s"] > 0  # learning starts in the first iteration
+
+
+@pytest.mark.slow
+def test_purejaxrl_parity_quick_run_scores_every_system_by_env_steps(tmp_path, run_benchmark):
+    report = run_benchmark("purejaxrl_parity.py", "--quick", "--out", str(tmp_path))
+    assert report == json.loads((tmp_path / "purejaxrl_parity.json").read_text())
+    assert (tmp_path / "purejaxrl_parity.png").stat().st_size > 10_000
+    assert report["settings"]["total_steps"] == 5120 and report["settings"]["seeds"] == [0]
+    for name in ("rljax_purejaxrl", "rljax_literal"):
+        run = report["results"][name]["per_seed"]["0"]
+        # 10 updates of 512 env steps in windows of 1,024: five points. An untrained policy's
+        # CartPole episodes last 8 to a few dozen steps, so every window finishes some.
+        assert run["curve"]["window_end_env_steps"] == [1024, 2048, 3072, 4096, 5120]
+        returns = run["curve"]["return_mean"]
+        assert all(8 <= r < 200 for r in returns), returns
+        assert run["final"] == returns[-1] and run["num_episodes"] > 5120 / 200
+    assert report["results"]["rljax_purejaxrl"]["changes"] == {
+        "vf_clip_param": None,
+        "vf_loss_coeff": 0.25,
+    }
+    baseline = report["results"]["baseline"]
+    if importlib.util.find_spec("gymnax") is None:  # the test extra does not install it
+        assert baseline["status"] == "not installed"
+    else:
+        plotted = baseline["per_seed"]["0"]["purejaxrl_plotted_return"]
+        assert len(plotted) == 10 and all(0 <= r <= 500 for r in plotted)
+
+
+def test_purejaxrl_tuned_example_is_the_parity_benchmarks_config():
+    # The documented config (rljax/tuned_examples/ppo_cartpole_purejaxrl.yaml) is the one the
+    # benchmark measures.
+    from rljax.algorithms.ppo import PPOConfig
+
+    spec = importlib.util.spec_from_file_location(
+        "purejaxrl_parity", ROOT / "benchmarks" / "purejaxrl_parity.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    measured = module.rljax_config("purejaxrl", seed=0, total_steps=500_000)
+    tuned = PPOConfig.from_yaml(ROOT / "rljax" / "tuned_examples" / "ppo_cartpole_purejaxrl.yaml")
+    assert tuned.to_dict() == measured.to_dict()
+    assert tuned.lr == ((0, 2.5e-4), (500_000, 0.0)) and tuned.vf_clip_param is None
+    with pytest.raises(ValueError, match="variant='nope'; use one of"):
+        module.rljax_config("nope", seed=0, total_steps=1)

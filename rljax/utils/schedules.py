@@ -106,9 +106,15 @@ def schedule_at(value: float | Schedule, env_steps: jax.Array | None) -> float |
 @dataclasses.dataclass(frozen=True)
 class NumberOrSchedule:
     """A setting's check: a number (``number``'s check) or RLlib's schedule of such numbers,
-    ``[[0, v0], [t1, v1], ...]``: env steps that start at 0 and increase strictly."""
+    ``[[0, v0], [t1, v1], ...]``: env steps that start at 0 and increase strictly.
+
+    ``point``, where given, checks the schedule's values after the first instead of
+    ``number``: a learning rate must be positive, but its schedule may end at 0 (as RLlib's
+    does, e.g. ``[[0, 2.5e-4], [500000, 0.0]]`` to anneal linearly to 0).
+    """
 
     number: Number
+    point: Number | None = None
 
     @property
     def allowed(self) -> str:
@@ -138,7 +144,8 @@ class NumberOrSchedule:
                 raise ConfigError(
                     f"{name}: point {i}'s env step {describe(step)} is not a whole number >= 0"
                 )
-            points.append((int(step), float(self.number(f"{name}[{i}][1]", v))))  # type: ignore[arg-type]
+            check = self.number if i == 0 or self.point is None else self.point
+            points.append((int(step), float(check(f"{name}[{i}][1]", v))))  # type: ignore[arg-type]
         if not points:
             raise ConfigError(f"{name}=[]: a schedule needs at least one [env_step, value] point")
         if points[0][0] != 0:
