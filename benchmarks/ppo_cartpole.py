@@ -109,6 +109,7 @@ class Settings:
     target_return: float = 450.0
     smoothing_window: int = 100
     env: str = "CartPole-v1"
+    profile_rounds: int = 10  # the fused variant's profile (ppo_profile.py); 0: none
 
 
 # ---------------------------------------------------------------------- timing helpers
@@ -157,6 +158,7 @@ def run_training(
     ready_s = time.time() - process_start
     curve: list[dict[str, Any]] = []
     num_iterations = math.ceil(s.max_timesteps / s.train_batch_size)
+    profiled: dict[str, Any] | None = None
     try:
         for _ in range(num_iterations):
             t0 = time.perf_counter()
@@ -178,9 +180,14 @@ def run_training(
                     file=sys.stderr,
                     flush=True,
                 )
+        profile = getattr(step, "profile", None)
+        profiled = profile(s.profile_rounds) if profile is not None and s.profile_rounds else None
     finally:
         close()
-    return summarize(curve, s, source, build_s, ready_s, SCRIPT_START - process_start)
+    summary = summarize(curve, s, source, build_s, ready_s, SCRIPT_START - process_start)
+    if profiled is not None:
+        summary["profile"] = profiled
+    return summary
 
 
 def summarize(
@@ -273,6 +280,10 @@ def build_rljax(s: Settings, num_env_runners: int) -> tuple[StepFn, Callable[[],
         result = algo.train()
         return lifetime_steps(result), result["env_runners"]["episode_return_mean"]
 
+    if num_env_runners == 0:  # the fused path: where its iteration's time goes
+        from ppo_profile import profile_fused
+
+        step.profile = lambda rounds: profile_fused(algo, rounds)  # type: ignore[attr-defined]
     return step, algo.stop
 
 
@@ -435,6 +446,7 @@ def settings_to_args(s: Settings) -> list[str]:
         f"--minibatch-size={s.minibatch_size}",
         f"--num-epochs={s.num_epochs}",
         f"--target-return={s.target_return}",
+        f"--profile-rounds={s.profile_rounds}",
     ]
 
 
@@ -480,6 +492,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--minibatch-size", type=int, default=128)
     p.add_argument("--num-epochs", type=int, default=6)
     p.add_argument("--target-return", type=float, default=450.0)
+    p.add_argument(
+        "--profile-rounds",
+        type=int,
+        default=10,
+        help="rounds of the fused variant's profile after training (ppo_profile.py; 0: none; "
+        "--quick: 1)",
+    )
     p.add_argument("--out", type=Path, default=Path("results"))
     p.add_argument(
         "--quick",
@@ -504,6 +523,7 @@ def main(argv: list[str] | None = None) -> None:
         minibatch_size=args.minibatch_size,
         num_epochs=args.num_epochs,
         target_return=args.target_return,
+        profile_rounds=args.profile_rounds,
     )
     if args.variant:
         if args.result_file is None:
@@ -511,7 +531,11 @@ def main(argv: list[str] | None = None) -> None:
         run_variant(args.variant, s, args.result_file)
         return
     if args.quick:
-        s = replace(s, max_timesteps=QUICK_ITERATIONS * s.train_batch_size)
+        s = replace(
+            s,
+            max_timesteps=QUICK_ITERATIONS * s.train_batch_size,
+            profile_rounds=min(s.profile_rounds, 1),
+        )
     machine = ppo_machine_info(args.compare)
     variants = RLJAX_VARIANTS + (COMPARE_VARIANTS if args.compare else ())
     results = spawn_variants(variants, s, quick=args.quick)

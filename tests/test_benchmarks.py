@@ -19,6 +19,17 @@ def test_ppo_cartpole_benchmark_quick_run_writes_json_and_plot(tmp_path, run_ben
         res = report["results"][variant]
         assert res["throughput_env_steps_per_s"] > 0
         assert len(res["curve"]) == 3
+    # The fused variant's profile (ppo_profile.py): one round under --quick, every part timed.
+    profile = report["results"]["rljax_fused"]["profile"]
+    assert "profile" not in report["results"]["rljax_host"]
+    assert profile["rounds"] == 1 and profile["env_steps_per_iteration"] == 4000
+    for part in ("rollout", "acting", "postprocess", "update", "fused_iteration", "envpool_only"):
+        assert 0 < profile[part]["min_s"] <= profile[part]["median_s"], part
+    trips = profile["reset_round_trips"]
+    # An untrained CartPole policy ends an episode in most of its 250 steps (about 22 steps
+    # each, 16 sub-envs), and each such step is one host call; the others skip it.
+    assert 0 < trips["steps_with_an_ended_episode_first_fragment"] <= trips["fragment_steps"]
+    assert 0 < trips["host_calls_per_rollout"] <= 250
 
 
 @pytest.mark.slow

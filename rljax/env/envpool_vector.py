@@ -107,9 +107,13 @@ def envpool_step(
     return envpool_result(obs, rew, term, trunc, info, keep_info=keep_info, reset_ended=reset)
 
 
-def envpool_reset_ended(env: Any) -> Callable[[Any, Any, Any], Any]:
+def envpool_reset_ended(
+    env: Any, host_fn: Callable[..., Any] | None = None
+) -> Callable[[Any, Any, Any], Any]:
     """``reset_ended(obs, env_id, done) -> obs``, traced: ``_reset_ended_rows`` for the fused
-    rollout, as a host callback that runs only in steps where an episode ended."""
+    rollout, as a host callback that runs only in steps where an episode ended. ``host_fn``:
+    a function of ``_reset_ended_rows``'s arguments to call in its place (a profile's wrapper
+    around it)."""
     import jax
     import jax.numpy as jnp
     from jax.experimental import io_callback
@@ -118,7 +122,8 @@ def envpool_reset_ended(env: Any) -> Callable[[Any, Any, Any], Any]:
         shapes = jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype), obs)
 
         def call(args: Any) -> Any:
-            return io_callback(functools.partial(_reset_ended_rows, env), shapes, *args)
+            host = _reset_ended_rows if host_fn is None else host_fn
+            return io_callback(functools.partial(host, env), shapes, *args)
 
         return jax.lax.cond(jnp.any(done), call, lambda args: args[0], (obs, env_id, done))
 

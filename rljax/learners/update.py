@@ -18,10 +18,12 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import jax
+import jax.numpy as jnp
 import optax
 
 from rljax.utils.nonfinite import guard
@@ -125,6 +127,34 @@ def gradient_step(
     return GradientStep(params, opt_state, loss, aux, optax.global_norm(grads))
 
 
+def flatten_params(params: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """``params`` as one vector and the function that gives the tree back.
+
+    The leaves are concatenated in tree order, as ``optax.flatten`` lays them out, so an
+    optimizer built with ``make_optimizer(flatten=True)`` keeps the same state and gives the
+    same numbers on the vector as on the tree: a gradient step then differentiates the loss
+    in the vector (``loss_fn(unflatten(vector), ...)``) and its gradients, their global norm,
+    the non-finite check and Adam are one array each, not one per leaf (on a CPU every op of a
+    small network's step costs a dispatch). Leaves of mixed dtypes are not flattened:
+    ``(params, identity)``.
+    """
+    leaves, treedef = jax.tree.flatten(params)
+    if not leaves or len({leaf.dtype for leaf in leaves}) != 1:
+        return params, lambda x: x
+    shapes = [leaf.shape for leaf in leaves]
+    sizes = [leaf.size for leaf in leaves]
+    offsets = list(itertools.accumulate(sizes))[:-1]
+    flat = jnp.concatenate([jnp.reshape(leaf, (-1,)) for leaf in leaves])
+
+    def unflatten(vector: Any) -> Any:
+        parts = jnp.split(vector, offsets)
+        return jax.tree.unflatten(
+            treedef, [jnp.reshape(x, shape) for x, shape in zip(parts, shapes, strict=True)]
+        )
+
+    return flat, unflatten
+
+
 State = TypeVar("State", bound="DataclassInstance")
 
 
@@ -148,4 +178,10 @@ def make_target_update(tau: float, targets: Mapping[str, str]) -> Callable[[Stat
     return update_target
 
 
-__all__ = ["GradientStep", "gradient_step", "make_optimizer", "make_target_update"]
+__all__ = [
+    "GradientStep",
+    "flatten_params",
+    "gradient_step",
+    "make_optimizer",
+    "make_target_update",
+]

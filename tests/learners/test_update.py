@@ -7,7 +7,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.learners.update import gradient_step, make_optimizer, make_target_update
+from rljax.learners.update import (
+    flatten_params,
+    gradient_step,
+    make_optimizer,
+    make_target_update,
+)
 from rljax.utils.nonfinite import count_non_finite
 
 PARAMS = {"b": jnp.asarray(0.5), "w": jnp.array([1.0, -2.0])}
@@ -66,6 +71,44 @@ def test_flattened_adam_takes_the_same_step():
         np.testing.assert_allclose(x, y, rtol=1e-6)
     # One vector of the 3 parameters' moments instead of a tree of them.
     assert a.opt_state.inner_state[1][0].mu.shape == (3,)
+
+
+def test_flatten_params_lays_the_leaves_out_as_optax_flatten_does():
+    params = {"b": jnp.asarray(0.5), "w": jnp.array([[1.0, -2.0], [3.0, 4.0]])}
+    vector, unflatten = flatten_params(params)
+    # Tree order: "b" before "w", each leaf row-major.
+    np.testing.assert_array_equal(vector, [0.5, 1.0, -2.0, 3.0, 4.0])
+    back = unflatten(vector * 2)
+    np.testing.assert_array_equal(back["w"], [[2.0, -4.0], [6.0, 8.0]])
+    assert float(back["b"]) == 1.0 and back["b"].shape == ()
+    # Mixed dtypes stay a tree.
+    mixed = {"a": jnp.zeros((2,)), "n": jnp.zeros((2,), jnp.int32)}
+    same, identity = flatten_params(mixed)
+    assert same is mixed and identity(same) is mixed
+
+
+def test_a_step_on_the_flattened_vector_is_the_step_on_the_tree():
+    # The flattened optimizer's state is the same for the vector as for the tree, and the
+    # loss differentiated in the vector gives the tree's gradients: the same step (with the
+    # clip on: norm sqrt(21) > 1, so the clip and the reported norm are both exercised).
+    optimizer = make_optimizer(0.1, grad_clip=1.0, flatten=True)
+    state = optimizer.init(PARAMS)
+    vector, unflatten = flatten_params(PARAMS)
+    on_vector = gradient_step(
+        lambda v, scale: _loss(unflatten(v), scale), optimizer, vector, state, 1.0
+    )
+    on_tree = gradient_step(_loss, optimizer, PARAMS, state, 1.0)
+    assert jax.tree.structure(on_vector.opt_state) == jax.tree.structure(on_tree.opt_state)
+    leaves = zip(
+        jax.tree.leaves(on_vector.opt_state), jax.tree.leaves(on_tree.opt_state), strict=True
+    )
+    for x, y in leaves:
+        np.testing.assert_array_equal(x, y)
+    np.testing.assert_array_equal(unflatten(on_vector.params)["w"], on_tree.params["w"])
+    np.testing.assert_array_equal(unflatten(on_vector.params)["b"], on_tree.params["b"])
+    assert float(on_vector.grad_norm) == pytest.approx(math.sqrt(21.0), rel=1e-6)
+    # Adam's first step moves each parameter lr against its gradient's sign: b 0.5 -> 0.4.
+    assert float(unflatten(on_vector.params)["b"]) == pytest.approx(0.4, abs=1e-6)
 
 
 def test_a_non_finite_gradient_is_skipped_and_counted():

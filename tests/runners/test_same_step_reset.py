@@ -99,3 +99,46 @@ def test_each_iteration_samples_and_trains_exactly_the_batch(env, runners):
             assert result["env_runners"]["num_episodes"] > 0  # episodes ended in the batch
             trained = result["learners"]["__all_modules__"]["num_env_steps_trained"]
             assert trained == 200
+
+
+def test_envpool_reset_round_trip_runs_only_in_steps_where_an_episode_ended():
+    """The traced same-step reset calls the host (one more EnvPool step) once per step in which
+    some sub-env's episode ended and never otherwise; counted through ``host_fn``."""
+    import jax.numpy as jnp
+
+    from rljax.env.envpool_vector import envpool_reset_ended
+
+    env = make_envpool(resolve_env("CartPole-v1"), 4, 4, seed=5)
+    calls = []
+
+    def counted(env_, obs, env_id, done):
+        calls.append(np.asarray(done).copy())
+        return _reset_ended_rows(env_, obs, env_id, done)
+
+    try:
+        handle, _, _, xla_step = env.xla()
+        env.async_reset()
+        obs, _, _, _, info = env.recv()
+        reset_ended = envpool_reset_ended(env, host_fn=counted)
+
+        def rollout(handle, obs, ids):
+            def body(carry, t):
+                handle, obs, ids = carry
+                # Push right for 40 steps (episodes end within a few dozen), then hold the
+                # pole with a simple rule (no episode ends in the last steps).
+                action = jnp.where(t < 40, 1, (obs[:, 2] + obs[:, 3] > 0).astype(jnp.int32))
+                handle, (obs, _rew, term, trunc, info) = xla_step(handle, action, ids)
+                done = term | trunc
+                obs = reset_ended(obs, info["env_id"], done)
+                return (handle, obs, info["env_id"]), done
+
+            return jax.lax.scan(body, (handle, obs, ids), jnp.arange(60))[1]
+
+        ids = jnp.asarray(info["env_id"], jnp.int32)
+        done = np.asarray(jax.jit(rollout)(handle, jnp.asarray(obs), ids))
+    finally:
+        env.close()
+    ended_steps = done.any(axis=1)
+    assert 0 < ended_steps.sum() < len(done)  # some steps with an end, some without
+    assert len(calls) == ended_steps.sum()
+    np.testing.assert_array_equal(np.stack(calls), done[ended_steps])

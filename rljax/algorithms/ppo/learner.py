@@ -11,6 +11,7 @@ one device or many and gives the same numbers.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -174,6 +175,7 @@ def make_ppo_update(
     hp: PPOHyperparams,
     dynamic: Mapping[str, Any] | None = None,
     sequence_len: int | None = None,
+    flat_params: bool = False,
 ) -> Callable[[PPOTrainState, PPOBatch], tuple[PPOTrainState, dict[str, jax.Array]]]:
     """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned.
 
@@ -188,13 +190,19 @@ def make_ppo_update(
     With ``sequence_len`` L (recurrent PPO) the batch's rows are sequences, leaves [D, n,
     L, ...] (``hp``'s sizes count sequences), ``apply_fn`` maps a minibatch of sequences to
     outputs of its B * L steps, and the loss runs over those steps.
+
+    ``flat_params`` (for an optimizer built by ``make_optimizer``, which runs Adam on the
+    flattened parameters): the minibatch steps carry the policy's parameters as one vector
+    (``learner_update.flatten_params``) and differentiate the loss in it, so the gradients,
+    their norm, the non-finite check and Adam are one array each instead of one per layer;
+    the same numbers up to the summation order of the gradient norm.
     """
     d, mb, m = hp.num_shards, hp.minibatch_size, hp.num_minibatches
     dynamic = dict(dynamic or {})
 
-    def loss_fn(params, batch: PPOBatch, kl_coeff, entropy: jax.Array):
+    def loss_fn(params, batch: PPOBatch, kl_coeff, entropy: jax.Array, *, unflatten: Callable):
         flat = jax.tree.map(lambda x: x.reshape((d * mb, *x.shape[2:])), batch)
-        dist_inputs, values = apply_fn(params[POLICY_ID], flat.obs)
+        dist_inputs, values = apply_fn(unflatten(params)[POLICY_ID], flat.obs)
         if sequence_len is not None:  # the steps of the sequences, [B * L, ...]
             flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), flat._replace(obs=None))
         loss_cfg = hp.loss._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
@@ -210,13 +218,24 @@ def make_ppo_update(
         opt_state = with_hyperparams(
             state.opt_state, learning_rate=rate, max_norm=now.get("grad_clip")
         )
+        params_tree = state.params
+        unflatten: Callable[[Any], Any] = lambda p: p  # noqa: E731
+        if flat_params:
+            vector, unflatten = learner_update.flatten_params(params_tree)
+            state = dataclasses.replace(state, params=vector)
         state = dataclasses.replace(state, opt_state=opt_state)
         opt = optimizer
 
         def minibatch_step(carry: tuple[PPOTrainState, jax.Array, jax.Array], batch: PPOBatch):
             state, metric_sums, num_steps = carry
             step = learner_update.gradient_step(
-                loss_fn, opt, state.params, state.opt_state, batch, state.kl_coeff, entropy
+                functools.partial(loss_fn, unflatten=unflatten),
+                opt,
+                state.params,
+                state.opt_state,
+                batch,
+                state.kl_coeff,
+                entropy,
             )
             params, opt_state, metrics = step.params, step.opt_state, step.aux
             metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
@@ -261,6 +280,7 @@ def make_ppo_update(
         sums = jnp.zeros((len(metric_names),), jnp.float32)
         carry = (state, sums, jnp.zeros((), jnp.float32))
         (state, sums, steps), _ = jax.lax.scan(epoch, carry, jax.random.split(sub, hp.num_epochs))
+        state = dataclasses.replace(state, params=unflatten(state.params))
         metrics = dict(zip(metric_names, sums / jnp.maximum(steps, 1.0), strict=True))
         kl = metrics["mean_kl_loss"]
         kl_coeff = state.kl_coeff

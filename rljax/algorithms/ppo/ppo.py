@@ -325,6 +325,7 @@ class PPO(OnPolicyAlgorithm):
             hp,
             dynamic=dynamic_settings({k: values[k] for k in self.dynamic_settings}),
             sequence_len=seq_len,
+            flat_params=True,
         )
         postprocess = make_sequence_postprocess(hp, cfg.total_num_envs, seq_len)
         self._setup_execution(postprocess, update)
@@ -370,7 +371,7 @@ def ppo_learner_functions(
     dynamic = dynamic_settings({k: values[k] for k in (*dynamic_names, "grad_clip")})
     return (
         make_ppo_postprocess(hp, total_num_envs),
-        make_ppo_update(apply, dist, optimizer, hp, dynamic=dynamic),
+        make_ppo_update(apply, dist, optimizer, hp, dynamic=dynamic, flat_params=True),
     )
 
 
