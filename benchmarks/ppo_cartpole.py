@@ -394,19 +394,25 @@ def ppo_machine_info(compare: bool) -> dict[str, Any]:
     return machine_info(packages)
 
 
+# ``--compare-python``: the interpreter of the comparisons (a venv with RLlib or SB3 and
+# torch), when they are not installed beside rljax.
+COMPARE_PYTHON: str | None = None
+
+
 def missing_modules(variant: str) -> list[str]:
     return [m for m in COMPARE_REQUIREMENTS.get(variant, ()) if importlib.util.find_spec(m) is None]
 
 
 def spawn_variant(variant: str, s: Settings, quick: bool) -> dict[str, Any]:
     """Runs ``--variant`` in a fresh interpreter; its output is relayed to stderr."""
-    missing = missing_modules(variant)
+    other = COMPARE_PYTHON if variant in COMPARE_VARIANTS else None
+    missing = [] if other else missing_modules(variant)
     if missing:
         return {"status": "not installed", "missing": missing}
     with tempfile.TemporaryDirectory() as tmp:
         result_file = Path(tmp) / "result.json"
         cmd = [
-            sys.executable,
+            other or sys.executable,
             os.path.abspath(__file__),
             "--variant",
             variant,
@@ -509,6 +515,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--compare", action="store_true", help="also run RLlib and SB3 when they are importable"
     )
+    p.add_argument(
+        "--compare-python",
+        default=None,
+        help="the interpreter for --compare's RLlib and SB3 runs (a venv with them and torch)",
+    )
     p.add_argument("--variant", choices=RLJAX_VARIANTS + COMPARE_VARIANTS, help=argparse.SUPPRESS)
     p.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -530,6 +541,8 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit("--variant needs --result-file")
         run_variant(args.variant, s, args.result_file)
         return
+    global COMPARE_PYTHON
+    COMPARE_PYTHON = args.compare_python
     if args.quick:
         s = replace(
             s,
