@@ -97,9 +97,7 @@ class Algorithm(RunnerHooks, EvaluationHooks):
     """
 
     config_class: type[AlgorithmConfig] = AlgorithmConfig
-    # Whether the algorithm's env applies config.env_to_module_connector on the host (built in
-    # its _resolve_env) rather than the jitted act step and update.
-    connectors_in_env: ClassVar[bool] = False
+    connectors_in_env: ClassVar[bool] = False  # True: built in _resolve_env, run on the host
 
     # Set by the subclass's _setup(), once (a subclass declares its own state's type).
     parts: PolicyParts[Any]
@@ -176,15 +174,10 @@ class Algorithm(RunnerHooks, EvaluationHooks):
         self.learner_devices, self.mesh = devices.learner_devices, devices.mesh
         self.runner_device = devices.runner_device
         distributed.check_process_settings(self)
-        # Observation connectors (config.env_to_module_connector), stored back as their specs;
-        # an algorithm that runs them on the host, in its env (multi-agent PPO), built them there.
-        self._env_to_module = (
-            None
-            if self.connectors_in_env
-            else build.env_to_module(
-                config, self.observation_space, self.action_space, self.runner_device
-            )
-        )
+        # Observation connectors (config.env_to_module_connector), stored back as their specs.
+        spaces = (self.observation_space, self.action_space, self.runner_device)
+        in_env = self.connectors_in_env  # multi-agent PPO's run in its env, on the host
+        self._env_to_module = None if in_env else build.env_to_module(config, *spaces)
         self.iteration = 0
         # RLlib's private counters, which example scripts keep their own numbers in (a
         # curriculum's current task); not saved in checkpoints.

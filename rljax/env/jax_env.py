@@ -19,8 +19,9 @@ adds truncation at a step count; ``auto_reset_step`` resets an env whose episode
 the same step (same-step auto-reset: every step is a transition, so a batch of N rows holds N
 env steps, as on the other paths), returning the ended episode's last observation apart.
 
-Envs are selected by name as EnvPool ids are: ``"gymnax:CartPole-v1"``, ``"jumanji:Snake-v1"``,
-``"brax:ant"`` (adapters, ``rljax.env.jax_adapters``), or a user's ``JaxEnv`` subclass passed to
+Envs are selected by name as EnvPool ids are: ``"rljax:CartPole-v1"`` (rljax's own, no extra
+library), ``"gymnax:CartPole-v1"``, ``"jumanji:Snake-v1"``, ``"brax:ant"`` (adapters,
+``rljax.env.jax_adapters``), or a user's ``JaxEnv`` subclass passed to
 ``.environment()`` or registered with ``register_env(name, TheClass)`` (built with the
 ``env_config``).
 """
@@ -172,17 +173,18 @@ def batched_step(env: Any, states: Any, actions: Any, key: jax.Array) -> tuple[A
 # ---------------------------------------------------------------------- resolution by name
 # "library:id" prefixes and the adapter that builds each: ``make(id, env_config) -> JaxEnv``.
 def _adapters() -> dict[str, Callable[[str, dict[str, Any]], Any]]:
-    from rljax.env.jax_adapters import brax_adapter, gymnax_adapter, jumanji_adapter
+    from rljax.env.jax_adapters import brax_adapter, classic, gymnax_adapter, jumanji_adapter
 
     return {
+        "rljax": classic.make,
         "gymnax": gymnax_adapter.make,
         "jumanji": jumanji_adapter.make,
         "brax": brax_adapter.make,
     }
 
 
-# What ``pip install`` brings each library (``rljax[gymnax]``, ...).
-_EXTRAS = {"gymnax": "gymnax", "jumanji": "jumanji", "brax": "brax"}
+# What ``pip install`` brings each library (``rljax[gymnax]``, ...); rljax's own envs need none.
+_EXTRAS = {"rljax": None, "gymnax": "gymnax", "jumanji": "jumanji", "brax": "brax"}
 
 
 def jax_env_prefix(env: Any) -> str | None:
@@ -265,7 +267,8 @@ def resolve_jax_env(
             if not (inspect.isclass(creator) and issubclass(creator, JaxEnv)):
                 return None
             return JAX_BACKEND, env, GymCreator(JaxEnvCreator(creator, env)), env_config
-        _check_library(prefix, env)
+        if _EXTRAS[prefix] is not None:
+            _check_library(prefix, env)
         return JAX_BACKEND, env, GymCreator(JaxEnvCreator(env, env)), env_config
     if inspect.isclass(env) and issubclass(env, JaxEnv):
         name = env.__qualname__

@@ -12,7 +12,8 @@ and a truncated row's final observation is bootstrapped from (``StepResult.final
 the EnvPool path, the first env step is taken when the runner starts (``acting.prime``), so the
 first fragment holds as many env steps as rows.
 
-Only PPO runs on JAX envs yet (``check_jax_env_run``).
+PPO, IMPALA and APPO run on JAX envs (``check_jax_env_run``): all three take their fused path's
+``OnPolicyLoop.fused`` with this rollout in place of EnvPool's.
 """
 
 from __future__ import annotations
@@ -37,22 +38,22 @@ from rljax.utils.errors import ConfigError
 Rollout = Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]
 
 # Algorithms whose programs step JAX envs.
-JAX_ENV_ALGORITHMS = ("PPO",)
+JAX_ENV_ALGORITHMS = ("PPO", "IMPALA", "APPO")
 
 
 def check_jax_env_run(config: Any, env_name: str) -> None:
     """Raises ``ConfigError`` for what does not run on a JAX env yet: an algorithm other than
-    PPO, a multi-agent run, runner threads (``num_env_runners`` > 0)."""
+    PPO, IMPALA and APPO, a multi-agent run, runner threads (``num_env_runners`` > 0)."""
     algo = getattr(config, "algo_name", type(config).__name__)
     if algo not in JAX_ENV_ALGORITHMS:
         raise ConfigError(
-            f"{algo} does not run on JAX envs yet (env {env_name!r}): only PPO does; use an "
-            "EnvPool or gymnasium env for it"
+            f"{algo} does not run on JAX envs yet (env {env_name!r}): only PPO, IMPALA and APPO "
+            "do; use an EnvPool or gymnasium env for it"
         )
     if getattr(config, "is_multi_agent", False):
         raise ConfigError(
             f"env {env_name!r}: multi-agent runs on JAX envs are not supported yet; only "
-            "single-agent PPO runs on JAX envs"
+            "single-agent PPO, IMPALA and APPO run on JAX envs"
         )
     if config.num_env_runners:
         raise ConfigError(

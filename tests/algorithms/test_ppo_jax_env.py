@@ -100,14 +100,78 @@ def test_time_limit_truncation_ends_episodes():
         algo.stop()
 
 
-@pytest.mark.parametrize("algo_name", ["DQN", "IMPALA", "APPO"])
+@pytest.mark.parametrize("algo_name", ["DQN"])
 def test_other_algorithms_refuse_jax_envs_naming_themselves(algo_name):
     import importlib
 
     module = importlib.import_module(f"rljax.algorithms.{algo_name.lower()}")
     config_class = getattr(module, f"{algo_name}Config")
-    with pytest.raises(ConfigError, match=rf"^{algo_name} does not run on JAX envs yet.*only PPO"):
+    with pytest.raises(
+        ConfigError, match=rf"^{algo_name} does not run on JAX envs yet.*only PPO, IMPALA and APPO"
+    ):
         config_class().environment("countdown-jax").build_algo()
+
+
+@pytest.mark.slow  # builds and trains two algorithms
+@pytest.mark.parametrize("algo_name", ["IMPALA", "APPO"])
+def test_impala_and_appo_count_scripted_episodes_by_hand_in_one_program(algo_name):
+    import importlib
+
+    module = importlib.import_module(f"rljax.algorithms.{algo_name.lower()}")
+    algo = (
+        getattr(module, f"{algo_name}Config")()
+        .environment("countdown-jax", env_config={"end": 3})
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=4, rollout_fragment_length=50)
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        assert algo.fused
+        results = [algo.train()]  # compiles the iteration's program
+        before = len(_compiles)
+        results += [algo.train() for _ in range(3)]
+        assert len(_compiles) == before, "an iteration compiled a program"
+        assert algo._train_step._cache_size() == 1
+        # 4 envs x 50 steps an iteration; env steps 1-50, 51-100, ... (the first taken at
+        # start); 3-step episodes end at steps 3, 6, ...: 16, 17, 17, 16 per env.
+        assert [r["env_runners"]["num_episodes"] for r in results] == [64, 68, 68, 64]
+        for r in results:
+            assert r["env_runners"]["num_env_steps_sampled"] == 200
+            assert r["env_runners"]["episode_return_mean"] == 3.0
+        assert results[-1]["num_env_steps_sampled_lifetime"] == 800
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "algo_name, max_steps", [("PPO", 300_000), ("IMPALA", 500_000), ("APPO", 500_000)]
+)
+def test_learns_rljax_jax_cartpole(algo_name, max_steps, train_until):
+    # rljax's own JAX CartPole needs no extra library, so CI trains on the JAX-env path.
+    # Measured (2 loaded cores, seed 0): PPO's tuned example reached 488 after 128k env steps
+    # (6.7 s); IMPALA 465 after 130k (4.4 s) and APPO 468 after 156k (9.3 s) with the
+    # settings of their EnvPool learning test (32 envs x 25 steps, lr 1e-3, vf_loss_coeff 0.05).
+    import importlib
+
+    if algo_name == "PPO":
+        config = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml")
+    else:
+        module = importlib.import_module(f"rljax.algorithms.{algo_name.lower()}")
+        config = (
+            getattr(module, f"{algo_name}Config")()
+            .env_runners(num_envs_per_env_runner=32, rollout_fragment_length=25)
+            .training(lr=1e-3, vf_loss_coeff=0.05, entropy_coeff=0.0)
+            .debugging(seed=0)
+        )
+    algo = config.environment("rljax:CartPole-v1").build_algo()
+    try:
+        assert algo.fused
+        result = train_until(algo, 450, max_steps)
+        assert result["env_runners"]["episode_return_mean"] >= 450, result["env_runners"]
+        assert algo._train_step._cache_size() == 1
+    finally:
+        algo.stop()
 
 
 def test_runner_threads_are_refused():

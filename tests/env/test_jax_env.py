@@ -139,3 +139,39 @@ def test_bad_jax_envs_are_refused_naming_what_is_wrong():
         make_jax_env(NotAnEnv, {}, "not-an-env")
     with pytest.raises(ConfigError, match=r"define __init__\(self, config=None\)"):
         make_jax_env(Broken, {})
+
+
+def test_rljax_cartpole_steps_as_gymnasiums_cartpole():
+    import gymnasium
+
+    from rljax.env.jax_env import TimeLimit, make_jax_env
+
+    env = make_jax_env("rljax:CartPole-v1", {})
+    assert isinstance(env, TimeLimit) and env.max_episode_steps == 500
+    assert env.observation_space.shape == (4,) and env.action_space == gym.spaces.Discrete(2)
+    reference = gymnasium.make("CartPole-v1").unwrapped
+    reference.reset(seed=0)
+    rng = np.random.default_rng(0)
+    terminated_seen = 0
+    for _ in range(100):
+        state = rng.uniform(-0.25, 0.25, 4).astype(np.float32)
+        state[2] = rng.uniform(-0.22, 0.22)  # near the 12-degree limit: some steps end
+        action = int(rng.integers(2))
+        reference.state = state.astype(np.float64)
+        reference.steps_beyond_terminated = None  # each step is from a fresh state
+        obs, reward, terminated, _, _ = reference.step(action)
+        _, got, got_reward, got_terminated, got_truncated, _ = env.env.step(
+            jnp.asarray(state), action, jax.random.PRNGKey(0)
+        )
+        np.testing.assert_allclose(np.asarray(got), obs, atol=1e-6)
+        assert float(got_reward) == reward and bool(got_terminated) == terminated
+        assert not bool(got_truncated)
+        terminated_seen += terminated
+    assert 0 < terminated_seen < 100
+    _, first = env.env.reset(jax.random.PRNGKey(3))
+    assert np.all(np.abs(np.asarray(first)) <= 0.05)
+    assert make_jax_env("rljax:CartPole-v1", {"max_episode_steps": 20}).max_episode_steps == 20
+    with pytest.raises(ConfigError, match="takes no env_config but max_episode_steps"):
+        make_jax_env("rljax:CartPole-v1", {"gravity": 1.0})
+    with pytest.raises(ConfigError, match=r"rljax:Pong is not one of rljax's JAX envs"):
+        make_jax_env("rljax:Pong", {})

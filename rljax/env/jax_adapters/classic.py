@@ -1,0 +1,93 @@
+"""rljax's own classic-control envs written in JAX, selected as ``"rljax:CartPole-v1"``: no
+extra library, so the fused JAX-env path runs (and is tested) wherever rljax does.
+
+``CartPole`` follows gymnasium's ``CartPole-v1``: the same constants, Euler integration, reward
+1 per step, termination when the pole leans past 12 degrees or the cart leaves [-2.4, 2.4], a
+time limit of 500 steps (truncation), and the first state drawn uniformly from [-0.05, 0.05].
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.env.jax_env import JaxEnv
+from rljax.utils.errors import ConfigError
+
+GRAVITY = 9.8
+MASS_CART = 1.0
+MASS_POLE = 0.1
+TOTAL_MASS = MASS_CART + MASS_POLE
+HALF_POLE_LENGTH = 0.5
+POLE_MASS_LENGTH = MASS_POLE * HALF_POLE_LENGTH
+FORCE = 10.0
+TAU = 0.02  # seconds per step
+THETA_LIMIT = 12 * 2 * math.pi / 360
+X_LIMIT = 2.4
+
+
+class CartPole(JaxEnv):
+    """Gymnasium's ``CartPole-v1`` in JAX. State and observation: ``[x, x_dot, theta,
+    theta_dot]`` (float32); actions: 0 pushes left, 1 right."""
+
+    max_episode_steps = 500
+
+    def __init__(self, config: dict[str, Any] | None = None):
+        config = dict(config or {})
+        if config:
+            raise ConfigError(
+                f"rljax:CartPole-v1 takes no env_config but max_episode_steps; got {sorted(config)}"
+            )
+        high = np.array([X_LIMIT * 2, np.inf, THETA_LIMIT * 2, np.inf], np.float32)
+        self.observation_space = gym.spaces.Box(-high, high, (4,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        state = jax.random.uniform(key, (4,), jnp.float32, -0.05, 0.05)
+        return state, state
+
+    def step(
+        self, state: jax.Array, action: Any, key: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
+        x, x_dot, theta, theta_dot = state[0], state[1], state[2], state[3]
+        force = jnp.where(action == 1, FORCE, -FORCE)
+        cos, sin = jnp.cos(theta), jnp.sin(theta)
+        temp = (force + POLE_MASS_LENGTH * theta_dot**2 * sin) / TOTAL_MASS
+        theta_acc = (GRAVITY * sin - cos * temp) / (
+            HALF_POLE_LENGTH * (4.0 / 3.0 - MASS_POLE * cos**2 / TOTAL_MASS)
+        )
+        x_acc = temp - POLE_MASS_LENGTH * theta_acc * cos / TOTAL_MASS
+        new = jnp.stack(
+            [
+                x + TAU * x_dot,
+                x_dot + TAU * x_acc,
+                theta + TAU * theta_dot,
+                theta_dot + TAU * theta_acc,
+            ]
+        ).astype(jnp.float32)
+        terminated = (jnp.abs(new[0]) > X_LIMIT) | (jnp.abs(new[2]) > THETA_LIMIT)
+        return new, new, jnp.float32(1.0), terminated, jnp.asarray(False), {}
+
+
+ENVS = {"CartPole-v1": CartPole}
+
+
+def make(name: str, env_config: dict[str, Any]) -> JaxEnv:
+    """The env ``name`` of rljax's own (``"rljax:<name>"``), built with ``env_config``; its time
+    limit is ``env_config["max_episode_steps"]`` (500 by default), applied by the caller."""
+    if name not in ENVS:
+        raise ConfigError(f"rljax:{name} is not one of rljax's JAX envs: {sorted(ENVS)}")
+    config = dict(env_config)
+    limit = config.pop("max_episode_steps", None)
+    env = ENVS[name](config)
+    if limit is not None:
+        env.max_episode_steps = int(limit)
+    return env
+
+
+__all__ = ["ENVS", "CartPole", "make"]
