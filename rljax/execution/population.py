@@ -48,6 +48,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import jax
 import jax.numpy as jnp
 
 from rljax.env.vector import resolve_env
@@ -61,6 +62,7 @@ from rljax.execution.population_loop import (
     stack,
     stack_runner_states,
 )
+from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.schedules import Schedule, num_points, stack_settings
 
@@ -213,7 +215,12 @@ class Population:
     # ------------------------------------------------------------------ the program
     def _build(self) -> None:
         """Builds the loop of the current slots (its programs compile on its first step)."""
-        self.loop = PopulationLoop([self.members[i].population_parts() for i in self._slots])
+        parts = [self.members[i].population_parts() for i in self._slots]
+        # The programs' compiler options, picked by the size of the networks they train: every
+        # slot's together (the first trial's setting; the trials of a population share it).
+        stacked = jax.eval_shape(jax.vmap(parts[0].acting_params), self.state.learner)
+        options = xla_options.resolve(self.members[self._slots[0]].config.xla_cpu_options, stacked)
+        self.loop = PopulationLoop(parts, options)
         self._fresh_program = True
         self.num_compilations += 1
 
