@@ -45,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -197,6 +198,10 @@ def main() -> None:
         for condition in conditions[shift:] + conditions[:shift]:  # rotating order
             print(f"round {r + 1}/{args.rounds}: {condition}", file=sys.stderr)
             samples[condition].append(launch(condition, args.hidden, args.calls, libs, rng))
+        # The rounds so far, in case the run is cut short.
+        partial = Path(args.out) / f"process_variance_{args.hidden}.partial.json"
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps({c: summarize(s) for c, s in samples.items()}, indent=2))
     report: dict[str, Any] = {
         "machine": machine_info(["jax", "jaxlib"]),
         "hidden": args.hidden,

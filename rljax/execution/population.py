@@ -216,10 +216,11 @@ class Population:
     def _build(self) -> None:
         """Builds the loop of the current slots (its programs compile on its first step)."""
         parts = [self.members[i].population_parts() for i in self._slots]
-        # The programs' compiler options, picked by the size of the networks they train: every
-        # slot's together (the first trial's setting; the trials of a population share it).
+        # The programs' compiler options (the first trial's setting): vmapped over the trials,
+        # so none under "auto" (rljax.utils.xla_options), a dict as given.
         stacked = jax.eval_shape(jax.vmap(parts[0].acting_params), self.state.learner)
-        options = xla_options.resolve(self.members[self._slots[0]].config.xla_cpu_options, stacked)
+        setting = self.members[self._slots[0]].config.xla_cpu_options
+        options = xla_options.resolve(setting, stacked, stacked=True)
         self.loop = PopulationLoop(parts, options)
         self._fresh_program = True
         self.num_compilations += 1

@@ -27,6 +27,18 @@ def test_auto_picks_the_options_by_the_size_of_the_network():
     assert xla_options.param_count(mlp_params(64)) < xla_options.LARGE_PROGRAM_PARAMS
 
 
+def test_auto_gives_stacked_programs_none_but_a_dict_still_applies():
+    large = [mlp_params(256), mlp_params(256)]  # two policies' (or trials') networks
+    assert xla_options.resolve("auto", large, backend="cpu", xla_flags="", stacked=True) == (
+        dict.fromkeys(xla_options.KINDS)
+    )
+    unstacked = xla_options.resolve("auto", large, backend="cpu", xla_flags="")
+    assert unstacked["update"] == xla_options.LARGE_OPTIONS
+    given = {"xla_cpu_use_xnnpack": False}
+    chosen = xla_options.resolve(given, large, backend="cpu", xla_flags="", stacked=True)
+    assert all(v == given for v in chosen.values())
+
+
 def test_off_switch_other_backends_and_a_dict_of_options():
     params = mlp_params(256)
     assert xla_options.resolve(None, params, backend="cpu") == dict.fromkeys(xla_options.KINDS)

@@ -448,9 +448,9 @@ class MultiAgentPPO(Algorithm):
         self._updates: dict[tuple[int, int], Any] = {}
         self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
         self._loop: OnPolicyLoop[list[PPOTrainState]] | None = None
-        # The compiler options of the act step and the groups' updates, picked by the size of
-        # every policy's networks together (the stacked updates train them all).
-        self._xla_options = xla_options.resolve(cfg.xla_cpu_options, self._params())
+        # The compiler options of the act step and the groups' stacked (vmapped) updates:
+        # under "auto" none (rljax.utils.xla_options), a dict as given.
+        self._xla_options = xla_options.resolve(cfg.xla_cpu_options, self._params(), stacked=True)
         if not self._inference_only:
             with xla_options.applied(self._xla_options):
                 self._runners = self._make_runner_group(
