@@ -12,6 +12,16 @@ A B B A ...), so a load on the machine that changes over time weighs on both ali
 - ``tuned``: ``rljax/tuned_examples/ppo_cartpole.yaml`` (16 envs, 6 epochs of minibatch 128,
   separate 64x64 tanh networks).
 
+The other algorithms' configs (``--configs``, not run by default), each built twice, with
+``xla_cpu_options=LARGE_OPTIONS`` given as a dict (``options``, whatever ``"auto"`` would
+choose for it) and with None (``off``): ``dqn`` (``DQNConfig().environment("CartPole-v1")``,
+fused), ``dqn_1_runner`` (one runner thread: the act step and the update cycle), ``sac`` and
+``td3`` (Pendulum-v1), ``impala`` and ``appo`` (CartPole-v1), ``multi_agent`` (two CartPole
+agents, a policy each, RLlib's default network: the stacked update and the act step), and
+populations of ``POPULATION_TRIALS`` trials as Tune trains them (``population_rllib_defaults``:
+256x256, 10 epochs; ``population_tuned``: ``ppo_cartpole.yaml``); ``auto_chooses`` says what
+``"auto"`` would give an unstacked program of that size.
+
 Per config and variant: the options the programs got, ``first_iteration_s`` (compilation
 included), and over the other iterations the env steps per second (``env_steps_per_s_median``
 from the median iteration, ``env_steps_per_s_best`` from the fastest) and the iteration times.
@@ -22,6 +32,7 @@ Usage::
 
     python benchmarks/rllib_defaults.py                       # about 6 minutes on 2 cores
     python benchmarks/rllib_defaults.py --iterations 3 --tuned-iterations 10
+    python benchmarks/rllib_defaults.py --configs dqn sac td3 multi_agent population_tuned
 """
 
 from __future__ import annotations
