@@ -28,7 +28,7 @@ Conditions, each testing one hypothesis against ``plain`` (XLA's defaults, two c
 
 Usage::
 
-    python benchmarks/process_variance.py                       # about 10 minutes on 2 cores
+    python benchmarks/process_variance.py                       # about 8 minutes on 2 quiet cores
     python benchmarks/process_variance.py --rounds 4 --conditions plain aslr_off one_core
     python benchmarks/process_variance.py --hidden 64
 """
