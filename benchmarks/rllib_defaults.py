@@ -20,6 +20,16 @@ on stdin. Its ``train()`` calls take their turn in the same A B C C B A order as
 three share the machine's load alike; ``speedup_vs_rllib`` is the ratio of median iteration times
 (both sample 4,000 env steps per iteration).
 
+The other algorithms' configs (``--configs``, not run by default), each built twice, with
+``xla_cpu_options=LARGE_OPTIONS`` given as a dict (``options``, whatever ``"auto"`` would
+choose for it) and with None (``off``): ``dqn`` (``DQNConfig().environment("CartPole-v1")``,
+fused), ``dqn_1_runner`` (one runner thread: the act step and the update cycle), ``sac`` and
+``td3`` (Pendulum-v1), ``impala`` and ``appo`` (CartPole-v1), ``multi_agent`` (two CartPole
+agents, a policy each, RLlib's default network: the stacked update and the act step), and
+populations of ``POPULATION_TRIALS`` trials as Tune trains them (``population_rllib_defaults``:
+256x256, 10 epochs; ``population_tuned``: ``ppo_cartpole.yaml``); ``auto_chooses`` says what
+``"auto"`` would give an unstacked program of that size.
+
 Per config and variant: the options the programs got, ``first_iteration_s`` (compilation
 included), and over the other iterations the env steps per second (``env_steps_per_s_median``
 from the median iteration, ``env_steps_per_s_best`` from the fastest) and the iteration times.
@@ -32,6 +42,7 @@ Usage::
     python benchmarks/rllib_defaults.py --iterations 3 --tuned-iterations 10
     python benchmarks/rllib_defaults.py --configs rllib_defaults --compare \
         --rllib-python /path/to/rllib-venv/bin/python         # RLlib 2.60 + torch there
+    python benchmarks/rllib_defaults.py --configs dqn sac td3 multi_agent population_tuned
 """
 
 from __future__ import annotations
@@ -51,11 +62,69 @@ from common import machine_info, save_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS: dict[str, Any] = {"auto": "auto", "off": None}
+PPO_CONFIGS = ("rllib_defaults", "rllib_defaults_2_runners", "tuned")
+# The other algorithms' programs: each built with the large networks' options given as a dict
+# ("options", whatever "auto" would choose for it) and with none ("off").
+OTHER_CONFIGS = (
+    "dqn",
+    "dqn_1_runner",
+    "sac",
+    "td3",
+    "impala",
+    "appo",
+    "multi_agent",
+    "population_rllib_defaults",
+    "population_tuned",
+)
+POPULATION_TRIALS = 4
+
+
+def make_other_config(name: str, setting: Any, seed: int = 0) -> Any:
+    """RLlib's defaults for another algorithm (or a population trial) with ``setting``."""
+    from rljax.algorithms.appo import APPOConfig
+    from rljax.algorithms.dqn import DQNConfig
+    from rljax.algorithms.impala import IMPALAConfig
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.algorithms.sac import SACConfig
+    from rljax.algorithms.td3 import TD3Config
+    from rljax.env import make_multi_agent
+
+    if name == "dqn":
+        config: Any = DQNConfig().environment("CartPole-v1")
+    elif name == "dqn_1_runner":
+        config = DQNConfig().environment("CartPole-v1").env_runners(num_env_runners=1)
+    elif name == "sac":
+        config = SACConfig().environment("Pendulum-v1")
+    elif name == "td3":
+        config = TD3Config().environment("Pendulum-v1")
+    elif name == "impala":
+        config = IMPALAConfig().environment("CartPole-v1")
+    elif name == "appo":
+        config = APPOConfig().environment("CartPole-v1")
+    elif name == "multi_agent":  # RLlib's default network per policy, host runners
+        config = (
+            PPOConfig()
+            .environment(make_multi_agent("CartPole-v1"), env_config={"num_agents": 2})
+            .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=_agent_to_policy)
+        )
+    elif name == "population_rllib_defaults":  # 256x256, 10 epochs instead of 30
+        config = PPOConfig().environment("CartPole-v1").training(num_epochs=10)
+    elif name == "population_tuned":
+        config = PPOConfig.from_yaml(ROOT / "rljax" / "tuned_examples" / "ppo_cartpole.yaml")
+    else:
+        raise ValueError(f"config {name!r}; use one of {OTHER_CONFIGS}")
+    return config.debugging(seed=seed, xla_cpu_options=setting)
+
+
+def _agent_to_policy(agent_id: Any, episode: Any, **kwargs: Any) -> str:
+    return f"p{agent_id}"
 
 
 def make_config(name: str, setting: Any) -> Any:
     from rljax.algorithms.ppo import PPOConfig
 
+    if name in OTHER_CONFIGS:
+        return make_other_config(name, setting)
     if name == "rllib_defaults":
         config: Any = PPOConfig().environment("CartPole-v1")
     elif name == "rllib_defaults_2_runners":
@@ -124,8 +193,50 @@ def rllib_worker() -> None:
     ray.shutdown()
 
 
+class _PopulationRun:
+    """A population of ``POPULATION_TRIALS`` trials of a config, driven like an algorithm."""
+
+    def __init__(self, name: str, setting: Any):
+        from rljax.execution.population import Population
+
+        configs = [make_other_config(name, setting, seed=s) for s in range(POPULATION_TRIALS)]
+        self.population = Population(configs)
+        self._xla_options = self.population.loop.xla_options
+
+    def train(self) -> dict[str, Any]:
+        results = self.population.train()
+        return {"num_env_steps_sampled_lifetime": sum(env_steps(r) for r in results if r)}
+
+    def stop(self) -> None:
+        self.population.stop()
+
+
+def auto_choice(name: str, algo: Any) -> Any:
+    """What ``"auto"`` picks for ``algo``'s update (from the size of its networks)."""
+    from rljax.utils import xla_options
+
+    if isinstance(algo, _PopulationRun):  # every trial's networks: the stacked shapes
+        import jax
+
+        population = algo.population
+        acting = population.members[0].parts.acting_params
+        params: Any = jax.eval_shape(jax.vmap(acting), population.state.learner)
+    else:
+        params = algo.parts.acting_params(algo.state)
+    return xla_options.resolve("auto", params)["update"]
+
+
 def run_config(name: str, iterations: int, rllib_python: str | None = None) -> dict[str, Any]:
-    algos: dict[str, Any] = {v: make_config(name, s).build_algo() for v, s in VARIANTS.items()}
+    from rljax.utils import xla_options
+
+    if name in OTHER_CONFIGS:
+        variants: dict[str, Any] = {"options": dict(xla_options.LARGE_OPTIONS), "off": None}
+    else:
+        variants = VARIANTS
+    if name.startswith("population"):
+        algos: dict[str, Any] = {v: _PopulationRun(name, s) for v, s in variants.items()}
+    else:
+        algos = {v: make_config(name, s).build_algo() for v, s in variants.items()}
     out: dict[str, Any] = {}
     try:
         if rllib_python is not None:
@@ -142,7 +253,7 @@ def run_config(name: str, iterations: int, rllib_python: str | None = None) -> d
             if isinstance(algo, RLlibChild):
                 out[v]["versions"] = algo.versions
             else:
-                out[v]["xla_cpu_options"] = algo._xla_options.get("train_step")
+                out[v]["xla_cpu_options"] = algo._xla_options.get("update")
         order = list(algos)
         for i in range(iterations):
             # ABBA: neither variant always runs right after the other one.
@@ -165,14 +276,17 @@ def run_config(name: str, iterations: int, rllib_python: str | None = None) -> d
                     "env_steps_per_s_median": round(per_iter / statistics.median(times[v]), 1),
                 }
             )
+        first = next(iter(algos))
         out["speedup_median"] = round(
-            out["off"]["iteration_s_median"] / out["auto"]["iteration_s_median"], 3
+            out["off"]["iteration_s_median"] / out[first]["iteration_s_median"], 3
         )
         if "rllib" in out:
             out["speedup_vs_rllib"] = {
                 v: round(out["rllib"]["iteration_s_median"] / out[v]["iteration_s_median"], 2)
-                for v in VARIANTS
+                for v in variants
             }
+        if name in OTHER_CONFIGS:
+            out["auto_chooses"] = auto_choice(name, algos["off"])
     finally:
         for algo in algos.values():
             algo.stop()
@@ -186,8 +300,9 @@ def main() -> None:
     parser.add_argument(
         "--configs",
         nargs="+",
-        default=["rllib_defaults", "rllib_defaults_2_runners", "tuned"],
-        choices=["rllib_defaults", "rllib_defaults_2_runners", "tuned"],
+        default=list(PPO_CONFIGS),
+        choices=[*PPO_CONFIGS, *OTHER_CONFIGS],
+        help=f"the other algorithms: {' '.join(OTHER_CONFIGS)}",
     )
     parser.add_argument(
         "--compare",

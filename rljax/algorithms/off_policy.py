@@ -47,7 +47,7 @@ from rljax.replay.episode import (
     make_frame_stack_episode_buffer,
 )
 from rljax.runners.acting import episode_arrays, make_act_step, make_fused_rollout
-from rljax.utils import memory
+from rljax.utils import memory, xla_options
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, is_int, refuse
 from rljax.utils.errors import CheckpointError, ConfigError
 from rljax.utils.schedules import NumberOrSchedule
@@ -342,6 +342,10 @@ class OffPolicyAlgorithm(Algorithm):
         )
         self.buffer = self._make_buffer(state)
         self._loop: OffPolicyLoop | None = None
+        # The compiler options of the loop's programs, picked by the policy network's size.
+        self._xla_options = xla_options.resolve(
+            cfg.xla_cpu_options, self.parts.acting_params(state)
+        )
         if self._inference_only:  # a module loaded for inference: no buffer, env or runner
             self.fused = False
             self.state = self._place_learner_state(state)
@@ -356,10 +360,11 @@ class OffPolicyAlgorithm(Algorithm):
             update, self.buffer, self.schedule, self.replay_learner.metric_names
         )
         self.fused = self._fused_envpool()
-        if self.fused:
-            self._setup_fused(cycle)
-        else:
-            self._setup_host_runners(cycle)
+        with xla_options.applied(self._xla_options):
+            if self.fused:
+                self._setup_fused(cycle)
+            else:
+                self._setup_host_runners(cycle)
 
     def _make_buffer(self, state: OffPolicyState) -> EpisodeReplayBuffer:
         """The replay buffer, its rows shaped as ``state``'s policy acts."""
@@ -417,24 +422,32 @@ class OffPolicyAlgorithm(Algorithm):
             iteration = make_fused_iteration(
                 rollout, self.parts.acting_params, cycle, self.cycles_per_iteration
             )
-            self._iteration = jax.jit(iteration, donate_argnums=(0, 1))
+            self._iteration = jax.jit(
+                iteration,
+                donate_argnums=(0, 1),
+                compiler_options=xla_options.current("train_step"),
+            )
             self._loop = self._make_loop(iteration=self._iteration)
         else:
             # EnvPool's custom call must run once, on one device: the rollout stays off the mesh.
-            self._sample = jax.jit(rollout, donate_argnums=(1,))
+            self._sample = jax.jit(
+                rollout, donate_argnums=(1,), compiler_options=xla_options.current("rollout")
+            )
             self._jit_cycle = self._make_jit_cycle(cycle)
             self._loop = self._make_loop(
                 cycle=self._jit_cycle, sample=self._sample, traj_sharding=replicated(self.mesh)
             )
 
     def _make_jit_cycle(self, cycle: Any) -> Any:
+        options = xla_options.current("update")
         if self.mesh is None:
-            return jax.jit(cycle, donate_argnums=(0,))
+            return jax.jit(cycle, donate_argnums=(0,), compiler_options=options)
         return jax.jit(
             cycle,
             in_shardings=(self._state_sharding, replicated(self.mesh)),
             out_shardings=(self._state_sharding, replicated(self.mesh), replicated(self.mesh)),
             donate_argnums=(0,),
+            compiler_options=options,
         )
 
     def _setup_host_runners(self, cycle: Any) -> None:

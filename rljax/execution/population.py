@@ -48,6 +48,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import jax
 import jax.numpy as jnp
 
 from rljax.env.vector import resolve_env
@@ -61,6 +62,7 @@ from rljax.execution.population_loop import (
     stack,
     stack_runner_states,
 )
+from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.schedules import Schedule, num_points, stack_settings
 
@@ -213,7 +215,13 @@ class Population:
     # ------------------------------------------------------------------ the program
     def _build(self) -> None:
         """Builds the loop of the current slots (its programs compile on its first step)."""
-        self.loop = PopulationLoop([self.members[i].population_parts() for i in self._slots])
+        parts = [self.members[i].population_parts() for i in self._slots]
+        # The programs' compiler options (the first trial's setting): vmapped over the trials,
+        # so none under "auto" (rljax.utils.xla_options), a dict as given.
+        stacked = jax.eval_shape(jax.vmap(parts[0].acting_params), self.state.learner)
+        setting = self.members[self._slots[0]].config.xla_cpu_options
+        options = xla_options.resolve(setting, stacked, stacked=True)
+        self.loop = PopulationLoop(parts, options)
         self._fresh_program = True
         self.num_compilations += 1
 

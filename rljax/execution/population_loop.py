@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -36,6 +36,7 @@ from rljax.execution.loop import IterationResult, PopulationParts, Timers, singl
 from rljax.execution.on_policy import summarize_updates
 from rljax.runners.acting import episode_arrays
 from rljax.types import ActorState, ActStep, StepResult, Transition
+from rljax.utils import xla_options
 from rljax.utils.ids import DEFAULT_POLICY_ID
 
 
@@ -176,16 +177,24 @@ class PopulationLoop:
       parts: Per slot, its trial's ``PopulationParts`` (``population_parts()``); the acting
         step, rollout length, action conversion and learner functions are the first slot's
         (equal for every trial of a population), the EnvPool steps and resets each slot's own.
+      options: The XLA compiler options of the rollout (``"rollout"``) and the update
+        (``"update"``), as ``rljax.utils.xla_options.resolve`` gives them; None: XLA's
+        defaults.
 
     Attributes:
       num_slots: K, the length of the trial axis.
+      xla_options: The compiler options the programs were built with, by kind.
       sample: The jitted rollout, ``sample(learner [K], runner_state) -> (runner_state,
         Transition [K, T, N])``; donates the runner state.
       learn: The jitted update, ``learn(learner [K], traj, settings [K], active [K]) ->
         (learner, metrics [K], episode arrays [K])``; donates the learner state.
     """
 
-    def __init__(self, parts: Sequence[PopulationParts]):
+    def __init__(
+        self,
+        parts: Sequence[PopulationParts],
+        options: Mapping[str, xla_options.Options | None] | None = None,
+    ):
         if not parts:
             raise ValueError("a population loop needs at least one slot's parts, got none")
         first = parts[0]
@@ -212,8 +221,13 @@ class PopulationLoop:
             return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(k)]
 
         self.num_slots = k
-        self.sample = jax.jit(sample, donate_argnums=(1,))
-        self.learn = jax.jit(jax.vmap(learn), donate_argnums=(0,))
+        self.xla_options = options = (
+            dict.fromkeys(xla_options.KINDS) if options is None else options
+        )
+        self.sample = jax.jit(sample, donate_argnums=(1,), compiler_options=options.get("rollout"))
+        self.learn = jax.jit(
+            jax.vmap(learn), donate_argnums=(0,), compiler_options=options.get("update")
+        )
         self._unstack = jax.jit(unstack)
         self._gather = jax.jit(lambda tree, idx: jax.tree.map(lambda x: x[idx], tree))
 

@@ -4,10 +4,18 @@ XLA's CPU defaults suit large programs. rljax's programs are many small operatio
 few hundred units on minibatches of a hundred rows), and for RLlib's default network (256x256)
 some defaults cost several times the run time on a 2-core machine
 (``benchmarks/xla_cpu_options.py``, ``benchmarks/rllib_defaults.py``). The options are given to
-rljax's own jitted programs of the on-policy algorithms (PPO, APPO, IMPALA: the update, the act
-step, the fused rollout and training step); the user's other JAX programs keep XLA's defaults,
-and so do, for now, the off-policy algorithms, multi-agent PPO's stacked update, population
-programs and inference (``compute_single_action``).
+rljax's own jitted programs: the update, the act step, the fused rollout and training step of
+PPO, APPO and IMPALA; the off-policy loop's programs of DQN, SAC and TD3 (the fused iteration,
+the update cycle, the rollout, the runner threads' act step); multi-agent PPO's act step and
+stacked updates; a population's rollout and update. The user's other JAX programs keep XLA's
+defaults, and so does inference (``compute_single_action``).
+
+Programs vmapped over policies or trials (multi-agent PPO's stacked updates, a population's
+programs: ``resolve(..., stacked=True)``) get no options under ``"auto"``: with RLlib's 256x256
+network a population of 4 PPO trials ran at 0.55x and 0.64x the env steps per second with
+``LARGE_OPTIONS`` and multi-agent PPO (2 policies) at 0.85x and 0.92x, in two runs each
+(``benchmarks/rllib_defaults.py``, the variants interleaved in one process); DQN's fused
+iteration ran 1.56x faster with them, SAC's and TD3's within the noise of a busy machine.
 
 Which options (``benchmarks/xla_cpu_options.py``: each option compiled into a copy of one
 program with ``compiler_options``, the copies timed interleaved in one process):
@@ -100,6 +108,7 @@ def resolve(
     *,
     backend: str | None = None,
     xla_flags: str | None = None,
+    stacked: bool = False,
 ) -> dict[str, Options | None]:
     """The options of each kind of program (``KINDS``) of an algorithm with ``params``.
 
@@ -108,11 +117,16 @@ def resolve(
       params: The parameters the programs train or act with (their size picks the options).
       backend: The backend the programs run on; None: JAX's default backend. Not "cpu": none.
       xla_flags: ``XLA_FLAGS`` as the user set it; None: the environment's.
+      stacked: The programs are vmapped over policies or trials (multi-agent PPO's stacked
+        updates, a population's programs): ``"auto"`` gives them none (``LARGE_OPTIONS``
+        made them slower); a dict of options still applies.
 
     Returns:
       ``kind -> options`` (None: XLA's defaults), the flags set in ``XLA_FLAGS`` left out.
     """
     if setting is None or (backend or jax.default_backend()) != "cpu":
+        return dict.fromkeys(KINDS)
+    if setting == "auto" and stacked:
         return dict.fromkeys(KINDS)
     if setting == "auto":
         large = param_count(params) >= LARGE_PROGRAM_PARAMS

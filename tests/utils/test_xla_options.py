@@ -27,6 +27,18 @@ def test_auto_picks_the_options_by_the_size_of_the_network():
     assert xla_options.param_count(mlp_params(64)) < xla_options.LARGE_PROGRAM_PARAMS
 
 
+def test_auto_gives_stacked_programs_none_but_a_dict_still_applies():
+    large = [mlp_params(256), mlp_params(256)]  # two policies' (or trials') networks
+    assert xla_options.resolve("auto", large, backend="cpu", xla_flags="", stacked=True) == (
+        dict.fromkeys(xla_options.KINDS)
+    )
+    unstacked = xla_options.resolve("auto", large, backend="cpu", xla_flags="")
+    assert unstacked["update"] == xla_options.LARGE_OPTIONS
+    given = {"xla_cpu_use_xnnpack": False}
+    chosen = xla_options.resolve(given, large, backend="cpu", xla_flags="", stacked=True)
+    assert all(v == given for v in chosen.values())
+
+
 def test_off_switch_other_backends_and_a_dict_of_options():
     params = mlp_params(256)
     assert xla_options.resolve(None, params, backend="cpu") == dict.fromkeys(xla_options.KINDS)
@@ -121,3 +133,120 @@ def test_ppo_builds_its_programs_with_the_options_and_its_update_keeps_its_numbe
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6, atol=1e-6)
     finally:
         algo.stop()
+
+
+GIVEN = {"xla_cpu_use_xnnpack": False}
+
+
+def compiled_with(fn) -> dict[str, object]:
+    """The compiler options a ``jax.jit`` function was made with (JAX's record of them)."""
+    return dict(fn._jit_info.compiler_options_kvs)
+
+
+def act_steps(algo) -> list[dict[str, object]]:
+    """The compiler options of the runner threads' jitted act steps (one per device)."""
+    steps = algo._act_step.__dict__.get("_rljax_jitted_steps", {})
+    assert steps, "the runners built no act step"
+    return [compiled_with(fn) for fn in steps.values()]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU options")
+@pytest.mark.slow  # builds four algorithms (4 s warm, more on a busy machine)
+@pytest.mark.parametrize("setting", [GIVEN, None])
+def test_off_policy_programs_take_the_options(setting, monkeypatch):
+    from rljax.algorithms.dqn import DQNConfig
+    from rljax.algorithms.sac import SACConfig
+    from rljax.algorithms.td3 import TD3Config
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    expected = setting or {}
+    cases = [
+        (DQNConfig, "CartPole-v1", 0),  # the fused iteration ("train_step")
+        (SACConfig, "Pendulum-v1", 0),
+        (DQNConfig, "CartPole-v1", 1),  # runner threads' act step ("act"), the cycle ("update")
+        (TD3Config, "Pendulum-v1", 1),
+    ]
+    for config_class, env, runners in cases:
+        algo = (
+            config_class()
+            .environment(env)
+            .env_runners(num_env_runners=runners, num_envs_per_env_runner=2)
+            .training(replay_buffer_config={"capacity": 1000})
+            .rl_module(model_config={"fcnet_hiddens": [8]})
+            .debugging(seed=0, xla_cpu_options=setting)
+            .build_algo()
+        )
+        try:
+            assert algo.fused == (runners == 0)
+            assert algo._xla_options["update"] == setting
+            if runners == 0:
+                assert compiled_with(algo._iteration) == expected
+            else:
+                assert compiled_with(algo._jit_cycle) == expected
+                assert act_steps(algo) == [expected]
+        finally:
+            algo.stop()
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU options")
+@pytest.mark.slow  # builds four algorithms and a population (4 s warm, more when busy)
+@pytest.mark.parametrize("setting", [GIVEN, None])
+def test_impala_appo_multi_agent_and_population_programs_take_the_options(setting, monkeypatch):
+    from rljax.algorithms.appo import APPOConfig
+    from rljax.algorithms.impala import IMPALAConfig
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.env import make_multi_agent
+    from rljax.execution.population import Population
+
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    expected = setting or {}
+    small = {"fcnet_hiddens": [8]}
+    for config_class, runners in [(IMPALAConfig, 0), (APPOConfig, 0), (APPOConfig, 1)]:
+        algo = (
+            config_class()
+            .environment("CartPole-v1")
+            .env_runners(num_env_runners=runners, num_envs_per_env_runner=2)
+            .rl_module(model_config=small)
+            .debugging(seed=0, xla_cpu_options=setting)
+            .build_algo()
+        )
+        try:
+            if runners == 0:
+                assert compiled_with(algo._train_step) == expected
+            else:  # EnvPool runners' fused rollouts ("rollout") and the jitted update
+                assert compiled_with(algo._loop.update) == expected
+                assert [r._compiler_options or {} for r in algo._runners.runners] == [expected]
+        finally:
+            algo.stop()
+
+    algo = (
+        PPOConfig()
+        .environment(make_multi_agent("CartPole-v1"), env_config={"num_agents": 2})
+        .env_runners(num_envs_per_env_runner=2)
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda a, e, **kw: f"p{a}")
+        .rl_module(model_config=small)
+        .debugging(seed=0, xla_cpu_options=setting)
+        .build_algo()
+    )
+    try:
+        assert compiled_with(algo._update_fn(0, 64)) == expected  # the stacked update
+        assert act_steps(algo) == [expected]
+    finally:
+        algo.stop()
+
+    trial = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config=small)
+    )
+    population = Population(
+        [trial.copy().debugging(seed=s, xla_cpu_options=setting) for s in (0, 1)]
+    )
+    try:
+        assert population.loop.xla_options["update"] == setting
+        assert compiled_with(population.loop.sample) == expected
+        assert compiled_with(population.loop.learn) == expected
+    finally:
+        population.stop()

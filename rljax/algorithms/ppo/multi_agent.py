@@ -64,6 +64,7 @@ from rljax.execution.weights import check_weights_fit
 from rljax.networks.distributions import make_distribution
 from rljax.policy.policy import PolicySpec
 from rljax.runners.acting import make_act_step
+from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
 from rljax.utils.seeding import derive_seed
@@ -472,10 +473,14 @@ class MultiAgentPPO(Algorithm):
         self._updates: dict[tuple[int, int], Any] = {}
         self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
         self._loop: OnPolicyLoop[list[PPOTrainState]] | None = None
+        # The compiler options of the act step and the groups' stacked (vmapped) updates:
+        # under "auto" none (rljax.utils.xla_options), a dict as given.
+        self._xla_options = xla_options.resolve(cfg.xla_cpu_options, self._params(), stacked=True)
         if not self._inference_only:
-            self._runners = self._make_runner_group(
-                self._runner_params(), self._act_step, self.fragment_length
-            )
+            with xla_options.applied(self._xla_options):
+                self._runners = self._make_runner_group(
+                    self._runner_params(), self._act_step, self.fragment_length
+                )
             parts, on_runner_device = self.parts, self._on_runner_device
             # The execution layer's on-policy loop with the grouped update, which calls one
             # jitted program per policy group and batch size (so it is not jitted as a whole).
@@ -672,7 +677,11 @@ class MultiAgentPPO(Algorithm):
 
                 return jax.tree.map(pick, new_state, state), metrics
 
-            self._updates[(g, size)] = jax.jit(stacked_update, donate_argnums=(0,))
+            self._updates[(g, size)] = jax.jit(
+                stacked_update,
+                donate_argnums=(0,),
+                compiler_options=self._xla_options["update"],
+            )
         return self._updates[(g, size)]
 
     def _per_policy_batches(
