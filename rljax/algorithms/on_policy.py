@@ -102,7 +102,7 @@ class OnPolicyAlgorithm(Algorithm):
     state: Any
     _same_step_reset = True
     _loop: OnPolicyLoop[Any] | None
-    _xla_step: Callable[..., Any]  # a population trial's EnvPool step
+    _xla_step: Callable[..., Any] | None  # a population trial's EnvPool step (None: JAX env)
     _reset_ended: Callable[..., Any] | None = None  # the fused rollout's same-step resets
     # The settings (RLlib's names) trials of one population may differ in, besides the seed:
     # values the jitted postprocess and update read. Empty: no populations.
@@ -142,7 +142,8 @@ class OnPolicyAlgorithm(Algorithm):
 
     def population_parts(self) -> PopulationParts:
         """The parts of this trial's loop that its population runs (a trial built with
-        ``population_member=True``): acting, its EnvPool's XLA step and same-step resets, the
+        ``population_member=True``): acting, its EnvPool's XLA step and same-step resets (or its
+        JAX env), the
         rollout's length, and its learner functions of the population settings."""
         if not self._population_member:
             raise RuntimeError(
@@ -157,6 +158,7 @@ class OnPolicyAlgorithm(Algorithm):
             to_env_action=self.parts.to_env_action,
             acting_params=self.parts.acting_params,
             learner_functions=self._learner_factory(),
+            jax_env=jax_env_of(self.env_spec) if is_jax_spec(self.env_spec) else None,
         )
 
     def _learner_factory(self) -> LearnerFactory:
@@ -278,9 +280,13 @@ class OnPolicyAlgorithm(Algorithm):
             self.fused = False
         elif self._population_member:
             # A trial of a population: its env is built, the population runs the program.
-            self._xla_step, self.runner_state, self._reset_ended = self._make_fused_runner(
-                self._runner_params(), self._act_step
-            )
+            if is_jax_spec(self.env_spec):  # its envs' states, started as its own run's
+                _, self.runner_state = self._start_jax_env()
+                self._xla_step, self._reset_ended = None, None
+            else:
+                self._xla_step, self.runner_state, self._reset_ended = self._make_fused_runner(
+                    self._runner_params(), self._act_step
+                )
             self._loop = None
         elif self.fused:
             self._setup_fused()

@@ -47,7 +47,8 @@ class PopulationParts:
 
     Attributes:
       act_step: The acting step (``runners.acting.make_act_step``), the same for every trial.
-      xla_step: The trial's EnvPool step through its XLA interface (``start_envpool``).
+      xla_step: The trial's EnvPool step through its XLA interface (``start_envpool``); None
+        on a JAX env.
       reset_ended: The trial's same-step resets of ended sub-envs, traced; None: none.
       fragment_length: Env steps per sub-env of one rollout.
       to_env_action: Policy action -> env action, traced.
@@ -55,15 +56,18 @@ class PopulationParts:
       learner_functions: ``learner_functions(values) -> (postprocess, update)``: the trial's
         post-processing and update with ``values`` of its population settings (traced
         scalars in the population's program).
+      jax_env: The trial's JAX env (``rljax.env.jax_env``), the same for every trial, or None
+        on EnvPool. A JAX env's steps are ``vmap``ped over the trials with the policies.
     """
 
     act_step: ActStep
-    xla_step: Callable[..., Any]
+    xla_step: Callable[..., Any] | None
     reset_ended: Callable[..., Any] | None
     fragment_length: int
     to_env_action: Callable[[jax.Array], jax.Array]
     acting_params: Callable[[Any], Any]
     learner_functions: LearnerFactory
+    jax_env: Any = None
 
 
 @runtime_checkable

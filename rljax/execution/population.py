@@ -11,7 +11,8 @@ compilation.
 Each trial keeps the EnvPool env it would have in a run of its own (same size and seed), and
 the rollout steps the K envs through their XLA interface inside one ``lax.scan`` (EnvPool's
 custom call has no batching rule, so the env steps are K calls while the policy and the update
-are vmapped). So trial k sees the envs, initial parameters and random keys of the run
+are vmapped). On a JAX env (``rljax.env.jax_env``) each trial's env states start as its own
+run's, and every step of the rollout, envs included, is vmapped over the trials. So trial k sees the envs, initial parameters and random keys of the run
 ``configs[k].build_algo()`` would make, and gives the same numbers within float tolerance (the
 settings are float32 values of the program rather than constants folded by the compiler, and
 vmapped reductions may add in another order).
@@ -88,7 +89,7 @@ def population_key(config: AlgorithmConfig) -> str:
 def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
     """Why ``configs`` cannot train as one population (None if they can). Checks only the
     configs (nothing is built): one algorithm that trains populations, single-agent, an
-    EnvPool env on the fused path (``num_env_runners=0``), one learner, and configs equal
+    EnvPool or JAX env on the fused path (``num_env_runners=0``), one learner, and configs equal
     but for the population settings and the seed."""
     if not configs:
         return "no trials"
@@ -117,8 +118,11 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         spec = resolve_env(first.env, first.env_config)
     except Exception as e:  # the trial itself reports a bad env
         return f"the env does not resolve ({e})"
-    if spec.backend != "envpool":
-        return f"env {first.env!r} is not an EnvPool env; populations step EnvPool envs in jit"
+    if spec.backend not in ("envpool", "jax"):
+        return (
+            f"env {first.env!r} is neither an EnvPool env nor a JAX env; populations step "
+            "their envs inside the program"
+        )
     key = population_key(first)
     for i, c in enumerate(configs[1:], 1):
         if c.algo_class is not algo:

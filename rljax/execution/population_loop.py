@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -34,15 +34,16 @@ import numpy as np
 from rljax.env.vector import envpool_result
 from rljax.execution.loop import IterationResult, PopulationParts, Timers, single_policy
 from rljax.execution.on_policy import summarize_updates
-from rljax.runners.acting import episode_arrays
+from rljax.runners.acting import FusedRunnerState, episode_arrays
+from rljax.runners.jax_env import make_jax_env_step
 from rljax.types import ActorState, ActStep, StepResult, Transition
 from rljax.utils import xla_options
 from rljax.utils.ids import DEFAULT_POLICY_ID
 
 
 class PopulationRunnerState(NamedTuple):
-    """The rollout's carry: one EnvPool handle per trial, and per-trial actor state, last
-    result and acting key stacked on a leading trial axis [K]."""
+    """The rollout's carry: one EnvPool handle (or JAX env states) per trial, and per-trial
+    actor state, last result and acting key stacked on a leading trial axis [K]."""
 
     handles: tuple[Any, ...]
     actor: ActorState
@@ -164,6 +165,30 @@ def make_population_rollout(
     return rollout
 
 
+def make_population_jax_rollout(
+    env: Any,
+    act_step: ActStep,
+    length: int,
+    to_env_action: Callable[[jax.Array], jax.Array],
+) -> Callable[[Any, PopulationRunnerState], tuple[PopulationRunnerState, Transition]]:
+    """``rollout(params [K], runner_state) -> (runner_state, Transition [K, length, N])`` on a
+    JAX env: each step is the single run's step (``runners.jax_env.make_jax_env_step``)
+    ``vmap``ped over the trials, envs included, so trial k's envs, actions and keys are those
+    of its own run. The trials' env states are stacked for the scan and split after it."""
+    step = jax.vmap(make_jax_env_step(env, act_step, to_env_action))
+
+    def rollout(params: Any, rs: PopulationRunnerState) -> tuple[PopulationRunnerState, Transition]:
+        carry = FusedRunnerState(stack(list(rs.handles)), rs.actor, rs.result, rs.key)
+        carry, traj = jax.lax.scan(lambda c, _: step(params, c), carry, None, length=length)
+        handles = tuple(
+            jax.tree.map(lambda x, i=i: x[i], carry.handle) for i in range(len(rs.handles))
+        )
+        runner_state = PopulationRunnerState(handles, carry.actor, carry.result, carry.key)
+        return runner_state, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
+
+    return rollout
+
+
 class PopulationLoop:
     """One iteration of K stacked trials (a ``Loop`` over ``PopulationState`` and
     ``PopulationRunnerState``): every slot's rollout, then every slot's postprocess and
@@ -198,13 +223,20 @@ class PopulationLoop:
         if not parts:
             raise ValueError("a population loop needs at least one slot's parts, got none")
         first = parts[0]
-        rollout = make_population_rollout(
-            first.act_step,
-            [p.xla_step for p in parts],
-            first.fragment_length,
-            first.to_env_action,
-            [p.reset_ended for p in parts],
-        )
+        if first.jax_env is not None:
+            rollout = make_population_jax_rollout(
+                first.jax_env, first.act_step, first.fragment_length, first.to_env_action
+            )
+        else:
+            steps = [p.xla_step for p in parts]
+            assert all(step is not None for step in steps), "an EnvPool trial without its step"
+            rollout = make_population_rollout(
+                first.act_step,
+                cast(list[Callable[..., Any]], steps),
+                first.fragment_length,
+                first.to_env_action,
+                [p.reset_ended for p in parts],
+            )
 
         def learn(state: Any, traj: Transition, values: dict[str, Any], active: jax.Array):
             postprocess, update = first.learner_functions(values)
@@ -295,6 +327,7 @@ __all__ = [
     "PopulationResult",
     "PopulationRunnerState",
     "PopulationState",
+    "make_population_jax_rollout",
     "make_population_rollout",
     "stack",
     "stack_runner_states",

@@ -100,6 +100,23 @@ def make_start(
     return start
 
 
+def make_jax_env_step(
+    env: Any, act_step: ActStep, to_env_action: Callable[[jax.Array], jax.Array]
+) -> Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]:
+    """``step(params, runner_state) -> (runner_state, Transition [N])``, jit-able: one act step
+    and one vmapped env step (same-step auto-reset). A population ``vmap``s it over its trials,
+    so trial k steps exactly as its own run does."""
+
+    def step(params: Any, carry: FusedRunnerState) -> tuple[FusedRunnerState, Transition]:
+        key, act_key, env_key = jax.random.split(carry.key, 3)
+        action, actor, transition = act_step(params, act_key, carry.actor, carry.result)
+        states, out = batched_step(env, carry.handle, to_env_action(action), env_key)
+        result = _result(out, carry.result.env_id, carry.result.info is not None)
+        return FusedRunnerState(states, actor, result, key), transition
+
+    return step
+
+
 def make_jax_env_rollout(
     env: Any,
     act_step: ActStep,
@@ -107,19 +124,11 @@ def make_jax_env_rollout(
     to_env_action: Callable[[jax.Array], jax.Array],
 ) -> Rollout:
     """``rollout(params, runner_state) -> (runner_state, Transition [length, N])``, jit-able:
-    the act step and the vmapped env step (same-step auto-reset) in ``lax.scan``."""
+    ``make_jax_env_step`` in ``lax.scan``."""
+    step = make_jax_env_step(env, act_step, to_env_action)
 
     def rollout(params: Any, rs: FusedRunnerState) -> tuple[FusedRunnerState, Transition]:
-        keep_info = rs.result.info is not None
-
-        def body(carry: FusedRunnerState, _: Any) -> tuple[FusedRunnerState, Transition]:
-            key, act_key, env_key = jax.random.split(carry.key, 3)
-            action, actor, transition = act_step(params, act_key, carry.actor, carry.result)
-            states, out = batched_step(env, carry.handle, to_env_action(action), env_key)
-            result = _result(out, carry.result.env_id, keep_info)
-            return FusedRunnerState(states, actor, result, key), transition
-
-        return jax.lax.scan(body, rs, None, length=length)
+        return jax.lax.scan(lambda carry, _: step(params, carry), rs, None, length=length)
 
     return rollout
 
@@ -146,6 +155,7 @@ __all__ = [
     "JAX_ENV_ALGORITHMS",
     "check_jax_env_run",
     "make_jax_env_rollout",
+    "make_jax_env_step",
     "make_start",
     "start_jax_env",
 ]

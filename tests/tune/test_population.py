@@ -137,7 +137,7 @@ def test_configs_that_cannot_share_a_program_are_refused_with_the_reason():
         [small().env_runners(num_env_runners=1), small().env_runners(num_env_runners=1)]
     )
     gym_env = small().environment(CartPoleEnv)
-    assert "not an EnvPool env" in population_refusal([gym_env, gym_env.copy()])
+    assert "neither an EnvPool env nor a JAX env" in population_refusal([gym_env, gym_env.copy()])
     assert "trains no populations" in population_refusal([DQNConfig().environment("CartPole-v1")])
     with pytest.raises(ConfigError, match="cannot train as one population.*minibatch_size"):
         Population([small(), small().training(minibatch_size=32)])
@@ -376,5 +376,39 @@ def test_trials_with_schedules_share_one_program_and_follow_their_schedules():
                     np.testing.assert_allclose(learners[0][it][key], value, rtol=2e-4, atol=1e-6)
         finally:
             algo.stop()
+    finally:
+        population.stop()
+
+
+@pytest.mark.slow  # builds three trials and a population
+def test_trials_on_a_jax_env_match_separate_runs():
+    # rljax's JAX CartPole: every trial's envs are stepped inside the population's program,
+    # vmapped over the trials with the policies, each from its own run's states and keys.
+    configs = [
+        small(1e-3, seed=0).environment("rljax:CartPole-v1"),
+        small(3e-2, seed=5, entropy_coeff=0.05).environment("rljax:CartPole-v1"),
+    ]
+    assert population_refusal(configs) is None
+    population = Population(configs)
+    try:
+        assert population.loop.num_slots == 2
+        pop_results = [population.train() for _ in range(2)]
+        for k, config in enumerate(configs):
+            algo = config.build_algo()
+            try:
+                for it in range(2):
+                    mine, alone = pop_results[it][k], algo.train()
+                    for key in ("num_env_steps_sampled", "num_episodes"):
+                        assert mine["env_runners"][key] == alone["env_runners"][key] > 0
+                    np.testing.assert_allclose(
+                        mine["env_runners"]["episode_return_mean"],
+                        alone["env_runners"]["episode_return_mean"],
+                    )
+                for a, b in zip(
+                    _leaves(population.members[k].state), _leaves(algo.state), strict=True
+                ):
+                    np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5)
+            finally:
+                algo.stop()
     finally:
         population.stop()

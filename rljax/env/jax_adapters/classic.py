@@ -16,7 +16,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.jax_env import JaxEnv
 from rljax.utils.errors import ConfigError
 
 GRAVITY = 9.8
@@ -31,11 +30,12 @@ THETA_LIMIT = 12 * 2 * math.pi / 360
 X_LIMIT = 2.4
 
 
-class CartPole(JaxEnv):
-    """Gymnasium's ``CartPole-v1`` in JAX. State and observation: ``[x, x_dot, theta,
-    theta_dot]`` (float32); actions: 0 pushes left, 1 right."""
+class CartPole:
+    """Gymnasium's ``CartPole-v1`` in JAX, following ``rljax.env.jax_env``'s protocol (not
+    derived from ``JaxEnv``: that module imports this one). State and observation: ``[x,
+    x_dot, theta, theta_dot]`` (float32); actions: 0 pushes left, 1 right."""
 
-    max_episode_steps = 500
+    max_episode_steps: int | None = 500
 
     def __init__(self, config: dict[str, Any] | None = None):
         config = dict(config or {})
@@ -77,7 +77,7 @@ class CartPole(JaxEnv):
 ENVS = {"CartPole-v1": CartPole}
 
 
-def make(name: str, env_config: dict[str, Any]) -> JaxEnv:
+def make(name: str, env_config: dict[str, Any]) -> CartPole:
     """The env ``name`` of rljax's own (``"rljax:<name>"``), built with ``env_config``; its time
     limit is ``env_config["max_episode_steps"]`` (500 by default), applied by the caller."""
     if name not in ENVS:
