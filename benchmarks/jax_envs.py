@@ -3,15 +3,17 @@
 ``--compare`` prints one JSON line per measurement:
 
 - throughput (``"kind": "throughput"``) at PureJaxRL's defaults (4 envs x 128 steps, 4 epochs,
-  4 minibatches) and at 16 x 250: env steps/s of ``train()`` for rljax on
-  ``gymnax:CartPole-v1``, rljax on EnvPool's ``CartPole-v1`` with the same settings, and
-  ``benchmarks/fused_ppo_baseline.py`` (one call per update, and its whole-training scan), with
-  the ratios the issue's targets name (gymnax / baseline, gymnax / EnvPool);
+  4 minibatches) and at 16 x 250: env steps/s of ``train()`` for rljax on the JAX env
+  (``--jax-env``: ``gymnax:CartPole-v1`` by default, or rljax's own ``rljax:CartPole-v1``,
+  which needs no extra library), rljax on EnvPool's ``CartPole-v1`` with the same settings,
+  and ``benchmarks/fused_ppo_baseline.py`` (one call per update, and its whole-training scan;
+  it runs on gymnax, so it is left out when gymnax is not installed), with the ratios (JAX env
+  / baseline, JAX env / EnvPool);
 - time to a return of 450 (``"kind": "to_450"``) with rljax's tuned CartPole settings
   (``rljax/tuned_examples/ppo_cartpole.yaml``) for the three, within 5e5 env steps: env steps
   and seconds (after the first iteration, which compiles; ``build_s`` apart).
 
-Run: python benchmarks/jax_envs.py --compare [--iters 30]
+Run: python benchmarks/jax_envs.py --compare [--iters 30] [--jax-env rljax:CartPole-v1]
 """
 
 from __future__ import annotations
@@ -28,9 +30,18 @@ import jax
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import fused_ppo_baseline as baseline  # noqa: E402
 
 from rljax.algorithms.ppo import PPOConfig  # noqa: E402
+
+
+def load_baseline() -> Any:
+    """``benchmarks/fused_ppo_baseline.py`` (it imports gymnax), or None without gymnax."""
+    try:
+        import fused_ppo_baseline
+    except ImportError:
+        return None
+    return fused_ppo_baseline
+
 
 TUNED = pathlib.Path(__file__).resolve().parents[1] / "rljax" / "tuned_examples"
 SETTINGS = {"purejaxrl": (4, 128), "16x250": (16, 250)}
@@ -60,23 +71,27 @@ def ppo_config(env: str, num_envs: int, num_steps: int, epochs: int = 4, minibat
     )
 
 
-def throughput(num_envs: int, num_steps: int, iters: int) -> list[dict[str, Any]]:
-    """Env steps/s of rljax's ``train()`` on gymnax and on EnvPool and of the baseline's
-    update calls, with the same settings, timed in turns (each round calls every system once)
-    so that all three see the same load on this machine's shared cores; medians, with means
-    beside. ``program_ms``: rljax's iteration program alone (``train()`` less its Python)."""
+def throughput(
+    num_envs: int, num_steps: int, iters: int, jax_env: str, baseline: Any
+) -> list[dict[str, Any]]:
+    """Env steps/s of rljax's ``train()`` on the JAX env and on EnvPool and of the baseline's
+    update calls (``baseline``: None leaves it out), with the same settings, timed in turns
+    (each round calls every system once) so that all see the same load on this machine's
+    shared cores; medians, with means beside. ``program_ms``: rljax's iteration program alone
+    (``train()`` less its Python)."""
     algos = {}
     build_s = {}
-    for env in ("gymnax:CartPole-v1", "CartPole-v1"):
+    for env in (jax_env, "CartPole-v1"):
         t0 = time.perf_counter()
         algos[env] = ppo_config(env, num_envs, num_steps).build_algo()
         algos[env].train()
         algos[env].train()
         build_s[env] = time.perf_counter() - t0
-    init, update_step = baseline.make(baseline.Config("CartPole-v1", num_envs, num_steps))
-    step = jax.jit(update_step, donate_argnums=0)
-    runner, _ = step(jax.jit(init)(jax.random.PRNGKey(0)))
-    jax.block_until_ready(runner)
+    if baseline is not None:
+        init, update_step = baseline.make(baseline.Config("CartPole-v1", num_envs, num_steps))
+        step = jax.jit(update_step, donate_argnums=0)
+        runner, _ = step(jax.jit(init)(jax.random.PRNGKey(0)))
+        jax.block_until_ready(runner)
     times: dict[str, list[float]] = {k: [] for k in [*algos, "program", "baseline"]}
     steps = dict.fromkeys(algos, 0)
     try:
@@ -85,17 +100,18 @@ def throughput(num_envs: int, num_steps: int, iters: int) -> list[dict[str, Any]
                 t0 = time.perf_counter()
                 steps[env] += algo.train()["env_runners"]["num_env_steps_sampled"]
                 times[env].append(time.perf_counter() - t0)
-            algo = algos["gymnax:CartPole-v1"]
+            algo = algos[jax_env]
             t0 = time.perf_counter()
             algo.state, algo.runner_state, metrics, _ = algo._loop.train_step(
                 algo.state, algo.runner_state
             )
             jax.block_until_ready(metrics)
             times["program"].append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            runner, (ep_ret, ep_done) = step(runner)
-            np.asarray(ep_ret), np.asarray(ep_done)
-            times["baseline"].append(time.perf_counter() - t0)
+            if baseline is not None:
+                t0 = time.perf_counter()
+                runner, (ep_ret, ep_done) = step(runner)
+                np.asarray(ep_ret), np.asarray(ep_done)
+                times["baseline"].append(time.perf_counter() - t0)
     finally:
         for algo in algos.values():
             algo.stop()
@@ -110,17 +126,18 @@ def throughput(num_envs: int, num_steps: int, iters: int) -> list[dict[str, Any]
             "iteration_ms": 1000 * statistics.median(times[env]),
             "build_and_first_iterations_s": build_s[env],
         }
-        if env.startswith("gymnax"):
+        if env == jax_env:
             row["program_ms"] = 1000 * statistics.median(times["program"])
         rows.append(row)
-    rows.append(
-        {
-            "system": "baseline",
-            "env_steps_per_s": per / statistics.median(times["baseline"]),
-            "env_steps_per_s_mean": per * iters / sum(times["baseline"]),
-            "iteration_ms": 1000 * statistics.median(times["baseline"]),
-        }
-    )
+    if baseline is not None:
+        rows.append(
+            {
+                "system": "baseline",
+                "env_steps_per_s": per / statistics.median(times["baseline"]),
+                "env_steps_per_s_mean": per * iters / sum(times["baseline"]),
+                "iteration_ms": 1000 * statistics.median(times["baseline"]),
+            }
+        )
     return [{"num_envs": num_envs, "num_steps": num_steps, **row} for row in rows]
 
 
@@ -149,7 +166,7 @@ def rljax_to_target(env: str, target: float, max_steps: int) -> dict[str, Any]:
     }
 
 
-def baseline_to_target(target: float, max_steps: int) -> dict[str, Any]:
+def baseline_to_target(baseline: Any, target: float, max_steps: int) -> dict[str, Any]:
     # The tuned settings: 16 x 250, 6 epochs of 125-row minibatches (rljax's are 128, the last
     # one short), lr 3e-4, no entropy bonus.
     cfg = baseline.Config("CartPole-v1", 16, 250, 6, 32, 3e-4, ent_coef=0.0)
@@ -163,24 +180,28 @@ def baseline_to_target(target: float, max_steps: int) -> dict[str, Any]:
     }
 
 
-def compare(iters: int, max_steps: int) -> None:
+def compare(iters: int, max_steps: int, jax_env: str) -> None:
+    baseline = load_baseline()
     for name, (n, t) in SETTINGS.items():
-        rows = throughput(n, t, iters)
-        # PureJaxRL's way: the whole training as one program (no host between updates).
-        scan = baseline.run(baseline.Config("CartPole-v1", n, t), iters * n * t, per_update=False)
-        rows.append({**scan, "system": "baseline scan"})
+        rows = throughput(n, t, iters, jax_env, baseline)
+        g, e = (row["env_steps_per_s"] for row in rows[:2])
+        ratios = {"jax_env_over_envpool": g / e}
+        if baseline is not None:
+            # PureJaxRL's way: the whole training as one program (no host between updates).
+            config = baseline.Config("CartPole-v1", n, t)
+            scan = baseline.run(config, iters * n * t, per_update=False)
+            ratios["jax_env_over_baseline"] = g / rows[2]["env_steps_per_s"]
+            ratios["jax_env_over_baseline_scan"] = g / scan["scan_env_steps_per_s"]
+            rows.append({**scan, "system": "baseline scan"})
         for row in rows:
             print(json.dumps({"kind": "throughput", "settings": name, **row}), flush=True)
-        g, e, b = (row["env_steps_per_s"] for row in rows[:3])
-        ratios = {
-            "gymnax_over_baseline": g / b,
-            "gymnax_over_baseline_scan": g / scan["scan_env_steps_per_s"],
-            "gymnax_over_envpool": g / e,
-        }
         print(json.dumps({"kind": "ratios", "settings": name, **ratios}), flush=True)
-    for env in ("gymnax:CartPole-v1", "CartPole-v1"):
+    for env in (jax_env, "CartPole-v1"):
         print(json.dumps(rljax_to_target(env, 450.0, max_steps)), flush=True)
-    print(json.dumps(baseline_to_target(450.0, max_steps)), flush=True)
+    if baseline is not None:
+        print(json.dumps(baseline_to_target(baseline, 450.0, max_steps)), flush=True)
+    else:
+        print(json.dumps({"kind": "baseline", "status": "not installed (gymnax)"}), flush=True)
 
 
 def main() -> None:
@@ -188,10 +209,11 @@ def main() -> None:
     p.add_argument("--compare", action="store_true", help="run every measurement")
     p.add_argument("--iters", type=int, default=30, help="timed iterations per throughput row")
     p.add_argument("--max-steps", type=int, default=500_000)
+    p.add_argument("--jax-env", default="gymnax:CartPole-v1", help="the JAX env's id")
     a = p.parse_args()
     if not a.compare:
         p.error("nothing to do: pass --compare")
-    compare(a.iters, a.max_steps)
+    compare(a.iters, a.max_steps, a.jax_env)
 
 
 if __name__ == "__main__":
