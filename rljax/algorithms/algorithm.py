@@ -98,7 +98,7 @@ class Algorithm(RunnerHooks, EvaluationHooks):
 
     config_class: type[AlgorithmConfig] = AlgorithmConfig
     connectors_in_env: ClassVar[bool] = False  # True: built in _resolve_env, run on the host
-
+    _env_state_io = property(lambda self: self._runners)  # saves and restores the envs' state
     # Set by the subclass's _setup(), once (a subclass declares its own state's type).
     parts: PolicyParts[Any]
     state: State
@@ -554,7 +554,7 @@ class Algorithm(RunnerHooks, EvaluationHooks):
                 path,
                 metadata,
                 include_replay_buffer=self._includes_replay_buffer(include_replay_buffer),
-                runners=self._runners,
+                runners=self._env_state_io,
                 stopped=self._stopped,
                 num_to_keep=num_to_keep,
             )
@@ -586,7 +586,7 @@ class Algorithm(RunnerHooks, EvaluationHooks):
             path,
             algo_name=self.config.algo_name,
             policy_ids=self._policy_ids(),
-            runners=self._runners,
+            runners=self._env_state_io,
         )
         iteration_book.set_counter_values(self, restored.saved.counters)
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))

@@ -35,7 +35,7 @@ from rljax.execution.parts import with_env_to_module
 from rljax.learners.hyperparams import live_layout, saved_layout
 from rljax.networks.distributions import ActionDistribution
 from rljax.runners.acting import make_act_step, make_fused_rollout, recurrent_input
-from rljax.runners.jax_env import start_jax_env
+from rljax.runners.jax_env import JaxEnvStates, start_jax_env
 from rljax.types import RecurrentInput, Transition
 from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
@@ -396,6 +396,16 @@ class OnPolicyAlgorithm(Algorithm):
         return result
 
     # ------------------------------------------------------------------ checkpoint hooks
+    @property
+    def _env_state_io(self) -> Any:
+        """What saves and restores the envs' state: the runner group's, or on a JAX env's fused
+        path its envs' states with the rest of the runner state (``JaxEnvStates``)."""
+        spec = self.env_spec
+        fused_jax = self.fused and not self._population_member and is_jax_spec(spec)
+        if spec is not None and fused_jax and getattr(self, "runner_state", None) is not None:
+            return JaxEnvStates(self, spec.name)
+        return self._runners
+
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
         # The stored layout: the optimizer state without the injected rate (hyperparams.py).
         return saved_layout(self.state)

@@ -23,8 +23,10 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rljax.env.jax_env import AutoResetStep, batched_reset, batched_step
+from rljax.env.state import EnvStateError, decode, encode
 from rljax.env.steps import StepResult
 from rljax.runners.acting import (
     ActStep,
@@ -151,8 +153,69 @@ def start_jax_env(
     return make_jax_env_rollout(env, act_step, length, to_env_action), rs
 
 
+class JaxEnvStates:
+    """The fused JAX-env runner's state (its envs' states, the actor state, the pending step
+    result and the acting key: ``owner.runner_state``) saved and restored as a checkpoint saves
+    env runners' (``runners.json``: one runner whose ``env`` names the JAX env), so a restored
+    run goes on mid-episode exactly as the saved one would have.
+
+    Args:
+      owner: The algorithm, whose ``runner_state`` this reads and replaces.
+      env_name: The JAX env's name (a saved state of another env does not fit).
+    """
+
+    def __init__(self, owner: Any, env_name: str):
+        self.owner = owner
+        self.env = {"jax_env": str(env_name)}
+
+    def get_state(self, include_envs: bool = True) -> dict[str, Any]:
+        """``{"runners": [one runner's state], "dropped": {}, "num_restarts": 0}``."""
+        meta: dict[str, Any] = {"runners": None, "dropped": {}, "num_restarts": 0}
+        if include_envs:
+            leaves = jax.tree.leaves(jax.device_get(self.owner.runner_state))
+            arrays = [encode(np.asarray(x), "JAX env runner state") for x in leaves]
+            meta["runners"] = [{"env": self.env, "arrays": arrays, "num_sub_env_restarts": 0}]
+        return meta
+
+    def check_state(self, state: dict[str, Any]) -> list[Any] | None:
+        """Raises ``EnvStateError`` unless ``state`` fits this run; returns its arrays."""
+        runners = state["runners"]
+        if runners is None:
+            return None
+        if len(runners) != 1 or runners[0] is None:
+            raise EnvStateError(
+                f"the saved state has {len(runners)} env runner(s); a JAX env's run has one"
+            )
+        if runners[0]["env"] != self.env:
+            raise EnvStateError(
+                f"the saved state is of {runners[0]['env']}; this run's is {self.env}"
+            )
+        live = jax.tree.leaves(self.owner.runner_state)
+        saved = [np.asarray(decode(a)) for a in runners[0]["arrays"]]
+        if len(saved) != len(live) or any(
+            a.shape != np.shape(b) or a.dtype != np.dtype(b.dtype)
+            for a, b in zip(saved, live, strict=True)
+        ):
+            raise EnvStateError(
+                "the saved JAX env state does not fit this run (other sizes or policy)"
+            )
+        return [saved]
+
+    def set_state(self, state: dict[str, Any], checked: list[Any] | None = None) -> None:
+        """Puts ``get_state``'s output back (checked first, so a misfit changes nothing)."""
+        if checked is None:
+            checked = self.check_state(state)
+        if checked is None:
+            return
+        live = self.owner.runner_state
+        device = next(iter(jax.tree.leaves(live)[0].devices()))
+        restored = jax.tree.unflatten(jax.tree.structure(live), checked[0])
+        self.owner.runner_state = jax.device_put(restored, device)
+
+
 __all__ = [
     "JAX_ENV_ALGORITHMS",
+    "JaxEnvStates",
     "check_jax_env_run",
     "make_jax_env_rollout",
     "make_jax_env_step",
