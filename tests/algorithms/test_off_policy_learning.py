@@ -43,7 +43,8 @@ def test_sac_pendulum_reaches_minus_250_within_20k_steps(train_until):
 @pytest.mark.slow
 def test_rainbow_options_together_learn_cartpole(train_until):
     """Distributional (C51), noisy nets instead of epsilon, double Q, dueling, n-step range, PER.
-    Seeded 1: the smoothed return passes 100 after 4,812 env steps (seed 0: 15,423; measured)."""
+    Seeded 1: the smoothed return passes 100 after 4,812 env steps (seeds 0, 2 and 3: 15,423,
+    14,366 and 17,353; measured)."""
     algo = (
         DQNConfig()
         .environment("CartPole-v1")
