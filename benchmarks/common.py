@@ -10,14 +10,8 @@ from pathlib import Path
 from typing import Any
 
 # --quick runs (smoke tests): XLA compiles about twice as fast at its lowest optimization level,
-# and a quick run's figures mean nothing anyway. As compiler options of rljax's on-policy programs
-# (``config.debugging(xla_cpu_options=QUICK_XLA_OPTIONS)``, for a run inside a process that may
-# have compiled already) and as ``XLA_FLAGS`` of a child process.
-QUICK_XLA_OPTIONS: dict[str, str | bool | int | float] = {
-    "xla_backend_optimization_level": 0,
-    "xla_llvm_disable_expensive_passes": True,
-}
-QUICK_XLA_FLAGS = " ".join(f"--{k}={str(v).lower()}" for k, v in QUICK_XLA_OPTIONS.items())
+# and a quick run's figures mean nothing anyway.
+QUICK_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
 
 def quick_xla_flags(environ: dict[str, str] | os._Environ[str] = os.environ) -> str:

@@ -58,9 +58,8 @@ Usage::
 
 ``--quick`` keeps only what the test checks (part a: SYNC and lock-step ASYNC with and without
 ``sample_async``; part b: 1 runner x 4 sub-envs; part c: lock-step vs first-ready) and times each
-for about 2 s, its PPO programs compiled at XLA's lowest optimization level
-(``common.QUICK_XLA_OPTIONS`` as ``xla_cpu_options``), so its figures are rough. From Python (a
-notebook): ``run(parse_args([...]))`` returns the report and ``format_table(report)`` the table.
+for about 2 s, so its figures are rough. From Python (a notebook): ``run(parse_args([...]))``
+returns the report and ``format_table(report)`` the table.
 """
 
 from __future__ import annotations
@@ -79,7 +78,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from common import QUICK_XLA_OPTIONS, machine_info
+from common import machine_info
 
 import rljax
 
@@ -123,8 +122,6 @@ class PartA:
     min_timed_iterations: int = 2
     measure_s: float = 12.0
     vector_env_only_s: float | None = 3.0  # None: skip the no-policy ceiling
-    # rljax's XLA CPU options of the PPO programs; --quick: QUICK_XLA_OPTIONS
-    xla_cpu_options: str | dict[str, Any] | None = "auto"
     modes: tuple[ModeA, ...] = (
         ModeA("SYNC", "SYNC"),
         ModeA("ASYNC", "ASYNC"),
@@ -144,8 +141,6 @@ class PartB:
     warmup_fragments: int = 2
     min_timed_fragments: int = 3
     measure_s: float = 5.0
-    # rljax's XLA CPU options of the PPO programs; --quick: QUICK_XLA_OPTIONS
-    xla_cpu_options: str | dict[str, Any] | None = "auto"
 
 
 @dataclass(frozen=True)
@@ -161,8 +156,6 @@ class PartC:
     warmup_fragments: int = 2
     min_timed_fragments: int = 3
     measure_s: float = 8.0
-    # rljax's XLA CPU options of the PPO programs; --quick: QUICK_XLA_OPTIONS
-    xla_cpu_options: str | dict[str, Any] | None = "auto"
 
 
 @dataclass(frozen=True)
@@ -174,9 +167,7 @@ class Settings:
 
 
 def quick_settings(s: Settings) -> Settings:
-    """``--quick``: what the test checks, timed for about 2 s each, the programs compiled at
-    XLA's lowest optimization level (``common.QUICK_XLA_OPTIONS``)."""
-    xla = dict(QUICK_XLA_OPTIONS)
+    """``--quick``: what the test checks, timed for about 2 s each."""
     return replace(
         s,
         a=replace(
@@ -185,7 +176,6 @@ def quick_settings(s: Settings) -> Settings:
             measure_s=2.0,
             vector_env_only_s=None,
             modes=s.a.modes[:3],
-            xla_cpu_options=xla,
         ),
         b=replace(
             s.b,
@@ -193,15 +183,8 @@ def quick_settings(s: Settings) -> Settings:
             num_envs_per_env_runner=(4,),
             rows_per_fragment=128,
             measure_s=1.5,
-            xla_cpu_options=xla,
         ),
-        c=replace(
-            s.c,
-            modes=s.c.modes[1:],
-            rows_per_fragment=160,
-            measure_s=1.5,
-            xla_cpu_options=xla,
-        ),
+        c=replace(s.c, modes=s.c.modes[1:], rows_per_fragment=160, measure_s=1.5),
     )
 
 
@@ -318,7 +301,7 @@ def config_a(p: PartA, m: ModeA, seed: int) -> Any:
             lr=p.lr,
         )
         .rl_module(model_config={"fcnet_hiddens": list(p.fcnet_hiddens)})
-        .debugging(seed=seed, xla_cpu_options=p.xla_cpu_options)
+        .debugging(seed=seed)
     )
 
 
@@ -486,7 +469,7 @@ def run_part_b(p: PartB, seed: int) -> dict[str, Any]:
                             minibatch_size=min(128, p.rows_per_fragment),
                             num_epochs=1,
                         )
-                        .debugging(seed=seed, xla_cpu_options=p.xla_cpu_options)
+                        .debugging(seed=seed)
                     )
                     t = time.perf_counter()
                     algo = config.build_algo()
@@ -564,7 +547,7 @@ def run_part_c(p: PartC, seed: int) -> dict[str, Any]:
                     num_epochs=1,
                 )
                 .rl_module(model_config={"fcnet_hiddens": list(p.fcnet_hiddens)})
-                .debugging(seed=seed, xla_cpu_options=p.xla_cpu_options)
+                .debugging(seed=seed)
             )
             t = time.perf_counter()
             algo = config.build_algo()
