@@ -7,17 +7,25 @@ from pathlib import Path
 import pytest
 
 
-@pytest.mark.slow
-def test_update_on_one_two_and_four_devices_agrees():
+def run_check(script: str, devices: int, *args: str) -> tuple[dict, str]:
+    """Runs ``script`` (beside this file) in a subprocess with ``devices`` forced host devices;
+    its last stdout line as JSON, and its stderr."""
     env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
+        os.environ,
+        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        JAX_PLATFORMS="cpu",
     )
-    script = Path(__file__).with_name("multidevice_check.py")
+    path = Path(__file__).with_name(script)
     proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, str(path), *args], env=env, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
+
+
+@pytest.mark.slow
+def test_update_on_one_two_and_four_devices_agrees():
+    out, _ = run_check("multidevice_check.py", 4)
     assert out["all_reduce_in_hlo"], (
         "the 4-device update should average gradients with an all-reduce"
     )
@@ -33,15 +41,7 @@ def test_update_on_one_two_and_four_devices_agrees():
 @pytest.mark.slow
 def test_jax_env_ppo_on_one_two_and_four_devices_agrees():
     # Each device steps its shard of the JAX envs and learns on it, gradients averaged.
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
-    )
-    script = Path(__file__).with_name("jax_env_multidevice_check.py")
-    proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out, _ = run_check("jax_env_multidevice_check.py", 4)
     one = out["runs"]["1"]
     for n in ("2", "4"):
         run = out["runs"][n]
@@ -57,15 +57,7 @@ def test_jax_env_ppo_on_one_two_and_four_devices_agrees():
 @pytest.mark.slow
 @pytest.mark.parametrize("algo", ["DQN", "TD3"])
 def test_off_policy_update_on_two_learners_matches_one(algo):
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu"
-    )
-    script = Path(__file__).with_name("off_policy_multidevice_check.py")
-    proc = subprocess.run(
-        [sys.executable, str(script), algo], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out, _ = run_check("off_policy_multidevice_check.py", 2, algo)
     assert out["all_reduce_in_hlo"], out
     assert out["steps_1"] == out["steps_2"]
     assert out["max_param_diff"] < 1e-5, out
@@ -74,18 +66,10 @@ def test_off_policy_update_on_two_learners_matches_one(algo):
 
 @pytest.mark.slow
 def test_impala_and_appo_on_two_learners_match_one():
-    env = dict(
-        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu"
-    )
-    script = Path(__file__).with_name("impala_multidevice_check.py")
-    proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    out, stderr = run_check("impala_multidevice_check.py", 2)
     # Runner threads act while the update (which donates the train state) runs: the weights
     # they hold must be their own copies.
-    assert "deleted or donated" not in proc.stderr, proc.stderr[-4000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "deleted or donated" not in stderr, stderr[-4000:]
     for name in ("IMPALA", "APPO"):
         # Measured: one weight of the 256x256 encoder differs by 4e-5, every other by under 1e-7;
         # Adam's per-weight normalisation turns float-order noise in a near-zero gradient into

@@ -30,6 +30,35 @@ def _leaves(tree):
     return [np.asarray(x) for x in jax.tree.leaves(jax.device_get(tree))]
 
 
+def assert_trials_match_separate_runs(population, configs, iterations: int) -> None:
+    """``iterations`` of the population give each trial the numbers of its own run."""
+    pop_results = [population.train() for _ in range(iterations)]
+    for k, config in enumerate(configs):
+        algo = config.build_algo()
+        try:
+            for it in range(iterations):
+                mine, alone = pop_results[it][k], algo.train()
+                # Same envs, keys and actions: the same episodes, exactly.
+                for key in ("num_env_steps_sampled", "num_episodes"):
+                    assert mine["env_runners"][key] == alone["env_runners"][key] > 0
+                np.testing.assert_allclose(
+                    mine["env_runners"]["episode_return_mean"],
+                    alone["env_runners"]["episode_return_mean"],
+                )
+                for key, value in alone["learners"]["default_policy"].items():
+                    np.testing.assert_allclose(
+                        mine["learners"]["default_policy"][key], value, rtol=2e-4, atol=1e-6
+                    )
+                assert mine["training_iteration"] == it + 1
+            for a, b in zip(_leaves(population.members[k].state), _leaves(algo.state), strict=True):
+                # Two float32 programs (vmapped over trials, and alone) sum in different
+                # orders: on an AMD EPYC host 33 of the 65,536 weights of one layer differed
+                # by up to 1.6e-5 after two iterations (under 1e-5 on the earlier host).
+                np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5)
+        finally:
+            algo.stop()
+
+
 @pytest.mark.slow  # integration (15 s); in the README's full run
 def test_trials_match_separate_runs_with_their_own_seeds_and_settings():
     configs = [
@@ -45,33 +74,7 @@ def test_trials_match_separate_runs_with_their_own_seeds_and_settings():
     assert "callbacks train one trial at a time" in population_refusal(hooked)
     population = Population(configs)
     try:
-        pop_results = [population.train() for _ in range(2)]
-        for k, config in enumerate(configs):
-            algo = config.build_algo()
-            try:
-                for it in range(2):
-                    mine, alone = pop_results[it][k], algo.train()
-                    # Same envs, keys and actions: the same episodes, exactly.
-                    for key in ("num_env_steps_sampled", "num_episodes"):
-                        assert mine["env_runners"][key] == alone["env_runners"][key] > 0
-                    np.testing.assert_allclose(
-                        mine["env_runners"]["episode_return_mean"],
-                        alone["env_runners"]["episode_return_mean"],
-                    )
-                    for key, value in alone["learners"]["default_policy"].items():
-                        np.testing.assert_allclose(
-                            mine["learners"]["default_policy"][key], value, rtol=2e-4, atol=1e-6
-                        )
-                    assert mine["training_iteration"] == it + 1
-                for a, b in zip(
-                    _leaves(population.members[k].state), _leaves(algo.state), strict=True
-                ):
-                    # Two float32 programs (vmapped over trials, and alone) sum in different
-                    # orders: on an AMD EPYC host 33 of the 65,536 weights of one layer differed
-                    # by up to 1.6e-5 after two iterations (under 1e-5 on the earlier host).
-                    np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5)
-            finally:
-                algo.stop()
+        assert_trials_match_separate_runs(population, configs, iterations=2)
         # The trials really differ: the second's larger rate moved its parameters further.
         assert population.values[1]["lr"] == pytest.approx(3e-2)
         assert population.values[1]["grad_clip"] == pytest.approx(0.5)
@@ -392,23 +395,6 @@ def test_trials_on_a_jax_env_match_separate_runs():
     population = Population(configs)
     try:
         assert population.loop.num_slots == 2
-        pop_results = [population.train() for _ in range(2)]
-        for k, config in enumerate(configs):
-            algo = config.build_algo()
-            try:
-                for it in range(2):
-                    mine, alone = pop_results[it][k], algo.train()
-                    for key in ("num_env_steps_sampled", "num_episodes"):
-                        assert mine["env_runners"][key] == alone["env_runners"][key] > 0
-                    np.testing.assert_allclose(
-                        mine["env_runners"]["episode_return_mean"],
-                        alone["env_runners"]["episode_return_mean"],
-                    )
-                for a, b in zip(
-                    _leaves(population.members[k].state), _leaves(algo.state), strict=True
-                ):
-                    np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5)
-            finally:
-                algo.stop()
+        assert_trials_match_separate_runs(population, configs, iterations=2)
     finally:
         population.stop()

@@ -39,6 +39,15 @@ _NOT_TRACEABLE = (
 )
 
 
+def _import_spec(preprocessor: Any) -> dict[str, Any]:
+    """A user's preprocessor in a config or checkpoint: its class's import path (code, loaded
+    only where the loader allows its module). Written out, not references.qualified_name:
+    references imports this module (to check a loaded class's kind), and the import graph
+    allows no cycle."""
+    cls = type(preprocessor)
+    return {"type": "ObservationPreprocessor", "import": f"{cls.__module__}:{cls.__qualname__}"}
+
+
 class _NoEpisode:
     """What ``preprocess`` gets as its episode: any use of it says why there is none."""
 
@@ -181,10 +190,7 @@ class SingleAgentObservationPreprocessor(EnvToModuleConnector):
         return jax.pure_callback(host, result, obs, vmap_method="expand_dims")
 
     def spec(self) -> dict[str, Any]:
-        # Written out, not references.qualified_name: references imports this module (to check
-        # a loaded class's kind), and the import graph allows no cycle.
-        cls = type(self)
-        return {"type": "ObservationPreprocessor", "import": f"{cls.__module__}:{cls.__qualname__}"}
+        return _import_spec(self)
 
 
 class MultiAgentObservationPreprocessor(EnvToModuleConnector):
@@ -232,5 +238,4 @@ class MultiAgentObservationPreprocessor(EnvToModuleConnector):
         raise ConfigError(f"{type(self).__name__} runs on multi-agent PPO only")
 
     def spec(self) -> dict[str, Any]:
-        cls = type(self)
-        return {"type": "ObservationPreprocessor", "import": f"{cls.__module__}:{cls.__qualname__}"}
+        return _import_spec(self)
