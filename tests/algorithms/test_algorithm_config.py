@@ -52,7 +52,7 @@ def test_rllib_defaults():
     "call, fragment",
     [
         (lambda c: c.training(lamda=0.9), "did you mean 'lambda_'"),
-        (lambda c: c.training(num_sgd_iter=3), "calls it 'num_epochs'"),
+        (lambda c: c.training(sgd_minibatch_size=64), "calls it 'minibatch_size'"),
         (lambda c: c.env_runners(num_workers=2), "calls it 'num_env_runners'"),
         (lambda c: c.env_runners(num_env_runner=2), "did you mean 'num_env_runners'"),
         (lambda c: c.rl_module(model_config={"fcnet_hidden": [8]}), "did you mean 'fcnet_hiddens'"),

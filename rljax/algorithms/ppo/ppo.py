@@ -325,7 +325,7 @@ class PPO(OnPolicyAlgorithm):
             hp,
             dynamic=dynamic_settings({k: values[k] for k in self.dynamic_settings}),
             sequence_len=seq_len,
-            flat_params=True,
+            flat_params=False,  # per-leaf steps: the LSTM learning test was measured with them
         )
         postprocess = make_sequence_postprocess(hp, cfg.total_num_envs, seq_len)
         self._setup_execution(postprocess, update)
