@@ -108,6 +108,18 @@ def decode(data: Any) -> Any:
     return {k: decode(v) for k, v in data.items()}
 
 
+def decode_leaves(arrays: list[Any], live: list[Any]) -> list[np.ndarray] | None:
+    """Saved arrays (``encode``'d leaves) decoded, or None unless they fit ``live`` (the same
+    number of leaves, each of the same shape and dtype)."""
+    saved = [np.asarray(decode(a)) for a in arrays]
+    if len(saved) != len(live) or any(
+        a.shape != np.shape(b) or a.dtype != np.asarray(b).dtype
+        for a, b in zip(saved, live, strict=True)
+    ):
+        return None
+    return saved
+
+
 def _decode_array(data: dict[str, Any]) -> np.ndarray:
     """An encoded array, checked: a plain number dtype, a shape that fits its bytes."""
     try:

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.env.single_agent_episode import RESET_INFO, split_infos
-from rljax.env.state import EnvStateError, decode, encode
+from rljax.env.state import EnvStateError, decode_leaves, encode
 from rljax.env.vector import EnvSpec, make_host_env
 from rljax.runners.acting import ActorState, ActStep, PolicyFn, Transition, init_actor_state
 
@@ -438,11 +438,8 @@ class HostRunner:
             raise EnvStateError(f"{type(self.env).__name__} envs cannot restore a saved state")
         check_env(state["env"])
         leaves = jax.tree.leaves((self.result, self.actor, self.key))
-        saved = [decode(x) for x in state["arrays"]]
-        if len(saved) != len(leaves) or any(
-            np.shape(a) != np.shape(b) or np.asarray(a).dtype != np.asarray(b).dtype
-            for a, b in zip(saved, leaves, strict=True)
-        ):
+        saved = decode_leaves(state["arrays"], leaves)
+        if saved is None:
             raise EnvStateError(
                 "the saved runner state does not fit this runner (other env, sizes or policy)"
             )

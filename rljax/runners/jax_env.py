@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.env.jax_env import AutoResetStep, batched_reset, batched_step
-from rljax.env.state import EnvStateError, decode, encode
+from rljax.env.state import EnvStateError, decode_leaves, encode
 from rljax.env.steps import StepResult
 from rljax.runners.acting import (
     ActStep,
@@ -190,12 +190,8 @@ class JaxEnvStates:
             raise EnvStateError(
                 f"the saved state is of {runners[0]['env']}; this run's is {self.env}"
             )
-        live = jax.tree.leaves(self.owner.runner_state)
-        saved = [np.asarray(decode(a)) for a in runners[0]["arrays"]]
-        if len(saved) != len(live) or any(
-            a.shape != np.shape(b) or a.dtype != np.dtype(b.dtype)
-            for a, b in zip(saved, live, strict=True)
-        ):
+        saved = decode_leaves(runners[0]["arrays"], jax.tree.leaves(self.owner.runner_state))
+        if saved is None:
             raise EnvStateError(
                 "the saved JAX env state does not fit this run (other sizes or policy)"
             )
