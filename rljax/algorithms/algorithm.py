@@ -224,6 +224,10 @@ class Algorithm(RunnerHooks, EvaluationHooks):
             return
         self.env_spec = resolve_env(self.config.env, self.config.env_config)
         self.observation_space, self.action_space = env_spaces(self.env_spec)
+        if not self.connectors_in_env:  # ConnectorV2 pieces that read episodes: in the env
+            self.env_spec, self.observation_space = build.host_connectors(
+                self.config, self.env_spec, self.observation_space, self.action_space
+            )
 
     def _policy_ids(self) -> list[str]:
         return [DEFAULT_POLICY]

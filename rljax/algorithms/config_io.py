@@ -159,7 +159,7 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
         # A user's preprocessor class, saved by import path: imported only where allowed.
         d["env_to_module_connector"] = [
             resolve("env_to_module_connector", {"import": c["import"]}, policy, ConfigError)()
-            if isinstance(c, dict) and c.get("type") == "ObservationPreprocessor"
+            if isinstance(c, dict) and c.get("type") in ("ObservationPreprocessor", "ConnectorV2")
             else c
             for c in d["env_to_module_connector"]
         ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from rljax.connectors.learner.frame_stacking import only_frame_stacking
 from rljax.utils.errors import ConfigError
 
 logger = logging.getLogger("rljax")
@@ -145,6 +146,13 @@ def check_rllib_only(where: str, name: str, value: Any) -> bool:
     no_effect, advice = entry
     if name in ACCEPTED_VALUES:
         no_effect = any(value is v or value == v for v in ACCEPTED_VALUES[name])
+    # RLlib's learner-side frame stacking: the runners' stacked frames are in the batch already.
+    if name == "learner_connector" and value is not None and only_frame_stacking(value):
+        advice = (
+            "FrameStackingEnvToModule stores the stacked observations in the train batch, "
+            "and the learner trains on them as they are"
+        )
+        no_effect = True
     if not no_effect:
         raise ConfigError(f"{where}: {name}={value!r} is RLlib's; rljax does not take it: {advice}")
     if name not in _warned:

@@ -13,6 +13,7 @@ import time
 import uuid
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 
@@ -28,6 +29,23 @@ def _pick(items: list[Any], indices: Any, stack: bool) -> Any:
     if stack:
         return np.stack(picked) if picked else np.zeros((0,))
     return list(picked)
+
+
+def _filled(items: list[Any], indices: Any, fill: Any) -> list[Any]:
+    """RLlib's ``fill``: positions a slice or list asks for before the episode's start (or
+    past its end) are ``fill`` values, so ``slice(-3, None)`` always gives three items."""
+    n = len(items)
+    if isinstance(indices, slice):
+        if indices.step not in (None, 1):
+            raise ValueError(f"fill= takes slices of step 1; got {indices!r}")
+        start = 0 if indices.start is None else indices.start
+        stop = n if indices.stop is None else indices.stop
+        start = start + n if start < 0 else start
+        stop = stop + n if stop < 0 else stop
+        positions: Any = range(start, stop)
+    else:
+        positions = [int(i) + n if int(i) < 0 else int(i) for i in indices]
+    return [items[i] if 0 <= i < n else fill for i in positions]
 
 
 def _values(arr: np.ndarray) -> list[Any]:
@@ -108,6 +126,10 @@ class SingleAgentEpisode:
         self.t_started = 0
         self.agent_id = None
         self.module_id = None
+        # The env's spaces where known (RLlib's attributes; connectors read and set them).
+        self.observation_space: gym.Space | None = None
+        self.action_space: gym.Space | None = None
+        self.is_numpy = False  # RLlib's flag: observations are still a list here
         self._start_time = time.perf_counter()
         self._end_time: float | None = None
 
@@ -159,16 +181,50 @@ class SingleAgentEpisode:
         end = self._end_time if self._end_time is not None else time.perf_counter()
         return end - self._start_time
 
-    def get_observations(self, indices: Any = None) -> Any:
-        """Observations, stacked (``len(self) + 1`` of them); an int index gives one."""
-        return _pick(self.observations, indices, stack=True)
+    def get_observations(self, indices: Any = None, *, fill: Any = None, **kwargs: Any) -> Any:
+        """Observations, stacked (``len(self) + 1`` of them); an int index gives one. With
+        ``fill`` (RLlib's), a slice or list reaching before the first observation is padded
+        with observations of that value (``fill=0.0``: zeros of the observation's shape)."""
+        if fill is None or indices is None or isinstance(indices, int | np.integer):
+            return _pick(self.observations, indices, stack=True)
+        like = np.asarray(self.observations[-1])
+        pad = np.full(like.shape, fill, like.dtype)
+        return np.stack(_filled(self.observations, indices, pad))
 
-    def get_actions(self, indices: Any = None) -> Any:
-        return _pick(self.actions, indices, stack=True)
+    def set_observations(self, *, new_data: Any, at_indices: Any = -1, **kwargs: Any) -> None:
+        """Replaces the observation at ``at_indices`` (an int; RLlib's default ``-1``, the
+        latest) with ``new_data``, as RLlib's env-to-module connectors do."""
+        if not isinstance(at_indices, int | np.integer):
+            raise ValueError(f"set_observations takes one int index here; got {at_indices!r}")
+        self.observations[int(at_indices)] = new_data
 
-    def get_rewards(self, indices: Any = None) -> Any:
+    def get_actions(
+        self,
+        indices: Any = None,
+        *,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """Actions (one per step). ``fill`` pads a slice reaching before the first step (an
+        action of that value); ``one_hot_discrete`` one-hots the actions of a ``Discrete``
+        ``action_space``, after filling, as RLlib does."""
+        if fill is not None and indices is not None and not isinstance(indices, int | np.integer):
+            picked: Any = np.asarray(_filled(self.actions, indices, fill))
+        else:
+            picked = _pick(self.actions, indices, stack=True)
+        if one_hot_discrete and isinstance(self.action_space, gym.spaces.Discrete):
+            n = int(self.action_space.n)
+            picked = np.eye(n, dtype=np.float32)[
+                np.asarray(picked, np.int64) - self.action_space.start
+            ]
+        return picked
+
+    def get_rewards(self, indices: Any = None, *, fill: Any = None, **kwargs: Any) -> Any:
         if isinstance(indices, int | np.integer):
             return self.rewards[int(indices)]
+        if fill is not None and indices is not None:
+            return np.asarray(_filled(self.rewards, indices, float(fill)), np.float32)
         return np.asarray(_pick(self.rewards, indices, stack=False), np.float32)
 
     def get_infos(self, indices: Any = None) -> Any:

@@ -18,8 +18,15 @@ from rljax.callbacks.callbacks import HOOKS
 from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.runner_hooks import RunnerCallbacks
 from rljax.connectors.env_to_module import build_env_to_module
+from rljax.connectors.env_to_module.connector import _call_factory, connector_from_spec
+from rljax.connectors.env_to_module.episode_connector import (
+    EpisodeConnectorCreator,
+    bind_host_pieces,
+    is_host_piece,
+)
 from rljax.env.vector import EnvSpec
 from rljax.learners.devices import learner_devices, make_mesh, runner_device
+from rljax.utils.errors import ConfigError
 from rljax.utils.memory import check_fits
 from rljax.utils.metrics.metrics_logger import MetricsLogger
 
@@ -76,6 +83,50 @@ def devices(config: Any) -> Devices:
     )
 
 
+def host_connectors(
+    config: Any, env_spec: EnvSpec, observation_space: Any, action_space: Any
+) -> tuple[EnvSpec, Any]:
+    """The env with the leading ``ConnectorV2`` pieces of ``config.env_to_module_connector``
+    (RLlib's episode-reading pieces: ``PrevActionsPrevRewards``, ``FrameStackingEnvToModule``, a
+    user's subclass) run in each of its gymnasium sub-envs, and the observation space they give
+    (``rljax.connectors.env_to_module.episode_connector``); unchanged without such pieces.
+
+    RLlib's function form is called here, once; the setting becomes the list it gave (the host
+    pieces first), so the compiled connectors after them are built on the pieces' output space.
+    """
+    value = config.env_to_module_connector
+    if value is None:
+        return env_spec, observation_space
+    if callable(value) and not isinstance(value, list | tuple) and not is_host_piece(value):
+        built = _call_factory(value, observation_space, action_space, None)
+        items = [] if built is None else list(built) if isinstance(built, list | tuple) else [built]
+    else:
+        items = list(value) if isinstance(value, list | tuple) else [value]
+    items = [connector_from_spec(i) if isinstance(i, dict) else i for i in items]
+    hosted = [i for i in items if is_host_piece(i)]
+    if not hosted:
+        return env_spec, observation_space
+    names = ", ".join(type(p).__name__ for p in hosted)
+    first_compiled = next((j for j, i in enumerate(items) if not is_host_piece(i)), len(items))
+    if any(is_host_piece(i) for i in items[first_compiled:]):
+        raise ConfigError(
+            f"env_to_module_connector: {names} read episodes and run in the env, so they come "
+            "before rljax's compiled connectors (FlattenObservations, MeanStdFilter, "
+            "preprocessors), which take their output"
+        )
+    if env_spec.backend != "gymnasium":
+        raise ConfigError(
+            f"env_to_module_connector: {names} read each episode in Python after every env "
+            f"step, which runs in the env on the host; {env_spec.name!r} runs on "
+            f"{env_spec.backend}, whose steps happen in compiled code. Register a gymnasium "
+            "creator for it (register_env('name', lambda cfg: gymnasium.make(...)))"
+        )
+    space = bind_host_pieces(hosted, observation_space, action_space)
+    creator = EpisodeConnectorCreator(env_spec.gymnasium_creator(), hosted, space)
+    config.env_to_module_connector = items
+    return dataclasses.replace(env_spec, creator=creator), space
+
+
 def env_to_module(
     config: Any, observation_space: Any, action_space: Any, device: jax.Device
 ) -> Any:
@@ -86,7 +137,9 @@ def env_to_module(
         config.env_to_module_connector, observation_space, action_space, device
     )
     if connector is not None:
-        config.env_to_module_connector = connector.config_value()
+        value = config.env_to_module_connector
+        hosted = [i for i in value if is_host_piece(i)] if isinstance(value, list) else []
+        config.env_to_module_connector = hosted + connector.config_value()
     return connector
 
 
@@ -132,5 +185,6 @@ __all__ = [
     "check_memory",
     "devices",
     "env_to_module",
+    "host_connectors",
     "run_seed",
 ]

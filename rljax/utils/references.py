@@ -230,7 +230,8 @@ _KINDS = {
     "module_class": "a flax.linen.Module class or an rljax RLModule subclass",
     "callbacks": "a class or a function",
     "env_to_module_connector": (
-        "a SingleAgentObservationPreprocessor or MultiAgentObservationPreprocessor subclass"
+        "a SingleAgentObservationPreprocessor, MultiAgentObservationPreprocessor or ConnectorV2 "
+        "subclass"
     ),
 }
 
@@ -238,12 +239,13 @@ _KINDS = {
 def _of_kind(field: str, obj: Any) -> bool:
     if field == "env_to_module_connector":
         # Upward on purpose, at a load only (see module_class below).
+        from rljax.connectors.env_to_module.episode_connector import ConnectorV2
         from rljax.connectors.env_to_module.observation_preprocessor import (
             MultiAgentObservationPreprocessor,
             SingleAgentObservationPreprocessor,
         )
 
-        bases = (SingleAgentObservationPreprocessor, MultiAgentObservationPreprocessor)
+        bases = (SingleAgentObservationPreprocessor, MultiAgentObservationPreprocessor, ConnectorV2)
         return inspect.isclass(obj) and issubclass(obj, bases)
     if field == "callbacks":
         return inspect.isclass(obj) or isinstance(obj, types.FunctionType)

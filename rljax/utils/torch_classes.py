@@ -49,13 +49,14 @@ CUSTOM_ALGORITHM_INSTEAD = (
     "beside training"
 )
 CONNECTOR_WHY = (
-    "rljax's connectors run inside its jitted act step and update, where a ConnectorV2's "
-    "Python __call__ on episodes and batches cannot run"
+    "it is a learner connector, and rljax's learner connectors are built into each "
+    "algorithm's jitted update, where a ConnectorV2's Python __call__ on batches cannot run"
 )
 CONNECTOR_INSTEAD = (
-    "rljax's connectors are rljax.connectors.env_to_module (FlattenObservations, "
-    "MeanStdFilter), and a user's "
-    "observation transform is a SingleAgentObservationPreprocessor subclass"
+    "rljax runs ConnectorV2 pieces on the env-to-module side only "
+    "(.env_runners(env_to_module_connector=...): in each gymnasium env, on the host), beside "
+    "its compiled connectors rljax.connectors.env_to_module (FlattenObservations, "
+    "MeanStdFilter, SingleAgentObservationPreprocessor subclasses)"
 )
 
 

@@ -217,14 +217,18 @@ def test_what_cannot_take_connectors_is_refused_by_name():
         _config(env_to_module_connector="MeanStdFilter").validate()
     with pytest.raises(ConfigError, match="returned 3"):
         _config(env_to_module_connector=lambda env, spaces, device: 3).build_algo()
-    with pytest.raises(ConfigError, match="one of \\['FlattenObservations', 'MeanStdFilter'\\]"):
+    with pytest.raises(
+        ConfigError,
+        match="one of \\['FlattenObservations', 'FrameStackingEnvToModule', 'MeanStdFilter', "
+        "'PrevActionsPrevRewards'\\]",
+    ):
         _config(env_to_module_connector=[{"type": "Nope"}]).validate()
     from rljax.connectors.env_to_module import FrameStackingEnvToModule, PrevActionsPrevRewards
 
-    with pytest.raises(ConfigError, match="FrameStackObservation"):
-        FrameStackingEnvToModule(num_frames=4)
-    with pytest.raises(ConfigError, match="lstm_use_prev_action"):
-        PrevActionsPrevRewards(n_prev_actions=1)
+    with pytest.raises(ConfigError, match=r"num_frames=0 \(int\); it takes an int >= 1"):
+        FrameStackingEnvToModule(num_frames=0)
+    with pytest.raises(ConfigError, match="multi_agent=True"):
+        PrevActionsPrevRewards(multi_agent=True)
     with pytest.raises(ConfigError, match="normalises Box observations"):
         MeanStdFilter().check_space(gym.spaces.Discrete(3))
 

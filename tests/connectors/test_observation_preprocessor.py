@@ -156,7 +156,7 @@ def test_a_saved_config_names_the_class_and_does_not_import_it():
     assert type(allowed.env_to_module_connector[0]) is PositionsWithNumpy
     with pytest.raises(
         ConfigError,
-        match="not a SingleAgentObservationPreprocessor or MultiAgentObservationPreprocessor subclass",
+        match="not a SingleAgentObservationPreprocessor, MultiAgentObservationPreprocessor or ConnectorV2 subclass",
     ):
         wrong = [{**saved[0], "import": f"{__name__}:_pipeline"}]
         PPOConfig.from_dict({**loaded, "env_to_module_connector": wrong}, allow_imports=[__name__])

@@ -69,25 +69,25 @@ def test_a_scripts_module_on_an_example_class_refuses_in_the_spec():
     )
 
 
-def test_connector_and_algorithm_classes_say_why_they_cannot_run():
+def test_learner_connector_and_algorithm_classes_say_why_they_cannot_run():
     from rljax.connectors.connector_v2 import ConnectorV2
+    from rljax.connectors.env_to_module.episode_connector import ConnectorV2 as Hosted
     from rljax.examples.algorithms.classes.appo_w_shared_data_actor import (
         APPOWithSharedDataActor,
     )
+    from rljax.examples.connectors.classes.count_based_curiosity import CountBasedCuriosity
 
-    class AddOne(ConnectorV2):
-        def __call__(self, *, rl_module, batch, episodes, **kwargs):
-            return batch
-
+    # RLlib's base at its path is the env-to-module piece base that runs in the env.
+    assert ConnectorV2 is Hosted
     with pytest.raises(TorchClassError) as caught:
-        AddOne()
+        CountBasedCuriosity()
     text = str(caught.value)
     assert text.startswith(
-        "AddOne subclasses RLlib's connector base class "
-        "ray.rllib.connectors.connector_v2.ConnectorV2; rljax's connectors run inside its "
-        "jitted act step"
+        "CountBasedCuriosity is RLlib's connector class "
+        "ray.rllib.examples.connectors.classes.count_based_curiosity.CountBasedCuriosity; "
+        "it is a learner connector"
     )
-    assert "SingleAgentObservationPreprocessor" in text and "PyTorch" not in text
+    assert "env_to_module_connector" in text and "PyTorch" not in text
     with pytest.raises(TorchClassError, match="Algorithm subclass .*training_step with Ray"):
         APPOWithSharedDataActor()
 

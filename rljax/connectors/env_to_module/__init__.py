@@ -6,18 +6,18 @@ from rljax.connectors.env_to_module.connector import (
     build_env_to_module,
     check_env_to_module_connector,
 )
+from rljax.connectors.env_to_module.episode_connector import ConnectorV2
 from rljax.connectors.env_to_module.flatten_observations import FlattenObservations
+from rljax.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
 from rljax.connectors.env_to_module.mean_std_filter import MeanStdFilter
-from rljax.connectors.env_to_module.not_built import (
-    FrameStackingEnvToModule,
-    PrevActionsPrevRewards,
-)
 from rljax.connectors.env_to_module.observation_preprocessor import (
     MultiAgentObservationPreprocessor,
     SingleAgentObservationPreprocessor,
 )
+from rljax.connectors.env_to_module.prev_actions_prev_rewards import PrevActionsPrevRewards
 
 __all__ = [
+    "ConnectorV2",
     "EnvToModuleConnector",
     "EnvToModulePipeline",
     "FlattenObservations",

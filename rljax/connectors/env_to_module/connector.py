@@ -45,7 +45,7 @@ class EnvToModuleConnector:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if cls.type_name:
+        if cls.__dict__.get("type_name"):  # a user's subclass does not replace rljax's own
             EnvToModuleConnector.types[cls.type_name] = cls
 
     def output_space(self, space: gym.Space) -> gym.Space:
@@ -194,6 +194,8 @@ def build_env_to_module(
     for i, item in enumerate(items):
         if isinstance(item, dict):
             item = connector_from_spec(item)
+        if getattr(item, "runs_on_host", False):  # a ConnectorV2 piece: already in the env
+            continue
         if not isinstance(item, EnvToModuleConnector):
             raise ConfigError(
                 f"env_to_module_connector returned {describe(item)} (item {i}); rljax's "

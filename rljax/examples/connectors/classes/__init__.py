@@ -1,2 +1,3 @@
 """RLlib's example connector classes at their paths: the observation preprocessor runs on
-multi-agent PPO; the ``ConnectorV2`` pieces refuse where they are used."""
+multi-agent PPO, the protobuf decoder in each gymnasium env (a ``ConnectorV2`` piece); the
+curiosity pieces are learner connectors, which refuse where they are used."""

@@ -1,0 +1,250 @@
+"""RLlib's ``ConnectorV2`` for env-to-module pieces that read episodes: run on the host, in the env.
+
+RLlib's env-to-module pipeline is Python that runs after every env step on the runner's
+episodes: a piece reads the episode (its last observation, previous actions and rewards, older
+frames) and rewrites the latest observation. rljax's own connectors are pure functions compiled
+into the act step (``rljax.connectors.env_to_module.connector``); a piece that needs an
+episode's history cannot be one. Such pieces run here instead, in each gymnasium sub-env, as a
+wrapper (``EpisodeConnectorEnv``) that keeps the sub-env's current episode and hands it to the
+pieces after every reset and step:
+
+- what the pieces return is the observation the runner sees; it is stored in the train batch,
+  so the learner trains on exactly what the policy acted on (a piece that stacks frames stores
+  the stacked observation: RLlib's learner-side re-stacking is not needed);
+- the episode keeps the env's own observations for past steps (pieces rewrite the latest one
+  only, and a later step sees the env's observation there again), its actions as the env took
+  them and its rewards, with RLlib's accessors (``get_observations(indices, fill=...)``,
+  ``get_actions(..., one_hot_discrete=True)``, ``get_rewards``, ``set_observations``);
+- pieces come first in ``env_to_module_connector``, before rljax's compiled connectors
+  (``FlattenObservations``, ``MeanStdFilter``), which then take the pieces' output space.
+
+They run wherever the env's steps happen in Python: the runners of gymnasium envs, SYNC and
+ASYNC (each worker process wraps its own envs). EnvPool's C++ envs and JAX envs step inside
+compiled code, where no Python runs per step; a piece on one is refused, naming the backend.
+``rl_module`` is None here and ``batch`` an empty dict: the module acts after the env step, in
+the compiled act step.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import jax
+
+from rljax.connectors.env_to_module.connector import EnvToModuleConnector
+from rljax.env.single_agent_episode import SingleAgentEpisode
+from rljax.utils.checks import describe
+from rljax.utils.errors import ConfigError
+
+
+class ConnectorV2(EnvToModuleConnector):
+    """RLlib's connector base (``ray.rllib.connectors.connector_v2.ConnectorV2``).
+
+    Subclass it as in RLlib: implement ``__call__(*, rl_module, batch, episodes, explore,
+    shared_data, **kwargs)``, which reads each episode (``self.single_agent_episode_iterator(
+    episodes)``) and rewrites its latest observation (``episode.set_observations(new_data=...,
+    at_indices=-1)``), and ``recompute_output_observation_space`` when the observation space
+    changes. Given to ``.env_runners(env_to_module_connector=...)`` it runs on the host in each
+    gymnasium sub-env (see the module docstring); as a learner connector it is refused.
+
+    A checkpoint stores a subclass by import path; a config loaded from a file imports it only
+    where the loader allows its module, and rebuilds it with no arguments.
+    """
+
+    #: Runs in the env, on the host (``EpisodeConnectorEnv``), not in the compiled act step.
+    runs_on_host: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        input_observation_space: gym.Space | None = None,
+        input_action_space: gym.Space | None = None,
+        **kwargs: Any,
+    ):
+        self._input_observation_space: gym.Space | None = None
+        self._input_action_space = input_action_space
+        self._observation_space: gym.Space | None = None
+        self._action_space: gym.Space | None = None
+        if input_observation_space is not None:
+            self.input_observation_space = input_observation_space
+
+    # ------------------------------------------------------------------ RLlib's space API
+    @property
+    def input_observation_space(self) -> gym.Space | None:
+        return self._input_observation_space
+
+    @input_observation_space.setter
+    def input_observation_space(self, space: gym.Space | None) -> None:
+        self._input_observation_space = space
+        if space is not None:
+            self._observation_space = self.recompute_output_observation_space(
+                space, self._input_action_space
+            )
+
+    @property
+    def input_action_space(self) -> gym.Space | None:
+        return self._input_action_space
+
+    @input_action_space.setter
+    def input_action_space(self, space: gym.Space | None) -> None:
+        self._input_action_space = space
+        if space is not None and self._input_observation_space is not None:
+            self.input_observation_space = self._input_observation_space
+
+    @property
+    def observation_space(self) -> gym.Space | None:
+        """The observation space after this piece."""
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, space: gym.Space | None) -> None:
+        self._observation_space = space
+
+    @property
+    def action_space(self) -> gym.Space | None:
+        if self._action_space is not None:
+            return self._action_space
+        return self._input_action_space
+
+    def recompute_output_observation_space(
+        self, input_observation_space: gym.Space, input_action_space: gym.Space | None
+    ) -> gym.Space:
+        """The observation space after this piece (the input space unless overridden)."""
+        return input_observation_space
+
+    def recompute_output_action_space(
+        self, input_observation_space: gym.Space, input_action_space: gym.Space | None
+    ) -> gym.Space | None:
+        return input_action_space
+
+    def __call__(
+        self,
+        *,
+        rl_module: Any,
+        batch: Any,
+        episodes: list[Any],
+        explore: bool | None = None,
+        shared_data: dict | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must implement __call__")
+
+    @staticmethod
+    def single_agent_episode_iterator(
+        episodes: list[Any], agents_that_stepped_only: bool = True, **kwargs: Any
+    ) -> Iterator[Any]:
+        """Each single-agent episode of ``episodes`` (RLlib's helper)."""
+        yield from episodes
+
+    @staticmethod
+    def add_batch_item(
+        batch: dict[str, Any], column: str, item_to_add: Any, single_agent_episode: Any = None
+    ) -> None:
+        """Appends ``item_to_add`` to ``batch[column]`` (RLlib's helper; the batch a host
+        piece gets is not the module's input, so only pieces that write the episode change
+        what the module sees)."""
+        batch.setdefault(column, []).append(item_to_add)
+
+    # ------------------------------------------------------------------ rljax's connector API
+    def output_space(self, space: gym.Space) -> gym.Space:
+        out = self.recompute_output_observation_space(space, self._input_action_space)
+        return out if out is not None else space
+
+    def transform(self, state: Any, obs: jax.Array) -> jax.Array:
+        raise ConfigError(
+            f"{type(self).__name__} is a ConnectorV2 piece: it runs on the host, in the env "
+            "(rljax.connectors.env_to_module.episode_connector), not in the act step"
+        )
+
+    def spec(self) -> dict[str, Any]:
+        cls = type(self)
+        if EnvToModuleConnector.types.get(self.type_name) is cls:
+            return {"type": self.type_name, **self._arguments()}
+        return {"type": "ConnectorV2", "import": f"{cls.__module__}:{cls.__qualname__}"}
+
+    def _arguments(self) -> dict[str, Any]:
+        """rljax's own pieces: their constructor's keyword arguments (their spec)."""
+        return {}
+
+
+def is_host_piece(item: Any) -> bool:
+    """Whether ``item`` is a piece that runs in the env on the host (a ``ConnectorV2``)."""
+    return isinstance(item, ConnectorV2)
+
+
+class EpisodeConnectorEnv(gym.Wrapper):
+    """A gymnasium env whose observations pass through host ``ConnectorV2`` pieces, which read
+    the sub-env's current episode (see the module docstring)."""
+
+    def __init__(self, env: gym.Env, pieces: list[ConnectorV2], observation_space: gym.Space):
+        super().__init__(env)
+        self.pieces = pieces
+        self.observation_space = observation_space
+        self.episode: SingleAgentEpisode | None = None
+
+    def _connect(self, episode: SingleAgentEpisode) -> Any:
+        raw = episode.observations[-1]
+        for piece in self.pieces:
+            piece(rl_module=None, batch={}, episodes=[episode], explore=True, shared_data={})
+        out = episode.observations[-1]
+        episode.observations[-1] = raw
+        return out
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
+        obs, info = self.env.reset(seed=seed, options=options)
+        episode = SingleAgentEpisode(obs, info)
+        episode.observation_space = self.env.observation_space
+        episode.action_space = self.env.action_space
+        self.episode = episode
+        return self._connect(episode), info
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if self.episode is None:
+            raise RuntimeError("step() before reset()")
+        self.episode.add_env_step(obs, action, float(reward), info, terminated, truncated)
+        return self._connect(self.episode), reward, terminated, truncated, info
+
+
+@dataclasses.dataclass
+class EpisodeConnectorCreator:
+    """``creator(env_config)`` of the user's env, each env wrapped with its own copy of the
+    pieces (pickled whole to ASYNC workers)."""
+
+    creator: Callable[[dict[str, Any]], Any]
+    pieces: list[ConnectorV2]
+    observation_space: gym.Space
+
+    def __call__(self, env_config: Any) -> Any:
+        env = self.creator(env_config)
+        return EpisodeConnectorEnv(env, copy.deepcopy(self.pieces), self.observation_space)
+
+
+def bind_host_pieces(
+    pieces: list[ConnectorV2], observation_space: gym.Space, action_space: gym.Space
+) -> gym.Space:
+    """Gives each piece its input spaces in order; returns the last one's observation space."""
+    space = observation_space
+    for piece in pieces:
+        piece._input_action_space = action_space
+        piece.input_observation_space = space
+        out = piece.observation_space
+        if not isinstance(out, gym.Space):
+            raise ConfigError(
+                f"{type(piece).__name__}.recompute_output_observation_space returned "
+                f"{describe(out)}; it returns a gymnasium space"
+            )
+        space = out
+    return space
+
+
+__all__ = [
+    "ConnectorV2",
+    "EpisodeConnectorCreator",
+    "EpisodeConnectorEnv",
+    "bind_host_pieces",
+    "is_host_piece",
+]
