@@ -204,6 +204,7 @@ class Algorithm(RunnerHooks, EvaluationHooks):
         self._env_runner_metrics = hooks.env_runner_metrics  # episode hooks': under env_runners
         self._record_episodes = hooks.record_episodes
         self._episode_replay: EpisodeReplay | None = None
+        self._live_lock, self._live_finished = threading.Lock(), []  # live episode hooks
         self._runner_callbacks = hooks.runner_callbacks
         try:
             self._setup()

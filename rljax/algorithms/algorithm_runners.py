@@ -10,6 +10,7 @@ runners differ (multi-agent PPO's agent slots).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,10 @@ class RunnerHooks:
     runner_device: jax.Device
     _record_episodes: bool
     _episode_replay: EpisodeReplay | None
+    # Live episode hooks (``_live_episodes``): the runners' episodes that ended since the last
+    # ``on_sample_end``, and the lock runner threads call the hooks under.
+    _live_finished: list[Any]
+    _live_lock: threading.Lock
     _runner_callbacks: RunnerCallbacks
     callbacks: Callbacks
     _env_runner_metrics: MetricsLogger
@@ -147,6 +152,7 @@ class RunnerHooks:
             runner_env=self._runner_env,
             runner_env_specs=self._runner_env_specs,
             record_infos=self._record_episodes,
+            live_steps=self._live_episode_step if self._live_episodes() else None,
             same_step_reset=self._same_step_reset,
             max_policy_lag=max_policy_lag,
             free_running=free_running,
@@ -162,9 +168,11 @@ class RunnerHooks:
         episode hooks), and ``on_environment_created`` for the runners' envs (not for a
         population's trial)."""
         if self._record_episodes and not self.config.is_multi_agent:
-            self._episode_replay = EpisodeReplay(
-                self.callbacks, self._env_runner_metrics, self._episode_context
-            )
+            with self._live_lock:  # live runners may have made it already
+                if self._episode_replay is None:
+                    self._episode_replay = EpisodeReplay(
+                        self.callbacks, self._env_runner_metrics, self._episode_context
+                    )
         if not population_member:
             self._runner_callbacks.envs_created(self._runner_envs())
 
@@ -191,14 +199,43 @@ class RunnerHooks:
         modules = {pid: self.get_module(pid) for pid in self._policy_ids()}
         return multi_agent_episode_context(slot, env_index, self._runners, modules)
 
+    def _live_episodes(self) -> bool:
+        """Whether episode hooks run live, in the runner threads at each step (a per-step hook
+        on the host runners of a single-agent gymnasium env), not replayed after sampling."""
+        return (
+            self._record_episodes
+            and not self.config.is_multi_agent
+            and self.callbacks.defines("on_episode_step")
+            and self.env_spec is not None
+            and self.env_spec.backend == "gymnasium"
+        )
+
+    def _live_episode_step(
+        self, runner: Any, row: dict[str, Any], infos: list[list[dict[str, Any]]] | None
+    ) -> None:
+        """A runner's row, as it wrote it: the episode hooks it gives rise to, now, with the
+        runner's env at that step (one runner thread at a time)."""
+        with self._live_lock:
+            if self._episode_replay is None:
+                self._episode_replay = EpisodeReplay(
+                    self.callbacks, self._env_runner_metrics, self._episode_context
+                )
+            self._live_finished.extend(self._episode_replay.replay(row, infos))
+
     def _replay_episodes(self, out: dict[str, Any]) -> None:
-        """Episode hooks over the iteration's steps, then ``on_sample_end``."""
+        """Episode hooks over the iteration's steps (or those the runners ran live), then
+        ``on_sample_end``."""
         if self._record_episodes:
+            live = None
+            if self._live_episodes():
+                with self._live_lock:
+                    live, self._live_finished = self._live_finished, []
             self._runner_callbacks.replay_episodes(
                 out,
                 self._episode_replay,
                 self._multi_agent_episode_context,
                 self if self._runners is None else None,
+                live_finished=live,
             )
 
 

@@ -75,13 +75,18 @@ class RunnerCallbacks:
         replay: EpisodeReplay | None,
         multi_agent_context: Callable[[int, int], dict[str, Any]],
         env_runner: Any,
+        live_finished: list[Any] | None = None,
     ) -> None:
         """The episode hooks over an iteration's steps (``out``, the training step's): through
         ``replay`` (single-agent), or from the episodes a multi-agent run's env copies logged
         (hook arguments from ``multi_agent_context(slot, env_index)``); then
-        ``on_sample_end`` (``env_runner``: the local runner, or None with runner threads)."""
+        ``on_sample_end`` (``env_runner``: the local runner, or None with runner threads).
+        ``live_finished``: the runners ran the hooks live at each step (``HostRunner``'s
+        ``live_steps``); these are the episodes that ended, and nothing is replayed."""
         finished: list[Any] = []
-        if replay is not None:
+        if live_finished is not None:
+            finished = live_finished
+        elif replay is not None:
             for steps, infos in out.get("episode_steps", []):
                 finished += replay.replay(steps, infos)
         else:  # multi-agent: the env copies logged their finished episodes
@@ -99,6 +104,30 @@ class RunnerCallbacks:
         )
 
 
+class ReplayedEnv:
+    """The env as episode hooks on the fused path see it: they are replayed after sampling
+    (``rljax.callbacks.episodes``), when the env has moved on, so reading its state (rendering,
+    its sub-envs) says so instead of giving another step's; anything else is the env's."""
+
+    _AT_A_STEP = ("render", "envs", "unwrapped", "step", "reset", "get_state", "call")
+
+    def __init__(self, env: Any):
+        self._env = env
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ReplayedEnv._AT_A_STEP:
+            raise AttributeError(
+                f"env.{name}: episode hooks on the fused path (EnvPool or JAX envs, stepped "
+                "inside the compiled rollout) are replayed after sampling, when the env is no "
+                "longer at the hook's step; per-step hooks see the env live on host runners "
+                "(a gymnasium env: register_env('name', lambda cfg: gymnasium.make(...)))"
+            )
+        return getattr(self._env, name)
+
+    def __repr__(self) -> str:
+        return f"ReplayedEnv({self._env!r})"
+
+
 def episode_context(
     stream: int,
     streams_per_runner: int,
@@ -111,8 +140,8 @@ def episode_context(
     runner (``local_runner`` without runner threads), env, index in that env and ``module``."""
     slot, env_index = divmod(stream, streams_per_runner)
     runner: Any
-    if runners is None:
-        runner, env = local_runner, local_env
+    if runners is None:  # the fused path: replayed after sampling
+        runner, env = local_runner, ReplayedEnv(local_env)
     else:
         runner = runners.runners[min(slot, len(runners.runners) - 1)]
         env = runner.env
@@ -133,4 +162,4 @@ def multi_agent_episode_context(
     }
 
 
-__all__ = ["RunnerCallbacks", "episode_context", "multi_agent_episode_context"]
+__all__ = ["ReplayedEnv", "RunnerCallbacks", "episode_context", "multi_agent_episode_context"]

@@ -220,6 +220,23 @@ class GymVectorHostEnv:
         self._ids = np.arange(num_envs, dtype=np.int32)
         self.action_space = self.env.single_action_space
 
+    @property
+    def unwrapped(self) -> gym.vector.VectorEnv:
+        """gymnasium's vector env (RLlib's ``env.unwrapped``: a callback renders
+        ``env.unwrapped.envs[i]`` on SYNC runners)."""
+        return self.env
+
+    @property
+    def envs(self) -> list[gym.Env]:
+        """The sub-envs (SYNC: in this process; ASYNC's live in their worker processes)."""
+        envs = getattr(self.env, "envs", None)
+        if envs is None:
+            raise AttributeError(
+                "an ASYNC vector env's sub-envs run in worker processes and are not reachable "
+                "here; use gym_env_vectorize_mode='SYNC' to read or render them"
+            )
+        return list(envs)
+
     def reset(self) -> StepResult:
         obs, info = self.env.reset(seed=self.seed)
         n = self.num_envs

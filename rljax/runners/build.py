@@ -120,6 +120,7 @@ def make_runner_group(
     runner_env: Callable[[int], Any],
     runner_env_specs: Mapping[int, EnvSpec],
     record_infos: bool = False,
+    live_steps: Callable[..., None] | None = None,
     same_step_reset: bool = False,
     max_policy_lag: int | None = None,
     free_running: bool = False,
@@ -143,6 +144,7 @@ def make_runner_group(
       runner_env_specs: Per runner slot, an env spec a script rebuilt its envs from
         (``EnvRunner.make_env``); read at each (re)build, so a restarted runner gets it.
       record_infos: The runners keep their envs' infos (episode callbacks).
+      live_steps: Host runners hand each row to it as they write it (``RunnerSpec``).
       same_step_reset: Runners reset an ended episode's sub-env in the step that ended it.
       max_policy_lag: How many weight versions a runner may sample ahead of the learner
         (``RunnerGroup``); None: 1 with ``sample_async``, else 0.
@@ -177,6 +179,7 @@ def make_runner_group(
         restart_sub_envs=restarts_sub_envs(cfg),
         record_infos=record_infos,
         same_step=same_step_reset,
+        live_steps=live_steps,
     )
 
     def make(i: int) -> HostRunner | FusedRunner:

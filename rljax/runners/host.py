@@ -51,6 +51,25 @@ def _jitted_step(act_step: ActStep, device: jax.Device) -> Callable:
     return per_device[device]
 
 
+_STEP_FIELDS = (
+    "obs",
+    "next_obs",
+    "action",
+    "reward",
+    "terminated",
+    "truncated",
+    "valid",
+    "env_id",
+    "episode_done",
+)
+
+
+@jax.jit
+def _row_of(traj: Transition, t: jax.Array) -> dict[str, Any]:
+    """Row ``t`` of a fragment's recorded steps as ``[1, K]`` arrays (live episode hooks)."""
+    return {name: getattr(traj, name)[t][None] for name in _STEP_FIELDS}
+
+
 def _dtype_of(x: Any) -> np.dtype:
     # An array's own dtype: np.result_type(jax_array) is a deprecated implicit conversion.
     return np.dtype(x.dtype) if hasattr(x, "dtype") else np.result_type(x)
@@ -98,6 +117,11 @@ class RunnerSpec:
         to building ``env``.
       record_infos: Keep the env's infos of each fragment on the host (``last_infos``), for
         episode callbacks.
+      live_steps: Called after each act step with ``(runner, row, infos)``: the fragment's row
+        just written (``[1, K]`` arrays of ``episode_arrays``' steps, global stream ids) and its
+        infos, while the env is still at that row's next observation, so per-step episode hooks
+        can read or render it (``rljax.callbacks.episodes``); None: rows are replayed after
+        sampling.
     """
 
     env: EnvSpec | None
@@ -116,6 +140,9 @@ class RunnerSpec:
     make_env: Callable[[], Any] | None = None
     record_infos: bool = False
     same_step: bool = False
+    live_steps: Callable[[Any, dict[str, Any], list[list[dict[str, Any]]] | None], None] | None = (
+        None
+    )
 
 
 def _vector_env(spec: RunnerSpec) -> Any:
@@ -295,6 +322,8 @@ class HostRunner:
             action, self.actor, traj, self.key = self._step(
                 params, self.key, self.actor, self.result, traj, t
             )
+            if self.spec.live_steps is not None:  # per-step hooks, before the env moves on
+                self._live_row(traj, t, infos)
             env_action = self.to_env_action(jax.tree.map(np.asarray, action))
             acted = self.result.env_id
             try:
@@ -339,6 +368,13 @@ class HostRunner:
         ids = np.array(traj.env_id)
         ids[first_row:] += self.offset
         return traj._replace(env_id=jax.device_put(ids, self.device))
+
+    def _live_row(self, traj: Transition, t: int, infos: list[list[dict[str, Any]]] | None) -> None:
+        assert self.spec.live_steps is not None
+        row = jax.device_get(_row_of(traj, jnp.asarray(t, jnp.int32)))
+        row["env_id"] = row["env_id"] + self.offset
+        row["info"] = {}
+        self.spec.live_steps(self, row, None if infos is None else [infos[t]])
 
     def _cut(
         self, traj: Transition, first_row: int, end: int, length: int

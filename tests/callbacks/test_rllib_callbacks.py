@@ -206,6 +206,61 @@ def test_episodes_replay_exactly_on_gymnasium_envs(runners, mode):
     assert result["env_runners"]["ret"] == max(ep.get_return() for _, ep in ended)
 
 
+@pytest.mark.parametrize("runners", [0, 2], ids=["driver", "threads"])
+def test_per_step_hooks_run_live_with_the_env_at_that_step(runners):
+    """With on_episode_step defined, host runners call the hooks as they step: the sub-env the
+    hook reads is at the step the episode has reached (a replay after sampling would find it
+    fragments later), RLlib's ``env.unwrapped.envs[i]`` reaches it, and the episodes are the
+    replay's (same lengths, observations and infos)."""
+    seen, ended = [], []
+
+    def on_episode_step(*, episode, env, env_index, **kwargs):
+        sub_env = env.unwrapped.envs[env_index].unwrapped
+        seen.append((sub_env.t, len(episode), float(episode.get_observations(-1)[0])))
+
+    def on_episode_end(*, episode, **kwargs):
+        ended.append(episode)
+
+    config = (
+        PPOConfig()
+        .environment(CountEnv)
+        .env_runners(num_env_runners=runners, num_envs_per_env_runner=2, rollout_fragment_length=12)
+        .training(
+            train_batch_size_per_learner=24 * max(runners, 1), minibatch_size=12, num_epochs=1
+        )
+        .callbacks(on_episode_step=on_episode_step, on_episode_end=on_episode_end)
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        assert algo._live_episodes()
+        result = algo.train()
+    assert result["env_runners"]["num_episodes"] == len(ended) == 4 * max(runners, 1)
+    # Every step hook of an episode's steps but its last (RLlib's: that one is the end hook).
+    assert len(seen) >= 4 * len(ended)
+    for env_t, length, obs in seen:
+        assert env_t == length and obs == pytest.approx(length / 10)
+    for ep in ended:
+        assert len(ep) == 5 and [i["t"] for i in ep.get_infos()[1:]] == [1, 2, 3, 4, 5]
+
+
+def test_fused_path_replays_and_says_so_when_a_hook_reads_the_env():
+    def on_episode_step(*, env, **kwargs):
+        env.render()
+
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=16)
+        .training(train_batch_size_per_learner=32, minibatch_size=16, num_epochs=1)
+        .callbacks(on_episode_step=on_episode_step)
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        assert not algo._live_episodes()
+        with pytest.raises(CallbackError, match="replayed after sampling"):
+            algo.train()
+
+
 @pytest.mark.slow
 def test_episode_steps_on_the_fused_replay_loop():
     lengths = []

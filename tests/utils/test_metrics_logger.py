@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from rljax.utils.metrics.metrics_logger import MetricsLogger, merge_into
@@ -83,3 +84,22 @@ def test_merge_into_refuses_to_replace_rljax_keys():
     assert result == {"episode_return_mean": 1.0, "mine": 2.0, "a": {"b": 1, "c": 3}}
     with pytest.raises(ValueError, match="env_runners/episode_return_mean"):
         merge_into(result, {"episode_return_mean": 0.0}, "env_runners/")
+
+
+def test_rllibs_newer_reductions_item_series_item_ema_lifetime_sum():
+    m = MetricsLogger()
+    frames = [np.full((1, 2, 3), i, np.uint8) for i in range(3)]
+    for f in frames:
+        m.log_value("video", f, reduce="item_series", window=2)  # the last two only
+        m.log_value("total", 2, reduce="lifetime_sum")
+        m.log_value("last", {"step": int(f[0, 0, 0])}, reduce="item")
+        m.log_value("avg", float(f[0, 0, 0]), reduce="ema", ema_coeff=0.5)
+    out = m.reduce()
+    assert [int(v[0, 0, 0]) for v in out["video"]] == [1, 2]
+    assert out["total"] == 6.0 and out["last"] == {"step": 2}
+    assert out["avg"] == pytest.approx(0.5 * (0.5 * 0 + 0.5 * 1) + 0.5 * 2)  # 1.25
+    m.log_value("total", 1, reduce="lifetime_sum")
+    again = m.reduce()
+    assert again["video"] == [] and again["total"] == 7.0 and again["last"] == {"step": 2}
+    with pytest.raises(ValueError, match="first logged with reduce='item_series'"):
+        m.log_value("video", 1, reduce="sum")

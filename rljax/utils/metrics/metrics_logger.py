@@ -15,7 +15,10 @@ The semantics are RLlib's (``ray.rllib.utils.metrics.metrics_logger``):
   ``window`` is None (``"sum"`` then adds up over the whole run: a lifetime count);
 - ``reduce=None``: the list of values logged since the last reduction;
 - ``clear_on_reduce=True``: each reduction starts the key afresh, so that a result shows only
-  the values logged during its own iteration (an empty key then reports NaN, or 0 for sums).
+  the values logged during its own iteration (an empty key then reports NaN, or 0 for sums);
+- RLlib's newer names: ``"ema"`` (``"mean"`` as a moving average), ``"lifetime_sum"`` (``"sum"``
+  over the whole run), ``"item_series"`` (the values since the last reduction, any objects, the
+  last ``window`` of them: a video's frames) and ``"item"`` (the last value, kept).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-REDUCTIONS = ("mean", "min", "max", "sum", None)
+REDUCTIONS = ("mean", "min", "max", "sum", None, "ema", "lifetime_sum", "item", "item_series")
 DEFAULT_EMA_COEFF = 0.01
 
 
@@ -52,9 +55,17 @@ class Stats:
     ):
         if reduce not in REDUCTIONS:
             raise ValueError(
-                f"reduce={reduce!r} is not a reduction; use one of 'mean', 'min', 'max', 'sum' "
-                "or None"
+                f"reduce={reduce!r} is not a reduction; use one of 'mean', 'min', 'max', 'sum', "
+                "'ema', 'lifetime_sum', 'item', 'item_series' or None"
             )
+        self.name = reduce  # as logged; RLlib's newer names map onto the four below
+        self._item = reduce == "item"
+        if reduce == "ema":
+            reduce = "mean"
+        elif reduce == "lifetime_sum":
+            reduce, window = "sum", None
+        elif reduce in ("item", "item_series"):
+            reduce = None
         if window is not None and not (
             (isinstance(window, int) and not isinstance(window, bool) and window >= 1)
             or window == float("inf")
@@ -74,17 +85,17 @@ class Stats:
         self.reduce_method = reduce
         self.window = window
         self.ema_coeff = ema_coeff
-        self.clear_on_reduce = clear_on_reduce or reduce is None
+        self.clear_on_reduce = (clear_on_reduce or reduce is None) and not self._item
         self.values: collections.deque[Any] = collections.deque(
-            maxlen=window if isinstance(window, int) else None
+            maxlen=1 if self._item else window if isinstance(window, int) else None
         )
         self._ema: float | None = None
         self._total: float | None = None  # min/max/sum over every value so far (window None)
 
     def same_settings(self, reduce: Any, window: Any, ema_coeff: Any, clear: bool) -> bool:
         other = Stats(reduce, window, ema_coeff, clear)
-        return (other.reduce_method, other.window, other.ema_coeff, other.clear_on_reduce) == (
-            self.reduce_method,
+        return (other.name, other.window, other.ema_coeff, other.clear_on_reduce) == (
+            self.name,
             self.window,
             self.ema_coeff,
             self.clear_on_reduce,
@@ -110,6 +121,8 @@ class Stats:
             self.values.append(x)
 
     def peek(self) -> Any:
+        if self._item:
+            return self.values[-1] if self.values else float("nan")
         if self.reduce_method is None:
             return list(self.values)
         if self.ema_coeff is not None:
@@ -159,7 +172,7 @@ class MetricsLogger:
         """
         del with_throughput  # RLlib's throughput side-stat: not reported here
         path = _key_path(key)
-        if reduce is not None:
+        if reduce not in (None, "item", "item_series"):
             try:
                 x = np.asarray(value)
                 ok = x.shape == () and x.dtype.kind in "biuf"
@@ -182,7 +195,7 @@ class MetricsLogger:
         elif not stats.same_settings(reduce, window, ema_coeff, clear_on_reduce):
             raise ValueError(
                 f"metrics key {'/'.join(path)!r} was first logged with reduce="
-                f"{stats.reduce_method!r}, window={stats.window!r}, ema_coeff="
+                f"{stats.name!r}, window={stats.window!r}, ema_coeff="
                 f"{stats.ema_coeff!r}, clear_on_reduce={stats.clear_on_reduce}; log it the same "
                 "way each time"
             )
