@@ -201,6 +201,7 @@ class AlgorithmConfig(CommonSettings):
         *,
         env_config: dict[str, Any] | None = UNSET,
         clip_actions: bool = UNSET,
+        clip_rewards: bool | float | None = UNSET,
         **kwargs: Any,
     ) -> _C:
         """Sets the env and how actions reach it."""

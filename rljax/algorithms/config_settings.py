@@ -36,6 +36,13 @@ from rljax.utils.checks import Bool, Choice, Int, Number, checked_elsewhere
 from rljax.utils.seeding import MAX_SEED
 
 
+def check_clip_rewards(name: str, value: Any) -> bool | float | None:
+    """``clip_rewards``: None, a bool, or a positive finite number."""
+    if value is None or isinstance(value, bool):
+        return value
+    return Number(0, low_open=True)(name, value)
+
+
 class CommonSettings:
     """The declarations of the settings every ``AlgorithmConfig`` has, by setter (section)."""
 
@@ -58,6 +65,14 @@ class CommonSettings:
         True,
         Bool(),
         "Clip continuous actions to the action space's bounds before the env steps.",
+        section="environment",
+    )
+    clip_rewards = Setting[Any](
+        None,
+        check_clip_rewards,
+        "RLlib's reward clipping for training: True clips each reward to its sign, a number c to "
+        "[-c, c]; None or False leaves rewards as they are (EnvPool's Atari tasks clip to the "
+        "sign already: env_config reward_clip). Episode returns in results stay unclipped.",
         section="environment",
     )
     # ------------------------------------------------------------------ env_runners

@@ -329,7 +329,10 @@ class OffPolicyAlgorithm(Algorithm):
         if cfg.same_actions_as_one_process:
             act = distributed.same_actions_as_one_process(act)
         self._act_step = make_act_step(
-            act, self.parts.bootstrap_keys, record_steps=self._record_episodes
+            act,
+            self.parts.bootstrap_keys,
+            record_steps=self._record_episodes,
+            clip_rewards=cfg.clip_rewards,
         )
         state = OffPolicyState(
             learner=learner,

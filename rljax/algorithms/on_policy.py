@@ -260,7 +260,10 @@ class OnPolicyAlgorithm(Algorithm):
         if self.config.same_actions_as_one_process:
             act = distributed.same_actions_as_one_process(act)
         self._act_step = make_act_step(
-            act, self.parts.bootstrap_keys, record_steps=self._record_episodes
+            act,
+            self.parts.bootstrap_keys,
+            record_steps=self._record_episodes,
+            clip_rewards=self.config.clip_rewards,
         )
         self.state = self._place_learner_state(self.state)
         self.fused = self._fused_envpool()

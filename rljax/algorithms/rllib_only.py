@@ -28,12 +28,6 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "RLlib's old-stack filter; use .env_runners(env_to_module_connector=lambda env, spaces, "
         "device: MeanStdFilter()) (rljax.connectors.env_to_module)",
     ),
-    "clip_rewards": (
-        False,
-        "rljax clips Atari rewards to their sign by default (EnvPool's reward_clip: set "
-        "env_config={'reward_clip': False} to change); for another env, wrap it in "
-        "gymnasium.wrappers.TransformReward",
-    ),
     "normalize_actions": (
         False,
         "continuous actions are sampled unbounded and clipped to the space's bounds before "

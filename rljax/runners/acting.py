@@ -113,7 +113,10 @@ def init_actor_state(
 
 
 def make_act_step(
-    policy_fn: PolicyFn, bootstrap_keys: tuple[str, ...], record_steps: bool = False
+    policy_fn: PolicyFn,
+    bootstrap_keys: tuple[str, ...],
+    record_steps: bool = False,
+    clip_rewards: bool | float | None = None,
 ) -> ActStep:
     """Builds ``act_step(params, key, actor_state, result) -> (action, actor_state, transition)``.
 
@@ -121,10 +124,20 @@ def make_act_step(
     transitions of those sub-envs (leading shape [K]), and ``action`` is the policy's answer to the
     new observations, to send to the same sub-envs. ``record_steps``: the transitions also
     carry their next observation and the result's info (``Transition.next_obs`` / ``info``),
-    which episode callbacks replay on the host.
+    which episode callbacks replay on the host. ``clip_rewards`` (RLlib's setting): the
+    transitions' rewards, which training reads, are clipped to their sign (True) or to
+    ``[-c, c]`` (a number); episode returns add up the env's own rewards.
     """
 
     spec = recurrent_spec(policy_fn)
+
+    def train_reward(reward: jax.Array) -> jax.Array:
+        reward = reward.astype(jnp.float32)
+        if clip_rewards is True:
+            return jnp.sign(reward)
+        if clip_rewards is not None and clip_rewards is not False:
+            return jnp.clip(reward, -float(clip_rewards), float(clip_rewards))
+        return reward
 
     def act_step(
         params: Any, key: jax.Array, state: ActorState, result: Any
@@ -182,7 +195,7 @@ def make_act_step(
         transition = Transition(
             obs=jax.tree.map(lambda o: o[ids], state.obs),
             action=jax.tree.map(lambda a: a[ids], state.action),
-            reward=result.reward.astype(jnp.float32),
+            reward=train_reward(result.reward),
             terminated=result.terminated,
             truncated=result.truncated,
             valid=was_valid,

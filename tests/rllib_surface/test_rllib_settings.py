@@ -27,8 +27,6 @@ from rljax.utils.errors import ConfigError
             lambda c: c.env_runners(observation_filter="MeanStdFilter"),
             "env_to_module_connector=lambda env, spaces, device: MeanStdFilter",
         ),
-        (lambda c: c.environment(clip_rewards=True), "rljax clips Atari rewards to their sign"),
-        (lambda c: c.update_from_dict({"clip_rewards": 1.0}), "reward_clip"),
         (lambda c: c.environment(normalize_actions=True), "clipped to the space's bounds"),
     ],
 )

@@ -145,3 +145,18 @@ def test_act_step_with_same_step_autoreset():
     assert out[2].episode_len[0] == 2
     assert out[3].episode_return[1] == 6 + 7 and out[3].episode_len[1] == 2
     assert out[3].episode_return[0] == 2 and out[3].episode_len[0] == 1
+
+
+def test_clip_rewards_clips_what_training_reads_and_not_the_returns():
+    key = jax.random.PRNGKey(0)
+    for clip, expected in [(True, [1.0, -1.0]), (2.5, [2.5, -2.5]), (None, [4.0, -3.0])]:
+        act = jax.jit(make_act_step(_policy, ("vf_preds",), clip_rewards=clip))
+        state = init_actor_state(_policy, 0.0, jnp.zeros((), jnp.float32), 2)
+        _, state, _ = act(
+            0.0, key, state, _result([1, 1], [0, 0], [False] * 2, [False] * 2, [0, 1])
+        )
+        _, state, tr = act(
+            0.0, key, state, _result([2, 2], [4, -3], [True] * 2, [False] * 2, [0, 1])
+        )
+        np.testing.assert_allclose(tr.reward, expected)
+        np.testing.assert_allclose(tr.episode_return, [4.0, -3.0])  # the env's own rewards

@@ -471,7 +471,9 @@ class MultiAgentPPO(Algorithm):
             self.hp, self.num_slots * num_runners, num_policies=self.num_policies
         )
         self._updates: dict[tuple[int, int], Any] = {}
-        self._act_step = make_act_step(self.parts.act, self.parts.bootstrap_keys)
+        self._act_step = make_act_step(
+            self.parts.act, self.parts.bootstrap_keys, clip_rewards=self.config.clip_rewards
+        )
         self._loop: OnPolicyLoop[list[PPOTrainState]] | None = None
         # The compiler options of the act step and the groups' stacked (vmapped) updates:
         # under "auto" none (rljax.utils.xla_options), a dict as given.
