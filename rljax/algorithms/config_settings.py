@@ -40,7 +40,7 @@ def check_clip_rewards(name: str, value: Any) -> bool | float | None:
     """``clip_rewards``: None, a bool, or a positive finite number."""
     if value is None or isinstance(value, bool):
         return value
-    return Number(0, low_open=True)(name, value)
+    return float(Number(0, low_open=True)(name, value))
 
 
 class CommonSettings:
