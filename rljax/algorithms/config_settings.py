@@ -40,7 +40,9 @@ def check_clip_rewards(name: str, value: Any) -> bool | float | None:
     """``clip_rewards``: None, a bool, or a positive finite number."""
     if value is None or isinstance(value, bool):
         return value
-    return float(Number(0, low_open=True)(name, value))
+    checked = Number(0, low_open=True)(name, value)
+    assert isinstance(checked, int | float)  # no literals, not optional
+    return float(checked)
 
 
 class CommonSettings:
