@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -108,10 +109,11 @@ def test_shuffle_batch_per_epoch_is_a_per_policy_setting_with_rllibs_default():
     assert cfg.to_dict()["shuffle_batch_per_epoch"] is False
 
 
-def test_flat_params_update_gives_the_same_numbers_as_the_tree():
-    """PPO's update with the parameters carried as one vector (``flat_params``) against the
-    per-layer tree: the same parameters, optimizer state and metrics after 2 epochs of 4
-    minibatches on a random batch (a 2-layer MLP, the flattened Adam PPO builds)."""
+def test_flat_params_and_host_loop_updates_give_the_same_numbers_as_the_tree():
+    """PPO's update with the parameters carried as one vector (``flat_params``), and with the
+    minibatch steps run from a host loop (``host_loop``, conv networks on the CPU), against the
+    scanned per-layer tree: the same parameters, optimizer state and metrics after 2 epochs of
+    4 minibatches on a random batch (a 2-layer MLP, the flattened Adam PPO builds)."""
     from rljax.algorithms.ppo.learner import make_optimizer
 
     cfg = PPOConfig().training(minibatch_size=8, num_epochs=2, vf_clip_param=None)
@@ -155,12 +157,66 @@ def test_flat_params_update_gives_the_same_numbers_as_the_tree():
         )
         for flat in (False, True)
     }
-    (tree_state, tree_metrics), (flat_state, flat_metrics) = out[False], out[True]
-    assert jax.tree.structure(flat_state) == jax.tree.structure(tree_state)
-    for x, y in zip(jax.tree.leaves(flat_state), jax.tree.leaves(tree_state), strict=True):
-        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
-    moved = jax.tree.leaves(flat_state.params)[0] - jax.tree.leaves(params)[0]
+    host = make_ppo_update(apply_fn, Categorical(2), optimizer, hp, host_loop=True)
+    out["host"] = host(state, batch)  # a host function: not jitted whole
+    tree_state, tree_metrics = out[False]
+    for variant in (True, "host"):
+        other_state, other_metrics = out[variant]
+        assert jax.tree.structure(other_state) == jax.tree.structure(tree_state)
+        for x, y in zip(jax.tree.leaves(other_state), jax.tree.leaves(tree_state), strict=True):
+            np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+        assert tree_metrics.keys() == other_metrics.keys()
+        for k in tree_metrics:
+            np.testing.assert_allclose(other_metrics[k], tree_metrics[k], rtol=1e-6, err_msg=k)
+    moved = jax.tree.leaves(out[True][0].params)[0] - jax.tree.leaves(params)[0]
     assert float(jnp.max(jnp.abs(moved))) > 1e-3  # the update did train
-    assert tree_metrics.keys() == flat_metrics.keys()
-    for k in tree_metrics:
-        np.testing.assert_allclose(flat_metrics[k], tree_metrics[k], rtol=1e-6, err_msg=k)
+    with pytest.raises(ValueError, match="flat_params=False"):
+        make_ppo_update(apply_fn, Categorical(2), optimizer, hp, flat_params=True, host_loop=True)
+
+
+class _Frames(gym.Env):
+    """8x8x2 images, 2 actions, episodes of 10 steps."""
+
+    def __init__(self, config=None):
+        self.observation_space = gym.spaces.Box(0, 1, (8, 8, 2), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros((8, 8, 2), np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = np.full((8, 8, 2), self.t / 10, np.float32)
+        return obs, float(action), self.t >= 10, False, {}
+
+
+def test_conv_ppo_on_the_cpu_steps_minibatches_from_the_host(tmp_path):
+    config = (
+        PPOConfig()
+        .environment(_Frames)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=32, minibatch_size=8, num_epochs=2)
+        .rl_module(model_config={"fcnet_hiddens": [8], "conv_filters": [[4, [3, 3], 2]]})
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        assert algo._host_update  # a 4-D kernel, learning on the CPU
+        before = jax.tree.leaves(algo.get_weights())
+        result = algo.train()
+        assert result["num_env_steps_sampled_lifetime"] == 32
+        moved = [
+            float(jnp.max(jnp.abs(a - b)))
+            for a, b in zip(before, jax.tree.leaves(algo.get_weights()), strict=True)
+        ]
+        assert max(moved) > 0
+        path = algo.save_to_path(tmp_path / "ckpt")
+    with config.build_algo() as again:
+        again.restore_from_path(path)
+        assert again.train()["num_env_steps_sampled_lifetime"] == 64
+    # An MLP keeps the whole update in one program.
+    mlp = config.copy().rl_module(model_config={"fcnet_hiddens": [8], "conv_filters": None})
+    mlp = mlp.environment("CartPole-v1")
+    with mlp.build_algo() as algo:
+        assert not algo._host_update
