@@ -60,9 +60,7 @@ def main() -> None:
         PPOConfig()
         .environment(Frames)
         .env_runners(num_env_runners=0, num_envs_per_env_runner=2)
-        .training(
-            train_batch_size=args.rows, minibatch_size=args.minibatch, num_epochs=args.epochs
-        )
+        .training(train_batch_size=args.rows, minibatch_size=args.minibatch, num_epochs=args.epochs)
         .rl_module(model_config=MODEL)
         .debugging(seed=0)
     )

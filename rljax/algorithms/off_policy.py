@@ -28,6 +28,7 @@ from rljax import distributed
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.settings import Setting
+from rljax.env.jax_env import is_jax_spec, jax_env_of
 from rljax.execution.loop import IterationResult
 from rljax.execution.off_policy import (
     OffPolicyLoop,
@@ -47,6 +48,7 @@ from rljax.replay.episode import (
     make_frame_stack_episode_buffer,
 )
 from rljax.runners.acting import episode_arrays, make_act_step, make_fused_rollout
+from rljax.runners.jax_env import start_jax_env
 from rljax.utils import memory, xla_options
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, is_int, refuse
 from rljax.utils.errors import CheckpointError, ConfigError
@@ -414,13 +416,23 @@ class OffPolicyAlgorithm(Algorithm):
 
     def _setup_fused(self, cycle: Any) -> None:
         params = self.parts.acting_params(self.state)
-        xla_step, self.runner_state, _ = self._make_fused_runner(params)
-        rollout = make_fused_rollout(
-            self._act_step,
-            xla_step,
-            self.fragment_length * self.sample_weight,
-            self.parts.to_env_action,
-        )
+        length = self.fragment_length * self.sample_weight
+        if is_jax_spec(self.env_spec):  # a JAX env, stepped in the program (next-step resets)
+            rollout, self.runner_state = start_jax_env(
+                jax_env_of(self.env_spec),
+                self.parts.act,
+                self._act_step,
+                params,
+                self.config.num_envs_per_env_runner,
+                self.seed,
+                length,
+                self.parts.to_env_action,
+                keep_info=self._record_episodes,
+                next_step=True,
+            )
+        else:
+            xla_step, self.runner_state, _ = self._make_fused_runner(params)
+            rollout = make_fused_rollout(self._act_step, xla_step, length, self.parts.to_env_action)
         if self.mesh is None:
             iteration = make_fused_iteration(
                 rollout, self.parts.acting_params, cycle, self.cycles_per_iteration

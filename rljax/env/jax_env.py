@@ -157,6 +157,38 @@ def auto_reset_step(env: Any, state: Any, action: Any, key: jax.Array) -> tuple[
     )
 
 
+def next_step_reset_step(
+    env: Any, state: Any, action: Any, key: jax.Array, reset_now: jax.Array
+) -> tuple[Any, AutoResetStep]:
+    """Next-step auto-reset (EnvPool's and gymnasium's default): where the last step ended an
+    episode (``reset_now``), this step resets instead and ignores the action (reward 0, not
+    done); elsewhere the env steps. ``final_obs`` is the observation returned. Traceable, one
+    env; off-policy algorithms run their JAX envs this way, so the step after an episode end
+    holds the ended episode's last observation, as the replay buffers expect."""
+    step_key, reset_key = jax.random.split(key)
+    stepped, obs, reward, terminated, truncated, info = env.step(state, action, step_key)
+    reset_state, reset_obs = env.reset(reset_key)
+    pick = lambda new, old: jnp.where(reset_now, new, old)  # noqa: E731
+    next_state = jax.tree.map(pick, reset_state, stepped)
+    next_obs = jax.tree.map(pick, reset_obs, obs)
+    not_done = jnp.zeros((), bool)
+    terminated = jnp.where(reset_now, not_done, jnp.asarray(terminated, bool))
+    truncated = jnp.where(reset_now, not_done, jnp.asarray(truncated, bool))
+    reward = jnp.where(reset_now, 0.0, jnp.asarray(reward, jnp.float32))
+    info = jax.tree.map(lambda x: jnp.where(reset_now, jnp.zeros_like(x), x), info)
+    return next_state, AutoResetStep(next_obs, reward, terminated, truncated, next_obs, info)
+
+
+def batched_next_step(
+    env: Any, states: Any, actions: Any, key: jax.Array, reset_now: jax.Array
+) -> tuple[Any, AutoResetStep]:
+    """``next_step_reset_step`` of N envs (leading axis [N]), each with its own key."""
+    n = jax.tree.leaves(states)[0].shape[0]
+    return jax.vmap(lambda s, a, k, r: next_step_reset_step(env, s, a, k, r))(
+        states, actions, jax.random.split(key, n), reset_now
+    )
+
+
 def batched_reset(env: Any, key: jax.Array, num_envs: int) -> tuple[Any, Any]:
     """``(states, obs)`` of ``num_envs`` envs, leading axis [N], each from its own key."""
     return jax.vmap(env.reset)(jax.random.split(key, num_envs))

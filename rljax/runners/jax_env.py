@@ -13,7 +13,10 @@ the EnvPool path, the first env step is taken when the runner starts (``acting.p
 first fragment holds as many env steps as rows.
 
 PPO, IMPALA and APPO run on JAX envs (``check_jax_env_run``): all three take their fused path's
-``OnPolicyLoop.fused`` with this rollout in place of EnvPool's.
+``OnPolicyLoop.fused`` with this rollout in place of EnvPool's. DQN, SAC and TD3 take their fused
+iteration with it, auto-resetting next-step (``next_step=True``: the row after an episode end
+resets the env and is no transition, as on EnvPool's fused path), so the replay buffer sees each
+episode's last observation.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.jax_env import AutoResetStep, batched_reset, batched_step
+from rljax.env.jax_env import AutoResetStep, batched_next_step, batched_reset, batched_step
 from rljax.env.state import EnvStateError, decode_leaves, encode
 from rljax.env.steps import StepResult
 from rljax.runners.acting import (
@@ -40,22 +43,23 @@ from rljax.utils.errors import ConfigError
 Rollout = Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]
 
 # Algorithms whose programs step JAX envs.
-JAX_ENV_ALGORITHMS = ("PPO", "IMPALA", "APPO")
+JAX_ENV_ALGORITHMS = ("PPO", "IMPALA", "APPO", "DQN", "SAC", "TD3")
 
 
 def check_jax_env_run(config: Any, env_name: str) -> None:
-    """Raises ``ConfigError`` for what does not run on a JAX env yet: an algorithm other than
-    PPO, IMPALA and APPO, a multi-agent run, runner threads (``num_env_runners`` > 0)."""
+    """Raises ``ConfigError`` for what does not run on a JAX env yet: an algorithm not in
+    ``JAX_ENV_ALGORITHMS``, a multi-agent run, runner threads (``num_env_runners`` > 0)."""
     algo = getattr(config, "algo_name", type(config).__name__)
+    known = ", ".join(JAX_ENV_ALGORITHMS)
     if algo not in JAX_ENV_ALGORITHMS:
         raise ConfigError(
-            f"{algo} does not run on JAX envs yet (env {env_name!r}): only PPO, IMPALA and APPO "
-            "do; use an EnvPool or gymnasium env for it"
+            f"{algo} does not run on JAX envs yet (env {env_name!r}): only {known} do; use an "
+            "EnvPool or gymnasium env for it"
         )
     if getattr(config, "is_multi_agent", False):
         raise ConfigError(
             f"env {env_name!r}: multi-agent runs on JAX envs are not supported yet; only "
-            "single-agent PPO, IMPALA and APPO run on JAX envs"
+            f"single-agent {known} run on JAX envs"
         )
     if config.num_env_runners:
         raise ConfigError(
@@ -65,7 +69,9 @@ def check_jax_env_run(config: Any, env_name: str) -> None:
         )
 
 
-def _result(out: AutoResetStep, env_id: jax.Array, keep_info: bool) -> StepResult:
+def _result(
+    out: AutoResetStep, env_id: jax.Array, keep_info: bool, next_step: bool = False
+) -> StepResult:
     return StepResult(
         out.obs,
         out.reward,
@@ -73,7 +79,7 @@ def _result(out: AutoResetStep, env_id: jax.Array, keep_info: bool) -> StepResul
         out.truncated,
         env_id,
         info=dict(out.info) if keep_info else None,
-        final_obs=out.final_obs,
+        final_obs=None if next_step else out.final_obs,
     )
 
 
@@ -84,9 +90,12 @@ def make_start(
     num_envs: int,
     to_env_action: Callable[[jax.Array], jax.Array],
     keep_info: bool = False,
+    next_step: bool = False,
 ) -> Callable[[Any, jax.Array], FusedRunnerState]:
     """``start(params, key) -> runner_state``, jit-able: ``num_envs`` envs reset, the policy's
-    first action taken and the envs stepped once (the same-step runners' prime)."""
+    first action taken and the envs stepped once (the same-step runners' prime); with
+    ``next_step``, the reset's result pending (the first row is the reset's, no transition, as
+    on EnvPool's next-step path)."""
 
     def start(params: Any, key: jax.Array) -> FusedRunnerState:
         env_key, act_key, step_key, run_key = jax.random.split(key, 4)
@@ -95,6 +104,15 @@ def make_start(
         actor = init_actor_state(policy_fn, params, jax.tree.map(lambda o: o[0], obs), num_envs)
         zeros = jnp.zeros((num_envs,), bool)
         first = StepResult(obs, jnp.zeros((num_envs,), jnp.float32), zeros, zeros, env_id)
+        if next_step:
+            if keep_info:  # the info's structure, as the env's steps give it (zeros)
+                action = jax.eval_shape(lambda: act_step(params, act_key, actor, first)[0])
+                _, shape = jax.eval_shape(
+                    lambda: batched_step(env, states, to_env_action(action), step_key)
+                )
+                info = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), dict(shape.info))
+                first = first._replace(info=info)
+            return FusedRunnerState(states, actor, first, run_key)
         action, actor, _ = act_step(params, act_key, actor, first)
         states, out = batched_step(env, states, to_env_action(action), step_key)
         return FusedRunnerState(states, actor, _result(out, env_id, keep_info), run_key)
@@ -103,17 +121,26 @@ def make_start(
 
 
 def make_jax_env_step(
-    env: Any, act_step: ActStep, to_env_action: Callable[[jax.Array], jax.Array]
+    env: Any,
+    act_step: ActStep,
+    to_env_action: Callable[[jax.Array], jax.Array],
+    next_step: bool = False,
 ) -> Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]:
     """``step(params, runner_state) -> (runner_state, Transition [N])``, jit-able: one act step
-    and one vmapped env step (same-step auto-reset). A population ``vmap``s it over its trials,
-    so trial k steps exactly as its own run does."""
+    and one vmapped env step (same-step auto-reset; ``next_step``: next-step). A population
+    ``vmap``s it over its trials, so trial k steps exactly as its own run does."""
 
     def step(params: Any, carry: FusedRunnerState) -> tuple[FusedRunnerState, Transition]:
         key, act_key, env_key = jax.random.split(carry.key, 3)
         action, actor, transition = act_step(params, act_key, carry.actor, carry.result)
-        states, out = batched_step(env, carry.handle, to_env_action(action), env_key)
-        result = _result(out, carry.result.env_id, carry.result.info is not None)
+        env_action = to_env_action(action)
+        if next_step:
+            ended = carry.result.terminated | carry.result.truncated
+            states, out = batched_next_step(env, carry.handle, env_action, env_key, ended)
+        else:
+            states, out = batched_step(env, carry.handle, env_action, env_key)
+        keep_info = carry.result.info is not None
+        result = _result(out, carry.result.env_id, keep_info, next_step)
         return FusedRunnerState(states, actor, result, key), transition
 
     return step
@@ -124,10 +151,11 @@ def make_jax_env_rollout(
     act_step: ActStep,
     length: int,
     to_env_action: Callable[[jax.Array], jax.Array],
+    next_step: bool = False,
 ) -> Rollout:
     """``rollout(params, runner_state) -> (runner_state, Transition [length, N])``, jit-able:
     ``make_jax_env_step`` in ``lax.scan``."""
-    step = make_jax_env_step(env, act_step, to_env_action)
+    step = make_jax_env_step(env, act_step, to_env_action, next_step)
 
     def rollout(params: Any, rs: FusedRunnerState) -> tuple[FusedRunnerState, Transition]:
         return jax.lax.scan(lambda carry, _: step(params, carry), rs, None, length=length)
@@ -145,12 +173,15 @@ def start_jax_env(
     length: int,
     to_env_action: Callable[[jax.Array], jax.Array],
     keep_info: bool = False,
+    next_step: bool = False,
 ) -> tuple[Rollout, FusedRunnerState]:
     """``(rollout, runner_state)`` of ``num_envs`` copies of the JAX env ``env``: the runner
     state started by one jitted call (on the device of ``params``), from ``seed``."""
-    start = jax.jit(make_start(env, policy_fn, act_step, num_envs, to_env_action, keep_info))
+    start = jax.jit(
+        make_start(env, policy_fn, act_step, num_envs, to_env_action, keep_info, next_step)
+    )
     rs = start(params, jax.random.PRNGKey(seed))
-    return make_jax_env_rollout(env, act_step, length, to_env_action), rs
+    return make_jax_env_rollout(env, act_step, length, to_env_action, next_step), rs
 
 
 class JaxEnvStates:

@@ -1,5 +1,6 @@
-"""PPO on JAX envs: rollout, postprocess and update in one program per iteration, episodes
-counted by hand on scripted envs, what else runs on the path, and learning gymnax CartPole."""
+"""PPO (and DQN, SAC, TD3) on JAX envs: rollout, postprocess and update in one program per
+iteration, episodes counted by hand on scripted envs, what else runs on the path, and learning
+gymnax CartPole."""
 
 import pathlib
 import tempfile
@@ -100,16 +101,55 @@ def test_time_limit_truncation_ends_episodes():
         algo.stop()
 
 
-@pytest.mark.parametrize("algo_name", ["DQN"])
-def test_other_algorithms_refuse_jax_envs_naming_themselves(algo_name):
+def test_dqn_counts_scripted_episodes_by_hand_with_next_step_resets():
+    """DQN on a JAX env: episodes of 3 steps (return 3) in 4 envs; the env resets on the step
+    after each end (no transition), so 3 of every 4 rows are env steps; one program per
+    iteration once compiled."""
+    from rljax.algorithms.dqn import DQNConfig
+
+    config = (
+        DQNConfig()
+        .environment("countdown-jax", env_config={"end": 3})
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=4, rollout_fragment_length=8)
+        .training(num_steps_sampled_before_learning_starts=0, train_batch_size_per_learner=8)
+        .reporting(min_sample_timesteps_per_iteration=1)
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        assert algo.fused
+        first = algo.train()
+        second = algo.train()
+        _compiles.clear()
+        third = algo.train()
+        assert not _compiles  # nothing compiles again
+        assert third["env_runners"]["episode_return_mean"] == 3.0
+        assert third["env_runners"]["episode_len_mean"] == 3.0
+        # 32 rows per iteration from the reset's row on, 3 of every 4 rows env steps.
+        assert third["num_env_steps_sampled_lifetime"] == 72
+        assert first["num_env_steps_sampled_lifetime"] < second["num_env_steps_sampled_lifetime"]
+
+
+@pytest.mark.slow  # two algorithms' programs
+@pytest.mark.parametrize("algo_name", ["SAC", "TD3"])
+def test_sac_and_td3_run_the_jax_pendulum_with_its_time_limit(algo_name):
     import importlib
 
     module = importlib.import_module(f"rljax.algorithms.{algo_name.lower()}")
-    config_class = getattr(module, f"{algo_name}Config")
-    with pytest.raises(
-        ConfigError, match=rf"^{algo_name} does not run on JAX envs yet.*only PPO, IMPALA and APPO"
-    ):
-        config_class().environment("countdown-jax").build_algo()
+    config = (
+        getattr(module, f"{algo_name}Config")()
+        .environment("rljax:Pendulum-v1", env_config={"max_episode_steps": 20})
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2)
+        .training(num_steps_sampled_before_learning_starts=16, train_batch_size_per_learner=16)
+        .reporting(min_sample_timesteps_per_iteration=64)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        assert algo.fused
+        result = algo.train()
+        assert result["env_runners"]["episode_len_mean"] == 20.0  # truncated at the limit
+        assert result["env_runners"]["episode_return_mean"] < 0.0
+        assert algo.compute_single_action(np.zeros(3, np.float32)).shape == (1,)
 
 
 @pytest.mark.slow  # builds and trains two algorithms

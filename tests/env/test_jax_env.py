@@ -175,3 +175,43 @@ def test_rljax_cartpole_steps_as_gymnasiums_cartpole():
         make_jax_env("rljax:CartPole-v1", {"gravity": 1.0})
     with pytest.raises(ConfigError, match=r"rljax:Pong is not one of rljax's JAX envs"):
         make_jax_env("rljax:Pong", {})
+
+
+def test_next_step_reset_resets_on_the_step_after_the_end():
+    """Off-policy algorithms' auto-reset: the ending step returns the last observation and its
+    flags; the next step resets (reward 0, not done, the action ignored), then steps resume."""
+    from rljax.env.jax_env import next_step_reset_step
+
+    env = Scripted()
+    key = jax.random.PRNGKey(0)
+    state, _ = env.reset(key)
+    outs, ended = [], jnp.asarray(False)
+    for _ in range(5):
+        state, out = next_step_reset_step(env, state, jnp.int32(0), key, ended)
+        ended = out.terminated | out.truncated
+        outs.append(out)
+    assert [o.obs.tolist() for o in outs] == [[1.0], [2.0], [3.0], [-1.0], [1.0]]
+    assert [float(o.reward) for o in outs] == [1.0, 2.0, 3.0, 0.0, 1.0]
+    assert [bool(o.terminated) for o in outs] == [False, False, True, False, False]
+    assert int(outs[3].info["t"]) == 0  # the reset's row: zeroed info
+
+
+def test_rljax_pendulum_steps_as_gymnasiums_pendulum():
+    import gymnasium
+
+    env = make_jax_env("rljax:Pendulum-v1", {})
+    assert isinstance(env, TimeLimit) and env.max_episode_steps == 200
+    assert env.action_space == gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    reference = gymnasium.make("Pendulum-v1").unwrapped
+    reference.reset(seed=0)
+    state = jnp.asarray(reference.state, jnp.float32)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        action = rng.uniform(-3, 3, (1,)).astype(np.float32)  # clipped to [-2, 2] by both
+        obs, reward, *_ = reference.step(action)
+        state, got, got_reward, term, trunc, _ = env.env.step(state, jnp.asarray(action), None)
+        np.testing.assert_allclose(np.asarray(got), obs, atol=1e-4)
+        assert float(got_reward) == pytest.approx(reward, abs=1e-4)
+        assert not bool(term) and not bool(trunc)
+    _, first = env.env.reset(jax.random.PRNGKey(3))
+    assert first.shape == (3,) and abs(float(first[0]) ** 2 + float(first[1]) ** 2 - 1) < 1e-5

@@ -1,9 +1,15 @@
-"""rljax's own classic-control envs written in JAX, selected as ``"rljax:CartPole-v1"``: no
-extra library, so the fused JAX-env path runs (and is tested) wherever rljax does.
+"""rljax's own classic-control envs written in JAX, selected as ``"rljax:CartPole-v1"`` and
+``"rljax:Pendulum-v1"``: no extra library, so the fused JAX-env path runs (and is tested)
+wherever rljax does.
 
 ``CartPole`` follows gymnasium's ``CartPole-v1``: the same constants, Euler integration, reward
 1 per step, termination when the pole leans past 12 degrees or the cart leaves [-2.4, 2.4], a
 time limit of 500 steps (truncation), and the first state drawn uniformly from [-0.05, 0.05].
+
+``Pendulum`` follows gymnasium's ``Pendulum-v1``: g = 10, unit mass and length, dt = 0.05, the
+torque clipped to [-2, 2] and the speed to [-8, 8], reward ``-(angle^2 + 0.1 speed^2 + 0.001
+torque^2)`` with the angle normalised to [-pi, pi), a time limit of 200 steps, and the first
+angle drawn uniformly from [-pi, pi] and speed from [-1, 1]. Observation ``[cos, sin, speed]``.
 """
 
 from __future__ import annotations
@@ -74,10 +80,53 @@ class CartPole:
         return new, new, jnp.float32(1.0), terminated, jnp.asarray(False), {}
 
 
-ENVS = {"CartPole-v1": CartPole}
+PENDULUM_G, PENDULUM_DT, MAX_SPEED, MAX_TORQUE = 10.0, 0.05, 8.0, 2.0
 
 
-def make(name: str, env_config: dict[str, Any]) -> CartPole:
+class Pendulum:
+    """Gymnasium's ``Pendulum-v1`` in JAX (``rljax.env.jax_env``'s protocol). State ``[theta,
+    theta_dot]``; observation ``[cos theta, sin theta, theta_dot]``; action: the torque, a
+    ``Box(-2, 2, (1,))``."""
+
+    max_episode_steps: int | None = 200
+
+    def __init__(self, config: dict[str, Any] | None = None):
+        config = dict(config or {})
+        if config:
+            raise ConfigError(
+                f"rljax:Pendulum-v1 takes no env_config but max_episode_steps; got {sorted(config)}"
+            )
+        high = np.array([1.0, 1.0, MAX_SPEED], np.float32)
+        self.observation_space = gym.spaces.Box(-high, high, (3,), np.float32)
+        self.action_space = gym.spaces.Box(-MAX_TORQUE, MAX_TORQUE, (1,), np.float32)
+
+    @staticmethod
+    def _obs(state: jax.Array) -> jax.Array:
+        return jnp.stack([jnp.cos(state[0]), jnp.sin(state[0]), state[1]]).astype(jnp.float32)
+
+    def reset(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        high = jnp.array([math.pi, 1.0], jnp.float32)
+        state = jax.random.uniform(key, (2,), jnp.float32, -high, high)
+        return state, self._obs(state)
+
+    def step(
+        self, state: jax.Array, action: Any, key: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, dict[str, Any]]:
+        theta, speed = state[0], state[1]
+        torque = jnp.clip(jnp.reshape(action, ()), -MAX_TORQUE, MAX_TORQUE)
+        angle = ((theta + math.pi) % (2 * math.pi)) - math.pi
+        cost = angle**2 + 0.1 * speed**2 + 0.001 * torque**2
+        speed = speed + (3 * PENDULUM_G / 2 * jnp.sin(theta) + 3.0 * torque) * PENDULUM_DT
+        speed = jnp.clip(speed, -MAX_SPEED, MAX_SPEED)
+        new = jnp.stack([theta + speed * PENDULUM_DT, speed]).astype(jnp.float32)
+        reward = (-cost).astype(jnp.float32)
+        return new, self._obs(new), reward, jnp.asarray(False), jnp.asarray(False), {}
+
+
+ENVS: dict[str, Any] = {"CartPole-v1": CartPole, "Pendulum-v1": Pendulum}
+
+
+def make(name: str, env_config: dict[str, Any]) -> Any:
     """The env ``name`` of rljax's own (``"rljax:<name>"``), built with ``env_config``; its time
     limit is ``env_config["max_episode_steps"]`` (500 by default), applied by the caller."""
     if name not in ENVS:
@@ -90,4 +139,4 @@ def make(name: str, env_config: dict[str, Any]) -> CartPole:
     return env
 
 
-__all__ = ["ENVS", "CartPole", "make"]
+__all__ = ["ENVS", "CartPole", "Pendulum", "make"]
