@@ -78,7 +78,7 @@ def run_process(cmd: list[str], cwd: Path, pythonpath: list[str], timeout: float
         lines = [line for line in output.splitlines() if _ERROR.match(line)]
         # The script's own PyTorch code, refused where it ran (a Tune trial's error, say),
         # is the cause even where a later line failed for it.
-        torch = [line for line in lines if "TorchClassError" in line]
+        torch = [line for line in output.splitlines() if "TorchClassError" in line]
         lines = torch[:1] or lines
         last = lines[-1] if lines else (output.strip().splitlines() or [""])[-1]
         entry["error"] = last[:300]

@@ -354,8 +354,11 @@ class AlgorithmConfig(CommonSettings):
 
     @classmethod
     def overrides(cls, **kwargs: Any) -> dict[str, Any]:
-        """A dict of settings for ``algorithm_config_overrides_per_module`` (names checked)."""
+        """A dict of settings for ``algorithm_config_overrides_per_module`` (names checked).
+        RLlib's old setter name ``exploration`` with a bool is taken as ``explore``."""
         keys = set(cls._all_keys())
+        if isinstance(kwargs.get("exploration"), bool):  # RLlib's deprecated .exploration()
+            kwargs["explore"] = kwargs.pop("exploration")
         for key in kwargs:
             if key not in keys:
                 raise ConfigError(
@@ -592,7 +595,17 @@ class AlgorithmConfig(CommonSettings):
                 f"update_from_dict() needs a dict of settings; got a {type(config_dict).__name__}"
             )
         keys = self._all_keys()
-        config_dict = deprecated_names("update_from_dict()", dict(config_dict), keys)
+        config_dict = dict(config_dict)
+        # ``to_dict()``'s "algo" entry (RLlib's dict round-trips through update_from_dict):
+        # this algorithm's name is no setting; another's is refused.
+        if "algo" in config_dict and "algo" not in keys:
+            algo = config_dict.pop("algo")
+            if algo != self.algo_name:
+                raise ConfigError(
+                    f"update_from_dict(): this dict is a {str(algo)[:40]!r} config, not "
+                    f"{self.algo_name}"
+                )
+        config_dict = deprecated_names("update_from_dict()", config_dict, keys)
         if "model" in config_dict and "model" not in keys:  # RLlib's old-stack model dict
             check_old_model_dict("update_from_dict()", config_dict.pop("model"))
         config_dict = {

@@ -61,6 +61,8 @@ class EnvRunner:
     ):
         self.worker_index = worker_index
         self.env = getattr(env, "env", env)  # a gymnasium vector env where there is one
+        if algo is not None and runner is algo and getattr(algo, "fused", False):
+            self.env = FusedEnvView(self.env, config)  # EnvPool's (or a JAX env's) batch
         self.config = config
         self._runner = runner
         self._algo = algo
@@ -96,10 +98,22 @@ class EnvRunner:
     def num_envs(self) -> int:
         return int(getattr(self.env, "num_envs", 1))
 
+    @property
+    def module(self) -> Any:
+        """The policy's module (RLlib's ``env_runner.module``; a multi-agent run's modules by
+        policy id), as ``algo.get_module()`` gives it."""
+        algo = self._algo
+        if algo is None:
+            raise AttributeError("module: this runner view has no algorithm")
+        ids = algo._policy_ids()
+        if len(ids) == 1:
+            return algo.get_module()
+        return {pid: algo.get_module(pid) for pid in ids}
+
     def sub_envs(self) -> Iterator[Any]:
         """The runner's sub-env objects where its vector env holds them in this process (a
         gymnasium ``SyncVectorEnv``); EnvPool's and ASYNC envs keep theirs elsewhere."""
-        envs = getattr(self.env, "envs", None)
+        envs = None if isinstance(self.env, FusedEnvView) else getattr(self.env, "envs", None)
         if envs is None:
             inner = getattr(self.env, "env", None)
             envs = getattr(inner, "envs", None)
@@ -115,6 +129,45 @@ class EnvRunner:
         """``func(sub_env)`` for each sub-env (see ``sub_envs``: the env as the env creator
         returned it, without rljax's own wrappers), in order."""
         return [func(env) for env in self.sub_envs()]
+
+
+class FusedEnvView:
+    """The fused path's env as ``env_runner.env``: EnvPool's (or a JAX env's) batch, stepped
+    inside the compiled rollout. Its attributes are the env's; ``unwrapped.envs`` (RLlib's
+    scripts step ``env.unwrapped.envs[0]`` by hand) gives gymnasium copies of the same task,
+    built on first use, ``num_envs`` of them, for stepping outside training: the fused envs
+    themselves are not Python objects."""
+
+    def __init__(self, env: Any, config: Any):
+        self._env = env
+        self._config = config
+        self._copies: list[Any] | None = None
+
+    @property
+    def unwrapped(self) -> FusedEnvView:
+        return self
+
+    @property
+    def envs(self) -> list[Any]:
+        if self._copies is None:
+            import gymnasium as gym
+
+            name = self._config.env
+            try:
+                n = int(getattr(self._env, "num_envs", 1) or 1)
+                self._copies = [gym.make(name, **(self._config.env_config or {})) for _ in range(n)]
+            except Exception as e:  # noqa: BLE001 (an id gymnasium does not have, say)
+                raise AttributeError(
+                    f"env.envs: the fused path's envs ({name!r}) step inside the compiled "
+                    f"rollout, and gymnasium has no copy of them to give ({type(e).__name__}: "
+                    f"{e}); use a gymnasium env (register_env) to step envs by hand"
+                ) from None
+        return self._copies
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._env, name)
 
 
 def _users_env(env: Any) -> Any:

@@ -138,3 +138,7 @@ def test_bad_specs_and_mapping_functions_fail_before_building():
         _config().multi_agent(policy_mapping_fn=lambda a, b, c: "p0").validate()
     with pytest.raises(ConfigError, match="unknown key 'lrr'"):
         PPOConfig.overrides(lrr=1.0)
+    # RLlib's old setter name, as its example scripts pass it for greedy evaluation.
+    assert PPOConfig.overrides(exploration=False) == {"explore": False}
+    with pytest.raises(ConfigError, match="unknown key 'exploration'"):
+        PPOConfig.overrides(exploration={"type": "EpsilonGreedy"})

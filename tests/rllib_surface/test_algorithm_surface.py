@@ -170,3 +170,25 @@ def test_set_weights_writes_the_learner_state_and_refuses_what_does_not_fit():
         # Epsilon follows its schedule: not a weight to set.
         with pytest.raises(ValueError, match=r"\['epsilon'\] is computed from DQN's training"):
             algo.set_weights({"default_policy": {**zeroed, "epsilon": np.float32(0.5)}})
+
+
+def test_fused_runner_gives_its_module_and_gymnasium_copies_to_step_by_hand():
+    """RLlib's custom_experiment steps ``env_runner.env.unwrapped.envs[0]`` with
+    ``env_runner.module``: on the fused EnvPool path the copies are gymnasium's CartPole, and
+    ``foreach_env`` still refuses (the fused envs are not Python objects)."""
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = PPOConfig().environment("CartPole-v1").env_runners(num_envs_per_env_runner=2)
+    # to_dict() round-trips through update_from_dict(), "algo" included, as in RLlib.
+    config = PPOConfig().update_from_dict(config.to_dict())
+    with pytest.raises(ConfigError, match="this dict is a 'DQN' config, not PPO"):
+        PPOConfig().update_from_dict({"algo": "DQN"})
+    with config.build_algo() as algo:
+        runner = algo.env_runner
+        env = runner.env.unwrapped.envs[0]
+        obs, _ = env.reset(seed=0)
+        out = runner.module.forward_inference({"obs": np.expand_dims(obs, 0)})
+        assert np.asarray(out["action_dist_inputs"]).shape == (1, 2)
+        assert len(runner.env.unwrapped.envs) == runner.num_envs == 2
+        with pytest.raises(TypeError, match="not Python objects in this process"):
+            runner.foreach_env(lambda e: e)
