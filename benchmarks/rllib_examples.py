@@ -41,16 +41,17 @@ _ERROR = re.compile(r"^[\w.]*(Error|Exception)\b")
 
 
 def scripts_in(directory: Path) -> list[Path]:
-    """The runnable scripts under ``directory``, sorted."""
+    """The scripts under ``directory``, sorted: every ``.py`` file outside ``classes/``,
+    ``utils/`` and ``_old_api_stack/`` (RLlib's helper modules) but the harness itself, whether
+    or not it uses the harness or a ``__main__`` guard."""
     found = []
     for path in sorted(directory.rglob("*.py")):
-        text = path.read_text(errors="replace")
-        if path.name.startswith("_") or "/envs/classes/" in path.as_posix():
+        parts = path.relative_to(directory).parts
+        if path.name.startswith("_") or {"classes", "utils", "_old_api_stack"} & set(parts[:-1]):
             continue
-        if "def add_rllib_example_script_args" in text:  # the harness itself
-            continue
-        if "add_rllib_example_script_args(" in text or '__name__ == "__main__"' in text:
-            found.append(path)
+        if "def add_rllib_example_script_args" in path.read_text(errors="replace"):
+            continue  # the harness itself
+        found.append(path)
     return found
 
 
@@ -78,7 +79,7 @@ def run_process(cmd: list[str], cwd: Path, pythonpath: list[str], timeout: float
         lines = [line for line in output.splitlines() if _ERROR.match(line)]
         # The script's own PyTorch code, refused where it ran (a Tune trial's error, say),
         # is the cause even where a later line failed for it.
-        torch = [line for line in output.splitlines() if "TorchClassError" in line]
+        torch = [line for line in output.splitlines() if "TorchClassError:" in line]
         lines = torch[:1] or lines
         last = lines[-1] if lines else (output.strip().splitlines() or [""])[-1]
         entry["error"] = last[:300]
