@@ -25,6 +25,7 @@ from rljax.runners.acting import Transition
 from rljax.runners.faults import EnvBugError, EnvRunnerError, FaultPolicy
 from rljax.runners.group_state import GroupState
 from rljax.runners.versions import VersionedQueues
+from rljax.utils.errors import CallbackError
 
 if TYPE_CHECKING:
     from rljax.runners.fused import FusedRunner
@@ -350,8 +351,13 @@ class RunnerGroup:
         ``close_on_error`` is False: a hung thread would delay the error). ``error``: what the
         runner raised, after ``steps`` env steps since it was built; a bug in the env (an
         ``EnvBugError``, or the same failure ``REPEATS_OF_A_BUG`` times in a row) is raised as
-        ``EnvBugError`` instead, never dropped."""
+        ``EnvBugError`` instead, never dropped; a ``CallbackError`` (a user's episode hook, run
+        live in the runner) is raised as it is, with no restart."""
         line = None
+        if isinstance(error, CallbackError):  # a user's live episode hook: not the env's fault
+            if close_on_error:
+                self.close()
+            raise error
         if error is not None:
             bug = None if isinstance(error, EnvBugError) else self.faults.repeated(i, error, steps)
             if bug is not None or isinstance(error, EnvBugError):

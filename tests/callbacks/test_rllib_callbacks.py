@@ -243,6 +243,25 @@ def test_per_step_hooks_run_live_with_the_env_at_that_step(runners):
         assert len(ep) == 5 and [i["t"] for i in ep.get_infos()[1:]] == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.parametrize("runners", [0, 2], ids=["driver", "threads"])
+def test_a_live_hook_that_raises_stops_train_at_once_without_restarts(runners, caplog):
+    def on_episode_step(*, episode, **kwargs):
+        raise ValueError("boom")
+
+    config = (
+        PPOConfig()
+        .environment(CountEnv)
+        .env_runners(num_env_runners=runners, num_envs_per_env_runner=2, rollout_fragment_length=12)
+        .training(train_batch_size_per_learner=24, minibatch_size=12, num_epochs=1)
+        .callbacks(on_episode_step=on_episode_step)
+    )
+    with config.build_algo() as algo:
+        with pytest.raises(CallbackError, match="on_episode_step raised ValueError: boom"):
+            algo.train()
+        assert not algo._runners.replaced  # the env was not blamed
+    assert "restarting" not in caplog.text
+
+
 def test_fused_path_replays_and_says_so_when_a_hook_reads_the_env():
     def on_episode_step(*, env, **kwargs):
         env.render()
