@@ -23,9 +23,12 @@ program with ``compiler_options``, the copies timed interleaved in one process):
 - ``xla_cpu_use_fusion_emitters``: XLA's newer fusion code generation. Honoured per program:
   the optimized HLO changes, and PPO's training step at RLlib's defaults (256x256) ran in
   0.30 s instead of 0.58 s (min; median 0.78 s instead of 2.04 s) beside the copy compiled
-  without options in the same process. ``False`` slows the programs of smaller networks (a 64x64
-  update step: 0.081 ms instead of 0.043 ms; 128x128: mixed), so ``"auto"`` turns it off only
-  for programs whose parameters number at least ``LARGE_PROGRAM_PARAMS``.
+  without options in the same process, on an AMD EPYC machine; on an Intel Xeon the same step
+  ran at 0.92x with it (0.552 s against 0.507 s). ``False`` slows the programs of smaller
+  networks (a 64x64 update step: 0.081 ms instead of 0.043 ms; 128x128: mixed), so ``"auto"``
+  turns it off only for programs whose parameters number at least ``LARGE_PROGRAM_PARAMS``, and
+  only where a calibration on this machine (``calibrate_large``: a 256x256 MLP's scanned Adam
+  steps compiled both ways, about 2 s, once per process) finds it faster.
 - ``xla_cpu_use_xnnpack``, ``xla_cpu_multi_thread_eigen``,
   ``xla_cpu_parallel_codegen_split_count``, ``xla_cpu_enable_concurrency_optimized_scheduler``:
   taken per program, but no measurable gain on rljax's programs; rljax leaves them alone.
@@ -47,8 +50,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 import re
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -69,6 +74,11 @@ SMALL_OPTIONS: Options = {}
 
 # The kinds of programs the jit sites ask for.
 KINDS = ("update", "act", "rollout", "train_step")
+
+# ``LARGE_OPTIONS`` must beat XLA's defaults by this much on the calibration program to be used.
+CALIBRATION_MARGIN = 0.05
+# What the process's calibration measured (``calibrate_large``), for reports; None before it.
+last_calibration: dict[str, Any] | None = None
 
 _CURRENT: contextvars.ContextVar[Mapping[str, Options | None] | None] = contextvars.ContextVar(
     "rljax_xla_cpu_options", default=None
@@ -130,12 +140,74 @@ def resolve(
         return dict.fromkeys(KINDS)
     if setting == "auto":
         large = param_count(params) >= LARGE_PROGRAM_PARAMS
-        chosen: Options = dict(LARGE_OPTIONS if large else SMALL_OPTIONS)
+        chosen: Options = dict(calibrate_large() if large else SMALL_OPTIONS)
     else:
         chosen = dict(check_setting("xla_cpu_options", setting) or {})  # type: ignore[arg-type]
     taken = user_flags(xla_flags)
     options = {k: v for k, v in chosen.items() if k not in taken} or None
     return dict.fromkeys(KINDS, options)
+
+
+@functools.cache
+def calibrate_large(rounds: int = 7) -> Options:
+    """``LARGE_OPTIONS`` if they make a large program faster on this machine, else XLA's
+    defaults (``{}``); measured once per process.
+
+    Whether they help depends on the CPU: on the AMD EPYC machines rljax was tuned on, PPO's
+    training step at RLlib's defaults (256x256) ran 4.7x faster with them; on an Intel Xeon
+    it ran at 0.92x (``benchmarks/xla_cpu_options.py --parts rljax``). So "auto" times a small
+    stand-in, a 256x256 MLP's Adam steps on minibatches of 128 in a ``lax.scan`` (RLlib's
+    default update), compiled both ways in this process and called in turn ``rounds`` times
+    (about two seconds), and takes the options only where their best time beats the
+    defaults' by ``CALIBRATION_MARGIN``. ``last_calibration`` holds what it measured."""
+    global last_calibration
+    import optax  # the calibration's optimizer, as the updates'
+
+    key = jax.random.PRNGKey(0)
+    k1, k2, k3, k4 = jax.random.split(key, 4)
+    params = {
+        "w1": jax.random.normal(k1, (8, 256)) * 0.1,
+        "w2": jax.random.normal(k2, (256, 256)) * 0.06,
+        "w3": jax.random.normal(k3, (256, 3)) * 0.06,
+    }
+    xs = jax.random.normal(k4, (10, 128, 8))
+    opt = optax.adam(1e-4)
+
+    def steps(p: Any, s: Any, xs: Any) -> Any:
+        def body(carry: Any, x: Any) -> Any:
+            p, s = carry
+
+            def loss(p: Any) -> Any:
+                h = jax.numpy.tanh(jax.numpy.tanh(x @ p["w1"]) @ p["w2"])
+                return jax.numpy.mean(jax.numpy.square(h @ p["w3"]))
+
+            g = jax.grad(loss)(p)
+            u, s = opt.update(g, s, p)
+            return (optax.apply_updates(p, u), s), None
+
+        return jax.lax.scan(body, (p, s), xs)[0]
+
+    state = opt.init(params)
+    variants = {
+        "defaults": jax.jit(steps),
+        "large_options": jax.jit(steps, compiler_options=dict(LARGE_OPTIONS)),
+    }
+    best = {}
+    for name, fn in variants.items():
+        jax.block_until_ready(fn(params, state, xs))  # compiles
+        best[name] = float("inf")
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            t = time.perf_counter()
+            jax.block_until_ready(fn(params, state, xs))
+            best[name] = min(best[name], time.perf_counter() - t)
+    use = best["large_options"] < (1.0 - CALIBRATION_MARGIN) * best["defaults"]
+    last_calibration = {
+        "defaults_ms": round(1000 * best["defaults"], 3),
+        "large_options_ms": round(1000 * best["large_options"], 3),
+        "chosen": "large_options" if use else "defaults",
+    }
+    return dict(LARGE_OPTIONS) if use else {}
 
 
 @contextlib.contextmanager
@@ -159,12 +231,14 @@ def current(kind: str) -> Options | None:
 
 
 __all__ = [
+    "CALIBRATION_MARGIN",
     "KINDS",
     "LARGE_OPTIONS",
     "LARGE_PROGRAM_PARAMS",
     "Options",
     "SMALL_OPTIONS",
     "applied",
+    "calibrate_large",
     "check_setting",
     "current",
     "param_count",

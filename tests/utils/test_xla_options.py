@@ -16,7 +16,13 @@ def mlp_params(hidden: int, obs: int = 4) -> dict[str, jax.Array]:
     }
 
 
-def test_auto_picks_the_options_by_the_size_of_the_network():
+@pytest.fixture
+def large_options_help(monkeypatch):
+    """The machine's calibration found LARGE_OPTIONS faster (as on the AMD EPYC machines)."""
+    monkeypatch.setattr(xla_options, "calibrate_large", lambda: dict(xla_options.LARGE_OPTIONS))
+
+
+def test_auto_picks_the_options_by_the_size_of_the_network(large_options_help):
     large = xla_options.resolve("auto", mlp_params(256), backend="cpu", xla_flags="")
     small = xla_options.resolve("auto", mlp_params(64), backend="cpu", xla_flags="")
     assert set(large) == set(small) == set(xla_options.KINDS)
@@ -27,7 +33,7 @@ def test_auto_picks_the_options_by_the_size_of_the_network():
     assert xla_options.param_count(mlp_params(64)) < xla_options.LARGE_PROGRAM_PARAMS
 
 
-def test_auto_gives_stacked_programs_none_but_a_dict_still_applies():
+def test_auto_gives_stacked_programs_none_but_a_dict_still_applies(large_options_help):
     large = [mlp_params(256), mlp_params(256)]  # two policies' (or trials') networks
     assert xla_options.resolve("auto", large, backend="cpu", xla_flags="", stacked=True) == (
         dict.fromkeys(xla_options.KINDS)
@@ -67,6 +73,20 @@ def test_flags_the_user_set_in_xla_flags_are_never_overridden(monkeypatch):
     assert xla_options.user_flags("--noxla_cpu_use_xnnpack") >= {"xla_cpu_use_xnnpack"}
 
 
+def test_calibration_takes_the_large_options_only_where_they_are_faster():
+    """On the real machine: the choice follows the margin rule on what was measured, and a
+    large program under "auto" gets what the calibration chose (measured once per process)."""
+    chosen = xla_options.calibrate_large()
+    seen = xla_options.last_calibration
+    assert seen is not None and seen["defaults_ms"] > 0 and seen["large_options_ms"] > 0
+    faster = seen["large_options_ms"] < (1 - xla_options.CALIBRATION_MARGIN) * seen["defaults_ms"]
+    assert seen["chosen"] == ("large_options" if faster else "defaults")
+    assert chosen == (xla_options.LARGE_OPTIONS if faster else {})
+    large = xla_options.resolve("auto", mlp_params(256), backend="cpu", xla_flags="")
+    assert large["update"] == (chosen or None)
+    assert xla_options.calibrate_large() is chosen  # cached: not measured again
+
+
 def test_current_is_the_options_of_the_block():
     assert xla_options.current("update") is None
     options: dict[str, xla_options.Options | None] = {
@@ -83,7 +103,9 @@ def test_current_is_the_options_of_the_block():
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU options")
 @pytest.mark.slow  # moved out of the fast tier's 4 minutes (9 s alone)
-def test_ppo_builds_its_programs_with_the_options_and_its_update_keeps_its_numbers(monkeypatch):
+def test_ppo_builds_its_programs_with_the_options_and_its_update_keeps_its_numbers(
+    monkeypatch, large_options_help
+):
     from rljax.algorithms.ppo import PPOConfig
     from rljax.algorithms.ppo.losses import PPOBatch
 
