@@ -350,3 +350,21 @@ def test_purejaxrl_tuned_example_is_the_parity_benchmarks_config():
     assert tuned.lr == ((0, 2.5e-4), (500_000, 0.0)) and tuned.vf_clip_param is None
     with pytest.raises(ValueError, match="variant='nope'; use one of"):
         module.rljax_config("nope", seed=0, total_steps=1)
+
+
+def test_rllib_examples_takes_every_script_outside_rllibs_helper_folders(tmp_path):
+    module = _load_benchmark("rllib_examples")
+    files = {
+        "utils.py": "def add_rllib_example_script_args(): ...\n",  # the harness itself
+        "__init__.py": "",
+        "envs/custom.py": "parser = add_rllib_example_script_args()\n",
+        "envs/classes/env.py": "class Env: ...\n",
+        "offline_rl/no_harness.py": "config = 1\n",  # neither harness nor __main__: still one
+        "_old_api_stack/old.py": "if __name__ == '__main__': ...\n",
+        "rl_modules/classes/utils/helper.py": "x = 1\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    found = [p.relative_to(tmp_path).as_posix() for p in module.scripts_in(tmp_path)]
+    assert found == ["envs/custom.py", "offline_rl/no_harness.py"]
