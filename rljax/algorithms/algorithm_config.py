@@ -281,9 +281,13 @@ class AlgorithmConfig(CommonSettings):
         return self._set("debugging", locals())
 
     def reporting(
-        self: _C, *, metrics_num_episodes_for_smoothing: int = UNSET, **kwargs: Any
+        self: _C,
+        *,
+        metrics_num_episodes_for_smoothing: int = UNSET,
+        min_sample_timesteps_per_iteration: int = UNSET,
+        **kwargs: Any,
     ) -> _C:
-        """Sets how results are reported."""
+        """Sets how results are reported, and how many env steps an iteration samples."""
         return self._set("reporting", locals())
 
     def multi_agent(

@@ -330,6 +330,14 @@ class CommonSettings:
         "The reported episode metrics are means over this many recent episodes.",
         section="reporting",
     )
+    min_sample_timesteps_per_iteration = Setting(
+        0,
+        Int(0, 10_000_000),
+        "An iteration (train()) runs training steps until it has sampled at least this many "
+        "env steps (RLlib's); 0: one step. PPO, IMPALA and APPO sample whole train batches, and "
+        "on the fused path run the steps as one program.",
+        section="reporting",
+    )
     # ------------------------------------------------------------------ fault_tolerance
     # (RLlib's defaults)
     restart_failed_env_runners = Setting(

@@ -30,7 +30,7 @@ from rljax.connectors.env_to_module import EnvToModulePipeline
 from rljax.env.jax_env import is_jax_spec, jax_env_of
 from rljax.env.spaces import is_structured, zeros_batch
 from rljax.execution.loop import IterationResult, LearnerFactory, PopulationParts
-from rljax.execution.on_policy import OnPolicyLoop
+from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
 from rljax.execution.parts import with_env_to_module
 from rljax.learners.hyperparams import live_layout, saved_layout
 from rljax.networks.distributions import ActionDistribution
@@ -323,6 +323,7 @@ class OnPolicyAlgorithm(Algorithm):
             self._state_sharding,
             self._batch_sharding,
             host_update=self._host_update,
+            steps_per_iteration=steps_per_iteration(self.config),
         )
 
     def _start_jax_env(self) -> tuple[Any, Any]:
@@ -365,6 +366,7 @@ class OnPolicyAlgorithm(Algorithm):
             learner_thread=free.learner_thread if free else False,
             max_pending_updates=free.max_pending_updates if free else 1,
             jit=not self._host_update,
+            steps_per_iteration=steps_per_iteration(self.config),
         )
 
     def _runner_params(self, state: Any = None) -> Any:

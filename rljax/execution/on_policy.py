@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import queue
 import threading
 import time
@@ -67,6 +68,28 @@ def make_train_step(
         return state, rs, metrics, episodes
 
     return train_step
+
+
+def steps_per_iteration(config: Any) -> int:
+    """Training steps per iteration: enough whole batches (``sampled_batch_size`` env steps
+    each) for RLlib's ``min_sample_timesteps_per_iteration`` (one when it is 0)."""
+    wanted = config.min_sample_timesteps_per_iteration
+    return max(1, math.ceil(wanted / config.sampled_batch_size))
+
+
+def repeated_train_step(train_step: Callable[..., Any], steps: int) -> Callable[..., Any]:
+    """``train_step`` ``steps`` times in one program (``lax.scan``): metrics and episodes
+    stacked on a leading axis of ``steps`` (``OnPolicyLoop.step`` splits them into records)."""
+
+    def repeated(state: Any, rs: Any) -> tuple[Any, Any, Any, Any]:
+        def body(carry: Any, _: Any) -> tuple[Any, Any]:
+            state, rs, metrics, episodes = train_step(*carry)
+            return (state, rs), (metrics, episodes)
+
+        (state, rs), (metrics, episodes) = jax.lax.scan(body, (state, rs), None, length=steps)
+        return state, rs, metrics, episodes
+
+    return repeated
 
 
 @dataclasses.dataclass
@@ -190,6 +213,10 @@ class OnPolicyLoop(Generic[State]):
     from any runners, and the weights reach the runners every ``broadcast_interval`` updates;
     with ``learner_thread`` the updates run in a thread of their own (``LearnerThread``) and
     ``step`` returns every update finished since the last call.
+
+    ``steps_per_iteration`` (RLlib's ``min_sample_timesteps_per_iteration`` in whole batches):
+    an iteration runs that many training steps and reports them as one result; on the fused
+    path they are one program (``repeated_train_step``).
     """
 
     update: Callable[[State, Batch], tuple[State, Metrics]]
@@ -204,6 +231,7 @@ class OnPolicyLoop(Generic[State]):
     broadcast_interval: int = 1
     learner_thread: LearnerThread[State] | None = None
     report: Callable[[list[Record], Timers], IterationResult] | None = None
+    steps_per_iteration: int = 1
     _since_broadcast: int = 0
 
     @classmethod
@@ -218,6 +246,7 @@ class OnPolicyLoop(Generic[State]):
         state_sharding: Any = None,
         batch_sharding: jax.sharding.Sharding | None = None,
         host_update: bool = False,
+        steps_per_iteration: int = 1,
     ) -> OnPolicyLoop[State]:
         """The fused EnvPool path: one jitted program per iteration with one learner; with a
         mesh, the jitted rollout on the runner device, then the update partitioned over it.
@@ -241,6 +270,7 @@ class OnPolicyLoop(Generic[State]):
                 runner_params=runner_params,
                 sample=sample_fn,
                 batch_sharding=sharding,
+                steps_per_iteration=steps_per_iteration,
             )
         sample = make_sample(rollout, postprocess)
         if host_update:
@@ -252,10 +282,13 @@ class OnPolicyLoop(Generic[State]):
                 sample=jax.jit(
                     sample, donate_argnums=(1,), compiler_options=xla_options.current("rollout")
                 ),
+                steps_per_iteration=steps_per_iteration,
             )
         if mesh is None:
             # Rollout and update in one jitted call: no Python between env steps or minibatches.
             train_step = make_train_step(sample, update, acting_params)
+            if steps_per_iteration > 1:
+                train_step = repeated_train_step(train_step, steps_per_iteration)
             return cls(
                 update=update,
                 runner_params=runner_params,
@@ -264,6 +297,7 @@ class OnPolicyLoop(Generic[State]):
                     donate_argnums=(0, 1),
                     compiler_options=xla_options.current("train_step"),
                 ),
+                steps_per_iteration=steps_per_iteration,
             )
         return cls(
             update=jit_update(update, mesh, state_sharding, batch_sharding),
@@ -272,6 +306,7 @@ class OnPolicyLoop(Generic[State]):
                 sample, donate_argnums=(1,), compiler_options=xla_options.current("rollout")
             ),
             batch_sharding=batch_sharding,
+            steps_per_iteration=steps_per_iteration,
         )
 
     @classmethod
@@ -291,6 +326,7 @@ class OnPolicyLoop(Generic[State]):
         max_pending_updates: int = 1,
         jit: bool = True,
         report: Callable[[list[Record], Timers], IterationResult] | None = None,
+        steps_per_iteration: int = 1,
     ) -> OnPolicyLoop[State]:
         """Runner threads sample; the batch is post-processed and the update runs in the
         driver (partitioned over the mesh with several learners), or in a learner thread; the
@@ -343,6 +379,7 @@ class OnPolicyLoop(Generic[State]):
             fragments_per_batch=(fragments_per_batch or 1) if free else None,
             broadcast_interval=broadcast_interval,
             report=report,
+            steps_per_iteration=steps_per_iteration,
         )
         if learner_thread:
             loop.learner_thread = LearnerThread(
@@ -359,24 +396,40 @@ class OnPolicyLoop(Generic[State]):
         the newest state; ``state`` starts the thread on the first call.
         """
         t_start = time.perf_counter()
+        k = self.steps_per_iteration
         if self.train_step is not None:
             state, runner_state, metrics, episodes = self.train_step(state, runner_state)
             jax.block_until_ready(metrics)
             # Sampling and learning run inside one XLA program here: only their sum is measured.
-            record: Record = {"metrics": metrics, "episodes": episodes, "timers": {}}
-            return state, runner_state, self._result([record], t_start)
-        if self.learner_thread is not None:
-            state, records = self.learner_thread.collect(state)
+            if k == 1:
+                records: list[Record] = [{"metrics": metrics, "episodes": episodes, "timers": {}}]
+            else:  # k steps scanned: their outputs stacked on a leading axis
+                records = [
+                    {
+                        "metrics": jax.tree.map(lambda x, i=i: x[i], metrics),
+                        "episodes": jax.tree.map(lambda x, i=i: x[i], episodes),
+                        "timers": {},
+                    }
+                    for i in range(k)
+                ]
             return state, runner_state, self._result(records, t_start)
-        sampled: Sampled
-        if self.sample is not None:  # the fused rollout with a learner mesh
-            t0 = time.perf_counter()
-            runner_state, batch, episodes = self.sample(self.runner_params(state), runner_state)
-            sampled = (self._placed(batch), episodes, None, time.perf_counter() - t0)
-        else:
-            sampled = self._sample_batch()
-        state, record = self._learn(state, sampled)
-        return state, runner_state, self._result([record], t_start)
+        records = []
+        if self.learner_thread is not None:
+            while len(records) < k:
+                state, more = self.learner_thread.collect(state)
+                records += more
+            return state, runner_state, self._result(records, t_start)
+        for _ in range(k):
+            sampled: Sampled
+            if self.sample is not None:  # the fused rollout with a learner mesh
+                t0 = time.perf_counter()
+                runner_state, batch, episodes = self.sample(self.runner_params(state), runner_state)
+                sampled = (self._placed(batch), episodes, None, time.perf_counter() - t0)
+            else:
+                sampled = self._sample_batch()
+            state, record = self._learn(state, sampled)
+            records.append(record)
+        return state, runner_state, self._result(records, t_start)
 
     def _placed(self, batch: Batch) -> Batch:
         if self.batch_sharding is not None and distributed.is_multi_process():

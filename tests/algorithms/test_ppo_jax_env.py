@@ -129,6 +129,24 @@ def test_dqn_counts_scripted_episodes_by_hand_with_next_step_resets():
         assert first["num_env_steps_sampled_lifetime"] < second["num_env_steps_sampled_lifetime"]
 
 
+def test_several_updates_per_iteration_run_as_one_program():
+    """RLlib's min_sample_timesteps_per_iteration: 150 env steps need 3 batches of 64; the
+    fused JAX-env path scans the 3 training steps in one program, and the result is theirs."""
+    config = _small("countdown-jax", {"end": 4}).reporting(min_sample_timesteps_per_iteration=150)
+    with config.build_algo() as algo:
+        first = algo.train()
+        calls = []
+        real = algo._loop.train_step
+        algo._loop.train_step = lambda *a: calls.append(1) or real(*a)
+        _compiles.clear()
+        second = algo.train()
+        assert not _compiles and calls == [1]  # one call of one compiled program
+    assert first["num_env_steps_sampled_lifetime"] == 192
+    assert second["num_env_steps_sampled_lifetime"] == 384
+    assert second["env_runners"]["episode_len_mean"] == 4.0
+    assert second["num_env_steps_trained_lifetime"] == 384
+
+
 @pytest.mark.slow  # two algorithms' programs
 @pytest.mark.parametrize("algo_name", ["SAC", "TD3"])
 def test_sac_and_td3_run_the_jax_pendulum_with_its_time_limit(algo_name):

@@ -142,6 +142,8 @@ def test_configs_that_cannot_share_a_program_are_refused_with_the_reason():
     gym_env = small().environment(CartPoleEnv)
     assert "neither an EnvPool env nor a JAX env" in population_refusal([gym_env, gym_env.copy()])
     assert "trains no populations" in population_refusal([DQNConfig().environment("CartPole-v1")])
+    several = small().reporting(min_sample_timesteps_per_iteration=10 * small().sampled_batch_size)
+    assert "several training steps per iteration" in population_refusal([several, several.copy()])
     with pytest.raises(ConfigError, match="cannot train as one population.*minibatch_size"):
         Population([small(), small().training(minibatch_size=32)])
 

@@ -53,7 +53,7 @@ from rljax.env.registry import registered_creator
 from rljax.env.spaces import zeros_batch
 from rljax.execution.evaluation import EvaluationEnv
 from rljax.execution.loop import AgentMetrics, IterationResult, Timers
-from rljax.execution.on_policy import OnPolicyLoop
+from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
 from rljax.execution.parts import (
     InferenceFn,
     PolicyParts,
@@ -494,6 +494,7 @@ class MultiAgentPPO(Algorithm):
                 cfg.sample_timeout_s,
                 jit=False,
                 report=self._report,
+                steps_per_iteration=steps_per_iteration(cfg),
             )
         self.policy_returns: dict[str, collections.deque[float]] = {
             p: collections.deque(maxlen=cfg.metrics_num_episodes_for_smoothing)
