@@ -19,6 +19,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "rljax.algorithms.td3",
     "rljax.callbacks",
     "rljax.connectors.env_to_module",
+    "rljax.connectors.learner",
     "rljax.core",
     "rljax.core.rl_module",
     "rljax.distributed",

@@ -47,7 +47,7 @@ from rljax.core.rl_module.inputs import _checked_structure as _checked_structure
 from rljax.core.rl_module.rl_module import RecurrentActor as RecurrentActor
 from rljax.core.rl_module.rl_module import RLModule
 from rljax.core.rl_module.rl_module import rllib_module_path as rllib_module_path
-from rljax.env.vector import EnvSpec, env_spaces, resolve_env
+from rljax.env.vector import EnvSpec
 from rljax.execution import build, checkpoints
 from rljax.execution import iteration as iteration_book
 from rljax.execution.checkpoints import SavedMetadata as SavedMetadata
@@ -219,16 +219,9 @@ class Algorithm(RunnerHooks, EvaluationHooks):
     # ------------------------------------------------------------------ subclass hooks
     def _resolve_env(self) -> None:
         """Sets ``env_spec`` and the (per-agent) observation and action spaces."""
-        if self._saved_spaces is not None:  # a module loaded for inference: no env is built
-            self.env_spec = None
-            self.observation_space, self.action_space = self._saved_spaces["spaces"]
-            return
-        self.env_spec = resolve_env(self.config.env, self.config.env_config)
-        self.observation_space, self.action_space = env_spaces(self.env_spec)
-        if not self.connectors_in_env:  # ConnectorV2 pieces that read episodes: in the env
-            self.env_spec, self.observation_space = build.host_connectors(
-                self.config, self.env_spec, self.observation_space, self.action_space
-            )
+        self.env_spec, self.observation_space, self.action_space = build.env_and_spaces(
+            self.config, self._saved_spaces, self.connectors_in_env
+        )
 
     def _policy_ids(self) -> list[str]:
         return [DEFAULT_POLICY]
@@ -337,7 +330,7 @@ class Algorithm(RunnerHooks, EvaluationHooks):
             out,
             elapsed,
             non_finite_total,
-            self._env_runner_metrics.reduce(),
+            self._reduce_runner_metrics(),
             self._fault_tolerance_metrics(),
         )
         result = result_dict(out, totals)

@@ -222,21 +222,29 @@ class RunnerHooks:
                 )
             self._live_finished.extend(self._episode_replay.replay(row, infos))
 
+    def _reduce_runner_metrics(self) -> dict[str, Any]:
+        """The episode hooks' metrics of the iteration, reduced (under the lock live hooks
+        log with from runner threads)."""
+        with self._live_lock:
+            return self._env_runner_metrics.reduce()
+
     def _replay_episodes(self, out: dict[str, Any]) -> None:
         """Episode hooks over the iteration's steps (or those the runners ran live), then
         ``on_sample_end``."""
         if self._record_episodes:
-            live = None
-            if self._live_episodes():
-                with self._live_lock:
+            # Live hooks run in runner threads, one at a time under the lock: on_sample_end
+            # (and the metrics' reduction after it) take the lock too.
+            with self._live_lock:
+                live = None
+                if self._live_episodes():
                     live, self._live_finished = self._live_finished, []
-            self._runner_callbacks.replay_episodes(
-                out,
-                self._episode_replay,
-                self._multi_agent_episode_context,
-                self if self._runners is None else None,
-                live_finished=live,
-            )
+                self._runner_callbacks.replay_episodes(
+                    out,
+                    self._episode_replay,
+                    self._multi_agent_episode_context,
+                    self if self._runners is None else None,
+                    live_finished=live,
+                )
 
 
 __all__ = ["RunnerHooks"]

@@ -109,10 +109,15 @@ class ReplayedEnv:
     (``rljax.callbacks.episodes``), when the env has moved on, so reading its state (rendering,
     its sub-envs) says so instead of giving another step's; anything else is the env's."""
 
-    _AT_A_STEP = ("render", "envs", "unwrapped", "step", "reset", "get_state", "call")
+    _AT_A_STEP = ("render", "envs", "step", "reset")
 
     def __init__(self, env: Any):
         self._env = env
+
+    @property
+    def unwrapped(self) -> ReplayedEnv:
+        """Itself: RLlib's callbacks reach sub-envs through ``env.unwrapped.envs``."""
+        return self
 
     def __getattr__(self, name: str) -> Any:
         if name in ReplayedEnv._AT_A_STEP:

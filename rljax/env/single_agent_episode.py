@@ -210,7 +210,15 @@ class SingleAgentEpisode:
         action of that value); ``one_hot_discrete`` one-hots the actions of a ``Discrete``
         ``action_space``, after filling, as RLlib does."""
         if fill is not None and indices is not None and not isinstance(indices, int | np.integer):
-            picked: Any = np.asarray(_filled(self.actions, indices, fill))
+            # A fill action of the actions' shape (a Box's array; a Discrete's number).
+            if self.actions:
+                like = np.asarray(self.actions[-1])
+            elif self.action_space is not None and self.action_space.shape is not None:
+                like = np.zeros(self.action_space.shape, self.action_space.dtype)
+            else:
+                like = np.asarray(0)
+            pad = np.full(like.shape, fill, like.dtype)
+            picked: Any = np.stack([np.asarray(a) for a in _filled(self.actions, indices, pad)])
         else:
             picked = _pick(self.actions, indices, stack=True)
         if one_hot_discrete and isinstance(self.action_space, gym.spaces.Discrete):

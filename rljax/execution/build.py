@@ -19,14 +19,9 @@ from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.runner_hooks import RunnerCallbacks
 from rljax.connectors.env_to_module import build_env_to_module
 from rljax.connectors.env_to_module.connector import _call_factory, connector_from_spec
-from rljax.connectors.env_to_module.episode_connector import (
-    EpisodeConnectorCreator,
-    bind_host_pieces,
-    is_host_piece,
-)
-from rljax.env.vector import EnvSpec
+from rljax.connectors.env_to_module.episode_connector import attach_host_pieces, is_host_piece
+from rljax.env.vector import EnvSpec, env_spaces, resolve_env
 from rljax.learners.devices import learner_devices, make_mesh, runner_device
-from rljax.utils.errors import ConfigError
 from rljax.utils.memory import check_fits
 from rljax.utils.metrics.metrics_logger import MetricsLogger
 
@@ -83,6 +78,23 @@ def devices(config: Any) -> Devices:
     )
 
 
+def env_and_spaces(
+    config: Any, saved_spaces: dict[str, Any] | None, connectors_in_env: bool
+) -> tuple[EnvSpec | None, Any, Any]:
+    """``(env_spec, observation_space, action_space)`` of an algorithm: a module loaded for
+    inference has its checkpoint's spaces (``saved_spaces``) and no env; otherwise the config's
+    env, with its ``ConnectorV2`` pieces run in it (``host_connectors``) unless the algorithm
+    runs its connectors in the env itself (``connectors_in_env``: multi-agent PPO)."""
+    if saved_spaces is not None:
+        observation_space, action_space = saved_spaces["spaces"]
+        return None, observation_space, action_space
+    spec = resolve_env(config.env, config.env_config)
+    observation_space, action_space = env_spaces(spec)
+    if not connectors_in_env:  # ConnectorV2 pieces that read episodes: in the env
+        spec, observation_space = host_connectors(config, spec, observation_space, action_space)
+    return spec, observation_space, action_space
+
+
 def host_connectors(
     config: Any, env_spec: EnvSpec, observation_space: Any, action_space: Any
 ) -> tuple[EnvSpec, Any]:
@@ -103,28 +115,10 @@ def host_connectors(
     else:
         items = list(value) if isinstance(value, list | tuple) else [value]
     items = [connector_from_spec(i) if isinstance(i, dict) else i for i in items]
-    hosted = [i for i in items if is_host_piece(i)]
-    if not hosted:
-        return env_spec, observation_space
-    names = ", ".join(type(p).__name__ for p in hosted)
-    first_compiled = next((j for j, i in enumerate(items) if not is_host_piece(i)), len(items))
-    if any(is_host_piece(i) for i in items[first_compiled:]):
-        raise ConfigError(
-            f"env_to_module_connector: {names} read episodes and run in the env, so they come "
-            "before rljax's compiled connectors (FlattenObservations, MeanStdFilter, "
-            "preprocessors), which take their output"
-        )
-    if env_spec.backend != "gymnasium":
-        raise ConfigError(
-            f"env_to_module_connector: {names} read each episode in Python after every env "
-            f"step, which runs in the env on the host; {env_spec.name!r} runs on "
-            f"{env_spec.backend}, whose steps happen in compiled code. Register a gymnasium "
-            "creator for it (register_env('name', lambda cfg: gymnasium.make(...)))"
-        )
-    space = bind_host_pieces(hosted, observation_space, action_space)
-    creator = EpisodeConnectorCreator(env_spec.gymnasium_creator(), hosted, space)
-    config.env_to_module_connector = items
-    return dataclasses.replace(env_spec, creator=creator), space
+    spec, space = attach_host_pieces(items, env_spec, observation_space, action_space)
+    if spec is not env_spec:
+        config.env_to_module_connector = items
+    return spec, space
 
 
 def env_to_module(
@@ -184,6 +178,7 @@ __all__ = [
     "callback_parts",
     "check_memory",
     "devices",
+    "env_and_spaces",
     "env_to_module",
     "host_connectors",
     "run_seed",

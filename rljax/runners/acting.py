@@ -206,7 +206,7 @@ def make_act_step(
             episode_len=ep_len,
             episode_done=episode_done,
             next_obs=(result.obs if final_obs is None else final_obs) if record_steps else None,
-            info=getattr(result, "info", None) if record_steps else None,
+            info=recorded_info(result, clip_rewards) if record_steps else None,
         )
         # With next-step auto-reset, after an episode end the env resets on the next step and
         # ignores this action, so the transition that starts from a final observation is not
@@ -324,6 +324,31 @@ def make_fused_rollout(
     return rollout
 
 
+# Where the recorded steps keep the env's own reward when training reads a clipped one.
+RAW_REWARD = "rljax_raw_reward"
+
+
+def recorded_info(result: Any, clip_rewards: bool | float | None) -> Any:
+    """The info a recorded step keeps: the result's, with the env's own reward under
+    ``RAW_REWARD`` where ``clip_rewards`` clips the reward training reads (episode hooks see
+    the env's rewards)."""
+    info = getattr(result, "info", None)
+    if clip_rewards is None or clip_rewards is False:
+        return info
+    return {**(info or {}), RAW_REWARD: result.reward.astype(jnp.float32)}
+
+
+def recorded_steps(traj: Transition, fields: tuple[str, ...]) -> dict[str, Any]:
+    """``fields`` of a trajectory's recorded steps, ``reward`` the env's own (``RAW_REWARD``)
+    where training's was clipped, and the info without it."""
+    steps = {name: getattr(traj, name) for name in fields}
+    info = dict(traj.info) if traj.info is not None else {}
+    if RAW_REWARD in info:
+        steps["reward"] = info.pop(RAW_REWARD)
+    steps["info"] = info
+    return steps
+
+
 def episode_arrays(traj: Transition) -> dict[str, Any]:
     """Flattened per-step episode outputs; the host picks the rows where an episode ended.
 
@@ -348,12 +373,12 @@ def episode_arrays(traj: Transition) -> dict[str, Any]:
             "env_id",
             "episode_done",
         )
-        out["steps"] = {name: getattr(traj, name) for name in fields}
-        out["steps"]["info"] = traj.info if traj.info is not None else {}
+        out["steps"] = recorded_steps(traj, fields)
     return out
 
 
 __all__ = [
+    "RAW_REWARD",
     "ActStep",
     "ActorState",
     "FusedRunnerState",
@@ -363,6 +388,8 @@ __all__ = [
     "StepResult",
     "Transition",
     "episode_arrays",
+    "recorded_info",
+    "recorded_steps",
     "init_actor_state",
     "make_act_step",
     "make_fused_rollout",

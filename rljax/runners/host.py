@@ -21,7 +21,14 @@ import numpy as np
 from rljax.env.single_agent_episode import RESET_INFO, split_infos
 from rljax.env.state import EnvStateError, decode_leaves, encode
 from rljax.env.vector import EnvSpec, make_host_env
-from rljax.runners.acting import ActorState, ActStep, PolicyFn, Transition, init_actor_state
+from rljax.runners.acting import (
+    ActorState,
+    ActStep,
+    PolicyFn,
+    Transition,
+    init_actor_state,
+    recorded_steps,
+)
 
 # The group and its parts, where callers have always imported them from.
 from rljax.runners.faults import MAX_FRESH_FAILURES, EnvBugError, EnvRunnerError
@@ -66,8 +73,11 @@ _STEP_FIELDS = (
 
 @jax.jit
 def _row_of(traj: Transition, t: jax.Array) -> dict[str, Any]:
-    """Row ``t`` of a fragment's recorded steps as ``[1, K]`` arrays (live episode hooks)."""
-    return {name: getattr(traj, name)[t][None] for name in _STEP_FIELDS}
+    """Row ``t`` of a fragment's recorded steps as ``[1, K]`` arrays (live episode hooks;
+    ``reward`` the env's own where training's is clipped)."""
+    steps = recorded_steps(traj, _STEP_FIELDS)
+    steps.pop("info")  # a host runner's infos stay on the host (``last_infos``)
+    return jax.tree.map(lambda x: x[t][None], steps)
 
 
 def _dtype_of(x: Any) -> np.dtype:

@@ -203,8 +203,8 @@ def calibrate_large(rounds: int = 7) -> Options:
             best[name] = min(best[name], time.perf_counter() - t)
     use = best["large_options"] < (1.0 - CALIBRATION_MARGIN) * best["defaults"]
     last_calibration = {
-        "defaults_ms": round(1000 * best["defaults"], 3),
-        "large_options_ms": round(1000 * best["large_options"], 3),
+        "defaults_s": best["defaults"],
+        "large_options_s": best["large_options"],
         "chosen": "large_options" if use else "defaults",
     }
     return dict(LARGE_OPTIONS) if use else {}

@@ -262,6 +262,33 @@ def test_a_live_hook_that_raises_stops_train_at_once_without_restarts(runners, c
     assert "restarting" not in caplog.text
 
 
+@pytest.mark.parametrize("live", [False, True], ids=["replayed", "live"])
+def test_hooks_see_the_envs_rewards_when_training_clips_them(live):
+    """clip_rewards=0.5 clips what training reads; episodes in hooks keep the env's rewards
+    (CountEnv pays the action, 0 or 1) and the reported returns are the env's too."""
+    ended = []
+    hooks = {"on_episode_end": lambda *, episode, **kw: ended.append(episode)}
+    if live:
+        hooks["on_episode_step"] = lambda **kw: None
+    config = (
+        PPOConfig()
+        .environment(CountEnv, clip_rewards=0.5)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=12)
+        .training(train_batch_size_per_learner=24, minibatch_size=12, num_epochs=1)
+        .callbacks(**hooks)
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        assert algo._live_episodes() is live
+        result = algo.train()
+    assert ended
+    for ep in ended:
+        assert ep.get_rewards().tolist() == ep.get_actions().tolist()
+    assert result["env_runners"]["episode_return_mean"] == pytest.approx(
+        np.mean([ep.get_return() for ep in ended])
+    )
+
+
 def test_fused_path_replays_and_says_so_when_a_hook_reads_the_env():
     def on_episode_step(*, env, **kwargs):
         env.render()

@@ -97,9 +97,50 @@ def test_a_users_piece_chained_before_a_builtin_one():
 
     env = _wrapped(Double(), FrameStackingEnvToModule(num_frames=2))
     env.reset()
+    env.step(0)
     obs, *_ = env.step(0)
-    # The stack reads the env's older frame and the doubled latest one.
-    np.testing.assert_array_equal(obs, [[0, 2], [0, 20]])
+    # The stack reads the doubler's outputs (its input episode), the latest two of them.
+    np.testing.assert_array_equal(obs, [[2, 4], [20, 40]])
+    assert env.episode is not None and env.episode.observations[-1].tolist() == [[2], [20]]
+
+    class FirstRow(ConnectorV2):  # changes the shape: (2, 1) -> (1, 1)
+        def recompute_output_observation_space(self, input_observation_space, input_action_space):
+            return gym.spaces.Box(-1e3, 1e3, (1, 1), np.float32)
+
+        def __call__(self, *, rl_module, batch, episodes, **kwargs):
+            for ep in self.single_agent_episode_iterator(episodes):
+                ep.set_observations(new_data=ep.get_observations(-1)[:1], at_indices=-1)
+            return batch
+
+    env = _wrapped(FirstRow(), FrameStackingEnvToModule(num_frames=3))
+    assert env.observation_space.shape == (1, 3)
+    env.reset()
+    for _ in range(3):
+        obs, *_ = env.step(0)
+    np.testing.assert_array_equal(obs, [[1, 2, 3]])
+
+
+def test_prev_actions_of_a_box_action_space_are_padded_with_zero_actions():
+    class Push(gym.Env):
+        observation_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+        action_space = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(1, np.float32), {}
+
+        def step(self, action):
+            return np.zeros(1, np.float32), 1.0, False, False, {}
+
+    inner = Push()
+    pieces = [PrevActionsPrevRewards(n_prev_actions=2, n_prev_rewards=0)]
+    space = bind_host_pieces(pieces, inner.observation_space, inner.action_space)
+    env = EpisodeConnectorEnv(inner, pieces, space)
+    assert space["prev_n_actions"].shape == (4,) and "prev_n_rewards" not in space.spaces
+    obs, _ = env.reset()
+    np.testing.assert_array_equal(obs["prev_n_actions"], [0, 0, 0, 0])
+    obs, *_ = env.step(np.array([0.5, -0.5], np.float32))
+    np.testing.assert_array_equal(obs["prev_n_actions"], [0, 0, 0.5, -0.5])
+    assert space.contains(obs)
 
 
 def _protobuf_config(mode: str = "SYNC", runners: int = 0):
@@ -169,6 +210,10 @@ def test_prev_actions_prev_rewards_trains_and_restores_from_its_spec(tmp_path):
         )
         .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
         .rl_module(model_config={"fcnet_hiddens": [8]})
+        # An evaluation env of its own (an env_config override) gets the pieces too.
+        .evaluation(
+            evaluation_interval=1, evaluation_duration=2, evaluation_config={"env_config": {}}
+        )
         .debugging(seed=0)
     )
     algo = config.build_algo()
@@ -178,7 +223,9 @@ def test_prev_actions_prev_rewards_trains_and_restores_from_its_spec(tmp_path):
             "prev_n_actions",
             "prev_n_rewards",
         }
-        assert algo.train()["num_env_steps_sampled_lifetime"] == 64
+        result = algo.train()
+        assert result["num_env_steps_sampled_lifetime"] == 64
+        assert result["evaluation"]["env_runners"]["num_episodes"] >= 2
         algo.save(str(tmp_path))
     finally:
         algo.stop()

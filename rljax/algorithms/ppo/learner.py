@@ -183,7 +183,7 @@ def make_ppo_update(
     ``host_loop``: the epochs and minibatches are a Python loop over jitted programs (the
     shuffle of an epoch, one minibatch step, the end) instead of scans, and ``update`` is a
     host function, not to be jitted whole. XLA's CPU backend runs convolutions inside a
-    ``while`` loop about 6x slower than the same step outside one (RLlib's Atari CNN, a
+    ``while`` loop several times slower than the same step outside one (RLlib's Atari CNN, a
     minibatch of 64 84x84x4 frames: 1.05 s against 0.12 s a step, ``benchmarks/cnn_update.py``), so
     conv networks on the CPU take this path; a step of theirs costs far more than a dispatch.
 

@@ -11,10 +11,11 @@ pieces after every reset and step:
 - what the pieces return is the observation the runner sees; it is stored in the train batch,
   so the learner trains on exactly what the policy acted on (a piece that stacks frames stores
   the stacked observation: RLlib's learner-side re-stacking is not needed);
-- the episode keeps the env's own observations for past steps (pieces rewrite the latest one
-  only, and a later step sees the env's observation there again), its actions as the env took
-  them and its rewards, with RLlib's accessors (``get_observations(indices, fill=...)``,
-  ``get_actions(..., one_hot_discrete=True)``, ``get_rewards``, ``set_observations``);
+- each piece reads an episode of its own input (the env's observations for the first piece,
+  the outputs of the piece before it for the next: what RLlib's pieces see, as they write
+  their outputs into the episode), with the env's actions and rewards and RLlib's accessors
+  (``get_observations(indices, fill=...)``, ``get_actions(..., one_hot_discrete=True)``,
+  ``get_rewards``, ``set_observations``);
 - pieces come first in ``env_to_module_connector``, before rljax's compiled connectors
   (``FlattenObservations``, ``MeanStdFilter``), which then take the pieces' output space.
 
@@ -177,36 +178,55 @@ def is_host_piece(item: Any) -> bool:
 
 class EpisodeConnectorEnv(gym.Wrapper):
     """A gymnasium env whose observations pass through host ``ConnectorV2`` pieces, which read
-    the sub-env's current episode (see the module docstring)."""
+    the sub-env's current episode (see the module docstring).
+
+    Each piece reads an episode of its own input: the first piece's holds the env's
+    observations, the next one's the first piece's outputs, and so on (as in RLlib, where a
+    piece reads what the pieces before it wrote into the episode); the actions and rewards are
+    the env's in all of them. ``episode`` is the first one (the env's observations)."""
 
     def __init__(self, env: gym.Env, pieces: list[ConnectorV2], observation_space: gym.Space):
         super().__init__(env)
         self.pieces = pieces
         self.observation_space = observation_space
-        self.episode: SingleAgentEpisode | None = None
+        self.episodes: list[SingleAgentEpisode] = []
 
-    def _connect(self, episode: SingleAgentEpisode) -> Any:
-        raw = episode.observations[-1]
-        for piece in self.pieces:
+    @property
+    def episode(self) -> SingleAgentEpisode | None:
+        return self.episodes[0] if self.episodes else None
+
+    def _connect(self, new_obs: Any, step: tuple[Any, ...] | None, info: dict) -> Any:
+        """Runs the pieces on the latest observation ``new_obs`` (the reset's when ``step`` is
+        None, else the step's ``(action, reward, terminated, truncated)``)."""
+        obs = new_obs
+        for i, piece in enumerate(self.pieces):
+            if step is None:
+                episode = SingleAgentEpisode(obs, info)
+                episode.observation_space = piece.input_observation_space
+                episode.action_space = self.env.action_space
+                if i < len(self.episodes):
+                    self.episodes[i] = episode
+                else:
+                    self.episodes.append(episode)
+            else:
+                episode = self.episodes[i]
+                action, reward, terminated, truncated = step
+                episode.add_env_step(obs, action, reward, info, terminated, truncated)
             piece(rl_module=None, batch={}, episodes=[episode], explore=True, shared_data={})
-        out = episode.observations[-1]
-        episode.observations[-1] = raw
-        return out
+            # The piece's output goes on; its episode keeps its input, for its next steps.
+            obs, episode.observations[-1] = episode.observations[-1], obs
+        return obs
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:
         obs, info = self.env.reset(seed=seed, options=options)
-        episode = SingleAgentEpisode(obs, info)
-        episode.observation_space = self.env.observation_space
-        episode.action_space = self.env.action_space
-        self.episode = episode
-        return self._connect(episode), info
+        return self._connect(obs, None, info), info
 
     def step(self, action: Any) -> Any:
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        if self.episode is None:
+        if not self.episodes:
             raise RuntimeError("step() before reset()")
-        self.episode.add_env_step(obs, action, float(reward), info, terminated, truncated)
-        return self._connect(self.episode), reward, terminated, truncated, info
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        out = self._connect(obs, (action, float(reward), terminated, truncated), info)
+        return out, reward, terminated, truncated, info
 
 
 @dataclasses.dataclass
@@ -241,7 +261,38 @@ def bind_host_pieces(
     return space
 
 
+def attach_host_pieces(
+    items: list[Any], env_spec: Any, observation_space: gym.Space, action_space: gym.Space
+) -> tuple[Any, gym.Space]:
+    """``(env_spec, observation_space)`` with the leading host pieces of ``items`` (connectors
+    in order) run in each gymnasium sub-env of ``env_spec`` (fresh copies per env), or both
+    unchanged without such pieces. Raises ``ConfigError`` for a piece after a compiled
+    connector, or an env whose steps do not run in Python (EnvPool, JAX)."""
+    hosted = [i for i in items if is_host_piece(i)]
+    if not hosted:
+        return env_spec, observation_space
+    names = ", ".join(type(p).__name__ for p in hosted)
+    first_compiled = next((j for j, i in enumerate(items) if not is_host_piece(i)), len(items))
+    if any(is_host_piece(i) for i in items[first_compiled:]):
+        raise ConfigError(
+            f"env_to_module_connector: {names} read episodes and run in the env, so they come "
+            "before rljax's compiled connectors (FlattenObservations, MeanStdFilter, "
+            "preprocessors), which take their output"
+        )
+    if env_spec.backend != "gymnasium":
+        raise ConfigError(
+            f"env_to_module_connector: {names} read each episode in Python after every env "
+            f"step, which runs in the env on the host; {env_spec.name!r} runs on "
+            f"{env_spec.backend}, whose steps happen in compiled code. Register a gymnasium "
+            "creator for it (register_env('name', lambda cfg: gymnasium.make(...)))"
+        )
+    space = bind_host_pieces(hosted, observation_space, action_space)
+    creator = EpisodeConnectorCreator(env_spec.gymnasium_creator(), hosted, space)
+    return dataclasses.replace(env_spec, creator=creator), space
+
+
 __all__ = [
+    "attach_host_pieces",
     "ConnectorV2",
     "EpisodeConnectorCreator",
     "EpisodeConnectorEnv",

@@ -128,7 +128,8 @@ ENVS: dict[str, Any] = {"CartPole-v1": CartPole, "Pendulum-v1": Pendulum}
 
 def make(name: str, env_config: dict[str, Any]) -> Any:
     """The env ``name`` of rljax's own (``"rljax:<name>"``), built with ``env_config``; its time
-    limit is ``env_config["max_episode_steps"]`` (500 by default), applied by the caller."""
+    limit is ``env_config["max_episode_steps"]`` (by default gymnasium's: CartPole 500, Pendulum
+    200), applied by the caller."""
     if name not in ENVS:
         raise ConfigError(f"rljax:{name} is not one of rljax's JAX envs: {sorted(ENVS)}")
     config = dict(env_config)
