@@ -326,6 +326,18 @@ def make_fused_rollout(
 
 # Where the recorded steps keep the env's own reward when training reads a clipped one.
 RAW_REWARD = "rljax_raw_reward"
+# The fields of the recorded steps episode hooks replay (``rljax.callbacks.episodes``).
+STEP_FIELDS = (
+    "obs",
+    "next_obs",
+    "action",
+    "reward",
+    "terminated",
+    "truncated",
+    "valid",
+    "env_id",
+    "episode_done",
+)
 
 
 def recorded_info(result: Any, clip_rewards: bool | float | None) -> Any:
@@ -362,23 +374,13 @@ def episode_arrays(traj: Transition) -> dict[str, Any]:
         "num_valid": jnp.sum(traj.valid.astype(jnp.int32)),
     }
     if traj.next_obs is not None:
-        fields = (
-            "obs",
-            "next_obs",
-            "action",
-            "reward",
-            "terminated",
-            "truncated",
-            "valid",
-            "env_id",
-            "episode_done",
-        )
-        out["steps"] = recorded_steps(traj, fields)
+        out["steps"] = recorded_steps(traj, STEP_FIELDS)
     return out
 
 
 __all__ = [
     "RAW_REWARD",
+    "STEP_FIELDS",
     "ActStep",
     "ActorState",
     "FusedRunnerState",

@@ -22,6 +22,7 @@ from rljax.env.single_agent_episode import RESET_INFO, split_infos
 from rljax.env.state import EnvStateError, decode_leaves, encode
 from rljax.env.vector import EnvSpec, make_host_env
 from rljax.runners.acting import (
+    STEP_FIELDS,
     ActorState,
     ActStep,
     PolicyFn,
@@ -58,24 +59,11 @@ def _jitted_step(act_step: ActStep, device: jax.Device) -> Callable:
     return per_device[device]
 
 
-_STEP_FIELDS = (
-    "obs",
-    "next_obs",
-    "action",
-    "reward",
-    "terminated",
-    "truncated",
-    "valid",
-    "env_id",
-    "episode_done",
-)
-
-
 @jax.jit
 def _row_of(traj: Transition, t: jax.Array) -> dict[str, Any]:
     """Row ``t`` of a fragment's recorded steps as ``[1, K]`` arrays (live episode hooks;
     ``reward`` the env's own where training's is clipped)."""
-    steps = recorded_steps(traj, _STEP_FIELDS)
+    steps = recorded_steps(traj, STEP_FIELDS)
     steps.pop("info")  # a host runner's infos stay on the host (``last_infos``)
     return jax.tree.map(lambda x: x[t][None], steps)
 
