@@ -217,77 +217,86 @@ def make_ppo_update(
         return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, loss_cfg)
 
     metric_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
+    identity: Callable[[Any], Any] = lambda p: p  # noqa: E731
 
-    def update(state: PPOTrainState, batch: PPOBatch):
-        # The dynamic settings, evaluated once for the whole update.
+    def begin(state: PPOTrainState):
+        """The dynamic settings, evaluated once for the whole update, written into the
+        optimizer state; ``(state, rate, entropy)``."""
         now = settings_at(dynamic, state.env_steps)
         rate = now.get("lr")
         entropy = jnp.asarray(now.get("entropy_coeff", hp.loss.entropy_coeff), jnp.float32)
         opt_state = with_hyperparams(
             state.opt_state, learning_rate=rate, max_norm=now.get("grad_clip")
         )
-        params_tree = state.params
-        unflatten: Callable[[Any], Any] = lambda p: p  # noqa: E731
-        if flat_params:
-            vector, unflatten = learner_update.flatten_params(params_tree)
-            state = dataclasses.replace(state, params=vector)
-        state = dataclasses.replace(state, opt_state=opt_state)
-        opt = optimizer
+        return dataclasses.replace(state, opt_state=opt_state), rate, entropy
 
-        def minibatch_step(carry: tuple[PPOTrainState, jax.Array, jax.Array], batch: PPOBatch):
-            state, metric_sums, num_steps = carry
-            step = learner_update.gradient_step(
-                functools.partial(loss_fn, unflatten=unflatten),
-                opt,
-                state.params,
-                state.opt_state,
-                batch,
-                state.kl_coeff,
-                entropy,
+    def minibatches_of(batch: PPOBatch, key: jax.Array) -> PPOBatch:
+        """One epoch's minibatches ``[m, D, mb, ...]``: the batch's rows shuffled per shard."""
+        # One sort of random 32-bit keys per shard: a uniform shuffle (ties are vanishingly
+        # rare), cheaper to compile and run than the multi-round ``random.permutation``.
+        bits = jax.random.bits(key, (d, hp.shard_size), jnp.uint32)
+        if not hp.shuffle_batch_per_epoch:  # equal keys: the stable sort keeps batch order
+            bits = jnp.zeros_like(bits)
+        # Real rows first (in random order), padding and non-transitions last: minibatches
+        # are filled with data, and rows cut off by the minibatch count are padding first.
+        row_mask = batch.mask if batch.mask.ndim == 2 else jnp.max(batch.mask, axis=2)
+        padding = (row_mask == 0).astype(jnp.uint32) << 31
+        perms = jnp.argsort((bits >> 1) | padding, axis=1)
+        shuffled = jax.tree.map(lambda x: jax.vmap(lambda xs, p: xs[p[: m * mb]])(x, perms), batch)
+        # [D, m * mb, ...] -> [m, D, mb, ...]: minibatch i takes mb rows of every shard.
+        return jax.tree.map(
+            lambda x: jnp.swapaxes(x.reshape((d, m, mb, *x.shape[2:])), 0, 1), shuffled
+        )
+
+    def take_step(carry, batch: PPOBatch, entropy: jax.Array, unflatten: Callable[[Any], Any]):
+        """One minibatch's gradient step on ``carry = (state, metric sums, steps)``."""
+        state, metric_sums, num_steps = carry
+        step = learner_update.gradient_step(
+            functools.partial(loss_fn, unflatten=unflatten),
+            optimizer,
+            state.params,
+            state.opt_state,
+            batch,
+            state.kl_coeff,
+            entropy,
+        )
+        params, opt_state, metrics = step.params, step.opt_state, step.aux
+        metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
+        # A minibatch of padding only (a policy with fewer rows than the others in a
+        # stacked multi-agent update) is no step at all: Adam would still move the params.
+        if hp.skip_empty_minibatches:
+            has_data = jnp.sum(batch.mask) > 0
+            keep = lambda new, old: jax.tree.map(  # noqa: E731
+                lambda n, o: jnp.where(has_data, n, o), new, old
             )
-            params, opt_state, metrics = step.params, step.opt_state, step.aux
-            metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
-            # A minibatch of padding only (a policy with fewer rows than the others in a
-            # stacked multi-agent update) is no step at all: Adam would still move the params.
-            if hp.skip_empty_minibatches:
-                has_data = jnp.sum(batch.mask) > 0
-                keep = lambda new, old: jax.tree.map(  # noqa: E731
-                    lambda n, o: jnp.where(has_data, n, o), new, old
-                )
-                params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
-            else:
-                has_data = jnp.ones((), bool)
-            state = dataclasses.replace(state, params=params, opt_state=opt_state)
-            # Metrics are summed in the carry as one vector: on a CPU every op in this loop
-            # costs a dispatch, and a stacked output per metric would add one per metric per
-            # minibatch.
-            metric_sums = metric_sums + has_data * jnp.stack([metrics[k] for k in sorted(metrics)])
-            return (state, metric_sums, num_steps + has_data), None
+            params, opt_state = keep(params, state.params), keep(opt_state, state.opt_state)
+        else:
+            has_data = jnp.ones((), bool)
+        state = dataclasses.replace(state, params=params, opt_state=opt_state)
+        # Metrics are summed in the carry as one vector: on a CPU every op in this loop
+        # costs a dispatch, and a stacked output per metric would add one per metric per
+        # minibatch.
+        metric_sums = metric_sums + has_data * jnp.stack([metrics[k] for k in sorted(metrics)])
+        return state, metric_sums, num_steps + has_data
+
+    def start_carry(state: PPOTrainState):
+        return (state, jnp.zeros((len(metric_names),), jnp.float32), jnp.zeros((), jnp.float32))
+
+    def update(state: PPOTrainState, batch: PPOBatch):
+        state, rate, entropy = begin(state)
+        unflatten = identity
+        if flat_params:
+            vector, unflatten = learner_update.flatten_params(state.params)
+            state = dataclasses.replace(state, params=vector)
 
         def epoch(carry, key: jax.Array):
-            # One sort of random 32-bit keys per shard: a uniform shuffle (ties are vanishingly
-            # rare), cheaper to compile and run than the multi-round ``random.permutation``.
-            bits = jax.random.bits(key, (d, hp.shard_size), jnp.uint32)
-            if not hp.shuffle_batch_per_epoch:  # equal keys: the stable sort keeps batch order
-                bits = jnp.zeros_like(bits)
-            # Real rows first (in random order), padding and non-transitions last: minibatches
-            # are filled with data, and rows cut off by the minibatch count are padding first.
-            row_mask = batch.mask if batch.mask.ndim == 2 else jnp.max(batch.mask, axis=2)
-            padding = (row_mask == 0).astype(jnp.uint32) << 31
-            perms = jnp.argsort((bits >> 1) | padding, axis=1)
-            shuffled = jax.tree.map(
-                lambda x: jax.vmap(lambda xs, p: xs[p[: m * mb]])(x, perms), batch
-            )
-            # [D, m * mb, ...] -> [m, D, mb, ...]: minibatch i takes mb rows of every shard.
-            minibatches = jax.tree.map(
-                lambda x: jnp.swapaxes(x.reshape((d, m, mb, *x.shape[2:])), 0, 1), shuffled
-            )
-            return jax.lax.scan(minibatch_step, carry, minibatches)[0], None
+            minibatches = minibatches_of(batch, key)
+            step = lambda c, b: (take_step(c, b, entropy, unflatten), None)  # noqa: E731
+            return jax.lax.scan(step, carry, minibatches)[0], None
 
         key, sub = jax.random.split(state.key)
-        sums = jnp.zeros((len(metric_names),), jnp.float32)
-        carry = (state, sums, jnp.zeros((), jnp.float32))
-        (state, sums, steps), _ = jax.lax.scan(epoch, carry, jax.random.split(sub, hp.num_epochs))
+        epoch_keys = jax.random.split(sub, hp.num_epochs)
+        (state, sums, steps), _ = jax.lax.scan(epoch, start_carry(state), epoch_keys)
         return finish(state, sums, steps, batch, key, rate, entropy, unflatten)
 
     def finish(state, sums, steps, batch, key, rate, entropy, unflatten):
@@ -316,51 +325,21 @@ def make_ppo_update(
     if not hp.shuffle_batch_per_epoch:
         raise ValueError("host_loop shuffles each epoch: shuffle_batch_per_epoch=True")
 
-    def begin(state: PPOTrainState):
-        now = settings_at(dynamic, state.env_steps)
-        rate = now.get("lr")
-        entropy = jnp.asarray(now.get("entropy_coeff", hp.loss.entropy_coeff), jnp.float32)
-        opt_state = with_hyperparams(
-            state.opt_state, learning_rate=rate, max_norm=now.get("grad_clip")
-        )
+    def host_begin(state: PPOTrainState):
+        state, rate, entropy = begin(state)
         key, sub = jax.random.split(state.key)
-        state = dataclasses.replace(state, opt_state=opt_state)
-        carry = (state, jnp.zeros((len(metric_names),), jnp.float32), jnp.zeros((), jnp.float32))
-        return carry, key, jax.random.split(sub, hp.num_epochs), rate, entropy
+        return start_carry(state), key, jax.random.split(sub, hp.num_epochs), rate, entropy
 
-    def shuffle(batch: PPOBatch, key: jax.Array) -> PPOBatch:
-        bits = jax.random.bits(key, (d, hp.shard_size), jnp.uint32)
-        row_mask = batch.mask if batch.mask.ndim == 2 else jnp.max(batch.mask, axis=2)
-        padding = (row_mask == 0).astype(jnp.uint32) << 31
-        perms = jnp.argsort((bits >> 1) | padding, axis=1)
-        shuffled = jax.tree.map(lambda x: jax.vmap(lambda xs, p: xs[p[: m * mb]])(x, perms), batch)
-        return jax.tree.map(
-            lambda x: jnp.swapaxes(x.reshape((d, m, mb, *x.shape[2:])), 0, 1), shuffled
-        )
-
-    def one_step(carry, minibatches: PPOBatch, i: jax.Array, entropy: jax.Array):
-        state, sums, steps = carry
-        batch = jax.tree.map(lambda x: x[i], minibatches)
-        step = learner_update.gradient_step(
-            functools.partial(loss_fn, unflatten=lambda p: p),
-            optimizer,
-            state.params,
-            state.opt_state,
-            batch,
-            state.kl_coeff,
-            entropy,
-        )
-        metrics = dict(step.aux)
-        metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
-        state = dataclasses.replace(state, params=step.params, opt_state=step.opt_state)
-        sums = sums + jnp.stack([metrics[k] for k in sorted(metrics)])
-        return state, sums, steps + 1.0
-
-    jit_begin, jit_shuffle = jax.jit(begin), jax.jit(shuffle)
-    jit_step = jax.jit(one_step, donate_argnums=(0,))
+    jit_begin, jit_shuffle = jax.jit(host_begin), jax.jit(minibatches_of)
+    jit_step = jax.jit(
+        lambda carry, minibatches, i, entropy: take_step(
+            carry, jax.tree.map(lambda x: x[i], minibatches), entropy, identity
+        ),
+        donate_argnums=(0,),
+    )
     jit_finish = jax.jit(
         lambda state, sums, steps, batch, key, rate, entropy: finish(
-            state, sums, steps, batch, key, rate, entropy, lambda p: p
+            state, sums, steps, batch, key, rate, entropy, identity
         )
     )
 
@@ -373,5 +352,3 @@ def make_ppo_update(
         return jit_finish(*carry, batch, key, rate, entropy)
 
     return host_update
-
-    return update
