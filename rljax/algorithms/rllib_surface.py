@@ -32,16 +32,13 @@ class SaveResult:
 def _config_env(config: Any, spaces: tuple[Any, Any]) -> Any:
     """The env spec of ``config``'s env and env_config, for ``make_env()``; its spaces must be
     the policy's ``spaces``."""
-    from rljax.connectors.env_to_module.episode_connector import attach_host_pieces
-    from rljax.env.vector import env_spaces, resolve_env
+    from rljax.connectors.env_to_module.episode_connector import spec_with_host_pieces
+    from rljax.env.vector import resolve_env
     from rljax.utils.errors import ConfigError
 
+    # The connector setting's host pieces run in the rebuilt envs too.
     spec = resolve_env(config.env, config.env_config)
-    obs_space, act_space = env_spaces(spec)
-    value = config.env_to_module_connector  # its host pieces run in the rebuilt envs too
-    items = list(value) if isinstance(value, list | tuple) else []
-    spec, obs_space = attach_host_pieces(items, spec, obs_space, act_space)
-    got = (obs_space, act_space)
+    spec, got = spec_with_host_pieces(config.env_to_module_connector, spec)
     if got != spaces:
         raise ConfigError(
             f"make_env(): env {spec.name!r} with this env_config has spaces {got}; the policy "

@@ -23,9 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.connectors.env_to_module.episode_connector import attach_host_pieces
+from rljax.connectors.env_to_module.episode_connector import spec_with_host_pieces
 from rljax.env.multi_agent_vector import FinishedEpisode
-from rljax.env.vector import EnvSpec, env_spaces, make_host_env, resolve_env
+from rljax.env.vector import EnvSpec, make_host_env, resolve_env
 from rljax.execution.episode_stats import _mean, episode_summary
 from rljax.execution.parts import PolicyParts
 from rljax.execution.video import record_episodes, rendering_env
@@ -199,23 +199,13 @@ def evaluation_spec(
         overrides.get("env", config.env),
         overrides.get("env_config", config.env_config),
     )
-    spec, found = with_host_pieces(config, spec)
+    spec, found = spec_with_host_pieces(config.env_to_module_connector, spec)
     if found != spaces:
         raise ConfigError(
             f"evaluation_config's env {spec.name!r} has spaces {found}; the policy was "
             f"trained on {spaces}"
         )
     return spec
-
-
-def with_host_pieces(config: Any, spec: EnvSpec) -> tuple[EnvSpec, tuple[Any, Any]]:
-    """``spec`` with the host ``ConnectorV2`` pieces the training env runs (the leading ones of
-    ``config.env_to_module_connector``), and the spaces the policy then sees."""
-    observation_space, action_space = env_spaces(spec)
-    value = config.env_to_module_connector
-    items = list(value) if isinstance(value, list | tuple) else []
-    spec, observation_space = attach_host_pieces(items, spec, observation_space, action_space)
-    return spec, (observation_space, action_space)
 
 
 def evaluation_explores(config: Any) -> bool:

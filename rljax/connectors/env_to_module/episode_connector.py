@@ -38,6 +38,7 @@ import jax
 
 from rljax.connectors.env_to_module.connector import EnvToModuleConnector
 from rljax.env.single_agent_episode import SingleAgentEpisode
+from rljax.env.vector import env_spaces
 from rljax.utils.checks import describe
 from rljax.utils.errors import ConfigError
 
@@ -291,8 +292,21 @@ def attach_host_pieces(
     return dataclasses.replace(env_spec, creator=creator), space
 
 
+def spec_with_host_pieces(setting: Any, env_spec: Any) -> tuple[Any, tuple[gym.Space, gym.Space]]:
+    """``env_spec`` (another env than training's: an evaluation override, ``make_env()``) with
+    the host pieces of a built ``env_to_module_connector`` setting (its leading ``ConnectorV2``
+    items), and the ``(observation, action)`` spaces the policy then sees."""
+    observation_space, action_space = env_spaces(env_spec)
+    items = list(setting) if isinstance(setting, list | tuple) else []
+    env_spec, observation_space = attach_host_pieces(
+        items, env_spec, observation_space, action_space
+    )
+    return env_spec, (observation_space, action_space)
+
+
 __all__ = [
     "attach_host_pieces",
+    "spec_with_host_pieces",
     "ConnectorV2",
     "EpisodeConnectorCreator",
     "EpisodeConnectorEnv",
