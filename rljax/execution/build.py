@@ -18,7 +18,7 @@ from rljax.callbacks.callbacks import HOOKS
 from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.runner_hooks import RunnerCallbacks
 from rljax.connectors.env_to_module import build_env_to_module
-from rljax.connectors.env_to_module.connector import _call_factory, connector_from_spec
+from rljax.connectors.env_to_module.connector import connector_from_spec, connector_items
 from rljax.connectors.env_to_module.episode_connector import attach_host_pieces, is_host_piece
 from rljax.env.vector import EnvSpec, env_spaces, resolve_env
 from rljax.learners.devices import learner_devices, make_mesh, runner_device
@@ -109,11 +109,7 @@ def host_connectors(
     value = config.env_to_module_connector
     if value is None:
         return env_spec, observation_space
-    if callable(value) and not isinstance(value, list | tuple) and not is_host_piece(value):
-        built = _call_factory(value, observation_space, action_space, None)
-        items = [] if built is None else list(built) if isinstance(built, list | tuple) else [built]
-    else:
-        items = list(value) if isinstance(value, list | tuple) else [value]
+    items = connector_items(value, observation_space, action_space)
     items = [connector_from_spec(i) if isinstance(i, dict) else i for i in items]
     spec, space = attach_host_pieces(items, env_spec, observation_space, action_space)
     if spec is not env_spec:

@@ -183,13 +183,7 @@ def build_env_to_module(
     ``{"__env__": ..., "__env_single__": ...}`` and ``device`` the runners' JAX device."""
     if value is None:
         return None
-    if callable(value) and not isinstance(value, list | tuple | EnvToModuleConnector):
-        built = _call_factory(value, observation_space, action_space, device)
-        items = built if isinstance(built, list | tuple) else [built]
-        if built is None:
-            items = []
-    else:
-        items = value if isinstance(value, list | tuple) else [value]
+    items = connector_items(value, observation_space, action_space, device)
     connectors = []
     for i, item in enumerate(items):
         if isinstance(item, dict):
@@ -215,6 +209,20 @@ def build_env_to_module(
             single_agent_only()
         c.check_space(space)
     return pipeline
+
+
+def connector_items(
+    value: Any, observation_space: gym.Space, action_space: gym.Space, device: Any = None
+) -> list[Any]:
+    """The items of a checked ``env_to_module_connector`` setting, in order: RLlib's function
+    form called with these spaces (``_call_factory``; None: none), a list as it is, one
+    connector as a list of one."""
+    if callable(value) and not isinstance(value, list | tuple | EnvToModuleConnector):
+        built = _call_factory(value, observation_space, action_space, device)
+        if built is None:
+            return []
+        return list(built) if isinstance(built, list | tuple) else [built]
+    return list(value) if isinstance(value, list | tuple) else [value]
 
 
 def _call_factory(

@@ -30,7 +30,7 @@ import gymnasium as gym
 import jax
 import numpy as np
 
-from rljax.connectors.env_to_module.connector import _call_factory, connector_from_spec
+from rljax.connectors.env_to_module.connector import connector_from_spec, connector_items
 from rljax.connectors.env_to_module.flatten_observations import FlattenObservations, _leaves
 from rljax.connectors.env_to_module.observation_preprocessor import (
     MultiAgentObservationPreprocessor,
@@ -208,11 +208,7 @@ def build_multi_agent_connectors(
     if value is None:
         return None
     obs_dict, act_dict = gym.spaces.Dict(observation_spaces), gym.spaces.Dict(action_spaces)
-    if callable(value) and not isinstance(value, list | tuple):
-        built = _call_factory(value, obs_dict, act_dict, None)
-        items = [] if built is None else built if isinstance(built, list | tuple) else [built]
-    else:
-        items = list(value) if isinstance(value, list | tuple) else [value]
+    items = connector_items(value, obs_dict, act_dict)
     if not items:
         return None
     return MultiAgentConnectors(list(items), observation_spaces, action_spaces)
