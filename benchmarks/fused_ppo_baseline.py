@@ -35,11 +35,14 @@ class ActorCritic(nn.Module):
 
     ``orthogonal``: PureJaxRL's initialisation (orthogonal kernels, scale sqrt(2) in the hidden
     layers, 0.01 for the logits, 1 for the value; zero biases); otherwise Flax's defaults.
+    ``obs_ndim``: the observation's number of axes, flattened into one (MinAtar's 10x10xC grids,
+    as PureJaxRL's ``FlattenObservationWrapper`` does).
     """
 
     num_actions: int
     hidden: int = 64
     orthogonal: bool = False
+    obs_ndim: int = 1
 
     @nn.compact
     def __call__(self, x: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -48,6 +51,7 @@ class ActorCritic(nn.Module):
                 return nn.Dense(width)
             return nn.Dense(width, kernel_init=nn.initializers.orthogonal(scale))
 
+        x = x.reshape(*x.shape[: x.ndim - self.obs_ndim], -1)
         h = float(np.sqrt(2.0))
         a = nn.tanh(dense(self.hidden, h)(x))
         a = nn.tanh(dense(self.hidden, h)(a))
@@ -97,7 +101,10 @@ def make(cfg: Config, num_updates: int | None = None) -> tuple[Any, Any]:
 
     ``num_updates``: the length of the run, which ``cfg.anneal_lr`` anneals over."""
     env, env_params = gymnax.make(cfg.env)
-    net = ActorCritic(env.action_space(env_params).n, orthogonal=cfg.orthogonal_init)
+    obs_ndim = len(env.observation_space(env_params).shape)
+    net = ActorCritic(
+        env.action_space(env_params).n, orthogonal=cfg.orthogonal_init, obs_ndim=obs_ndim
+    )
     n, t = cfg.num_envs, cfg.num_steps
     mb = n * t // cfg.num_minibatches
     lr: Any = cfg.lr

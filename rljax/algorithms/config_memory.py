@@ -123,9 +123,9 @@ def default_network_params(config: Any, observation_space: Any, action_space: An
 
 
 def filters_shown(filters: Any) -> str:
-    """``conv_filters`` as a config file writes them (the Nature CNN's when None)."""
+    """``conv_filters`` as a config file writes them (the defaults when None)."""
     if filters is None:
-        return "None (the Nature CNN's)"
+        return "None (the defaults: the Nature CNN's, MinAtar's below 36x36)"
     return str([[o, list(k), s] for o, k, s in filters])
 
 

@@ -123,8 +123,10 @@ class DefaultModelConfig:
     Attributes:
       fcnet_hiddens: Widths of the dense layers of the encoder for vector observations.
       fcnet_activation: Activation of those layers.
-      conv_filters: ``[[out_channels, [kh, kw], stride], ...]`` for image observations; ``None``
-        picks the Nature DQN stack for 84x84 (or 64x64) inputs.
+      conv_filters: ``[[out_channels, [kh, kw], stride], ...]`` for image observations (VALID
+        padding); ``None`` picks the Nature DQN stack for images of at least 36x36 (84x84
+        Atari frames) and MinAtar's one 3x3 conv of 16 channels below (10x10 grids). A stack
+        whose kernels do not fit the image is refused when the network is built.
       conv_activation: Activation of the conv layers.
       head_fcnet_hiddens: Dense layers after the encoder in each head. For image observations an
         empty list means one 512-unit layer (the Nature CNN's).

@@ -28,6 +28,35 @@ _ACT: dict[str, Callable[[jax.Array], jax.Array]] = {
 }
 
 NATURE_FILTERS = ((32, (8, 8), 4), (64, (4, 4), 2), (64, (3, 3), 1))
+# The Nature CNN's three layers leave an output only on images of at least 36x36. Smaller
+# images (MinAtar's 10x10 grids) get MinAtar's network instead (Young & Tian, 2019): one 3x3
+# conv of 16 channels, stride 1.
+NATURE_MIN_SIZE = 36
+SMALL_IMAGE_FILTERS = ((16, (3, 3), 1),)
+
+Filters = Sequence[tuple[int, tuple[int, int], int]]
+
+
+def default_conv_filters(height: int, width: int) -> Filters:
+    """The conv stack built when ``conv_filters`` is None, for images of ``height x width``:
+    the Nature CNN's (``NATURE_FILTERS``), or ``SMALL_IMAGE_FILTERS`` below 36x36."""
+    return NATURE_FILTERS if min(height, width) >= NATURE_MIN_SIZE else SMALL_IMAGE_FILTERS
+
+
+def conv_output_size(height: int, width: int, filters: Filters) -> tuple[int, int]:
+    """The ``(height, width)`` a VALID-padded conv stack leaves; ``ConfigError`` where a kernel
+    does not fit the previous layer's output (it would leave no features to read)."""
+    h, w = height, width
+    for i, (_, (kh, kw), stride) in enumerate(filters):
+        if kh > h or kw > w:
+            shown = [[o, list(k), st] for o, k, st in filters]
+            raise ConfigError(
+                f"model_config.conv_filters={shown}: layer {i}'s {kh}x{kw} kernel does not fit "
+                f"its {h}x{w} input (images of {height}x{width}, VALID padding), so the conv "
+                "stack leaves no features; use smaller kernels or strides"
+            )
+        h, w = (h - kh) // stride + 1, (w - kw) // stride + 1
+    return h, w
 
 
 def is_image_space(space: gym.Space) -> bool:
@@ -94,7 +123,8 @@ def output_dense(
 
 
 class _CNN(nn.Module):
-    filters: Sequence[tuple[int, tuple[int, int], int]]
+    # None: ``default_conv_filters`` of the image's size.
+    filters: Filters | None
     activation: str
     channels_first: bool
     kernel_init: Any = None
@@ -106,7 +136,9 @@ class _CNN(nn.Module):
             x = x.astype(jnp.float32) / 255.0
         if self.channels_first:  # EnvPool's Atari frames are [C, H, W]; Flax convs want NHWC.
             x = jnp.transpose(x, (0, 2, 3, 1))
-        for i, (out, kernel, stride) in enumerate(self.filters):
+        filters = self.filters or default_conv_filters(x.shape[1], x.shape[2])
+        conv_output_size(x.shape[1], x.shape[2], filters)
+        for i, (out, kernel, stride) in enumerate(filters):
             x = nn.Conv(
                 out,
                 kernel,
@@ -124,9 +156,9 @@ def conv_net(
     mc: DefaultModelConfig, channels_first: bool, default: Any = None, **kwargs: Any
 ) -> _CNN:
     """The conv encoder (``conv_*`` settings; ``default`` filters where ``conv_filters`` is
-    None: the Nature CNN's)."""
+    None, else ``default_conv_filters`` of the image's size)."""
     return _CNN(
-        mc.conv_filters or default or NATURE_FILTERS,
+        mc.conv_filters or default,
         mc.conv_activation,
         channels_first,
         mc.initializer("conv", "kernel"),

@@ -124,8 +124,9 @@ def conv_encoder(
 ) -> tuple[int, int, int]:
     """The conv stack the default networks build for an image observation, as counts.
 
-    As ``rljax.networks.models._CNN`` builds it: ``conv_filters`` (or the Nature CNN's), VALID
-    padding, channels first when ``shape[0] < shape[-1]`` (EnvPool's ``[C, H, W]`` frames).
+    As ``rljax.networks.models._CNN`` builds it: ``conv_filters`` (or
+    ``default_conv_filters`` of the image's size), VALID padding, channels first when
+    ``shape[0] < shape[-1]`` (EnvPool's ``[C, H, W]`` frames).
 
     Returns:
       ``(parameters, features, activations)``: the conv weights and biases, the flat output
@@ -135,7 +136,7 @@ def conv_encoder(
     """
     # Upward on purpose, when counting only: the default filters are read from the networks
     # that build them, so that the count cannot drift from the build.
-    from rljax.networks.models import NATURE_FILTERS
+    from rljax.networks.models import default_conv_filters
 
     shape = tuple(int(d) for d in getattr(observation_space, "shape", None) or ())
     if shape[0] < shape[-1]:
@@ -144,7 +145,7 @@ def conv_encoder(
         height, width, channels = shape
     params = 0
     activations = height * width * channels
-    for out, (kh, kw), stride in conv_filters or NATURE_FILTERS:
+    for out, (kh, kw), stride in conv_filters or default_conv_filters(height, width):
         params += kh * kw * channels * out + out
         height = (height - kh) // stride + 1 if height >= kh else 0
         width = (width - kw) // stride + 1 if width >= kw else 0

@@ -81,8 +81,44 @@ def test_conv_stack_counts_by_hand():
     )
     # 1x1 convs keep the frame's size: 84 x 84 x 4096 features for the first dense layer.
     assert memory.conv_encoder(PONG, ((4096, (1, 1), 1),))[1] == 84 * 84 * 4096
-    # A kernel larger than the frame: no features (building the network then fails by name).
+    # A kernel larger than the frame: no features (building the network then fails by name:
+    # test_the_built_network_reads_every_feature_and_a_stack_that_does_not_fit_is_refused).
     assert memory.conv_encoder(PONG, ((8, (100, 100), 1),))[1] == 0
+
+
+MINATAR = gym.spaces.Box(0.0, 1.0, (10, 10, 4), np.float32)  # gymnax's MinAtar grids
+
+
+def test_images_too_small_for_the_nature_cnn_get_minatars_network_by_default():
+    # The Nature CNN leaves nothing of 10x10 (8x8/4 -> 1x1, then 4x4 does not fit): a 3x3
+    # conv of 16 channels, stride 1 -> 8x8x16.
+    assert memory.conv_encoder(MINATAR, None) == (3 * 3 * 4 * 16 + 16, 8 * 8 * 16, 400 + 1024)
+    # 36x36 is the smallest image the Nature CNN reads: 8x8/4 -> 8, 4x4/2 -> 3, 3x3/1 -> 1.
+    assert memory.conv_encoder(gym.spaces.Box(0, 255, (36, 36, 1), np.uint8), None)[1] == 64
+    assert (
+        memory.conv_encoder(gym.spaces.Box(0, 255, (35, 35, 1), np.uint8), None)[1] == 33 * 33 * 16
+    )
+
+
+def test_the_built_network_reads_every_feature_and_a_stack_that_does_not_fit_is_refused():
+    import jax
+    import jax.numpy as jnp
+
+    from rljax.algorithms.ppo.ppo import build_policy
+    from rljax.utils.errors import ConfigError
+
+    act = gym.spaces.Discrete(3)
+    ppo = PPOConfig().environment("CartPole-v1")
+    module = build_policy(MINATAR, act, ppo)[1]
+    shapes = jax.eval_shape(module.init, jax.random.PRNGKey(0), jnp.zeros((1, 10, 10, 4)))
+    kernels = {x.shape for x in jax.tree.leaves(shapes)}
+    assert (3, 3, 4, 16) in kernels and (1024, 512) in kernels  # the head reads 8x8x16
+    # Before, the Nature CNN was built on 10x10 and its head read a (0, 512) kernel: nothing.
+    assert not any(0 in shape for shape in kernels)
+    ppo.rl_module(model_config={"conv_filters": [[16, [3, 3], 1], [32, [9, 9], 1]]})
+    module = build_policy(MINATAR, act, ppo)[1]
+    with pytest.raises(ConfigError, match=r"layer 1's 9x9 kernel does not fit its 8x8 input"):
+        jax.eval_shape(module.init, jax.random.PRNGKey(0), jnp.zeros((1, 10, 10, 4)))
 
 
 @pytest.mark.parametrize("conv_filters", [None, [[16, [3, 5], 2], [8, 2, 3]], [[4096, 1, 1]]])
@@ -142,7 +178,7 @@ def test_conv_activation_term_by_hand():
     # Three passes of the batch of 8 (obs and next obs online, next obs on the target), kept and
     # differentiated (x 2), plus one acting row per env; float32.
     floats = 4 * 84 * 84 + 20 * 20 * 32 + 9 * 9 * 64 + 7 * 7 * 64
-    name = "the conv activations of 24 rows (model_config.conv_filters=None (the Nature CNN's))"
+    name = "the conv activations of 24 rows (model_config.conv_filters=None (the defaults: the Nature CNN's, MinAtar's below 36x36))"
     assert terms[name] == (2 * 24 + 2) * floats * 4
 
 
