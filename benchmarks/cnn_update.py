@@ -1,22 +1,34 @@
-"""PPO's update of a conv network on the CPU: minibatch steps scanned in one program against
-steps run from a host loop (``make_ppo_update(host_loop=True)``), side by side in one process.
+"""A conv network's PPO update on the CPU, and the two forms of a convolution it can take.
 
-XLA's CPU backend runs a convolution inside a ``while`` loop (``lax.scan``) several times slower
-than the same convolution outside one; PPO with a conv network on the CPU therefore steps its
-minibatches from Python. This script measures both on RLlib's frame-stacking example's network
-(conv filters 16/32/64/128, 4x4 stride 2, head 256) on 84x84x4 frames.
+XLA's CPU convolutions are slow at the small channel counts of RL's networks, and several times
+slower still inside a ``while`` loop (``lax.scan``): a minibatch step of RLlib's frame-stacking
+CNN took 1,045 ms scanned against 119 ms from a host loop. rljax's networks compute their convs
+on the CPU as one matrix product of shifted slices (``rljax.networks.models.patch_conv``), which
+XLA runs as fast inside its loops, so PPO keeps the whole update in one program.
+
+``--parts update`` (the default) times PPO's scanned update (``make_ppo_update``, jitted) of
+RLlib's frame-stacking example's network (conv filters 16/32/64/128, 4x4 stride 2, head 256) on
+84x84x4 frames: seconds per update (the minimum of ``--repeats``, after a first call that
+compiles) and per minibatch step.
+
+``--parts conv`` times one gradient step of a conv stack alone, computed by XLA's convolution
+(``lax.conv_general_dilated``) and by ``patch_conv``, side by side: MinAtar's 3x3 conv on
+1,024 10x10x4 grids and the Nature CNN on 128 84x84x4 frames (ReLUs, a squared loss), with
+their largest gradient difference.
 
     python benchmarks/cnn_update.py [--rows 1024] [--minibatch 64] [--epochs 2] [--repeats 3]
+    python benchmarks/cnn_update.py --parts conv update
 
-Prints one JSON object: seconds per update (the minimum of ``--repeats``, after a first call
-that compiles) and per minibatch step for each variant, compile seconds, and their ratio.
+Prints one JSON object per part.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import time
+from typing import Any
 
 import gymnasium as gym
 import jax
@@ -26,6 +38,7 @@ import numpy as np
 from rljax.algorithms.ppo import PPOConfig
 from rljax.algorithms.ppo.learner import make_ppo_update
 from rljax.algorithms.ppo.losses import PPOBatch
+from rljax.networks.models import NATURE_FILTERS, SMALL_IMAGE_FILTERS, patch_conv
 
 MODEL = {
     "vf_share_layers": True,
@@ -49,13 +62,71 @@ class Frames(gym.Env):
         return np.zeros((84, 84, 4), np.float32), 0.0, False, False, {}
 
 
+def conv_forms(repeats: int) -> dict:
+    """Gradient-step milliseconds (median of ``repeats``) of XLA's conv and ``patch_conv``."""
+
+    def lax_conv(x: jax.Array, kernel: jax.Array, stride: int) -> jax.Array:
+        dims = ("NHWC", "HWIO", "NHWC")
+        return jax.lax.conv_general_dilated(
+            x, kernel, (stride, stride), "VALID", dimension_numbers=dims
+        )
+
+    stacks = {
+        "minatar_3x3_1024x10x10x4": (1024, (10, 10, 4), SMALL_IMAGE_FILTERS),
+        "nature_128x84x84x4": (128, (84, 84, 4), NATURE_FILTERS),
+    }
+    out: dict = {}
+    for name, (rows, shape, filters) in stacks.items():
+        x = jax.random.uniform(jax.random.PRNGKey(0), (rows, *shape))
+        kernels, channels = [], shape[-1]
+        for i, (o, (kh, kw), _) in enumerate(filters):
+            k = jax.random.normal(jax.random.PRNGKey(i), (kh, kw, channels, o)) / np.sqrt(
+                kh * kw * channels
+            )
+            kernels.append(k)
+            channels = o
+        strides = [s for _, _, s in filters]
+
+        def loss(ks: list, x: jax.Array, conv: Any, strides: list = strides) -> jax.Array:
+            for k, s in zip(ks, strides, strict=True):
+                x = jax.nn.relu(conv(x, k, s))
+            return jnp.mean(x**2)
+
+        row, grads = {}, {}
+        for form, conv in (("xla_conv", lax_conv), ("patch_conv", patch_conv)):
+            step = jax.jit(jax.grad(lambda ks, x, conv=conv: loss(ks, x, conv)))
+            grads[form] = jax.block_until_ready(step(kernels, x))
+            times = []
+            for _ in range(repeats):
+                t = time.perf_counter()
+                jax.block_until_ready(step(kernels, x))
+                times.append(time.perf_counter() - t)
+            row[f"{form}_ms"] = round(1000 * statistics.median(times), 2)
+        row["speedup"] = round(row["xla_conv_ms"] / row["patch_conv_ms"], 2)
+        row["max_grad_diff"] = max(
+            float(jnp.abs(a - b).max())
+            for a, b in zip(grads["xla_conv"], grads["patch_conv"], strict=True)
+        )
+        out[name] = row
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=1024)
     p.add_argument("--minibatch", type=int, default=64)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--parts", nargs="+", choices=["update", "conv"], default=["update"])
     args = p.parse_args()
+    if "conv" in args.parts:
+        report = {"backend": jax.default_backend(), "conv": conv_forms(max(args.repeats, 10))}
+        print(json.dumps(report, indent=2), flush=True)
+    if "update" in args.parts:
+        update_part(args)
+
+
+def update_part(args: argparse.Namespace) -> None:
     config = (
         PPOConfig()
         .environment(Frames)
@@ -78,10 +149,7 @@ def main() -> None:
         mask=jnp.ones((1, n), jnp.float32),
     )
     parts = (algo.module.apply, algo._dist, algo._optimizer, algo.hp)
-    variants = {
-        "scanned": jax.jit(make_ppo_update(*parts)),
-        "host_loop": make_ppo_update(*parts, host_loop=True),
-    }
+    variants = {"scanned": jax.jit(make_ppo_update(*parts))}
     steps = args.epochs * (n // args.minibatch)
     out: dict = {
         "rows": n,
@@ -104,7 +172,6 @@ def main() -> None:
             "step_ms": round(1000 * min(times) / steps, 1),
             "first_call_s": round(first, 1),
         }
-    out["host_loop_speedup"] = round(out["scanned"]["update_s"] / out["host_loop"]["update_s"], 2)
     algo.stop()
     print(json.dumps(out, indent=2))
 

@@ -103,8 +103,8 @@ def default_network_params(config: Any, observation_space: Any, action_space: An
     policy and, unless the encoder is shared, a value network).
 
     Images as ``rljax.networks.models.ActorCritic`` builds them: the conv stack (one, or two
-    unshared), then a policy and a value head of ``head_fcnet_hiddens`` (512 units when
-    empty) on its output.
+    unshared), then a policy and a value head of ``head_fcnet_hiddens`` (``memory.image_head``
+    when empty) on its output.
     """
     n = getattr(action_space, "n", None)
     out = int(n) if n is not None else 2 * memory.flat_size(action_space)
@@ -112,7 +112,7 @@ def default_network_params(config: Any, observation_space: Any, action_space: An
     nets = 1 if mc.vf_share_layers else 2
     if memory.is_image(observation_space):
         conv, features, _ = memory.conv_encoder(observation_space, mc.conv_filters)
-        head = list(mc.head_fcnet_hiddens or (512,))
+        head = memory.image_head(observation_space, mc.head_fcnet_hiddens)
         return (
             nets * conv
             + memory.mlp_params(features, head, out)

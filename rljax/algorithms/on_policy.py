@@ -99,9 +99,6 @@ class OnPolicyAlgorithm(Algorithm):
     program, each setting a traced scalar per trial.
     """
 
-    # The update is a host function over jitted minibatch steps (PPO's conv networks on the
-    # CPU: make_ppo_update(host_loop=True)), which the loop calls as it is.
-    _host_update: bool = False
     state: Any
     _same_step_reset = True
     _loop: OnPolicyLoop[Any] | None
@@ -322,7 +319,6 @@ class OnPolicyAlgorithm(Algorithm):
             self.mesh,
             self._state_sharding,
             self._batch_sharding,
-            host_update=self._host_update,
             steps_per_iteration=steps_per_iteration(self.config),
         )
 
@@ -365,7 +361,6 @@ class OnPolicyAlgorithm(Algorithm):
             broadcast_interval=free.broadcast_interval if free else 1,
             learner_thread=free.learner_thread if free else False,
             max_pending_updates=free.max_pending_updates if free else 1,
-            jit=not self._host_update,
             steps_per_iteration=steps_per_iteration(self.config),
         )
 

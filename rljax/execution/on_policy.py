@@ -245,13 +245,10 @@ class OnPolicyLoop(Generic[State]):
         mesh: jax.sharding.Mesh | None = None,
         state_sharding: Any = None,
         batch_sharding: jax.sharding.Sharding | None = None,
-        host_update: bool = False,
         steps_per_iteration: int = 1,
     ) -> OnPolicyLoop[State]:
         """The fused EnvPool path: one jitted program per iteration with one learner; with a
-        mesh, the jitted rollout on the runner device, then the update partitioned over it.
-        ``host_update``: ``update`` is a host function over jitted programs of its own (one
-        learner): the jitted rollout, then the update as given."""
+        mesh, the jitted rollout on the runner device, then the update partitioned over it."""
         if mesh is not None and distributed.is_multi_process():
             # Each process's rollout joins the global trajectory; post-processing and the update
             # run over the whole mesh (rljax.distributed).
@@ -273,17 +270,6 @@ class OnPolicyLoop(Generic[State]):
                 steps_per_iteration=steps_per_iteration,
             )
         sample = make_sample(rollout, postprocess)
-        if host_update:
-            if mesh is not None:
-                raise ValueError("an update that is not jitted here runs on one learner")
-            return cls(
-                update=update,
-                runner_params=runner_params,
-                sample=jax.jit(
-                    sample, donate_argnums=(1,), compiler_options=xla_options.current("rollout")
-                ),
-                steps_per_iteration=steps_per_iteration,
-            )
         if mesh is None:
             # Rollout and update in one jitted call: no Python between env steps or minibatches.
             train_step = make_train_step(sample, update, acting_params)

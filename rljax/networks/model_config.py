@@ -129,7 +129,8 @@ class DefaultModelConfig:
         whose kernels do not fit the image is refused when the network is built.
       conv_activation: Activation of the conv layers.
       head_fcnet_hiddens: Dense layers after the encoder in each head. For image observations an
-        empty list means one 512-unit layer (the Nature CNN's).
+        empty list means one 512-unit layer (the Nature CNN's), 128 units below 36x36
+        (MinAtar's).
       head_fcnet_activation: Activation of the head layers.
       vf_share_layers: Whether the value function shares the encoder with the policy.
       free_log_std: For continuous actions, learn a state-independent log std.

@@ -12,7 +12,9 @@ from rljax.networks.model_config import DefaultModelConfig
 from rljax.networks.models import (
     _ACT,
     conv_net,
+    default_image_head,
     fcnet_mlp,
+    image_size,
     is_image_space,
     output_dense,
     part_mlp,
@@ -68,7 +70,8 @@ class QNetwork(nn.Module):
     ``[B, num_actions, num_atoms]`` logits of the return distribution when ``num_atoms > 1``.
 
     Encoder (MLP of ``fcnet_hiddens``, or conv ``conv_filters`` for images), head layers
-    (``head_fcnet_hiddens``; 512 units for images when empty), then one linear layer, or with
+    (``head_fcnet_hiddens``; for images when empty ``default_image_head``: 512 units, 128
+    below 36x36), then one linear layer, or with
     ``dueling`` a value and an advantage stream combined as ``V + A - mean(A)`` (per atom for
     distributions). With ``noisy`` the head layers are ``NoisyDense``; ``noise=True`` samples
     their noise from the ``"noise"`` RNG stream.
@@ -104,7 +107,9 @@ class QNetwork(nn.Module):
         mc = self.model_config
         if self.image:
             x = conv_net(mc, self.channels_first)(obs)
-            head = mc.head_fcnet_hiddens or (512,)
+            head = mc.head_fcnet_hiddens or default_image_head(
+                *image_size(obs.shape[1:], self.channels_first)
+            )
         else:
             x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
             x = fcnet_mlp(mc, mc.fcnet_hiddens)(x)

@@ -119,6 +119,23 @@ def is_image(observation_space: object) -> bool:
     return len(getattr(observation_space, "shape", None) or ()) == 3
 
 
+def image_hw(observation_space: object) -> tuple[int, int]:
+    """``(height, width)`` of an image observation space, channels first when
+    ``shape[0] < shape[-1]`` (EnvPool's ``[C, H, W]`` frames), as the networks read it."""
+    from rljax.networks.models import image_size
+
+    shape = tuple(int(d) for d in getattr(observation_space, "shape", None) or ())
+    return image_size(shape, shape[0] < shape[-1])
+
+
+def image_head(observation_space: object, head_fcnet_hiddens: Sequence[int]) -> list[int]:
+    """The head layers the default networks put on an image observation's conv stack:
+    ``head_fcnet_hiddens``, or ``rljax.networks.models.default_image_head`` when empty."""
+    from rljax.networks.models import default_image_head
+
+    return list(head_fcnet_hiddens or default_image_head(*image_hw(observation_space)))
+
+
 def conv_encoder(
     observation_space: object, conv_filters: Sequence[tuple[int, tuple[int, int], int]] | None
 ) -> tuple[int, int, int]:
@@ -139,10 +156,8 @@ def conv_encoder(
     from rljax.networks.models import default_conv_filters
 
     shape = tuple(int(d) for d in getattr(observation_space, "shape", None) or ())
-    if shape[0] < shape[-1]:
-        channels, height, width = shape
-    else:
-        height, width, channels = shape
+    height, width = image_hw(observation_space)
+    channels = shape[0] if shape[0] < shape[-1] else shape[-1]
     params = 0
     activations = height * width * channels
     for out, (kh, kw), stride in conv_filters or default_conv_filters(height, width):

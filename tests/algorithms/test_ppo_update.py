@@ -109,9 +109,8 @@ def test_shuffle_batch_per_epoch_is_a_per_policy_setting_with_rllibs_default():
     assert cfg.to_dict()["shuffle_batch_per_epoch"] is False
 
 
-def test_flat_params_and_host_loop_updates_give_the_same_numbers_as_the_tree():
-    """PPO's update with the parameters carried as one vector (``flat_params``), and with the
-    minibatch steps run from a host loop (``host_loop``, conv networks on the CPU), against the
+def test_flat_params_updates_give_the_same_numbers_as_the_tree():
+    """PPO's update with the parameters carried as one vector (``flat_params``) against the
     scanned per-layer tree: the same parameters, optimizer state and metrics after 2 epochs of
     4 minibatches on a random batch (a 2-layer MLP, the flattened Adam PPO builds)."""
     from rljax.algorithms.ppo.learner import make_optimizer
@@ -157,10 +156,8 @@ def test_flat_params_and_host_loop_updates_give_the_same_numbers_as_the_tree():
         )
         for flat in (False, True)
     }
-    host = make_ppo_update(apply_fn, Categorical(2), optimizer, hp, host_loop=True)
-    out["host"] = host(state, batch)  # a host function: not jitted whole
     tree_state, tree_metrics = out[False]
-    for variant in (True, "host"):
+    for variant in (True,):
         other_state, other_metrics = out[variant]
         assert jax.tree.structure(other_state) == jax.tree.structure(tree_state)
         for x, y in zip(jax.tree.leaves(other_state), jax.tree.leaves(tree_state), strict=True):
@@ -170,8 +167,6 @@ def test_flat_params_and_host_loop_updates_give_the_same_numbers_as_the_tree():
             np.testing.assert_allclose(other_metrics[k], tree_metrics[k], rtol=1e-6, err_msg=k)
     moved = jax.tree.leaves(out[True][0].params)[0] - jax.tree.leaves(params)[0]
     assert float(jnp.max(jnp.abs(moved))) > 1e-3  # the update did train
-    with pytest.raises(ValueError, match="flat_params=False"):
-        make_ppo_update(apply_fn, Categorical(2), optimizer, hp, flat_params=True, host_loop=True)
 
 
 class _Frames(gym.Env):
@@ -192,7 +187,28 @@ class _Frames(gym.Env):
         return obs, float(action), self.t >= 10, False, {}
 
 
-def test_conv_ppo_on_the_cpu_steps_minibatches_from_the_host(tmp_path):
+def test_patch_conv_is_xlas_valid_convolution():
+    """The CPU form of the networks' convs: by hand on a 3x3 image, and against
+    ``lax.conv_general_dilated`` with strides, non-square kernels and several channels."""
+    from rljax.networks.models import patch_conv
+
+    x = jnp.arange(9.0).reshape(1, 3, 3, 1)  # rows [0 1 2], [3 4 5], [6 7 8]
+    kernel = jnp.array([[1.0, 0.0], [0.0, -1.0]]).reshape(2, 2, 1, 1)  # x[i, j] - x[i+1, j+1]
+    np.testing.assert_array_equal(
+        patch_conv(x, kernel, 1)[0, :, :, 0], [[-4.0, -4.0], [-4.0, -4.0]]
+    )
+    np.testing.assert_array_equal(patch_conv(x, kernel, 2)[0, :, :, 0], [[-4.0]])
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    x = jax.random.normal(keys[0], (2, 11, 9, 3))
+    for shape, stride in (((3, 3, 3, 5), 1), ((4, 2, 3, 2), 2), ((5, 5, 3, 4), 3)):
+        kernel = jax.random.normal(keys[1], shape)
+        want = jax.lax.conv_general_dilated(
+            x, kernel, (stride, stride), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        )
+        np.testing.assert_allclose(patch_conv(x, kernel, stride), want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_ppo_on_the_cpu_trains_and_resumes(tmp_path):
     config = (
         PPOConfig()
         .environment(_Frames)
@@ -202,7 +218,6 @@ def test_conv_ppo_on_the_cpu_steps_minibatches_from_the_host(tmp_path):
         .debugging(seed=0)
     )
     with config.build_algo() as algo:
-        assert algo._host_update  # a 4-D kernel, learning on the CPU
         before = jax.tree.leaves(algo.get_weights())
         result = algo.train()
         assert result["num_env_steps_sampled_lifetime"] == 32
@@ -215,8 +230,3 @@ def test_conv_ppo_on_the_cpu_steps_minibatches_from_the_host(tmp_path):
     with config.build_algo() as again:
         again.restore_from_path(path)
         assert again.train()["num_env_steps_sampled_lifetime"] == 64
-    # An MLP keeps the whole update in one program.
-    mlp = config.copy().rl_module(model_config={"fcnet_hiddens": [8], "conv_filters": None})
-    mlp = mlp.environment("CartPole-v1")
-    with mlp.build_algo() as algo:
-        assert not algo._host_update

@@ -112,7 +112,8 @@ def test_the_built_network_reads_every_feature_and_a_stack_that_does_not_fit_is_
     module = build_policy(MINATAR, act, ppo)[1]
     shapes = jax.eval_shape(module.init, jax.random.PRNGKey(0), jnp.zeros((1, 10, 10, 4)))
     kernels = {x.shape for x in jax.tree.leaves(shapes)}
-    assert (3, 3, 4, 16) in kernels and (1024, 512) in kernels  # the head reads 8x8x16
+    # The head (128 units, MinAtar's) reads all 8x8x16 features.
+    assert (3, 3, 4, 16) in kernels and (1024, 128) in kernels
     # Before, the Nature CNN was built on 10x10 and its head read a (0, 512) kernel: nothing.
     assert not any(0 in shape for shape in kernels)
     ppo.rl_module(model_config={"conv_filters": [[16, [3, 3], 1], [32, [9, 9], 1]]})

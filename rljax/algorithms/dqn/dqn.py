@@ -161,7 +161,7 @@ class DQNConfig(OffPolicyConfig):
         """The Q-network (its target copy is counted with the optimizer's copies).
 
         Images as ``rljax.networks.q_models.QNetwork`` builds them: the conv stack, then the
-        head (``head_fcnet_hiddens``, 512 units when empty) of each stream on its output; with
+        head (``head_fcnet_hiddens``, ``memory.image_head`` when empty) of each stream on its output; with
         ``noisy`` the heads hold twice the parameters.
         """
         n = int(getattr(action_space, "n", 1))
@@ -169,7 +169,7 @@ class DQNConfig(OffPolicyConfig):
         mc = self.model_config
         if memory.is_image(observation_space):
             encoder, in_dim, _ = memory.conv_encoder(observation_space, mc.conv_filters)
-            hiddens = list(mc.head_fcnet_hiddens or (512,))
+            hiddens = memory.image_head(observation_space, mc.head_fcnet_hiddens)
         else:
             encoder, in_dim = 0, memory.flat_size(observation_space)
             # The dense encoder is counted once per stream: an upper bound.

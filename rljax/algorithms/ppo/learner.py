@@ -176,16 +176,8 @@ def make_ppo_update(
     dynamic: Mapping[str, Any] | None = None,
     sequence_len: int | None = None,
     flat_params: bool = False,
-    host_loop: bool = False,
 ) -> Callable[[PPOTrainState, PPOBatch], tuple[PPOTrainState, dict[str, jax.Array]]]:
     """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned.
-
-    ``host_loop``: the epochs and minibatches are a Python loop over jitted programs (the
-    shuffle of an epoch, one minibatch step, the end) instead of scans, and ``update`` is a
-    host function, not to be jitted whole. XLA's CPU backend runs convolutions inside a
-    ``while`` loop several times slower than the same step outside one (RLlib's Atari CNN, a
-    minibatch of 64 84x84x4 frames: 1.05 s against 0.12 s a step, ``benchmarks/cnn_update.py``), so
-    conv networks on the CPU take this path; a step of theirs costs far more than a dispatch.
 
     ``optimizer`` is built once (``make_injected_optimizer`` where the rate changes).
     ``dynamic`` holds the settings that change while the run trains
@@ -318,37 +310,4 @@ def make_ppo_update(
         )
         return state, metrics
 
-    if not host_loop:
-        return update
-    if flat_params:
-        raise ValueError("host_loop steps the parameters per leaf: flat_params=False")
-    if not hp.shuffle_batch_per_epoch:
-        raise ValueError("host_loop shuffles each epoch: shuffle_batch_per_epoch=True")
-
-    def host_begin(state: PPOTrainState):
-        state, rate, entropy = begin(state)
-        key, sub = jax.random.split(state.key)
-        return start_carry(state), key, jax.random.split(sub, hp.num_epochs), rate, entropy
-
-    jit_begin, jit_shuffle = jax.jit(host_begin), jax.jit(minibatches_of)
-    jit_step = jax.jit(
-        lambda carry, minibatches, i, entropy: take_step(
-            carry, jax.tree.map(lambda x: x[i], minibatches), entropy, identity
-        ),
-        donate_argnums=(0,),
-    )
-    jit_finish = jax.jit(
-        lambda state, sums, steps, batch, key, rate, entropy: finish(
-            state, sums, steps, batch, key, rate, entropy, identity
-        )
-    )
-
-    def host_update(state: PPOTrainState, batch: PPOBatch):
-        carry, key, epoch_keys, rate, entropy = jit_begin(state)
-        for e in range(hp.num_epochs):
-            minibatches = jit_shuffle(batch, epoch_keys[e])
-            for i in range(m):
-                carry = jit_step(carry, minibatches, jnp.asarray(i, jnp.int32), entropy)
-        return jit_finish(*carry, batch, key, rate, entropy)
-
-    return host_update
+    return update

@@ -7,11 +7,8 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-import jax
 import jax.numpy as jnp
-import numpy as np
 
-from rljax import distributed
 from rljax.algorithms.actor_critic.policy import (
     POLICY_ID,
     build_policy,
@@ -303,30 +300,7 @@ class PPO(OnPolicyAlgorithm):
             self.module.apply, self._dist, self.action_space, cfg.clip_actions
         )
         postprocess, update = self._learner_functions(self.population_values())
-        self._host_update = self._conv_on_cpu(params)
-        if self._host_update:  # minibatch steps outside XLA's while loops (make_ppo_update)
-            values = self.population_values()
-            dynamic = dynamic_settings(
-                {k: values[k] for k in (*self.dynamic_settings, "grad_clip")}
-            )
-            update = make_ppo_update(
-                self.module.apply, self._dist, self._optimizer, self.hp, dynamic, host_loop=True
-            )
         self._setup_execution(postprocess, update)
-
-    def _conv_on_cpu(self, params: Any) -> bool:
-        """A conv network (a 4-D kernel) learning on the CPU, on one learner, in a run of its
-        own: its minibatch steps run from a host loop (``make_ppo_update(host_loop=True)``)."""
-        cfg = self.config
-        has_conv = any(np.ndim(x) == 4 for x in jax.tree.leaves(params))
-        return (
-            has_conv
-            and self.learner_devices[0].platform == "cpu"
-            and cfg.num_learners <= 1
-            and not self._population_member
-            and not distributed.is_multi_process()
-            and cfg.shuffle_batch_per_epoch
-        )
 
     def _setup_recurrent(self) -> None:
         """``use_lstm``: acting with a state per sub-env, training on sequences
