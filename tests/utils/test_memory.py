@@ -105,6 +105,7 @@ def test_the_built_network_reads_every_feature_and_a_stack_that_does_not_fit_is_
     import jax.numpy as jnp
 
     from rljax.algorithms.ppo.ppo import build_policy
+    from rljax.networks.q_models import build_q_network
     from rljax.utils.errors import ConfigError
 
     act = gym.spaces.Discrete(3)
@@ -116,6 +117,15 @@ def test_the_built_network_reads_every_feature_and_a_stack_that_does_not_fit_is_
     assert (3, 3, 4, 16) in kernels and (1024, 128) in kernels
     # Before, the Nature CNN was built on 10x10 and its head read a (0, 512) kernel: nothing.
     assert not any(0 in shape for shape in kernels)
+    count = sum(int(np.prod(x.shape)) for x in jax.tree.leaves(shapes))
+    assert ppo.network_params(MINATAR, act) == count
+    dqn = DQNConfig().environment("CartPole-v1")
+    q = build_q_network(MINATAR, 3, dqn.model_config, dqn.dueling, dqn.num_atoms)
+    q_shapes = jax.eval_shape(q.init, jax.random.PRNGKey(0), jnp.zeros((1, 10, 10, 4)))
+    assert (1024, 128) in {x.shape for x in jax.tree.leaves(q_shapes)}
+    assert dqn.network_params(MINATAR, act) == sum(
+        int(np.prod(x.shape)) for x in jax.tree.leaves(q_shapes)
+    )
     ppo.rl_module(model_config={"conv_filters": [[16, [3, 3], 1], [32, [9, 9], 1]]})
     module = build_policy(MINATAR, act, ppo)[1]
     with pytest.raises(ConfigError, match=r"layer 1's 9x9 kernel does not fit its 8x8 input"):
