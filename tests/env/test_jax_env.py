@@ -215,3 +215,40 @@ def test_rljax_pendulum_steps_as_gymnasiums_pendulum():
         assert not bool(term) and not bool(trunc)
     _, first = env.env.reset(jax.random.PRNGKey(3))
     assert first.shape == (3,) and abs(float(first[0]) ** 2 + float(first[1]) ** 2 - 1) < 1e-5
+
+
+def test_rljax_breakout_minatar_by_hand():
+    from rljax.env.jax_adapters.minatar import BreakoutState
+
+    env = make_jax_env("rljax:Breakout-MinAtar", {})
+    assert isinstance(env, TimeLimit) and env.max_episode_steps == 1000
+    assert env.observation_space.shape == (10, 10, 4) and env.action_space.n == 3
+    inner = env.env
+    state, obs = inner.reset(jax.random.PRNGKey(0))
+    obs = np.asarray(obs)
+    assert obs[9, 4, 0] == 1 and obs[..., 0].sum() == 1  # the paddle, bottom row, column 4
+    assert obs[..., 3].sum() == 30 and obs[1:4, :, 3].all()  # rows 1-3 of bricks
+    key = jax.random.PRNGKey(0)
+
+    def at(y, x, d, pos, strike=False):
+        bricks = jnp.zeros((10, 10), bool).at[1:4, :].set(True)
+        i = jnp.int32
+        return BreakoutState(i(y), i(x), i(d), i(pos), bricks, jnp.asarray(strike), i(y), i(x))
+
+    # Up-left against the left wall: held in column 0 and turned up-right, it enters the brick
+    # at (3, 0), which breaks (reward 1); the ball turns down-right and stays on row 4.
+    s, obs, r, term, _, _ = inner.step(at(4, 0, 0, 4), jnp.int32(0), key)
+    assert (int(s.ball_y), int(s.ball_x), int(s.ball_dir)) == (4, 0, 2)
+    assert float(r) == 1.0 and bool(s.strike) and not bool(s.bricks[3, 0])
+    assert int(np.asarray(obs)[..., 3].sum()) == 29 and not bool(term)
+    # Down-right onto the bottom row, the paddle moved right (action 2) under the ball's new
+    # cell: it goes back up-left and stays on row 8; under the ball's old cell (column 5) it
+    # turns up-right; with the paddle elsewhere the episode ends.
+    s, _, r, term, _, _ = inner.step(at(8, 5, 2, 5), jnp.int32(2), key)
+    assert (int(s.ball_y), int(s.ball_x), int(s.ball_dir), int(s.pos)) == (8, 6, 0, 6)
+    assert float(r) == 0.0 and not bool(term)
+    s, _, r, term, _, _ = inner.step(at(8, 5, 2, 5), jnp.int32(0), key)
+    assert (int(s.ball_y), int(s.ball_x), int(s.ball_dir), int(s.pos)) == (8, 6, 1, 5)
+    assert float(r) == 0.0 and not bool(term)
+    s, _, _, term, _, _ = inner.step(at(8, 5, 2, 0), jnp.int32(1), key)
+    assert bool(term) and int(s.pos) == 0

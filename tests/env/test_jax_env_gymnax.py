@@ -66,3 +66,52 @@ def test_bad_ids_and_settings_are_refused():
         env_spaces(resolve_env("gymnax:CartPole-v2"))
     with pytest.raises(ConfigError, match=r"\['gravityy'\] are not settings.*'gravity'"):
         env_spaces(resolve_env("gymnax:CartPole-v1", {"gravityy": 1.0}))
+
+
+def test_rljax_breakout_minatar_steps_as_gymnaxs():
+    """rljax's own Breakout-MinAtar against gymnax's over 3,000 random steps (every episode
+    started from gymnax's reset state): the same observations, rewards and ends."""
+    from rljax.env.jax_adapters.minatar import BreakoutMinAtar, BreakoutState
+
+    ours = BreakoutMinAtar()
+    genv, params = gymnax.make("Breakout-MinAtar")
+    g_step = jax.jit(lambda k, s, a: genv.step_env(k, s, a, params))
+    o_step = jax.jit(lambda s, a: ours.step(s, a, jax.random.PRNGKey(0)))
+
+    def from_gymnax(g):
+        return BreakoutState(
+            *(jnp.asarray(v, jnp.int32) for v in (g.ball_y, g.ball_x, g.ball_dir, g.pos)),
+            bricks=jnp.asarray(g.brick_map, bool),
+            strike=jnp.asarray(g.strike, bool),
+            last_y=jnp.asarray(g.last_y, jnp.int32),
+            last_x=jnp.asarray(g.last_x, jnp.int32),
+        )
+
+    key = jax.random.PRNGKey(0)
+    g_obs, g = genv.reset_env(key, params)
+    state = from_gymnax(g)
+    np.testing.assert_array_equal(np.asarray(ours.observe(state)), np.asarray(g_obs))
+    rewards = episodes = 0
+    for action in np.random.default_rng(0).integers(0, 3, 3000):
+        key, k = jax.random.split(key)
+        g_obs, g, g_rew, g_done, _ = g_step(k, g, jnp.int32(action))
+        state, obs, rew, term, trunc, _ = o_step(state, jnp.int32(action))
+        np.testing.assert_array_equal(np.asarray(obs), np.asarray(g_obs))
+        assert float(rew) == float(g_rew) and bool(term) == bool(g.terminal)
+        rewards += int(rew)
+        if bool(g_done):
+            episodes += 1
+            g_obs, g = genv.reset_env(k, params)
+            state = from_gymnax(g)
+    assert episodes > 50 and rewards > 10  # the walls, bricks and paddle were all met
+
+
+def test_rljax_breakout_minatar_starts_at_either_wall():
+    from rljax.env.jax_adapters.minatar import BreakoutMinAtar
+
+    env = BreakoutMinAtar()
+    starts = {
+        (int(s.ball_x), int(s.ball_dir))
+        for s, _ in (env.reset(jax.random.PRNGKey(i)) for i in range(20))
+    }
+    assert starts == {(0, 2), (9, 3)}

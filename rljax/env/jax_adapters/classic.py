@@ -1,6 +1,6 @@
-"""rljax's own classic-control envs written in JAX, selected as ``"rljax:CartPole-v1"`` and
-``"rljax:Pendulum-v1"``: no extra library, so the fused JAX-env path runs (and is tested)
-wherever rljax does.
+"""rljax's own envs written in JAX, selected as ``"rljax:CartPole-v1"``, ``"rljax:Pendulum-v1"``
+and ``"rljax:Breakout-MinAtar"`` (``rljax.env.jax_adapters.minatar``): no extra library, so the
+fused JAX-env path runs (and is tested) wherever rljax does.
 
 ``CartPole`` follows gymnasium's ``CartPole-v1``: the same constants, Euler integration, reward
 1 per step, termination when the pole leans past 12 degrees or the cart leaves [-2.4, 2.4], a
@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.env.jax_adapters.minatar import BreakoutMinAtar
 from rljax.utils.errors import ConfigError
 
 GRAVITY = 9.8
@@ -123,13 +124,17 @@ class Pendulum:
         return new, self._obs(new), reward, jnp.asarray(False), jnp.asarray(False), {}
 
 
-ENVS: dict[str, Any] = {"CartPole-v1": CartPole, "Pendulum-v1": Pendulum}
+ENVS: dict[str, Any] = {
+    "CartPole-v1": CartPole,
+    "Pendulum-v1": Pendulum,
+    "Breakout-MinAtar": BreakoutMinAtar,
+}
 
 
 def make(name: str, env_config: dict[str, Any]) -> Any:
     """The env ``name`` of rljax's own (``"rljax:<name>"``), built with ``env_config``; its time
     limit is ``env_config["max_episode_steps"]`` (by default gymnasium's: CartPole 500, Pendulum
-    200), applied by the caller."""
+    200; MinAtar's Breakout 1,000), applied by the caller."""
     if name not in ENVS:
         raise ConfigError(f"rljax:{name} is not one of rljax's JAX envs: {sorted(ENVS)}")
     config = dict(env_config)
