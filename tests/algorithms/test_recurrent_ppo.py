@@ -153,8 +153,8 @@ def _stateless(use_lstm: bool) -> PPOConfig:
 @pytest.mark.slow
 def test_the_lstm_learns_stateless_cartpole_and_the_mlp_does_not():
     """The tuned example reaches 150 within 350k env steps (seed 0: 295k; seeds 1 and 2, measured:
-    319k and 281k); the same PPO without the LSTM, over half as many steps, stays clearly lower
-    (measured: its best is 59, at half the steps and over all of them)."""
+    319k and 281k); the same PPO without the LSTM, over a quarter as many steps, stays clearly
+    lower (measured: its best is 56-59, after a quarter, half or all of the steps)."""
     with _stateless(True).build_algo() as algo:
         assert not algo.fused and algo.config.model_config.use_lstm
         ret, steps = 0.0, 0
@@ -166,7 +166,7 @@ def test_the_lstm_learns_stateless_cartpole_and_the_mlp_does_not():
     best = 0.0
     with _stateless(False).build_algo() as algo:
         baseline = 0
-        while baseline < steps // 2:
+        while baseline < steps // 4:
             result = algo.train()
             best = max(best, result["env_runners"]["episode_return_mean"])
             baseline = result["num_env_steps_sampled_lifetime"]
