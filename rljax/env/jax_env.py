@@ -51,6 +51,11 @@ class JaxEnv:
       action_space: A gymnasium space of one env's actions.
       max_episode_steps: The env's own time limit, or None. ``make_jax_env`` wraps the env in
         ``TimeLimit`` with it (``env_config["max_episode_steps"]`` overrides it).
+
+    An env may also define ``render(state) -> np.ndarray``: an ``[H, W, 3]`` uint8 picture of
+    one env's state, called on the host (not traced). Evaluation videos
+    (``algo.evaluate(record_video=DIR)``) then play the env through ``JaxGymEnv``, whose
+    ``render_mode`` is ``"rgb_array"``.
     """
 
     observation_space: gym.Space
@@ -115,6 +120,11 @@ class TimeLimit(JaxEnv):
         terminated = jnp.asarray(terminated, bool)
         truncated = (jnp.asarray(truncated, bool) | (t >= self._limit)) & ~terminated
         return TimeLimitState(inner, t), obs, reward, terminated, truncated, info
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "render" and callable(getattr(self.env, "render", None)):
+            return lambda state: self.env.render(state.env)
+        raise AttributeError(name)
 
 
 class AutoResetStep(NamedTuple):
@@ -353,6 +363,8 @@ class JaxGymEnv(gym.Env):
         self.env = env
         self.observation_space = env.observation_space
         self.action_space = env.action_space
+        # An env that draws its state renders rgb_array frames (evaluation videos).
+        self.render_mode = "rgb_array" if callable(getattr(env, "render", None)) else None
         self._reset = jax.jit(env.reset)
         self._step = jax.jit(env.step)
         self._key = jax.random.PRNGKey(0)
@@ -376,6 +388,13 @@ class JaxGymEnv(gym.Env):
             self._state, jnp.asarray(action), sub
         )
         return np.asarray(obs), float(reward), bool(terminated), bool(truncated), {}
+
+    def render(self) -> Any:
+        """The env's picture of its current state (``render(state)``), an ``[H, W, 3]`` uint8
+        array; None for an env that does not draw itself."""
+        if self.render_mode is None or self._state is None:
+            return None
+        return np.asarray(self.env.render(jax.device_get(self._state)), np.uint8)
 
 
 __all__ = [

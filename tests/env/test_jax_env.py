@@ -252,3 +252,44 @@ def test_rljax_breakout_minatar_by_hand():
     assert float(r) == 0.0 and not bool(term)
     s, _, _, term, _, _ = inner.step(at(8, 5, 2, 0), jnp.int32(1), key)
     assert bool(term) and int(s.pos) == 0
+
+
+def test_a_jax_env_that_draws_itself_renders_rgb_array_frames():
+    from rljax.env.jax_env import JaxGymEnv
+
+    env = JaxGymEnv(make_jax_env("rljax:Breakout-MinAtar", {}))
+    assert env.render_mode == "rgb_array" and env.render() is None  # before reset: nothing
+    env.reset(seed=0)
+    frame = env.render()
+    assert frame.shape == (160, 160, 3) and frame.dtype == np.uint8
+    # 16 pixels a cell: the paddle (row 9, column 4) white, the bricks (rows 1-3, where the
+    # ball starts on row 3) red.
+    assert (frame[144:160, 64:80] == (230, 230, 230)).all()
+    assert (frame[16:48, :, 0] == 200).all() and (frame[:16, :, 0] == 0).all()
+    env.step(0)
+    assert not np.array_equal(env.render(), frame)  # the ball moved
+    # An env without render(state) has no render mode: recording refuses it by name.
+    assert JaxGymEnv(Scripted()).render_mode is None
+
+
+@pytest.mark.slow
+def test_evaluation_records_videos_of_a_jax_env(tmp_path):
+    imageio_ffmpeg = pytest.importorskip("imageio_ffmpeg")
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment("rljax:Breakout-MinAtar")
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .evaluation(evaluation_duration=1)
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        result = algo.evaluate(record_video=tmp_path)
+    (path,) = result["videos"]
+    reader = imageio_ffmpeg.read_frames(path)
+    meta = next(reader)
+    frames = list(reader)
+    assert meta["size"] == (160, 160)
+    assert len(frames) == result["env_runners"]["episode_lens"][0] + 1

@@ -80,6 +80,10 @@ class CartPole:
         terminated = (jnp.abs(new[0]) > X_LIMIT) | (jnp.abs(new[2]) > THETA_LIMIT)
         return new, new, jnp.float32(1.0), terminated, jnp.asarray(False), {}
 
+    def render(self, state: Any) -> np.ndarray:
+        """Gymnasium's CartPole picture of ``state`` (needs pygame: the ``video`` extra)."""
+        return _gymnasium_picture("CartPole-v1", np.asarray(state, np.float64))
+
 
 PENDULUM_G, PENDULUM_DT, MAX_SPEED, MAX_TORQUE = 10.0, 0.05, 8.0, 2.0
 
@@ -122,6 +126,25 @@ class Pendulum:
         new = jnp.stack([theta + speed * PENDULUM_DT, speed]).astype(jnp.float32)
         reward = (-cost).astype(jnp.float32)
         return new, self._obs(new), reward, jnp.asarray(False), jnp.asarray(False), {}
+
+    def render(self, state: Any) -> np.ndarray:
+        """Gymnasium's Pendulum picture of ``state``, without the torque's arrow (needs
+        pygame: the ``video`` extra)."""
+        return _gymnasium_picture("Pendulum-v1", np.asarray(state, np.float64))
+
+
+def _gymnasium_picture(env_id: str, state: np.ndarray) -> np.ndarray:
+    """Gymnasium's ``rgb_array`` frame of its env ``env_id`` set to ``state`` (one drawing env
+    per id, kept)."""
+    env: Any = _PICTURE_ENVS.get(env_id)
+    if env is None:
+        env = _PICTURE_ENVS[env_id] = gym.make(env_id, render_mode="rgb_array").unwrapped
+    env.state = state
+    env.last_u = None  # Pendulum draws the last torque's arrow when it has one
+    return np.asarray(env.render())
+
+
+_PICTURE_ENVS: dict[str, Any] = {}
 
 
 ENVS: dict[str, Any] = {

@@ -135,5 +135,15 @@ class BreakoutMinAtar:
         reward = hit.astype(jnp.float32)
         return new, self.observe(new), reward, terminated, jnp.asarray(False), {}
 
+    def render(self, state: BreakoutState) -> np.ndarray:
+        """The grid as a 160x160 RGB picture (16 pixels a cell): bricks red, the paddle white,
+        the ball yellow, its trail grey; for evaluation videos (not traced)."""
+        obs = np.asarray(self.observe(jax.tree.map(jnp.asarray, state)))
+        image = np.zeros((SIZE, SIZE, 3), np.uint8)
+        for channel, color in ((3, (200, 50, 50)), (2, (90, 90, 90)), (0, (230, 230, 230))):
+            image[obs[..., channel] > 0] = color
+        image[obs[..., 1] > 0] = (250, 220, 40)
+        return np.repeat(np.repeat(image, 16, axis=0), 16, axis=1)
+
 
 __all__ = ["BreakoutMinAtar", "BreakoutState"]
