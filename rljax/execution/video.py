@@ -23,6 +23,7 @@ import jax
 import numpy as np
 
 from rljax.env.env_context import EnvContext
+from rljax.env.jax_env import JAX_BACKEND
 from rljax.env.vector import EnvSpec, envpool_kwargs, is_envpool_atari
 from rljax.execution.episode_stats import episode_summary
 from rljax.utils.errors import ConfigError
@@ -53,6 +54,12 @@ def rendering_env(spec: EnvSpec) -> gym.Env:
     if getattr(env, "render_mode", None) != "rgb_array":
         mode = getattr(env, "render_mode", None)
         env.close()
+        if spec.backend == JAX_BACKEND:
+            raise ConfigError(
+                f"recording video: the JAX env {spec.name!r} does not draw itself; a JAX env "
+                "records when it defines render(state) returning an [H, W, 3] uint8 picture "
+                "(rljax's own envs do)"
+            )
         raise ConfigError(
             f"recording video needs an env that renders rgb_array frames; {spec.name!r} has "
             f"render_mode={mode!r}: have it take render_mode='rgb_array' (through its env_config)"

@@ -270,6 +270,11 @@ def test_a_jax_env_that_draws_itself_renders_rgb_array_frames():
     assert not np.array_equal(env.render(), frame)  # the ball moved
     # An env without render(state) has no render mode: recording refuses it by name.
     assert JaxGymEnv(Scripted()).render_mode is None
+    from rljax.execution.video import rendering_env
+
+    register_env("scripted-no-render", Scripted)
+    with pytest.raises(ConfigError, match=r"JAX env 'scripted-no-render' does not draw itself"):
+        rendering_env(resolve_env("scripted-no-render"))
 
 
 @pytest.mark.slow
