@@ -9,7 +9,8 @@ XLA runs as fast inside its loops, so PPO keeps the whole update in one program.
 ``--parts update`` (the default) times PPO's scanned update (``make_ppo_update``, jitted) of
 RLlib's frame-stacking example's network (conv filters 16/32/64/128, 4x4 stride 2, head 256) on
 84x84x4 frames: seconds per update (the minimum of ``--repeats``, after a first call that
-compiles) and per minibatch step.
+compiles) and per minibatch step; with ``--xla-form`` the same update with the network's convs
+in XLA's form (``models.CPU_CONV_FORM = "xla"`` while it is traced) beside it.
 
 ``--parts conv`` times one gradient step of a conv stack alone, computed by XLA's convolution
 (``lax.conv_general_dilated``) and by ``patch_conv``, side by side: MinAtar's 3x3 conv on
@@ -17,7 +18,7 @@ compiles) and per minibatch step.
 their largest gradient difference.
 
     python benchmarks/cnn_update.py [--rows 1024] [--minibatch 64] [--epochs 2] [--repeats 3]
-    python benchmarks/cnn_update.py --parts conv update
+    python benchmarks/cnn_update.py --parts conv update --xla-form
 
 Prints one JSON object per part.
 """
@@ -38,7 +39,8 @@ import numpy as np
 from rljax.algorithms.ppo import PPOConfig
 from rljax.algorithms.ppo.learner import make_ppo_update
 from rljax.algorithms.ppo.losses import PPOBatch
-from rljax.networks.models import NATURE_FILTERS, SMALL_IMAGE_FILTERS, patch_conv
+from rljax.networks import models
+from rljax.networks.models import NATURE_FILTERS, SMALL_IMAGE_FILTERS, patch_conv, xla_conv
 
 MODEL = {
     "vf_share_layers": True,
@@ -65,12 +67,6 @@ class Frames(gym.Env):
 def conv_forms(repeats: int) -> dict:
     """Gradient-step milliseconds (median of ``repeats``) of XLA's conv and ``patch_conv``."""
 
-    def lax_conv(x: jax.Array, kernel: jax.Array, stride: int) -> jax.Array:
-        dims = ("NHWC", "HWIO", "NHWC")
-        return jax.lax.conv_general_dilated(
-            x, kernel, (stride, stride), "VALID", dimension_numbers=dims
-        )
-
     stacks = {
         "minatar_3x3_1024x10x10x4": (1024, (10, 10, 4), SMALL_IMAGE_FILTERS),
         "nature_128x84x84x4": (128, (84, 84, 4), NATURE_FILTERS),
@@ -93,7 +89,7 @@ def conv_forms(repeats: int) -> dict:
             return jnp.mean(x**2)
 
         row, grads = {}, {}
-        for form, conv in (("xla_conv", lax_conv), ("patch_conv", patch_conv)):
+        for form, conv in (("xla_conv", xla_conv), ("patch_conv", patch_conv)):
             step = jax.jit(jax.grad(lambda ks, x, conv=conv: loss(ks, x, conv)))
             grads[form] = jax.block_until_ready(step(kernels, x))
             times = []
@@ -118,6 +114,11 @@ def main() -> None:
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--parts", nargs="+", choices=["update", "conv"], default=["update"])
+    p.add_argument(
+        "--xla-form",
+        action="store_true",
+        help="update: also time the network with XLA's convolution (slow: ~35 s an update)",
+    )
     args = p.parse_args()
     if "conv" in args.parts:
         report = {"backend": jax.default_backend(), "conv": conv_forms(max(args.repeats, 10))}
@@ -149,7 +150,9 @@ def update_part(args: argparse.Namespace) -> None:
         mask=jnp.ones((1, n), jnp.float32),
     )
     parts = (algo.module.apply, algo._dist, algo._optimizer, algo.hp)
-    variants = {"scanned": jax.jit(make_ppo_update(*parts))}
+    # The network's convs take the form set when the update is traced (its first call).
+    forms = ["patch", "xla"] if args.xla_form else ["patch"]
+    variants = {f"scanned_{form}_conv": (form, jax.jit(make_ppo_update(*parts))) for form in forms}
     steps = args.epochs * (n // args.minibatch)
     out: dict = {
         "rows": n,
@@ -158,10 +161,14 @@ def update_part(args: argparse.Namespace) -> None:
         "minibatch_steps": steps,
         "backend": jax.default_backend(),
     }
-    for name, update in variants.items():
-        t = time.perf_counter()
-        jax.block_until_ready(update(algo.state, batch))
-        first = time.perf_counter() - t
+    for name, (form, update) in variants.items():
+        models.CPU_CONV_FORM = form
+        try:
+            t = time.perf_counter()
+            jax.block_until_ready(update(algo.state, batch))
+            first = time.perf_counter() - t
+        finally:
+            models.CPU_CONV_FORM = "patch"
         times = []
         for _ in range(args.repeats):
             t = time.perf_counter()
@@ -172,6 +179,9 @@ def update_part(args: argparse.Namespace) -> None:
             "step_ms": round(1000 * min(times) / steps, 1),
             "first_call_s": round(first, 1),
         }
+    if args.xla_form:
+        ratio = out["scanned_xla_conv"]["update_s"] / out["scanned_patch_conv"]["update_s"]
+        out["patch_conv_speedup"] = round(ratio, 2)
     algo.stop()
     print(json.dumps(out, indent=2))
 

@@ -558,8 +558,8 @@ class AlgorithmConfig(CommonSettings):
         encoder is shared, a value network).
 
         Images as ``rljax.networks.models.ActorCritic`` builds them: the conv stack (one, or two
-        unshared), then a policy and a value head of ``head_fcnet_hiddens`` (512 units when
-        empty) on its output.
+        unshared), then a policy and a value head of ``head_fcnet_hiddens`` (when empty 512
+        units, 128 below 36x36) on its output.
         """
         return config_memory.default_network_params(self, observation_space, action_space)
 

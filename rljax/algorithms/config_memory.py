@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rljax.networks.model_config import filters_list
 from rljax.utils import memory
 
 
@@ -36,8 +37,10 @@ def memory_terms(config: Any, observation_space: Any, action_space: Any) -> list
     if memory.is_image(observation_space) and encoders:
         # Every layer's output, in float32, for each row an update passes through each conv
         # stack, kept for the backward pass, and its gradient (x 2); acting passes one
-        # observation per env of a step.
-        _, _, floats = memory.conv_encoder(observation_space, mc.conv_filters)
+        # observation per env of a step. Learners on the CPU (no GPU per learner) also keep
+        # each layer's slices (the CPU form of a convolution, models.patch_conv).
+        on_cpu = not config.num_gpus_per_learner
+        _, _, floats = memory.conv_encoder(observation_space, mc.conv_filters, patches=on_cpu)
         rows = config._update_rows()
         terms.append(
             (
@@ -126,7 +129,7 @@ def filters_shown(filters: Any) -> str:
     """``conv_filters`` as a config file writes them (the defaults when None)."""
     if filters is None:
         return "None (the defaults: the Nature CNN's, MinAtar's below 36x36)"
-    return str([[o, list(k), s] for o, k, s in filters])
+    return str(filters_list(filters))
 
 
 __all__ = ["default_network_params", "filters_shown", "memory_terms", "networks_term"]

@@ -335,8 +335,7 @@ class CommonSettings:
         Int(0, 10_000_000),
         "An iteration (train()) runs training steps until it has sampled at least this many "
         "env steps (RLlib's); 0: one step. PPO, IMPALA and APPO sample whole train batches, and "
-        "on the fused path run the steps as one program (but for PPO's conv networks on the "
-        "CPU, whose minibatch steps run from the host).",
+        "on the fused path run the steps as one program.",
         section="reporting",
     )
     # ------------------------------------------------------------------ fault_tolerance

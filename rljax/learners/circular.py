@@ -41,8 +41,9 @@ def make_repeated_update(
         return update
 
     def repeated(state: State, batch: Batch) -> tuple[State, Metrics]:
-        # Unrolled, not a lax.scan: K is small, and XLA's CPU backend runs convolutions inside
-        # a loop many times slower (a Nature-CNN APPO iteration took 14x as long scanned).
+        # Unrolled, not a lax.scan: K is small, and XLA's CPU convolutions ran many times slower
+        # inside a loop (a Nature-CNN APPO iteration took 14x as long scanned; measured before
+        # the networks' convs took their CPU form, models.patch_conv).
         steps = []
         for _ in range(iterations):
             state, metrics = update(state, batch)

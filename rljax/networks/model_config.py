@@ -116,6 +116,11 @@ _CHECKS: dict[str, Check] = {
 }
 
 
+def filters_list(filters: Any) -> list[list[Any]]:
+    """``conv_filters`` as a config file writes them: ``[[out_channels, [kh, kw], stride], ...]``."""
+    return [[o, list(k), s] for o, k, s in filters]
+
+
 @dataclasses.dataclass(frozen=True)
 class DefaultModelConfig:
     """Settings of the default networks, with RLlib's names and defaults.
@@ -264,7 +269,7 @@ class DefaultModelConfig:
         if self.fusionnet_hiddens is not None:
             d["fusionnet_hiddens"] = list(self.fusionnet_hiddens)
         if self.conv_filters is not None:
-            d["conv_filters"] = [[o, list(k), s] for o, k, s in self.conv_filters]
+            d["conv_filters"] = filters_list(self.conv_filters)
         for _, kwargs in INITIALIZER_FIELDS:
             if d[kwargs] is not None:
                 d[kwargs] = dict(getattr(self, kwargs))

@@ -1,4 +1,5 @@
-"""The default actor-critic networks (MLP and Nature CNN) and the user-module hook."""
+"""The default actor-critic networks (an MLP, or a conv stack for images: the Nature CNN, and
+MinAtar's network below 36x36) and the user-module hook."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax.linen.dtypes import promote_dtype
 
-from rljax.networks.model_config import DefaultModelConfig
+from rljax.networks.model_config import DefaultModelConfig, filters_list
 from rljax.utils.errors import ConfigError
 
 if TYPE_CHECKING:  # the user's module spec, read by duck type: core sits above networks
@@ -30,7 +32,8 @@ _ACT: dict[str, Callable[[jax.Array], jax.Array]] = {
 NATURE_FILTERS = ((32, (8, 8), 4), (64, (4, 4), 2), (64, (3, 3), 1))
 # The Nature CNN's three layers leave an output only on images of at least 36x36. Smaller
 # images (MinAtar's 10x10 grids) get MinAtar's network instead (Young & Tian, 2019): one 3x3
-# conv of 16 channels, stride 1.
+# conv of 16 channels, stride 1. (RLlib's default for 10x10, [[16, [5, 5], 2], [32, [5, 5], 2]],
+# relies on "same" padding; rljax's convs are VALID-padded, under which it leaves nothing.)
 NATURE_MIN_SIZE = 36
 SMALL_IMAGE_FILTERS = ((16, (3, 3), 1),)
 
@@ -49,22 +52,36 @@ def default_image_head(height: int, width: int) -> tuple[int, ...]:
     return (512,) if min(height, width) >= NATURE_MIN_SIZE else (128,)
 
 
+def is_channels_first(shape: Sequence[int]) -> bool:
+    """Whether an image observation of ``shape`` is ``[C, H, W]`` (EnvPool's Atari frames):
+    its first axis is shorter than its last."""
+    return shape[0] < shape[-1]
+
+
 def image_size(shape: Sequence[int], channels_first: bool) -> tuple[int, int]:
     """``(height, width)`` of one image observation's ``shape`` (``[C, H, W]`` or ``[H, W, C]``)."""
     return (shape[1], shape[2]) if channels_first else (shape[0], shape[1])
 
 
-def conv_output_size(height: int, width: int, filters: Filters) -> tuple[int, int]:
+def conv_output_size(
+    height: int, width: int, filters: Filters, default: bool = False
+) -> tuple[int, int]:
     """The ``(height, width)`` a VALID-padded conv stack leaves; ``ConfigError`` where a kernel
-    does not fit the previous layer's output (it would leave no features to read)."""
+    does not fit the previous layer's output (it would leave no features to read).
+    ``default``: the filters are the defaults (``conv_filters`` was None), said so in the error."""
     h, w = height, width
     for i, (_, (kh, kw), stride) in enumerate(filters):
         if kh > h or kw > w:
-            shown = [[o, list(k), st] for o, k, st in filters]
+            shown = filters_list(filters)
+            setting = (
+                f"the default conv filters {shown} (model_config.conv_filters=None)"
+                if default
+                else f"model_config.conv_filters={shown}"
+            )
             raise ConfigError(
-                f"model_config.conv_filters={shown}: layer {i}'s {kh}x{kw} kernel does not fit "
-                f"its {h}x{w} input (images of {height}x{width}, VALID padding), so the conv "
-                "stack leaves no features; use smaller kernels or strides"
+                f"{setting}: layer {i}'s {kh}x{kw} kernel does not fit its {h}x{w} input "
+                f"(images of {height}x{width}, VALID padding), so the conv stack leaves no "
+                "features; set conv_filters with smaller kernels or strides"
             )
         h, w = (h - kh) // stride + 1, (w - kw) // stride + 1
     return h, w
@@ -143,7 +160,7 @@ def patch_conv(x: jax.Array, kernel: jax.Array, stride: int) -> jax.Array:
     ``while`` loop: a gradient step of MinAtar's 3x3 conv on 1,024 10x10x4 grids took 3.7 ms
     this way against 6.4 ms, the Nature CNN's on 128 84x84x4 frames 118 ms against 140 ms
     (``benchmarks/cnn_update.py --parts conv``), and a minibatch step of PPO's scanned update
-    of RLlib's frame-stacking CNN 41 ms against 1,045 ms (``--parts update``).
+    of RLlib's frame-stacking CNN 58 ms against 922 ms (``--parts update --xla-form``).
     """
     kh, kw, c, out = kernel.shape
     h = (x.shape[1] - kh) // stride + 1
@@ -156,9 +173,25 @@ def patch_conv(x: jax.Array, kernel: jax.Array, stride: int) -> jax.Array:
     return jnp.concatenate(cols, axis=-1) @ kernel.reshape(kh * kw * c, out)
 
 
+def xla_conv(x: jax.Array, kernel: jax.Array, stride: int) -> jax.Array:
+    """XLA's VALID-padded convolution of NHWC ``x`` with an HWIO ``kernel``."""
+    dims = ("NHWC", "HWIO", "NHWC")
+    return jax.lax.conv_general_dilated(
+        x, kernel, (stride, stride), "VALID", dimension_numbers=dims
+    )
+
+
+# How ``_Conv`` computes a convolution when it runs on a CPU device: "patch" (``patch_conv``) or
+# "xla" (``xla_conv``; ``benchmarks/cnn_update.py`` sets it to time XLA's form). Read when a
+# program is traced.
+CPU_CONV_FORM = "patch"
+
+
 class _Conv(nn.Module):
-    """``nn.Conv``'s parameters (``kernel`` HWIO, ``bias``) and VALID padding; on the CPU
-    backend computed by ``patch_conv``, elsewhere by XLA's convolution."""
+    """``nn.Conv``'s parameters (``kernel`` HWIO, ``bias``, the same initialisation and dtype
+    promotion) and VALID padding: where the program runs on a CPU device computed by
+    ``patch_conv``, elsewhere by XLA's convolution (``lax.platform_dependent``: chosen per
+    device the program is lowered for, not by JAX's default backend)."""
 
     features: int
     kernel_size: tuple[int, int]
@@ -171,16 +204,15 @@ class _Conv(nn.Module):
         shape = (*self.kernel_size, x.shape[-1], self.features)
         kernel = self.param("kernel", self.kernel_init, shape, jnp.float32)
         bias = self.param("bias", self.bias_init, (self.features,), jnp.float32)
-        if jax.default_backend() == "cpu":
-            y = patch_conv(x, kernel, self.stride)
-        else:
-            y = jax.lax.conv_general_dilated(
-                x,
-                kernel,
-                (self.stride, self.stride),
-                "VALID",
-                dimension_numbers=("NHWC", "HWIO", "NHWC"),
-            )
+        x, kernel, bias = promote_dtype(x, kernel, bias)
+        stride = self.stride
+        cpu = patch_conv if CPU_CONV_FORM == "patch" else xla_conv
+        y = jax.lax.platform_dependent(
+            x,
+            kernel,
+            cpu=lambda x, k: cpu(x, k, stride),
+            default=lambda x, k: xla_conv(x, k, stride),
+        )
         return y + bias
 
 
@@ -199,7 +231,7 @@ class _CNN(nn.Module):
         if self.channels_first:  # EnvPool's Atari frames are [C, H, W]; Flax convs want NHWC.
             x = jnp.transpose(x, (0, 2, 3, 1))
         filters = self.filters or default_conv_filters(x.shape[1], x.shape[2])
-        conv_output_size(x.shape[1], x.shape[2], filters)
+        conv_output_size(x.shape[1], x.shape[2], filters, default=not self.filters)
         for i, (out, kernel, stride) in enumerate(filters):
             x = _Conv(
                 out,
@@ -302,7 +334,7 @@ def _leaf_kind(space: gym.Space) -> tuple[Any, ...]:
     ("onehot", sizes) for Discrete / MultiDiscrete, ("binary",); else ConfigError."""
     if isinstance(space, gym.spaces.Box):
         if is_image_space(space):
-            return ("image", space.shape[0] < space.shape[-1])
+            return ("image", is_channels_first(space.shape))
         return ("box",)
     if isinstance(space, gym.spaces.Discrete):
         return ("onehot", (int(space.n),), (int(space.start),))
@@ -319,7 +351,7 @@ def _leaf_kind(space: gym.Space) -> tuple[Any, ...]:
 
 class _LeafFeatures(nn.Module):
     """RLlib's default encoding of a Dict / Tuple observation: each leaf read on its own
-    (one-hot for discrete leaves, a Nature CNN for images, flattened otherwise), then
+    (one-hot for discrete leaves, the default conv stack for images, flattened otherwise), then
     concatenated, for the MLP encoders."""
 
     kinds: tuple[tuple[Any, ...], ...]
@@ -506,7 +538,7 @@ def build_module(
         )
         return StructuredActorCritic(kinds, inner)
     image = is_image_space(observation_space)
-    channels_first = image and observation_space.shape[0] < observation_space.shape[-1]
+    channels_first = image and is_channels_first(observation_space.shape)
     free = num_outputs // 2 if (continuous and model_config.free_log_std) else 0
     return ActorCritic(
         num_outputs=num_outputs,

@@ -15,6 +15,7 @@ from rljax.networks.models import (
     default_image_head,
     fcnet_mlp,
     image_size,
+    is_channels_first,
     is_image_space,
     output_dense,
     part_mlp,
@@ -30,7 +31,7 @@ def _check_obs_space(space: gym.Space) -> tuple[bool, bool]:
             "Box observations (vectors and images); flatten other spaces with a gymnasium wrapper"
         )
     image = is_image_space(space)
-    return image, image and space.shape[0] < space.shape[-1]
+    return image, image and is_channels_first(space.shape)
 
 
 class NoisyDense(nn.Module):

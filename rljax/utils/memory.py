@@ -122,10 +122,10 @@ def is_image(observation_space: object) -> bool:
 def image_hw(observation_space: object) -> tuple[int, int]:
     """``(height, width)`` of an image observation space, channels first when
     ``shape[0] < shape[-1]`` (EnvPool's ``[C, H, W]`` frames), as the networks read it."""
-    from rljax.networks.models import image_size
+    from rljax.networks.models import image_size, is_channels_first
 
     shape = tuple(int(d) for d in getattr(observation_space, "shape", None) or ())
-    return image_size(shape, shape[0] < shape[-1])
+    return image_size(shape, is_channels_first(shape))
 
 
 def image_head(observation_space: object, head_fcnet_hiddens: Sequence[int]) -> list[int]:
@@ -137,7 +137,9 @@ def image_head(observation_space: object, head_fcnet_hiddens: Sequence[int]) -> 
 
 
 def conv_encoder(
-    observation_space: object, conv_filters: Sequence[tuple[int, tuple[int, int], int]] | None
+    observation_space: object,
+    conv_filters: Sequence[tuple[int, tuple[int, int], int]] | None,
+    patches: bool = False,
 ) -> tuple[int, int, int]:
     """The conv stack the default networks build for an image observation, as counts.
 
@@ -148,22 +150,27 @@ def conv_encoder(
     Returns:
       ``(parameters, features, activations)``: the conv weights and biases, the flat output
       that the first dense layer reads (3136 for the Nature CNN on 84x84 frames), and the
-      floats one observation's pass makes (the float input and every layer's output). A kernel
-      larger than its input gives 0 features: the build itself then says what is wrong.
+      floats one observation's pass makes (the float input and every layer's output; with
+      ``patches``, also each layer's ``[H', W', kh * kw * C]`` slices, which the CPU form of a
+      convolution, ``rljax.networks.models.patch_conv``, lays side by side and keeps for the
+      kernel's gradient). A kernel larger than its input gives 0 features: the build itself
+      then says what is wrong.
     """
     # Upward on purpose, when counting only: the default filters are read from the networks
     # that build them, so that the count cannot drift from the build.
-    from rljax.networks.models import default_conv_filters
+    from rljax.networks.models import default_conv_filters, is_channels_first
 
     shape = tuple(int(d) for d in getattr(observation_space, "shape", None) or ())
     height, width = image_hw(observation_space)
-    channels = shape[0] if shape[0] < shape[-1] else shape[-1]
+    channels = shape[0] if is_channels_first(shape) else shape[-1]
     params = 0
     activations = height * width * channels
     for out, (kh, kw), stride in conv_filters or default_conv_filters(height, width):
         params += kh * kw * channels * out + out
         height = (height - kh) // stride + 1 if height >= kh else 0
         width = (width - kw) // stride + 1 if width >= kw else 0
+        if patches:
+            activations += height * width * kh * kw * channels
         channels = out
         activations += height * width * channels
     return params, height * width * channels, activations

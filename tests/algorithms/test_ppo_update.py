@@ -190,7 +190,7 @@ class _Frames(gym.Env):
 def test_patch_conv_is_xlas_valid_convolution():
     """The CPU form of the networks' convs: by hand on a 3x3 image, and against
     ``lax.conv_general_dilated`` with strides, non-square kernels and several channels."""
-    from rljax.networks.models import patch_conv
+    from rljax.networks.models import patch_conv, xla_conv
 
     x = jnp.arange(9.0).reshape(1, 3, 3, 1)  # rows [0 1 2], [3 4 5], [6 7 8]
     kernel = jnp.array([[1.0, 0.0], [0.0, -1.0]]).reshape(2, 2, 1, 1)  # x[i, j] - x[i+1, j+1]
@@ -202,10 +202,32 @@ def test_patch_conv_is_xlas_valid_convolution():
     x = jax.random.normal(keys[0], (2, 11, 9, 3))
     for shape, stride in (((3, 3, 3, 5), 1), ((4, 2, 3, 2), 2), ((5, 5, 3, 4), 3)):
         kernel = jax.random.normal(keys[1], shape)
-        want = jax.lax.conv_general_dilated(
-            x, kernel, (stride, stride), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC")
-        )
+        want = xla_conv(x, kernel, stride)
         np.testing.assert_allclose(patch_conv(x, kernel, stride), want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_networks_conv_is_flaxs_conv_and_exports_for_other_platforms():
+    """``_Conv`` against ``nn.Conv``: the same parameter tree and initialisation from one key,
+    the same outputs (a checkpoint of either loads into the other); an integer image exported
+    for the CPU and CUDA traces both forms, with Flax's dtype promotion."""
+    import flax.linen as nn
+
+    from rljax.networks.models import _Conv, _ortho
+
+    key = jax.random.PRNGKey(0)
+    ours = _Conv(8, (3, 2), 2, kernel_init=_ortho(np.sqrt(2)), bias_init=nn.initializers.zeros)
+    flax_conv = nn.Conv(8, (3, 2), (2, 2), padding="VALID", kernel_init=_ortho(np.sqrt(2)))
+    x = jax.random.normal(key, (2, 9, 7, 3))
+    params, flax_params = ours.init(key, x), flax_conv.init(key, x)
+    assert jax.tree.structure(params) == jax.tree.structure(flax_params)
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(flax_params), strict=True):
+        np.testing.assert_array_equal(a, b)
+    want = flax_conv.apply(flax_params, x)
+    np.testing.assert_allclose(jax.jit(ours.apply)(params, x), want, rtol=1e-5, atol=1e-5)
+    frames = jnp.ones((2, 9, 7, 3), jnp.int8)
+    exported = jax.export.export(jax.jit(ours.apply), platforms=("cpu", "cuda"))(params, frames)
+    assert exported.platforms == ("cpu", "cuda")
+    assert exported.out_avals[0].shape == (2, 4, 3, 8)
 
 
 def test_conv_ppo_on_the_cpu_trains_and_resumes(tmp_path):

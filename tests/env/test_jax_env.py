@@ -230,10 +230,15 @@ def test_rljax_breakout_minatar_by_hand():
     assert obs[..., 3].sum() == 30 and obs[1:4, :, 3].all()  # rows 1-3 of bricks
     key = jax.random.PRNGKey(0)
 
-    def at(y, x, d, pos, strike=False):
-        bricks = jnp.zeros((10, 10), bool).at[1:4, :].set(True)
+    full = jnp.zeros((10, 10), bool).at[1:4, :].set(True)
+    empty = jnp.zeros((10, 10), bool)
+
+    def at(y, x, d, pos, strike=False, bricks=full):
         i = jnp.int32
         return BreakoutState(i(y), i(x), i(d), i(pos), bricks, jnp.asarray(strike), i(y), i(x))
+
+    def ball(s):
+        return int(s.ball_y), int(s.ball_x), int(s.ball_dir)
 
     # Up-left against the left wall: held in column 0 and turned up-right, it enters the brick
     # at (3, 0), which breaks (reward 1); the ball turns down-right and stays on row 4.
@@ -252,6 +257,18 @@ def test_rljax_breakout_minatar_by_hand():
     assert float(r) == 0.0 and not bool(term)
     s, _, _, term, _, _ = inner.step(at(8, 5, 2, 0), jnp.int32(1), key)
     assert bool(term) and int(s.pos) == 0
+    # Off the top (up-right turns down-right); into the top-right corner, both turns at once.
+    s, *_ = inner.step(at(0, 5, 1, 4, bricks=empty), jnp.int32(0), key)
+    assert ball(s) == (0, 6, 2)
+    s, *_ = inner.step(at(0, 9, 1, 4, bricks=empty), jnp.int32(0), key)
+    assert ball(s) == (0, 9, 3)
+    # Still inside the brick it struck (strike): the ball enters the next one without breaking it.
+    s, _, r, *_ = inner.step(at(4, 5, 0, 4, strike=True), jnp.int32(0), key)
+    assert ball(s) == (3, 4, 0) and float(r) == 0.0 and bool(s.bricks[3, 4]) and bool(s.strike)
+    # On the bottom row with every brick gone: rows 1-3 are filled again as the paddle returns it.
+    s, _, _, term, _, _ = inner.step(at(8, 5, 2, 6, bricks=empty), jnp.int32(0), key)
+    assert ball(s) == (8, 6, 0) and int(s.bricks.sum()) == 30 and bool(s.bricks[1:4].all())
+    assert not bool(term)
 
 
 def test_a_jax_env_that_draws_itself_renders_rgb_array_frames():
@@ -298,3 +315,14 @@ def test_evaluation_records_videos_of_a_jax_env(tmp_path):
     frames = list(reader)
     assert meta["size"] == (160, 160)
     assert len(frames) == result["env_runners"]["episode_lens"][0] + 1
+
+
+def test_rljax_breakout_minatar_starts_at_either_wall():
+    from rljax.env.jax_adapters.minatar import BreakoutMinAtar
+
+    env = BreakoutMinAtar()
+    starts = {
+        (int(s.ball_x), int(s.ball_dir))
+        for s, _ in (env.reset(jax.random.PRNGKey(i)) for i in range(20))
+    }
+    assert starts == {(0, 2), (9, 3)}

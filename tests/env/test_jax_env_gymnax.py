@@ -104,14 +104,3 @@ def test_rljax_breakout_minatar_steps_as_gymnaxs():
             g_obs, g = genv.reset_env(k, params)
             state = from_gymnax(g)
     assert episodes > 50 and rewards > 10  # the walls, bricks and paddle were all met
-
-
-def test_rljax_breakout_minatar_starts_at_either_wall():
-    from rljax.env.jax_adapters.minatar import BreakoutMinAtar
-
-    env = BreakoutMinAtar()
-    starts = {
-        (int(s.ball_x), int(s.ball_dir))
-        for s, _ in (env.reset(jax.random.PRNGKey(i)) for i in range(20))
-    }
-    assert starts == {(0, 2), (9, 3)}

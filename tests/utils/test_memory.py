@@ -187,8 +187,10 @@ def test_conv_activation_term_by_hand():
     )
     terms = dict(config.memory_terms(PONG, gym.spaces.Discrete(6)))
     # Three passes of the batch of 8 (obs and next obs online, next obs on the target), kept and
-    # differentiated (x 2), plus one acting row per env; float32.
+    # differentiated (x 2), plus one acting row per env; float32. Learning on the CPU, each
+    # layer's slices too (patch_conv's [H', W', kh * kw * C]).
     floats = 4 * 84 * 84 + 20 * 20 * 32 + 9 * 9 * 64 + 7 * 7 * 64
+    floats += 20 * 20 * 8 * 8 * 4 + 9 * 9 * 4 * 4 * 32 + 7 * 7 * 3 * 3 * 64
     name = "the conv activations of 24 rows (model_config.conv_filters=None (the defaults: the Nature CNN's, MinAtar's below 36x36))"
     assert terms[name] == (2 * 24 + 2) * floats * 4
 
