@@ -25,6 +25,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "rljax.distributed",
     "rljax.env",
     "rljax.env.jax_env",
+    "rljax.env.jax_multi_agent",
     "rljax.env.wrappers",
     "rljax.policy",
     "rljax.tune",

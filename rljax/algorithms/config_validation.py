@@ -24,11 +24,14 @@ def validate(config: Any) -> None:
     subclass may change (``_check_batch_division``, ``_validate_multi_agent``) are called
     through the config's methods.
     """
+    from rljax.env.jax_multi_agent import jax_multi_agent_creator
     from rljax.env.vector import envpool_config, resolve_env
 
     refuse_search_spaces(config)
     check_settings(config)
-    spec = None if config._without_env else resolve_env(config.env, config.env_config)
+    multi_agent_jax = config.is_multi_agent and jax_multi_agent_creator(config.env) is not None
+    skip_env = config._without_env or multi_agent_jax  # the latter: MultiAgentPPO resolves it
+    spec = None if skip_env else resolve_env(config.env, config.env_config)
     if spec is not None and spec.backend == "envpool":
         envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
     if config.model_config.use_lstm and not config.has_recurrent_policies:

@@ -246,9 +246,13 @@ class OnPolicyLoop(Generic[State]):
         state_sharding: Any = None,
         batch_sharding: jax.sharding.Sharding | None = None,
         steps_per_iteration: int = 1,
+        report: Callable[[list[Record], Timers], IterationResult] | None = None,
     ) -> OnPolicyLoop[State]:
         """The fused EnvPool path: one jitted program per iteration with one learner; with a
-        mesh, the jitted rollout on the runner device, then the update partitioned over it."""
+        mesh, the jitted rollout on the runner device, then the update partitioned over it.
+        ``report`` as in ``with_runners`` (one learner only)."""
+        if report is not None and mesh is not None:
+            raise ValueError("a fused loop with a report of its own runs on one learner")
         if mesh is not None and distributed.is_multi_process():
             # Each process's rollout joins the global trajectory; post-processing and the update
             # run over the whole mesh (rljax.distributed).
@@ -284,6 +288,7 @@ class OnPolicyLoop(Generic[State]):
                     compiler_options=xla_options.current("train_step"),
                 ),
                 steps_per_iteration=steps_per_iteration,
+                report=report,
             )
         return cls(
             update=jit_update(update, mesh, state_sharding, batch_sharding),

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm
+from rljax.algorithms.ppo import multi_agent_fused
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
     PPOHyperparams,
@@ -47,6 +48,7 @@ from rljax.core.rl_module.forward_module import forward_module_outputs
 from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.env_context import EnvContext
+from rljax.env.jax_multi_agent import JaxMultiAgentCreator, jax_multi_agent_creator
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.env.multi_agent_vector import MultiAgentVectorEnv, mapping_caller, slot_spaces
 from rljax.env.registry import registered_creator
@@ -71,7 +73,11 @@ from rljax.utils.seeding import derive_seed
 
 
 def multi_agent_creator(env: Any):
-    """``creator(env_config) -> MultiAgentEnv`` for a registered name, a class or a callable."""
+    """``creator(env_config) -> MultiAgentEnv`` for a registered name, a class or a callable
+    (a multi-agent JAX env's: ``JaxMultiAgentCreator``)."""
+    jax_creator = jax_multi_agent_creator(env)
+    if jax_creator is not None:
+        return jax_creator
     if isinstance(env, str):
         creator = registered_creator(env)
         if creator is None:
@@ -478,7 +484,11 @@ class MultiAgentPPO(Algorithm):
         # The compiler options of the act step and the groups' stacked (vmapped) updates:
         # under "auto" none (rljax.utils.xla_options), a dict as given.
         self._xla_options = xla_options.resolve(cfg.xla_cpu_options, self._params(), stacked=True)
-        if not self._inference_only:
+        self._fused_env = self._fused_jax_env()
+        if self._fused_env is not None and not self._inference_only:
+            with xla_options.applied(self._xla_options):
+                self._loop = multi_agent_fused.setup_fused(self, postprocess, self._fused_env)
+        elif not self._inference_only:
             with xla_options.applied(self._xla_options):
                 self._runners = self._make_runner_group(
                     self._runner_params(), self._act_step, self.fragment_length
@@ -505,6 +515,25 @@ class MultiAgentPPO(Algorithm):
             for a in self.possible_agents
         }
         self.num_agent_steps_sampled_lifetime = 0
+
+    def _fused_jax_env(self) -> Any:
+        """The JAX env of the fused path (``multi_agent_fused``), or None: a multi-agent JAX
+        env with no runner threads, connectors or episode callbacks."""
+        creator, cfg = getattr(self, "_ma_creator", None), self.config
+        if not isinstance(creator, JaxMultiAgentCreator) or cfg.num_env_runners:
+            return None
+        if self._record_episodes:
+            return None
+        self._agent_policy = multi_agent_fused.agent_policies(
+            self.policy_ids, self.possible_agents, self.mapping_fn
+        )
+        return creator.jax_env(EnvContext(cfg.env_config))
+
+    @property
+    def _env_state_io(self) -> Any:
+        if getattr(self, "_fused_env", None) is not None and self.runner_state is not None:
+            return multi_agent_fused.env_states(self)
+        return self._runners
 
     def _policy_specs(self) -> dict[str, PolicySpec]:
         """The config's policies: set on every config built into this class (``build_algo``
@@ -658,34 +687,42 @@ class MultiAgentPPO(Algorithm):
         return self.parts.acting_params(self.state)
 
     # ------------------------------------------------------------------ learning
+    def _bucket_size(self, g: int, rows: int) -> int:
+        """The padded per-policy batch size of group ``g`` for at most ``rows`` rows."""
+        return _bucket(rows, self.groups[g].hp.minibatch_size)
+
     def _update_fn(self, g: int, size: int):
         """Group ``g``'s jitted, vmapped update for per-policy batches of ``size`` rows."""
         if (g, size) not in self._updates:
-            group = self.groups[g]
-            hp = dataclasses.replace(
-                group.hp,
-                shard_size=size,
-                minibatch_size=min(group.hp.minibatch_size, size),
-                skip_empty_minibatches=True,
-            )
-            update = make_ppo_update(group.module.apply, group.dist, group.optimizer, hp)
-            train_mask = jnp.asarray(group.train_mask)
-
-            def stacked_update(state, batch):
-                new_state, metrics = jax.vmap(update)(state, batch)
-
-                # Frozen policies keep every leaf of their state (parameters bit for bit).
-                def pick(n, o):
-                    return jnp.where(train_mask.reshape((-1,) + (1,) * (n.ndim - 1)), n, o)
-
-                return jax.tree.map(pick, new_state, state), metrics
-
             self._updates[(g, size)] = jax.jit(
-                stacked_update,
+                self._stacked_update(g, size),
                 donate_argnums=(0,),
                 compiler_options=self._xla_options["update"],
             )
         return self._updates[(g, size)]
+
+    def _stacked_update(self, g: int, size: int):
+        """Group ``g``'s vmapped update for per-policy batches of ``size`` rows (traceable)."""
+        group = self.groups[g]
+        hp = dataclasses.replace(
+            group.hp,
+            shard_size=size,
+            minibatch_size=min(group.hp.minibatch_size, size),
+            skip_empty_minibatches=True,
+        )
+        update = make_ppo_update(group.module.apply, group.dist, group.optimizer, hp)
+        train_mask = jnp.asarray(group.train_mask)
+
+        def stacked_update(state, batch):
+            new_state, metrics = jax.vmap(update)(state, batch)
+
+            # Frozen policies keep every leaf of their state (parameters bit for bit).
+            def pick(n, o):
+                return jnp.where(train_mask.reshape((-1,) + (1,) * (n.ndim - 1)), n, o)
+
+            return jax.tree.map(pick, new_state, state), metrics
+
+        return stacked_update
 
     def _per_policy_batches(
         self, flat: Any, policy: np.ndarray, valid: np.ndarray, g: int
@@ -694,12 +731,17 @@ class MultiAgentPPO(Algorithm):
         members = self.groups[g].members
         rows = [np.nonzero(valid & (policy == p))[0] for p in members]
         counts = np.array([len(r) for r in rows])
-        size = _bucket(int(counts.max()), self.groups[g].hp.minibatch_size)
+        size = self._bucket_size(g, int(counts.max()))
         index = np.zeros((len(members), size), np.int32)
         real = np.zeros((len(members), size), np.float32)
         for k, r in enumerate(rows):
             index[k, : len(r)] = r
             real[k, : len(r)] = 1.0
+        return self._gathered(flat, index, real, g), size, counts
+
+    def _gathered(self, flat: Any, index: Any, real: Any, g: int) -> Any:
+        """Group ``g``'s per-policy batches: the rows ``index`` [P_g, size] of ``flat``, masked
+        by ``real``; every leaf [P_g, 1, size, ...] (traceable)."""
         obs = self.groups[g].obs(jax.tree.map(lambda x: x[index], flat.obs["obs"]), lead=2)
         gathered = jax.tree.map(lambda x: x[index], flat._replace(obs=None))._replace(obs=obs)
         width = self.groups[g].dist.num_outputs  # the group's own columns of padded inputs
@@ -707,7 +749,7 @@ class MultiAgentPPO(Algorithm):
             mask=gathered.mask * real,
             action_dist_inputs=gathered.action_dist_inputs[..., :width],
         )
-        return jax.tree.map(lambda x: x[:, None], gathered), size, counts
+        return jax.tree.map(lambda x: x[:, None], gathered)
 
     def _grouped_update(
         self, state: list[PPOTrainState], batch: Any

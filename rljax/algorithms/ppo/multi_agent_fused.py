@@ -1,0 +1,210 @@
+"""Multi-agent PPO on a multi-agent JAX env: rollout, GAE and every policy group's update in
+one jitted program per iteration.
+
+The env's ``num_envs_per_env_runner`` copies are vmapped and their agents laid out as slot rows
+(``rljax.env.jax_multi_agent.AgentSlots``), the rows multi-agent PPO's runner threads give, so
+acting (each slot with its policy's parameters) and post-processing (GAE per slot, advantages
+normalised per policy) are the host path's own functions. What differs:
+
+- ``policy_mapping_fn`` is asked once per agent when the algorithm is built: every agent acts
+  in every step, each slot with one policy (``agent_policies``).
+- The per-policy batches are gathered inside the program: each policy's row count is fixed by
+  the slot layout, so its padded batch size is static (``fused_grouped_update``), the size the
+  host path would pick for the same rows.
+- The iteration's result comes from the rollout's episode arrays (``fused_report``): an env's
+  episode ends when all of its agents' do, its return is the sum of theirs.
+
+The fused path runs with ``num_env_runners=0`` and neither an env-to-module connector nor
+episode callbacks (their per-episode logs are the host's); otherwise the JAX env is stepped
+from runner threads like any ``MultiAgentEnv`` (``JaxMultiAgentGymEnv``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.env.multi_agent_vector import mapping_caller
+from rljax.execution.loop import AgentMetrics, IterationResult, Timers
+from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
+from rljax.runners.jax_env import JaxEnvStates, start_jax_env
+from rljax.utils.errors import ConfigError
+
+
+def agent_policies(policy_ids: list[str], agents: list[Any], mapping_fn: Any) -> np.ndarray:
+    """Each agent's policy index ``[A]``: ``policy_mapping_fn(agent, None)`` asked once per
+    agent (a JAX env's agents act in every step with the policy they were mapped to)."""
+    mapping = mapping_caller(mapping_fn)
+    out = []
+    for agent in agents:
+        try:
+            pid = mapping(agent, None, worker_index=0)
+        except Exception as e:
+            raise ConfigError(
+                f"policy_mapping_fn({agent!r}, None) raised {type(e).__name__}: {e}. On a "
+                "multi-agent JAX env each agent is mapped to a policy once, when the algorithm "
+                "is built (with no episode); map by agent id"
+            ) from e
+        if pid not in policy_ids:
+            raise ConfigError(
+                f"policy_mapping_fn({agent!r}, None) returned {pid!r}, not one of the "
+                f"policies {policy_ids}"
+            )
+        out.append(policy_ids.index(pid))
+    return np.asarray(out, np.int32)
+
+
+def policy_row_counts(
+    agent_policy: np.ndarray, num_policies: int, rows_per_slot: int
+) -> np.ndarray:
+    """Each policy's rows in a batch ``[P]``: its agents' slots times ``rows_per_slot``
+    (fragment length x envs)."""
+    return np.bincount(agent_policy, minlength=num_policies) * rows_per_slot
+
+
+def traced_policy_rows(
+    policy: jax.Array, members: list[int], counts: np.ndarray, size: int
+) -> tuple[jax.Array, jax.Array]:
+    """``(index [P_g, size], real [P_g, size])``: each member policy's rows of ``policy``
+    (the flat batch's policy column) padded to ``size``, traceable (the counts are static)."""
+    index = jnp.stack([jnp.nonzero(policy == p, size=size, fill_value=0)[0] for p in members])
+    real = jnp.arange(size)[None, :] < jnp.asarray(counts[members])[:, None]
+    return index.astype(jnp.int32), real.astype(jnp.float32)
+
+
+def fused_grouped_update(algo: Any, counts: np.ndarray) -> Any:
+    """``update(state, batch) -> (state, metrics)``, traceable: every group's per-policy rows
+    gathered (``traced_policy_rows``) and its vmapped update (``algo._stacked_update``)."""
+
+    def update(state: list[Any], batch: Any) -> tuple[list[Any], dict[str, Any]]:
+        flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
+        policy = flat.obs["policy"]
+        new = list(state)
+        group_metrics = []
+        for g, group in enumerate(algo.groups):
+            size = algo._bucket_size(g, int(counts[group.members].max()))
+            index, real = traced_policy_rows(policy, group.members, counts, size)
+            stacked = algo._gathered(flat, index, real, g)
+            new[g], metrics = algo._stacked_update(g, size)(new[g], stacked)
+            group_metrics.append(metrics)
+        return new, {"groups": group_metrics, "counts": jnp.asarray(counts)}
+
+    return update
+
+
+def fused_report(algo: Any, num_envs: int, num_agents: int) -> Any:
+    """``report(records, timers) -> IterationResult`` of the fused loop's records: each
+    record's episode arrays are ``[T * N * A]`` slot rows (time-major, then env, then agent)."""
+
+    def report(records: list[dict[str, Any]], timers: Timers) -> IterationResult:
+        env_returns: list[float] = []
+        env_lens: list[int] = []
+        per_agent: dict[Any, list[float]] = {a: [] for a in algo.possible_agents}
+        agent_steps = 0
+        counts = np.zeros(algo.num_policies, np.int64)
+        metric_sums: list[Any] = []  # each record's per-group metrics
+        for record in records:
+            episodes = jax.device_get(record["episodes"])
+            shape = (-1, num_envs, num_agents)
+            done = np.asarray(episodes["done"]).reshape(shape)
+            returns = np.asarray(episodes["returns"]).reshape(shape)
+            lens = np.asarray(episodes["lens"]).reshape(shape)
+            ended = done.all(axis=2)  # [T, N]: every agent of the env ended its episode
+            env_returns += returns.sum(axis=2)[ended].tolist()
+            env_lens += lens[..., 0][ended].astype(int).tolist()
+            for a, agent in enumerate(algo.possible_agents):
+                per_agent[agent] += returns[..., a][ended].tolist()
+            agent_steps += int(episodes["num_valid"])
+            metrics = jax.device_get(record["metrics"])
+            counts += np.asarray(metrics["counts"], np.int64)
+            metric_sums.append(metrics["groups"])
+        learner = {}
+        for i, pid in enumerate(algo.policy_ids):
+            if pid in algo.forward_only:
+                continue
+            g, k = int(algo.group_of[i]), int(algo.local_of[i])
+            learner[pid] = {
+                key: float(np.mean([float(np.asarray(m[g][key])[k]) for m in metric_sums]))
+                for key in metric_sums[0][g]
+            }
+            learner[pid]["num_module_steps_trained"] = int(counts[i]) if algo.train_mask[i] else 0
+        policy_returns: dict[str, list[float]] = {pid: [] for pid in algo.policy_ids}
+        for e in range(len(env_returns)):
+            per_policy: dict[str, float] = {}
+            for a, agent in enumerate(algo.possible_agents):
+                pid = algo.policy_ids[int(algo._agent_policy[a])]
+                per_policy[pid] = per_policy.get(pid, 0.0) + per_agent[agent][e]
+            for pid, ret in per_policy.items():
+                policy_returns[pid].append(ret)
+        algo.num_agent_steps_sampled_lifetime += agent_steps
+        nan = float("nan")
+        agents = AgentMetrics(
+            module_episode_returns_mean={
+                p: float(np.mean(r)) if r else nan for p, r in policy_returns.items()
+            },
+            agent_episode_returns_mean={
+                str(a): float(np.mean(r)) if r else nan for a, r in per_agent.items()
+            },
+            num_agent_steps_sampled=agent_steps,
+            num_agent_steps_sampled_lifetime=algo.num_agent_steps_sampled_lifetime,
+        )
+        return IterationResult(
+            num_env_steps_sampled=agent_steps // num_agents,
+            num_env_steps_trained=int(counts[algo.train_mask].sum()),
+            episode_returns=np.array(env_returns),
+            episode_lens=np.array(env_lens, int),
+            learner_metrics=learner,
+            timers=timers,
+            agents=agents,
+        )
+
+    return report
+
+
+def setup_fused(algo: Any, postprocess: Any, jax_env: Any) -> OnPolicyLoop[Any]:
+    """The fused loop of ``algo`` (a ``MultiAgentPPO``) on ``jax_env``; sets
+    ``algo.runner_state`` (the envs' states, checkpointed by ``JaxEnvStates``)."""
+    from rljax.env.jax_multi_agent import AgentSlots
+
+    cfg = algo.config
+    slots = AgentSlots(jax_env, algo._agent_policy)
+    rollout, algo.runner_state = start_jax_env(
+        slots,
+        algo.parts.act,
+        algo._act_step,
+        algo._runner_params(),
+        algo.num_slots,
+        algo.seed,
+        algo.fragment_length,
+        algo.parts.to_env_action,
+    )
+    rows_per_slot = algo.fragment_length * cfg.num_envs_per_env_runner
+    counts = policy_row_counts(algo._agent_policy, algo.num_policies, rows_per_slot)
+    return OnPolicyLoop.fused(
+        rollout,
+        postprocess,
+        fused_grouped_update(algo, counts),
+        algo.parts.acting_params,
+        algo._runner_params,
+        steps_per_iteration=steps_per_iteration(cfg),
+        report=fused_report(algo, cfg.num_envs_per_env_runner, slots.num_agents),
+    )
+
+
+def env_states(algo: Any) -> JaxEnvStates:
+    """What saves and restores the fused run's envs (``JaxEnvStates``)."""
+    return JaxEnvStates(algo, str(algo.config.env))
+
+
+__all__ = [
+    "agent_policies",
+    "env_states",
+    "fused_grouped_update",
+    "fused_report",
+    "policy_row_counts",
+    "setup_fused",
+    "traced_policy_rows",
+]

@@ -1,0 +1,315 @@
+"""Multi-agent environments written in JAX, stepped inside multi-agent PPO's training program.
+
+The protocol (``JaxMultiAgentEnv``) is the single-agent one (``rljax.env.jax_env``) keyed by
+agent id:
+
+```python
+reset(key) -> (state, obs: {agent: obs})
+step(state, actions: {agent: action}, key)
+    -> (state, obs, rewards, terminated, truncated, info)   # dicts keyed by agent id
+```
+
+with a fixed list of ``agents`` and gymnasium ``observation_spaces`` / ``action_spaces`` dicts.
+The episode ends when every agent is terminated or truncated; agents end their episodes together
+(as JaxMARL's MPE tasks do: the fused rollout resets an env when all of its agents are done).
+
+Envs are selected by name with ``.environment("jaxmarl:MPE_simple_spread_v3")`` and
+``.multi_agent(...)`` (``rljax.env.jax_adapters.jaxmarl_adapter``), or a user's
+``JaxMultiAgentEnv`` subclass (passed to ``.environment()`` or registered with
+``register_env``), built with the ``env_config``.
+
+Two ways run one:
+
+- ``AgentSlots``: ``num_envs`` copies vmapped, their agents laid out as ``num_envs * A`` slot
+  rows (env-major: row ``n * A + a`` is agent ``a`` of env ``n``), each row
+  ``{"obs": ..., "policy": <the agent's policy index>}`` as multi-agent PPO's runners give; the
+  fused rollout (``rljax.runners.jax_env``) steps it with same-step auto-reset.
+- ``JaxMultiAgentGymEnv``: one copy as an RLlib ``MultiAgentEnv`` stepped from the host (jitted
+  reset and step), for evaluation, the spaces and runner threads.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.env.jax_env import AutoResetStep
+from rljax.env.multi_agent_env import MultiAgentEnv
+from rljax.utils.errors import ConfigError
+
+
+class JaxMultiAgentEnv:
+    """The protocol of a multi-agent environment written in JAX (subclass it).
+
+    Attributes:
+      agents: Every agent's id, in a fixed order; each acts in every step.
+      observation_spaces: ``{agent: gymnasium space}``.
+      action_spaces: ``{agent: gymnasium space}``.
+    """
+
+    agents: list[str]
+    observation_spaces: dict[str, gym.Space]
+    action_spaces: dict[str, gym.Space]
+
+    def reset(self, key: jax.Array) -> tuple[Any, dict[str, Any]]:
+        """``(state, {agent: obs})`` of a new episode; traceable."""
+        raise NotImplementedError
+
+    def step(
+        self, state: Any, actions: dict[str, Any], key: jax.Array
+    ) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict]:
+        """``(state, obs, rewards, terminated, truncated, info)``, the middle four keyed by agent
+        id; traceable. No auto-reset."""
+        raise NotImplementedError
+
+
+def is_jax_multi_agent_env(obj: Any) -> bool:
+    """Whether ``obj`` (an instance) is a ``JaxMultiAgentEnv``."""
+    return isinstance(obj, JaxMultiAgentEnv)
+
+
+# "library:id" prefixes of multi-agent JAX envs and the adapter that builds each.
+_EXTRAS = {"jaxmarl": "jaxmarl"}
+
+
+def jax_multi_agent_prefix(env: Any) -> str | None:
+    """The adapter prefix of a multi-agent JAX env id (``"jaxmarl"``), or None."""
+    if isinstance(env, str) and ":" in env and env.split(":", 1)[0] in _EXTRAS:
+        return env.split(":", 1)[0]
+    return None
+
+
+def make_jax_multi_agent_env(env: Any, env_config: dict[str, Any], name: str | None = None) -> Any:
+    """Builds ``env``: an id (``"jaxmarl:MPE_simple_spread_v3"``) or a ``JaxMultiAgentEnv``
+    class taking the ``env_config``; checks what it built."""
+    name = name or str(env)
+    if jax_multi_agent_prefix(env) is not None:
+        prefix, env_id = env.split(":", 1)
+        try:
+            __import__(prefix)
+        except ImportError as e:
+            raise ConfigError(
+                f"env {env!r} runs on {prefix}, which is not installed: pip install "
+                f"'rljax[{_EXTRAS[prefix]}]' ({type(e).__name__}: {e})"
+            ) from e
+        from rljax.env.jax_adapters import jaxmarl_adapter
+
+        built = jaxmarl_adapter.make(env_id, dict(env_config))
+    else:
+        try:
+            built = env(dict(env_config))
+        except TypeError as e:
+            raise ConfigError(
+                f"building the JAX multi-agent env {name!r} failed: {e}. rljax builds a "
+                "JaxMultiAgentEnv class with the env_config: define __init__(self, config=None)"
+            ) from e
+    if not is_jax_multi_agent_env(built):
+        raise ConfigError(f"{name!r} built {type(built).__name__}, not a JaxMultiAgentEnv")
+    agents = list(getattr(built, "agents", None) or [])
+    for which in ("observation_spaces", "action_spaces"):
+        spaces = getattr(built, which, None)
+        if not isinstance(spaces, dict) or sorted(map(str, spaces)) != sorted(map(str, agents)):
+            raise ConfigError(
+                f"the JAX multi-agent env {name!r} needs {which} as a dict of a gymnasium space "
+                f"for each of its agents {agents}; it has {spaces!r}"
+            )
+    if not agents:
+        raise ConfigError(f"the JAX multi-agent env {name!r} has no agents")
+    return built
+
+
+class JaxMultiAgentCreator:
+    """``creator(env_config) -> JaxMultiAgentGymEnv`` of an id or a ``JaxMultiAgentEnv`` class
+    (picklable; what ``.multi_agent()`` runs on the host).
+
+    Attributes:
+      env, name: What was selected, and by which name.
+    """
+
+    def __init__(self, env: Any, name: str):
+        self.env, self.name = env, name
+
+    def jax_env(self, env_config: Any) -> Any:
+        """The JAX env itself (for the fused rollout)."""
+        return make_jax_multi_agent_env(self.env, dict(env_config or {}), self.name)
+
+    def __call__(self, env_config: Any) -> JaxMultiAgentGymEnv:
+        return JaxMultiAgentGymEnv(self.jax_env(env_config))
+
+
+def jax_multi_agent_creator(env: Any) -> JaxMultiAgentCreator | None:
+    """The creator of a multi-agent JAX env given to ``.environment()``: an adapter id, a
+    ``JaxMultiAgentEnv`` class, or a name registered for one; None for any other env."""
+    from rljax.env.registry import registered_creator
+
+    if jax_multi_agent_prefix(env) is not None:
+        return JaxMultiAgentCreator(env, env)
+    if isinstance(env, str):
+        registered = registered_creator(env)
+        if inspect.isclass(registered) and issubclass(registered, JaxMultiAgentEnv):
+            return JaxMultiAgentCreator(registered, env)
+        return None
+    if inspect.isclass(env) and issubclass(env, JaxMultiAgentEnv):
+        return JaxMultiAgentCreator(env, env.__qualname__)
+    return None
+
+
+def _space_key(space: gym.Space) -> str:
+    return repr((type(space).__name__, space.shape, space.dtype, getattr(space, "n", None)))
+
+
+class AgentSlots:
+    """``num_envs`` copies of a ``JaxMultiAgentEnv`` as slot rows: what the fused rollout's
+    ``batched_reset`` / ``batched_step`` (``rljax.env.jax_env``) call instead of vmapping
+    a single-agent env.
+
+    Args:
+      env: The ``JaxMultiAgentEnv``; its agents must share one observation space and one action
+        space (one slot layout).
+      agent_policy: Each agent's policy index, ``[A]`` in ``env.agents``' order (the mapping is
+        fixed when the algorithm is built: every agent acts in every step).
+    """
+
+    def __init__(self, env: Any, agent_policy: np.ndarray):
+        self.env = env
+        self.agents = list(env.agents)
+        for which in ("observation_spaces", "action_spaces"):
+            spaces = getattr(env, which)
+            kinds = {_space_key(spaces[a]) for a in self.agents}
+            if len(kinds) > 1:
+                raise ConfigError(
+                    f"the JAX multi-agent env's agents have different {which} "
+                    f"({ {a: spaces[a] for a in self.agents} }); its fused rollout stacks the "
+                    "agents' rows, so they must share one (pad them in the env)"
+                )
+        self.observation_space = env.observation_spaces[self.agents[0]]
+        self.action_space = env.action_spaces[self.agents[0]]
+        self.agent_policy = np.asarray(agent_policy, np.int32)
+        if self.agent_policy.shape != (len(self.agents),):
+            raise ValueError(f"agent_policy must be [{len(self.agents)}]; got {agent_policy!r}")
+
+    @property
+    def num_agents(self) -> int:
+        """Agents per env (``A``)."""
+        return len(self.agents)
+
+    def _slot_obs(self, obs: dict[str, Any]) -> dict[str, jax.Array]:
+        """One env's observations as ``{"obs": [A, ...], "policy": [A]}``."""
+        dtype = self.observation_space.dtype
+        stacked = jnp.stack([jnp.asarray(obs[a], dtype) for a in self.agents])
+        return {"obs": stacked, "policy": jnp.asarray(self.agent_policy)}
+
+    def _rows(self, tree: Any) -> Any:
+        """``[N, A, ...]`` leaves as ``[N * A, ...]`` slot rows."""
+        return jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), tree)
+
+    def _num_envs(self, num_slots: int) -> int:
+        if num_slots % self.num_agents:
+            raise ValueError(f"{num_slots} slots are not whole envs of {self.num_agents} agents")
+        return num_slots // self.num_agents
+
+    def batched_reset(self, key: jax.Array, num_slots: int) -> tuple[Any, Any]:
+        """``(states [N], slot obs [N * A])`` of ``num_slots / A`` envs."""
+        keys = jax.random.split(key, self._num_envs(num_slots))
+        states, obs = jax.vmap(self.env.reset)(keys)
+        return states, self._rows(jax.vmap(self._slot_obs)(obs))
+
+    def _one_step(self, state: Any, actions: jax.Array, key: jax.Array) -> tuple[Any, Any]:
+        """One env's step with same-step auto-reset: ``[A]`` rows of ``AutoResetStep``."""
+        step_key, reset_key = jax.random.split(key)
+        acts = {a: actions[i] for i, a in enumerate(self.agents)}
+        state, obs, rewards, terminated, truncated, _ = self.env.step(state, acts, step_key)
+        term = jnp.stack([jnp.asarray(terminated[a], bool) for a in self.agents])
+        trunc = jnp.stack([jnp.asarray(truncated[a], bool) for a in self.agents]) & ~term
+        reward = jnp.stack([jnp.asarray(rewards[a], jnp.float32) for a in self.agents])
+        done = jnp.all(term | trunc)
+        reset_state, reset_obs = self.env.reset(reset_key)
+        pick = lambda new, old: jnp.where(done, new, old)  # noqa: E731
+        next_state = jax.tree.map(pick, reset_state, state)
+        final_obs = self._slot_obs(obs)
+        next_obs = jax.tree.map(pick, self._slot_obs(reset_obs), final_obs)
+        return next_state, AutoResetStep(next_obs, reward, term, trunc, final_obs, {})
+
+    def batched_step(self, states: Any, actions: jax.Array, key: jax.Array) -> tuple[Any, Any]:
+        """Every env stepped on its agents' actions (``[N * A]`` slot rows, env-major):
+        ``(states, AutoResetStep [N * A])``."""
+        n = jax.tree.leaves(states)[0].shape[0]
+        per_env = actions.reshape((n, self.num_agents, *actions.shape[1:]))
+        states, out = jax.vmap(self._one_step)(states, per_env, jax.random.split(key, n))
+        return states, self._rows(out)
+
+
+class JaxMultiAgentGymEnv(MultiAgentEnv):
+    """A ``JaxMultiAgentEnv`` as an RLlib ``MultiAgentEnv``: jitted reset and step called from
+    the host (evaluation, the algorithm's spaces, runner threads).
+
+    Args:
+      env: The ``JaxMultiAgentEnv``.
+    """
+
+    def __init__(self, env: Any):
+        self.jax_env = env
+        self.possible_agents = list(env.agents)
+        self.agents = list(env.agents)
+        self.observation_spaces = dict(env.observation_spaces)
+        self.action_spaces = dict(env.action_spaces)
+        super().__init__()
+        self._reset = jax.jit(env.reset)
+        self._step = jax.jit(env.step)
+        self._state: Any = None
+        self._key = jax.random.PRNGKey(0)
+        self._ids: list[Any] = list(env.agents)
+        self._obs_spaces: dict[Any, gym.Space] = dict(env.observation_spaces)
+
+    def reset(  # type: ignore[override]
+        self, *, seed: int | None = None, options: dict | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        if seed is not None:
+            self._key = jax.random.PRNGKey(seed)
+        self._key, key = jax.random.split(self._key)
+        self._state, obs = self._reset(key)
+        self.agents = list(self.possible_agents)
+        return self._host_obs(obs), {a: {} for a in self._ids}
+
+    def _host_obs(self, obs: dict[Any, Any]) -> dict[Any, Any]:
+        return {a: np.asarray(obs[a], self._obs_spaces[a].dtype) for a in self._ids}
+
+    def step(  # type: ignore[override]
+        self, action_dict: dict[str, Any]
+    ) -> tuple[dict, dict, dict, dict, dict]:
+        if self._state is None:
+            raise RuntimeError("step() before reset()")
+        ids = self._ids
+        missing = [a for a in ids if a not in action_dict]
+        if missing:
+            raise ValueError(
+                f"every agent acts in every step of a JAX multi-agent env; no action for "
+                f"{missing} (given: {sorted(action_dict)})"
+            )
+        self._key, key = jax.random.split(self._key)
+        actions = {a: jnp.asarray(action_dict[a]) for a in ids}
+        self._state, obs, rewards, term, trunc, _ = self._step(self._state, actions, key)
+        terminateds: dict[Any, bool] = {a: bool(term[a]) for a in ids}
+        truncateds: dict[Any, bool] = {a: bool(trunc[a]) and not terminateds[a] for a in ids}
+        done = all(terminateds[a] or truncateds[a] for a in ids)
+        terminateds["__all__"] = done and all(terminateds[a] for a in ids)
+        truncateds["__all__"] = done and not terminateds["__all__"]
+        rews = {a: float(rewards[a]) for a in ids}
+        return self._host_obs(obs), rews, terminateds, truncateds, {a: {} for a in ids}
+
+
+__all__ = [
+    "AgentSlots",
+    "JaxMultiAgentCreator",
+    "JaxMultiAgentEnv",
+    "JaxMultiAgentGymEnv",
+    "is_jax_multi_agent_env",
+    "jax_multi_agent_creator",
+    "jax_multi_agent_prefix",
+    "make_jax_multi_agent_env",
+]

@@ -1,0 +1,266 @@
+"""Multi-agent PPO on multi-agent JAX envs: the slot layout and auto-reset by hand, the fused
+iteration (one program, per-policy batches as the host path gathers them, episode accounting by
+hand), refusals, and learning."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rljax.algorithms.ppo import PPOConfig
+from rljax.algorithms.ppo.learner import make_ppo_postprocess
+from rljax.env.jax_adapters import classic
+from rljax.env.jax_multi_agent import AgentSlots, JaxMultiAgentEnv, JaxMultiAgentGymEnv
+from rljax.utils.errors import ConfigError
+
+
+class Scripted(JaxMultiAgentEnv):
+    """Two agents; state t. Agent k observes [t, k] and is rewarded action + k + 1; every
+    episode is truncated after 3 steps."""
+
+    def __init__(self, config=None):
+        self.agents = ["a", "b"]
+        self.observation_spaces = {
+            a: gym.spaces.Box(-10, 10, (2,), np.float32) for a in self.agents
+        }
+        self.action_spaces = {a: gym.spaces.Discrete(3) for a in self.agents}
+
+    def _obs(self, t):
+        return {a: jnp.array([t, k], jnp.float32) for k, a in enumerate(self.agents)}
+
+    def reset(self, key):
+        t = jnp.zeros((), jnp.int32)
+        return t, self._obs(t)
+
+    def step(self, state, actions, key):
+        t = state + 1
+        rewards = {a: (actions[a] + k + 1).astype(jnp.float32) for k, a in enumerate(self.agents)}
+        end = t >= 3
+        never = jnp.zeros((), bool)
+        return (
+            t,
+            self._obs(t),
+            rewards,
+            {a: never for a in self.agents},
+            {a: end for a in self.agents},
+            {},
+        )
+
+
+class TwoPoles(JaxMultiAgentEnv):
+    """Two CartPoles stepped together, each by its own agent; both episodes end when either
+    pole falls (or at 200 steps)."""
+
+    def __init__(self, config=None):
+        self.env = classic.make("CartPole-v1", {})
+        self.agents = ["a", "b"]
+        self.observation_spaces = {a: self.env.observation_space for a in self.agents}
+        self.action_spaces = {a: self.env.action_space for a in self.agents}
+
+    def reset(self, key):
+        k1, k2 = jax.random.split(key)
+        (s1, o1), (s2, o2) = self.env.reset(k1), self.env.reset(k2)
+        return (s1, s2, jnp.zeros((), jnp.int32)), {"a": o1, "b": o2}
+
+    def step(self, state, actions, key):
+        k1, k2 = jax.random.split(key)
+        s1, o1, r1, te1, _, _ = self.env.step(state[0], actions["a"], k1)
+        s2, o2, r2, te2, _, _ = self.env.step(state[1], actions["b"], k2)
+        t = state[2] + 1
+        end = te1 | te2
+        trunc = (t >= 200) & ~end
+        return (
+            (s1, s2, t),
+            {"a": o1, "b": o2},
+            {"a": r1, "b": r2},
+            {"a": end, "b": end},
+            {"a": trunc, "b": trunc},
+            {},
+        )
+
+
+def _config(env=Scripted, envs=2, fragment=6, policies=("pa", "pb"), **training):
+    return (
+        PPOConfig()
+        .environment(env)
+        .env_runners(
+            num_env_runners=0, num_envs_per_env_runner=envs, rollout_fragment_length=fragment
+        )
+        .training(
+            train_batch_size=envs * fragment,
+            minibatch_size=envs * fragment,
+            num_epochs=1,
+            **training,
+        )
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .multi_agent(
+            policies=set(policies),
+            policy_mapping_fn=lambda aid, ep, **kw: "p" + aid if len(policies) > 1 else "p",
+        )
+        .debugging(seed=0)
+    )
+
+
+def test_agent_slots_lay_out_agents_env_major_and_reset_when_all_are_done():
+    slots = AgentSlots(Scripted(), np.array([1, 0]))
+    states, obs = slots.batched_reset(jax.random.PRNGKey(0), 4)  # 2 envs x 2 agents
+    np.testing.assert_array_equal(obs["obs"], [[0, 0], [0, 1], [0, 0], [0, 1]])
+    np.testing.assert_array_equal(obs["policy"], [1, 0, 1, 0])
+    actions = jnp.array([0, 1, 2, 0])  # env 0: a=0, b=1; env 1: a=2, b=0
+    for t in (1, 2):
+        states, out = slots.batched_step(states, actions, jax.random.PRNGKey(t))
+        np.testing.assert_array_equal(out.reward, [1, 3, 3, 2])  # action + agent index + 1
+        np.testing.assert_array_equal(out.obs["obs"][:, 0], [t] * 4)
+        assert not out.truncated.any() and not out.terminated.any()
+    states, out = slots.batched_step(states, actions, jax.random.PRNGKey(3))
+    assert out.truncated.all() and not out.terminated.any()
+    np.testing.assert_array_equal(out.final_obs["obs"][:, 0], [3] * 4)  # the ended episode's
+    np.testing.assert_array_equal(out.obs["obs"], [[0, 0], [0, 1], [0, 0], [0, 1]])  # reset
+    np.testing.assert_array_equal(states, [0, 0])
+
+
+def test_agents_with_different_spaces_are_refused_by_name():
+    env = Scripted()
+    env.observation_spaces["b"] = gym.spaces.Box(-10, 10, (3,), np.float32)
+    with pytest.raises(ConfigError, match="different observation_spaces"):
+        AgentSlots(env, np.array([0, 0]))
+
+
+def test_the_gym_wrapper_steps_the_jax_env_with_all_agents():
+    env = JaxMultiAgentGymEnv(Scripted())
+    obs, _ = env.reset(seed=0)
+    np.testing.assert_array_equal(obs["b"], [0, 1])
+    with pytest.raises(ValueError, match=r"no action for \['b'\]"):
+        env.step({"a": 0})
+    for _ in range(2):
+        _, rewards, term, trunc, _ = env.step({"a": 2, "b": 0})
+        assert rewards == {"a": 3.0, "b": 2.0} and not trunc["__all__"]
+    _, _, term, trunc, _ = env.step({"a": 2, "b": 0})
+    assert trunc == {"a": True, "b": True, "__all__": True} and not term["__all__"]
+
+
+def test_fused_iteration_counts_episodes_by_hand_in_one_program():
+    algo = _config().build_algo()
+    try:
+        assert algo._fused_env is not None and algo._runners is None
+        first = algo.train()  # compiles the iteration's program
+        second = algo.train()
+        assert algo._loop.train_step._cache_size() == 1
+        for result in (first, second):
+            runners = result["env_runners"]
+            # 2 envs x 6 steps: every 3 steps each env ends an episode.
+            assert runners["num_env_steps_sampled"] == 12
+            assert runners["num_agent_steps_sampled"] == {"a": 12, "b": 12} or (
+                runners["num_agent_steps_sampled"] == 24
+            )
+            assert runners["num_episodes"] == 4
+            agent_returns = runners["agent_episode_returns_mean"]
+            module_returns = runners["module_episode_returns_mean"]
+            # Each of an agent's 3 steps is rewarded action + index + 1, the action in [0, 2].
+            assert 3 <= agent_returns["a"] <= 9 and 6 <= agent_returns["b"] <= 12
+            assert module_returns["pa"] == pytest.approx(agent_returns["a"])
+            assert runners["episode_return_mean"] == pytest.approx(
+                agent_returns["a"] + agent_returns["b"]
+            )
+            assert runners["episode_len_mean"] == 3
+            learners = result["learners"]
+            assert learners["pa"]["num_module_steps_trained"] == 12
+            assert learners["pb"]["num_module_steps_trained"] == 12
+    finally:
+        algo.stop()
+
+
+def test_fused_per_policy_batches_equal_the_host_paths():
+    from rljax.algorithms.ppo import multi_agent_fused
+
+    algo = _config(envs=3, fragment=5).build_algo()
+    try:
+        _, traj = jax.jit(_rollout(algo))(algo._runner_params(), algo.runner_state)
+        batch = make_ppo_postprocess(algo.hp, algo.num_slots, num_policies=2)(traj)
+        flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
+        policy = np.asarray(flat.obs["policy"])
+        valid = np.asarray(flat.mask) > 0
+        counts = multi_agent_fused.policy_row_counts(algo._agent_policy, 2, 15)
+        for g, group in enumerate(algo.groups):
+            host, size, host_counts = algo._per_policy_batches(flat, policy, valid, g)
+            np.testing.assert_array_equal(host_counts, counts[group.members])
+            index, real = multi_agent_fused.traced_policy_rows(
+                jnp.asarray(policy), group.members, counts, size
+            )
+            traced = algo._gathered(flat, index, real, g)
+            jax.tree.map(np.testing.assert_array_equal, host, traced)
+    finally:
+        algo.stop()
+
+
+def _rollout(algo):
+    from rljax.env.jax_multi_agent import AgentSlots
+    from rljax.runners.jax_env import make_jax_env_rollout
+
+    slots = AgentSlots(algo._fused_env, algo._agent_policy)
+    return make_jax_env_rollout(
+        slots, algo._act_step, algo.fragment_length, algo.parts.to_env_action
+    )
+
+
+def test_episode_dependent_mapping_is_refused_naming_the_agent():
+    config = _config().multi_agent(
+        policies={"pa", "pb"}, policy_mapping_fn=lambda aid, episode, **kw: episode.id_
+    )
+    with pytest.raises(ConfigError, match=r"policy_mapping_fn\('a', None\) raised"):
+        config.build_algo()
+
+
+def test_a_single_agent_config_of_a_multi_agent_jax_env_is_refused():
+    with pytest.raises(ConfigError, match="multi-agent JAX env"):
+        PPOConfig().environment(Scripted).build_algo()
+
+
+def test_runner_threads_and_evaluation_step_the_jax_env_from_the_host():
+    config = _config().env_runners(num_env_runners=1).evaluation(evaluation_duration=2)
+    algo = config.build_algo()
+    try:
+        assert algo._fused_env is None and algo._runners is not None
+        result = algo.train()
+        assert result["env_runners"]["num_episodes"] >= 2
+        evaluation = algo.evaluate()["env_runners"]
+        assert 9 <= evaluation["episode_return_mean"] <= 21  # two agents' 3 steps each
+    finally:
+        algo.stop()
+
+
+def test_checkpoint_restores_the_fused_envs_mid_episode(tmp_path):
+    config = _config(envs=2, fragment=4)
+    algo = config.build_algo()
+    try:
+        algo.train()  # 4 steps: each env 1 step into its second episode
+        algo.save_to_path(tmp_path / "ckpt")
+        expected = algo.train()["env_runners"]["agent_episode_returns_mean"]
+    finally:
+        algo.stop()
+    restored = config.build_algo()
+    try:
+        restored.restore_from_path(tmp_path / "ckpt")
+        got = restored.train()["env_runners"]["agent_episode_returns_mean"]
+        assert got == expected
+    finally:
+        restored.stop()
+
+
+@pytest.mark.slow
+def test_two_policies_learn_two_cartpoles_on_the_fused_path():
+    config = (
+        _config(env=TwoPoles, envs=8, fragment=128, lr=1e-3, vf_clip_param=None)
+        .training(minibatch_size=256, num_epochs=4)
+        .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
+    )
+    algo = config.build_algo()
+    try:
+        returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(25)]
+        # Random play keeps both poles up ~11 steps together (a return of ~22, both agents).
+        assert returns[0] < 60 and max(returns[-5:]) > 150, returns
+    finally:
+        algo.stop()
