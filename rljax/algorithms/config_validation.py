@@ -29,7 +29,12 @@ def validate(config: Any) -> None:
 
     refuse_search_spaces(config)
     check_settings(config)
-    multi_agent_jax = config.is_multi_agent and jax_multi_agent_creator(config.env) is not None
+    multi_agent_jax = jax_multi_agent_creator(config.env) is not None
+    if multi_agent_jax and not config.is_multi_agent:
+        raise ConfigError(
+            f"env {config.env!r} is a multi-agent JAX env: configure it with "
+            ".multi_agent(policies=..., policy_mapping_fn=...) and PPO"
+        )
     skip_env = config._without_env or multi_agent_jax  # the latter: MultiAgentPPO resolves it
     spec = None if skip_env else resolve_env(config.env, config.env_config)
     if spec is not None and spec.backend == "envpool":

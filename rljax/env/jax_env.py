@@ -311,13 +311,6 @@ def resolve_jax_env(
     from rljax.env.registry import registered_creator
 
     env_config = dict(env_config or {})
-    from rljax.env.jax_multi_agent import jax_multi_agent_creator
-
-    if jax_multi_agent_creator(env) is not None:
-        raise ConfigError(
-            f"env {env!r} is a multi-agent JAX env: configure it with .multi_agent(policies=..., "
-            "policy_mapping_fn=...) and PPO"
-        )
     if isinstance(env, str):
         prefix = jax_env_prefix(env)
         if prefix is None:

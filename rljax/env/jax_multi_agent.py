@@ -69,8 +69,16 @@ class JaxMultiAgentEnv:
 
 
 def is_jax_multi_agent_env(obj: Any) -> bool:
-    """Whether ``obj`` (an instance) is a ``JaxMultiAgentEnv``."""
-    return isinstance(obj, JaxMultiAgentEnv)
+    """Whether ``obj`` (an instance) follows the protocol: a ``JaxMultiAgentEnv``, or an object
+    with ``reset``, ``step``, ``agents`` and ``observation_spaces`` / ``action_spaces`` dicts."""
+    if isinstance(obj, JaxMultiAgentEnv):
+        return True
+    methods = all(callable(getattr(obj, name, None)) for name in ("reset", "step"))
+    spaces = all(
+        isinstance(getattr(obj, name, None), dict)
+        for name in ("observation_spaces", "action_spaces")
+    )
+    return methods and spaces and bool(getattr(obj, "agents", None))
 
 
 # "library:id" prefixes of multi-agent JAX envs and the adapter that builds each.
@@ -109,7 +117,11 @@ def make_jax_multi_agent_env(env: Any, env_config: dict[str, Any], name: str | N
                 "JaxMultiAgentEnv class with the env_config: define __init__(self, config=None)"
             ) from e
     if not is_jax_multi_agent_env(built):
-        raise ConfigError(f"{name!r} built {type(built).__name__}, not a JaxMultiAgentEnv")
+        raise ConfigError(
+            f"{name!r} built {type(built).__name__}, which does not follow rljax's "
+            "JaxMultiAgentEnv protocol (reset(key), step(state, actions, key), agents, "
+            "observation_spaces / action_spaces dicts)"
+        )
     agents = list(getattr(built, "agents", None) or [])
     for which in ("observation_spaces", "action_spaces"):
         spaces = getattr(built, which, None)

@@ -20,7 +20,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.jax_multi_agent import JaxMultiAgentEnv
 from rljax.utils.errors import ConfigError, closest
 
 
@@ -46,8 +45,9 @@ def mpe_ids() -> list[str]:
     return sorted(e for e in jaxmarl.registered_envs if e.startswith("MPE_"))
 
 
-class JaxMARLEnv(JaxMultiAgentEnv):
-    """One JaxMARL MPE task with its keyword arguments bound.
+class JaxMARLEnv:
+    """One JaxMARL MPE task with its keyword arguments bound (it follows
+    ``rljax.env.jax_multi_agent.JaxMultiAgentEnv``'s protocol).
 
     Args:
       env_id: A JaxMARL MPE id (``mpe_ids()``).
