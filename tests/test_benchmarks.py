@@ -368,3 +368,21 @@ def test_rllib_examples_takes_every_script_outside_rllibs_helper_folders(tmp_pat
         (tmp_path / name).write_text(text)
     found = [p.relative_to(tmp_path).as_posix() for p in module.scripts_in(tmp_path)]
     assert found == ["envs/custom.py", "offline_rl/no_harness.py"]
+
+
+@pytest.mark.slow
+def test_multi_agent_jax_env_benchmark_compares_fused_and_host_stepping(tmp_path, run_benchmark):
+    out = run_benchmark(
+        "multi_agent_jax_env.py",
+        *("--env", "two_poles", "--num-envs", "2", "--fragment", "16", "--warmup", "1"),
+        *("--iters", "1", "--out", str(tmp_path)),
+    )
+    fused, host = out["results"]["fused"], out["results"]["host_runner"]
+    assert fused["fused"] and not host["fused"]
+    for side in (fused, host):
+        # Two agents per env: agent steps are twice the env steps.
+        assert side["agent_steps_per_s"] == pytest.approx(2 * side["env_steps_per_s"])
+    assert out["fused_over_host"] == pytest.approx(
+        fused["env_steps_per_s"] / host["env_steps_per_s"]
+    )
+    assert json.loads((tmp_path / "multi_agent_jax_env.json").read_text()) == out
