@@ -22,8 +22,13 @@
   baseline's MLP on the flattened grid (PureJaxRL's ``ppo.py`` shape); env steps/s and the
   mean return of the last 100 episodes along the way.
 
+- brax's ``ant`` (``"kind": "brax_ant"``, with brax installed; ``--brax-backend``, positional
+  by default): 64 envs x 64 steps, env steps/s of the vmapped env alone (a scan with random
+  actions), of PPO's ``train()`` on ``"brax:ant"`` and on EnvPool's MuJoCo ``Ant-v4`` with the
+  same settings, and each one's first call (compilation).
+
 Run: python benchmarks/jax_envs.py --compare [--iters 30] [--jax-env rljax:CartPole-v1]
-[--chunk 10] [--minatar-steps 500000]
+[--chunk 10] [--minatar-steps 500000] [--brax-backend positional] [--only-brax]
 """
 
 from __future__ import annotations
@@ -240,6 +245,71 @@ def minatar(total_steps: int, baseline: Any) -> list[dict[str, Any]]:
     return [{"kind": "minatar", "batch": batch, **row} for row in rows]
 
 
+def brax_ant(num_envs: int, num_steps: int, iters: int, backend: str) -> list[dict[str, Any]]:
+    """brax's ``ant`` (``backend``): the vmapped env alone (``lax.scan`` of ``num_steps``
+    steps of ``num_envs`` envs with random actions, one jitted call), PPO's ``train()`` on
+    ``"brax:ant"`` and on EnvPool's MuJoCo ``Ant-v4`` with the same settings; env steps/s,
+    medians of calls timed in turns, and each side's first calls (compilation) apart."""
+    from rljax.env.jax_env import batched_reset, batched_step, jax_env_of
+    from rljax.env.vector import resolve_env
+
+    env_config = {"backend": backend}
+    env = jax_env_of(resolve_env("brax:ant", env_config))
+    low, high = env.action_space.low, env.action_space.high
+
+    def scan_env(states: Any, key: jax.Array) -> tuple[Any, jax.Array]:
+        def body(carry: Any, k: jax.Array) -> tuple[Any, jax.Array]:
+            ka, ks = jax.random.split(k)
+            actions = jax.random.uniform(ka, (num_envs, *low.shape), minval=low, maxval=high)
+            carry, out = batched_step(env, carry, actions, ks)
+            return carry, out.reward
+
+        return jax.lax.scan(body, states, jax.random.split(key, num_steps))
+
+    t0 = time.perf_counter()
+    states, _ = jax.jit(lambda k: batched_reset(env, k, num_envs))(jax.random.PRNGKey(0))
+    env_only = jax.jit(scan_env, donate_argnums=0)
+    states, rewards = env_only(states, jax.random.PRNGKey(1))
+    jax.block_until_ready(rewards)
+    first = {"env alone": time.perf_counter() - t0}
+    algos = {}
+    for name, env_id in (("rljax brax:ant", "brax:ant"), ("rljax EnvPool Ant-v4", "Ant-v4")):
+        t0 = time.perf_counter()
+        config = ppo_config(env_id, num_envs, num_steps).rl_module(model_config={})
+        if env_id == "brax:ant":
+            config = config.environment(env_id, env_config=env_config)
+        algos[name] = config.build_algo()
+        algos[name].train()
+        first[name] = time.perf_counter() - t0
+    times: dict[str, list[float]] = {k: [] for k in first}
+    try:
+        for i in range(iters):
+            t0 = time.perf_counter()
+            states, rewards = env_only(states, jax.random.PRNGKey(2 + i))
+            jax.block_until_ready(rewards)
+            times["env alone"].append(time.perf_counter() - t0)
+            for name, algo in algos.items():
+                t0 = time.perf_counter()
+                algo.train()
+                times[name].append(time.perf_counter() - t0)
+    finally:
+        for algo in algos.values():
+            algo.stop()
+    per = num_envs * num_steps
+    return [
+        {
+            "kind": "brax_ant",
+            "system": name,
+            "backend": backend if name != "rljax EnvPool Ant-v4" else "mujoco (EnvPool)",
+            "num_envs": num_envs,
+            "num_steps": num_steps,
+            "env_steps_per_s": per / statistics.median(ts),
+            "first_call_s": first[name],
+        }
+        for name, ts in times.items()
+    ]
+
+
 def rljax_to_target(env: str, target: float, max_steps: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     algo = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").environment(env).build_algo()
@@ -279,7 +349,9 @@ def baseline_to_target(baseline: Any, target: float, max_steps: int) -> dict[str
     }
 
 
-def compare(iters: int, max_steps: int, jax_env: str, chunk: int, minatar_steps: int) -> None:
+def compare(
+    iters: int, max_steps: int, jax_env: str, chunk: int, minatar_steps: int, brax_backend: str
+) -> None:
     baseline = load_baseline()
     for name, (n, t) in SETTINGS.items():
         rows = throughput(n, t, iters, jax_env, baseline)
@@ -308,6 +380,14 @@ def compare(iters: int, max_steps: int, jax_env: str, chunk: int, minatar_steps:
     if minatar_steps and jax_env.startswith("gymnax:"):
         for row in minatar(minatar_steps, baseline):
             print(json.dumps(row), flush=True)
+    if brax_backend:
+        try:
+            import brax  # noqa: F401
+        except ImportError:
+            print(json.dumps({"kind": "brax_ant", "status": "not installed (brax)"}), flush=True)
+        else:
+            for row in brax_ant(64, 64, max(3, iters // 3), brax_backend):
+                print(json.dumps(row), flush=True)
 
 
 def main() -> None:
@@ -320,10 +400,22 @@ def main() -> None:
     p.add_argument(
         "--minatar-steps", type=int, default=500_000, help="MinAtar Breakout's run (0: none)"
     )
+    p.add_argument(
+        "--brax-backend",
+        default="positional",
+        help="brax ant's physics pipeline (positional, generalized, spring, mjx; '' : no ant)",
+    )
+    p.add_argument(
+        "--only-brax", action="store_true", help="measure brax ant alone (with --compare)"
+    )
     a = p.parse_args()
     if not a.compare:
         p.error("nothing to do: pass --compare")
-    compare(a.iters, a.max_steps, a.jax_env, a.chunk, a.minatar_steps)
+    if a.only_brax:
+        for row in brax_ant(64, 64, max(3, a.iters // 3), a.brax_backend):
+            print(json.dumps(row), flush=True)
+        return
+    compare(a.iters, a.max_steps, a.jax_env, a.chunk, a.minatar_steps, a.brax_backend)
 
 
 if __name__ == "__main__":
