@@ -11,10 +11,18 @@ step(state, actions: {agent: action}, key)
 
 with a fixed list of ``agents`` and gymnasium ``observation_spaces`` / ``action_spaces`` dicts.
 The episode ends when every agent is terminated or truncated; agents end their episodes together
-(as JaxMARL's MPE tasks do: the fused rollout resets an env when all of its agents are done).
+(as JaxMARL's MPE tasks and Pgx's games do: the fused rollout resets an env when all of its
+agents are done).
 
-Envs are selected by name with ``.environment("jaxmarl:MPE_simple_spread_v3")`` and
-``.multi_agent(...)`` (``rljax.env.jax_adapters.jaxmarl_adapter``), or a user's
+Every agent acts in every step (simultaneous moves), unless the env defines
+``acting(state) -> bool [A]``: which agents act on the state's observations (turn-based games,
+``"pgx:<game>"``). Then the others' actions are ignored, and an agent's rewards are summed from
+its action until it next acts (or the episode ends) and credited to that action, as RLlib's
+multi-agent episodes do.
+
+Envs are selected by name with ``.environment("jaxmarl:MPE_simple_spread_v3")`` or
+``.environment("pgx:connect_four")`` and ``.multi_agent(...)``
+(``rljax.env.jax_adapters.jaxmarl_adapter``, ``pgx_adapter``), or a user's
 ``JaxMultiAgentEnv`` subclass (passed to ``.environment()`` or registered with
 ``register_env``), built with the ``env_config``.
 
@@ -23,7 +31,9 @@ Two ways run one:
 - ``AgentSlots``: ``num_envs`` copies vmapped, their agents laid out as ``num_envs * A`` slot
   rows (env-major: row ``n * A + a`` is agent ``a`` of env ``n``), each row
   ``{"obs": ..., "policy": <the agent's policy index>}`` as multi-agent PPO's runners give; the
-  fused rollout (``rljax.runners.jax_env``) steps it with same-step auto-reset.
+  fused rollout (``rljax.runners.jax_env``) steps simultaneous envs with same-step auto-reset,
+  and turn-based ones (``AgentSlots.turn_step``) with next-step auto-reset and a ``present``
+  flag per row, as ``MultiAgentVectorEnv``'s rows have.
 - ``JaxMultiAgentGymEnv``: one copy as an RLlib ``MultiAgentEnv`` stepped from the host (jitted
   reset and step), for evaluation, the spaces and runner threads.
 """
@@ -31,7 +41,7 @@ Two ways run one:
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import jax
@@ -68,6 +78,34 @@ class JaxMultiAgentEnv:
         raise NotImplementedError
 
 
+class SlotResult(NamedTuple):
+    """A turn-based step's rows ``[N * A]`` (what the acting step reads of a result).
+
+    Attributes:
+      obs: The slot observations ``{"obs", "policy"}``.
+      reward: Each agent's rewards since it last acted, where ``present`` (else 0).
+      terminated, truncated: The episode's end, on the row where it ended (all present).
+      env_id: The slot index (the acting step's stream).
+      present: The row is a result: the agent acts next, or the episode ended.
+    """
+
+    obs: Any
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    env_id: jax.Array
+    present: jax.Array
+
+
+class TurnState(NamedTuple):
+    """A turn-based env's slot state: the env's, each agent's rewards not yet credited [A],
+    and whether the last step ended the episode (this step resets)."""
+
+    env: Any
+    pending: jax.Array
+    ended: jax.Array
+
+
 def is_jax_multi_agent_env(obj: Any) -> bool:
     """Whether ``obj`` (an instance) follows the protocol: a ``JaxMultiAgentEnv``, or an object
     with ``reset``, ``step``, ``agents`` and ``observation_spaces`` / ``action_spaces`` dicts."""
@@ -82,7 +120,7 @@ def is_jax_multi_agent_env(obj: Any) -> bool:
 
 
 # "library:id" prefixes of multi-agent JAX envs and the adapter that builds each.
-_EXTRAS = {"jaxmarl": "jaxmarl"}
+_EXTRAS = {"jaxmarl": "jaxmarl", "pgx": "pgx"}
 
 
 def jax_multi_agent_prefix(env: Any) -> str | None:
@@ -105,9 +143,10 @@ def make_jax_multi_agent_env(env: Any, env_config: dict[str, Any], name: str | N
                 f"env {env!r} runs on {prefix}, which is not installed: pip install "
                 f"'rljax[{_EXTRAS[prefix]}]' ({type(e).__name__}: {e})"
             ) from e
-        from rljax.env.jax_adapters import jaxmarl_adapter
+        from rljax.env.jax_adapters import jaxmarl_adapter, pgx_adapter
 
-        built = jaxmarl_adapter.make(env_id, dict(env_config))
+        adapters = {"jaxmarl": jaxmarl_adapter.make, "pgx": pgx_adapter.make}
+        built = adapters[prefix](env_id, dict(env_config))
     else:
         try:
             built = env(dict(env_config))
@@ -210,6 +249,74 @@ class AgentSlots:
         """Agents per env (``A``)."""
         return len(self.agents)
 
+    @property
+    def turn_based(self) -> bool:
+        """Whether the env says which agents act (``acting(state)``)."""
+        return callable(getattr(self.env, "acting", None))
+
+    def _acting(self, state: Any) -> jax.Array:
+        return jnp.asarray(self.env.acting(state), bool).reshape(self.num_agents)
+
+    def turn_reset(self, key: jax.Array, num_slots: int) -> tuple[TurnState, SlotResult]:
+        """Turn-based: ``num_slots / A`` envs reset; the first movers' rows present."""
+        states, obs = self.batched_reset(key, num_slots)
+        n = self._num_envs(num_slots)
+        present = self._rows(jax.vmap(self._acting)(states))
+        zeros = jnp.zeros((num_slots,), bool)
+        pending = jnp.zeros((n, self.num_agents), jnp.float32)
+        turn = TurnState(states, pending, jnp.zeros((n,), bool))
+        env_id = jnp.arange(num_slots, dtype=jnp.int32)
+        return turn, SlotResult(
+            obs, jnp.zeros((num_slots,), jnp.float32), zeros, zeros, env_id, present
+        )
+
+    def _one_turn(self, turn: TurnState, actions: jax.Array, key: jax.Array) -> tuple[Any, ...]:
+        """One turn-based env's step, next-step auto-reset: where the last step ended the
+        episode the env resets (the actions are ignored) and its first movers are present."""
+        step_key, reset_key = jax.random.split(key)
+        acts = {a: actions[i] for i, a in enumerate(self.agents)}
+        state, obs, rewards, terminated, truncated, _ = self.env.step(turn.env, acts, step_key)
+        term = jnp.stack([jnp.asarray(terminated[a], bool) for a in self.agents])
+        trunc = jnp.stack([jnp.asarray(truncated[a], bool) for a in self.agents]) & ~term
+        reward = jnp.stack([jnp.asarray(rewards[a], jnp.float32) for a in self.agents])
+        done = jnp.all(term | trunc)
+        owed = turn.pending + reward
+        present = done | self._acting(state)
+        stepped = (
+            TurnState(state, jnp.where(present, 0.0, owed), done),
+            self._slot_obs(obs),
+            jnp.where(present, owed, 0.0),
+            term & done,
+            trunc & done,
+            present,
+        )
+        reset_state, reset_obs = self.env.reset(reset_key)
+        never = jnp.zeros((self.num_agents,), bool)
+        reset = (
+            TurnState(reset_state, jnp.zeros_like(owed), jnp.zeros((), bool)),
+            self._slot_obs(reset_obs),
+            jnp.zeros_like(owed),
+            never,
+            never,
+            self._acting(reset_state),
+        )
+        pick = lambda new, old: jnp.where(turn.ended, new, old)  # noqa: E731
+        return jax.tree.map(pick, reset, stepped)
+
+    def turn_step(
+        self, turn: TurnState, actions: jax.Array, key: jax.Array
+    ) -> tuple[TurnState, SlotResult]:
+        """Turn-based: every env stepped on its acting agents' actions (``[N * A]`` rows);
+        ``(turn state, SlotResult [N * A])``."""
+        n = turn.ended.shape[0]
+        per_env = actions.reshape((n, self.num_agents, *actions.shape[1:]))
+        turn, obs, reward, term, trunc, present = jax.vmap(self._one_turn)(
+            turn, per_env, jax.random.split(key, n)
+        )
+        env_id = jnp.arange(n * self.num_agents, dtype=jnp.int32)
+        rows = self._rows((obs, reward, term, trunc, present))
+        return turn, SlotResult(rows[0], rows[1], rows[2], rows[3], env_id, rows[4])
+
     def _slot_obs(self, obs: dict[str, Any]) -> dict[str, jax.Array]:
         """One env's observations as ``{"obs": [A, ...], "policy": [A]}``."""
         dtype = self.observation_space.dtype
@@ -277,6 +384,8 @@ class JaxMultiAgentGymEnv(MultiAgentEnv):
         self._key = jax.random.PRNGKey(0)
         self._ids: list[Any] = list(env.agents)
         self._obs_spaces: dict[Any, gym.Space] = dict(env.observation_spaces)
+        self._acting_fn = jax.jit(env.acting) if callable(getattr(env, "acting", None)) else None
+        self._pending: dict[Any, float] = dict.fromkeys(self._ids, 0.0)
 
     def reset(  # type: ignore[override]
         self, *, seed: int | None = None, options: dict | None = None
@@ -286,10 +395,19 @@ class JaxMultiAgentGymEnv(MultiAgentEnv):
         self._key, key = jax.random.split(self._key)
         self._state, obs = self._reset(key)
         self.agents = list(self.possible_agents)
-        return self._host_obs(obs), {a: {} for a in self._ids}
+        self._pending = dict.fromkeys(self._ids, 0.0)
+        acting = self._acting_now(done=False)
+        return self._host_obs(obs, acting), {a: {} for a in acting}
 
-    def _host_obs(self, obs: dict[Any, Any]) -> dict[Any, Any]:
-        return {a: np.asarray(obs[a], self._obs_spaces[a].dtype) for a in self._ids}
+    def _acting_now(self, done: bool) -> list[Any]:
+        """The agents that act next (all at an episode's end and in simultaneous envs)."""
+        if done or self._acting_fn is None:
+            return list(self._ids)
+        flags = np.asarray(self._acting_fn(self._state))
+        return [a for a, on in zip(self._ids, flags, strict=True) if on]
+
+    def _host_obs(self, obs: dict[Any, Any], agents: list[Any]) -> dict[Any, Any]:
+        return {a: np.asarray(obs[a], self._obs_spaces[a].dtype) for a in agents}
 
     def step(  # type: ignore[override]
         self, action_dict: dict[str, Any]
@@ -297,26 +415,42 @@ class JaxMultiAgentGymEnv(MultiAgentEnv):
         if self._state is None:
             raise RuntimeError("step() before reset()")
         ids = self._ids
-        missing = [a for a in ids if a not in action_dict]
+        acting = self._acting_now(done=False)
+        missing = [a for a in acting if a not in action_dict]
         if missing:
             raise ValueError(
-                f"every agent acts in every step of a JAX multi-agent env; no action for "
+                f"agents {acting} act in this step of the JAX multi-agent env; no action for "
                 f"{missing} (given: {sorted(action_dict)})"
             )
         self._key, key = jax.random.split(self._key)
-        actions = {a: jnp.asarray(action_dict[a]) for a in ids}
+        # Agents that do not act this turn send a placeholder the env ignores.
+        actions = {
+            a: jnp.asarray(action_dict[a] if a in action_dict else self._noop(a)) for a in ids
+        }
         self._state, obs, rewards, term, trunc, _ = self._step(self._state, actions, key)
         terminateds: dict[Any, bool] = {a: bool(term[a]) for a in ids}
         truncateds: dict[Any, bool] = {a: bool(trunc[a]) and not terminateds[a] for a in ids}
         done = all(terminateds[a] or truncateds[a] for a in ids)
         terminateds["__all__"] = done and all(terminateds[a] for a in ids)
         truncateds["__all__"] = done and not terminateds["__all__"]
-        rews = {a: float(rewards[a]) for a in ids}
-        return self._host_obs(obs), rews, terminateds, truncateds, {a: {} for a in ids}
+        for a in ids:
+            self._pending[a] += float(rewards[a])
+        nxt = self._acting_now(done)
+        # RLlib's rule: an agent's rewards since it acted reach it with its next observation.
+        rews = {a: self._pending[a] for a in nxt}
+        for a in nxt:
+            self._pending[a] = 0.0
+        return self._host_obs(obs, nxt), rews, terminateds, truncateds, {a: {} for a in nxt}
+
+    def _noop(self, agent: Any) -> Any:
+        space = self.jax_env.action_spaces[agent]
+        return np.zeros(space.shape, space.dtype)
 
 
 __all__ = [
     "AgentSlots",
+    "SlotResult",
+    "TurnState",
     "JaxMultiAgentCreator",
     "JaxMultiAgentEnv",
     "JaxMultiAgentGymEnv",

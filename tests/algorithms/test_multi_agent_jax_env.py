@@ -50,6 +50,36 @@ class Scripted(JaxMultiAgentEnv):
         )
 
 
+class Turns(JaxMultiAgentEnv):
+    """Two agents taking turns ("a" on even steps), one action each; the mover is rewarded 1,
+    and the fourth step ends the game with -5 more for "a"."""
+
+    def __init__(self, config=None):
+        self.agents = ["a", "b"]
+        self.observation_spaces = {
+            a: gym.spaces.Box(-10, 10, (2,), np.float32) for a in self.agents
+        }
+        self.action_spaces = {a: gym.spaces.Discrete(1) for a in self.agents}
+
+    def _obs(self, t):
+        return {k: jnp.array([t, i], jnp.float32) for i, k in enumerate(self.agents)}
+
+    def reset(self, key):
+        t = jnp.zeros((), jnp.int32)
+        return t, self._obs(t)
+
+    def acting(self, t):
+        return jnp.array([t % 2 == 0, t % 2 == 1])
+
+    def step(self, t, actions, key):
+        mover = self.acting(t).astype(jnp.float32)
+        t = t + 1
+        end = t >= 4
+        rewards = {"a": mover[0] - 5.0 * end, "b": mover[1]}
+        never = jnp.zeros((), bool)
+        return t, self._obs(t), rewards, {"a": end, "b": end}, {"a": never, "b": never}, {}
+
+
 class TwoPoles(JaxMultiAgentEnv):
     """Two CartPoles stepped together, each by its own agent; both episodes end when either
     pole falls (or at 200 steps)."""
@@ -187,9 +217,10 @@ def test_fused_per_policy_batches_equal_the_host_paths():
         for g, group in enumerate(algo.groups):
             host, size, host_counts = algo._per_policy_batches(flat, policy, valid, g)
             np.testing.assert_array_equal(host_counts, counts[group.members])
-            index, real = multi_agent_fused.traced_policy_rows(
-                jnp.asarray(policy), group.members, counts, size
+            index, real, traced_counts = multi_agent_fused.traced_policy_rows(
+                jnp.asarray(policy), jnp.asarray(valid), group.members, size
             )
+            np.testing.assert_array_equal(traced_counts, counts[group.members])
             traced = algo._gathered(flat, index, real, g)
             jax.tree.map(np.testing.assert_array_equal, host, traced)
     finally:
@@ -264,3 +295,44 @@ def test_two_policies_learn_two_cartpoles_on_the_fused_path():
         assert returns[0] < 60 and max(returns[-5:]) > 150, returns
     finally:
         algo.stop()
+
+
+def test_turn_based_rows_credit_rewards_to_each_agents_last_move_by_hand():
+    slots = AgentSlots(Turns(), np.array([0, 1]))
+    assert slots.turn_based
+    turn, result = slots.turn_reset(jax.random.PRNGKey(0), 2)
+    np.testing.assert_array_equal(result.present, [True, False])  # "a" moves first
+    rows = []
+    for t in range(5):
+        turn, result = slots.turn_step(turn, jnp.zeros(2, jnp.int32), jax.random.PRNGKey(t))
+        rows.append(jax.device_get(result))
+    # present, then the rewards owed to each agent since its own last move.
+    np.testing.assert_array_equal([r.present for r in rows[:3]], [[0, 1], [1, 0], [0, 1]])
+    np.testing.assert_array_equal([r.reward for r in rows[:3]], [[0, 0], [1, 0], [0, 1]])
+    last = rows[3]  # the fourth step ends the game: both agents' final results
+    np.testing.assert_array_equal(last.present, [True, True])
+    np.testing.assert_array_equal(last.reward, [1 - 5, 1])
+    np.testing.assert_array_equal(last.terminated, [True, True])
+    reset = rows[4]  # the next step resets (its actions ignored); "a" moves first again
+    np.testing.assert_array_equal(reset.present, [True, False])
+    np.testing.assert_array_equal(reset.reward, [0, 0])
+    np.testing.assert_array_equal(reset.obs["obs"][:, 0], [0, 0])
+
+
+@pytest.mark.parametrize("runners", [0, 1], ids=["fused", "host"])
+def test_turn_based_episodes_count_each_agents_moves_on_both_paths(runners):
+    config = _config(env=Turns, envs=2, fragment=10).env_runners(num_env_runners=runners)
+    algo = config.build_algo()
+    try:
+        assert (algo._fused_env is not None) == (runners == 0)
+        results = [algo.train()["env_runners"] for _ in range(3)]
+        if runners == 0:  # one program, compiled once (its first runner state is committed)
+            assert algo._loop.train_step._cache_size() == 1
+    finally:
+        algo.stop()
+    for runners_result in results[1:]:
+        # "a": 1 + (1 - 5), "b": 1 + 1; four moves a game.
+        assert runners_result["agent_episode_returns_mean"] == {"a": -3.0, "b": 2.0}
+        assert runners_result["module_episode_returns_mean"] == {"pa": -3.0, "pb": 2.0}
+        assert runners_result["episode_return_mean"] == -1.0
+        assert runners_result["episode_len_mean"] == 4

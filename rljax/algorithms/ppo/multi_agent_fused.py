@@ -30,6 +30,7 @@ import numpy as np
 from rljax.env.multi_agent_vector import mapping_caller
 from rljax.execution.loop import AgentMetrics, IterationResult, Timers
 from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
+from rljax.runners.acting import FusedRunnerState, init_actor_state
 from rljax.runners.jax_env import JaxEnvStates, start_jax_env
 from rljax.utils.errors import ConfigError
 
@@ -66,38 +67,48 @@ def policy_row_counts(
 
 
 def traced_policy_rows(
-    policy: jax.Array, members: list[int], counts: np.ndarray, size: int
-) -> tuple[jax.Array, jax.Array]:
-    """``(index [P_g, size], real [P_g, size])``: each member policy's rows of ``policy``
-    (the flat batch's policy column) padded to ``size``, traceable (the counts are static)."""
-    index = jnp.stack([jnp.nonzero(policy == p, size=size, fill_value=0)[0] for p in members])
-    real = jnp.arange(size)[None, :] < jnp.asarray(counts[members])[:, None]
-    return index.astype(jnp.int32), real.astype(jnp.float32)
+    policy: jax.Array, valid: jax.Array, members: list[int], size: int
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(index [P_g, size], real [P_g, size], counts [P_g])``: each member policy's valid
+    rows of ``policy`` (the flat batch's policy column) padded to ``size``, traceable
+    (``size`` is static: at least any policy's count)."""
+    mine = [(policy == p) & valid for p in members]
+    index = jnp.stack([jnp.nonzero(m, size=size, fill_value=0)[0] for m in mine])
+    counts = jnp.stack([jnp.sum(m.astype(jnp.int32)) for m in mine])
+    real = jnp.arange(size)[None, :] < counts[:, None]
+    return index.astype(jnp.int32), real.astype(jnp.float32), counts
 
 
-def fused_grouped_update(algo: Any, counts: np.ndarray) -> Any:
+def fused_grouped_update(algo: Any, most: np.ndarray) -> Any:
     """``update(state, batch) -> (state, metrics)``, traceable: every group's per-policy rows
-    gathered (``traced_policy_rows``) and its vmapped update (``algo._stacked_update``)."""
+    gathered (``traced_policy_rows``, padded for ``most[p]`` rows of policy p) and its vmapped
+    update (``algo._stacked_update``)."""
 
     def update(state: list[Any], batch: Any) -> tuple[list[Any], dict[str, Any]]:
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
-        policy = flat.obs["policy"]
+        policy, valid = flat.obs["policy"], flat.mask > 0
         new = list(state)
         group_metrics = []
+        counts = jnp.zeros((algo.num_policies,), jnp.int32)
         for g, group in enumerate(algo.groups):
-            size = algo._bucket_size(g, int(counts[group.members].max()))
-            index, real = traced_policy_rows(policy, group.members, counts, size)
+            size = algo._bucket_size(g, int(most[group.members].max()))
+            index, real, group_counts = traced_policy_rows(policy, valid, group.members, size)
+            counts = counts.at[jnp.asarray(group.members)].set(group_counts)
             stacked = algo._gathered(flat, index, real, g)
             new[g], metrics = algo._stacked_update(g, size)(new[g], stacked)
             group_metrics.append(metrics)
-        return new, {"groups": group_metrics, "counts": jnp.asarray(counts)}
+        return new, {"groups": group_metrics, "counts": counts}
 
     return update
 
 
-def fused_report(algo: Any, num_envs: int, num_agents: int) -> Any:
+def fused_report(algo: Any, num_envs: int, num_agents: int, turn_based: bool = False) -> Any:
     """``report(records, timers) -> IterationResult`` of the fused loop's records: each
-    record's episode arrays are ``[T * N * A]`` slot rows (time-major, then env, then agent)."""
+    record's episode arrays are ``[T * N * A]`` slot rows (time-major, then env, then agent).
+
+    An episode's length is its env steps: the most any agent took in a simultaneous env, the
+    sum of the agents' turns in a turn-based one, whose env steps sampled are the agents'
+    transitions (one per turn, each counted when it completes at the agent's next turn)."""
 
     def report(records: list[dict[str, Any]], timers: Timers) -> IterationResult:
         env_returns: list[float] = []
@@ -114,7 +125,8 @@ def fused_report(algo: Any, num_envs: int, num_agents: int) -> Any:
             lens = np.asarray(episodes["lens"]).reshape(shape)
             ended = done.all(axis=2)  # [T, N]: every agent of the env ended its episode
             env_returns += returns.sum(axis=2)[ended].tolist()
-            env_lens += lens[..., 0][ended].astype(int).tolist()
+            per_env_len = lens.sum(axis=2) if turn_based else lens.max(axis=2)
+            env_lens += per_env_len[ended].astype(int).tolist()
             for a, agent in enumerate(algo.possible_agents):
                 per_agent[agent] += returns[..., a][ended].tolist()
             agent_steps += int(episodes["num_valid"])
@@ -152,7 +164,7 @@ def fused_report(algo: Any, num_envs: int, num_agents: int) -> Any:
             num_agent_steps_sampled_lifetime=algo.num_agent_steps_sampled_lifetime,
         )
         return IterationResult(
-            num_env_steps_sampled=agent_steps // num_agents,
+            num_env_steps_sampled=agent_steps if turn_based else agent_steps // num_agents,
             num_env_steps_trained=int(counts[algo.train_mask].sum()),
             episode_returns=np.array(env_returns),
             episode_lens=np.array(env_lens, int),
@@ -171,27 +183,77 @@ def setup_fused(algo: Any, postprocess: Any, jax_env: Any) -> OnPolicyLoop[Any]:
 
     cfg = algo.config
     slots = AgentSlots(jax_env, algo._agent_policy)
-    rollout, algo.runner_state = start_jax_env(
-        slots,
-        algo.parts.act,
-        algo._act_step,
-        algo._runner_params(),
-        algo.num_slots,
-        algo.seed,
-        algo.fragment_length,
-        algo.parts.to_env_action,
-    )
+    if slots.turn_based:
+        rollout, algo.runner_state = start_turn_rollout(
+            slots,
+            algo.parts.act,
+            algo._act_step,
+            algo._runner_params(),
+            algo.num_slots,
+            algo.seed,
+            algo.fragment_length,
+            algo.parts.to_env_action,
+        )
+    else:
+        rollout, algo.runner_state = start_jax_env(
+            slots,
+            algo.parts.act,
+            algo._act_step,
+            algo._runner_params(),
+            algo.num_slots,
+            algo.seed,
+            algo.fragment_length,
+            algo.parts.to_env_action,
+        )
     rows_per_slot = algo.fragment_length * cfg.num_envs_per_env_runner
-    counts = policy_row_counts(algo._agent_policy, algo.num_policies, rows_per_slot)
+    most = policy_row_counts(algo._agent_policy, algo.num_policies, rows_per_slot)
     return OnPolicyLoop.fused(
         rollout,
         postprocess,
-        fused_grouped_update(algo, counts),
+        fused_grouped_update(algo, most),
         algo.parts.acting_params,
         algo._runner_params,
         steps_per_iteration=steps_per_iteration(cfg),
-        report=fused_report(algo, cfg.num_envs_per_env_runner, slots.num_agents),
+        report=fused_report(
+            algo, cfg.num_envs_per_env_runner, slots.num_agents, turn_based=slots.turn_based
+        ),
     )
+
+
+def start_turn_rollout(
+    slots: Any,
+    policy_fn: Any,
+    act_step: Any,
+    params: Any,
+    num_slots: int,
+    seed: int,
+    length: int,
+    to_env_action: Any,
+) -> tuple[Any, FusedRunnerState]:
+    """``(rollout, runner_state)`` of a turn-based env's slots (``AgentSlots.turn_step``):
+    ``lax.scan`` of one act step and one env step, the result rows carrying ``present``."""
+
+    def start(params: Any, key: jax.Array) -> FusedRunnerState:
+        env_key, run_key = jax.random.split(key)
+        turn, first = slots.turn_reset(env_key, num_slots)
+        example = jax.tree.map(lambda o: o[0], first.obs)
+        actor = init_actor_state(policy_fn, params, example, num_slots)
+        return FusedRunnerState(turn, actor, first, run_key)
+
+    def step(params: Any, carry: FusedRunnerState) -> tuple[FusedRunnerState, Any]:
+        key, act_key, env_key = jax.random.split(carry.key, 3)
+        action, actor, transition = act_step(params, act_key, carry.actor, carry.result)
+        turn, result = slots.turn_step(carry.handle, to_env_action(action), env_key)
+        return FusedRunnerState(turn, actor, result, key), transition
+
+    def rollout(params: Any, rs: FusedRunnerState) -> tuple[FusedRunnerState, Any]:
+        return jax.lax.scan(lambda carry, _: step(params, carry), rs, None, length=length)
+
+    # Committed to the parameters' device, as the runner state every iteration returns (an
+    # uncommitted first state would make the iteration's program compile twice).
+    device = next(iter(jax.tree.leaves(params)[0].devices()))
+    rs = jax.device_put(jax.jit(start)(params, jax.random.PRNGKey(seed)), device)
+    return rollout, rs
 
 
 def env_states(algo: Any) -> JaxEnvStates:
@@ -206,5 +268,6 @@ __all__ = [
     "fused_report",
     "policy_row_counts",
     "setup_fused",
+    "start_turn_rollout",
     "traced_policy_rows",
 ]

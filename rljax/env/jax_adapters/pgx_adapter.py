@@ -1,0 +1,97 @@
+"""Pgx's two-player games (``"pgx:connect_four"``, ``"pgx:tic_tac_toe"``, ``"pgx:go_9x9"``, ...)
+as turn-based ``JaxMultiAgentEnv``s.
+
+The agents are ``"player_0"`` and ``"player_1"`` (Pgx's player ids; which one moves first is
+Pgx's draw at reset). ``acting(state)`` is the player to move, so multi-agent PPO's rollout
+credits each player's rewards to its own last move (``rljax.env.jax_multi_agent``). Each agent
+observes the board from its own side (``env.observe(state, player)``), as float32.
+``terminated`` is the game's end, ``truncated`` Pgx's step limit; ``env_config`` holds
+``pgx.make``'s keyword arguments. An illegal move ends the game as Pgx rules it (the mover
+loses); legal-move masks are not applied, so a policy learns to avoid illegal moves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.utils.errors import ConfigError, closest
+
+
+def two_player_ids() -> list[str]:
+    """Pgx's games for two players."""
+    import pgx
+
+    single = ("2048", "minatar")
+    return sorted(e for e in pgx.available_envs() if not e.startswith(single))
+
+
+class PgxEnv:
+    """One Pgx game for two players (it follows ``rljax.env.jax_multi_agent``'s protocol,
+    turn-based).
+
+    Args:
+      env_id: A Pgx id (``two_player_ids()``).
+      env_config: ``pgx.make``'s keyword arguments.
+    """
+
+    def __init__(self, env_id: str, env_config: dict[str, Any]):
+        import pgx
+
+        ids = two_player_ids()
+        if env_id not in ids:
+            near = closest(env_id, ids)
+            hint = f"; did you mean {near!r}?" if near else ""
+            raise ConfigError(
+                f"pgx env {env_id!r}: rljax runs Pgx's two-player games {ids}{hint} (Pgx's "
+                "single-player MinAtar and 2048 are single-agent: use gymnax's MinAtar)"
+            )
+        try:
+            self.env = pgx.make(env_id, **env_config)
+        except TypeError as e:
+            raise ConfigError(
+                f"pgx env {env_id!r} does not take env_config {sorted(env_config)}: {e}"
+            ) from e
+        if self.env.num_players != 2:
+            raise ConfigError(f"pgx env {env_id!r} has {self.env.num_players} players, not 2")
+        self.agents = ["player_0", "player_1"]
+        shape = tuple(self.env.observation_shape)
+        box = gym.spaces.Box(-np.inf, np.inf, shape, np.float32)
+        self.observation_spaces = dict.fromkeys(self.agents, box)
+        self.action_spaces = {a: gym.spaces.Discrete(self.env.num_actions) for a in self.agents}
+
+    def _obs(self, state: Any) -> dict[str, jax.Array]:
+        return {
+            a: jnp.asarray(self.env.observe(state, jnp.int32(i)), jnp.float32)
+            for i, a in enumerate(self.agents)
+        }
+
+    def reset(self, key: jax.Array) -> tuple[Any, dict[str, Any]]:
+        state = self.env.init(key)
+        return state, self._obs(state)
+
+    def acting(self, state: Any) -> jax.Array:
+        """``[2]`` bool: the player to move."""
+        return jnp.arange(2) == state.current_player
+
+    def step(
+        self, state: Any, actions: dict[str, Any], key: jax.Array
+    ) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict]:
+        moves = jnp.stack([jnp.asarray(actions[a], jnp.int32) for a in self.agents])
+        state = self.env.step(state, moves[jnp.clip(state.current_player, 0, 1)], key)
+        rewards = {a: jnp.asarray(state.rewards[i], jnp.float32) for i, a in enumerate(self.agents)}
+        terminated = dict.fromkeys(self.agents, jnp.asarray(state.terminated, bool))
+        truncated = dict.fromkeys(self.agents, jnp.asarray(state.truncated, bool))
+        return state, self._obs(state), rewards, terminated, truncated, {}
+
+
+def make(env_id: str, env_config: dict[str, Any]) -> PgxEnv:
+    """``"pgx:<id>"``'s env."""
+    return PgxEnv(env_id, env_config)
+
+
+__all__ = ["PgxEnv", "make", "two_player_ids"]
