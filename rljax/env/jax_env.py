@@ -328,12 +328,18 @@ def resolve_jax_env(
 
 
 def _check_library(prefix: str, env: str) -> None:
+    check_library(prefix, env, _EXTRAS[prefix])
+
+
+def check_library(library: str, env: str, extra: str | None) -> None:
+    """Raises ``ConfigError`` with the ``pip install`` line of ``extra`` unless ``library``
+    (which runs ``env``) imports."""
     try:
-        __import__(prefix)
+        __import__(library)
     except ImportError as e:
         raise ConfigError(
-            f"env {env!r} runs on {prefix}, which is not installed: pip install "
-            f"'rljax[{_EXTRAS[prefix]}]' ({type(e).__name__}: {e})"
+            f"env {env!r} runs on {library}, which is not installed: pip install "
+            f"'rljax[{extra}]' ({type(e).__name__}: {e})"
         ) from e
 
 

@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.jax_env import AutoResetStep
+from rljax.env.jax_env import AutoResetStep, check_library
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.utils.errors import ConfigError
 
@@ -136,13 +136,7 @@ def make_jax_multi_agent_env(env: Any, env_config: dict[str, Any], name: str | N
     name = name or str(env)
     if jax_multi_agent_prefix(env) is not None:
         prefix, env_id = env.split(":", 1)
-        try:
-            __import__(prefix)
-        except ImportError as e:
-            raise ConfigError(
-                f"env {env!r} runs on {prefix}, which is not installed: pip install "
-                f"'rljax[{_EXTRAS[prefix]}]' ({type(e).__name__}: {e})"
-            ) from e
+        check_library(prefix, env, _EXTRAS[prefix])
         from rljax.env.jax_adapters import jaxmarl_adapter, pgx_adapter
 
         adapters = {"jaxmarl": jaxmarl_adapter.make, "pgx": pgx_adapter.make}

@@ -183,28 +183,17 @@ def setup_fused(algo: Any, postprocess: Any, jax_env: Any) -> OnPolicyLoop[Any]:
 
     cfg = algo.config
     slots = AgentSlots(jax_env, algo._agent_policy)
-    if slots.turn_based:
-        rollout, algo.runner_state = start_turn_rollout(
-            slots,
-            algo.parts.act,
-            algo._act_step,
-            algo._runner_params(),
-            algo.num_slots,
-            algo.seed,
-            algo.fragment_length,
-            algo.parts.to_env_action,
-        )
-    else:
-        rollout, algo.runner_state = start_jax_env(
-            slots,
-            algo.parts.act,
-            algo._act_step,
-            algo._runner_params(),
-            algo.num_slots,
-            algo.seed,
-            algo.fragment_length,
-            algo.parts.to_env_action,
-        )
+    start = start_turn_rollout if slots.turn_based else start_jax_env
+    rollout, algo.runner_state = start(
+        slots,
+        algo.parts.act,
+        algo._act_step,
+        algo._runner_params(),
+        algo.num_slots,
+        algo.seed,
+        algo.fragment_length,
+        algo.parts.to_env_action,
+    )
     rows_per_slot = algo.fragment_length * cfg.num_envs_per_env_runner
     most = policy_row_counts(algo._agent_policy, algo.num_policies, rows_per_slot)
     return OnPolicyLoop.fused(

@@ -6,9 +6,9 @@ ends only at its time limit, for every agent at once: the adapter steps without 
 auto-reset (``step_env``) and reports that end as truncation, not termination, so PPO
 bootstraps the last value as RLlib does for a time limit.
 
-Other JaxMARL families (SMAX, Overcooked, Hanabi) end agents' episodes at different times and
-mask actions; they are refused by name until rljax's fused multi-agent rollout keeps per-agent
-episode ends.
+Other JaxMARL families are refused by name: SMAX's agents end their episodes at different
+times, which the fused multi-agent rollout does not keep, and Overcooked, Hanabi and the rest
+have not been checked against rljax yet.
 """
 
 from __future__ import annotations
@@ -59,12 +59,10 @@ class JaxMARLEnv:
 
         ids = mpe_ids()
         if env_id not in ids:
-            near = closest(env_id, ids)
-            hint = f"; did you mean {near!r}?" if near else ""
             raise ConfigError(
-                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks {ids}{hint} (other "
-                "families end agents' episodes apart or mask actions, which the fused "
-                "multi-agent rollout does not keep yet)"
+                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks {ids}{closest(env_id, ids)} (other "
+                "families are not run yet: SMAX's agents end their episodes apart, which the fused "
+                "rollout does not keep, and the others have not been checked against rljax)"
             )
         kwargs = dict(env_config)
         if "max_episode_steps" in kwargs:

@@ -26,8 +26,8 @@ def two_player_ids() -> list[str]:
     """Pgx's games for two players."""
     import pgx
 
-    single = ("2048", "minatar")
-    return sorted(e for e in pgx.available_envs() if not e.startswith(single))
+    not_two = ("2048", "minatar", "bridge_bidding", "sparrow_mahjong")  # 1, 4 and 3 players
+    return sorted(e for e in pgx.available_envs() if not e.startswith(not_two))
 
 
 class PgxEnv:
@@ -44,11 +44,10 @@ class PgxEnv:
 
         ids = two_player_ids()
         if env_id not in ids:
-            near = closest(env_id, ids)
-            hint = f"; did you mean {near!r}?" if near else ""
             raise ConfigError(
-                f"pgx env {env_id!r}: rljax runs Pgx's two-player games {ids}{hint} (Pgx's "
-                "single-player MinAtar and 2048 are single-agent: use gymnax's MinAtar)"
+                f"pgx env {env_id!r}: rljax runs Pgx's two-player games {ids}{closest(env_id, ids)} (Pgx's "
+                "single-player MinAtar and 2048 are single-agent: use gymnax's MinAtar; bridge "
+                "bidding and sparrow mahjong have 4 and 3 players)"
             )
         try:
             self.env = pgx.make(env_id, **env_config)
