@@ -201,20 +201,18 @@ def batched_next_step(
 
 def batched_reset(env: Any, key: jax.Array, num_envs: int) -> tuple[Any, Any]:
     """``(states, obs)`` of ``num_envs`` envs, leading axis [N], each from its own key. An env
-    with a ``batched_reset`` of its own (``jax_multi_agent.AgentSlots``: agents as rows) is
-    asked for its ``num_envs`` rows."""
-    own = getattr(env, "batched_reset", None)
-    if own is not None:
-        return own(key, num_envs)
+    marked ``batches_itself`` (``jax_multi_agent.AgentSlots``: agents as rows) is asked for its
+    ``num_envs`` rows."""
+    if getattr(env, "batches_itself", False):
+        return env.batched_reset(key, num_envs)
     return jax.vmap(env.reset)(jax.random.split(key, num_envs))
 
 
 def batched_step(env: Any, states: Any, actions: Any, key: jax.Array) -> tuple[Any, AutoResetStep]:
     """``auto_reset_step`` of N envs (leading axis [N]), each with its own key (or the env's own
     ``batched_step``, as ``batched_reset``)."""
-    own = getattr(env, "batched_step", None)
-    if own is not None:
-        return own(states, actions, key)
+    if getattr(env, "batches_itself", False):
+        return env.batched_step(states, actions, key)
     n = jax.tree.leaves(states)[0].shape[0]
     return jax.vmap(lambda s, a, k: auto_reset_step(env, s, a, k))(
         states, actions, jax.random.split(key, n)

@@ -11,12 +11,12 @@ step(state, actions: {agent: action}, key)
 
 with a fixed list of ``agents`` and gymnasium ``observation_spaces`` / ``action_spaces`` dicts.
 The episode ends when every agent is terminated or truncated; agents end their episodes together
-(as JaxMARL's MPE tasks and Pgx's games do: the fused rollout resets an env when all of its
-agents are done).
+(as JaxMARL's MPE tasks and Pgx's games do): an agent's own end before the episode's is ignored
+(it goes on acting), and the env resets when all of its agents are done.
 
 Every agent acts in every step (simultaneous moves), unless the env defines
-``acting(state) -> bool [A]``: which agents act on the state's observations (turn-based games,
-``"pgx:<game>"``). Then the others' actions are ignored, and an agent's rewards are summed from
+``acting(state) -> bool [A]`` (defining it makes the env turn-based): which agents act on the
+state's observations (``"pgx:<game>"``). Then the others' actions are ignored, and an agent's rewards are summed from
 its action until it next acts (or the episode ends) and credited to that action, as RLlib's
 multi-agent episodes do.
 
@@ -57,7 +57,8 @@ class JaxMultiAgentEnv:
     """The protocol of a multi-agent environment written in JAX (subclass it).
 
     Attributes:
-      agents: Every agent's id, in a fixed order; each acts in every step.
+      agents: Every agent's id, in a fixed order; each acts in every step, unless the env
+        defines ``acting(state)`` (turn-based; see the module docstring).
       observation_spaces: ``{agent: gymnasium space}``.
       action_spaces: ``{agent: gymnasium space}``.
     """
@@ -111,6 +112,8 @@ def is_jax_multi_agent_env(obj: Any) -> bool:
     with ``reset``, ``step``, ``agents`` and ``observation_spaces`` / ``action_spaces`` dicts."""
     if isinstance(obj, JaxMultiAgentEnv):
         return True
+    if isinstance(obj, MultiAgentEnv):  # RLlib's kind, stepped from the host
+        return False
     methods = all(callable(getattr(obj, name, None)) for name in ("reset", "step"))
     spaces = all(
         isinstance(getattr(obj, name, None), dict)
@@ -217,26 +220,36 @@ class AgentSlots:
       env: The ``JaxMultiAgentEnv``; its agents must share one observation space and one action
         space (one slot layout).
       agent_policy: Each agent's policy index, ``[A]`` in ``env.agents``' order (the mapping is
-        fixed when the algorithm is built: every agent acts in every step).
+        fixed when the algorithm is built: the agents are the same in every episode).
     """
+
+    batches_itself = True  # rljax.env.jax_env's batched_reset / batched_step call its own
 
     def __init__(self, env: Any, agent_policy: np.ndarray):
         self.env = env
         self.agents = list(env.agents)
-        for which in ("observation_spaces", "action_spaces"):
-            spaces = getattr(env, which)
-            kinds = {_space_key(spaces[a]) for a in self.agents}
-            if len(kinds) > 1:
-                raise ConfigError(
-                    f"the JAX multi-agent env's agents have different {which} "
-                    f"({ {a: spaces[a] for a in self.agents} }); its fused rollout stacks the "
-                    "agents' rows, so they must share one (pad them in the env)"
-                )
+        misfit = self.misfit(env)
+        if misfit is not None:
+            raise ConfigError(misfit)
         self.observation_space = env.observation_spaces[self.agents[0]]
         self.action_space = env.action_spaces[self.agents[0]]
         self.agent_policy = np.asarray(agent_policy, np.int32)
         if self.agent_policy.shape != (len(self.agents),):
             raise ValueError(f"agent_policy must be [{len(self.agents)}]; got {agent_policy!r}")
+
+    @staticmethod
+    def misfit(env: Any) -> str | None:
+        """Why ``env``'s agents cannot share slot rows (their spaces differ), or None."""
+        for which in ("observation_spaces", "action_spaces"):
+            spaces = getattr(env, which)
+            if len({_space_key(spaces[a]) for a in env.agents}) > 1:
+                return (
+                    f"the JAX multi-agent env's agents have different {which} "
+                    f"({ {a: spaces[a] for a in env.agents} }); the fused rollout stacks the "
+                    "agents' rows, so they must share one (with num_env_runners=1 the env is "
+                    "stepped from the host, which pads the rows)"
+                )
+        return None
 
     @property
     def num_agents(self) -> int:
@@ -270,18 +283,15 @@ class AgentSlots:
         step_key, reset_key = jax.random.split(key)
         acts = {a: actions[i] for i, a in enumerate(self.agents)}
         state, obs, rewards, terminated, truncated, _ = self.env.step(turn.env, acts, step_key)
-        term = jnp.stack([jnp.asarray(terminated[a], bool) for a in self.agents])
-        trunc = jnp.stack([jnp.asarray(truncated[a], bool) for a in self.agents]) & ~term
-        reward = jnp.stack([jnp.asarray(rewards[a], jnp.float32) for a in self.agents])
-        done = jnp.all(term | trunc)
+        term, trunc, reward, done = self._ends(terminated, truncated, rewards)
         owed = turn.pending + reward
         present = done | self._acting(state)
         stepped = (
             TurnState(state, jnp.where(present, 0.0, owed), done),
             self._slot_obs(obs),
             jnp.where(present, owed, 0.0),
-            term & done,
-            trunc & done,
+            term,
+            trunc,
             present,
         )
         reset_state, reset_obs = self.env.reset(reset_key)
@@ -337,16 +347,22 @@ class AgentSlots:
         step_key, reset_key = jax.random.split(key)
         acts = {a: actions[i] for i, a in enumerate(self.agents)}
         state, obs, rewards, terminated, truncated, _ = self.env.step(state, acts, step_key)
-        term = jnp.stack([jnp.asarray(terminated[a], bool) for a in self.agents])
-        trunc = jnp.stack([jnp.asarray(truncated[a], bool) for a in self.agents]) & ~term
-        reward = jnp.stack([jnp.asarray(rewards[a], jnp.float32) for a in self.agents])
-        done = jnp.all(term | trunc)
+        term, trunc, reward, done = self._ends(terminated, truncated, rewards)
         reset_state, reset_obs = self.env.reset(reset_key)
         pick = lambda new, old: jnp.where(done, new, old)  # noqa: E731
         next_state = jax.tree.map(pick, reset_state, state)
         final_obs = self._slot_obs(obs)
         next_obs = jax.tree.map(pick, self._slot_obs(reset_obs), final_obs)
         return next_state, AutoResetStep(next_obs, reward, term, trunc, final_obs, {})
+
+    def _ends(self, terminated: dict, truncated: dict, rewards: dict) -> tuple[jax.Array, ...]:
+        """``(terminated [A], truncated [A], reward [A], done)``: the agents' ends count where
+        all are done (the episode's end); an agent's own end before it is ignored."""
+        term = jnp.stack([jnp.asarray(terminated[a], bool) for a in self.agents])
+        trunc = jnp.stack([jnp.asarray(truncated[a], bool) for a in self.agents]) & ~term
+        reward = jnp.stack([jnp.asarray(rewards[a], jnp.float32) for a in self.agents])
+        done = jnp.all(term | trunc)
+        return term & done, trunc & done, reward, done
 
     def batched_step(self, states: Any, actions: jax.Array, key: jax.Array) -> tuple[Any, Any]:
         """Every env stepped on its agents' actions (``[N * A]`` slot rows, env-major):
@@ -425,6 +441,9 @@ class JaxMultiAgentGymEnv(MultiAgentEnv):
         terminateds: dict[Any, bool] = {a: bool(term[a]) for a in ids}
         truncateds: dict[Any, bool] = {a: bool(trunc[a]) and not terminateds[a] for a in ids}
         done = all(terminateds[a] or truncateds[a] for a in ids)
+        if not done:  # an agent's own end counts at the episode's end (AgentSlots._ends)
+            terminateds = dict.fromkeys(ids, False)
+            truncateds = dict.fromkeys(ids, False)
         terminateds["__all__"] = done and all(terminateds[a] for a in ids)
         truncateds["__all__"] = done and not terminateds["__all__"]
         for a in ids:

@@ -189,9 +189,13 @@ def make_act_step(
         # Metrics follow whole games: unclipped rewards, and lost lives do not end an episode.
         metric_reward = result.reward if raw_reward is None else raw_reward
         game_over = done if game_over is None else game_over
-        ep_ret = state.episode_return[ids] + jnp.where(was_valid, metric_reward, 0.0)
+        # Multi-agent slots count every present row's reward and end: an agent's rewards before
+        # its first action and the end of an episode in which it never acted are its episode's
+        # too (as the host's multi-agent episodes count them).
+        counted = was_valid if present is None else present
+        ep_ret = state.episode_return[ids] + jnp.where(counted, metric_reward, 0.0)
         ep_len = state.episode_len[ids] + was_valid.astype(jnp.int32)
-        episode_done = game_over & was_valid
+        episode_done = game_over & counted
         transition = Transition(
             obs=jax.tree.map(lambda o: o[ids], state.obs),
             action=jax.tree.map(lambda a: a[ids], state.action),

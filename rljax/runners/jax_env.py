@@ -58,8 +58,8 @@ def check_jax_env_run(config: Any, env_name: str) -> None:
         )
     if getattr(config, "is_multi_agent", False):
         raise ConfigError(
-            f"env {env_name!r}: multi-agent runs on JAX envs are not supported yet; only "
-            f"single-agent {known} run on JAX envs"
+            f"env {env_name!r} is a single-agent JAX env; multi-agent PPO runs on multi-agent "
+            "JAX envs ('jaxmarl:<id>', 'pgx:<game>', a JaxMultiAgentEnv class)"
         )
     if config.num_env_runners:
         raise ConfigError(

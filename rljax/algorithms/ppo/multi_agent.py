@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import inspect
+import logging
 from typing import Any
 
 import gymnasium as gym
@@ -48,7 +50,14 @@ from rljax.core.rl_module.forward_module import forward_module_outputs
 from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.env_context import EnvContext
-from rljax.env.jax_multi_agent import JaxMultiAgentCreator, jax_multi_agent_creator
+from rljax.env.jax_env import JaxEnv, jax_env_prefix
+from rljax.env.jax_multi_agent import (
+    AgentSlots,
+    JaxMultiAgentCreator,
+    JaxMultiAgentGymEnv,
+    is_jax_multi_agent_env,
+    jax_multi_agent_creator,
+)
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.env.multi_agent_vector import MultiAgentVectorEnv, mapping_caller, slot_spaces
 from rljax.env.registry import registered_creator
@@ -71,6 +80,8 @@ from rljax.utils.errors import ConfigError
 from rljax.utils.jit import init_stacked, run_once
 from rljax.utils.seeding import derive_seed
 
+logger = logging.getLogger("rljax")
+
 
 def multi_agent_creator(env: Any):
     """``creator(env_config) -> MultiAgentEnv`` for a registered name, a class or a callable
@@ -78,6 +89,12 @@ def multi_agent_creator(env: Any):
     jax_creator = jax_multi_agent_creator(env)
     if jax_creator is not None:
         return jax_creator
+    if jax_env_prefix(env) is not None or (inspect.isclass(env) and issubclass(env, JaxEnv)):
+        raise ConfigError(
+            f"env {env!r} is a single-agent JAX env; .multi_agent() needs a multi-agent env: a "
+            "multi-agent JAX env ('jaxmarl:<id>', 'pgx:<game>', a JaxMultiAgentEnv class) or a "
+            "MultiAgentEnv"
+        )
     if isinstance(env, str):
         creator = registered_creator(env)
         if creator is None:
@@ -97,6 +114,8 @@ class _SlotEnvFn:
 
     def __call__(self) -> MultiAgentEnv:
         env = self.creator(self.context)
+        if is_jax_multi_agent_env(env):  # e.g. register_env("x", lambda cfg: MyJaxEnv(cfg))
+            env = JaxMultiAgentGymEnv(env)
         if not isinstance(env, MultiAgentEnv):
             raise ConfigError(
                 f"the env creator returned {type(env).__name__}, not a MultiAgentEnv; "
@@ -323,6 +342,8 @@ class MultiAgentPPO(Algorithm):
             return
         self._ma_creator = multi_agent_creator(cfg.env)
         probe = _SlotEnvFn(self._ma_creator, EnvContext(cfg.env_config))()
+        # A creator that built a JAX env (a registered lambda): the fused path may step it.
+        self._probe_jax = probe.jax_env if isinstance(probe, JaxMultiAgentGymEnv) else None
         if cfg.env_to_module_connector is not None:
             try:
                 agents = list(probe.possible_agents)
@@ -340,6 +361,7 @@ class MultiAgentPPO(Algorithm):
                 # Runners and evaluation step the env through the connectors; the config keeps
                 # them as data (rljax's pieces) or objects (a user's classes), not the factory.
                 self._ma_creator = ConnectedCreator(self._ma_creator, connectors)
+                self._probe_jax = None  # connectors run on the host
                 cfg.env_to_module_connector = connectors.config_value()
                 probe = ConnectedMultiAgentEnv(probe, connectors)
         try:
@@ -518,16 +540,24 @@ class MultiAgentPPO(Algorithm):
 
     def _fused_jax_env(self) -> Any:
         """The JAX env of the fused path (``multi_agent_fused``), or None: a multi-agent JAX
-        env with no runner threads, connectors or episode callbacks."""
+        env whose agents share their spaces, with no runner threads, connectors or episode
+        callbacks."""
         creator, cfg = getattr(self, "_ma_creator", None), self.config
-        if not isinstance(creator, JaxMultiAgentCreator) or cfg.num_env_runners:
+        if cfg.num_env_runners or self._record_episodes:
             return None
-        if self._record_episodes:
+        if isinstance(creator, JaxMultiAgentCreator):
+            env = creator.jax_env(EnvContext(cfg.env_config))
+        else:
+            env = getattr(self, "_probe_jax", None)
+        if env is None:
+            return None
+        if AgentSlots.misfit(env) is not None:
+            logger.info("stepping the JAX env from the host: %s", AgentSlots.misfit(env))
             return None
         self._agent_policy = multi_agent_fused.agent_policies(
             self.policy_ids, self.possible_agents, self.mapping_fn
         )
-        return creator.jax_env(EnvContext(cfg.env_config))
+        return env
 
     @property
     def _env_state_io(self) -> Any:

@@ -6,11 +6,13 @@ The env's ``num_envs_per_env_runner`` copies are vmapped and their agents laid o
 acting (each slot with its policy's parameters) and post-processing (GAE per slot, advantages
 normalised per policy) are the host path's own functions. What differs:
 
-- ``policy_mapping_fn`` is asked once per agent when the algorithm is built: every agent acts
-  in every step, each slot with one policy (``agent_policies``).
-- The per-policy batches are gathered inside the program: each policy's row count is fixed by
-  the slot layout, so its padded batch size is static (``fused_grouped_update``), the size the
-  host path would pick for the same rows.
+- ``policy_mapping_fn`` is asked once per agent when the algorithm is built: the agents are the
+  same in every episode, each slot with one policy (``agent_policies``); a mapping that draws at
+  random is drawn once, not per episode.
+- The per-policy batches are gathered inside the program: each policy's rows are at most its
+  agents' slots times the fragment, so its padded batch size is static
+  (``fused_grouped_update``); with simultaneous moves every row is valid and the size is the
+  one the host path picks for the same rows.
 - The iteration's result comes from the rollout's episode arrays (``fused_report``): an env's
   episode ends when all of its agents' do, its return is the sum of theirs.
 
