@@ -80,6 +80,7 @@ def ppo_config(env: str, num_envs: int, num_steps: int, epochs: int = 4, minibat
             gamma=0.99,
             lambda_=0.95,
             clip_param=0.2,
+            use_kl_loss=False,  # PureJaxRL's loss has no KL term
         )
         .rl_module(model_config={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
         .debugging(seed=0)
