@@ -173,7 +173,7 @@ def make_jax_multi_agent_env(env: Any, env_config: dict[str, Any], name: str | N
 
 class JaxMultiAgentCreator:
     """``creator(env_config) -> JaxMultiAgentGymEnv`` of an id or a ``JaxMultiAgentEnv`` class
-    (picklable; what ``.multi_agent()`` runs on the host).
+    (picklable). The fused rollout steps the wrapper's ``jax_env``.
 
     Attributes:
       env, name: What was selected, and by which name.
@@ -182,12 +182,9 @@ class JaxMultiAgentCreator:
     def __init__(self, env: Any, name: str):
         self.env, self.name = env, name
 
-    def jax_env(self, env_config: Any) -> Any:
-        """The JAX env itself (for the fused rollout)."""
-        return make_jax_multi_agent_env(self.env, dict(env_config or {}), self.name)
-
     def __call__(self, env_config: Any) -> JaxMultiAgentGymEnv:
-        return JaxMultiAgentGymEnv(self.jax_env(env_config))
+        env = make_jax_multi_agent_env(self.env, dict(env_config or {}), self.name)
+        return JaxMultiAgentGymEnv(env)
 
 
 def jax_multi_agent_creator(env: Any) -> JaxMultiAgentCreator | None:

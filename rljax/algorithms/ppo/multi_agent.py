@@ -53,7 +53,6 @@ from rljax.env.env_context import EnvContext
 from rljax.env.jax_env import JaxEnv, jax_env_prefix
 from rljax.env.jax_multi_agent import (
     AgentSlots,
-    JaxMultiAgentCreator,
     JaxMultiAgentGymEnv,
     is_jax_multi_agent_env,
     jax_multi_agent_creator,
@@ -342,7 +341,7 @@ class MultiAgentPPO(Algorithm):
             return
         self._ma_creator = multi_agent_creator(cfg.env)
         probe = _SlotEnvFn(self._ma_creator, EnvContext(cfg.env_config))()
-        # A creator that built a JAX env (a registered lambda): the fused path may step it.
+        # A JAX env (by name, class or a registered creator): the fused path steps this one.
         self._probe_jax = probe.jax_env if isinstance(probe, JaxMultiAgentGymEnv) else None
         if cfg.env_to_module_connector is not None:
             try:
@@ -542,17 +541,13 @@ class MultiAgentPPO(Algorithm):
         """The JAX env of the fused path (``multi_agent_fused``), or None: a multi-agent JAX
         env whose agents share their spaces, with no runner threads, connectors or episode
         callbacks."""
-        creator, cfg = getattr(self, "_ma_creator", None), self.config
-        if cfg.num_env_runners or self._record_episodes:
+        # The JAX env the probe in _resolve_env built (None: a loaded module, or no JAX env).
+        env = getattr(self, "_probe_jax", None)
+        if env is None or self.config.num_env_runners or self._record_episodes:
             return None
-        if isinstance(creator, JaxMultiAgentCreator):
-            env = creator.jax_env(EnvContext(cfg.env_config))
-        else:
-            env = getattr(self, "_probe_jax", None)
-        if env is None:
-            return None
-        if AgentSlots.misfit(env) is not None:
-            logger.info("stepping the JAX env from the host: %s", AgentSlots.misfit(env))
+        misfit = AgentSlots.misfit(env)
+        if misfit is not None:
+            logger.info("stepping the JAX env from the host: %s", misfit)
             return None
         self._agent_policy = multi_agent_fused.agent_policies(
             self.policy_ids, self.possible_agents, self.mapping_fn
