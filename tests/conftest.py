@@ -1,5 +1,6 @@
 """Test settings: JAX on the CPU, one device (multi-device tests run in subprocesses)."""
 
+import importlib.util
 import json
 import os
 import shutil
@@ -52,6 +53,20 @@ def run_benchmark():
         return json.loads(proc.stdout)
 
     return run
+
+
+@pytest.fixture
+def load_benchmark():
+    """``load_benchmark(name)``: the module ``benchmarks/<name>.py``, imported from its file
+    (so a test measures or trains with the benchmark's own settings and envs)."""
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
 
 
 @pytest.fixture

@@ -158,15 +158,8 @@ def test_soak_short_run_reports_memory_and_no_recompilation(tmp_path, run_benchm
     assert report["rss_end_mb"] > 100 and abs(report["rss_growth_after_warmup"]) < 1.0
 
 
-def _load_benchmark(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_revisions_keeps_speed_figures_and_interleaves_the_sides():
-    revisions = _load_benchmark("revisions")
+def test_revisions_keeps_speed_figures_and_interleaves_the_sides(load_benchmark):
+    revisions = load_benchmark("revisions")
     report = {
         "results": {
             "rljax": {
@@ -334,16 +327,12 @@ def test_purejaxrl_parity_quick_run_scores_every_system_by_env_steps(tmp_path, r
         assert len(plotted) == 10 and all(0 <= r <= 500 for r in plotted)
 
 
-def test_purejaxrl_tuned_example_is_the_parity_benchmarks_config():
+def test_purejaxrl_tuned_example_is_the_parity_benchmarks_config(load_benchmark):
     # The documented config (rljax/tuned_examples/ppo_cartpole_purejaxrl.yaml) is the one the
     # benchmark measures.
     from rljax.algorithms.ppo import PPOConfig
 
-    spec = importlib.util.spec_from_file_location(
-        "purejaxrl_parity", ROOT / "benchmarks" / "purejaxrl_parity.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("purejaxrl_parity")
     measured = module.rljax_config("purejaxrl", seed=0, total_steps=500_000)
     tuned = PPOConfig.from_yaml(ROOT / "rljax" / "tuned_examples" / "ppo_cartpole_purejaxrl.yaml")
     assert tuned.to_dict() == measured.to_dict()
@@ -352,8 +341,8 @@ def test_purejaxrl_tuned_example_is_the_parity_benchmarks_config():
         module.rljax_config("nope", seed=0, total_steps=1)
 
 
-def test_rllib_examples_takes_every_script_outside_rllibs_helper_folders(tmp_path):
-    module = _load_benchmark("rllib_examples")
+def test_rllib_examples_takes_every_script_outside_rllibs_helper_folders(tmp_path, load_benchmark):
+    module = load_benchmark("rllib_examples")
     files = {
         "utils.py": "def add_rllib_example_script_args(): ...\n",  # the harness itself
         "__init__.py": "",

@@ -12,7 +12,6 @@ import pytest
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.algorithms.ppo.learner import make_ppo_postprocess
-from rljax.env.jax_adapters import classic
 from rljax.env.jax_multi_agent import AgentSlots, JaxMultiAgentEnv, JaxMultiAgentGymEnv
 from rljax.utils.errors import ConfigError
 
@@ -97,38 +96,6 @@ class EarlyEnd(Scripted):
     def step(self, state, actions, key):
         t, obs, rewards, term, trunc, info = super().step(state, actions, key)
         return t, obs, rewards, {"a": t >= 1, "b": term["b"]}, trunc, info
-
-
-class TwoPoles(JaxMultiAgentEnv):
-    """Two CartPoles stepped together, each by its own agent; both episodes end when either
-    pole falls (or at 200 steps)."""
-
-    def __init__(self, config=None):
-        self.env = classic.make("CartPole-v1", {})
-        self.agents = ["a", "b"]
-        self.observation_spaces = {a: self.env.observation_space for a in self.agents}
-        self.action_spaces = {a: self.env.action_space for a in self.agents}
-
-    def reset(self, key):
-        k1, k2 = jax.random.split(key)
-        (s1, o1), (s2, o2) = self.env.reset(k1), self.env.reset(k2)
-        return (s1, s2, jnp.zeros((), jnp.int32)), {"a": o1, "b": o2}
-
-    def step(self, state, actions, key):
-        k1, k2 = jax.random.split(key)
-        s1, o1, r1, te1, _, _ = self.env.step(state[0], actions["a"], k1)
-        s2, o2, r2, te2, _, _ = self.env.step(state[1], actions["b"], k2)
-        t = state[2] + 1
-        end = te1 | te2
-        trunc = (t >= 200) & ~end
-        return (
-            (s1, s2, t),
-            {"a": o1, "b": o2},
-            {"a": r1, "b": r2},
-            {"a": end, "b": end},
-            {"a": trunc, "b": trunc},
-            {},
-        )
 
 
 def _config(env=Scripted, envs=2, fragment=6, policies=("pa", "pb"), **training):
@@ -306,9 +273,15 @@ def test_checkpoint_restores_the_fused_envs_mid_episode(tmp_path):
 
 
 @pytest.mark.slow
-def test_two_policies_learn_two_cartpoles_on_the_fused_path():
+def test_two_policies_learn_two_cartpoles_on_the_fused_path(load_benchmark):
     config = (
-        _config(env=TwoPoles, envs=8, fragment=128, lr=1e-3, vf_clip_param=None)
+        _config(
+            env=load_benchmark("multi_agent_jax_env").TwoPoles,
+            envs=8,
+            fragment=128,
+            lr=1e-3,
+            vf_clip_param=None,
+        )
         .training(minibatch_size=256, num_epochs=4)
         .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
     )

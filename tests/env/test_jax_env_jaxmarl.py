@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rljax.algorithms.ppo import PPOConfig
 from rljax.env.jax_multi_agent import make_jax_multi_agent_env
 from rljax.utils.errors import ConfigError
 
@@ -53,24 +52,10 @@ def test_unknown_and_non_mpe_ids_are_refused_naming_the_mpe_tasks():
 
 
 @pytest.mark.slow
-def test_shared_policy_ppo_improves_on_simple_spread():
-    config = (
-        PPOConfig()
-        .environment(SPREAD)
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=16, rollout_fragment_length=104)
-        .training(
-            train_batch_size=16 * 104,
-            minibatch_size=416,
-            num_epochs=4,
-            lr=1e-3,
-            lambda_=0.95,
-            entropy_coeff=0.01,
-            vf_clip_param=None,
-        )
-        .rl_module(model_config={"fcnet_hiddens": [64, 64], "vf_share_layers": False})
-        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda aid, ep, **kw: "shared")
-        .debugging(seed=0)
-    )
+def test_shared_policy_ppo_improves_on_simple_spread(load_benchmark):
+    # The settings of benchmarks/multi_agent_jax_env.py (and docs/jax-envs.md).
+    bench = load_benchmark("multi_agent_jax_env")
+    config = bench.config(SPREAD, runners=0, num_envs=16, fragment=104, seed=0)
     algo = config.build_algo()
     try:
         returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(80)]
