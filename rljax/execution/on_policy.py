@@ -395,6 +395,9 @@ class OnPolicyLoop(Generic[State]):
             if k == 1:
                 records: list[Record] = [{"metrics": metrics, "episodes": episodes, "timers": {}}]
             else:  # k steps scanned: their outputs stacked on a leading axis
+                # Fetched once and split on the host: slicing device arrays would dispatch one
+                # op per array per step (milliseconds a call at small batch sizes).
+                metrics, episodes = jax.device_get((metrics, episodes))
                 records = [
                     {
                         "metrics": jax.tree.map(lambda x, i=i: x[i], metrics),

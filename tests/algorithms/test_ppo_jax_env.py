@@ -145,6 +145,9 @@ def test_several_updates_per_iteration_run_as_one_program():
     assert second["num_env_steps_sampled_lifetime"] == 384
     assert second["env_runners"]["episode_len_mean"] == 4.0
     assert second["num_env_steps_trained_lifetime"] == 384
+    # Every training step's episodes count: env steps 49-96 of each of the 4 envs end episodes
+    # of 4 steps at 52, 56, ..., 96 (12 each).
+    assert second["env_runners"]["num_episodes"] == 4 * 12
 
 
 @pytest.mark.slow  # two algorithms' programs
