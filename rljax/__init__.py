@@ -17,6 +17,11 @@ if _os.environ.get("RLJAX_COMPILATION_CACHE"):
 
     enable_compilation_cache(_os.environ["RLJAX_COMPILATION_CACHE"])
 
+if _os.environ.get("RLJAX_XLA_CPU_THREADS"):
+    from rljax.utils.jit import set_xla_cpu_threads, xla_cpu_threads_from_env
+
+    set_xla_cpu_threads(xla_cpu_threads_from_env(_os.environ["RLJAX_XLA_CPU_THREADS"]))
+
 
 def __getattr__(name: str) -> object:
     # ``rljax.tune`` on first use, so that ``import rljax`` imports no more than it did;

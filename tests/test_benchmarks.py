@@ -1,6 +1,7 @@
 import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -235,6 +236,25 @@ def test_xla_cpu_flags_benchmark_runs_each_mode_in_its_own_process(tmp_path, run
     for res in report["results"].values():
         assert [r["status"] for r in res["runs"]] == ["ok"]
         assert 0 < res["iteration_s"][0] < res["first_s"][0]  # the first one compiles
+
+
+@pytest.mark.slow
+def test_xla_cpu_threads_benchmark_compares_a_process_started_each_way(tmp_path, run_benchmark):
+    args = ["--configs", "small", "--iterations", "2", "--out", str(tmp_path)]
+    report = run_benchmark("xla_cpu_threads.py", *args)
+    assert report == json.loads((tmp_path / "xla_cpu_threads.json").read_text())
+    variants = report["variants"]
+    if len(os.sched_getaffinity(0)) >= 2:  # one pool thread per core by default
+        assert variants["default"]["xla_pool_threads"] >= 2
+    assert variants["1_thread"]["xla_pool_threads"] == 1
+    # One core only while JAX created its client: the process may use them all afterwards.
+    assert variants["1_thread"]["cores"] == variants["default"]["cores"]
+    assert variants["default"]["cores"] == sorted(os.sched_getaffinity(0))
+    row = report["small"]
+    for v in ("default", "1_thread"):
+        assert row[v]["env_steps_per_iteration"] == 256
+        assert 0 < row[v]["iteration_s_median"] < row[v]["first_iteration_s"]
+    assert row["speedup_median"] > 0
 
 
 @pytest.mark.slow

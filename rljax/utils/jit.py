@@ -126,3 +126,75 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return str(directory)
+
+
+# The environment variable ``import rljax`` reads (``set_xla_cpu_threads``).
+XLA_CPU_THREADS_ENV = "RLJAX_XLA_CPU_THREADS"
+
+
+def _backends_initialized() -> bool:
+    from jax._src import xla_bridge
+
+    return bool(xla_bridge.backends_are_initialized())
+
+
+def set_xla_cpu_threads(n: int) -> int:
+    """Starts JAX's CPU client with ``n`` intra-op threads instead of one per core.
+
+    XLA's CPU client sizes its thread pool once, from the cores the process may run on when the
+    client is created; no compiler option or flag changes it later. rljax's programs are many
+    small operations, and on a 2-core machine the hand-offs between the pool's threads cost
+    more than the second thread gains: ``benchmarks/xla_cpu_threads.py`` measures the same
+    ``train()`` calls in a process started each way, in turns. This holds the process's CPU
+    affinity to ``n`` of its cores while JAX creates its backends, then gives every core back,
+    so EnvPool's and the runners' threads still use them all. Compilation runs on the same pool
+    and takes longer (seconds per program on 2 cores), so it pays on long runs.
+
+    Call it before the process's first JAX computation, or set ``RLJAX_XLA_CPU_THREADS=<n>`` in
+    the environment and ``import rljax`` calls it. Needs Linux (``os.sched_setaffinity``).
+    Returns the threads the pool got: ``n``, or every core where ``n`` is not fewer.
+
+    Raises:
+      ValueError: ``n`` is not a whole number of at least 1.
+      RuntimeError: JAX's backends already exist, or the platform cannot set affinity.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"set_xla_cpu_threads(n={n!r}): n must be a whole number of at least 1")
+    setaffinity = getattr(os, "sched_setaffinity", None)
+    getaffinity = getattr(os, "sched_getaffinity", None)
+    if setaffinity is None or getaffinity is None:
+        raise RuntimeError(
+            f"set_xla_cpu_threads needs os.sched_setaffinity, which this platform "
+            f"({os.name}) does not have; leave {XLA_CPU_THREADS_ENV} unset here"
+        )
+    if _backends_initialized():
+        raise RuntimeError(
+            "set_xla_cpu_threads: JAX's CPU client already exists (a JAX computation ran "
+            "before), and its thread pool is sized once; call it first in the process, or set "
+            f"{XLA_CPU_THREADS_ENV}={n} in the environment before starting Python"
+        )
+    cores = getaffinity(0)
+    if n >= len(cores):
+        jax.devices()
+        return len(cores)
+    setaffinity(0, set(sorted(cores)[:n]))
+    try:
+        jax.devices()  # creates the backends, the CPU client's pool sized to n
+    finally:
+        setaffinity(0, cores)
+    return n
+
+
+def xla_cpu_threads_from_env(value: str) -> int:
+    """``RLJAX_XLA_CPU_THREADS``'s value as a thread count (``ValueError`` naming it if it is
+    not a whole number of at least 1)."""
+    try:
+        n = int(value.strip())
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(
+            f"{XLA_CPU_THREADS_ENV}={value!r}: expected a whole number of at least 1 (the "
+            "JAX CPU client's threads), or leave it unset"
+        )
+    return n

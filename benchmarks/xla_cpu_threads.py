@@ -1,0 +1,224 @@
+"""The same ``train()`` calls in a process whose JAX CPU client has one thread per core (JAX's
+default) and in one started with ``RLJAX_XLA_CPU_THREADS=1`` (``rljax.utils.jit.set_xla_cpu_threads``).
+
+XLA's CPU client sizes its intra-op thread pool once, when it is created; the two settings can
+only be compared in two processes. This script starts one child process per setting; each builds
+every config and trains its first iteration (compilation: ``first_iteration_s``), then trains one
+more iteration each time the parent asks. The parent asks in turns, A B B A, so a load on the
+machine that changes over time weighs on both alike, and reports medians of iteration seconds
+and their ratio (``speedup_median``: default seconds over one-thread seconds).
+
+Configs (``--configs``):
+
+- ``rllib_defaults``: ``PPOConfig().environment("CartPole-v1")`` at RLlib's defaults (batch
+  4,000, 30 epochs of minibatch 128, 256x256), rljax's fused EnvPool path;
+- ``rllib_defaults_2_runners``: the same with 2 runner threads stepping EnvPool;
+- ``tuned``: ``rljax/tuned_examples/ppo_cartpole.yaml`` (16 envs, 64x64 networks);
+- ``jax_env``: PPO on ``gymnax:CartPole-v1`` at PureJaxRL's settings (4 envs x 128 steps, 4
+  epochs of 4 minibatches, 64x64 tanh), 10 updates per ``train()`` call (needs gymnax);
+- ``small`` (not run by default): PPO on CartPole-v1, 4 envs, batch 256, one epoch, 16 units,
+  a check that the script runs.
+
+Usage::
+
+    python benchmarks/xla_cpu_threads.py                   # about 4 minutes on 2 cores
+    python benchmarks/xla_cpu_threads.py --configs tuned --iterations 20 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import machine_info, save_report  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ("rllib_defaults", "rllib_defaults_2_runners", "tuned", "jax_env", "small")
+DEFAULT_CONFIGS = CONFIGS[:4]
+ITERATIONS = {
+    "rllib_defaults": 5,
+    "rllib_defaults_2_runners": 5,
+    "tuned": 30,
+    "jax_env": 20,
+    "small": 5,
+}
+
+
+def build(name: str) -> Any:
+    """The algorithm of config ``name`` (built in the child)."""
+    from rljax.algorithms.ppo import PPOConfig
+
+    if name == "rllib_defaults":
+        return PPOConfig().environment("CartPole-v1").build_algo()
+    if name == "rllib_defaults_2_runners":
+        config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=2)
+        return config.build_algo()
+    if name == "tuned":
+        return PPOConfig.from_yaml(
+            ROOT / "rljax" / "tuned_examples" / "ppo_cartpole.yaml"
+        ).build_algo()
+    if name == "small":
+        config = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_envs_per_env_runner=4)
+            .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
+            .rl_module(model_config={"fcnet_hiddens": [16]})
+        )
+        return config.build_algo()
+    if name == "jax_env":
+        from jax_envs import ppo_config
+
+        n, t = 4, 128
+        config = ppo_config("gymnax:CartPole-v1", n, t)
+        return config.reporting(min_sample_timesteps_per_iteration=10 * n * t).build_algo()
+    raise ValueError(f"config {name!r}; use one of {CONFIGS}")
+
+
+def available(name: str) -> bool:
+    if name != "jax_env":
+        return True
+    try:
+        import gymnax  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def worker(names: list[str]) -> None:
+    """The child: builds ``names``, reports each first iteration's seconds, then trains the
+    config named on each line of stdin and reports the seconds and env steps."""
+    import rljax  # noqa: F401  (reads RLJAX_XLA_CPU_THREADS before anything compiles)
+
+    algos = {}
+    first = {}
+    for name in names:
+        t0 = time.perf_counter()
+        algos[name] = build(name)
+        algos[name].train()
+        first[name] = time.perf_counter() - t0
+    threads = len([t for t in os.listdir("/proc/self/task") if _comm(t) == "tf_XLAEigen"])
+    cores = sorted(os.sched_getaffinity(0))  # every core again, after the client's creation
+    started = {"first_iteration_s": first, "xla_pool_threads": threads, "cores": cores}
+    print("RESULT " + json.dumps(started))
+    sys.stdout.flush()
+    for line in sys.stdin:
+        algo = algos[line.strip()]
+        t0 = time.perf_counter()
+        result = algo.train()
+        seconds = time.perf_counter() - t0
+        steps = result["env_runners"]["num_env_steps_sampled"]
+        print("RESULT " + json.dumps({"seconds": seconds, "env_steps": steps}), flush=True)
+    for algo in algos.values():
+        algo.stop()
+
+
+def _comm(task: str) -> str:
+    try:
+        return Path(f"/proc/self/task/{task}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+class Child:
+    """A worker process with ``RLJAX_XLA_CPU_THREADS`` set to ``threads`` (None: unset)."""
+
+    def __init__(self, names: list[str], threads: int | None):
+        env = dict(os.environ)
+        env.pop("RLJAX_XLA_CPU_THREADS", None)
+        if threads is not None:
+            env["RLJAX_XLA_CPU_THREADS"] = str(threads)
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--worker", *names],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            env=env,
+        )
+        self.started = self._read()
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("RESULT "):
+                return dict(json.loads(line[len("RESULT ") :]))
+        raise RuntimeError(f"the worker exited with status {self.proc.wait()}")
+
+    def train(self, name: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(name + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def stop(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def compare(names: list[str], threads: int, iterations: dict[str, int]) -> dict[str, Any]:
+    variants = {"default": None, f"{threads}_thread": threads}
+    # One child at a time builds (compilation would otherwise share the cores).
+    children = {v: Child(names, t) for v, t in variants.items()}
+    out: dict[str, Any] = {"variants": {v: children[v].started for v in children}}
+    try:
+        for name in names:
+            times: dict[str, list[float]] = {v: [] for v in children}
+            steps: dict[str, int] = {}
+            order = list(children)
+            for i in range(iterations[name]):
+                for v in order if i % 2 == 0 else order[::-1]:
+                    r = children[v].train(name)
+                    times[v].append(r["seconds"])
+                    steps[v] = r["env_steps"]
+            row: dict[str, Any] = {}
+            for v, ts in times.items():
+                row[v] = {
+                    "iteration_s_median": round(statistics.median(ts), 4),
+                    "iteration_s_min": round(min(ts), 4),
+                    "env_steps_per_iteration": steps[v],
+                    "env_steps_per_s_median": round(steps[v] / statistics.median(ts), 1),
+                    "first_iteration_s": round(children[v].started["first_iteration_s"][name], 2),
+                }
+            default, pinned = (row[v]["iteration_s_median"] for v in children)
+            row["speedup_median"] = round(default / pinned, 3)
+            out[name] = row
+    finally:
+        for child in children.values():
+            child.stop()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--configs", nargs="+", choices=CONFIGS, default=list(DEFAULT_CONFIGS))
+    parser.add_argument("--threads", type=int, default=1, help="the pinned client's threads")
+    parser.add_argument("--iterations", type=int, default=None, help="per config and variant")
+    parser.add_argument("--out", default="results")
+    parser.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
+    a = parser.parse_args()
+    if a.worker is not None:
+        worker(a.worker)
+        return
+    names = [n for n in a.configs if available(n)]
+    iterations = {n: a.iterations or ITERATIONS[n] for n in names}
+    report = {"machine": machine_info(["jax", "jaxlib", "envpool"])}
+    report["skipped"] = [n for n in a.configs if n not in names]
+    report.update(compare(names, a.threads, iterations))
+    save_report(report, a.out, "xla_cpu_threads")
+
+
+if __name__ == "__main__":
+    main()
