@@ -205,7 +205,17 @@ def jax_multi_agent_creator(env: Any) -> JaxMultiAgentCreator | None:
 
 
 def _space_key(space: gym.Space) -> str:
+    if isinstance(space, gym.spaces.Dict):  # RLlib's action-mask observations, nested spaces
+        return repr({k: _space_key(sub) for k, sub in space.spaces.items()})
     return repr((type(space).__name__, space.shape, space.dtype, getattr(space, "n", None)))
+
+
+def _as_space_dtypes(obs: Any, space: gym.Space, xp: Any = jnp) -> Any:
+    """``obs`` with each leaf as an array of its space's dtype (a ``Dict`` space's leaf by
+    leaf), with ``xp`` (``jnp`` inside programs, ``np`` on the host)."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _as_space_dtypes(obs[k], sub, xp) for k, sub in space.spaces.items()}
+    return xp.asarray(obs, space.dtype)
 
 
 class AgentSlots:
@@ -320,8 +330,9 @@ class AgentSlots:
 
     def _slot_obs(self, obs: dict[str, Any]) -> dict[str, jax.Array]:
         """One env's observations as ``{"obs": [A, ...], "policy": [A]}``."""
-        dtype = self.observation_space.dtype
-        stacked = jnp.stack([jnp.asarray(obs[a], dtype) for a in self.agents])
+        space = self.observation_space
+        per_agent = [_as_space_dtypes(obs[a], space) for a in self.agents]
+        stacked = jax.tree.map(lambda *leaves: jnp.stack(leaves), *per_agent)
         return {"obs": stacked, "policy": jnp.asarray(self.agent_policy)}
 
     def _rows(self, tree: Any) -> Any:
@@ -414,7 +425,7 @@ class JaxMultiAgentGymEnv(MultiAgentEnv):
         return [a for a, on in zip(self._ids, flags, strict=True) if on]
 
     def _host_obs(self, obs: dict[Any, Any], agents: list[Any]) -> dict[Any, Any]:
-        return {a: np.asarray(obs[a], self._obs_spaces[a].dtype) for a in agents}
+        return {a: _as_space_dtypes(obs[a], self._obs_spaces[a], np) for a in agents}
 
     def step(  # type: ignore[override]
         self, action_dict: dict[str, Any]

@@ -119,6 +119,15 @@ def test_example_heuristics_by_hand():
     acts = rand.forward_exploration({"obs": np.zeros((100, 4), np.float32)})["actions"]
     assert acts.shape == (100, 2) and (acts >= -2.0).all() and (acts <= -1.0).all()
     assert acts.std() > 0.2
+    # RLlib's action-masking observations: only allowed actions, each about equally often; a
+    # row that allows none draws from all.
+    rand = RandomRLModule(action_space=gym.spaces.Discrete(4, start=1))
+    mask = np.tile(np.array([[0, 1, 0, 1], [0, 0, 0, 0]], np.float32), (500, 1))
+    obs = {"action_mask": mask, "observations": np.zeros((1000, 3), np.float32)}
+    acts = np.asarray(rand.forward_exploration({"obs": obs})["actions"])
+    assert set(acts[0::2].tolist()) == {2, 4}  # actions 1 + index 1 and 3
+    assert abs(np.mean(acts[0::2] == 2) - 0.5) < 0.1
+    assert set(acts[1::2].tolist()) == {1, 2, 3, 4}
     multi = MultiRLModule({"beat": beat, "same": same})
     outs = multi.forward_inference({"same": {"obs": one_hot[:1]}})
     assert list(outs) == ["same"] and outs["same"]["actions"].tolist() == [2]

@@ -6,8 +6,12 @@ Pgx's draw at reset). ``acting(state)`` is the player to move, so multi-agent PP
 credits each player's rewards to its own last move (``rljax.env.jax_multi_agent``). Each agent
 observes the board from its own side (``env.observe(state, player)``), as float32.
 ``terminated`` is the game's end, ``truncated`` Pgx's step limit; ``env_config`` holds
-``pgx.make``'s keyword arguments. An illegal move ends the game as Pgx rules it (the mover
-loses); legal-move masks are not applied, so a policy learns to avoid illegal moves.
+``pgx.make``'s keyword arguments, and ``"action_mask"`` (default True): each agent observes
+RLlib's action-masking Dict, ``{"action_mask": Box(0, 1, (num_actions,)), "observations":
+board}``, with Pgx's legal moves as the mask of the player to move (all ones for the other,
+whose action is not taken), so rljax's default networks never sample an illegal move.
+``"action_mask": False`` gives the board alone, and an illegal move ends the game as Pgx rules
+it (the mover loses).
 """
 
 from __future__ import annotations
@@ -36,11 +40,21 @@ class PgxEnv:
 
     Args:
       env_id: A Pgx id (``two_player_ids()``).
-      env_config: ``pgx.make``'s keyword arguments.
+      env_config: ``pgx.make``'s keyword arguments, and ``"action_mask"`` (bool, default
+        True: RLlib's action-masking observations).
     """
 
     def __init__(self, env_id: str, env_config: dict[str, Any]):
         import pgx
+
+        env_config = dict(env_config)
+        masked = env_config.pop("action_mask", True)
+        if not isinstance(masked, bool):
+            raise ConfigError(
+                f"pgx env {env_id!r}: env_config['action_mask']={masked!r}; use True (RLlib's "
+                "action-masking observations, the default) or False (the board alone)"
+            )
+        self.masked = masked
 
         ids = two_player_ids()
         if env_id not in ids:
@@ -59,13 +73,27 @@ class PgxEnv:
             raise ConfigError(f"pgx env {env_id!r} has {self.env.num_players} players, not 2")
         self.agents = ["player_0", "player_1"]
         shape = tuple(self.env.observation_shape)
-        box = gym.spaces.Box(-np.inf, np.inf, shape, np.float32)
-        self.observation_spaces = dict.fromkeys(self.agents, box)
+        space: gym.Space = gym.spaces.Box(-np.inf, np.inf, shape, np.float32)
+        if masked:
+            mask = gym.spaces.Box(0.0, 1.0, (self.env.num_actions,), np.float32)
+            space = gym.spaces.Dict({"action_mask": mask, "observations": space})
+        self.observation_spaces = dict.fromkeys(self.agents, space)
         self.action_spaces = {a: gym.spaces.Discrete(self.env.num_actions) for a in self.agents}
 
-    def _obs(self, state: Any) -> dict[str, jax.Array]:
-        return {
+    def _obs(self, state: Any) -> dict[str, Any]:
+        boards = {
             a: jnp.asarray(self.env.observe(state, jnp.int32(i)), jnp.float32)
+            for i, a in enumerate(self.agents)
+        }
+        if not self.masked:
+            return boards
+        legal = jnp.asarray(state.legal_action_mask, jnp.float32)
+        ones = jnp.ones_like(legal)
+        return {
+            a: {
+                "action_mask": jnp.where(state.current_player == i, legal, ones),
+                "observations": boards[a],
+            }
             for i, a in enumerate(self.agents)
         }
 

@@ -29,13 +29,34 @@ def uniform_actions(space: gym.Space, key: jax.Array, n: int) -> jax.Array:
     )
 
 
+def uniform_allowed_actions(space: gym.Space, mask: jax.Array, key: jax.Array) -> jax.Array:
+    """One action per row of ``mask`` ``[n, space.n]``, uniform over the actions it allows
+    (over all of them in a row that allows none)."""
+    allowed = mask.reshape(mask.shape[0], -1) > 0
+    allowed = allowed | ~jnp.any(allowed, axis=-1, keepdims=True)
+    logits = jnp.where(allowed, 0.0, -jnp.inf)
+    return jax.random.categorical(key, logits) + int(getattr(space, "start", 0))
+
+
 class RandomRLModule(RLModule):
-    """Uniformly random actions; keep it out of ``policies_to_train`` (it has no parameters)."""
+    """Uniformly random actions; keep it out of ``policies_to_train`` (it has no parameters).
+
+    With RLlib's action-masking observations (a dict with ``"action_mask"``) and a Discrete
+    action space, uniform over the actions the mask allows."""
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        n = jax.tree.leaves(batch[Columns.OBS])[0].shape[0]
+        obs = batch[Columns.OBS]
+        n = jax.tree.leaves(obs)[0].shape[0]
         if self.action_space is None:
             raise ConfigError("RandomRLModule needs its action_space")
+        space = self.action_space
+        if (
+            isinstance(obs, dict)
+            and "action_mask" in obs
+            and isinstance(space, gym.spaces.Discrete)
+        ):
+            mask = jnp.asarray(obs["action_mask"])
+            return {Columns.ACTIONS: uniform_allowed_actions(space, mask, kwargs["rng"])}
         return {Columns.ACTIONS: uniform_actions(self.action_space, kwargs["rng"], n)}
 
 
