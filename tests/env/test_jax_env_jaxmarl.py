@@ -1,5 +1,6 @@
-"""The JaxMARL adapter ("jaxmarl:<MPE id>"): spaces, one step against JaxMARL's own, the time
-limit as truncation, refusals, and multi-agent PPO improving on simple_spread."""
+"""The JaxMARL adapter ("jaxmarl:<MPE id>", "jaxmarl:overcooked"): spaces, one step against
+JaxMARL's own, the time limit as truncation, refusals, and multi-agent PPO improving on
+simple_spread and running on Overcooked in one program."""
 
 import gymnasium as gym
 import jax
@@ -47,8 +48,65 @@ def test_one_step_matches_jaxmarls_step_env_and_the_limit_truncates():
 def test_unknown_and_non_mpe_ids_are_refused_naming_the_mpe_tasks():
     with pytest.raises(ConfigError, match="did you mean 'MPE_simple_spread_v3'"):
         make_jax_multi_agent_env("jaxmarl:MPE_simple_sprad_v3", {})
-    with pytest.raises(ConfigError, match="MPE tasks"):
+    with pytest.raises(ConfigError, match="MPE tasks and Overcooked"):
         make_jax_multi_agent_env("jaxmarl:SMAX", {})
+    with pytest.raises(ConfigError, match="layout 'cramped' .*did you mean 'cramped_room'"):
+        make_jax_multi_agent_env("jaxmarl:overcooked", {"layout": "cramped"})
+    with pytest.raises(ConfigError, match="shaped_reward_coeff='1'; use a number"):
+        make_jax_multi_agent_env("jaxmarl:overcooked", {"shaped_reward_coeff": "1"})
+
+
+def test_overcooked_spaces_steps_and_shaped_reward_match_jaxmarl():
+    from jaxmarl.environments.overcooked import overcooked_layouts
+
+    asymm = make_jax_multi_agent_env("jaxmarl:overcooked", {"layout": "asymm_advantages"})
+    # The observations' own shape (JaxMARL declares width and height swapped), as float32.
+    assert asymm.observation_spaces["agent_1"] == gym.spaces.Box(0.0, 255.0, (5, 9, 26), np.float32)
+    assert asymm.action_spaces["agent_0"] == gym.spaces.Discrete(6)
+    config = {"layout": "cramped_room", "max_episode_steps": 70, "shaped_reward_coeff": 0.5}
+    env = make_jax_multi_agent_env("jaxmarl:overcooked", config)
+    ref = jaxmarl.make("overcooked", layout=overcooked_layouts["cramped_room"], max_steps=70)
+    key = jax.random.PRNGKey(1)
+    state, obs = env.reset(key)
+    ref_obs, ref_state = ref.reset(key)
+    step, ref_step = jax.jit(env.step), jax.jit(ref.step_env)
+    shaped_total = 0.0
+    for t in range(70):  # random moves; with this key an onion reaches the pot (shaped reward)
+        key, k0, k1, k = jax.random.split(key, 4)
+        actions = {
+            "agent_0": jax.random.randint(k0, (), 0, 6),
+            "agent_1": jax.random.randint(k1, (), 0, 6),
+        }
+        state, obs, rewards, term, trunc, _ = step(state, actions, k)
+        ref_obs, ref_state, ref_rewards, _, info = ref_step(k, ref_state, actions)
+        for a in env.agents:
+            np.testing.assert_array_equal(obs[a], np.asarray(ref_obs[a], np.float32))
+            shaped = float(info["shaped_reward"][a])
+            shaped_total += shaped
+            assert float(rewards[a]) == pytest.approx(float(ref_rewards[a]) + 0.5 * shaped)
+            assert not bool(term[a])  # Overcooked ends only at its time limit
+            assert bool(trunc[a]) == (t == 69)
+    assert shaped_total > 0  # the coefficient was exercised
+
+
+def test_ppo_runs_overcooked_in_one_program():
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment("jaxmarl:overcooked", env_config={"max_episode_steps": 8})
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=8)
+        .training(train_batch_size=32, minibatch_size=16, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda aid, ep, **kw: "shared")
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        results = [algo.train() for _ in range(2)]
+        assert algo._loop.train_step._cache_size() == 1
+    # 2 envs x 8 steps per iteration; every episode is cut at 8 steps.
+    assert results[-1]["env_runners"]["num_env_steps_sampled"] == 16
+    assert results[-1]["env_runners"]["episode_len_mean"] == 8
 
 
 @pytest.mark.slow

@@ -1,14 +1,22 @@
-"""JaxMARL's MPE tasks (``"jaxmarl:MPE_simple_spread_v3"``) as ``JaxMultiAgentEnv``s.
+"""JaxMARL's MPE tasks (``"jaxmarl:MPE_simple_spread_v3"``) and Overcooked
+(``"jaxmarl:overcooked"``) as ``JaxMultiAgentEnv``s.
 
 ``env_config`` holds the task's keyword arguments (``{"num_agents": 4, "local_ratio": 0.5}``);
-``max_episode_steps`` is accepted as RLlib's name for the task's ``max_steps``. An MPE episode
-ends only at its time limit, for every agent at once: the adapter steps without JaxMARL's
-auto-reset (``step_env``) and reports that end as truncation, not termination, so PPO
-bootstraps the last value as RLlib does for a time limit.
+``max_episode_steps`` is accepted as RLlib's name for the task's ``max_steps``. An MPE or
+Overcooked episode ends only at its time limit, for every agent at once: the adapter steps
+without JaxMARL's auto-reset (``step_env``) and reports that end as truncation, not
+termination, so PPO bootstraps the last value as RLlib does for a time limit.
+
+Overcooked: ``env_config["layout"]`` is a layout's name (``"cramped_room"``,
+``"asymm_advantages"``, ``"coord_ring"``, ``"forced_coord"``, ``"counter_circuit"``) or
+JaxMARL's layout dict; ``"shaped_reward_coeff"`` (default 0) adds that share of JaxMARL's
+shaped reward (for picking up onions, plates, soup) to each agent's reward, as JaxMARL's IPPO
+baseline does. Observations are the grid's 26 feature planes as float32, shaped as the env
+returns them (height, width, 26; JaxMARL's declared space has the two swapped).
 
 Other JaxMARL families are refused by name: SMAX's agents end their episodes at different
-times, which the fused multi-agent rollout does not keep, and Overcooked, Hanabi and the rest
-have not been checked against rljax yet.
+times, which the fused multi-agent rollout does not keep, and Hanabi and the rest have not
+been checked against rljax yet.
 """
 
 from __future__ import annotations
@@ -45,28 +53,62 @@ def mpe_ids() -> list[str]:
     return sorted(e for e in jaxmarl.registered_envs if e.startswith("MPE_"))
 
 
+def supported_ids() -> list[str]:
+    """The JaxMARL ids rljax runs: the MPE tasks and Overcooked."""
+    return [*mpe_ids(), "overcooked"]
+
+
+def _overcooked_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Overcooked's keyword arguments with a layout given by name looked up."""
+    from jaxmarl.environments.overcooked import overcooked_layouts
+
+    layout = kwargs.get("layout")
+    if isinstance(layout, str):
+        if layout not in overcooked_layouts:
+            names = sorted(overcooked_layouts)
+            raise ConfigError(
+                f"jaxmarl env 'overcooked': layout {layout!r} is not one of JaxMARL's "
+                f"{names}{closest(layout, names)} (or give a layout dict)"
+            )
+        kwargs["layout"] = overcooked_layouts[layout]
+    return kwargs
+
+
 class JaxMARLEnv:
     """One JaxMARL MPE task with its keyword arguments bound (it follows
     ``rljax.env.jax_multi_agent.JaxMultiAgentEnv``'s protocol).
 
     Args:
-      env_id: A JaxMARL MPE id (``mpe_ids()``).
-      env_config: The task's keyword arguments (``max_episode_steps`` for ``max_steps``).
+      env_id: A JaxMARL MPE id (``mpe_ids()``) or ``"overcooked"``.
+      env_config: The task's keyword arguments (``max_episode_steps`` for ``max_steps``;
+        Overcooked's ``layout`` by name, and ``shaped_reward_coeff``).
     """
 
     def __init__(self, env_id: str, env_config: dict[str, Any]):
         import jaxmarl
 
-        ids = mpe_ids()
+        ids = supported_ids()
         if env_id not in ids:
             raise ConfigError(
-                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks {ids}{closest(env_id, ids)} (other "
-                "families are not run yet: SMAX's agents end their episodes apart, which the fused "
-                "rollout does not keep, and the others have not been checked against rljax)"
+                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks and Overcooked "
+                f"{ids}{closest(env_id, ids)} (other families are not run yet: SMAX's agents end "
+                "their episodes apart, which the fused rollout does not keep, and the others have "
+                "not been checked against rljax)"
             )
         kwargs = dict(env_config)
         if "max_episode_steps" in kwargs:
             kwargs["max_steps"] = kwargs.pop("max_episode_steps")
+        self.overcooked = env_id == "overcooked"
+        self.shaped_reward_coeff = 0.0
+        if self.overcooked:
+            coeff = kwargs.pop("shaped_reward_coeff", 0.0)
+            if isinstance(coeff, bool) or not isinstance(coeff, int | float):
+                raise ConfigError(
+                    f"jaxmarl env 'overcooked': shaped_reward_coeff={coeff!r}; use a number "
+                    "(0, the default: the env's own reward only)"
+                )
+            self.shaped_reward_coeff = float(coeff)
+            kwargs = _overcooked_kwargs(kwargs)
         try:
             self.env = jaxmarl.make(env_id, **kwargs)
         except TypeError as e:
@@ -77,21 +119,34 @@ class JaxMARLEnv:
         self.observation_spaces = {
             a: to_gym_space(self.env.observation_space(a)) for a in self.agents
         }
+        if self.overcooked:  # the observations' own shape (the declared space swaps h and w)
+            obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0))[0]
+            self.observation_spaces = {
+                a: gym.spaces.Box(0.0, 255.0, tuple(obs[a].shape), np.float32) for a in self.agents
+            }
         self.action_spaces = {a: to_gym_space(self.env.action_space(a)) for a in self.agents}
         self.max_episode_steps = int(self.env.max_steps)
 
+    def _obs(self, obs: dict[str, Any]) -> dict[str, Any]:
+        if self.overcooked:
+            return {a: jnp.asarray(obs[a], jnp.float32) for a in self.agents}
+        return obs
+
     def reset(self, key: jax.Array) -> tuple[Any, dict[str, Any]]:
         obs, state = self.env.reset(key)
-        return state, obs
+        return state, self._obs(obs)
 
     def step(
         self, state: Any, actions: dict[str, Any], key: jax.Array
     ) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict]:
-        obs, state, rewards, dones, _ = self.env.step_env(key, state, actions)
+        obs, state, rewards, dones, info = self.env.step_env(key, state, actions)
+        if self.overcooked and self.shaped_reward_coeff:
+            shaped = info["shaped_reward"]
+            rewards = {a: rewards[a] + self.shaped_reward_coeff * shaped[a] for a in self.agents}
         never = jnp.zeros((), bool)
-        terminated = {a: never for a in self.agents}  # an MPE episode ends at its time limit
+        terminated = {a: never for a in self.agents}  # the episode ends at its time limit
         truncated = {a: jnp.asarray(dones[a], bool) for a in self.agents}
-        return state, obs, rewards, terminated, truncated, {}
+        return state, self._obs(obs), rewards, terminated, truncated, {}
 
 
 def make(env_id: str, env_config: dict[str, Any]) -> JaxMARLEnv:
@@ -99,4 +154,4 @@ def make(env_id: str, env_config: dict[str, Any]) -> JaxMARLEnv:
     return JaxMARLEnv(env_id, env_config)
 
 
-__all__ = ["JaxMARLEnv", "make", "mpe_ids", "to_gym_space"]
+__all__ = ["JaxMARLEnv", "make", "mpe_ids", "supported_ids", "to_gym_space"]
