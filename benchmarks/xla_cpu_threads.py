@@ -1,12 +1,14 @@
 """The same ``train()`` calls in a process whose JAX CPU client has one thread per core (JAX's
-default) and in one started with ``RLJAX_XLA_CPU_THREADS=1`` (``rljax.utils.jit.set_xla_cpu_threads``).
+default) and in one started with ``RLJAX_XLA_CPU_THREADS=1`` (``rljax.utils.jit.set_xla_cpu_threads``:
+``PJRT_NPROC=1``, the client's pools sized to one thread; the process keeps every core).
 
-XLA's CPU client sizes its intra-op thread pool once, when it is created; the two settings can
-only be compared in two processes. This script starts one child process per setting; each builds
-every config and trains its first iteration (compilation: ``first_iteration_s``), then trains one
-more iteration each time the parent asks. The parent asks in turns, A B B A, so a load on the
-machine that changes over time weighs on both alike, and reports medians of iteration seconds
-and their ratio (``speedup_median``: default seconds over one-thread seconds).
+XLA's CPU client sizes its thread pools once, when it is created; the two settings can only be
+compared in two processes. This script starts one child process per setting; each builds every
+config and trains its first iteration (``first_iteration_s``: the build, compilation and one
+iteration), then trains one more iteration each time the parent asks. The parent asks in turns,
+A B B A, so a load on the machine that changes over time weighs on both alike, and reports
+medians of iteration seconds and their ratio (``speedup_median``: default seconds over
+one-thread seconds). Linux only (it counts the pool's threads in ``/proc``).
 
 Configs (``--configs``):
 
@@ -106,8 +108,13 @@ def worker(names: list[str]) -> None:
         algos[name].train()
         first[name] = time.perf_counter() - t0
     threads = len([t for t in os.listdir("/proc/self/task") if _comm(t) == "tf_XLAEigen"])
-    cores = sorted(os.sched_getaffinity(0))  # every core again, after the client's creation
-    started = {"first_iteration_s": first, "xla_pool_threads": threads, "cores": cores}
+    cores = len(os.sched_getaffinity(0))
+    started = {
+        "first_iteration_s": first,
+        "xla_pool_threads": threads,
+        "cores": cores,
+        "pjrt_nproc": os.environ.get("PJRT_NPROC"),
+    }
     print("RESULT " + json.dumps(started))
     sys.stdout.flush()
     for line in sys.stdin:
@@ -132,8 +139,11 @@ class Child:
     """A worker process with ``RLJAX_XLA_CPU_THREADS`` set to ``threads`` (None: unset)."""
 
     def __init__(self, names: list[str], threads: int | None):
-        env = dict(os.environ)
-        env.pop("RLJAX_XLA_CPU_THREADS", None)
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("RLJAX_XLA_CPU_THREADS", "PJRT_NPROC", "NPROC")
+        }
         if threads is not None:
             env["RLJAX_XLA_CPU_THREADS"] = str(threads)
         self.proc = subprocess.Popen(
@@ -166,14 +176,18 @@ class Child:
             self.proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
             self.proc.kill()
+            self.proc.wait()
 
 
 def compare(names: list[str], threads: int, iterations: dict[str, int]) -> dict[str, Any]:
     variants = {"default": None, f"{threads}_thread": threads}
-    # One child at a time builds (compilation would otherwise share the cores).
-    children = {v: Child(names, t) for v, t in variants.items()}
-    out: dict[str, Any] = {"variants": {v: children[v].started for v in children}}
+    children: dict[str, Child] = {}
+    out: dict[str, Any] = {}
     try:
+        # One child at a time builds (compilation would otherwise share the cores).
+        for v, t in variants.items():
+            children[v] = Child(names, t)
+        out["variants"] = {v: children[v].started for v in children}
         for name in names:
             times: dict[str, list[float]] = {v: [] for v in children}
             steps: dict[str, int] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import operator
 import os
 import threading
 from collections.abc import Callable, Hashable, Iterator
@@ -130,6 +131,8 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str:
 
 # The environment variable ``import rljax`` reads (``set_xla_cpu_threads``).
 XLA_CPU_THREADS_ENV = "RLJAX_XLA_CPU_THREADS"
+# What JAX's PJRT clients read, when JAX creates them, for the size of their thread pools.
+PJRT_NPROC_ENV = "PJRT_NPROC"
 
 
 def _backends_initialized() -> bool:
@@ -139,50 +142,51 @@ def _backends_initialized() -> bool:
 
 
 def set_xla_cpu_threads(n: int) -> int:
-    """Starts JAX's CPU client with ``n`` intra-op threads instead of one per core.
+    """Has JAX create its CPU client with ``n`` threads in its pools instead of one per core.
 
-    XLA's CPU client sizes its thread pool once, from the cores the process may run on when the
-    client is created; no compiler option or flag changes it later. rljax's programs are many
-    small operations, and on a 2-core machine the hand-offs between the pool's threads cost
-    more than the second thread gains: ``benchmarks/xla_cpu_threads.py`` measures the same
-    ``train()`` calls in a process started each way, in turns. This holds the process's CPU
-    affinity to ``n`` of its cores while JAX creates its backends, then gives every core back,
-    so EnvPool's and the runners' threads still use them all. Compilation runs on the same pool
-    and takes longer (seconds per program on 2 cores), so it pays on long runs.
+    XLA's CPU client sizes its thread pools once, when JAX creates it (on the process's first
+    JAX call, ``jax.devices()`` included), from ``PJRT_NPROC`` if set, else from the cores; no
+    compiler option changes them later. rljax's programs are many small operations, and on a
+    2-core machine the hand-offs between the pool's threads cost more than the second thread
+    gains: ``benchmarks/xla_cpu_threads.py`` measures the same ``train()`` calls in a process
+    started each way, in turns. This sets ``PJRT_NPROC=n`` in the process's environment (so
+    child processes inherit it); the process keeps all its cores for EnvPool's and the runner
+    threads. Compilation runs on the same pool and takes longer (seconds per program on 2
+    cores), so it pays on long runs.
 
-    Call it before the process's first JAX computation, or set ``RLJAX_XLA_CPU_THREADS=<n>`` in
-    the environment and ``import rljax`` calls it. Needs Linux (``os.sched_setaffinity``).
-    Returns the threads the pool got: ``n``, or every core where ``n`` is not fewer.
+    Call it before the process's first JAX call, or set ``RLJAX_XLA_CPU_THREADS=<n>`` in the
+    environment and ``import rljax`` calls it (before anything else creates JAX's backends, so
+    ``jax.distributed.initialize`` may still follow). Returns ``n``.
 
     Raises:
-      ValueError: ``n`` is not a whole number of at least 1.
-      RuntimeError: JAX's backends already exist, or the platform cannot set affinity.
+      ValueError: ``n`` is not a whole number of at least 1, or ``PJRT_NPROC`` is already set
+        to another value.
+      RuntimeError: JAX's backends already exist, with their pools sized otherwise.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    try:
+        count = None if isinstance(n, bool) else operator.index(n)
+    except TypeError:
+        count = None
+    if count is None or count < 1:
         raise ValueError(f"set_xla_cpu_threads(n={n!r}): n must be a whole number of at least 1")
-    setaffinity = getattr(os, "sched_setaffinity", None)
-    getaffinity = getattr(os, "sched_getaffinity", None)
-    if setaffinity is None or getaffinity is None:
-        raise RuntimeError(
-            f"set_xla_cpu_threads needs os.sched_setaffinity, which this platform "
-            f"({os.name}) does not have; leave {XLA_CPU_THREADS_ENV} unset here"
+    existing = os.environ.get(PJRT_NPROC_ENV)
+    if existing is not None and existing.strip() == str(count):
+        return count  # already asked for (an inherited environment): nothing to change
+    if existing is not None:
+        raise ValueError(
+            f"set_xla_cpu_threads({count}): {PJRT_NPROC_ENV}={existing!r} is already set in the "
+            f"environment and sizes the same pools; unset one of the two"
         )
     if _backends_initialized():
         raise RuntimeError(
-            "set_xla_cpu_threads: JAX's CPU client already exists (a JAX computation ran "
-            "before), and its thread pool is sized once; call it first in the process, or set "
-            f"{XLA_CPU_THREADS_ENV}={n} in the environment before starting Python"
+            f"set_xla_cpu_threads({count}): JAX's backends already exist (a JAX call, "
+            "jax.devices() included, created them), and their thread pools are sized when "
+            "they are created; import rljax or call set_xla_cpu_threads before the process's "
+            f"first JAX call, or set {PJRT_NPROC_ENV}={count} in the environment before starting "
+            "Python"
         )
-    cores = getaffinity(0)
-    if n >= len(cores):
-        jax.devices()
-        return len(cores)
-    setaffinity(0, set(sorted(cores)[:n]))
-    try:
-        jax.devices()  # creates the backends, the CPU client's pool sized to n
-    finally:
-        setaffinity(0, cores)
-    return n
+    os.environ[PJRT_NPROC_ENV] = str(count)
+    return count
 
 
 def xla_cpu_threads_from_env(value: str) -> int:
