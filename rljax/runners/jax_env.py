@@ -163,6 +163,20 @@ def make_jax_env_rollout(
     return rollout
 
 
+def strong_types(tree: Any) -> Any:
+    """``tree`` with every weak-typed leaf made strong (the same dtype), traceable. A runner state
+    an iteration returns has no weak types (``jnp.where`` with a strong operand drops them), so
+    a first state that has some (an env's ``reset`` writing a Python number) would make the
+    iteration's program compile twice."""
+
+    def strong(x: Any) -> Any:
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
+            return x
+        return jnp.asarray(x).astype(x.dtype)
+
+    return jax.tree.map(strong, tree)
+
+
 def start_jax_env(
     env: Any,
     policy_fn: PolicyFn,
@@ -177,10 +191,8 @@ def start_jax_env(
 ) -> tuple[Rollout, FusedRunnerState]:
     """``(rollout, runner_state)`` of ``num_envs`` copies of the JAX env ``env``: the runner
     state started by one jitted call (on the device of ``params``), from ``seed``."""
-    start = jax.jit(
-        make_start(env, policy_fn, act_step, num_envs, to_env_action, keep_info, next_step)
-    )
-    rs = start(params, jax.random.PRNGKey(seed))
+    start = make_start(env, policy_fn, act_step, num_envs, to_env_action, keep_info, next_step)
+    rs = jax.jit(lambda p, k: strong_types(start(p, k)))(params, jax.random.PRNGKey(seed))
     return make_jax_env_rollout(env, act_step, length, to_env_action, next_step), rs
 
 
@@ -248,4 +260,5 @@ __all__ = [
     "make_jax_env_step",
     "make_start",
     "start_jax_env",
+    "strong_types",
 ]

@@ -90,6 +90,23 @@ class FirstMoveEnds(Turns):
         return t, self._obs(t), rewards, {"a": end, "b": end}, {"a": never, "b": never}, {}
 
 
+class WeakScoreTurns(Turns):
+    """Turns whose state keeps a score that reset starts from a Python number (a weak-typed
+    leaf, which the steps make strong)."""
+
+    def reset(self, key):
+        t, obs = super().reset(key)
+        return (t, jnp.asarray(0.0)), obs
+
+    def acting(self, state):  # (Turns.step calls it with the step count alone)
+        return super().acting(state[0] if isinstance(state, tuple) else state)
+
+    def step(self, state, actions, key):
+        t, score = state
+        t, obs, rewards, terminated, truncated, info = super().step(t, actions, key)
+        return (t, score + rewards["a"]), obs, rewards, terminated, truncated, info
+
+
 class EarlyEnd(Scripted):
     """Scripted, but agent "a" reports its own end after the first step."""
 
@@ -314,6 +331,16 @@ def test_turn_based_rows_credit_rewards_to_each_agents_last_move_by_hand():
     np.testing.assert_array_equal(reset.present, [True, False])
     np.testing.assert_array_equal(reset.reward, [0, 0])
     np.testing.assert_array_equal(reset.obs["obs"][:, 0], [0, 0])
+
+
+def test_a_weak_typed_reset_state_compiles_the_turn_based_iteration_once():
+    algo = _config(env=WeakScoreTurns, envs=2, fragment=10).build_algo()
+    try:
+        for _ in range(3):
+            algo.train()
+        assert algo._loop.train_step._cache_size() == 1  # the first state's types are the loop's
+    finally:
+        algo.stop()
 
 
 @pytest.mark.parametrize("runners", [0, 1], ids=["fused", "host"])

@@ -1,6 +1,7 @@
-"""The JaxMARL adapter ("jaxmarl:<MPE id>", "jaxmarl:overcooked"): spaces, one step against
-JaxMARL's own, the time limit as truncation, refusals, and multi-agent PPO improving on
-simple_spread and running on Overcooked in one program."""
+"""The JaxMARL adapter ("jaxmarl:<MPE id>", "jaxmarl:overcooked", "jaxmarl:hanabi"): spaces,
+steps against JaxMARL's own, the time limit as truncation, Hanabi's turns and legal-move masks,
+refusals, and multi-agent PPO improving on simple_spread and running on Overcooked and Hanabi
+in one program."""
 
 import gymnasium as gym
 import jax
@@ -48,7 +49,7 @@ def test_one_step_matches_jaxmarls_step_env_and_the_limit_truncates():
 def test_unknown_and_non_mpe_ids_are_refused_naming_the_mpe_tasks():
     with pytest.raises(ConfigError, match="did you mean 'MPE_simple_spread_v3'"):
         make_jax_multi_agent_env("jaxmarl:MPE_simple_sprad_v3", {})
-    with pytest.raises(ConfigError, match="MPE tasks and Overcooked"):
+    with pytest.raises(ConfigError, match="MPE tasks, Overcooked and Hanabi"):
         make_jax_multi_agent_env("jaxmarl:SMAX", {})
     with pytest.raises(ConfigError, match="layout 'cramped' .*did you mean 'cramped_room'"):
         make_jax_multi_agent_env("jaxmarl:overcooked", {"layout": "cramped"})
@@ -123,3 +124,54 @@ def test_shared_policy_ppo_improves_on_simple_spread(load_benchmark):
     # The three agents' summed return of a random policy is about -80 (26 steps).
     first, last = np.mean(returns[:5]), np.mean(returns[-10:])
     assert last > first + 8 and last > -68, (first, last)
+
+
+def test_hanabi_turns_masks_and_steps_match_jaxmarl():
+    env = make_jax_multi_agent_env("jaxmarl:hanabi", {})
+    ref = jaxmarl.make("hanabi")
+    space = env.observation_spaces["agent_0"]
+    assert space["observations"] == gym.spaces.Box(0.0, 1.0, (658,), np.float32)
+    assert space["action_mask"].shape == (21,) and env.action_spaces["agent_1"].n == 21
+    key = jax.random.PRNGKey(3)
+    state, obs = env.reset(key)
+    ref_obs, ref_state = ref.reset(key)
+    step, ref_step = jax.jit(env.step), jax.jit(ref.step_env)
+    for _ in range(12):
+        legal = ref.get_legal_moves(ref_state)
+        mover = int(np.argmax(np.asarray(ref_state.cur_player_idx)))
+        np.testing.assert_array_equal(env.acting(state), [mover == 0, mover == 1])
+        for a in env.agents:
+            np.testing.assert_array_equal(obs[a]["action_mask"], legal[a])
+            np.testing.assert_array_equal(obs[a]["observations"], ref_obs[a])
+        # The mover plays its first legal move; the other one's only legal move is the no-op.
+        assert np.asarray(legal[env.agents[1 - mover]]).tolist() == [0.0] * 20 + [1.0]
+        first = int(np.argmax(np.asarray(legal[env.agents[mover]])))
+        actions = {a: jnp.int32(first if i == mover else 20) for i, a in enumerate(env.agents)}
+        key, k = jax.random.split(key)
+        state, obs, rewards, term, trunc, _ = step(state, actions, k)
+        ref_obs, ref_state, ref_rewards, ref_dones, _ = ref_step(k, ref_state, actions)
+        for a in env.agents:
+            assert float(rewards[a]) == float(ref_rewards[a])
+            assert bool(term[a]) == bool(ref_dones[a]) and not bool(trunc[a])
+
+
+def test_ppo_runs_hanabi_in_one_program():
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment("jaxmarl:hanabi")
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=16)
+        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda aid, ep, **kw: "shared")
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        results = [algo.train() for _ in range(2)]
+        assert algo._loop.train_step._cache_size() == 1
+    # Turn-based: one agent moves per env step, 2 envs x 16 steps, less the steps that reset an
+    # env after a game's end (random play loses its 3 lives within a few dozen moves).
+    runners = results[-1]["env_runners"]
+    assert 16 < runners["num_env_steps_sampled"] <= 32
+    assert runners["num_episodes"] >= 1 and runners["episode_len_min"] >= 3  # 3 misplays at least

@@ -33,7 +33,7 @@ from rljax.env.multi_agent_vector import mapping_caller
 from rljax.execution.loop import AgentMetrics, IterationResult, Timers
 from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
 from rljax.runners.acting import FusedRunnerState, init_actor_state
-from rljax.runners.jax_env import JaxEnvStates, start_jax_env
+from rljax.runners.jax_env import JaxEnvStates, start_jax_env, strong_types
 from rljax.utils.errors import ConfigError
 
 
@@ -229,7 +229,7 @@ def start_turn_rollout(
         turn, first = slots.turn_reset(env_key, num_slots)
         example = jax.tree.map(lambda o: o[0], first.obs)
         actor = init_actor_state(policy_fn, params, example, num_slots)
-        return FusedRunnerState(turn, actor, first, run_key)
+        return strong_types(FusedRunnerState(turn, actor, first, run_key))
 
     def step(params: Any, carry: FusedRunnerState) -> tuple[FusedRunnerState, Any]:
         key, act_key, env_key = jax.random.split(carry.key, 3)

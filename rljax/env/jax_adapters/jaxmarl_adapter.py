@@ -14,9 +14,14 @@ shaped reward (for picking up onions, plates, soup) to each agent's reward, as J
 baseline does. Observations are the grid's 26 feature planes as float32, shaped as the env
 returns them (height, width, 26; JaxMARL's declared space has the two swapped).
 
+Hanabi (``"jaxmarl:hanabi"``, its keyword arguments in ``env_config``) is turn-based: the agent
+whose seat is to play acts (``acting(state)``), each agent observes RLlib's action-masking Dict
+``{"action_mask": JaxMARL's legal moves, "observations": its 658-value view}`` (the other
+agent's only legal move is the no-op), and the game's end is termination.
+
 Other JaxMARL families are refused by name: SMAX's agents end their episodes at different
-times, which the fused multi-agent rollout does not keep, and Hanabi and the rest have not
-been checked against rljax yet.
+times, which the fused multi-agent rollout does not keep, and the rest have not been checked
+against rljax yet.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ def to_gym_space(space: Any) -> gym.Space:
     if isinstance(space, spaces.Discrete):
         return gym.spaces.Discrete(int(space.n))
     if isinstance(space, spaces.Box):
-        shape = tuple(space.shape)
+        shape = tuple(int(d) for d in np.atleast_1d(space.shape))  # Hanabi's is an int
         dtype = np.dtype(space.dtype)
         low = np.broadcast_to(np.asarray(space.low, dtype), shape)
         high = np.broadcast_to(np.asarray(space.high, dtype), shape)
@@ -54,8 +59,8 @@ def mpe_ids() -> list[str]:
 
 
 def supported_ids() -> list[str]:
-    """The JaxMARL ids rljax runs: the MPE tasks and Overcooked."""
-    return [*mpe_ids(), "overcooked"]
+    """The JaxMARL ids rljax runs: the MPE tasks, Overcooked and Hanabi."""
+    return [*mpe_ids(), "overcooked", "hanabi"]
 
 
 def _overcooked_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -90,7 +95,7 @@ class JaxMARLEnv:
         ids = supported_ids()
         if env_id not in ids:
             raise ConfigError(
-                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks and Overcooked "
+                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks, Overcooked and Hanabi "
                 f"{ids}{closest(env_id, ids)} (other families are not run yet: SMAX's agents end "
                 "their episodes apart, which the fused rollout does not keep, and the others have "
                 "not been checked against rljax)"
@@ -125,7 +130,7 @@ class JaxMARLEnv:
                 a: gym.spaces.Box(0.0, 255.0, tuple(obs[a].shape), np.float32) for a in self.agents
             }
         self.action_spaces = {a: to_gym_space(self.env.action_space(a)) for a in self.agents}
-        self.max_episode_steps = int(self.env.max_steps)
+        self.max_episode_steps = int(getattr(self.env, "max_steps", 0) or 0)
 
     def _obs(self, obs: dict[str, Any]) -> dict[str, Any]:
         if self.overcooked:
@@ -149,9 +154,63 @@ class JaxMARLEnv:
         return state, self._obs(obs), rewards, terminated, truncated, {}
 
 
+class JaxMARLHanabi(JaxMARLEnv):
+    """JaxMARL's Hanabi, turn-based, with RLlib's action-masking observations.
+
+    Args:
+      env_id: ``"hanabi"``.
+      env_config: Hanabi's keyword arguments (``num_agents``, ``hand_size``, ...).
+    """
+
+    def __init__(self, env_id: str, env_config: dict[str, Any]):
+        super().__init__(env_id, env_config)
+        self.observation_spaces = {
+            a: gym.spaces.Dict(
+                {
+                    "action_mask": gym.spaces.Box(
+                        0.0, 1.0, (int(getattr(space, "n", 0)),), np.float32
+                    ),
+                    "observations": self.observation_spaces[a],
+                }
+            )
+            for a, space in self.action_spaces.items()
+        }
+
+    def _masked(self, state: Any, obs: dict[str, Any]) -> dict[str, Any]:
+        legal = self.env.get_legal_moves(state)
+        return {
+            a: {
+                "action_mask": jnp.asarray(legal[a], jnp.float32),
+                "observations": jnp.asarray(obs[a], jnp.float32),
+            }
+            for a in self.agents
+        }
+
+    def acting(self, state: Any) -> jax.Array:
+        """``[A]`` bool: the agent in the seat to play."""
+        seat = jnp.argmax(state.cur_player_idx)
+        return jnp.arange(len(self.agents)) == state.seat_order[seat]
+
+    def reset(self, key: jax.Array) -> tuple[Any, dict[str, Any]]:
+        obs, state = self.env.reset(key)
+        return state, self._masked(state, obs)
+
+    def step(
+        self, state: Any, actions: dict[str, Any], key: jax.Array
+    ) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict]:
+        obs, state, rewards, dones, _ = self.env.step_env(key, state, actions)
+        never = jnp.zeros((), bool)
+        terminated = {a: jnp.asarray(dones[a], bool) for a in self.agents}  # the game's end
+        truncated = {a: never for a in self.agents}
+        rewards = {a: jnp.asarray(rewards[a], jnp.float32) for a in self.agents}
+        return state, self._masked(state, obs), rewards, terminated, truncated, {}
+
+
 def make(env_id: str, env_config: dict[str, Any]) -> JaxMARLEnv:
     """``"jaxmarl:<id>"``'s env."""
+    if env_id == "hanabi":
+        return JaxMARLHanabi(env_id, env_config)
     return JaxMARLEnv(env_id, env_config)
 
 
-__all__ = ["JaxMARLEnv", "make", "mpe_ids", "supported_ids", "to_gym_space"]
+__all__ = ["JaxMARLEnv", "JaxMARLHanabi", "make", "mpe_ids", "supported_ids", "to_gym_space"]
