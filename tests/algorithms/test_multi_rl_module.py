@@ -128,6 +128,14 @@ def test_example_heuristics_by_hand():
     assert set(acts[0::2].tolist()) == {2, 4}  # actions 1 + index 1 and 3
     assert abs(np.mean(acts[0::2] == 2) - 0.5) < 0.1
     assert set(acts[1::2].tolist()) == {1, 2, 3, 4}
+    bools = {
+        "action_mask": np.array([[False, False, True, False]]),
+        "observations": obs["observations"][:1],
+    }
+    assert rand.forward_exploration({"obs": bools})["actions"].tolist() == [3]
+    wide = {"action_mask": np.ones((2, 5), np.float32), "observations": obs["observations"][:2]}
+    with pytest.raises(ConfigError, match="action_mask has 5 entries per row"):
+        rand.forward_exploration({"obs": wide})
     multi = MultiRLModule({"beat": beat, "same": same})
     outs = multi.forward_inference({"same": {"obs": one_hot[:1]}})
     assert list(outs) == ["same"] and outs["same"]["actions"].tolist() == [2]

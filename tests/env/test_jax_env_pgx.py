@@ -58,10 +58,11 @@ def test_a_full_column_is_masked_for_the_player_to_move():
     key = jax.random.PRNGKey(0)
     state, obs = env.reset(key)
     for _ in range(6):  # both players drop into column 0 until it is full
-        mover = f"player_{int(state.current_player)}"
         state, obs, *_ = env.step(state, {"player_0": 0, "player_1": 0}, key)
     mover = f"player_{int(state.current_player)}"
+    other = "player_0" if mover == "player_1" else "player_1"
     np.testing.assert_array_equal(obs[mover]["action_mask"], [0, 1, 1, 1, 1, 1, 1])
+    np.testing.assert_array_equal(obs[other]["action_mask"], np.ones(7))  # not its move
 
 
 def test_a_bad_action_mask_setting_is_refused():
@@ -142,3 +143,21 @@ def test_runner_threads_step_the_masked_game_and_actions_obey_the_mask():
         obs = {"action_mask": only_centre, "observations": np.zeros((3, 3, 2), np.float32)}
         for explore in (False, True):
             assert algo.compute_single_action(obs, policy_id="p0", explore=explore) == 4
+
+
+@pytest.mark.parametrize("masked", [True, False])
+def test_masked_games_run_their_course_on_the_fused_path(masked):
+    """A tic-tac-toe game takes at least 5 moves unless one is illegal (the mover loses at
+    once): with masks no game is shorter; with the bare board random players cut some short."""
+    config = (
+        PPOConfig()
+        .environment("pgx:tic_tac_toe", env_config={"action_mask": masked})
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=16, rollout_fragment_length=16)
+        .training(train_batch_size=512, minibatch_size=256, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda aid, ep, **kw: "shared")
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        lens = [algo.train()["env_runners"]["episode_len_min"] for _ in range(2)]
+    assert (min(lens) >= 5) == masked, lens

@@ -33,6 +33,11 @@ def uniform_allowed_actions(space: gym.Space, mask: jax.Array, key: jax.Array) -
     """One action per row of ``mask`` ``[n, space.n]``, uniform over the actions it allows
     (over all of them in a row that allows none)."""
     allowed = mask.reshape(mask.shape[0], -1) > 0
+    if allowed.shape[1] != int(getattr(space, "n", -1)):
+        raise ConfigError(
+            f"RandomRLModule: the observation's action_mask has {allowed.shape[1]} entries per "
+            f"row; the action space {space} needs one per action"
+        )
     allowed = allowed | ~jnp.any(allowed, axis=-1, keepdims=True)
     logits = jnp.where(allowed, 0.0, -jnp.inf)
     return jax.random.categorical(key, logits) + int(getattr(space, "start", 0))
