@@ -258,6 +258,7 @@ def test_a_single_agent_config_of_a_multi_agent_jax_env_is_refused():
         PPOConfig().environment(Scripted).build_algo()
 
 
+@pytest.mark.slow  # runner threads and evaluation (7 s)
 def test_runner_threads_and_evaluation_step_the_jax_env_from_the_host():
     config = _config().env_runners(num_env_runners=1).evaluation(evaluation_duration=2)
     algo = config.build_algo()
@@ -333,6 +334,7 @@ def test_turn_based_rows_credit_rewards_to_each_agents_last_move_by_hand():
     np.testing.assert_array_equal(reset.obs["obs"][:, 0], [0, 0])
 
 
+@pytest.mark.slow  # builds and trains 3 iterations
 def test_a_weak_typed_reset_state_compiles_the_turn_based_iteration_once():
     algo = _config(env=WeakScoreTurns, envs=2, fragment=10).build_algo()
     try:
@@ -390,6 +392,7 @@ def test_an_agents_own_end_before_the_episodes_is_ignored_on_both_paths():
     assert term == {"a": True, "b": False, "__all__": False} and trunc["__all__"]
 
 
+@pytest.mark.slow  # builds and trains (9 s)
 def test_agents_with_different_spaces_are_stepped_from_the_host():
     class Mixed(Scripted):
         def __init__(self, config=None):

@@ -101,6 +101,7 @@ def test_time_limit_truncation_ends_episodes():
         algo.stop()
 
 
+@pytest.mark.slow  # DQN's fused program on a JAX env (11 s)
 def test_dqn_counts_scripted_episodes_by_hand_with_next_step_resets():
     """DQN on a JAX env: episodes of 3 steps (return 3) in 4 envs; the env resets on the step
     after each end (no transition), so 3 of every 4 rows are env steps; one program per

@@ -230,6 +230,7 @@ def test_the_networks_conv_is_flaxs_conv_and_exports_for_other_platforms():
     assert exported.out_avals[0].shape == (2, 4, 3, 8)
 
 
+@pytest.mark.slow  # a conv network's programs (9 s)
 def test_conv_ppo_on_the_cpu_trains_and_resumes(tmp_path):
     config = (
         PPOConfig()

@@ -61,7 +61,7 @@ def _leaves(state):
     return np.asarray(state.sum_tree[0][:n])
 
 
-@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("jit", [pytest.param(False, marks=pytest.mark.slow), True])  # eager: 7 s
 def test_offsets_sampleable_slots_and_wrap_around_hand_checked(jit):
     buffer = make_frame_stack_buffer(EXAMPLE, num_envs=1, capacity=8)
     add = jax.jit(buffer.add, donate_argnums=0) if jit else buffer.add
