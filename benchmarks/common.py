@@ -1,4 +1,5 @@
-"""What every benchmark report records about the machine it ran on, and where it goes."""
+"""What every benchmark report records about the machine it ran on, and where it goes; a child
+process driven one line at a time (``LineWorker``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +73,47 @@ def save_report(report: dict[str, Any], out: str | os.PathLike[str], name: str) 
     path.write_text(text + "\n")
     print(text)
     return path
+
+
+class LineWorker:
+    """A child process that answers each line written to its stdin with one ``RESULT <json>``
+    line on its stdout (and one when it has started): so its calls take turns with the
+    parent's in one run.
+
+    Args:
+      argv: The child's command line.
+      env: Its environment (None: this process's).
+      what: How errors name it.
+    """
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, what: str = "child"):
+        self.what = what
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=env
+        )
+        self.started = self.read()
+
+    def read(self) -> dict[str, Any]:
+        """The child's next ``RESULT`` line, decoded."""
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("RESULT "):
+                return dict(json.loads(line[len("RESULT ") :]))
+        raise RuntimeError(f"the {self.what} exited with status {self.proc.wait()}")
+
+    def ask(self, line: str) -> dict[str, Any]:
+        """Writes ``line`` and returns the child's answer."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def stop(self, timeout: float = 120) -> None:
+        """Closes the child's stdin (its cue to finish) and waits; kills it after ``timeout``."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

@@ -51,14 +51,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine_info, save_report  # noqa: E402
+from common import LineWorker, machine_info, save_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS: dict[str, Any] = {"auto": "auto", "off": None}
@@ -141,40 +140,16 @@ def env_steps(result: dict[str, Any]) -> int:
     raise KeyError("num_env_steps_sampled_lifetime not in the result")
 
 
-class RLlibChild:
+class RLlibChild(LineWorker):
     """RLlib's PPO at its defaults in a child process: ``train()`` sends one line and reads back
     the iteration's env-step count (a JSON line), so its iterations interleave with rljax's."""
 
     def __init__(self, python: str) -> None:
-        self.proc = subprocess.Popen(
-            [python, os.path.abspath(__file__), "--rllib-worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
-        self.versions = self._read()
-
-    def _read(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith("RESULT "):
-                return dict(json.loads(line[len("RESULT ") :]))
-        raise RuntimeError(f"the RLlib child exited with status {self.proc.wait()}")
+        super().__init__([python, os.path.abspath(__file__), "--rllib-worker"], what="RLlib child")
+        self.versions = self.started
 
     def train(self) -> dict[str, Any]:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("train\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def stop(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        return self.ask("train")
 
 
 def rllib_worker() -> None:

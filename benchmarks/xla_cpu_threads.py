@@ -33,14 +33,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import machine_info, save_report  # noqa: E402
+from common import LineWorker, machine_info, save_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("rllib_defaults", "rllib_defaults_2_runners", "tuned", "jax_env", "small")
@@ -135,48 +134,19 @@ def _comm(task: str) -> str:
         return ""
 
 
-class Child:
+class Child(LineWorker):
     """A worker process with ``RLJAX_XLA_CPU_THREADS`` set to ``threads`` (None: unset)."""
 
     def __init__(self, names: list[str], threads: int | None):
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("RLJAX_XLA_CPU_THREADS", "PJRT_NPROC", "NPROC")
-        }
+        unset = ("RLJAX_XLA_CPU_THREADS", "PJRT_NPROC", "NPROC")
+        env = {k: v for k, v in os.environ.items() if k not in unset}
         if threads is not None:
             env["RLJAX_XLA_CPU_THREADS"] = str(threads)
-        self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), "--worker", *names],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-            env=env,
-        )
-        self.started = self._read()
-
-    def _read(self) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if line.startswith("RESULT "):
-                return dict(json.loads(line[len("RESULT ") :]))
-        raise RuntimeError(f"the worker exited with status {self.proc.wait()}")
+        argv = [sys.executable, os.path.abspath(__file__), "--worker", *names]
+        super().__init__(argv, env=env, what="worker")
 
     def train(self, name: str) -> dict[str, Any]:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(name + "\n")
-        self.proc.stdin.flush()
-        return self._read()
-
-    def stop(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        return self.ask(name)
 
 
 def compare(names: list[str], threads: int, iterations: dict[str, int]) -> dict[str, Any]:

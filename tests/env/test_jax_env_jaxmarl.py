@@ -17,6 +17,26 @@ jaxmarl = pytest.importorskip("jaxmarl")
 SPREAD = "jaxmarl:MPE_simple_spread_v3"
 
 
+def _two_iterations_in_one_program(env: str, env_config: dict, fragment: int) -> dict:
+    """Two iterations of a small shared-policy PPO on ``env`` (2 envs); the last result, after
+    checking that the iteration's program compiled once."""
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment(env, env_config=env_config)
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=fragment)
+        .training(train_batch_size=4 * fragment, minibatch_size=2 * fragment, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda aid, ep, **kw: "shared")
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        results = [algo.train() for _ in range(2)]
+        assert algo._loop.train_step._cache_size() == 1
+    return results[-1]
+
+
 def test_simple_spread_spaces():
     env = make_jax_multi_agent_env(SPREAD, {})
     assert env.agents == ["agent_0", "agent_1", "agent_2"]
@@ -91,23 +111,10 @@ def test_overcooked_spaces_steps_and_shaped_reward_match_jaxmarl():
 
 
 def test_ppo_runs_overcooked_in_one_program():
-    from rljax.algorithms.ppo import PPOConfig
-
-    config = (
-        PPOConfig()
-        .environment("jaxmarl:overcooked", env_config={"max_episode_steps": 8})
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=8)
-        .training(train_batch_size=32, minibatch_size=16, num_epochs=1)
-        .rl_module(model_config={"fcnet_hiddens": [16]})
-        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda aid, ep, **kw: "shared")
-        .debugging(seed=0)
-    )
-    with config.build_algo() as algo:
-        results = [algo.train() for _ in range(2)]
-        assert algo._loop.train_step._cache_size() == 1
+    result = _two_iterations_in_one_program("jaxmarl:overcooked", {"max_episode_steps": 8}, 8)
     # 2 envs x 8 steps per iteration; every episode is cut at 8 steps.
-    assert results[-1]["env_runners"]["num_env_steps_sampled"] == 16
-    assert results[-1]["env_runners"]["episode_len_mean"] == 8
+    assert result["env_runners"]["num_env_steps_sampled"] == 16
+    assert result["env_runners"]["episode_len_mean"] == 8
 
 
 @pytest.mark.slow
@@ -156,22 +163,9 @@ def test_hanabi_turns_masks_and_steps_match_jaxmarl():
 
 
 def test_ppo_runs_hanabi_in_one_program():
-    from rljax.algorithms.ppo import PPOConfig
-
-    config = (
-        PPOConfig()
-        .environment("jaxmarl:hanabi")
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=16)
-        .training(train_batch_size=64, minibatch_size=32, num_epochs=1)
-        .rl_module(model_config={"fcnet_hiddens": [16]})
-        .multi_agent(policies={"shared"}, policy_mapping_fn=lambda aid, ep, **kw: "shared")
-        .debugging(seed=0)
-    )
-    with config.build_algo() as algo:
-        results = [algo.train() for _ in range(2)]
-        assert algo._loop.train_step._cache_size() == 1
+    result = _two_iterations_in_one_program("jaxmarl:hanabi", {}, 16)
     # Turn-based: one agent moves per env step, 2 envs x 16 steps, less the steps that reset an
     # env after a game's end (random play loses its 3 lives within a few dozen moves).
-    runners = results[-1]["env_runners"]
+    runners = result["env_runners"]
     assert 16 < runners["num_env_steps_sampled"] <= 32
     assert runners["num_episodes"] >= 1 and runners["episode_len_min"] >= 3  # 3 misplays at least
