@@ -1,7 +1,6 @@
 """The same ``train()`` calls in a process whose JAX CPU client has one thread per core (JAX's
-default: ``RLJAX_XLA_CPU_THREADS=default``) and in one started with ``RLJAX_XLA_CPU_THREADS=1``
-(``rljax.utils.cpu_threads``: ``PJRT_NPROC=1``, the client's pools sized to one thread; the
-process keeps every core). On 2 cores rljax's own default (``auto``) is the second.
+default) and in one started with ``RLJAX_XLA_CPU_THREADS=1`` (``rljax.utils.jit.set_xla_cpu_threads``:
+``PJRT_NPROC=1``, the client's pools sized to one thread; the process keeps every core).
 
 XLA's CPU client sizes its thread pools once, when it is created; the two settings can only be
 compared in two processes. This script starts one child process per setting; each builds every
@@ -98,7 +97,7 @@ def available(name: str) -> bool:
 def worker(names: list[str]) -> None:
     """The child: builds ``names``, reports each first iteration's seconds, then trains the
     config named on each line of stdin and reports the seconds and env steps."""
-    import rljax  # noqa: F401  (applies RLJAX_XLA_CPU_THREADS before anything compiles)
+    import rljax  # noqa: F401  (reads RLJAX_XLA_CPU_THREADS before anything compiles)
 
     algos = {}
     first = {}
@@ -136,13 +135,13 @@ def _comm(task: str) -> str:
 
 
 class Child(LineWorker):
-    """A worker process with ``RLJAX_XLA_CPU_THREADS`` set to ``threads`` (None: ``default``,
-    JAX's own pools)."""
+    """A worker process with ``RLJAX_XLA_CPU_THREADS`` set to ``threads`` (None: unset)."""
 
     def __init__(self, names: list[str], threads: int | None):
-        unset = ("PJRT_NPROC", "NPROC")
+        unset = ("RLJAX_XLA_CPU_THREADS", "PJRT_NPROC", "NPROC")
         env = {k: v for k, v in os.environ.items() if k not in unset}
-        env["RLJAX_XLA_CPU_THREADS"] = "default" if threads is None else str(threads)
+        if threads is not None:
+            env["RLJAX_XLA_CPU_THREADS"] = str(threads)
         argv = [sys.executable, os.path.abspath(__file__), "--worker", *names]
         super().__init__(argv, env=env, what="worker")
 

@@ -17,11 +17,10 @@ if _os.environ.get("RLJAX_COMPILATION_CACHE"):
 
     enable_compilation_cache(_os.environ["RLJAX_COMPILATION_CACHE"])
 
-# The JAX CPU client's threads (RLJAX_XLA_CPU_THREADS; rljax.utils.cpu_threads), before
-# anything creates JAX's backends.
-from rljax.utils.cpu_threads import apply_environment as _apply_cpu_threads  # noqa: E402
+if _os.environ.get("RLJAX_XLA_CPU_THREADS"):
+    from rljax.utils.jit import set_xla_cpu_threads, xla_cpu_threads_from_env
 
-_apply_cpu_threads()
+    set_xla_cpu_threads(xla_cpu_threads_from_env(_os.environ["RLJAX_XLA_CPU_THREADS"]))
 
 
 def __getattr__(name: str) -> object:

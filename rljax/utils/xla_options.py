@@ -34,9 +34,8 @@ program with ``compiler_options``, the copies timed interleaved in one process):
   taken per program, but no measurable gain on rljax's programs; rljax leaves them alone.
 - ``xla_cpu_use_thunk_runtime`` is refused per program ("No such compile option"); the size of
   the CPU client's intra-op thread pool is fixed when JAX creates the client and is no
-  compile option: ``rljax.utils.cpu_threads`` (``RLJAX_XLA_CPU_THREADS``) sizes it then, for
-  the whole process, through ``PJRT_NPROC`` (one thread by default on machines of at most 2
-  cores, where the user set no ``PJRT_NPROC``, ``NPROC`` or ``XLA_FLAGS``).
+  compile option: ``rljax.utils.jit.set_xla_cpu_threads`` (``RLJAX_XLA_CPU_THREADS``) sizes
+  it then, for the whole process, when asked. rljax sets no process-wide flag by itself.
 
 The setting (``config.debugging(xla_cpu_options=...)``): ``"auto"`` (the default: the table
 above, on the CPU backend only), ``None`` (no options: XLA's defaults), or a dict of options
