@@ -84,7 +84,8 @@ class JaxMARLEnv:
     ``rljax.env.jax_multi_agent.JaxMultiAgentEnv``'s protocol).
 
     Args:
-      env_id: A JaxMARL MPE id (``mpe_ids()``) or ``"overcooked"``.
+      env_id: A JaxMARL MPE id (``mpe_ids()``) or ``"overcooked"`` (``"hanabi"`` is
+        ``JaxMARLHanabi``'s).
       env_config: The task's keyword arguments (``max_episode_steps`` for ``max_steps``;
         Overcooked's ``layout`` by name, and ``shaped_reward_coeff``).
     """
