@@ -8,13 +8,15 @@ stepped from the host (``JaxMultiAgentGymEnv``, a jitted call per env step) as a
 ``--warmup`` untimed ones, which compile), and the summed episode return of the first and the
 last iterations.
 
-``--env`` is a JaxMARL MPE id (``pip install "rljax[jaxmarl]"``) or ``two_poles`` (two
-CartPoles written in JAX, one per agent, no extra library).
+``--env`` is a JaxMARL id (``pip install "rljax[jaxmarl]"``) or ``two_poles`` (two CartPoles
+written in JAX, one per agent, no extra library); ``--env-config`` its ``env_config`` as JSON.
 
 Usage::
 
     python benchmarks/multi_agent_jax_env.py
     python benchmarks/multi_agent_jax_env.py --env two_poles --iters 5
+    python benchmarks/multi_agent_jax_env.py --env jaxmarl:HeuristicEnemySMAX \
+        --env-config '{"scenario": "3m"}' --fragment 64 --iters 40
 """
 
 from __future__ import annotations
@@ -60,11 +62,18 @@ class TwoPoles(JaxMultiAgentEnv):
         return (s1, s2, t), obs, rewards, {"a": end, "b": end}, {"a": trunc, "b": trunc}, {}
 
 
-def config(env: Any, runners: int, num_envs: int, fragment: int, seed: int) -> PPOConfig:
+def config(
+    env: Any,
+    runners: int,
+    num_envs: int,
+    fragment: int,
+    seed: int,
+    env_config: dict[str, Any] | None = None,
+) -> PPOConfig:
     """PPO with one shared policy, at settings that learn MPE (docs/jax-envs.md)."""
     return (
         PPOConfig()
-        .environment(env)
+        .environment(env, env_config=env_config or {})
         .env_runners(
             num_env_runners=runners,
             num_envs_per_env_runner=num_envs,
@@ -116,6 +125,7 @@ def measure(cfg: PPOConfig, warmup: int, iters: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--env", default="jaxmarl:MPE_simple_spread_v3")
+    p.add_argument("--env-config", type=json.loads, default={}, help="the env_config, as JSON")
     p.add_argument("--num-envs", type=int, default=16)
     p.add_argument("--fragment", type=int, default=104)
     p.add_argument("--warmup", type=int, default=2)
@@ -126,7 +136,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     env: Any = TwoPoles if args.env == "two_poles" else args.env
     sides = {}
     for name, runners in (("fused", 0), ("host_runner", 1)):
-        cfg = config(env, runners, args.num_envs, args.fragment, args.seed)
+        cfg = config(env, runners, args.num_envs, args.fragment, args.seed, args.env_config)
         sides[name] = measure(cfg, args.warmup, args.iters)
     out = {
         "benchmark": "multi_agent_jax_env",

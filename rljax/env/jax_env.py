@@ -127,6 +127,31 @@ class TimeLimit(JaxEnv):
         raise AttributeError(name)
 
 
+def strong_types(tree: Any) -> Any:
+    """``tree`` with every weak-typed leaf made strong (the same dtype), traceable. A runner state
+    an iteration returns has no weak types (``jnp.where`` with a strong operand drops them), so
+    a first state that has some (an env's ``reset`` writing a Python number) would make the
+    iteration's program compile twice; on the host path, an env step jitted on its own would
+    compile again for the second step's strong state."""
+
+    def strong(x: Any) -> Any:
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
+            return x
+        return jnp.asarray(x).astype(x.dtype)
+
+    return jax.tree.map(strong, tree)
+
+
+def host_action(action: Any, space: gym.Space) -> Any:
+    """An action from the host as a strong-typed array of ``space``'s dtype (canonical for JAX:
+    int64 is int32 without x64), so that a jitted env step sees one signature whether the
+    caller passes a Python number, a NumPy scalar or an array."""
+    dtype = getattr(space, "dtype", None)
+    if dtype is None:  # a composite space: each leaf as it is, made strong
+        return strong_types(jax.tree.map(jnp.asarray, action))
+    return jnp.asarray(np.asarray(action, jax.dtypes.canonicalize_dtype(dtype)))
+
+
 class AutoResetStep(NamedTuple):
     """One step with same-step auto-reset.
 
@@ -378,7 +403,8 @@ class JaxGymEnv(gym.Env):
         self.action_space = env.action_space
         # An env that draws its state renders rgb_array frames (evaluation videos).
         self.render_mode = "rgb_array" if callable(getattr(env, "render", None)) else None
-        self._reset = jax.jit(env.reset)
+        # Strong-typed states: a reset writing Python numbers would make the step compile twice.
+        self._reset = jax.jit(lambda key: strong_types(env.reset(key)))
         self._step = jax.jit(env.step)
         self._key = jax.random.PRNGKey(0)
         self._state: Any = None
@@ -398,7 +424,7 @@ class JaxGymEnv(gym.Env):
             raise RuntimeError("JaxGymEnv.step before reset")
         self._key, sub = jax.random.split(self._key)
         self._state, obs, reward, terminated, truncated, _info = self._step(
-            self._state, jnp.asarray(action), sub
+            self._state, host_action(action, self.action_space), sub
         )
         return np.asarray(obs), float(reward), bool(terminated), bool(truncated), {}
 
@@ -417,6 +443,7 @@ __all__ = [
     "JaxEnv",
     "JaxEnvCreator",
     "JaxGymEnv",
+    "host_action",
     "TimeLimit",
     "TimeLimitState",
     "auto_reset_step",
@@ -428,4 +455,5 @@ __all__ = [
     "jax_env_prefix",
     "make_jax_env",
     "resolve_jax_env",
+    "strong_types",
 ]

@@ -18,7 +18,12 @@ Every agent acts in every step (simultaneous moves), unless the env defines
 ``acting(state) -> bool [A]`` (defining it makes the env turn-based): which agents act on the
 state's observations (``"pgx:<game>"``). Then the others' actions are ignored, and an agent's rewards are summed from
 its action until it next acts (or the episode ends) and credited to that action, as RLlib's
-multi-agent episodes do.
+multi-agent episodes do. One agent acts a step there (a turn is an env step), unless the env
+sets ``simultaneous = True``: then ``acting`` names the agents still in the episode, who act
+together (SMAX's living units, ``"jaxmarl:HeuristicEnemySMAX"``); an agent that stops acting
+has its last action credited with the rewards until the episode's end (an env ends an agent's
+episode by giving it none after) and bootstrapped at the episode's end as terminal, and an
+episode's length is its env steps.
 
 Envs are selected by name with ``.environment("jaxmarl:MPE_simple_spread_v3")`` or
 ``.environment("pgx:connect_four")`` and ``.multi_agent(...)``
@@ -48,7 +53,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.jax_env import AutoResetStep, check_library
+from rljax.env.jax_env import AutoResetStep, check_library, host_action, strong_types
 from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.utils.errors import ConfigError
 
@@ -61,8 +66,11 @@ class JaxMultiAgentEnv:
         defines ``acting(state)`` (turn-based; see the module docstring).
       observation_spaces: ``{agent: gymnasium space}``.
       action_spaces: ``{agent: gymnasium space}``.
+      simultaneous: With ``acting(state)``: whether the agents it names act together (the ones
+        still in the episode) rather than one a step; False by default.
     """
 
+    simultaneous: bool = False
     agents: list[str]
     observation_spaces: dict[str, gym.Space]
     action_spaces: dict[str, gym.Space]
@@ -181,10 +189,43 @@ class JaxMultiAgentCreator:
 
     def __init__(self, env: Any, name: str):
         self.env, self.name = env, name
+        self._compiled: dict[str, HostPrograms] = {}
 
     def __call__(self, env_config: Any) -> JaxMultiAgentGymEnv:
-        env = make_jax_multi_agent_env(self.env, dict(env_config or {}), self.name)
-        return JaxMultiAgentGymEnv(env)
+        config = dict(env_config or {})
+        env = make_jax_multi_agent_env(self.env, config, self.name)
+        # An adapter's env is a pure function of its id and env_config: the copies a vector
+        # env builds share one compiled reset and step instead of compiling one each (a user's
+        # class may read the EnvContext's indices, so its copies compile their own).
+        key = _config_key(config) if jax_multi_agent_prefix(self.env) is not None else None
+        gym_env = JaxMultiAgentGymEnv(env, self._compiled.get(key) if key else None)
+        if key is not None:
+            self._compiled.setdefault(key, gym_env.programs)
+        return gym_env
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"env": self.env, "name": self.name}  # compiled programs stay in this process
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.env, self.name = state["env"], state["name"]
+        self._compiled = {}
+
+
+def _config_key(config: dict[str, Any]) -> str | None:
+    """A key equal for equal ``env_config`` dicts (None where a value has no faithful repr)."""
+    try:
+        return repr(sorted(config.items()))
+    except Exception:  # an unorderable key or a value whose repr raises
+        return None
+
+
+class HostPrograms(NamedTuple):
+    """A JAX multi-agent env's jitted ``reset``, ``step`` and ``acting`` (None where the env
+    has no ``acting``), shared by the copies of one env built from equal configs."""
+
+    reset: Any
+    step: Any
+    acting: Any
 
 
 def jax_multi_agent_creator(env: Any) -> JaxMultiAgentCreator | None:
@@ -267,6 +308,12 @@ class AgentSlots:
     def turn_based(self) -> bool:
         """Whether the env says which agents act (``acting(state)``)."""
         return callable(getattr(self.env, "acting", None))
+
+    @property
+    def simultaneous(self) -> bool:
+        """Whether several agents act in a step: every env without ``acting``, and one with it
+        whose ``simultaneous`` attribute is True (one mover a step otherwise)."""
+        return not self.turn_based or bool(getattr(self.env, "simultaneous", False))
 
     def _acting(self, state: Any) -> jax.Array:
         return jnp.asarray(self.env.acting(state), bool).reshape(self.num_agents)
@@ -387,22 +434,31 @@ class JaxMultiAgentGymEnv(MultiAgentEnv):
 
     Args:
       env: The ``JaxMultiAgentEnv``.
+      programs: Another copy's compiled functions, for an env built from an equal config;
+        None compiles this env's own.
     """
 
-    def __init__(self, env: Any):
+    def __init__(self, env: Any, programs: HostPrograms | None = None):
         self.jax_env = env
         self.possible_agents = list(env.agents)
         self.agents = list(env.agents)
         self.observation_spaces = dict(env.observation_spaces)
         self.action_spaces = dict(env.action_spaces)
         super().__init__()
-        self._reset = jax.jit(env.reset)
-        self._step = jax.jit(env.step)
+        if programs is None:
+            # Strong-typed states: a reset writing Python numbers would make the step compile
+            # twice (JaxMARL's SMAX does).
+            programs = HostPrograms(
+                jax.jit(lambda key: strong_types(env.reset(key))),
+                jax.jit(env.step),
+                jax.jit(env.acting) if callable(getattr(env, "acting", None)) else None,
+            )
+        self.programs = programs
+        self._reset, self._step, self._acting_fn = programs
         self._state: Any = None
         self._key = jax.random.PRNGKey(0)
         self._ids: list[Any] = list(env.agents)
         self._obs_spaces: dict[Any, gym.Space] = dict(env.observation_spaces)
-        self._acting_fn = jax.jit(env.acting) if callable(getattr(env, "acting", None)) else None
         self._pending: dict[Any, float] = dict.fromkeys(self._ids, 0.0)
 
     def reset(  # type: ignore[override]
@@ -442,8 +498,10 @@ class JaxMultiAgentGymEnv(MultiAgentEnv):
             )
         self._key, key = jax.random.split(self._key)
         # Agents that do not act this turn send a placeholder the env ignores.
+        spaces = self.jax_env.action_spaces
         actions = {
-            a: jnp.asarray(action_dict[a] if a in action_dict else self._noop(a)) for a in ids
+            a: host_action(action_dict[a] if a in action_dict else self._noop(a), spaces[a])
+            for a in ids
         }
         self._state, obs, rewards, term, trunc, _ = self._step(self._state, actions, key)
         terminateds: dict[Any, bool] = {a: bool(term[a]) for a in ids}
@@ -470,6 +528,7 @@ class JaxMultiAgentGymEnv(MultiAgentEnv):
 
 __all__ = [
     "AgentSlots",
+    "HostPrograms",
     "SlotResult",
     "TurnState",
     "JaxMultiAgentCreator",

@@ -366,7 +366,8 @@ def recorded_steps(traj: Transition, fields: tuple[str, ...]) -> dict[str, Any]:
 
 
 def episode_arrays(traj: Transition) -> dict[str, Any]:
-    """Flattened per-step episode outputs; the host picks the rows where an episode ended.
+    """Flattened per-step episode outputs; the host picks the rows where an episode ended
+    (``"valid"``: the rows that are transitions, which multi-agent reports count per env).
 
     With recorded steps (``make_act_step(record_steps=True)``) also ``"steps"``: the rows
     episode callbacks replay (``rljax.callbacks.episodes``), [T, K] each.
@@ -376,6 +377,7 @@ def episode_arrays(traj: Transition) -> dict[str, Any]:
         "lens": traj.episode_len.reshape(-1),
         "done": traj.episode_done.reshape(-1),
         "num_valid": jnp.sum(traj.valid.astype(jnp.int32)),
+        "valid": traj.valid.reshape(-1),
     }
     if traj.next_obs is not None:
         out["steps"] = recorded_steps(traj, STEP_FIELDS)

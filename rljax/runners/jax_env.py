@@ -28,7 +28,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.env.jax_env import AutoResetStep, batched_next_step, batched_reset, batched_step
+from rljax.env.jax_env import (
+    AutoResetStep,
+    batched_next_step,
+    batched_reset,
+    batched_step,
+    strong_types,
+)
 from rljax.env.state import EnvStateError, decode_leaves, encode
 from rljax.env.steps import StepResult
 from rljax.runners.acting import (
@@ -161,20 +167,6 @@ def make_jax_env_rollout(
         return jax.lax.scan(lambda carry, _: step(params, carry), rs, None, length=length)
 
     return rollout
-
-
-def strong_types(tree: Any) -> Any:
-    """``tree`` with every weak-typed leaf made strong (the same dtype), traceable. A runner state
-    an iteration returns has no weak types (``jnp.where`` with a strong operand drops them), so
-    a first state that has some (an env's ``reset`` writing a Python number) would make the
-    iteration's program compile twice."""
-
-    def strong(x: Any) -> Any:
-        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
-            return x
-        return jnp.asarray(x).astype(x.dtype)
-
-    return jax.tree.map(strong, tree)
 
 
 def start_jax_env(

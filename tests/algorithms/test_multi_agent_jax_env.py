@@ -345,6 +345,23 @@ def test_a_weak_typed_reset_state_compiles_the_turn_based_iteration_once():
         algo.stop()
 
 
+def test_the_host_step_compiles_once_for_a_weak_typed_reset_and_any_action_type():
+    # SMAX's reset writes Python numbers and policies hand Python or NumPy integers: the
+    # jitted step used to compile again for each new mix (29 times in 3 iterations of 4 SMAX
+    # copies, running out of memory with 16).
+    env = JaxMultiAgentGymEnv(WeakScoreTurns())
+    obs, _ = env.reset(seed=0)
+    games = 0
+    for action in (0, np.int64(0), np.zeros((), np.int32), jnp.int32(0)):
+        for _ in range(2):
+            obs, _, term, _, _ = env.step({a: action for a in obs})  # the agents to move
+            if term["__all__"]:
+                obs, _ = env.reset()
+                games += 1
+    assert games == 2  # 8 moves, 4 a game
+    assert env._step._cache_size() == 1 and env._reset._cache_size() == 1
+
+
 @pytest.mark.parametrize("runners", [0, 1], ids=["fused", "host"])
 def test_turn_based_episodes_count_each_agents_moves_on_both_paths(runners):
     config = _config(env=Turns, envs=2, fragment=10).env_runners(num_env_runners=runners)

@@ -124,6 +124,14 @@ def test_the_host_wrapper_steps_the_jax_env_as_a_gymnasium_env():
     assert (obs.tolist(), reward, term, trunc) == ([2.0], 2.0, False, True)
 
 
+def test_the_host_wrapper_compiles_its_step_once_whatever_integer_type_an_action_is():
+    env = JaxGymEnv(make_jax_env(Scripted, {"end": 100}))
+    env.reset(seed=0)
+    for action in (1, np.int64(1), np.ones((), np.int32), jnp.int32(1), True):
+        env.step(action)
+    assert env._step._cache_size() == 1
+
+
 class NotAnEnv:
     def __init__(self, config=None):
         pass

@@ -1,7 +1,8 @@
-"""The JaxMARL adapter ("jaxmarl:<MPE id>", "jaxmarl:overcooked", "jaxmarl:hanabi"): spaces,
-steps against JaxMARL's own, the time limit as truncation, Hanabi's turns and legal-move masks,
-refusals, and multi-agent PPO improving on simple_spread and running on Overcooked and Hanabi
-in one program."""
+"""The JaxMARL adapter ("jaxmarl:<MPE id>", "jaxmarl:overcooked", "jaxmarl:hanabi",
+"jaxmarl:HeuristicEnemySMAX"): spaces, steps against JaxMARL's own, the time limit as
+truncation, Hanabi's turns and legal-move masks, SMAX's units ending their episodes apart,
+refusals, and multi-agent PPO improving on simple_spread and running on Overcooked, Hanabi and
+SMAX in one program."""
 
 import gymnasium as gym
 import jax
@@ -69,8 +70,10 @@ def test_one_step_matches_jaxmarls_step_env_and_the_limit_truncates():
 def test_unknown_and_non_mpe_ids_are_refused_naming_the_mpe_tasks():
     with pytest.raises(ConfigError, match="did you mean 'MPE_simple_spread_v3'"):
         make_jax_multi_agent_env("jaxmarl:MPE_simple_sprad_v3", {})
-    with pytest.raises(ConfigError, match="MPE tasks, Overcooked and Hanabi"):
-        make_jax_multi_agent_env("jaxmarl:SMAX", {})
+    with pytest.raises(ConfigError, match="MPE tasks, Overcooked, Hanabi and SMAX"):
+        make_jax_multi_agent_env("jaxmarl:LearnedPolicyEnemySMAX", {})
+    with pytest.raises(ConfigError, match="scenario '3mm' .*did you mean '3m'"):
+        make_jax_multi_agent_env("jaxmarl:HeuristicEnemySMAX", {"scenario": "3mm"})
     with pytest.raises(ConfigError, match="layout 'cramped' .*did you mean 'cramped_room'"):
         make_jax_multi_agent_env("jaxmarl:overcooked", {"layout": "cramped"})
     with pytest.raises(ConfigError, match="shaped_reward_coeff='1'; use a number"):
@@ -169,3 +172,107 @@ def test_ppo_runs_hanabi_in_one_program():
     runners = result["env_runners"]
     assert 16 < runners["num_env_steps_sampled"] <= 32
     assert runners["num_episodes"] >= 1 and runners["episode_len_min"] >= 3  # 3 misplays at least
+
+
+def _smax_run(env, ref, key, steps: int) -> list[dict]:
+    """Steps the adapter and JaxMARL's HeuristicEnemySMAX side by side (the same keys and
+    actions: each living unit attacks the last enemy in range, else moves east, towards the
+    enemies); per step the adapter's
+    outputs, JaxMARL's rewards and dones, and which units were alive before it."""
+    state, obs = env.reset(key)
+    ref_obs, ref_state = ref.reset(key)
+    step, ref_step = jax.jit(env.step), jax.jit(ref.step_env)
+    out = []
+    for _ in range(steps):
+        avail = ref.get_avail_actions(ref_state)
+        alive = np.asarray(ref_state.state.unit_alive[: len(env.agents)])
+        np.testing.assert_array_equal(env.acting(state), alive)
+        actions = {}
+        for a in env.agents:
+            np.testing.assert_array_equal(obs[a]["action_mask"], avail[a])
+            np.testing.assert_array_equal(obs[a]["observations"], ref_obs[a])
+            legal = np.flatnonzero(np.asarray(avail[a]))
+            actions[a] = jnp.int32(legal[-1] if legal[-1] >= 5 else 1)
+        key, k = jax.random.split(key)
+        state, obs, rewards, term, trunc, _ = step(state, actions, k)
+        ref_obs, ref_state, ref_rewards, ref_dones, _ = ref_step(k, ref_state, actions)
+        out.append(
+            {
+                "alive": alive,
+                "rewards": [float(rewards[a]) for a in env.agents],
+                "ref_rewards": [float(ref_rewards[a]) for a in env.agents],
+                "term": [bool(term[a]) for a in env.agents],
+                "trunc": [bool(trunc[a]) for a in env.agents],
+                "ref_done": bool(ref_dones["__all__"]),
+            }
+        )
+        if out[-1]["ref_done"]:
+            break
+    return out
+
+
+def test_smax_living_units_act_and_each_is_credited_until_its_death():
+    from jaxmarl.environments.smax import map_name_to_scenario
+
+    env = make_jax_multi_agent_env("jaxmarl:HeuristicEnemySMAX", {"scenario": "3m"})
+    ref = jaxmarl.make("HeuristicEnemySMAX", scenario=map_name_to_scenario("3m"))
+    assert env.agents == ["ally_0", "ally_1", "ally_2"] and env.simultaneous
+    space = env.observation_spaces["ally_0"]
+    assert space["observations"].shape == (75,) and space["action_mask"].shape == (8,)
+    assert env.action_spaces["ally_2"] == gym.spaces.Discrete(8)  # 5 moves, 3 enemies
+    steps = _smax_run(env, ref, jax.random.PRNGKey(1), 100)
+    assert steps[-1]["ref_done"] and len(steps) < 100  # a team was destroyed
+    for s in steps:
+        for i in range(3):
+            # The team's reward while the unit lives, nothing after its death.
+            want = s["ref_rewards"][i] if s["alive"][i] else 0.0
+            assert s["rewards"][i] == pytest.approx(want), (s, i)
+        assert s["term"] == [s["ref_done"]] * 3 and s["trunc"] == [False] * 3
+    dead_before_end = [i for i in range(3) if not steps[-1]["alive"][i]]
+    assert dead_before_end, "no unit died before the last step: the case is not exercised"
+    assert any(s["ref_rewards"][i] > 0 and not s["alive"][i] for s in steps for i in range(3)), (
+        "JaxMARL credited no reward to a dead unit: the zeroing is not exercised"
+    )
+
+
+def test_smax_time_limit_is_truncation():
+    env = make_jax_multi_agent_env(
+        "jaxmarl:HeuristicEnemySMAX", {"scenario": "3m", "max_episode_steps": 3}
+    )
+    state, _ = env.reset(jax.random.PRNGKey(0))
+    stop = {a: jnp.int32(4) for a in env.agents}  # SMAX's stop action: nobody fights
+    ends = []
+    for t in range(4):  # JaxMARL's SMAX: done once the step count before the step reaches 3
+        state, _, _, term, trunc, _ = env.step(state, stop, jax.random.PRNGKey(t))
+        ends.append(([bool(term[a]) for a in env.agents], [bool(trunc[a]) for a in env.agents]))
+    assert ends == [([False] * 3, [False] * 3)] * 3 + [([False] * 3, [True] * 3)]
+    assert not any(bool(term[a]) for a in env.agents)
+
+
+def test_ppo_runs_smax_in_one_program_counting_env_steps_not_agent_steps():
+    result = _two_iterations_in_one_program("jaxmarl:HeuristicEnemySMAX", {"scenario": "3m"}, 32)
+    runners = result["env_runners"]
+    # 2 envs x 32 steps, less the steps that reset an ended episode; the living units act
+    # together, so agent steps outnumber env steps.
+    assert 48 <= runners["num_env_steps_sampled"] <= 64
+    assert runners["num_agent_steps_sampled"] > runners["num_env_steps_sampled"]
+    assert runners["num_episodes"] >= 1
+    assert 5 <= runners["episode_len_min"] <= runners["episode_len_max"] <= 100
+
+
+def test_copies_of_an_adapters_env_share_their_compiled_step_per_config():
+    import pickle
+
+    from rljax.env.jax_multi_agent import jax_multi_agent_creator
+
+    creator = jax_multi_agent_creator(SPREAD)
+    a, b = creator({}), creator({})
+    other = creator({"max_episode_steps": 5})
+    assert a._step is b._step and a._reset is b._reset
+    assert other._step is not a._step
+    # The copies still step apart, each with its own state and key.
+    a.reset(seed=0)
+    b.reset(seed=1)
+    assert not np.array_equal(a._state.p_pos, b._state.p_pos)
+    again = pickle.loads(pickle.dumps(creator))
+    assert again._compiled == {} and again({})._step is not a._step

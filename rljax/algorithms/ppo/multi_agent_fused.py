@@ -104,19 +104,29 @@ def fused_grouped_update(algo: Any, most: np.ndarray) -> Any:
     return update
 
 
-def fused_report(algo: Any, num_envs: int, num_agents: int, turn_based: bool = False) -> Any:
+def fused_report(
+    algo: Any,
+    num_envs: int,
+    num_agents: int,
+    turn_based: bool = False,
+    simultaneous: bool = True,
+) -> Any:
     """``report(records, timers) -> IterationResult`` of the fused loop's records: each
     record's episode arrays are ``[T * N * A]`` slot rows (time-major, then env, then agent).
 
-    An episode's length is its env steps: the most any agent took in a simultaneous env, the
-    sum of the agents' turns in a turn-based one, whose env steps sampled are the agents'
-    transitions (one per turn, each counted when it completes at the agent's next turn)."""
+    An episode's length is its env steps: the most any agent took where agents act together
+    (every agent, or in an env with ``acting(state)`` and ``simultaneous``, the ones it names,
+    as SMAX's living units), the sum of the agents' turns in a turn-based one (one mover a
+    step), whose env steps sampled are the agents' transitions (one per turn, each counted
+    when it completes at the agent's next turn). With ``acting`` and ``simultaneous`` an env
+    step is sampled where any of its agents' transitions completes."""
 
     def report(records: list[dict[str, Any]], timers: Timers) -> IterationResult:
         env_returns: list[float] = []
         env_lens: list[int] = []
         per_agent: dict[Any, list[float]] = {a: [] for a in algo.possible_agents}
         agent_steps = 0
+        acted_steps = 0  # env steps with a completed transition (acting, simultaneous envs)
         counts = np.zeros(algo.num_policies, np.int64)
         metric_sums: list[Any] = []  # each record's per-group metrics
         for record in records:
@@ -127,11 +137,15 @@ def fused_report(algo: Any, num_envs: int, num_agents: int, turn_based: bool = F
             lens = np.asarray(episodes["lens"]).reshape(shape)
             ended = done.all(axis=2)  # [T, N]: every agent of the env ended its episode
             env_returns += returns.sum(axis=2)[ended].tolist()
-            per_env_len = lens.sum(axis=2) if turn_based else lens.max(axis=2)
+            one_mover = turn_based and not simultaneous
+            per_env_len = lens.sum(axis=2) if one_mover else lens.max(axis=2)
             env_lens += per_env_len[ended].astype(int).tolist()
             for a, agent in enumerate(algo.possible_agents):
                 per_agent[agent] += returns[..., a][ended].tolist()
             agent_steps += int(episodes["num_valid"])
+            if turn_based and simultaneous:
+                valid = np.asarray(episodes["valid"]).reshape(shape)
+                acted_steps += int(valid.any(axis=2).sum())
             metrics = jax.device_get(record["metrics"])
             counts += np.asarray(metrics["counts"], np.int64)
             metric_sums.append(metrics["groups"])
@@ -166,7 +180,11 @@ def fused_report(algo: Any, num_envs: int, num_agents: int, turn_based: bool = F
             num_agent_steps_sampled_lifetime=algo.num_agent_steps_sampled_lifetime,
         )
         return IterationResult(
-            num_env_steps_sampled=agent_steps if turn_based else agent_steps // num_agents,
+            num_env_steps_sampled=(
+                (acted_steps if simultaneous else agent_steps)
+                if turn_based
+                else agent_steps // num_agents
+            ),
             num_env_steps_trained=int(counts[algo.train_mask].sum()),
             episode_returns=np.array(env_returns),
             episode_lens=np.array(env_lens, int),
@@ -206,7 +224,11 @@ def setup_fused(algo: Any, postprocess: Any, jax_env: Any) -> OnPolicyLoop[Any]:
         algo._runner_params,
         steps_per_iteration=steps_per_iteration(cfg),
         report=fused_report(
-            algo, cfg.num_envs_per_env_runner, slots.num_agents, turn_based=slots.turn_based
+            algo,
+            cfg.num_envs_per_env_runner,
+            slots.num_agents,
+            turn_based=slots.turn_based,
+            simultaneous=slots.simultaneous,
         ),
     )
 

@@ -19,9 +19,20 @@ whose seat is to play acts (``acting(state)``), each agent observes RLlib's acti
 ``{"action_mask": JaxMARL's legal moves, "observations": its 658-value view}`` (the other
 agent's only legal move is the no-op), and the game's end is termination.
 
-Other JaxMARL families are refused by name: SMAX's agents end their episodes at different
-times, which the fused multi-agent rollout does not keep, and the rest have not been checked
-against rljax yet.
+SMAX (``"jaxmarl:HeuristicEnemySMAX"``: the allies against JaxMARL's scripted enemies;
+``"jaxmarl:SMAX"``: both teams as agents) takes ``env_config["scenario"]`` as a map's name
+(``"3m"``, ``"2s3z"``, ``"smacv2_5_units"``, ...) or JaxMARL's ``Scenario``. Its units die at
+different times, and each agent's episode ends when its unit dies, as in RLlib's multi-agent
+episodes: the env says which agents act (``acting(state)``: the living ones), so a dead unit's
+agent is no longer stepped, and it is credited only the rewards up to its death (SMAX gives
+every agent of a team the team's reward, the dead ones' too). Its last action is then
+bootstrapped as terminal, as RLlib does for an agent terminated early; its row comes back with
+the episode's end. Observations are RLlib's action-masking Dict (``"action_mask"``: JaxMARL's
+available actions; a dead unit's only one is the stop action), and the time limit
+(``max_episode_steps``, JaxMARL's ``max_steps``, default 100) is truncation, a team's death
+termination.
+
+Other JaxMARL families are refused by name: they have not been checked against rljax yet.
 """
 
 from __future__ import annotations
@@ -58,9 +69,13 @@ def mpe_ids() -> list[str]:
     return sorted(e for e in jaxmarl.registered_envs if e.startswith("MPE_"))
 
 
+# JaxMARL's SMAX ids rljax runs (LearnedPolicyEnemySMAX needs a policy JaxMARL holds).
+SMAX_IDS = ("HeuristicEnemySMAX", "SMAX")
+
+
 def supported_ids() -> list[str]:
-    """The JaxMARL ids rljax runs: the MPE tasks, Overcooked and Hanabi."""
-    return [*mpe_ids(), "overcooked", "hanabi"]
+    """The JaxMARL ids rljax runs: the MPE tasks, Overcooked, Hanabi and SMAX."""
+    return [*mpe_ids(), "overcooked", "hanabi", *SMAX_IDS]
 
 
 def _overcooked_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -79,13 +94,56 @@ def _overcooked_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
+def _smax_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """SMAX's keyword arguments with a scenario given by its map's name looked up."""
+    from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+
+    scenario = kwargs.get("scenario")
+    if isinstance(scenario, str):
+        if scenario not in MAP_NAME_TO_SCENARIO:
+            names = sorted(MAP_NAME_TO_SCENARIO)
+            raise ConfigError(
+                f"jaxmarl env {env_id!r}: scenario {scenario!r} is not one of JaxMARL's maps "
+                f"{names}{closest(scenario, names)} (or give a jaxmarl Scenario)"
+            )
+        kwargs["scenario"] = MAP_NAME_TO_SCENARIO[scenario]
+    return kwargs
+
+
+def _masked_spaces(
+    observation_spaces: dict[str, gym.Space], action_spaces: dict[str, gym.Space]
+) -> dict[str, gym.Space]:
+    """RLlib's action-masking Dict spaces: ``{"action_mask": one flag per action,
+    "observations": the agent's own space}``."""
+    return {
+        a: gym.spaces.Dict(
+            {
+                "action_mask": gym.spaces.Box(0.0, 1.0, (int(getattr(space, "n", 0)),), np.float32),
+                "observations": observation_spaces[a],
+            }
+        )
+        for a, space in action_spaces.items()
+    }
+
+
+def _masked_obs(masks: dict[str, Any], obs: dict[str, Any], agents: list[str]) -> dict[str, Any]:
+    """Each agent's observation in its action-masking Dict (float32 leaves)."""
+    return {
+        a: {
+            "action_mask": jnp.asarray(masks[a], jnp.float32),
+            "observations": jnp.asarray(obs[a], jnp.float32),
+        }
+        for a in agents
+    }
+
+
 class JaxMARLEnv:
     """One JaxMARL MPE task with its keyword arguments bound (it follows
     ``rljax.env.jax_multi_agent.JaxMultiAgentEnv``'s protocol).
 
     Args:
       env_id: A JaxMARL MPE id (``mpe_ids()``) or ``"overcooked"`` (``"hanabi"`` is
-        ``JaxMARLHanabi``'s).
+        ``JaxMARLHanabi``'s, the SMAX ids ``JaxMARLSMAX``'s).
       env_config: The task's keyword arguments (``max_episode_steps`` for ``max_steps``;
         Overcooked's ``layout`` by name, and ``shaped_reward_coeff``).
     """
@@ -96,10 +154,9 @@ class JaxMARLEnv:
         ids = supported_ids()
         if env_id not in ids:
             raise ConfigError(
-                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks, Overcooked and Hanabi "
-                f"{ids}{closest(env_id, ids)} (other families are not run yet: SMAX's agents end "
-                "their episodes apart, which the fused rollout does not keep, and the others have "
-                "not been checked against rljax)"
+                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks, Overcooked, Hanabi and "
+                f"SMAX {ids}{closest(env_id, ids)} (the other families have not been checked "
+                "against rljax yet)"
             )
         kwargs = dict(env_config)
         if "max_episode_steps" in kwargs:
@@ -115,6 +172,8 @@ class JaxMARLEnv:
                 )
             self.shaped_reward_coeff = float(coeff)
             kwargs = _overcooked_kwargs(kwargs)
+        if env_id in SMAX_IDS:
+            kwargs = _smax_kwargs(env_id, kwargs)
         try:
             self.env = jaxmarl.make(env_id, **kwargs)
         except TypeError as e:
@@ -165,27 +224,10 @@ class JaxMARLHanabi(JaxMARLEnv):
 
     def __init__(self, env_id: str, env_config: dict[str, Any]):
         super().__init__(env_id, env_config)
-        self.observation_spaces = {
-            a: gym.spaces.Dict(
-                {
-                    "action_mask": gym.spaces.Box(
-                        0.0, 1.0, (int(getattr(space, "n", 0)),), np.float32
-                    ),
-                    "observations": self.observation_spaces[a],
-                }
-            )
-            for a, space in self.action_spaces.items()
-        }
+        self.observation_spaces = _masked_spaces(self.observation_spaces, self.action_spaces)
 
     def _masked(self, state: Any, obs: dict[str, Any]) -> dict[str, Any]:
-        legal = self.env.get_legal_moves(state)
-        return {
-            a: {
-                "action_mask": jnp.asarray(legal[a], jnp.float32),
-                "observations": jnp.asarray(obs[a], jnp.float32),
-            }
-            for a in self.agents
-        }
+        return _masked_obs(self.env.get_legal_moves(state), obs, self.agents)
 
     def acting(self, state: Any) -> jax.Array:
         """``[A]`` bool: the agent in the seat to play."""
@@ -207,11 +249,82 @@ class JaxMARLHanabi(JaxMARLEnv):
         return state, self._masked(state, obs), rewards, terminated, truncated, {}
 
 
+class JaxMARLSMAX(JaxMARLEnv):
+    """JaxMARL's SMAX: the living units' agents act, each agent's episode ends at its unit's
+    death (see the module docstring), with RLlib's action-masking observations.
+
+    Args:
+      env_id: ``"HeuristicEnemySMAX"`` or ``"SMAX"``.
+      env_config: SMAX's keyword arguments (``scenario`` by map name, ``max_episode_steps``
+        for ``max_steps``, ``enemy_shoots``, ...).
+    """
+
+    simultaneous = True  # the living units act together (rljax.env.jax_multi_agent)
+
+    def __init__(self, env_id: str, env_config: dict[str, Any]):
+        super().__init__(env_id, env_config)
+        self.observation_spaces = _masked_spaces(self.observation_spaces, self.action_spaces)
+        # The units' indices in SMAX's state (allies first, then enemies).
+        self._units = np.asarray([self.env.agent_ids[a] for a in self.agents], np.int32)
+        self._stop = int(self.env.num_movement_actions) - 1  # SMAX's stop action
+        self._num_allies = int(self.env.num_allies)
+
+    @staticmethod
+    def _smax_state(state: Any) -> Any:
+        """SMAX's own state (HeuristicEnemySMAX's wraps it with its enemies' policy state)."""
+        return state.state if hasattr(state, "enemy_policy_state") else state
+
+    def acting(self, state: Any) -> jax.Array:
+        """``[A]`` bool: the agents whose units are alive."""
+        return self._smax_state(state).unit_alive[self._units]
+
+    def _masked(self, state: Any, obs: dict[str, Any]) -> dict[str, Any]:
+        return _masked_obs(self.env.get_avail_actions(state), obs, self.agents)
+
+    def reset(self, key: jax.Array) -> tuple[Any, dict[str, Any]]:
+        obs, state = self.env.reset(key)
+        return state, self._masked(state, obs)
+
+    def step(
+        self, state: Any, actions: dict[str, Any], key: jax.Array
+    ) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict]:
+        alive = self.acting(state)
+        # A dead unit's action is SMAX's stop, whatever was sent for it.
+        actions = {
+            a: jnp.where(alive[i], jnp.asarray(actions[a], jnp.int32), self._stop)
+            for i, a in enumerate(self.agents)
+        }
+        obs, state, rewards, dones, _ = self.env.step_env(key, state, actions)
+        smax = self._smax_state(state)
+        units = smax.unit_alive
+        team_dead = ~jnp.any(units[: self._num_allies]) | ~jnp.any(units[self._num_allies :])
+        done = jnp.asarray(dones["__all__"], bool)
+        terminated = {a: done & team_dead for a in self.agents}
+        truncated = {a: done & ~team_dead for a in self.agents}  # the time limit
+        # A unit's agent is credited rewards up to its death, not its team's after it.
+        rewards = {
+            a: jnp.where(alive[i], jnp.asarray(rewards[a], jnp.float32), 0.0)
+            for i, a in enumerate(self.agents)
+        }
+        return state, self._masked(state, obs), rewards, terminated, truncated, {}
+
+
 def make(env_id: str, env_config: dict[str, Any]) -> JaxMARLEnv:
     """``"jaxmarl:<id>"``'s env."""
     if env_id == "hanabi":
         return JaxMARLHanabi(env_id, env_config)
+    if env_id in SMAX_IDS:
+        return JaxMARLSMAX(env_id, env_config)
     return JaxMARLEnv(env_id, env_config)
 
 
-__all__ = ["JaxMARLEnv", "JaxMARLHanabi", "make", "mpe_ids", "supported_ids", "to_gym_space"]
+__all__ = [
+    "SMAX_IDS",
+    "JaxMARLEnv",
+    "JaxMARLHanabi",
+    "JaxMARLSMAX",
+    "make",
+    "mpe_ids",
+    "supported_ids",
+    "to_gym_space",
+]
