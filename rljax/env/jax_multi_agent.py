@@ -22,8 +22,9 @@ multi-agent episodes do. One agent acts a step there (a turn is an env step), un
 sets ``simultaneous = True``: then ``acting`` names the agents still in the episode, who act
 together (SMAX's living units, ``"jaxmarl:HeuristicEnemySMAX"``); an agent that stops acting
 has its last action credited with the rewards until the episode's end (an env ends an agent's
-episode by giving it none after) and bootstrapped at the episode's end as terminal, and an
-episode's length is its env steps.
+episode by giving it none after, and by reporting it terminated at the episode's end), and
+an episode's length is the most transitions any agent made, its env steps where some agent
+acts in every step until the end (as SMAX's last survivor does).
 
 Envs are selected by name with ``.environment("jaxmarl:MPE_simple_spread_v3")`` or
 ``.environment("pgx:connect_four")`` and ``.multi_agent(...)``
@@ -46,6 +47,7 @@ Two ways run one:
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -212,20 +214,27 @@ class JaxMultiAgentCreator:
 
 
 def _config_key(config: dict[str, Any]) -> str | None:
-    """A key equal for equal ``env_config`` dicts (None where a value has no faithful repr)."""
-    try:
-        return repr(sorted(config.items()))
-    except Exception:  # an unorderable key or a value whose repr raises
+    """A key equal for equal ``env_config`` dicts of plain values (strings, numbers, None and
+    lists or tuples of them); None for any other (an array's repr abbreviates, an object's can
+    hide a change), whose envs compile their own programs."""
+
+    def plain(v: Any) -> bool:
+        if isinstance(v, list | tuple):
+            return all(plain(x) for x in v)
+        return v is None or isinstance(v, str | int | float | bool)
+
+    if not all(isinstance(k, str) and plain(v) for k, v in config.items()):
         return None
+    return repr(sorted(config.items()))
 
 
 class HostPrograms(NamedTuple):
     """A JAX multi-agent env's jitted ``reset``, ``step`` and ``acting`` (None where the env
     has no ``acting``), shared by the copies of one env built from equal configs."""
 
-    reset: Any
-    step: Any
-    acting: Any
+    reset: Callable[..., Any]
+    step: Callable[..., Any]
+    acting: Callable[..., Any] | None
 
 
 def jax_multi_agent_creator(env: Any) -> JaxMultiAgentCreator | None:
@@ -436,6 +445,9 @@ class JaxMultiAgentGymEnv(MultiAgentEnv):
       env: The ``JaxMultiAgentEnv``.
       programs: Another copy's compiled functions, for an env built from an equal config;
         None compiles this env's own.
+
+    Attributes:
+      programs: The ``HostPrograms`` this copy steps with (the creator hands them on).
     """
 
     def __init__(self, env: Any, programs: HostPrograms | None = None):

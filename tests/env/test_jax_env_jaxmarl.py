@@ -14,6 +14,7 @@ from rljax.env.jax_multi_agent import make_jax_multi_agent_env
 from rljax.utils.errors import ConfigError
 
 jaxmarl = pytest.importorskip("jaxmarl")
+from jaxmarl.environments.smax import map_name_to_scenario  # noqa: E402
 
 SPREAD = "jaxmarl:MPE_simple_spread_v3"
 
@@ -74,6 +75,8 @@ def test_unknown_and_non_mpe_ids_are_refused_naming_the_mpe_tasks():
         make_jax_multi_agent_env("jaxmarl:LearnedPolicyEnemySMAX", {})
     with pytest.raises(ConfigError, match="scenario '3mm' .*did you mean '3m'"):
         make_jax_multi_agent_env("jaxmarl:HeuristicEnemySMAX", {"scenario": "3mm"})
+    with pytest.raises(ConfigError, match="action_type='continuous'; rljax runs SMAX with"):
+        make_jax_multi_agent_env("jaxmarl:SMAX", {"action_type": "continuous"})
     with pytest.raises(ConfigError, match="layout 'cramped' .*did you mean 'cramped_room'"):
         make_jax_multi_agent_env("jaxmarl:overcooked", {"layout": "cramped"})
     with pytest.raises(ConfigError, match="shaped_reward_coeff='1'; use a number"):
@@ -212,8 +215,6 @@ def _smax_run(env, ref, key, steps: int) -> list[dict]:
 
 
 def test_smax_living_units_act_and_each_is_credited_until_its_death():
-    from jaxmarl.environments.smax import map_name_to_scenario
-
     env = make_jax_multi_agent_env("jaxmarl:HeuristicEnemySMAX", {"scenario": "3m"})
     ref = jaxmarl.make("HeuristicEnemySMAX", scenario=map_name_to_scenario("3m"))
     assert env.agents == ["ally_0", "ally_1", "ally_2"] and env.simultaneous
@@ -227,7 +228,7 @@ def test_smax_living_units_act_and_each_is_credited_until_its_death():
             # The team's reward while the unit lives, nothing after its death.
             want = s["ref_rewards"][i] if s["alive"][i] else 0.0
             assert s["rewards"][i] == pytest.approx(want), (s, i)
-        assert s["term"] == [s["ref_done"]] * 3 and s["trunc"] == [False] * 3
+        assert s["term"] == [s["ref_done"]] * 3 and s["trunc"] == [False] * 3  # a team died
     dead_before_end = [i for i in range(3) if not steps[-1]["alive"][i]]
     assert dead_before_end, "no unit died before the last step: the case is not exercised"
     assert any(s["ref_rewards"][i] > 0 and not s["alive"][i] for s in steps for i in range(3)), (
@@ -247,6 +248,18 @@ def test_smax_time_limit_is_truncation():
         ends.append(([bool(term[a]) for a in env.agents], [bool(trunc[a]) for a in env.agents]))
     assert ends == [([False] * 3, [False] * 3)] * 3 + [([False] * 3, [True] * 3)]
     assert not any(bool(term[a]) for a in env.agents)
+
+
+def test_smax_a_unit_dead_before_the_time_limit_ends_terminated_the_living_truncated():
+    env = make_jax_multi_agent_env(
+        "jaxmarl:HeuristicEnemySMAX", {"scenario": "3m", "max_episode_steps": 6}
+    )
+    ref = jaxmarl.make("HeuristicEnemySMAX", scenario=map_name_to_scenario("3m"), max_steps=6)
+    steps = _smax_run(env, ref, jax.random.PRNGKey(1), 20)
+    # ally_2 dies in the 6th step; the 7th ends the episode at the limit, both teams alive.
+    assert len(steps) == 7 and [s["alive"].tolist() for s in steps[-2:]] == [[1, 1, 1], [1, 1, 0]]
+    assert steps[-1]["term"] == [False, False, True]
+    assert steps[-1]["trunc"] == [True, True, False]
 
 
 def test_ppo_runs_smax_in_one_program_counting_env_steps_not_agent_steps():

@@ -109,17 +109,18 @@ def fused_report(
     num_envs: int,
     num_agents: int,
     turn_based: bool = False,
-    simultaneous: bool = True,
+    simultaneous: bool = False,
 ) -> Any:
     """``report(records, timers) -> IterationResult`` of the fused loop's records: each
     record's episode arrays are ``[T * N * A]`` slot rows (time-major, then env, then agent).
 
     An episode's length is its env steps: the most any agent took where agents act together
-    (every agent, or in an env with ``acting(state)`` and ``simultaneous``, the ones it names,
-    as SMAX's living units), the sum of the agents' turns in a turn-based one (one mover a
-    step), whose env steps sampled are the agents' transitions (one per turn, each counted
-    when it completes at the agent's next turn). With ``acting`` and ``simultaneous`` an env
-    step is sampled where any of its agents' transitions completes."""
+    (every agent, or with ``turn_based`` and ``simultaneous``, the agents ``acting(state)``
+    names, where some agent acts in every step until the end, as SMAX's last survivor does),
+    the sum of the agents' turns in a turn-based one (one mover a step), whose env steps
+    sampled are the agents' transitions (one per turn, each counted when it completes at the
+    agent's next turn). With ``turn_based`` and ``simultaneous`` an env step is sampled where
+    any of its agents' transitions completes."""
 
     def report(records: list[dict[str, Any]], timers: Timers) -> IterationResult:
         env_returns: list[float] = []

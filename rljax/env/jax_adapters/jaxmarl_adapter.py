@@ -28,9 +28,11 @@ agent is no longer stepped, and it is credited only the rewards up to its death 
 every agent of a team the team's reward, the dead ones' too). Its last action is then
 bootstrapped as terminal, as RLlib does for an agent terminated early; its row comes back with
 the episode's end. Observations are RLlib's action-masking Dict (``"action_mask"``: JaxMARL's
-available actions; a dead unit's only one is the stop action), and the time limit
-(``max_episode_steps``, JaxMARL's ``max_steps``, default 100) is truncation, a team's death
-termination.
+available actions; a dead unit's only one is the stop action). A team's destruction is
+termination, and so is a unit's death for its agent; the time limit is truncation for the
+agents still alive (``max_episode_steps``, JaxMARL's ``max_steps``, default 100; JaxMARL checks
+the step count before counting the step, so an episode ends after ``max_steps + 1`` steps, as
+its MPE tasks do). Discrete actions only (``action_type="discrete"``, SMAX's default).
 
 Other JaxMARL families are refused by name: they have not been checked against rljax yet.
 """
@@ -262,6 +264,12 @@ class JaxMARLSMAX(JaxMARLEnv):
     simultaneous = True  # the living units act together (rljax.env.jax_multi_agent)
 
     def __init__(self, env_id: str, env_config: dict[str, Any]):
+        action_type = env_config.get("action_type", "discrete")
+        if action_type != "discrete":
+            raise ConfigError(
+                f"jaxmarl env {env_id!r}: action_type={action_type!r}; rljax runs SMAX with "
+                "action_type='discrete' (its default), whose available actions are the masks"
+            )
         super().__init__(env_id, env_config)
         self.observation_spaces = _masked_spaces(self.observation_spaces, self.action_spaces)
         # The units' indices in SMAX's state (allies first, then enemies).
@@ -282,12 +290,15 @@ class JaxMARLSMAX(JaxMARLEnv):
         return _masked_obs(self.env.get_avail_actions(state), obs, self.agents)
 
     def reset(self, key: jax.Array) -> tuple[Any, dict[str, Any]]:
+        """``(state, {agent: {"action_mask", "observations"}})`` of a new battle."""
         obs, state = self.env.reset(key)
         return state, self._masked(state, obs)
 
     def step(
         self, state: Any, actions: dict[str, Any], key: jax.Array
     ) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict]:
+        """SMAX's step without auto-reset (dead units stop); rewards up to each unit's death,
+        terminated / truncated as the module docstring says."""
         alive = self.acting(state)
         # A dead unit's action is SMAX's stop, whatever was sent for it.
         actions = {
@@ -299,8 +310,11 @@ class JaxMARLSMAX(JaxMARLEnv):
         units = smax.unit_alive
         team_dead = ~jnp.any(units[: self._num_allies]) | ~jnp.any(units[self._num_allies :])
         done = jnp.asarray(dones["__all__"], bool)
-        terminated = {a: done & team_dead for a in self.agents}
-        truncated = {a: done & ~team_dead for a in self.agents}  # the time limit
+        # A dead unit's episode ended with its death (terminal), also when the episode itself
+        # ends at the time limit; the living ones' are cut off there (truncated).
+        ended = done & (team_dead | ~self.acting(state))
+        terminated = {a: ended[i] for i, a in enumerate(self.agents)}
+        truncated = {a: done & ~ended[i] for i, a in enumerate(self.agents)}
         # A unit's agent is credited rewards up to its death, not its team's after it.
         rewards = {
             a: jnp.where(alive[i], jnp.asarray(rewards[a], jnp.float32), 0.0)
