@@ -80,36 +80,35 @@ def supported_ids() -> list[str]:
     return [*mpe_ids(), "overcooked", "hanabi", *SMAX_IDS]
 
 
+def _look_up(
+    kwargs: dict[str, Any], key: str, table: dict[str, Any], env_id: str, what: str, other: str
+) -> dict[str, Any]:
+    """``kwargs`` with ``kwargs[key]``, where it is a name, replaced by ``table``'s entry;
+    an unknown name is refused, naming the known ones (``what``) and ``other`` ways."""
+    name = kwargs.get(key)
+    if isinstance(name, str):
+        if name not in table:
+            names = sorted(table)
+            raise ConfigError(
+                f"jaxmarl env {env_id!r}: {key} {name!r} is not one of JaxMARL's {what} "
+                f"{names}{closest(name, names)} (or give {other})"
+            )
+        kwargs[key] = table[name]
+    return kwargs
+
+
 def _overcooked_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Overcooked's keyword arguments with a layout given by name looked up."""
     from jaxmarl.environments.overcooked import overcooked_layouts
 
-    layout = kwargs.get("layout")
-    if isinstance(layout, str):
-        if layout not in overcooked_layouts:
-            names = sorted(overcooked_layouts)
-            raise ConfigError(
-                f"jaxmarl env 'overcooked': layout {layout!r} is not one of JaxMARL's "
-                f"{names}{closest(layout, names)} (or give a layout dict)"
-            )
-        kwargs["layout"] = overcooked_layouts[layout]
-    return kwargs
+    return _look_up(kwargs, "layout", overcooked_layouts, "overcooked", "layouts", "a layout dict")
 
 
 def _smax_kwargs(env_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     """SMAX's keyword arguments with a scenario given by its map's name looked up."""
     from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
 
-    scenario = kwargs.get("scenario")
-    if isinstance(scenario, str):
-        if scenario not in MAP_NAME_TO_SCENARIO:
-            names = sorted(MAP_NAME_TO_SCENARIO)
-            raise ConfigError(
-                f"jaxmarl env {env_id!r}: scenario {scenario!r} is not one of JaxMARL's maps "
-                f"{names}{closest(scenario, names)} (or give a jaxmarl Scenario)"
-            )
-        kwargs["scenario"] = MAP_NAME_TO_SCENARIO[scenario]
-    return kwargs
+    return _look_up(kwargs, "scenario", MAP_NAME_TO_SCENARIO, env_id, "maps", "a jaxmarl Scenario")
 
 
 def _masked_spaces(
