@@ -215,7 +215,28 @@ class JaxMARLEnv:
         return state, self._obs(obs), rewards, terminated, truncated, {}
 
 
-class JaxMARLHanabi(JaxMARLEnv):
+class _MaskedJaxMARLEnv(JaxMARLEnv):
+    """A JaxMARL env whose agents observe RLlib's action-masking Dict: ``{"action_mask": the
+    env's legal actions (``_legal(state)``), "observations": the agent's own}``."""
+
+    def __init__(self, env_id: str, env_config: dict[str, Any]):
+        super().__init__(env_id, env_config)
+        self.observation_spaces = _masked_spaces(self.observation_spaces, self.action_spaces)
+
+    def _legal(self, state: Any) -> dict[str, Any]:
+        """``{agent: one flag per action}`` in ``state``."""
+        raise NotImplementedError
+
+    def _masked(self, state: Any, obs: dict[str, Any]) -> dict[str, Any]:
+        return _masked_obs(self._legal(state), obs, self.agents)
+
+    def reset(self, key: jax.Array) -> tuple[Any, dict[str, Any]]:
+        """``(state, {agent: {"action_mask", "observations"}})`` of a new episode."""
+        obs, state = self.env.reset(key)
+        return state, self._masked(state, obs)
+
+
+class JaxMARLHanabi(_MaskedJaxMARLEnv):
     """JaxMARL's Hanabi, turn-based, with RLlib's action-masking observations.
 
     Args:
@@ -223,21 +244,13 @@ class JaxMARLHanabi(JaxMARLEnv):
       env_config: Hanabi's keyword arguments (``num_agents``, ``hand_size``, ...).
     """
 
-    def __init__(self, env_id: str, env_config: dict[str, Any]):
-        super().__init__(env_id, env_config)
-        self.observation_spaces = _masked_spaces(self.observation_spaces, self.action_spaces)
-
-    def _masked(self, state: Any, obs: dict[str, Any]) -> dict[str, Any]:
-        return _masked_obs(self.env.get_legal_moves(state), obs, self.agents)
+    def _legal(self, state: Any) -> dict[str, Any]:
+        return self.env.get_legal_moves(state)
 
     def acting(self, state: Any) -> jax.Array:
         """``[A]`` bool: the agent in the seat to play."""
         seat = jnp.argmax(state.cur_player_idx)
         return jnp.arange(len(self.agents)) == state.seat_order[seat]
-
-    def reset(self, key: jax.Array) -> tuple[Any, dict[str, Any]]:
-        obs, state = self.env.reset(key)
-        return state, self._masked(state, obs)
 
     def step(
         self, state: Any, actions: dict[str, Any], key: jax.Array
@@ -250,7 +263,7 @@ class JaxMARLHanabi(JaxMARLEnv):
         return state, self._masked(state, obs), rewards, terminated, truncated, {}
 
 
-class JaxMARLSMAX(JaxMARLEnv):
+class JaxMARLSMAX(_MaskedJaxMARLEnv):
     """JaxMARL's SMAX: the living units' agents act, each agent's episode ends at its unit's
     death (see the module docstring), with RLlib's action-masking observations.
 
@@ -270,7 +283,6 @@ class JaxMARLSMAX(JaxMARLEnv):
                 "action_type='discrete' (its default), whose available actions are the masks"
             )
         super().__init__(env_id, env_config)
-        self.observation_spaces = _masked_spaces(self.observation_spaces, self.action_spaces)
         # The units' indices in SMAX's state (allies first, then enemies).
         self._units = np.asarray([self.env.agent_ids[a] for a in self.agents], np.int32)
         self._stop = int(self.env.num_movement_actions) - 1  # SMAX's stop action
@@ -285,13 +297,8 @@ class JaxMARLSMAX(JaxMARLEnv):
         """``[A]`` bool: the agents whose units are alive."""
         return self._smax_state(state).unit_alive[self._units]
 
-    def _masked(self, state: Any, obs: dict[str, Any]) -> dict[str, Any]:
-        return _masked_obs(self.env.get_avail_actions(state), obs, self.agents)
-
-    def reset(self, key: jax.Array) -> tuple[Any, dict[str, Any]]:
-        """``(state, {agent: {"action_mask", "observations"}})`` of a new battle."""
-        obs, state = self.env.reset(key)
-        return state, self._masked(state, obs)
+    def _legal(self, state: Any) -> dict[str, Any]:
+        return self.env.get_avail_actions(state)
 
     def step(
         self, state: Any, actions: dict[str, Any], key: jax.Array
