@@ -12,7 +12,7 @@ def run_check(script: str, devices: int, *args: str) -> tuple[dict, str]:
     its last stdout line as JSON, and its stderr."""
     env = dict(
         os.environ,
-        XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}",
         JAX_PLATFORMS="cpu",
     )
     path = Path(__file__).with_name(script)

@@ -138,7 +138,9 @@ def test_launcher_gives_each_child_its_process_settings(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- several processes
 def _env(devices: int) -> dict[str, str]:
     env = dict(os.environ)
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["XLA_FLAGS"] = (
+        f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
+    )
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     for var in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
         env.pop(var, None)
