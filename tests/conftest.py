@@ -23,11 +23,14 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # minutes; the subprocess-heavy tests gained up to 52 s each, the long learning runs of large
 # networks lost up to 60 s each). Tests compare programs compiled within one run, so neither
 # setting changes what they check.
-TEST_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-os.environ.setdefault("XLA_FLAGS", TEST_XLA_FLAGS)
-os.environ.setdefault("PJRT_NPROC", "1")
-
 ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location(
+    "_benchmark_common", ROOT / "benchmarks" / "common.py"
+)
+_benchmark_common = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_benchmark_common)
+os.environ.setdefault("XLA_FLAGS", _benchmark_common.QUICK_XLA_FLAGS)
+os.environ.setdefault("PJRT_NPROC", "1")
 _CACHE_ENV = "RLJAX_COMPILATION_CACHE"
 _CACHE_KEY = pytest.StashKey[str]()
 
