@@ -83,8 +83,10 @@ def worker(out: str, iterations: int) -> None:
 
 
 def _env(devices: int) -> dict[str, str]:
+    from rljax.utils.xla_options import with_host_devices
+
     env = dict(os.environ)
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["XLA_FLAGS"] = with_host_devices(devices)
     root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return env

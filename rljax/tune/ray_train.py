@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rljax.utils.errors import ConfigError
+from rljax.utils.xla_options import with_host_devices
 
 CHECKPOINT_SUBDIR = "algorithm"
 """Where the rljax checkpoint sits inside the Ray checkpoint directory (as for Ray Tune's)."""
@@ -43,13 +44,10 @@ def _node_port() -> int:
 def _worker_env(devices_per_worker: int, use_gpu: bool) -> dict[str, str]:
     if use_gpu:
         return {}
-    flags = os.environ.get("XLA_FLAGS", "").split()
-    flags = [f for f in flags if not f.startswith("--xla_force_host_platform_device_count")]
-    flags.append(f"--xla_force_host_platform_device_count={devices_per_worker}")
     return {
         "JAX_PLATFORMS": "cpu",
         "JAX_CPU_COLLECTIVES_IMPLEMENTATION": "gloo",
-        "XLA_FLAGS": " ".join(flags),
+        "XLA_FLAGS": with_host_devices(devices_per_worker),
     }
 
 

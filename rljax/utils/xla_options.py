@@ -230,12 +230,31 @@ def current(kind: str) -> Options | None:
     return dict(found) if found else None
 
 
+HOST_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def with_host_devices(devices: int, xla_flags: str | None = None) -> str:
+    """``XLA_FLAGS`` for a process with ``devices`` CPU devices: ``xla_flags`` (None: this
+    process's ``XLA_FLAGS``) with any host device count replaced by ``devices``, its other flags
+    kept. Set it in a child process's environment before JAX is imported there.
+
+    >>> with_host_devices(4, "--xla_force_host_platform_device_count=2 --xla_dump_to=/tmp/x")
+    '--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=4'
+    """
+    if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
+        raise ValueError(f"devices={describe(devices)}; use an int of at least 1")
+    text = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
+    kept = [f for f in text.split() if not f.lstrip("-").startswith(HOST_DEVICES_FLAG[2:])]
+    return " ".join([*kept, f"{HOST_DEVICES_FLAG}={devices}"])
+
+
 __all__ = [
     "CALIBRATION_MARGIN",
     "KINDS",
     "LARGE_OPTIONS",
     "LARGE_PROGRAM_PARAMS",
     "Options",
+    "HOST_DEVICES_FLAG",
     "SMALL_OPTIONS",
     "applied",
     "calibrate_large",
@@ -244,4 +263,5 @@ __all__ = [
     "param_count",
     "resolve",
     "user_flags",
+    "with_host_devices",
 ]

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from rljax.utils.xla_options import with_host_devices
+
 
 def run_check(script: str, devices: int, *args: str) -> tuple[dict, str]:
     """Runs ``script`` (beside this file) in a subprocess with ``devices`` forced host devices;
     its last stdout line as JSON, and its stderr."""
     env = dict(
         os.environ,
-        XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}",
+        XLA_FLAGS=with_host_devices(devices),
         JAX_PLATFORMS="cpu",
     )
     path = Path(__file__).with_name(script)

@@ -19,6 +19,7 @@ import pytest
 from rljax import distributed
 from rljax.algorithms.ppo import PPOConfig
 from rljax.utils.errors import ConfigError
+from rljax.utils.xla_options import with_host_devices
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("distributed_worker.py")
@@ -138,9 +139,7 @@ def test_launcher_gives_each_child_its_process_settings(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- several processes
 def _env(devices: int) -> dict[str, str]:
     env = dict(os.environ)
-    env["XLA_FLAGS"] = (
-        f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}"
-    )
+    env["XLA_FLAGS"] = with_host_devices(devices)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     for var in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
         env.pop(var, None)

@@ -21,6 +21,7 @@ import pytest
 from rljax import distributed
 from rljax.algorithms.ppo import PPOConfig
 from rljax.utils.errors import ConfigError
+from rljax.utils.xla_options import with_host_devices
 
 ROOT = Path(__file__).resolve().parents[2]
 HAS_RAY = importlib.util.find_spec("ray") is not None
@@ -98,7 +99,7 @@ def test_two_ray_train_workers_match_one_process(tmp_path: Path) -> None:
 
     config = _config()
     env = dict(os.environ)
-    env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
+    env["XLA_FLAGS"] = with_host_devices(2)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     for var in ("JAX_COORDINATOR_ADDRESS", "JAX_NUM_PROCESSES", "JAX_PROCESS_ID"):
         env.pop(var, None)

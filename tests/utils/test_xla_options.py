@@ -273,3 +273,20 @@ def test_impala_appo_multi_agent_and_population_programs_take_the_options(settin
         assert compiled_with(population.loop.learn) == expected
     finally:
         population.stop()
+
+
+def test_with_host_devices_replaces_the_count_and_keeps_the_other_flags(monkeypatch):
+    flags = "--xla_force_host_platform_device_count=2 --xla_dump_to=/tmp/x"
+    assert xla_options.with_host_devices(4, flags) == (
+        "--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=4"
+    )
+    assert xla_options.with_host_devices(1, "") == "--xla_force_host_platform_device_count=1"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    assert xla_options.with_host_devices(3) == (
+        "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=3"
+    )
+    monkeypatch.delenv("XLA_FLAGS")
+    assert xla_options.with_host_devices(2) == "--xla_force_host_platform_device_count=2"
+    for bad in (0, -1, 2.0, True, "2"):
+        with pytest.raises(ValueError, match=r"devices=.*use an int of at least 1"):
+            xla_options.with_host_devices(bad)
