@@ -125,6 +125,7 @@ def test_tuning_notebook_is_saved_without_outputs():
     assert_saved_without_outputs(TUNING)
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_tuning_notebook_runs(tmp_path):
     """The seed's grid gives three trials; the 8-trial population learns CartPole (most trials

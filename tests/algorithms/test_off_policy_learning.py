@@ -10,6 +10,7 @@ from rljax.algorithms.sac import SACConfig
 TUNED = pathlib.Path(__file__).parents[2] / "rljax" / "tuned_examples"
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_dqn_cartpole_reaches_450_within_200k_steps(train_until):
     algo = DQNConfig.from_yaml(TUNED / "dqn_cartpole.yaml").build_algo()
@@ -23,6 +24,7 @@ def test_dqn_cartpole_reaches_450_within_200k_steps(train_until):
         algo.stop()
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_sac_pendulum_reaches_minus_250_within_20k_steps(train_until):
     """The tuned example, seeded 2: it passes -250 after 4,975 env steps (about 4,000 updates of
@@ -40,6 +42,7 @@ def test_sac_pendulum_reaches_minus_250_within_20k_steps(train_until):
         algo.stop()
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_sac_on_the_jax_pendulum_reaches_minus_250_within_20k_steps(train_until):
     """The same tuned example on rljax's JAX Pendulum (gymnasium's dynamics, stepped inside the
@@ -61,6 +64,7 @@ def test_sac_on_the_jax_pendulum_reaches_minus_250_within_20k_steps(train_until)
         algo.stop()
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_rainbow_options_together_learn_cartpole(train_until):
     """Distributional (C51), noisy nets instead of epsilon, double Q, dueling, n-step range, PER.

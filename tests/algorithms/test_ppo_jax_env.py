@@ -288,6 +288,7 @@ def test_ppo_gymnax_cartpole_reaches_450_within_500k_steps(train_until):
         algo.stop()
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_ppo_learns_minatar_breakout_with_the_default_conv_network(train_until):
     """rljax's JAX Breakout-MinAtar (gymnax's, step for step) with the default network for

@@ -150,6 +150,7 @@ def _stateless(use_lstm: bool) -> PPOConfig:
     return PPOConfig.from_dict(data)
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_the_lstm_learns_stateless_cartpole_and_the_mlp_does_not():
     """The tuned example reaches 150 within 350k env steps (seed 0: 295k; seeds 1 and 2, measured:

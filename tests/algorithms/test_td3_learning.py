@@ -9,6 +9,7 @@ from rljax.algorithms.td3 import TD3Config
 TUNED = pathlib.Path(__file__).parents[2] / "rljax" / "tuned_examples"
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_td3_pendulum_reaches_minus_250_within_20k_steps(train_until):
     algo = TD3Config.from_yaml(TUNED / "td3_pendulum.yaml").build_algo()

@@ -6,6 +6,7 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_replay_memory_benchmark_quick_run_prints_json(tmp_path, run_benchmark):
     out = tmp_path / "replay_memory.json"

@@ -377,6 +377,7 @@ def test_5_3_samples_across_runners():
         trainer.stop()
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_5_3_as_written():
     trainer = PPOTrainer(config={**CONFIG_5_3, "seed": 0})
