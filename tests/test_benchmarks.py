@@ -54,6 +54,7 @@ def test_off_policy_benchmarks_short_runs_write_json_and_plot(tmp_path, run_benc
     assert curve[0]["updates"] == 0 and curve[1]["updates"] > 900
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_td3_benchmark_short_run_and_compare_needs_stable_baselines3(tmp_path, run_benchmark):
     td3 = run_benchmark("td3_pendulum.py", "--max-timesteps", "4000", "--out", str(tmp_path))
@@ -194,12 +195,18 @@ def test_revisions_keeps_speed_figures_and_interleaves_the_sides(load_benchmark)
 
 
 @pytest.mark.slow
-def test_tune_benchmark_quick_run_compares_population_and_workers(tmp_path, run_benchmark):
-    args = ("--parts", "a", "c", "--quick", "--out", str(tmp_path))
+def test_tune_benchmark_quick_run_compares_population_and_trials_one_by_one(
+    tmp_path, run_benchmark
+):
+    # Part (c), trials in worker processes against one process, checks what
+    # tests/tune/test_workers.py checks more strictly (the same losses, per iteration); its
+    # two variants would double this test's time.
+    args = ("--parts", "a", "--quick", "--out", str(tmp_path))
     report = run_benchmark("tune_ppo_cartpole.py", *args)
     assert report == json.loads((tmp_path / "tune_ppo_cartpole.json").read_text())
     res = report["results"]
     assert "a_ray" not in res  # only with --compare
+    assert not any(name.startswith("c_") for name in res)
     # The quick grid: 2 learning rates x 2 seeds, 2 iterations of 256 env steps each.
     for variant, trials in (("a_one", 1), ("a_population", 4), ("a_sequential", 4)):
         assert res[variant]["status"] == "ok", res[variant]
@@ -216,14 +223,7 @@ def test_tune_benchmark_quick_run_compares_population_and_workers(tmp_path, run_
     assert together == pytest.approx(apart, rel=1e-4)
     ratios = report["ratios"]
     assert ratios["a_population_over_one"] > 0 and ratios["a_ray_over_population"] is None
-    # Part (c): two network sizes, one process or a worker each; the same numbers.
-    assert [res[f"c_{v}"]["processes"] for v in ("sequential", "workers2")] == [1, 2]
-    assert "c_workers4" not in res  # two trials: four workers would be two again
-    returns = [
-        [t["return"] for t in res[f"c_{v}"]["per_trial"]] for v in ("sequential", "workers2")
-    ]
-    assert returns[0] == pytest.approx(returns[1], rel=1e-4)
-    assert ratios["c_workers2_over_sequential"] > 0
+    assert ratios["c_workers2_over_sequential"] is None  # part (c) was not asked for
 
 
 @pytest.mark.slow
