@@ -244,17 +244,18 @@ def with_host_devices(devices: int, xla_flags: str | None = None) -> str:
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
         raise ValueError(f"devices={describe(devices)}; use an int of at least 1")
     text = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
-    kept = [f for f in text.split() if not f.lstrip("-").startswith(HOST_DEVICES_FLAG[2:])]
+    name = HOST_DEVICES_FLAG.lstrip("-")
+    kept = [f for f in text.split() if f.lstrip("-").split("=")[0] != name]
     return " ".join([*kept, f"{HOST_DEVICES_FLAG}={devices}"])
 
 
 __all__ = [
     "CALIBRATION_MARGIN",
+    "HOST_DEVICES_FLAG",
     "KINDS",
     "LARGE_OPTIONS",
     "LARGE_PROGRAM_PARAMS",
     "Options",
-    "HOST_DEVICES_FLAG",
     "SMALL_OPTIONS",
     "applied",
     "calibrate_large",

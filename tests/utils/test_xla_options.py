@@ -281,6 +281,11 @@ def test_with_host_devices_replaces_the_count_and_keeps_the_other_flags(monkeypa
         "--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=4"
     )
     assert xla_options.with_host_devices(1, "") == "--xla_force_host_platform_device_count=1"
+    # Only that flag goes: a flag whose name merely starts with it stays.
+    longer = "--xla_force_host_platform_device_count_x=1"
+    assert xla_options.with_host_devices(2, longer) == (
+        f"{longer} --xla_force_host_platform_device_count=2"
+    )
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
     assert xla_options.with_host_devices(3) == (
         "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=3"
