@@ -52,7 +52,6 @@ import contextlib
 import contextvars
 import functools
 import os
-import re
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -99,10 +98,20 @@ def check_setting(name: str, value: Any) -> str | Options | None:
     )
 
 
+def _flags(xla_flags: str | None) -> list[str]:
+    """``xla_flags`` (None: this process's ``XLA_FLAGS``) split into its whitespace-separated
+    flags, as XLA splits it."""
+    return (os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags).split()
+
+
+def _flag_name(flag: str) -> str:
+    """``--name=value`` -> ``name``."""
+    return flag.lstrip("-").split("=", 1)[0]
+
+
 def user_flags(xla_flags: str | None = None) -> set[str]:
     """The names of the flags set in ``XLA_FLAGS`` (or in ``xla_flags``), without dashes."""
-    text = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
-    names = set(re.findall(r"(?:^|\s)--?([A-Za-z0-9_]+)", text))
+    names = {_flag_name(f) for f in _flags(xla_flags) if f.startswith("-")}
     # A boolean flag may be turned off as ``--noname``.
     return names | {n[2:] for n in names if n.startswith("no")}
 
@@ -243,9 +252,8 @@ def with_host_devices(devices: int, xla_flags: str | None = None) -> str:
     """
     if isinstance(devices, bool) or not isinstance(devices, int) or devices < 1:
         raise ValueError(f"devices={describe(devices)}; use an int of at least 1")
-    text = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
-    name = HOST_DEVICES_FLAG.lstrip("-")
-    kept = [f for f in text.split() if f.lstrip("-").split("=")[0] != name]
+    name = _flag_name(HOST_DEVICES_FLAG)
+    kept = [f for f in _flags(xla_flags) if _flag_name(f) != name]
     return " ".join([*kept, f"{HOST_DEVICES_FLAG}={devices}"])
 
 

@@ -71,6 +71,8 @@ def test_flags_the_user_set_in_xla_flags_are_never_overridden(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
     assert xla_options.resolve("auto", params, backend="cpu")["update"] is None
     assert xla_options.user_flags("--noxla_cpu_use_xnnpack") >= {"xla_cpu_use_xnnpack"}
+    # One reading of XLA_FLAGS for both helpers: whitespace-separated flags, the name before "=".
+    assert xla_options.user_flags("  --a=1\t-b --c=x=y  d ") == {"a", "b", "c"}
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU options")
