@@ -44,7 +44,7 @@ Usage::
 
     python benchmarks/ppo_cartpole.py                  # rljax fused and host, 300k env steps
     python benchmarks/ppo_cartpole.py --compare        # plus RLlib and SB3 when installed
-    python benchmarks/ppo_cartpole.py --quick          # smoke test: 3 iterations, < 30 s
+    python benchmarks/ppo_cartpole.py --quick          # smoke test: 2 iterations, < 30 s
 
 ``--quick`` runs the variants concurrently, with XLA's optimization level lowered to compile
 faster (``common.QUICK_XLA_FLAGS``), to stay short; its figures mean nothing.
@@ -81,7 +81,7 @@ COMPARE_VARIANTS = ("rllib", "sb3")
 RESULT_KEYS = {"fused": "rljax_fused", "host": "rljax_host", "rllib": "rllib", "sb3": "sb3"}
 # Top-level modules each comparison needs; checked with find_spec, which imports nothing.
 COMPARE_REQUIREMENTS = {"rllib": ("ray", "torch"), "sb3": ("stable_baselines3", "torch")}
-QUICK_ITERATIONS = 3
+QUICK_ITERATIONS = 2  # the first compiles; throughput from the second
 _STDERR_LOCK = threading.Lock()
 
 # One training iteration: returns (lifetime env steps sampled, smoothed episode return).

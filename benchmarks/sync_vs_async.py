@@ -63,7 +63,7 @@ Usage::
 
 ``--quick`` keeps only what the test checks (part a: SYNC and lock-step ASYNC with and without
 ``sample_async``; part b: 1 runner x 4 sub-envs; part c: lock-step vs first-ready) and times each
-for about 2 s, so its figures are rough. From Python (a notebook): ``run(parse_args([...]))``
+for about 1 s, so its figures are rough. From Python (a notebook): ``run(parse_args([...]))``
 returns the report and ``format_table(report)`` the table.
 """
 
@@ -173,13 +173,15 @@ class Settings:
 
 
 def quick_settings(s: Settings) -> Settings:
-    """``--quick``: what the test checks, timed for about 2 s each."""
+    """``--quick``: what the test checks, timed for about 1 s each (part a: at least one
+    iteration, 1.5 s with SYNC; parts b and c: at least 3 fragments, 1.2 s for lock-step c)."""
     return replace(
         s,
         a=replace(
             s.a,
             train_batch_size=300,
-            measure_s=2.0,
+            min_timed_iterations=1,
+            measure_s=1.0,
             vector_env_only_s=None,
             modes=s.a.modes[:3],
         ),
@@ -188,9 +190,9 @@ def quick_settings(s: Settings) -> Settings:
             num_env_runners=(1,),
             num_envs_per_env_runner=(4,),
             rows_per_fragment=128,
-            measure_s=1.5,
+            measure_s=0.5,
         ),
-        c=replace(s.c, modes=s.c.modes[1:], rows_per_fragment=160, measure_s=1.5),
+        c=replace(s.c, modes=s.c.modes[1:], rows_per_fragment=160, measure_s=0.75),
     )
 
 

@@ -19,7 +19,7 @@ def test_ppo_cartpole_benchmark_quick_run_writes_json_and_plot(tmp_path, run_ben
     for variant in ("rljax_fused", "rljax_host"):
         res = report["results"][variant]
         assert res["throughput_env_steps_per_s"] > 0
-        assert len(res["curve"]) == 3
+        assert len(res["curve"]) == 2
     # The fused variant's profile (ppo_profile.py): one round under --quick, every part timed.
     profile = report["results"]["rljax_fused"]["profile"]
     assert "profile" not in report["results"]["rljax_host"]
@@ -36,12 +36,15 @@ def test_ppo_cartpole_benchmark_quick_run_writes_json_and_plot(tmp_path, run_ben
 @pytest.mark.slow
 def test_off_policy_benchmarks_short_runs_write_json_and_plot(tmp_path, run_benchmark):
     # Two iterations each (the second one updating): the throughput is that of the second.
-    dqn = run_benchmark("dqn_cartpole.py", "--max-timesteps", "2000", "--out", str(tmp_path))
+    # DQN's two iterations end at 955 and 1918 env steps (measured, seed 0); updates from 1000 on.
+    dqn = run_benchmark("dqn_cartpole.py", "--max-timesteps", "1800", "--out", str(tmp_path))
     res = dqn["results"]["rljax"]
     assert res["status"] == "ok" and res["throughput_env_steps_per_s"] > 0
-    assert 2000 <= res["env_steps_total"] < 3000 and not res["reached_target"]
+    assert 1800 <= res["env_steps_total"] < 2800 and not res["reached_target"]
     assert "rllib" not in dqn["results"]  # only with --compare
     assert (tmp_path / "dqn_cartpole.png").stat().st_size > 10_000
+    curve = json.loads((tmp_path / "dqn_cartpole.json").read_text())["results"]["rljax"]["curve"]
+    assert len(curve) == 2 and curve[0]["updates"] == 0 and curve[1]["updates"] > 800
     sac = run_benchmark("sac_pendulum.py", "--max-timesteps", "1500", "--out", str(tmp_path))
     res = sac["results"]["rljax"]
     # 256x256 twin critics and actor, batch 256: about 0.55 GFLOP per update.
@@ -110,7 +113,9 @@ def test_appo_async_benchmark_reports_stragglers_per_runner(tmp_path, run_benchm
 
 
 @pytest.mark.slow
-def test_appo_atari_benchmark_quick_run_and_plot_only(tmp_path, run_benchmark):
+def test_appo_atari_benchmark_quick_run_and_plot_only(
+    tmp_path, run_benchmark, load_benchmark, monkeypatch, capsys
+):
     report = run_benchmark("appo_atari.py", "--quick", "--out", str(tmp_path))
     assert report == json.loads((tmp_path / "appo_atari.json").read_text())
     res = report["results"]
@@ -128,7 +133,13 @@ def test_appo_atari_benchmark_quick_run_and_plot_only(tmp_path, run_benchmark):
     (tmp_path / "appo_atari_curve.jsonl").write_text(
         "".join(json.dumps(p) + "\n" for p in curve) + '{"wall_s": 2'  # a line cut by a kill
     )
-    redrawn = run_benchmark("appo_atari.py", "--plot-only", "--out", str(tmp_path))
+    # The script's own command line, in this process: --plot-only trains nothing, so a
+    # subprocess would only add an interpreter's imports.
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its `from common import ...`
+    monkeypatch.setattr(sys, "argv", ["appo_atari.py", "--plot-only", "--out", str(tmp_path)])
+    capsys.readouterr()
+    load_benchmark("appo_atari").main()
+    redrawn = json.loads(capsys.readouterr().out)
     assert redrawn["results"]["iterations"] == 3
     assert redrawn["results"]["throughput_env_steps_per_s"] == pytest.approx(320.0)
     assert redrawn["results"]["return_first"] == -21.0
@@ -150,8 +161,9 @@ def test_multi_agent_benchmarks_short_runs(tmp_path, run_benchmark):
 
 @pytest.mark.slow
 def test_soak_short_run_reports_memory_and_no_recompilation(tmp_path, run_benchmark):
+    # 1.2 s: shorter than its minimum of 3 iterations, so it runs those 3.
     report = run_benchmark(
-        "soak.py", "--minutes", "0.1", "--sample-s", "1", "--env", "gym", "--out", str(tmp_path)
+        "soak.py", "--minutes", "0.02", "--sample-s", "1", "--env", "gym", "--out", str(tmp_path)
     )
     assert report == json.loads((tmp_path / "soak.json").read_text())
     assert report["iterations"] >= 2 and len(report["rss_mb"]) >= 2
