@@ -91,9 +91,11 @@ def test_multi_agent_notebook_is_saved_without_outputs():
 
 
 @pytest.mark.slow
-def test_multi_agent_notebook_runs(tmp_path):
+def test_multi_agent_notebook_runs(tmp_path, monkeypatch):
     """The tutorial's two CartPole agents (a policy each, 4 envs per runner) both reach 400,
-    also greedily; the learner beats the frozen rock player; tic-tac-toe games finish."""
+    also greedily; the learner beats the frozen rock player; tic-tac-toe games finish (in one
+    iteration: the notebook's ``RLJAX_NOTEBOOK_QUICK``)."""
+    monkeypatch.setenv("RLJAX_NOTEBOOK_QUICK", "1")  # the kernel inherits the environment
     code_cells, _ = execute_notebook(MULTI_AGENT, tmp_path, extra_cells=(MA_SUMMARY_CELL,))
     assert len(png_outputs(code_cells)) == 1
     lines = [ln for ln in stdout(code_cells[-1:]).splitlines() if ln.startswith(SUMMARY_MARKER)]
@@ -112,6 +114,7 @@ import json as _json
 print({SUMMARY_MARKER!r} + _json.dumps({{
     "seed_trials": len(analysis.trials),
     "seed_best_lr": analysis.best_config["lr"],
+    "seed_steps": [t.metrics["num_env_steps_sampled_lifetime"] for t in analysis.trials],
     "population_curves": {{k: [float(x) for x in v] for k, v in curves.items()}},
     "population_reached": int(reached),
     "pbt_perturbations": int(pbt.num_perturbations),
@@ -127,14 +130,17 @@ def test_tuning_notebook_is_saved_without_outputs():
 
 @pytest.mark.xla_optimized
 @pytest.mark.slow
-def test_tuning_notebook_runs(tmp_path):
-    """The seed's grid gives three trials; the 8-trial population learns CartPole (most trials
-    reach 450) and draws one plot; PBT on Acrobot perturbs and improves on a random policy."""
+def test_tuning_notebook_runs(tmp_path, monkeypatch):
+    """The seed's grid gives three trials (capped at 6,000 env steps each by the notebook's
+    ``RLJAX_NOTEBOOK_QUICK``); the 8-trial population learns CartPole (most trials reach 450)
+    and draws one plot; PBT on Acrobot perturbs and improves on a random policy."""
+    monkeypatch.setenv("RLJAX_NOTEBOOK_QUICK", "1")  # the kernel inherits the environment
     code_cells, _ = execute_notebook(TUNING, tmp_path, extra_cells=(TUNING_SUMMARY_CELL,))
     assert len(png_outputs(code_cells)) == 1
     lines = [ln for ln in stdout(code_cells[-1:]).splitlines() if ln.startswith(SUMMARY_MARKER)]
     summary = json.loads(lines[0][len(SUMMARY_MARKER) :])
     assert summary["seed_trials"] == 3 and summary["seed_best_lr"] in (1e-3, 5e-4, 1e-4)
+    assert all(0 < s <= 6_000 for s in summary["seed_steps"])  # the quick cap took effect
     curves = summary["population_curves"]
     assert len(curves) == 8
     assert summary["population_reached"] >= 6
