@@ -8,26 +8,50 @@ import pytest
 
 from rljax.utils.xla_options import with_host_devices
 
+# Runs each check script (with its arguments) in turn in this one process, as ``python script
+# args...`` would: ``sys.argv`` set, run as ``__main__``; each prints its JSON as its last line.
+_DRIVER = """
+import json, runpy, sys
+for argv in json.loads(sys.argv[1]):
+    sys.argv = argv
+    try:
+        runpy.run_path(argv[0], run_name="__main__")
+    except SystemExit as stop:
+        if stop.code:
+            raise
+    sys.stdout.flush()
+"""
 
-def run_check(script: str, devices: int, *args: str) -> tuple[dict, str]:
-    """Runs ``script`` (beside this file) in a subprocess with ``devices`` forced host devices;
-    its last stdout line as JSON, and its stderr."""
+
+def run_checks(devices: int, *calls: tuple[str, ...]) -> tuple[list[dict], str]:
+    """Runs the check scripts (beside this file; each call ``(script, *args)``) one after
+    another in one subprocess with ``devices`` forced host devices, so the imports and JAX's
+    start are paid once; the JSON each printed, in order, and the stderr."""
     env = dict(
         os.environ,
         XLA_FLAGS=with_host_devices(devices),
         JAX_PLATFORMS="cpu",
     )
-    path = Path(__file__).with_name(script)
+    argvs = [[str(Path(__file__).with_name(script)), *args] for script, *args in calls]
     proc = subprocess.run(
-        [sys.executable, str(path), *args], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", _DRIVER, json.dumps(argvs)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
+    outs = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(outs) == len(calls), proc.stdout[-4000:]
+    return outs, proc.stderr
 
 
 @pytest.mark.slow
-def test_update_on_one_two_and_four_devices_agrees():
-    out, _ = run_check("multidevice_check.py", 4)
+def test_ppo_updates_on_one_two_and_four_devices_agree():
+    """The host path's update (``multidevice_check.py``) and PPO on rljax's JAX CartPole
+    (``jax_env_multidevice_check.py``, each device stepping its shard of the envs) on 1, 2 and
+    4 devices: one subprocess with 4 host devices runs both."""
+    (out, jax_env), _ = run_checks(4, ("multidevice_check.py",), ("jax_env_multidevice_check.py",))
     assert out["all_reduce_in_hlo"], (
         "the 4-device update should average gradients with an all-reduce"
     )
@@ -39,36 +63,36 @@ def test_update_on_one_two_and_four_devices_agrees():
     assert out["train_steps"] == 512
     assert out["host_train_steps"] == 128
 
-
-@pytest.mark.slow
-def test_jax_env_ppo_on_one_two_and_four_devices_agrees():
     # Each device steps its shard of the JAX envs and learns on it, gradients averaged.
-    out, _ = run_check("jax_env_multidevice_check.py", 4)
-    one = out["runs"]["1"]
+    one = jax_env["runs"]["1"]
     for n in ("2", "4"):
-        run = out["runs"][n]
+        run = jax_env["runs"][n]
         assert run["episodes"] == one["episodes"]  # the same envs, actions and episodes
         policy_loss, vf_loss = run["losses"]
         assert abs(policy_loss - one["losses"][0]) < 1e-5
         assert vf_loss == pytest.approx(one["losses"][1], rel=1e-4)
         # After 16 Adam steps: its normalised steps turn float noise in near-zero gradient
         # components into differences of up to a step (lr 5e-5); measured 1.7e-4 and 2.0e-4.
-        assert out["max_abs_diff"][n] < 5e-4, out
+        assert jax_env["max_abs_diff"][n] < 5e-4, jax_env
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algo", ["DQN", "TD3"])
-def test_off_policy_update_on_two_learners_matches_one(algo):
-    out, _ = run_check("off_policy_multidevice_check.py", 2, algo)
-    assert out["all_reduce_in_hlo"], out
-    assert out["steps_1"] == out["steps_2"]
-    assert out["max_param_diff"] < 1e-5, out
-    assert abs(out["loss_1"] - out["loss_2"]) < 1e-5, out
+def test_off_policy_impala_and_appo_on_two_learners_match_one():
+    """DQN and TD3 (``off_policy_multidevice_check.py``), IMPALA and APPO
+    (``impala_multidevice_check.py``) with 2 learners against one: one subprocess with 2 host
+    devices runs all four."""
+    (dqn, td3, out), stderr = run_checks(
+        2,
+        ("off_policy_multidevice_check.py", "DQN"),
+        ("off_policy_multidevice_check.py", "TD3"),
+        ("impala_multidevice_check.py",),
+    )
+    for off in (dqn, td3):
+        assert off["all_reduce_in_hlo"], off
+        assert off["steps_1"] == off["steps_2"]
+        assert off["max_param_diff"] < 1e-5, off
+        assert abs(off["loss_1"] - off["loss_2"]) < 1e-5, off
 
-
-@pytest.mark.slow
-def test_impala_and_appo_on_two_learners_match_one():
-    out, stderr = run_check("impala_multidevice_check.py", 2)
     # Runner threads act while the update (which donates the train state) runs: the weights
     # they hold must be their own copies.
     assert "deleted or donated" not in stderr, stderr[-4000:]
