@@ -211,11 +211,13 @@ def test_two_processes_match_one_process(tmp_path: Path, algo: str) -> None:
 
 @pytest.mark.slow
 def test_killed_process_ends_the_run_with_process_group_error(tmp_path: Path) -> None:
-    # Process 1 dies at the start of iteration 2, process 0 waits in the update's collective.
+    # Process 1 dies once built, before its first iteration (no iteration to compile or run);
+    # the launcher ends process 0 wherever it is (building, or waiting in the first collective).
+    # test_survivor_of_a_dead_process_raises_and_ends has a process die mid-run.
     t0 = time.monotonic()
     with pytest.raises(distributed.ProcessGroupError, match="process 1 of 2 exited with status 3"):
         distributed.launch_local(
-            [sys.executable, str(WORKER), "ppo", str(tmp_path), "3", "1"],
+            [sys.executable, str(WORKER), "ppo", str(tmp_path), "3", "0"],
             2,
             env=_env(2),
             timeout_s=TIMEOUT_S,

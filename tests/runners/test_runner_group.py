@@ -174,7 +174,9 @@ def test_first_ready_batches_do_not_wait_for_a_slow_sub_env():
         )
         algo = cfg.build_algo()
         try:
-            algo.train()
+            # Warm up (sub-env processes started, the rollout compiled) without a learner update.
+            algo._runners.sample()
+            algo._runners.publish(algo._runner_params())
             start = time.perf_counter()
             group = algo._runners.sample()
             elapsed = time.perf_counter() - start

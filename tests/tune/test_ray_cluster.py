@@ -109,7 +109,7 @@ def _alive_node_ids() -> set[str]:
     return {n["NodeID"] for n in ray.nodes() if n["Alive"]}
 
 
-def test_four_trials_spread_over_both_nodes_from_the_cli(cluster, tmp_path, capsys):
+def test_two_trials_spread_over_both_nodes_from_the_cli(cluster, tmp_path, capsys):
     import yaml
     from ray import tune as ray_tune
 
@@ -121,7 +121,7 @@ def test_four_trials_spread_over_both_nodes_from_the_cli(cluster, tmp_path, caps
     assert request.bundles == [{"CPU": 1.0}, {"CPU": 1.0}] and request.strategy == "STRICT_PACK"
     experiment = {
         "algo": "PPO",
-        "param_space": {**TINY, "seed": {"grid_search": [0, 1, 2, 3]}},
+        "param_space": {**TINY, "seed": {"grid_search": [0, 1]}},
         "tune_config": {"metric": "env_runners/episode_return_mean", "mode": "max"},
         "run_config": {
             "name": "spread",
@@ -136,16 +136,17 @@ def test_four_trials_spread_over_both_nodes_from_the_cli(cluster, tmp_path, caps
     code = cli.main(["tune", "--config", str(path), "--ray-address", cluster.address])
     summary = json.loads(capsys.readouterr().out)
     assert code == 0, summary
-    assert summary["num_trials"] == 4 and summary["num_errors"] == 0
+    assert summary["num_trials"] == 2 and summary["num_errors"] == 0
     assert summary["ray_address"] == cluster.address
     assert summary["best_trial"]["training_iteration"] == 1
     # Tune's own record of the trials: each one's last result.
     results = ray_tune.ExperimentAnalysis(summary["experiment_path"]).results
-    assert len(results) == 4
+    assert len(results) == 2
     nodes = [r["node_id"] for r in results.values()]
-    # 2 CPUs a trial, 2 a node: two trials at a time, one on each node.
+    # 2 CPUs a trial, 2 a node: the two trials run at once, one on each node (trials of 1 CPU
+    # could share the head node).
     assert set(nodes) == _alive_node_ids() and len(set(nodes)) == 2
-    assert sorted(r["config"]["seed"] for r in results.values()) == [0, 1, 2, 3]
+    assert sorted(r["config"]["seed"] for r in results.values()) == [0, 1]
     for r in results.values():
         assert r["training_iteration"] == 1
         assert r["num_env_steps_sampled_lifetime"] == BATCH
