@@ -1,6 +1,7 @@
-"""The jobs ``Algorithm`` hands out live in modules of their own: each imports first in a fresh
-interpreter, the inference module imports nothing of ``rljax.algorithms`` at module level, and
-the names that moved stay importable from ``rljax.algorithms.algorithm`` as the same objects."""
+"""The jobs ``Algorithm`` hands out live in modules of their own: each imports first (no rljax
+module loaded before it), the inference module imports nothing of ``rljax.algorithms`` at
+module level, and the names that moved stay importable from ``rljax.algorithms.algorithm`` as
+the same objects."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def test_moved_names_stay_importable_from_algorithm(name):
     assert getattr(algorithm, name) is getattr(MOVED[name], name)
 
 
-@pytest.mark.slow  # an interpreter per module
+@pytest.mark.slow  # an interpreter importing each module in turn
 def test_each_new_module_imports_first_in_a_fresh_interpreter():
     modules = [
         m.__name__
@@ -72,21 +73,33 @@ def test_each_new_module_imports_first_in_a_fresh_interpreter():
             algorithm_evaluation,
         )
     ] + [runner_hooks.__name__]
-    # One interpreter per module (a circular import shows only when that module comes first),
-    # all started at once.
-    procs = {
-        module: subprocess.Popen(
-            [sys.executable, "-c", f"import {module}"],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for module in modules
-    }
-    for module, proc in procs.items():
-        _, err = proc.communicate(timeout=300)  # a hang guard only
-        assert proc.returncode == 0, f"import {module}: {err[-2000:]}"
+    # A circular import shows only when that module comes first. One interpreter imports each
+    # module in turn, with every ``rljax`` module dropped from ``sys.modules`` before it: each
+    # import starts from a fresh interpreter's state of rljax (no rljax module loaded; only
+    # third-party packages, which import no rljax, stay), without one interpreter start each.
+    script = """
+import importlib, sys, traceback
+failed = []
+for module in sys.argv[1:]:
+    for name in [n for n in sys.modules if n == "rljax" or n.startswith("rljax.")]:
+        del sys.modules[name]
+    try:
+        importlib.import_module(module)
+        assert sys.modules[module].__name__ == module
+    except BaseException:
+        failed.append(module + ": " + traceback.format_exc()[-2000:])
+    print("imported", module, flush=True)
+sys.exit("\\n".join(failed) or None)
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *modules],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang guard only
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.split() == [w for m in modules for w in ("imported", m)]
 
 
 @pytest.mark.parametrize("module", [rl_module, inference], ids=lambda m: m.__name__)

@@ -199,8 +199,9 @@ def test_dqn_on_a_gymnasium_env_through_runners():
 
 
 @pytest.mark.slow  # moved out of the fast tier's 4 minutes (12 s alone)
-def test_sac_actions_respect_the_bounds_and_explore():
-    algo = _small_sac().build_algo()
+def test_sac_actions_respect_the_bounds_and_explore_and_checkpoints_store_its_buffer(tmp_path):
+    # One SAC build for both checks: its actions, then store_buffer_in_checkpoints.
+    algo = _small_sac(store_buffer_in_checkpoints=True).build_algo()
     try:
         algo.train()
         obs = np.zeros((256, 3), np.float32)
@@ -210,34 +211,44 @@ def test_sac_actions_respect_the_bounds_and_explore():
         assert np.ptp(greedy) == 0 and np.std(sampled) > 0.1
         out = algo.get_module().forward_inference({"obs": obs[:4]})
         assert out["action_dist_inputs"].shape == (4, 2)
+        algo.save_to_path(tmp_path / "sac")
+        restored = Algorithm.from_checkpoint(tmp_path / "sac")
+        try:
+            size = np.asarray(restored.state.buffer.size)
+            assert int(size.sum()) == 100  # 100 env steps per iteration, auto-resets included
+            assert restored.config.store_buffer_in_checkpoints is True
+        finally:
+            restored.stop()
     finally:
         algo.stop()
 
 
-@pytest.mark.parametrize("include", [True, False])
 @pytest.mark.slow
-def test_checkpoint_with_and_without_the_replay_buffer(tmp_path, include):
+def test_checkpoint_with_and_without_the_replay_buffer(tmp_path):
+    # One trained algorithm saved both ways; each checkpoint restored on its own.
     algo = _small_dqn().build_algo()
     try:
         for _ in range(2):
             algo.train()
-        algo.save_to_path(tmp_path / "dqn", include_replay_buffer=include)
-        restored = Algorithm.from_checkpoint(tmp_path / "dqn")
-        try:
-            s, r = jax.device_get(algo.state), jax.device_get(restored.state)
-            same = jax.tree.map(np.array_equal, s.learner, r.learner)
-            assert all(jax.tree.leaves(same))
-            assert int(r.timestep) == int(s.timestep) == algo.num_env_steps_sampled_lifetime
-            assert int(r.num_updates) == int(s.num_updates)
-            np.testing.assert_array_equal(r.key, s.key)
-            if include:
-                buffers = jax.tree.map(np.array_equal, s.buffer, r.buffer)
-                assert all(jax.tree.leaves(buffers))
-            else:
-                assert int(np.sum(r.buffer.size)) == 0
-            assert restored.train()["training_iteration"] == 3
-        finally:
-            restored.stop()
+        for include in (True, False):
+            path = tmp_path / f"dqn-{include}"
+            algo.save_to_path(path, include_replay_buffer=include)
+            restored = Algorithm.from_checkpoint(path)
+            try:
+                s, r = jax.device_get(algo.state), jax.device_get(restored.state)
+                same = jax.tree.map(np.array_equal, s.learner, r.learner)
+                assert all(jax.tree.leaves(same))
+                assert int(r.timestep) == int(s.timestep) == algo.num_env_steps_sampled_lifetime
+                assert int(r.num_updates) == int(s.num_updates)
+                np.testing.assert_array_equal(r.key, s.key)
+                if include:
+                    buffers = jax.tree.map(np.array_equal, s.buffer, r.buffer)
+                    assert all(jax.tree.leaves(buffers))
+                else:
+                    assert int(np.sum(r.buffer.size)) == 0
+                assert restored.train()["training_iteration"] == 3
+            finally:
+                restored.stop()
     finally:
         algo.stop()
 
@@ -304,23 +315,6 @@ def test_learner_states_keep_the_checkpoint_trees_of_their_dicts():
     finally:
         dqn.stop()
         sac.stop()
-
-
-@pytest.mark.slow
-def test_store_buffer_in_checkpoints_switch(tmp_path):
-    algo = _small_sac(store_buffer_in_checkpoints=True).build_algo()
-    try:
-        algo.train()
-        algo.save_to_path(tmp_path / "sac")
-        restored = Algorithm.from_checkpoint(tmp_path / "sac")
-        try:
-            size = np.asarray(restored.state.buffer.size)
-            assert int(size.sum()) == 100  # 100 env steps per iteration, auto-resets included
-            assert restored.config.store_buffer_in_checkpoints is True
-        finally:
-            restored.stop()
-    finally:
-        algo.stop()
 
 
 @pytest.mark.slow
