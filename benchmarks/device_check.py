@@ -49,7 +49,7 @@ Usage::
     python benchmarks/device_check.py --cases ppo_envpool sac_envpool
 
 ``--quick`` runs 3 iterations of tiny configs (4 sub-envs, fcnet [16]) with XLA's optimization
-level lowered to compile faster (``common.QUICK_XLA_FLAGS``); its figures mean nothing.
+optimisations off to compile faster (``common.QUICK_ENV``); its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, quick_xla_flags, save_report  # noqa: E402
+from common import machine_info, save_report, set_quick_compilation  # noqa: E402
 
 START = time.perf_counter()
 PACKAGES = [
@@ -497,7 +497,7 @@ def main() -> None:
     if args.iterations is not None and args.iterations < 2:
         p.error("--iterations: at least 2 (the first one compiles)")
     if args.quick:
-        os.environ["XLA_FLAGS"] = quick_xla_flags()
+        set_quick_compilation()
     import jax
     from jax import monitoring
 

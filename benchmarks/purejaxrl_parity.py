@@ -29,7 +29,6 @@ import argparse
 import importlib.util
 import json
 import math
-import os
 import shlex
 import subprocess
 import sys
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, quick_xla_flags, save_report  # noqa: E402
+from common import machine_info, quick_env, save_report, set_quick_compilation  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 NUM_ENVS, NUM_STEPS = 4, 128
@@ -163,7 +162,7 @@ def run_baseline(
         str(total_steps),
         *(extra or []),
     ]
-    env = {**os.environ, "XLA_FLAGS": quick_xla_flags()} if quick else None
+    env = quick_env() if quick else None
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
@@ -264,8 +263,7 @@ def main() -> None:
     p.add_argument("--out", default="results")
     a = p.parse_args()
     if a.quick:
-        # Before JAX starts: XLA reads its flags once.
-        os.environ["XLA_FLAGS"] = quick_xla_flags()
+        set_quick_compilation()
         a.seeds, a.total_steps, a.window = a.seeds[:1], 10 * NUM_ENVS * NUM_STEPS, 1024
     variants = list(a.variants) + (list(ABLATIONS) if a.ablation else [])
     for v in variants:

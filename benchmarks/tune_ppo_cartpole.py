@@ -301,7 +301,7 @@ def run_variant(
     if quick:
         cmd.append("--quick")
     print(f"[{part}:{variant}] running ...", file=sys.stderr, flush=True)
-    # --quick compiles at XLA's lowest optimization level (its figures mean nothing).
+    # --quick compiles with most of XLA's optimisations off (its figures mean nothing).
     env = quick_env() if quick else None
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
