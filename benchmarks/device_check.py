@@ -48,7 +48,7 @@ Usage::
     python benchmarks/device_check.py --quick         # smoke test on a CPU: tiny sizes, < 40 s
     python benchmarks/device_check.py --cases ppo_envpool sac_envpool
 
-``--quick`` runs 3 iterations of tiny configs (4 sub-envs, fcnet [16]) with XLA's optimization
+``--quick`` runs 3 iterations of tiny configs (4 sub-envs, fcnet [16]) with most of XLA's
 optimisations off to compile faster (``common.QUICK_ENV``); its figures mean nothing.
 """
 
