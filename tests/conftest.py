@@ -81,9 +81,12 @@ def run_benchmark():
 
 
 @pytest.fixture
-def load_benchmark():
+def load_benchmark(monkeypatch):
     """``load_benchmark(name)``: the module ``benchmarks/<name>.py``, imported from its file
-    (so a test measures or trains with the benchmark's own settings and envs)."""
+    (so a test measures or trains with the benchmark's own settings and envs), with
+    ``benchmarks/`` on ``sys.path`` for the test, as ``python benchmarks/<name>.py`` has it (the
+    scripts import their sibling ``common``)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
 
     def load(name: str):
         spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")

@@ -135,7 +135,6 @@ def test_appo_atari_benchmark_quick_run_and_plot_only(
     )
     # The script's own command line, in this process: --plot-only trains nothing, so a
     # subprocess would only add an interpreter's imports.
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its `from common import ...`
     monkeypatch.setattr(sys, "argv", ["appo_atari.py", "--plot-only", "--out", str(tmp_path)])
     capsys.readouterr()
     load_benchmark("appo_atari").main()
