@@ -452,8 +452,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         "num_env_steps_sampled_lifetime": result.get("num_env_steps_sampled_lifetime"),
         "time_total_s": result.get("time_total_s"),
         "wall_time_s": time.perf_counter() - start,
-        "env_steps_per_s": (result.get("num_env_steps_sampled_lifetime") or 0)
-        / max(result.get("time_total_s") or 1e-9, 1e-9),
+        # The progress bar's figure (train() time of the iterations after the first, which
+        # compiles); None when the run stopped after one iteration.
+        "env_steps_per_s": bar.steps_per_second() if bar is not None else None,
         "checkpoint": str(args.checkpoint_dir) if args.checkpoint_dir else None,
         "logdir": str(args.logdir) if args.logdir else None,
     }

@@ -28,6 +28,13 @@ def test_train_to_reward_then_evaluate(tmp_path, capsys):
     summary = json.loads(captured.out)
     assert summary["stopped_by"] == "stop-reward" and summary["episode_return_mean"] >= 450
     assert "return=" in captured.err and "steps/s=" in captured.err  # the live progress bar
+    # One throughput figure: the summary's is the bar's last one (compilation left out).
+    shown = re.findall(r"\bsteps/s=([\d,]+)", captured.err)[-1]
+    assert f"{summary['env_steps_per_s']:,.0f}" == shown
+    assert (
+        summary["env_steps_per_s"]
+        > summary["num_env_steps_sampled_lifetime"] / summary["time_total_s"]
+    )
     assert main(["evaluate", str(ckpt), "--episodes", "3"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["episodes"] == 3 and out["episode_return_mean"] >= 400
