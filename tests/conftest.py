@@ -61,6 +61,18 @@ def pytest_unconfigure(config):
         shutil.rmtree(directory, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _tempfile_under_pytests_directory(tmp_path_factory):
+    """What the tests' own process makes with ``tempfile`` (``algo.save()``'s default
+    directory, the example scripts' checkpoints, Jupyter kernels' connection files) goes under
+    pytest's temporary directory, which pytest prunes, instead of staying in /tmp after every
+    run. Subprocesses keep their ``TMPDIR`` (Ray's socket paths must stay short)."""
+    before = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tempfile"))
+    yield
+    tempfile.tempdir = before
+
+
 @pytest.fixture
 def run_benchmark():
     """Runs ``benchmarks/<script> *args`` as a user would; returns the JSON it printed."""

@@ -19,7 +19,13 @@ CELL_TIMEOUT_S = 300
 def _kernel_manager(tmp_path: Path) -> KernelManager:
     """A kernel on this interpreter, whatever kernel specs the machine has."""
     kernels = tmp_path / "kernels"
-    env = {"JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"), "PYTHONUNBUFFERED": "1"}
+    scratch = tmp_path / "tmp"  # the notebook's tempfile directories (the tuning trials' files)
+    scratch.mkdir()
+    env = {
+        "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
+        "PYTHONUNBUFFERED": "1",
+        "TMPDIR": str(scratch),
+    }
     write_kernel_spec(kernels / KERNEL_NAME, overrides={"display_name": KERNEL_NAME, "env": env})
     spec_manager = KernelSpecManager(kernel_dirs=[str(kernels)])
     assert spec_manager.get_kernel_spec(KERNEL_NAME).argv[0] == sys.executable
