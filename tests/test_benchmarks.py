@@ -351,7 +351,7 @@ def test_purejaxrl_parity_quick_run_scores_every_system_by_env_steps(tmp_path, r
         "vf_loss_coeff": 0.25,
     }
     baseline = report["results"]["baseline"]
-    if importlib.util.find_spec("gymnax") is None:  # the test extra does not install it
+    if importlib.util.find_spec("gymnax") is None:  # an install without the gymnax extra
         assert baseline["status"] == "not installed"
     else:
         plotted = baseline["per_seed"]["0"]["purejaxrl_plotted_return"]

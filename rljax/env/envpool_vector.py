@@ -144,7 +144,8 @@ def envpool_kwargs(spec: EnvSpec) -> dict[str, Any]:
 def channels_last_space(space: gym.spaces.Box) -> gym.spaces.Box:
     """An EnvPool Atari observation space ``[S, H, W]`` as RLlib's ``[H, W, S]``."""
     low, high = (np.moveaxis(np.asarray(b), 0, -1) for b in (space.low, space.high))
-    return gym.spaces.Box(low, high, dtype=space.dtype)
+    dtype: Any = space.dtype  # gymnasium < 1.4 types Box's dtype as a scalar type
+    return gym.spaces.Box(low, high, dtype=dtype)
 
 
 class ChannelsLastAtari:

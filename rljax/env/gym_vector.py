@@ -238,6 +238,7 @@ class GymVectorHostEnv:
         return list(envs)
 
     def reset(self) -> StepResult:
+        obs: Any
         obs, info = self.env.reset(seed=self.seed)
         n = self.num_envs
         return StepResult(
@@ -253,6 +254,10 @@ class GymVectorHostEnv:
 
     def step(self, action: np.ndarray, env_id: np.ndarray) -> StepResult:
         del env_id  # every sub-env steps together, in env-id order
+        obs: Any
+        rew: Any
+        term: Any
+        trunc: Any
         obs, rew, term, trunc, info = self.env.step(action)
         return StepResult(
             obs,

@@ -12,7 +12,7 @@ import contextlib
 import multiprocessing as mp
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 from gymnasium.vector.utils import CloudpickleWrapper
@@ -21,10 +21,11 @@ from rljax.env.multi_agent_env import AgentID, MultiAgentEnv
 from rljax.env.workers import main_hidden, sigint_blocked
 
 
-def _worker(env_fn: CloudpickleWrapper[MultiAgentEnv], pipe: Any, parent_end: Any) -> None:
+def _worker(env_fn: CloudpickleWrapper, pipe: Any, parent_end: Any) -> None:
     parent_end.close()
     try:
-        env = env_fn()
+        # (gymnasium < 1.4's CloudpickleWrapper takes no type parameter to say it)
+        env = cast(MultiAgentEnv, env_fn())
         agents = list(env.possible_agents)
         spaces = (
             {a: env.get_observation_space(a) for a in agents},

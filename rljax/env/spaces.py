@@ -140,7 +140,7 @@ def _space_from_data(data: Any, budget: _Budget, depth: int) -> gym.Space:
         if any(n < 0 for n in shape):
             raise ValueError(f"shape {shape}")
         budget.take_elements(math.prod(shape), f"a Box of shape {list(shape)}")
-        dtype = _number_dtype(data["dtype"])
+        dtype: Any = _number_dtype(data["dtype"])  # gymnasium < 1.4 types Box's dtype narrower
         low = _bound_array(data["low"], shape, dtype)
         high = _bound_array(data["high"], shape, dtype)
         return gym.spaces.Box(low, high, shape, dtype)

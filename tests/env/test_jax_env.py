@@ -1,6 +1,8 @@
 """The JAX env protocol: same-step auto-reset, time-limit truncation and resolution by name,
 checked by hand on a scripted env."""
 
+from pathlib import Path
+
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
@@ -334,3 +336,13 @@ def test_rljax_breakout_minatar_starts_at_either_wall():
         for s, _ in (env.reset(jax.random.PRNGKey(i)) for i in range(20))
     }
     assert starts == {(0, 2), (9, 3)}
+
+
+def test_the_test_extra_installs_each_jax_env_library_as_its_extra_pins_it():
+    # The suite runs the adapters' tests only where the libraries are installed: the test
+    # extra must bring each of them, at the pins its own extra gives users.
+    tomllib = pytest.importorskip("tomllib")
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    for name in ("gymnax", "jumanji", "brax", "jaxmarl", "pgx"):
+        assert extras[name] and set(extras[name]) <= set(extras["test"]), name

@@ -86,7 +86,9 @@ class ActionBounds:
                 "Use DQN or PPO for discrete actions"
             )
         return cls(
-            np.asarray(space.low, np.float32), np.asarray(space.high, np.float32), space.dtype
+            np.asarray(space.low, np.float32),
+            np.asarray(space.high, np.float32),
+            np.dtype(space.dtype),
         )
 
     @overload

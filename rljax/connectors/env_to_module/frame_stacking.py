@@ -73,10 +73,11 @@ class FrameStackingEnvToModule(ConnectorV2):
                 f"observation space is {describe(space)}"
             )
         k = self.num_frames
+        dtype: Any = space.dtype  # gymnasium < 1.4 types Box's dtype as a scalar type
         return gym.spaces.Box(
             np.concatenate([space.low] * k, axis=-1),
             np.concatenate([space.high] * k, axis=-1),
-            dtype=space.dtype,
+            dtype=dtype,
         )
 
     def __call__(

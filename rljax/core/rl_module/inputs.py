@@ -28,7 +28,9 @@ def _checked_leaf(space: gym.Space, obs: Any, batched: bool, where: str = "obser
             f"(expected shape {expected})"
         )
     if isinstance(space, gym.spaces.Box):
-        if not (np.can_cast(arr.dtype, space.dtype, "same_kind") or arr.dtype.kind in "iub"):
+        if not (
+            np.can_cast(arr.dtype, np.dtype(space.dtype), "same_kind") or arr.dtype.kind in "iub"
+        ):
             raise ValueError(
                 f"{where} dtype {arr.dtype} does not fit the observation space dtype {space.dtype}"
             )

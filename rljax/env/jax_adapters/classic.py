@@ -52,7 +52,8 @@ class CartPole:
             )
         high = np.array([X_LIMIT * 2, np.inf, THETA_LIMIT * 2, np.inf], np.float32)
         self.observation_space = gym.spaces.Box(-high, high, (4,), np.float32)
-        self.action_space = gym.spaces.Discrete(2)
+        actions: gym.spaces.Discrete[Any] = gym.spaces.Discrete(2)
+        self.action_space = actions
 
     def reset(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
         state = jax.random.uniform(key, (4,), jnp.float32, -0.05, 0.05)

@@ -57,7 +57,7 @@ def to_gym_space(space: Any) -> gym.Space:
         return gym.spaces.Discrete(int(space.n))
     if isinstance(space, spaces.Box):
         shape = tuple(int(d) for d in np.atleast_1d(space.shape))  # Hanabi's is an int
-        dtype = np.dtype(space.dtype)
+        dtype: Any = np.dtype(space.dtype)  # gymnasium < 1.4 types Box's dtype narrower
         low = np.broadcast_to(np.asarray(space.low, dtype), shape)
         high = np.broadcast_to(np.asarray(space.high, dtype), shape)
         return gym.spaces.Box(low, high, shape, dtype)

@@ -43,7 +43,7 @@ def action_space(spec: Any) -> gym.Space:
     if isinstance(spec, specs.MultiDiscreteArray):
         return gym.spaces.MultiDiscrete(np.asarray(spec.num_values).astype(np.int64))
     if isinstance(spec, specs.BoundedArray):
-        dtype = np.dtype(spec.dtype)
+        dtype: Any = np.dtype(spec.dtype)  # gymnasium < 1.4 types Box's dtype narrower
         shape = tuple(spec.shape)
         low = np.broadcast_to(np.asarray(spec.minimum, dtype), shape)
         high = np.broadcast_to(np.asarray(spec.maximum, dtype), shape)

@@ -66,7 +66,8 @@ class BreakoutMinAtar:
                 f"{sorted(config)}"
             )
         self.observation_space = gym.spaces.Box(0.0, 1.0, (SIZE, SIZE, 4), np.float32)
-        self.action_space = gym.spaces.Discrete(3)
+        actions: gym.spaces.Discrete[Any] = gym.spaces.Discrete(3)
+        self.action_space = actions
 
     @staticmethod
     def observe(s: BreakoutState) -> jax.Array:

@@ -78,7 +78,8 @@ class PgxEnv:
             mask = gym.spaces.Box(0.0, 1.0, (self.env.num_actions,), np.float32)
             space = gym.spaces.Dict({"action_mask": mask, "observations": space})
         self.observation_spaces = dict.fromkeys(self.agents, space)
-        self.action_spaces = {a: gym.spaces.Discrete(self.env.num_actions) for a in self.agents}
+        actions: gym.spaces.Discrete[Any] = gym.spaces.Discrete(self.env.num_actions)
+        self.action_spaces = dict.fromkeys(self.agents, actions)
 
     def _obs(self, state: Any) -> dict[str, Any]:
         boards = {

@@ -127,7 +127,7 @@ class HierarchicalSixRoomEnv(MultiAgentEnv):
         self.possible_agents = ["high_level_agent", *walkers]
         self.agents = list(self.possible_agents)
         super().__init__()
-        cells = gym.spaces.Discrete(len(self.map) * len(self.map[0]))
+        cells: gym.spaces.Discrete[Any] = gym.spaces.Discrete(len(self.map) * len(self.map[0]))
         self.observation_spaces = {
             "high_level_agent": cells,
             **{w: gym.spaces.Tuple((cells, cells)) for w in walkers},

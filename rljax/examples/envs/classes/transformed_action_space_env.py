@@ -23,7 +23,8 @@ class ActionTransform(gym.ActionWrapper):
         if not high > low:
             raise ValueError(f"ActionTransform(low={low!r}, high={high!r}): use low < high")
         self._low, self._high = float(low), float(high)
-        self.action_space = gym.spaces.Box(self._low, self._high, inner.shape, inner.dtype)
+        dtype: Any = inner.dtype  # gymnasium < 1.4 types Box's dtype as a scalar type
+        self.action_space = gym.spaces.Box(self._low, self._high, inner.shape, dtype)
 
     def action(self, action: Any) -> np.ndarray:
         inner = self.env.action_space

@@ -30,7 +30,7 @@ class DoubleRowCorridorEnv(MultiAgentEnv):
         self.agents = list(self.possible_agents)
         super().__init__()
         self._obs_space = gym.spaces.Box(0, self.length - 1, shape=(2,), dtype=np.int32)
-        self._act_space = gym.spaces.Discrete(4)
+        self._act_space: gym.spaces.Discrete[Any] = gym.spaces.Discrete(4)
         self.agent_pos: dict[str, list[int]] = {}
         self.goals: dict[str, list[int]] = {}
         self.terminateds: dict[str, bool] = {}
