@@ -28,10 +28,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import queue
+import threading
 import time
 import uuid
 from collections.abc import Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -462,30 +463,45 @@ class Tuner:
         cap = self.tune_config.max_concurrent_trials
         assert cap is not None
         pending = list(batches)
-        running: dict[Future[None], int] = {}
+        running: dict[int, int] = {}  # a batch's thread's number: its number of trials
+        finished: queue.Queue[tuple[int, BaseException | None]] = queue.Queue()
         failure: BaseException | None = None
-        pool = ThreadPoolExecutor(max_workers=min(cap, len(batches)), thread_name_prefix="trial")
+
+        def drive(number: int, batch: list[tuple[int, str]]) -> None:
+            error: BaseException | None = None
+            try:
+                self._run_batch(fit, batch, True)
+            except BaseException as e:
+                error = e
+            finished.put((number, error))
+
+        # Daemon threads, not a ThreadPoolExecutor: the interpreter joins an executor's
+        # threads when it exits, so after Ctrl-C one thread still blocked (on its killed
+        # worker, or on a future's lock: concurrent.futures.wait() takes its futures' locks
+        # one by one, and a KeyboardInterrupt between two leaves one held) kept the script
+        # from ending. The workers are killed; nothing is left for these threads to finish.
+        started = 0
         try:
             while pending or running:
                 while pending and failure is None and not (fit.stopped or fit.past_deadline()):
                     if running and sum(running.values()) + len(pending[0]) > cap:
                         break
                     batch = pending.pop(0)
-                    running[pool.submit(self._run_batch, fit, batch, True)] = len(batch)
+                    running[started] = len(batch)
+                    threading.Thread(
+                        target=drive, args=(started, batch), name=f"trial-{started}", daemon=True
+                    ).start()
+                    started += 1
                 if not running:
                     break
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    del running[future]
-                    error = future.exception()
-                    if error is not None and failure is None:
-                        failure, fit.aborted = error, True
+                number, error = finished.get()
+                del running[number]
+                if error is not None and failure is None:
+                    failure, fit.aborted = error, True
         except BaseException:
             fit.interrupted = fit.aborted = True
             Worker.kill_all()
             raise
-        finally:
-            pool.shutdown(wait=not fit.interrupted, cancel_futures=True)
         if failure is not None:
             raise failure
 
