@@ -1,8 +1,8 @@
 """The JaxMARL adapter ("jaxmarl:<MPE id>", "jaxmarl:overcooked", "jaxmarl:hanabi",
-"jaxmarl:HeuristicEnemySMAX"): spaces, steps against JaxMARL's own, the time limit as
-truncation, Hanabi's turns and legal-move masks, SMAX's units ending their episodes apart,
-refusals, and multi-agent PPO improving on simple_spread and running on Overcooked, Hanabi and
-SMAX in one program."""
+"jaxmarl:HeuristicEnemySMAX", "jaxmarl:coin_game"): spaces, steps against JaxMARL's own, the
+time limit as truncation, Hanabi's turns and legal-move masks, SMAX's units ending their
+episodes apart, refusals, and multi-agent PPO improving on simple_spread and running on
+Overcooked, Hanabi, SMAX and the Coin Game in one program."""
 
 import gymnasium as gym
 import jax
@@ -71,7 +71,7 @@ def test_one_step_matches_jaxmarls_step_env_and_the_limit_truncates():
 def test_unknown_and_non_mpe_ids_are_refused_naming_the_mpe_tasks():
     with pytest.raises(ConfigError, match="did you mean 'MPE_simple_spread_v3'"):
         make_jax_multi_agent_env("jaxmarl:MPE_simple_sprad_v3", {})
-    with pytest.raises(ConfigError, match="MPE tasks, Overcooked, Hanabi and SMAX"):
+    with pytest.raises(ConfigError, match="MPE tasks, Overcooked, Hanabi, SMAX and the Coin Game"):
         make_jax_multi_agent_env("jaxmarl:LearnedPolicyEnemySMAX", {})
     with pytest.raises(ConfigError, match="scenario '3mm' .*did you mean '3m'"):
         make_jax_multi_agent_env("jaxmarl:HeuristicEnemySMAX", {"scenario": "3mm"})
@@ -119,6 +119,44 @@ def test_overcooked_spaces_steps_and_shaped_reward_match_jaxmarl():
 def test_ppo_runs_overcooked_in_one_program():
     result = _two_iterations_in_one_program("jaxmarl:overcooked", {"max_episode_steps": 8}, 8)
     # 2 envs x 8 steps per iteration; every episode is cut at 8 steps.
+    assert result["env_runners"]["num_env_steps_sampled"] == 16
+    assert result["env_runners"]["episode_len_mean"] == 8
+
+
+def test_coin_game_steps_as_jaxmarls_and_its_episode_is_truncated_after_all_its_games():
+    """Two games of three steps: the coins are placed anew after step 3 (inside the episode),
+    and the episode ends, truncated for both agents, after step 6."""
+    config = {"num_inner_steps": 3, "num_outer_steps": 2}
+    env = make_jax_multi_agent_env("jaxmarl:coin_game", config)
+    ref = jaxmarl.make("coin_game", **config)
+    assert env.agents == ["0", "1"] and env.max_episode_steps == 6
+    space = env.observation_spaces["0"]
+    assert space == gym.spaces.Box(0.0, 1.0, (36,), np.float32)
+    assert env.action_spaces["1"] == gym.spaces.Discrete(5)
+    key = jax.random.PRNGKey(3)
+    state, obs = env.reset(key)
+    ref_obs, ref_state = ref.reset(key)
+    for t in range(6):
+        key, k = jax.random.split(key)
+        actions = {"0": jnp.int32(t % 5), "1": jnp.int32((2 * t + 1) % 5)}
+        state, obs, rewards, term, trunc, _ = env.step(state, actions, k)
+        ref_obs, ref_state, ref_rewards, ref_dones, info = ref.step_env(k, ref_state, actions)
+        assert bool(info["inner_episode_done"]) == (t in (2, 5))
+        for a in env.agents:
+            assert obs[a].dtype == jnp.float32 and space.contains(np.asarray(obs[a]))
+            np.testing.assert_array_equal(obs[a], ref_obs[a])
+            assert float(rewards[a]) == float(ref_rewards[a])
+            assert not bool(term[a]) and bool(trunc[a]) == (t == 5)
+    with pytest.raises(ConfigError, match=r"max_episode_steps=8; its episode is num_outer_steps"):
+        make_jax_multi_agent_env("jaxmarl:coin_game", {"max_episode_steps": 8})
+
+
+@pytest.mark.slow
+def test_ppo_runs_the_coin_game_in_one_program():
+    result = _two_iterations_in_one_program(
+        "jaxmarl:coin_game", {"num_inner_steps": 4, "num_outer_steps": 2}, 8
+    )
+    # 2 envs x 8 steps per iteration; every episode is two games of 4 steps.
     assert result["env_runners"]["num_env_steps_sampled"] == 16
     assert result["env_runners"]["episode_len_mean"] == 8
 

@@ -1,5 +1,5 @@
-"""JaxMARL's MPE tasks (``"jaxmarl:MPE_simple_spread_v3"``) and Overcooked
-(``"jaxmarl:overcooked"``) as ``JaxMultiAgentEnv``s.
+"""JaxMARL's MPE tasks (``"jaxmarl:MPE_simple_spread_v3"``), Overcooked
+(``"jaxmarl:overcooked"``), Hanabi, SMAX and the Coin Game as ``JaxMultiAgentEnv``s.
 
 ``env_config`` holds the task's keyword arguments (``{"num_agents": 4, "local_ratio": 0.5}``);
 ``max_episode_steps`` is accepted as RLlib's name for the task's ``max_steps``. An MPE or
@@ -33,6 +33,15 @@ termination, and so is a unit's death for its agent; the time limit is truncatio
 agents still alive (``max_episode_steps``, JaxMARL's ``max_steps``, default 100; JaxMARL checks
 the step count before counting the step, so an episode ends after ``max_steps + 1`` steps, as
 its MPE tasks do). Discrete actions only (``action_type="discrete"``, SMAX's default).
+
+The Coin Game (``"jaxmarl:coin_game"``; ``env_config``: ``num_inner_steps``,
+``num_outer_steps``, ``cnn``, ``egocentric``, ``shared_rewards``, ``payoff_matrix``) is a
+two-agent social dilemma whose episode is ``num_outer_steps`` games of ``num_inner_steps``
+steps (10 x 10 by default; the coins and agents are placed anew between games, inside the
+episode). The episode's end is its time limit, truncation for both agents, as for MPE; the
+limit is set by those two numbers, so ``max_episode_steps`` is refused. Observations (the
+grid's 0/1 planes, flat unless ``cnn``) are float32 Boxes in [0, 1] (JaxMARL returns int8
+while declaring uint8).
 
 Other JaxMARL families are refused by name: they have not been checked against rljax yet.
 """
@@ -76,8 +85,9 @@ SMAX_IDS = ("HeuristicEnemySMAX", "SMAX")
 
 
 def supported_ids() -> list[str]:
-    """The JaxMARL ids rljax runs: the MPE tasks, Overcooked, Hanabi and SMAX."""
-    return [*mpe_ids(), "overcooked", "hanabi", *SMAX_IDS]
+    """The JaxMARL ids rljax runs: the MPE tasks, Overcooked, Hanabi, SMAX and the Coin
+    Game."""
+    return [*mpe_ids(), "overcooked", "hanabi", *SMAX_IDS, "coin_game"]
 
 
 def _look_up(
@@ -143,10 +153,11 @@ class JaxMARLEnv:
     ``rljax.env.jax_multi_agent.JaxMultiAgentEnv``'s protocol).
 
     Args:
-      env_id: A JaxMARL MPE id (``mpe_ids()``) or ``"overcooked"`` (``"hanabi"`` is
-        ``JaxMARLHanabi``'s, the SMAX ids ``JaxMARLSMAX``'s).
-      env_config: The task's keyword arguments (``max_episode_steps`` for ``max_steps``;
-        Overcooked's ``layout`` by name, and ``shaped_reward_coeff``).
+      env_id: A JaxMARL MPE id (``mpe_ids()``), ``"overcooked"`` or ``"coin_game"``
+        (``"hanabi"`` is ``JaxMARLHanabi``'s, the SMAX ids ``JaxMARLSMAX``'s).
+      env_config: The task's keyword arguments (``max_episode_steps`` for ``max_steps``, but
+        for the Coin Game, whose limit is ``num_inner_steps * num_outer_steps``; Overcooked's
+        ``layout`` by name, and ``shaped_reward_coeff``).
     """
 
     def __init__(self, env_id: str, env_config: dict[str, Any]):
@@ -155,11 +166,18 @@ class JaxMARLEnv:
         ids = supported_ids()
         if env_id not in ids:
             raise ConfigError(
-                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks, Overcooked, Hanabi and "
-                f"SMAX {ids}{closest(env_id, ids)} (the other families have not been checked "
-                "against rljax yet)"
+                f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks, Overcooked, Hanabi, "
+                f"SMAX and the Coin Game {ids}{closest(env_id, ids)} (the other families have "
+                "not been checked against rljax yet)"
             )
         kwargs = dict(env_config)
+        self.coin_game = env_id == "coin_game"
+        if self.coin_game and "max_episode_steps" in kwargs:
+            raise ConfigError(
+                f"jaxmarl env 'coin_game': max_episode_steps={kwargs['max_episode_steps']!r}; "
+                "its episode is num_outer_steps games of num_inner_steps steps (10 x 10 by "
+                "default): set those in env_config instead"
+            )
         if "max_episode_steps" in kwargs:
             kwargs["max_steps"] = kwargs.pop("max_episode_steps")
         self.overcooked = env_id == "overcooked"
@@ -190,11 +208,19 @@ class JaxMARLEnv:
             self.observation_spaces = {
                 a: gym.spaces.Box(0.0, 255.0, tuple(obs[a].shape), np.float32) for a in self.agents
             }
+        if self.coin_game:  # int8 0/1 planes (declared uint8): float32 in [0, 1] here
+            obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0))[0]
+            self.observation_spaces = {
+                a: gym.spaces.Box(0.0, 1.0, tuple(obs[a].shape), np.float32) for a in self.agents
+            }
         self.action_spaces = {a: to_gym_space(self.env.action_space(a)) for a in self.agents}
-        self.max_episode_steps = int(getattr(self.env, "max_steps", 0) or 0)
+        if self.coin_game:
+            self.max_episode_steps = int(self.env.num_inner_steps * self.env.num_outer_steps)
+        else:
+            self.max_episode_steps = int(getattr(self.env, "max_steps", 0) or 0)
 
     def _obs(self, obs: dict[str, Any]) -> dict[str, Any]:
-        if self.overcooked:
+        if self.overcooked or self.coin_game:
             return {a: jnp.asarray(obs[a], jnp.float32) for a in self.agents}
         return obs
 
@@ -210,7 +236,8 @@ class JaxMARLEnv:
             shaped = info["shaped_reward"]
             rewards = {a: rewards[a] + self.shaped_reward_coeff * shaped[a] for a in self.agents}
         never = jnp.zeros((), bool)
-        terminated = {a: never for a in self.agents}  # the episode ends at its time limit
+        # MPE, Overcooked and the Coin Game end only at their time limit.
+        terminated = {a: never for a in self.agents}
         truncated = {a: jnp.asarray(dones[a], bool) for a in self.agents}
         return state, self._obs(obs), rewards, terminated, truncated, {}
 
