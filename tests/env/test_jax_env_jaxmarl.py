@@ -83,6 +83,7 @@ def test_unknown_and_non_mpe_ids_are_refused_naming_the_mpe_tasks():
         make_jax_multi_agent_env("jaxmarl:overcooked", {"shaped_reward_coeff": "1"})
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_overcooked_spaces_steps_and_shaped_reward_match_jaxmarl():
     from jaxmarl.environments.overcooked import overcooked_layouts
 
@@ -116,6 +117,7 @@ def test_overcooked_spaces_steps_and_shaped_reward_match_jaxmarl():
     assert shaped_total > 0  # the coefficient was exercised
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_ppo_runs_overcooked_in_one_program():
     result = _two_iterations_in_one_program("jaxmarl:overcooked", {"max_episode_steps": 8}, 8)
     # 2 envs x 8 steps per iteration; every episode is cut at 8 steps.
@@ -177,6 +179,7 @@ def test_shared_policy_ppo_improves_on_simple_spread(load_benchmark):
     assert last > first + 8 and last > -68, (first, last)
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_hanabi_turns_masks_and_steps_match_jaxmarl():
     env = make_jax_multi_agent_env("jaxmarl:hanabi", {})
     ref = jaxmarl.make("hanabi")
@@ -206,6 +209,7 @@ def test_hanabi_turns_masks_and_steps_match_jaxmarl():
             assert bool(term[a]) == bool(ref_dones[a]) and not bool(trunc[a])
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_ppo_runs_hanabi_in_one_program():
     result = _two_iterations_in_one_program("jaxmarl:hanabi", {}, 16)
     # Turn-based: one agent moves per env step, 2 envs x 16 steps, less the steps that reset an
@@ -252,6 +256,7 @@ def _smax_run(env, ref, key, steps: int) -> list[dict]:
     return out
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_smax_living_units_act_and_each_is_credited_until_its_death():
     env = make_jax_multi_agent_env("jaxmarl:HeuristicEnemySMAX", {"scenario": "3m"})
     ref = jaxmarl.make("HeuristicEnemySMAX", scenario=map_name_to_scenario("3m"))
@@ -288,6 +293,7 @@ def test_smax_time_limit_is_truncation():
     assert not any(bool(term[a]) for a in env.agents)
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_smax_a_unit_dead_before_the_time_limit_ends_terminated_the_living_truncated():
     env = make_jax_multi_agent_env(
         "jaxmarl:HeuristicEnemySMAX", {"scenario": "3m", "max_episode_steps": 6}
@@ -300,6 +306,7 @@ def test_smax_a_unit_dead_before_the_time_limit_ends_terminated_the_living_trunc
     assert steps[-1]["trunc"] == [True, True, False]
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_ppo_runs_smax_in_one_program_counting_env_steps_not_agent_steps():
     result = _two_iterations_in_one_program("jaxmarl:HeuristicEnemySMAX", {"scenario": "3m"}, 32)
     runners = result["env_runners"]

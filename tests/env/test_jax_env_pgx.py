@@ -123,6 +123,7 @@ def test_ppo_learns_tic_tac_toe_against_a_random_player():
     assert abs(np.mean(returns[:3])) < 0.2 and np.mean(returns[-5:]) > 0.45, returns
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_runner_threads_step_the_masked_game_and_actions_obey_the_mask():
     config = (
         PPOConfig()
@@ -145,6 +146,7 @@ def test_runner_threads_step_the_masked_game_and_actions_obey_the_mask():
             assert algo.compute_single_action(obs, policy_id="p0", explore=explore) == 4
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 @pytest.mark.parametrize("masked", [True, False])
 def test_masked_games_run_their_course_on_the_fused_path(masked):
     """A tic-tac-toe game takes at least 5 moves unless one is illegal (the mover loses at
