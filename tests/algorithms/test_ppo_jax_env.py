@@ -324,6 +324,7 @@ def test_ppo_learns_minatar_breakout_with_the_default_conv_network(train_until):
         algo.stop()
 
 
+@pytest.mark.slow  # Jumanji's Snake compiles a program of its own
 def test_ppo_runs_on_jumanji_snake_with_dict_observations():
     pytest.importorskip("jumanji")
     algo = _small("jumanji:Snake-v1", n=2, t=8).build_algo()

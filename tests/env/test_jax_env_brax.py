@@ -5,12 +5,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from optional_library import deferred_importorskip
 
 from rljax.env.jax_env import TimeLimit, jax_env_of
 from rljax.env.vector import env_spaces, resolve_env
 from rljax.utils.errors import ConfigError
 
-brax_envs = pytest.importorskip("brax.envs")
+brax_envs = deferred_importorskip("brax.envs")
 
 
 def _one_step_matches(name, env_config):

@@ -5,12 +5,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from optional_library import deferred_importorskip
 
 from rljax.env.jax_env import auto_reset_step, jax_env_of
 from rljax.env.vector import env_spaces, resolve_env
 from rljax.utils.errors import ConfigError
 
-gymnax = pytest.importorskip("gymnax")
+gymnax = deferred_importorskip("gymnax")
 
 
 def test_cartpole_spaces_are_gymnasium_spaces():

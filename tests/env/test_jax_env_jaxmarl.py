@@ -9,12 +9,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from optional_library import deferred_importorskip
 
 from rljax.env.jax_multi_agent import make_jax_multi_agent_env
 from rljax.utils.errors import ConfigError
 
-jaxmarl = pytest.importorskip("jaxmarl")
-from jaxmarl.environments.smax import map_name_to_scenario  # noqa: E402
+jaxmarl = deferred_importorskip("jaxmarl")
+smax = deferred_importorskip("jaxmarl.environments.smax")
 
 SPREAD = "jaxmarl:MPE_simple_spread_v3"
 
@@ -259,7 +260,7 @@ def _smax_run(env, ref, key, steps: int) -> list[dict]:
 @pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_smax_living_units_act_and_each_is_credited_until_its_death():
     env = make_jax_multi_agent_env("jaxmarl:HeuristicEnemySMAX", {"scenario": "3m"})
-    ref = jaxmarl.make("HeuristicEnemySMAX", scenario=map_name_to_scenario("3m"))
+    ref = jaxmarl.make("HeuristicEnemySMAX", scenario=smax.map_name_to_scenario("3m"))
     assert env.agents == ["ally_0", "ally_1", "ally_2"] and env.simultaneous
     space = env.observation_spaces["ally_0"]
     assert space["observations"].shape == (75,) and space["action_mask"].shape == (8,)
@@ -279,6 +280,7 @@ def test_smax_living_units_act_and_each_is_credited_until_its_death():
     )
 
 
+@pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
 def test_smax_time_limit_is_truncation():
     env = make_jax_multi_agent_env(
         "jaxmarl:HeuristicEnemySMAX", {"scenario": "3m", "max_episode_steps": 3}
@@ -298,7 +300,7 @@ def test_smax_a_unit_dead_before_the_time_limit_ends_terminated_the_living_trunc
     env = make_jax_multi_agent_env(
         "jaxmarl:HeuristicEnemySMAX", {"scenario": "3m", "max_episode_steps": 6}
     )
-    ref = jaxmarl.make("HeuristicEnemySMAX", scenario=map_name_to_scenario("3m"), max_steps=6)
+    ref = jaxmarl.make("HeuristicEnemySMAX", scenario=smax.map_name_to_scenario("3m"), max_steps=6)
     steps = _smax_run(env, ref, jax.random.PRNGKey(1), 20)
     # ally_2 dies in the 6th step; the 7th ends the episode at the limit, both teams alive.
     assert len(steps) == 7 and [s["alive"].tolist() for s in steps[-2:]] == [[1, 1, 1], [1, 1, 0]]

@@ -5,12 +5,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from optional_library import deferred_importorskip
 
 from rljax.env.jax_env import jax_env_of
 from rljax.env.vector import env_spaces, resolve_env
 from rljax.utils.errors import ConfigError
 
-jumanji = pytest.importorskip("jumanji")
+jumanji = deferred_importorskip("jumanji")
 
 
 def test_snake_spaces():

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from optional_library import deferred_importorskip
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
@@ -14,7 +15,7 @@ from rljax.env.jax_multi_agent import make_jax_multi_agent_env
 from rljax.examples.rl_modules.classes.random_rlm import RandomRLModule
 from rljax.utils.errors import ConfigError
 
-pgx = pytest.importorskip("pgx")
+pgx = deferred_importorskip("pgx")
 
 
 def test_connect_four_spaces_and_turns():
