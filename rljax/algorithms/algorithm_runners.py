@@ -58,6 +58,7 @@ class RunnerHooks:
     action_space: Any
     seed: int
     mesh: jax.sharding.Mesh | None
+    learner_devices: list[jax.Device]
     runner_device: jax.Device
     _record_episodes: bool
     _episode_replay: EpisodeReplay | None
@@ -76,9 +77,12 @@ class RunnerHooks:
         def get_module(self, policy_id: str | None = None) -> RLModule: ...
 
     def _fused_envpool(self) -> bool:
-        """EnvPool env, no runner threads: the rollout runs inside jit (the fused path)."""
+        """EnvPool env, no runner threads and, with one learner, acting on the learner's
+        device: the rollout runs inside jit (the fused path). A learner mesh's fused rollout
+        runs on the runner device by design, its batch then split over the mesh."""
+        one_learner = (self.learner_devices[0], self.runner_device) if self.mesh is None else None
         return runner_build.fused_envpool(
-            self.env_spec, self.config, self.observation_space, self.action_space
+            self.env_spec, self.config, self.observation_space, self.action_space, one_learner
         )
 
     def _on_runner_device(self, params: Any) -> Any:

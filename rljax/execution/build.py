@@ -69,12 +69,24 @@ class Devices:
 
 
 def devices(config: Any) -> Devices:
-    """The learner devices, their mesh (more than one) and the runner device of ``config``."""
+    """The learner devices, their mesh (more than one) and the runner device of ``config``.
+
+    With one learner and no runner actors (``num_env_runners=0``), acting on the learner's
+    platform shares the learner's device (the fused path is one program there; on a machine of
+    several GPUs the runner's own pick is the last one, the learner's the first)."""
     learners = learner_devices(config.num_learners, config.num_gpus_per_learner)
+    runner = runner_device(config.num_gpus_per_env_runner)
+    if (
+        len(learners) == 1
+        and config.num_env_runners == 0
+        and runner.platform == learners[0].platform
+        and jax.process_count() == 1
+    ):
+        runner = learners[0]
     return Devices(
         learner_devices=learners,
         mesh=make_mesh(learners) if len(learners) > 1 else None,
-        runner_device=runner_device(config.num_gpus_per_env_runner),
+        runner_device=runner,
     )
 
 

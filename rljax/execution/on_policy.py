@@ -365,7 +365,8 @@ class OnPolicyLoop(Generic[State]):
             runner_params=runner_params,
             postprocess=jax.jit(with_episodes),
             runners=runners,
-            batch_sharding=batch_sharding if mesh is not None else None,
+            # A learner mesh's split, or the one learner's device where acting is elsewhere.
+            batch_sharding=batch_sharding,
             sample_timeout_s=sample_timeout_s,
             fragments_per_batch=(fragments_per_batch or 1) if free else None,
             broadcast_interval=broadcast_interval,

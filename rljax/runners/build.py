@@ -25,6 +25,7 @@ from rljax.runners.group import RunnerGroup
 from rljax.runners.host import HostRunner, RunnerSpec
 from rljax.runners.jax_env import check_jax_env_run
 from rljax.types import Params, PolicyParts
+from rljax.utils.errors import ConfigError
 from rljax.utils.seeding import derive_seed
 
 
@@ -38,18 +39,40 @@ def needs_x64(*spaces: gym.Space) -> bool:
 
 
 def fused_envpool(
-    env_spec: EnvSpec | None, config: Any, observation_space: gym.Space, action_space: gym.Space
+    env_spec: EnvSpec | None,
+    config: Any,
+    observation_space: gym.Space,
+    action_space: gym.Space,
+    devices: tuple[jax.Device, jax.Device] | None = None,
 ) -> bool:
     """EnvPool env, no runner threads: the rollout runs inside jit, through EnvPool's XLA
     interface (the fused path), or a JAX env, stepped inside the same program (``runners.jax_env``;
-    refused there by name where the algorithm or the knobs do not run on it yet)."""
+    refused there by name where the algorithm or the knobs do not run on it yet).
+
+    ``devices`` is ``(learner device, runner device)`` of a run with one learner (None with a
+    learner mesh, whose fused rollout runs on the runner device): one program runs on one
+    device, so an
+    EnvPool env whose runner acts on another device than the learner's
+    (``num_gpus_per_learner=1`` with ``num_gpus_per_env_runner=0``: the learner on the GPU,
+    acting on the CPU) runs on the host path, a runner thread acting on the runner's device;
+    a JAX env, which lives inside the program, is refused there."""
+    split = devices is not None and devices[0] != devices[1]
     if env_spec is not None and is_jax_spec(env_spec):
         check_jax_env_run(config, env_spec.name)
+        if split:
+            assert devices is not None  # (split says so)
+            raise ConfigError(
+                f"env {env_spec.name!r} is a JAX env, stepped inside the training program on "
+                f"the learner's device ({devices[0].platform}): num_gpus_per_env_runner="
+                f"{config.num_gpus_per_env_runner} puts acting on the {devices[1].platform}. "
+                "Set num_gpus_per_env_runner like num_gpus_per_learner (both 1 on a GPU)"
+            )
         return True
     return (
         env_spec is not None
         and env_spec.backend == "envpool"
         and config.num_env_runners == 0
+        and not split
         and not needs_x64(observation_space, action_space)
     )
 
