@@ -28,7 +28,11 @@
   same settings, and each one's first call (compilation).
 
 Run: python benchmarks/jax_envs.py --compare [--iters 30] [--jax-env rljax:CartPole-v1]
-[--chunk 10] [--minatar-steps 500000] [--brax-backend positional] [--only-brax]
+[--chunk 10] [--minatar-steps 500000] [--brax-backend positional] [--only-brax] [--gpu]
+
+``--gpu`` places rljax's runs on the GPU (``num_gpus_per_learner=1``,
+``num_gpus_per_env_runner=1``; rljax's default keeps everything on the CPU even beside a
+GPU), where the baseline, plain JAX, runs by default.
 """
 
 from __future__ import annotations
@@ -60,12 +64,21 @@ def load_baseline() -> Any:
 
 TUNED = pathlib.Path(__file__).resolve().parents[1] / "rljax" / "tuned_examples"
 SETTINGS = {"purejaxrl": (4, 128), "16x250": (16, 250)}
+# --gpu: rljax's runs on the GPU (its default placement is the CPU).
+ON_GPU = False
+
+
+def placed(config: Any) -> Any:
+    """``config`` on the GPU with ``--gpu``, else as it is."""
+    if not ON_GPU:
+        return config
+    return config.learners(num_gpus_per_learner=1).env_runners(num_gpus_per_env_runner=1)
 
 
 def ppo_config(env: str, num_envs: int, num_steps: int, epochs: int = 4, minibatches: int = 4):
     """PPO with PureJaxRL's update settings, ``num_envs`` x ``num_steps`` per iteration."""
     batch = num_envs * num_steps
-    return (
+    return placed(
         PPOConfig()
         .environment(env)
         .env_runners(num_env_runners=0, num_envs_per_env_runner=num_envs)
@@ -312,7 +325,7 @@ def brax_ant(num_envs: int, num_steps: int, iters: int, backend: str) -> list[di
 
 def rljax_to_target(env: str, target: float, max_steps: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    algo = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").environment(env).build_algo()
+    algo = placed(PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").environment(env)).build_algo()
     try:
         r = algo.train()
         build_s = time.perf_counter() - t0
@@ -408,7 +421,10 @@ def main() -> None:
     p.add_argument(
         "--only-brax", action="store_true", help="measure brax ant alone (with --compare)"
     )
+    p.add_argument("--gpu", action="store_true", help="rljax's runs on the GPU")
     a = p.parse_args()
+    global ON_GPU
+    ON_GPU = a.gpu
     if not a.compare:
         p.error("nothing to do: pass --compare")
     if a.only_brax:
