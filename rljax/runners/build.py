@@ -51,8 +51,7 @@ def fused_envpool(
 
     ``devices`` is ``(learner device, runner device)`` of a run with one learner (None with a
     learner mesh, whose fused rollout runs on the runner device): one program runs on one
-    device, so an
-    EnvPool env whose runner acts on another device than the learner's
+    device, so an EnvPool env whose runner acts on another device than the learner's
     (``num_gpus_per_learner=1`` with ``num_gpus_per_env_runner=0``: the learner on the GPU,
     acting on the CPU) runs on the host path, a runner thread acting on the runner's device;
     a JAX env, which lives inside the program, is refused there."""
