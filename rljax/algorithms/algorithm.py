@@ -276,12 +276,8 @@ class Algorithm(RunnerHooks, EvaluationHooks):
             self._state_sharding = distributed.state_shardings(state, replicated(self.mesh))
             self._batch_sharding = data_sharding(self.mesh)
             return distributed.global_array(state, self._state_sharding)
-        learner = self.learner_devices[0]
-        if learner != self.runner_device and not distributed.is_multi_process():
-            # Acting on another device than the learner's (the one-GPU setting: the update on
-            # the GPU, runner threads on the CPU): each batch moves to the learner first.
-            self._batch_sharding = jax.sharding.SingleDeviceSharding(learner)
-        return jax.device_put(state, learner)
+        self._batch_sharding = build.batch_placement(self.learner_devices[0], self.runner_device)
+        return jax.device_put(state, self.learner_devices[0])
 
     # ------------------------------------------------------------------ training
     @contextlib.contextmanager

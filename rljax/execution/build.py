@@ -90,6 +90,17 @@ def devices(config: Any) -> Devices:
     )
 
 
+def batch_placement(
+    learner: jax.Device, runner: jax.Device
+) -> jax.sharding.SingleDeviceSharding | None:
+    """Where a batch goes before one learner's update: the learner's device when acting is on
+    another (the one-GPU setting: the update on the GPU, runner threads on the CPU); None when
+    they share it, or across processes (``rljax.distributed`` places those batches)."""
+    if learner == runner or jax.process_count() > 1:
+        return None
+    return jax.sharding.SingleDeviceSharding(learner)
+
+
 def env_and_spaces(
     config: Any, saved_spaces: dict[str, Any] | None, connectors_in_env: bool
 ) -> tuple[EnvSpec | None, Any, Any]:
