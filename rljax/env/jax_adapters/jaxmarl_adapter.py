@@ -203,15 +203,13 @@ class JaxMARLEnv:
         self.observation_spaces = {
             a: to_gym_space(self.env.observation_space(a)) for a in self.agents
         }
-        if self.overcooked:  # the observations' own shape (the declared space swaps h and w)
+        if self.overcooked or self.coin_game:
+            # float32 Boxes of the observations' own shape: Overcooked's declared space swaps
+            # h and w; the Coin Game's int8 0/1 planes are declared uint8.
+            high = 255.0 if self.overcooked else 1.0
             obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0))[0]
             self.observation_spaces = {
-                a: gym.spaces.Box(0.0, 255.0, tuple(obs[a].shape), np.float32) for a in self.agents
-            }
-        if self.coin_game:  # int8 0/1 planes (declared uint8): float32 in [0, 1] here
-            obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0))[0]
-            self.observation_spaces = {
-                a: gym.spaces.Box(0.0, 1.0, tuple(obs[a].shape), np.float32) for a in self.agents
+                a: gym.spaces.Box(0.0, high, tuple(obs[a].shape), np.float32) for a in self.agents
             }
         self.action_spaces = {a: to_gym_space(self.env.action_space(a)) for a in self.agents}
         if self.coin_game:
