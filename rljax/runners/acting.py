@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from rljax.env.vector import envpool_result
 from rljax.types import (
@@ -30,6 +31,7 @@ from rljax.types import (
     StepResult,
     Transition,
 )
+from rljax.utils.jit import compile_cheap
 
 
 def recurrent_spec(policy_fn: Any) -> RecurrentSpec | None:
@@ -80,11 +82,11 @@ def init_actor_state(
     """Zeros for N sub-envs, with shapes taken from one policy call; nothing is pending yet.
 
     ``obs_example`` is one observation (an array, or a pytree such as multi-agent slots'
-    ``{"obs": ..., "policy": ...}``).
+    ``{"obs": ..., "policy": ...}``). The zeros are made on the host and transferred in one
+    call: made with ``jnp.zeros`` each shape would compile a program of its own.
     """
-    key = jax.random.PRNGKey(0)
-    obs_batch = jax.tree.map(lambda o: o[None], obs_example)
-    zeros = lambda s: jnp.zeros((num_envs, *s.shape[1:]), s.dtype)  # noqa: E731
+    key = jax.ShapeDtypeStruct((2,), jnp.uint32)
+    obs_batch = jax.tree.map(lambda o: jax.ShapeDtypeStruct((1, *o.shape), o.dtype), obs_example)
     spec = recurrent_spec(policy_fn)
     memory = None
     if spec is None:
@@ -92,7 +94,7 @@ def init_actor_state(
     else:
         rin = recurrent_input(
             spec,
-            obs_batch,
+            jax.tree.map(lambda o: jnp.zeros(o.shape, o.dtype), obs_batch),
             spec.initial_state(1),
             jnp.ones((1,), bool),
             spec.action_zeros(1),
@@ -100,16 +102,28 @@ def init_actor_state(
         )
         action, extras = jax.eval_shape(policy_fn, params, rin, key)
         extras, state_out = _recurrent_extras(extras, rin)
-        memory = jax.tree.map(zeros, state_out)
-    return ActorState(
-        obs=jax.tree.map(lambda o: jnp.zeros((num_envs, *o.shape), o.dtype), obs_example),
-        action=jax.tree.map(zeros, action),
-        extras=jax.tree.map(zeros, extras),
-        valid=jnp.zeros((num_envs,), bool),
-        episode_return=jnp.zeros((num_envs,), jnp.float32),
-        episode_len=jnp.zeros((num_envs,), jnp.int32),
-        memory=memory,
+        memory = jax.tree.map(lambda s: _zeros((num_envs, *s.shape[1:]), s.dtype), state_out)
+    rows = lambda s: _zeros((num_envs, *s.shape[1:]), s.dtype)  # noqa: E731
+    return jax.device_put(
+        ActorState(
+            obs=jax.tree.map(lambda o: _zeros((num_envs, *o.shape), o.dtype), obs_example),
+            action=jax.tree.map(rows, action),
+            extras=jax.tree.map(rows, extras),
+            valid=np.zeros((num_envs,), bool),
+            episode_return=np.zeros((num_envs,), np.float32),
+            episode_len=np.zeros((num_envs,), np.int32),
+            memory=memory,
+        )
     )
+
+
+def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+    """Host zeros (no program compiles for them); a dtype numpy lacks (a PRNG key's) gets
+    ``jnp.zeros``."""
+    try:
+        return np.zeros(shape, dtype)
+    except TypeError:
+        return jnp.zeros(shape, dtype)
 
 
 def make_act_step(
@@ -290,9 +304,12 @@ def prime(
     real transition and a batch of N rows holds N env steps from the first iteration on, as
     RLlib's first sample does. Returns the actor state and the step's result.
 
-    Runs eagerly, once per env built: nothing is compiled for it. The reset result has no final
-    observation to bootstrap from (``final_obs`` is dropped for the call)."""
-    action, actor, _ = act_step(params, key, actor, result._replace(final_obs=None))
+    The act step runs as one program compiled with cheap settings (it runs once): run eagerly,
+    each of its operations would compile a program of its own (about 40, over a second in a
+    fresh process). The reset result has no final observation to bootstrap from (``final_obs``
+    is dropped for the call)."""
+    args = (params, key, actor, result._replace(final_obs=None))
+    action, actor, _ = compile_cheap(act_step, *args)(*args)
     return actor, step(action, result.env_id)
 
 
