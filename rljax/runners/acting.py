@@ -31,7 +31,7 @@ from rljax.types import (
     StepResult,
     Transition,
 )
-from rljax.utils.jit import compile_cheap
+from rljax.utils.jit import compile_cheap, host_zeros
 
 
 def recurrent_spec(policy_fn: Any) -> RecurrentSpec | None:
@@ -87,6 +87,7 @@ def init_actor_state(
     """
     key = jax.ShapeDtypeStruct((2,), jnp.uint32)
     obs_batch = jax.tree.map(lambda o: jax.ShapeDtypeStruct((1, *o.shape), o.dtype), obs_example)
+    rows = lambda s: host_zeros((num_envs, *s.shape[1:]), s.dtype)  # noqa: E731
     spec = recurrent_spec(policy_fn)
     memory = None
     if spec is None:
@@ -102,11 +103,10 @@ def init_actor_state(
         )
         action, extras = jax.eval_shape(policy_fn, params, rin, key)
         extras, state_out = _recurrent_extras(extras, rin)
-        memory = jax.tree.map(lambda s: _zeros((num_envs, *s.shape[1:]), s.dtype), state_out)
-    rows = lambda s: _zeros((num_envs, *s.shape[1:]), s.dtype)  # noqa: E731
+        memory = jax.tree.map(rows, state_out)
     return jax.device_put(
         ActorState(
-            obs=jax.tree.map(lambda o: _zeros((num_envs, *o.shape), o.dtype), obs_example),
+            obs=jax.tree.map(lambda o: host_zeros((num_envs, *o.shape), o.dtype), obs_example),
             action=jax.tree.map(rows, action),
             extras=jax.tree.map(rows, extras),
             valid=np.zeros((num_envs,), bool),
@@ -115,15 +115,6 @@ def init_actor_state(
             memory=memory,
         )
     )
-
-
-def _zeros(shape: tuple[int, ...], dtype: Any) -> Any:
-    """Host zeros (no program compiles for them); a dtype numpy lacks (a PRNG key's) gets
-    ``jnp.zeros``."""
-    try:
-        return np.zeros(shape, dtype)
-    except TypeError:
-        return jnp.zeros(shape, dtype)
 
 
 def make_act_step(

@@ -46,10 +46,21 @@ def abstract_init() -> Iterator[None]:
         _ABSTRACT.on = before
 
 
+def _numpy_lacks(dtype: Any) -> bool:
+    """A dtype numpy cannot hold (JAX's extended dtypes: typed PRNG keys)."""
+    return jax.dtypes.issubdtype(dtype, jax.dtypes.extended)
+
+
+def host_zeros(shape: tuple[int, ...], dtype: Any) -> Any:
+    """Zeros made on the host, so no program compiles for them (``jnp.zeros`` compiles one per
+    shape and dtype); a dtype numpy cannot hold gets ``jnp.zeros``."""
+    return jnp.zeros(shape, dtype) if _numpy_lacks(dtype) else np.zeros(shape, dtype)
+
+
 def _zeros_of(shapes: Any) -> Any:
     """Host zeros shaped like ``jax.eval_shape``'s result (None: a leaf numpy cannot hold)."""
     leaves = jax.tree.leaves(shapes)
-    if any(jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended) for x in leaves):
+    if any(_numpy_lacks(x.dtype) for x in leaves):
         return None
     return jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
 
