@@ -206,7 +206,13 @@ def test_two_processes_match_one_process(tmp_path: Path, algo: str) -> None:
         assert one_buf["storage"]["obs"].shape == (4, 256, 4)
         assert int(np.sum(one_buf["size"])) > 100
         for path, x in jax.tree_util.tree_leaves_with_path(one_buf):
-            np.testing.assert_array_equal(x, _at(two_buf, path), err_msg=jax.tree_util.keystr(path))
+            name = jax.tree_util.keystr(path)
+            if "storage" in name or not np.issubdtype(np.asarray(x).dtype, np.floating):
+                np.testing.assert_array_equal(x, _at(two_buf, path), err_msg=name)
+            else:  # priorities: each run's own update program computed them from its TD errors
+                # (one program over 4 devices, the other over 2 x 2), so float32 rounding may
+                # differ by an ulp (it does with --xla_cpu_use_fusion_emitters=false)
+                np.testing.assert_allclose(x, _at(two_buf, path), rtol=1e-6, err_msg=name)
 
 
 @pytest.mark.slow

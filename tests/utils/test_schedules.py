@@ -161,7 +161,10 @@ def test_off_policy_rates_follow_their_schedules(algo):
             result = a.train()
             seen.append(result["learners"]["default_policy"][keys[0]])
             for k in keys[1:]:
-                assert result["learners"]["default_policy"][k] == seen[-1]
+                # The same schedule at the same step, computed in two places of the program:
+                # XLA may round them apart by one float32 ulp (it does with
+                # --xla_cpu_use_fusion_emitters=false).
+                assert result["learners"]["default_policy"][k] == pytest.approx(seen[-1], rel=1e-6)
         steps = result["num_env_steps_sampled_lifetime"]
     assert steps > 400
     # The mean over an iteration's updates: falling from 1e-3, then 1e-4 once past step 400.
