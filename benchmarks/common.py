@@ -8,26 +8,39 @@ import json
 import os
 import platform
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 # --quick runs (smoke tests): XLA compiles about twice as fast with most of its optimisations off
 # (JAX's ``JAX_DISABLE_MOST_OPTIMIZATIONS``: backend optimisation level 0, no expensive LLVM
-# passes, set per compilation), and a quick run's figures mean nothing anyway. A variable rather
-# than ``XLA_FLAGS``: the test suite sets the same one, so a quick run's programs and the suite's
-# share one persistent-cache key.
+# passes, set per compilation) and faster again with the CPU backend's older fusion emitters
+# (``QUICK_XLA_FLAG``: SAC's and DQN's fused iterations compiled in 0.6x the time), and a quick
+# run's figures mean nothing anyway. The test suite sets the same two, so a quick run's programs
+# and the suite's share one persistent-cache key.
 QUICK_ENV = {"JAX_DISABLE_MOST_OPTIMIZATIONS": "1"}
+QUICK_XLA_FLAG = "--xla_cpu_use_fusion_emitters=false"
+
+
+def quick_additions(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables a ``--quick`` run sets over ``env``: ``QUICK_ENV``, and ``QUICK_XLA_FLAG``
+    appended to ``XLA_FLAGS`` unless those already name the option."""
+    added = dict(QUICK_ENV)
+    flags = env.get("XLA_FLAGS", "")
+    if QUICK_XLA_FLAG.split("=")[0].lstrip("-") not in flags:
+        added["XLA_FLAGS"] = f"{flags} {QUICK_XLA_FLAG}".strip()
+    return added
 
 
 def set_quick_compilation() -> None:
-    """Compiles this process's later programs the quick way (``QUICK_ENV``); call before JAX is
-    imported."""
-    os.environ.update(QUICK_ENV)
+    """Compiles this process's later programs the quick way (``quick_additions``); call before
+    JAX is imported."""
+    os.environ.update(quick_additions(os.environ))
 
 
 def quick_env() -> dict[str, str]:
-    """The environment for a ``--quick`` run's child process: ``QUICK_ENV`` added."""
-    return {**os.environ, **QUICK_ENV}
+    """The environment for a ``--quick`` run's child process: ``quick_additions`` applied."""
+    return {**os.environ, **quick_additions(os.environ)}
 
 
 def package_versions(names: list[str]) -> dict[str, str | None]:

@@ -49,7 +49,7 @@ Usage::
     python benchmarks/device_check.py --cases ppo_envpool sac_envpool
 
 ``--quick`` runs 3 iterations of tiny configs (4 sub-envs, fcnet [16]) with most of XLA's
-optimisations off to compile faster (``common.QUICK_ENV``); its figures mean nothing.
+optimisations off to compile faster (``common.quick_additions``); its figures mean nothing.
 """
 
 from __future__ import annotations

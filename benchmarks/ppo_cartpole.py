@@ -47,7 +47,7 @@ Usage::
     python benchmarks/ppo_cartpole.py --quick          # smoke test: 2 iterations, < 30 s
 
 ``--quick`` runs the variants concurrently, with most of XLA's optimisations off to compile
-faster (``common.QUICK_ENV``), to stay short; its figures mean nothing.
+faster (``common.quick_additions``), to stay short; its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from common import QUICK_ENV, machine_info, quick_env
+from common import machine_info, quick_additions, quick_env
 
 # Fallback process start time, taken before any heavy import (jax, envpool, ray, torch).
 SCRIPT_START = time.time()
@@ -558,7 +558,7 @@ def main(argv: list[str] | None = None) -> None:
     report = {
         "benchmark": "ppo_cartpole",
         "quick": args.quick,
-        "child_env_added": QUICK_ENV if args.quick else None,
+        "child_env_added": quick_additions(os.environ) if args.quick else None,
         "settings": asdict(s),
         "machine": machine,
         "results": results,
