@@ -15,13 +15,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.utils import xla_options
+
 # For functions that run once (parameter init): compile fast rather than run fast. Op by op they
 # would compile dozens of tiny programs; jitted at full optimisation, the orthogonal initialisers'
-# QR decompositions alone take about a second to compile on a CPU.
+# QR decompositions alone take about a second to compile on a CPU. The CPU backend's older fusion
+# emitters compile faster still (building tuned PPO on CartPole: 1.1 s instead of 1.4 s; other
+# backends ignore the option).
 # (JAX types the options as str | bool; XLA parses "0" as it does the int 0.)
 _ONE_SHOT_OPTIONS: dict[str, str | bool] = {
     "xla_backend_optimization_level": "0",
     "xla_llvm_disable_expensive_passes": True,
+    "xla_cpu_use_fusion_emitters": False,
 }
 
 
@@ -95,8 +100,11 @@ def run_once(fn: Callable, *args: Any, cache_key: Hashable | None = None) -> Any
 def compile_cheap(fn: Callable, *args: Any) -> Callable:
     """``fn`` compiled once for arguments shaped like ``args``, with cheap optimisation settings."""
     lowered = jax.jit(fn).lower(*args)
+    given = xla_options.user_flags()  # an option the user set in XLA_FLAGS is left to them
     try:
-        return lowered.compile(compiler_options=_ONE_SHOT_OPTIONS)
+        return lowered.compile(
+            compiler_options={k: v for k, v in _ONE_SHOT_OPTIONS.items() if k not in given}
+        )
     except Exception:  # an XLA build without these options: compile as usual
         return lowered.compile()
 

@@ -297,3 +297,28 @@ def test_with_host_devices_replaces_the_count_and_keeps_the_other_flags(monkeypa
     for bad in (0, -1, 2.0, True, "2"):
         with pytest.raises(ValueError, match=r"devices=.*use an int of at least 1"):
             xla_options.with_host_devices(bad)
+
+
+def test_one_shot_programs_compile_cheaply_but_leave_xla_flags_options_to_the_user(monkeypatch):
+    from rljax.utils import jit
+
+    seen: list[dict] = []
+    compile_ = jax.stages.Lowered.compile
+
+    def recording(self, compiler_options=None, **kw):
+        seen.append(dict(compiler_options or {}))
+        return compile_(self, compiler_options=compiler_options, **kw)
+
+    monkeypatch.setattr(jax.stages.Lowered, "compile", recording)
+    x = jnp.arange(3.0)
+    monkeypatch.delenv("XLA_FLAGS", raising=False)
+    np.testing.assert_array_equal(jit.compile_cheap(lambda a: a * 2 + 1, x)(x), [1.0, 3.0, 5.0])
+    assert seen[-1] == {
+        "xla_backend_optimization_level": "0",
+        "xla_llvm_disable_expensive_passes": True,
+        "xla_cpu_use_fusion_emitters": False,
+    }
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=true")
+    np.testing.assert_array_equal(jit.compile_cheap(lambda a: a - 1, x)(x), [-1.0, 0.0, 1.0])
+    assert "xla_cpu_use_fusion_emitters" not in seen[-1]
+    assert seen[-1]["xla_backend_optimization_level"] == "0"
