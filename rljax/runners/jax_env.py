@@ -45,6 +45,7 @@ from rljax.runners.acting import (
     init_actor_state,
 )
 from rljax.utils.errors import ConfigError
+from rljax.utils.jit import run_once
 
 Rollout = Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]
 
@@ -184,7 +185,8 @@ def start_jax_env(
     """``(rollout, runner_state)`` of ``num_envs`` copies of the JAX env ``env``: the runner
     state started by one jitted call (on the device of ``params``), from ``seed``."""
     start = make_start(env, policy_fn, act_step, num_envs, to_env_action, keep_info, next_step)
-    rs = jax.jit(lambda p, k: strong_types(start(p, k)))(params, jax.random.PRNGKey(seed))
+    # A one-shot program: compiled with the cheap settings (a population builds one per trial).
+    rs = run_once(lambda p, k: strong_types(start(p, k)), params, jax.random.PRNGKey(seed))
     return make_jax_env_rollout(env, act_step, length, to_env_action, next_step), rs
 
 
