@@ -159,6 +159,7 @@ class OnPolicyAlgorithm(Algorithm):
             acting_params=self.parts.acting_params,
             learner_functions=self._learner_factory(),
             jax_env=jax_env_of(self.env_spec) if is_jax_spec(self.env_spec) else None,
+            steps_per_iteration=steps_per_iteration(self.config),
         )
 
     def _learner_factory(self) -> LearnerFactory:

@@ -58,6 +58,9 @@ class PopulationParts:
         scalars in the population's program).
       jax_env: The trial's JAX env (``rljax.env.jax_env``), the same for every trial, or None
         on EnvPool. A JAX env's steps are ``vmap``ped over the trials with the policies.
+      steps_per_iteration: Training steps (rollout and update) per iteration, as the trial's
+        own run has them (``execution.on_policy.steps_per_iteration``), the same for every
+        trial.
     """
 
     act_step: ActStep
@@ -68,6 +71,7 @@ class PopulationParts:
     acting_params: Callable[[Any], Any]
     learner_functions: LearnerFactory
     jax_env: Any = None
+    steps_per_iteration: int = 1
 
 
 @runtime_checkable

@@ -108,11 +108,6 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         return f"num_learners={first.num_learners}: populations train on one device"
     if first.env_to_module_connector is not None:
         return "configs with env_to_module connectors train one trial at a time"
-    if first.min_sample_timesteps_per_iteration > first.sampled_batch_size:
-        return (
-            f"min_sample_timesteps_per_iteration={first.min_sample_timesteps_per_iteration}: "
-            "configs with several training steps per iteration train one trial at a time"
-        )
     if first.callbacks_class is not None or any(
         getattr(first, name) is not None
         for name in first.SETTINGS

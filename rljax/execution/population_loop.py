@@ -192,7 +192,9 @@ def make_population_jax_rollout(
 class PopulationLoop:
     """One iteration of K stacked trials (a ``Loop`` over ``PopulationState`` and
     ``PopulationRunnerState``): every slot's rollout, then every slot's postprocess and
-    update, vmapped over the trial axis.
+    update, vmapped over the trial axis; ``steps_per_iteration`` times when the trials' runs
+    take several training steps per iteration (RLlib's ``min_sample_timesteps_per_iteration``),
+    the steps dispatched in turn and their outputs fetched once.
 
     Two jitted programs rather than one: XLA compiles them in about two thirds of the time it
     takes for the fused one (measured: 4.6 s against 6.7 s for 16 CartPole trials), and a
@@ -208,6 +210,8 @@ class PopulationLoop:
 
     Attributes:
       num_slots: K, the length of the trial axis.
+      steps_per_iteration: Training steps per ``step`` (the first slot's parts'; equal for
+        every trial).
       xla_options: The compiler options the programs were built with, by kind.
       sample: The jitted rollout, ``sample(learner [K], runner_state) -> (runner_state,
         Transition [K, T, N])``; donates the runner state.
@@ -253,6 +257,7 @@ class PopulationLoop:
             return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(k)]
 
         self.num_slots = k
+        self.steps_per_iteration = first.steps_per_iteration
         self.xla_options = options = (
             dict.fromkeys(xla_options.KINDS) if options is None else options
         )
@@ -270,20 +275,24 @@ class PopulationLoop:
         (each active slot's ``IterationResult`` in ``trials``; a stopped slot's learner state
         is kept and its entry is None)."""
         start = time.perf_counter()
-        runner_state, traj = self.sample(state.learner, runner_state)
-        learner, metrics, episodes = self.learn(state.learner, traj, state.settings, state.active)
-        host_metrics, host_episodes, active = jax.device_get((metrics, episodes, state.active))
+        learner, outputs = state.learner, []
+        # The training steps are dispatched one after another and fetched once, at the end.
+        for _ in range(self.steps_per_iteration):
+            runner_state, traj = self.sample(learner, runner_state)
+            learner, metrics, episodes = self.learn(learner, traj, state.settings, state.active)
+            outputs.append((metrics, episodes))
+        host, active = jax.device_get((outputs, state.active))
         shared_s = time.perf_counter() - start
         trials: list[IterationResult | None] = []
         for slot in range(self.num_slots):
             if not active[slot]:
                 trials.append(None)
                 continue
-            one = (
-                {k: v[slot] for k, v in host_metrics.items()},
-                {k: v[slot] for k, v in host_episodes.items()},
-            )
-            learner_metrics, returns, lens, num_valid = summarize_updates([one])
+            mine = [
+                ({k: v[slot] for k, v in m.items()}, {k: v[slot] for k, v in e.items()})
+                for m, e in host
+            ]
+            learner_metrics, returns, lens, num_valid = summarize_updates(mine)
             trials.append(
                 IterationResult(
                     num_env_steps_sampled=num_valid,

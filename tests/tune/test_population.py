@@ -31,8 +31,9 @@ def _leaves(tree):
     return [np.asarray(x) for x in jax.tree.leaves(jax.device_get(tree))]
 
 
-def assert_trials_match_separate_runs(population, configs, iterations: int) -> None:
-    """``iterations`` of the population give each trial the numbers of its own run."""
+def assert_trials_match_separate_runs(population, configs, iterations: int) -> list:
+    """``iterations`` of the population give each trial the numbers of its own run; returns
+    the population's results."""
     pop_results = [population.train() for _ in range(iterations)]
     for k, config in enumerate(configs):
         algo = config.build_algo()
@@ -59,6 +60,7 @@ def assert_trials_match_separate_runs(population, configs, iterations: int) -> N
                 np.testing.assert_allclose(a, b, rtol=1e-4, atol=5e-5)
         finally:
             algo.stop()
+    return pop_results
 
 
 @pytest.mark.slow  # integration (15 s); in the README's full run
@@ -146,7 +148,8 @@ def test_configs_that_cannot_share_a_program_are_refused_with_the_reason():
     assert "neither an EnvPool env nor a JAX env" in population_refusal([gym_env, gym_env.copy()])
     assert "trains no populations" in population_refusal([DQNConfig().environment("CartPole-v1")])
     several = small().reporting(min_sample_timesteps_per_iteration=10 * small().sampled_batch_size)
-    assert "several training steps per iteration" in population_refusal([several, several.copy()])
+    assert population_refusal([several, several.copy()]) is None
+    assert "min_sample_timesteps_per_iteration" in population_refusal([several, small()])
     with pytest.raises(ConfigError, match="cannot train as one population.*minibatch_size"):
         Population([small(), small().training(minibatch_size=32)])
 
@@ -393,14 +396,20 @@ def test_trials_with_schedules_share_one_program_and_follow_their_schedules():
 def test_trials_on_a_jax_env_match_separate_runs():
     # rljax's JAX CartPole: every trial's envs are stepped inside the population's program,
     # vmapped over the trials with the policies, each from its own run's states and keys.
+    # Three training steps per iteration (RLlib's min_sample_timesteps_per_iteration, 2.5
+    # batches rounded up to whole ones), as the separate runs take them in one scanned program.
     configs = [
         small(1e-3, seed=0).environment("rljax:CartPole-v1"),
         small(3e-2, seed=5, entropy_coeff=0.05).environment("rljax:CartPole-v1"),
     ]
+    for c in configs:
+        c.reporting(min_sample_timesteps_per_iteration=320)
     assert population_refusal(configs) is None
     population = Population(configs)
     try:
         assert population.loop.num_slots == 2
-        assert_trials_match_separate_runs(population, configs, iterations=2)
+        assert population.loop.steps_per_iteration == 3
+        results = assert_trials_match_separate_runs(population, configs, iterations=2)
+        assert [r[0]["num_env_steps_sampled_lifetime"] for r in results] == [384, 768]
     finally:
         population.stop()
