@@ -1,8 +1,9 @@
 """The JaxMARL adapter ("jaxmarl:<MPE id>", "jaxmarl:overcooked", "jaxmarl:hanabi",
-"jaxmarl:HeuristicEnemySMAX", "jaxmarl:coin_game"): spaces, steps against JaxMARL's own, the
-time limit as truncation, Hanabi's turns and legal-move masks, SMAX's units ending their
-episodes apart, refusals, and multi-agent PPO improving on simple_spread and running on
-Overcooked, Hanabi, SMAX and the Coin Game in one program."""
+"jaxmarl:HeuristicEnemySMAX", "jaxmarl:coin_game", "jaxmarl:switch_riddle"): spaces, steps
+against JaxMARL's own, the time limit as truncation, Hanabi's turns and legal-move masks,
+SMAX's units ending their episodes apart, the Switch Riddle's telling as termination,
+refusals, and multi-agent PPO improving on simple_spread and running on Overcooked, Hanabi,
+SMAX, the Coin Game and the Switch Riddle in one program."""
 
 import gymnasium as gym
 import jax
@@ -72,7 +73,7 @@ def test_one_step_matches_jaxmarls_step_env_and_the_limit_truncates():
 def test_unknown_and_non_mpe_ids_are_refused_naming_the_mpe_tasks():
     with pytest.raises(ConfigError, match="did you mean 'MPE_simple_spread_v3'"):
         make_jax_multi_agent_env("jaxmarl:MPE_simple_sprad_v3", {})
-    with pytest.raises(ConfigError, match="MPE tasks, Overcooked, Hanabi, SMAX and the Coin Game"):
+    with pytest.raises(ConfigError, match="MPE tasks, Overcooked, Hanabi, SMAX, the Coin Game"):
         make_jax_multi_agent_env("jaxmarl:LearnedPolicyEnemySMAX", {})
     with pytest.raises(ConfigError, match="scenario '3mm' .*did you mean '3m'"):
         make_jax_multi_agent_env("jaxmarl:HeuristicEnemySMAX", {"scenario": "3mm"})
@@ -162,6 +163,55 @@ def test_ppo_runs_the_coin_game_in_one_program():
     # 2 envs x 8 steps per iteration; every episode is two games of 4 steps.
     assert result["env_runners"]["num_env_steps_sampled"] == 16
     assert result["env_runners"]["episode_len_mean"] == 8
+
+
+def test_switch_riddle_steps_as_jaxmarls_telling_terminates_and_the_limit_truncates():
+    """Three agents (a limit of 4 * 3 - 6 = 6 steps): only the action of the agent in the room
+    counts; its telling ends the episode as termination, for every agent; a game in which no
+    one tells ends at the limit as truncation."""
+    env = make_jax_multi_agent_env("jaxmarl:switch_riddle", {})
+    ref = jaxmarl.make("switch_riddle")
+    assert env.agents == ["agent_0", "agent_1", "agent_2"] and env.max_episode_steps == 6
+    space = env.observation_spaces["agent_1"]
+    assert space == gym.spaces.Box(0.0, 1.0, (2,), np.float32)
+    assert env.action_spaces["agent_2"] == gym.spaces.Discrete(3)
+    for seed, tell_at in ((0, 3), (1, None)):
+        key = jax.random.PRNGKey(seed)
+        state, obs = env.reset(key)
+        ref_obs, ref_state = ref.reset(key)
+        for t in range(6):
+            key, k = jax.random.split(key)
+            in_room = int(state.agent_in_room)
+            # Everyone switches the light, but the agent in the room tells at step tell_at.
+            actions = {a: jnp.int32(1) for a in env.agents}
+            if t == tell_at:
+                actions = {a: jnp.int32(2 if i == in_room else 0) for i, a in enumerate(env.agents)}
+            state, obs, rewards, term, trunc, _ = env.step(state, actions, k)
+            ref_obs, ref_state, ref_rewards, ref_dones, _ = ref.step_env(k, ref_state, actions)
+            assert bool(ref_dones["__all__"]) == (t == tell_at or t == 5)
+            for a in env.agents:
+                assert obs[a].dtype == jnp.float32 and space.contains(np.asarray(obs[a]))
+                np.testing.assert_array_equal(obs[a], ref_obs[a])
+                assert float(rewards[a]) == float(ref_rewards[a])
+                assert bool(term[a]) == (t == tell_at)
+                assert bool(trunc[a]) == (tell_at is None and t == 5)
+            if t == tell_at:
+                # +1 for all if every agent had been in the room, else -1 (JaxMARL's, above).
+                expected = 1.0 if bool(jnp.all(ref_state.has_been)) else -1.0
+                assert float(rewards["agent_0"]) == expected
+                break
+    with pytest.raises(ConfigError, match=r"max_episode_steps=8; its time limit is 4 \* num"):
+        make_jax_multi_agent_env("jaxmarl:switch_riddle", {"max_episode_steps": 8})
+    with pytest.raises(ConfigError, match="num_agents=2; use an int of at least 3"):
+        make_jax_multi_agent_env("jaxmarl:switch_riddle", {"num_agents": 2})
+
+
+@pytest.mark.slow
+def test_ppo_runs_the_switch_riddle_in_one_program():
+    result = _two_iterations_in_one_program("jaxmarl:switch_riddle", {"num_agents": 4}, 8)
+    # 2 envs x 8 steps per iteration; an episode lasts at most 4 * 4 - 6 = 10 steps.
+    assert result["env_runners"]["num_env_steps_sampled"] == 16
+    assert 1 <= result["env_runners"]["episode_len_mean"] <= 10
 
 
 @pytest.mark.slow

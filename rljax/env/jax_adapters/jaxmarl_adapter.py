@@ -1,5 +1,6 @@
 """JaxMARL's MPE tasks (``"jaxmarl:MPE_simple_spread_v3"``), Overcooked
-(``"jaxmarl:overcooked"``), Hanabi, SMAX and the Coin Game as ``JaxMultiAgentEnv``s.
+(``"jaxmarl:overcooked"``), Hanabi, SMAX, the Coin Game and the Switch Riddle as
+``JaxMultiAgentEnv``s.
 
 ``env_config`` holds the task's keyword arguments (``{"num_agents": 4, "local_ratio": 0.5}``);
 ``max_episode_steps`` is accepted as RLlib's name for the task's ``max_steps``. An MPE or
@@ -43,7 +44,17 @@ limit is set by those two numbers, so ``max_episode_steps`` is refused. Observat
 grid's 0/1 planes, flat unless ``cnn``) are float32 Boxes in [0, 1] (JaxMARL returns int8
 while declaring uint8).
 
-Other JaxMARL families are refused by name: they have not been checked against rljax yet.
+The Switch Riddle (``"jaxmarl:switch_riddle"``; ``env_config``: ``num_agents`` (3 or more),
+``initial_bulb_state``, ``reward_all_die``, ``reward_all_live``): each step one agent, drawn at
+random, is in the room; it sees whether it is there and the bulb's state (each agent's
+observation a float32 Box of those two 0/1 flags), and only its action counts (nothing, switch
+the light, or tell). Telling ends the episode as termination for every agent (each is given +1
+when every agent has been in the room, -1 otherwise); the time limit, ``4 * num_agents - 6``
+steps, ends it as truncation. The limit follows from ``num_agents``, so ``max_episode_steps``
+is refused.
+
+Other JaxMARL families (STORM, MABrax, JaxNav, ...) are refused by name: they have not been
+checked against rljax yet.
 """
 
 from __future__ import annotations
@@ -59,11 +70,13 @@ from rljax.utils.errors import ConfigError, closest
 
 
 def to_gym_space(space: Any) -> gym.Space:
-    """A JaxMARL space as a gymnasium one (Discrete, Box)."""
+    """A JaxMARL space as a gymnasium one (Discrete, MultiDiscrete, Box)."""
     from jaxmarl.environments import spaces
 
     if isinstance(space, spaces.Discrete):
         return gym.spaces.Discrete(int(space.n))
+    if isinstance(space, spaces.MultiDiscrete):
+        return gym.spaces.MultiDiscrete(np.asarray(space.num_categories, np.int64))
     if isinstance(space, spaces.Box):
         shape = tuple(int(d) for d in np.atleast_1d(space.shape))  # Hanabi's is an int
         dtype: Any = np.dtype(space.dtype)  # gymnasium < 1.4 types Box's dtype narrower
@@ -85,9 +98,13 @@ SMAX_IDS = ("HeuristicEnemySMAX", "SMAX")
 
 
 def supported_ids() -> list[str]:
-    """The JaxMARL ids rljax runs: the MPE tasks, Overcooked, Hanabi, SMAX and the Coin
-    Game."""
-    return [*mpe_ids(), "overcooked", "hanabi", *SMAX_IDS, "coin_game"]
+    """The JaxMARL ids rljax runs: the MPE tasks, Overcooked, Hanabi, SMAX, the Coin Game and
+    the Switch Riddle."""
+    return [*mpe_ids(), "overcooked", "hanabi", *SMAX_IDS, "coin_game", "switch_riddle"]
+
+
+# The Switch Riddle's "tell" action, which ends its episode.
+SWITCH_RIDDLE_TELL = 2
 
 
 def _look_up(
@@ -153,11 +170,13 @@ class JaxMARLEnv:
     ``rljax.env.jax_multi_agent.JaxMultiAgentEnv``'s protocol).
 
     Args:
-      env_id: A JaxMARL MPE id (``mpe_ids()``), ``"overcooked"`` or ``"coin_game"``
-        (``"hanabi"`` is ``JaxMARLHanabi``'s, the SMAX ids ``JaxMARLSMAX``'s).
+      env_id: A JaxMARL MPE id (``mpe_ids()``), ``"overcooked"``, ``"coin_game"`` or
+        ``"switch_riddle"`` (``"hanabi"`` is ``JaxMARLHanabi``'s, the SMAX ids
+        ``JaxMARLSMAX``'s).
       env_config: The task's keyword arguments (``max_episode_steps`` for ``max_steps``, but
-        for the Coin Game, whose limit is ``num_inner_steps * num_outer_steps``; Overcooked's
-        ``layout`` by name, and ``shaped_reward_coeff``).
+        for the Coin Game, whose limit is ``num_inner_steps * num_outer_steps``, and the Switch
+        Riddle, whose limit is ``4 * num_agents - 6``; Overcooked's ``layout`` by name, and
+        ``shaped_reward_coeff``).
     """
 
     def __init__(self, env_id: str, env_config: dict[str, Any]):
@@ -167,8 +186,8 @@ class JaxMARLEnv:
         if env_id not in ids:
             raise ConfigError(
                 f"jaxmarl env {env_id!r}: rljax runs JaxMARL's MPE tasks, Overcooked, Hanabi, "
-                f"SMAX and the Coin Game {ids}{closest(env_id, ids)} (the other families have "
-                "not been checked against rljax yet)"
+                f"SMAX, the Coin Game and the Switch Riddle {ids}{closest(env_id, ids)} (the "
+                "other families have not been checked against rljax yet)"
             )
         kwargs = dict(env_config)
         self.coin_game = env_id == "coin_game"
@@ -178,6 +197,19 @@ class JaxMARLEnv:
                 "its episode is num_outer_steps games of num_inner_steps steps (10 x 10 by "
                 "default): set those in env_config instead"
             )
+        self.switch_riddle = env_id == "switch_riddle"
+        if self.switch_riddle:
+            if "max_episode_steps" in kwargs:
+                raise ConfigError(
+                    "jaxmarl env 'switch_riddle': max_episode_steps="
+                    f"{kwargs['max_episode_steps']!r}; its time limit is 4 * num_agents - 6 "
+                    "steps: set num_agents in env_config instead"
+                )
+            n = kwargs.get("num_agents", 3)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 3:
+                raise ConfigError(
+                    f"jaxmarl env 'switch_riddle': num_agents={n!r}; use an int of at least 3"
+                )
         if "max_episode_steps" in kwargs:
             kwargs["max_steps"] = kwargs.pop("max_episode_steps")
         self.overcooked = env_id == "overcooked"
@@ -203,9 +235,10 @@ class JaxMARLEnv:
         self.observation_spaces = {
             a: to_gym_space(self.env.observation_space(a)) for a in self.agents
         }
-        if self.overcooked or self.coin_game:
+        if self.overcooked or self.coin_game or self.switch_riddle:
             # float32 Boxes of the observations' own shape: Overcooked's declared space swaps
-            # h and w; the Coin Game's int8 0/1 planes are declared uint8.
+            # h and w; the Coin Game's int8 0/1 planes are declared uint8; the Switch Riddle's
+            # two 0/1 int flags are declared MultiDiscrete([2, 2]).
             high = 255.0 if self.overcooked else 1.0
             obs = jax.eval_shape(self.env.reset, jax.random.PRNGKey(0))[0]
             self.observation_spaces = {
@@ -218,7 +251,7 @@ class JaxMARLEnv:
             self.max_episode_steps = int(getattr(self.env, "max_steps", 0) or 0)
 
     def _obs(self, obs: dict[str, Any]) -> dict[str, Any]:
-        if self.overcooked or self.coin_game:
+        if self.overcooked or self.coin_game or self.switch_riddle:
             return {a: jnp.asarray(obs[a], jnp.float32) for a in self.agents}
         return obs
 
@@ -229,6 +262,7 @@ class JaxMARLEnv:
     def step(
         self, state: Any, actions: dict[str, Any], key: jax.Array
     ) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], dict]:
+        before = state.agent_in_room if self.switch_riddle else None
         obs, state, rewards, dones, info = self.env.step_env(key, state, actions)
         if self.overcooked and self.shaped_reward_coeff:
             shaped = info["shaped_reward"]
@@ -236,7 +270,11 @@ class JaxMARLEnv:
         never = jnp.zeros((), bool)
         # MPE, Overcooked and the Coin Game end only at their time limit.
         terminated = {a: never for a in self.agents}
-        truncated = {a: jnp.asarray(dones[a], bool) for a in self.agents}
+        if self.switch_riddle:  # the agent in the room told: the end of the game
+            acted = jnp.stack([jnp.asarray(actions[a]) for a in self.agents])[before]
+            told = jnp.asarray(acted == SWITCH_RIDDLE_TELL, bool)
+            terminated = {a: told for a in self.agents}
+        truncated = {a: jnp.asarray(dones[a], bool) & ~terminated[a] for a in self.agents}
         return state, self._obs(obs), rewards, terminated, truncated, {}
 
 
@@ -365,6 +403,7 @@ def make(env_id: str, env_config: dict[str, Any]) -> JaxMARLEnv:
 
 __all__ = [
     "SMAX_IDS",
+    "SWITCH_RIDDLE_TELL",
     "JaxMARLEnv",
     "JaxMARLHanabi",
     "JaxMARLSMAX",
