@@ -22,13 +22,24 @@
   baseline's MLP on the flattened grid (PureJaxRL's ``ppo.py`` shape); env steps/s and the
   mean return of the last 100 episodes along the way.
 
+- a population of ``--members`` (16) trials, seeds 0..15 (``"kind": "population"``): env
+  steps/s summed over the members at PureJaxRL's defaults, for rljax's ``Population`` on the
+  JAX env (one training step per ``train()``, and ``--chunk`` of them through
+  ``min_sample_timesteps_per_iteration``), the same on EnvPool, and the baseline's
+  ``update_step`` ``vmap``ped over the members (one call per update, and ``--chunk`` updates
+  scanned per call), timed in turns; and (``"kind": "population_to_450"``) each system's
+  wall time until every member's return reached 450 with rljax's tuned CartPole settings
+  (rljax stops a member when it gets there, as Tune does; the baseline's vmapped program
+  trains all of them to the end), within ``--max-steps`` env steps per member;
+
 - brax's ``ant`` (``"kind": "brax_ant"``, with brax installed; ``--brax-backend``, positional
   by default): 64 envs x 64 steps, env steps/s of the vmapped env alone (a scan with random
   actions), of PPO's ``train()`` on ``"brax:ant"`` and on EnvPool's MuJoCo ``Ant-v4`` with the
   same settings, and each one's first call (compilation).
 
 Run: python benchmarks/jax_envs.py --compare [--iters 30] [--jax-env rljax:CartPole-v1]
-[--chunk 10] [--minatar-steps 500000] [--brax-backend positional] [--only-brax] [--gpu]
+[--chunk 10] [--members 16] [--minatar-steps 500000] [--brax-backend positional] [--only-brax]
+[--only-population] [--gpu]
 
 ``--gpu`` places rljax's runs on the GPU (``num_gpus_per_learner=1``,
 ``num_gpus_per_env_runner=1``; rljax's default keeps everything on the CPU even beside a
@@ -38,6 +49,7 @@ GPU), where the baseline, plain JAX, runs by default.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import pathlib
 import statistics
@@ -46,6 +58,7 @@ import time
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -323,6 +336,210 @@ def brax_ant(num_envs: int, num_steps: int, iters: int, backend: str) -> list[di
     ]
 
 
+def population_configs(env: str, members: int, config: Any) -> list[Any]:
+    """``members`` copies of ``config`` on ``env``, seeds 0 .. members - 1."""
+    return [config.copy().environment(env).debugging(seed=s) for s in range(members)]
+
+
+def baseline_population(baseline: Any, cfg: Any, members: int) -> tuple[Any, Any]:
+    """``(runners, step)``: the baseline's runners of seeds 0 .. members - 1 stacked, and its
+    ``update_step`` ``vmap``ped over them, jitted (runners donated)."""
+    init, update_step = baseline.make(cfg)
+    keys = jnp.stack([jax.random.PRNGKey(s) for s in range(members)])
+    return jax.jit(jax.vmap(init))(keys), jax.jit(jax.vmap(update_step), donate_argnums=0)
+
+
+def population_throughput(
+    members: int,
+    num_envs: int,
+    num_steps: int,
+    chunk: int,
+    iters: int,
+    jax_env: str,
+    baseline: Any,
+) -> list[dict[str, Any]]:
+    """Env steps/s, summed over ``members`` trials, of rljax's ``Population`` on the JAX env
+    (one training step per ``train()``, and ``chunk``), on EnvPool, and of the baseline
+    ``vmap``ped over the members (per update, and ``chunk`` updates scanned per call); every
+    system called once per round, medians."""
+    from rljax.execution.population import Population
+
+    per = members * num_envs * num_steps
+    calls: dict[str, tuple[Any, int]] = {}  # name -> (call, env steps per call)
+    first_s: dict[str, float] = {}
+    pops = []
+    variants = [
+        (f"rljax population {jax_env}", jax_env, 1),
+        (f"rljax population {jax_env}, {chunk} updates per call", jax_env, chunk),
+        ("rljax population EnvPool CartPole-v1", "CartPole-v1", 1),
+    ]
+    try:
+        for name, env, updates in variants:
+            config = ppo_config(env, num_envs, num_steps)
+            if updates > 1:
+                config = config.reporting(
+                    min_sample_timesteps_per_iteration=updates * num_envs * num_steps
+                )
+            t0 = time.perf_counter()
+            pop = Population(population_configs(env, members, config))
+            pops.append(pop)
+            pop.train()
+            first_s[name] = time.perf_counter() - t0
+            calls[name] = (pop.train, updates * per)
+        if baseline is not None:
+            cfg = baseline.Config("CartPole-v1", num_envs, num_steps)
+            t0 = time.perf_counter()
+            runners, step = baseline_population(baseline, cfg, members)
+            state = {"one": step(runners)[0]}
+            jax.block_until_ready(state["one"])
+            first_s["baseline vmapped"] = time.perf_counter() - t0
+            scan = jax.jit(lambda r: jax.lax.scan(lambda c, _: step(c), r, None, length=chunk))
+            t0 = time.perf_counter()
+            state["scan"] = scan(baseline_population(baseline, cfg, members)[0])[0]
+            jax.block_until_ready(state["scan"])
+            name = f"baseline vmapped, {chunk} updates per call"
+            first_s[name] = time.perf_counter() - t0
+
+            def one() -> None:
+                state["one"], out = step(state["one"])
+                np.asarray(out[0]), np.asarray(out[1])
+
+            def scanned() -> None:
+                state["scan"], out = scan(state["scan"])
+                np.asarray(out[0]), np.asarray(out[1])
+
+            calls["baseline vmapped"] = (one, per)
+            calls[name] = (scanned, chunk * per)
+        times: dict[str, list[float]] = {name: [] for name in calls}
+        for _ in range(iters):
+            for name, (call, _) in calls.items():
+                t0 = time.perf_counter()
+                call()
+                times[name].append(time.perf_counter() - t0)
+    finally:
+        for pop in pops:
+            pop.stop()
+    return [
+        {
+            "kind": "population",
+            "system": name,
+            "members": members,
+            "num_envs": num_envs,
+            "num_steps": num_steps,
+            "env_steps_per_call": steps,
+            "env_steps_per_s": steps / statistics.median(times[name]),
+            "call_ms": 1000 * statistics.median(times[name]),
+            "first_call_s": first_s[name],
+        }
+        for name, (_, steps) in calls.items()
+    ]
+
+
+def population_to_target(members: int, env: str, target: float, max_steps: int) -> dict[str, Any]:
+    """rljax's ``Population`` of ``members`` tuned CartPole trials on ``env``, each stopped
+    when its return reaches ``target`` (or after ``max_steps`` env steps): the wall time until
+    the last one stopped, after the first (compiling) iteration, and each member's env steps."""
+    from rljax.execution.population import Population
+
+    config = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml")
+    t0 = time.perf_counter()
+    pop = Population(population_configs(env, members, placed(config)))
+    steps: list[int | None] = [None] * members
+    try:
+        results = pop.train()
+        build_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        while any(pop.active):
+            for i, r in enumerate(results):
+                if r is None:
+                    continue
+                done = r["num_env_steps_sampled_lifetime"]
+                if r["env_runners"]["episode_return_mean"] >= target:
+                    steps[i] = done
+                    pop.stop_trial(i)
+                elif done >= max_steps:
+                    pop.stop_trial(i)
+            if any(pop.active):
+                results = pop.train()
+        seconds = time.perf_counter() - t0
+        compilations = pop.num_compilations
+    finally:
+        pop.stop()
+    return {
+        "kind": "population_to_450",
+        "system": f"rljax population {env}",
+        "members": members,
+        "reached": sum(s is not None for s in steps),
+        "steps_per_member": steps,
+        "seconds_after_first_iteration": seconds,
+        "build_and_first_iteration_s": build_s,
+        "compilations": compilations,
+    }
+
+
+def baseline_population_to_target(
+    baseline: Any, members: int, target: float, max_steps: int
+) -> dict[str, Any]:
+    """The baseline with the tuned settings (``baseline_to_target``'s) ``vmap``ped over
+    ``members`` seeds, one call per update, until every member's mean return over its last 100
+    episodes reached ``target`` (or ``max_steps`` env steps each): wall time after the first
+    (compiling) call, and each member's env steps."""
+    cfg = baseline.Config("CartPole-v1", 16, 250, 6, 32, 3e-4, ent_coef=0.0)
+    rows = cfg.num_envs * cfg.num_steps
+    t0 = time.perf_counter()
+    runners, step = baseline_population(baseline, cfg, members)
+    runners, out = step(runners)
+    recent = [collections.deque(maxlen=100) for _ in range(members)]
+    steps: list[int | None] = [None] * members
+    done = rows
+    build_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    while True:
+        ep_ret, ep_done = np.asarray(out[0]), np.asarray(out[1])
+        for i in range(members):
+            recent[i].extend(ep_ret[i][ep_done[i]].tolist())
+            if steps[i] is None and recent[i] and np.mean(recent[i]) >= target:
+                steps[i] = done
+        if all(s is not None for s in steps) or done >= max_steps:
+            break
+        runners, out = step(runners)
+        done += rows
+    return {
+        "kind": "population_to_450",
+        "system": "baseline vmapped",
+        "members": members,
+        "reached": sum(s is not None for s in steps),
+        "steps_per_member": steps,
+        "seconds_after_first_iteration": time.perf_counter() - t0,
+        "build_and_first_iteration_s": build_s,
+    }
+
+
+def population(
+    members: int, iters: int, max_steps: int, jax_env: str, chunk: int, baseline: Any
+) -> None:
+    """Prints the population rows: throughput at PureJaxRL's defaults, and time to 450."""
+    n, t = SETTINGS["purejaxrl"]
+    rows = population_throughput(members, n, t, chunk, iters, jax_env, baseline)
+    for row in rows:
+        print(json.dumps({"settings": "purejaxrl", **row}), flush=True)
+    rate = {row["system"]: row["env_steps_per_s"] for row in rows}
+    one, envpool = rate[f"rljax population {jax_env}"], rate["rljax population EnvPool CartPole-v1"]
+    ratios = {"jax_env_over_envpool": one / envpool}
+    if baseline is not None:
+        ratios["jax_env_over_baseline"] = one / rate["baseline vmapped"]
+        ratios["chunked_jax_env_over_baseline_chunked"] = (
+            rate[f"rljax population {jax_env}, {chunk} updates per call"]
+            / rate[f"baseline vmapped, {chunk} updates per call"]
+        )
+    print(json.dumps({"kind": "population_ratios", "settings": "purejaxrl", **ratios}), flush=True)
+    for env in (jax_env, "CartPole-v1"):
+        print(json.dumps(population_to_target(members, env, 450.0, max_steps)), flush=True)
+    if baseline is not None:
+        row = baseline_population_to_target(baseline, members, 450.0, max_steps)
+        print(json.dumps(row), flush=True)
+
+
 def rljax_to_target(env: str, target: float, max_steps: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     algo = placed(PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").environment(env)).build_algo()
@@ -363,7 +580,13 @@ def baseline_to_target(baseline: Any, target: float, max_steps: int) -> dict[str
 
 
 def compare(
-    iters: int, max_steps: int, jax_env: str, chunk: int, minatar_steps: int, brax_backend: str
+    iters: int,
+    max_steps: int,
+    jax_env: str,
+    chunk: int,
+    minatar_steps: int,
+    brax_backend: str,
+    members: int = 16,
 ) -> None:
     baseline = load_baseline()
     for name, (n, t) in SETTINGS.items():
@@ -390,6 +613,8 @@ def compare(
         print(json.dumps(baseline_to_target(baseline, 450.0, max_steps)), flush=True)
     else:
         print(json.dumps({"kind": "baseline", "status": "not installed (gymnax)"}), flush=True)
+    if members:
+        population(members, max(3, iters // 3), max_steps, jax_env, chunk, baseline)
     if minatar_steps and jax_env.startswith("gymnax:"):
         for row in minatar(minatar_steps, baseline):
             print(json.dumps(row), flush=True)
@@ -421,6 +646,14 @@ def main() -> None:
     p.add_argument(
         "--only-brax", action="store_true", help="measure brax ant alone (with --compare)"
     )
+    p.add_argument(
+        "--members", type=int, default=16, help="the population's trials (0: no population)"
+    )
+    p.add_argument(
+        "--only-population",
+        action="store_true",
+        help="measure the population alone (with --compare)",
+    )
     p.add_argument("--gpu", action="store_true", help="rljax's runs on the GPU")
     a = p.parse_args()
     global ON_GPU
@@ -431,7 +664,11 @@ def main() -> None:
         for row in brax_ant(64, 64, max(3, a.iters // 3), a.brax_backend):
             print(json.dumps(row), flush=True)
         return
-    compare(a.iters, a.max_steps, a.jax_env, a.chunk, a.minatar_steps, a.brax_backend)
+    if a.only_population:
+        baseline = load_baseline()
+        population(a.members, max(3, a.iters // 3), a.max_steps, a.jax_env, a.chunk, baseline)
+        return
+    compare(a.iters, a.max_steps, a.jax_env, a.chunk, a.minatar_steps, a.brax_backend, a.members)
 
 
 if __name__ == "__main__":
