@@ -8,8 +8,8 @@ compilation:
 
 * ``rljax_fused``: rljax with ``num_env_runners=0``; EnvPool is stepped through its XLA custom call
   inside one jitted function that does the rollout and all PPO epochs (the fused path).
-* ``rljax_host``: the same config with ``num_env_runners=1``; a runner steps EnvPool from Python
-  (``send``/``recv``) and calls the jitted policy once per env step, then the jitted update runs.
+* ``rljax_host``: the same config with ``num_env_runners=1``; a runner thread samples each
+  fragment in one jitted call (EnvPool's XLA step in a scan), then the jitted update runs.
   This is the in-project baseline for the fused path.
 * ``rllib`` / ``sb3`` (``--compare`` only): Ray RLlib's new API stack (``num_env_runners=0``) and
   Stable-Baselines3 with the same hyper-parameters, when importable; otherwise reported as
@@ -362,7 +362,7 @@ def variant_info(variant: str) -> dict[str, Any]:
     """Versions and a one-line description, from inside the variant's process."""
     info: dict[str, Any] = {
         "fused": {"description": "rljax, num_env_runners=0: rollout + update in one jit call"},
-        "host": {"description": "rljax, num_env_runners=1: EnvPool stepped from Python"},
+        "host": {"description": "rljax, num_env_runners=1: a runner thread"},
         "rllib": {"description": "Ray RLlib PPO, new API stack, num_env_runners=0, torch"},
         "sb3": {"description": "Stable-Baselines3 PPO, DummyVecEnv, torch on CPU"},
     }[variant]

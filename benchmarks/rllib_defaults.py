@@ -7,8 +7,9 @@ A B B A ...), so a load on the machine that changes over time weighs on both ali
 - ``rllib_defaults``: ``PPOConfig().environment("CartPole-v1")``, RLlib's defaults (batch
   4,000, 30 epochs of minibatch 128, 256x256 shared layers; rljax's default of no runner
   threads: the fused EnvPool path, one program per iteration);
-- ``rllib_defaults_2_runners``: the same with RLlib's 2 runners (``num_env_runners=2``): runner
-  threads step EnvPool from Python with the jitted act step, then the jitted update;
+- ``rllib_defaults_2_runners``: the same with RLlib's 2 runners (``num_env_runners=2``): each
+  runner thread samples its fragment in one jitted call (EnvPool's XLA step in a scan), then
+  the jitted update;
 - ``tuned``: ``rljax/tuned_examples/ppo_cartpole.yaml`` (16 envs, 6 epochs of minibatch 128,
   separate 64x64 tanh networks).
 

@@ -49,6 +49,9 @@ class RunnerHooks:
     # env step (``rljax.env.vector``): on-policy algorithms, whose batches count env steps as
     # RLlib's do. Off-policy ones keep next-step resets, which their replay buffers read.
     _same_step_reset: bool = False
+    # An EnvPool env's runner threads sample a fragment in one jitted call (``FusedRunner``)
+    # where the spaces fit in jit: on-policy algorithms. Off-policy runners step from Python.
+    _fused_envpool_runners: bool = False
 
     # Set by ``Algorithm.__init__`` (and ``parts`` by the subclass's ``_setup()``).
     config: AlgorithmConfig
@@ -161,6 +164,8 @@ class RunnerHooks:
             max_policy_lag=max_policy_lag,
             free_running=free_running,
             max_queued_fragments=max_queued_fragments,
+            fused_runners=self._fused_envpool_runners
+            and not runner_build.needs_x64(self.observation_space, self.action_space),
         )
 
     def _fault_tolerance_metrics(self) -> dict[str, int]:

@@ -101,6 +101,7 @@ class OnPolicyAlgorithm(Algorithm):
 
     state: Any
     _same_step_reset = True
+    _fused_envpool_runners = True
     _loop: OnPolicyLoop[Any] | None
     _xla_step: Callable[..., Any] | None  # a population trial's EnvPool step (None: JAX env)
     _reset_ended: Callable[..., Any] | None = None  # the fused rollout's same-step resets

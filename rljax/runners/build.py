@@ -147,6 +147,7 @@ def make_runner_group(
     max_policy_lag: int | None = None,
     free_running: bool = False,
     max_queued_fragments: int | None = None,
+    fused_runners: bool = False,
 ) -> RunnerGroup:
     """``max(1, num_env_runners)`` runners, each with its own vector env, as a started group.
 
@@ -171,9 +172,14 @@ def make_runner_group(
       max_policy_lag: How many weight versions a runner may sample ahead of the learner
         (``RunnerGroup``); None: 1 with ``sample_async``, else 0.
       free_running: No lag bound, the runners held back only by ``max_queued_fragments``
-        (IMPALA, APPO); with an EnvPool env each of them then runs a whole fragment as one
-        jitted call (``FusedRunner``) instead of stepping from Python.
+        (IMPALA, APPO).
       max_queued_fragments: Finished fragments a free-running runner may hold.
+      fused_runners: With an EnvPool env, each runner samples a whole fragment as one jitted
+        call (``FusedRunner``: EnvPool's XLA step inside ``lax.scan``, the transitions of
+        stepping it from Python) instead of one Python call per env step (``HostRunner``);
+        not where ``live_steps`` is set, nor with ``record_infos`` in lock step (episode
+        hooks replay the env's infos row by row). The caller checks that the spaces fit in
+        jit (``needs_x64``).
 
     Fault tolerance: ``restart_failed_sub_environments`` (True, or "auto", the default,
     while ``restart_failed_env_runners`` is on) rebuilds a gymnasium sub-env that raises
@@ -185,7 +191,13 @@ def make_runner_group(
     cfg = config
     builds = [0] * cfg.num_runners
     group: RunnerGroup | None = None
-    fused = free_running and env_spec is not None and env_spec.backend == "envpool"
+    fused = (
+        fused_runners
+        and env_spec is not None
+        and env_spec.backend == "envpool"
+        and live_steps is None
+        and (free_running or not record_infos)
+    )
     spec = RunnerSpec(
         # None for a multi-agent run: its runners get their env from runner_env.
         env_spec,

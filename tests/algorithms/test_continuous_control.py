@@ -30,3 +30,27 @@ def test_envpool_mujoco_runs_on_the_host_path_with_float64_actions():
         action = algo.compute_single_action(np.zeros(17))
         assert action.dtype == np.float64 and action.shape == (6,)
         assert np.all(np.abs(action) <= 1.0)
+
+
+@pytest.mark.slow  # integration: in the README's full run
+def test_runner_threads_on_a_float64_envpool_env_step_it_from_python():
+    """An EnvPool MuJoCo task's runner threads step it from Python, which hands EnvPool
+    float64 actions: sampled inside 32-bit jit (as EnvPool runners otherwise are), APPO's
+    controls were NaN and its first loss about 1.9e21."""
+    from rljax.algorithms.appo import APPOConfig
+    from rljax.runners.host import HostRunner
+
+    config = (
+        APPOConfig()
+        .environment("HalfCheetah-v4")
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=2, rollout_fragment_length=16)
+        .training(train_batch_size_per_learner=32)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        assert isinstance(algo._runners.runners[0], HostRunner)
+        result = algo.train()
+        assert np.isfinite(result["learners"]["default_policy"]["total_loss"])
+        fragment = algo._runners.runners[0].sample(algo._runner_params(), 4)
+        assert np.all(np.isfinite(np.asarray(fragment.obs)))

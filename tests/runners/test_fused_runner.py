@@ -12,10 +12,14 @@ from rljax.runners.fused import FusedRunner
 from rljax.runners.host import HostRunner
 
 
-@pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
-def test_fused_runner_matches_the_python_stepped_runner(mode):
-    algo = (
-        APPOConfig()
+@pytest.mark.parametrize(
+    ("config_class", "mode"),
+    [(APPOConfig, "SYNC"), (APPOConfig, "ASYNC"), (PPOConfig, "SYNC"), (PPOConfig, "ASYNC")],
+)
+def test_fused_runner_matches_the_python_stepped_runner(config_class, mode):
+    # APPO's runners run free; PPO's in lock step.
+    config = (
+        config_class()
         .environment("CartPole-v1")
         .env_runners(
             num_env_runners=1,
@@ -25,16 +29,19 @@ def test_fused_runner_matches_the_python_stepped_runner(mode):
         )
         .rl_module(model_config={"fcnet_hiddens": [16]})
         .debugging(seed=3)
-        .build_algo()
     )
+    if config_class is PPOConfig:
+        config.training(train_batch_size_per_learner=32, minibatch_size=16)
+    algo = config.build_algo()
     try:
         fused = algo._runners.runners[0]
-        assert isinstance(fused, FusedRunner)  # free-running EnvPool runners are fused
+        assert isinstance(fused, FusedRunner)  # EnvPool runners are fused
         params = algo._runner_params()
         spec = fused.spec
         twin = FusedRunner(spec, params, algo.parts.to_env_action)
         host = HostRunner(spec, params)
         try:
+            assert fused.spec.same_step  # on-policy runners reset in the step that ended
             for _ in range(3):  # fragments carry their episodes across
                 a = jax.device_get(twin.sample(params, 8))
                 b = jax.device_get(host.sample(params, 8))
