@@ -65,6 +65,7 @@ from rljax.execution.population_loop import (
 )
 from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
+from rljax.utils.jit import sharing_programs
 from rljax.utils.schedules import Schedule, num_points, stack_settings
 
 if TYPE_CHECKING:
@@ -177,11 +178,15 @@ class Population:
             raise ValueError(f"{len(checkpoints)} checkpoints for {len(configs)} trials")
         self.members: list[OnPolicyAlgorithm] = []
         try:
-            for i, c in enumerate(configs):
-                member = c.checked_algo_class()(c.copy(), population_member=True)
-                self.members.append(member)
-                if checkpoints is not None and checkpoints[i] is not None:
-                    member.restore_from_path(checkpoints[i])  # before the states are stacked
+            # The trials are alike but for values their one-shot programs take as arguments
+            # (population_refusal above): they share those programs (a JAX env's first step).
+            with sharing_programs():
+                for c in configs:
+                    self.members.append(c.checked_algo_class()(c.copy(), population_member=True))
+            paths = checkpoints if checkpoints is not None else [None] * len(configs)
+            for member, path in zip(self.members, paths, strict=True):
+                if path is not None:
+                    member.restore_from_path(path)  # before the states are stacked
         except BaseException:
             self.stop()
             raise

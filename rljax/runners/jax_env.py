@@ -45,7 +45,7 @@ from rljax.runners.acting import (
     init_actor_state,
 )
 from rljax.utils.errors import ConfigError
-from rljax.utils.jit import run_once
+from rljax.utils.jit import run_once, shared_key
 
 Rollout = Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]
 
@@ -185,8 +185,14 @@ def start_jax_env(
     """``(rollout, runner_state)`` of ``num_envs`` copies of the JAX env ``env``: the runner
     state started by one jitted call (on the device of ``params``), from ``seed``."""
     start = make_start(env, policy_fn, act_step, num_envs, to_env_action, keep_info, next_step)
-    # A one-shot program: compiled with the cheap settings (a population builds one per trial).
-    rs = run_once(lambda p, k: strong_types(start(p, k)), params, jax.random.PRNGKey(seed))
+    # A one-shot program, compiled with the cheap settings; a population's trials, built alike
+    # within ``sharing_programs()``, share it.
+    rs = run_once(
+        lambda p, k: strong_types(start(p, k)),
+        params,
+        jax.random.PRNGKey(seed),
+        cache_key=shared_key(("jax_env_start", num_envs, length, keep_info, next_step)),
+    )
     return make_jax_env_rollout(env, act_step, length, to_env_action, next_step), rs
 
 

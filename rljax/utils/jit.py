@@ -36,6 +36,32 @@ _ONCE_CACHE_SIZE = 64
 
 
 _ABSTRACT = threading.local()
+_SHARING = threading.local()
+
+
+@contextlib.contextmanager
+def sharing_programs() -> Iterator[None]:
+    """Within it, ``shared_key(key)`` names one scope: builds of equal configs (a population's
+    trials, built one after another) reuse the one-shot programs they compile under such a key
+    (a JAX env's first step) instead of each compiling its own. Outside, ``shared_key`` gives
+    None (compile per call): a program traced from one build's closures is reused only where
+    the caller knows the builds are alike. The scope's programs are dropped when it ends."""
+    before = getattr(_SHARING, "scope", None)
+    scope = object()
+    _SHARING.scope = scope
+    try:
+        yield
+    finally:
+        _SHARING.scope = before
+        for key in [k for k in _ONCE_CACHE if isinstance(k[0], tuple) and k[0][:1] == (scope,)]:
+            del _ONCE_CACHE[key]
+
+
+def shared_key(key: Hashable) -> Hashable | None:
+    """``run_once``'s ``cache_key`` for ``key`` within the current ``sharing_programs()``
+    scope; None outside one."""
+    scope = getattr(_SHARING, "scope", None)
+    return None if scope is None else (scope, key)
 
 
 @contextlib.contextmanager
