@@ -74,12 +74,14 @@ class EnvRunner:
         """Rebuilds this runner's envs from its ``config``'s env and ``env_config`` (RLlib's
         ``make_env()``: a curriculum script sets ``env_runner.config.environment(env_config=
         ...)`` first). The spaces must stay the policy's; every sub-env starts a new episode.
-        Runner threads' gymnasium envs only: EnvPool's fused path builds its envs once."""
+        Runner threads' envs only: EnvPool's fused path builds its envs once, and a runner
+        thread on EnvPool rebuilds EnvPool envs."""
+        from rljax.runners.fused import FusedRunner
         from rljax.runners.host import HostRunner
         from rljax.utils.errors import ConfigError
 
         algo = self._algo
-        if algo is None or not isinstance(self._runner, HostRunner):
+        if algo is None or not isinstance(self._runner, HostRunner | FusedRunner):
             raise ConfigError(
                 "make_env(): this runner's envs cannot be rebuilt (EnvPool's fused path builds "
                 "them once); for a curriculum, use a gymnasium env, or set the task through "
@@ -92,6 +94,12 @@ class EnvRunner:
                 "rebuild envs with synchronous sampling (sample_async=False, e.g. PPO)"
             )
         spec = _config_env(self.config, (algo.observation_space, algo.action_space))
+        if isinstance(self._runner, FusedRunner) and spec.backend != "envpool":
+            raise ConfigError(
+                f"make_env(): this runner steps EnvPool inside jit and rebuilds EnvPool envs "
+                f"only; env {spec.name!r} is a {spec.backend} env (use a gymnasium env from "
+                "the start for a curriculum across kinds of env)"
+            )
         self._runner.rebuild_env(spec, algo._runners.params)
         algo._runner_env_specs[self._slot] = spec  # a restarted runner is built on it too
         self.env = getattr(self._runner.env, "env", self._runner.env)

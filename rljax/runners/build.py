@@ -35,7 +35,15 @@ def needs_x64(*spaces: gym.Space) -> bool:
     the driver that hands EnvPool numpy arrays of its dtypes)."""
     if jax.config.read("jax_enable_x64"):
         return False
-    return any(isinstance(s, gym.spaces.Box) and np.dtype(s.dtype) == np.float64 for s in spaces)
+
+    def holds_float64(s: gym.Space) -> bool:
+        if isinstance(s, gym.spaces.Dict):
+            return any(holds_float64(x) for x in s.spaces.values())
+        if isinstance(s, gym.spaces.Tuple):
+            return any(holds_float64(x) for x in s.spaces)
+        return isinstance(s, gym.spaces.Box) and np.dtype(s.dtype) == np.float64
+
+    return any(holds_float64(s) for s in spaces)
 
 
 def fused_envpool(
@@ -53,7 +61,7 @@ def fused_envpool(
     learner mesh, whose fused rollout runs on the runner device): one program runs on one
     device, so an EnvPool env whose runner acts on another device than the learner's
     (``num_gpus_per_learner=1`` with ``num_gpus_per_env_runner=0``: the learner on the GPU,
-    acting on the CPU) runs on the host path, a runner thread acting on the runner's device;
+    acting on the CPU) runs with a runner thread acting on the runner's device;
     a JAX env, which lives inside the program, is refused there."""
     split = devices is not None and devices[0] != devices[1]
     if env_spec is not None and is_jax_spec(env_spec):

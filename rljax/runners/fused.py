@@ -13,6 +13,7 @@ EnvPool env, it has no state to save (``get_state`` raises ``EnvStateError``).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from typing import Any
@@ -125,6 +126,39 @@ class FusedRunner:
         except BaseException:
             self.env.close()
             raise
+
+    def rebuild_env(self, env: Any, params: Any) -> None:
+        """Replaces the EnvPool with one built from ``env`` (an EnvPool spec: a curriculum's
+        next task, RLlib's ``env_runner.make_env()``): the old one is closed, the new one reset,
+        every sub-env starts a new episode, and the rollouts compile anew for its XLA step.
+        Called between iterations, while the runner does not sample."""
+        if self.busy:
+            raise RuntimeError("rebuild_env() while the runner samples; call it between iterations")
+        if env.backend != "envpool":
+            raise ValueError(f"an EnvPool runner rebuilds EnvPool envs only, not {env.name!r}")
+        spec = dataclasses.replace(self.spec, env=env)
+        batch = envpool_batch_size(spec.num_envs, spec.mode, spec.async_batch_size)
+        new = make_envpool(env, spec.num_envs, batch, spec.seed)
+        try:
+            xla_step, state, reset_ended = start_envpool(
+                new,
+                spec.policy_fn,
+                spec.act_step,
+                params,
+                spec.num_envs,
+                spec.seed,
+                self._to_env_action,
+                keep_info=spec.record_infos,
+                same_step=spec.same_step,
+            )
+            state = jax.device_put(state, self.device)
+        except BaseException:
+            new.close()
+            raise
+        old, self.env, self.spec = self.env, new, spec
+        self._xla_step, self._reset_ended, self.state = xla_step, reset_ended, state
+        self._rollouts = {}
+        old.close()
 
     def _rollout(self, length: int) -> Callable[..., Any]:
         """The jitted rollout of ``length`` steps (one per length; the state is donated)."""

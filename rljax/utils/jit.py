@@ -33,6 +33,8 @@ _ONE_SHOT_OPTIONS: dict[str, str | bool] = {
 # Programs ``run_once`` compiled under a caller's key, by the key and the arguments' shapes.
 _ONCE_CACHE: collections.OrderedDict[Any, Callable] = collections.OrderedDict()
 _ONCE_CACHE_SIZE = 64
+# Builds may run in several threads (a Tuner's batches): the cache is read and changed under it.
+_ONCE_LOCK = threading.Lock()
 
 
 _ABSTRACT = threading.local()
@@ -53,8 +55,9 @@ def sharing_programs() -> Iterator[None]:
         yield
     finally:
         _SHARING.scope = before
-        for key in [k for k in _ONCE_CACHE if isinstance(k[0], tuple) and k[0][:1] == (scope,)]:
-            del _ONCE_CACHE[key]
+        with _ONCE_LOCK:
+            for key in [k for k in _ONCE_CACHE if isinstance(k[0], tuple) and k[0][:1] == (scope,)]:
+                del _ONCE_CACHE[key]
 
 
 def shared_key(key: Hashable) -> Hashable | None:
@@ -112,14 +115,16 @@ def run_once(fn: Callable, *args: Any, cache_key: Hashable | None = None) -> Any
         return compile_cheap(fn, *args)(*args)
     leaves, tree = jax.tree.flatten(args)
     key = (cache_key, tree, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves))
-    compiled = _ONCE_CACHE.get(key)
+    with _ONCE_LOCK:
+        compiled = _ONCE_CACHE.get(key)
+        if compiled is not None:
+            _ONCE_CACHE.move_to_end(key)
     if compiled is None:
-        compiled = compile_cheap(fn, *args)
-        _ONCE_CACHE[key] = compiled
-        while len(_ONCE_CACHE) > _ONCE_CACHE_SIZE:
-            _ONCE_CACHE.popitem(last=False)
-    else:
-        _ONCE_CACHE.move_to_end(key)
+        compiled = compile_cheap(fn, *args)  # outside the lock: builds compile side by side
+        with _ONCE_LOCK:
+            _ONCE_CACHE[key] = compiled
+            while len(_ONCE_CACHE) > _ONCE_CACHE_SIZE:
+                _ONCE_CACHE.popitem(last=False)
     return compiled(*args)
 
 

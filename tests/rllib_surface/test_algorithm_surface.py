@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from gymnasium.envs.classic_control import CartPoleEnv
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.examples.envs.classes.simple_corridor import SimpleCorridor
@@ -119,6 +120,45 @@ def test_make_env_on_envpools_fused_path_says_what_to_do_instead():
             runner.make_env()
         with pytest.raises(TypeError, match="not Python objects in this process"):
             runner.foreach_env(lambda e: e)
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+def test_make_env_rebuilds_an_envpool_runner_threads_envs():
+    """A runner thread on EnvPool samples inside jit (FusedRunner); make_env() rebuilds its
+    EnvPool from the runner's env_config, and the next iteration samples the new one."""
+    from rljax.runners.fused import FusedRunner
+
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        (runner,) = algo.env_runner_group._runners()
+        assert isinstance(algo._runners.runners[0], FusedRunner)
+
+        def short(r):
+            r.config.environment(env_config={"max_episode_steps": 5})
+            r.make_env()
+
+        algo.env_runner_group.foreach_env_runner(short)
+        result = algo.train()
+        # Every episode of the rebuilt CartPole ends by its fifth step.
+        assert result["env_runners"]["num_episodes"] >= 200 // 5 - 2
+        assert result["env_runners"]["episode_len_max"] <= 5
+
+        def gymnasium_env(r):
+            r.config.environment(CartPoleEnv, env_config={})
+            r.make_env()
+
+        with pytest.raises(ConfigError, match="rebuilds EnvPool envs only"):
+            algo.env_runner_group.foreach_env_runner(gymnasium_env)
     finally:
         algo.stop()
 

@@ -94,3 +94,16 @@ def test_building_the_fused_path_compiles_a_handful_of_programs_not_one_per_oper
         assert algo.train()["num_env_steps_sampled_lifetime"] == 70
     finally:
         algo.stop()
+
+
+def test_spaces_holding_float64_anywhere_keep_envs_out_of_32_bit_jit():
+    import gymnasium as gym
+
+    from rljax.runners.build import needs_x64
+
+    f32 = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    f64 = gym.spaces.Box(-1.0, 1.0, (2,), np.float64)
+    assert not needs_x64(f32, gym.spaces.Discrete(3))
+    assert needs_x64(f32, f64)
+    assert needs_x64(gym.spaces.Dict({"obs": f32, "extra": gym.spaces.Tuple((f32, f64))}))
+    assert not needs_x64(gym.spaces.Dict({"obs": f32, "mask": gym.spaces.MultiBinary(3)}))
