@@ -204,6 +204,8 @@ def test_switch_riddle_steps_as_jaxmarls_telling_terminates_and_the_limit_trunca
         make_jax_multi_agent_env("jaxmarl:switch_riddle", {"max_episode_steps": 8})
     with pytest.raises(ConfigError, match="num_agents=2; use an int of at least 3"):
         make_jax_multi_agent_env("jaxmarl:switch_riddle", {"num_agents": 2})
+    four = make_jax_multi_agent_env("jaxmarl:switch_riddle", {"num_agents": np.int64(4)})
+    assert len(four.agents) == 4 and four.max_episode_steps == 10
 
 
 @pytest.mark.slow

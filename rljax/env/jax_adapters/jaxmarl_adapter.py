@@ -206,10 +206,11 @@ class JaxMARLEnv:
                     "steps: set num_agents in env_config instead"
                 )
             n = kwargs.get("num_agents", 3)
-            if isinstance(n, bool) or not isinstance(n, int) or n < 3:
+            if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 3:
                 raise ConfigError(
                     f"jaxmarl env 'switch_riddle': num_agents={n!r}; use an int of at least 3"
                 )
+            kwargs["num_agents"] = int(n)
         if "max_episode_steps" in kwargs:
             kwargs["max_steps"] = kwargs.pop("max_episode_steps")
         self.overcooked = env_id == "overcooked"
