@@ -94,13 +94,7 @@ class EnvRunner:
                 "rebuild envs with synchronous sampling (sample_async=False, e.g. PPO)"
             )
         spec = _config_env(self.config, (algo.observation_space, algo.action_space))
-        if isinstance(self._runner, FusedRunner) and spec.backend != "envpool":
-            raise ConfigError(
-                f"make_env(): this runner steps EnvPool inside jit and rebuilds EnvPool envs "
-                f"only; env {spec.name!r} is a {spec.backend} env (use a gymnasium env from "
-                "the start for a curriculum across kinds of env)"
-            )
-        self._runner.rebuild_env(spec, algo._runners.params)
+        self._runner.rebuild_env(spec, algo._runners.params)  # a FusedRunner: EnvPool only
         algo._runner_env_specs[self._slot] = spec  # a restarted runner is built on it too
         self.env = getattr(self._runner.env, "env", self._runner.env)
 

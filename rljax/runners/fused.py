@@ -40,6 +40,7 @@ from rljax.runners.acting import (
 )
 from rljax.runners.host import RunnerSpec
 from rljax.utils import xla_options
+from rljax.utils.errors import ConfigError
 
 
 def start_envpool(
@@ -98,8 +99,6 @@ class FusedRunner:
         self.spec = spec
         self.device = spec.device
         self.offset = spec.env_id_offset
-        batch = envpool_batch_size(spec.num_envs, spec.mode, spec.async_batch_size)
-        self.env = make_envpool(spec.env, spec.num_envs, batch, spec.seed)
         self.num_sub_env_restarts = 0
         self.busy = False
         self.error: str | None = None  # EnvPool's envs do not raise: always None
@@ -110,54 +109,51 @@ class FusedRunner:
         self._rollouts: dict[int, Callable[..., Any]] = {}
         self._compiler_options = xla_options.current("rollout")
         self._params_shape = jax.eval_shape(lambda p: p, params)
-        try:
-            self._xla_step, state, self._reset_ended = start_envpool(
-                self.env,
-                spec.policy_fn,
-                spec.act_step,
-                params,
-                spec.num_envs,
-                spec.seed,
-                to_env_action,
-                keep_info=spec.record_infos,  # EnvPool's infos for episode callbacks
-                same_step=spec.same_step,
-            )
-            self.state = jax.device_put(state, self.device)
-        except BaseException:
-            self.env.close()
-            raise
+        self.env, self._xla_step, self.state, self._reset_ended = self._start(spec, params)
 
-    def rebuild_env(self, env: Any, params: Any) -> None:
-        """Replaces the EnvPool with one built from ``env`` (an EnvPool spec: a curriculum's
-        next task, RLlib's ``env_runner.make_env()``): the old one is closed, the new one reset,
-        every sub-env starts a new episode, and the rollouts compile anew for its XLA step.
-        Called between iterations, while the runner does not sample."""
-        if self.busy:
-            raise RuntimeError("rebuild_env() while the runner samples; call it between iterations")
-        if env.backend != "envpool":
-            raise ValueError(f"an EnvPool runner rebuilds EnvPool envs only, not {env.name!r}")
-        spec = dataclasses.replace(self.spec, env=env)
+    def _start(self, spec: RunnerSpec, params: Any) -> tuple[Any, Any, FusedRunnerState, Any]:
+        """``(env, xla_step, runner_state, reset_ended)``: ``spec``'s EnvPool built and reset
+        (``start_envpool``), its state on this runner's device; closed again if that fails."""
+        assert spec.env is not None
         batch = envpool_batch_size(spec.num_envs, spec.mode, spec.async_batch_size)
-        new = make_envpool(env, spec.num_envs, batch, spec.seed)
+        env = make_envpool(spec.env, spec.num_envs, batch, spec.seed)
         try:
             xla_step, state, reset_ended = start_envpool(
-                new,
+                env,
                 spec.policy_fn,
                 spec.act_step,
                 params,
                 spec.num_envs,
                 spec.seed,
                 self._to_env_action,
-                keep_info=spec.record_infos,
+                keep_info=spec.record_infos,  # EnvPool's infos for episode callbacks
                 same_step=spec.same_step,
             )
-            state = jax.device_put(state, self.device)
+            return env, xla_step, jax.device_put(state, self.device), reset_ended
         except BaseException:
-            new.close()
+            env.close()
             raise
-        old, self.env, self.spec = self.env, new, spec
-        self._xla_step, self._reset_ended, self.state = xla_step, reset_ended, state
-        self._rollouts = {}
+
+    def rebuild_env(self, env: Any, params: Any) -> None:
+        """Replaces the EnvPool with one built from ``env`` (an EnvPool spec: a curriculum's
+        next task, RLlib's ``env_runner.make_env()``): the old one is closed, the new one reset,
+        every sub-env starts a new episode, and the rollouts compile anew for its XLA step.
+        Called between iterations, while the runner does not sample.
+
+        Raises:
+          ConfigError: ``env`` is not an EnvPool env."""
+        if self.busy:
+            raise RuntimeError("rebuild_env() while the runner samples; call it between iterations")
+        if env.backend != "envpool":
+            raise ConfigError(
+                f"make_env(): this runner steps EnvPool inside jit and rebuilds EnvPool envs "
+                f"only; env {env.name!r} is a {env.backend} env (use a gymnasium env from "
+                "the start for a curriculum across kinds of env)"
+            )
+        spec = dataclasses.replace(self.spec, env=env)
+        old = self.env
+        self.env, self._xla_step, self.state, self._reset_ended = self._start(spec, params)
+        self.spec, self._rollouts = spec, {}
         old.close()
 
     def _rollout(self, length: int) -> Callable[..., Any]:
