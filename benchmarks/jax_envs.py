@@ -336,6 +336,17 @@ def brax_ant(num_envs: int, num_steps: int, iters: int, backend: str) -> list[di
     ]
 
 
+def tuned_config(env: str) -> Any:
+    """rljax's tuned CartPole example (``ppo_cartpole.yaml``) on ``env``, placed."""
+    return placed(PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").environment(env))
+
+
+def tuned_baseline_config(baseline: Any) -> Any:
+    """The baseline with rljax's tuned settings: 16 x 250, 6 epochs of 125-row minibatches
+    (rljax's are 128, the last one short), lr 3e-4, no entropy bonus."""
+    return baseline.Config("CartPole-v1", 16, 250, 6, 32, 3e-4, ent_coef=0.0)
+
+
 def population_configs(env: str, members: int, config: Any) -> list[Any]:
     """``members`` copies of ``config`` on ``env``, seeds 0 .. members - 1."""
     return [config.copy().environment(env).debugging(seed=s) for s in range(members)]
@@ -441,9 +452,8 @@ def population_to_target(members: int, env: str, target: float, max_steps: int) 
     the last one stopped, after the first (compiling) iteration, and each member's env steps."""
     from rljax.execution.population import Population
 
-    config = PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml")
     t0 = time.perf_counter()
-    pop = Population(population_configs(env, members, placed(config)))
+    pop = Population(population_configs(env, members, tuned_config(env)))
     steps: list[int | None] = [None] * members
     try:
         results = pop.train()
@@ -484,7 +494,7 @@ def baseline_population_to_target(
     ``members`` seeds, one call per update, until every member's mean return over its last 100
     episodes reached ``target`` (or ``max_steps`` env steps each): wall time after the first
     (compiling) call, and each member's env steps."""
-    cfg = baseline.Config("CartPole-v1", 16, 250, 6, 32, 3e-4, ent_coef=0.0)
+    cfg = tuned_baseline_config(baseline)
     rows = cfg.num_envs * cfg.num_steps
     t0 = time.perf_counter()
     runners, step = baseline_population(baseline, cfg, members)
@@ -542,7 +552,7 @@ def population(
 
 def rljax_to_target(env: str, target: float, max_steps: int) -> dict[str, Any]:
     t0 = time.perf_counter()
-    algo = placed(PPOConfig.from_yaml(TUNED / "ppo_cartpole.yaml").environment(env)).build_algo()
+    algo = tuned_config(env).build_algo()
     try:
         r = algo.train()
         build_s = time.perf_counter() - t0
@@ -566,10 +576,7 @@ def rljax_to_target(env: str, target: float, max_steps: int) -> dict[str, Any]:
 
 
 def baseline_to_target(baseline: Any, target: float, max_steps: int) -> dict[str, Any]:
-    # The tuned settings: 16 x 250, 6 epochs of 125-row minibatches (rljax's are 128, the last
-    # one short), lr 3e-4, no entropy bonus.
-    cfg = baseline.Config("CartPole-v1", 16, 250, 6, 32, 3e-4, ent_coef=0.0)
-    out = baseline.run(cfg, max_steps, target, scan=False)
+    out = baseline.run(tuned_baseline_config(baseline), max_steps, target, scan=False)
     return {
         "kind": "to_450",
         "system": "baseline",
