@@ -9,8 +9,9 @@ config needs nothing from ``rljax.tune``. ``rljax.tune`` / ``rljax.tune.sample``
 Search spaces with Ray Tune 2.x's names and semantics.
 
 Each constructor returns a ``Domain``: ``grid_search`` (every value, crossed with the other grids),
-``choice``, ``uniform``, ``quniform``, ``loguniform``, ``randint``, ``qrandint``, ``randn`` and
-``sample_from`` (drawn once per variant). A domain stores what it was given and is checked when it
+``choice``, ``uniform``, ``quniform``, ``loguniform``, ``qloguniform``, ``randint``,
+``qrandint``, ``lograndint``, ``qlograndint``, ``randn``, ``qrandn`` and ``sample_from`` (drawn
+once per variant). A domain stores what it was given and is checked when it
 is used, where the key it sits under is known (``generate_variants``, a config's setters), so an
 error names the key path, the value given and what is allowed. ``Domain.check(where)`` runs the
 same check directly.
@@ -24,7 +25,13 @@ Bounds, as Tune's:
 - ``qrandint(lower, upper, q)``: a multiple of ``q`` in ``[lower, upper]`` (``upper`` included).
   Each multiple is equally likely (Tune rounds a uniform draw, which gives the two end multiples
   half the weight of the others).
-- ``randn(mean, sd)``: a normal draw.
+- ``qloguniform(lower, upper, q)``: a log-uniform draw rounded to the nearest multiple of
+  ``q`` (bounds multiples of ``q``, as ``quniform``).
+- ``lograndint(lower, upper)``: an int in ``[lower, upper)`` whose logarithm is uniform (the
+  floor of a log-uniform draw, as Tune's); ``lower`` at least 1.
+- ``qlograndint(lower, upper, q)``: a multiple of ``q`` in ``[lower, upper]``, log-uniform
+  over the multiples (Tune's: the floor of a log-uniform draw over their indices, times ``q``).
+- ``randn(mean, sd)``: a normal draw; ``qrandn(mean, sd, q)`` rounds it to a multiple of ``q``.
 
 Where Tune's code and its documentation differ, this follows the documentation: with ``q=1``
 Tune's quantized sampler skips the rounding, so its ``qrandint(lower, upper, 1)`` never draws
@@ -161,12 +168,13 @@ def _bounds_problem(lower: Any, upper: Any, need_int: bool = False) -> str | Non
 
 
 class Float(Domain):
-    """``uniform``, ``quniform`` and ``loguniform``: a float between ``lower`` and ``upper``.
+    """``uniform``, ``quniform``, ``loguniform`` and ``qloguniform``: a float between ``lower``
+    and ``upper``.
 
     Attributes:
       lower, upper: The bounds.
-      log: Whether the draw is uniform in log space (``loguniform``).
-      q: The quantization step (``quniform``), or None.
+      log: Whether the draw is uniform in log space (``loguniform``, ``qloguniform``).
+      q: The quantization step (``quniform``, ``qloguniform``), or None.
       base: ``loguniform``'s base, as given; a log-uniform draw does not depend on it.
     """
 
@@ -188,6 +196,8 @@ class Float(Domain):
     def __repr__(self) -> str:
         if self.log:
             base = "" if self.base == 10 else f", base={self.base!r}"
+            if self.q is not None:
+                return f"qloguniform({self.lower!r}, {self.upper!r}, {self.q!r}{base})"
             return f"loguniform({self.lower!r}, {self.upper!r}{base})"
         if self.q is not None:
             return f"quniform({self.lower!r}, {self.upper!r}, {self.q!r})"
@@ -216,30 +226,39 @@ class Float(Domain):
 
     def _draw(self, rng: np.random.Generator, spec: Any, where: str) -> float:
         if self.log:
-            return float(np.exp(rng.uniform(np.log(self.lower), np.log(self.upper))))
-        value = float(rng.uniform(self.lower, self.upper))
+            value = float(np.exp(rng.uniform(np.log(self.lower), np.log(self.upper))))
+        else:
+            value = float(rng.uniform(self.lower, self.upper))
         if self.q is not None:
             value = float(np.round(value / self.q) * self.q)
         return value
 
 
 class Integer(Domain):
-    """``randint`` (``upper`` excluded) and ``qrandint`` (multiples of ``q``, ``upper`` included).
+    """``randint`` and ``lograndint`` (``upper`` excluded), ``qrandint`` and ``qlograndint``
+    (multiples of ``q``, ``upper`` included).
 
     Attributes:
       lower, upper: The bounds, as given to the constructor.
-      q: ``qrandint``'s step, or None for ``randint``.
+      q: The step of ``qrandint`` and ``qlograndint``, or None.
+      log: Whether the draw is uniform in log space (``lograndint``, ``qlograndint``).
+      base: The log draws' base, as given; the draw does not depend on it.
     """
 
-    def __init__(self, lower: int, upper: int, *, q: int | None = None):
+    def __init__(
+        self, lower: int, upper: int, *, q: int | None = None, log: bool = False, base: float = 10
+    ):
         self.lower = lower
         self.upper = upper
         self.q = q
+        self.log = log
+        self.base = base
 
     def __repr__(self) -> str:
-        if self.q is None:
-            return f"randint({self.lower!r}, {self.upper!r})"
-        return f"qrandint({self.lower!r}, {self.upper!r}, {self.q!r})"
+        name = "lograndint" if self.log else "randint"
+        q = "" if self.q is None else f", {self.q!r}"
+        base = "" if not self.log or self.base == 10 else f", base={self.base!r}"
+        return f"{'q' if self.q is not None else ''}{name}({self.lower!r}, {self.upper!r}{q}{base})"
 
     def _multiples(self) -> tuple[int, int]:
         """The first and last ``k`` with ``k * q`` in ``[lower, upper]``."""
@@ -248,8 +267,18 @@ class Integer(Domain):
 
     def _problem(self) -> str | None:
         bad = _bounds_problem(self.lower, self.upper, need_int=True)
-        if bad is not None or self.q is None:
+        if bad is not None:
             return bad
+        if self.log:
+            if not self.lower >= 1:
+                return (
+                    f"needs lower >= 1 (a log-uniform draw is uniform in log space); "
+                    f"lower={self.lower!r}; use randint() for a range that includes 0"
+                )
+            if not _is_real(self.base) or not self.base > 0 or self.base == 1:
+                return f"needs a positive base other than 1; base={self.base!r}"
+        if self.q is None:
+            return None
         if not _is_int(self.q) or self.q < 1:
             return f"needs a positive integer step; q={self.q!r}"
         first, last = self._multiples()
@@ -258,20 +287,30 @@ class Integer(Domain):
         return None
 
     def _draw(self, rng: np.random.Generator, spec: Any, where: str) -> int:
-        if self.q is None:
-            return int(rng.integers(self.lower, self.upper))
-        first, last = self._multiples()
-        return int(rng.integers(first, last + 1)) * int(self.q)
+        # The integers drawn from: [lower, upper) or, with q, the multiples' indices.
+        first, stop = (self.lower, self.upper) if self.q is None else self._multiples()
+        if self.q is not None:
+            stop += 1
+        if self.log:  # the floor of a log-uniform draw in [first, stop), as Tune's
+            value = int(np.floor(np.exp(rng.uniform(np.log(first), np.log(stop)))))
+            value = min(max(value, int(first)), int(stop) - 1)  # rounding at the ends
+        else:
+            value = int(rng.integers(first, stop))
+        return value * int(self.q or 1)
 
 
 class Normal(Domain):
-    """``randn(mean, sd)``: a float drawn from a normal distribution."""
+    """``randn(mean, sd)``: a float drawn from a normal distribution; ``qrandn(mean, sd, q)``:
+    rounded to the nearest multiple of ``q`` (attribute ``q``, else None)."""
 
-    def __init__(self, mean: float = 0.0, sd: float = 1.0):
+    def __init__(self, mean: float = 0.0, sd: float = 1.0, *, q: float | None = None):
         self.mean = mean
         self.sd = sd
+        self.q = q
 
     def __repr__(self) -> str:
+        if self.q is not None:
+            return f"qrandn({self.mean!r}, {self.sd!r}, {self.q!r})"
         return f"randn({self.mean!r}, {self.sd!r})"
 
     def _problem(self) -> str | None:
@@ -279,10 +318,16 @@ class Normal(Domain):
             return f"needs a finite mean; mean={self.mean!r}"
         if not _is_real(self.sd) or not math.isfinite(self.sd) or not self.sd > 0:
             return f"needs a positive standard deviation; sd={self.sd!r}"
+        q = self.q
+        if q is not None and (not _is_real(q) or not math.isfinite(q) or not q > 0):
+            return f"needs a positive quantization step; q={q!r}"
         return None
 
     def _draw(self, rng: np.random.Generator, spec: Any, where: str) -> float:
-        return float(rng.normal(self.mean, self.sd))
+        value = float(rng.normal(self.mean, self.sd))
+        if self.q is not None:
+            value = float(np.round(value / self.q) * self.q)
+        return value
 
 
 class Function(Domain):
@@ -446,6 +491,14 @@ def loguniform(lower: float, upper: float, base: float = 10) -> Float:
     return Float(lower, upper, log=True, base=base)
 
 
+def qloguniform(lower: float, upper: float, q: float, base: float = 10) -> Float:
+    """A log-uniform float (``loguniform``) rounded to the nearest multiple of ``q``.
+
+    Both bounds must be positive multiples of ``q``. ``base`` is accepted as Tune's.
+    """
+    return Float(lower, upper, log=True, q=q, base=base)
+
+
 def randint(lower: int, upper: int) -> Integer:
     """An int drawn uniformly from ``[lower, upper)``: ``upper`` is excluded, as Tune's."""
     return Integer(lower, upper)
@@ -457,9 +510,26 @@ def qrandint(lower: int, upper: int, q: int = 1) -> Integer:
     return Integer(lower, upper, q=q)
 
 
+def lograndint(lower: int, upper: int, base: float = 10) -> Integer:
+    """An int in ``[lower, upper)`` whose logarithm is uniform: the floor of a log-uniform draw
+    (as Tune's). ``lower`` must be at least 1; ``base`` is accepted as Tune's."""
+    return Integer(lower, upper, log=True, base=base)
+
+
+def qlograndint(lower: int, upper: int, q: int, base: float = 10) -> Integer:
+    """A multiple of ``q`` in ``[lower, upper]`` (``upper`` included, as ``qrandint``), drawn
+    log-uniformly over the multiples' indices (as Tune's). ``lower`` must be at least 1."""
+    return Integer(lower, upper, q=q, log=True, base=base)
+
+
 def randn(mean: float = 0.0, sd: float = 1.0) -> Normal:
     """A float drawn from a normal distribution of mean ``mean`` and standard deviation ``sd``."""
     return Normal(mean, sd)
+
+
+def qrandn(mean: float, sd: float, q: float) -> Normal:
+    """A normal draw (``randn``) rounded to the nearest multiple of ``q``."""
+    return Normal(mean, sd, q=q)
 
 
 def sample_from(func: Callable[..., Any]) -> Function:
@@ -543,8 +613,12 @@ __all__ = [
     "grid_search",
     "is_grid_dict",
     "key_path",
+    "lograndint",
     "loguniform",
+    "qlograndint",
+    "qloguniform",
     "qrandint",
+    "qrandn",
     "quniform",
     "randint",
     "randn",

@@ -54,6 +54,7 @@ def _tell(searcher, trial_id, value):
         (tune.loguniform(1e-4, 1e-1), D.FloatDistribution(1e-4, 1e-1, log=True)),
         (tune.quniform(0.0, 1.0, 0.25), D.FloatDistribution(0.0, 1.0, step=0.25)),
         (tune.randint(2, 7), D.IntDistribution(2, 6)),  # upper excluded, as Tune's
+        (tune.lograndint(1, 100), D.IntDistribution(1, 99, log=True)),
         (tune.qrandint(3, 20, 5), D.IntDistribution(5, 20, step=5)),  # multiples of 5 only
         (tune.choice(["relu", "tanh", None]), D.CategoricalDistribution(["relu", "tanh", None])),
     ],

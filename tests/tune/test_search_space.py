@@ -112,6 +112,42 @@ def test_loguniform_is_uniform_in_log_space():
     )
 
 
+def test_qloguniform_rounds_a_log_uniform_draw_to_multiples_of_q():
+    xs = np.array(draws(tune.qloguniform(0.1, 10.0, 0.1)))
+    assert xs.min() >= 0.1 - 1e-9 and xs.max() <= 10.0 + 1e-9
+    assert np.allclose(xs / 0.1, np.round(xs / 0.1))  # multiples of q
+    # log-uniform on [0.1, 10]: half the draws below 1 (a uniform draw would put 9% there)
+    assert abs(np.mean(xs < 0.95) - 0.5) < 0.05
+    assert repr(tune.qloguniform(0.1, 10.0, 0.1)) == "qloguniform(0.1, 10.0, 0.1)"
+
+
+def test_lograndint_floors_a_log_uniform_draw_upper_excluded():
+    xs = np.array(draws(tune.lograndint(1, 100)))
+    assert all(type(x) is int for x in xs.tolist())
+    assert xs.min() == 1 and xs.max() == 99
+    # P(x < 10) = log(10) / log(100) = 0.5; each of 1..9 holds log((k+1)/k) / log(100)
+    assert abs(np.mean(xs < 10) - 0.5) < 0.04
+    assert abs(np.mean(xs == 1) - np.log(2) / np.log(100)) < 0.03
+    with pytest.raises(ConfigError, match=r"lograndint\(0, 5\) needs lower >= 1"):
+        draws(tune.lograndint(0, 5), n=1)
+
+
+def test_qlograndint_multiples_of_q_log_uniform_over_their_indices():
+    xs = np.array(draws(tune.qlograndint(2, 64, 2)))
+    assert set(xs.tolist()) == set(range(2, 65, 2))  # upper included, as qrandint
+    # indices 1..32 drawn as floor(exp(U(log 1, log 33))): P(index 1) = log 2 / log 33
+    assert abs(np.mean(xs == 2) - np.log(2) / np.log(33)) < 0.03
+    assert repr(tune.qlograndint(2, 64, 2)) == "qlograndint(2, 64, 2)"
+
+
+def test_qrandn_rounds_a_normal_draw():
+    xs = np.array(draws(tune.qrandn(1.0, 2.0, 0.5)))
+    assert np.allclose(xs / 0.5, np.round(xs / 0.5))
+    assert abs(xs.mean() - 1.0) < 0.15 and abs(xs.std() - 2.0) < 0.15
+    with pytest.raises(ConfigError, match=r"qrandn\(0, 1, 0\) needs a positive quantization"):
+        draws(tune.qrandn(0, 1, 0), n=1)
+
+
 def test_randint_excludes_upper():
     xs = draws(tune.randint(-2, 3))
     assert all(type(x) is int for x in xs)

@@ -95,8 +95,14 @@ def to_distribution(domain: Domain, where: str = "search space") -> tuple[Any, A
         )
         return dist, None
     if isinstance(domain, Integer):
+        if domain.log and domain.q is not None:
+            raise ConfigError(
+                f"{where}: {domain!r}: Optuna has no quantized log-uniform integer "
+                "distribution; use lograndint without q or qrandint"
+            )
         if domain.q is None:
-            return dists.IntDistribution(int(domain.lower), int(domain.upper) - 1), None
+            low, high = int(domain.lower), int(domain.upper) - 1
+            return dists.IntDistribution(low, high, log=bool(domain.log)), None
         first, last = domain._multiples()
         q = int(domain.q)
         return dists.IntDistribution(first * q, last * q, step=q), None
