@@ -7,7 +7,8 @@ What changes, and nothing else:
   import PPOConfig`` -> ``from rljax.algorithms.ppo import PPOConfig``);
 - ``ray.tune`` -> ``rljax.tune`` (``from ray import tune`` -> ``from rljax import tune``;
   ``ray.tune.registry.register_env`` is ``rljax.tune.registry.register_env``), and Ray AIR's
-  names for Tune's pieces: ``ray.air`` -> ``rljax.tune``, ``ray.air.constants`` ->
+  and Ray Train's names for Tune's pieces: ``ray.air`` and ``ray.train`` -> ``rljax.tune``
+  (``RunConfig``, ``CheckpointConfig``, ``FailureConfig``, ...), ``ray.air.constants`` ->
   ``rljax.tune.result``, ``ray.air.integrations.wandb`` -> ``rljax.tune.logger``;
 - ``ray.init(...)`` and ``ray.shutdown()`` statements become ``pass``, and ``import ray``
   becomes ``import rljax`` when nothing else of ``ray`` is used.
@@ -59,6 +60,9 @@ _MODULES = (
     ("ray.air.integrations.wandb", "rljax.tune.logger"),
     ("ray.air.constants", "rljax.tune.result"),
     ("ray.air", "rljax.tune"),
+    # Ray Train's names for the same pieces (RunConfig, CheckpointConfig, FailureConfig,
+    # Checkpoint, report, get_checkpoint), as RLlib's scripts since Ray 2.7 import them.
+    ("ray.train", "rljax.tune"),
     # RLlib 1.x's old API (PPOTrainer with a dict config): rljax.agents, and the modules its
     # scripts import beside it (rljax.models, rljax.evaluation.rollout_worker, ...).
     ("ray.rllib.agents", "rljax.agents"),
@@ -164,8 +168,8 @@ def _rewritten(node: ast.stmt, notes: list[str]) -> str | None:
             out: list[str] = []
             kept: list[str] = []
             for a in node.names:
-                if a.name in ("tune", "air"):
-                    ours.append(_alias("tune", a.asname or ("air" if a.name == "air" else None)))
+                if a.name in ("tune", "air", "train"):  # Tune's pieces under three names
+                    ours.append(_alias("tune", a.asname or (a.name if a.name != "tune" else None)))
                 elif a.name == "rllib":
                     out.append(f"import rljax as {a.asname or 'rllib'}")
                 else:

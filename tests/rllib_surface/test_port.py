@@ -53,6 +53,26 @@ def test_port_rewrites_imports_and_drops_ray_init():
     ast.parse(ported.source)
 
 
+def test_port_maps_ray_train_names_to_rljax_tune_and_the_port_runs():
+    source = (
+        "from ray import train\n"
+        "from ray.train import RunConfig, FailureConfig\n"
+        "a = train.RunConfig(failure_config=train.FailureConfig(max_failures=2))\n"
+        "b = RunConfig(failure_config=FailureConfig(fail_fast=True))\n"
+    )
+    ported = port_source(source)
+    lines = ported.source.splitlines()
+    assert lines[:2] == [
+        "from rljax import tune as train",
+        "from rljax.tune import RunConfig, FailureConfig",
+    ]
+    assert ported.notes == []
+    names: dict = {}
+    exec(compile(ported.source, "<ported>", "exec"), names)  # noqa: S102 - our own test text
+    assert names["a"].failure_config.max_failures == 2
+    assert names["b"].failure_config.fail_fast is True
+
+
 def test_port_notes_what_rljax_has_no_counterpart_for():
     ported = port_source("import ray\nimport ray.data\nds = ray.data.range(3)\n")
     assert "import ray\n" in ported.source  # still used: kept
