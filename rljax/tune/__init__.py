@@ -67,7 +67,13 @@ from rljax.tune.sample import (
     uniform,
 )
 from rljax.tune.stopper import MaximumIterationStopper, Stopper
-from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
+from rljax.tune.tune_config import (
+    CheckpointConfig,
+    FailureConfig,
+    RunConfig,
+    SyncConfig,
+    TuneConfig,
+)
 from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, get_checkpoint, report, run
 from rljax.tune.variants import check_search_spaces, find_search_spaces, generate_variants
 
@@ -79,6 +85,8 @@ __all__ = [
     "Categorical",
     "Checkpoint",
     "CheckpointConfig",
+    "FailureConfig",
+    "SyncConfig",
     "ConfigView",
     "Domain",
     "ExperimentAnalysis",

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rljax.tune.result_grid import Checkpoint, Result
-from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
+from rljax.tune.tune_config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
 
@@ -76,6 +76,12 @@ def run_config_data(config: RunConfig) -> dict[str, Any]:
             "checkpoint_at_end": checkpoint.checkpoint_at_end,
         },
         "verbose": config.verbose,
+        "failure_config": None
+        if config.failure_config is None
+        else {
+            "max_failures": config.failure_config.max_failures,
+            "fail_fast": config.failure_config.fail_fast,
+        },
     }
 
 
@@ -405,6 +411,9 @@ def restored_configs(state: ExperimentState, stop: Any) -> tuple[TuneConfig, Run
             stop=stop if stop is not None else run.get("stop"),
             checkpoint_config=CheckpointConfig(**checkpoint) if checkpoint else None,
             verbose=run.get("verbose", 1),
+            failure_config=FailureConfig(**failure)
+            if (failure := run.get("failure_config"))
+            else None,
         )
     except TypeError as e:
         raise ConfigError(f"{state.path}: tune_config or run_config holds {e}") from None

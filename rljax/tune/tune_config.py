@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +51,55 @@ class CheckpointConfig:
         return bool(self.checkpoint_frequency) or self.checkpoint_at_end
 
 
+_noted: set[str] = set()
+
+
+def note_no_effect(key: str, text: str) -> None:
+    """Warns once per process that Tune's setting ``key`` has no effect here, and why."""
+    if key not in _noted:
+        _noted.add(key)
+        warnings.warn(f"{key}: {text}", UserWarning, stacklevel=3)
+
+
+@dataclass
+class FailureConfig:
+    """What happens when a trial raises (Tune's ``FailureConfig``).
+
+    ``max_failures``: how many times a failed trial starts again, from its newest checkpoint
+    if it saved one (an algorithm trial restores it; a function trainable finds it with
+    ``tune.get_checkpoint()``), else from the start; -1: without limit; 0 (the default): it
+    stays failed. ``fail_fast``: True ends the experiment at the first trial that fails for
+    good (the running trials stop after their current result; the trials not started are left
+    out of the ``ResultGrid``); ``"raise"`` does so and ``fit()`` raises that trial's exception.
+    """
+
+    max_failures: int = 0
+    fail_fast: bool | str = False
+
+    def __post_init__(self) -> None:
+        _check_number("FailureConfig.max_failures", self.max_failures, -1, True)
+        if not (isinstance(self.fail_fast, bool) or self.fail_fast == "raise"):
+            raise ConfigError(
+                f"FailureConfig.fail_fast={self.fail_fast!r}: use False, True or 'raise'"
+            )
+
+    def retries_left(self, failures: int) -> bool:
+        """Whether a trial that has failed ``failures`` times starts again."""
+        return self.max_failures < 0 or failures <= self.max_failures
+
+
+@dataclass
+class SyncConfig:
+    """Tune's ``SyncConfig`` (uploading results to remote storage), accepted with its names:
+    rljax writes every result, checkpoint and artifact straight to ``storage_path`` on this
+    host, so there is nothing to sync and the settings have no effect."""
+
+    sync_period: int = 300
+    sync_timeout: int = 1800
+    sync_artifacts: bool = False
+    sync_artifacts_on_checkpoint: bool = True
+
+
 @dataclass
 class TuneConfig:
     """How trials are made and compared (Tune's ``TuneConfig``).
@@ -73,6 +124,12 @@ class TuneConfig:
     each in a worker process, as many as leave the total at most this many (None: one after
     another in this process); with a ``search_alg``, how many configs are asked at once (None:
     1). ``populations`` (rljax's own): False makes every trial a batch of its own.
+    ``trial_dirname_creator``: ``(trial) -> str``, the name of each trial's directory, given a
+    ``TrialInfo`` (``trial_id``, ``trainable_name``, ``config``, ``experiment_tag``); the
+    default joins the trainable's name, the trial id and the searched values.
+    ``reuse_actors``, ``trial_name_creator`` and ``chdir_to_trial_dir``: accepted as Tune's,
+    with a warning that they have no effect here (trials run in this process or its workers,
+    in the script's directory; the table and results name trials by their ids).
     """
 
     metric: str | None = None
@@ -84,6 +141,10 @@ class TuneConfig:
     time_budget_s: float | None = None
     seed: int | None = None
     populations: bool = True
+    reuse_actors: bool | None = None
+    trial_name_creator: Callable[[Any], str] | None = None
+    trial_dirname_creator: Callable[[Any], str] | None = None
+    chdir_to_trial_dir: Any = None
 
     def __post_init__(self) -> None:
         if self.metric is not None and not isinstance(self.metric, str):
@@ -114,6 +175,29 @@ class TuneConfig:
             _check_number("TuneConfig.time_budget_s", self.time_budget_s, 0, False)
             if self.time_budget_s <= 0:
                 raise ConfigError(f"TuneConfig.time_budget_s={self.time_budget_s!r}: use > 0")
+        for name in ("trial_name_creator", "trial_dirname_creator"):
+            given = getattr(self, name)
+            if given is not None and not callable(given):
+                raise ConfigError(
+                    f"TuneConfig.{name}={given!r}: use a function of the trial returning a str"
+                )
+        if self.reuse_actors:
+            note_no_effect(
+                "TuneConfig.reuse_actors",
+                "rljax starts no actors; each trial builds its algorithm in this process or in "
+                "a worker process",
+            )
+        if self.trial_name_creator is not None:
+            note_no_effect(
+                "TuneConfig.trial_name_creator",
+                "the table of trials and the results name each trial by its trial_id "
+                "(trial_dirname_creator names its directory)",
+            )
+        if self.chdir_to_trial_dir is not None:
+            note_no_effect(
+                "TuneConfig.chdir_to_trial_dir",
+                "trials run in the script's working directory (Result.path is the trial's)",
+            )
 
     def _fold_basic_variant_generator(self) -> None:
         """A ``BasicVariantGenerator`` search_alg is the default generator: its seed and its
@@ -159,7 +243,10 @@ class RunConfig:
     ``tune.Callback`` (``rljax.tune.callback``; not saved for ``Tuner.restore``, pass them
     again with ``restore(..., callbacks=...)``); ``progress_reporter``: a ``tune.CLIReporter``
     choosing the table's columns and how often it prints (with ``verbose`` >= 1; not saved for
-    ``Tuner.restore``).
+    ``Tuner.restore``); ``failure_config``: a ``FailureConfig`` (retries and fail-fast);
+    ``local_dir``: Tune's older name of ``storage_path``. ``sync_config`` (a ``SyncConfig``)
+    and ``log_to_file`` are accepted with a warning that they have no effect here;
+    ``storage_filesystem`` (a pyarrow filesystem) is refused: results go to a local path.
     """
 
     name: str | None = None
@@ -169,8 +256,46 @@ class RunConfig:
     verbose: int = 1
     callbacks: Any = None
     progress_reporter: Any = None
+    failure_config: FailureConfig | None = None
+    sync_config: SyncConfig | None = None
+    storage_filesystem: Any = None
+    log_to_file: bool | str | tuple[str, str] = False
+    local_dir: str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
+        if self.local_dir is not None:  # Tune's older name of storage_path
+            if self.storage_path is not None:
+                raise ConfigError(
+                    "RunConfig: give storage_path or local_dir (its old name), not both"
+                )
+            self.storage_path, self.local_dir = self.local_dir, None
+        if self.failure_config is not None and not isinstance(self.failure_config, FailureConfig):
+            raise ConfigError(
+                f"RunConfig.failure_config={self.failure_config!r}: use a "
+                "tune.FailureConfig(max_failures=..., fail_fast=...)"
+            )
+        if self.sync_config is not None:
+            if not isinstance(self.sync_config, SyncConfig):
+                raise ConfigError(
+                    f"RunConfig.sync_config={self.sync_config!r}: use a tune.SyncConfig"
+                )
+            note_no_effect(
+                "RunConfig.sync_config",
+                "rljax writes every result, checkpoint and artifact straight to storage_path on "
+                "this host; there is nothing to sync",
+            )
+        if self.storage_filesystem is not None:
+            raise ConfigError(
+                f"RunConfig.storage_filesystem={type(self.storage_filesystem).__name__}: rljax "
+                "writes results to a local storage_path only; give a local path (or a mounted "
+                "one) as storage_path and no filesystem"
+            )
+        if self.log_to_file is not False:
+            note_no_effect(
+                "RunConfig.log_to_file",
+                "trials' output goes to this process's stdout and stderr (their results and "
+                "errors are in each trial's directory)",
+            )
         if self.name is not None and (
             not isinstance(self.name, str) or not self.name or os.sep in self.name
         ):
@@ -209,4 +334,11 @@ class RunConfig:
                 )
 
 
-__all__ = ["CheckpointConfig", "RunConfig", "TuneConfig", "default_storage_path"]
+__all__ = [
+    "CheckpointConfig",
+    "FailureConfig",
+    "RunConfig",
+    "SyncConfig",
+    "TuneConfig",
+    "default_storage_path",
+]

@@ -32,7 +32,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +61,14 @@ from rljax.tune.trial_run import (
     to_json_data,
     trial_session,
 )
-from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig, default_storage_path
+from rljax.tune.tune_config import (
+    CheckpointConfig,
+    FailureConfig,
+    RunConfig,
+    SyncConfig,
+    TuneConfig,
+    default_storage_path,
+)
 from rljax.tune.variants import (
     MAX_VARIANTS,
     check_variant_count,
@@ -79,6 +86,32 @@ if TYPE_CHECKING:
 def _dir_part(value: Any) -> str:
     text = f"{value:.4g}" if isinstance(value, float) else str(value)
     return "".join(c if c.isalnum() or c in "-.=_" else "_" for c in text)[:20]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialInfo:
+    """What ``TuneConfig(trial_dirname_creator=...)`` is given for a trial (Tune's ``Trial``'s
+    fields it is usually asked for): ``trial_id``, ``trainable_name``, ``config`` (the trial's
+    variant) and ``experiment_tag`` (its index and searched values)."""
+
+    trial_id: str
+    trainable_name: str
+    config: dict[str, Any]
+    experiment_tag: str
+
+    def __str__(self) -> str:
+        return f"{self.trainable_name}_{self.trial_id}"
+
+
+def _dir_name_problem(name: Any) -> str | None:
+    """Why ``name`` cannot be a trial's directory inside the experiment's (None: it can)."""
+    if not isinstance(name, str) or not name:
+        return "use a non-empty str"
+    if name in (".", "..") or "/" in name or os.sep in name or "\0" in name:
+        return "use a name, not a path (no '/', '.' or '..')"
+    if len(name.encode()) > 255:
+        return "use a name of at most 255 bytes"
+    return None
 
 
 # ---------------------------------------------------------------------- Tuner
@@ -129,6 +162,7 @@ class Tuner:
         root = "param_space" if base is None else type(base).__name__
         self._base = base
         self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
+        self._dir_names: dict[str, str] = {}  # trial_dirname_creator's names: their trial ids
         self._searched = [p for p, _ in find_search_spaces(space)]
         searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
         # Counted before anything is drawn, made or asked of a searcher (10^9 variants hang).
@@ -227,6 +261,25 @@ class Tuner:
         return len(self._variants)
 
     def _trial_dir_name(self, trial_id: str, index: int, variant: dict[str, Any]) -> str:
+        tail = self._searched_tail(variant)
+        creator = self.tune_config.trial_dirname_creator
+        if creator is None:
+            return f"{self.trainable_name}_{trial_id}_{index}" + (f"_{tail}" if tail else "")
+        info = TrialInfo(trial_id, self.trainable_name, variant, f"{index}_{tail}".rstrip("_"))
+        name = creator(info)
+        bad = _dir_name_problem(name)
+        if bad is None and name in self._dir_names:
+            owner = self._dir_names[name]
+            bad = f"trial {owner} has that directory already (include trial.trial_id)"
+        if bad is not None:
+            raise ConfigError(
+                f"TuneConfig.trial_dirname_creator gave {name!r} for trial {trial_id}: {bad}"
+            )
+        self._dir_names[name] = trial_id
+        return name
+
+    def _searched_tail(self, variant: dict[str, Any]) -> str:
+        """The searched values of ``variant`` as ``key=value`` parts, for directory names."""
         parts = []
         for path in self._searched:
             value: Any = variant
@@ -236,8 +289,7 @@ class Tuner:
             except (KeyError, IndexError, TypeError):
                 continue
             parts.append(f"{_dir_part(path[-1])}={_dir_part(value)}")
-        tail = ",".join(parts)[:80]
-        return f"{self.trainable_name}_{trial_id}_{index}" + (f"_{tail}" if tail else "")
+        return ",".join(parts)[:80]
 
     def fit(self) -> ResultGrid:
         """Runs every trial and returns their results (in the order of the trials).
@@ -429,6 +481,9 @@ class Tuner:
             if error is not None:
                 fit.progress.log(f"Trial {trial.trial_id} ERROR: {type(error).__name__}: {error}")
         fit.stopped = fit.stopped or trial.stop_all or trial.out_of_time
+        if error is not None and self._failure_config.fail_fast:
+            # The first trial to fail for good ends the experiment (Tune's fail_fast).
+            fit.stopped = fit.aborted = True
 
     def _parallel(self, batches: list[list[tuple[int, str]]]) -> bool:
         """Whether ``batches`` run at once, each in a worker process: when
@@ -539,11 +594,49 @@ class Tuner:
         else:
             ((index, trial),) = trials.items()
             errors[index] = self._run_trial(index, trial, payload)
+        for index, trial in trials.items():
+            errors[index] = self._retried(fit, index, trial, errors[index], remote)
         if fit.interrupted:  # Ctrl-C ended the workers: the trials stay RUNNING
             return
         with fit.lock:
             for index, trial in trials.items():
                 self._close_trial(fit, index, trial, errors[index])
+        fail_fast = self._failure_config.fail_fast
+        failed = [e for e in errors.values() if e is not None]
+        if fail_fast == "raise" and failed:
+            raise failed[0]
+
+    @property
+    def _failure_config(self) -> FailureConfig:
+        return self.run_config.failure_config or FailureConfig()
+
+    def _retried(
+        self, fit: _Fit, index: int, trial: _TrialRun, error: BaseException | None, remote: bool
+    ) -> BaseException | None:
+        """A failed trial run again (``FailureConfig.max_failures``), alone, from its newest
+        checkpoint if it saved one, else from the start, until it ends without an error or
+        has no retries left; returns its last error (None: it ended well). A population's
+        failed member is retried alone too."""
+        failures = 0
+        policy = self._failure_config
+        while (
+            error is not None
+            and policy.retries_left(failures := failures + 1)
+            and not (fit.aborted or fit.interrupted or fit.stopped)
+        ):
+            if fit.progress is not None:
+                fit.progress.log(
+                    f"Trial {trial.trial_id} failed ({type(error).__name__}: {error}); "
+                    f"starting it again (failure {failures} of "
+                    f"{'unlimited' if policy.max_failures < 0 else policy.max_failures})"
+                )
+            payload = None
+            if remote and self._algo_configs is not None:
+                from rljax.tune.worker import picklable_payload
+
+                payload = picklable_payload([self._algo_configs[index]], [trial.latest_checkpoint])
+            error = self._run_trial(index, trial, payload)
+        return error
 
     def _run_trial(
         self, index: int, trial: _TrialRun, payload: bytes | None = None
@@ -717,6 +810,66 @@ class Tuner:
 
 
 # ---------------------------------------------------------------------- tune.run
+_RESUME_HEADS = ("AUTO", "LOCAL", "REMOTE", "PROMPT")
+# Tune's suffixes, as ``Tuner.restore``'s flags.
+_RESUME_SUFFIXES: dict[str, dict[str, bool]] = {
+    "ERRORED": {"resume_errored": True},
+    "RESTART_ERRORED": {"restart_errored": True},
+    "ERRORED_ONLY": {"resume_errored": True, "resume_unfinished": False},
+    "RESTART_ERRORED_ONLY": {"restart_errored": True, "resume_unfinished": False},
+}
+
+
+def _resumed_tuner(
+    resume: bool | str | None,
+    trainable: Any,
+    config: Any,
+    run_config: RunConfig,
+) -> Tuner | None:
+    """``tune.run(resume=...)``: the ``Tuner`` restored from ``storage_path/name``, or None
+    for a new run. Tune's values: True, ``"LOCAL"``, ``"REMOTE"`` and ``"PROMPT"`` resume the
+    experiment (which must exist), ``"AUTO"`` resumes it if it exists; a suffix ``+ERRORED``,
+    ``+RESTART_ERRORED``, ``+ERRORED_ONLY`` or ``+RESTART_ERRORED_ONLY`` (or one of those
+    alone) sets ``Tuner.restore``'s flags."""
+    if resume is None or resume is False:
+        return None
+    parts = ["LOCAL"] if resume is True else str(resume).upper().split("+")
+    if parts[0] in _RESUME_SUFFIXES:  # "ERRORED_ONLY" alone: resume the experiment so
+        parts = ["LOCAL", *parts]
+    head, suffixes = parts[0], parts[1:]
+    if (
+        not isinstance(resume, (bool, str))
+        or head not in _RESUME_HEADS
+        or any(p not in _RESUME_SUFFIXES for p in suffixes)
+    ):
+        raise ConfigError(
+            f"tune.run(resume={resume!r}): use True, False, 'AUTO' or 'LOCAL', optionally with "
+            f"{', '.join('+' + k for k in _RESUME_SUFFIXES)}"
+        )
+    if run_config.name is None:
+        raise ConfigError(
+            f"tune.run(resume={resume!r}) needs the experiment's name=... (and its "
+            "storage_path) to find it"
+        )
+    path = Path(os.fspath(run_config.storage_path or default_storage_path())).expanduser()
+    path = path / run_config.name
+    if not Tuner.can_restore(path):
+        if head == "AUTO":
+            return None
+        raise ConfigError(f"tune.run(resume={resume!r}): no experiment to resume at {path}")
+    flags: dict[str, bool] = {}
+    for suffix in suffixes:
+        flags.update(_RESUME_SUFFIXES[suffix])
+    return Tuner.restore(
+        str(path),
+        trainable,
+        param_space=config,
+        stop=run_config.stop,
+        callbacks=run_config.callbacks,
+        **flags,
+    )
+
+
 def run(
     run_or_experiment: Any,
     config: Mapping[str, Any] | AlgorithmConfig | None = None,
@@ -736,23 +889,60 @@ def run(
     checkpoint_freq: int = 0,
     checkpoint_at_end: bool = False,
     keep_checkpoints_num: int | None = None,
+    checkpoint_score_attr: str | None = None,
     resources_per_trial: Any = None,
+    search_alg: Any = None,
+    scheduler: Any = None,
+    max_concurrent_trials: int | None = None,
+    callbacks: Any = None,
+    progress_reporter: Any = None,
+    max_failures: int = 0,
+    fail_fast: bool | str = False,
+    trial_name_creator: Callable[[Any], str] | None = None,
+    trial_dirname_creator: Callable[[Any], str] | None = None,
+    reuse_actors: bool | None = None,
+    sync_config: SyncConfig | None = None,
+    storage_filesystem: Any = None,
+    log_to_file: bool | str | tuple[str, str] = False,
+    chdir_to_trial_dir: Any = None,
+    export_formats: Any = None,
+    restore: str | os.PathLike[str] | None = None,
+    resume: bool | str | None = None,
+    resume_config: Any = None,
 ) -> ExperimentAnalysis:
     """Tune's older entry point, run through ``Tuner``: ``tune.run(trainable, config=...,
     stop=..., num_samples=..., metric=..., mode=...)`` returns an ``ExperimentAnalysis`` with
     ``best_config``, ``best_result``, ``results``, ``results_df`` and ``trials``.
 
-    Ray 1.x's arguments are taken too: ``local_dir`` (``storage_path``), ``checkpoint_freq``,
-    ``checkpoint_at_end`` and ``keep_checkpoints_num`` (a ``CheckpointConfig``), and
-    ``resources_per_trial`` (no effect: trials share the host). An algorithm name with a dict
-    ``config`` that uses RLlib 1.x's keys (``tune.run("PPO", config={"num_workers": 2,
-    "sgd_minibatch_size": 64, ...})``) trains RLlib 1.x's trainer (``rljax.agents``), whose
-    results have the old keys (``episode_reward_mean``).
+    Tune's other arguments go where ``Tuner`` has them: ``search_alg``, ``scheduler``,
+    ``max_concurrent_trials``, ``trial_name_creator``, ``trial_dirname_creator`` and
+    ``reuse_actors`` to ``TuneConfig``; ``callbacks``, ``progress_reporter``, ``sync_config``,
+    ``storage_filesystem`` and ``log_to_file`` to ``RunConfig``; ``max_failures`` and
+    ``fail_fast`` to its ``FailureConfig``. Ray 1.x's are taken too: ``local_dir``
+    (``storage_path``), ``checkpoint_freq``, ``checkpoint_at_end`` and ``keep_checkpoints_num``
+    (a ``CheckpointConfig``), and ``resources_per_trial`` (no effect: trials share the host).
+    ``resume`` (True, ``"AUTO"``, ``"LOCAL"``, ``"ERRORED_ONLY"``, ...: Tune's flags) continues
+    the experiment at ``storage_path/name`` through ``Tuner.restore`` when it exists
+    (``"AUTO"``: else starts it). ``restore`` (a checkpoint to start every trial from),
+    ``checkpoint_score_attr``, ``export_formats`` and ``resume_config`` are refused with the
+    way to do it here. An algorithm name with a dict ``config`` that uses RLlib 1.x's keys
+    (``tune.run("PPO", config={"num_workers": 2, "sgd_minibatch_size": 64, ...})``) trains
+    RLlib 1.x's trainer (``rljax.agents``), whose results have the old keys
+    (``episode_reward_mean``).
 
     Raises:
       TuneError: ``raise_on_failed_trial`` (the default, as Tune's) and a trial raised.
+      ConfigError: an argument rljax cannot honour, saying what to do instead.
     """
     check_mode(mode)
+    for given, argument, instead in (
+        (restore, "restore", "build the algorithm and call algo.restore_from_path(path)"),
+        (checkpoint_score_attr, "checkpoint_score_attr", "keep_checkpoints_num keeps the newest"),
+        (export_formats, "export_formats", "export with algo.export_policy_model() after fit()"),
+        (resume_config, "resume_config", "pass resume='AUTO+ERRORED' style flags"),
+    ):
+        if given is not None:
+            raise ConfigError(f"tune.run({argument}={given!r}) is not supported: {instead}")
     if local_dir is not None:
         if storage_path is not None:
             raise ConfigError("tune.run(): give storage_path or local_dir (its old name), not both")
@@ -776,24 +966,39 @@ def run(
             "tune.run(resources_per_trial=...) has no effect: trials share the host",
         )
     run_or_experiment = old_api_trainable(run_or_experiment, config)
-    grid = Tuner(
-        run_or_experiment,
-        param_space=config,
-        tune_config=TuneConfig(
-            metric=metric,
-            mode=mode,
-            num_samples=num_samples,
-            time_budget_s=time_budget_s,
-            seed=seed,
-        ),
-        run_config=RunConfig(
-            name=name,
-            storage_path=storage_path,
-            stop=stop,
-            checkpoint_config=checkpoint_config,
-            verbose=verbose,
-        ),
-    ).fit()
+    tune_config = TuneConfig(
+        metric=metric,
+        mode=mode,
+        num_samples=num_samples,
+        time_budget_s=time_budget_s,
+        seed=seed,
+        search_alg=search_alg,
+        scheduler=scheduler,
+        max_concurrent_trials=max_concurrent_trials or None,  # Tune's 0: no limit
+        trial_name_creator=trial_name_creator,
+        trial_dirname_creator=trial_dirname_creator,
+        reuse_actors=reuse_actors,
+        chdir_to_trial_dir=chdir_to_trial_dir,
+    )
+    run_config = RunConfig(
+        name=name,
+        storage_path=storage_path,
+        stop=stop,
+        checkpoint_config=checkpoint_config,
+        verbose=verbose,
+        callbacks=callbacks,
+        progress_reporter=progress_reporter,
+        failure_config=FailureConfig(max_failures=max_failures, fail_fast=fail_fast),
+        sync_config=sync_config,
+        storage_filesystem=storage_filesystem,
+        log_to_file=log_to_file,
+    )
+    tuner = _resumed_tuner(resume, run_or_experiment, config, run_config)
+    if tuner is None:
+        tuner = Tuner(
+            run_or_experiment, param_space=config, tune_config=tune_config, run_config=run_config
+        )
+    grid = tuner.fit()
     if raise_on_failed_trial and grid.num_errors:
         failed = [f"{r.trial_id} ({type(r.error).__name__}: {r.error})" for r in grid if r.error]
         raise TuneError(f"trials did not complete: {', '.join(failed)}")
