@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from rljax import tune
 from rljax.algorithms.ppo import PPOConfig
 from rljax.examples import utils as examples_utils
 from rljax.utils import test_utils
@@ -121,3 +122,20 @@ def test_tune_run_returns_the_result_grid_and_as_test_passes_when_reached(tmp_pa
         check_learning_achieved(grid, 1000.0)
     with pytest.raises(ValueError, match="evaluation/env_runners/episode_return_mean"):
         check_learning_achieved(result.history[-1], 1.0, evaluation=True)
+
+
+def test_a_failing_trial_raises_its_own_error_as_rllibs_harness_does(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLJAX_RESULTS_DIR", str(tmp_path))
+    calls = []
+
+    def broken(config):
+        calls.append(config.seed)
+        raise KeyError("the trainable's own error")
+
+    args = add_rllib_example_script_args().parse_args(["--verbose=0"])
+    config = _tiny().debugging(seed=tune.grid_search([1, 2, 3]))
+    # RLlib's harness runs with FailureConfig(fail_fast="raise"): the first failure ends the
+    # run, and fit() raises that trial's exception (not a wrapper of it).
+    with pytest.raises(KeyError, match="the trainable's own error"):
+        run_rllib_example_script_experiment(config, args, trainable=broken, keep_config=True)
+    assert calls == [1]
