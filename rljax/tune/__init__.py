@@ -22,7 +22,9 @@ inside a population; ``tune.ray_trainable(name)`` for Ray Tune itself; ``tune.Ca
 ``tune.logger.TBXLoggerCallback`` (TensorBoard event files) as ``RunConfig(callbacks=[...])``;
 ``tune.CLIReporter`` (the table's columns) as ``RunConfig(progress_reporter=...)``,
 ``tune.search.BasicVariantGenerator`` (the default generator, by name); ``tune.with_resources`` and
-``tune.PlacementGroupFactory`` (recorded; on one host a trial uses what its config sets).
+``tune.PlacementGroupFactory`` (recorded; on one host a trial uses what its config sets);
+``tune.FailureConfig`` (retries, fail-fast), ``register_trainable``, ``with_parameters``,
+``get_context``, ``create_scheduler`` and ``create_searcher``.
 
 Example:
     ```python
@@ -39,6 +41,14 @@ Example:
 from rljax.env.registry import register_env
 from rljax.tune import logger, registry, schedulers, search, stopper
 from rljax.tune.callback import Callback
+from rljax.tune.functions import (
+    TuneContext,
+    create_scheduler,
+    create_searcher,
+    get_context,
+    register_trainable,
+    with_parameters,
+)
 from rljax.tune.progress import CLIReporter
 from rljax.tune.ray_integration import ray_trainable
 from rljax.tune.resources import PlacementGroupFactory, with_resources
@@ -78,6 +88,12 @@ from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, get_checkpoin
 from rljax.tune.variants import check_search_spaces, find_search_spaces, generate_variants
 
 __all__ = [
+    "TuneContext",
+    "create_scheduler",
+    "create_searcher",
+    "get_context",
+    "register_trainable",
+    "with_parameters",
     "register_env",
     "registry",
     "Callback",

@@ -14,6 +14,16 @@ if TYPE_CHECKING:
     from rljax.algorithms.algorithm_config import AlgorithmConfig
 
 
+# Names given to ``tune.register_trainable``: what ``Tuner("name")`` and ``tune.run("name")``
+# train.
+TRAINABLES: dict[str, Any] = {}
+
+
+def registered_trainable(name: str) -> Any | None:
+    """The trainable ``tune.register_trainable`` registered as ``name``, or None."""
+    return TRAINABLES.get(name)
+
+
 def trainable_parts(
     trainable: Any,
 ) -> tuple[AlgorithmConfig | None, Callable[[Any], Any] | None, str]:
@@ -32,13 +42,18 @@ def trainable_parts(
     base: AlgorithmConfig | None = None
     function: Callable[[Any], Any] | None = None
     name: str
-    if isinstance(trainable, str):
+    registered = registered_trainable(trainable) if isinstance(trainable, str) else None
+    if registered is not None:  # tune.register_trainable's names come first, as Tune's
+        base, function, _ = trainable_parts(registered)
+        name = trainable
+    elif isinstance(trainable, str):
         try:
             base = registry.config_class(trainable)()
         except KeyError:
             raise ConfigError(
                 f"trainable {trainable!r} is not an rljax algorithm; use one of "
-                f"{registry.algorithm_names()}, an algorithm class, a config or a function"
+                f"{registry.algorithm_names()}, a name given to tune.register_trainable, an "
+                "algorithm class, a config or a function"
             ) from None
         name = trainable
     elif inspect.isclass(trainable) and issubclass(trainable, Algorithm):
