@@ -23,7 +23,8 @@ inside a population; ``tune.ray_trainable(name)`` for Ray Tune itself; ``tune.Ca
 ``tune.CLIReporter`` (the table's columns) as ``RunConfig(progress_reporter=...)``,
 ``tune.search.BasicVariantGenerator`` (the default generator, by name); ``tune.with_resources`` and
 ``tune.PlacementGroupFactory`` (recorded; on one host a trial uses what its config sets);
-``tune.FailureConfig`` (retries, fail-fast), ``register_trainable``, ``with_parameters``,
+``tune.Trainable`` (the class API), ``tune.FailureConfig`` (retries, fail-fast),
+``register_trainable``, ``with_parameters``,
 ``get_context``, ``create_scheduler`` and ``create_searcher``.
 
 Example:
@@ -41,6 +42,7 @@ Example:
 from rljax.env.registry import register_env
 from rljax.tune import logger, registry, schedulers, search, stopper
 from rljax.tune.callback import Callback
+from rljax.tune.class_trainable import Trainable
 from rljax.tune.functions import (
     TuneContext,
     create_scheduler,
@@ -88,6 +90,7 @@ from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, get_checkpoin
 from rljax.tune.variants import check_search_spaces, find_search_spaces, generate_variants
 
 __all__ = [
+    "Trainable",
     "TuneContext",
     "create_scheduler",
     "create_searcher",

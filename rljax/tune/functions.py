@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rljax.tune import trainables
+from rljax.tune.class_trainable import Trainable, bind_setup_kwargs
 from rljax.utils.errors import ConfigError
 
 
@@ -31,10 +32,11 @@ def register_trainable(name: str, trainable: Any, warn: bool = True) -> None:
     trainables.TRAINABLES[name] = trainable
 
 
-def with_parameters(trainable: Callable[..., Any], **kwargs: Any) -> Callable[[Any], Any]:
+def with_parameters(trainable: Callable[..., Any], **kwargs: Any) -> Any:
     """``trainable`` (a function ``train_fn(config, **kwargs)``) with ``kwargs`` bound: the
     function Tune calls with each trial's config (Tune's ``with_parameters``, which passes
-    large objects, such as a dataset, without putting them in the config). The objects stay in
+    large objects, such as a dataset, without putting them in the config). For a
+    ``tune.Trainable`` subclass, a subclass whose ``setup(config, **kwargs)`` gets them. The objects stay in
     this process's memory, and go to a worker process with the function when trials run in
     workers.
 
@@ -42,13 +44,16 @@ def with_parameters(trainable: Callable[..., Any], **kwargs: Any) -> Callable[[A
       ConfigError: ``trainable`` is not a function (an rljax algorithm takes its settings in
         its config), or a keyword is not one of its parameters.
     """
-    if inspect.isclass(trainable) or not callable(trainable):
+    is_class = inspect.isclass(trainable) and issubclass(trainable, Trainable)
+    if not is_class and (inspect.isclass(trainable) or not callable(trainable)):
         raise ConfigError(
-            f"with_parameters({trainable!r}): use a function train_fn(config, **kwargs); an "
-            "algorithm trainable takes its settings in its config (param_space)"
+            f"with_parameters({trainable!r}): use a function train_fn(config, **kwargs) or a "
+            "tune.Trainable subclass; an algorithm trainable takes its settings in its config "
+            "(param_space)"
         )
     try:
-        inspect.signature(trainable).bind({}, **kwargs)
+        checked = trainable.setup if is_class else trainable  # type: ignore[attr-defined]
+        inspect.signature(checked).bind(*([None] if is_class else []), {}, **kwargs)
     except TypeError as e:
         raise ConfigError(
             f"with_parameters({getattr(trainable, '__name__', trainable)!r}, "
@@ -56,6 +61,9 @@ def with_parameters(trainable: Callable[..., Any], **kwargs: Any) -> Callable[[A
         ) from None
     except ValueError:  # no signature to check (a builtin): the call will tell
         pass
+
+    if is_class:
+        return bind_setup_kwargs(trainable, kwargs)  # type: ignore[arg-type]
 
     @functools.wraps(trainable)
     def bound(config: Any) -> Any:

@@ -8,10 +8,25 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from rljax.tune.class_trainable import Trainable, run_class_trainable
 from rljax.utils.errors import ConfigError
 
 if TYPE_CHECKING:
     from rljax.algorithms.algorithm_config import AlgorithmConfig
+
+
+def class_runner(cls: type[Trainable]) -> Callable[[Any], None]:
+    """A ``Trainable`` subclass as the function the ``Tuner`` runs for each trial: it runs
+    ``cls`` in the trial of the running session (``run_class_trainable``)."""
+
+    def run(config: Any) -> None:
+        from rljax.tune import trial_run
+
+        run_class_trainable(cls, config, trial_run._SESSION)
+
+    run.__name__ = run.__qualname__ = cls.__name__
+    run.class_trainable = cls  # type: ignore[attr-defined]  # saves checkpoints as asked
+    return run
 
 
 # Names given to ``tune.register_trainable``: what ``Tuner("name")`` and ``tune.run("name")``
@@ -62,6 +77,9 @@ def trainable_parts(
             raise ConfigError(f"trainable {trainable.__name__} is no algorithm to train")
         base.algo_class = trainable
         name = trainable.__name__
+    elif inspect.isclass(trainable) and issubclass(trainable, Trainable):
+        function = class_runner(trainable)
+        name = trainable.__name__
     elif isinstance(trainable, AlgorithmConfig):
         base = trainable.copy()
         name = base.algo_name
@@ -71,7 +89,8 @@ def trainable_parts(
     else:
         raise ConfigError(
             f"trainable={trainable!r}: use an algorithm name ({registry.algorithm_names()}), "
-            "an algorithm class, a config object, or a function train_fn(config)"
+            "an algorithm class, a config object, a tune.Trainable subclass, or a function "
+            "train_fn(config)"
         )
     return base, function, name
 

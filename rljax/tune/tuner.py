@@ -204,10 +204,15 @@ class Tuner:
                     "(tune.schedulers.ASHAScheduler(max_t=...)); Ray Tune would train "
                     "forever"
                 )
-        elif self.run_config.checkpoint_config and self.run_config.checkpoint_config.wanted:
+        elif (
+            self.run_config.checkpoint_config
+            and self.run_config.checkpoint_config.wanted
+            and getattr(self._function, "class_trainable", None) is None  # a Trainable saves
+        ):
             raise ConfigError(
                 f"{self.run_config.checkpoint_config!r}: checkpoint_frequency and "
-                "checkpoint_at_end are for algorithm trainables; a function trainable saves with "
+                "checkpoint_at_end are for algorithm and tune.Trainable trainables; a function "
+                "trainable saves with "
                 "tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(dir))"
             )
         if searcher is not None:

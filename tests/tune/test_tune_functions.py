@@ -105,3 +105,108 @@ def test_create_scheduler_and_searcher_by_tunes_names():
         tune.create_scheduler("pb2")
     with pytest.raises(ConfigError, match="search_alg='hyperopt'"):
         tune.create_searcher("hyperopt")
+
+
+# ---------------------------------------------------------------------- tune.Trainable
+class Counter(tune.Trainable):
+    """Adds ``config["a"]`` per step; saves its total as a dict; ``done`` at ``config["end"]``."""
+
+    events: list = []
+
+    def setup(self, config, offset=0):
+        self.total = offset
+        self.events.append(("setup", config["a"]))
+
+    def step(self):
+        self.total += self.config["a"]
+        return {"total": self.total, "done": self.total >= self.config.get("end", 10**9)}
+
+    def save_checkpoint(self, checkpoint_dir):
+        return {"total": self.total}
+
+    def load_checkpoint(self, checkpoint):
+        self.total = checkpoint["total"]
+        self.events.append(("load", self.total))
+
+    def cleanup(self):
+        self.events.append(("cleanup", self.total))
+
+
+def test_trainable_class_runs_as_trials_with_checkpoints(tmp_path):
+    Counter.events = []
+    grid = tune.Tuner(
+        Counter,
+        param_space={"a": tune.grid_search([1, 3])},
+        run_config=tune.RunConfig(
+            name="e",
+            storage_path=str(tmp_path),
+            stop={"training_iteration": 4},
+            checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=2, checkpoint_at_end=True),
+            verbose=0,
+        ),
+    ).fit()
+    assert [r.metrics["total"] for r in grid] == [4, 12]
+    assert [r.metrics["training_iteration"] for r in grid] == [4, 4]
+    assert Counter.events == [("setup", 1), ("cleanup", 4), ("setup", 3), ("cleanup", 12)]
+    ckpt = Path(grid[1].checkpoint.path)
+    assert ckpt.name == "checkpoint_000004"
+    saved = sorted(p.name for p in Path(grid[1].path).glob("checkpoint_*"))
+    assert saved == ["checkpoint_000002", "checkpoint_000004"]
+    # the checkpoint restores outside the Tuner: total and iteration count
+    again = Counter({"a": 3})
+    again.restore(ckpt)
+    assert (again.total, again.iteration) == (12, 4)
+    assert again.train()["training_iteration"] == 5 and again.total == 15
+
+
+def test_trainable_done_ends_the_trial_and_a_failure_resumes_from_its_checkpoint(tmp_path):
+    class Flaky(Counter):
+        failed = False
+
+        def step(self):
+            if self.total == 2 and not Flaky.failed:
+                Flaky.failed = True
+                raise RuntimeError("flaky at 2")
+            return super().step()
+
+    Counter.events = []
+    grid = tune.Tuner(
+        tune.with_parameters(Flaky, offset=0),
+        param_space={"a": 1, "end": 5},
+        run_config=tune.RunConfig(
+            name="e",
+            storage_path=str(tmp_path),
+            checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=1),
+            failure_config=tune.FailureConfig(max_failures=1),
+            verbose=0,
+        ),
+    ).fit()
+    assert grid.num_errors == 0
+    assert grid[0].metrics["total"] == 5 and grid[0].metrics["done"] is True
+    # run 1: 1, 2, then raises; run 2 restores total 2 (iteration 2) and ends at done (5)
+    assert ("load", 2) in Counter.events
+    assert [h["training_iteration"] for h in grid[0].history] == [1, 2, 3, 4, 5]
+    # with_parameters hands setup its keywords
+    bound = tune.with_parameters(Counter, offset=100)
+    assert bound({"a": 1}).total == 100 and issubclass(bound, Counter)
+    with pytest.raises(ConfigError, match="unexpected keyword argument 'offst'"):
+        tune.with_parameters(Counter, offst=1)
+
+
+def test_trainable_refuses_what_it_cannot_save_or_load(tmp_path):
+    class NotDict(tune.Trainable):
+        def step(self):
+            return [1]
+
+        def save_checkpoint(self, checkpoint_dir):
+            return object()
+
+    t = NotDict({})
+    with pytest.raises(TypeError, match=r"NotDict.step\(\) returned a list; return a dict"):
+        t.train()
+    with pytest.raises(TypeError, match="returned a object; return None"):
+        t.save_to_path(tmp_path / "c")
+    with pytest.raises(ConfigError, match="not a checkpoint of a tune.Trainable"):
+        t.restore(tmp_path / "nothing")
+    with pytest.raises(NotImplementedError, match="step"):
+        tune.Trainable({}).train()

@@ -225,7 +225,9 @@ def test_bad_input_fails_before_anything_runs(tmp_path):
     with pytest.raises(ConfigError, match="populations='yes'"):
         tune.TuneConfig(populations="yes")
     tune.TuneConfig(max_concurrent_trials=1)
-    with pytest.raises(ConfigError, match="checkpoint_at_end are for algorithm trainables"):
+    with pytest.raises(
+        ConfigError, match="checkpoint_at_end are for algorithm and tune.Trainable trainables"
+    ):
         tune.Tuner(
             climb,
             run_config=tune.RunConfig(
