@@ -681,11 +681,14 @@ The file:
     storage_path: ~/rljax_results
     stop: {training_iteration: 20} # required, or tune_config.time_budget_s
     checkpoint_config: {checkpoint_frequency: 5, checkpoint_at_end: true, num_to_keep: 2}
+    failure_config: {max_failures: 1}   # a failed trial starts again from its checkpoint
 
 Search spaces, at any depth of a setting (rljax.tune's functions, arguments as a list or by
 name): {grid_search: [v, ...]}, {choice: [v, ...]}, {uniform: [lower, upper]},
 {quniform: [lower, upper, q]}, {loguniform: [lower, upper]}, {randint: [lower, upper]}
-(upper excluded), {qrandint: [lower, upper, q]} (upper included), {randn: [mean, sd]}.
+(upper excluded), {qrandint: [lower, upper, q]} (upper included), {randn: [mean, sd]},
+{qloguniform: [lower, upper, q]}, {lograndint: [lower, upper]}, {qlograndint: [lower, upper,
+q]}, {qrandn: [mean, sd, q]}.
 The file is read as data (YAML's safe loader, no aliases); code it names is imported only
 under --allow-import.
 """

@@ -543,6 +543,28 @@ def test_the_readme_experiment_file_checks_out(tmp_path):
     assert {c.model_config.fcnet_hiddens for c in configs} <= {(32,), (64, 64)}
 
 
+def test_experiment_files_take_a_failure_config(tmp_path):
+    from rljax import tune
+    from rljax.tune.experiment_file import tuner_from_data
+
+    data = {
+        "algo": "PPO",
+        "param_space": {"env": "CartPole-v1"},
+        "run_config": {
+            "stop": {"training_iteration": 1},
+            "failure_config": {"max_failures": 2, "fail_fast": True},
+        },
+    }
+    tuner = tuner_from_data(data, storage_path=str(tmp_path))
+    assert tuner.run_config.failure_config == tune.FailureConfig(max_failures=2, fail_fast=True)
+    data["run_config"]["failure_config"] = {"max_failure": 2}
+    with pytest.raises(ConfigError, match="max_failure"):
+        tuner_from_data(data, storage_path=str(tmp_path))
+    data["run_config"]["failure_config"] = 2
+    with pytest.raises(ConfigError, match=r"run_config.failure_config=2: give a mapping"):
+        tuner_from_data(data, storage_path=str(tmp_path))
+
+
 def test_search_spaces_in_files_map_onto_tune():
     from rljax import tune
     from rljax.tune.experiment_file import search_spaces_from_data
@@ -566,6 +588,20 @@ def test_search_spaces_in_files_map_onto_tune():
     variants = tune.generate_variants({k: v for k, v in space.items() if k != "c"}, seed=0)
     assert [v["f"] for v in variants] == [1, 2]
     assert all(1 <= v["d"]["nested"] < 5 and v["e"][1] in (0, 5, 10) for v in variants)
+    logs = search_spaces_from_data(
+        {
+            "g": {"qloguniform": [0.1, 10, 0.1]},
+            "h": {"lograndint": {"lower": 1, "upper": 100}},
+            "i": {"qlograndint": [2, 64, 2]},
+            "j": {"qrandn": [0, 1, 0.5]},
+        }
+    )
+    assert [repr(d) for d in logs.values()] == [
+        "qloguniform(0.1, 10, 0.1)",
+        "lograndint(1, 100)",
+        "qlograndint(2, 64, 2)",
+        "qrandn(0, 1, 0.5)",
+    ]
 
 
 _SWEEP_HEAD = (

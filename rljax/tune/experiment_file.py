@@ -21,13 +21,16 @@ without aliases, at most 64 KiB, nested at most 64 levels)::
       storage_path: ~/rljax_results
       stop: {training_iteration: 20}
       checkpoint_config: {checkpoint_frequency: 5, checkpoint_at_end: true, num_to_keep: 2}
+      failure_config: {max_failures: 2}   # tune.FailureConfig's settings
       verbose: 1
 
 A search space is a mapping with one key, its kind, whose value lists the arguments of
 ``rljax.tune``'s function of that name (or maps them by name): ``{grid_search: [v1, v2]}``,
 ``{choice: [v1, v2]}``, ``{uniform: [lower, upper]}``, ``{quniform: [lower, upper, q]}``,
 ``{loguniform: [lower, upper]}`` (or ``[lower, upper, base]``), ``{randint: [lower, upper]}``,
-``{qrandint: [lower, upper, q]}``, ``{randn: [mean, sd]}``. One may sit at any depth of a
+``{qrandint: [lower, upper, q]}``, ``{randn: [mean, sd]}``, ``{qloguniform: [lower, upper,
+q]}``, ``{lograndint: [lower, upper]}``, ``{qlograndint: [lower, upper, q]}``, ``{qrandn:
+[mean, sd, q]}``. One may sit at any depth of a
 setting's value, and inside a grid's values or a choice's categories.
 
 Nothing is built before everything is checked: the keys at every level, the algorithm, the
@@ -48,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from rljax.tune import sample
-from rljax.tune.tune_config import CheckpointConfig, RunConfig, TuneConfig
+from rljax.tune.tune_config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from rljax.tune.tuner import Tuner
 from rljax.tune.variants import check_search_spaces, check_variant_count, find_search_spaces
 from rljax.utils import safe_io
@@ -57,8 +60,9 @@ from rljax.utils.errors import ConfigError, best_match, closest
 MAX_FILE_BYTES = 64 << 10
 TOP_KEYS = ("algo", "trainable", "param_space", "tune_config", "run_config")
 TUNE_CONFIG_KEYS = ("metric", "mode", "num_samples", "seed", "time_budget_s")
-RUN_CONFIG_KEYS = ("name", "storage_path", "stop", "checkpoint_config", "verbose")
+RUN_CONFIG_KEYS = ("name", "storage_path", "stop", "checkpoint_config", "failure_config", "verbose")
 CHECKPOINT_CONFIG_KEYS = ("num_to_keep", "checkpoint_frequency", "checkpoint_at_end")
+FAILURE_CONFIG_KEYS = ("max_failures", "fail_fast")
 # Each kind, its function and how its arguments are written.
 SEARCH_KINDS: dict[str, tuple[Any, str]] = {
     "grid_search": (sample.grid_search, "[value, ...]"),
@@ -69,9 +73,13 @@ SEARCH_KINDS: dict[str, tuple[Any, str]] = {
     "randint": (sample.randint, "[lower, upper]"),
     "qrandint": (sample.qrandint, "[lower, upper, q]"),
     "randn": (sample.randn, "[mean, sd]"),
+    "qloguniform": (sample.qloguniform, "[lower, upper, q]"),
+    "lograndint": (sample.lograndint, "[lower, upper]"),
+    "qlograndint": (sample.qlograndint, "[lower, upper, q]"),
+    "qrandn": (sample.qrandn, "[mean, sd, q]"),
 }
-# Tune's kinds a file cannot use: functions, and spaces rljax.tune does not have.
-_OTHER_TUNE_KINDS = ("sample_from", "qloguniform", "lograndint", "qlograndint", "qrandn", "func")
+# Tune's kinds a file cannot use: functions.
+_OTHER_TUNE_KINDS = ("sample_from", "func")
 
 
 def _where(path: tuple[Any, ...]) -> str:
@@ -253,15 +261,18 @@ def tuner_from_data(
         )
     if isinstance(run_kwargs.get("storage_path"), str):
         run_kwargs["storage_path"] = os.path.expanduser(run_kwargs["storage_path"])
-    checkpoint = run_kwargs.get("checkpoint_config")
-    if checkpoint is not None:
-        if not isinstance(checkpoint, dict):
-            raise ConfigError(
-                f"run_config.checkpoint_config={checkpoint!r}: give a mapping with keys "
-                f"{list(CHECKPOINT_CONFIG_KEYS)}"
-            )
-        _check_keys(checkpoint, CHECKPOINT_CONFIG_KEYS, "run_config.checkpoint_config")
-        run_kwargs["checkpoint_config"] = CheckpointConfig(**checkpoint)
+    for key, keys, section_class in (
+        ("checkpoint_config", CHECKPOINT_CONFIG_KEYS, CheckpointConfig),
+        ("failure_config", FAILURE_CONFIG_KEYS, FailureConfig),
+    ):
+        given = run_kwargs.get(key)
+        if given is not None:
+            if not isinstance(given, dict):
+                raise ConfigError(
+                    f"run_config.{key}={given!r}: give a mapping with keys {list(keys)}"
+                )
+            _check_keys(given, keys, f"run_config.{key}")
+            run_kwargs[key] = section_class(**given)
     tune_config = TuneConfig(**tune_kwargs)
     check_variant_count(space, tune_config.num_samples)  # named as the file names it
     run_config = RunConfig(**run_kwargs)
