@@ -25,6 +25,7 @@ from rljax.algorithms.config_checks import (
     MAX_ROLLOUT_FRAGMENT_LENGTH,
     SPACE_MARK,
 )
+from rljax.algorithms.config_compat import ConfigCompat
 from rljax.algorithms.config_io import (
     MAX_CONFIG_FILE_BYTES,
     check_loaded_env_settings,
@@ -65,7 +66,7 @@ UNSET: Any = _Unset()
 _C = TypeVar("_C", bound="AlgorithmConfig")
 
 
-class AlgorithmConfig(CommonSettings):
+class AlgorithmConfig(CommonSettings, ConfigCompat):
     """Settings common to every algorithm; subclasses add ``training()`` keys.
 
     Each setting is declared once, as a ``Setting`` class attribute (name, default, check, doc,
@@ -674,12 +675,21 @@ class AlgorithmConfig(CommonSettings):
         config_validation.check_batch_division(self)
 
     # ------------------------------------------------------------------ build / copy / serialize
-    def copy(self: _C) -> _C:
-        return copy.deepcopy(self)
+    def copy(self: _C, copy_frozen: bool | None = False) -> _C:
+        """A deep copy; ``copy_frozen``: True freezes it, None keeps this config's state,
+        False (the default here) leaves it unfrozen (``freeze()``)."""
+        config = copy.deepcopy(self)
+        frozen = self.__dict__.get("_is_frozen", False) if copy_frozen is None else copy_frozen
+        config.__dict__.pop("_is_frozen", None)
+        if frozen:
+            config.freeze()
+        return config
 
     def build_algo(self) -> Any:
-        """Validates and builds the algorithm (RLlib's ``build_algo``)."""
-        return self.checked_algo_class()(self.copy())
+        """Validates and builds the algorithm (RLlib's ``build_algo``); a frozen config is
+        validated as a copy, which it cannot be changed into."""
+        source = self.copy() if self.__dict__.get("_is_frozen", False) else self
+        return source.checked_algo_class()(source.copy())
 
     def build(self, env: Any = None, logger_creator: Any = None, use_copy: bool = True) -> Any:
         """RLlib's deprecated name of ``build_algo()``; ``env`` sets the env first (as RLlib's

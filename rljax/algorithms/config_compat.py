@@ -1,0 +1,324 @@
+"""The parts of RLlib's ``AlgorithmConfig`` that scripts reach for beside the setters: the dict
+interface (``config["lr"]``, ``config.get(...)``, ``items()``), ``freeze()``,
+``get_state()`` / ``from_state()``, ``serialize()``, ``is_atari``, ``is_online`` /
+``is_offline``, ``get_evaluation_config_object()``, ``get_config_for_module()``, the setters
+``checkpointing()`` and ``python_environment()``, the older setters ``rollouts()`` and
+``exploration()`` (translated, with a warning), and RLlib's error for its removed attribute
+names (``config.num_rollout_workers``).
+
+``AlgorithmConfig`` inherits them (``ConfigCompat``); nothing here knows an algorithm.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import ItemsView, KeysView, ValuesView
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+
+from rljax.utils.errors import ConfigError
+
+logger = logging.getLogger("rljax")
+
+_C = TypeVar("_C", bound="ConfigCompat")
+
+# RLlib's special keys of the dict interface (``AlgorithmConfig._translate_special_keys``).
+SPECIAL_KEYS = {
+    "callbacks": "callbacks_class",
+    "create_env_on_driver": "create_env_on_local_worker",
+    "custom_eval_function": "custom_evaluation_function",
+    "framework": "framework_str",
+    "input": "input_",
+    "lambda": "lambda_",
+    "num_cpus_for_driver": "num_cpus_for_main_process",
+    "num_workers": "num_env_runners",
+}
+
+# Attributes RLlib 2.60 removed (reading one raises there too) and what to read instead.
+REMOVED_ATTRIBUTES = {
+    "num_rollout_workers": "num_env_runners",
+    "num_envs_per_worker": "num_envs_per_env_runner",
+    "num_cpus_per_worker": "num_cpus_per_env_runner",
+    "num_gpus_per_worker": "num_gpus_per_env_runner",
+    "ignore_worker_failures": "ignore_env_runner_failures",
+    "recreate_failed_workers": "restart_failed_env_runners",
+    "recreate_failed_env_runners": "restart_failed_env_runners",
+    "evaluation_num_workers": "evaluation_num_env_runners",
+    "num_learner_workers": "num_learners",
+    "num_gpus_per_learner_worker": "num_gpus_per_learner",
+    "num_cpus_per_learner_worker": "num_cpus_per_learner",
+    "uses_new_env_runners": "enable_env_runner_and_connector_v2",
+    "max_num_worker_restarts": "max_num_env_runner_restarts",
+    "delay_between_worker_restarts_s": "delay_between_env_runner_restarts_s",
+    "worker_health_probe_timeout_s": "env_runner_health_probe_timeout_s",
+    "worker_restore_timeout_s": "env_runner_restore_timeout_s",
+    "num_consecutive_worker_failures_tolerance": "num_consecutive_env_runner_failures_tolerance",
+}
+
+# ``.rollouts()``'s old keywords, as ``.env_runners()`` names them.
+_ROLLOUTS_RENAMED = {
+    "num_rollout_workers": "num_env_runners",
+    "num_envs_per_worker": "num_envs_per_env_runner",
+}
+
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, text: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(text)
+
+
+class RemovedAttributeError(ConfigError, AttributeError):
+    """An attribute RLlib removed from its configs (RLlib raises for it too), naming the one
+    to use. An ``AttributeError`` as well, so ``hasattr`` and ``getattr(..., default)`` treat
+    the name as absent."""
+
+
+class ConfigCompat:
+    """RLlib's ``AlgorithmConfig`` methods beside the setters (the module docstring)."""
+
+    # Every setting by name (``AlgorithmConfig`` derives it from the declarations).
+    SETTINGS: ClassVar[dict[str, Any]]
+
+    # ------------------------------------------------------------------ removed names
+    if not TYPE_CHECKING:  # hidden from mypy, which would otherwise type every attribute Any
+
+        def __getattr__(self, name: str) -> Any:
+            # Called only for names not found: settings and methods never come here.
+            new = REMOVED_ATTRIBUTES.get(name)
+            if new is not None:
+                raise RemovedAttributeError(
+                    f"config.{name} was removed from RLlib's configs (RLlib 2.60 raises for it "
+                    f"too); read config.{new}"
+                )
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # ------------------------------------------------------------------ the dict interface
+    def _setting_name(self, key: Any) -> str:
+        """``key`` as the setting it names (RLlib's special keys translated)."""
+        if not isinstance(key, str):
+            raise KeyError(key)
+        return SPECIAL_KEYS.get(key, key)
+
+    def __getitem__(self, key: str) -> Any:
+        """``config["lr"]``: the setting ``key`` names (RLlib's old special keys, such as
+        ``"lambda"`` or ``"num_workers"``, translated).
+
+        Raises:
+          KeyError: no such setting.
+        """
+        name = self._setting_name(key)
+        if name not in self._settings_table():
+            from rljax.algorithms.config_names import unknown_key_hint
+
+            raise KeyError(
+                f"{key!r}: no such setting{unknown_key_hint(key, self._settings_table())}"
+            )
+        return getattr(self, name)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        """``config["lr"] = 1e-3``: sets the setting ``key`` names (unchecked until
+        ``validate()``, as an attribute set is).
+
+        Raises:
+          ConfigError: no such setting, or ``"multiagent"`` (``.multi_agent(...)`` sets it).
+        """
+        if key == "multiagent":
+            raise ConfigError(
+                "config['multiagent'] cannot be set; use config.multi_agent(policies=..., "
+                "policy_mapping_fn=..., policies_to_train=...)"
+            )
+        name = self._setting_name(key)
+        if name not in self._settings_table():
+            from rljax.algorithms.config_names import unknown_key_hint
+
+            raise ConfigError(
+                f"config[{key!r}] = ...: no such setting{unknown_key_hint(key, self._settings_table())}"
+            )
+        setattr(self, name, value)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self._setting_name(key) in self._settings_table()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The setting ``key`` names, or ``default`` when there is none (RLlib's dict shim)."""
+        return getattr(self, self._setting_name(key), default) if key in self else default
+
+    def pop(self, key: str, default: Any = None) -> Any:
+        """``get(key, default)``: as RLlib's, it removes nothing."""
+        return self.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return cast(Any, self).to_dict().keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        return cast(Any, self).to_dict().items()
+
+    def values(self) -> ValuesView[Any]:
+        return cast(Any, self).to_dict().values()
+
+    def _settings_table(self) -> dict[str, Any]:
+        return type(self).SETTINGS
+
+    # ------------------------------------------------------------------ freezing, state
+    def freeze(self) -> None:
+        """Makes this config read-only (RLlib's ``freeze``): setting an attribute afterwards
+        raises ``AttributeError``; ``copy()`` gives a config that is not frozen."""
+        object.__setattr__(self, "_is_frozen", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self.__dict__.get("_is_frozen", False):
+            raise AttributeError(
+                f"Cannot set attribute ({name}) of an already frozen AlgorithmConfig!"
+            )
+        object.__setattr__(self, name, value)
+
+    def get_state(self) -> dict[str, Any]:
+        """The config's attributes and its class (RLlib's ``get_state``), for ``from_state``
+        in this process; ``to_dict()`` is the form for files."""
+        state = {k: v for k, v in self.__dict__.items() if k != "_is_frozen"}
+        state["class"] = type(self)
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> Any:
+        """The config ``get_state()`` described (of ``state["class"]``).
+
+        Raises:
+          ConfigError: ``state`` holds no config class.
+        """
+        ctor = state.get("class") if isinstance(state, dict) else None
+        if not (isinstance(ctor, type) and issubclass(ctor, ConfigCompat)):
+            raise ConfigError(
+                f"from_state(): the state's 'class' is {ctor!r}; pass what get_state() returned "
+                "(for a file, use to_dict() and from_dict())"
+            )
+        config = ctor()
+        for key, value in state.items():
+            if key != "class":
+                object.__setattr__(config, key, value)
+        return config
+
+    def serialize(self) -> dict[str, Any]:
+        """A dict of JSON data (RLlib's ``serialize``): ``to_dict()``."""
+        return cast(Any, self).to_dict()
+
+    # ------------------------------------------------------------------ what the config is for
+    @property
+    def is_atari(self) -> bool:
+        """Whether the env is one of EnvPool's Atari games (named by id, as RLlib detects)."""
+        env = getattr(self, "env", None)
+        if not isinstance(env, str):
+            return False
+        from rljax.env.envpool_settings import is_envpool_atari
+
+        try:
+            return is_envpool_atari(env.split(":", 1)[-1].replace("ALE/", ""))
+        except Exception:  # not an EnvPool task
+            return False
+
+    @property
+    def is_online(self) -> bool:
+        """Always True: rljax trains on envs it steps."""
+        return True
+
+    @property
+    def is_offline(self) -> bool:
+        """Always False: rljax has no offline data input."""
+        return False
+
+    def get_evaluation_config_object(self: _C) -> _C | None:
+        """The config evaluation runs with (RLlib's): a copy with ``evaluation_config``'s
+        settings applied and ``in_evaluation`` set; None for an evaluation config itself."""
+        if getattr(self, "in_evaluation", False):
+            return None
+        config = cast(Any, self).copy()
+        overrides = dict(getattr(self, "evaluation_config", None) or {})
+        if overrides:
+            config.update_from_dict(overrides)
+        object.__setattr__(config, "in_evaluation", True)
+        config.evaluation_config = None
+        return config
+
+    def get_config_for_module(self: _C, module_id: str) -> _C:
+        """The config of policy ``module_id``, its per-module overrides applied (RLlib's)."""
+        overrides = cast(Any, self).module_overrides(module_id)
+        return cast(Any, self).module_config(module_id) if overrides else self
+
+    # ------------------------------------------------------------------ setters
+    def checkpointing(
+        self: _C,
+        export_native_model_files: bool | None = None,
+        checkpoint_trainable_policies_only: bool | None = None,
+    ) -> _C:
+        """RLlib's checkpoint options, accepted: an rljax checkpoint always holds every
+        policy's parameters as arrays (no pickle); ``Algorithm.export_policy_model`` writes a
+        policy as a StableHLO program. The values are kept as attributes."""
+        if export_native_model_files is not None:
+            _warn_once(
+                "export_native_model_files",
+                "checkpointing(export_native_model_files=...): rljax checkpoints hold the "
+                "parameters as arrays; export a policy with algo.export_policy_model(dir)",
+            )
+            object.__setattr__(self, "export_native_model_files", export_native_model_files)
+        if checkpoint_trainable_policies_only is not None:
+            object.__setattr__(
+                self, "checkpoint_trainable_policies_only", checkpoint_trainable_policies_only
+            )
+        return self
+
+    def python_environment(
+        self: _C,
+        *,
+        extra_python_environs_for_driver: dict[str, str] | None = None,
+        extra_python_environs_for_worker: dict[str, str] | None = None,
+    ) -> _C:
+        """RLlib's environment variables for its processes, accepted and kept: rljax's runners
+        are threads of this process, whose environment is already set; set such variables
+        before starting Python (``OMP_NUM_THREADS=...``)."""
+        for name, given in (
+            ("extra_python_environs_for_driver", extra_python_environs_for_driver),
+            ("extra_python_environs_for_worker", extra_python_environs_for_worker),
+        ):
+            if given is None:
+                continue
+            if not isinstance(given, dict):
+                raise ConfigError(f"python_environment({name}={given!r}): use a dict of str")
+            _warn_once(
+                name,
+                f"python_environment({name}=...): rljax runs in this process; set the "
+                "variables before starting Python",
+            )
+            object.__setattr__(self, name, dict(given))
+        return self
+
+    def rollouts(self: _C, **kwargs: Any) -> _C:
+        """RLlib's older name of ``env_runners()`` (RLlib 2.60 raises for it): its keywords
+        (``num_rollout_workers``, ``num_envs_per_worker`` under their new names) go to
+        ``env_runners()``, with a warning."""
+        _warn_once("rollouts", "config.rollouts() is RLlib's old name; use env_runners()")
+        renamed = {_ROLLOUTS_RENAMED.get(k, k): v for k, v in kwargs.items()}
+        return cast(Any, self).env_runners(**renamed)
+
+    def exploration(self: _C, explore: bool | None = None, exploration_config: Any = None) -> _C:
+        """RLlib's older exploration setter (RLlib 2.60 raises for it): ``explore`` goes to
+        ``env_runners(explore=...)``, with a warning; ``exploration_config`` is refused, naming
+        the setting that does its job."""
+        if exploration_config is not None:
+            from rljax.algorithms.config_names import RENAMED
+
+            raise ConfigError(
+                f"exploration(exploration_config=...): RLlib's old exploration objects are "
+                f"gone; use {RENAMED['exploration_config']}"
+            )
+        _warn_once(
+            "exploration",
+            "config.exploration() is RLlib's old setter; use env_runners(explore=...)",
+        )
+        if explore is not None:
+            return cast(Any, self).env_runners(explore=explore)
+        return self
+
+
+__all__ = ["REMOVED_ATTRIBUTES", "SPECIAL_KEYS", "ConfigCompat", "RemovedAttributeError"]
