@@ -470,6 +470,22 @@ class Algorithm(RunnerHooks, EvaluationHooks):
         sampling, any batch size) and a JSON of its spaces; see ``rljax.policy.export``."""
         return export_policy(self, path, policy_id, platforms)
 
+    def export_policy_model(
+        self, export_dir: str | os.PathLike, policy_id: str | None = None, onnx: int | None = None
+    ) -> str:
+        """RLlib's name of ``export_policy`` (``export_dir``, ``policy_id``): the policy as
+        StableHLO programs and a JSON of its spaces.
+
+        Raises:
+          ConfigError: ``onnx`` is given (rljax exports StableHLO, which JAX loads alone).
+        """
+        if onnx is not None:
+            raise ConfigError(
+                f"export_policy_model(onnx={onnx!r}): rljax exports StableHLO programs (load "
+                "them with rljax.policy.loader.load_exported, JAX alone); drop onnx"
+            )
+        return self.export_policy(export_dir, policy_id)
+
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, record_video: str | os.PathLike | None = None) -> dict[str, Any]:
         """Runs ``evaluation_duration`` episodes (or timesteps) with the greedy policy

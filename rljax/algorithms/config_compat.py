@@ -253,13 +253,13 @@ class ConfigCompat:
         checkpoint_trainable_policies_only: bool | None = None,
     ) -> _C:
         """RLlib's checkpoint options, accepted: an rljax checkpoint always holds every
-        policy's parameters as arrays (no pickle); ``Algorithm.export_policy_model`` writes a
+        policy's parameters as arrays (no pickle); ``Algorithm.export_policy`` writes a
         policy as a StableHLO program. The values are kept as attributes."""
         if export_native_model_files is not None:
             _warn_once(
                 "export_native_model_files",
                 "checkpointing(export_native_model_files=...): rljax checkpoints hold the "
-                "parameters as arrays; export a policy with algo.export_policy_model(dir)",
+                "parameters as arrays; export a policy with algo.export_policy(dir)",
             )
             object.__setattr__(self, "export_native_model_files", export_native_model_files)
         if checkpoint_trainable_policies_only is not None:

@@ -943,7 +943,7 @@ def run(
     for given, argument, instead in (
         (restore, "restore", "build the algorithm and call algo.restore_from_path(path)"),
         (checkpoint_score_attr, "checkpoint_score_attr", "keep_checkpoints_num keeps the newest"),
-        (export_formats, "export_formats", "export with algo.export_policy_model() after fit()"),
+        (export_formats, "export_formats", "export with algo.export_policy(dir) after fit()"),
         (resume_config, "resume_config", "pass resume='AUTO+ERRORED' style flags"),
     ):
         if given is not None:

@@ -87,6 +87,17 @@ print(json.dumps(out))
     assert got == expected  # any batch size, the same actions
 
 
+def test_export_policy_model_is_rllibs_name_of_export_policy(trained, tmp_path):
+    algo, _ = trained
+    out = algo.export_policy_model(tmp_path / "model")
+    assert Path(out, "policy.json").is_file()
+    assert json.loads(Path(out, "policy.json").read_text())["action_space"]["n"] == 2
+    with pytest.raises(
+        ConfigError, match=r"export_policy_model\(onnx=11\): rljax exports StableHLO"
+    ):
+        algo.export_policy_model(tmp_path / "onnx", onnx=11)
+
+
 def test_exported_sampling_matches_the_algorithms_sampling_bit_for_bit(trained, tmp_path):
     algo, _ = trained
     from jax import export
