@@ -199,6 +199,14 @@ class ResultGrid(Sequence[Result]):
                 best, best_value = r, value
         if best is None:
             if not any(metric in flatten(h) for r in self._results for h in r.history):
+                errors = [r.error for r in self._results if r.error is not None]
+                if errors and not seen:  # nothing reported: say why rather than what is missing
+                    first = errors[0]
+                    raise ConfigError(
+                        f"no best trial for {metric!r}: {len(errors)} of {len(self._results)} "
+                        f"trials failed before reporting a result; the first: "
+                        f"{type(first).__name__}: {first}"
+                    )
                 raise ConfigError(
                     f"metric {metric!r} is in no trial's results; they reported {sorted(seen)}"
                 )

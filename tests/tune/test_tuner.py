@@ -118,6 +118,14 @@ def test_best_result_scopes_and_errors(tmp_path):
     # calls get_best_result() with no metric anywhere).
     one = _fit(param_space={"a": 5}, tmp_path=tmp_path / "3")
     assert len(one) == 1 and one.get_best_result().config["a"] == 5
+    # Every trial failed before a result: the error says so (not which metric is missing).
+
+    def broken(config):
+        raise RuntimeError("needs a GPU")
+
+    failed = _fit(broken, tmp_path=tmp_path / "4", metric="score", mode="max")
+    with pytest.raises(ConfigError, match="2 of 2 trials failed .*RuntimeError: needs a GPU"):
+        failed.get_best_result()
 
 
 def test_a_trial_that_raises_is_recorded_and_the_others_go_on(tmp_path):
