@@ -25,7 +25,8 @@ inside a population; ``tune.ray_trainable(name)`` for Ray Tune itself; ``tune.Ca
 ``tune.PlacementGroupFactory`` (recorded; on one host a trial uses what its config sets);
 ``tune.Trainable`` (the class API), ``tune.FailureConfig`` (retries, fail-fast),
 ``register_trainable``, ``with_parameters``,
-``get_context``, ``create_scheduler`` and ``create_searcher``.
+``get_context``, ``create_scheduler`` and ``create_searcher``; ``tune.Experiment`` and
+``tune.run_experiments`` (Tune's oldest entry point).
 
 Example:
     ```python
@@ -43,6 +44,7 @@ from rljax.env.registry import register_env
 from rljax.tune import logger, registry, schedulers, search, stopper
 from rljax.tune.callback import Callback
 from rljax.tune.class_trainable import Trainable
+from rljax.tune.experiments import Experiment, run_experiments
 from rljax.tune.functions import (
     TuneContext,
     create_scheduler,
@@ -90,6 +92,8 @@ from rljax.tune.tuner import ExperimentAnalysis, TuneError, Tuner, get_checkpoin
 from rljax.tune.variants import check_search_spaces, find_search_spaces, generate_variants
 
 __all__ = [
+    "Experiment",
+    "run_experiments",
     "Trainable",
     "TuneContext",
     "create_scheduler",

@@ -210,3 +210,39 @@ def test_trainable_refuses_what_it_cannot_save_or_load(tmp_path):
         t.restore(tmp_path / "nothing")
     with pytest.raises(NotImplementedError, match="step"):
         tune.Trainable({}).train()
+
+
+# ---------------------------------------------------------------------- run_experiments
+def test_run_experiments_runs_each_spec_through_tune_run(tmp_path):
+    seen = []
+
+    def train_fn(config):
+        seen.append((config["env"], config["a"]))
+        tune.report({"score": config["a"]})
+
+    trials = tune.run_experiments(
+        {
+            "first": {
+                "run": train_fn,
+                "env": "CartPole-v1",  # RLlib's shorthand: moved into the config
+                "config": {"a": tune.grid_search([1, 2])},
+                "stop": {"training_iteration": 1},
+                "storage_path": str(tmp_path),
+            },
+        },
+        verbose=0,
+    )
+    second = tune.Experiment(
+        "second", train_fn, config={"env": "x", "a": 3}, local_dir=str(tmp_path), num_samples=2
+    )
+    trials += tune.run_experiments([second], verbose=0)
+    assert seen == [("CartPole-v1", 1), ("CartPole-v1", 2), ("x", 3), ("x", 3)]
+    assert [t.metrics["score"] for t in trials] == [1, 2, 3, 3]
+    assert {Path(t.path).parent.name for t in trials} == {"first", "second"}
+    for bad, match in (
+        ({"e": {"config": {}}}, "no trainable given"),
+        ({"e": {"run": train_fn, "stopp": {}}}, r"unknown keywords \['stopp'\]"),
+        ("PPO", "give an Experiment"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            tune.run_experiments(bad, verbose=0)
