@@ -76,6 +76,8 @@ from rljax.utils.metrics.metrics_logger import merge_into
 from rljax.utils.nonfinite import count_non_finite
 
 logger = logging.getLogger("rljax")
+# RLlib's deprecated names that have said so once in this process.
+_DEPRECATED_NAMES_SAID: set[str] = set()
 
 DEFAULT_POLICY = DEFAULT_POLICY_ID
 
@@ -671,6 +673,39 @@ class Algorithm(RunnerHooks, EvaluationHooks):
             module_class=module_class,
             callbacks=callbacks,
         )
+
+    # ------------------------------------------------------------------ Tune's Trainable
+    def step(self) -> dict[str, Any]:
+        """One training iteration (Tune's ``Trainable.step``, which RLlib's ``train()``
+        calls): ``train()``, whose result already holds Tune's keys."""
+        return self.train()
+
+    def cleanup(self) -> None:
+        """Releases the algorithm's envs and threads (Tune's ``Trainable.cleanup``): ``stop()``."""
+        self.stop()
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        """Tune's hook for reusing a trainable with another config: rljax builds each trial
+        anew, so this changes nothing and says so (False), as Tune's default does."""
+        return False
+
+    @property
+    def trial_id(self) -> str:
+        """Tune's trial id of this trainable: ``"default"`` outside a trial, as Tune's."""
+        return "default"
+
+    @property
+    def trial_name(self) -> str:
+        """Tune's trial name of this trainable: ``"default"`` outside a trial, as Tune's."""
+        return "default"
+
+    @property
+    def workers(self) -> EnvRunnerGroup:
+        """RLlib's deprecated name of ``env_runner_group`` (with a one-time warning)."""
+        if "workers" not in _DEPRECATED_NAMES_SAID:
+            _DEPRECATED_NAMES_SAID.add("workers")
+            logger.warning("algo.workers is deprecated (as in RLlib); use algo.env_runner_group")
+        return self.env_runner_group
 
     def stop(self) -> None:
         """Closes envs and runner threads; a second call does nothing.

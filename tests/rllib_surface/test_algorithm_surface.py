@@ -11,7 +11,7 @@ from gymnasium.envs.classic_control import CartPoleEnv
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.examples.envs.classes.simple_corridor import SimpleCorridor
-from rljax.utils.errors import ConfigError
+from rljax.utils.errors import AlgorithmStoppedError, ConfigError
 
 
 def _corridor(num_env_runners: int) -> PPOConfig:
@@ -232,3 +232,20 @@ def test_fused_runner_gives_its_module_and_gymnasium_copies_to_step_by_hand():
         assert len(runner.env.unwrapped.envs) == runner.num_envs == 2
         with pytest.raises(TypeError, match="not Python objects in this process"):
             runner.foreach_env(lambda e: e)
+
+
+def test_tunes_trainable_methods_on_an_algorithm(caplog):
+    algo = _corridor(0).build_algo()
+    try:
+        result = algo.step()  # Tune's Trainable.step: one training iteration
+        assert result["training_iteration"] == 1 and algo.iteration == 1
+        assert (algo.trial_id, algo.trial_name) == ("default", "default")
+        assert algo.reset_config({"lr": 1.0}) is False and algo.config.lr != 1.0
+        with caplog.at_level("WARNING", logger="rljax"):
+            group = algo.workers  # RLlib's deprecated name of env_runner_group
+        assert type(group) is type(algo.env_runner_group)
+        assert group.num_remote_env_runners() == 0
+    finally:
+        algo.cleanup()  # Trainable.cleanup: stop()
+    with pytest.raises(AlgorithmStoppedError):
+        algo.train()
