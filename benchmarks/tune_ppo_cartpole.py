@@ -15,7 +15,8 @@ Part (b): the seed tutorial's grid (section 5.2): ``lr`` grid [1e-3, 5e-4, 1e-4]
 ``num_epochs`` choice [3, 5, 10] x ``minibatch_size`` choice [32, 64, 128], 2 env runners,
 stopped at a return of 195, through ``tune.run`` with metric and mode; rljax against Ray Tune +
 RLlib (``--compare``) with the same draws (the choices are drawn once here and passed as
-constants, so both run identical trials).
+constants, so both run identical trials); ``rljax_workers3`` runs the three trials at once,
+each in a worker process (``tune.run(..., max_concurrent_trials=3)``), as Ray Tune does.
 
 Part (c): 4 trials that cannot share one program (policy and value networks [32], [64], [64, 64],
 [128, 128]; part (a)'s other settings, learning rate 1e-3, seed 0, the same stop): one after
@@ -216,8 +217,11 @@ def run_rljax(part: str, variant: str, quick: bool, storage: str) -> dict[str, A
             metric=RETURN,
             mode="max",
             storage_path=storage,
-            name="b_rljax",
+            name=f"b_{variant}",
             verbose=0,
+            # rljax_workers3: the three trials at once, each in a worker process, as Ray Tune
+            # runs them; rljax: one after another in this process (the default).
+            max_concurrent_trials=3 if variant == "rljax_workers3" else None,
         )
         results, target = [r.metrics for r in analysis.trials], 195.0
     return summarize(results, target, process_age_s())
@@ -342,7 +346,7 @@ def main() -> int:
     for part in args.parts:
         variants = {
             "a": ["one", "population", "sequential"],
-            "b": ["rljax"],
+            "b": ["rljax", "rljax_workers3"],
             # --quick has two trials in part (c), so four workers would be two again.
             "c": ["sequential", "workers2"]
             if args.quick
@@ -370,6 +374,7 @@ def main() -> int:
         "a_sequential_over_population": ratio("a_sequential", "a_population"),
         "a_ray_over_population": ratio("a_ray", "a_population"),
         "b_rljax_over_ray": ratio("b_rljax", "b_ray"),
+        "b_rljax_workers3_over_rljax": ratio("b_rljax_workers3", "b_rljax"),
         "c_workers2_over_sequential": ratio("c_workers2", "c_sequential"),
         "c_workers4_over_sequential": ratio("c_workers4", "c_sequential"),
     }

@@ -37,7 +37,12 @@ from rljax import distributed
 from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.algorithms.algorithm_evaluation import EvaluationHooks
 from rljax.algorithms.algorithm_runners import RunnerHooks
-from rljax.algorithms.rllib_surface import EnvRunnerGroup, LearnerGroup, SaveResult
+from rljax.algorithms.rllib_surface import (
+    EnvRunnerGroup,
+    LearnerGroup,
+    SaveResult,
+    TrainableSurface,
+)
 from rljax.callbacks.episodes import EpisodeReplay
 from rljax.core import DEFAULT_POLICY_ID
 from rljax.core.rl_module.inference import Inference
@@ -76,13 +81,11 @@ from rljax.utils.metrics.metrics_logger import merge_into
 from rljax.utils.nonfinite import count_non_finite
 
 logger = logging.getLogger("rljax")
-# RLlib's deprecated names that have said so once in this process.
-_DEPRECATED_NAMES_SAID: set[str] = set()
 
 DEFAULT_POLICY = DEFAULT_POLICY_ID
 
 
-class Algorithm(RunnerHooks, EvaluationHooks):
+class Algorithm(RunnerHooks, EvaluationHooks, TrainableSurface):
     """Config + an algorithm's parts + the execution layer, behind RLlib's public methods.
 
     The base class resolves the env and the devices (``rljax.execution.build``), runs the
@@ -472,22 +475,6 @@ class Algorithm(RunnerHooks, EvaluationHooks):
         sampling, any batch size) and a JSON of its spaces; see ``rljax.policy.export``."""
         return export_policy(self, path, policy_id, platforms)
 
-    def export_policy_model(
-        self, export_dir: str | os.PathLike, policy_id: str | None = None, onnx: int | None = None
-    ) -> str:
-        """RLlib's name of ``export_policy`` (``export_dir``, ``policy_id``): the policy as
-        StableHLO programs and a JSON of its spaces.
-
-        Raises:
-          ConfigError: ``onnx`` is given (rljax exports StableHLO, which JAX loads alone).
-        """
-        if onnx is not None:
-            raise ConfigError(
-                f"export_policy_model(onnx={onnx!r}): rljax exports StableHLO programs (load "
-                "them with rljax.policy.loader.load_exported, JAX alone); drop onnx"
-            )
-        return self.export_policy(export_dir, policy_id)
-
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, record_video: str | os.PathLike | None = None) -> dict[str, Any]:
         """Runs ``evaluation_duration`` episodes (or timesteps) with the greedy policy
@@ -673,39 +660,6 @@ class Algorithm(RunnerHooks, EvaluationHooks):
             module_class=module_class,
             callbacks=callbacks,
         )
-
-    # ------------------------------------------------------------------ Tune's Trainable
-    def step(self) -> dict[str, Any]:
-        """One training iteration (Tune's ``Trainable.step``, which RLlib's ``train()``
-        calls): ``train()``, whose result already holds Tune's keys."""
-        return self.train()
-
-    def cleanup(self) -> None:
-        """Releases the algorithm's envs and threads (Tune's ``Trainable.cleanup``): ``stop()``."""
-        self.stop()
-
-    def reset_config(self, new_config: dict[str, Any]) -> bool:
-        """Tune's hook for reusing a trainable with another config: rljax builds each trial
-        anew, so this changes nothing and says so (False), as Tune's default does."""
-        return False
-
-    @property
-    def trial_id(self) -> str:
-        """Tune's trial id of this trainable: ``"default"`` outside a trial, as Tune's."""
-        return "default"
-
-    @property
-    def trial_name(self) -> str:
-        """Tune's trial name of this trainable: ``"default"`` outside a trial, as Tune's."""
-        return "default"
-
-    @property
-    def workers(self) -> EnvRunnerGroup:
-        """RLlib's deprecated name of ``env_runner_group`` (with a one-time warning)."""
-        if "workers" not in _DEPRECATED_NAMES_SAID:
-            _DEPRECATED_NAMES_SAID.add("workers")
-            logger.warning("algo.workers is deprecated (as in RLlib); use algo.env_runner_group")
-        return self.env_runner_group
 
     def stop(self) -> None:
         """Closes envs and runner threads; a second call does nothing.

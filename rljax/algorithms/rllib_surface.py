@@ -4,18 +4,22 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import jax
 import numpy as np
 
 from rljax.env.single_agent_episode import SingleAgentEpisode
 from rljax.execution.episode_stats import episode_summary
+from rljax.utils.errors import ConfigError
 
 logger = logging.getLogger("rljax")
+# RLlib's deprecated names that have said so once in this process.
+_DEPRECATED_NAMES_SAID: set[str] = set()
 
 
 @dataclass
@@ -431,3 +435,57 @@ __all__ = [
     "LearnerGroup",
     "SaveResult",
 ]
+
+
+class TrainableSurface:
+    """What an ``Algorithm`` has of Tune's ``Trainable`` and of RLlib's older names: ``step``,
+    ``cleanup``, ``reset_config``, ``trial_id``, ``trial_name``, ``workers`` and
+    ``export_policy_model`` (``Algorithm`` inherits them)."""
+
+    def step(self) -> dict[str, Any]:
+        """One training iteration (Tune's ``Trainable.step``, which RLlib's ``train()``
+        calls): ``train()``, whose result already holds Tune's keys."""
+        return cast(Any, self).train()
+
+    def cleanup(self) -> None:
+        """Releases the algorithm's envs and threads (Tune's ``Trainable.cleanup``): ``stop()``."""
+        cast(Any, self).stop()
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        """Tune's hook for reusing a trainable with another config: rljax builds each trial
+        anew, so this changes nothing and says so (False), as Tune's default does."""
+        return False
+
+    @property
+    def trial_id(self) -> str:
+        """Tune's trial id of this trainable: ``"default"`` outside a trial, as Tune's."""
+        return "default"
+
+    @property
+    def trial_name(self) -> str:
+        """Tune's trial name of this trainable: ``"default"`` outside a trial, as Tune's."""
+        return "default"
+
+    @property
+    def workers(self) -> EnvRunnerGroup:
+        """RLlib's deprecated name of ``env_runner_group`` (with a one-time warning)."""
+        if "workers" not in _DEPRECATED_NAMES_SAID:
+            _DEPRECATED_NAMES_SAID.add("workers")
+            logger.warning("algo.workers is deprecated (as in RLlib); use algo.env_runner_group")
+        return cast(Any, self).env_runner_group
+
+    def export_policy_model(
+        self, export_dir: str | os.PathLike, policy_id: str | None = None, onnx: int | None = None
+    ) -> str:
+        """RLlib's name of ``export_policy`` (``export_dir``, ``policy_id``): the policy as
+        StableHLO programs and a JSON of its spaces.
+
+        Raises:
+          ConfigError: ``onnx`` is given (rljax exports StableHLO, which JAX loads alone).
+        """
+        if onnx is not None:
+            raise ConfigError(
+                f"export_policy_model(onnx={onnx!r}): rljax exports StableHLO programs (load "
+                "them with rljax.policy.loader.load_exported, JAX alone); drop onnx"
+            )
+        return cast(Any, self).export_policy(export_dir, policy_id)
