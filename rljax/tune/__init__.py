@@ -53,7 +53,7 @@ from rljax.tune.functions import (
     register_trainable,
     with_parameters,
 )
-from rljax.tune.progress import CLIReporter
+from rljax.tune.progress import CLIReporter, JupyterNotebookReporter
 from rljax.tune.ray_integration import ray_trainable
 from rljax.tune.resources import PlacementGroupFactory, with_resources
 from rljax.tune.result_grid import Checkpoint, Result, ResultGrid
@@ -84,6 +84,7 @@ from rljax.tune.stopper import MaximumIterationStopper, Stopper
 from rljax.tune.tune_config import (
     CheckpointConfig,
     FailureConfig,
+    ResumeConfig,
     RunConfig,
     SyncConfig,
     TuneConfig,
@@ -109,6 +110,8 @@ __all__ = [
     "Checkpoint",
     "CheckpointConfig",
     "FailureConfig",
+    "JupyterNotebookReporter",
+    "ResumeConfig",
     "SyncConfig",
     "ConfigView",
     "Domain",

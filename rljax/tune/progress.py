@@ -470,4 +470,15 @@ class CLIReporter:
         )
 
 
-__all__ = ["CLIReporter", "ProgressReporter", "TrialTable"]
+class JupyterNotebookReporter(CLIReporter):
+    """Tune's notebook reporter: the same table and arguments as ``CLIReporter``.
+    ``overwrite`` is accepted as Tune's: a notebook cell is not a terminal, so the table prints
+    once at the end unless intermediate tables are asked for (``max_report_frequency``,
+    ``print_intermediate_tables``)."""
+
+    def __init__(self, *, overwrite: bool = True, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.overwrite = bool(overwrite)
+
+
+__all__ = ["CLIReporter", "JupyterNotebookReporter", "ProgressReporter", "TrialTable"]

@@ -89,6 +89,46 @@ class FailureConfig:
 
 
 @dataclass
+class ResumeConfig:
+    """How a resumed experiment treats its trials by status (Tune's ``ResumeConfig``), given
+    to ``tune.run(resume_config=...)``: ``unfinished`` (running or not started when it
+    stopped) ``"resume"`` from their newest checkpoints or ``"skip"``; ``errored``
+    ``"skip"``, ``"resume"`` or ``"restart"`` (their files removed); ``finished`` ``"skip"``
+    only (kept as they are). ``ResumeConfig.ResumeType`` names the values."""
+
+    class ResumeType:
+        RESUME = "resume"
+        RESTART = "restart"
+        SKIP = "skip"
+
+    finished: str = "skip"
+    unfinished: str = "resume"
+    errored: str = "skip"
+
+    def __post_init__(self) -> None:
+        allowed = {
+            "finished": ("skip",),
+            "unfinished": ("resume", "skip"),
+            "errored": ("skip", "resume", "restart"),
+        }
+        for name, values in allowed.items():
+            given = getattr(self, name)
+            if given not in values:
+                raise ConfigError(
+                    f"ResumeConfig({name}={given!r}): use one of {list(values)} (rljax keeps "
+                    "finished trials as they are and resumes or skips unfinished ones)"
+                )
+
+    def restore_flags(self) -> dict[str, bool]:
+        """``Tuner.restore``'s flags for these choices."""
+        return {
+            "resume_unfinished": self.unfinished == "resume",
+            "resume_errored": self.errored == "resume",
+            "restart_errored": self.errored == "restart",
+        }
+
+
+@dataclass
 class SyncConfig:
     """Tune's ``SyncConfig`` (uploading results to remote storage), accepted with its names:
     rljax writes every result, checkpoint and artifact straight to ``storage_path`` on this
@@ -337,6 +377,7 @@ class RunConfig:
 __all__ = [
     "CheckpointConfig",
     "FailureConfig",
+    "ResumeConfig",
     "RunConfig",
     "SyncConfig",
     "TuneConfig",

@@ -64,6 +64,7 @@ from rljax.tune.trial_run import (
 from rljax.tune.tune_config import (
     CheckpointConfig,
     FailureConfig,
+    ResumeConfig,
     RunConfig,
     SyncConfig,
     TuneConfig,
@@ -830,12 +831,23 @@ def _resumed_tuner(
     trainable: Any,
     config: Any,
     run_config: RunConfig,
+    resume_config: ResumeConfig | None = None,
 ) -> Tuner | None:
     """``tune.run(resume=...)``: the ``Tuner`` restored from ``storage_path/name``, or None
     for a new run. Tune's values: True, ``"LOCAL"``, ``"REMOTE"`` and ``"PROMPT"`` resume the
     experiment (which must exist), ``"AUTO"`` resumes it if it exists; a suffix ``+ERRORED``,
     ``+RESTART_ERRORED``, ``+ERRORED_ONLY`` or ``+RESTART_ERRORED_ONLY`` (or one of those
-    alone) sets ``Tuner.restore``'s flags."""
+    alone) sets ``Tuner.restore``'s flags; so does a ``resume_config`` (which alone means
+    ``"AUTO"``)."""
+    if resume_config is not None:
+        if not isinstance(resume_config, ResumeConfig):
+            raise ConfigError(f"tune.run(resume_config={resume_config!r}): use a tune.ResumeConfig")
+        if isinstance(resume, str) and "+" in resume:
+            raise ConfigError(
+                f"tune.run(resume={resume!r}, resume_config=...): give the suffixes or a "
+                "ResumeConfig, not both"
+            )
+        resume = "AUTO" if resume in (None, False) else resume
     if resume is None or resume is False:
         return None
     parts = ["LOCAL"] if resume is True else str(resume).upper().split("+")
@@ -862,7 +874,7 @@ def _resumed_tuner(
         if head == "AUTO":
             return None
         raise ConfigError(f"tune.run(resume={resume!r}): no experiment to resume at {path}")
-    flags: dict[str, bool] = {}
+    flags: dict[str, bool] = {} if resume_config is None else resume_config.restore_flags()
     for suffix in suffixes:
         flags.update(_RESUME_SUFFIXES[suffix])
     return Tuner.restore(
@@ -928,9 +940,10 @@ def run(
     (a ``CheckpointConfig``), and ``resources_per_trial`` (no effect: trials share the host).
     ``resume`` (True, ``"AUTO"``, ``"LOCAL"``, ``"ERRORED_ONLY"``, ...: Tune's flags) continues
     the experiment at ``storage_path/name`` through ``Tuner.restore`` when it exists
-    (``"AUTO"``: else starts it). ``restore`` (a checkpoint to start every trial from),
-    ``checkpoint_score_attr``, ``export_formats`` and ``resume_config`` are refused with the
-    way to do it here. An algorithm name with a dict ``config`` that uses RLlib 1.x's keys
+    (``"AUTO"``: else starts it); a ``resume_config`` (``tune.ResumeConfig``) sets the same
+    flags by status. ``restore`` (a checkpoint to start every trial from),
+    ``checkpoint_score_attr`` and ``export_formats`` are refused with the way to do it here.
+    An algorithm name with a dict ``config`` that uses RLlib 1.x's keys
     (``tune.run("PPO", config={"num_workers": 2, "sgd_minibatch_size": 64, ...})``) trains
     RLlib 1.x's trainer (``rljax.agents``), whose results have the old keys
     (``episode_reward_mean``).
@@ -944,7 +957,6 @@ def run(
         (restore, "restore", "build the algorithm and call algo.restore_from_path(path)"),
         (checkpoint_score_attr, "checkpoint_score_attr", "keep_checkpoints_num keeps the newest"),
         (export_formats, "export_formats", "export with algo.export_policy(dir) after fit()"),
-        (resume_config, "resume_config", "pass resume='AUTO+ERRORED' style flags"),
     ):
         if given is not None:
             raise ConfigError(f"tune.run({argument}={given!r}) is not supported: {instead}")
@@ -998,7 +1010,7 @@ def run(
         storage_filesystem=storage_filesystem,
         log_to_file=log_to_file,
     )
-    tuner = _resumed_tuner(resume, run_or_experiment, config, run_config)
+    tuner = _resumed_tuner(resume, run_or_experiment, config, run_config, resume_config)
     if tuner is None:
         tuner = Tuner(
             run_or_experiment, param_space=config, tune_config=tune_config, run_config=run_config

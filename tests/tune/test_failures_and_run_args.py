@@ -188,6 +188,48 @@ def test_tune_run_resume_continues_the_named_experiment(tmp_path):
         tune.run(trainable, config={"a": 1}, resume="AUTO", storage_path=str(tmp_path))
 
 
+def test_resume_config_resumes_by_status(tmp_path):
+    calls: list = []
+    args = {"name": "e", "storage_path": str(tmp_path / "out"), "verbose": 0}
+    trainable = failing_once_at(3, calls, tmp_path)
+    tune.run(trainable, config={"a": 1}, raise_on_failed_trial=False, **args)
+    calls.clear()
+    # errored trials skipped (the default): nothing runs again, the trial stays failed
+    kept = tune.run(
+        trainable,
+        config={"a": 1},
+        resume_config=tune.ResumeConfig(),
+        raise_on_failed_trial=False,
+        **args,
+    )
+    assert calls == [] and kept.trials[0].error is not None
+    # errored="restart": the trial starts over, its files removed
+    again = tune.run(
+        trainable,
+        config={"a": 1},
+        resume_config=tune.ResumeConfig(errored=tune.ResumeConfig.ResumeType.RESTART),
+        **args,
+    )
+    assert calls == [(1, 1), (1, 2), (1, 3), (1, 4)] and again.trials[0].metrics["step"] == 4
+    with pytest.raises(ConfigError, match=r"ResumeConfig\(finished='resume'\)"):
+        tune.ResumeConfig(finished="resume")
+    with pytest.raises(ConfigError, match="not both"):
+        tune.run(
+            trainable,
+            config={"a": 1},
+            resume="AUTO+ERRORED",
+            resume_config=tune.ResumeConfig(),
+            **args,
+        )
+
+
+def test_jupyter_notebook_reporter_is_the_cli_reporters_table():
+    reporter = tune.JupyterNotebookReporter(overwrite=False, metric_columns=["score"])
+    assert isinstance(reporter, tune.CLIReporter) and reporter.overwrite is False
+    assert reporter.metric_columns == {"score": "score"}
+    assert tune.RunConfig(progress_reporter=reporter).progress_reporter is reporter
+
+
 def test_no_effect_settings_warn_once_and_name_themselves():
     with pytest.warns(UserWarning, match="RunConfig.sync_config: rljax writes"):
         tune.RunConfig(sync_config=tune.SyncConfig(sync_period=60))
