@@ -246,6 +246,43 @@ class ConfigCompat:
         overrides = cast(Any, self).module_overrides(module_id)
         return cast(Any, self).module_config(module_id) if overrides else self
 
+    @staticmethod
+    def DEFAULT_POLICY_MAPPING_FN(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:  # noqa: N802
+        """RLlib's default policy mapping: every agent to ``"default_policy"``."""
+        from rljax.utils.ids import DEFAULT_MODULE_ID
+
+        return DEFAULT_MODULE_ID
+
+    DEFAULT_AGENT_TO_MODULE_MAPPING_FN = DEFAULT_POLICY_MAPPING_FN
+
+    def get_default_rl_module_spec(self) -> Any:
+        """The spec of the algorithm's default module (RLlib's): ``RLModuleSpec()`` with no
+        module class (the default networks) and this config's ``model_config``."""
+        from rljax.core.rl_module.spec import RLModuleSpec
+
+        to_dict = getattr(getattr(self, "model_config", None), "to_dict", None)
+        return RLModuleSpec(model_config=to_dict() if callable(to_dict) else {})
+
+    def get_rl_module_spec(self) -> Any:
+        """The module spec the algorithm builds from (RLlib's): ``rl_module_spec`` if set (a
+        single-agent one), else ``get_default_rl_module_spec()``."""
+        spec = getattr(self, "rl_module_spec", None)
+        from rljax.core.rl_module.spec import RLModuleSpec
+
+        return spec if isinstance(spec, RLModuleSpec) else self.get_default_rl_module_spec()
+
+    def offline_data(self, **kwargs: Any) -> Any:
+        """RLlib's offline-RL input and output settings: rljax trains on envs it steps and
+        has no offline data path, so this raises rather than train on something else.
+
+        Raises:
+          ConfigError: always, naming what was given.
+        """
+        raise ConfigError(
+            f"offline_data({', '.join(sorted(kwargs))}): rljax has no offline RL (RLlib's "
+            "offline data reading and recording, BC, CQL, MARWIL); it trains on envs it steps"
+        )
+
     # ------------------------------------------------------------------ setters
     def checkpointing(
         self: _C,

@@ -112,3 +112,14 @@ def test_older_setters_are_translated_and_removed_names_say_what_to_read():
     assert getattr(PPOConfig(), "evaluation_num_workers", "absent") == "absent"
     with pytest.raises(AttributeError, match="'PPOConfig' object has no attribute 'nothing'"):
         _ = PPOConfig().nothing
+
+
+def test_default_mapping_module_specs_and_offline_data():
+    assert PPOConfig.DEFAULT_POLICY_MAPPING_FN("agent_0", None) == "default_policy"
+    assert PPOConfig().DEFAULT_AGENT_TO_MODULE_MAPPING_FN(3) == "default_policy"
+    config = PPOConfig().rl_module(model_config={"fcnet_hiddens": [32]})
+    spec = config.get_default_rl_module_spec()
+    assert spec.module_class is None and spec.model_config["fcnet_hiddens"] == [32]
+    assert config.get_rl_module_spec().model_config == spec.model_config
+    with pytest.raises(ConfigError, match=r"offline_data\(input_, output\): rljax has no offline"):
+        PPOConfig().offline_data(input_="x", output="y")
