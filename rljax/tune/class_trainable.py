@@ -197,22 +197,10 @@ def bind_setup_kwargs(cls: type[Trainable], kwargs: dict[str, Any]) -> type[Trai
 
 def run_class_trainable(cls: type[Trainable], config: Any, trial: Any) -> None:
     """Runs one trial of ``cls`` in the ``Tuner``'s ``trial`` (a ``_TrialRun``) as an algorithm
-    trial runs: built, restored from the trial's newest checkpoint if any, trained until a
-    stop says so or a result has ``done=True``, checkpointed as the trial's
-    ``CheckpointConfig`` asks, and stopped."""
-    trainable = cls(config, trial_id=trial.trial_id, trial_dir=str(trial.path))
-    try:
-        latest = trial.latest_checkpoint
-        if latest is not None:
-            trainable.restore_from_path(latest)
-        while True:
-            result = trainable.train()
-            done = bool(result.get("done"))
-            if trial.record(result, algo=trainable) or done:
-                break
-        trial.finish_algorithm(trainable)
-    finally:
-        trainable.stop()
+    trial runs (``_TrialRun.train``): built, restored from the trial's newest checkpoint if
+    any, trained until a stop says so or a result has ``done=True``, checkpointed as the
+    trial's ``CheckpointConfig`` asks, and stopped."""
+    trial.train(cls(config, trial_id=trial.trial_id, trial_dir=str(trial.path)))
 
 
 __all__ = ["STATE_FILE", "Trainable", "bind_setup_kwargs", "run_class_trainable"]

@@ -266,6 +266,25 @@ class _TrialRun:
         halted = self.halt is not None and self.halt()
         return stop or self.stop_all or self.out_of_time or halted
 
+    def train(self, trainable: Any, restore: bool = True) -> None:
+        """Trains ``trainable`` in this trial and stops it: an algorithm, or a
+        ``tune.Trainable`` (``train``, ``save_to_path``, ``restore_from_path``, ``stop``).
+        It is restored from the trial's newest checkpoint first when ``restore`` and there is
+        one (its iteration count goes on), trained until a stop criterion, the scheduler or a
+        result with ``done=True`` ends the trial, and checkpointed as ``CheckpointConfig``
+        asks (``checkpoint_at_end`` included)."""
+        try:
+            latest = self.latest_checkpoint
+            if restore and latest is not None:
+                trainable.restore_from_path(latest)
+            while True:
+                result = trainable.train()
+                if self.record(result, algo=trainable) or bool(result.get("done")):
+                    break
+            self.finish_algorithm(trainable)
+        finally:
+            trainable.stop()
+
     def finish_algorithm(self, algo: Any) -> None:
         """``checkpoint_at_end``: a last checkpoint, unless this iteration's was just saved."""
         with self.lock:

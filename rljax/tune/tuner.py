@@ -801,18 +801,9 @@ class Tuner:
         from rljax.tune.worker import RemoteAlgorithm
 
         if payload is not None:  # built, and restored from the checkpoint, in the worker
-            algo: Any = RemoteAlgorithm(payload)
+            trial.train(RemoteAlgorithm(payload), restore=False)
         else:
-            algo = config.build_algo()
-        try:
-            resumed_from = trial.latest_checkpoint
-            if resumed_from is not None and payload is None:  # its iteration count goes on
-                algo.restore_from_path(resumed_from)
-            while not trial.record(algo.train(), algo=algo):
-                pass
-            trial.finish_algorithm(algo)
-        finally:
-            algo.stop()
+            trial.train(config.build_algo())
 
 
 # ---------------------------------------------------------------------- tune.run
