@@ -37,8 +37,8 @@ from rljax.algorithms.config_names import (
     deprecated_names,
     old_api_hint,
     unknown_key_hint,
+    warn_once,
 )
-from rljax.algorithms.config_names import WARNED_ONCE as _WARNED_ONCE
 from rljax.algorithms.config_settings import CommonSettings
 from rljax.algorithms.old_model_dict import check_old_model_dict
 from rljax.algorithms.rllib_only import EXPERIMENTAL, check_rllib_only
@@ -411,9 +411,9 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         """RLlib's framework choice: rljax's models always run in JAX, so ``"torch"``, ``"tf2"``
         and the rest say so once (a warning) and change nothing; ``eager_tracing`` and the
         other framework options are accepted for the same reason."""
-        if framework not in (None, "jax") and "framework" not in _WARNED_ONCE:
-            _WARNED_ONCE.add("framework")
-            logger.warning(
+        if framework not in (None, "jax"):
+            warn_once(
+                "framework",
                 "framework(%r): rljax's models run in JAX (with XLA); the setting has no effect",
                 framework,
             )
@@ -695,9 +695,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         """RLlib's deprecated name of ``build_algo()``; ``env`` sets the env first (as RLlib's
         ``build(env=...)``). ``logger_creator`` and ``use_copy`` are accepted and unused (rljax
         always builds from a copy)."""
-        if "build" not in _WARNED_ONCE:
-            _WARNED_ONCE.add("build")
-            logger.warning("config.build() is deprecated (as in RLlib); use build_algo()")
+        warn_once("build", "config.build() is deprecated (as in RLlib); use build_algo()")
         if env is not None:
             self.environment(env)
         return self.build_algo()

@@ -11,13 +11,13 @@ names (``config.num_rollout_workers``).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import ItemsView, KeysView, ValuesView
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
+from rljax.algorithms.config_names import RENAMED, unknown_key_hint, warn_once
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.utils.errors import ConfigError
-
-logger = logging.getLogger("rljax")
+from rljax.utils.ids import DEFAULT_MODULE_ID
 
 _C = TypeVar("_C", bound="ConfigCompat")
 
@@ -54,19 +54,8 @@ REMOVED_ATTRIBUTES = {
     "num_consecutive_worker_failures_tolerance": "num_consecutive_env_runner_failures_tolerance",
 }
 
-# ``.rollouts()``'s old keywords, as ``.env_runners()`` names them.
-_ROLLOUTS_RENAMED = {
-    "num_rollout_workers": "num_env_runners",
-    "num_envs_per_worker": "num_envs_per_env_runner",
-}
-
-_warned: set[str] = set()
-
-
-def _warn_once(key: str, text: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
-        logger.warning(text)
+# ``.rollouts()``'s old keywords, as ``.env_runners()`` names them (``config_names.RENAMED``).
+_ROLLOUTS_RENAMED = {k: RENAMED[k] for k in ("num_rollout_workers", "num_envs_per_worker")}
 
 
 class RemovedAttributeError(ConfigError, AttributeError):
@@ -110,8 +99,6 @@ class ConfigCompat:
         """
         name = self._setting_name(key)
         if name not in self._settings_table():
-            from rljax.algorithms.config_names import unknown_key_hint
-
             raise KeyError(
                 f"{key!r}: no such setting{unknown_key_hint(key, self._settings_table())}"
             )
@@ -131,8 +118,6 @@ class ConfigCompat:
             )
         name = self._setting_name(key)
         if name not in self._settings_table():
-            from rljax.algorithms.config_names import unknown_key_hint
-
             raise ConfigError(
                 f"config[{key!r}] = ...: no such setting{unknown_key_hint(key, self._settings_table())}"
             )
@@ -143,7 +128,7 @@ class ConfigCompat:
 
     def get(self, key: str, default: Any = None) -> Any:
         """The setting ``key`` names, or ``default`` when there is none (RLlib's dict shim)."""
-        return getattr(self, self._setting_name(key), default) if key in self else default
+        return getattr(self, self._setting_name(key)) if key in self else default
 
     def pop(self, key: str, default: Any = None) -> Any:
         """``get(key, default)``: as RLlib's, it removes nothing."""
@@ -249,8 +234,6 @@ class ConfigCompat:
     @staticmethod
     def DEFAULT_POLICY_MAPPING_FN(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:  # noqa: N802
         """RLlib's default policy mapping: every agent to ``"default_policy"``."""
-        from rljax.utils.ids import DEFAULT_MODULE_ID
-
         return DEFAULT_MODULE_ID
 
     DEFAULT_AGENT_TO_MODULE_MAPPING_FN = DEFAULT_POLICY_MAPPING_FN
@@ -258,8 +241,6 @@ class ConfigCompat:
     def get_default_rl_module_spec(self) -> Any:
         """The spec of the algorithm's default module (RLlib's): ``RLModuleSpec()`` with no
         module class (the default networks) and this config's ``model_config``."""
-        from rljax.core.rl_module.spec import RLModuleSpec
-
         to_dict = getattr(getattr(self, "model_config", None), "to_dict", None)
         return RLModuleSpec(model_config=to_dict() if callable(to_dict) else {})
 
@@ -267,8 +248,6 @@ class ConfigCompat:
         """The module spec the algorithm builds from (RLlib's): ``rl_module_spec`` if set (a
         single-agent one), else ``get_default_rl_module_spec()``."""
         spec = getattr(self, "rl_module_spec", None)
-        from rljax.core.rl_module.spec import RLModuleSpec
-
         return spec if isinstance(spec, RLModuleSpec) else self.get_default_rl_module_spec()
 
     def offline_data(self, **kwargs: Any) -> Any:
@@ -293,7 +272,7 @@ class ConfigCompat:
         policy's parameters as arrays (no pickle); ``Algorithm.export_policy`` writes a
         policy as a StableHLO program. The values are kept as attributes."""
         if export_native_model_files is not None:
-            _warn_once(
+            warn_once(
                 "export_native_model_files",
                 "checkpointing(export_native_model_files=...): rljax checkpoints hold the "
                 "parameters as arrays; export a policy with algo.export_policy(dir)",
@@ -322,7 +301,7 @@ class ConfigCompat:
                 continue
             if not isinstance(given, dict):
                 raise ConfigError(f"python_environment({name}={given!r}): use a dict of str")
-            _warn_once(
+            warn_once(
                 name,
                 f"python_environment({name}=...): rljax runs in this process; set the "
                 "variables before starting Python",
@@ -334,7 +313,7 @@ class ConfigCompat:
         """RLlib's older name of ``env_runners()`` (RLlib 2.60 raises for it): its keywords
         (``num_rollout_workers``, ``num_envs_per_worker`` under their new names) go to
         ``env_runners()``, with a warning."""
-        _warn_once("rollouts", "config.rollouts() is RLlib's old name; use env_runners()")
+        warn_once("rollouts", "config.rollouts() is RLlib's old name; use env_runners()")
         renamed = {_ROLLOUTS_RENAMED.get(k, k): v for k, v in kwargs.items()}
         return cast(Any, self).env_runners(**renamed)
 
@@ -343,13 +322,11 @@ class ConfigCompat:
         ``env_runners(explore=...)``, with a warning; ``exploration_config`` is refused, naming
         the setting that does its job."""
         if exploration_config is not None:
-            from rljax.algorithms.config_names import RENAMED
-
             raise ConfigError(
                 f"exploration(exploration_config=...): RLlib's old exploration objects are "
                 f"gone; use {RENAMED['exploration_config']}"
             )
-        _warn_once(
+        warn_once(
             "exploration",
             "config.exploration() is RLlib's old setter; use env_runners(explore=...)",
         )

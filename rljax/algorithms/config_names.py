@@ -50,6 +50,14 @@ RENAMED = {
 }
 
 
+def warn_once(key: str, message: str, *args: Any) -> None:
+    """Logs ``message % args`` as a warning the first time ``key`` says something in this
+    process (``WARNED_ONCE``): RLlib's deprecated names and settings that change nothing."""
+    if key not in WARNED_ONCE:
+        WARNED_ONCE.add(key)
+        logger.warning(message, *args)
+
+
 def deprecated_names(where: str, values: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     """``values`` with RLlib's deprecated names (``DEPRECATED``) under their current ones,
     each said once in a warning."""
@@ -57,9 +65,7 @@ def deprecated_names(where: str, values: dict[str, Any], keys: list[str]) -> dic
     for key, value in values.items():
         new = DEPRECATED.get(key) if isinstance(key, str) else None
         if new is not None and new in keys:
-            if key not in WARNED_ONCE:
-                WARNED_ONCE.add(key)
-                logger.warning("%s: %r is deprecated (as in RLlib); use %r", where, key, new)
+            warn_once(key, "%s: %r is deprecated (as in RLlib); use %r", where, key, new)
             key = new
         out[key] = value
     return out
@@ -93,4 +99,5 @@ __all__ = [
     "deprecated_names",
     "old_api_hint",
     "unknown_key_hint",
+    "warn_once",
 ]

@@ -13,13 +13,12 @@ from typing import Any, cast
 import jax
 import numpy as np
 
+from rljax.algorithms.config_names import warn_once
 from rljax.env.single_agent_episode import SingleAgentEpisode
 from rljax.execution.episode_stats import episode_summary
 from rljax.utils.errors import ConfigError
 
 logger = logging.getLogger("rljax")
-# RLlib's deprecated names that have said so once in this process.
-_DEPRECATED_NAMES_SAID: set[str] = set()
 
 
 @dataclass
@@ -469,9 +468,7 @@ class TrainableSurface:
     @property
     def workers(self) -> EnvRunnerGroup:
         """RLlib's deprecated name of ``env_runner_group`` (with a one-time warning)."""
-        if "workers" not in _DEPRECATED_NAMES_SAID:
-            _DEPRECATED_NAMES_SAID.add("workers")
-            logger.warning("algo.workers is deprecated (as in RLlib); use algo.env_runner_group")
+        warn_once("workers", "algo.workers is deprecated (as in RLlib); use algo.env_runner_group")
         return cast(Any, self).env_runner_group
 
     def export_policy_model(

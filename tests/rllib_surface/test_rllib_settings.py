@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from rljax.algorithms import algorithm_config, rllib_only
+from rljax.algorithms import config_names, rllib_only
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.ppo import PPO, PPOConfig
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
@@ -54,7 +54,7 @@ def test_api_stack_off_is_an_error_and_a_framework_warns_once(caplog, monkeypatc
         PPOConfig().api_stack(True, False)
     config = PPOConfig().api_stack(True, True)
     assert config.enable_rl_module_and_learner and config.enable_env_runner_and_connector_v2
-    monkeypatch.setattr(algorithm_config, "_WARNED_ONCE", set())
+    monkeypatch.setattr(config_names, "WARNED_ONCE", set())  # said once per process
     with caplog.at_level(logging.WARNING, logger="rljax"):
         PPOConfig().framework("torch")
         PPOConfig().framework("tf2", eager_tracing=True)
