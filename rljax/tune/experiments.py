@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rljax.tune.tuner import run
@@ -148,8 +148,6 @@ def run_experiments(
         raise ConfigError(f"run_experiments() got unknown keywords {sorted(kwargs)}")
     trials: list[Any] = []
     for experiment in _experiments_of(experiments):
-        spec = dict(experiment.spec)
-        creator: Callable[..., Any] | None = spec.pop("trial_name_creator", None)
         analysis = run(
             experiment.run_or_experiment,
             name=experiment.name,
@@ -160,8 +158,7 @@ def run_experiments(
             reuse_actors=reuse_actors,
             raise_on_failed_trial=raise_on_failed_trial,
             callbacks=list(callbacks) if callbacks else None,
-            trial_name_creator=creator,
-            **spec,
+            **experiment.spec,
         )
         trials.extend(analysis.trials)
     return trials

@@ -579,15 +579,7 @@ class Tuner:
         with fit.lock:
             trials = {index: self._open_trial(fit, index, action) for index, action in batch}
         errors: dict[int, BaseException | None] = dict.fromkeys(trials)
-        payload = None
-        if remote:
-            from rljax.tune.worker import picklable_payload
-
-            assert self._algo_configs is not None
-            payload = picklable_payload(
-                [self._algo_configs[i] for i in trials],
-                [t.latest_checkpoint for t in trials.values()],
-            )
+        payload = self._payload(trials) if remote else None
         if len(batch) > 1:
             assert self._algo_configs is not None
             failures = run_population(
@@ -636,13 +628,20 @@ class Tuner:
                     f"starting it again (failure {failures} of "
                     f"{'unlimited' if policy.max_failures < 0 else policy.max_failures})"
                 )
-            payload = None
-            if remote and self._algo_configs is not None:
-                from rljax.tune.worker import picklable_payload
-
-                payload = picklable_payload([self._algo_configs[index]], [trial.latest_checkpoint])
+            payload = self._payload({index: trial}) if remote else None
             error = self._run_trial(index, trial, payload)
         return error
+
+    def _payload(self, trials: dict[int, _TrialRun]) -> bytes | None:
+        """What a worker process needs to build ``trials`` (by index) from their newest
+        checkpoints (``worker.picklable_payload``); None: they run in this process."""
+        from rljax.tune.worker import picklable_payload
+
+        assert self._algo_configs is not None, "only algorithm trials run in workers"
+        return picklable_payload(
+            [self._algo_configs[i] for i in trials],
+            [t.latest_checkpoint for t in trials.values()],
+        )
 
     def _run_trial(
         self, index: int, trial: _TrialRun, payload: bytes | None = None
