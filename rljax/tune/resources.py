@@ -11,10 +11,10 @@ reserved, limited or scheduled by them.
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from rljax.tune.tune_config import note_no_effect
 from rljax.utils.errors import ConfigError
 
 _STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
@@ -109,21 +109,6 @@ class PlacementGroupFactory:
 
 Resources = Mapping[str, float] | PlacementGroupFactory | Callable[[Any], Any]
 
-_warned = False
-
-
-def _warn_once() -> None:
-    global _warned
-    if not _warned:
-        _warned = True
-        warnings.warn(
-            "tune.with_resources: rljax runs trials on this host and reserves nothing; a trial "
-            "uses what its config sets (num_env_runners, num_learners, ...) and "
-            "TuneConfig(max_concurrent_trials=...) bounds how many run at once",
-            UserWarning,
-            stacklevel=3,
-        )
-
 
 class _FunctionWithResources:
     """A function trainable with its recorded resources; calling it calls the function."""
@@ -157,7 +142,12 @@ def with_resources(trainable: Any, resources: Resources) -> Any:
             f"with_resources(resources={resources!r}): use a dict ({{'cpu': 1}}), a "
             "tune.PlacementGroupFactory or a function of the config returning one"
         )
-    _warn_once()
+    note_no_effect(
+        "tune.with_resources",
+        "rljax runs trials on this host and reserves nothing; a trial uses what its config "
+        "sets (num_env_runners, num_learners, ...) and TuneConfig(max_concurrent_trials=...) "
+        "bounds how many run at once",
+    )
     if callable(trainable) and not isinstance(trainable, type):
         return _FunctionWithResources(trainable, resources)
     return trainable

@@ -12,6 +12,7 @@ import pytest
 from rljax import tune
 from rljax.tune import progress as progress_module
 from rljax.tune import resources as resources_module
+from rljax.tune import tune_config as tune_config_module
 from rljax.tune.search import BasicVariantGenerator
 from rljax.utils.errors import ConfigError
 
@@ -33,7 +34,7 @@ def test_placement_group_factory_records_its_bundles():
 
 
 def test_with_resources_records_and_calls_through(monkeypatch):
-    monkeypatch.setattr(resources_module, "_warned", False)
+    monkeypatch.setattr(tune_config_module, "_noted", set())  # not said yet
 
     def train_fn(config):
         return config["x"] * 2
@@ -55,7 +56,7 @@ def test_with_resources_records_and_calls_through(monkeypatch):
 
 
 def test_with_resources_function_trains_in_tuner(tmp_path, monkeypatch):
-    monkeypatch.setattr(resources_module, "_warned", True)
+    monkeypatch.setattr(tune_config_module, "_noted", {"tune.with_resources"})  # said
 
     def train_fn(config):
         tune.report({"score": config["a"] + 1})
@@ -1028,7 +1029,7 @@ def test_parametric_rec_sys():
 def test_default_resource_request_records_the_configs_knobs(monkeypatch):
     from rljax.algorithms.ppo import PPO, PPOConfig
 
-    monkeypatch.setattr(resources_module, "_warned", True)
+    monkeypatch.setattr(tune_config_module, "_noted", {"tune.with_resources"})  # said
 
     config = (
         PPOConfig()
