@@ -28,7 +28,8 @@ program with ``compiler_options``, the copies timed interleaved in one process):
   networks (a 64x64 update step: 0.081 ms instead of 0.043 ms; 128x128: mixed), so ``"auto"``
   turns it off only for programs whose parameters number at least ``LARGE_PROGRAM_PARAMS``, and
   only where a calibration on this machine (``calibrate_large``: a 256x256 MLP's scanned Adam
-  steps compiled both ways, about 2 s, once per process) finds it faster.
+  steps compiled both ways, about 2 s, once per process, skipped where ``XLA_FLAGS`` sets the
+  option) finds it faster.
 - ``xla_cpu_use_xnnpack``, ``xla_cpu_multi_thread_eigen``,
   ``xla_cpu_parallel_codegen_split_count``, ``xla_cpu_enable_concurrency_optimized_scheduler``:
   taken per program, but no measurable gain on rljax's programs; rljax leaves them alone.
@@ -147,12 +148,15 @@ def resolve(
         return dict.fromkeys(KINDS)
     if setting == "auto" and stacked:
         return dict.fromkeys(KINDS)
+    taken = user_flags(xla_flags)
     if setting == "auto":
         large = param_count(params) >= LARGE_PROGRAM_PARAMS
-        chosen: Options = dict(calibrate_large() if large else SMALL_OPTIONS)
+        # The calibration (about 2 s) only chooses LARGE_OPTIONS' values: where XLA_FLAGS sets
+        # every one of them, its choice would be left out below, so it is not measured.
+        calibrate = large and not set(LARGE_OPTIONS) <= taken
+        chosen: Options = dict(calibrate_large() if calibrate else SMALL_OPTIONS)
     else:
         chosen = dict(check_setting("xla_cpu_options", setting) or {})  # type: ignore[arg-type]
-    taken = user_flags(xla_flags)
     options = {k: v for k, v in chosen.items() if k not in taken} or None
     return dict.fromkeys(KINDS, options)
 

@@ -75,6 +75,25 @@ def test_flags_the_user_set_in_xla_flags_are_never_overridden(monkeypatch):
     assert xla_options.user_flags("  --a=1\t-b --c=x=y  d ") == {"a", "b", "c"}
 
 
+def test_no_calibration_where_xla_flags_set_every_large_option(monkeypatch):
+    """The calibration's choice would be left out, so its two seconds are not spent; without
+    the flag a large program still calibrates."""
+    calls = []
+
+    def calibrate():
+        calls.append(1)
+        return dict(xla_options.LARGE_OPTIONS)
+
+    monkeypatch.setattr(xla_options, "calibrate_large", calibrate)
+    params = mlp_params(256)
+    flags = "--xla_cpu_use_fusion_emitters=false"
+    assert xla_options.resolve("auto", params, backend="cpu", xla_flags=flags)["update"] is None
+    assert calls == []
+    chosen = xla_options.resolve("auto", params, backend="cpu", xla_flags="--xla_cpu_use_xnnpack")
+    assert chosen["update"] == xla_options.LARGE_OPTIONS
+    assert calls == [1]
+
+
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="CPU options")
 def test_calibration_takes_the_large_options_only_where_they_are_faster():
     """On the real machine: the choice follows the margin rule on what was measured, and a
