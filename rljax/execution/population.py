@@ -28,6 +28,12 @@ The iteration itself is a ``Loop`` (``rljax.execution.population_loop.Population
 slot's ``IterationResult``; ``Population`` hands each to its trial's ``train_from`` and keeps
 the rest: which trials are alive, compaction, exploit, stop.
 
+On a JAX env and a machine with several devices (GPUs, or host devices), the trial axis is
+split over them: each device runs ``K / d`` trials, ``d`` the largest number of the devices
+that divides ``K`` (16 trials on 8 GPUs: 2 each; 6 trials on 4: 2 on each of 3), as Ray Tune
+places concurrent trials on GPUs of their own. The numbers are those of one device
+(``population_loop``). EnvPool populations stay on one device (their envs are host calls).
+
 Population-based training changes trials in place (``exploit``): chosen trials take the
 learner state (parameters, optimizer state, ...) of others and new values of the settings, by
 a gather on the device; nothing recompiles.
@@ -106,7 +112,11 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
             "path (num_env_runners=0)"
         )
     if first.num_learners > 1:
-        return f"num_learners={first.num_learners}: populations train on one device"
+        return (
+            f"num_learners={first.num_learners}: a population trains each trial on one device "
+            "and, on a JAX env, splits its trials over the local devices instead (as Tune "
+            "places trials on GPUs of their own); set num_learners=1"
+        )
     if first.env_to_module_connector is not None:
         return "configs with env_to_module connectors train one trial at a time"
     if first.callbacks_class is not None or any(
@@ -135,6 +145,14 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
     return None
 
 
+def spread_devices(num_trials: int, devices: Sequence[jax.Device]) -> list[jax.Device]:
+    """The first ``d`` of ``devices`` that ``num_trials`` trials are split over: ``d`` the
+    largest count up to ``len(devices)`` that divides ``num_trials`` (every device runs as many
+    trials; 16 trials on 8 devices: 8, on 6: 4; 7 trials: 1)."""
+    d = max(n for n in range(1, max(len(devices), 1) + 1) if num_trials % n == 0)
+    return list(devices[:d])
+
+
 class Population:
     """Trains trials that differ only in population settings and seed as one jitted program.
 
@@ -149,6 +167,8 @@ class Population:
       compaction: When the program is rebuilt without stopped trials (once fewer than half
         of its slots are active): ``"auto"`` when the time saved should pay for the
         compilation (``_worth_compacting``), ``"always"``, or ``"never"``.
+      devices: The devices a JAX env's trials are split over (``spread_devices``); None:
+        JAX's local devices.
 
     Attributes:
       members: The trials' algorithms (built with ``population_member=True``), by index.
@@ -168,6 +188,7 @@ class Population:
         configs: Sequence[AlgorithmConfig],
         checkpoints: Sequence[str | os.PathLike[str] | None] | None = None,
         compaction: str = "auto",
+        devices: Sequence[jax.Device] | None = None,
     ):
         if compaction not in ("auto", "always", "never"):
             raise ValueError(f"compaction={compaction!r}: use 'auto', 'always' or 'never'")
@@ -192,6 +213,7 @@ class Population:
             raise
         self.active = [True] * len(self.members)
         self.compaction = compaction
+        self.devices = list(devices) if devices is not None else jax.local_devices()
         self.num_iterations = 0
         self._first_step_s, self._steps, self._steps_s = 0.0, 0, 0.0
         # A trial whose own train() raised (NonFiniteUpdateError, ...): it stops, the rest go on.
@@ -209,7 +231,10 @@ class Population:
             settings=self._slot_settings(),
             active=self._active_mask(),
         )
-        self.runner_state = stack_runner_states([m.runner_state for m in self.members])
+        self._jax_env = self.members[0].population_parts().jax_env is not None
+        self.runner_state = stack_runner_states(
+            [m.runner_state for m in self.members], jax_env=self._jax_env
+        )
         self._build()
 
     @property
@@ -230,9 +255,18 @@ class Population:
         stacked = jax.eval_shape(jax.vmap(parts[0].acting_params), self.state.learner)
         setting = self.members[self._slots[0]].config.xla_cpu_options
         options = xla_options.resolve(setting, stacked, stacked=True)
-        self.loop = PopulationLoop(parts, options)
+        devices = spread_devices(len(self._slots), self.devices) if self._jax_env else None
+        self.loop = PopulationLoop(parts, options, devices)
+        self.state = self.loop.place(self.state)
+        self.runner_state = self.loop.place(self.runner_state)
         self._fresh_program = True
         self.num_compilations += 1
+
+    @property
+    def num_devices(self) -> int:
+        """The devices the program's trial axis is split over (1: not split)."""
+        sharding = self.loop.sharding
+        return 1 if sharding is None else len(sharding.device_set)
 
     def _slot_settings(self) -> dict[str, Any]:
         """The settings of the slots as [K] float32 arrays (``SchedulePoints`` [K, P] for a
@@ -283,7 +317,7 @@ class Population:
         if not self.active[index]:
             return
         self.active[index] = False
-        self.state = self.state._replace(active=self._active_mask())
+        self.state = self.state._replace(active=self.loop.place(self._active_mask()))
         alive = [i for i in self._slots if self.active[i]]
         if alive and 2 * len(alive) < len(self._slots) and self._worth_compacting(len(alive)):
             self._compact(alive)
@@ -369,7 +403,7 @@ class Population:
                     value = getattr(config, name)
                     self._values[i][name] = value
         if values:
-            self.state = self.state._replace(settings=self._slot_settings())
+            self.state = self.state._replace(settings=self.loop.place(self._slot_settings()))
 
     def stop(self) -> None:
         """Closes every trial's env."""
@@ -387,4 +421,5 @@ __all__ = [
     "make_population_rollout",
     "population_key",
     "population_refusal",
+    "spread_devices",
 ]

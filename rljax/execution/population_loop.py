@@ -6,8 +6,9 @@ the loop contract (``rljax.execution.loop.Loop``) over stacked state:
 - ``state`` is a ``PopulationState``: the trials' learner states stacked on a leading trial
   axis [K], the values of their population settings as [K] arrays (``SchedulePoints``
   [K, P] for a schedule), and the ``active`` mask [K] (a stopped trial's update is masked out).
-- ``runner_state`` is a ``PopulationRunnerState``: one EnvPool handle per trial, and the
-  actors' state, last step result and acting key stacked [K].
+- ``runner_state`` is a ``PopulationRunnerState``: one EnvPool handle per trial (on a JAX env,
+  the trials' env states stacked [K]), and the actors' state, last step result and acting key
+  stacked [K].
 - The result is a ``PopulationResult``: an ``IterationResult`` of the stack as a whole (env
   steps and episodes of its active trials together; learner metrics with a leading axis over
   the active trials), whose ``trials`` holds each slot's own ``IterationResult`` (None for a
@@ -18,6 +19,13 @@ The loop knows slots (positions on the trial axis), not trials: which trial sits
 which stop, compaction and population-based training are ``Population``'s
 (``rljax.execution.population``), which changes the stacked state through the loop's public
 ``gather``, ``take`` and ``split``.
+
+On a JAX env with several devices (``devices``), the trial axis is split over them
+(``jax.sharding``, one mesh axis ``"trials"``): each device steps and trains its own trials'
+envs and networks, as Ray Tune places concurrent trials on GPUs of their own. No trial's
+numbers depend on another's, so the programs need no communication between the devices, and
+each trial computes what it computes on one device (``jax_threefry_partitionable``: its keys
+are the same wherever it runs).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from typing import Any, NamedTuple, cast
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rljax.env.vector import envpool_result
 from rljax.execution.loop import IterationResult, PopulationParts, Timers, single_policy
@@ -42,10 +51,11 @@ from rljax.utils.ids import DEFAULT_POLICY_ID
 
 
 class PopulationRunnerState(NamedTuple):
-    """The rollout's carry: one EnvPool handle (or JAX env states) per trial, and per-trial
-    actor state, last result and acting key stacked on a leading trial axis [K]."""
+    """The rollout's carry: one EnvPool handle per trial (a tuple; on a JAX env the trials'
+    env states, stacked [K]), and per-trial actor state, last result and acting key stacked on
+    a leading trial axis [K]."""
 
-    handles: tuple[Any, ...]
+    handles: Any
     actor: ActorState
     result: StepResult
     key: jax.Array
@@ -114,14 +124,28 @@ def stack(trees: Sequence[Any]) -> Any:
     return jax.tree.map(lambda *xs: jnp.stack(xs), *trees)
 
 
-def stack_runner_states(runner_states: Sequence[Any]) -> PopulationRunnerState:
+def stack_runner_states(
+    runner_states: Sequence[Any], jax_env: bool = False
+) -> PopulationRunnerState:
     """The trials' fused runner states (each with ``handle``, ``actor``, ``result``, ``key``)
-    as one ``PopulationRunnerState``."""
+    as one ``PopulationRunnerState``; ``jax_env``: the handles are JAX env states, stacked."""
+    handles = [rs.handle for rs in runner_states]
     return PopulationRunnerState(
-        handles=tuple(rs.handle for rs in runner_states),
+        handles=stack(handles) if jax_env else tuple(handles),
         actor=stack([rs.actor for rs in runner_states]),
         result=stack([rs.result for rs in runner_states]),
         key=stack([rs.key for rs in runner_states]),
+    )
+
+
+def keep_split(tree: Any, sharding: jax.sharding.Sharding | None) -> Any:
+    """Inside a program: ``tree``'s stacked arrays keep their trial axis split as
+    ``sharding`` (a ``NamedSharding``) splits it, so a step's outputs are laid out as its inputs
+    and nothing recompiles; unchanged for any other sharding."""
+    if not isinstance(sharding, NamedSharding):
+        return tree
+    return jax.tree.map(
+        lambda x: jax.lax.with_sharding_constraint(x, sharding) if jnp.ndim(x) else x, tree
     )
 
 
@@ -174,16 +198,13 @@ def make_population_jax_rollout(
     """``rollout(params [K], runner_state) -> (runner_state, Transition [K, length, N])`` on a
     JAX env: each step is the single run's step (``runners.jax_env.make_jax_env_step``)
     ``vmap``ped over the trials, envs included, so trial k's envs, actions and keys are those
-    of its own run. The trials' env states are stacked for the scan and split after it."""
+    of its own run. The trials' env states are stacked [K] in ``rs.handles``."""
     step = jax.vmap(make_jax_env_step(env, act_step, to_env_action))
 
     def rollout(params: Any, rs: PopulationRunnerState) -> tuple[PopulationRunnerState, Transition]:
-        carry = FusedRunnerState(stack(list(rs.handles)), rs.actor, rs.result, rs.key)
+        carry = FusedRunnerState(rs.handles, rs.actor, rs.result, rs.key)
         carry, traj = jax.lax.scan(lambda c, _: step(params, c), carry, None, length=length)
-        handles = tuple(
-            jax.tree.map(lambda x, i=i: x[i], carry.handle) for i in range(len(rs.handles))
-        )
-        runner_state = PopulationRunnerState(handles, carry.actor, carry.result, carry.key)
+        runner_state = PopulationRunnerState(carry.handle, carry.actor, carry.result, carry.key)
         return runner_state, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
 
     return rollout
@@ -207,9 +228,14 @@ class PopulationLoop:
       options: The XLA compiler options of the rollout (``"rollout"``) and the update
         (``"update"``), as ``rljax.utils.xla_options.resolve`` gives them; None: XLA's
         defaults.
+      devices: The devices the trial axis is split over (JAX envs; K must be a multiple of
+        their number), or the one device the population runs on; None: JAX's default
+        placement. ``place`` puts stacked state there.
 
     Attributes:
       num_slots: K, the length of the trial axis.
+      sharding: The trial axis' ``NamedSharding`` over ``devices``, the one device's
+        ``SingleDeviceSharding``, or None (``devices`` None).
       steps_per_iteration: Training steps per ``step`` (the first slot's parts'; equal for
         every trial).
       xla_options: The compiler options the programs were built with, by kind.
@@ -223,11 +249,25 @@ class PopulationLoop:
         self,
         parts: Sequence[PopulationParts],
         options: Mapping[str, xla_options.Options | None] | None = None,
+        devices: Sequence[jax.Device] | None = None,
     ):
         if not parts:
             raise ValueError("a population loop needs at least one slot's parts, got none")
         first = parts[0]
-        if first.jax_env is not None:
+        k = len(parts)
+        self.jax_env = first.jax_env is not None
+        self.sharding: jax.sharding.Sharding | None = None
+        if devices is not None and len(devices) == 1:
+            self.sharding = jax.sharding.SingleDeviceSharding(devices[0])
+        elif devices is not None and len(devices) > 1:
+            if not self.jax_env or k % len(devices):
+                raise ValueError(
+                    f"{k} trials over {len(devices)} devices: a population's trials are split "
+                    "over devices on JAX envs only, as many trials on each"
+                )
+            mesh = Mesh(np.asarray(list(devices)), ("trials",))
+            self.sharding = NamedSharding(mesh, PartitionSpec("trials"))
+        if self.jax_env:
             rollout = make_population_jax_rollout(
                 first.jax_env, first.act_step, first.fragment_length, first.to_env_action
             )
@@ -248,10 +288,13 @@ class PopulationLoop:
             new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
             return new, metrics, episode_arrays(traj)
 
-        def sample(state: Any, rs: PopulationRunnerState):
-            return rollout(jax.vmap(first.acting_params)(state), rs)
+        sharding = self.sharding
 
-        k = len(parts)
+        def sample(state: Any, rs: PopulationRunnerState):
+            return keep_split(rollout(jax.vmap(first.acting_params)(state), rs), sharding)
+
+        def learn_all(state: Any, traj: Transition, values: dict[str, Any], active: jax.Array):
+            return keep_split(jax.vmap(learn)(state, traj, values, active), sharding)
 
         def unstack(tree: Any) -> list[Any]:
             return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(k)]
@@ -262,11 +305,20 @@ class PopulationLoop:
             dict.fromkeys(xla_options.KINDS) if options is None else options
         )
         self.sample = jax.jit(sample, donate_argnums=(1,), compiler_options=options.get("rollout"))
-        self.learn = jax.jit(
-            jax.vmap(learn), donate_argnums=(0,), compiler_options=options.get("update")
-        )
+        self.learn = jax.jit(learn_all, donate_argnums=(0,), compiler_options=options.get("update"))
         self._unstack = jax.jit(unstack)
         self._gather = jax.jit(lambda tree, idx: jax.tree.map(lambda x: x[idx], tree))
+
+    def place(self, tree: Any) -> Any:
+        """Stacked state (a ``PopulationState``, ``PopulationRunnerState`` or part of one) laid
+        out for this loop: its trial axis split over the devices, or on its one device;
+        unchanged without ``devices``."""
+        if self.sharding is None:
+            return tree
+        sharding, split = self.sharding, isinstance(self.sharding, NamedSharding)
+        return jax.tree.map(
+            lambda x: jax.device_put(x, sharding) if jnp.ndim(x) or not split else x, tree
+        )
 
     def step(
         self, state: PopulationState, runner_state: PopulationRunnerState
@@ -311,8 +363,9 @@ class PopulationLoop:
         return self._unstack(tree)
 
     def gather(self, tree: Any, positions: Sequence[int] | jax.Array) -> Any:
-        """A stacked tree's slots at ``positions`` (on the device): ``out[j] = tree[positions[j]]``."""
-        return self._gather(tree, jnp.asarray(positions))
+        """A stacked tree's slots at ``positions`` (on the devices), laid out as this loop's
+        state: ``out[j] = tree[positions[j]]``."""
+        return self.place(self._gather(tree, jnp.asarray(positions)))
 
     def take(
         self,
@@ -323,8 +376,12 @@ class PopulationLoop:
         """The stacked states of the slots at ``positions`` only, in that order: what a loop
         built from those slots' parts steps (a compaction)."""
         idx = jnp.asarray(positions)
+        if self.jax_env:
+            handles = self._gather(runner_state.handles, idx)
+        else:
+            handles = tuple(runner_state.handles[p] for p in positions)
         return self._gather(state, idx), PopulationRunnerState(
-            handles=tuple(runner_state.handles[p] for p in positions),
+            handles=handles,
             actor=self._gather(runner_state.actor, idx),
             result=self._gather(runner_state.result, idx),
             key=self._gather(runner_state.key, idx),
