@@ -69,6 +69,7 @@ from rljax.execution.population_loop import (
     stack,
     stack_runner_states,
 )
+from rljax.learners.devices import population_devices
 from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import sharing_programs
@@ -168,7 +169,8 @@ class Population:
         of its slots are active): ``"auto"`` when the time saved should pay for the
         compilation (``_worth_compacting``), ``"always"``, or ``"never"``.
       devices: The devices a JAX env's trials are split over (``spread_devices``); None:
-        JAX's local devices.
+        this process's devices where the trials learn (``learners.devices.population_devices``:
+        its GPUs when the trials ask for one, else its CPU devices).
 
     Attributes:
       members: The trials' algorithms (built with ``population_member=True``), by index.
@@ -213,7 +215,9 @@ class Population:
             raise
         self.active = [True] * len(self.members)
         self.compaction = compaction
-        self.devices = list(devices) if devices is not None else jax.local_devices()
+        if devices is None:
+            devices = population_devices(self.members[0].config.num_gpus_per_learner)
+        self.devices = list(devices)
         self.num_iterations = 0
         self._first_step_s, self._steps, self._steps_s = 0.0, 0, 0.0
         # A trial whose own train() raised (NonFiniteUpdateError, ...): it stops, the rest go on.

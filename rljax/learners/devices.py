@@ -62,6 +62,24 @@ def learner_devices(num_learners: int, num_gpus_per_learner: float) -> list[jax.
     return pool[:n]
 
 
+def population_devices(num_gpus_per_learner: float) -> list[jax.Device]:
+    """This process's devices a population's trials are split over
+    (``rljax.execution.population``), where its trials learn: the GPUs when they ask for one
+    (``num_gpus_per_learner > 0``), else the CPU devices (host devices where
+    ``--xla_force_host_platform_device_count`` asked for several)."""
+    if num_gpus_per_learner > 0:
+        gpus = _local(_platform_devices("gpu"))
+        if not gpus:
+            raise ConfigError(
+                f"num_gpus_per_learner={num_gpus_per_learner} asks for a GPU, but JAX sees none "
+                f"(devices: {describe_devices()}); set num_gpus_per_learner=0"
+            )
+        return gpus
+    default = jax.local_devices()
+    cpus = default if default[0].platform == "cpu" else _local(_platform_devices("cpu"))
+    return cpus or default[:1]
+
+
 def _gpus_across(gpus: list[jax.Device], n: int) -> list[jax.Device]:
     from rljax.distributed import learner_devices as across_processes
 

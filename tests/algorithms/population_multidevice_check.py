@@ -12,6 +12,7 @@ import numpy as np
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.execution.population import Population
+from rljax.learners.devices import population_devices
 
 
 def config(lr: float, seed: int) -> PPOConfig:
@@ -72,7 +73,8 @@ def main() -> None:
         seen["max_abs_diff"] = [
             largest_difference(p, q) for p, q in zip(seen.pop("params"), one, strict=True)
         ]
-    print(json.dumps({"runs": {str(n): seen for n, seen in runs.items()}}))
+    default = len(population_devices(0.0))  # where a Population(configs) splits its trials
+    print(json.dumps({"runs": {str(n): seen for n, seen in runs.items()}, "default": default}))
 
 
 if __name__ == "__main__":

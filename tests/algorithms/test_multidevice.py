@@ -132,6 +132,7 @@ def test_a_population_splits_its_trials_over_one_two_and_four_devices_alike(tmp_
         assert row["devices"] == int(n) and row["trials_per_device"] == 4 // int(n), row
         assert row["env_steps_per_s"] > 0 and row["first_call_s"] > 0, row
     assert (tmp_path / "population_devices.json").is_file()
+    assert out["default"] == 4  # without devices=..., a population takes every host device
     one = out["runs"]["1"]
     assert one["num_devices"] == [1, 1]
     assert out["runs"]["2"]["num_devices"] == [2, 1]

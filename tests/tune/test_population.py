@@ -10,7 +10,8 @@ from gymnasium.envs.classic_control import CartPoleEnv
 
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.ppo import PPOConfig
-from rljax.execution.population import Population, population_refusal
+from rljax.execution.population import Population, population_refusal, spread_devices
+from rljax.learners.devices import population_devices
 from rljax.utils.errors import ConfigError
 
 
@@ -152,6 +153,23 @@ def test_configs_that_cannot_share_a_program_are_refused_with_the_reason():
     assert "min_sample_timesteps_per_iteration" in population_refusal([several, small()])
     with pytest.raises(ConfigError, match="cannot train as one population.*minibatch_size"):
         Population([small(), small().training(minibatch_size=32)])
+
+
+def test_trials_are_split_over_devices_that_divide_their_number():
+    devices = ["d0", "d1", "d2", "d3"]  # spread_devices only counts and slices them
+    assert spread_devices(16, devices) == devices
+    assert spread_devices(6, devices) == devices[:3]
+    assert spread_devices(2, devices) == devices[:2]
+    assert spread_devices(7, devices) == devices[:1]
+    assert spread_devices(5, devices[:1]) == devices[:1]
+    # This process has one CPU device; trials that each ask for a GPU, where there is none,
+    # are told so.
+    assert population_devices(0.0) == jax.local_devices()[:1]
+    with pytest.raises(ConfigError, match="num_gpus_per_learner=1 asks for a GPU"):
+        population_devices(1)
+    several = small().learners(num_learners=2)
+    why = population_refusal([several, several.copy()])
+    assert "num_learners=2" in why and "splits its trials over the local devices" in why
 
 
 def _result(score: float, iteration: int) -> dict:
