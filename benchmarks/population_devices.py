@@ -15,8 +15,13 @@ On a CPU the devices are host devices: the script sets
 machine's cores, so the ratio says how much of the cores a one-device program leaves idle; on a
 machine with several GPUs the devices are the GPUs (``--backend gpu``).
 
+``--single`` adds what the same devices give one trial (``"single_trial"``): PPO with
+``num_learners`` 1 and ``max(--devices)`` (its batch split over the devices, gradients averaged
+each minibatch; the same total batch and minibatch) at 4 x 128, 16 x 250 and 64 x 128 envs x
+steps, timed in turns.
+
 Run: python benchmarks/population_devices.py [--devices 1 2] [--members 16] [--iters 10]
-[--env rljax:CartPole-v1] [--backend cpu] [--quick] [--out results/population_devices]
+[--env rljax:CartPole-v1] [--backend cpu] [--single] [--quick] [--out results/population_devices]
 """
 
 from __future__ import annotations
@@ -33,6 +38,52 @@ from typing import Any
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 DEVICE_COUNT_FLAG = "xla_force_host_platform_device_count"
+# --single: (envs, steps per env) of one trial's batch.
+SINGLE_SETTINGS = ((4, 128), (16, 250), (64, 128))
+
+
+def in_turns(calls: dict[Any, Any], iters: int) -> dict[Any, float]:
+    """Each call's median seconds, the calls made in turns ``iters`` times."""
+    times: dict[Any, list[float]] = {k: [] for k in calls}
+    for _ in range(iters):
+        for k, call in calls.items():
+            t0 = time.perf_counter()
+            call()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def single_trial(env: str, devices: int, iters: int) -> list[dict[str, Any]]:
+    """One trial with ``num_learners`` 1 and ``devices`` at each of ``SINGLE_SETTINGS``."""
+    from jax_envs import ppo_config
+
+    rows = []
+    for num_envs, num_steps in SINGLE_SETTINGS:
+        batch = num_envs * num_steps
+        algos = {}
+        try:
+            for learners in (1, devices):
+                config = ppo_config(env, num_envs, num_steps).learners(num_learners=learners)
+                config = config.training(
+                    train_batch_size_per_learner=batch // learners,
+                    minibatch_size=batch // 4 // learners,
+                )
+                algos[learners] = config.build_algo()
+                algos[learners].train()  # compiles
+            median = in_turns({k: a.train for k, a in algos.items()}, iters)
+        finally:
+            for a in algos.values():
+                a.stop()
+        rate = {k: batch / t for k, t in median.items()}
+        rows.append(
+            {
+                "num_envs": num_envs,
+                "num_steps": num_steps,
+                "env_steps_per_s": {str(k): v for k, v in rate.items()},
+                "ratio": rate[devices] / rate[1],
+            }
+        )
+    return rows
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -42,6 +93,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--iters", type=int, default=10, help="timed rounds (each layout once)")
     p.add_argument("--env", default="rljax:CartPole-v1", help="a JAX env (rljax:, gymnax:, ...)")
     p.add_argument("--backend", default="cpu", choices=["cpu", "gpu"])
+    p.add_argument("--single", action="store_true", help="one trial on the devices too")
     p.add_argument("--quick", action="store_true", help="4 trials, 2 rounds: a smoke test")
     p.add_argument("--out", default="results/population_devices")
     args = p.parse_args(argv)
@@ -80,7 +132,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     per_call = args.members * num_envs * num_steps
     pops: dict[int, Any] = {}
     first_s: dict[int, float] = {}
-    times: dict[int, list[float]] = {d: [] for d in args.devices}
     try:
         for d in args.devices:
             t0 = time.perf_counter()
@@ -90,11 +141,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             assert pops[d].num_devices == d, (pops[d].num_devices, d)
             pops[d].train()
             first_s[d] = time.perf_counter() - t0
-        for _ in range(args.iters):
-            for d in args.devices:
-                t0 = time.perf_counter()
-                pops[d].train()
-                times[d].append(time.perf_counter() - t0)
+        median = in_turns({d: pop.train for d, pop in pops.items()}, args.iters)
     finally:
         for pop in pops.values():
             pop.stop()
@@ -102,8 +149,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         str(d): {
             "devices": d,
             "trials_per_device": args.members // d,
-            "env_steps_per_s": per_call / statistics.median(times[d]),
-            "call_ms": 1000 * statistics.median(times[d]),
+            "env_steps_per_s": per_call / median[d],
+            "call_ms": 1000 * median[d],
             "first_call_s": first_s[d],
         }
         for d in args.devices
@@ -126,6 +173,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": machine_info(["rljax", "jax", "jaxlib", "flax"]),
         "layouts": rows,
     }
+    if args.single and max(args.devices) > 1:
+        report["single_trial"] = single_trial(args.env, max(args.devices), args.iters)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "population_devices.json").write_text(json.dumps(report, indent=2) + "\n")
