@@ -1,8 +1,8 @@
 """A population's trials split over devices: env steps/s of one PPO population on 1, 2, ... devices.
 
 rljax's ``Population`` on a JAX env splits its trial axis over the local devices it is given
-(``rljax.execution.population``: ``d`` devices each run ``K / d`` trials, the programs need no
-communication). This script builds the same population (``--members`` trials of PPO at
+(``rljax.execution.population``: ``d`` devices each run ``K / d`` trials; the rollout and the
+update need no communication between them). This script builds the same population (``--members`` trials of PPO at
 PureJaxRL's CartPole settings, 4 envs x 128 steps, 4 epochs of 4 minibatches, 64x64 tanh,
 seeds 0 .. K-1) on the first ``d`` devices for each ``d`` of ``--devices``, calls each one's
 ``train()`` in turns (``--iters`` rounds) and prints one JSON: per layout the env steps/s summed

@@ -28,10 +28,12 @@ The iteration itself is a ``Loop`` (``rljax.execution.population_loop.Population
 slot's ``IterationResult``; ``Population`` hands each to its trial's ``train_from`` and keeps
 the rest: which trials are alive, compaction, exploit, stop.
 
-On a JAX env and a machine with several devices (GPUs, or host devices), the trial axis is
-split over them: each device runs ``K / d`` trials, ``d`` the largest number of the devices
-that divides ``K`` (16 trials on 8 GPUs: 2 each; 6 trials on 4: 2 on each of 3), as Ray Tune
-places concurrent trials on GPUs of their own. The numbers are those of one device
+On a JAX env the trial axis is split over this process's devices where the trials learn
+(``learners.devices.population_devices``: its GPUs when the trials ask for one with
+``num_gpus_per_learner``, else its CPU devices, several where ``XLA_FLAGS`` asks for host
+devices): each device runs ``K / d`` trials, ``d`` the largest number of the devices that
+divides ``K`` (16 trials on 8 GPUs: 2 each; 6 trials on 4: 2 on each of 3), as Ray Tune places
+concurrent trials on GPUs of their own. The numbers are those of one device
 (``population_loop``). EnvPool populations stay on one device (their envs are host calls).
 
 Population-based training changes trials in place (``exploit``): chosen trials take the
@@ -199,6 +201,9 @@ class Population:
             raise ConfigError(f"these {len(configs)} trials cannot train as one population: {why}")
         if checkpoints is not None and len(checkpoints) != len(configs):
             raise ValueError(f"{len(checkpoints)} checkpoints for {len(configs)} trials")
+        if devices is None:  # before anything is built: it may refuse the trials' settings
+            devices = population_devices(configs[0].num_gpus_per_learner)
+        self.devices = list(devices)
         self.members: list[OnPolicyAlgorithm] = []
         try:
             # The trials are alike but for values their one-shot programs take as arguments
@@ -215,9 +220,6 @@ class Population:
             raise
         self.active = [True] * len(self.members)
         self.compaction = compaction
-        if devices is None:
-            devices = population_devices(self.members[0].config.num_gpus_per_learner)
-        self.devices = list(devices)
         self.num_iterations = 0
         self._first_step_s, self._steps, self._steps_s = 0.0, 0, 0.0
         # A trial whose own train() raised (NonFiniteUpdateError, ...): it stops, the rest go on.

@@ -23,9 +23,11 @@ which stop, compaction and population-based training are ``Population``'s
 On a JAX env with several devices (``devices``), the trial axis is split over them
 (``jax.sharding``, one mesh axis ``"trials"``): each device steps and trains its own trials'
 envs and networks, as Ray Tune places concurrent trials on GPUs of their own. No trial's
-numbers depend on another's, so the programs need no communication between the devices, and
-each trial computes what it computes on one device (``jax_threefry_partitionable``: its keys
-are the same wherever it runs).
+numbers depend on another's, so the rollout and the update need no communication between the
+devices, ``split`` hands each trial's state out on the device that holds it, and each trial
+computes what it computes on one device (``jax_threefry_partitionable``: its keys are the
+same wherever it runs). Only PBT's exploit (``gather``) copies a trial's state to another
+device.
 """
 
 from __future__ import annotations
@@ -228,9 +230,9 @@ class PopulationLoop:
       options: The XLA compiler options of the rollout (``"rollout"``) and the update
         (``"update"``), as ``rljax.utils.xla_options.resolve`` gives them; None: XLA's
         defaults.
-      devices: The devices the trial axis is split over (JAX envs; K must be a multiple of
-        their number), or the one device the population runs on; None: JAX's default
-        placement. ``place`` puts stacked state there.
+      devices: A JAX env's devices: those the trial axis is split over (K a multiple of
+        their number), or the one device the population runs on; None: where the states are
+        (an EnvPool population's only choice). ``place`` puts stacked state there.
 
     Attributes:
       num_slots: K, the length of the trial axis.
@@ -257,13 +259,18 @@ class PopulationLoop:
         k = len(parts)
         self.jax_env = first.jax_env is not None
         self.sharding: jax.sharding.Sharding | None = None
+        if devices is not None and not self.jax_env:
+            raise ValueError(
+                "devices: an EnvPool population runs where its members' envs and states are "
+                "(its envs are host calls); only a JAX env's trials are placed or split"
+            )
         if devices is not None and len(devices) == 1:
             self.sharding = jax.sharding.SingleDeviceSharding(devices[0])
         elif devices is not None and len(devices) > 1:
-            if not self.jax_env or k % len(devices):
+            if k % len(devices):
                 raise ValueError(
-                    f"{k} trials over {len(devices)} devices: a population's trials are split "
-                    "over devices on JAX envs only, as many trials on each"
+                    f"{k} trials over {len(devices)} devices: each device must run as many "
+                    "trials (spread_devices picks how many devices)"
                 )
             mesh = Mesh(np.asarray(list(devices)), ("trials",))
             self.sharding = NamedSharding(mesh, PartitionSpec("trials"))
@@ -297,7 +304,8 @@ class PopulationLoop:
             return keep_split(jax.vmap(learn)(state, traj, values, active), sharding)
 
         def unstack(tree: Any) -> list[Any]:
-            return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(k)]
+            n = jax.tree.leaves(tree)[0].shape[0]  # K, or one device's share of it
+            return [jax.tree.map(lambda x, i=i: x[i], tree) for i in range(n)]
 
         self.num_slots = k
         self.steps_per_iteration = first.steps_per_iteration
@@ -359,8 +367,23 @@ class PopulationLoop:
         return state._replace(learner=learner), runner_state, PopulationResult.of(trials, shared_s)
 
     def split(self, tree: Any) -> list[Any]:
-        """A stacked tree (a ``PopulationState``'s ``learner``, ...) as one tree per slot."""
-        return self._unstack(tree)
+        """A stacked tree (a ``PopulationState``'s ``learner``, ...) as one tree per slot, each
+        on the device that holds the slot: with the trial axis split, every device's shard is
+        split where it is, so no trial's state is copied to another device."""
+        if not isinstance(self.sharding, NamedSharding):
+            return self._unstack(tree)
+        leaves, treedef = jax.tree.flatten(tree)
+        shards = []  # per leaf, its shards in the order of the trial axis
+        for leaf in leaves:
+            mine = sorted(leaf.addressable_shards, key=lambda sh: sh.index[0].start or 0)
+            if len(mine) != len(self.sharding.device_set) or mine[0].index[0] == slice(None):
+                return self._unstack(tree)  # not split on the trial axis (not the loop's state)
+            shards.append(mine)
+        out: list[Any] = []
+        for part in range(len(shards[0]) if shards else 0):
+            local = jax.tree.unflatten(treedef, [leaf_shards[part].data for leaf_shards in shards])
+            out += self._unstack(local)
+        return out
 
     def gather(self, tree: Any, positions: Sequence[int] | jax.Array) -> Any:
         """A stacked tree's slots at ``positions`` (on the devices), laid out as this loop's

@@ -34,7 +34,27 @@ def run(devices: int) -> dict:
         for iteration in range(4):
             if iteration == 2:
                 population.exploit({3: 0}, {3: {"lr": 5e-3}})
+                copied = jax.tree.map(
+                    lambda a, b: bool(np.array_equal(a, b)),
+                    jax.device_get(population.members[3].state.params),
+                    jax.device_get(population.members[0].state.params),
+                )
+                out["exploit_copied"] = all(jax.tree.leaves(copied))
             if iteration == 3:
+                # Before the compaction: the programs compiled once through three iterations
+                # and an exploit, the stacked state is split over the devices, and each
+                # trial's own state lives on one device, its slot's.
+                out["cache_sizes"] = [
+                    population.loop.sample._cache_size(),
+                    population.loop.learn._cache_size(),
+                ]
+                out["state_devices"] = sorted(
+                    {len(x.sharding.device_set) for x in jax.tree.leaves(population.state)}
+                )
+                out["member_devices"] = [
+                    sorted({str(d) for x in jax.tree.leaves(m.state) for d in x.devices()})
+                    for m in population.members
+                ]
                 for trial in (1, 2, 3):
                     population.stop_trial(trial)
                 out["num_devices"].append(population.num_devices)

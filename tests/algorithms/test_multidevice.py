@@ -25,9 +25,8 @@ for argv in json.loads(sys.argv[1]):
 
 def run_checks(devices: int, *calls: tuple[str, ...]) -> tuple[list[dict], str]:
     """Runs the check scripts (paths from this file's folder; each call ``(script, *args)``)
-    one after
-    another in one subprocess with ``devices`` forced host devices, so the imports and JAX's
-    start are paid once; the JSON each printed, in order, and the stderr."""
+    one after another in one subprocess with ``devices`` forced host devices, so the imports
+    and JAX's start are paid once; the JSON each printed, in order, and the stderr."""
     env = dict(
         os.environ,
         XLA_FLAGS=with_host_devices(devices),
@@ -140,6 +139,15 @@ def test_a_population_splits_its_trials_over_one_two_and_four_devices_alike(tmp_
     for n in ("2", "4"):
         run = out["runs"][n]
         assert run["num_compilations"] == one["num_compilations"] == 2  # start, compaction
+        assert run["cache_sizes"] == [1, 1]  # each program compiled once for its layout
+        assert run["state_devices"] == [int(n)]
+        # Each trial's own state on one device, its slot's: trials 0-3 in order over n.
+        per = 4 // int(n)
+        devices = [m[0] for m in run["member_devices"]]
+        assert all(len(m) == 1 for m in run["member_devices"]), run["member_devices"]
+        assert len(set(devices)) == int(n)
+        assert all(devices[i] == devices[i - i % per] for i in range(4)), devices
+        assert run["exploit_copied"]
         assert run["final_state_devices"] == [1]
         for stage, (mine, ones) in enumerate(zip(run["results"], one["results"], strict=True)):
             assert [r is None for r in mine] == [r is None for r in ones], stage
@@ -150,6 +158,7 @@ def test_a_population_splits_its_trials_over_one_two_and_four_devices_alike(tmp_
         # Measured: 1.5e-7 at most (float order); a trial trained on another trial's data, or
         # a wrong copy in the exploit, moves its weights by far more.
         assert max(run["max_abs_diff"]) < 1e-5, run["max_abs_diff"]
-    # The exploit copied trial 0 into trial 3 (before iteration 2), so their parameters were
-    # equal at that point; the 4th iteration trained trial 0 alone.
+    # The exploit copied trial 0's state into trial 3 (before iteration 2); the 4th iteration
+    # trained trial 0 alone.
+    assert one["exploit_copied"] and one["cache_sizes"] == [1, 1]
     assert one["results"][3][1:] == [None, None, None]

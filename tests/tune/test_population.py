@@ -156,15 +156,15 @@ def test_configs_that_cannot_share_a_program_are_refused_with_the_reason():
 
 
 def test_trials_are_split_over_devices_that_divide_their_number():
-    devices = ["d0", "d1", "d2", "d3"]  # spread_devices only counts and slices them
+    devices = ["d0", "d1", "d2", "d3"]  # stand-ins: spread_devices only counts and slices
     assert spread_devices(16, devices) == devices
     assert spread_devices(6, devices) == devices[:3]
     assert spread_devices(2, devices) == devices[:2]
     assert spread_devices(7, devices) == devices[:1]
     assert spread_devices(5, devices[:1]) == devices[:1]
-    # This process has one CPU device; trials that each ask for a GPU, where there is none,
-    # are told so.
-    assert population_devices(0.0) == jax.local_devices()[:1]
+    # CPU trials take this process's CPU devices; trials that each ask for a GPU, where there
+    # is none, are told so.
+    assert population_devices(0.0) == jax.devices("cpu")
     with pytest.raises(ConfigError, match="num_gpus_per_learner=1 asks for a GPU"):
         population_devices(1)
     several = small().learners(num_learners=2)
