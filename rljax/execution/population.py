@@ -72,6 +72,7 @@ from rljax.execution.population_loop import (
     stack_runner_states,
 )
 from rljax.learners.devices import population_devices
+from rljax.runners.acting import FusedRunnerState
 from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import sharing_programs
@@ -301,12 +302,16 @@ class Population:
         self.state, self.runner_state, result = self.loop.step(self.state, self.runner_state)
         self._time_step(result.shared_s)
         states = self.loop.split(self.state.learner)
+        # A JAX env's states are the trial's too: its checkpoints save them (exact resume).
+        runners = self.loop.split(self.runner_state) if self._jax_env else None
         results: list[dict[str, Any] | None] = [None] * len(self.members)
         for slot, (i, iteration) in enumerate(zip(self._slots, result.split(), strict=True)):
             if iteration is None:  # a stopped trial (the mask mirrors ``active``)
                 continue
             member = self.members[i]
             member.state = states[slot]
+            if runners is not None:
+                member.runner_state = FusedRunnerState(*runners[slot])
             try:
                 results[i] = member.train_from(iteration)
             except Exception as e:  # this trial's failure; the others' results stand

@@ -53,6 +53,11 @@ def assert_trials_match_separate_runs(population, configs, iterations: int) -> l
                         mine["learners"]["default_policy"][key], value, rtol=2e-4, atol=1e-6
                     )
                 assert mine["training_iteration"] == it + 1
+            if algo.runner_state is not None and population._jax_env:
+                # A JAX env's states are handed to the trial too (its checkpoints save them).
+                mine_envs = _leaves(population.members[k].runner_state)
+                for a, b in zip(mine_envs, _leaves(algo.runner_state), strict=True):
+                    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
             for a, b in zip(_leaves(population.members[k].state), _leaves(algo.state), strict=True):
                 # Two float32 programs (vmapped over trials, and alone) sum in different
                 # orders: with the default 256x256 network, on an AMD EPYC host 33 of the
