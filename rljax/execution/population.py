@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 import jax
 import jax.numpy as jnp
 
+from rljax.env.jax_env import is_jax_spec
 from rljax.env.vector import resolve_env
 from rljax.execution.loop import PopulationParts
 from rljax.execution.population_loop import (
@@ -238,7 +239,7 @@ class Population:
             settings=self._slot_settings(),
             active=self._active_mask(),
         )
-        self._jax_env = self.members[0].population_parts().jax_env is not None
+        self._jax_env = is_jax_spec(self.members[0].env_spec)  # as population_parts() tells
         self.runner_state = stack_runner_states(
             [m.runner_state for m in self.members], jax_env=self._jax_env
         )
