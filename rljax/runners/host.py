@@ -93,6 +93,14 @@ def _initial_state(
     return jax.tree.map(jnp.copy, actor), transition_shape
 
 
+def _committed(tree: Any, device: jax.Device) -> Any:
+    """``tree`` committed to ``device``. The jitted step's outputs are committed arrays; its
+    first call's arguments must be as well, or that call compiles a program of its own (JAX
+    keys a compilation on whether each argument is committed): a second compilation of the
+    step for every runner's first fragment."""
+    return jax.device_put(tree, device)
+
+
 @dataclasses.dataclass(frozen=True)
 class RunnerSpec:
     """Everything a ``HostRunner`` is built from but its first weights.
@@ -194,13 +202,15 @@ class HostRunner:
         self.to_env_action = spec.to_env_action
         try:
             self.result = self._take_info(self.env.reset())
-            self.key = jax.random.PRNGKey(spec.seed + 1)  # as the fused path: env seed + 1
+            # As the fused path: env seed + 1.
+            self.key = _committed(jax.random.PRNGKey(spec.seed + 1), spec.device)
             # One pending entry per stream: a sub-env, or a multi-agent env's agent slot.
             streams = getattr(self.env, "num_slots", spec.num_envs)
             self.actor: ActorState
-            self.actor, self._transition_shape = _initial_state(
+            actor, self._transition_shape = _initial_state(
                 spec.policy_fn, spec.act_step, params, self.result, streams, self.key
             )
+            self.actor = _committed(actor, spec.device)
             self._step = _jitted_step(spec.act_step, spec.device)
         except BaseException:  # a failed first reset, or Ctrl-C: no env process left behind
             self.env.close(terminate=True)
@@ -225,6 +235,7 @@ class HostRunner:
             actor, shape = _initial_state(
                 spec.policy_fn, spec.act_step, params, result, streams, self.key
             )
+            actor = _committed(actor, spec.device)
         except BaseException:
             new.close(terminate=True)
             raise

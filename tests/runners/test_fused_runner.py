@@ -107,3 +107,24 @@ def test_spaces_holding_float64_anywhere_keep_envs_out_of_32_bit_jit():
     assert needs_x64(f32, f64)
     assert needs_x64(gym.spaces.Dict({"obs": f32, "extra": gym.spaces.Tuple((f32, f64))}))
     assert not needs_x64(gym.spaces.Dict({"obs": f32, "mask": gym.spaces.MultiBinary(3)}))
+
+
+def test_a_python_stepped_runner_compiles_its_env_step_once():
+    """A host runner's first fragment and its later ones run one compiled step: its first key
+    and actor state are committed to its device, as the step's outputs are (JAX compiles a call
+    again when an argument's commitment differs: the step was compiled twice per runner)."""
+    from rljax.examples.envs.classes.stateless_cartpole import StatelessCartPole
+
+    config = (
+        PPOConfig()
+        .environment(StatelessCartPole)
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=3)
+        .training(train_batch_size_per_learner=24, minibatch_size=12, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [6]})
+    )
+    with config.build_algo() as algo:
+        runner = algo._runners.runners[0]
+        assert isinstance(runner, HostRunner)
+        for _ in range(3):
+            algo.train()
+        assert runner._step._cache_size() == 1
