@@ -34,6 +34,7 @@ import numpy as np
 from rljax.env.multi_agent_env import AgentID, MultiAgentEnv
 from rljax.env.multi_agent_remote import RemoteMultiAgentEnv
 from rljax.env.spaces import is_structured, zeros_batch
+from rljax.env.vector.vector_multi_agent_env import VectorMultiAgentEnv
 from rljax.utils.errors import ConfigError
 from rljax.utils.seeding import derive_seed
 
@@ -198,7 +199,7 @@ def mapping_caller(fn: Callable[..., str]) -> Callable[..., str]:
     )
 
 
-class MultiAgentVectorEnv:
+class MultiAgentVectorEnv(VectorMultiAgentEnv):
     """``num_envs`` copies of a multi-agent env, stepped in lock-step as agent slots."""
 
     def __init__(
@@ -393,7 +394,7 @@ class MultiAgentVectorEnv:
         for i, env in enumerate(self.envs):
             if self._needs_reset[i]:
                 continue
-            sent[i] = {a: _item(actions[self._slot(i, a)]) for a in self._acting[i]}
+            sent[i] = {a: _slot_action(actions, self._slot(i, a)) for a in self._acting[i]}
             self._pending[i] |= self._acting[i]
             if isinstance(env, RemoteMultiAgentEnv):  # ASYNC mode
                 env.step_async(sent[i])  # every copy steps at once; results collected below
@@ -483,3 +484,12 @@ class MultiAgentVectorEnv:
 def _item(action: Any) -> Any:
     arr = np.asarray(action)
     return arr.item() if arr.ndim == 0 else arr
+
+
+def _slot_action(actions: Any, slot: int) -> Any:
+    """Slot ``slot``'s action: its row of ``actions`` ([S, ...]), or of each part where the
+    action space is a Tuple or Dict (a tuple or dict of [S, ...] arrays, as
+    ``space_env_actions`` gives them: a grouped agent's actions)."""
+    if isinstance(actions, tuple | list | dict):
+        return jax.tree.map(lambda part: _item(part[slot]), actions)
+    return _item(actions[slot])

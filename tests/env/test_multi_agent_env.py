@@ -282,3 +282,29 @@ def test_old_one_argument_mapping_functions_are_called_with_the_agent_id():
     np.testing.assert_array_equal(vec._policy, [0, 1])
     with pytest.raises(ConfigError, match="cannot be called as"):
         MultiAgentVectorEnv([TurnGame], ["p"], lambda a, b, c: "p")
+
+
+def test_a_grouped_agents_tuple_action_reaches_its_env_part_by_part():
+    """A Tuple action space (RLlib's grouped agents: ``with_agent_groups``) comes from the
+    policy as a tuple of [S] arrays; each slot's env gets its own row of every part. Indexing
+    the tuple by slot gave the env the first part's whole column instead (the grouped two-step
+    game could not unpack its two actions)."""
+    from rljax.env.vector.vector_multi_agent_env import VectorMultiAgentEnv
+    from rljax.examples.envs.classes.multi_agent.two_step_game import (
+        TwoStepGameWithGroupedAgents,
+    )
+
+    vec = MultiAgentVectorEnv(
+        [TwoStepGameWithGroupedAgents, TwoStepGameWithGroupedAgents], ["p0"], lambda *a, **k: "p0"
+    )
+    try:
+        assert isinstance(vec, VectorMultiAgentEnv) and vec.unwrapped is vec
+        assert len(vec.envs) == vec.num_envs == 2
+        vec.reset()
+        # Copy 0: both agents pick 0 (state 1: reward 7 next); copy 1: both 1 (state 2).
+        vec.step((np.array([0, 1]), np.array([0, 1])))
+        last = vec.step((np.array([0, 1]), np.array([0, 1])))
+        # State 1 pays 7 whatever the actions; state 2 with actions (1, 1) pays 8.
+        np.testing.assert_allclose(last.reward, [7.0, 8.0])
+    finally:
+        vec.close()
