@@ -8,7 +8,10 @@
 
 Every ``.py`` file under the directory that uses RLlib's harness
 (``add_rllib_example_script_args``) or has a ``__main__`` block runs in its own process, one
-after another, from its own folder, with ``--flags`` added to its command line. A script that
+after another, from its own folder, with the flags its docstring's "How to run this script"
+names (``--num-agents=2``; ``--no-documented-flags`` leaves them out) and then ``--flags`` on its
+command line; where the documented flags fail, it runs again with ``--flags`` alone, and the
+entry keeps the first run's error under ``documented_flags_failed``. A script that
 imports ``ray`` is ported first (``rljax.utils.port``; into a temporary folder, the original is
 left alone), and the notes of the port are reported. Prints JSON: per script its exit status,
 seconds, the port's notes and, for a failure, the last error line; and how many ran.
@@ -53,6 +56,37 @@ def scripts_in(directory: Path) -> list[Path]:
             continue  # the harness itself
         found.append(path)
     return found
+
+
+_HOW_TO_RUN = re.compile(r"`python \[script file name\]\.py([^`]*?)(?:`|\n\s*\n)", re.S)
+_PLACEHOLDER_FLAG = re.compile(r"--[\w-]+(?:=|\s+)\[[^\]]*\]")
+_OPTIONAL = re.compile(r"\[[^\]]*\]\??")
+
+
+def documented_flags(text: str) -> list[str]:
+    """The flags of the first command under a script's "How to run this script" (RLlib's
+    examples write it as ``python [script file name].py --num-agents=2``): what its authors
+    run it with, and some scripts refuse to run without (``--num-agents=2`` for the grouped
+    two-step game). Flags whose value is a placeholder (``--env [env name ...]``), optional
+    ones in brackets and WandB's are left out."""
+    match = _HOW_TO_RUN.search(text)
+    if match is None:
+        return []
+    command = _OPTIONAL.sub(" ", _PLACEHOLDER_FLAG.sub(" ", match.group(1)))
+    try:
+        tokens = shlex.split(command.replace("\\\n", " "))
+    except ValueError:
+        return []
+    kept: list[str] = []
+    skip_value = False
+    for token in tokens:
+        if skip_value and not token.startswith("--"):
+            skip_value = False
+            continue
+        skip_value = token.startswith("--wandb") and "=" not in token
+        if not token.startswith("--wandb"):
+            kept.append(token)
+    return kept
 
 
 def run_process(cmd: list[str], cwd: Path, pythonpath: list[str], timeout: float) -> dict:
@@ -112,6 +146,12 @@ def run_one(path: Path, flags: list[str], timeout: float, workdir: Path, base: P
     return entry
 
 
+def script_flags(path: Path, flags: list[str], documented: bool) -> list[str]:
+    """The command line's flags for ``path``: its documented ones (``documented_flags``) first,
+    where ``documented``, then ``flags`` (the later of a repeated flag wins)."""
+    return [*documented_flags(path.read_text(errors="replace")), *flags] if documented else flags
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", nargs="?", default=str(ROOT / "rljax" / "examples"))
@@ -121,6 +161,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rllib-python", default=None, help="also run each under RLlib")
     parser.add_argument("--skip-rljax", action="store_true", help="RLlib's side only")
     parser.add_argument("--markdown", default=None, help="write the table to this file")
+    parser.add_argument(
+        "--no-documented-flags",
+        action="store_true",
+        help="leave out the flags each script's 'How to run this script' names",
+    )
     args = parser.parse_args(argv)
     if args.skip_rljax and not args.rllib_python:
         parser.error("--skip-rljax needs --rllib-python")
@@ -135,12 +180,21 @@ def main(argv: list[str] | None = None) -> int:
     entries = []
     with tempfile.TemporaryDirectory(prefix="rljax_port_") as work:
         for script in scripts:
+            own = script_flags(script, flags, not args.no_documented_flags)
             if args.skip_rljax:
                 entry: dict = {"script": str(script.relative_to(base))}
             else:
-                entry = run_one(script, flags, args.timeout, Path(work), base)
+                entry = run_one(script, own, args.timeout, Path(work), base)
+                if not entry["ran"] and own != flags:
+                    # Some scripts' documented command is stale (a flag their parser no longer
+                    # takes, an env id gymnasium no longer registers by itself): run as before.
+                    failed = entry.get("error", "")
+                    entry = run_one(script, flags, args.timeout, Path(work), base)
+                    entry["documented_flags_failed"] = {"flags": own, "error": failed}
+                    own = flags
+            entry["flags"] = own
             if args.rllib_python:
-                entry["rllib"] = run_rllib(script, flags, args.timeout, args.rllib_python)
+                entry["rllib"] = run_rllib(script, own, args.timeout, args.rllib_python)
             print(json.dumps(entry), file=sys.stderr, flush=True)
             entries.append(entry)
     report: dict = {

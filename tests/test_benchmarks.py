@@ -390,6 +390,22 @@ def test_rllib_examples_takes_every_script_outside_rllibs_helper_folders(tmp_pat
     assert found == ["envs/custom.py", "offline_rl/no_harness.py"]
 
 
+def test_rllib_examples_runs_each_script_with_the_flags_its_docstring_names(load_benchmark):
+    """RLlib's examples document their command line ("How to run this script"); some refuse to
+    run without it (the grouped two-step game asserts ``--num-agents=2``)."""
+    module = load_benchmark("rllib_examples")
+    doc = (
+        "How to run this script\n----------------------\n"
+        "`python [script file name].py --num-agents=2 --port 5555 [--use-lstm]?\n"
+        "--env [env name e.g. 'ALE/Pong-v5'] --wandb-key=[your key] --wandb-project p\n"
+        "--lr=0.01`\n\nFor debugging, use `python [script file name].py --no-tune`\n"
+    )
+    assert module.documented_flags(doc) == ["--num-agents=2", "--port", "5555", "--lr=0.01"]
+    # A command that ends at a blank line instead of a backtick; none at all.
+    assert module.documented_flags("`python [script file name].py --a=1\n\nText `x`") == ["--a=1"]
+    assert module.documented_flags("`python other.py --a=1`") == []
+
+
 @pytest.mark.slow
 def test_multi_agent_jax_env_benchmark_compares_fused_and_host_stepping(tmp_path, run_benchmark):
     out = run_benchmark(
