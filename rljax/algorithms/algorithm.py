@@ -211,8 +211,12 @@ class Algorithm(RunnerHooks, EvaluationHooks, TrainableSurface):
         self._episode_replay: EpisodeReplay | None = None
         self._live_lock, self._live_finished = threading.Lock(), []  # live episode hooks
         self._runner_callbacks = hooks.runner_callbacks
+        # Pre-trained modules (RLModuleSpec.load_state_path), read before anything compiles.
+        loaded = {} if inference_only else checkpoints.module_states_to_load(config)
         try:
             self._setup()
+            if loaded:
+                self.set_weights(loaded)
             self._start_runner_callbacks(population_member)
             if not population_member:
                 self.callbacks("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)

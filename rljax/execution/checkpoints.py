@@ -30,7 +30,7 @@ from rljax.env.spaces import space_from_data, space_to_data
 from rljax.env.state import EnvStateError, EnvStateMalformed
 from rljax.utils import checkpoint as ckpt
 from rljax.utils.errors import CheckpointError, ConfigError
-from rljax.utils.ids import DEFAULT_POLICY_ID
+from rljax.utils.ids import DEFAULT_POLICY_ID, RL_MODULE_PATH
 from rljax.utils.jit import abstract_init
 from rljax.utils.references import LoadPolicy
 
@@ -167,7 +167,28 @@ def save(
     state = distributed.host_value(hooks._checkpoint_state(include_replay_buffer))
     if distributed.is_writer():  # across processes, process 0 writes
         ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=saved_runners)
+        write_module_paths(path, metadata["policy_ids"])
     return str(path)
+
+
+MODULE_PATH_NOTE = "rljax_module.json"
+
+
+def write_module_paths(path: str | os.PathLike, policy_ids: list[str]) -> None:
+    """RLlib's module directories inside a checkpoint,
+    ``<checkpoint>/learner_group/learner/rl_module/<policy_id>``, which scripts check exist
+    before they load a policy from them (``RLModule.from_checkpoint(that path)``,
+    ``RLModuleSpec(load_state_path=that path)``). The weights stay in the checkpoint's state
+    file: each directory holds a small JSON note naming its policy and the checkpoint, written
+    atomically; nothing reads it back."""
+    base = Path(path).expanduser().resolve().joinpath(*RL_MODULE_PATH)
+    for pid in policy_ids:
+        where = base / pid
+        if where.resolve().parent != base.resolve():  # an id that is no plain directory name
+            continue
+        where.mkdir(parents=True, exist_ok=True)
+        note = {"policy_id": pid, "checkpoint": "../../../..", "weights_in": ckpt.STATE_FILE}
+        ckpt.write_json_atomically(where / MODULE_PATH_NOTE, note)
 
 
 # ------------------------------------------------------------------ restoring
@@ -657,3 +678,41 @@ def check_runner_state_schema(runners: Any, path: Any) -> None:
         n = state["num_sub_env_restarts"]
         if not _is_int(n) or not 0 <= n <= _MAX_COUNTER:
             raise bad(f"runners[{i}].num_sub_env_restarts", "an int in [0, 2**62]")
+
+
+def module_states_to_load(config: AlgorithmConfig) -> dict[str, Any]:
+    """``{policy_id: weights}`` of the policies whose ``RLModuleSpec`` names a
+    ``load_state_path`` (RLlib's pre-trained module), read from those checkpoints by
+    ``RLModule.from_checkpoint``; ``{}`` where none does. Called while an algorithm is built,
+    before its training programs compile: a path that is not a checkpoint, or names no policy
+    of it, raises ``CheckpointError`` naming it."""
+    from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from rljax.core.rl_module.rl_module import RLModule, RLModuleSpec
+
+    given = getattr(config, "rl_module_spec", None)
+    policies = list(getattr(config, "policies", None) or {}) or [DEFAULT_POLICY_ID]
+    specs: dict[str, RLModuleSpec] = {}
+    if isinstance(given, MultiRLModuleSpec):
+        specs = given.specs(policies)
+    elif isinstance(given, RLModuleSpec):
+        specs = dict.fromkeys(policies, given)
+    out: dict[str, Any] = {}
+    for pid, spec in specs.items():
+        path = spec.load_state_path
+        if path is None:
+            continue
+        if not Path(os.fspath(path)).exists() and not _names_module_path(path):
+            raise CheckpointError(
+                f"RLModuleSpec(load_state_path={str(path)[:300]!r}) for policy {pid!r}: "
+                "no such file or directory"
+            )
+        out[pid] = jax.device_get(RLModule.from_checkpoint(path).params)
+    return out
+
+
+def _names_module_path(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is RLlib's module path inside an existing checkpoint."""
+    from rljax.core.rl_module.rl_module import rllib_module_path
+
+    root, named = rllib_module_path(path)
+    return named is not None and Path(os.fspath(root)).exists()

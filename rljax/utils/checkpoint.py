@@ -47,6 +47,9 @@ RUNNERS_FILE = "runners.json"
 LATEST = "LATEST"
 # The save lock (``_save_lock``): an empty-ish file that stays in the checkpoint directory.
 LOCK_FILE = ".rljax-lock"
+# RLlib's module directories (``<checkpoint>/learner_group/learner/rl_module/<policy_id>``),
+# each with a note naming its policy: ``rljax.execution.checkpoints.write_module_paths``.
+MODULE_DIRS = "learner_group"
 # How long a save waits for another save to the same directory, in seconds.
 SAVE_LOCK_TIMEOUT_S = 120.0
 # Version directories: ``v-`` and 6 to 12 ASCII digits (``is_version_name``).
@@ -80,6 +83,18 @@ def _write_file(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
 
 
+def write_json_atomically(path: Path, data: Any) -> None:
+    """Writes ``data`` as JSON to ``path`` through a temporary file beside it and a rename: a
+    reader sees the old file or the new one, never half of one."""
+    tmp = path.with_name(_temp_name("note"))
+    try:
+        _write_file(tmp, json.dumps(data, indent=2, sort_keys=True).encode())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def is_version_name(name: str) -> bool:
     """Whether ``name`` is a version directory's name (``v-`` and 6 to 12 ASCII digits).
 
@@ -93,9 +108,10 @@ def is_version_name(name: str) -> bool:
 
 def is_checkpoint_entry(name: str) -> bool:
     """Whether ``name`` is something a save writes into a checkpoint directory: ``LATEST``, the
-    save lock, a version directory, or a temporary entry of a save (an interrupted one's too)."""
+    save lock, a version directory, RLlib's module directories (``MODULE_DIRS``), or a
+    temporary entry of a save (an interrupted one's too)."""
     return (
-        name in (LATEST, LOCK_FILE)
+        name in (LATEST, LOCK_FILE, MODULE_DIRS)
         or is_version_name(name)
         or _TEMP_NAME.fullmatch(name) is not None
         or _LEGACY_TEMP_NAME.fullmatch(name) is not None

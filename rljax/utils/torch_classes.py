@@ -77,9 +77,19 @@ class TorchClass:
     #: a few RLlib classes that are not PyTorch cannot run here either, for their own reason).
     kind: ClassVar[str] = "PyTorch class"
     why: ClassVar[str] = "rljax runs JAX and cannot run PyTorch code"
+    #: True on RLlib's default module and catalog classes (``PPOTorchRLModule``,
+    #: ``PPOCatalog``, ...): named themselves (not a subclass: ``is_default_networks``) in an
+    #: ``RLModuleSpec`` they mean the algorithm's default networks, which rljax builds.
+    default_networks: ClassVar[bool] = False
 
     def __init__(self, *args: Any, **kwargs: Any):
         raise TorchClassError(torch_refusal(type(self)))
+
+
+def is_default_networks(cls: Any) -> bool:
+    """Whether ``cls`` is one of RLlib's default module or catalog classes itself (a subclass,
+    which may hold PyTorch code of its own, is not)."""
+    return isinstance(cls, type) and bool(vars(cls).get("default_networks", False))
 
 
 def _torch_base(cls: type) -> type[TorchClass] | None:
@@ -134,6 +144,7 @@ __all__ = [
     "TorchClass",
     "TorchClassError",
     "check_not_torch",
+    "is_default_networks",
     "is_torch_class",
     "torch_refusal",
 ]

@@ -430,3 +430,51 @@ def test_agents_with_different_discrete_action_spaces_learn_in_their_own_groups(
     inputs, policy = traj.extras["action_dist_inputs"], traj.obs["policy"]
     assert inputs.shape[-1] == 3
     np.testing.assert_array_equal(inputs[traj.valid & (policy == 0)][:, 2], 0.0)  # padding
+
+
+def test_a_module_starts_from_a_pretrained_checkpoints_weights(tmp_path):
+    """RLModuleSpec(load_state_path=...): RLlib's pre-train-then-fine-tune. A single-agent
+    PPO's policy, saved, becomes policy p0 of a two-policy config (RLlib's module path inside
+    the checkpoint, as RLlib's example writes it); p1 keeps its own initial weights."""
+    from rljax.utils.errors import CheckpointError
+
+    single = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .debugging(seed=5)
+    )
+    with single.build_algo() as algo:
+        algo.train()
+        saved = jax.device_get(algo.get_weights()["default_policy"])
+        checkpoint = algo.save(str(tmp_path / "pretrained")).checkpoint.path
+    module_path = tmp_path / "pretrained" / "learner_group" / "learner" / "rl_module"
+    assert (module_path / "default_policy").is_dir()  # RLlib's scripts check it exists
+    specs = {"p0": RLModuleSpec(load_state_path=module_path / "default_policy")}
+    fresh = _cartpole_config({}, ["p0", "p1"]).build_algo()
+    try:
+        fresh_weights = jax.device_get(fresh.get_weights())
+    finally:
+        fresh.stop()
+    with _cartpole_config(specs, ["p0", "p1"]).build_algo() as algo:
+        weights = jax.device_get(algo.get_weights())
+        jax.tree.map(np.testing.assert_array_equal, weights["p0"], saved)
+        jax.tree.map(np.testing.assert_array_equal, weights["p1"], fresh_weights["p1"])
+        algo.train()  # and trains on from them
+        trained = jax.device_get(algo.get_weights()["p0"])
+        assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, trained, saved)))
+    # The checkpoint directory itself names its one policy too.
+    with (
+        single.copy()
+        .rl_module(rl_module_spec=RLModuleSpec(load_state_path=checkpoint))
+        .build_algo() as algo
+    ):
+        jax.tree.map(np.testing.assert_array_equal, algo.get_weights()["default_policy"], saved)
+    with pytest.raises(CheckpointError, match="no such file or directory"):
+        _cartpole_config(
+            {"p0": RLModuleSpec(load_state_path=tmp_path / "nothing")}, ["p0", "p1"]
+        ).build_algo()
+    with pytest.raises(ConfigError, match="load_state_path must be None or a path"):
+        RLModuleSpec(load_state_path=3)

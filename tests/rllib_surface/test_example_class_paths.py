@@ -92,14 +92,42 @@ def test_learner_connector_and_algorithm_classes_say_why_they_cannot_run():
         APPOWithSharedDataActor()
 
 
-def test_catalog_class_is_refused_with_the_default_networks_named():
+def test_rllibs_default_module_and_catalog_classes_are_the_default_networks():
+    """RLlib's own default classes named in a spec (RLlib's pretraining example:
+    ``RLModuleSpec(module_class=PPOTorchRLModule, catalog_class=PPOCatalog, model_config=...)``)
+    mean the default networks; a subclass of one holds PyTorch code of its own and is refused,
+    naming the default networks instead."""
+    from rljax.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
     from rljax.algorithms.ppo.ppo_catalog import PPOCatalog
+    from rljax.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+    from rljax.algorithms.ppo.torch.ppo_torch_rl_module import PPOTorchRLModule
+    from rljax.algorithms.sac.torch.default_sac_torch_rl_module import DefaultSACTorchRLModule
     from rljax.core.rl_module import RLModuleSpec
 
-    with pytest.raises(
-        TorchClassError, match=r"PPOCatalog is RLlib's model catalog .*model_config"
+    for cls in (
+        PPOTorchRLModule,
+        DefaultPPOTorchRLModule,
+        DefaultDQNTorchRLModule,
+        DefaultSACTorchRLModule,
     ):
-        RLModuleSpec(catalog_class=PPOCatalog)
+        spec = RLModuleSpec(
+            module_class=cls, catalog_class=PPOCatalog, model_config={"fcnet_hiddens": [8]}
+        )
+        assert spec.module_class is None and spec.catalog_class is None
+        assert spec.model_config == {"fcnet_hiddens": [8]}
+
+    class MyCatalog(PPOCatalog):
+        pass
+
+    class MyModule(PPOTorchRLModule):
+        pass
+
+    with pytest.raises(
+        TorchClassError, match=r"MyCatalog subclasses RLlib's model catalog .*model_config"
+    ):
+        RLModuleSpec(catalog_class=MyCatalog)
+    with pytest.raises(TorchClassError, match=r"MyModule subclasses RLlib's PyTorch class"):
+        RLModuleSpec(module_class=MyModule)
     with pytest.raises(ConfigError, match="takes no catalog class"):
         RLModuleSpec(catalog_class=dict)
 

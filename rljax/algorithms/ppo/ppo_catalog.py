@@ -18,8 +18,11 @@ CATALOG_INSTEAD = (
 
 class PPOCatalog(TorchClass):
     """RLlib's ``PPOCatalog``, which builds PyTorch models: using it raises
-    ``TorchClassError``, which says what rljax takes instead."""
+    ``TorchClassError``, which says what rljax takes instead; except as itself in an
+    ``RLModuleSpec(catalog_class=PPOCatalog)``, where it means the default networks' catalog
+    and is dropped (rljax builds them from ``model_config``)."""
 
+    default_networks = True
     rllib_path = "ray.rllib.algorithms.ppo.ppo_catalog.PPOCatalog"
     kind = "model catalog (it builds PyTorch models)"
     instead = CATALOG_INSTEAD

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import gymnasium as gym
@@ -27,6 +28,10 @@ class RLModuleSpec:
       learn (multi-agent configs; keep it out of ``policies_to_train``). See ``RLModule``.
     * None: the default networks; ``model_config`` then holds default-model settings
       (RLlib's keys, or a ``DefaultModelConfig``) for this module.
+    * RLlib's default module classes themselves (``PPOTorchRLModule``,
+      ``DefaultPPOTorchRLModule``, ``DefaultDQNTorchRLModule``, ``DefaultSACTorchRLModule``):
+      the same as None, as in RLlib; a subclass of one (PyTorch code) raises
+      ``TorchClassError``.
     * a class whose ``uses_default_networks`` is True (RLlib's example module classes that
       are the default networks plus what rljax's default networks already do, such as
       ``ActionMaskingTorchRLModule``): the same as None, and ``module_class`` becomes None.
@@ -38,8 +43,15 @@ class RLModuleSpec:
       observation_space, action_space: The module's spaces (None: the env agents'); given,
         they must match the agents' the module is mapped to in kind and shape.
       inference_only: RLlib's flag; accepted and kept.
-      catalog_class: RLlib's model catalog; only None (RLlib's catalogs build PyTorch models,
-        and refuse with ``TorchClassError``).
+      catalog_class: RLlib's model catalog; None, or ``PPOCatalog`` itself (the default
+        networks' catalog; dropped). Others build PyTorch models and refuse with
+        ``TorchClassError``.
+      load_state_path: A checkpoint's policy whose weights this module starts from (RLlib's
+        pre-train-then-fine-tune): ``<checkpoint>/learner_group/learner/rl_module/<policy_id>``
+        or a checkpoint directory with one policy. Read when the algorithm is built, through
+        ``RLModule.from_checkpoint`` (so a module class the checkpoint names loads only as
+        that allows); its weights must have this module's shapes. The optimizer starts
+        afresh.
     """
 
     module_class: type | None = None
@@ -48,13 +60,20 @@ class RLModuleSpec:
     action_space: gym.Space | None = None
     inference_only: bool = False
     catalog_class: type | None = None
+    load_state_path: str | os.PathLike | None = None
 
     def __post_init__(self) -> None:
         import flax.linen as nn
 
         from rljax.core.rl_module.default_model_config import DefaultModelConfig
-        from rljax.utils.torch_classes import check_not_torch
+        from rljax.utils.torch_classes import check_not_torch, is_default_networks
 
+        # RLlib's default module and catalog classes themselves (PPOTorchRLModule,
+        # PPOCatalog, ...): the default networks, as in RLlib.
+        if is_default_networks(self.module_class):
+            self.module_class = None
+        if is_default_networks(self.catalog_class):
+            self.catalog_class = None
         check_not_torch(self.module_class, "RLModuleSpec(module_class=...)")
         check_not_torch(self.catalog_class, "RLModuleSpec(catalog_class=...)")
         if self.catalog_class is not None:
@@ -86,6 +105,13 @@ class RLModuleSpec:
             raise ConfigError(
                 f"RLModuleSpec.model_config must be a dict or a DefaultModelConfig; got "
                 f"{type(self.model_config).__name__}"
+            )
+        if self.load_state_path is not None and not isinstance(
+            self.load_state_path, str | os.PathLike
+        ):
+            raise ConfigError(
+                "RLModuleSpec.load_state_path must be None or a path (str or os.PathLike); got "
+                f"{type(self.load_state_path).__name__}"
             )
         for name in ("observation_space", "action_space"):
             value = getattr(self, name)

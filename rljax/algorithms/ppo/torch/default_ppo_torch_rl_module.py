@@ -9,8 +9,11 @@ from rljax.utils.torch_classes import MODULE_INSTEAD, TorchClass
 class DefaultPPOTorchRLModule(TorchClass):
     """RLlib's PyTorch ``DefaultPPOTorchRLModule``: a script's class may derive from it; using that class
     (``RLModuleSpec(module_class=...)``, a config setting, an instance) raises
-    ``TorchClassError``, which says what rljax takes instead."""
+    ``TorchClassError``, which says what rljax takes instead. Named itself in an
+    ``RLModuleSpec`` (``module_class=`` this class), it means the default networks, which
+    rljax builds from the spec's ``model_config``."""
 
+    default_networks = True
     rllib_path = (
         "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module.DefaultPPOTorchRLModule"
     )
