@@ -432,6 +432,7 @@ def test_agents_with_different_discrete_action_spaces_learn_in_their_own_groups(
     np.testing.assert_array_equal(inputs[traj.valid & (policy == 0)][:, 2], 0.0)  # padding
 
 
+@pytest.mark.slow  # integration: three builds, two of them trained
 def test_a_module_starts_from_a_pretrained_checkpoints_weights(tmp_path):
     """RLModuleSpec(load_state_path=...): RLlib's pre-train-then-fine-tune. A single-agent
     PPO's policy, saved, becomes policy p0 of a two-policy config (RLlib's module path inside
@@ -453,15 +454,11 @@ def test_a_module_starts_from_a_pretrained_checkpoints_weights(tmp_path):
     module_path = tmp_path / "pretrained" / "learner_group" / "learner" / "rl_module"
     assert (module_path / "default_policy").is_dir()  # RLlib's scripts check it exists
     specs = {"p0": RLModuleSpec(load_state_path=module_path / "default_policy")}
-    fresh = _cartpole_config({}, ["p0", "p1"]).build_algo()
-    try:
-        fresh_weights = jax.device_get(fresh.get_weights())
-    finally:
-        fresh.stop()
     with _cartpole_config(specs, ["p0", "p1"]).build_algo() as algo:
         weights = jax.device_get(algo.get_weights())
         jax.tree.map(np.testing.assert_array_equal, weights["p0"], saved)
-        jax.tree.map(np.testing.assert_array_equal, weights["p1"], fresh_weights["p1"])
+        # p1 (the same shapes) keeps its own initial weights.
+        assert not any(jax.tree.leaves(jax.tree.map(np.array_equal, weights["p1"], saved)))
         algo.train()  # and trains on from them
         trained = jax.device_get(algo.get_weights()["p0"])
         assert not all(jax.tree.leaves(jax.tree.map(np.array_equal, trained, saved)))
