@@ -167,9 +167,12 @@ class TuneConfig:
     ``trial_dirname_creator``: ``(trial) -> str``, the name of each trial's directory, given a
     ``TrialInfo`` (``trial_id``, ``trainable_name``, ``config``, ``experiment_tag``); the
     default joins the trainable's name, the trial id and the searched values.
-    ``reuse_actors``, ``trial_name_creator`` and ``chdir_to_trial_dir``: accepted as Tune's,
-    with a warning that they have no effect here (trials run in this process or its workers,
-    in the script's directory; the table and results name trials by their ids).
+    ``trial_name_creator``: ``(trial) -> str``, each trial's name in the table of trials, given
+    the same ``TrialInfo`` (default: ``<trainable>_<trial_id>``); results and directories
+    still name trials by their ids.
+    ``reuse_actors`` and ``chdir_to_trial_dir``: accepted as Tune's, with a warning that they
+    have no effect here (trials run in this process or its workers, in the script's
+    directory).
     """
 
     metric: str | None = None
@@ -226,12 +229,6 @@ class TuneConfig:
                 "TuneConfig.reuse_actors",
                 "rljax starts no actors; each trial builds its algorithm in this process or in "
                 "a worker process",
-            )
-        if self.trial_name_creator is not None:
-            note_no_effect(
-                "TuneConfig.trial_name_creator",
-                "the table of trials and the results name each trial by its trial_id "
-                "(trial_dirname_creator names its directory)",
             )
         if self.chdir_to_trial_dir is not None:
             note_no_effect(

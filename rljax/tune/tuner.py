@@ -284,6 +284,23 @@ class Tuner:
         self._dir_names[name] = trial_id
         return name
 
+    def _trial_name(self, trial_id: str, index: int, variant: dict[str, Any]) -> str:
+        """The trial's name in the table of trials (Tune's ``str(trial)``):
+        ``TuneConfig.trial_name_creator``'s, given a ``TrialInfo``, or
+        ``<trainable>_<trial_id>``."""
+        creator = self.tune_config.trial_name_creator
+        if creator is None:
+            return f"{self.trainable_name}_{trial_id}"
+        tail = self._searched_tail(variant)
+        info = TrialInfo(trial_id, self.trainable_name, variant, f"{index}_{tail}".rstrip("_"))
+        name = creator(info)
+        if not isinstance(name, str) or not name:
+            raise ConfigError(
+                f"TuneConfig.trial_name_creator gave {name!r} for trial {trial_id}: use a "
+                "non-empty str"
+            )
+        return name
+
     def _searched_tail(self, variant: dict[str, Any]) -> str:
         """The searched values of ``variant`` as ``key=value`` parts, for directory names."""
         parts = []
@@ -401,7 +418,8 @@ class Tuner:
                 assert self._algo_base is not None
                 self._algo_configs.append(self._variant_config(variant))
             if fit.progress is not None:
-                fit.progress.table.add(trial_id, f"{self.trainable_name}_{trial_id}", variant)
+                name = self._trial_name(trial_id, index, variant)
+                fit.progress.table.add(trial_id, name, variant)
             indices.append(index)
         return indices
 
@@ -712,8 +730,8 @@ class Tuner:
             table = chosen.table(self._searched, self.tune_config.metric, self.tune_config.mode)
         else:
             table = TrialTable(self._searched, self.tune_config.metric, self.tune_config.mode)
-        for entry, variant in zip(state.trials, self._variants, strict=True):
-            table.add(entry["trial_id"], f"{self.trainable_name}_{entry['trial_id']}", variant)
+        for index, (entry, variant) in enumerate(zip(state.trials, self._variants, strict=True)):
+            table.add(entry["trial_id"], self._trial_name(entry["trial_id"], index, variant), variant)
             if self._restored is not None and entry["status"] != es.PENDING:
                 table.set_status(entry["trial_id"], entry["status"])
                 history = es.read_history(state.root / entry["dir"])

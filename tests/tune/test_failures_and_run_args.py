@@ -1,4 +1,4 @@
-"""FailureConfig (retries, fail-fast), trial_dirname_creator, and tune.run's other arguments
+"""FailureConfig (retries, fail-fast), trial_dirname_creator, trial_name_creator, and tune.run's other arguments
 (Tune's full signature): cheap function trainables only."""
 
 from __future__ import annotations
@@ -136,6 +136,27 @@ def test_trial_dirname_creator_names_the_trial_directories(tmp_path):
             _run(lambda c: None, tmp_path / "x", param_space=space, trial_dirname_creator=creator)
     with pytest.raises(ConfigError, match="trial_dirname_creator='x'"):
         tune.TuneConfig(trial_dirname_creator="x")
+
+
+def test_trial_name_creator_names_the_trials_in_the_table(tmp_path, capsys):
+    def named(trial):
+        return f"lr{trial.config['a']}-{trial.experiment_tag}"
+
+    tune.Tuner(
+        failing_once_at(9, [], tmp_path),
+        param_space={"a": tune.grid_search([1, 2])},
+        tune_config=tune.TuneConfig(trial_name_creator=named),
+        run_config=tune.RunConfig(name="e", storage_path=str(tmp_path / "out"), verbose=1),
+    ).fit()
+    table = capsys.readouterr().out
+    assert "| lr1-0_a=1 " in table and "| lr2-1_a=2 " in table, table
+    assert "_00000" not in table  # the default names are replaced
+    with pytest.raises(ConfigError, match="trial_name_creator gave 7 for trial"):
+        tune.Tuner(
+            lambda c: None,
+            tune_config=tune.TuneConfig(trial_name_creator=lambda trial: 7),
+            run_config=tune.RunConfig(name="e", storage_path=str(tmp_path / "x"), verbose=1),
+        ).fit()
 
 
 def test_tune_run_takes_tunes_arguments(tmp_path):
