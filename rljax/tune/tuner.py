@@ -731,7 +731,9 @@ class Tuner:
         else:
             table = TrialTable(self._searched, self.tune_config.metric, self.tune_config.mode)
         for index, (entry, variant) in enumerate(zip(state.trials, self._variants, strict=True)):
-            table.add(entry["trial_id"], self._trial_name(entry["trial_id"], index, variant), variant)
+            table.add(
+                entry["trial_id"], self._trial_name(entry["trial_id"], index, variant), variant
+            )
             if self._restored is not None and entry["status"] != es.PENDING:
                 table.set_status(entry["trial_id"], entry["status"])
                 history = es.read_history(state.root / entry["dir"])
