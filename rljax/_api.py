@@ -47,6 +47,9 @@ NOT_API: dict[str, str] = {
     "where used (TorchClassError)",
     "rljax.core.rl_module.apis": "RLlib's RLModule API mixins by name, for ported PyTorch "
     "modules; their methods raise NotImplementedError",
+    "rljax.env.vector": "the vector envs' dispatch between EnvPool and gymnasium (its "
+    "__all__ re-exports the backends' names for rljax's own modules); its submodule "
+    "vector_multi_agent_env is RLlib's VectorMultiAgentEnv path, for ported scripts",
     "rljax.examples.envs.classes.multi_agent": "RLlib's example multi-agent envs at RLlib's "
     "paths (docs/multi-agent.md lists them)",
     "rljax.examples.rl_modules.classes": "RLlib's example RLModules at RLlib's paths",

@@ -50,7 +50,7 @@ from rljax.core.rl_module.inference import empty_outputs as empty_outputs
 from rljax.core.rl_module.inputs import _checked_leaf as _checked_leaf
 from rljax.core.rl_module.inputs import _checked_structure as _checked_structure
 from rljax.core.rl_module.rl_module import RecurrentActor as RecurrentActor
-from rljax.core.rl_module.rl_module import RLModule
+from rljax.core.rl_module.rl_module import RLModule, pretrained_weights
 from rljax.core.rl_module.rl_module import rllib_module_path as rllib_module_path
 from rljax.env.vector import EnvSpec
 from rljax.execution import build, checkpoints
@@ -191,8 +191,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, TrainableSurface):
         # copies), and the env its envs were rebuilt from by env_runner.make_env().
         self._runner_configs: dict[int, AlgorithmConfig] = {}
         self._runner_env_specs: dict[int, EnvSpec] = {}
-        self.num_env_steps_sampled_lifetime = 0
-        self.num_env_steps_trained_lifetime = 0
+        self.num_env_steps_sampled_lifetime = self.num_env_steps_trained_lifetime = 0
         self.time_total_s = 0.0
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         # The policy's jitted inference (compute_actions, modules, evaluation), once per function.
@@ -211,12 +210,10 @@ class Algorithm(RunnerHooks, EvaluationHooks, TrainableSurface):
         self._episode_replay: EpisodeReplay | None = None
         self._live_lock, self._live_finished = threading.Lock(), []  # live episode hooks
         self._runner_callbacks = hooks.runner_callbacks
-        # Pre-trained modules (RLModuleSpec.load_state_path), read before anything compiles.
-        loaded = {} if inference_only else checkpoints.module_states_to_load(config)
+        loaded = {} if inference_only else pretrained_weights(config)  # before compiling
         try:
             self._setup()
-            if loaded:
-                self.set_weights(loaded)
+            self.set_weights(loaded)  # RLModuleSpec.load_state_path's, if any
             self._start_runner_callbacks(population_member)
             if not population_member:
                 self.callbacks("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
@@ -450,7 +447,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, TrainableSurface):
             current = self.parts.inference_params(self.state, policy_id)
             check_weights_fit(pid, given, current)
             self.state = with_weights(self.state, current, given, pid, type(self).__name__)
-        if self._runners is not None:  # runner threads act with them next (none after stop())
+        if weights and self._runners is not None:  # runner threads act with them next
             self._runners.publish(self._runner_params(), advance=False)
 
     @property

@@ -21,6 +21,7 @@ import numpy as np
 
 from rljax.core import DEFAULT_POLICY_ID, RL_MODULE_PATH
 from rljax.core.rl_module.forward_module import ForwardModuleBase, forward_module_outputs
+from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.execution import checkpoints
 from rljax.execution.parts import Params, PolicyParts
@@ -278,4 +279,44 @@ class RLModule(ForwardModuleBase):
         }
 
 
-__all__ = ["InferenceSource", "RLModule", "RLModuleSpec", "RecurrentActor", "rllib_module_path"]
+def pretrained_weights(config: Any) -> dict[str, Any]:
+    """``{policy_id: weights}`` of the policies whose ``RLModuleSpec`` names a
+    ``load_state_path`` (RLlib's pre-trained module), read from those checkpoints by
+    ``RLModule.from_checkpoint``; ``{}`` where none does. Called while an algorithm is built,
+    before its training programs compile: a path that is not a checkpoint, or names no policy
+    of it, raises ``CheckpointError`` naming it."""
+    given = getattr(config, "rl_module_spec", None)
+    policies = list(getattr(config, "policies", None) or {}) or [DEFAULT_POLICY_ID]
+    specs: dict[str, RLModuleSpec] = {}
+    if isinstance(given, MultiRLModuleSpec):
+        specs = given.specs(policies)
+    elif isinstance(given, RLModuleSpec):
+        specs = dict.fromkeys(policies, given)
+    out: dict[str, Any] = {}
+    for pid, spec in specs.items():
+        path = spec.load_state_path
+        if path is None:
+            continue
+        if not Path(os.fspath(path)).exists() and not _names_module_path(path):
+            raise CheckpointError(
+                f"RLModuleSpec(load_state_path={str(path)[:300]!r}) for policy {pid!r}: "
+                "no such file or directory"
+            )
+        out[pid] = jax.device_get(RLModule.from_checkpoint(path).params)
+    return out
+
+
+def _names_module_path(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is RLlib's module path inside an existing checkpoint."""
+    root, named = rllib_module_path(path)
+    return named is not None and Path(os.fspath(root)).exists()
+
+
+__all__ = [
+    "InferenceSource",
+    "RLModule",
+    "RLModuleSpec",
+    "RecurrentActor",
+    "pretrained_weights",
+    "rllib_module_path",
+]
