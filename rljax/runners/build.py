@@ -9,6 +9,7 @@ Every function takes what it builds from (the config, the env spec, the seed, th
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ import jax
 import numpy as np
 
 from rljax import distributed
+from rljax.env.failures import REPEATS_OF_A_BUG, EnvBugError
 from rljax.env.jax_env import is_jax_spec
 from rljax.env.vector import EnvSpec, envpool_batch_size, make_envpool
 from rljax.runners.acting import ActStep, FusedRunnerState
@@ -27,6 +29,8 @@ from rljax.runners.jax_env import check_jax_env_run
 from rljax.types import Params, PolicyParts
 from rljax.utils.errors import ConfigError
 from rljax.utils.seeding import derive_seed
+
+logger = logging.getLogger("rljax")
 
 
 def needs_x64(*spaces: gym.Space) -> bool:
@@ -241,10 +245,11 @@ def make_runner_group(
             return FusedRunner(runner_spec, current, parts.to_env_action)
         return HostRunner(runner_spec, current)
 
+    max_restarts = cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0
     runners: list[HostRunner | FusedRunner] = []
     try:
         for i in range(len(builds)):
-            runners.append(make(i))
+            runners.append(first_build(make, i, max_restarts))
     except BaseException:  # a runner failed to build, or Ctrl-C: close those already built
         for runner in runners:
             runner.close(force=True)
@@ -259,13 +264,40 @@ def make_runner_group(
         max_queued_fragments=max_queued_fragments,
         streams_per_runner=streams_per_runner,
         make_runner=make,
-        max_restarts=cfg.max_num_env_runner_restarts if cfg.restart_failed_env_runners else 0,
+        max_restarts=max_restarts,
         ignore_failures=cfg.ignore_env_runner_failures,
         probe_timeout_s=cfg.env_runner_health_probe_timeout_s,
         local_runner=cfg.num_env_runners == 0,
     )
     group.publish(params)
     return group
+
+
+def first_build(
+    make: Callable[[int], HostRunner | FusedRunner], i: int, max_restarts: int
+) -> HostRunner | FusedRunner:
+    """Runner ``i``, built by ``make``. Where runners are restarted (``max_restarts > 0``), an
+    env that raises while the runner is built (a crash in its first reset: a runner resets its
+    envs when it is built, where RLlib's resets them in its first sample) is built again with
+    new envs, as a failed runner is replaced later, up to ``REPEATS_OF_A_BUG`` tries in all;
+    the last error is raised. A ``ConfigError`` or ``EnvBugError`` (the config, or a bug the
+    envs repeat) is raised at once. These builds are not counted as restarts."""
+    tries = 1 + min(max_restarts, REPEATS_OF_A_BUG - 1)
+    for attempt in range(tries):
+        try:
+            return make(i)
+        except (ConfigError, EnvBugError):
+            raise
+        except Exception as e:
+            if attempt == tries - 1:
+                raise
+            logger.warning(
+                "env runner %d failed while it was built (%s: %s); building it again",
+                i + 1,
+                type(e).__name__,
+                str(e)[:300],
+            )
+    raise AssertionError("unreachable")  # the loop returns or raises
 
 
 def fault_tolerance_metrics(runners: RunnerGroup | None) -> dict[str, int]:
@@ -326,6 +358,7 @@ def resource_bundles(config: Any) -> list[dict[str, float]]:
 __all__ = [
     "resource_bundles",
     "fault_tolerance_metrics",
+    "first_build",
     "fused_envpool",
     "make_fused_env",
     "make_runner_group",

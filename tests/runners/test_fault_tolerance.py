@@ -42,6 +42,8 @@ class CrashingTicks(gym.Env):
     def reset(self, *, seed=None, options=None):
         if self.number > self.config.get("hang_reset_after_instance", 1 << 30):
             time.sleep(3600)  # an env whose rebuilt instances hang in reset
+        if self.episodes == -1 and self.number == self.config.get("crash_first_reset_of", -1):
+            raise ValueError(f"first reset crashed on purpose (instance {self.number})")
         if self.episodes + 1 == self.config.get("crash_reset", -1):
             raise ValueError(f"reset crashed on purpose (instance {self.number})")
         self.t = 0
@@ -125,6 +127,27 @@ def test_a_sub_env_rebuilt_because_its_reset_raised_is_counted():
         assert result["env_runners"]["num_episodes"] >= 6
     finally:
         algo.stop()
+
+
+def test_a_runner_whose_env_crashes_while_it_is_built_is_built_again(monkeypatch):
+    """A runner resets its envs when it is built (RLlib's in its first sample): a crash there
+    is a runner failure like any other, and with runner restarts the runner is built again
+    (the example ``crashing_cartpole.py`` failed its build now and then: a 0.1% chance per
+    reset). Without restarts the build fails with the env's error."""
+    monkeypatch.setattr(CrashingTicks, "built", {})  # instance numbers from 1 in this test
+    with (
+        _config({"crash_first_reset_of": 1}, num_env_runners=1, num_envs_per_env_runner=2)
+        .training(train_batch_size_per_learner=16)
+        .fault_tolerance(restart_failed_sub_environments=False)  # the runner, not the sub-env
+        .build_algo() as algo
+    ):
+        assert algo.train()["env_runners"]["num_env_steps_sampled"] == 16
+        assert CrashingTicks.built[1] == 4  # instance 1 crashed; its runner built 2 new ones
+    monkeypatch.setattr(CrashingTicks, "built", {})
+    config = _config({"crash_first_reset_of": 1}, num_env_runners=1, num_envs_per_env_runner=2)
+    config.fault_tolerance(restart_failed_env_runners=False, restart_failed_sub_environments=False)
+    with pytest.raises(ValueError, match="first reset crashed on purpose"):
+        config.build_algo()
 
 
 @pytest.mark.slow
