@@ -77,19 +77,19 @@ class TorchClass:
     #: a few RLlib classes that are not PyTorch cannot run here either, for their own reason).
     kind: ClassVar[str] = "PyTorch class"
     why: ClassVar[str] = "rljax runs JAX and cannot run PyTorch code"
-    #: True on RLlib's default module and catalog classes (``PPOTorchRLModule``,
-    #: ``PPOCatalog``, ...): named themselves (not a subclass: ``is_default_networks``) in an
-    #: ``RLModuleSpec`` they mean the algorithm's default networks, which rljax builds.
-    default_networks: ClassVar[bool] = False
+    #: ``RLModuleSpec``'s mark of a class that stands for the default networks (as on
+    #: RLlib's action-masking example module): True on RLlib's default module and catalog
+    #: classes (``PPOTorchRLModule``, ``PPOCatalog``, ...). Not inherited here: a subclass of
+    #: one holds PyTorch code of its own (``__init_subclass__``).
+    uses_default_networks: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "uses_default_networks" not in vars(cls):
+            cls.uses_default_networks = False
 
     def __init__(self, *args: Any, **kwargs: Any):
         raise TorchClassError(torch_refusal(type(self)))
-
-
-def is_default_networks(cls: Any) -> bool:
-    """Whether ``cls`` is one of RLlib's default module or catalog classes itself (a subclass,
-    which may hold PyTorch code of its own, is not)."""
-    return isinstance(cls, type) and bool(vars(cls).get("default_networks", False))
 
 
 def _torch_base(cls: type) -> type[TorchClass] | None:
@@ -144,7 +144,6 @@ __all__ = [
     "TorchClass",
     "TorchClassError",
     "check_not_torch",
-    "is_default_networks",
     "is_torch_class",
     "torch_refusal",
 ]

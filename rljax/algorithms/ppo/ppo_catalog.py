@@ -22,7 +22,7 @@ class PPOCatalog(TorchClass):
     ``RLModuleSpec(catalog_class=PPOCatalog)``, where it means the default networks' catalog
     and is dropped (rljax builds them from ``model_config``)."""
 
-    default_networks = True
+    uses_default_networks = True
     rllib_path = "ray.rllib.algorithms.ppo.ppo_catalog.PPOCatalog"
     kind = "model catalog (it builds PyTorch models)"
     instead = CATALOG_INSTEAD

@@ -66,13 +66,13 @@ class RLModuleSpec:
         import flax.linen as nn
 
         from rljax.core.rl_module.default_model_config import DefaultModelConfig
-        from rljax.utils.torch_classes import check_not_torch, is_default_networks
+        from rljax.utils.torch_classes import check_not_torch
 
-        # RLlib's default module and catalog classes themselves (PPOTorchRLModule,
-        # PPOCatalog, ...): the default networks, as in RLlib.
-        if is_default_networks(self.module_class):
+        # Classes that stand for the default networks (RLlib's default module and catalog
+        # classes, its action-masking module): None, as in RLlib.
+        if _uses_default_networks(self.module_class):
             self.module_class = None
-        if is_default_networks(self.catalog_class):
+        if _uses_default_networks(self.catalog_class):
             self.catalog_class = None
         check_not_torch(self.module_class, "RLModuleSpec(module_class=...)")
         check_not_torch(self.catalog_class, "RLModuleSpec(catalog_class=...)")
@@ -81,10 +81,6 @@ class RLModuleSpec:
                 f"RLModuleSpec(catalog_class={self.catalog_class!r}): rljax builds its default "
                 "networks from model_config itself and takes no catalog class; drop it"
             )
-        if isinstance(self.module_class, type) and getattr(
-            self.module_class, "uses_default_networks", False
-        ):
-            self.module_class = None
         cls = self.module_class
         flax_class = isinstance(cls, type) and issubclass(cls, nn.Module)
         if cls is not None and not flax_class and not is_forward_module_class(cls):
@@ -124,3 +120,9 @@ class RLModuleSpec:
     def is_forward_only(self) -> bool:
         """Whether the module acts by a forward pass of its own and never learns."""
         return is_forward_module_class(self.module_class)
+
+
+def _uses_default_networks(cls: Any) -> bool:
+    """Whether ``cls`` is a class marked ``uses_default_networks``: one that stands for the
+    default networks in a spec."""
+    return isinstance(cls, type) and bool(getattr(cls, "uses_default_networks", False))

@@ -13,7 +13,7 @@ class DefaultPPOTorchRLModule(TorchClass):
     ``RLModuleSpec`` (``module_class=`` this class), it means the default networks, which
     rljax builds from the spec's ``model_config``."""
 
-    default_networks = True
+    uses_default_networks = True
     rllib_path = (
         "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module.DefaultPPOTorchRLModule"
     )
