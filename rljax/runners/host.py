@@ -74,14 +74,24 @@ def _dtype_of(x: Any) -> np.dtype:
 
 
 def _initial_state(
-    policy_fn: PolicyFn, act_step: ActStep, params: Any, result: Any, streams: int, key: Any
+    policy_fn: PolicyFn,
+    act_step: ActStep,
+    params: Any,
+    result: Any,
+    streams: int,
+    key: Any,
+    device: jax.Device,
 ) -> tuple[ActorState, Any]:
-    """A new runner's actor state (nothing pending) and the shapes of its fragments' rows.
+    """A new runner's actor state (nothing pending) on ``device`` and the shapes of its
+    fragments' rows.
 
     Both follow from the shapes of the weights and the env's results alone, so they are traced
     once per act step and shapes (cached on ``act_step``, as ``_jitted_step``): a replacement
     after an env failure, which a flaky env may need every hundred steps, reuses them instead of
-    tracing the policy twice. The cached state is copied, because ``act_step`` donates it."""
+    tracing the policy twice. The cached state is copied, because ``act_step`` donates it, and
+    committed to ``device``: the jitted step's outputs are committed arrays, and a first call
+    with uncommitted ones would compile a program of its own (JAX keys a compilation on whether
+    each argument is committed)."""
     cache = act_step.__dict__.setdefault("_rljax_initial_states", {})
     leaves, tree = jax.tree.flatten((params, result))
     shapes = (tree, streams, tuple((np.shape(x), _dtype_of(x)) for x in leaves))
@@ -90,15 +100,7 @@ def _initial_state(
         actor = init_actor_state(policy_fn, params, obs0, streams)
         cache[shapes] = (actor, jax.eval_shape(act_step, params, key, actor, result)[2])
     actor, transition_shape = cache[shapes]
-    return jax.tree.map(jnp.copy, actor), transition_shape
-
-
-def _committed(tree: Any, device: jax.Device) -> Any:
-    """``tree`` committed to ``device``. The jitted step's outputs are committed arrays; its
-    first call's arguments must be as well, or that call compiles a program of its own (JAX
-    keys a compilation on whether each argument is committed): a second compilation of the
-    step for every runner's first fragment."""
-    return jax.device_put(tree, device)
+    return jax.device_put(actor, device, may_alias=False), transition_shape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,15 +204,14 @@ class HostRunner:
         self.to_env_action = spec.to_env_action
         try:
             self.result = self._take_info(self.env.reset())
-            # As the fused path: env seed + 1.
-            self.key = _committed(jax.random.PRNGKey(spec.seed + 1), spec.device)
+            # As the fused path: env seed + 1; committed, as the actor state (_initial_state).
+            self.key = jax.device_put(jax.random.PRNGKey(spec.seed + 1), spec.device)
             # One pending entry per stream: a sub-env, or a multi-agent env's agent slot.
             streams = getattr(self.env, "num_slots", spec.num_envs)
             self.actor: ActorState
-            actor, self._transition_shape = _initial_state(
-                spec.policy_fn, spec.act_step, params, self.result, streams, self.key
+            self.actor, self._transition_shape = _initial_state(
+                spec.policy_fn, spec.act_step, params, self.result, streams, self.key, spec.device
             )
-            self.actor = _committed(actor, spec.device)
             self._step = _jitted_step(spec.act_step, spec.device)
         except BaseException:  # a failed first reset, or Ctrl-C: no env process left behind
             self.env.close(terminate=True)
@@ -233,9 +234,8 @@ class HostRunner:
             result = self._take_info(new.reset())
             streams = getattr(new, "num_slots", spec.num_envs)
             actor, shape = _initial_state(
-                spec.policy_fn, spec.act_step, params, result, streams, self.key
+                spec.policy_fn, spec.act_step, params, result, streams, self.key, spec.device
             )
-            actor = _committed(actor, spec.device)
         except BaseException:
             new.close(terminate=True)
             raise
