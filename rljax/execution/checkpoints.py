@@ -180,12 +180,13 @@ def write_module_paths(path: str | os.PathLike, policy_ids: list[str]) -> None:
     before they load a policy from them (``RLModule.from_checkpoint(that path)``,
     ``RLModuleSpec(load_state_path=that path)``). The weights stay in the checkpoint's state
     file: each directory holds a small JSON note naming its policy and the checkpoint, written
-    atomically; nothing reads it back."""
+    atomically once (its text never changes, so later saves to the same directory leave it);
+    nothing reads it back."""
     base = Path(path).expanduser().resolve().joinpath(*RL_MODULE_PATH)
     for pid in policy_ids:
         where = base / pid
-        if where.resolve().parent != base.resolve():  # an id that is no plain directory name
-            continue
+        if where.resolve().parent != base.resolve() or (where / MODULE_PATH_NOTE).exists():
+            continue  # an id that is no plain directory name, or a note already written
         where.mkdir(parents=True, exist_ok=True)
         note = {"policy_id": pid, "checkpoint": "../../../..", "weights_in": ckpt.STATE_FILE}
         ckpt.write_json_atomically(where / MODULE_PATH_NOTE, note)
