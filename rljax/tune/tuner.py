@@ -271,8 +271,7 @@ class Tuner:
         creator = self.tune_config.trial_dirname_creator
         if creator is None:
             return f"{self.trainable_name}_{trial_id}_{index}" + (f"_{tail}" if tail else "")
-        info = TrialInfo(trial_id, self.trainable_name, variant, f"{index}_{tail}".rstrip("_"))
-        name = creator(info)
+        name = creator(self._trial_info(trial_id, index, variant))
         bad = _dir_name_problem(name)
         if bad is None and name in self._dir_names:
             owner = self._dir_names[name]
@@ -284,6 +283,11 @@ class Tuner:
         self._dir_names[name] = trial_id
         return name
 
+    def _trial_info(self, trial_id: str, index: int, variant: dict[str, Any]) -> TrialInfo:
+        """What the name creators are given for a trial (Tune's ``Trial``'s fields)."""
+        tail = self._searched_tail(variant)
+        return TrialInfo(trial_id, self.trainable_name, variant, f"{index}_{tail}".rstrip("_"))
+
     def _trial_name(self, trial_id: str, index: int, variant: dict[str, Any]) -> str:
         """The trial's name in the table of trials (Tune's ``str(trial)``):
         ``TuneConfig.trial_name_creator``'s, given a ``TrialInfo``, or
@@ -291,9 +295,7 @@ class Tuner:
         creator = self.tune_config.trial_name_creator
         if creator is None:
             return f"{self.trainable_name}_{trial_id}"
-        tail = self._searched_tail(variant)
-        info = TrialInfo(trial_id, self.trainable_name, variant, f"{index}_{tail}".rstrip("_"))
-        name = creator(info)
+        name = creator(self._trial_info(trial_id, index, variant))
         if not isinstance(name, str) or not name:
             raise ConfigError(
                 f"TuneConfig.trial_name_creator gave {name!r} for trial {trial_id}: use a "
