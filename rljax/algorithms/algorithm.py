@@ -37,6 +37,7 @@ from rljax import distributed
 from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.algorithms.algorithm_evaluation import EvaluationHooks
 from rljax.algorithms.algorithm_runners import RunnerHooks
+from rljax.algorithms.algorithm_state import StateSurface
 from rljax.algorithms.rllib_surface import (
     EnvRunnerGroup,
     LearnerGroup,
@@ -85,7 +86,7 @@ logger = logging.getLogger("rljax")
 DEFAULT_POLICY = DEFAULT_POLICY_ID
 
 
-class Algorithm(RunnerHooks, EvaluationHooks, TrainableSurface):
+class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
     """Config + an algorithm's parts + the execution layer, behind RLlib's public methods.
 
     The base class resolves the env and the devices (``rljax.execution.build``), runs the

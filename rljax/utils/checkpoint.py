@@ -423,7 +423,7 @@ def load_runners(version_dir: Path) -> Any:
     return safe_io.read_json(path, version_dir, MAX_RUNNERS_BYTES)
 
 
-def _check_tree(target: Any, loaded: Any, where: str, path: Path) -> None:
+def _check_tree(target: Any, loaded: Any, where: str, path: Path | str) -> None:
     if isinstance(target, dict):
         if not isinstance(loaded, dict) or set(target) != set(loaded):
             found = (
