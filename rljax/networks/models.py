@@ -181,17 +181,18 @@ def xla_conv(x: jax.Array, kernel: jax.Array, stride: int) -> jax.Array:
     )
 
 
-# How ``_Conv`` computes a convolution when it runs on a CPU device: "patch" (``patch_conv``) or
+# How ``ValidConv`` computes a convolution on a CPU device: "patch" (``patch_conv``) or
 # "xla" (``xla_conv``; ``benchmarks/cnn_update.py`` sets it to time XLA's form). Read when a
 # program is traced.
 CPU_CONV_FORM = "patch"
 
 
-class _Conv(nn.Module):
-    """``nn.Conv``'s parameters (``kernel`` HWIO, ``bias``, the same initialisation and dtype
-    promotion) and VALID padding: where the program runs on a CPU device computed by
-    ``patch_conv``, elsewhere by XLA's convolution (``lax.platform_dependent``: chosen per
-    device the program is lowered for, not by JAX's default backend)."""
+class ValidConv(nn.Module):
+    """A VALID-padded 2D convolution of NHWC inputs with ``nn.Conv``'s parameters (``kernel``
+    HWIO, ``bias``, the same initialisation and dtype promotion): where the program runs on a
+    CPU device computed by ``patch_conv``, elsewhere by XLA's convolution
+    (``lax.platform_dependent``: chosen per device the program is lowered for, not by JAX's
+    default backend)."""
 
     features: int
     kernel_size: tuple[int, int]
@@ -233,7 +234,7 @@ class _CNN(nn.Module):
         filters = self.filters or default_conv_filters(x.shape[1], x.shape[2])
         conv_output_size(x.shape[1], x.shape[2], filters, default=not self.filters)
         for i, (out, kernel, stride) in enumerate(filters):
-            x = _Conv(
+            x = ValidConv(
                 out,
                 (kernel[0], kernel[1]),
                 stride,

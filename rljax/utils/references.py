@@ -35,8 +35,9 @@ from rljax.utils.registry import registered
 
 # Fields of a config that name code.
 FIELDS = ("env", "policy_mapping_fn", "module_class", "callbacks", "env_to_module_connector")
-# rljax's own example code, importable without opting in: env classes and mapping functions
-# that do nothing beyond their documented job. Exact paths, not prefixes.
+# rljax's own example code, importable without opting in: env classes, mapping functions and
+# Flax modules (RLlib's example RLModules, ported) that do nothing beyond their documented job.
+# Exact paths, not prefixes.
 BUILTIN = {
     "env": frozenset(
         {
@@ -55,7 +56,12 @@ BUILTIN = {
         }
     ),
     "policy_mapping_fn": frozenset({"rljax.examples.policy_mapping:policy_per_agent"}),
-    "module_class": frozenset(),
+    "module_class": frozenset(
+        {
+            "rljax.examples.rl_modules.classes.tiny_atari_cnn_rlm:TinyAtariCNN",
+            "rljax.examples.rl_modules.classes.lstm_containing_rlm:LSTMContainingRLModule",
+        }
+    ),
     "callbacks": frozenset(),
     "env_to_module_connector": frozenset(),
 }

@@ -26,10 +26,6 @@ LEARNER_INSTEAD = (
     "(rljax.core.rl_module.RLModuleSpec)"
 )
 
-LSTM_INSTEAD = (
-    "rljax's default networks have the LSTM: model_config={'use_lstm': True, "
-    "'lstm_cell_size': ..., 'max_seq_len': ...} with no module_class"
-)
 CNN_INSTEAD = (
     "rljax's default networks have the CNN: model_config={'conv_filters': [[out_channels, "
     "kernel, stride], ...]} with no module_class, or a Flax module of your own through "
@@ -137,7 +133,6 @@ __all__ = [
     "CUSTOM_ALGORITHM_INSTEAD",
     "CUSTOM_ALGORITHM_WHY",
     "LEARNER_INSTEAD",
-    "LSTM_INSTEAD",
     "MAML_INSTEAD",
     "MODULE_INSTEAD",
     "VPG_INSTEAD",

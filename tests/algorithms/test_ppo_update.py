@@ -207,15 +207,15 @@ def test_patch_conv_is_xlas_valid_convolution():
 
 
 def test_the_networks_conv_is_flaxs_conv_and_exports_for_other_platforms():
-    """``_Conv`` against ``nn.Conv``: the same parameter tree and initialisation from one key,
+    """``ValidConv`` against ``nn.Conv``: the same parameter tree and initialisation from one key,
     the same outputs (a checkpoint of either loads into the other); an integer image exported
     for the CPU and CUDA traces both forms, with Flax's dtype promotion."""
     import flax.linen as nn
 
-    from rljax.networks.models import _Conv, _ortho
+    from rljax.networks.models import ValidConv, _ortho
 
     key = jax.random.PRNGKey(0)
-    ours = _Conv(8, (3, 2), 2, kernel_init=_ortho(np.sqrt(2)), bias_init=nn.initializers.zeros)
+    ours = ValidConv(8, (3, 2), 2, kernel_init=_ortho(np.sqrt(2)), bias_init=nn.initializers.zeros)
     flax_conv = nn.Conv(8, (3, 2), (2, 2), padding="VALID", kernel_init=_ortho(np.sqrt(2)))
     x = jax.random.normal(key, (2, 9, 7, 3))
     params, flax_params = ours.init(key, x), flax_conv.init(key, x)

@@ -16,8 +16,6 @@ from rljax.utils.torch_classes import TorchClassError
 
 # (rljax module, class, words the refusal must hold besides the class and RLlib's path)
 STAND_INS = [
-    ("examples.rl_modules.classes.tiny_atari_cnn_rlm", "TinyAtariCNN", "conv_filters"),
-    ("examples.rl_modules.classes.lstm_containing_rlm", "LSTMContainingRLModule", "use_lstm"),
     ("examples.rl_modules.classes.modelv2_to_rlm", "ModelV2ToRLModule", "flax.linen.Module"),
     ("examples.rl_modules.classes.vpg_torch_rlm", "VPGTorchRLModule", "flax.linen.Module"),
     ("examples.rl_modules.classes.mobilenet_rlm", "MobileNetTorchPPORLModule", "conv_filters"),
@@ -56,16 +54,16 @@ def test_rllib_example_torch_class_refuses_by_name(module, name, words):
 
 def test_a_scripts_module_on_an_example_class_refuses_in_the_spec():
     from rljax.core.rl_module import RLModuleSpec
-    from rljax.examples.rl_modules.classes.tiny_atari_cnn_rlm import TinyAtariCNN
+    from rljax.examples.rl_modules.classes.mobilenet_rlm import MobileNetTorchPPORLModule
 
-    class Mine(TinyAtariCNN):
+    class Mine(MobileNetTorchPPORLModule):
         pass
 
     with pytest.raises(TorchClassError) as caught:
         RLModuleSpec(module_class=Mine, model_config={"conv_filters": [[16, 4, 2]]})
     assert str(caught.value).startswith(
         "RLModuleSpec(module_class=...): Mine subclasses RLlib's PyTorch class "
-        "ray.rllib.examples.rl_modules.classes.tiny_atari_cnn_rlm.TinyAtariCNN"
+        "ray.rllib.examples.rl_modules.classes.mobilenet_rlm.MobileNetTorchPPORLModule"
     )
 
 
