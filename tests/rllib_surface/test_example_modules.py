@@ -26,30 +26,34 @@ def _sizes(params):
 
 def test_tiny_atari_cnn_is_rllibs_network():
     net = TinyAtariCNN(num_outputs=6, conv_filters=RLLIB_FILTERS)  # a list, as scripts give
-    frames = np.random.default_rng(0).uniform(-1, 1, (3, 42, 42, 4)).astype(np.float32)
-    params = net.init(jax.random.key(0), frames[:1])["params"]
-    sizes = _sizes(params)
+    shapes = jax.eval_shape(net.init, jax.random.key(0), jnp.zeros((1, 42, 42, 4)))["params"]
+    sizes = _sizes(shapes)
     assert sizes["Conv_2/kernel"] == (11, 11, 32, 256)
     assert sizes["logits/kernel"] == (1, 1, 256, 6) and sizes["values/kernel"] == (256, 1)
     # RLlib's count for Pong's 6 actions: 4*16*16+16 + 16*32*16+32 + 32*256*121+256
     # + 256*6+6 + 256+1.
     assert sum(int(np.prod(s)) for s in sizes.values()) == 1_002_551
+
+    # The same sums as XLA's "SAME" / "VALID" convolutions on the same weights (a smaller
+    # stack: 10 -> 5 -> 1).
+    filters = [[4, 3, 2, "same"], [8, 5, 1, "valid"]]
+    net = TinyAtariCNN(num_outputs=3, conv_filters=filters)
+    frames = np.random.default_rng(0).uniform(-1, 1, (3, 10, 10, 2)).astype(np.float32)
+    params = net.init(jax.random.key(0), frames[:1])["params"]
     # normc_initializer(0.01): the value head's incoming weights have norm 0.01.
     np.testing.assert_allclose(np.linalg.norm(params["values"]["kernel"]), 0.01, rtol=1e-5)
     assert not np.any(params["Conv_0"]["bias"])  # zero biases
-
     logits, value = net.apply({"params": params}, frames)
-    assert logits.shape == (3, 6) and value.shape == (3,)
-    # The same sums as XLA's "SAME" / "VALID" convolutions on the same weights.
+    assert logits.shape == (3, 3) and value.shape == (3,)
     dims = ("NHWC", "HWIO", "NHWC")
     x = jnp.asarray(frames)
-    for i, (_, _, stride, padding) in enumerate(RLLIB_FILTERS):
+    for i, (_, _, stride, padding) in enumerate(filters):
         layer = params[f"Conv_{i}"]
         x = jax.lax.conv_general_dilated(
             x, layer["kernel"], (stride, stride), padding.upper(), dimension_numbers=dims
         )
         x = jax.nn.relu(x + layer["bias"])
-    embeddings = x.reshape((3, 256))
+    embeddings = x.reshape((3, 8))
     expected_logits = embeddings @ params["logits"]["kernel"][0, 0] + params["logits"]["bias"]
     expected_value = embeddings @ params["values"]["kernel"][:, 0] + params["values"]["bias"]
     np.testing.assert_allclose(logits, expected_logits, rtol=1e-4, atol=1e-5)
@@ -58,11 +62,12 @@ def test_tiny_atari_cnn_is_rllibs_network():
 
 def test_tiny_atari_cnn_says_when_its_filters_do_not_reach_one_pixel():
     with pytest.raises(ValueError, match=r"leave a 11x11 image; they must reduce 84x84"):
-        TinyAtariCNN(num_outputs=2).init(jax.random.key(0), jnp.zeros((1, 84, 84, 4)))
-    with pytest.raises(ValueError, match=r"padding 'full'; use 'same' or 'valid'"):
-        TinyAtariCNN(num_outputs=2, conv_filters=[[4, 3, 1, "full"]]).init(
-            jax.random.key(0), jnp.zeros((1, 8, 8, 1))
+        jax.eval_shape(
+            TinyAtariCNN(num_outputs=2).init, jax.random.key(0), jnp.zeros((1, 84, 84, 4))
         )
+    with pytest.raises(ValueError, match=r"padding 'full'; use 'same' or 'valid'"):
+        net = TinyAtariCNN(num_outputs=2, conv_filters=[[4, 3, 1, "full"]])
+        jax.eval_shape(net.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)))
 
 
 def test_lstm_containing_module_carries_its_state_and_restarts_it_at_episode_starts():
@@ -74,14 +79,15 @@ def test_lstm_containing_module_carries_its_state_and_restarts_it_at_episode_sta
     first = jnp.asarray([[True, False, False], [True, False, True]])
     params = net.init(jax.random.key(0), RecurrentInput(obs[:, :1], zeros, first[:, :1]))
     assert _sizes(params["params"])["fc_0/kernel"] == (5, 7)
-    logits, value, state = net.apply(params, RecurrentInput(obs, zeros, first))
+    apply = jax.jit(net.apply)
+    logits, value, state = apply(params, RecurrentInput(obs, zeros, first))
     assert logits.shape == (2, 3, 2) and value.shape == (2, 3) and state["c"].shape == (2, 5)
     # Step by step, carrying the state, restarting from zeros where an episode starts.
     carried = jax.tree.map(lambda s: s + 3.0, zeros)  # whatever came before step 0 is dropped
     for t in range(3):
         if t == 2:  # row 1 starts a new episode here
             carried = jax.tree.map(lambda s: s.at[1].set(0.0), carried)
-        step_logits, step_value, carried = net.apply(
+        step_logits, step_value, carried = apply(
             params, RecurrentInput(obs[:, t : t + 1], carried, first[:, t : t + 1] & (t == 0))
         )
         np.testing.assert_allclose(step_logits[:, 0], logits[:, t], rtol=1e-5, atol=1e-6)
