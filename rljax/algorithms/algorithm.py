@@ -580,13 +580,16 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
             },
         )
 
-    def restore_from_path(self, path: str | os.PathLike) -> None:
+    def restore_from_path(self, path: str | os.PathLike, component: str | None = None) -> None:
         """Loads a checkpoint of the same algorithm and architecture into this algorithm.
 
         Everything is read and checked first (the metadata's fields, the state's tree, shapes
         and dtypes against this algorithm's, the env runners' saved state), so a checkpoint
         that does not fit raises ``CheckpointError`` and leaves this algorithm as it was.
+        ``component``: one part only (RLlib's; ``rljax.algorithms.algorithm_state``).
         """
+        if component is not None:
+            return self._restore_component(path, component)
         restored = checkpoints.restore(
             self,
             path,
@@ -600,12 +603,6 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
             restored.state, restored.state_file
         )
         self.callbacks("on_checkpoint_loaded", algorithm=self)
-
-    def restore(self, checkpoint_path: Any) -> None:
-        """Loads a checkpoint (RLlib's ``restore``): a directory, a ``tune.Checkpoint`` or what
-        ``save()`` returned."""
-        checkpoint = getattr(checkpoint_path, "checkpoint", checkpoint_path)
-        self.restore_from_path(os.fspath(checkpoint))
 
     @classmethod
     def _for_inference(

@@ -18,6 +18,15 @@ counters), so a state that does not fit raises and leaves the algorithm as it wa
 training state, the weights and the counters are applied; runners act with the new weights
 from their next sample, a learner thread trains on from them, a replay buffer keeps its rows.
 
+``algo.restore_from_path(path, component=...)`` loads one part of a checkpoint, as RLlib's
+scripts do to start from a trained policy: ``path`` is the part's directory inside the checkpoint
+(``<checkpoint>/learner_group/learner/rl_module/<policy_id>``) or the checkpoint itself, and
+``component`` one of ``"learner_group"`` / ``"learner_group/learner"`` (the training state:
+parameters, optimizer state, connector statistics; not the counters, the env runners or a
+replay buffer), ``"learner_group/learner/rl_module"`` (the weights of every policy both have)
+or ``"learner_group/learner/rl_module/<policy_id>"`` (that policy's weights, into the policy of
+this algorithm with that id; a single-agent algorithm takes any one policy).
+
 What rljax leaves out of RLlib's dict: ``"env_runner"`` (a runner's mid-episode env state is
 saved by checkpoints, where it can be: ``save_to_path``) and ``"metrics_logger"`` (rljax's
 results are computed per iteration; the counters above are what carries over).
@@ -28,17 +37,21 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
+import os
 from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import flax.serialization
 import jax
 import numpy as np
 
+from rljax.execution import checkpoints
 from rljax.execution import iteration as iteration_book
 from rljax.execution.weights import check_weights_fit
 from rljax.utils.checkpoint import _check_tree
 from rljax.utils.checks import describe
+from rljax.utils.errors import CheckpointError
 
 LEARNER_GROUP = "learner_group"
 LEARNER = "learner"
@@ -70,6 +83,16 @@ def _wanted(path: str, components: list[str] | None, not_components: list[str] |
     return any(
         path == c or path.startswith(c + "/") or c.startswith(path + "/") for c in components
     )
+
+
+def _checkpoint_root(path: str | os.PathLike, component: str) -> Path:
+    """The checkpoint ``path`` is inside: ``path`` less the ``component`` directories it ends
+    with (RLlib's form), or ``path`` itself."""
+    parts = Path(os.fspath(path)).parts
+    tail = tuple(component.split("/"))
+    if len(parts) > len(tail) and parts[-len(tail) :] == tail:
+        return Path(*parts[: -len(tail)])
+    return Path(os.fspath(path))
 
 
 def _to_host(tree: Any) -> Any:
@@ -190,6 +213,55 @@ class StateSurface:
                 iteration_book.set_counter_values(algo, counters)
             elif iteration is not None:
                 algo.iteration = int(iteration)
+
+    def restore(self, checkpoint_path: Any) -> None:
+        """Loads a checkpoint (RLlib's ``restore``): a directory, a ``tune.Checkpoint`` or what
+        ``save()`` returned."""
+        checkpoint = getattr(checkpoint_path, "checkpoint", checkpoint_path)
+        algo: Any = self
+        algo.restore_from_path(os.fspath(checkpoint))
+
+    def _restore_component(self, path: str | os.PathLike, component: str) -> None:
+        """``restore_from_path(path, component=component)``: one part of a checkpoint (the
+        module docstring); checked before anything changes."""
+        from rljax.core.rl_module.rl_module import RLModule
+
+        algo: Any = self
+        if not isinstance(component, str):
+            raise TypeError(f"component={describe(component)}; use a path str")
+        modules = f"{LEARNER_GROUP}/{LEARNER}/{RL_MODULE}"
+        if component in (LEARNER_GROUP, f"{LEARNER_GROUP}/{LEARNER}"):
+            root = _checkpoint_root(path, component)
+            state = checkpoints.load_training_state(
+                algo, root, algo_name=algo.config.algo_name, policy_ids=algo._policy_ids()
+            )
+            with algo._exclusive("restore_from_path()", reentrant=True), self._learner_paused():
+                algo._restore_state(self._with_live_buffer(state))
+            return
+        if component != modules and not component.startswith(modules + "/"):
+            raise ValueError(
+                f"component={component!r}; rljax restores {LEARNER_GROUP!r}, "
+                f"'{LEARNER_GROUP}/{LEARNER}', {modules!r} or '{modules}/<policy_id>' (None: the "
+                "whole checkpoint)"
+            )
+        ids = algo._policy_ids()
+        pid = component[len(modules) + 1 :] or None
+        root = _checkpoint_root(path, component)
+        if pid is not None:
+            target = pid if pid in ids or len(ids) > 1 else ids[0]
+            loaded = {target: RLModule.from_checkpoint(Path(root, modules, pid)).params}
+        else:
+            common = [p for p in checkpoints.saved_policy_ids(root) if p in ids]
+            if not common:
+                raise CheckpointError(
+                    f"{str(path)[:300]!r} holds none of this algorithm's policies {ids}"
+                )
+            loaded = {
+                p: RLModule.from_checkpoint(Path(os.fspath(root), modules, p)).params
+                for p in common
+            }
+        with algo._exclusive("restore_from_path()", reentrant=True), self._learner_paused():
+            algo.set_weights(jax.device_get(loaded))
 
     # ------------------------------------------------------------------ helpers
     @staticmethod

@@ -428,12 +428,12 @@ class OnPolicyAlgorithm(Algorithm):
         if self._runners is not None:  # runner threads act with them next
             self._runners.publish(self._runner_params(), advance=False)
 
-    def restore_from_path(self, path: str | os.PathLike) -> None:
+    def restore_from_path(self, path: str | os.PathLike, component: str | None = None) -> None:
         # A learner thread waits between updates meanwhile: the restore replaces its state, the
         # weights the runners act with and the runner group's faults (dropped runners).
         loop = getattr(self, "_loop", None)
-        if loop is None:
-            super().restore_from_path(path)
+        if loop is None or component is not None:  # a component pauses the thread itself
+            super().restore_from_path(path, component)
             return
         with loop.paused():
             super().restore_from_path(path)

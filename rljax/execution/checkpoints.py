@@ -275,17 +275,7 @@ def restore(
     and the learner is left as it was), then ``hooks._restore_state``. The counters are the
     caller's to apply (``Restored.saved``).
     """
-    meta, version_dir = ckpt.load_metadata(path)
-    saved = checked_metadata(meta, version_dir / ckpt.META_FILE)
-    if saved.algo != algo_name:
-        raise CheckpointError(f"{str(path)!r} holds a {saved.algo} checkpoint; this is {algo_name}")
-    if saved.policy_ids != policy_ids:
-        raise CheckpointError(
-            f"{str(path)!r} holds policies {saved.policy_ids[:20]}; this algorithm has {policy_ids}"
-        )
-    live = hooks._checkpoint_state(saved.includes_replay_buffer)
-    state = ckpt.load_state(version_dir, _shapes(live))
-    hooks._check_loaded_state(state, version_dir / ckpt.STATE_FILE)
+    meta, version_dir, saved, state = _load_checked(hooks, path, algo_name, policy_ids)
     # Only runners that can take it read the saved runner state (EnvPool's fused path has none).
     saved_runners = ckpt.load_runners(version_dir) if runners is not None else None
     check_runner_state_schema(saved_runners, version_dir / ckpt.RUNNERS_FILE)
@@ -304,6 +294,43 @@ def restore(
         ) from None
     hooks._restore_state(state)
     return Restored(saved, state, version_dir / ckpt.STATE_FILE)
+
+
+def _load_checked(
+    hooks: StateHooks, path: str | os.PathLike, algo_name: str, policy_ids: list[str]
+) -> tuple[dict[str, Any], Path, SavedMetadata, Any]:
+    """A checkpoint's metadata (raw, its version directory, checked) and training state, read
+    and checked against ``hooks``' own state (tree, shapes, dtypes, values); nothing applied."""
+    meta, version_dir = ckpt.load_metadata(path)
+    saved = checked_metadata(meta, version_dir / ckpt.META_FILE)
+    if saved.algo != algo_name:
+        raise CheckpointError(f"{str(path)!r} holds a {saved.algo} checkpoint; this is {algo_name}")
+    if saved.policy_ids != policy_ids:
+        raise CheckpointError(
+            f"{str(path)!r} holds policies {saved.policy_ids[:20]}; this algorithm has {policy_ids}"
+        )
+    live = hooks._checkpoint_state(saved.includes_replay_buffer)
+    state = ckpt.load_state(version_dir, _shapes(live))
+    hooks._check_loaded_state(state, version_dir / ckpt.STATE_FILE)
+    return meta, version_dir, saved, state
+
+
+def load_training_state(
+    hooks: StateHooks, path: str | os.PathLike, *, algo_name: str, policy_ids: list[str]
+) -> Any:
+    """The training state of the checkpoint at ``path`` (the learner's part: no env runners,
+    no counters, no replay buffer), read and checked as ``restore`` checks it; the caller
+    applies it (``restore_from_path(..., component="learner_group")``)."""
+    state = _load_checked(hooks, path, algo_name, policy_ids)[3]
+    if isinstance(state, dict) and isinstance(state.get("state"), dict):
+        state = {**state, "state": {k: v for k, v in state["state"].items() if k != "buffer"}}
+    return state
+
+
+def saved_policy_ids(path: str | os.PathLike) -> list[str]:
+    """The policy ids the checkpoint at ``path`` holds (its metadata, checked)."""
+    meta, version_dir = ckpt.load_metadata(path)
+    return checked_metadata(meta, version_dir / ckpt.META_FILE).policy_ids
 
 
 # ------------------------------------------------------------------ loading

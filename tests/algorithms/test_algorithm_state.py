@@ -160,3 +160,35 @@ def test_an_off_policy_state_keeps_the_live_replay_buffer():
         algo.set_state(state)
         assert int(np.sum(jax.device_get(algo.state.buffer.size))) == rows
         assert algo.train()["training_iteration"] == 2
+
+
+def test_restore_from_path_loads_one_component_as_rllibs_scripts_do(pair, tmp_path):
+    trained, fresh = pair
+    saved = jax.device_get(trained.state)
+    root = tmp_path / "ckpt"
+    trained.save_to_path(root)
+    module_dir = root / "learner_group" / "learner" / "rl_module" / "default_policy"
+    counters = fresh.get_state(not_components="learner_group")
+    fresh.set_weights(jax.tree.map(lambda x: x + 1.0, trained.get_weights()))
+    before = jax.device_get(fresh.state)
+
+    # One policy's weights, from RLlib's module directory: the optimizer state stays.
+    fresh.restore_from_path(module_dir, component=f"{MODULES}/default_policy")
+    assert _same(fresh.get_weights(), trained.get_weights())
+    assert _same(fresh.state.opt_state, before.opt_state)
+    # Every policy's, from the checkpoint itself.
+    fresh.set_weights(jax.tree.map(lambda x: x + 1.0, trained.get_weights()))
+    fresh.restore_from_path(root, component=MODULES)
+    assert _same(fresh.get_weights(), trained.get_weights())
+    # The training state (optimizer included); the counters are left as they were.
+    fresh.restore_from_path(root / "learner_group", component="learner_group")
+    assert _same(fresh.state, saved)
+    assert fresh.get_state(not_components="learner_group") == counters
+
+    with pytest.raises(ValueError, match=r"component='env_runner'; rljax restores"):
+        fresh.restore_from_path(root, component="env_runner")
+    with pytest.raises(
+        ValueError, match=r"has no policy 'p9'; its policies are \['default_policy'\]"
+    ):
+        fresh.restore_from_path(root, component=f"{MODULES}/p9")
+    assert _same(fresh.state, saved)
