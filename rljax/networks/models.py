@@ -429,6 +429,23 @@ class _ResetLSTM(nn.Module):
         return nn.OptimizedLSTMCell(self.features, name="cell", **inits)(carry, x)
 
 
+def scanned_lstm(
+    features: int, kernel_init: Any = None, bias_init: Any = None, name: str = "lstm"
+) -> nn.Module:
+    """An LSTM of ``features`` units along the time axis that restarts from zeros where an
+    episode starts: ``lstm((c, h), (x [B, L, F], first [B, L])) -> ((c, h), y [B, L,
+    features])`` (built inside a module's ``@nn.compact`` method; ``kernel_init`` /
+    ``bias_init`` None: Flax's defaults)."""
+    scan = nn.scan(
+        _ResetLSTM,
+        variable_broadcast="params",
+        split_rngs={"params": False},
+        in_axes=1,
+        out_axes=1,
+    )
+    return scan(features, kernel_init, bias_init, name=name)
+
+
 class RecurrentActorCritic(nn.Module):
     """RLlib's default LSTM model (``use_lstm``): the encoder (an MLP of ``fcnet_hiddens``, or
     the leaf encoders of a Dict / Tuple observation) on each step, optionally with the previous
@@ -471,18 +488,8 @@ class RecurrentActorCritic(nn.Module):
             extra.append(rin.prev_reward.reshape((b, length, 1)).astype(jnp.float32))
         if extra:
             x = jnp.concatenate([x, *extra], axis=-1)
-        scan = nn.scan(
-            _ResetLSTM,
-            variable_broadcast="params",
-            split_rngs={"params": False},
-            in_axes=1,
-            out_axes=1,
-        )
-        lstm = scan(
-            mc.lstm_cell_size,
-            mc.initializer("lstm", "kernel"),
-            mc.initializer("lstm", "bias"),
-            name="lstm",
+        lstm = scanned_lstm(
+            mc.lstm_cell_size, mc.initializer("lstm", "kernel"), mc.initializer("lstm", "bias")
         )
         state_out, y = lstm(rin.state_in, (x, rin.first))
         y = y.reshape((b * length, -1))

@@ -24,17 +24,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-
-class _LSTMStep(nn.Module):
-    """One LSTM step over a batch, from zeros where ``first``; the carry is ``(c, h)``."""
-
-    features: int
-
-    @nn.compact
-    def __call__(self, carry: Any, inputs: tuple[jax.Array, jax.Array]) -> tuple[Any, jax.Array]:
-        x, first = inputs
-        carry = jax.tree.map(lambda s: jnp.where(first[:, None], jnp.zeros_like(s), s), carry)
-        return nn.OptimizedLSTMCell(self.features, name="cell")(carry, x)
+from rljax.networks.models import scanned_lstm
 
 
 class LSTMContainingRLModule(nn.Module):
@@ -60,13 +50,7 @@ class LSTMContainingRLModule(nn.Module):
     def __call__(self, rin: Any) -> tuple[jax.Array, jax.Array, dict[str, jax.Array]]:
         b, length = rin.first.shape
         x = rin.obs.reshape((b, length, -1)).astype(jnp.float32)
-        lstm = nn.scan(
-            _LSTMStep,
-            variable_broadcast="params",
-            split_rngs={"params": False},
-            in_axes=1,
-            out_axes=1,
-        )(self.lstm_cell_size, name="lstm")
+        lstm = scanned_lstm(self.lstm_cell_size)
         (c, h), y = lstm((rin.state_in["c"], rin.state_in["h"]), (x, rin.first))
         for i, size in enumerate(self.dense_layers):
             y = nn.relu(nn.Dense(int(size), name=f"fc_{i}")(y))
