@@ -101,7 +101,9 @@ def _to_host(tree: Any) -> Any:
 
 def _checked_counters(counters: Any, expected: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(counters, Mapping) or set(counters) != set(expected):
-        found = sorted(counters)[:20] if isinstance(counters, Mapping) else describe(counters)
+        found = (
+            sorted(map(str, counters))[:20] if isinstance(counters, Mapping) else describe(counters)
+        )
         raise ValueError(f"set_state: counters must have the keys {sorted(expected)}; got {found}")
     out: dict[str, Any] = {}
     for k, v in counters.items():
@@ -128,7 +130,8 @@ class StateSurface:
     ) -> dict[str, Any]:
         """The algorithm's state as a nested dict of numpy arrays (the module docstring gives
         the layout); ``components`` / ``not_components``: the parts to include / leave out,
-        by path (``"learner_group/learner/rl_module/<policy_id>"``)."""
+        by path (``"learner_group/learner/rl_module/<policy_id>"``). RLlib's other keywords
+        (``inference_only``, ...) change nothing here: the weights are the inference weights."""
         want = _paths(components, "components")
         drop = _paths(not_components, "not_components")
         algo: Any = self
