@@ -54,6 +54,12 @@ def check_quick_report(out: Path) -> None:
         assert a[key]["ideal_env_steps_per_s"] == pytest.approx(1200.0)
         assert a[key]["env_steps_per_s"] > 2 * sync, (key, a[key]["env_steps_per_s"], sync)
     assert a["ASYNC_sample_async"]["sample_async"] is True
+    # A sleep takes at least what it asks for: the measured ceiling is at most the nominal one.
+    measured = results["a_cartpole_5ms"]["measured_step_cost_s"]
+    assert 0.005 <= measured < 0.05
+    assert results["a_cartpole_5ms"]["async_ceiling_at_measured_step_cost"] == pytest.approx(
+        6 / measured
+    )
     reference = results["a_cartpole_5ms"]["rllib_reference"]
     assert reference["env_steps_per_s"] == {"SYNC": 152.0, "ASYNC": 772.0}
     assert "not by this script" in reference["source"]
