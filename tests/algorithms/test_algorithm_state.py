@@ -192,3 +192,18 @@ def test_restore_from_path_loads_one_component_as_rllibs_scripts_do(pair, tmp_pa
     ):
         fresh.restore_from_path(root, component=f"{MODULES}/p9")
     assert _same(fresh.state, saved)
+
+
+def test_a_modules_state_moves_as_rllibs_self_play_callback_moves_it(pair):
+    trained, fresh = pair
+    state = trained.get_module().get_state()
+    assert _same(state, trained.get_weights()["default_policy"])
+    # RLlib's self-play callback: set_state with one module's get_state().
+    fresh.set_state({"learner_group": {"learner": {"rl_module": {"default_policy": state}}}})
+    assert _same(fresh.get_weights(), trained.get_weights())
+    flipped = jax.tree.map(lambda x: -x, state)
+    fresh.get_module().set_state(flipped)
+    assert _same(fresh.get_module().get_state(), flipped)
+    assert _same(fresh.get_weights()["default_policy"], flipped)
+    with pytest.raises(ValueError, match=r"set_weights: the parameters given for 'default_policy'"):
+        fresh.get_module().set_state({"w": np.zeros(2)})

@@ -54,6 +54,7 @@ class InferenceSource(Protocol):
         ...
 
     def get_module(self, policy_id: str | None = None) -> Any: ...
+    def set_weights(self, weights: dict[str, Any]) -> None: ...
 
 
 class RecurrentActor:
@@ -202,6 +203,30 @@ class RLModule(ForwardModuleBase):
     @property
     def params(self) -> Any:
         return self._algo.parts.inference_params(self._algo.state, self._policy_id)
+
+    def get_state(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """The module's weights as numpy arrays (RLlib's ``RLModule.get_state()``): for an
+        algorithm's policy the structure ``algo.get_weights()[policy_id]`` has, so
+        ``algo.set_state({"learner_group": {"learner": {"rl_module": {pid: state}}}})`` or
+        ``set_state`` on another module of the same architecture takes it; a module of a
+        user's own that only acts has none (``{}``). RLlib's keywords (``inference_only``,
+        ...) change nothing here."""
+        if self._algo is None:
+            return {}
+        return jax.tree.map(np.asarray, jax.device_get(self.params))
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Replaces the module's weights (``get_state()``'s structure) where its algorithm
+        trains and acts with them (``algo.set_weights``: a structure or shape that differs is
+        refused, naming both)."""
+        if self._algo is None:
+            if state:
+                raise ValueError(
+                    "set_state: this module acts by its own forward pass and has no weights; "
+                    f"got {sorted(map(str, state))[:10]}"
+                )
+            return
+        self._algo.set_weights({self._policy_id or DEFAULT_POLICY: state})
 
     def _obs(self, batch: Any) -> np.ndarray:
         obs = batch["obs"] if isinstance(batch, dict) and "obs" in batch else batch
