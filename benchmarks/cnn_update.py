@@ -15,7 +15,8 @@ in XLA's form (``models.CPU_CONV_FORM = "xla"`` while it is traced) beside it.
 ``--parts conv`` times one gradient step of a conv stack alone, computed by XLA's convolution
 (``lax.conv_general_dilated``) and by ``patch_conv``, side by side: MinAtar's 3x3 conv on
 1,024 10x10x4 grids and the Nature CNN on 128 84x84x4 frames (ReLUs, a squared loss), with
-their largest gradient difference.
+their largest gradient difference; and RLlib's ``TinyAtariCNN`` as ``rljax.examples`` ports it
+(its logits and values summed, 128 42x42x4 frames), traced with its convs in either form.
 
     python benchmarks/cnn_update.py [--rows 1024] [--minibatch 64] [--epochs 2] [--repeats 3]
     python benchmarks/cnn_update.py --parts conv update --xla-form
@@ -39,6 +40,7 @@ import numpy as np
 from rljax.algorithms.ppo import PPOConfig
 from rljax.algorithms.ppo.learner import make_ppo_update
 from rljax.algorithms.ppo.losses import PPOBatch
+from rljax.examples.rl_modules.classes.tiny_atari_cnn_rlm import TinyAtariCNN
 from rljax.networks import models
 from rljax.networks.models import NATURE_FILTERS, SMALL_IMAGE_FILTERS, patch_conv, xla_conv
 
@@ -64,6 +66,41 @@ class Frames(gym.Env):
         return np.zeros((84, 84, 4), np.float32), 0.0, False, False, {}
 
 
+def tiny_atari_cnn_forms(repeats: int) -> dict:
+    """Gradient-step milliseconds (median of ``repeats``) of RLlib's ``TinyAtariCNN`` as
+    ``rljax.examples`` ports it (the sum of its logits and values over 128 42x42x4 frames),
+    traced with its convs in XLA's form and in ``patch_conv``'s, side by side."""
+    net = TinyAtariCNN(num_outputs=6)
+    x = jax.random.uniform(jax.random.PRNGKey(0), (128, 42, 42, 4), minval=-1.0)
+    params = net.init(jax.random.PRNGKey(1), x[:1])
+
+    def loss(p: Any, x: jax.Array) -> jax.Array:
+        logits, value = net.apply(p, x)
+        return jnp.sum(logits) + jnp.sum(value)
+
+    row: dict = {}
+    grads = {}
+    for form in ("xla", "patch"):
+        before, models.CPU_CONV_FORM = models.CPU_CONV_FORM, form  # read while tracing
+        try:
+            step = jax.jit(jax.grad(loss))
+            grads[form] = jax.block_until_ready(step(params, x))
+        finally:
+            models.CPU_CONV_FORM = before
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            jax.block_until_ready(step(params, x))
+            times.append(time.perf_counter() - t)
+        row[f"{form}_conv_ms"] = round(1000 * statistics.median(times), 2)
+    row["speedup"] = round(row["xla_conv_ms"] / row["patch_conv_ms"], 2)
+    row["max_grad_diff"] = max(
+        float(jnp.abs(a - b).max())
+        for a, b in zip(jax.tree.leaves(grads["xla"]), jax.tree.leaves(grads["patch"]), strict=True)
+    )
+    return row
+
+
 def conv_forms(repeats: int) -> dict:
     """Gradient-step milliseconds (median of ``repeats``) of XLA's conv and ``patch_conv``."""
 
@@ -71,7 +108,7 @@ def conv_forms(repeats: int) -> dict:
         "minatar_3x3_1024x10x10x4": (1024, (10, 10, 4), SMALL_IMAGE_FILTERS),
         "nature_128x84x84x4": (128, (84, 84, 4), NATURE_FILTERS),
     }
-    out: dict = {}
+    out: dict = {"tiny_atari_cnn_module_128x42x42x4": tiny_atari_cnn_forms(repeats)}
     for name, (rows, shape, filters) in stacks.items():
         x = jax.random.uniform(jax.random.PRNGKey(0), (rows, *shape))
         kernels, channels = [], shape[-1]

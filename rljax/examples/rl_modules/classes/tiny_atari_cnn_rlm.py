@@ -9,8 +9,8 @@ default filters do for RLlib's 42x42 frames: 42 -> 21 -> 11 -> 1). Kernels start
 with zero biases, the value head's weights as RLlib's ``normc_initializer(0.01)``. A "same"
 layer zero-pads as RLlib does (TensorFlow's split: the extra row and column after) and then
 convolves VALID-padded with rljax's ``ValidConv``, which on a CPU computes the convolution as
-one matrix product: XLA's own CPU convolution took 6x as long for a gradient step of this
-network (295 ms against 48 ms for 128 frames, the 11x11 layer's kernel gradient most of it).
+one matrix product: with XLA's own CPU convolution a gradient step of this network took 5x
+as long (261 ms against 52 ms for 128 frames, ``benchmarks/cnn_update.py --parts conv``).
 
 It plugs in as RLlib's script does: ``RLModuleSpec(module_class=TinyAtariCNN,
 model_config={"conv_filters": [...]})``; rljax builds it as ``TinyAtariCNN(num_outputs=n,
@@ -59,7 +59,7 @@ def _filter_spec(spec: Sequence[Any]) -> tuple[int, int, int, str]:
     return int(filters), int(kernel), int(stride), str(padding)
 
 
-def _same_padded(x: jax.Array, kernel: int, stride: int) -> jax.Array:
+def same_padded(x: jax.Array, kernel: int, stride: int) -> jax.Array:
     """``x`` (NHWC) zero-padded so that a VALID conv gives TensorFlow's "same" output size
     ``ceil(size / stride)``: RLlib's ``same_padding`` (the odd row or column after)."""
     pads = []
@@ -92,7 +92,7 @@ class TinyAtariCNN(nn.Module):
         for i, spec in enumerate(specs):
             filters, kernel, stride, padding = _filter_spec(spec)
             if padding == "same":
-                x = _same_padded(x, kernel, stride)
+                x = same_padded(x, kernel, stride)
             x = ValidConv(
                 filters,
                 (kernel, kernel),
@@ -121,4 +121,4 @@ class TinyAtariCNN(nn.Module):
         return logits.reshape((*x.shape[:-3], self.num_outputs)), value[..., 0]
 
 
-__all__ = ["TinyAtariCNN", "normc_initializer"]
+__all__ = ["TinyAtariCNN", "normc_initializer", "same_padded"]
