@@ -27,9 +27,11 @@ Prints one JSON object per part.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -66,6 +68,24 @@ class Frames(gym.Env):
         return np.zeros((84, 84, 4), np.float32), 0.0, False, False, {}
 
 
+def forms_row(steps: dict[str, Callable[[], Any]], grads: dict[str, Any], repeats: int) -> dict:
+    """One row of ``--parts conv``: each form's compiled gradient step (``steps``, keyed
+    ``xla_conv`` and ``patch_conv``; ``grads`` what its first call gave) timed, the median of
+    ``repeats`` calls in milliseconds, with the speedup and the largest gradient difference."""
+    row: dict = {}
+    for form, step in steps.items():
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            jax.block_until_ready(step())
+            times.append(time.perf_counter() - t)
+        row[f"{form}_ms"] = round(1000 * statistics.median(times), 2)
+    row["speedup"] = round(row["xla_conv_ms"] / row["patch_conv_ms"], 2)
+    xla, patch = jax.tree.leaves(grads["xla_conv"]), jax.tree.leaves(grads["patch_conv"])
+    row["max_grad_diff"] = max(float(jnp.abs(a - b).max()) for a, b in zip(xla, patch, strict=True))
+    return row
+
+
 def tiny_atari_cnn_forms(repeats: int) -> dict:
     """Gradient-step milliseconds (median of ``repeats``) of RLlib's ``TinyAtariCNN`` as
     ``rljax.examples`` ports it (the sum of its logits and values over 128 42x42x4 frames),
@@ -78,27 +98,15 @@ def tiny_atari_cnn_forms(repeats: int) -> dict:
         logits, value = net.apply(p, x)
         return jnp.sum(logits) + jnp.sum(value)
 
-    row: dict = {}
-    grads = {}
-    for form in ("xla", "patch"):
-        before, models.CPU_CONV_FORM = models.CPU_CONV_FORM, form  # read while tracing
+    steps, grads = {}, {}
+    for form, cpu_form in (("xla_conv", "xla"), ("patch_conv", "patch")):
+        before, models.CPU_CONV_FORM = models.CPU_CONV_FORM, cpu_form  # read while tracing
         try:
-            step = jax.jit(jax.grad(loss))
-            grads[form] = jax.block_until_ready(step(params, x))
+            steps[form] = functools.partial(jax.jit(jax.grad(loss)), params, x)
+            grads[form] = jax.block_until_ready(steps[form]())
         finally:
             models.CPU_CONV_FORM = before
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            jax.block_until_ready(step(params, x))
-            times.append(time.perf_counter() - t)
-        row[f"{form}_conv_ms"] = round(1000 * statistics.median(times), 2)
-    row["speedup"] = round(row["xla_conv_ms"] / row["patch_conv_ms"], 2)
-    row["max_grad_diff"] = max(
-        float(jnp.abs(a - b).max())
-        for a, b in zip(jax.tree.leaves(grads["xla"]), jax.tree.leaves(grads["patch"]), strict=True)
-    )
-    return row
+    return forms_row(steps, grads, repeats)
 
 
 def conv_forms(repeats: int) -> dict:
@@ -125,22 +133,12 @@ def conv_forms(repeats: int) -> dict:
                 x = jax.nn.relu(conv(x, k, s))
             return jnp.mean(x**2)
 
-        row, grads = {}, {}
+        steps, grads = {}, {}
         for form, conv in (("xla_conv", xla_conv), ("patch_conv", patch_conv)):
             step = jax.jit(jax.grad(lambda ks, x, conv=conv: loss(ks, x, conv)))
-            grads[form] = jax.block_until_ready(step(kernels, x))
-            times = []
-            for _ in range(repeats):
-                t = time.perf_counter()
-                jax.block_until_ready(step(kernels, x))
-                times.append(time.perf_counter() - t)
-            row[f"{form}_ms"] = round(1000 * statistics.median(times), 2)
-        row["speedup"] = round(row["xla_conv_ms"] / row["patch_conv_ms"], 2)
-        row["max_grad_diff"] = max(
-            float(jnp.abs(a - b).max())
-            for a, b in zip(grads["xla_conv"], grads["patch_conv"], strict=True)
-        )
-        out[name] = row
+            steps[form] = functools.partial(step, kernels, x)
+            grads[form] = jax.block_until_ready(steps[form]())
+        out[name] = forms_row(steps, grads, repeats)
     return out
 
 
