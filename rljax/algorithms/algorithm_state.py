@@ -46,6 +46,7 @@ import flax.serialization
 import jax
 import numpy as np
 
+from rljax import distributed
 from rljax.execution import checkpoints
 from rljax.execution import iteration as iteration_book
 from rljax.execution.weights import check_weights_fit
@@ -95,10 +96,6 @@ def _checkpoint_root(path: str | os.PathLike, component: str) -> Path:
     return Path(os.fspath(path))
 
 
-def _to_host(tree: Any) -> Any:
-    return jax.tree.map(np.asarray, jax.device_get(tree))
-
-
 def _checked_counters(counters: Any, expected: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(counters, Mapping) or set(counters) != set(expected):
         found = (
@@ -143,7 +140,8 @@ class StateSurface:
         if pids:
             learner[RL_MODULE] = algo.get_weights(pids)
         if _wanted(f"{base}/{RLJAX_STATE}", want, drop):
-            host = _to_host(algo._checkpoint_state(False))
+            # As a save copies it (a leaf split over processes gathered first).
+            host = jax.tree.map(np.asarray, distributed.host_value(algo._checkpoint_state(False)))
             learner[RLJAX_STATE] = flax.serialization.to_state_dict(host)
         if learner:
             state[LEARNER_GROUP] = {LEARNER: learner}
@@ -169,10 +167,11 @@ class StateSurface:
         learner = self._learner_part(state.get(LEARNER_GROUP))
         full = None
         if RLJAX_STATE in learner:
-            target = flax.serialization.to_state_dict(_to_host(algo._checkpoint_state(False)))
+            # Checked against the live state's shapes and dtypes, as a checkpoint's state file.
+            live = checkpoints._shapes(algo._checkpoint_state(False))
             given = jax.tree.map(np.asarray, learner[RLJAX_STATE])
-            _check_tree(target, given, "", _WHERE)
-            full = flax.serialization.from_state_dict(algo._checkpoint_state(False), given)
+            _check_tree(flax.serialization.to_state_dict(live), given, "", _WHERE)
+            full = flax.serialization.from_state_dict(live, given)
         weights = learner.get(RL_MODULE, {})
         if not isinstance(weights, Mapping):
             raise ValueError(
@@ -253,16 +252,14 @@ class StateSurface:
         if pid is not None:
             target = pid if pid in ids or len(ids) > 1 else ids[0]
             loaded = {target: RLModule.from_checkpoint(Path(root, modules, pid)).params}
-        else:
-            common = [p for p in checkpoints.saved_policy_ids(root) if p in ids]
+        else:  # the checkpoint loaded once for all of its policies this algorithm has
+            saved = checkpoints.for_inference(root)
+            common = [p for p in saved._policy_ids() if p in ids]
             if not common:
                 raise CheckpointError(
                     f"{str(path)[:300]!r} holds none of this algorithm's policies {ids}"
                 )
-            loaded = {
-                p: RLModule.from_checkpoint(Path(os.fspath(root), modules, p)).params
-                for p in common
-            }
+            loaded = saved.get_weights(common)
         with algo._exclusive("restore_from_path()", reentrant=True), self._learner_paused():
             algo.set_weights(jax.device_get(loaded))
 

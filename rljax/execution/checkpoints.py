@@ -327,12 +327,6 @@ def load_training_state(
     return state
 
 
-def saved_policy_ids(path: str | os.PathLike) -> list[str]:
-    """The policy ids the checkpoint at ``path`` holds (its metadata, checked)."""
-    meta, version_dir = ckpt.load_metadata(path)
-    return checked_metadata(meta, version_dir / ckpt.META_FILE).policy_ids
-
-
 # ------------------------------------------------------------------ loading
 def for_inference(
     path: str | os.PathLike,
