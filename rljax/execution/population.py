@@ -17,6 +17,11 @@ run's, and every step of the rollout, envs included, is vmapped over the trials.
 settings are float32 values of the program rather than constants folded by the compiler, and
 vmapped reductions may add in another order).
 
+Multi-agent PPO on a multi-agent JAX env trains populations the same way: each trial hands its
+whole slot rollout (``PopulationParts.rollout``, vmapped over the trials) and its report of
+per-policy results (``PopulationParts.report``); a policy group that overrides a setting keeps
+its override in every trial (``rljax.algorithms.ppo.multi_agent_fused``).
+
 A trial that stops (its stop criterion, a scheduler) keeps its slot: its updates are masked
 out and its results freeze. When fewer than half of the slots are active, and the time the
 smaller program should save exceeds its compilation, the population is rebuilt with the active
@@ -60,7 +65,6 @@ from typing import TYPE_CHECKING, Any
 import jax
 import jax.numpy as jnp
 
-from rljax.env.jax_env import is_jax_spec
 from rljax.env.vector import resolve_env
 from rljax.execution.loop import PopulationParts
 from rljax.execution.population_loop import (
@@ -82,6 +86,7 @@ from rljax.utils.schedules import Schedule, num_points, stack_settings
 if TYPE_CHECKING:
     from rljax.algorithms.algorithm_config import AlgorithmConfig
     from rljax.algorithms.on_policy import OnPolicyAlgorithm
+    from rljax.algorithms.ppo.multi_agent import MultiAgentPPO
 
 
 def population_key(config: AlgorithmConfig) -> str:
@@ -99,10 +104,11 @@ def population_key(config: AlgorithmConfig) -> str:
 
 
 def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
-    """Why ``configs`` cannot train as one population (None if they can). Checks only the
-    configs (nothing is built): one algorithm that trains populations, single-agent, an
-    EnvPool or JAX env on the fused path (``num_env_runners=0``), one learner, and configs equal
-    but for the population settings and the seed."""
+    """Why ``configs`` cannot train as one population (None if they can): one algorithm that
+    trains populations, an EnvPool or JAX env on the fused path (``num_env_runners=0``; a
+    multi-agent config's env must be a multi-agent JAX env whose agents share their spaces,
+    built once to look), one learner, and configs equal but for the population settings and
+    the seed. Nothing else is built."""
     if not configs:
         return "no trials"
     first = configs[0]
@@ -110,11 +116,13 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
     if not getattr(algo, "population_settings", ()):
         return f"{first.algo_name} trains no populations (PPO does)"
     if first.is_multi_agent:
-        return "multi-agent configs train one trial at a time"
+        multi = algo.multi_agent_class() if hasattr(algo, "multi_agent_class") else None
+        if not getattr(multi, "population_settings", ()):
+            return f"multi-agent {first.algo_name} configs train one trial at a time"
     if first.num_env_runners != 0:
         return (
-            f"num_env_runners={first.num_env_runners}: populations run on the fused EnvPool "
-            "path (num_env_runners=0)"
+            f"num_env_runners={first.num_env_runners}: populations run on the fused path "
+            "(num_env_runners=0)"
         )
     if first.num_learners > 1:
         return (
@@ -130,6 +138,16 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         if name.startswith("callbacks_on_")
     ):
         return "configs with callbacks train one trial at a time (their hooks run per trial)"
+    key = population_key(first)
+    for i, c in enumerate(configs[1:], 1):
+        if c.algo_class is not algo:
+            return f"trial {i} is {c.algo_name}, trial 0 {first.algo_name}"
+        if population_key(c) != key:
+            a, b = json.loads(key), json.loads(population_key(c))
+            differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            return f"trial {i} differs from trial 0 in settings the program's shape depends on: {differ}"
+    if first.is_multi_agent:  # the env is built to look, after the cheap checks
+        return algo.multi_agent_class().population_env_refusal(first)
     try:
         spec = resolve_env(first.env, first.env_config)
     except Exception as e:  # the trial itself reports a bad env
@@ -139,14 +157,6 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
             f"env {first.env!r} is neither an EnvPool env nor a JAX env; populations step "
             "their envs inside the program"
         )
-    key = population_key(first)
-    for i, c in enumerate(configs[1:], 1):
-        if c.algo_class is not algo:
-            return f"trial {i} is {c.algo_name}, trial 0 {first.algo_name}"
-        if population_key(c) != key:
-            a, b = json.loads(key), json.loads(population_key(c))
-            differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-            return f"trial {i} differs from trial 0 in settings the program's shape depends on: {differ}"
     return None
 
 
@@ -206,7 +216,7 @@ class Population:
         if devices is None:  # before anything is built: it may refuse the trials' settings
             devices = population_devices(configs[0].num_gpus_per_learner)
         self.devices = list(devices)
-        self.members: list[OnPolicyAlgorithm] = []
+        self.members: list[OnPolicyAlgorithm | MultiAgentPPO] = []
         try:
             # The trials are alike but for values their one-shot programs take as arguments
             # (population_refusal above): they share those programs (a JAX env's first step).
@@ -239,7 +249,8 @@ class Population:
             settings=self._slot_settings(),
             active=self._active_mask(),
         )
-        self._jax_env = is_jax_spec(self.members[0].env_spec)  # as population_parts() tells
+        # Its envs are stepped inside the program, vmapped (as population_parts() tells).
+        self._jax_env = self.members[0].population_parts().jax_env is not None
         self.runner_state = stack_runner_states(
             [m.runner_state for m in self.members], jax_env=self._jax_env
         )

@@ -49,7 +49,6 @@ from rljax.runners.acting import FusedRunnerState, episode_arrays
 from rljax.runners.jax_env import make_jax_env_step
 from rljax.types import ActorState, ActStep, StepResult, Transition
 from rljax.utils import xla_options
-from rljax.utils.ids import DEFAULT_POLICY_ID
 
 
 class PopulationRunnerState(NamedTuple):
@@ -103,18 +102,19 @@ class PopulationResult(IterationResult):
         ran = [t for t in trials if t is not None]
         empty = np.zeros((0,), np.float32)
         metrics: dict[str, Any] = {}
-        if ran:
-            names = ran[0].learner_metrics[DEFAULT_POLICY_ID]
+        if ran:  # per policy (a multi-agent trial's every policy), per metric
             metrics = {
-                k: np.stack([np.asarray(t.learner_metrics[DEFAULT_POLICY_ID][k]) for t in ran])
-                for k in names
+                pid: {
+                    k: np.stack([np.asarray(t.learner_metrics[pid][k]) for t in ran]) for k in names
+                }
+                for pid, names in ran[0].learner_metrics.items()
             }
         return cls(
             num_env_steps_sampled=sum(t.num_env_steps_sampled for t in ran),
             num_env_steps_trained=sum(t.num_env_steps_trained for t in ran),
             episode_returns=np.concatenate([t.episode_returns for t in ran]) if ran else empty,
             episode_lens=np.concatenate([t.episode_lens for t in ran]) if ran else empty,
-            learner_metrics=single_policy(metrics),
+            learner_metrics=metrics,
             timers=Timers(population_step_s=shared_s),
             shared_s=shared_s,
             trials=tuple(trials),
@@ -187,6 +187,22 @@ def make_population_rollout(
 
         rs, traj = jax.lax.scan(body, rs, None, length=length)
         return rs, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
+
+    return rollout
+
+
+def make_vmapped_rollout(
+    trial_rollout: Callable[..., Any],
+) -> Callable[[Any, PopulationRunnerState], tuple[PopulationRunnerState, Transition]]:
+    """``rollout(params [K], runner_state) -> (runner_state, Transition [K, T, ...])``: a
+    trial's own JAX-env rollout (``PopulationParts.rollout``, ``rollout(params, runner_state)
+    -> (runner_state, Transition [T, ...])``) ``vmap``ped over the trials, envs included, so
+    trial k's envs, actions and keys are those of its own run."""
+    step = jax.vmap(trial_rollout)
+
+    def rollout(params: Any, rs: PopulationRunnerState) -> tuple[PopulationRunnerState, Transition]:
+        carry, traj = step(params, FusedRunnerState(rs.handles, rs.actor, rs.result, rs.key))
+        return PopulationRunnerState(carry.handle, carry.actor, carry.result, carry.key), traj
 
     return rollout
 
@@ -274,7 +290,9 @@ class PopulationLoop:
                 )
             mesh = Mesh(np.asarray(list(devices)), ("trials",))
             self.sharding = NamedSharding(mesh, PartitionSpec("trials"))
-        if self.jax_env:
+        if first.rollout is not None:
+            rollout = make_vmapped_rollout(first.rollout)
+        elif self.jax_env:
             rollout = make_population_jax_rollout(
                 first.jax_env, first.act_step, first.fragment_length, first.to_env_action
             )
@@ -309,6 +327,8 @@ class PopulationLoop:
 
         self.num_slots = k
         self.steps_per_iteration = first.steps_per_iteration
+        # Each slot's own report of its records (multi-agent PPO's), or None: the summary.
+        self._reports = [p.report for p in parts]
         self.xla_options = options = (
             dict.fromkeys(xla_options.KINDS) if options is None else options
         )
@@ -347,6 +367,19 @@ class PopulationLoop:
         for slot in range(self.num_slots):
             if not active[slot]:
                 trials.append(None)
+                continue
+            report = self._reports[slot]
+            if report is not None:
+                records = [
+                    {
+                        "metrics": jax.tree.map(lambda x, s=slot: x[s], m),
+                        "episodes": jax.tree.map(lambda x, s=slot: x[s], e),
+                        "timers": {},
+                    }
+                    for m, e in host
+                ]
+                mine_result = report(records, Timers(population_step_s=shared_s))
+                trials.append(dataclasses.replace(mine_result, shared_s=shared_s))
                 continue
             mine = [
                 ({k: v[slot] for k, v in m.items()}, {k: v[slot] for k, v in e.items()})
@@ -418,6 +451,7 @@ __all__ = [
     "PopulationState",
     "make_population_jax_rollout",
     "make_population_rollout",
+    "make_vmapped_rollout",
     "stack",
     "stack_runner_states",
 ]

@@ -3,9 +3,12 @@ a population of 4 PPO trials on rljax's JAX CartPole, its trial axis on 1, 2 and
 Each layout trains two iterations, then PBT's exploit copies trial 0 into trial 3, then a
 third iteration; then trials 1-3 stop and the program is rebuilt for trial 0 alone, which
 trains a fourth. Prints the largest parameter difference from one device after each stage,
-the devices each program used, each run's per-trial results and the compilations."""
+the devices each program used, each run's per-trial results and the compilations; and the same
+for 4 multi-agent PPO trials on 1 and 4 devices (two iterations)."""
 
 import json
+import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -80,6 +83,27 @@ def run(devices: int) -> dict:
     return out
 
 
+def multi_agent_run(devices: int) -> dict:
+    """4 multi-agent PPO trials (two policies, ``test_population_multi_agent._config``'s JAX
+    env) on ``devices`` devices, two iterations: per trial its returns and its parameters."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tune"))
+    from test_population_multi_agent import _config
+
+    configs = [_config(lr, seed) for seed, lr in enumerate((1e-3, 3e-3, 1e-2, 3e-2))]
+    population = Population(configs, devices=jax.devices()[:devices])
+    try:
+        returns = [
+            [r["env_runners"]["episode_return_mean"] for r in population.train()] for _ in range(2)
+        ]
+        return {
+            "num_devices": population.num_devices,
+            "returns": returns,
+            "params": [jax.device_get([g.params for g in m.state]) for m in population.members],
+        }
+    finally:
+        population.stop()
+
+
 def largest_difference(a: list, b: list) -> float:
     diffs = jax.tree.map(lambda x, y: float(np.max(np.abs(x - y))), a, b)
     return max(jax.tree.leaves(diffs))
@@ -94,7 +118,21 @@ def main() -> None:
             largest_difference(p, q) for p, q in zip(seen.pop("params"), one, strict=True)
         ]
     default = len(population_devices(0.0))  # where a Population(configs) splits its trials
-    print(json.dumps({"runs": {str(n): seen for n, seen in runs.items()}, "default": default}))
+    ma = {n: multi_agent_run(n) for n in (1, 4)}
+    multi_agent = {
+        "num_devices": [ma[n]["num_devices"] for n in (1, 4)],
+        "returns": [ma[n]["returns"] for n in (1, 4)],
+        "max_abs_diff": largest_difference(ma[4]["params"], ma[1]["params"]),
+    }
+    print(
+        json.dumps(
+            {
+                "runs": {str(n): seen for n, seen in runs.items()},
+                "default": default,
+                "multi_agent": multi_agent,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -162,3 +162,9 @@ def test_a_population_splits_its_trials_over_one_two_and_four_devices_alike(tmp_
     # trained trial 0 alone.
     assert one["exploit_copied"] and one["cache_sizes"] == [1, 1]
     assert one["results"][3][1:] == [None, None, None]
+    # 4 multi-agent trials (two policies each) on 1 and 4 devices: the same episodes and,
+    # to float order, the same parameters (measured: 0 on the AMD EPYC host).
+    ma = out["multi_agent"]
+    assert ma["num_devices"] == [1, 4]
+    assert ma["returns"][0] == ma["returns"][1]
+    assert ma["max_abs_diff"] < 1e-5, ma

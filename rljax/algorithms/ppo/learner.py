@@ -56,6 +56,21 @@ class PPOTrainState:
     connectors: Any = None
 
 
+#: The settings (RLlib's names) trials of one PPO population may differ in, besides the seed:
+#: values the jitted postprocess and update read (``rljax.execution.population``).
+PPO_POPULATION_SETTINGS: tuple[str, ...] = (
+    "lr",
+    "grad_clip",
+    "gamma",
+    "lambda_",
+    "clip_param",
+    "vf_clip_param",
+    "vf_loss_coeff",
+    "entropy_coeff",
+    "kl_target",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class PPOHyperparams:
     """PPO's settings, frozen from the config by ``build_algo()``.

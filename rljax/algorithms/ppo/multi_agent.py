@@ -22,7 +22,7 @@ import collections
 import dataclasses
 import inspect
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import jax
@@ -33,6 +33,7 @@ from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm
 from rljax.algorithms.ppo import multi_agent_fused
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
+    PPO_POPULATION_SETTINGS,
     PPOHyperparams,
     PPOTrainState,
     make_optimizer,
@@ -62,7 +63,7 @@ from rljax.env.multi_agent_vector import MultiAgentVectorEnv, mapping_caller, sl
 from rljax.env.registry import registered_creator
 from rljax.env.spaces import zeros_batch
 from rljax.execution.evaluation import EvaluationEnv
-from rljax.execution.loop import AgentMetrics, IterationResult, Timers
+from rljax.execution.loop import AgentMetrics, IterationResult, PopulationParts, Timers
 from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
 from rljax.execution.parts import (
     InferenceFn,
@@ -123,6 +124,13 @@ class _SlotEnvFn:
         return env
 
 
+def _setting_value(config: Any, name: str) -> float | None:
+    """A population setting's value in ``config``: a float, or None where it is off
+    (``vf_clip_param=None``; ``grad_clip`` None or 0)."""
+    value = getattr(config, name)
+    return None if value is None or (name == "grad_clip" and not value) else float(value)
+
+
 def _bucket(n: int, minimum: int) -> int:
     """The smallest power of two >= max(n, minimum)."""
     n = max(n, minimum, 1)
@@ -142,6 +150,9 @@ class _Group:
     # The policies' observation space; with padded slot rows, their first values reshaped.
     observation_space: gym.Space | None = None
     padded: bool = False
+    # The population settings the group's policies override (their values): a population's
+    # trial keeps these, whatever its own values (``multi_agent_fused.valued_group``).
+    fixed: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def obs(self, slot_obs: Any, lead: int = 1) -> Any:
         """The group's observations from slot rows (``lead`` leading batch axes)."""
@@ -439,6 +450,7 @@ class MultiAgentPPO(Algorithm):
         states = []
         for g, members in enumerate(by_settings.values()):
             gcfg = cfg.module_config(self.policy_ids[members[0]])
+            overridden = cfg.module_overrides(self.policy_ids[members[0]])
             obs_space = self.policy_observation_spaces[self.policy_ids[members[0]]]
             act_space = self.policy_action_spaces[self.policy_ids[members[0]]]
             dist, module = build_policy(obs_space, act_space, gcfg)
@@ -455,6 +467,11 @@ class MultiAgentPPO(Algorithm):
                     train_mask=self.train_mask[members],
                     observation_space=obs_space,
                     padded=self.padded,
+                    fixed={
+                        name: _setting_value(gcfg, name)
+                        for name in self.population_settings
+                        if name in overridden
+                    },
                 )
             )
             self.group_of[members] = g
@@ -494,8 +511,9 @@ class MultiAgentPPO(Algorithm):
             self.forward_modules,
         )
         self.hp = PPOHyperparams.from_config(cfg, 1, batch_rows)
+        self._postprocess_rows = self.num_slots * num_runners
         postprocess = make_ppo_postprocess(
-            self.hp, self.num_slots * num_runners, num_policies=self.num_policies
+            self.hp, self._postprocess_rows, num_policies=self.num_policies
         )
         self._updates: dict[tuple[int, int], Any] = {}
         self._act_step = make_act_step(
@@ -506,7 +524,18 @@ class MultiAgentPPO(Algorithm):
         # under "auto" none (rljax.utils.xla_options), a dict as given.
         self._xla_options = xla_options.resolve(cfg.xla_cpu_options, self._params(), stacked=True)
         self._fused_env = self._fused_jax_env()
-        if self._fused_env is not None and not self._inference_only:
+        if self._population_member:
+            # A trial of a population: its envs start as its own run's; the population runs
+            # the program (population_parts).
+            if self._fused_env is None:
+                raise ConfigError(
+                    "a multi-agent trial of a population needs the fused path: a multi-agent "
+                    "JAX env whose agents share their spaces, num_env_runners=0, no "
+                    "connectors or episode callbacks"
+                )
+            with xla_options.applied(self._xla_options):
+                self._population_pieces = multi_agent_fused.fused_pieces(self, self._fused_env)
+        elif self._fused_env is not None and not self._inference_only:
             with xla_options.applied(self._xla_options):
                 self._loop = multi_agent_fused.setup_fused(self, postprocess, self._fused_env)
         elif not self._inference_only:
@@ -726,16 +755,20 @@ class MultiAgentPPO(Algorithm):
             )
         return self._updates[(g, size)]
 
-    def _stacked_update(self, g: int, size: int):
-        """Group ``g``'s vmapped update for per-policy batches of ``size`` rows (traceable)."""
+    def _stacked_update(
+        self, g: int, size: int, hp: PPOHyperparams | None = None, optimizer: Any = None
+    ):
+        """Group ``g``'s vmapped update for per-policy batches of ``size`` rows (traceable);
+        ``hp`` and ``optimizer``: a population trial's (``multi_agent_fused.valued_group``)
+        instead of the group's own."""
         group = self.groups[g]
         hp = dataclasses.replace(
-            group.hp,
+            group.hp if hp is None else hp,
             shard_size=size,
             minibatch_size=min(group.hp.minibatch_size, size),
             skip_empty_minibatches=True,
         )
-        update = make_ppo_update(group.module.apply, group.dist, group.optimizer, hp)
+        update = make_ppo_update(group.module.apply, group.dist, optimizer or group.optimizer, hp)
         train_mask = jnp.asarray(group.train_mask)
 
         def stacked_update(state, batch):
@@ -857,7 +890,53 @@ class MultiAgentPPO(Algorithm):
             ),
         )
 
+    # ------------------------------------------------------------------ populations
+    # The settings trials of one population may differ in, besides the seed (PPO's): values
+    # the jitted postprocess and update read (rljax.execution.population).
+    population_settings: ClassVar[tuple[str, ...]] = PPO_POPULATION_SETTINGS
+    population_state_settings: ClassVar[tuple[str, ...]] = ("kl_coeff",)
+
+    @classmethod
+    def population_env_refusal(cls, config: Any) -> str | None:
+        """Why trials of ``config`` cannot run in a population's program because of their env
+        (None if they can): its agents must step on the fused path, so the env is built once
+        to look (a JAX env's constructor compiles nothing)."""
+        try:
+            env = _SlotEnvFn(multi_agent_creator(config.env), EnvContext(config.env_config))()
+        except Exception as e:  # the trial itself reports a bad env
+            return f"the env does not build ({type(e).__name__}: {e})"
+        try:
+            if not isinstance(env, JaxMultiAgentGymEnv):
+                return (
+                    f"env {config.env!r} is not a multi-agent JAX env; a multi-agent population "
+                    "steps its envs inside the program"
+                )
+            return AgentSlots.misfit(env.jax_env)
+        finally:
+            env.close()
+
+    def population_values(self) -> dict[str, float | None]:
+        """This run's ``population_settings``, read from the config once: floats, None for a
+        setting that is off (``vf_clip_param=None``; ``grad_clip`` None or 0)."""
+        return {name: _setting_value(self.config, name) for name in self.population_settings}
+
+    def population_parts(self) -> PopulationParts:
+        """What a population runs of this trial (built with ``population_member=True``): the
+        slot rollout, report and learner functions of the fused path
+        (``multi_agent_fused.population_parts``)."""
+        if not self._population_member:
+            raise RuntimeError(
+                "this MultiAgentPPO is not a trial of a population (build it with "
+                "population_member=True, as Population does)"
+            )
+        return multi_agent_fused.population_parts(self, self._population_pieces, self._fused_env)
+
     def _training_step(self) -> IterationResult:
+        if self._population_member:
+            raise RuntimeError(
+                "this MultiAgentPPO is a trial of a population: the population trains it "
+                "(and hands each trial its iteration through train_from)"
+            )
         assert self._loop is not None, "a module loaded for inference does not train"
         self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
         return result

@@ -23,14 +23,17 @@ from runner threads like any ``MultiAgentEnv`` (``JaxMultiAgentGymEnv``).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.algorithms.ppo.learner import PPOHyperparams, make_optimizer, make_ppo_postprocess
 from rljax.env.multi_agent_vector import mapping_caller
-from rljax.execution.loop import AgentMetrics, IterationResult, Timers
+from rljax.execution.loop import AgentMetrics, IterationResult, PopulationParts, Timers
 from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
 from rljax.runners.acting import FusedRunnerState, init_actor_state
 from rljax.runners.jax_env import JaxEnvStates, start_jax_env, strong_types
@@ -81,10 +84,31 @@ def traced_policy_rows(
     return index.astype(jnp.int32), real.astype(jnp.float32), counts
 
 
-def fused_grouped_update(algo: Any, most: np.ndarray) -> Any:
+def valued_group(group: Any, values: Mapping[str, Any]) -> tuple[PPOHyperparams, Any]:
+    """``(hp, optimizer)`` of a policy group with ``values`` of the population settings
+    (numbers, or a population's traced scalars); a setting the group's policies override
+    (``group.fixed``) keeps the override's value, as ``module_config`` gives it."""
+    v = {**values, **group.fixed}
+    hp = dataclasses.replace(
+        group.hp,
+        kl_target=v["kl_target"],
+        loss=group.hp.loss._replace(
+            clip_param=v["clip_param"],
+            vf_clip_param=v["vf_clip_param"],
+            vf_loss_coeff=v["vf_loss_coeff"],
+            entropy_coeff=v["entropy_coeff"],
+        ),
+    )
+    return hp, make_optimizer(v["lr"], v["grad_clip"])
+
+
+def fused_grouped_update(
+    algo: Any, most: np.ndarray, values: Mapping[str, Any] | None = None
+) -> Any:
     """``update(state, batch) -> (state, metrics)``, traceable: every group's per-policy rows
     gathered (``traced_policy_rows``, padded for ``most[p]`` rows of policy p) and its vmapped
-    update (``algo._stacked_update``)."""
+    update (``algo._stacked_update``). ``values``: the population settings of a population's
+    trial (traced scalars; ``valued_group``); None: the groups' own settings."""
 
     def update(state: list[Any], batch: Any) -> tuple[list[Any], dict[str, Any]]:
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
@@ -97,7 +121,8 @@ def fused_grouped_update(algo: Any, most: np.ndarray) -> Any:
             index, real, group_counts = traced_policy_rows(policy, valid, group.members, size)
             counts = counts.at[jnp.asarray(group.members)].set(group_counts)
             stacked = algo._gathered(flat, index, real, g)
-            new[g], metrics = algo._stacked_update(g, size)(new[g], stacked)
+            valued = valued_group(group, values) if values is not None else (None, None)
+            new[g], metrics = algo._stacked_update(g, size, *valued)(new[g], stacked)
             group_metrics.append(metrics)
         return new, {"groups": group_metrics, "counts": counts}
 
@@ -197,9 +222,25 @@ def fused_report(
     return report
 
 
-def setup_fused(algo: Any, postprocess: Any, jax_env: Any) -> OnPolicyLoop[Any]:
-    """The fused loop of ``algo`` (a ``MultiAgentPPO``) on ``jax_env``; sets
-    ``algo.runner_state`` (the envs' states, checkpointed by ``JaxEnvStates``)."""
+@dataclasses.dataclass(frozen=True)
+class FusedPieces:
+    """What the fused loop of a ``MultiAgentPPO`` is made of (``fused_pieces``).
+
+    Attributes:
+      rollout: ``rollout(params, runner_state) -> (runner_state, Transition [T, slots])``.
+      most: Each policy's most rows in a batch ``[P]`` (``policy_row_counts``).
+      report: ``report(records, timers) -> IterationResult`` (``fused_report``).
+    """
+
+    rollout: Any
+    most: np.ndarray
+    report: Any
+
+
+def fused_pieces(algo: Any, jax_env: Any) -> FusedPieces:
+    """The rollout, row counts and report of ``algo``'s (a ``MultiAgentPPO``) fused path on
+    ``jax_env``; sets ``algo.runner_state`` (the envs' states, checkpointed by
+    ``JaxEnvStates``)."""
     from rljax.env.jax_multi_agent import AgentSlots
 
     cfg = algo.config
@@ -216,21 +257,57 @@ def setup_fused(algo: Any, postprocess: Any, jax_env: Any) -> OnPolicyLoop[Any]:
         algo.parts.to_env_action,
     )
     rows_per_slot = algo.fragment_length * cfg.num_envs_per_env_runner
+    report = fused_report(
+        algo,
+        cfg.num_envs_per_env_runner,
+        slots.num_agents,
+        turn_based=slots.turn_based,
+        simultaneous=slots.simultaneous,
+    )
     most = policy_row_counts(algo._agent_policy, algo.num_policies, rows_per_slot)
+    return FusedPieces(rollout=rollout, most=most, report=report)
+
+
+def setup_fused(algo: Any, postprocess: Any, jax_env: Any) -> OnPolicyLoop[Any]:
+    """The fused loop of ``algo`` (a ``MultiAgentPPO``) on ``jax_env``; sets
+    ``algo.runner_state`` (the envs' states, checkpointed by ``JaxEnvStates``)."""
+    pieces = fused_pieces(algo, jax_env)
     return OnPolicyLoop.fused(
-        rollout,
+        pieces.rollout,
         postprocess,
-        fused_grouped_update(algo, most),
+        fused_grouped_update(algo, pieces.most),
         algo.parts.acting_params,
         algo._runner_params,
-        steps_per_iteration=steps_per_iteration(cfg),
-        report=fused_report(
-            algo,
-            cfg.num_envs_per_env_runner,
-            slots.num_agents,
-            turn_based=slots.turn_based,
-            simultaneous=slots.simultaneous,
-        ),
+        steps_per_iteration=steps_per_iteration(algo.config),
+        report=pieces.report,
+    )
+
+
+def population_parts(algo: Any, pieces: FusedPieces, jax_env: Any) -> PopulationParts:
+    """What a population runs of ``algo``, a ``MultiAgentPPO`` built as a population's trial
+    (``population_member=True``) on the fused path: its slot rollout (vmapped over the trials
+    with the envs), its report, and its learner functions of the population settings
+    (``values -> (postprocess, update)``: GAE with the trial's gamma and lambda, every group's
+    update with the trial's values where the group does not override them)."""
+    hp, rows, num_policies = algo.hp, algo._postprocess_rows, algo.num_policies
+
+    def learner_functions(values: Mapping[str, Any]) -> tuple[Any, Any]:
+        valued = dataclasses.replace(hp, gamma=values["gamma"], lambda_=values["lambda_"])
+        postprocess = make_ppo_postprocess(valued, rows, num_policies=num_policies)
+        return postprocess, fused_grouped_update(algo, pieces.most, values)
+
+    return PopulationParts(
+        act_step=algo._act_step,
+        xla_step=None,
+        reset_ended=None,
+        fragment_length=algo.fragment_length,
+        to_env_action=algo.parts.to_env_action,
+        acting_params=algo.parts.acting_params,
+        learner_functions=learner_functions,
+        jax_env=jax_env,
+        steps_per_iteration=steps_per_iteration(algo.config),
+        rollout=pieces.rollout,
+        report=pieces.report,
     )
 
 
@@ -276,12 +353,16 @@ def env_states(algo: Any) -> JaxEnvStates:
 
 
 __all__ = [
+    "FusedPieces",
     "agent_policies",
     "env_states",
     "fused_grouped_update",
+    "fused_pieces",
     "fused_report",
     "policy_row_counts",
+    "population_parts",
     "setup_fused",
     "start_turn_rollout",
     "traced_policy_rows",
+    "valued_group",
 ]

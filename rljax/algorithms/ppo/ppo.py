@@ -19,6 +19,7 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.on_policy import OnPolicyAlgorithm
 from rljax.algorithms.ppo.learner import (
+    PPO_POPULATION_SETTINGS,
     PPOBatch,
     PPOHyperparams,
     PPOTrainState,
@@ -248,17 +249,7 @@ class PPO(OnPolicyAlgorithm):
 
         return MultiAgentPPO
 
-    population_settings: ClassVar[tuple[str, ...]] = (
-        "lr",
-        "grad_clip",
-        "gamma",
-        "lambda_",
-        "clip_param",
-        "vf_clip_param",
-        "vf_loss_coeff",
-        "entropy_coeff",
-        "kl_target",
-    )
+    population_settings: ClassVar[tuple[str, ...]] = PPO_POPULATION_SETTINGS
     population_state_settings: ClassVar[tuple[str, ...]] = ("kl_coeff",)
 
     def _setup(self) -> None:
