@@ -8,6 +8,12 @@ stepped from the host (``JaxMultiAgentGymEnv``, a jitted call per env step) as a
 ``--warmup`` untimed ones, which compile), and the summed episode return of the first and the
 last iterations.
 
+``--population K`` also trains K trials of the fused config (seeds ``seed`` to ``seed + K -
+1``, learning rates spread from 3e-4 to 3e-3) as one population, one vmapped program
+(``rljax.execution.population``), against the same K trials one after another, each its own
+program: per side the wall time from building to the last iteration (compilation included),
+env steps/s summed over the trials in the timed iterations, and each trial's last return.
+
 ``--env`` is a JaxMARL id (``pip install "rljax[jaxmarl]"``) or ``two_poles`` (two CartPoles
 written in JAX, one per agent, no extra library); ``--env-config`` its ``env_config`` as JSON.
 
@@ -15,6 +21,7 @@ Usage::
 
     python benchmarks/multi_agent_jax_env.py
     python benchmarks/multi_agent_jax_env.py --env two_poles --iters 5
+    python benchmarks/multi_agent_jax_env.py --population 8 --iters 10
     python benchmarks/multi_agent_jax_env.py --env jaxmarl:HeuristicEnemySMAX \
         --env-config '{"scenario": "3m"}' --fragment 64 --iters 40
 """
@@ -122,6 +129,50 @@ def measure(cfg: PPOConfig, warmup: int, iters: int) -> dict[str, Any]:
     }
 
 
+def measure_population(cfgs: list[PPOConfig], warmup: int, iters: int) -> dict[str, Any]:
+    """The trials as one population: wall time from building to the last iteration, env
+    steps/s summed over the trials in the ``iters`` timed iterations."""
+    from rljax.execution.population import Population
+
+    t0 = time.perf_counter()
+    population = Population(cfgs)
+    try:
+        for _ in range(warmup):
+            population.train()
+        t1 = time.perf_counter()
+        env_steps, last = 0, []
+        for _ in range(iters):
+            results = population.train()
+            env_steps += sum(r["env_runners"]["num_env_steps_sampled"] for r in results if r)
+            last = [r["env_runners"]["episode_return_mean"] for r in results if r]
+        t2 = time.perf_counter()
+        compilations = population.num_compilations
+    finally:
+        population.stop()
+    return {
+        "trials": len(cfgs),
+        "wall_s": t2 - t0,
+        "env_steps_per_s": env_steps / (t2 - t1),
+        "returns_last": last,
+        "num_compilations": compilations,
+    }
+
+
+def measure_sequential(cfgs: list[PPOConfig], warmup: int, iters: int) -> dict[str, Any]:
+    """The trials one after another, each its own program (``measure``): wall time of them
+    all, env steps/s summed over their timed iterations."""
+    t0 = time.perf_counter()
+    runs = [measure(c, warmup, iters) for c in cfgs]
+    timed = sum(r["timed_seconds"] for r in runs)
+    env_steps = sum(r["env_steps_per_s"] * r["timed_seconds"] for r in runs)
+    return {
+        "trials": len(cfgs),
+        "wall_s": time.perf_counter() - t0,
+        "env_steps_per_s": env_steps / timed,
+        "returns_last": [r["return_last"] for r in runs],
+    }
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--env", default="jaxmarl:MPE_simple_spread_v3")
@@ -132,6 +183,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="a folder for multi_agent_jax_env.json")
+    p.add_argument(
+        "--population",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also train K trials as one population against one after another (0: not)",
+    )
     args = p.parse_args(argv)
     env: Any = TwoPoles if args.env == "two_poles" else args.env
     sides = {}
@@ -147,6 +205,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "fused_over_host": sides["fused"]["env_steps_per_s"]
         / sides["host_runner"]["env_steps_per_s"],
     }
+    if args.population:
+        k = args.population
+        rates = [3e-4 * 10 ** (i / max(k - 1, 1)) for i in range(k)]
+        cfgs = [
+            config(env, 0, args.num_envs, args.fragment, args.seed + i, args.env_config).training(
+                lr=rates[i]
+            )
+            for i in range(k)
+        ]
+        population = measure_population(cfgs, args.warmup, args.iters)
+        sequential = measure_sequential(cfgs, args.warmup, args.iters)
+        out["population"] = {
+            "population": population,
+            "sequential": sequential,
+            "wall_ratio": sequential["wall_s"] / population["wall_s"],
+            "throughput_ratio": population["env_steps_per_s"] / sequential["env_steps_per_s"],
+        }
     text = json.dumps(out, indent=2)
     print(text)
     if args.out:

@@ -411,9 +411,16 @@ def test_multi_agent_jax_env_benchmark_compares_fused_and_host_stepping(tmp_path
     out = run_benchmark(
         "multi_agent_jax_env.py",
         *("--env", "two_poles", "--num-envs", "2", "--fragment", "16", "--warmup", "1"),
-        *("--iters", "1", "--out", str(tmp_path)),
+        *("--iters", "1", "--out", str(tmp_path), "--population", "2"),
     )
     fused, host = out["results"]["fused"], out["results"]["host_runner"]
+    population = out["population"]
+    pop, seq = population["population"], population["sequential"]
+    assert pop["trials"] == seq["trials"] == 2 and pop["num_compilations"] == 1
+    assert len(pop["returns_last"]) == len(seq["returns_last"]) == 2
+    # The same trials, seeds and settings: the same episodes, as separate runs give them.
+    assert pop["returns_last"] == pytest.approx(seq["returns_last"], rel=1e-5, nan_ok=True)
+    assert population["wall_ratio"] == pytest.approx(seq["wall_s"] / pop["wall_s"])
     assert fused["fused"] and not host["fused"]
     for side in (fused, host):
         # Two agents per env: agent steps are twice the env steps.
