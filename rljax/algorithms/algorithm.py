@@ -633,6 +633,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         policy_mapping_fn: Any = None,
         module_class: Any = None,
         callbacks: Any = None,
+        learner_class: Any = None,
     ) -> Algorithm:
         """Builds the algorithm a checkpoint was written by and restores its state.
 
@@ -643,8 +644,8 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         A checkpoint may come from anyone: loading it never imports or calls code that it
         names. A config whose env, policy mapping function or module class is code (not an
         env id) loads only when the caller opts in: by passing the object (``env=MyEnv``,
-        ``policy_mapping_fn=fn``, ``module_class=MyModule``), by registering it in this
-        process (``rljax.register_env``, ``register_module_class``,
+        ``policy_mapping_fn=fn``, ``module_class=MyModule``, ``learner_class=MyLearner``), by
+        registering it in this process (``rljax.register_env``, ``register_module_class``,
         ``register_policy_mapping_fn``), or by allowing its module
         (``allow_imports=["mypkg"]``). Every field is checked, and the config's memory
         estimated against the machine's, before anything is built; a checkpoint that does not
@@ -658,6 +659,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
             policy_mapping_fn=policy_mapping_fn,
             module_class=module_class,
             callbacks=callbacks,
+            learner_class=learner_class,
         )
 
     def stop(self) -> None:

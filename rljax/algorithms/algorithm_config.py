@@ -737,6 +737,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         policy_mapping_fn: Any = None,
         module_class: Any = None,
         callbacks: Any = None,
+        learner_class: Any = None,
     ) -> AlgorithmConfig:
         """Builds a config from ``to_dict()`` output or a flat dict of config keys (RLlib names).
 
@@ -748,7 +749,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         ``register_module_class``, ``register_policy_mapping_fn``) resolve by name or import
         path; ``allow_imports`` lists module prefixes that may be imported. rljax's own example
         envs and mapping functions need no opt-in. Anything else raises ``ConfigError`` naming
-        the field and the import path.
+        the field and the import path. A ``learner_class`` is trusted the same way (passed
+        here, or its module allowed).
         """
         policy = LoadPolicy.make(
             allow_imports,
@@ -756,6 +758,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             policy_mapping_fn=policy_mapping_fn,
             module_class=module_class,
             callbacks=callbacks,
+            learner_class=learner_class,
         )
         return cls._from_dict(d, policy)
 

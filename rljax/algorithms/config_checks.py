@@ -46,6 +46,53 @@ def check_env_config(name: str, value: Any) -> dict[str, Any]:
     return out
 
 
+def check_learner_class(name: str, value: Any) -> Any:
+    """None, or a subclass of rljax's JAX ``PPOLearner`` (``rljax.algorithms.ppo.ppo_learner``),
+    whose ``compute_loss_for_module`` gives the update's loss."""
+    if value is None:
+        return None
+    # Here, not at the top: the PPO package imports this module (through its config).
+    from rljax.algorithms.ppo.ppo_learner import is_learner_class
+
+    if not is_learner_class(value):
+        shown = value.__name__ if isinstance(value, type) else type(value).__name__
+        raise ConfigError(
+            f"{name}={shown}: a learner class must subclass rljax's JAX PPOLearner "
+            "(rljax.algorithms.ppo.ppo_learner.PPOLearner) and override "
+            "compute_loss_for_module; or None for the algorithm's own loss"
+        )
+    return value
+
+
+def check_learner_config_dict(name: str, value: Any) -> dict[str, Any]:
+    """A dict of settings a learner class reads (``config.learner_config_dict[...]``): string
+    keys and JSON data (numbers, strings, bools, None, lists and dicts of them), so a saved
+    config holds it as data."""
+    if value is None:
+        return {}
+    out = StrKeyDict()(name, value) or {}
+
+    def check(path: str, v: Any) -> None:
+        if v is None or isinstance(v, bool | int | float | str):
+            return
+        if isinstance(v, list | tuple):
+            for i, item in enumerate(v):
+                check(f"{path}[{i}]", item)
+            return
+        if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+            for k, item in v.items():
+                check(f"{path}[{k!r}]", item)
+            return
+        raise ConfigError(
+            f"{path} is a {type(v).__name__}; {name} holds data a config file can hold "
+            "(numbers, strings, bools, None, lists, dicts with string keys)"
+        )
+
+    for key, v in out.items():
+        check(f"{name}[{key!r}]", v)
+    return out
+
+
 def check_model_config(name: str, value: Any) -> DefaultModelConfig:
     return DefaultModelConfig.from_any(value)  # its fields check themselves
 

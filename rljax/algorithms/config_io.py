@@ -98,7 +98,9 @@ def config_to_dict(config: Any) -> dict[str, Any]:
             value = module_spec_dict(value)
         elif key == "policies" and value is not None:
             value = {p: spec.to_dict() for p, spec in value.items()}
-        elif key in ("env", "policy_mapping_fn") and (inspect.isclass(value) or callable(value)):
+        elif (key in ("env", "policy_mapping_fn") and callable(value)) or (
+            key == "learner_class" and inspect.isclass(value)
+        ):
             value = {"import": qualified_name(value)}
         elif key == "env_to_module_connector" and value is not None:
             # Connectors are data (their specs); RLlib's function form is code, stored by
@@ -163,6 +165,11 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
             else c
             for c in d["env_to_module_connector"]
         ]
+    if policy.objects.get("learner_class") is not None:
+        d["learner_class"] = policy.objects["learner_class"]
+    elif d.get("learner_class") is not None and not inspect.isclass(d["learner_class"]):
+        # The loss a run trains with: never left out, never imported without the opt-in.
+        d["learner_class"] = resolve("learner_class", d["learner_class"], policy, ConfigError)
     if policy.objects.get("policy_mapping_fn") is not None:
         d["policy_mapping_fn"] = policy.objects["policy_mapping_fn"]
     elif d.get("policy_mapping_fn") is not None and not callable(d["policy_mapping_fn"]):

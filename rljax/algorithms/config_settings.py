@@ -15,6 +15,8 @@ from rljax.algorithms.config_checks import (
     MAX_ROLLOUT_FRAGMENT_LENGTH,
     check_env_config,
     check_evaluation_config,
+    check_learner_class,
+    check_learner_config_dict,
     check_model_config,
     check_overrides_per_module,
     check_policies,
@@ -223,6 +225,19 @@ class CommonSettings:
     )
     grad_clip_by = Setting(
         "global_norm", Choice(("global_norm",)), 'How grad_clip measures: "global_norm".'
+    )
+    learner_class = Setting[Any](
+        None,
+        check_learner_class,
+        "A subclass of rljax's JAX PPOLearner (rljax.algorithms.ppo.ppo_learner) whose "
+        "compute_loss_for_module gives the loss of PPO's minibatch steps; None: the "
+        "algorithm's own loss. Single-agent, non-recurrent PPO.",
+    )
+    learner_config_dict = Setting[dict[str, Any]](
+        {},
+        check_learner_config_dict,
+        "Settings a learner class reads (config.learner_config_dict[...]): data a config file "
+        "can hold.",
     )
     # ------------------------------------------------------------------ rl_module
     model_config = Setting(

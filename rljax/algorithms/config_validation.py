@@ -39,6 +39,23 @@ def validate(config: Any) -> None:
     spec = None if skip_env else resolve_env(config.env, config.env_config)
     if spec is not None and spec.backend == "envpool":
         envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
+    if config.learner_class is not None:
+        learner = config.learner_class
+        if learner.algorithm != config.algo_name:
+            raise ConfigError(
+                f"learner_class={learner.__name__} trains {learner.algorithm}; "
+                f"{config.algo_name} takes no learner class (learner_class=None)"
+            )
+        if config.is_multi_agent:
+            raise ConfigError(
+                f"learner_class={learner.__name__}: learner classes train single-agent PPO; "
+                "multi-agent PPO takes none yet (learner_class=None)"
+            )
+        if config.model_config.use_lstm:
+            raise ConfigError(
+                f"learner_class={learner.__name__} with use_lstm=True: a learner class's loss "
+                "trains non-recurrent PPO only"
+            )
     if config.model_config.use_lstm and not config.has_recurrent_policies:
         raise ConfigError(
             f"model_config use_lstm=True: {config.algo_name} has no recurrent policies yet; "

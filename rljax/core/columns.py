@@ -3,7 +3,8 @@
 
 
 class Columns:
-    """The keys of RLModule inputs and outputs that rljax's modules read or return."""
+    """The keys of RLModule inputs and outputs that rljax's modules read or return, and of the
+    batch a learner's ``compute_loss_for_module`` gets."""
 
     OBS = "obs"
     ACTIONS = "actions"
@@ -12,6 +13,12 @@ class Columns:
     STATE_OUT = "state_out"
     PREV_ACTIONS = "prev_actions"
     PREV_REWARDS = "prev_rewards"
+    # A learner's batch (``rljax.algorithms.ppo.ppo_learner``).
+    ACTION_LOGP = "action_logp"
+    VF_PREDS = "vf_preds"
+    ADVANTAGES = "advantages"
+    VALUE_TARGETS = "value_targets"
+    LOSS_MASK = "loss_mask"
 
 
 __all__ = ["Columns"]

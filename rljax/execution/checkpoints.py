@@ -385,6 +385,7 @@ def from_checkpoint(
     policy_mapping_fn: Any = None,
     module_class: Any = None,
     callbacks: Any = None,
+    learner_class: Any = None,
 ) -> Any:
     """Builds the algorithm a checkpoint was written by (its config checked by
     ``_checked_load`` first) and restores its state (``restore_from_path``); ``loader``: the
@@ -398,6 +399,7 @@ def from_checkpoint(
         policy_mapping_fn=policy_mapping_fn,
         module_class=module_class,
         callbacks=callbacks,
+        learner_class=learner_class,
     )
     try:
         algo = loaded.config.build_algo()
@@ -492,6 +494,7 @@ def _checked_load(
     policy_mapping_fn: Any = None,
     module_class: Any = None,
     callbacks: Any = None,
+    learner_class: Any = None,
 ) -> _LoadedCheckpoint:
     """The one check of a checkpoint before anything of it is built, for every loader
     (``Algorithm.from_checkpoint``, ``RLModule.from_checkpoint``, ``rljax export``): the
@@ -522,10 +525,11 @@ def _checked_load(
     data = dict(saved.config)
     without_env = inference and spaces is not None and env is None
     if inference:
+        # Callbacks and a learner class only train: not loaded for inference.
         data = {
             k: v
             for k, v in data.items()
-            if not (k == "callbacks_class" or k.startswith("callbacks_on_"))
+            if not (k in ("callbacks_class", "learner_class") or k.startswith("callbacks_on_"))
         }
     if without_env:
         # Code that only builds envs or maps agents is not needed, so it is not loaded.
@@ -546,6 +550,7 @@ def _checked_load(
                 policy_mapping_fn=policy_mapping_fn,
                 module_class=module_class,
                 callbacks=callbacks,
+                learner_class=learner_class,
             )
         _in_saved_policy_order(config, saved, meta_file)
         distributed.launch_settings_cleared(config)  # the loading launch's processes decide

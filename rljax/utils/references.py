@@ -15,7 +15,8 @@ only through something the loading process chose, in this order:
 An imported object must be defined in the module the path names, under the path's name (a path
 cannot walk from an allowed module into what it imports, such as ``numpy`` or ``os``), and be of
 its field's kind: an env class (``gymnasium.Env`` or ``MultiAgentEnv``) or a function for
-``env``, a function for ``policy_mapping_fn``, a Flax module class for ``module_class``.
+``env``, a function for ``policy_mapping_fn``, a Flax module class for ``module_class``, a
+``PPOLearner`` subclass for ``learner_class``.
 
 Anything else is refused with an error naming the field and the import path and saying how to
 opt in; nothing is imported and nothing else from the file is printed.
@@ -34,7 +35,14 @@ from rljax.utils.errors import ConfigError
 from rljax.utils.registry import registered
 
 # Fields of a config that name code.
-FIELDS = ("env", "policy_mapping_fn", "module_class", "callbacks", "env_to_module_connector")
+FIELDS = (
+    "env",
+    "policy_mapping_fn",
+    "module_class",
+    "callbacks",
+    "env_to_module_connector",
+    "learner_class",
+)
 # rljax's own example code, importable without opting in: env classes, mapping functions and
 # Flax modules (RLlib's example RLModules, ported) that do nothing beyond their documented job.
 # Exact paths, not prefixes.
@@ -64,6 +72,12 @@ BUILTIN = {
     ),
     "callbacks": frozenset(),
     "env_to_module_connector": frozenset(),
+    "learner_class": frozenset(
+        {
+            "rljax.examples.learners.classes.custom_ppo_loss_fn_learner:"
+            "PPOTorchLearnerWithWeightRegularizerLoss",
+        }
+    ),
 }
 _MAX_PATH = 300
 
@@ -145,7 +159,13 @@ def how_to_opt_in(field: str, module: str | None) -> str:
         "policy_mapping_fn": "rljax.register_policy_mapping_fn(name, fn)",
         "callbacks": "",
         "env_to_module_connector": "",
+        "learner_class": "",
     }[field]
+    if field == "learner_class":
+        return (
+            f"to trust it, pass the class (learner_class=...) or allow its module: "
+            f"allow_imports=[{prefix!r}] (CLI: --allow-import {prefix})"
+        )
     if field == "env_to_module_connector":
         return f"to trust it, allow its module: allow_imports=[{prefix!r}] (CLI: --allow-import {prefix})"
     if field == "callbacks":
@@ -235,6 +255,7 @@ _KINDS = {
     "policy_mapping_fn": "a function",
     "module_class": "a flax.linen.Module class or an rljax RLModule subclass",
     "callbacks": "a class or a function",
+    "learner_class": "a subclass of rljax's PPOLearner (rljax.algorithms.ppo.ppo_learner)",
     "env_to_module_connector": (
         "a SingleAgentObservationPreprocessor, MultiAgentObservationPreprocessor or ConnectorV2 "
         "subclass"
@@ -255,6 +276,10 @@ def _of_kind(field: str, obj: Any) -> bool:
         return inspect.isclass(obj) and issubclass(obj, bases)
     if field == "callbacks":
         return inspect.isclass(obj) or isinstance(obj, types.FunctionType)
+    if field == "learner_class":
+        from rljax.algorithms.ppo.ppo_learner import is_learner_class  # upward: see below
+
+        return is_learner_class(obj)
     if field == "policy_mapping_fn":
         return isinstance(obj, types.FunctionType)
     if field == "module_class":

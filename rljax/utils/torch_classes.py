@@ -20,10 +20,12 @@ MODULE_INSTEAD = (
     "(rljax.core.rl_module.RLModuleSpec)"
 )
 LEARNER_INSTEAD = (
-    "rljax's learners are the algorithms' own jitted JAX updates and take no user Learner "
-    "class: set the loss through .training(...) (vf_loss_coeff, entropy_coeff, grad_clip, lr, "
-    "...) and the networks as a Flax module through RLModuleSpec(module_class=...) "
-    "(rljax.core.rl_module.RLModuleSpec)"
+    "rljax's learners are the algorithms' own jitted JAX updates: PPO's loss changes through "
+    ".training(learner_class=...) with a subclass of rljax's JAX PPOLearner "
+    "(rljax.algorithms.ppo.ppo_learner) whose compute_loss_for_module is written in "
+    "jax.numpy; otherwise set the loss through .training(...) (vf_loss_coeff, entropy_coeff, "
+    "grad_clip, lr, ...) and the networks as a Flax module through "
+    "RLModuleSpec(module_class=...) (rljax.core.rl_module.RLModuleSpec)"
 )
 
 CNN_INSTEAD = (

@@ -446,7 +446,7 @@ def test_torch_learner_class_fails_where_it_is_given():
         ".training(learner_class=...): WithRegularizer subclasses RLlib's PyTorch class "
         "ray.rllib.algorithms.ppo.torch.ppo_torch_learner.PPOTorchLearner"
     )
-    assert "take no user Learner class" in text and ".training(" in text
+    assert "subclass of rljax's JAX PPOLearner" in text and ".training(" in text
     with pytest.raises(TorchClassError, match="TorchLearner is RLlib's PyTorch class"):
         TorchLearner()
     with pytest.raises(TorchClassError, match="DQNTorchLearner"):

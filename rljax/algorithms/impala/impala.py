@@ -184,6 +184,8 @@ class IMPALAConfig(AlgorithmConfig):
         train_batch_size: int | None = UNSET,
         grad_clip: float | None = UNSET,
         grad_clip_by: str = UNSET,
+        learner_class: type | None = UNSET,
+        learner_config_dict: dict[str, Any] | None = UNSET,
         vtrace: bool = UNSET,
         vtrace_clip_rho_threshold: float = UNSET,
         vtrace_clip_pg_rho_threshold: float = UNSET,

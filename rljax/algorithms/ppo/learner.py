@@ -191,6 +191,7 @@ def make_ppo_update(
     dynamic: Mapping[str, Any] | None = None,
     sequence_len: int | None = None,
     flat_params: bool = False,
+    loss_hook: Callable[..., tuple[jax.Array, dict[str, jax.Array]]] | None = None,
 ) -> Callable[[PPOTrainState, PPOBatch], tuple[PPOTrainState, dict[str, jax.Array]]]:
     """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned.
 
@@ -211,20 +212,53 @@ def make_ppo_update(
     (``learner_update.flatten_params``) and differentiate the loss in it, so the gradients,
     their norm, the non-finite check and Adam are one array each instead of one per layer;
     the same numbers up to the summation order of the gradient norm.
+
+    ``loss_hook`` (a learner class's, ``rljax.algorithms.ppo.ppo_learner.make_loss_hook``):
+    ``hook(params, minibatch, dist_inputs, values, kl_coeff, loss_cfg) -> (loss, metrics)``
+    gives each minibatch step's loss instead of PPO's; its scalar metrics join PPO's (whose
+    ``total_loss`` becomes the hook's loss). Not with ``sequence_len``.
     """
+    if loss_hook is not None and sequence_len is not None:
+        raise ValueError("a learner class's loss hook trains non-recurrent PPO only")
     d, mb, m = hp.num_shards, hp.minibatch_size, hp.num_minibatches
     dynamic = dict(dynamic or {})
 
     def loss_fn(params, batch: PPOBatch, kl_coeff, entropy: jax.Array, *, unflatten: Callable):
         flat = jax.tree.map(lambda x: x.reshape((d * mb, *x.shape[2:])), batch)
-        dist_inputs, values = apply_fn(unflatten(params)[POLICY_ID], flat.obs)
+        policy_params = unflatten(params)[POLICY_ID]
+        dist_inputs, values = apply_fn(policy_params, flat.obs)
         if sequence_len is not None:  # the steps of the sequences, [B * L, ...]
             flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), flat._replace(obs=None))
         loss_cfg = hp.loss._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
-        return ppo_loss(dist_inputs, values, flat, dist, kl_coeff, loss_cfg)
+        loss, metrics = ppo_loss(dist_inputs, values, flat, dist, kl_coeff, loss_cfg)
+        if loss_hook is not None:
+            loss, extra = loss_hook(policy_params, flat, dist_inputs, values, kl_coeff, loss_cfg)
+            metrics = {**metrics, **extra, "total_loss": loss}
+        return loss, metrics
 
-    metric_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
+    base_names = sorted([*PPO_LOSS_METRICS, "gradients_default_optimizer_global_norm"])
     identity: Callable[[Any], Any] = lambda p: p  # noqa: E731
+
+    def metric_names_of(state: PPOTrainState, batch: PPOBatch, entropy, unflatten) -> list[str]:
+        """The minibatch step's metric names: PPO's, and those a loss hook logs (read from
+        its trace by shapes alone)."""
+        if loss_hook is None:
+            return base_names
+
+        def shape(x: Any) -> jax.ShapeDtypeStruct:
+            return jax.ShapeDtypeStruct(jnp.shape(x), jnp.result_type(x))
+
+        minibatch = jax.tree.map(
+            lambda x: jax.ShapeDtypeStruct((d, mb, *x.shape[2:]), x.dtype), batch
+        )
+        logged = jax.eval_shape(
+            lambda p, b, k, e: loss_fn(p, b, k, e, unflatten=unflatten)[1],
+            jax.tree.map(shape, state.params),
+            minibatch,
+            shape(state.kl_coeff),
+            shape(entropy),
+        )
+        return sorted({*logged, "gradients_default_optimizer_global_norm"})
 
     def begin(state: PPOTrainState):
         """The dynamic settings, evaluated once for the whole update, written into the
@@ -283,11 +317,12 @@ def make_ppo_update(
         # Metrics are summed in the carry as one vector: on a CPU every op in this loop
         # costs a dispatch, and a stacked output per metric would add one per metric per
         # minibatch.
-        metric_sums = metric_sums + has_data * jnp.stack([metrics[k] for k in sorted(metrics)])
+        values = jnp.stack([jnp.asarray(metrics[k], jnp.float32) for k in sorted(metrics)])
+        metric_sums = metric_sums + has_data * values
         return state, metric_sums, num_steps + has_data
 
-    def start_carry(state: PPOTrainState):
-        return (state, jnp.zeros((len(metric_names),), jnp.float32), jnp.zeros((), jnp.float32))
+    def start_carry(state: PPOTrainState, names: list[str]):
+        return (state, jnp.zeros((len(names),), jnp.float32), jnp.zeros((), jnp.float32))
 
     def update(state: PPOTrainState, batch: PPOBatch):
         state, rate, entropy = begin(state)
@@ -295,6 +330,7 @@ def make_ppo_update(
         if flat_params:
             vector, unflatten = learner_update.flatten_params(state.params)
             state = dataclasses.replace(state, params=vector)
+        metric_names = metric_names_of(state, batch, entropy, unflatten)
 
         def epoch(carry, key: jax.Array):
             minibatches = minibatches_of(batch, key)
@@ -303,10 +339,11 @@ def make_ppo_update(
 
         key, sub = jax.random.split(state.key)
         epoch_keys = jax.random.split(sub, hp.num_epochs)
-        (state, sums, steps), _ = jax.lax.scan(epoch, start_carry(state), epoch_keys)
-        return finish(state, sums, steps, batch, key, rate, entropy, unflatten)
+        carry = start_carry(state, metric_names)
+        (state, sums, steps), _ = jax.lax.scan(epoch, carry, epoch_keys)
+        return finish(state, sums, steps, batch, key, rate, entropy, unflatten, metric_names)
 
-    def finish(state, sums, steps, batch, key, rate, entropy, unflatten):
+    def finish(state, sums, steps, batch, key, rate, entropy, unflatten, metric_names):
         state = dataclasses.replace(state, params=unflatten(state.params))
         metrics = dict(zip(metric_names, sums / jnp.maximum(steps, 1.0), strict=True))
         kl = metrics["mean_kl_loss"]

@@ -27,6 +27,7 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
+from rljax.algorithms.ppo.ppo_learner import PPOLearner, make_loss_hook
 from rljax.algorithms.ppo.recurrent import (
     make_recurrent_policy_parts,
     make_sequence_postprocess,
@@ -150,6 +151,8 @@ class PPOConfig(AlgorithmConfig):
         train_batch_size: int | None = UNSET,
         grad_clip: float | None = UNSET,
         grad_clip_by: str = UNSET,
+        learner_class: type | None = UNSET,
+        learner_config_dict: dict[str, Any] | None = UNSET,
         lambda_: float = UNSET,
         use_gae: bool = UNSET,
         clip_param: float = UNSET,
@@ -242,6 +245,8 @@ class PPO(OnPolicyAlgorithm):
     config: PPOConfig
     parts: PolicyParts[PPOTrainState]
     state: PPOTrainState
+    # The learner of config.learner_class (built with the config), or None: PPO's own loss.
+    learner: PPOLearner | None = None
 
     @classmethod
     def multi_agent_class(cls) -> type[Algorithm]:
@@ -282,6 +287,11 @@ class PPO(OnPolicyAlgorithm):
             env_steps=jnp.zeros((), jnp.int32),
         )
         if hasattr(self.module, "initial_state"):  # use_lstm, or a user module with a state
+            if cfg.learner_class is not None:
+                raise ConfigError(
+                    f"learner_class={cfg.learner_class.__name__} with a recurrent module: a "
+                    "learner class's loss trains non-recurrent PPO only"
+                )
             why = _recurrent_refusal(cfg, user_module=False)
             if why is not None:
                 raise ConfigError(f"a recurrent module with {why}: {RECURRENT_LIMITS}")
@@ -333,7 +343,18 @@ class PPO(OnPolicyAlgorithm):
             self._dist,
             self._optimizer,
             tuple(self.dynamic_settings),
+            loss_hook=self._loss_hook(),
         )
+
+    def _loss_hook(self) -> Callable[..., Any] | None:
+        """The loss of ``config.learner_class`` (a ``PPOLearner`` subclass, built once with
+        the config) for the update's minibatch steps; None: PPO's own."""
+        learner_class = self.config.learner_class
+        if learner_class is None:
+            return None
+        if self.learner is None:
+            self.learner = learner_class(config=self.config)
+        return make_loss_hook(self.learner, POLICY_ID, self.config, self._dist)
 
 
 def ppo_learner_functions(
@@ -344,11 +365,13 @@ def ppo_learner_functions(
     optimizer: Any,
     dynamic_names: tuple[str, ...],
     values: Mapping[str, Any],
+    loss_hook: Callable[..., Any] | None = None,
 ) -> tuple[Callable[[Transition], PPOBatch], Callable[..., Any]]:
     """PPO's postprocess (GAE) and update with ``values`` of the population settings: numbers
     or schedules for one run, traced scalars or ``SchedulePoints`` for a trial of a
     population. The dynamic ones (``dynamic_names``, and ``grad_clip``) reach the update as
-    one mapping, evaluated there once per update; the others replace the frozen record's."""
+    one mapping, evaluated there once per update; the others replace the frozen record's.
+    ``loss_hook``: a learner class's loss (``make_ppo_update``)."""
     hp = dataclasses.replace(
         hp,
         gamma=values["gamma"],
@@ -363,7 +386,9 @@ def ppo_learner_functions(
     dynamic = dynamic_settings({k: values[k] for k in (*dynamic_names, "grad_clip")})
     return (
         make_ppo_postprocess(hp, total_num_envs),
-        make_ppo_update(apply, dist, optimizer, hp, dynamic=dynamic, flat_params=True),
+        make_ppo_update(
+            apply, dist, optimizer, hp, dynamic=dynamic, flat_params=True, loss_hook=loss_hook
+        ),
     )
 
 

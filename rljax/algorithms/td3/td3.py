@@ -105,6 +105,8 @@ class TD3Config(OffPolicyConfig):
         train_batch_size: int | None = UNSET,
         grad_clip: float | None = UNSET,
         grad_clip_by: str = UNSET,
+        learner_class: type | None = UNSET,
+        learner_config_dict: dict[str, Any] | None = UNSET,
         replay_buffer_config: dict[str, Any] = UNSET,
         n_step: int | tuple[int, int] = UNSET,
         num_steps_sampled_before_learning_starts: int = UNSET,
