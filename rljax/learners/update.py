@@ -101,6 +101,7 @@ def gradient_step(
     opt_state: Any,
     *args: Any,
     has_aux: bool = True,
+    update_scale: Any = None,
 ) -> GradientStep:
     """One optimizer step on ``loss_fn(params, *args)``, differentiated in ``params`` only.
 
@@ -112,6 +113,10 @@ def gradient_step(
       opt_state: ``optimizer``'s state for ``params``.
       *args: The loss's other inputs (batch, coefficients, keys); not differentiated.
       has_aux: Whether ``loss_fn`` returns ``(loss, aux)``.
+      update_scale: A tree like ``params`` (or one number per leaf) multiplying the optimizer's
+        updates: per-parameter learning rates relative to the optimizer's own (a learner's
+        optimizers, ``rljax.algorithms.ppo.ppo_learner``); 0 leaves a parameter untrained.
+        None: the updates as they are.
 
     Returns:
       A ``GradientStep`` of the new parameters and optimizer state, the loss, its aux output and
@@ -123,6 +128,8 @@ def gradient_step(
         loss, grads = jax.value_and_grad(loss_fn)(params, *args)
         aux = None
     updates, opt_state = optimizer.update(grads, opt_state, params)
+    if update_scale is not None:  # per-parameter learning rates, relative to the optimizer's
+        updates = jax.tree.map(lambda u, k: u * k, updates, update_scale)
     params = optax.apply_updates(params, updates)
     return GradientStep(params, opt_state, loss, aux, optax.global_norm(grads))
 

@@ -76,6 +76,8 @@ BUILTIN = {
         {
             "rljax.examples.learners.classes.custom_ppo_loss_fn_learner:"
             "PPOTorchLearnerWithWeightRegularizerLoss",
+            "rljax.examples.learners.classes.separate_vf_lr_and_optimizer_learner:"
+            "PPOTorchLearnerWithSeparateVfOptimizer",
         }
     ),
 }

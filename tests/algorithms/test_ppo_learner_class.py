@@ -150,3 +150,54 @@ def test_a_saved_learner_class_loads_only_by_opt_in(tmp_path):
     # For inference the learner class is not needed, so it is not loaded.
     module = RLModule.from_checkpoint(path)
     assert module is not None
+
+
+def test_separate_optimizers_step_each_network_at_its_own_rate():
+    from rljax.examples.learners.classes.separate_vf_lr_and_optimizer_learner import (
+        PPOTorchLearnerWithSeparateVfOptimizer,
+    )
+
+    def build(learner_class=None, **training):
+        return (
+            _config(learner_class=learner_class, **training)
+            .rl_module(model_config={"fcnet_hiddens": [16], "vf_share_layers": False})
+            .build_algo()
+        )
+
+    def moves(algo):
+        before = algo.get_weights()["default_policy"]["default_policy"]["params"]
+        algo.train()
+        after = algo.get_weights()["default_policy"]["default_policy"]["params"]
+        return {
+            k: [
+                np.asarray(b) - np.asarray(a)
+                for a, b in zip(jax.tree.leaves(before[k]), jax.tree.leaves(after[k]), strict=True)
+            ]
+            for k in before
+        }
+
+    lr = 1e-3
+    plain = build(lr=lr)
+    split = build(
+        PPOTorchLearnerWithSeparateVfOptimizer, lr=lr, learner_config_dict={"lr_vf": 4 * lr}
+    )
+    try:
+        a, b = moves(plain), moves(split)
+        # One minibatch step from the same parameters on the same batch: Adam's first step is
+        # the same direction for both; the value network's step is 4x as long, the policy's
+        # the same (Adam's first step is about lr per weight).
+        for k in ("pi", "pi_encoder"):
+            for x, y in zip(a[k], b[k], strict=True):
+                np.testing.assert_allclose(y, x, rtol=1e-4, atol=1e-9)
+        for k in ("vf", "vf_encoder"):
+            for x, y in zip(a[k], b[k], strict=True):
+                np.testing.assert_allclose(y, 4 * x, rtol=1e-4, atol=1e-9)
+    finally:
+        plain.stop()
+        split.stop()
+    with pytest.raises(ConfigError, match="vf_share_layers=False"):
+        _config(learner_class=PPOTorchLearnerWithSeparateVfOptimizer).rl_module(
+            model_config={"vf_share_layers": True}
+        ).build_algo()
+    with pytest.raises(ConfigError, match="grad_clip=None"):
+        build(PPOTorchLearnerWithSeparateVfOptimizer, grad_clip=0.5)

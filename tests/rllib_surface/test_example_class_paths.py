@@ -26,11 +26,6 @@ STAND_INS = [
         "Flax",
     ),
     ("examples.rl_modules.classes.vpg_using_shared_encoder_rlm", "SharedEncoder", "Flax"),
-    (
-        "examples.learners.classes.separate_vf_lr_and_optimizer_learner",
-        "PPOTorchLearnerWithSeparateVfOptimizer",
-        "rljax's JAX PPOLearner",
-    ),
     ("examples.learners.classes.vpg_torch_learner", "VPGTorchLearner", "JAX PPOLearner"),
     ("examples.algorithms.classes.vpg", "VPGConfig", "PPOConfig().training(num_epochs=1"),
     ("examples.algorithms.classes.maml_lr_meta_learner", "MAMLTorchMetaLearner", "meta-learning"),

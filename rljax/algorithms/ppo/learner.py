@@ -192,6 +192,7 @@ def make_ppo_update(
     sequence_len: int | None = None,
     flat_params: bool = False,
     loss_hook: Callable[..., tuple[jax.Array, dict[str, jax.Array]]] | None = None,
+    update_scale: Any = None,
 ) -> Callable[[PPOTrainState, PPOBatch], tuple[PPOTrainState, dict[str, jax.Array]]]:
     """``update(state, batch [D, n]) -> (state, metrics)``: ``num_epochs`` x minibatches, scanned.
 
@@ -217,6 +218,10 @@ def make_ppo_update(
     ``hook(params, minibatch, dist_inputs, values, kl_coeff, loss_cfg) -> (loss, metrics)``
     gives each minibatch step's loss instead of PPO's; its scalar metrics join PPO's (whose
     ``total_loss`` becomes the hook's loss). Not with ``sequence_len``.
+
+    ``update_scale`` (a learner's own optimizers, ``PPOLearner.register_optimizer``): a tree
+    like ``state.params`` of float32 numbers, each leaf's learning rate relative to the
+    optimizer's (0: not trained); every Adam update is multiplied by it.
     """
     if loss_hook is not None and sequence_len is not None:
         raise ValueError("a learner class's loss hook trains non-recurrent PPO only")
@@ -289,7 +294,9 @@ def make_ppo_update(
             lambda x: jnp.swapaxes(x.reshape((d, m, mb, *x.shape[2:])), 0, 1), shuffled
         )
 
-    def take_step(carry, batch: PPOBatch, entropy: jax.Array, unflatten: Callable[[Any], Any]):
+    def take_step(
+        carry, batch: PPOBatch, entropy: jax.Array, unflatten: Callable[[Any], Any], scale: Any
+    ):
         """One minibatch's gradient step on ``carry = (state, metric sums, steps)``."""
         state, metric_sums, num_steps = carry
         step = learner_update.gradient_step(
@@ -300,6 +307,7 @@ def make_ppo_update(
             batch,
             state.kl_coeff,
             entropy,
+            update_scale=scale,
         )
         params, opt_state, metrics = step.params, step.opt_state, step.aux
         metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
@@ -327,14 +335,27 @@ def make_ppo_update(
     def update(state: PPOTrainState, batch: PPOBatch):
         state, rate, entropy = begin(state)
         unflatten = identity
+        scale = update_scale
         if flat_params:
             vector, unflatten = learner_update.flatten_params(state.params)
+            flattened = vector is not state.params  # (params, identity): not flattened
+            if update_scale is not None and flattened:  # one number per parameter, as laid out
+                scale = jnp.concatenate(
+                    [
+                        jnp.full((leaf.size,), s, jnp.float32)
+                        for leaf, s in zip(
+                            jax.tree.leaves(state.params),
+                            jax.tree.leaves(update_scale),
+                            strict=True,
+                        )
+                    ]
+                )
             state = dataclasses.replace(state, params=vector)
         metric_names = metric_names_of(state, batch, entropy, unflatten)
 
         def epoch(carry, key: jax.Array):
             minibatches = minibatches_of(batch, key)
-            step = lambda c, b: (take_step(c, b, entropy, unflatten), None)  # noqa: E731
+            step = lambda c, b: (take_step(c, b, entropy, unflatten, scale), None)  # noqa: E731
             return jax.lax.scan(step, carry, minibatches)[0], None
 
         key, sub = jax.random.split(state.key)

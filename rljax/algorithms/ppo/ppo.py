@@ -27,7 +27,7 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
-from rljax.algorithms.ppo.ppo_learner import PPOLearner, make_loss_hook
+from rljax.algorithms.ppo.ppo_learner import PPOLearner, learning_rate_scales, make_loss_hook
 from rljax.algorithms.ppo.recurrent import (
     make_recurrent_policy_parts,
     make_sequence_postprocess,
@@ -343,18 +343,26 @@ class PPO(OnPolicyAlgorithm):
             self._dist,
             self._optimizer,
             tuple(self.dynamic_settings),
-            loss_hook=self._loss_hook(),
+            **self._learner_class_parts(),
         )
 
-    def _loss_hook(self) -> Callable[..., Any] | None:
-        """The loss of ``config.learner_class`` (a ``PPOLearner`` subclass, built once with
-        the config) for the update's minibatch steps; None: PPO's own."""
+    def _learner_class_parts(self) -> dict[str, Any]:
+        """What ``config.learner_class`` (a ``PPOLearner`` subclass, built once with the
+        config) gives the update: its loss (``loss_hook``) and, where it registers optimizers
+        of its own, each parameter's learning rate relative to ``lr`` (``update_scale``);
+        nothing for PPO's own loss and optimizer."""
         learner_class = self.config.learner_class
         if learner_class is None:
-            return None
+            return {}
         if self.learner is None:
             self.learner = learner_class(config=self.config)
-        return make_loss_hook(self.learner, POLICY_ID, self.config, self._dist)
+        scales = learning_rate_scales(
+            self.learner, POLICY_ID, self.state.params[POLICY_ID], self.config
+        )
+        return {
+            "loss_hook": make_loss_hook(self.learner, POLICY_ID, self.config, self._dist),
+            "update_scale": None if scales is None else {POLICY_ID: scales},
+        }
 
 
 def ppo_learner_functions(
@@ -366,12 +374,14 @@ def ppo_learner_functions(
     dynamic_names: tuple[str, ...],
     values: Mapping[str, Any],
     loss_hook: Callable[..., Any] | None = None,
+    update_scale: Any = None,
 ) -> tuple[Callable[[Transition], PPOBatch], Callable[..., Any]]:
     """PPO's postprocess (GAE) and update with ``values`` of the population settings: numbers
     or schedules for one run, traced scalars or ``SchedulePoints`` for a trial of a
     population. The dynamic ones (``dynamic_names``, and ``grad_clip``) reach the update as
     one mapping, evaluated there once per update; the others replace the frozen record's.
-    ``loss_hook``: a learner class's loss (``make_ppo_update``)."""
+    ``loss_hook`` and ``update_scale``: a learner class's loss and per-parameter learning
+    rates (``make_ppo_update``)."""
     hp = dataclasses.replace(
         hp,
         gamma=values["gamma"],
@@ -387,7 +397,14 @@ def ppo_learner_functions(
     return (
         make_ppo_postprocess(hp, total_num_envs),
         make_ppo_update(
-            apply, dist, optimizer, hp, dynamic=dynamic, flat_params=True, loss_hook=loss_hook
+            apply,
+            dist,
+            optimizer,
+            hp,
+            dynamic=dynamic,
+            flat_params=True,
+            loss_hook=loss_hook,
+            update_scale=update_scale,
         ),
     )
 

@@ -49,6 +49,12 @@ What the method gets, all traced arrays of the minibatch (``B`` rows):
   ``learners/<module_id>/<name>``, each the mean over the iteration's minibatch steps (as
   rljax reports PPO's own losses; RLlib's ``window`` and ``reduce`` are accepted and not used).
 
+Groups of parameters may train at learning rates of their own, as RLlib's
+``configure_optimizers_for_module`` sets them: inside it, ``register_optimizer(module_id=...,
+optimizer_name=..., params=self.get_parameters(self.module[module_id].vf), lr_or_lr_schedule=
+...)``. Every optimizer is Adam; each parameter steps at its optimizer's rate, and a parameter
+no optimizer holds is not trained (``learning_rate_scales``).
+
 ``learners/<module_id>/total_loss`` is what the method returned; PPO's other metrics
 (``policy_loss``, ``vf_loss``, ...) are those of its base loss. Learner classes train
 single-agent PPO without a recurrent module (on either path, with any number of learners);
@@ -69,6 +75,7 @@ import jax.numpy as jnp
 
 from rljax.algorithms.ppo.losses import PPOBatch, PPOLossConfig, ppo_loss
 from rljax.core.columns import Columns
+from rljax.utils.errors import ConfigError
 
 #: RLlib's ``ppo_learner`` metric names (the keys of ``learners/<module_id>/...``).
 LEARNER_RESULTS_VF_LOSS_UNCLIPPED_KEY = "vf_loss_unclipped"
@@ -90,15 +97,29 @@ class _Step(NamedTuple):
 
 
 class ModuleParameters:
-    """One module's parameters in the minibatch step being traced (``learner.module[id]``)."""
+    """One module's parameters (``learner.module[module_id]``): in the minibatch step being
+    traced, or while ``configure_optimizers_for_module`` runs. A sub-module's are an attribute
+    by its name in the parameter tree (``module.pi``, ``module.vf_encoder``)."""
 
     def __init__(self, module_id: str, params: Any):
-        self.module_id = module_id
-        self.params = params
+        self.__dict__["module_id"] = module_id
+        self.__dict__["params"] = params
 
     def parameters(self) -> list[jax.Array]:
         """The parameter arrays (PyTorch's ``module.parameters()``)."""
         return list(jax.tree.leaves(self.params))
+
+    def __getattr__(self, name: str) -> ModuleParameters:
+        params = self.__dict__["params"]
+        # Flax's tree has one "params" collection at its top.
+        inner = params.get("params", params) if isinstance(params, Mapping) else None
+        if not isinstance(inner, Mapping) or name not in inner:
+            names = sorted(inner) if isinstance(inner, Mapping) else []
+            raise AttributeError(
+                f"{self.__dict__['module_id']} has no sub-module {name!r}; its parameters' "
+                f"sub-modules: {names}"
+            )
+        return ModuleParameters(f"{self.__dict__['module_id']}.{name}", inner[name])
 
 
 class _Modules:
@@ -108,19 +129,29 @@ class _Modules:
         self._learner = learner
 
     def __getitem__(self, module_id: str) -> ModuleParameters:
-        step = self._learner._step
-        if step is None:
+        learner = self._learner
+        held = learner._step or learner._configuring
+        if held is None:
             raise RuntimeError(
                 "learner.module[...] holds a module's parameters only inside "
-                "compute_loss_for_module (rljax's learners keep no module between steps)"
+                "compute_loss_for_module and configure_optimizers_for_module (rljax's "
+                "learners keep no module between steps)"
             )
-        if module_id != step.module_id:
-            raise KeyError(f"module {module_id!r}: this step trains {step.module_id!r}")
-        return ModuleParameters(module_id, step.params)
+        if module_id != held.module_id:
+            raise KeyError(f"module {module_id!r}: this learner trains {held.module_id!r}")
+        return ModuleParameters(module_id, held.params)
 
     def keys(self) -> list[str]:
-        step = self._learner._step
-        return [] if step is None else [step.module_id]
+        held = self._learner._step or self._learner._configuring
+        return [] if held is None else [held.module_id]
+
+
+class _Configuring(NamedTuple):
+    """The module whose optimizers ``configure_optimizers_for_module`` registers."""
+
+    module_id: str
+    params: Any
+    paths: dict[int, str]  # id(leaf) -> the leaf's path in the parameter tree
 
 
 class LossMetrics:
@@ -176,6 +207,52 @@ class PPOLearner:
         self.module = _Modules(self)
         self.metrics = LossMetrics()
         self._step: _Step | None = None
+        self._configuring: _Configuring | None = None
+        # optimizer name -> (the paths of its parameters, its learning rate)
+        self._optimizers: dict[str, tuple[list[str], float]] = {}
+
+    def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
+        """Registers the module's optimizers (``register_optimizer``), called once when the
+        algorithm is built. PPO's default registers none: one Adam over every parameter at
+        ``config.lr``. A subclass registers groups of parameters with learning rates of
+        their own (RLlib's separate value-function optimizer)."""
+
+    def register_optimizer(
+        self,
+        *,
+        module_id: str,
+        optimizer_name: str,
+        optimizer: Any = None,
+        params: list[Any],
+        lr_or_lr_schedule: Any = None,
+    ) -> None:
+        """Registers ``params`` (arrays ``get_parameters`` gave, inside
+        ``configure_optimizers_for_module``) as one optimizer with learning rate
+        ``lr_or_lr_schedule`` (a number; None: ``config.lr``). rljax's PPO steps Adam
+        (``eps=1e-5``) for every optimizer, each parameter at its optimizer's rate; parameters
+        no optimizer holds are not trained, as in RLlib."""
+        held = self._configuring
+        if held is None:
+            raise RuntimeError(
+                "register_optimizer works inside configure_optimizers_for_module only"
+            )
+        if optimizer is not None:
+            raise ValueError(
+                f"register_optimizer({optimizer_name!r}): optimizer={type(optimizer).__name__}; "
+                "rljax's PPO steps Adam for every optimizer: give params and lr_or_lr_schedule"
+            )
+        lr = _learning_rate(self.config, lr_or_lr_schedule, optimizer_name)
+        paths = []
+        for p in params:
+            if id(p) not in held.paths:
+                raise ValueError(
+                    f"register_optimizer({optimizer_name!r}): params must be arrays that "
+                    f"get_parameters(self.module[{held.module_id!r}]...) gave"
+                )
+            paths.append(held.paths[id(p)])
+        if optimizer_name in self._optimizers:
+            raise ValueError(f"optimizer {optimizer_name!r} is registered twice")
+        self._optimizers[optimizer_name] = (paths, lr)
 
     def compute_loss_for_module(
         self,
@@ -219,6 +296,70 @@ class PPOLearner:
             yield logged
         finally:
             self._step, self.metrics._logged = previous
+
+
+def _learning_rate(config: Any, value: Any, name: str) -> float:
+    """An optimizer's learning rate: a positive number (None: ``config.lr``)."""
+    if value is None:
+        value = getattr(config, "lr", None)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(
+            f"register_optimizer({name!r}): lr_or_lr_schedule={value!r}; a learner's own "
+            "optimizers take a positive number (schedules are for the config's lr)"
+        )
+    return float(value)
+
+
+def learning_rate_scales(learner: PPOLearner, module_id: str, params: Any, config: Any) -> Any:
+    """Runs ``learner.configure_optimizers_for_module`` on ``params`` (the module's parameter
+    tree) and returns a tree like ``params`` of each parameter's learning rate relative to
+    ``config.lr`` (0 for a parameter no optimizer holds), or None when the learner registers
+    no optimizer (one Adam at ``config.lr``).
+
+    Raises:
+      ConfigError: A parameter registered with two optimizers, a schedule for ``config.lr``,
+        or ``grad_clip`` set (RLlib clips each optimizer's gradients apart; rljax clips one
+        global norm).
+    """
+    paths = {
+        id(leaf): jax.tree_util.keystr(path)
+        for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]
+    }
+    learner._optimizers = {}
+    learner._configuring = _Configuring(module_id, params, paths)
+    try:
+        learner.configure_optimizers_for_module(module_id, config)
+    except (TypeError, ValueError, AttributeError) as e:
+        raise ConfigError(
+            f"{type(learner).__name__}.configure_optimizers_for_module: {e}"
+        ) from None
+    finally:
+        learner._configuring = None
+    if not learner._optimizers:
+        return None
+    name = type(learner).__name__
+    if isinstance(config.lr, list | tuple):
+        raise ConfigError(
+            f"{name} registers optimizers of its own: lr must be a number, not a schedule"
+        )
+    if config.grad_clip:
+        raise ConfigError(
+            f"{name} registers optimizers of its own, and grad_clip={config.grad_clip}: "
+            "RLlib clips each optimizer's gradients apart, rljax one global norm; set "
+            "grad_clip=None"
+        )
+    rate: dict[str, float] = {}
+    for optimizer_name, (names, lr) in learner._optimizers.items():
+        for path in names:
+            if path in rate:
+                raise ConfigError(
+                    f"{name}: parameter {path} is registered with two optimizers (the second "
+                    f"{optimizer_name!r})"
+                )
+            rate[path] = lr / float(config.lr)
+    return jax.tree_util.tree_map_with_path(
+        lambda path, _: rate.get(jax.tree_util.keystr(path), 0.0), params
+    )
 
 
 def learner_columns(batch: PPOBatch) -> dict[str, Any]:
@@ -281,5 +422,6 @@ __all__ = [
     "PPOLearner",
     "is_learner_class",
     "learner_columns",
+    "learning_rate_scales",
     "make_loss_hook",
 ]
