@@ -262,6 +262,21 @@ class DefaultModelConfig:
             raise ConfigError(f"unknown model_config key {k!r}{hint}; valid keys: {sorted(fields)}")
         return cls(**value)
 
+    def __getitem__(self, key: str) -> Any:
+        """A setting by its RLlib key (``config.model_config["vf_share_layers"]``, as RLlib's
+        ``model_config`` is a dict); an unknown key raises ``KeyError`` naming the known ones."""
+        fields = {f.name for f in dataclasses.fields(self)}
+        if key not in fields:
+            raise KeyError(f"model_config has no key {key!r}; its keys: {sorted(fields)}")
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``self[key]``, or ``default`` for an unknown key (a dict's ``get``)."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["fcnet_hiddens"] = list(self.fcnet_hiddens)

@@ -679,3 +679,14 @@ def test_default_model_config_checks_itself():
     with pytest.raises(ConfigError, match=r"model_config.fcnet_hiddens='64' \(str\)"):
         DefaultModelConfig(fcnet_hiddens="64")
     assert DefaultModelConfig(fcnet_hiddens=[8]).fcnet_hiddens == (8,)
+
+
+def test_model_config_reads_as_rllibs_dict():
+    # RLlib's config.model_config is a dict: learner code reads it by key.
+    config = PPOConfig().rl_module(model_config={"fcnet_hiddens": [8], "vf_share_layers": True})
+    assert config.model_config["vf_share_layers"] is True
+    assert config.model_config["fcnet_hiddens"] == [8]
+    assert config.model_config.get("fcnet_activation") == "tanh"
+    assert config.model_config.get("no_such_key", 3) == 3
+    with pytest.raises(KeyError, match="no key 'vf_shared'.*vf_share_layers"):
+        config.model_config["vf_shared"]

@@ -21,7 +21,7 @@ class PPOTorchLearnerWithSeparateVfOptimizer(PPOLearner):
 
     def configure_optimizers_for_module(self, module_id: str, config: Any = None) -> None:
         module = self.module[module_id]
-        if config.model_config.vf_share_layers:
+        if config.model_config["vf_share_layers"]:
             raise ValueError(
                 "PPOTorchLearnerWithSeparateVfOptimizer needs separate policy and value "
                 "networks: model_config vf_share_layers=False"
