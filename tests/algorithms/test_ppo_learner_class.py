@@ -120,6 +120,7 @@ def test_learner_classes_are_refused_where_they_cannot_train():
         learner.metrics.log_value("x", 1.0)
 
 
+@pytest.mark.slow  # trains, saves and restores (about 3 s)
 def test_a_saved_learner_class_loads_only_by_opt_in(tmp_path):
     config = _config(learner_class=ValueOnly, learner_config_dict={"scale": 1.0})
     d = config.to_dict()
@@ -152,6 +153,7 @@ def test_a_saved_learner_class_loads_only_by_opt_in(tmp_path):
     assert module is not None
 
 
+@pytest.mark.slow  # two algorithms (about 4 s)
 def test_separate_optimizers_step_each_network_at_its_own_rate():
     from rljax.examples.learners.classes.separate_vf_lr_and_optimizer_learner import (
         PPOTorchLearnerWithSeparateVfOptimizer,
