@@ -132,6 +132,13 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         )
     if first.env_to_module_connector is not None:
         return "configs with env_to_module connectors train one trial at a time"
+    if getattr(first, "learner_class", None) is not None:
+        # The program's update is one trial's: its learner reads that trial's config (its lr,
+        # its coefficients), which would then hold for every trial.
+        return (
+            "configs with a learner_class train one trial at a time (a learner is built from "
+            "its own trial's config)"
+        )
     if first.callbacks_class is not None or any(
         getattr(first, name) is not None
         for name in first.SETTINGS

@@ -270,6 +270,17 @@ class DefaultModelConfig:
             raise KeyError(f"model_config has no key {key!r}; its keys: {sorted(fields)}")
         return self.to_dict()[key]
 
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` is one of the settings' RLlib keys (``"vf_share_layers" in mc``)."""
+        return isinstance(key, str) and key in {f.name for f in dataclasses.fields(self)}
+
+    def keys(self) -> list[str]:
+        """The settings' RLlib keys (a dict's ``keys``)."""
+        return [f.name for f in dataclasses.fields(self)]
+
+    # Not iterable: ``__getitem__`` alone would make ``iter()`` try integer keys.
+    __iter__ = None
+
     def get(self, key: str, default: Any = None) -> Any:
         """``self[key]``, or ``default`` for an unknown key (a dict's ``get``)."""
         try:

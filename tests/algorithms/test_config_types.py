@@ -690,3 +690,8 @@ def test_model_config_reads_as_rllibs_dict():
     assert config.model_config.get("no_such_key", 3) == 3
     with pytest.raises(KeyError, match="no key 'vf_shared'.*vf_share_layers"):
         config.model_config["vf_shared"]
+    assert "vf_share_layers" in config.model_config and "vf_shared" not in config.model_config
+    assert 0 not in config.model_config
+    assert config.model_config.keys()[:2] == ["fcnet_hiddens", "fcnet_activation"]
+    with pytest.raises(TypeError, match="not iterable"):
+        iter(config.model_config)

@@ -22,6 +22,16 @@ from rljax.examples.learners.classes.custom_ppo_loss_fn_learner import (
 from rljax.utils.errors import CheckpointError, ConfigError
 
 
+class LogsKL(PPOLearner):
+    """Logs a metric under a name PPO's update reports itself."""
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        self.metrics.log_value("mean_kl_loss", 123.0)
+        return super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+
+
 class ValueOnly(PPOLearner):
     """Only the value loss (no policy gradient), and the batch's column means as metrics."""
 
@@ -113,11 +123,22 @@ def test_learner_classes_are_refused_where_they_cannot_train():
         lstm.validate()
     with pytest.raises(ConfigError, match=r"learner_config_dict\['f'\] is a builtin_function"):
         PPOConfig().training(learner_config_dict={"f": print}).validate()
+    from rljax.execution.population import population_refusal
+
+    grid = [_config(learner_class=ValueOnly, lr=lr) for lr in (1e-3, 1e-4)]
+    assert "learner_class train one trial at a time" in population_refusal(grid)
     learner = ValueOnly(config=None)
     with pytest.raises(RuntimeError, match="only inside compute_loss_for_module"):
         learner.module["default_policy"]
     with pytest.raises(RuntimeError, match="only inside compute_loss_for_module"):
         learner.metrics.log_value("x", 1.0)
+    # PPO adapts its KL coefficient from its own mean_kl_loss: a learner may not replace it.
+    logs_kl = _config(learner_class=LogsKL).build_algo()
+    try:
+        with pytest.raises(ValueError, match="'mean_kl_loss'.*reports that metric itself"):
+            logs_kl.train()
+    finally:
+        logs_kl.stop()
 
 
 @pytest.mark.slow  # trains, saves and restores (about 3 s)

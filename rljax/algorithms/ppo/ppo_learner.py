@@ -47,7 +47,8 @@ What the method gets, all traced arrays of the minibatch (``B`` rows):
   minibatch, as rljax computes it.
 - ``self.metrics.log_value(key, value)`` / ``log_dict``: scalars reported under
   ``learners/<module_id>/<name>``, each the mean over the iteration's minibatch steps (as
-  rljax reports PPO's own losses; RLlib's ``window`` and ``reduce`` are accepted and not used).
+  rljax reports PPO's own losses; RLlib's ``window`` and ``reduce`` are accepted and not used);
+  the names PPO reports itself (``RESERVED_METRICS``) are refused.
 
 Groups of parameters may train at learning rates of their own, as RLlib's
 ``configure_optimizers_for_module`` sets them: inside it, ``register_optimizer(module_id=...,
@@ -57,7 +58,8 @@ no optimizer holds is not trained (``learning_rate_scales``).
 
 ``learners/<module_id>/total_loss`` is what the method returned; PPO's other metrics
 (``policy_loss``, ``vf_loss``, ...) are those of its base loss. Learner classes train
-single-agent PPO without a recurrent module (on either path, with any number of learners);
+single-agent PPO without a recurrent module (on either path, with any number of learners), one
+trial at a time in Tune (a population's program would run one trial's learner for all);
 other algorithms, multi-agent PPO and recurrent PPO refuse them when the config is checked or
 the algorithm built, before anything compiles. A learner class is code: a checkpoint or config
 file that names one loads only by the caller's opt-in (``learner_class=``, or
@@ -73,7 +75,7 @@ from typing import Any, ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rljax.algorithms.ppo.losses import PPOBatch, PPOLossConfig, ppo_loss
+from rljax.algorithms.ppo.losses import PPO_LOSS_METRICS, PPOBatch, PPOLossConfig, ppo_loss
 from rljax.core.columns import Columns
 from rljax.utils.errors import ConfigError
 
@@ -83,6 +85,18 @@ LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY = "vf_explained_var"
 LEARNER_RESULTS_KL_KEY = "mean_kl_loss"
 LEARNER_RESULTS_CURR_KL_COEFF_KEY = "curr_kl_coeff"
 LEARNER_RESULTS_CURR_ENTROPY_COEFF_KEY = "curr_entropy_coeff"
+
+
+#: The metrics PPO's update reports itself: a learner may not log these names.
+RESERVED_METRICS = frozenset(
+    {
+        *PPO_LOSS_METRICS,
+        LEARNER_RESULTS_CURR_KL_COEFF_KEY,
+        LEARNER_RESULTS_CURR_ENTROPY_COEFF_KEY,
+        "default_optimizer_learning_rate",
+        "gradients_default_optimizer_global_norm",
+    }
+)
 
 
 class _Step(NamedTuple):
@@ -174,6 +188,11 @@ class LossMetrics:
         name = key[-1] if isinstance(key, tuple | list) else key
         if not isinstance(name, str):
             raise TypeError(f"metrics.log_value: key {key!r}: use a name or (module_id, name)")
+        if name in RESERVED_METRICS:
+            raise ValueError(
+                f"metrics.log_value({name!r}): PPO's update reports that metric itself (and "
+                "adapts the KL coefficient from mean_kl_loss); log it under another name"
+            )
         value = jnp.asarray(value, jnp.float32)
         if value.shape != ():
             raise ValueError(
@@ -412,6 +431,7 @@ def is_learner_class(value: Any) -> bool:
 
 
 __all__ = [
+    "RESERVED_METRICS",
     "LEARNER_RESULTS_CURR_ENTROPY_COEFF_KEY",
     "LEARNER_RESULTS_CURR_KL_COEFF_KEY",
     "LEARNER_RESULTS_KL_KEY",
