@@ -429,3 +429,19 @@ def test_multi_agent_jax_env_benchmark_compares_fused_and_host_stepping(tmp_path
         fused["env_steps_per_s"] / host["env_steps_per_s"]
     )
     assert json.loads((tmp_path / "multi_agent_jax_env.json").read_text()) == out
+
+
+@pytest.mark.slow
+def test_learner_class_benchmark_times_ppo_with_and_without_learner_classes(
+    tmp_path, run_benchmark
+):
+    out = run_benchmark("learner_class.py", "--quick", "--rounds", "1", "--out", str(tmp_path))
+    rows = out["variants"]
+    assert set(rows) == {"ppo", "ppo_learner", "weight_regularizer", "separate_vf_optimizer"}
+    assert rows["ppo"]["ratio_to_ppo"] == 1.0
+    for row in rows.values():
+        assert row["env_steps_per_s_median"] > 0 and row["first_iteration_s"] > 0
+        assert row["ratio_to_ppo"] == pytest.approx(
+            row["env_steps_per_s_median"] / rows["ppo"]["env_steps_per_s_median"]
+        )
+    assert json.loads((tmp_path / "learner_class.json").read_text()) == out
