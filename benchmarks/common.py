@@ -81,14 +81,18 @@ def machine_info(packages: list[str]) -> dict[str, Any]:
     return info
 
 
-def save_report(report: dict[str, Any], out: str | os.PathLike[str], name: str) -> Path:
-    """Writes ``report`` as ``out/<name>.json`` (creating ``out``), prints it as JSON on stdout
-    and returns the file's path."""
+def save_report(
+    report: dict[str, Any], out: str | os.PathLike[str] | None, name: str
+) -> Path | None:
+    """Prints ``report`` as JSON on stdout and, unless ``out`` is None, writes it as
+    ``out/<name>.json`` (creating ``out``); returns the file's path (None: not written)."""
+    text = json.dumps(report, indent=2)
+    print(text)
+    if out is None:
+        return None
     path = Path(out) / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(report, indent=2)
     path.write_text(text + "\n")
-    print(text)
     return path
 
 

@@ -28,13 +28,14 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from common import save_report
 
 from rljax.algorithms.ppo import PPOConfig, PPOLearner
 from rljax.examples.learners.classes.custom_ppo_loss_fn_learner import (
@@ -115,12 +116,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         for algo in algos.values():
             algo.stop()
-    text = json.dumps(out, indent=2)
-    print(text)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "learner_class.json"), "w") as f:
-            f.write(text)
+    save_report(out, args.out, "learner_class")
     return out
 
 

@@ -37,6 +37,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+from common import save_report
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.env.jax_adapters import classic
@@ -222,12 +223,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "wall_ratio": sequential["wall_s"] / population["wall_s"],
             "throughput_ratio": population["env_steps_per_s"] / sequential["env_steps_per_s"],
         }
-    text = json.dumps(out, indent=2)
-    print(text)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "multi_agent_jax_env.json"), "w") as f:
-            f.write(text)
+    save_report(out, args.out, "multi_agent_jax_env")
     return out
 
 

@@ -129,7 +129,8 @@ def main() -> None:
         sys.stderr.write(proc.stderr)
         report["results"][variant] = json.loads(proc.stdout.splitlines()[-1])
     path = common.save_report(report, args.out, "ppo_halfcheetah")
-    plot(report, path.with_suffix(".png"))
+    if path is not None:
+        plot(report, path.with_suffix(".png"))
 
 
 if __name__ == "__main__":
