@@ -29,7 +29,12 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.connectors.env_to_module import EnvToModulePipeline
 from rljax.env.jax_env import is_jax_spec, jax_env_of
 from rljax.env.spaces import is_structured, zeros_batch
-from rljax.execution.loop import IterationResult, LearnerFactory, PopulationParts
+from rljax.execution.loop import (
+    IterationResult,
+    LearnerFactory,
+    PopulationParts,
+    setting_is_off,
+)
 from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
 from rljax.execution.parts import with_env_to_module
 from rljax.learners.hyperparams import live_layout, saved_layout
@@ -124,8 +129,7 @@ class OnPolicyAlgorithm(Algorithm):
         values: dict[str, float | Schedule | None] = {}
         for name in dict.fromkeys((*self.population_settings, *self.dynamic_settings)):
             value = getattr(self.config, name)
-            off = value is None or (name == "grad_clip" and not value)
-            if off:
+            if setting_is_off(name, value):
                 values[name] = None
             elif name in self.dynamic_settings and is_schedule(value):
                 values[name] = value

@@ -85,6 +85,12 @@ class PopulationParts:
     report: Callable[..., IterationResult] | None = None
 
 
+def setting_is_off(name: str, value: Any) -> bool:
+    """Whether a population setting is off (None; ``grad_clip`` None or 0): it stays off in a
+    population's program, and trials agree on it (``execution.population.population_key``)."""
+    return value is None or (name == "grad_clip" and not value)
+
+
 @runtime_checkable
 class Loop(Protocol[State, RunnerState]):
     """One training iteration: ``step(state, runner_state) -> (state, runner_state, result)``.
@@ -109,5 +115,6 @@ __all__ = [
     "RunnerLag",
     "RunnerStats",
     "Timers",
+    "setting_is_off",
     "single_policy",
 ]

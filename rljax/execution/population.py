@@ -66,7 +66,7 @@ import jax
 import jax.numpy as jnp
 
 from rljax.env.vector import resolve_env
-from rljax.execution.loop import PopulationParts
+from rljax.execution.loop import PopulationParts, setting_is_off
 from rljax.execution.population_loop import (
     PopulationLoop,
     PopulationResult,
@@ -99,7 +99,7 @@ def population_key(config: AlgorithmConfig) -> str:
         d.pop(name, None)
     for name in settings:
         value = d.pop(name, None)
-        d[f"{name} is on"] = not (value is None or (name == "grad_clip" and not value))
+        d[f"{name} is on"] = not setting_is_off(name, value)
     return json.dumps(d, sort_keys=True, default=repr)
 
 
@@ -115,6 +115,7 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
     algo = first.algo_class
     if not getattr(algo, "population_settings", ()):
         return f"{first.algo_name} trains no populations (PPO does)"
+    multi = None  # the class that trains a multi-agent config
     if first.is_multi_agent:
         multi = algo.multi_agent_class() if hasattr(algo, "multi_agent_class") else None
         if not getattr(multi, "population_settings", ()):
@@ -153,8 +154,8 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
             a, b = json.loads(key), json.loads(population_key(c))
             differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             return f"trial {i} differs from trial 0 in settings the program's shape depends on: {differ}"
-    if first.is_multi_agent:  # the env is built to look, after the cheap checks
-        return algo.multi_agent_class().population_env_refusal(first)
+    if multi is not None:  # the env is built to look, after the cheap checks
+        return multi.population_env_refusal(first)
     try:
         spec = resolve_env(first.env, first.env_config)
     except Exception as e:  # the trial itself reports a bad env

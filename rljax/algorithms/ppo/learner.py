@@ -340,16 +340,10 @@ def make_ppo_update(
             vector, unflatten = learner_update.flatten_params(state.params)
             flattened = vector is not state.params  # (params, identity): not flattened
             if update_scale is not None and flattened:  # one number per parameter, as laid out
-                scale = jnp.concatenate(
-                    [
-                        jnp.full((leaf.size,), s, jnp.float32)
-                        for leaf, s in zip(
-                            jax.tree.leaves(state.params),
-                            jax.tree.leaves(update_scale),
-                            strict=True,
-                        )
-                    ]
+                per_leaf = jax.tree.map(
+                    lambda p, s: jnp.full(p.shape, s, jnp.float32), state.params, update_scale
                 )
+                scale = learner_update.flatten_params(per_leaf)[0]
             state = dataclasses.replace(state, params=vector)
         metric_names = metric_names_of(state, batch, entropy, unflatten)
 

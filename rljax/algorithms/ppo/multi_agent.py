@@ -63,7 +63,13 @@ from rljax.env.multi_agent_vector import MultiAgentVectorEnv, mapping_caller, sl
 from rljax.env.registry import registered_creator
 from rljax.env.spaces import zeros_batch
 from rljax.execution.evaluation import EvaluationEnv
-from rljax.execution.loop import AgentMetrics, IterationResult, PopulationParts, Timers
+from rljax.execution.loop import (
+    AgentMetrics,
+    IterationResult,
+    PopulationParts,
+    Timers,
+    setting_is_off,
+)
 from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
 from rljax.execution.parts import (
     InferenceFn,
@@ -128,7 +134,7 @@ def _setting_value(config: Any, name: str) -> float | None:
     """A population setting's value in ``config``: a float, or None where it is off
     (``vf_clip_param=None``; ``grad_clip`` None or 0)."""
     value = getattr(config, name)
-    return None if value is None or (name == "grad_clip" and not value) else float(value)
+    return None if setting_is_off(name, value) else float(value)
 
 
 def _bucket(n: int, minimum: int) -> int:
