@@ -110,6 +110,8 @@ class OnPolicyAlgorithm(Algorithm):
     _loop: OnPolicyLoop[Any] | None
     _xla_step: Callable[..., Any] | None  # a population trial's EnvPool step (None: JAX env)
     _reset_ended: Callable[..., Any] | None = None  # the fused rollout's same-step resets
+    # A population trial's JAX-env rollout, as its own run's (None: EnvPool, or no trial).
+    _jax_rollout: Callable[..., Any] | None = None
     # The settings (RLlib's names) trials of one population may differ in, besides the seed:
     # values the jitted postprocess and update read. Empty: no populations.
     population_settings: ClassVar[tuple[str, ...]] = ()
@@ -164,6 +166,7 @@ class OnPolicyAlgorithm(Algorithm):
             acting_params=self.parts.acting_params,
             learner_functions=self._learner_factory(),
             jax_env=jax_env_of(self.env_spec) if is_jax_spec(self.env_spec) else None,
+            rollout=self._jax_rollout,
             steps_per_iteration=steps_per_iteration(self.config),
         )
 
@@ -290,7 +293,7 @@ class OnPolicyAlgorithm(Algorithm):
         elif self._population_member:
             # A trial of a population: its env is built, the population runs the program.
             if is_jax_spec(self.env_spec):  # its envs' states, started as its own run's
-                _, self.runner_state = self._start_jax_env()
+                self._jax_rollout, self.runner_state = self._start_jax_env()
                 self._xla_step, self._reset_ended = None, None
             else:
                 self._xla_step, self.runner_state, self._reset_ended = self._make_fused_runner(

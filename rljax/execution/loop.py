@@ -61,11 +61,12 @@ class PopulationParts:
       steps_per_iteration: Training steps (rollout and update) per iteration, as the trial's
         own run has them (``execution.on_policy.steps_per_iteration``), the same for every
         trial.
-      rollout: A JAX env's whole rollout as the trial's own run has it, ``rollout(params,
-        runner_state) -> (runner_state, Transition [T, N])`` (traced; the population
-        ``vmap``s it over the trials), or None: the population builds it from ``act_step``
-        and ``jax_env`` (single-agent) or the EnvPool steps. Multi-agent PPO gives its slot
-        rollout (``rljax.algorithms.ppo.multi_agent_fused``).
+      rollout: On a JAX env, the whole rollout as the trial's own run has it,
+        ``rollout(params, runner_state) -> (runner_state, Transition [T, N])`` (traced; the
+        population ``vmap``s it over the trials, envs included): a single-agent run's scan of
+        its JAX env's steps, multi-agent PPO's slot rollout
+        (``rljax.algorithms.ppo.multi_agent_fused``). None on EnvPool, whose steps the
+        population scans itself (``xla_step``).
       report: ``report(records, timers) -> IterationResult``: the trial's own report of its
         records (``{"metrics", "episodes", "timers"}`` per training step, on the host), as
         its run's loop makes it (per-policy metrics, agents' returns); None: the

@@ -46,7 +46,6 @@ from rljax.env.vector import envpool_result
 from rljax.execution.loop import IterationResult, PopulationParts, Timers, single_policy
 from rljax.execution.on_policy import summarize_updates
 from rljax.runners.acting import FusedRunnerState, episode_arrays
-from rljax.runners.jax_env import make_jax_env_step
 from rljax.types import ActorState, ActStep, StepResult, Transition
 from rljax.utils import xla_options
 
@@ -207,27 +206,6 @@ def make_vmapped_rollout(
     return rollout
 
 
-def make_population_jax_rollout(
-    env: Any,
-    act_step: ActStep,
-    length: int,
-    to_env_action: Callable[[jax.Array], jax.Array],
-) -> Callable[[Any, PopulationRunnerState], tuple[PopulationRunnerState, Transition]]:
-    """``rollout(params [K], runner_state) -> (runner_state, Transition [K, length, N])`` on a
-    JAX env: each step is the single run's step (``runners.jax_env.make_jax_env_step``)
-    ``vmap``ped over the trials, envs included, so trial k's envs, actions and keys are those
-    of its own run. The trials' env states are stacked [K] in ``rs.handles``."""
-    step = jax.vmap(make_jax_env_step(env, act_step, to_env_action))
-
-    def rollout(params: Any, rs: PopulationRunnerState) -> tuple[PopulationRunnerState, Transition]:
-        carry = FusedRunnerState(rs.handles, rs.actor, rs.result, rs.key)
-        carry, traj = jax.lax.scan(lambda c, _: step(params, c), carry, None, length=length)
-        runner_state = PopulationRunnerState(carry.handle, carry.actor, carry.result, carry.key)
-        return runner_state, jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), traj)
-
-    return rollout
-
-
 class PopulationLoop:
     """One iteration of K stacked trials (a ``Loop`` over ``PopulationState`` and
     ``PopulationRunnerState``): every slot's rollout, then every slot's postprocess and
@@ -290,12 +268,9 @@ class PopulationLoop:
                 )
             mesh = Mesh(np.asarray(list(devices)), ("trials",))
             self.sharding = NamedSharding(mesh, PartitionSpec("trials"))
-        if first.rollout is not None:
+        if self.jax_env:
+            assert first.rollout is not None, "a JAX-env trial without its rollout"
             rollout = make_vmapped_rollout(first.rollout)
-        elif self.jax_env:
-            rollout = make_population_jax_rollout(
-                first.jax_env, first.act_step, first.fragment_length, first.to_env_action
-            )
         else:
             steps = [p.xla_step for p in parts]
             assert all(step is not None for step in steps), "an EnvPool trial without its step"
@@ -449,7 +424,6 @@ __all__ = [
     "PopulationResult",
     "PopulationRunnerState",
     "PopulationState",
-    "make_population_jax_rollout",
     "make_population_rollout",
     "make_vmapped_rollout",
     "stack",
