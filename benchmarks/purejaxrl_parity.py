@@ -46,8 +46,15 @@ NUM_ENVS, NUM_STEPS = 4, 128
 # COMMON_MODEL). ``purejaxrl`` is the documented config (docs/algorithms-on-policy.md).
 VARIANTS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "purejaxrl": (
-        "PureJaxRL's behaviour: value loss not clipped, its weight 0.25 (PureJaxRL's 0.5 x "
-        "its own 1/2)",
+        "PureJaxRL's value loss: the prediction clipped to within 0.2 of the sampling one "
+        "(vf_clip_mode='prediction', PPO2's), its weight 0.25 (PureJaxRL's 0.5 x its own 1/2); "
+        "rljax/tuned_examples/ppo_cartpole_purejaxrl.yaml",
+        {"vf_clip_param": 0.2, "vf_clip_mode": "prediction", "vf_loss_coeff": 0.25},
+        {},
+    ),
+    "purejaxrl_no_vf_clip": (
+        "the value loss not clipped, its weight 0.25 (the purejaxrl config before rljax had "
+        "vf_clip_mode)",
         {"vf_clip_param": None, "vf_loss_coeff": 0.25},
         {},
     ),
@@ -70,7 +77,16 @@ ABLATIONS: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "literal+kl": ("RLlib's default use_kl_loss=True (kl_coeff 0.2)", {"use_kl_loss": True}, {}),
     "literal+constant_lr": ("lr 2.5e-4, not annealed", {"lr": 2.5e-4}, {}),
     "literal+no_entropy": ("entropy_coeff=0", {"entropy_coeff": 0.0}, {}),
-    "purejaxrl+vf_clip_10": ("RLlib's default vf_clip_param=10", {"vf_clip_param": 10.0}, {}),
+    "purejaxrl_no_vf_clip+vf_clip_10": (
+        "RLlib's default vf_clip_param=10",
+        {"vf_clip_param": 10.0},
+        {},
+    ),
+    "purejaxrl+squared_error": (
+        "RLlib's clipping of the squared error at 0.2 instead of the prediction's",
+        {"vf_clip_mode": "squared_error"},
+        {},
+    ),
 }
 
 

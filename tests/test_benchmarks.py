@@ -347,7 +347,8 @@ def test_purejaxrl_parity_quick_run_scores_every_system_by_env_steps(tmp_path, r
         assert all(8 <= r < 200 for r in returns), returns
         assert run["final"] == returns[-1] and run["num_episodes"] > 5120 / 200
     assert report["results"]["rljax_purejaxrl"]["changes"] == {
-        "vf_clip_param": None,
+        "vf_clip_param": 0.2,
+        "vf_clip_mode": "prediction",
         "vf_loss_coeff": 0.25,
     }
     baseline = report["results"]["baseline"]
@@ -367,7 +368,8 @@ def test_purejaxrl_tuned_example_is_the_parity_benchmarks_config(load_benchmark)
     measured = module.rljax_config("purejaxrl", seed=0, total_steps=500_000)
     tuned = PPOConfig.from_yaml(ROOT / "rljax" / "tuned_examples" / "ppo_cartpole_purejaxrl.yaml")
     assert tuned.to_dict() == measured.to_dict()
-    assert tuned.lr == ((0, 2.5e-4), (500_000, 0.0)) and tuned.vf_clip_param is None
+    assert tuned.lr == ((0, 2.5e-4), (500_000, 0.0)) and tuned.vf_clip_param == 0.2
+    assert tuned.vf_clip_mode == "prediction"
     with pytest.raises(ValueError, match="variant='nope'; use one of"):
         module.rljax_config("nope", seed=0, total_steps=1)
 

@@ -31,13 +31,14 @@ def test_ppo_envpool_cartpole_reaches_450_within_150k_steps(train_until):
 
 @pytest.mark.xla_optimized  # 500k env steps of running: measured 23 s of CPU, 42 s without
 @pytest.mark.slow
-def test_ppo_at_purejaxrl_settings_passes_450_within_500k_steps():
-    # PureJaxRL's CartPole defaults with its value loss (ppo_cartpole_purejaxrl.yaml), scored as
-    # PureJaxRL scores: the mean return of the episodes finished per 25k env steps. Where the
-    # run ends is not stable across machines: on an AMD EPYC seeds 0-2 ended at 500, 468 and
-    # 479, while on an Intel Xeon seed 0 peaked at 493 (175k-200k env steps) and ended at 160
-    # (benchmarks/README.md). What holds on both: a window past 450, and the rate annealed to
-    # 0 (the last update's: 2.5e-4 x (1 - 499,712 / 500,000)).
+def test_ppo_at_purejaxrl_settings_reaches_and_holds_450_within_500k_steps():
+    # PureJaxRL's CartPole defaults with its value loss (ppo_cartpole_purejaxrl.yaml: the
+    # prediction clipped, vf_clip_mode="prediction"), scored as PureJaxRL scores: the mean
+    # return of the episodes finished per 25k env steps. With that clipping seeds 0-5 all held
+    # 500 in every window from 300k env steps on (benchmarks/README.md, purejaxrl_parity.py);
+    # without it (the value loss unclipped) seed 0 peaked at 493 and ended at 160. Checked: a
+    # window past 450, the last one too, and the rate annealed to 0 (the last update's: 2.5e-4
+    # x (1 - 499,712 / 500,000)).
     algo = PPOConfig.from_yaml(TUNED / "ppo_cartpole_purejaxrl.yaml").build_algo()
     windows: dict[int, list[float]] = {}
     try:
@@ -50,7 +51,7 @@ def test_ppo_at_purejaxrl_settings_passes_450_within_500k_steps():
     finally:
         algo.stop()
     means = [float(np.mean(v)) for _, v in sorted(windows.items()) if v]
-    assert len(means) >= 20 and max(means) >= 450, means
+    assert len(means) >= 20 and max(means) >= 450 and means[-1] >= 450, means
 
 
 @pytest.mark.slow

@@ -95,6 +95,52 @@ def test_no_vf_clip_uses_squared_error():
     assert m["vf_loss"] == pytest.approx(14.5, rel=1e-6)
 
 
+@pytest.mark.parametrize("extra_row", [False, True])
+def test_vf_clip_mode_prediction_hand_computed(extra_row):
+    # PPO2's clipping, vf_clip_param 0.5, sampling predictions 0 and 0: row 0 predicts 1
+    # (clipped to 0.5; target 3: max(4, 6.25) = 6.25), row 1 predicts 2 (clipped to 0.5;
+    # target 7: max(25, 42.25) = 42.25).
+    dist_inputs, values, batch = _batch(extra_row)
+    cfg = CFG._replace(vf_clip_param=0.5, vf_clip_mode="prediction")
+    total, m = ppo_loss(dist_inputs, values, batch, Categorical(2), jnp.float32(0.2), cfg)
+    assert m["vf_loss"] == pytest.approx((6.25 + 42.25) / 2, rel=1e-6)
+    assert m["vf_loss_unclipped"] == pytest.approx((4 + 25) / 2, rel=1e-6)
+    expected = 0.2 + 0.5 * (6.25 + 42.25) / 2 - 0.01 * ENTROPY + 0.2 * KL
+    assert total == pytest.approx(expected, rel=1e-5)
+    # Moving towards the target within the clip range is the plain error: the prediction 2
+    # of row 1 sampled at 1.8 (clip range [1.3, 2.3]) gives 25, as unclipped.
+    moved = batch._replace(vf_preds=batch.vf_preds.at[1].set(1.8))
+    _, m = ppo_loss(dist_inputs, values, moved, Categorical(2), jnp.float32(0.2), cfg)
+    assert m["vf_loss"] == pytest.approx((6.25 + 25) / 2, rel=1e-6)
+
+
+def test_vf_clip_mode_prediction_gradient_is_ppo2s():
+    # Row 0 only (mask row 1 out): beyond the clip range on the far side of the target the
+    # clipped error is the larger and constant, so the critic gets no gradient; on the near
+    # side the unclipped error is the larger: d/dv (v - 3)^2 = 2 (v - 3).
+    dist_inputs, _, batch = _batch()
+    batch = batch._replace(mask=jnp.asarray([1.0, 0.0]))
+    cfg = CFG._replace(vf_clip_param=0.5, vf_clip_mode="prediction", use_kl_loss=False)
+
+    def vf_loss(v0: jax.Array) -> jax.Array:
+        values = jnp.stack([v0, jnp.float32(0.0)])
+        return ppo_loss(dist_inputs, values, batch, Categorical(2), jnp.float32(0.0), cfg)[1][
+            "vf_loss"
+        ]
+
+    assert float(jax.grad(vf_loss)(jnp.float32(1.0))) == pytest.approx(0.0)  # clipped 0.5
+    assert float(jax.grad(vf_loss)(jnp.float32(-1.0))) == pytest.approx(2 * (-1.0 - 3.0))
+
+
+def test_vf_clip_mode_is_checked_before_building():
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.utils.errors import ConfigError
+
+    config = PPOConfig().environment("CartPole-v1").training(vf_clip_mode="value")
+    with pytest.raises(ConfigError, match="vf_clip_mode='value'.*'squared_error' or 'prediction'"):
+        config.validate()
+
+
 def test_diag_gaussian_log_prob_entropy_kl():
     d = DiagGaussian(2)
     inputs = jnp.asarray([[0.0, 1.0, 0.0, math.log(2.0)]])  # mean (0, 1), std (1, 2)

@@ -57,6 +57,11 @@ class PPOLossConfig(NamedTuple):
     vf_loss_coeff: float
     entropy_coeff: float
     use_kl_loss: bool
+    vf_clip_mode: str = "squared_error"
+
+
+#: ``vf_clip_mode``'s values: what ``vf_clip_param`` clips.
+VF_CLIP_MODES: tuple[str, ...] = ("squared_error", "prediction")
 
 
 def ppo_loss(
@@ -70,8 +75,14 @@ def ppo_loss(
     """PPO's total loss from the current policy's outputs on a batch.
 
     ``total = -surrogate + vf_loss_coeff * vf_loss - entropy_coeff * entropy + kl_coeff * KL``,
-    each a masked mean. As in RLlib, the value loss is the squared error clipped at
-    ``vf_clip_param``, and the KL is KL(sampling policy || current policy).
+    each a masked mean, and the KL is KL(sampling policy || current policy). The value loss
+    depends on ``cfg.vf_clip_mode``: ``"squared_error"`` (RLlib's) clips the squared error
+    ``(v - target)**2`` at ``vf_clip_param``, so rows whose error is larger give the critic no
+    gradient; ``"prediction"`` (PPO2's, as PureJaxRL, CleanRL and Stable-Baselines3 have it)
+    clips the prediction to within ``vf_clip_param`` of the sampling policy's,
+    ``v_clipped = vf_preds + clip(v - vf_preds, -c, c)``, and takes the larger squared error,
+    ``max((v - target)**2, (v_clipped - target)**2)``. ``vf_clip_param=None``: the plain
+    squared error either way.
 
     Args:
       dist_inputs: The current policy's distribution inputs, [B, num_outputs].
@@ -96,7 +107,12 @@ def ppo_loss(
 
     vf_err = jnp.square(values - batch.value_targets)
     vf_loss_unclipped = masked_mean(vf_err, mask)
-    if cfg.vf_clip_param is not None:
+    if cfg.vf_clip_param is not None and cfg.vf_clip_mode == "prediction":
+        clipped = batch.vf_preds + jnp.clip(
+            values - batch.vf_preds, -cfg.vf_clip_param, cfg.vf_clip_param
+        )
+        vf_err = jnp.maximum(vf_err, jnp.square(clipped - batch.value_targets))
+    elif cfg.vf_clip_param is not None:
         vf_err = jnp.clip(vf_err, 0.0, cfg.vf_clip_param)
     vf_loss = masked_mean(vf_err, mask)
 

@@ -27,6 +27,7 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
+from rljax.algorithms.ppo.losses import VF_CLIP_MODES
 from rljax.algorithms.ppo.ppo_learner import PPOLearner, learning_rate_scales, make_loss_hook
 from rljax.algorithms.ppo.recurrent import (
     make_recurrent_policy_parts,
@@ -39,7 +40,7 @@ from rljax.execution.loop import LearnerFactory
 from rljax.execution.parts import PolicyParts
 from rljax.learners.hyperparams import dynamic_settings, with_hyperparams
 from rljax.types import Transition
-from rljax.utils.checks import Bool, Int, Number
+from rljax.utils.checks import Bool, Choice, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.schedules import NumberOrSchedule, is_schedule, schedule_start
@@ -97,7 +98,18 @@ class PPOConfig(AlgorithmConfig):
     vf_clip_param = Setting[float | None](
         10.0,
         Number(0, low_open=True, optional=True),
-        "The value loss (a squared error) is clipped at this; None: not clipped.",
+        "The value loss (a squared error) is clipped at this; None: not clipped. "
+        "vf_clip_mode='prediction' clips the value prediction instead.",
+        per_module=True,
+    )
+    vf_clip_mode = Setting(
+        "squared_error",
+        Choice(VF_CLIP_MODES),
+        "What vf_clip_param clips (not an RLlib setting): 'squared_error', RLlib's, clips the "
+        "value loss, a squared error, at vf_clip_param; 'prediction', PPO2's (PureJaxRL's, "
+        "CleanRL's, Stable-Baselines3's clip_range_vf), keeps the value prediction within "
+        "vf_clip_param of the sampling policy's and takes the larger of the clipped and "
+        "unclipped squared errors.",
         per_module=True,
     )
     vf_loss_coeff = Setting(1.0, Number(0), "The value loss's weight.", per_module=True)
@@ -157,6 +169,7 @@ class PPOConfig(AlgorithmConfig):
         use_gae: bool = UNSET,
         clip_param: float = UNSET,
         vf_clip_param: float | None = UNSET,
+        vf_clip_mode: str = UNSET,
         vf_loss_coeff: float = UNSET,
         entropy_coeff: float | list[list[float]] = UNSET,
         kl_coeff: float = UNSET,
