@@ -293,6 +293,23 @@ def test_same_step_reset_benchmark_counts_env_steps_per_row(tmp_path, run_benchm
 
 
 @pytest.mark.slow
+def test_envpool_handoff_benchmark_times_the_env_with_and_without_work_between_steps(
+    tmp_path, run_benchmark
+):
+    report = run_benchmark(
+        "envpool_handoff.py", "--quick", "--dots", "0", "2", "--out", str(tmp_path)
+    )
+    assert report == json.loads((tmp_path / "envpool_handoff.json").read_text())
+    assert report["settings"] == {"steps": 500, "rounds": 2, "width": 256}
+    by_dots = report["by_dots_between_steps"]
+    assert sorted(by_dots) == ["0", "2"]
+    for figures in by_dots.values():
+        assert figures["us_per_step"] > 0 and figures["dots_only_us_per_step"] > 0
+        share = figures["us_per_step"] - figures["dots_only_us_per_step"]
+        assert figures["env_share_us"] == pytest.approx(share, abs=0.02)
+
+
+@pytest.mark.slow
 def test_device_check_quick_run_reports_every_case(tmp_path, run_benchmark):
     # 31-36 s on the 2-core machine with the full test suite beside it (load 6): five cases of
     # 4-10 s each, mostly compilation; the other four are skipped on one CPU device.
