@@ -300,7 +300,7 @@ def test_envpool_handoff_benchmark_times_the_env_with_and_without_work_between_s
         "envpool_handoff.py", "--quick", "--dots", "0", "2", "--out", str(tmp_path)
     )
     assert report == json.loads((tmp_path / "envpool_handoff.json").read_text())
-    assert report["settings"] == {"steps": 500, "rounds": 2, "width": 256}
+    assert report["settings"] == {"steps": 500, "rounds": 2, "width": 256, "num_envs": 1}
     by_dots = report["by_dots_between_steps"]
     assert sorted(by_dots) == ["0", "2"]
     for figures in by_dots.values():
