@@ -97,6 +97,20 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "PyTorch's gradient scalers cannot drive rljax's optax optimizers; rljax computes in "
         "float32 and needs none",
     ),
+    "episodes_to_numpy": (
+        True,
+        "rljax's runners hand the learner arrays already: there are no episode objects to convert",
+    ),
+    "_separate_vf_optimizer": (
+        False,
+        "RLlib's old API stack's IMPALA/APPO option; rljax has one optimizer for both "
+        "networks here (PPO's learner classes give the value network a rate of its own)",
+    ),
+    "_lr_vf": (
+        False,
+        "RLlib's old API stack's IMPALA/APPO option (with _separate_vf_optimizer); rljax has "
+        "one optimizer for both networks here",
+    ),
     "_evaluation_parallel_to_training_wo_thread": (
         True,
         "a parallel evaluation runs in a thread of the driver; its results are the same",
@@ -113,6 +127,7 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "learner_connector": (None,),
     "_torch_lr_scheduler_classes": (None,),
     "_torch_grad_scaler_class": (None,),
+    "_separate_vf_optimizer": (False,),
 }
 
 # RLlib's ``.experimental()`` keywords.

@@ -114,6 +114,9 @@ def declared_settings(cls: type) -> dict[str, Setting[Any]]:
 
 
 # What a setter's ``UNSET`` keyword defaults mean, in each setter's docstring.
+# Passes over a train batch per update (``num_epochs``): RLlib's tuned examples use up to ~30.
+MAX_NUM_EPOCHS = 1000
+
 UNSET_NOTE = (
     "A keyword left out (UNSET) keeps the setting's current value; in a new config, its default."
 )
@@ -222,4 +225,10 @@ def frozen_from_config(record: type[R], config: Any, **derived: Any) -> R:
     return record(**values)
 
 
-__all__ = ["Setting", "declared_settings", "frozen_from_config", "setter_doc"]
+__all__ = [
+    "MAX_NUM_EPOCHS",
+    "Setting",
+    "declared_settings",
+    "frozen_from_config",
+    "setter_doc",
+]

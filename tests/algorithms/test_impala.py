@@ -1,6 +1,8 @@
 """IMPALA and APPO: RLlib's defaults, the V-trace batch layout, both execution paths, the lag
 bound, APPO's target policy and checkpoints."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,9 +15,11 @@ from rljax.algorithms.impala import IMPALAConfig
 from rljax.algorithms.impala.learner import (
     APPOHyperparams,
     APPOTrainState,
+    IMPALATrainState,
     VTraceTrainBatch,
     forward_with_next_values,
     make_appo_update,
+    make_epochs,
     make_vtrace_postprocess,
 )
 from rljax.algorithms.impala.losses import APPOLossConfig, VTraceBatch, VTraceLossConfig
@@ -121,7 +125,9 @@ def _linear(params, obs):  # a linear actor-critic: two logits and a value
     return obs @ params["pi"], obs @ params["vf"]
 
 
-def _appo_case(use_kl_loss: bool, freq: int, tau: float, kl_target: float, n=1, k=1):
+def _appo_case(
+    use_kl_loss: bool, freq: int, tau: float, kl_target: float, n=1, k=1, epochs=1, mb=None
+):
     loss = APPOLossConfig(
         VTraceLossConfig(0.99, 1.0, 1.0, 1.0, 0.5, 0.01), 0.4, 2.0, use_kl_loss=use_kl_loss
     )
@@ -133,6 +139,9 @@ def _appo_case(use_kl_loss: bool, freq: int, tau: float, kl_target: float, n=1, 
         use_circular_buffer=k > 1,
         circular_buffer_num_batches=n,
         circular_buffer_iterations_per_batch=k,
+        num_epochs=epochs,
+        minibatch_size=mb,
+        minibatches_per_batch=1 if mb is None else 15 // mb,
     )
     optimizer = make_optimizer(0.1, 40.0)
     rng = np.random.default_rng(0)
@@ -204,6 +213,109 @@ def test_appo_circular_buffer_k_steps_per_batch_and_target_every_freq_n_k_steps(
         single_state, _ = single(single_state, batch)
     for a, b in zip(jax.tree.leaves(single_state.params), jax.tree.leaves(s1.params), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_epochs_take_whole_columns_in_order_or_a_new_permutation_per_pass():
+    # A stand-in update that writes the columns each gradient step saw (the batch's bootstrap
+    # values are the column numbers) into its state, one slot per step, and counts its rows.
+    t, b = 2, 6
+    batch = VTraceTrainBatch(
+        obs=jnp.zeros((t, b, 1)),
+        vtrace=VTraceBatch(*(jnp.zeros((t, b)) for _ in range(6))),
+        bootstrap_value=jnp.broadcast_to(jnp.arange(b, dtype=jnp.float32), (t, b)),
+    )
+
+    def start(max_steps: int) -> IMPALATrainState:
+        return IMPALATrainState(
+            params=jnp.full((max_steps, b), -1.0),
+            opt_state=None,
+            step=jnp.zeros((), jnp.int32),
+            key=jax.random.PRNGKey(3),
+        )
+
+    def record(state, mb):
+        seen = mb.bootstrap_value[0]
+        row = jnp.full((b,), -1.0).at[: seen.size].set(seen)
+        params = jax.lax.dynamic_update_slice(state.params, row[None], (state.step, 0))
+        new = dataclasses.replace(state, params=params, step=state.step + 1)
+        return new, {"first": seen[0], "num_rows": jnp.float32(seen.size * t)}
+
+    def seen(epochs, size, shuffle, state):
+        out, metrics = jax.jit(make_epochs(record, epochs, size, shuffle))(state, batch)
+        per = b if size is None else size // t
+        return np.asarray(out.params)[:, :per], metrics, int(out.step)
+
+    # 2 passes of minibatches of 4 env steps (2 columns of 2 steps), in order: columns (0, 1),
+    # (2, 3), (4, 5), twice. Metrics: means over the 6 steps; counts (num_*) their sums.
+    cols, metrics, steps = seen(2, 4, False, start(6))
+    assert steps == 6
+    np.testing.assert_array_equal(cols, [[0, 1], [2, 3], [4, 5]] * 2)
+    assert float(metrics["first"]) == pytest.approx((0 + 2 + 4) / 3)
+    assert float(metrics["num_rows"]) == 2 * b * t  # every row once per pass
+    # Shuffled: each pass a permutation of all the columns, another one each pass, and the
+    # same again from the same state (a run repeats).
+    cols, _, steps = seen(3, 4, True, start(9))
+    assert steps == 9
+    passes = [np.sort(cols[3 * e : 3 * e + 3].ravel()) for e in range(3)]
+    assert all((p == np.arange(b)).all() for p in passes)
+    orders = {tuple(cols[3 * e : 3 * e + 3].ravel()) for e in range(3)}
+    assert len(orders) > 1 and tuple(range(b)) not in orders
+    np.testing.assert_array_equal(seen(3, 4, True, start(9))[0], cols)
+    # Passes over the whole batch: each step sees every column.
+    cols, _, steps = seen(3, None, False, start(3))
+    assert steps == 3 and (cols == np.arange(b)).all()
+    # One pass over the whole batch is the update itself (no scan: RLlib's defaults).
+    assert make_epochs(record, 1, None, False) is record
+    assert make_epochs(record, 1, None, True) is record
+    with pytest.raises(ValueError, match="not whole columns"):
+        make_epochs(record, 1, 3, False)(start(3), batch)
+    with pytest.raises(ValueError, match="num_epochs must be >= 1"):
+        make_epochs(record, 0, None, False)
+
+
+def test_appo_epochs_of_minibatches_are_single_steps_on_column_slices():
+    # 2 passes of minibatches of 5 env steps (1 column of the [5, 3] batch): six single steps,
+    # on columns 0, 1, 2, 0, 1, 2; the target moves every freq x N x K x epochs x minibatches
+    # = 1 x 1 x 1 x 2 x 3 = 6 steps, so once, after the sixth.
+    state, batch, update = _appo_case(
+        use_kl_loss=False, freq=1, tau=1.0, kl_target=1e-6, epochs=2, mb=5
+    )
+    s1, m1 = update(state, batch)
+    assert int(s1.step) == 6 and float(m1["num_target_updates"]) == 1.0
+    assert _same(s1.target_params, s1.params)
+    single_state, _, single = _appo_case(use_kl_loss=False, freq=100, tau=1.0, kl_target=1e-6)
+    for column in (0, 1, 2, 0, 1, 2):
+        part = jax.tree.map(lambda x, c=column: x[:, c : c + 1], batch)
+        single_state, _ = single(single_state, part)
+    for a, b in zip(jax.tree.leaves(single_state.params), jax.tree.leaves(s1.params), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_minibatches_of_whole_fragments_that_split_the_batch_or_a_clear_error():
+    ok = IMPALAConfig().environment("CartPole-v1").env_runners(num_envs_per_env_runner=4)
+    ok = ok.training(num_epochs=2, minibatch_size=100)  # batch: 4 sub-envs x 50 steps
+    ok.validate()
+    assert ok.minibatches_per_batch == 2 and ok._update_rows() == 100
+    for size, message in (
+        (120, "multiple of rollout_fragment_length=50"),
+        (250, "at most the train batch \\(200 env steps\\)"),
+        (150, "does not divide the train batch"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            ok.copy().training(minibatch_size=size).validate()
+    first_ready = (
+        APPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(
+            num_env_runners=1,
+            num_envs_per_env_runner=4,
+            gym_env_vectorize_mode="ASYNC",
+            async_batch_size=2,
+        )
+        .training(train_batch_size_per_learner=400, minibatch_size=200)
+    )
+    with pytest.raises(ConfigError, match="first-ready batches"):
+        first_ready.validate()
 
 
 def _config(cls, num_env_runners: int, **env_runners):

@@ -8,7 +8,9 @@ import logging
 import pytest
 
 from rljax.algorithms import config_names, rllib_only
+from rljax.algorithms.appo import APPOConfig
 from rljax.algorithms.dqn import DQNConfig
+from rljax.algorithms.impala import IMPALAConfig
 from rljax.algorithms.ppo import PPO, PPOConfig
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.tune.registry import get_trainable_cls
@@ -28,6 +30,11 @@ from rljax.utils.errors import ConfigError
             "env_to_module_connector=lambda env, spaces, device: MeanStdFilter",
         ),
         (lambda c: c.environment(normalize_actions=True), "clipped to the space's bounds"),
+        (
+            lambda c: APPOConfig().training(_separate_vf_optimizer=True, _lr_vf=1e-3),
+            "old API stack's IMPALA/APPO option",
+        ),
+        (lambda c: IMPALAConfig().training(_lr_vf=1e-3), "_lr_vf=0.001 is RLlib's"),
     ],
 )
 def test_rllib_only_settings_are_refused_with_what_to_do(call, message):
@@ -45,6 +52,12 @@ def test_rllib_settings_without_effect_are_accepted_and_said_once(caplog, monkey
     ]
     assert len(said) == 1 and "has no effect in rljax" in said[0]
     assert config.num_envs_per_env_runner == 2
+    # RLlib 2.60's tuned examples set these; nothing here to convert or to separate.
+    config.env_runners(episodes_to_numpy=False)
+    APPOConfig().training(_separate_vf_optimizer=False)
+    said = [r.getMessage() for r in caplog.records]
+    assert any("episodes_to_numpy=False has no effect in rljax" in m for m in said)
+    assert any("_separate_vf_optimizer=False has no effect in rljax" in m for m in said)
 
 
 def test_api_stack_off_is_an_error_and_a_framework_warns_once(caplog, monkeypatch):

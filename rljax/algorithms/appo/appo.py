@@ -120,6 +120,9 @@ class APPOConfig(IMPALAConfig):
         decay: float = UNSET,
         momentum: float = UNSET,
         epsilon: float = UNSET,
+        num_epochs: int = UNSET,
+        minibatch_size: int | None = UNSET,
+        shuffle_batch_per_epoch: bool = UNSET,
         num_gpu_loader_threads: int = UNSET,
         clip_param: float = UNSET,
         use_kl_loss: bool = UNSET,
@@ -146,7 +149,11 @@ class APPO(IMPALA):
     def _learner(
         self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any, dynamic: Any
     ) -> Any:
-        hp = frozen_from_config(APPOHyperparams, self._static_config())
+        hp = frozen_from_config(
+            APPOHyperparams,
+            self._static_config(),
+            minibatches_per_batch=self.config.minibatches_per_batch,
+        )
         state = APPOTrainState(
             params=params,
             opt_state=opt_state,

@@ -32,7 +32,7 @@ from rljax.algorithms.impala.learner import (
     make_vtrace_postprocess,
 )
 from rljax.algorithms.on_policy import FreeRunning, OnPolicyAlgorithm
-from rljax.algorithms.settings import Setting, frozen_from_config
+from rljax.algorithms.settings import MAX_NUM_EPOCHS, Setting, frozen_from_config
 from rljax.execution.parts import PolicyParts
 from rljax.learners.hyperparams import (
     dynamic_settings,
@@ -145,6 +145,22 @@ class IMPALAConfig(AlgorithmConfig):
         "RMSProp's epsilon, inside the square root (TensorFlow's RMSProp, the IMPALA paper's, "
         "whose squared-gradient average starts at 1).",
     )
+    num_epochs = Setting(
+        1,
+        Int(1, MAX_NUM_EPOCHS),
+        "Passes over each train batch (RLlib's); 1: one gradient step per batch.",
+    )
+    minibatch_size = Setting[int | None](
+        None,
+        Int(1, optional=True),
+        "Env steps of each gradient step's minibatch, whole fragments (a multiple of "
+        "rollout_fragment_length, as RLlib requires); None: the whole train batch.",
+    )
+    shuffle_batch_per_epoch = Setting(
+        False,
+        Bool(),
+        "Take each pass's minibatches (whole fragments) in a new random order.",
+    )
     num_gpu_loader_threads = Setting(
         8,
         Int(0),
@@ -198,6 +214,9 @@ class IMPALAConfig(AlgorithmConfig):
         decay: float = UNSET,
         momentum: float = UNSET,
         epsilon: float = UNSET,
+        num_epochs: int = UNSET,
+        minibatch_size: int | None = UNSET,
+        shuffle_batch_per_epoch: bool = UNSET,
         num_gpu_loader_threads: int = UNSET,
         **kwargs: Any,
     ) -> IMPALAConfig:
@@ -224,8 +243,43 @@ class IMPALAConfig(AlgorithmConfig):
         return self.fragments_per_batch * self.get_rollout_fragment_length() * per_runner_step
 
     def _update_rows(self) -> int:
-        """An update passes the whole sampled batch through the networks."""
-        return self.sampled_batch_size
+        """A gradient step passes its minibatch (the whole sampled batch without one) through
+        the networks."""
+        return min(self.minibatch_size or self.sampled_batch_size, self.sampled_batch_size)
+
+    @property
+    def minibatches_per_batch(self) -> int:
+        """Gradient steps of one pass over a train batch: ``sampled_batch_size /
+        minibatch_size`` (1 without minibatches)."""
+        if self.minibatch_size is None or self.minibatch_size >= self.sampled_batch_size:
+            return 1
+        return self.sampled_batch_size // self.minibatch_size
+
+    def _validate_minibatches(self) -> None:
+        """RLlib's rule (minibatches of whole fragments, at most the train batch) and rljax's
+        layout's: the batch's fragments split evenly, and lock-step columns to split."""
+        size = self.minibatch_size
+        if size is None:
+            return
+        fragment = self.get_rollout_fragment_length()
+        batch = self.sampled_batch_size
+        if size % fragment or size > batch:
+            raise ConfigError(
+                f"minibatch_size={size} must be None or a multiple of rollout_fragment_length="
+                f"{fragment} and at most the train batch ({batch} env steps), as RLlib requires"
+            )
+        if batch % size:
+            raise ConfigError(
+                f"minibatch_size={size} does not divide the train batch ({batch} env steps: "
+                f"{batch // fragment} fragments of {fragment}) into whole minibatches; pick one "
+                "whose fragments divide the batch's"
+            )
+        if size < batch and self.async_batch_size is not None:
+            raise ConfigError(
+                f"minibatch_size={size} with first-ready batches (async_batch_size="
+                f"{self.async_batch_size}): their fragments are not lock-step columns to split; "
+                "use minibatch_size=None or lock-step sampling"
+            )
 
     def validate(self) -> None:
         super().validate()
@@ -237,6 +291,7 @@ class IMPALAConfig(AlgorithmConfig):
             raise ConfigError(
                 f"{self.algo_name} trains one policy here; multi-agent configs are not built yet"
             )
+        self._validate_minibatches()
         shards = self.num_learner_shards
         if shards > 1 and self.get_rollout_fragment_length() % shards:
             # The batch is [T, B] (or [T * N, 1]) and the learners split its leading axis.

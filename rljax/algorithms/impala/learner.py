@@ -1,5 +1,6 @@
 """IMPALA's and APPO's post-processing (stream order, time-major rows) and their updates: one
-gradient step per train batch on the V-trace losses (``losses.py``).
+gradient step per train batch on the V-trace losses (``losses.py``), or RLlib's epochs of
+minibatches of whole fragments (``make_epochs``).
 
 The batch is laid out ``[T, B]``: when every env step reports every sub-env (lock-step, SYNC),
 each of the N sub-envs is one column of T consecutive steps (``[T, N]``); otherwise (first-ready
@@ -79,6 +80,9 @@ class IMPALAHyperparams:
     its name; ``loss`` holds those ``impala_loss`` reads)."""
 
     loss: VTraceLossConfig
+    num_epochs: int = 1
+    minibatch_size: int | None = None
+    shuffle_batch_per_epoch: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,16 +96,24 @@ class APPOHyperparams:
     use_circular_buffer: bool = False
     circular_buffer_num_batches: int = 1
     circular_buffer_iterations_per_batch: int = 1
+    num_epochs: int = 1
+    minibatch_size: int | None = None
+    shuffle_batch_per_epoch: bool = False
+    # Gradient steps of one pass over a train batch: its minibatches (1 without them).
+    minibatches_per_batch: int = 1
 
     @property
     def target_period(self) -> int:
-        """Updates between moves of the target policy: RLlib's unit for
+        """Gradient steps between moves of the target policy: RLlib's unit for
         ``target_network_update_freq`` is N x K train batches (the circular buffer's size
-        and uses per batch), so ``freq x N x K`` updates."""
+        and uses per batch), each trained on in ``num_epochs`` passes of
+        ``minibatches_per_batch`` steps, so ``freq x N x K x epochs x minibatches`` steps."""
         return (
             self.target_network_update_freq
             * self.circular_buffer_num_batches
             * self.circular_buffer_iterations_per_batch
+            * self.num_epochs
+            * self.minibatches_per_batch
         )
 
 
@@ -218,6 +230,58 @@ def count_env_steps(
     return counted
 
 
+def make_epochs(
+    update: Callable[[Any, VTraceTrainBatch], tuple[Any, Metrics]],
+    num_epochs: int,
+    minibatch_size: int | None,
+    shuffle: bool,
+) -> Callable[[Any, VTraceTrainBatch], tuple[Any, Metrics]]:
+    """``update`` (one gradient step) run over a ``[T, B]`` batch as RLlib's learner runs
+    ``num_epochs`` passes of ``minibatch_size`` env steps each (None: the whole batch).
+
+    A minibatch is whole columns of the batch (``minibatch_size / T`` of them: RLlib's
+    minibatches of whole fragments, so V-trace never runs across a cut the batch does not
+    have), taken in order, or in a new random order each pass with ``shuffle`` (keys from
+    ``state.key`` and the state's step count, so a run repeats). The steps run in one
+    ``lax.scan``. Metrics are the means over the steps, counts (``num_*``) their sums. One pass
+    over the whole batch is ``update`` itself: the program RLlib's defaults train with.
+    """
+    if num_epochs < 1:
+        raise ValueError(f"num_epochs must be >= 1; got {num_epochs}")
+    if num_epochs == 1 and minibatch_size is None:
+        return update
+
+    def passes(state: Any, batch: VTraceTrainBatch) -> tuple[Any, Metrics]:
+        rows, columns = batch.bootstrap_value.shape
+        per = columns
+        if minibatch_size is not None and minibatch_size < rows * columns:
+            per = minibatch_size // rows
+            if per < 1 or minibatch_size % rows or columns % per:
+                raise ValueError(
+                    f"minibatch_size={minibatch_size} is not whole columns of a [{rows}, "
+                    f"{columns}] batch"
+                )
+        order = []
+        for epoch in range(num_epochs):
+            cols = jnp.arange(columns)
+            if shuffle:
+                key = jax.random.fold_in(jax.random.fold_in(state.key, state.step), epoch)
+                cols = jax.random.permutation(key, columns)
+            order.append(cols.reshape(columns // per, per))
+        picks = jnp.concatenate(order)  # [epochs x minibatches, per]
+
+        def step(state: Any, cols: jax.Array) -> tuple[Any, Metrics]:
+            minibatch = jax.tree.map(lambda x: jnp.take(x, cols, axis=1), batch)
+            return update(state, minibatch)
+
+        state, metrics = jax.lax.scan(step, state, picks)
+        return state, {
+            k: (jnp.sum if k.startswith("num_") else jnp.mean)(v) for k, v in metrics.items()
+        }
+
+    return passes
+
+
 def make_impala_update(
     apply: Apply,
     dist: ActionDistribution,
@@ -226,7 +290,8 @@ def make_impala_update(
     dynamic: Mapping[str, Any] | None = None,
 ) -> Callable[[IMPALATrainState, VTraceTrainBatch], tuple[IMPALATrainState, Metrics]]:
     """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on
-    ``impala_loss`` (RLlib's learner takes one per train batch).
+    ``impala_loss`` (RLlib's learner takes one per train batch at its defaults;
+    ``hp.num_epochs`` passes of ``hp.minibatch_size`` take more: ``make_epochs``).
 
     ``optimizer`` is built once. ``dynamic`` (``rljax.learners.hyperparams``)
     holds the settings that change while the run trains, evaluated once per update at
@@ -254,7 +319,9 @@ def make_impala_update(
         state = dataclasses.replace(state, params=params, opt_state=opt_state, step=state.step + 1)
         return state, metrics
 
-    return count_env_steps(update)
+    return count_env_steps(
+        make_epochs(update, hp.num_epochs, hp.minibatch_size, hp.shuffle_batch_per_epoch)
+    )
 
 
 def make_appo_update(
@@ -319,9 +386,10 @@ def make_appo_update(
         metrics["num_target_updates"] = due.astype(jnp.float32)
         return dataclasses.replace(state, target_params=target, kl_coeff=kl_coeff), metrics
 
+    passes = make_epochs(update, hp.num_epochs, hp.minibatch_size, hp.shuffle_batch_per_epoch)
     if not hp.use_circular_buffer:
-        return count_env_steps(update)
-    return count_env_steps(make_repeated_update(update, hp.circular_buffer_iterations_per_batch))
+        return count_env_steps(passes)
+    return count_env_steps(make_repeated_update(passes, hp.circular_buffer_iterations_per_batch))
 
 
 __all__ = [
@@ -332,6 +400,7 @@ __all__ = [
     "VTraceTrainBatch",
     "forward_with_next_values",
     "make_appo_update",
+    "make_epochs",
     "make_impala_update",
     "make_vtrace_postprocess",
 ]

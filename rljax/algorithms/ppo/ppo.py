@@ -34,7 +34,7 @@ from rljax.algorithms.ppo.recurrent import (
     make_sequence_postprocess,
     sequence_apply,
 )
-from rljax.algorithms.settings import Setting
+from rljax.algorithms.settings import MAX_NUM_EPOCHS, Setting
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.execution.loop import LearnerFactory
 from rljax.execution.parts import PolicyParts
@@ -45,8 +45,6 @@ from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.schedules import NumberOrSchedule, is_schedule, schedule_start
 
-# Passes over the batch per iteration: RLlib's tuned examples use up to ~30.
-MAX_NUM_EPOCHS = 1000
 # Minibatch updates per iteration (num_epochs x minibatches per epoch), all inside one jitted
 # call: RLlib's defaults (30 epochs of 4,000 rows in minibatches of 128) run 930.
 MAX_MINIBATCH_UPDATES = 100_000
