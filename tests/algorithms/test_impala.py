@@ -296,10 +296,15 @@ def test_minibatches_of_whole_fragments_that_split_the_batch_or_a_clear_error():
     ok = ok.training(num_epochs=2, minibatch_size=100)  # batch: 4 sub-envs x 50 steps
     ok.validate()
     assert ok.minibatches_per_batch == 2 and ok._update_rows() == 100
+    # On the fused path an update's batch (one fragment of each sub-env) may be smaller than
+    # train_batch_size_per_learner: a minibatch at least that big is the whole batch.
+    whole = ok.copy().training(minibatch_size=400)
+    whole.validate()
+    assert whole.minibatches_per_batch == 1 and whole._update_rows() == 200
     for size, message in (
         (120, "multiple of rollout_fragment_length=50"),
-        (250, "at most the train batch \\(200 env steps\\)"),
-        (150, "does not divide the train batch"),
+        (550, "at most the train batch \\(500 env steps\\)"),
+        (150, "does not divide an update's batch"),
     ):
         with pytest.raises(ConfigError, match=message):
             ok.copy().training(minibatch_size=size).validate()

@@ -257,24 +257,30 @@ class IMPALAConfig(AlgorithmConfig):
 
     def _validate_minibatches(self) -> None:
         """RLlib's rule (minibatches of whole fragments, at most the train batch) and rljax's
-        layout's: the batch's fragments split evenly, and lock-step columns to split."""
+        layout's: a minibatch smaller than the sampled batch splits it evenly into lock-step
+        columns. (On the fused path an update's batch is one fragment of every sub-env, which
+        may be smaller than ``train_batch_size_per_learner``: a minibatch at least that big is
+        the whole batch.)"""
         size = self.minibatch_size
         if size is None:
             return
         fragment = self.get_rollout_fragment_length()
-        batch = self.sampled_batch_size
-        if size % fragment or size > batch:
+        if size % fragment or size > self.total_train_batch_size:
             raise ConfigError(
                 f"minibatch_size={size} must be None or a multiple of rollout_fragment_length="
-                f"{fragment} and at most the train batch ({batch} env steps), as RLlib requires"
+                f"{fragment} and at most the train batch ({self.total_train_batch_size} env "
+                "steps), as RLlib requires"
             )
+        batch = self.sampled_batch_size
+        if size >= batch:
+            return
         if batch % size:
             raise ConfigError(
-                f"minibatch_size={size} does not divide the train batch ({batch} env steps: "
+                f"minibatch_size={size} does not divide an update's batch ({batch} env steps: "
                 f"{batch // fragment} fragments of {fragment}) into whole minibatches; pick one "
                 "whose fragments divide the batch's"
             )
-        if size < batch and self.async_batch_size is not None:
+        if self.async_batch_size is not None:
             raise ConfigError(
                 f"minibatch_size={size} with first-ready batches (async_batch_size="
                 f"{self.async_batch_size}): their fragments are not lock-step columns to split; "
