@@ -221,10 +221,15 @@ class CommonSettings:
     grad_clip = Setting[float | None](
         None,
         Number(0, low_open=True, optional=True),
-        "Clip the gradients to this global norm; None: no clipping.",
+        "Clip the gradients to this (a global norm, a norm per array or a value: "
+        "grad_clip_by); None: no clipping.",
     )
     grad_clip_by = Setting(
-        "global_norm", Choice(("global_norm",)), 'How grad_clip measures: "global_norm".'
+        "global_norm",
+        Choice(("global_norm", "norm", "value")),
+        'What grad_clip bounds: "global_norm" (all gradients scaled together), "norm" (each '
+        'parameter array\'s norm on its own) or "value" (each element to [-grad_clip, '
+        "grad_clip]), as RLlib's.",
     )
     learner_class = Setting[Any](
         None,

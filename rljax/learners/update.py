@@ -32,6 +32,39 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 
+#: RLlib's ``grad_clip_by``: what ``grad_clip`` bounds.
+GRAD_CLIP_BY = ("global_norm", "norm", "value")
+
+
+def clip_each_by_norm(max_norm: float | jax.Array) -> optax.GradientTransformation:
+    """Each gradient array scaled down to a norm of at most ``max_norm`` on its own, as
+    RLlib's ``grad_clip_by="norm"`` (PyTorch's ``clip_grad_norm_`` per parameter tensor:
+    ``g * min(1, max_norm / (||g|| + 1e-6))``)."""
+
+    def update(updates: Any, state: Any, params: Any = None) -> Any:
+        def one(g: jax.Array) -> jax.Array:
+            norm = jnp.sqrt(jnp.sum(jnp.square(g)))
+            return g * jnp.minimum(1.0, max_norm / (norm + 1e-6)).astype(g.dtype)
+
+        return jax.tree.map(one, updates), state
+
+    return optax.GradientTransformation(lambda params: optax.EmptyState(), update)
+
+
+def clip_transform(grad_clip: float | jax.Array, clip_by: str) -> optax.GradientTransformation:
+    """The clip of ``grad_clip_by``: ``"global_norm"`` (all gradients scaled together to a
+    global norm of at most ``grad_clip``), ``"norm"`` (each array on its own:
+    ``clip_each_by_norm``) or ``"value"`` (each element clipped to ``[-grad_clip,
+    grad_clip]``)."""
+    if clip_by == "global_norm":
+        return optax.clip_by_global_norm(grad_clip)
+    if clip_by == "norm":
+        return clip_each_by_norm(grad_clip)
+    if clip_by == "value":
+        return optax.clip(grad_clip)
+    raise ValueError(f"grad_clip_by={clip_by!r}; use one of {GRAD_CLIP_BY}")
+
+
 def make_optimizer(
     lr: float | jax.Array,
     grad_clip: float | jax.Array | None = None,
@@ -40,8 +73,9 @@ def make_optimizer(
     flatten: bool = False,
     always_chain: bool = False,
     base: optax.GradientTransformation | None = None,
+    clip_by: str = "global_norm",
 ) -> optax.GradientTransformation:
-    """Adam after optional global-norm clipping, skipping steps with non-finite gradients.
+    """Adam after optional clipping, skipping steps with non-finite gradients.
 
     ``eps``, ``flatten`` and ``always_chain`` keep each algorithm's numerics and the tree of its
     optimizer state, which checkpoints store: PPO's Adam is flattened with ``eps=1e-5`` and is
@@ -51,14 +85,17 @@ def make_optimizer(
     Args:
       lr: Adam's learning rate (a number, or a traced scalar: ``optax.inject_hyperparams``
         passes the one its state holds).
-      grad_clip: The global norm the gradients are clipped to before Adam (a number, or a
-        traced scalar); None or 0: no clip.
+      grad_clip: The bound the gradients are clipped to before Adam (a number, or a traced
+        scalar); None or 0: no clip.
       eps: Adam's epsilon.
       flatten: Run Adam on all parameters concatenated into one vector (``optax.flatten``): the
         same numbers, in fewer and larger ops.
       always_chain: Put Adam in an ``optax.chain`` even when there is no clip.
       base: The optimizer to use instead of Adam (``lr`` and ``eps`` then unused): IMPALA's
         RMSProp.
+      clip_by: What ``grad_clip`` bounds (RLlib's ``grad_clip_by``, ``clip_transform``):
+        ``"global_norm"``, ``"norm"`` (each array's; with ``flatten`` the gradients must not
+        arrive as one flat vector, or it is the global norm) or ``"value"``.
 
     Returns:
       The optimizer, wrapped by ``rljax.utils.nonfinite.guard``.
@@ -70,7 +107,7 @@ def make_optimizer(
     # None or 0 turns the clip off.
     clip = []
     if grad_clip is not None and not (isinstance(grad_clip, (int, float)) and grad_clip == 0):
-        clip = [optax.clip_by_global_norm(grad_clip)]
+        clip = [clip_transform(grad_clip, clip_by)]
     if clip or always_chain:
         return guard(optax.chain(*clip, adam))
     return guard(adam)
@@ -186,7 +223,10 @@ def make_target_update(tau: float, targets: Mapping[str, str]) -> Callable[[Stat
 
 
 __all__ = [
+    "GRAD_CLIP_BY",
     "GradientStep",
+    "clip_each_by_norm",
+    "clip_transform",
     "flatten_params",
     "gradient_step",
     "make_optimizer",

@@ -254,8 +254,8 @@ WRONG = [
     ),
     (
         "grad_clip_by",
-        lambda: ppo(grad_clip_by="value"),
-        ["grad_clip_by='value' (str)", "'global_norm'"],
+        lambda: ppo(grad_clip_by="by_value"),
+        ["grad_clip_by='by_value' (str)", "'global_norm', 'norm' or 'value'"],
     ),
     (
         "log_level",

@@ -5,6 +5,7 @@ import flax.serialization
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from rljax.learners.update import (
@@ -49,6 +50,29 @@ def test_clipping_scales_the_gradients_adam_sees_but_not_the_reported_norm():
     unclipped = make_optimizer(0.1, always_chain=True)
     step = gradient_step(_loss, unclipped, PARAMS, unclipped.init(PARAMS), 1.0)
     np.testing.assert_allclose(step.opt_state.inner_state[0][0].mu["w"], [0.2, -0.4])
+
+
+@pytest.mark.parametrize(
+    ("clip_by", "expected"),
+    [
+        # Gradients a = [3, 4] (norm 5), b = [0, 12] (norm 12); global norm 13; bound 6.
+        ("global_norm", {"a": [3 * 6 / 13, 4 * 6 / 13], "b": [0.0, 12 * 6 / 13]}),
+        # Each array on its own: a is within the bound, b scaled to norm 6 (PyTorch's
+        # clip_grad_norm_ per tensor: max_norm / (norm + 1e-6)).
+        ("norm", {"a": [3.0, 4.0], "b": [0.0, 12 * 6 / (12 + 1e-6)]}),
+        # Each element to [-6, 6].
+        ("value", {"a": [3.0, 4.0], "b": [0.0, 6.0]}),
+    ],
+)
+def test_grad_clip_by_bounds_what_rllib_bounds(clip_by, expected):
+    # Through plain SGD at rate 1 the update is minus the clipped gradients.
+    grads = {"a": jnp.asarray([3.0, 4.0]), "b": jnp.asarray([0.0, 12.0])}
+    optimizer = make_optimizer(1.0, 6.0, base=optax.sgd(1.0), clip_by=clip_by)
+    updates, _ = optimizer.update(grads, optimizer.init(grads), grads)
+    for name, want in expected.items():
+        np.testing.assert_allclose(-updates[name], want, rtol=1e-6)
+    with pytest.raises(ValueError, match="grad_clip_by='norms'"):
+        make_optimizer(1.0, 6.0, clip_by="norms")
 
 
 def test_eps_sets_the_step_of_tiny_gradients():

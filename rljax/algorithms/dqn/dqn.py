@@ -295,7 +295,7 @@ class DQN(OffPolicyAlgorithm):
         obs = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
         # Built once: the rate lives in the optimizer state, each step writes its own.
-        self.optimizer = make_dqn_optimizer(cfg.lr, cfg.grad_clip)
+        self.optimizer = make_dqn_optimizer(cfg.lr, cfg.grad_clip, cfg.grad_clip_by)
         learner = ReplayLearner(
             init=DQNLearnerState(
                 params=params,

@@ -86,7 +86,7 @@ class DQNHyperparams:
 
 
 def make_dqn_optimizer(
-    lr: float | Schedule, grad_clip: float | None
+    lr: float | Schedule, grad_clip: float | None, clip_by: str = "global_norm"
 ) -> optax.GradientTransformation:
     """DQN's Adam (always chained, behind a global-norm clip when ``grad_clip`` is set), built
     once with its rate (and clip) in its state; the state starts at ``lr``'s first value and
@@ -94,7 +94,7 @@ def make_dqn_optimizer(
     is the one checkpoints have always stored."""
 
     def factory(rate: Any, max_norm: Any) -> optax.GradientTransformation:
-        return make_optimizer(rate, max_norm, always_chain=True)
+        return make_optimizer(rate, max_norm, always_chain=True, clip_by=clip_by)
 
     return make_injected_optimizer(factory, lr, grad_clip)
 

@@ -355,6 +355,7 @@ class IMPALA(OnPolicyAlgorithm):
         cfg = self.config
         rmsprop = cfg.opt_type == "rmsprop"
         decay, eps, momentum = float(cfg.decay), float(cfg.epsilon), float(cfg.momentum) or None
+        clip_by = cfg.grad_clip_by
 
         def factory(learning_rate: Any, max_norm: Any) -> optax.GradientTransformation:
             base = None
@@ -362,7 +363,7 @@ class IMPALA(OnPolicyAlgorithm):
                 base = optax.rmsprop(
                     learning_rate, decay=decay, eps=eps, initial_scale=1.0, momentum=momentum
                 )
-            return make_optimizer(learning_rate, max_norm, flatten=True, base=base)
+            return make_optimizer(learning_rate, max_norm, flatten=True, base=base, clip_by=clip_by)
 
         return make_injected_optimizer(factory, cfg.lr, cfg.grad_clip)
 

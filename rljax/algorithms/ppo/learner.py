@@ -89,6 +89,7 @@ class PPOHyperparams:
     loss: PPOLossConfig
     num_shards: int
     shard_size: int
+    grad_clip_by: str = "global_norm"
     # Stacked multi-agent updates pad small policies' batches: skip minibatches of padding only.
     skip_empty_minibatches: bool = False
 
@@ -102,18 +103,26 @@ class PPOHyperparams:
         return self.shard_size // self.minibatch_size
 
 
-def make_optimizer(lr: float | jax.Array, grad_clip: float | None) -> optax.GradientTransformation:
+def make_optimizer(
+    lr: float | jax.Array, grad_clip: float | None, clip_by: str = "global_norm"
+) -> optax.GradientTransformation:
     """PPO's optimizer: Adam (``eps=1e-5``, on the flattened parameters) after optional
-    global-norm clipping, guarded against non-finite gradients."""
-    return learner_update.make_optimizer(lr, grad_clip, eps=1e-5, flatten=True)
+    clipping (``clip_by``: RLlib's ``grad_clip_by``), guarded against non-finite gradients."""
+    return learner_update.make_optimizer(lr, grad_clip, eps=1e-5, flatten=True, clip_by=clip_by)
 
 
 def make_injected_ppo_optimizer(
-    lr: float | tuple[tuple[int, float], ...], grad_clip: float | None
+    lr: float | tuple[tuple[int, float], ...],
+    grad_clip: float | None,
+    clip_by: str = "global_norm",
 ) -> optax.GradientTransformation:
     """PPO's optimizer (``make_optimizer``) built once, its rate and clip in its state
     (``optax.inject_hyperparams``): the update sets them each iteration."""
-    return make_injected_optimizer(make_optimizer, lr, grad_clip)
+
+    def factory(rate: Any, max_norm: Any) -> optax.GradientTransformation:
+        return make_optimizer(rate, max_norm, clip_by)
+
+    return make_injected_optimizer(factory, lr, grad_clip)
 
 
 def normalize_advantages(

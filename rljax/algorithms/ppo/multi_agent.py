@@ -461,7 +461,7 @@ class MultiAgentPPO(Algorithm):
             act_space = self.policy_action_spaces[self.policy_ids[members[0]]]
             dist, module = build_policy(obs_space, act_space, gcfg)
             obs_example = jax.device_put(zeros_batch(obs_space, 1))  # no compile
-            optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip)
+            optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip, gcfg.grad_clip_by)
             hp = PPOHyperparams.from_config(gcfg, 1, batch_rows)
             self.groups.append(
                 _Group(

@@ -99,7 +99,7 @@ def valued_group(group: Any, values: Mapping[str, Any]) -> tuple[PPOHyperparams,
             entropy_coeff=v["entropy_coeff"],
         ),
     )
-    return hp, make_optimizer(v["lr"], v["grad_clip"])
+    return hp, make_optimizer(v["lr"], v["grad_clip"], hp.grad_clip_by)
 
 
 def fused_grouped_update(

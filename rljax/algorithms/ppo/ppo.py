@@ -278,7 +278,7 @@ class PPO(OnPolicyAlgorithm):
         )
         # Built once; the update writes each iteration's rate (and a population's clip) in
         # its state.
-        self._optimizer = make_injected_ppo_optimizer(cfg.lr, cfg.grad_clip)
+        self._optimizer = make_injected_ppo_optimizer(cfg.lr, cfg.grad_clip, cfg.grad_clip_by)
         # Adam's state does not depend on the rate: equal for every trial of a population (the
         # injected values are set after: the cached program holds the first trial's).
         opt_state = run_once(
@@ -413,7 +413,8 @@ def ppo_learner_functions(
             optimizer,
             hp,
             dynamic=dynamic,
-            flat_params=True,
+            # Per-array clipping needs the gradients per array, not as one vector.
+            flat_params=hp.grad_clip_by != "norm",
             loss_hook=loss_hook,
             update_scale=update_scale,
         ),

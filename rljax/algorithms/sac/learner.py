@@ -15,6 +15,7 @@ steps sampled and written into the optimizer states (``rljax.learners.hyperparam
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, cast
 
@@ -92,6 +93,7 @@ class SACHyperparams:
     critic_lr: float | Schedule
     alpha_lr: float | Schedule
     grad_clip: float | None
+    grad_clip_by: str = "global_norm"
 
     @classmethod
     def from_config(cls, cfg: Any, action_dim: int) -> SACHyperparams:
@@ -143,8 +145,8 @@ SAC_RATES = {
 }
 
 
-def _chained_adam(rate: Any, max_norm: Any) -> optax.GradientTransformation:
-    return make_optimizer(rate, max_norm, always_chain=True)
+def _chained_adam(rate: Any, max_norm: Any, clip_by: str) -> optax.GradientTransformation:
+    return make_optimizer(rate, max_norm, always_chain=True, clip_by=clip_by)
 
 
 def _plain_adam(rate: Any, max_norm: Any) -> optax.GradientTransformation:
@@ -157,9 +159,10 @@ def make_sac_optimizers(hp: SACHyperparams) -> SACOptimizers:
     (``optax.inject_hyperparams``), starting at the rate's first value; every step writes
     the rates of its env steps there. The states without the injected values are the ones
     checkpoints have always stored."""
+    chained = functools.partial(_chained_adam, clip_by=hp.grad_clip_by)
     return SACOptimizers(
-        actor=make_injected_optimizer(_chained_adam, hp.actor_lr, hp.grad_clip),
-        critic=make_injected_optimizer(_chained_adam, hp.critic_lr, hp.grad_clip),
+        actor=make_injected_optimizer(chained, hp.actor_lr, hp.grad_clip),
+        critic=make_injected_optimizer(chained, hp.critic_lr, hp.grad_clip),
         alpha=make_injected_optimizer(_plain_adam, hp.alpha_lr, None),
     )
 

@@ -18,6 +18,7 @@ and written into the optimizer states (``rljax.learners.hyperparams``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -92,6 +93,7 @@ class TD3Hyperparams:
     actor_lr: float | Schedule
     critic_lr: float | Schedule
     grad_clip: float | None
+    grad_clip_by: str = "global_norm"
 
     @classmethod
     def from_config(cls, cfg: Any) -> TD3Hyperparams:
@@ -135,9 +137,10 @@ def make_td3_optimizers(hp: TD3Hyperparams) -> TD3Optimizers:
     rate (and clip) in its state (``optax.inject_hyperparams``), starting at the rate's first
     value; every step writes the rates of its env steps there. The states without the
     injected values are the ones checkpoints have always stored."""
+    clipped = functools.partial(make_optimizer, clip_by=hp.grad_clip_by)
     return TD3Optimizers(
-        actor=make_injected_optimizer(make_optimizer, hp.actor_lr, hp.grad_clip),
-        critic=make_injected_optimizer(make_optimizer, hp.critic_lr, hp.grad_clip),
+        actor=make_injected_optimizer(clipped, hp.actor_lr, hp.grad_clip),
+        critic=make_injected_optimizer(clipped, hp.critic_lr, hp.grad_clip),
     )
 
 
