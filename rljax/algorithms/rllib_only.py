@@ -107,9 +107,9 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "networks here (PPO's learner classes give the value network a rate of its own)",
     ),
     "_lr_vf": (
-        False,
-        "RLlib's old API stack's IMPALA/APPO option (with _separate_vf_optimizer); rljax has "
-        "one optimizer for both networks here",
+        True,
+        "RLlib's old API stack's IMPALA/APPO option, read only with _separate_vf_optimizer=True "
+        "(which rljax refuses): one optimizer trains both networks here",
     ),
     "_evaluation_parallel_to_training_wo_thread": (
         True,

@@ -38,13 +38,14 @@ GRAD_CLIP_BY = ("global_norm", "norm", "value")
 
 def clip_each_by_norm(max_norm: float | jax.Array) -> optax.GradientTransformation:
     """Each gradient array scaled down to a norm of at most ``max_norm`` on its own, as
-    RLlib's ``grad_clip_by="norm"`` (PyTorch's ``clip_grad_norm_`` per parameter tensor:
-    ``g * min(1, max_norm / (||g|| + 1e-6))``)."""
+    RLlib's ``grad_clip_by="norm"`` scales each parameter tensor's gradient: ``g * max_norm /
+    ||g||`` where ``||g|| > max_norm``."""
 
     def update(updates: Any, state: Any, params: Any = None) -> Any:
         def one(g: jax.Array) -> jax.Array:
             norm = jnp.sqrt(jnp.sum(jnp.square(g)))
-            return g * jnp.minimum(1.0, max_norm / (norm + 1e-6)).astype(g.dtype)
+            scale = jnp.where(norm > max_norm, max_norm / jnp.maximum(norm, 1e-30), 1.0)
+            return g * scale.astype(g.dtype)
 
         return jax.tree.map(one, updates), state
 

@@ -275,8 +275,10 @@ def test_epochs_take_whole_columns_in_order_or_a_new_permutation_per_pass():
 
 def test_appo_epochs_of_minibatches_are_single_steps_on_column_slices():
     # 2 passes of minibatches of 5 env steps (1 column of the [5, 3] batch): six single steps,
-    # on columns 0, 1, 2, 0, 1, 2; the target moves every freq x N x K x epochs x minibatches
-    # = 1 x 1 x 1 x 2 x 3 = 6 steps, so once, after the sixth.
+    # on columns 0, 1, 2, 0, 1, 2, against a fixed target and KL coefficient. The target period
+    # is freq x N x K x minibatches = 1 x 1 x 1 x 3 = 3 steps (RLlib counts the env steps
+    # trained per minibatch, every pass again): the update's 6 steps reach it, so after the
+    # update the target moves, once, as RLlib's learner moves it once after an update.
     state, batch, update = _appo_case(
         use_kl_loss=False, freq=1, tau=1.0, kl_target=1e-6, epochs=2, mb=5
     )
@@ -289,6 +291,15 @@ def test_appo_epochs_of_minibatches_are_single_steps_on_column_slices():
         single_state, _ = single(single_state, part)
     for a, b in zip(jax.tree.leaves(single_state.params), jax.tree.leaves(s1.params), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    # The KL coefficient adapts once per update, to the steps' mean KL (far above 2 x
+    # kl_target: x1.5 once, not 1.5 ** 6).
+    state, batch, update = _appo_case(
+        use_kl_loss=True, freq=100, tau=1.0, kl_target=1e-6, epochs=2, mb=5
+    )
+    s1, m1 = update(state, batch)
+    assert float(m1["mean_kl_loss"]) > 2e-6
+    assert float(m1["curr_kl_coeff"]) == 1.0 and float(s1.kl_coeff) == pytest.approx(1.5)
+    assert float(m1["num_target_updates"]) == 0.0  # 6 steps of a 300-step period
 
 
 def test_minibatches_of_whole_fragments_that_split_the_batch_or_a_clear_error():
@@ -308,6 +319,15 @@ def test_minibatches_of_whole_fragments_that_split_the_batch_or_a_clear_error():
     ):
         with pytest.raises(ConfigError, match=message):
             ok.copy().training(minibatch_size=size).validate()
+    # Two learners: minibatch_size is each one's (RLlib's), so a step takes 2 x 100 env steps.
+    two = ok.copy().env_runners(num_env_runners=2).learners(num_learners=2)
+    assert two.learners_minibatch_size == 200 and two.sampled_batch_size == 1000
+    assert two.minibatches_per_batch == 5 and two._update_rows() == 200
+    # EnvPool's ASYNC mode steps half the sub-envs at a time even without async_batch_size:
+    # first-ready batches too.
+    envpool_async = ok.copy().env_runners(gym_env_vectorize_mode="ASYNC")
+    with pytest.raises(ConfigError, match="first-ready batches .*2 of 4 sub-envs a step"):
+        envpool_async.training(minibatch_size=50).validate()
     first_ready = (
         APPOConfig()
         .environment("CartPole-v1")

@@ -57,9 +57,9 @@ def test_clipping_scales_the_gradients_adam_sees_but_not_the_reported_norm():
     [
         # Gradients a = [3, 4] (norm 5), b = [0, 12] (norm 12); global norm 13; bound 6.
         ("global_norm", {"a": [3 * 6 / 13, 4 * 6 / 13], "b": [0.0, 12 * 6 / 13]}),
-        # Each array on its own: a is within the bound, b scaled to norm 6 (PyTorch's
-        # clip_grad_norm_ per tensor: max_norm / (norm + 1e-6)).
-        ("norm", {"a": [3.0, 4.0], "b": [0.0, 12 * 6 / (12 + 1e-6)]}),
+        # Each array on its own (RLlib's g * 6 / |g| where |g| > 6): a is within the bound, b
+        # scaled to norm 6.
+        ("norm", {"a": [3.0, 4.0], "b": [0.0, 6.0]}),
         # Each element to [-6, 6].
         ("value", {"a": [3.0, 4.0], "b": [0.0, 6.0]}),
     ],

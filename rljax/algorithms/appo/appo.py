@@ -153,6 +153,7 @@ class APPO(IMPALA):
             APPOHyperparams,
             self._static_config(),
             minibatches_per_batch=self.config.minibatches_per_batch,
+            minibatch_size=self.config.learners_minibatch_size,
         )
         state = APPOTrainState(
             params=params,

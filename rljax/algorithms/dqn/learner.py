@@ -88,7 +88,7 @@ class DQNHyperparams:
 def make_dqn_optimizer(
     lr: float | Schedule, grad_clip: float | None, clip_by: str = "global_norm"
 ) -> optax.GradientTransformation:
-    """DQN's Adam (always chained, behind a global-norm clip when ``grad_clip`` is set), built
+    """DQN's Adam (always chained, behind the clip of ``clip_by`` when ``grad_clip`` is set), built
     once with its rate (and clip) in its state; the state starts at ``lr``'s first value and
     each step writes the rate of its env steps there. The state without the injected values
     is the one checkpoints have always stored."""

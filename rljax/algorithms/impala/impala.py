@@ -243,24 +243,33 @@ class IMPALAConfig(AlgorithmConfig):
         return self.fragments_per_batch * self.get_rollout_fragment_length() * per_runner_step
 
     def _update_rows(self) -> int:
-        """A gradient step passes its minibatch (the whole sampled batch without one) through
-        the networks."""
-        return min(self.minibatch_size or self.sampled_batch_size, self.sampled_batch_size)
+        """A gradient step passes its minibatch (over all learners; the whole sampled batch
+        without one) through the networks."""
+        return min(self.learners_minibatch_size or self.sampled_batch_size, self.sampled_batch_size)
+
+    @property
+    def learners_minibatch_size(self) -> int | None:
+        """Env steps of one gradient step over all learners: ``minibatch_size`` is each
+        learner's (RLlib's), and the batch is split over the learners along time."""
+        if self.minibatch_size is None:
+            return None
+        return self.minibatch_size * self.num_learner_shards
 
     @property
     def minibatches_per_batch(self) -> int:
-        """Gradient steps of one pass over a train batch: ``sampled_batch_size /
-        minibatch_size`` (1 without minibatches)."""
-        if self.minibatch_size is None or self.minibatch_size >= self.sampled_batch_size:
+        """Gradient steps of one pass over a train batch: ``sampled_batch_size`` over the
+        learners' minibatch (1 without minibatches, or with one as big as the batch)."""
+        size = self.learners_minibatch_size
+        if size is None or size >= self.sampled_batch_size:
             return 1
-        return self.sampled_batch_size // self.minibatch_size
+        return self.sampled_batch_size // size
 
     def _validate_minibatches(self) -> None:
-        """RLlib's rule (minibatches of whole fragments, at most the train batch) and rljax's
-        layout's: a minibatch smaller than the sampled batch splits it evenly into lock-step
-        columns. (On the fused path an update's batch is one fragment of every sub-env, which
-        may be smaller than ``train_batch_size_per_learner``: a minibatch at least that big is
-        the whole batch.)"""
+        """RLlib's rule (each learner's minibatch whole fragments, at most the train batch) and
+        rljax's layout's: a minibatch (over all learners) smaller than the sampled batch splits
+        it evenly into lock-step columns. (On the fused path an update's batch is one fragment
+        of every sub-env, which may be smaller than ``train_batch_size_per_learner``: a
+        minibatch at least that big is the whole batch.)"""
         size = self.minibatch_size
         if size is None:
             return
@@ -271,20 +280,22 @@ class IMPALAConfig(AlgorithmConfig):
                 f"{fragment} and at most the train batch ({self.total_train_batch_size} env "
                 "steps), as RLlib requires"
             )
-        batch = self.sampled_batch_size
-        if size >= batch:
+        batch, learners = self.sampled_batch_size, self.learners_minibatch_size or size
+        if learners >= batch:
             return
-        if batch % size:
+        if batch % learners:
             raise ConfigError(
-                f"minibatch_size={size} does not divide an update's batch ({batch} env steps: "
-                f"{batch // fragment} fragments of {fragment}) into whole minibatches; pick one "
-                "whose fragments divide the batch's"
+                f"minibatch_size={size} (x {self.num_learner_shards} learner(s): {learners} env "
+                f"steps) does not divide an update's batch ({batch} env steps: {batch // fragment} "
+                f"fragments of {fragment}) into whole minibatches; pick one whose fragments divide "
+                "the batch's"
             )
-        if self.async_batch_size is not None:
+        if self.envs_per_step != self.num_envs_per_env_runner * self.num_runners:
             raise ConfigError(
-                f"minibatch_size={size} with first-ready batches (async_batch_size="
-                f"{self.async_batch_size}): their fragments are not lock-step columns to split; "
-                "use minibatch_size=None or lock-step sampling"
+                f"minibatch_size={size} with first-ready batches (gym_env_vectorize_mode="
+                f"{self.gym_env_vectorize_mode!r}, {self.envs_per_step // self.num_runners} of "
+                f"{self.num_envs_per_env_runner} sub-envs a step): their fragments are not "
+                "lock-step columns to split; use minibatch_size=None or lock-step sampling"
             )
 
     def validate(self) -> None:
@@ -372,7 +383,11 @@ class IMPALA(OnPolicyAlgorithm):
     ) -> Any:
         """The initial learner state and the update (APPO overrides); ``optimizer`` is built
         once, ``dynamic`` the settings the update evaluates at the env steps trained on."""
-        hp = frozen_from_config(IMPALAHyperparams, self._static_config())
+        hp = frozen_from_config(
+            IMPALAHyperparams,
+            self._static_config(),
+            minibatch_size=self.config.learners_minibatch_size,
+        )
         state = IMPALATrainState(
             params=params,
             opt_state=opt_state,

@@ -105,14 +105,14 @@ class APPOHyperparams:
     @property
     def target_period(self) -> int:
         """Gradient steps between moves of the target policy: RLlib's unit for
-        ``target_network_update_freq`` is N x K train batches (the circular buffer's size
-        and uses per batch), each trained on in ``num_epochs`` passes of
-        ``minibatches_per_batch`` steps, so ``freq x N x K x epochs x minibatches`` steps."""
+        ``target_network_update_freq`` is N x K train batches' worth of env steps trained on
+        (the circular buffer's size and uses per batch), counted per minibatch, so ``freq x N x
+        K x minibatches`` steps; each pass (``num_epochs``) trains on the batch's env steps
+        again. The target moves after an update that reached another multiple of it."""
         return (
             self.target_network_update_freq
             * self.circular_buffer_num_batches
             * self.circular_buffer_iterations_per_batch
-            * self.num_epochs
             * self.minibatches_per_batch
         )
 
@@ -261,6 +261,8 @@ def make_epochs(
                     f"minibatch_size={minibatch_size} is not whole columns of a [{rows}, "
                     f"{columns}] batch"
                 )
+        if num_epochs == 1 and per == columns:  # one pass over the whole batch: one step
+            return update(state, batch)
         order = []
         for epoch in range(num_epochs):
             cols = jnp.arange(columns)
@@ -332,9 +334,11 @@ def make_appo_update(
     dynamic: Mapping[str, Any] | None = None,
 ) -> Callable[[APPOTrainState, VTraceTrainBatch], tuple[APPOTrainState, Metrics]]:
     """``update(state, batch [T, B]) -> (state, metrics)``: one gradient step on ``appo_loss``
-    against the target policy; then, every ``hp.target_period`` updates, the target moves
+    against the target policy (or ``hp.num_epochs`` passes of minibatches: ``make_epochs``);
+    then, where the steps reached another multiple of ``hp.target_period``, the target moves
     ``tau`` of the way to the current parameters, and with ``use_kl_loss`` the KL coefficient
-    adapts as RLlib's (x1.5 above 2 kl_target, x0.5 below kl_target / 2).
+    adapts to the steps' mean KL as RLlib's (x1.5 above 2 kl_target, x0.5 below kl_target / 2),
+    once per update as RLlib's learner does after one.
 
     With ``use_circular_buffer`` ``circular_buffer_iterations_per_batch`` such steps run on
     the batch, back to back (``learners/circular.py`` says why that is RLlib's buffer here).
@@ -342,10 +346,11 @@ def make_appo_update(
     move_target = learner_update.make_target_update(hp.tau, {"target_params": "params"})
     dynamic = dict(dynamic or {})
 
-    def update(state: APPOTrainState, batch: VTraceTrainBatch) -> tuple[APPOTrainState, Metrics]:
+    def gradient_step(
+        state: APPOTrainState, batch: VTraceTrainBatch
+    ) -> tuple[APPOTrainState, Metrics]:
         opt_state, rate, entropy = _dynamic_now(dynamic, state, hp.loss.vtrace.entropy_coeff)
         state = dataclasses.replace(state, opt_state=opt_state)
-        opt = optimizer
         loss_cfg = hp.loss._replace(
             vtrace=hp.loss.vtrace._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
         )
@@ -367,13 +372,25 @@ def make_appo_update(
             )
 
         params, opt_state, metrics = _step(
-            loss_fn, opt, state, batch, state.target_params, state.kl_coeff
+            loss_fn, optimizer, state, batch, state.target_params, state.kl_coeff
         )
         if rate is not None:
             metrics["default_optimizer_learning_rate"] = rate
+        metrics["curr_entropy_coeff"] = entropy
         step = state.step + 1
-        state = dataclasses.replace(state, params=params, opt_state=opt_state, step=step)
-        due = step % hp.target_period == 0
+        return dataclasses.replace(state, params=params, opt_state=opt_state, step=step), metrics
+
+    passes = make_epochs(
+        gradient_step, hp.num_epochs, hp.minibatch_size, hp.shuffle_batch_per_epoch
+    )
+
+    def update(state: APPOTrainState, batch: VTraceTrainBatch) -> tuple[APPOTrainState, Metrics]:
+        # The batch's gradient steps (one, or the passes of minibatches), then once, as
+        # RLlib's learner does after an update: the target moves where the steps crossed a
+        # multiple of the period, and the KL coefficient adapts to the steps' mean KL.
+        start = state.step
+        state, metrics = passes(state, batch)
+        due = state.step // hp.target_period > start // hp.target_period
         moved = move_target(state)
         target = jax.tree.map(
             lambda new, old: jnp.where(due, new, old), moved.target_params, state.target_params
@@ -382,14 +399,12 @@ def make_appo_update(
         if hp.loss.use_kl_loss:
             kl_coeff = adapt_kl_coeff(kl_coeff, kl, hp.kl_target)
         metrics["curr_kl_coeff"] = state.kl_coeff
-        metrics["curr_entropy_coeff"] = entropy
         metrics["num_target_updates"] = due.astype(jnp.float32)
         return dataclasses.replace(state, target_params=target, kl_coeff=kl_coeff), metrics
 
-    passes = make_epochs(update, hp.num_epochs, hp.minibatch_size, hp.shuffle_batch_per_epoch)
     if not hp.use_circular_buffer:
-        return count_env_steps(passes)
-    return count_env_steps(make_repeated_update(passes, hp.circular_buffer_iterations_per_batch))
+        return count_env_steps(update)
+    return count_env_steps(make_repeated_update(update, hp.circular_buffer_iterations_per_batch))
 
 
 __all__ = [
