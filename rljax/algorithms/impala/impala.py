@@ -13,7 +13,8 @@ last (RLlib's asynchronous iteration).
 
 With an EnvPool env and ``num_env_runners=0`` sampling runs in the driver, fused with the update
 into one jitted program (synchronous, as RLlib's local runner): each iteration samples
-``rollout_fragment_length`` env steps from every sub-env and takes one gradient step on them.
+``rollout_fragment_length`` env steps from every sub-env and trains on them: one gradient step
+at RLlib's defaults, ``num_epochs`` passes of ``minibatch_size`` minibatches when set.
 """
 
 from __future__ import annotations
@@ -54,9 +55,10 @@ class IMPALAConfig(AlgorithmConfig):
     steps, ``rollout_fragment_length x num_envs_per_env_runner``: 10 fragments of 50 steps for
     RLlib's 500 with one sub-env per runner), the first ready from any runners. On the fused
     path (``num_env_runners=0``) one iteration samples ``rollout_fragment_length`` env steps
-    from every sub-env and takes one gradient step on them. With
-    ``rollout_fragment_length="auto"`` the fragment is sized from
-    ``train_batch_size_per_learner`` instead.
+    from every sub-env and trains on them. With ``rollout_fragment_length="auto"`` the
+    fragment is sized from ``train_batch_size_per_learner`` instead. An update is one gradient
+    step (RLlib's defaults), or ``num_epochs`` passes of minibatches of ``minibatch_size`` env
+    steps per learner, whole fragments (``impala.learner.make_epochs``).
 
     Example:
         ```python
