@@ -31,6 +31,7 @@ from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.distributed import check_coordinator_address
+from rljax.learners.update import GRAD_CLIP_BY
 from rljax.policy.policy import PolicySpec
 from rljax.runners.faults import REPEATS_OF_A_BUG
 from rljax.utils import memory, xla_options
@@ -226,7 +227,7 @@ class CommonSettings:
     )
     grad_clip_by = Setting(
         "global_norm",
-        Choice(("global_norm", "norm", "value")),
+        Choice(GRAD_CLIP_BY),
         'What grad_clip bounds: "global_norm" (all gradients scaled together), "norm" (each '
         'parameter array\'s norm on its own) or "value" (each element to [-grad_clip, '
         "grad_clip]), as RLlib's.",

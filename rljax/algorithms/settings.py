@@ -113,10 +113,10 @@ def declared_settings(cls: type) -> dict[str, Setting[Any]]:
     return {n: s for section in sections for n, s in found.items() if s.section == section}
 
 
-# What a setter's ``UNSET`` keyword defaults mean, in each setter's docstring.
 # Passes over a train batch per update (``num_epochs``): RLlib's tuned examples use up to ~30.
 MAX_NUM_EPOCHS = 1000
 
+# What a setter's ``UNSET`` keyword defaults mean, in each setter's docstring.
 UNSET_NOTE = (
     "A keyword left out (UNSET) keeps the setting's current value; in a new config, its default."
 )

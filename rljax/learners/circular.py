@@ -17,7 +17,7 @@ updates.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import jax
@@ -26,6 +26,12 @@ import jax.numpy as jnp
 State = TypeVar("State")
 Batch = Any
 Metrics = dict[str, jax.Array]
+
+
+def reduce_steps(metrics: Mapping[str, jax.Array]) -> Metrics:
+    """Metrics of several updates, stacked along a leading step axis, as one update reports
+    them: means over the steps, except counts (``num_*``), which add up."""
+    return {k: (jnp.sum if k.startswith("num_") else jnp.mean)(v) for k, v in metrics.items()}
 
 
 def make_repeated_update(
@@ -48,12 +54,9 @@ def make_repeated_update(
         for _ in range(iterations):
             state, metrics = update(state, batch)
             steps.append(metrics)
-        return state, {
-            k: (jnp.sum if k.startswith("num_") else jnp.mean)(jnp.stack([m[k] for m in steps]))
-            for k in steps[0]
-        }
+        return state, reduce_steps({k: jnp.stack([m[k] for m in steps]) for k in steps[0]})
 
     return repeated
 
 
-__all__ = ["make_repeated_update"]
+__all__ = ["make_repeated_update", "reduce_steps"]

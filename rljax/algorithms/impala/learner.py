@@ -30,7 +30,7 @@ from rljax.algorithms.impala.losses import (
     impala_loss,
 )
 from rljax.learners import update as learner_update
-from rljax.learners.circular import make_repeated_update
+from rljax.learners.circular import make_repeated_update, reduce_steps
 from rljax.learners.hyperparams import settings_at, with_hyperparams
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import next_or_bootstrap
@@ -273,13 +273,13 @@ def make_epochs(
         picks = jnp.concatenate(order)  # [epochs x minibatches, per]
 
         def step(state: Any, cols: jax.Array) -> tuple[Any, Metrics]:
+            if per == columns and not shuffle:  # every pass the whole batch, in order
+                return update(state, batch)
             minibatch = jax.tree.map(lambda x: jnp.take(x, cols, axis=1), batch)
             return update(state, minibatch)
 
         state, metrics = jax.lax.scan(step, state, picks)
-        return state, {
-            k: (jnp.sum if k.startswith("num_") else jnp.mean)(v) for k, v in metrics.items()
-        }
+        return state, reduce_steps(metrics)
 
     return passes
 
