@@ -484,6 +484,45 @@ def test_learns_fused_cartpole_within_rllibs_2m_env_steps(cls, target, train_unt
 
 
 @pytest.mark.slow
+@pytest.mark.xla_optimized
+def test_appo_learns_pendulums_continuous_actions_at_rllibs_tuned_settings(train_until):
+    # RLlib's tuned APPO Pendulum settings (gamma 0.95, lambda 0.5, clip 0.4, KL target 0.04,
+    # a 16-batch circular buffer read 10 times, 256x256 relu), fused with 20 sub-envs: a
+    # diagonal Gaussian through V-trace and the clipped surrogate. Measured: -300 after 164k,
+    # 220k and 244k env steps with seeds 0-2 (random play is about -1,200 to -1,400). IMPALA's
+    # plain policy gradient does not learn Pendulum at these settings or RLlib's tuned IMPALA
+    # ones, in rljax or in RLlib 2.60 (benchmarks/README.md).
+    algo = (
+        APPOConfig()
+        .environment("Pendulum-v1")
+        .env_runners(num_envs_per_env_runner=20)
+        .training(
+            train_batch_size_per_learner=500,
+            circular_buffer_num_batches=16,
+            circular_buffer_iterations_per_batch=10,
+            target_network_update_freq=2,
+            clip_param=0.4,
+            lr=3e-4,
+            gamma=0.95,
+            lambda_=0.5,
+            entropy_coeff=0.0,
+            use_kl_loss=True,
+            kl_coeff=1.0,
+            kl_target=0.04,
+        )
+        .rl_module(model_config={"fcnet_activation": "relu"})
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        assert algo.fused
+        result = train_until(algo, -300, 400_000)
+        assert result["env_runners"]["episode_return_mean"] >= -300, result["env_runners"]
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
 def test_appo_learns_a_registered_gymnasium_env_with_free_running_runners(mode, train_until):
     # A gymnasium env the test registers, stepped by 2 runner threads (ASYNC: a process per
