@@ -23,7 +23,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # Tests whose time is running programs rather than compiling them (long learning runs of large
 # networks, the tuning notebook) carry ``@pytest.mark.xla_optimized`` and compile with XLA's
 # full optimisation. Measured on the learning files (``tests/algorithms/test_*learning.py``,
-# ``test_recurrent_ppo.py``, ``test_ppo_jax_env.py``, ``test_impala.py``; ``-n 0``, an AMD
+# ``test_recurrent.py``, ``test_ppo_jax_env.py``, ``test_impala.py``; ``-n 0``, an AMD
 # EPYC machine), cheap compilation cut most tests' time by up to three quarters (IMPALA on the
 # JAX CartPole 17 -> 6 s) and raised the long runs' (the LSTM test 67 -> 108 s, TD3 Pendulum
 # 16 -> 54 s, SAC Pendulum 59 -> 83 s); the tuning notebook took 60 s with full optimisation

@@ -59,7 +59,7 @@ def validate(config: Any) -> None:
     if config.model_config.use_lstm and not config.has_recurrent_policies:
         raise ConfigError(
             f"model_config use_lstm=True: {config.algo_name} has no recurrent policies yet; "
-            "PPO does"
+            "PPO, IMPALA and APPO do"
         )
     if config.env_to_module_connector is not None and not config.takes_env_to_module_connector:
         raise ConfigError(

@@ -145,6 +145,64 @@ def recurrent_spec_of(module: Any, action_space: gym.Space) -> RecurrentSpec:
     )
 
 
+def make_recurrent_policy_parts(
+    apply: Callable[..., Any],
+    spec: RecurrentSpec,
+    dist: ActionDistribution,
+    action_space: gym.Space,
+    clip_actions: bool,
+) -> PolicyParts[Any]:
+    """The actor-critic's policy parts for a recurrent module (PPO's, IMPALA's and APPO's):
+    ``apply(params, RecurrentInput [B, L]) -> (dist_inputs, values, state_out)``."""
+
+    def step(params: Any, rin: RecurrentInput) -> tuple[jax.Array, jax.Array, Any]:
+        dist_inputs, value, state_out = apply(params[POLICY_ID], one_step(rin))
+        return dist_inputs[:, 0], value[:, 0], state_out
+
+    def act(params: Any, rin: RecurrentInput, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        dist_inputs, value, state_out = step(params, rin)
+        action = dist.sample(key, dist_inputs)
+        extras = {
+            "action_logp": dist.log_prob(dist_inputs, action),
+            "vf_preds": value,
+            "action_dist_inputs": dist_inputs,
+            "state_out": state_out,
+        }
+        return action, extras
+
+    act.recurrent = spec  # type: ignore[attr-defined]
+
+    def inference(policy_id: str | None, explore: bool) -> Any:
+        raise ValueError(
+            "a recurrent policy (use_lstm) needs its state: use "
+            "algo.get_module().forward_inference({'obs': ..., 'state_in': ...}), which returns "
+            "'state_out' for the next call"
+        )
+
+    def infer_explore(params: Any, rin: RecurrentInput, key: jax.Array) -> Any:
+        dist_inputs, _, state_out = step(params, rin)
+        return dist_inputs, dist.sample(key, dist_inputs), state_out
+
+    def infer_greedy(params: Any, rin: RecurrentInput, key: jax.Array) -> Any:
+        dist_inputs, _, state_out = step(params, rin)
+        return dist_inputs, dist.mode(dist_inputs), state_out
+
+    def recurrent_inference(explore: bool) -> Callable[..., Any]:
+        return infer_explore if explore else infer_greedy
+
+    to_env, to_env_host = space_env_actions(action_space, clip_actions)
+    return PolicyParts(
+        act=act,
+        acting_params=lambda state: state.params,
+        bootstrap_keys=("vf_preds",),
+        inference=inference,
+        inference_params=lambda state, policy_id: state.params,
+        to_env_action=to_env,
+        to_env_action_host=to_env_host,
+        recurrent_inference=recurrent_inference,
+    )
+
+
 def masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
     """The mean of ``x`` over the rows where ``mask`` is 1 (0 when there are none)."""
     return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
@@ -167,6 +225,7 @@ __all__ = [
     "adapt_kl_coeff",
     "build_policy",
     "make_actor_critic_parts",
+    "make_recurrent_policy_parts",
     "masked_mean",
     "one_step",
     "recurrent_spec_of",

@@ -165,7 +165,7 @@ class APPO(IMPALA):
             key=key,
             env_steps=jnp.zeros((), jnp.int32),
         )
-        return state, make_appo_update(self.module.apply, dist, optimizer, hp, dynamic=dynamic)
+        return state, make_appo_update(self._learner_apply, dist, optimizer, hp, dynamic=dynamic)
 
 
 __all__ = ["APPO", "APPOConfig"]

@@ -19,18 +19,27 @@ at RLlib's defaults, ``num_epochs`` passes of ``minibatch_size`` minibatches whe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import jax.numpy as jnp
 import optax
 
-from rljax.algorithms.actor_critic.policy import make_actor_critic_parts
+from rljax.algorithms.actor_critic.policy import (
+    make_actor_critic_parts,
+    make_recurrent_policy_parts,
+    recurrent_spec_of,
+)
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.impala.learner import (
     IMPALAHyperparams,
     IMPALATrainState,
     make_impala_update,
     make_vtrace_postprocess,
+)
+from rljax.algorithms.impala.recurrent import (
+    make_recurrent_vtrace_postprocess,
+    time_major_sequence_apply,
 )
 from rljax.algorithms.on_policy import FreeRunning, OnPolicyAlgorithm
 from rljax.algorithms.settings import MAX_NUM_EPOCHS, Setting, frozen_from_config
@@ -169,6 +178,8 @@ class IMPALAConfig(AlgorithmConfig):
         "Accepted for compatibility; does nothing here: batches are already on the learner's "
         "device.",
     )
+
+    has_recurrent_policies: ClassVar[bool] = True
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or IMPALA)
@@ -311,6 +322,10 @@ class IMPALAConfig(AlgorithmConfig):
                 f"{self.algo_name} trains one policy here; multi-agent configs are not built yet"
             )
         self._validate_minibatches()
+        if self.model_config.use_lstm:
+            why = recurrent_refusal(self)
+            if why is not None:
+                raise ConfigError(f"model_config use_lstm=True with {why}: {RECURRENT_LIMITS}")
         shards = self.num_learner_shards
         if shards > 1 and self.get_rollout_fragment_length() % shards:
             # The batch is [T, B] (or [T * N, 1]) and the learners split its leading axis.
@@ -322,12 +337,32 @@ class IMPALAConfig(AlgorithmConfig):
             )
 
 
+RECURRENT_LIMITS = (
+    "recurrent IMPALA and APPO train one policy on lock-step sampling: "
+    "gym_env_vectorize_mode='SYNC' without async_batch_size, one learner"
+)
+
+
+def recurrent_refusal(cfg: IMPALAConfig) -> str | None:
+    """Why a recurrent module cannot train with ``cfg`` (None: it can): its batch must be
+    lock-step columns of whole streams, split over no learners."""
+    if cfg.gym_env_vectorize_mode != "SYNC" or cfg.async_batch_size is not None:
+        return f"gym_env_vectorize_mode={cfg.gym_env_vectorize_mode!r}"
+    if cfg.envs_per_step != cfg.num_envs_per_env_runner * cfg.num_runners:
+        return "first-ready batches"
+    if cfg.num_learner_shards > 1:
+        return f"num_learners={cfg.num_learners}"
+    return None
+
+
 class IMPALA(OnPolicyAlgorithm):
     """IMPALA: an actor-critic (PPO's networks) trained with V-trace on lagging samples."""
 
     config_class = IMPALAConfig
     config: IMPALAConfig
     parts: PolicyParts[Any]
+    # The learner's forward pass: the module's apply, or its sequences over a recurrent batch.
+    _learner_apply: Callable[..., Any]
 
     def _setup(self) -> None:
         cfg = self.config
@@ -340,17 +375,32 @@ class IMPALA(OnPolicyAlgorithm):
         )
         values = self.population_values()
         dynamic = dynamic_settings({k: values[k] for k in self.dynamic_settings})
-        self.state, update = self._learner(dist, optimizer, params, opt_state, key, dynamic)
-        self.parts = make_actor_critic_parts(
-            self.module.apply, dist, self.action_space, cfg.clip_actions
-        )
         # A batch's lock-step columns: every sub-env of the fused rollout, or those of its
         # fragments (each fragment's sub-envs are streams of their own: RunnerGroup.sample_any).
         columns = cfg.total_num_envs
         if cfg.num_env_runners:
             columns = cfg.fragments_per_batch * cfg.num_envs_per_env_runner
+        if hasattr(self.module, "initial_state"):  # use_lstm, or a user module with a state
+            why = recurrent_refusal(cfg)
+            if why is not None:
+                raise ConfigError(f"a recurrent module with {why}: {RECURRENT_LIMITS}")
+            spec = recurrent_spec_of(self.module, self.action_space)
+            self.parts = make_recurrent_policy_parts(
+                self.module.apply, spec, dist, self.action_space, cfg.clip_actions
+            )
+            self._learner_apply = time_major_sequence_apply(
+                self.module.apply, cfg.model_config.max_seq_len
+            )
+            postprocess = make_recurrent_vtrace_postprocess(columns)
+        else:
+            self.parts = make_actor_critic_parts(
+                self.module.apply, dist, self.action_space, cfg.clip_actions
+            )
+            self._learner_apply = self.module.apply
+            postprocess = make_vtrace_postprocess(columns)
+        self.state, update = self._learner(dist, optimizer, params, opt_state, key, dynamic)
         self._setup_execution(
-            make_vtrace_postprocess(columns),
+            postprocess,
             update,
             free_running=FreeRunning(
                 fragments_per_batch=cfg.fragments_per_batch,
@@ -397,7 +447,7 @@ class IMPALA(OnPolicyAlgorithm):
             key=key,
             env_steps=jnp.zeros((), jnp.int32),
         )
-        return state, make_impala_update(self.module.apply, dist, optimizer, hp, dynamic=dynamic)
+        return state, make_impala_update(self._learner_apply, dist, optimizer, hp, dynamic=dynamic)
 
 
-__all__ = ["IMPALA", "IMPALAConfig"]
+__all__ = ["IMPALA", "IMPALAConfig", "RECURRENT_LIMITS", "recurrent_refusal"]

@@ -35,7 +35,7 @@ from rljax.learners.hyperparams import settings_at, with_hyperparams
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import next_or_bootstrap
 from rljax.runners.ordering import order_by_stream, to_time_major
-from rljax.types import Transition
+from rljax.types import RecurrentInput, Transition
 
 Metrics = dict[str, jax.Array]
 # The module's ``apply(params, obs [B, ...]) -> (action_dist_inputs [B, D], value [B])``.
@@ -175,10 +175,13 @@ def forward_with_next_values(
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The current networks on the batch: ``(dist_inputs [T, B, D], values [T, B],
     next_values [T, B])``, where ``next_values`` is V(s_{t+1}) of the stream's next row, or the
-    bootstrap value where the row is cut (the last row always is)."""
+    bootstrap value where the row is cut (the last row always is). ``apply`` takes the rows
+    flattened, or a recurrent batch's ``RecurrentInput`` as it is (``recurrent.py``)."""
     lead = batch.bootstrap_value.shape
-    flat_obs = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch.obs)
-    dist_inputs, values = apply(params[POLICY_ID], flat_obs)
+    obs = batch.obs
+    if not isinstance(obs, RecurrentInput):  # a recurrent forward takes the [T, B] layout
+        obs = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), obs)
+    dist_inputs, values = apply(params[POLICY_ID], obs)
     dist_inputs = dist_inputs.reshape((*lead, -1))
     values = values.reshape(lead)
     next_values = next_or_bootstrap(values, batch.bootstrap_value, batch.vtrace.truncated)

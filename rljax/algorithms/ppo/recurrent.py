@@ -17,75 +17,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import gymnasium as gym
 import jax
 import jax.numpy as jnp
 
-from rljax.algorithms.actor_critic.policy import POLICY_ID, one_step, recurrent_spec_of
+from rljax.algorithms.actor_critic.policy import (
+    make_recurrent_policy_parts,
+    one_step,
+    recurrent_spec_of,
+)
 from rljax.algorithms.ppo.learner import PPOHyperparams, normalize_advantages
 from rljax.algorithms.ppo.losses import PPOBatch
-from rljax.execution.parts import PolicyParts, space_env_actions
-from rljax.networks.distributions import ActionDistribution
 from rljax.ops.gae import gae_advantages_time_major
-from rljax.types import RecurrentInput, RecurrentSpec, Transition
-
-
-def make_recurrent_policy_parts(
-    apply: Callable[..., Any],
-    spec: RecurrentSpec,
-    dist: ActionDistribution,
-    action_space: gym.Space,
-    clip_actions: bool,
-) -> PolicyParts[Any]:
-    """PPO's policy parts for a recurrent module (``apply(params, RecurrentInput [B, L]) ->
-    (dist_inputs, values, state_out)``)."""
-
-    def step(params: Any, rin: RecurrentInput) -> tuple[jax.Array, jax.Array, Any]:
-        dist_inputs, value, state_out = apply(params[POLICY_ID], one_step(rin))
-        return dist_inputs[:, 0], value[:, 0], state_out
-
-    def act(params: Any, rin: RecurrentInput, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
-        dist_inputs, value, state_out = step(params, rin)
-        action = dist.sample(key, dist_inputs)
-        extras = {
-            "action_logp": dist.log_prob(dist_inputs, action),
-            "vf_preds": value,
-            "action_dist_inputs": dist_inputs,
-            "state_out": state_out,
-        }
-        return action, extras
-
-    act.recurrent = spec  # type: ignore[attr-defined]
-
-    def inference(policy_id: str | None, explore: bool) -> Any:
-        raise ValueError(
-            "a recurrent policy (use_lstm) needs its state: use "
-            "algo.get_module().forward_inference({'obs': ..., 'state_in': ...}), which returns "
-            "'state_out' for the next call"
-        )
-
-    def infer_explore(params: Any, rin: RecurrentInput, key: jax.Array) -> Any:
-        dist_inputs, _, state_out = step(params, rin)
-        return dist_inputs, dist.sample(key, dist_inputs), state_out
-
-    def infer_greedy(params: Any, rin: RecurrentInput, key: jax.Array) -> Any:
-        dist_inputs, _, state_out = step(params, rin)
-        return dist_inputs, dist.mode(dist_inputs), state_out
-
-    def recurrent_inference(explore: bool) -> Callable[..., Any]:
-        return infer_explore if explore else infer_greedy
-
-    to_env, to_env_host = space_env_actions(action_space, clip_actions)
-    return PolicyParts(
-        act=act,
-        acting_params=lambda state: state.params,
-        bootstrap_keys=("vf_preds",),
-        inference=inference,
-        inference_params=lambda state, policy_id: state.params,
-        to_env_action=to_env,
-        to_env_action_host=to_env_host,
-        recurrent_inference=recurrent_inference,
-    )
+from rljax.types import RecurrentInput, Transition
 
 
 def sequence_apply(apply: Callable[..., Any]) -> Callable[[Any, RecurrentInput], Any]:
