@@ -189,6 +189,44 @@ class TwinCritic(nn.Module):
         return ensemble(self.model_config, name="critics")(obs, action)
 
 
+class _DiscreteCritic(nn.Module):
+    model_config: DefaultModelConfig
+    num_actions: int
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        mc = self.model_config
+        x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
+        if mc.fusionnet_hiddens is None:
+            x = fcnet_mlp(mc, (*mc.fcnet_hiddens, *mc.head_fcnet_hiddens))(x)
+            return output_dense(mc, self.num_actions, 1.0)(x)
+        # RLlib's layout: the observation's encoder, then the head (no action to join).
+        x = fcnet_mlp(mc, mc.fcnet_hiddens, name="obs_encoder")(x)
+        x = part_mlp(mc, "head_fcnet", mc.head_fcnet_hiddens, name="head")(x)
+        return output_dense(mc, self.num_actions, 1.0, name="q")(x)
+
+
+class DiscreteTwinCritic(nn.Module):
+    """``num_critics`` Q(s, .) MLPs for discrete actions (SAC-Discrete's critics: one value per
+    action), evaluated as one vmapped network: ``obs [B, ...] -> [num_critics, B, num_actions]``."""
+
+    model_config: DefaultModelConfig
+    num_actions: int
+    num_critics: int = 2
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        ensemble = nn.vmap(
+            _DiscreteCritic,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            in_axes=None,
+            out_axes=0,
+            axis_size=self.num_critics,
+        )
+        return ensemble(self.model_config, self.num_actions, name="critics")(obs)
+
+
 def actor_mlp(obs: jax.Array, model_config: DefaultModelConfig, num_outputs: int) -> jax.Array:
     """An actor's layers, called inside a compact module's ``__call__`` (the layers are that
     module's): flattened ``obs`` [B, ...] -> MLP of ``fcnet_hiddens + head_fcnet_hiddens`` ->
@@ -209,6 +247,17 @@ class GaussianActor(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         return actor_mlp(obs, self.model_config, 2 * self.action_dim)
+
+
+class CategoricalActor(nn.Module):
+    """``__call__(obs) -> [B, num_actions]``: the logits of SAC-Discrete's policy."""
+
+    num_actions: int
+    model_config: DefaultModelConfig
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        return actor_mlp(obs, self.model_config, self.num_actions)
 
 
 def check_vector_obs(space: gym.Space, algo: str) -> None:

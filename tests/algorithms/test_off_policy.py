@@ -103,8 +103,21 @@ def test_old_stack_names_point_to_the_new_ones():
 def test_wrong_action_spaces_are_refused_at_build():
     with pytest.raises(ConfigError, match="Discrete action space"):
         _small_dqn(env="Pendulum-v1").build_algo()
-    with pytest.raises(ConfigError, match="1-D Box action space"):
-        _small_sac(env="CartPole-v1").build_algo()
+    class TwoDials(gym.Env):
+        observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        action_space = gym.spaces.MultiDiscrete([3, 3])
+
+        def __init__(self, config=None):
+            pass
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(2, np.float32), {}
+
+        def step(self, action):
+            return np.zeros(2, np.float32), 0.0, True, False, {}
+
+    with pytest.raises(ConfigError, match=r"1-D Box or a Discrete action space; .*MultiDiscrete"):
+        _small_sac(env=TwoDials).build_algo()
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ from rljax.algorithms.sac.losses import (
     actor_loss,
     auto_target_entropy,
     critic_loss,
+    discrete_actor_loss,
     temperature_loss,
 )
 from rljax.algorithms.settings import frozen_from_config
@@ -39,7 +40,7 @@ from rljax.learners.hyperparams import (
     with_hyperparams,
 )
 from rljax.learners.update import gradient_step, make_optimizer
-from rljax.networks.distributions import SquashedDiagGaussian
+from rljax.networks.distributions import Categorical, SquashedDiagGaussian
 from rljax.utils.schedules import Schedule
 
 SAC_METRICS = (
@@ -118,15 +119,19 @@ class SACNetworks(NamedTuple):
     """The actor, the critics and the actor's action distribution.
 
     Attributes:
-      actor: ``actor.apply(params, obs [B, O]) -> distribution inputs [B, 2 * action_dim]``.
+      actor: ``actor.apply(params, obs [B, O]) -> distribution inputs [B, 2 * action_dim]``
+        (discrete actions: logits [B, num_actions]).
       critic: ``critic.apply(params, obs [B, O], action [B, action_dim]) -> Q [C, B]`` for C
-        critics (2 with ``twin_q``).
-      dist: The squashed Gaussian the actor's outputs parameterise.
+        critics (2 with ``twin_q``); discrete actions: ``critic.apply(params, obs) -> Q [C, B,
+        num_actions]``.
+      dist: The squashed Gaussian the actor's outputs parameterise, or a ``Categorical``
+        (SAC-Discrete, Christodoulou 2019, as RLlib's: expectations over the actions replace
+        the sampled ones in the critics' target, the actor's and the temperature's losses).
     """
 
     actor: nn.Module
     critic: nn.Module
-    dist: SquashedDiagGaussian
+    dist: SquashedDiagGaussian | Categorical
 
 
 class SACOptimizers(NamedTuple):
@@ -207,8 +212,34 @@ def make_sac_learn(
     def q_values(critic_params: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
         return cast(jax.Array, critic.apply(critic_params, obs, action))
 
+    discrete = isinstance(dist, Categorical)
+
+    def q_taken(critic_params: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
+        """The critics' values of the stored actions, [C, B]."""
+        if not discrete:
+            return q_values(critic_params, obs, action)
+        q = cast(jax.Array, critic.apply(critic_params, obs))  # [C, B, A]
+        index = jnp.broadcast_to(action.astype(jnp.int32)[None, :, None], (*q.shape[:2], 1))
+        return jnp.take_along_axis(q, index, axis=-1)[..., 0]
+
+    def next_terms(
+        actor_params: Any, target_critic: Any, next_obs: jax.Array, key: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """The soft target's terms at s': ``min Q'(s', a')`` and ``log pi(a'|s')``, for a'
+        sampled from the policy, or (discrete) their expectations under it, [B] each."""
+        inputs = policy_inputs(actor_params, next_obs)
+        if not discrete:
+            next_action, next_logp = cast(SquashedDiagGaussian, dist).sample_and_log_prob(
+                key, inputs
+            )
+            return jnp.min(q_values(target_critic, next_obs, next_action), 0), next_logp
+        logp = jax.nn.log_softmax(inputs, axis=-1)
+        probs = jnp.exp(logp)
+        q_min = jnp.min(cast(jax.Array, critic.apply(target_critic, next_obs)), 0)
+        return jnp.sum(probs * q_min, -1), jnp.sum(probs * logp, -1)
+
     def q_loss_fn(critic_params, batch, next_q, next_logp, alpha, weights):
-        q = q_values(critic_params, batch["obs"], batch["action"])
+        q = q_taken(critic_params, batch["obs"], batch["action"])
         q2 = q[1] if q.shape[0] > 1 else q[0]
         loss, td = critic_loss(
             q[0], q2, batch["reward"], batch["discount"], next_q, next_logp, alpha, weights
@@ -216,7 +247,15 @@ def make_sac_learn(
         return loss, (td, q[0])
 
     def pi_loss_fn(actor_params, critic_params, obs, alpha, key):
-        a, logp = dist.sample_and_log_prob(key, policy_inputs(actor_params, obs))
+        inputs = policy_inputs(actor_params, obs)
+        if discrete:  # the expectation over the actions, exactly (SAC-Discrete)
+            logp = jax.nn.log_softmax(inputs, axis=-1)
+            q_min = jax.lax.stop_gradient(
+                jnp.min(cast(jax.Array, critic.apply(critic_params, obs)), 0)
+            )
+            loss, expected_logp = discrete_actor_loss(q_min, logp, alpha)
+            return loss, expected_logp
+        a, logp = cast(SquashedDiagGaussian, dist).sample_and_log_prob(key, inputs)
         q_pi = jnp.min(q_values(critic_params, obs, a), 0)
         return actor_loss(q_pi, logp, alpha), logp
 
@@ -238,10 +277,7 @@ def make_sac_learn(
         obs, next_obs = batch["obs"], batch["next_obs"]
 
         # Critics: soft Bellman targets from the current policy at the next observations.
-        next_action, next_logp = dist.sample_and_log_prob(
-            k_next, policy_inputs(state.actor, next_obs)
-        )
-        next_q = jnp.min(q_values(state.target_critic, next_obs, next_action), 0)
+        next_q, next_logp = next_terms(state.actor, state.target_critic, next_obs, k_next)
         q_step = gradient_step(
             q_loss_fn,
             optimizers.critic,
@@ -255,7 +291,8 @@ def make_sac_learn(
         )
         td, q1 = q_step.aux
 
-        # Actor: reparameterised actions scored by the updated critics.
+        # Actor: reparameterised actions (or every action, discrete) scored by the updated
+        # critics.
         pi_step = gradient_step(
             pi_loss_fn,
             optimizers.actor,

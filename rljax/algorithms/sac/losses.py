@@ -49,6 +49,28 @@ def actor_loss(q_min: chex.Array, logp: chex.Array, alpha: chex.Array) -> jax.Ar
     return jnp.mean(jax.lax.stop_gradient(alpha) * logp - q_min)
 
 
+def discrete_actor_loss(
+    q_min: chex.Array, logp: chex.Array, alpha: chex.Array
+) -> tuple[jax.Array, jax.Array]:
+    """SAC-Discrete's actor loss, the expectation over every action instead of a sample:
+    ``mean_s(sum_a pi(a|s) * (alpha * log pi(a|s) - min(Q1, Q2)(s, a)))``.
+
+    Args:
+      q_min: The critics' minimum per action, [B, A] (not differentiated).
+      logp: The policy's log-probabilities, [B, A].
+      alpha: The temperature (not differentiated).
+
+    Returns:
+      ``(loss, expected_logp [B])``: ``sum_a pi(a|s) log pi(a|s)``, minus the entropy, for the
+      temperature's loss.
+    """
+    chex.assert_rank([q_min, logp], 2)
+    probs = jnp.exp(logp)
+    alpha = jax.lax.stop_gradient(alpha)
+    loss = jnp.mean(jnp.sum(probs * (alpha * logp - jax.lax.stop_gradient(q_min)), -1))
+    return loss, jnp.sum(probs * logp, -1)
+
+
 def temperature_loss(log_alpha: chex.Array, logp: chex.Array, target_entropy: float) -> jax.Array:
     """``-mean(log_alpha * (log pi(a|s) + target_entropy))``: alpha rises when entropy is too low."""
     chex.assert_rank(logp, 1)

@@ -1,9 +1,11 @@
-"""SAC: config (RLlib's names and defaults) and the algorithm."""
+"""SAC: config (RLlib's names and defaults) and the algorithm: a squashed Gaussian for a 1-D Box
+action space, SAC-Discrete (a categorical policy, a value per action) for a Discrete one."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, cast
 
+import flax.linen as nn
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
@@ -24,8 +26,14 @@ from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.execution.off_policy import OffPolicyState, ReplayLearner
 from rljax.execution.parts import PolicyParts, distribution_inference
 from rljax.learners.update import make_target_update
-from rljax.networks.distributions import SquashedDiagGaussian
-from rljax.networks.q_models import GaussianActor, TwinCritic, check_vector_obs
+from rljax.networks.distributions import Categorical, SquashedDiagGaussian
+from rljax.networks.q_models import (
+    CategoricalActor,
+    DiscreteTwinCritic,
+    GaussianActor,
+    TwinCritic,
+    check_vector_obs,
+)
 from rljax.utils import memory
 from rljax.utils.checks import Bool, Number
 from rljax.utils.errors import ConfigError
@@ -124,10 +132,16 @@ class SACConfig(OffPolicyConfig):
         return 0
 
     def network_params(self, observation_space: Any, action_space: Any) -> int:
-        """The actor (a mean and a log std per action) and the critics."""
+        """The actor (a mean and a log std per action; discrete: a logit per action) and the
+        critics (discrete: a value per action)."""
         mc = self.model_config
         hiddens = [*mc.fcnet_hiddens, *mc.head_fcnet_hiddens]
         critics = 2 if self.twin_q else 1
+        if isinstance(action_space, gym.spaces.Discrete):
+            net = memory.mlp_params(
+                memory.flat_size(observation_space), hiddens, int(action_space.n)
+            )
+            return (1 + critics) * net
         return memory.actor_critic_params(observation_space, action_space, hiddens, 2, critics)
 
 
@@ -170,6 +184,33 @@ def make_sac_policy_parts(
     )
 
 
+def make_discrete_sac_policy_parts(
+    actor: CategoricalActor, dist: Categorical
+) -> PolicyParts[OffPolicyState]:
+    """SAC-Discrete's policy: the actor's categorical, sampled to act, its most likely action
+    for greedy inference."""
+
+    def acting_params(state: OffPolicyState) -> Any:
+        return state.learner.actor
+
+    def outputs(params: Any, obs: jax.Array) -> jax.Array:
+        """The logits, [B, num_actions]."""
+        return cast(jax.Array, actor.apply(params, obs))
+
+    def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+        return dist.sample(key, outputs(params, obs)), {}
+
+    return PolicyParts(
+        act=act,
+        acting_params=acting_params,
+        bootstrap_keys=(),
+        inference=distribution_inference(outputs, dist),
+        inference_params=lambda state, policy_id: acting_params(state),
+        to_env_action=lambda action: action,
+        to_env_action_host=lambda action: np.asarray(action),
+    )
+
+
 class SAC(OffPolicyAlgorithm):
     """Soft Actor-Critic on EnvPool (fused into jit) or gymnasium vector envs."""
 
@@ -181,27 +222,44 @@ class SAC(OffPolicyAlgorithm):
     ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[SACLearnerState]]:
         cfg = self.config
         space = self.action_space
-        if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
+        discrete = isinstance(space, gym.spaces.Discrete)
+        if not (discrete or (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)):
             raise ConfigError(
-                f"SAC needs a 1-D Box action space; the env has {space}. Use DQN or PPO for "
-                "discrete actions"
+                f"SAC needs a 1-D Box or a Discrete action space; the env has {space}. Use PPO "
+                "for other action spaces"
             )
-        if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+        if not discrete and not (
+            np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))
+        ):
             raise ConfigError(f"SAC needs finite action bounds to squash into; got {space}")
         check_vector_obs(self.observation_space, "SAC")
-        action_dim = int(space.shape[0])
+        critics = 2 if cfg.twin_q else 1
+        dist: SquashedDiagGaussian | Categorical
+        self.actor: nn.Module
+        self.critic: nn.Module
+        if discrete:
+            # RLlib's "auto" target entropy is -prod(action_space.shape): -1 for Discrete.
+            action_dim, num_actions = 1, int(space.n)
+            dist = Categorical(num_actions)
+            self.actor = CategoricalActor(num_actions, cfg.model_config)
+            self.critic = DiscreteTwinCritic(cfg.model_config, num_actions, critics)
+        else:
+            action_dim = int(space.shape[0])
+            dist = SquashedDiagGaussian(action_dim)
+            self.actor = GaussianActor(action_dim, cfg.model_config)
+            self.critic = TwinCritic(cfg.model_config, num_critics=critics)
         self.hp = SACHyperparams.from_config(cfg, action_dim)
-        dist = SquashedDiagGaussian(action_dim)
-        self.actor = GaussianActor(action_dim, cfg.model_config)
-        self.critic = TwinCritic(cfg.model_config, num_critics=2 if cfg.twin_q else 1)
         self.target_entropy = self.hp.target_entropy
         self.networks = SACNetworks(self.actor, self.critic, dist)
         self.optimizers = make_sac_optimizers(self.hp)
         k_actor, k_critic = jax.random.split(key)
         obs = jnp.zeros((1, *self._observation_shape()), jnp.float32)
-        act = jnp.zeros((1, action_dim), jnp.float32)
         actor_params = run_once(self.actor.init, k_actor, obs)
-        critic_params = run_once(self.critic.init, k_critic, obs, act)
+        if discrete:
+            critic_params = run_once(self.critic.init, k_critic, obs)
+        else:
+            act = jnp.zeros((1, action_dim), jnp.float32)
+            critic_params = run_once(self.critic.init, k_critic, obs, act)
         log_alpha = jnp.log(jnp.asarray(self.hp.initial_alpha, jnp.float32))
         learner = ReplayLearner(
             init=SACLearnerState(
@@ -217,7 +275,9 @@ class SAC(OffPolicyAlgorithm):
             update_target=make_target_update(self.hp.tau, {"target_critic": "critic"}),
             metric_names=SAC_METRICS,
         )
-        return make_sac_policy_parts(self.actor, dist, space), learner
+        if isinstance(dist, Categorical):
+            return make_discrete_sac_policy_parts(cast(CategoricalActor, self.actor), dist), learner
+        return make_sac_policy_parts(cast(GaussianActor, self.actor), dist, space), learner
 
 
 __all__ = ["SAC", "SACConfig"]
