@@ -19,7 +19,7 @@ import pytest
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.ppo import PPOConfig
-from rljax.algorithms.sac import SACConfig
+from rljax.algorithms.td3 import TD3Config
 from rljax.core.rl_module import RLModuleSpec
 from rljax.utils.errors import CheckpointError, ConfigError
 
@@ -243,10 +243,10 @@ CASES = [
         ["Discrete", "Box", "SAC or PPO"],
     ),
     (
-        "SAC on discrete actions",
-        lambda b: SACConfig().environment("CartPole-v1").build_algo(),
+        "TD3 on discrete actions",
+        lambda b: TD3Config().environment("CartPole-v1").build_algo(),
         ConfigError,
-        ["Box", "Discrete(2)", "DQN or PPO"],
+        ["Box", "Discrete(2)", "DQN, SAC or PPO"],
     ),
     # inference on observations that do not fit
     (

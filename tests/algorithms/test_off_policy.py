@@ -103,6 +103,7 @@ def test_old_stack_names_point_to_the_new_ones():
 def test_wrong_action_spaces_are_refused_at_build():
     with pytest.raises(ConfigError, match="Discrete action space"):
         _small_dqn(env="Pendulum-v1").build_algo()
+
     class TwoDials(gym.Env):
         observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
         action_space = gym.spaces.MultiDiscrete([3, 3])

@@ -51,7 +51,8 @@ def test_discrete_sac_learns_cartpole(train_until):
     """SAC-Discrete at RLlib's tuned discrete-SAC settings (256x256 relu, actor/critic/alpha
     rates 2e-4/8e-4/9e-4, initial alpha 1.001, RLlib's "auto" target entropy, -1), one
     sub-env: the 5-episode mean passes 150 after 1.9k, 1.8k and 1.6k env steps with seeds 0-2
-    (random play scores about 22); the greedy policy then balances far longer than random."""
+    (random play scores about 22); the greedy policy then balances far longer than random.
+    Alpha only falls at this target entropy (below any two-way categorical's)."""
     config = (
         SACConfig()
         .environment("CartPole-v1")
@@ -80,7 +81,9 @@ def test_discrete_sac_learns_cartpole(train_until):
         assert algo.fused and algo.target_entropy == -1.0
         result = train_until(algo, 150, 5_000)
         assert result["env_runners"]["episode_return_mean"] >= 150, result["env_runners"]
-        assert result["learners"]["default_policy"]["alpha_value"] < 1.0
+        # The policy has become decisive: its mean entropy well below ln 2 = 0.69 (measured
+        # 0.28-0.44 at this point with seeds 0-2).
+        assert result["learners"]["default_policy"]["entropy"] < 0.6
         assert algo.evaluate()["env_runners"]["episode_return_mean"] >= 100
     finally:
         algo.stop()

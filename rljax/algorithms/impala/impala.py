@@ -43,6 +43,7 @@ from rljax.algorithms.impala.recurrent import (
 )
 from rljax.algorithms.on_policy import FreeRunning, OnPolicyAlgorithm
 from rljax.algorithms.settings import MAX_NUM_EPOCHS, Setting, frozen_from_config
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.execution.parts import PolicyParts
 from rljax.learners.hyperparams import (
     dynamic_settings,
@@ -343,15 +344,18 @@ RECURRENT_LIMITS = (
 )
 
 
-def recurrent_refusal(cfg: IMPALAConfig) -> str | None:
+def recurrent_refusal(cfg: IMPALAConfig, user_module: bool = True) -> str | None:
     """Why a recurrent module cannot train with ``cfg`` (None: it can): its batch must be
-    lock-step columns of whole streams, split over no learners."""
+    lock-step columns of whole streams (not ASYNC's first-ready ones), split over no learners.
+    With ``user_module`` (``use_lstm`` checked by ``validate()``), a ``module_class`` of the
+    user's is refused too: it is built as it is, so ``use_lstm`` would change nothing."""
     if cfg.gym_env_vectorize_mode != "SYNC" or cfg.async_batch_size is not None:
         return f"gym_env_vectorize_mode={cfg.gym_env_vectorize_mode!r}"
-    if cfg.envs_per_step != cfg.num_envs_per_env_runner * cfg.num_runners:
-        return "first-ready batches"
     if cfg.num_learner_shards > 1:
         return f"num_learners={cfg.num_learners}"
+    spec = cfg.rl_module_spec
+    if user_module and isinstance(spec, RLModuleSpec) and spec.module_class:
+        return "a module_class of its own (a recurrent user module needs no use_lstm)"
     return None
 
 
@@ -381,7 +385,7 @@ class IMPALA(OnPolicyAlgorithm):
         if cfg.num_env_runners:
             columns = cfg.fragments_per_batch * cfg.num_envs_per_env_runner
         if hasattr(self.module, "initial_state"):  # use_lstm, or a user module with a state
-            why = recurrent_refusal(cfg)
+            why = recurrent_refusal(cfg, user_module=False)
             if why is not None:
                 raise ConfigError(f"a recurrent module with {why}: {RECURRENT_LIMITS}")
             spec = recurrent_spec_of(self.module, self.action_space)

@@ -83,7 +83,7 @@ class ActionBounds:
         ):
             raise ConfigError(
                 f"{algo} needs a 1-D Box action space with finite bounds; the env has {space}. "
-                "Use DQN or PPO for discrete actions"
+                "Use DQN, SAC or PPO for discrete actions"
             )
         return cls(
             np.asarray(space.low, np.float32),
