@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import flax.linen as nn
 import gymnasium as gym
 import jax
@@ -166,6 +168,19 @@ class _Critic(nn.Module):
         return output_dense(mc, 1, 1.0, name="q")(x)[:, 0]
 
 
+def _stacked(module: type[nn.Module], num: int) -> Any:
+    """``module`` repeated ``num`` times as one network: parameters stacked on a leading axis,
+    every copy fed the same inputs, outputs stacked ``[num, ...]``."""
+    return nn.vmap(
+        module,
+        variable_axes={"params": 0},
+        split_rngs={"params": True},
+        in_axes=None,
+        out_axes=0,
+        axis_size=num,
+    )
+
+
 class TwinCritic(nn.Module):
     """``num_critics`` Q(s, a) MLPs evaluated as one vmapped network: ``-> [num_critics, B]``.
 
@@ -178,15 +193,7 @@ class TwinCritic(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
-        ensemble = nn.vmap(
-            _Critic,
-            variable_axes={"params": 0},
-            split_rngs={"params": True},
-            in_axes=None,
-            out_axes=0,
-            axis_size=self.num_critics,
-        )
-        return ensemble(self.model_config, name="critics")(obs, action)
+        return _stacked(_Critic, self.num_critics)(self.model_config, name="critics")(obs, action)
 
 
 class _DiscreteCritic(nn.Module):
@@ -216,15 +223,8 @@ class DiscreteTwinCritic(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        ensemble = nn.vmap(
-            _DiscreteCritic,
-            variable_axes={"params": 0},
-            split_rngs={"params": True},
-            in_axes=None,
-            out_axes=0,
-            axis_size=self.num_critics,
-        )
-        return ensemble(self.model_config, self.num_actions, name="critics")(obs)
+        critics = _stacked(_DiscreteCritic, self.num_critics)
+        return critics(self.model_config, self.num_actions, name="critics")(obs)
 
 
 def actor_mlp(obs: jax.Array, model_config: DefaultModelConfig, num_outputs: int) -> jax.Array:

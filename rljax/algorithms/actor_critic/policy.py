@@ -13,6 +13,7 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.spaces import zeros_batch
 from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
 from rljax.networks.distributions import ActionDistribution, make_distribution
@@ -203,6 +204,30 @@ def make_recurrent_policy_parts(
     )
 
 
+RECURRENT_LIMITS = (
+    "recurrent policies train one policy (single-agent PPO, IMPALA or APPO) on lock-step "
+    "sampling: gym_env_vectorize_mode='SYNC' without async_batch_size, one learner"
+)
+
+
+def recurrent_refusal(cfg: Any, user_module: bool = True) -> str | None:
+    """Why a recurrent module cannot train with the config ``cfg`` (None: it can): its batches
+    must be lock-step columns of whole streams (not ASYNC's first-ready ones) of one policy,
+    split over no learners. With ``user_module`` (``use_lstm``, checked by ``validate()``), a
+    ``module_class`` of the user's is refused too: it is built as it is, so ``use_lstm`` would
+    change nothing (a recurrent user module needs no ``use_lstm``)."""
+    if cfg.is_multi_agent:
+        return "a multi-agent config"
+    if cfg.gym_env_vectorize_mode != "SYNC" or cfg.async_batch_size is not None:
+        return f"gym_env_vectorize_mode={cfg.gym_env_vectorize_mode!r}"
+    if cfg.num_learners > 1:
+        return f"num_learners={cfg.num_learners}"
+    spec = cfg.rl_module_spec
+    if user_module and isinstance(spec, RLModuleSpec) and spec.module_class:
+        return "a module_class of its own (a recurrent user module needs no use_lstm)"
+    return None
+
+
 def masked_mean(x: jax.Array, mask: jax.Array) -> jax.Array:
     """The mean of ``x`` over the rows where ``mask`` is 1 (0 when there are none)."""
     return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
@@ -220,6 +245,7 @@ def adapt_kl_coeff(kl_coeff: jax.Array, kl: jax.Array, kl_target: Any) -> jax.Ar
 
 __all__ = [
     "POLICY_ID",
+    "RECURRENT_LIMITS",
     "ActorCriticState",
     "OnPolicyBatch",
     "adapt_kl_coeff",
@@ -228,5 +254,6 @@ __all__ = [
     "make_recurrent_policy_parts",
     "masked_mean",
     "one_step",
+    "recurrent_refusal",
     "recurrent_spec_of",
 ]

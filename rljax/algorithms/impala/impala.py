@@ -26,8 +26,10 @@ import jax.numpy as jnp
 import optax
 
 from rljax.algorithms.actor_critic.policy import (
+    RECURRENT_LIMITS,
     make_actor_critic_parts,
     make_recurrent_policy_parts,
+    recurrent_refusal,
     recurrent_spec_of,
 )
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
@@ -43,7 +45,6 @@ from rljax.algorithms.impala.recurrent import (
 )
 from rljax.algorithms.on_policy import FreeRunning, OnPolicyAlgorithm
 from rljax.algorithms.settings import MAX_NUM_EPOCHS, Setting, frozen_from_config
-from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.execution.parts import PolicyParts
 from rljax.learners.hyperparams import (
     dynamic_settings,
@@ -338,27 +339,6 @@ class IMPALAConfig(AlgorithmConfig):
             )
 
 
-RECURRENT_LIMITS = (
-    "recurrent IMPALA and APPO train one policy on lock-step sampling: "
-    "gym_env_vectorize_mode='SYNC' without async_batch_size, one learner"
-)
-
-
-def recurrent_refusal(cfg: IMPALAConfig, user_module: bool = True) -> str | None:
-    """Why a recurrent module cannot train with ``cfg`` (None: it can): its batch must be
-    lock-step columns of whole streams (not ASYNC's first-ready ones), split over no learners.
-    With ``user_module`` (``use_lstm`` checked by ``validate()``), a ``module_class`` of the
-    user's is refused too: it is built as it is, so ``use_lstm`` would change nothing."""
-    if cfg.gym_env_vectorize_mode != "SYNC" or cfg.async_batch_size is not None:
-        return f"gym_env_vectorize_mode={cfg.gym_env_vectorize_mode!r}"
-    if cfg.num_learner_shards > 1:
-        return f"num_learners={cfg.num_learners}"
-    spec = cfg.rl_module_spec
-    if user_module and isinstance(spec, RLModuleSpec) and spec.module_class:
-        return "a module_class of its own (a recurrent user module needs no use_lstm)"
-    return None
-
-
 class IMPALA(OnPolicyAlgorithm):
     """IMPALA: an actor-critic (PPO's networks) trained with V-trace on lagging samples."""
 
@@ -454,4 +434,4 @@ class IMPALA(OnPolicyAlgorithm):
         return state, make_impala_update(self._learner_apply, dist, optimizer, hp, dynamic=dynamic)
 
 
-__all__ = ["IMPALA", "IMPALAConfig", "RECURRENT_LIMITS", "recurrent_refusal"]
+__all__ = ["IMPALA", "IMPALAConfig"]

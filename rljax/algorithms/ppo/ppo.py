@@ -11,8 +11,10 @@ import jax.numpy as jnp
 
 from rljax.algorithms.actor_critic.policy import (
     POLICY_ID,
+    RECURRENT_LIMITS,
     build_policy,
     make_actor_critic_parts,
+    recurrent_refusal,
     recurrent_spec_of,
 )
 from rljax.algorithms.algorithm import Algorithm
@@ -35,7 +37,6 @@ from rljax.algorithms.ppo.recurrent import (
     sequence_apply,
 )
 from rljax.algorithms.settings import MAX_NUM_EPOCHS, Setting
-from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.execution.loop import LearnerFactory
 from rljax.execution.parts import PolicyParts
 from rljax.learners.hyperparams import dynamic_settings, with_hyperparams
@@ -183,7 +184,7 @@ class PPOConfig(AlgorithmConfig):
         return self._set("training", locals())
 
     def _validate_recurrent(self) -> None:
-        why = _recurrent_refusal(self)
+        why = recurrent_refusal(self)
         if why is not None:
             raise ConfigError(f"model_config use_lstm=True with {why}: {RECURRENT_LIMITS}")
 
@@ -224,25 +225,6 @@ class PPOConfig(AlgorithmConfig):
                 f"{updates:,} updates per iteration, more than {MAX_MINIBATCH_UPDATES:,}; raise "
                 "minibatch_size or lower num_epochs"
             )
-
-
-RECURRENT_LIMITS = (
-    "recurrent policies train single-agent PPO on lock-step sampling: "
-    "gym_env_vectorize_mode='SYNC' without async_batch_size, one learner"
-)
-
-
-def _recurrent_refusal(cfg: PPOConfig, user_module: bool = True) -> str | None:
-    if cfg.is_multi_agent:
-        return "a multi-agent config"
-    if cfg.gym_env_vectorize_mode != "SYNC" or cfg.async_batch_size is not None:
-        return f"gym_env_vectorize_mode={cfg.gym_env_vectorize_mode!r}"
-    if cfg.num_learners > 1:
-        return f"num_learners={cfg.num_learners}"
-    spec = cfg.rl_module_spec
-    if user_module and isinstance(spec, RLModuleSpec) and spec.module_class:
-        return "a module_class of its own (a recurrent user module needs no use_lstm)"
-    return None
 
 
 # PPO's policy parts are the shared actor-critic's (IMPALA and APPO build the same).
@@ -303,7 +285,7 @@ class PPO(OnPolicyAlgorithm):
                     f"learner_class={cfg.learner_class.__name__} with a recurrent module: a "
                     "learner class's loss trains non-recurrent PPO only"
                 )
-            why = _recurrent_refusal(cfg, user_module=False)
+            why = recurrent_refusal(cfg, user_module=False)
             if why is not None:
                 raise ConfigError(f"a recurrent module with {why}: {RECURRENT_LIMITS}")
             self._setup_recurrent()

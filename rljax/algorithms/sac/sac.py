@@ -3,6 +3,7 @@ action space, SAC-Discrete (a categorical policy, a value per action) for a Disc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 import flax.linen as nn
@@ -146,32 +147,46 @@ class SACConfig(OffPolicyConfig):
 
 
 def make_sac_policy_parts(
-    actor: GaussianActor, dist: SquashedDiagGaussian, action_space: gym.spaces.Box
+    actor: nn.Module, dist: SquashedDiagGaussian | Categorical, action_space: gym.Space
 ) -> PolicyParts[OffPolicyState]:
-    """SAC's policy: the actor's squashed Gaussian, sampled to act, its mode for greedy
-    inference; actions in (-1, 1) scaled to the env's bounds."""
-    low = np.asarray(action_space.low, np.float32)
-    high = np.asarray(action_space.high, np.float32)
-    dtype = action_space.dtype
+    """SAC's policy: the actor's squashed Gaussian (or, discrete, its categorical), sampled to
+    act, its mode for greedy inference; squashed actions in (-1, 1) scaled to the env's
+    bounds, discrete ones passed as they are."""
 
     def acting_params(state: OffPolicyState) -> Any:
         return state.learner.actor
 
     def outputs(params: Any, obs: jax.Array) -> jax.Array:
-        """The squashed Gaussian's inputs, [B, 2 * A]."""
+        """The distribution's inputs: [B, 2 * A] (mean, log std), or logits [B, A]."""
         return cast(jax.Array, actor.apply(params, obs))
 
-    def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
-        action, _ = dist.sample_and_log_prob(key, outputs(params, obs))
-        return action, {}
+    to_env: Callable[[jax.Array], jax.Array]
+    to_env_host: Callable[[np.ndarray], np.ndarray]
+    if isinstance(dist, Categorical):
+        categorical = dist
 
-    def to_env(action: jax.Array) -> jax.Array:
-        """Squashed actions in (-1, 1) to the env's bounds."""
-        lo, hi = jnp.asarray(low), jnp.asarray(high)
-        return (lo + (action + 1.0) * 0.5 * (hi - lo)).astype(dtype)
+        def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+            return categorical.sample(key, outputs(params, obs)), {}
 
-    def to_env_host(action: np.ndarray) -> np.ndarray:
-        return (low + (action + 1.0) * 0.5 * (high - low)).astype(dtype)
+        to_env, to_env_host = (lambda action: action), np.asarray
+    else:
+        gaussian = dist
+        box = cast(gym.spaces.Box, action_space)  # SAC's build refused any other
+        low = np.asarray(box.low, np.float32)
+        high = np.asarray(box.high, np.float32)
+        dtype = box.dtype
+
+        def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
+            action, _ = gaussian.sample_and_log_prob(key, outputs(params, obs))
+            return action, {}
+
+        def to_env(action: jax.Array) -> jax.Array:
+            """Squashed actions in (-1, 1) to the env's bounds."""
+            lo, hi = jnp.asarray(low), jnp.asarray(high)
+            return (lo + (action + 1.0) * 0.5 * (hi - lo)).astype(dtype)
+
+        def to_env_host(action: np.ndarray) -> np.ndarray:
+            return (low + (action + 1.0) * 0.5 * (high - low)).astype(dtype)
 
     return PolicyParts(
         act=act,
@@ -181,33 +196,6 @@ def make_sac_policy_parts(
         inference_params=lambda state, policy_id: acting_params(state),
         to_env_action=to_env,
         to_env_action_host=to_env_host,
-    )
-
-
-def make_discrete_sac_policy_parts(
-    actor: CategoricalActor, dist: Categorical
-) -> PolicyParts[OffPolicyState]:
-    """SAC-Discrete's policy: the actor's categorical, sampled to act, its most likely action
-    for greedy inference."""
-
-    def acting_params(state: OffPolicyState) -> Any:
-        return state.learner.actor
-
-    def outputs(params: Any, obs: jax.Array) -> jax.Array:
-        """The logits, [B, num_actions]."""
-        return cast(jax.Array, actor.apply(params, obs))
-
-    def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
-        return dist.sample(key, outputs(params, obs)), {}
-
-    return PolicyParts(
-        act=act,
-        acting_params=acting_params,
-        bootstrap_keys=(),
-        inference=distribution_inference(outputs, dist),
-        inference_params=lambda state, policy_id: acting_params(state),
-        to_env_action=lambda action: action,
-        to_env_action_host=lambda action: np.asarray(action),
     )
 
 
@@ -275,9 +263,7 @@ class SAC(OffPolicyAlgorithm):
             update_target=make_target_update(self.hp.tau, {"target_critic": "critic"}),
             metric_names=SAC_METRICS,
         )
-        if isinstance(dist, Categorical):
-            return make_discrete_sac_policy_parts(cast(CategoricalActor, self.actor), dist), learner
-        return make_sac_policy_parts(cast(GaussianActor, self.actor), dist, space), learner
+        return make_sac_policy_parts(self.actor, dist, space), learner
 
 
 __all__ = ["SAC", "SACConfig"]
