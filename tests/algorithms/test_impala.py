@@ -488,7 +488,7 @@ def test_learns_fused_cartpole_within_rllibs_2m_env_steps(cls, target, train_unt
 def test_appo_learns_pendulums_continuous_actions_at_rllibs_tuned_settings(train_until):
     # RLlib's tuned APPO Pendulum settings (gamma 0.95, lambda 0.5, clip 0.4, KL target 0.04,
     # a 16-batch circular buffer read 10 times, 256x256 relu), fused with 20 sub-envs: a
-    # diagonal Gaussian through V-trace and the clipped surrogate. Measured: -300 after 164k,
+    # diagonal Gaussian through V-trace and the clipped surrogate. Measured: -300 by 164k,
     # 220k and 244k env steps with seeds 0-2 (random play is about -1,200 to -1,400). IMPALA's
     # plain policy gradient does not learn Pendulum at these settings or RLlib's tuned IMPALA
     # ones, in rljax or in RLlib 2.60 (benchmarks/README.md).

@@ -50,7 +50,7 @@ def test_sac_pendulum_reaches_minus_250_within_20k_steps(train_until):
 def test_discrete_sac_learns_cartpole(train_until):
     """SAC-Discrete at RLlib's tuned discrete-SAC settings (256x256 relu, actor/critic/alpha
     rates 2e-4/8e-4/9e-4, initial alpha 1.001, RLlib's "auto" target entropy, -1), one
-    sub-env: the 5-episode mean passes 150 after 1.9k, 1.8k and 1.6k env steps with seeds 0-2
+    sub-env: the 5-episode mean passes 150 by 1.9k, 1.8k and 1.7k env steps with seeds 0-2
     (random play scores about 22); the greedy policy then balances far longer than random.
     Alpha only falls at this target entropy (below any two-way categorical's)."""
     config = (

@@ -362,7 +362,7 @@ def test_recurrent_impala_and_appo_refuse_what_their_batches_cannot_hold():
 @pytest.mark.xla_optimized
 def test_recurrent_appo_learns_stateless_cartpole_with_runner_threads(tmp_path):
     """RLlib's tuned stateless CartPole APPO (MeanStdFilter, 6 epochs, lr 5e-4, LSTM with
-    sequences of 50, 3 runners). Measured with seeds 0-2: 150 after 28k-55k env steps and 350
+    sequences of 50, 3 runners). Measured with seeds 0-2: 150 by 29k-59k env steps and 350
     after 36k, 59k and 56k; without memory the env stays far lower (the PPO test above: at best
     56-59), so the test asks for 150 within 100k. The checkpoint restores the LSTM's weights:
     the restored module answers two steps, the second from the first's state, as the original."""
