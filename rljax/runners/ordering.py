@@ -80,6 +80,35 @@ def order_by_stream(traj: Transition) -> StreamOrder:
     )
 
 
+class TimeOrder(NamedTuple):
+    """A lock-step fragment's rows by stream, each stream's rows in time order, rows that are
+    no transition left in their place (``streams_in_time``).
+
+    Attributes:
+      rows: The transitions; every leaf has leading shape [K, T]: stream k's T rows.
+      cut: bool [K, T], a trajectory ends after this row: the episode was truncated here, the
+        row is no transition, or the next one is none (the episode ended here); the last row of
+        every stream always is.
+    """
+
+    rows: Transition
+    cut: jax.Array
+
+
+def streams_in_time(traj: Transition) -> TimeOrder:
+    """Orders a lock-step fragment ``traj`` [T, K] (every env step reports every one of its K
+    sub-envs, columns in any order) by (stream, time), rows that are no transition included in
+    place, as a recurrent policy saw them while acting. Pure and jittable."""
+    t_len, k = traj.valid.shape
+    flat = jax.tree.map(lambda x: x.reshape((t_len * k, *x.shape[2:])), traj)
+    time = jnp.repeat(jnp.arange(t_len, dtype=jnp.int32), k)
+    order = jnp.argsort(flat.env_id * t_len + time)
+    rows = jax.tree.map(lambda x: x[order].reshape((k, t_len, *x.shape[1:])), flat)
+    valid = rows.valid
+    later_invalid = jnp.concatenate([~valid[:, 1:], jnp.ones((k, 1), bool)], axis=1)
+    return TimeOrder(rows=rows, cut=rows.truncated | ~valid | later_invalid)
+
+
 def to_time_major(x: Any, num_streams: int) -> Any:
     """[S * T, ...] in (stream, time) order -> [T, S, ...]: for lock-step fragments, where every
     one of ``num_streams`` streams has exactly T rows (each env step reports every sub-env)."""
@@ -91,4 +120,11 @@ def from_time_major(x: Any) -> Any:
     return jax.tree.map(lambda a: jnp.swapaxes(a, 0, 1).reshape((-1, *a.shape[2:])), x)
 
 
-__all__ = ["StreamOrder", "from_time_major", "order_by_stream", "to_time_major"]
+__all__ = [
+    "StreamOrder",
+    "TimeOrder",
+    "from_time_major",
+    "order_by_stream",
+    "streams_in_time",
+    "to_time_major",
+]

@@ -6,7 +6,7 @@ Nothing here imports an algorithm: an on-policy algorithm builds on this package
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import gymnasium as gym
@@ -204,6 +204,43 @@ def make_recurrent_policy_parts(
     )
 
 
+def recorded_input(obs: Any, extras: Mapping[str, Any]) -> RecurrentInput:
+    """What a recurrent policy's acting pass fed it, as its rows recorded it (every leaf with
+    the rows' leading axes, ``state_in`` the state each row acted from)."""
+    return RecurrentInput(
+        obs=obs,
+        state_in=extras["state_in"],
+        first=extras["is_first"],
+        prev_action=extras.get("prev_action"),
+        prev_reward=extras.get("prev_reward"),
+    )
+
+
+def to_sequences(x: jax.Array, seq_len: int) -> jax.Array:
+    """``[K, T, ...] -> [K * ceil(T / seq_len), seq_len, ...]``: each stream's rows cut into
+    sequences of ``seq_len``, the last zero-padded."""
+    pad = -x.shape[1] % seq_len
+    x = jnp.pad(x, [(0, 0), (0, pad)] + [(0, 0)] * (x.ndim - 2))
+    return x.reshape((-1, seq_len, *x.shape[2:]))
+
+
+def sequences_of(rin: RecurrentInput, seq_len: int) -> RecurrentInput:
+    """A ``RecurrentInput`` of streams (every leaf ``[K, T, ...]``, ``state_in`` too) as the
+    learner's sequences (RLlib's): ``to_sequences`` of each leaf, each sequence starting from
+    the state recorded at its first row and resetting where an episode starts inside it."""
+
+    def seqs(x: Any) -> Any:
+        return None if x is None else to_sequences(x, seq_len)
+
+    return RecurrentInput(
+        obs=jax.tree.map(seqs, rin.obs),
+        state_in=jax.tree.map(lambda s: seqs(s)[:, 0], rin.state_in),
+        first=seqs(rin.first),
+        prev_action=seqs(rin.prev_action),
+        prev_reward=seqs(rin.prev_reward),
+    )
+
+
 RECURRENT_LIMITS = (
     "recurrent policies train one policy (single-agent PPO, IMPALA or APPO) on lock-step "
     "sampling: gym_env_vectorize_mode='SYNC' without async_batch_size, one learner"
@@ -254,6 +291,9 @@ __all__ = [
     "make_recurrent_policy_parts",
     "masked_mean",
     "one_step",
+    "recorded_input",
     "recurrent_refusal",
     "recurrent_spec_of",
+    "sequences_of",
+    "to_sequences",
 ]

@@ -23,8 +23,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from rljax.algorithms.actor_critic.policy import recorded_input, sequences_of
 from rljax.algorithms.impala.learner import VTraceTrainBatch
 from rljax.algorithms.impala.losses import VTraceBatch
+from rljax.runners.ordering import streams_in_time
 from rljax.types import RecurrentInput, Transition
 
 
@@ -39,38 +41,24 @@ def make_recurrent_vtrace_postprocess(num_envs: int) -> Callable[[Transition], V
     """
 
     def postprocess(traj: Transition) -> VTraceTrainBatch:
-        t_len, k = traj.reward.shape
+        k = traj.reward.shape[1]
         if k != num_envs:
             raise ValueError(
                 f"a recurrent IMPALA/APPO batch needs lock-step fragments of {num_envs} "
                 f"sub-envs a step; got {k}"
             )
-        flat = jax.tree.map(lambda x: x.reshape((t_len * k, *x.shape[2:])), traj)
-        time = jnp.repeat(jnp.arange(t_len, dtype=jnp.int32), k)
-        order = jnp.argsort(flat.env_id * t_len + time)
-        # [K, T] in time order, then time-major [T, K].
-        rows = jax.tree.map(
-            lambda x: jnp.swapaxes(x[order].reshape((k, t_len, *x.shape[1:])), 0, 1), flat
-        )
-        valid = rows.valid
-        later_invalid = jnp.concatenate([~valid[1:], jnp.ones((1, k), bool)], axis=0)
-        ex = rows.extras
-        obs = RecurrentInput(
-            obs=rows.obs,
-            state_in=ex["state_in"],
-            first=ex["is_first"],
-            prev_action=ex.get("prev_action"),
-            prev_reward=ex.get("prev_reward"),
-        )
+        ordered = streams_in_time(traj)
+        # [K, T] -> time-major [T, K].
+        rows, cut = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), ordered)
         return VTraceTrainBatch(
-            obs=obs,
+            obs=recorded_input(rows.obs, rows.extras),
             vtrace=VTraceBatch(
                 action=rows.action,
-                behaviour_logp=ex["action_logp"],
+                behaviour_logp=rows.extras["action_logp"],
                 reward=rows.reward,
                 terminated=rows.terminated,
-                truncated=rows.truncated | ~valid | later_invalid,
-                mask=valid.astype(jnp.float32),
+                truncated=cut,
+                mask=rows.valid.astype(jnp.float32),
             ),
             bootstrap_value=rows.next_extras["vf_preds"],
         )
@@ -92,26 +80,13 @@ def time_major_sequence_apply(
 
     def forward(params: Any, rin: RecurrentInput) -> tuple[jax.Array, jax.Array]:
         t_len, k = rin.first.shape
-        pad = -t_len % seq_len
-        n_seq = (t_len + pad) // seq_len
-
-        def seqs(x: jax.Array) -> jax.Array:  # [T, K, ...] -> [K * n_seq, L, ...]
-            x = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
-            x = jnp.moveaxis(x.reshape((n_seq, seq_len, k, *x.shape[2:])), 2, 0)
-            return x.reshape((k * n_seq, seq_len, *x.shape[3:]))
+        streams = jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), rin)  # [K, T, ...]
 
         def rows(x: jax.Array) -> jax.Array:  # [K * n_seq, L, ...] -> [T * K, ...]
-            x = x.reshape((k, n_seq * seq_len, *x.shape[2:]))[:, :t_len]
+            x = x.reshape((k, -1, *x.shape[2:]))[:, :t_len]
             return jnp.swapaxes(x, 0, 1).reshape((t_len * k, *x.shape[2:]))
 
-        sequences = RecurrentInput(
-            obs=jax.tree.map(seqs, rin.obs),
-            state_in=jax.tree.map(lambda s: seqs(s)[:, 0], rin.state_in),
-            first=seqs(rin.first),
-            prev_action=None if rin.prev_action is None else seqs(rin.prev_action),
-            prev_reward=None if rin.prev_reward is None else seqs(rin.prev_reward),
-        )
-        dist_inputs, values, _ = apply(params, sequences)
+        dist_inputs, values, _ = apply(params, sequences_of(streams, seq_len))
         return rows(dist_inputs), rows(values)
 
     return forward

@@ -23,11 +23,15 @@ import jax.numpy as jnp
 from rljax.algorithms.actor_critic.policy import (
     make_recurrent_policy_parts,
     one_step,
+    recorded_input,
     recurrent_spec_of,
+    sequences_of,
+    to_sequences,
 )
 from rljax.algorithms.ppo.learner import PPOHyperparams, normalize_advantages
 from rljax.algorithms.ppo.losses import PPOBatch
 from rljax.ops.gae import gae_advantages_time_major
+from rljax.runners.ordering import streams_in_time
 from rljax.types import RecurrentInput, Transition
 
 
@@ -54,17 +58,11 @@ def make_sequence_postprocess(
     """
 
     def postprocess(traj: Transition) -> PPOBatch:
-        t_len, k = traj.reward.shape
+        k = traj.reward.shape[1]
         assert k == num_envs, "recurrent PPO samples lock-step (SYNC) fragments"
         # [T, K] -> [K, T]: each sub-env's rows in time order (columns may come in any order).
-        flat = jax.tree.map(lambda x: x.reshape((t_len * k, *x.shape[2:])), traj)
-        time = jnp.repeat(jnp.arange(t_len, dtype=jnp.int32), k)
-        order = jnp.argsort(flat.env_id * t_len + time)
-        rows = jax.tree.map(lambda x: x[order].reshape((k, t_len, *x.shape[1:])), flat)
-        valid = rows.valid
+        rows, cut = streams_in_time(traj)
         tm = lambda x: jnp.swapaxes(x, 0, 1)  # noqa: E731  [K, T] -> [T, K]
-        later_invalid = jnp.concatenate([~valid[:, 1:], jnp.ones((k, 1), bool)], axis=1)
-        cut = rows.truncated | ~valid | later_invalid
         adv, targets = gae_advantages_time_major(
             tm(rows.reward),
             tm(rows.extras["vf_preds"]),
@@ -75,26 +73,15 @@ def make_sequence_postprocess(
             hp.lambda_,
         )
         adv, targets = tm(adv), tm(targets)
-        mask = valid.astype(jnp.float32)
+        mask = rows.valid.astype(jnp.float32)
         adv = normalize_advantages(adv, mask)
-        pad = -t_len % seq_len
-        n_seq = (t_len + pad) // seq_len
 
         def seqs(x: jax.Array) -> jax.Array:  # [K, T, ...] -> [K * n_seq, L, ...]
-            x = jnp.pad(x, [(0, 0), (0, pad)] + [(0, 0)] * (x.ndim - 2))
-            return x.reshape((k * n_seq, seq_len, *x.shape[2:]))
+            return to_sequences(x, seq_len)
 
         ex = rows.extras
-        state_in = jax.tree.map(lambda s: seqs(s)[:, 0], ex["state_in"])
-        rin = RecurrentInput(
-            obs=jax.tree.map(seqs, rows.obs),
-            state_in=state_in,
-            first=seqs(ex["is_first"]),
-            prev_action=seqs(ex["prev_action"]) if "prev_action" in ex else None,
-            prev_reward=seqs(ex["prev_reward"]) if "prev_reward" in ex else None,
-        )
         batch = PPOBatch(
-            obs=rin,
+            obs=sequences_of(recorded_input(rows.obs, ex), seq_len),
             action=seqs(rows.action),
             action_logp=seqs(ex["action_logp"]),
             action_dist_inputs=seqs(ex["action_dist_inputs"]),
