@@ -13,6 +13,7 @@ rljax's does by construction (``learners/circular.py``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import jax
@@ -147,7 +148,14 @@ class APPO(IMPALA):
     config: APPOConfig
 
     def _learner(
-        self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any, dynamic: Any
+        self,
+        apply: Callable[..., Any],
+        dist: Any,
+        optimizer: Any,
+        params: Any,
+        opt_state: Any,
+        key: Any,
+        dynamic: Any,
     ) -> Any:
         hp = frozen_from_config(
             APPOHyperparams,
@@ -165,7 +173,7 @@ class APPO(IMPALA):
             key=key,
             env_steps=jnp.zeros((), jnp.int32),
         )
-        return state, make_appo_update(self._learner_apply, dist, optimizer, hp, dynamic=dynamic)
+        return state, make_appo_update(apply, dist, optimizer, hp, dynamic=dynamic)
 
 
 __all__ = ["APPO", "APPOConfig"]

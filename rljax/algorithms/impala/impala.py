@@ -345,8 +345,6 @@ class IMPALA(OnPolicyAlgorithm):
     config_class = IMPALAConfig
     config: IMPALAConfig
     parts: PolicyParts[Any]
-    # The learner's forward pass: the module's apply, or its sequences over a recurrent batch.
-    _learner_apply: Callable[..., Any]
 
     def _setup(self) -> None:
         cfg = self.config
@@ -372,17 +370,16 @@ class IMPALA(OnPolicyAlgorithm):
             self.parts = make_recurrent_policy_parts(
                 self.module.apply, spec, dist, self.action_space, cfg.clip_actions
             )
-            self._learner_apply = time_major_sequence_apply(
-                self.module.apply, cfg.model_config.max_seq_len
-            )
+            # The learner's forward pass: the module over the batch's sequences.
+            apply = time_major_sequence_apply(self.module.apply, cfg.model_config.max_seq_len)
             postprocess = make_recurrent_vtrace_postprocess(columns)
         else:
             self.parts = make_actor_critic_parts(
                 self.module.apply, dist, self.action_space, cfg.clip_actions
             )
-            self._learner_apply = self.module.apply
+            apply = self.module.apply
             postprocess = make_vtrace_postprocess(columns)
-        self.state, update = self._learner(dist, optimizer, params, opt_state, key, dynamic)
+        self.state, update = self._learner(apply, dist, optimizer, params, opt_state, key, dynamic)
         self._setup_execution(
             postprocess,
             update,
@@ -415,10 +412,18 @@ class IMPALA(OnPolicyAlgorithm):
         return make_injected_optimizer(factory, cfg.lr, cfg.grad_clip)
 
     def _learner(
-        self, dist: Any, optimizer: Any, params: Any, opt_state: Any, key: Any, dynamic: Any
+        self,
+        apply: Callable[..., Any],
+        dist: Any,
+        optimizer: Any,
+        params: Any,
+        opt_state: Any,
+        key: Any,
+        dynamic: Any,
     ) -> Any:
-        """The initial learner state and the update (APPO overrides); ``optimizer`` is built
-        once, ``dynamic`` the settings the update evaluates at the env steps trained on."""
+        """The initial learner state and the update (APPO overrides) with the forward pass
+        ``apply``; ``optimizer`` is built once, ``dynamic`` the settings the update evaluates
+        at the env steps trained on."""
         hp = frozen_from_config(
             IMPALAHyperparams,
             self._static_config(),
@@ -431,7 +436,7 @@ class IMPALA(OnPolicyAlgorithm):
             key=key,
             env_steps=jnp.zeros((), jnp.int32),
         )
-        return state, make_impala_update(self._learner_apply, dist, optimizer, hp, dynamic=dynamic)
+        return state, make_impala_update(apply, dist, optimizer, hp, dynamic=dynamic)
 
 
 __all__ = ["IMPALA", "IMPALAConfig"]

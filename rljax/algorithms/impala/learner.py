@@ -188,20 +188,6 @@ def forward_with_next_values(
     return dist_inputs, values, next_values
 
 
-def _step(
-    loss_fn: Callable[..., Any],
-    optimizer: optax.GradientTransformation,
-    state: Any,
-    *args: Any,
-) -> tuple[Any, Any, Metrics]:
-    """One ``gradient_step``; returns the new params, optimizer state and the loss metrics
-    with the gradients' norm."""
-    step = learner_update.gradient_step(loss_fn, optimizer, state.params, state.opt_state, *args)
-    metrics = dict(step.aux)
-    metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
-    return step.params, step.opt_state, metrics
-
-
 Optimizer = optax.GradientTransformation
 
 
@@ -215,6 +201,33 @@ def _dynamic_now(
     opt_state = with_hyperparams(state.opt_state, learning_rate=rate)
     entropy = jnp.asarray(now.get("entropy_coeff", default_entropy), jnp.float32)
     return opt_state, rate, entropy
+
+
+def _scheduled_step(
+    loss_for: Callable[[jax.Array], Callable[..., Any]],
+    optimizer: Optimizer,
+    dynamic: Mapping[str, Any],
+    default_entropy: float,
+    state: Any,
+    *args: Any,
+) -> tuple[Any, Metrics]:
+    """One gradient step at the dynamic settings of ``state.env_steps`` (``_dynamic_now``): the
+    loss is ``loss_for(entropy_coeff)``, called with ``(params, *args)``. Returns the state with
+    its new parameters, optimizer state and step count, and the loss metrics with the
+    gradients' norm, the entropy weight and, where it changes, the learning rate."""
+    opt_state, rate, entropy = _dynamic_now(dynamic, state, default_entropy)
+    step = learner_update.gradient_step(
+        loss_for(entropy), optimizer, state.params, opt_state, *args
+    )
+    metrics = dict(step.aux)
+    metrics["gradients_default_optimizer_global_norm"] = step.grad_norm
+    metrics["curr_entropy_coeff"] = entropy
+    if rate is not None:
+        metrics["default_optimizer_learning_rate"] = rate
+    state = dataclasses.replace(
+        state, params=step.params, opt_state=step.opt_state, step=state.step + 1
+    )
+    return state, metrics
 
 
 def count_env_steps(
@@ -305,24 +318,19 @@ def make_impala_update(
     ``hp.loss.entropy_coeff``)."""
     dynamic = dict(dynamic or {})
 
-    def update(
-        state: IMPALATrainState, batch: VTraceTrainBatch
-    ) -> tuple[IMPALATrainState, Metrics]:
-        opt_state, rate, entropy = _dynamic_now(dynamic, state, hp.loss.entropy_coeff)
-        state = dataclasses.replace(state, opt_state=opt_state)
-        opt = optimizer
+    def loss_for(entropy: jax.Array) -> Callable[..., tuple[jax.Array, Metrics]]:
         loss_cfg = hp.loss._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
 
         def loss_fn(params: Any, batch: VTraceTrainBatch) -> tuple[jax.Array, Metrics]:
             dist_inputs, values, next_values = forward_with_next_values(apply, params, batch)
             return impala_loss(dist_inputs, values, next_values, batch.vtrace, dist, loss_cfg)
 
-        params, opt_state, metrics = _step(loss_fn, opt, state, batch)
-        metrics["curr_entropy_coeff"] = entropy
-        if rate is not None:
-            metrics["default_optimizer_learning_rate"] = rate
-        state = dataclasses.replace(state, params=params, opt_state=opt_state, step=state.step + 1)
-        return state, metrics
+        return loss_fn
+
+    def update(
+        state: IMPALATrainState, batch: VTraceTrainBatch
+    ) -> tuple[IMPALATrainState, Metrics]:
+        return _scheduled_step(loss_for, optimizer, dynamic, hp.loss.entropy_coeff, state, batch)
 
     return count_env_steps(
         make_epochs(update, hp.num_epochs, hp.minibatch_size, hp.shuffle_batch_per_epoch)
@@ -349,11 +357,7 @@ def make_appo_update(
     move_target = learner_update.make_target_update(hp.tau, {"target_params": "params"})
     dynamic = dict(dynamic or {})
 
-    def gradient_step(
-        state: APPOTrainState, batch: VTraceTrainBatch
-    ) -> tuple[APPOTrainState, Metrics]:
-        opt_state, rate, entropy = _dynamic_now(dynamic, state, hp.loss.vtrace.entropy_coeff)
-        state = dataclasses.replace(state, opt_state=opt_state)
+    def loss_for(entropy: jax.Array) -> Callable[..., tuple[jax.Array, Metrics]]:
         loss_cfg = hp.loss._replace(
             vtrace=hp.loss.vtrace._replace(entropy_coeff=entropy)  # type: ignore[arg-type]
         )
@@ -374,14 +378,21 @@ def make_appo_update(
                 loss_cfg,
             )
 
-        params, opt_state, metrics = _step(
-            loss_fn, optimizer, state, batch, state.target_params, state.kl_coeff
+        return loss_fn
+
+    def gradient_step(
+        state: APPOTrainState, batch: VTraceTrainBatch
+    ) -> tuple[APPOTrainState, Metrics]:
+        return _scheduled_step(
+            loss_for,
+            optimizer,
+            dynamic,
+            hp.loss.vtrace.entropy_coeff,
+            state,
+            batch,
+            state.target_params,
+            state.kl_coeff,
         )
-        if rate is not None:
-            metrics["default_optimizer_learning_rate"] = rate
-        metrics["curr_entropy_coeff"] = entropy
-        step = state.step + 1
-        return dataclasses.replace(state, params=params, opt_state=opt_state, step=step), metrics
 
     passes = make_epochs(
         gradient_step, hp.num_epochs, hp.minibatch_size, hp.shuffle_batch_per_epoch
