@@ -214,11 +214,15 @@ def make_sac_learn(
 
     discrete = isinstance(dist, Categorical)
 
+    def q_per_action(critic_params: Any, obs: jax.Array) -> jax.Array:
+        """Discrete actions: the critics' value of every action, [C, B, A]."""
+        return cast(jax.Array, critic.apply(critic_params, obs))
+
     def q_taken(critic_params: Any, obs: jax.Array, action: jax.Array) -> jax.Array:
         """The critics' values of the stored actions, [C, B]."""
         if not discrete:
             return q_values(critic_params, obs, action)
-        q = cast(jax.Array, critic.apply(critic_params, obs))  # [C, B, A]
+        q = q_per_action(critic_params, obs)
         index = jnp.broadcast_to(action.astype(jnp.int32)[None, :, None], (*q.shape[:2], 1))
         return jnp.take_along_axis(q, index, axis=-1)[..., 0]
 
@@ -235,7 +239,7 @@ def make_sac_learn(
             return jnp.min(q_values(target_critic, next_obs, next_action), 0), next_logp
         logp = jax.nn.log_softmax(inputs, axis=-1)
         probs = jnp.exp(logp)
-        q_min = jnp.min(cast(jax.Array, critic.apply(target_critic, next_obs)), 0)
+        q_min = jnp.min(q_per_action(target_critic, next_obs), 0)
         return jnp.sum(probs * q_min, -1), jnp.sum(probs * logp, -1)
 
     def q_loss_fn(critic_params, batch, next_q, next_logp, alpha, weights):
@@ -249,12 +253,8 @@ def make_sac_learn(
     def pi_loss_fn(actor_params, critic_params, obs, alpha, key):
         inputs = policy_inputs(actor_params, obs)
         if discrete:  # the expectation over the actions, exactly (SAC-Discrete)
-            logp = jax.nn.log_softmax(inputs, axis=-1)
-            q_min = jax.lax.stop_gradient(
-                jnp.min(cast(jax.Array, critic.apply(critic_params, obs)), 0)
-            )
-            loss, expected_logp = discrete_actor_loss(q_min, logp, alpha)
-            return loss, expected_logp
+            q_min = jnp.min(q_per_action(critic_params, obs), 0)
+            return discrete_actor_loss(q_min, jax.nn.log_softmax(inputs, axis=-1), alpha)
         a, logp = cast(SquashedDiagGaussian, dist).sample_and_log_prob(key, inputs)
         q_pi = jnp.min(q_values(critic_params, obs, a), 0)
         return actor_loss(q_pi, logp, alpha), logp
