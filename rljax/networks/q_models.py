@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import flax.linen as nn
 import gymnasium as gym
 import jax
@@ -150,39 +148,35 @@ def build_q_network(
 
 class _Critic(nn.Module):
     model_config: DefaultModelConfig
+    # 0: Q(s, a) of the action given; n: Q(s, .), a value for each of n discrete actions.
+    num_actions: int = 0
 
     @nn.compact
-    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+    def __call__(self, obs: jax.Array, action: jax.Array | None = None) -> jax.Array:
         mc = self.model_config
-        obs = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
-        if mc.fusionnet_hiddens is None:  # rljax's: one MLP over the observation and action
-            x = jnp.concatenate([obs, action], -1)
+        x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
+        outputs = self.num_actions or 1
+        if mc.fusionnet_hiddens is None:  # rljax's: one MLP over the observation (and action)
+            if action is not None:
+                x = jnp.concatenate([x, action], -1)
             x = fcnet_mlp(mc, (*mc.fcnet_hiddens, *mc.head_fcnet_hiddens))(x)
-            return output_dense(mc, 1, 1.0)(x)[:, 0]
-        # RLlib's multi-stream Q network: the observation's encoder, the action joined to its
-        # output, the fusion MLP, then the head.
-        x = fcnet_mlp(mc, mc.fcnet_hiddens, name="obs_encoder")(obs)
-        x = jnp.concatenate([x, action], -1)
-        x = part_mlp(mc, "fusionnet", mc.fusionnet_hiddens, name="fusion")(x)
-        x = part_mlp(mc, "head_fcnet", mc.head_fcnet_hiddens, name="head")(x)
-        return output_dense(mc, 1, 1.0, name="q")(x)[:, 0]
-
-
-def _stacked(module: type[nn.Module], num: int) -> Any:
-    """``module`` repeated ``num`` times as one network: parameters stacked on a leading axis,
-    every copy fed the same inputs, outputs stacked ``[num, ...]``."""
-    return nn.vmap(
-        module,
-        variable_axes={"params": 0},
-        split_rngs={"params": True},
-        in_axes=None,
-        out_axes=0,
-        axis_size=num,
-    )
+            q = output_dense(mc, outputs, 1.0)(x)
+        else:
+            # RLlib's multi-stream Q network: the observation's encoder, the action joined to
+            # its output and the fusion MLP (discrete actions have neither), then the head.
+            x = fcnet_mlp(mc, mc.fcnet_hiddens, name="obs_encoder")(x)
+            if action is not None:
+                x = jnp.concatenate([x, action], -1)
+                x = part_mlp(mc, "fusionnet", mc.fusionnet_hiddens, name="fusion")(x)
+            x = part_mlp(mc, "head_fcnet", mc.head_fcnet_hiddens, name="head")(x)
+            q = output_dense(mc, outputs, 1.0, name="q")(x)
+        return q if self.num_actions else q[:, 0]
 
 
 class TwinCritic(nn.Module):
-    """``num_critics`` Q(s, a) MLPs evaluated as one vmapped network: ``-> [num_critics, B]``.
+    """``num_critics`` Q MLPs evaluated as one vmapped network: ``(obs, action) -> [num_critics,
+    B]``, or with ``num_actions`` (SAC-Discrete's critics, a value per action) ``obs ->
+    [num_critics, B, num_actions]``.
 
     Stacking the critics makes their matrix products batched ones, which run faster than
     separate networks on every backend.
@@ -190,41 +184,19 @@ class TwinCritic(nn.Module):
 
     model_config: DefaultModelConfig
     num_critics: int = 2
+    num_actions: int = 0
 
     @nn.compact
-    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
-        return _stacked(_Critic, self.num_critics)(self.model_config, name="critics")(obs, action)
-
-
-class _DiscreteCritic(nn.Module):
-    model_config: DefaultModelConfig
-    num_actions: int
-
-    @nn.compact
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        mc = self.model_config
-        x = obs.reshape((obs.shape[0], -1)).astype(jnp.float32)
-        if mc.fusionnet_hiddens is None:
-            x = fcnet_mlp(mc, (*mc.fcnet_hiddens, *mc.head_fcnet_hiddens))(x)
-            return output_dense(mc, self.num_actions, 1.0)(x)
-        # RLlib's layout: the observation's encoder, then the head (no action to join).
-        x = fcnet_mlp(mc, mc.fcnet_hiddens, name="obs_encoder")(x)
-        x = part_mlp(mc, "head_fcnet", mc.head_fcnet_hiddens, name="head")(x)
-        return output_dense(mc, self.num_actions, 1.0, name="q")(x)
-
-
-class DiscreteTwinCritic(nn.Module):
-    """``num_critics`` Q(s, .) MLPs for discrete actions (SAC-Discrete's critics: one value per
-    action), evaluated as one vmapped network: ``obs [B, ...] -> [num_critics, B, num_actions]``."""
-
-    model_config: DefaultModelConfig
-    num_actions: int
-    num_critics: int = 2
-
-    @nn.compact
-    def __call__(self, obs: jax.Array) -> jax.Array:
-        critics = _stacked(_DiscreteCritic, self.num_critics)
-        return critics(self.model_config, self.num_actions, name="critics")(obs)
+    def __call__(self, obs: jax.Array, action: jax.Array | None = None) -> jax.Array:
+        ensemble = nn.vmap(
+            _Critic,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            in_axes=None,
+            out_axes=0,
+            axis_size=self.num_critics,
+        )
+        return ensemble(self.model_config, self.num_actions, name="critics")(obs, action)
 
 
 def actor_mlp(obs: jax.Array, model_config: DefaultModelConfig, num_outputs: int) -> jax.Array:

@@ -30,7 +30,6 @@ from rljax.learners.update import make_target_update
 from rljax.networks.distributions import Categorical, SquashedDiagGaussian
 from rljax.networks.q_models import (
     CategoricalActor,
-    DiscreteTwinCritic,
     GaussianActor,
     TwinCritic,
     check_vector_obs,
@@ -230,7 +229,7 @@ class SAC(OffPolicyAlgorithm):
             action_dim, num_actions = 1, int(space.n)
             dist = Categorical(num_actions)
             self.actor = CategoricalActor(num_actions, cfg.model_config)
-            self.critic = DiscreteTwinCritic(cfg.model_config, num_actions, critics)
+            self.critic = TwinCritic(cfg.model_config, critics, num_actions)
         else:
             action_dim = int(space.shape[0])
             dist = SquashedDiagGaussian(action_dim)
