@@ -38,6 +38,12 @@ checkpoint_at_end=...)``) with an rljax checkpoint inside (``save_to_path`` /
 ``FailureConfig(max_failures=...)`` and ``Tuner.restore`` load them as rljax does.
 ``reset_config`` builds the next trial's algorithm in the same process, so
 ``TuneConfig(reuse_actors=True)`` spares PBT and long grids a process start per trial.
+
+A trial never writes over a checkpoint folder that exists: Ray Tune 2.60 numbers a trial's
+checkpoint folders from a count that a paused trial's process loses (PBT's own saves are not
+counted when the trial resumes), so its next save could land in the folder PBT just gave another
+trial to clone, and the clone would load the donor's later state under the earlier iteration. The
+trainable moves the count past folders that exist before Ray persists a save.
 """
 
 from __future__ import annotations
@@ -120,6 +126,23 @@ def trial_bundles(algorithm: str | type, config: dict[str, Any]) -> list[dict[st
     return [head, *(b for b in bundles[1:] if b)]
 
 
+def _skip_taken_checkpoint_folders(storage: Any) -> None:
+    """Advances Ray's checkpoint count (``StorageContext.current_checkpoint_index``, which Ray
+    raises by one and then persists the save into ``checkpoint_<index>``) until that folder does
+    not exist in the trial's folder: an existing one may be a checkpoint another trial restores.
+    """
+    if storage is None or getattr(storage, "trial_dir_name", None) is None:
+        return
+    from pyarrow import fs as pa_fs
+
+    def next_folder() -> str:
+        name = storage._make_checkpoint_dir_name(storage.current_checkpoint_index + 1)
+        return f"{storage.trial_fs_path}/{name}"
+
+    while storage.storage_filesystem.get_file_info(next_folder()).type != pa_fs.FileType.NotFound:
+        storage.current_checkpoint_index += 1
+
+
 def ray_trainable(algorithm: str | type) -> type:
     """A ``ray.tune.Trainable`` class training rljax's ``algorithm`` (a name such as ``"PPO"``,
     or an rljax algorithm class), whose trials ask Ray for the resources their config's knobs
@@ -165,6 +188,7 @@ def ray_trainable(algorithm: str | type) -> type:
 
         def save_checkpoint(self, checkpoint_dir: str) -> str:
             self.algo.save_to_path(os.path.join(checkpoint_dir, CHECKPOINT_SUBDIR))
+            _skip_taken_checkpoint_folders(self._storage)
             return checkpoint_dir
 
         def load_checkpoint(self, checkpoint: str | dict[str, Any]) -> None:

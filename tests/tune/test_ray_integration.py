@@ -69,6 +69,28 @@ def test_the_request_is_a_strict_pack_placement_group():
     assert request.required_resources == {"CPU": 2.0}
 
 
+@pytest.mark.skipif(not HAVE_RAY, reason="needs Ray")
+def test_a_save_never_lands_in_a_checkpoint_folder_that_exists(tmp_path):
+    # Ray persists a save into checkpoint_<index + 1>; after a paused trial resumes, its index
+    # can be behind folders it wrote before (one PBT handed to another trial to clone).
+    from ray.train._internal.storage import StorageContext
+
+    from rljax.tune.ray_integration import _skip_taken_checkpoint_folders
+
+    storage = StorageContext(
+        storage_path=str(tmp_path), experiment_dir_name="exp", trial_dir_name="trial"
+    )
+    storage.current_checkpoint_index = 0
+    for index in (1, 2, 4):
+        (tmp_path / "exp" / "trial" / f"checkpoint_{index:06d}").mkdir(parents=True)
+    _skip_taken_checkpoint_folders(storage)
+    assert storage.current_checkpoint_index == 2  # the save goes to checkpoint_000003
+    storage.current_checkpoint_index = 5
+    _skip_taken_checkpoint_folders(storage)
+    assert storage.current_checkpoint_index == 5  # checkpoint_000006 is free: unchanged
+    _skip_taken_checkpoint_folders(None)  # a trainable outside Tune has no storage
+
+
 def _experiment_file(tmp_path, param_space):
     import yaml
 
