@@ -17,6 +17,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "rljax.algorithms.dqn",
     "rljax.algorithms.sac",
     "rljax.algorithms.td3",
+    "rljax.algorithms.marwil",
     "rljax.callbacks",
     "rljax.connectors.env_to_module",
     "rljax.connectors.learner",
@@ -27,6 +28,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "rljax.env.jax_env",
     "rljax.env.jax_multi_agent",
     "rljax.env.wrappers",
+    "rljax.offline",
     "rljax.policy",
     "rljax.tune",
     "rljax.tune.ray_integration",
@@ -41,6 +43,8 @@ NOT_API: dict[str, str] = {
     "rljax.agents": "RLlib 1.x's Trainer API at RLlib's paths (rljax.agents.ppo.PPOTrainer, ...); "
     "its own names are the trainer look-ups of rljax.tune's old API",
     "rljax.models": "RLlib's old-API ModelCatalog path, for ported scripts",
+    "rljax.algorithms.bc": "RLlib's BC path, for ported scripts: BC and BCConfig of "
+    "rljax.algorithms.marwil",
     "rljax.core.learner.torch": "RLlib's TorchLearner path: a class built on it is refused "
     "where used (TorchClassError)",
     "rljax.core.rl_module.torch": "RLlib's TorchRLModule path: a class built on it is refused "

@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rljax", "_api", "types", "ops", "utils", "distributed"),
     ("networks",),
     ("env",),
-    ("replay", "connectors", "callbacks"),
+    ("replay", "connectors", "callbacks", "offline"),
     ("runners",),
     ("learners",),
     ("execution",),

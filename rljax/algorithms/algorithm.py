@@ -72,6 +72,7 @@ from rljax.execution.video import check_video_dir
 from rljax.execution.weights import _replace_leaves as _replace_leaves
 from rljax.execution.weights import check_weights_fit, with_weights
 from rljax.learners.devices import data_sharding, replicated
+from rljax.offline.recording import close_recorder, recorder_for
 from rljax.policy.export import export_policy
 from rljax.runners import build as runner_build
 from rljax.runners.build import needs_x64 as needs_x64
@@ -199,12 +200,12 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         self._inference = Inference(self)
         self._num_evaluations = 0
         self._non_finite_seen = 0
-        # NaN and infinite numbers in the weights the last checkpoint loaded brought.
-        self._non_finite_weights_loaded = 0
+        self._non_finite_weights_loaded = 0  # NaNs and infinities the last checkpoint brought
         self._stopped = False
-        # User callbacks (config.callbacks); with an episode hook the sampled steps reach the
-        # host once per iteration (rljax.callbacks.episodes).
-        hooks = build.callback_parts(config, population_member)
+        # User callbacks (config.callbacks), and offline_data(output=...)'s recorder; with an
+        # episode hook the sampled steps reach the host once per iteration (callbacks.episodes).
+        self._recorder = recorder_for(self)
+        hooks = build.callback_parts(config, population_member, self._recorder)
         self.callbacks, self.metrics = hooks.callbacks, hooks.metrics  # RLlib's algo.metrics
         self._env_runner_metrics = hooks.env_runner_metrics  # episode hooks': under env_runners
         self._record_episodes = hooks.record_episodes
@@ -671,6 +672,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         stopped then (``_stop_at_exit``).
         """
         self._stopped = True
+        close_recorder(getattr(self, "_recorder", None))  # None: building failed before it
         with _LIVE_LOCK:  # the exit handler may be copying the set in another thread
             _LIVE.discard(self)
         if self._runners is not None:

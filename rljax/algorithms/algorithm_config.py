@@ -317,6 +317,22 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         """What a run does about faults."""
         return self._set("fault_tolerance", locals())
 
+    def offline_data(
+        self: _C,
+        *,
+        input_: Any = UNSET,
+        dataset_num_iters_per_learner: int | None = UNSET,
+        output: Any = UNSET,
+        output_compress_columns: list[str] | None = UNSET,
+        output_max_rows_per_file: int | None = UNSET,
+        output_write_remaining_data: bool = UNSET,
+        output_write_episodes: bool = UNSET,
+        **kwargs: Any,
+    ) -> _C:
+        """Offline data: what BC and MARWIL learn from (``input_``), and where sampled episodes
+        are recorded (``output``), as Parquet files of env steps (``rljax.offline``)."""
+        return self._set("offline_data", locals())
+
     def experimental(self: _C, **kwargs: Any) -> _C:
         """RLlib's experimental settings: those that change nothing here are accepted (a
         one-time warning says so), the PyTorch ones are refused with what to do instead.

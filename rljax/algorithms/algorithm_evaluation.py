@@ -42,6 +42,7 @@ class EvaluationHooks:
     possible_agents: list[Any] | None
     _inference: Inference
     _num_evaluations: int
+    _recorder: Any  # offline_data(output=...)'s EpisodeRecorder, or None
 
     if TYPE_CHECKING:  # ``Algorithm``'s
 
@@ -97,7 +98,10 @@ class EvaluationHooks:
         evaluation (a multi-agent run builds its own)."""
         spec = spec or self.env_spec
         assert spec is not None  # a single-agent run resolved its env
-        return evaluation_job.single_agent_env(spec, num_envs, seed)
+        recorder = self._recorder
+        return evaluation_job.single_agent_env(
+            spec, num_envs, seed, None if recorder is None else recorder.add
+        )
 
     def _evaluation_actions(
         self, explore: bool = False, params: Any = None

@@ -205,13 +205,13 @@ class ConfigCompat:
 
     @property
     def is_online(self) -> bool:
-        """Always True: rljax trains on envs it steps."""
-        return True
+        """Whether the algorithm samples its env: no ``offline_data(input_=...)``."""
+        return getattr(self, "input_", None) is None
 
     @property
     def is_offline(self) -> bool:
-        """Always False: rljax has no offline data input."""
-        return False
+        """Whether the algorithm learns from ``offline_data(input_=...)`` (BC, MARWIL)."""
+        return not self.is_online
 
     def get_evaluation_config_object(self: _C) -> _C | None:
         """The config evaluation runs with (RLlib's): a copy with ``evaluation_config``'s
@@ -249,18 +249,6 @@ class ConfigCompat:
         single-agent one), else ``get_default_rl_module_spec()``."""
         spec = getattr(self, "rl_module_spec", None)
         return spec if isinstance(spec, RLModuleSpec) else self.get_default_rl_module_spec()
-
-    def offline_data(self, **kwargs: Any) -> Any:
-        """RLlib's offline-RL input and output settings: rljax trains on envs it steps and
-        has no offline data path, so this raises rather than train on something else.
-
-        Raises:
-          ConfigError: always, naming what was given.
-        """
-        raise ConfigError(
-            f"offline_data({', '.join(sorted(kwargs))}): rljax has no offline RL (RLlib's "
-            "offline data reading and recording, BC, CQL, MARWIL); it trains on envs it steps"
-        )
 
     # ------------------------------------------------------------------ setters
     def checkpointing(

@@ -32,11 +32,42 @@ from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.distributed import check_coordinator_address
 from rljax.learners.update import GRAD_CLIP_BY
+from rljax.offline.data import local_path
 from rljax.policy.policy import PolicySpec
 from rljax.runners.faults import REPEATS_OF_A_BUG
 from rljax.utils import memory, xla_options
 from rljax.utils.checks import Bool, Choice, Int, Number, checked_elsewhere
+from rljax.utils.errors import ConfigError
 from rljax.utils.seeding import MAX_SEED
+
+
+def check_offline_input(name: str, value: Any) -> Any:
+    """None / ``"sampler"`` (sample the env), or a path or non-empty list of paths."""
+    if value is None or value == "sampler":
+        return None
+    paths = value if isinstance(value, list | tuple) else [value]
+    if not paths:
+        raise ConfigError(f"{name}=[]: name at least one Parquet file or folder, or None")
+    for p in paths:
+        local_path(name, p)  # a str path or local:// URI; other schemes refused
+    return list(paths) if isinstance(value, list | tuple) else value
+
+
+def check_offline_output(name: str, value: Any) -> Any:
+    """None, or a local folder path (``local://`` URIs too)."""
+    if value is None:
+        return None
+    local_path(name, value)
+    return value
+
+
+def check_compress_columns(name: str, value: Any) -> Any:
+    """None or a list of column names (strings)."""
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or not all(isinstance(c, str) for c in value):
+        raise ConfigError(f"{name}={value!r}: expected a list of column names (str) or None")
+    return list(value)
 
 
 def check_clip_rewards(name: str, value: Any) -> bool | float | None:
@@ -553,6 +584,59 @@ class CommonSettings:
         "model_config={'fcnet_hiddens': [32]})}.",
         section="multi_agent",
         checked_on_set=True,
+    )
+
+    # ------------------------------------------------------------------ offline_data
+    input_ = Setting[Any](
+        None,
+        check_offline_input,
+        "Offline data to learn from (BC, MARWIL): a path to a Parquet file or a folder of "
+        "them (RLlib's local:///path too), or a list of such paths; rows as "
+        "offline_data(output=...) writes them (rljax.offline.data). None or 'sampler': the "
+        "algorithm samples its env.",
+        section="offline_data",
+    )
+    dataset_num_iters_per_learner = Setting[int | None](
+        None,
+        Int(1, 1_000_000, optional=True),
+        "Gradient steps on batches of the offline data per train() (BC, MARWIL); None: one "
+        "pass over the data.",
+        section="offline_data",
+    )
+    output = Setting[Any](
+        None,
+        check_offline_output,
+        "A folder to record the sampled episodes in, as Parquet files of env steps "
+        "(rljax.offline.recording): the training env runners' finished episodes and "
+        "evaluate()'s. Single-agent runs with Box or Discrete spaces.",
+        section="offline_data",
+    )
+    output_compress_columns = Setting[Any](
+        None,
+        check_compress_columns,
+        "RLlib's columns to compress: accepted; every column of rljax's Parquet files is "
+        "compressed (zstd).",
+        section="offline_data",
+    )
+    output_max_rows_per_file = Setting[int | None](
+        None,
+        Int(1, optional=True),
+        "Rows (env steps) per recorded file; None: one file per train() or evaluate().",
+        section="offline_data",
+    )
+    output_write_remaining_data = Setting(
+        False,
+        Bool(),
+        "Whether stop() writes the recorded rows that did not fill a file (RLlib's default: "
+        "False).",
+        section="offline_data",
+    )
+    output_write_episodes = Setting(
+        True,
+        Bool(),
+        "Accepted (RLlib's default True): rljax writes each episode as rows of its env steps "
+        "with its eps_id either way, never as serialized episode objects.",
+        section="offline_data",
     )
 
 

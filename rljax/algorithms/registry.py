@@ -13,6 +13,8 @@ _ALGORITHMS = {
     "TD3": "rljax.algorithms.td3:TD3Config",
     "IMPALA": "rljax.algorithms.impala:IMPALAConfig",
     "APPO": "rljax.algorithms.appo:APPOConfig",
+    "MARWIL": "rljax.algorithms.marwil:MARWILConfig",
+    "BC": "rljax.algorithms.marwil:BCConfig",
 }
 
 

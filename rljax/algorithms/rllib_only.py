@@ -38,9 +38,51 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "RLlib's old-stack preprocessors; Atari frames are preprocessed by EnvPool (or "
         "rljax.env.atari), other observations go to the model as they are",
     ),
-    "offline_data": (False, "rljax has no offline data API"),
-    "input_": (False, "rljax has no offline data API; it samples from envs only"),
-    "output": (False, "rljax has no offline data API; log results with rljax train --logdir"),
+    # RLlib's offline-data reading through Ray Data: rljax reads its Parquet rows itself.
+    "input_read_method": (
+        False,
+        "rljax reads Parquet files of env steps ('read_parquet', accepted); see rljax.offline.data",
+    ),
+    "input_read_method_kwargs": (True, "rljax reads the files with pyarrow, not Ray Data"),
+    "input_read_schema": (True, "rljax's files have one schema (rljax.offline.data)"),
+    "input_read_episodes": (
+        False,
+        "rljax reads rows of env steps, not serialized episode objects (False, accepted)",
+    ),
+    "input_read_sample_batches": (
+        False,
+        "rljax reads rows of env steps, not old-stack SampleBatches (False, accepted)",
+    ),
+    "input_read_batch_size": (True, "rljax reads the whole dataset into memory"),
+    "input_compress_columns": (True, "Parquet's own compression is undone by pyarrow"),
+    "input_filesystem": (True, "rljax reads the local filesystem (paths, local://)"),
+    "input_filesystem_kwargs": (True, "rljax reads the local filesystem (paths, local://)"),
+    "input_config": (True, "offline_data(input_=...) names the files"),
+    "materialize_data": (True, "rljax reads the whole dataset into memory"),
+    "materialize_mapped_data": (True, "rljax reads the whole dataset into memory"),
+    "map_batches_kwargs": (True, "rljax has no Ray Data pipeline"),
+    "iter_batches_kwargs": (True, "rljax has no Ray Data pipeline"),
+    "shuffle_buffer_size": (True, "batches are drawn at random from the whole dataset"),
+    "prelearner_class": (False, "rljax's learners read the rows directly; remove the setting"),
+    "prelearner_buffer_class": (True, "rljax has no pre-learner"),
+    "prelearner_buffer_kwargs": (True, "rljax has no pre-learner"),
+    "prelearner_module_synch_period": (True, "rljax has no pre-learner"),
+    "ignore_final_observation": (True, "rljax's rows keep each step's new_obs"),
+    "actions_in_input_normalized": (
+        False,
+        "rljax stores and learns the actions as the env took them (False, accepted)",
+    ),
+    "postprocess_inputs": (True, "MARWIL computes its value targets from the rows itself"),
+    "output_config": (True, "rljax writes Parquet files (rljax.offline.data)"),
+    "output_max_file_size": (True, "files are cut by output_max_rows_per_file"),
+    "output_write_method": (
+        False,
+        "rljax writes Parquet files ('write_parquet', accepted)",
+    ),
+    "output_write_method_kwargs": (True, "rljax writes with pyarrow, not Ray Data"),
+    "output_filesystem": (True, "rljax writes the local filesystem (paths, local://)"),
+    "output_filesystem_kwargs": (True, "rljax writes the local filesystem (paths, local://)"),
+    "offline_sampling": (True, "rljax's learners draw batches from the dataset in memory"),
     "env_task_fn": (
         False,
         "change the task between iterations with algo.env_runner_group.foreach_env_runner("
@@ -128,6 +170,11 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "_torch_lr_scheduler_classes": (None,),
     "_torch_grad_scaler_class": (None,),
     "_separate_vf_optimizer": (False,),
+    "input_read_method": ("read_parquet",),
+    "input_read_episodes": (False,),
+    "input_read_sample_batches": (False,),
+    "actions_in_input_normalized": (False,),
+    "output_write_method": ("write_parquet",),
 }
 
 # RLlib's ``.experimental()`` keywords.

@@ -39,9 +39,16 @@ class Callbacks:
       callbacks_class: A class (an ``RLlibCallback`` subclass, or any class with hook
         methods), a list of them, or None.
       functions: Hook name -> function (``config.callbacks(on_episode_end=fn)``).
+      built_in: ``(name, callback object)`` pairs rljax adds itself (the offline data
+        recorder), called after the user's.
     """
 
-    def __init__(self, callbacks_class: Any, functions: dict[str, Callable[..., Any]]):
+    def __init__(
+        self,
+        callbacks_class: Any,
+        functions: dict[str, Callable[..., Any]],
+        built_in: list[tuple[str, Any]] | None = None,
+    ):
         self.entries: list[tuple[str, Any]] = []
         for cls in callback_classes(callbacks_class):
             try:
@@ -53,6 +60,7 @@ class Callbacks:
         for hook, fn in functions.items():
             if fn is not None:
                 self.entries.append((_name(fn), _FunctionCallback(hook, fn)))
+        self.entries.extend(built_in or [])
         self._defined = {hook: [e for e in self.entries if _defines(e[1], hook)] for hook in HOOKS}
 
     def defines(self, hook: str) -> bool:

@@ -176,10 +176,12 @@ class CallbackParts:
     runner_callbacks: RunnerCallbacks
 
 
-def callback_parts(config: Any, population_member: bool) -> CallbackParts:
-    """The callbacks of ``config`` and their metrics loggers."""
+def callback_parts(config: Any, population_member: bool, recorder: Any = None) -> CallbackParts:
+    """The callbacks of ``config`` and their metrics loggers; ``recorder``: the episode hook
+    of ``offline_data(output=...)`` (``rljax.offline.recording``), called after the user's."""
+    built_in = [] if recorder is None else [("offline_data(output)", recorder)]
     callbacks = Callbacks(
-        config.callbacks_class, {h: getattr(config, f"callbacks_{h}") for h in HOOKS}
+        config.callbacks_class, {h: getattr(config, f"callbacks_{h}") for h in HOOKS}, built_in
     )
     env_runner_metrics = MetricsLogger()
     return CallbackParts(

@@ -25,6 +25,7 @@ import numpy as np
 
 from rljax.connectors.env_to_module.episode_connector import spec_with_host_pieces
 from rljax.env.multi_agent_vector import FinishedEpisode
+from rljax.env.single_agent_episode import SingleAgentEpisode
 from rljax.env.vector import EnvSpec, make_host_env, resolve_env
 from rljax.execution.episode_stats import _mean, episode_summary
 from rljax.execution.parts import PolicyParts
@@ -56,7 +57,12 @@ class SingleAgentEpisodes:
     is no env step and starts the next episode.
     """
 
-    def __init__(self, env: Any, num_envs: int):
+    def __init__(
+        self,
+        env: Any,
+        num_envs: int,
+        record: Callable[[SingleAgentEpisode], None] | None = None,
+    ):
         self.env = env
         self._ret = np.zeros(num_envs)
         self._length = np.zeros(num_envs, int)
@@ -64,11 +70,20 @@ class SingleAgentEpisodes:
         self._finished: list[FinishedEpisode] = []
         self._steps = 0
         self._env_id: Any = None
+        # ``record``: each finished episode, whole (offline_data(output=...)).
+        self._record = record
+        self._episodes: list[SingleAgentEpisode | None] = [None] * num_envs
 
     def reset(self) -> Any:
         result = self.env.reset()
         self._env_id = result.env_id
+        if self._record is not None:
+            self._start_episodes(result, np.ones(len(result.env_id), bool))
         return result
+
+    def _start_episodes(self, result: Any, rows: np.ndarray) -> None:
+        for j in np.flatnonzero(rows):
+            self._episodes[int(result.env_id[j])] = SingleAgentEpisode(result.obs[j], {})
 
     def step(self, actions: np.ndarray) -> Any:
         result = self.env.step(actions, self._env_id)
@@ -78,6 +93,8 @@ class SingleAgentEpisodes:
         self._length[ids] += valid
         self._steps += int(valid.sum())
         done = result.terminated | result.truncated
+        if self._record is not None:
+            self._record_step(result, actions, valid, done)
         for i in ids[done & valid]:
             self._finished.append(
                 FinishedEpisode(int(i), int(self._length[i]), float(self._ret[i]), {}, {})
@@ -86,6 +103,29 @@ class SingleAgentEpisodes:
         self._length[ids[done]] = 0
         self._valid[ids] = ~done
         return result
+
+    def _record_step(
+        self, result: Any, actions: np.ndarray, valid: np.ndarray, done: np.ndarray
+    ) -> None:
+        """Adds the step to each sub-env's episode; hands finished ones to ``record``. A row
+        that is no transition (the auto-reset step) starts the sub-env's next episode."""
+        assert self._record is not None
+        for j, i in enumerate(result.env_id):
+            episode = self._episodes[int(i)]
+            if not valid[j] or episode is None:
+                self._episodes[int(i)] = SingleAgentEpisode(result.obs[j], {})
+                continue
+            episode.add_env_step(
+                result.obs[j],
+                actions[j],
+                float(result.reward[j]),
+                {},
+                terminated=bool(result.terminated[j]),
+                truncated=bool(result.truncated[j]),
+            )
+            if done[j]:
+                self._record(episode)
+                self._episodes[int(i)] = None
 
     def drain_stats(self) -> tuple[list[FinishedEpisode], int]:
         finished, self._finished = self._finished, []
@@ -222,9 +262,15 @@ def evaluation_params(parts: PolicyParts[Any], state: Any) -> Any:
     return jax.tree.map(jnp.copy, params)
 
 
-def single_agent_env(spec: EnvSpec, num_envs: int, seed: int) -> EvaluationEnv:
-    """``num_envs`` copies of the env ``spec`` for evaluation."""
-    return SingleAgentEpisodes(make_host_env(spec, num_envs, "SYNC", seed, None), num_envs)
+def single_agent_env(
+    spec: EnvSpec,
+    num_envs: int,
+    seed: int,
+    record: Callable[[SingleAgentEpisode], None] | None = None,
+) -> EvaluationEnv:
+    """``num_envs`` copies of the env ``spec`` for evaluation; ``record`` gets each finished
+    episode whole."""
+    return SingleAgentEpisodes(make_host_env(spec, num_envs, "SYNC", seed, None), num_envs, record)
 
 
 def run_evaluation(

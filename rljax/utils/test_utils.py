@@ -12,7 +12,7 @@ A script written against RLlib's harness runs here after its imports are rewritt
 The flags keep RLlib's names and defaults. Those that set something rljax has (env runners,
 learners, evaluation, checkpoints, stop criteria, W&B) do what they do in RLlib; those that
 mean nothing on one host with JAX (``--framework``, ``--local-mode``, ``--num-cpus``,
-``--ray-address``, ...) are accepted and said so once; ``--output`` (offline data) is refused.
+``--ray-address``, ...) are accepted and said so once; ``--output`` records the sampled episodes (``offline_data(output=...)``).
 """
 
 from __future__ import annotations
@@ -95,7 +95,12 @@ def add_rllib_example_script_args(
     add("--evaluation-duration-unit", choices=["episodes", "timesteps"], default="episodes")
     add("--evaluation-parallel-to-training", action="store_true")
     # Output, logging and tuning.
-    add("--output", type=str, default=None, help="Offline data: not in rljax (refused).")
+    add(
+        "--output",
+        type=str,
+        default=None,
+        help="Record the sampled episodes in this folder (offline_data(output=...)).",
+    )
     add("--log-level", choices=["INFO", "DEBUG", "WARN", "ERROR"], default=None)
     add("--no-tune", action="store_true", help="Train with algo.train() in a loop, not Tune.")
     add("--num-samples", type=int, default=1)
@@ -144,11 +149,8 @@ def _said_once(args: argparse.Namespace) -> None:
 
 def _apply_args(config: Any, args: argparse.Namespace) -> Any:
     """RLlib's harness's changes to the config from the flags (unless ``keep_config``)."""
-    if args.output is not None:
-        raise ConfigError(
-            f"--output={args.output!r}: writing offline data is RLlib's; rljax has no offline "
-            "data API. Log results with --wandb-project or Tune's CSV/JSON files instead"
-        )
+    if args.output is not None:  # the sampled episodes, recorded (rljax.offline)
+        config.offline_data(output=args.output)
     if args.old_api_stack:
         raise ConfigError(
             "--old-api-stack: rljax has only RLlib's new API stack (RLModules and Learners); "

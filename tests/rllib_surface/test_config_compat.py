@@ -121,5 +121,7 @@ def test_default_mapping_module_specs_and_offline_data():
     spec = config.get_default_rl_module_spec()
     assert spec.module_class is None and spec.model_config["fcnet_hiddens"] == [32]
     assert config.get_rl_module_spec().model_config == spec.model_config
-    with pytest.raises(ConfigError, match=r"offline_data\(input_, output\): rljax has no offline"):
-        PPOConfig().offline_data(input_="x", output="y")
+    offline = PPOConfig().offline_data(input_="local:///data", output="y")
+    assert offline.is_offline and not offline.is_online and offline.output == "y"
+    with pytest.raises(ConfigError, match="prelearner_class=.* is RLlib's"):
+        PPOConfig().offline_data(prelearner_class=object)

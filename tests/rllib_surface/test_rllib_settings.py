@@ -104,4 +104,7 @@ def test_get_trainable_cls_and_default_configs():
     ):
         get_trainable_cls("ppo")
     with pytest.raises(ConfigError, match="rljax has"):
-        get_trainable_cls("MARWIL")
+        get_trainable_cls("CQL")
+    from rljax.algorithms.marwil import BC, MARWIL
+
+    assert get_trainable_cls("MARWIL") is MARWIL and get_trainable_cls("BC") is BC

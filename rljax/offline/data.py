@@ -1,0 +1,333 @@
+"""Offline data as Parquet files of env steps: written by ``offline_data(output=...)``, read by
+``offline_data(input_=...)`` (BC, MARWIL).
+
+One row per env step, with RLlib's column names: ``eps_id`` (the episode's id, a string), ``t``
+(the step within the episode), ``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``,
+``truncateds``. Observations (and Box actions) are stored flat, as fixed-size lists of numbers,
+and get their shape back from the env's spaces when read; a Discrete action is an integer.
+Parquet compresses every column (zstd), so RLlib's ``output_compress_columns`` needs nothing
+more. Nothing in a file is code: a file holds numbers and strings only, and is read as such.
+
+Files are written whole or not at all (a temporary name, then a rename), named
+``<run>-<index>.parquet`` with a random ``run`` per writer, so two runs writing to one folder
+never overwrite each other's files, and nothing in the folder is ever deleted.
+
+Needs pyarrow (``pip install "rljax[offline]"``; Ray brings it too).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from rljax.utils.errors import ConfigError
+
+COLUMNS = ("eps_id", "t", "obs", "actions", "rewards", "new_obs", "terminateds", "truncateds")
+"""The columns of a row (one env step), RLlib's names."""
+
+SUFFIX = ".parquet"
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as e:
+        raise ImportError(
+            'offline data needs pyarrow: pip install "rljax[offline]" (or pyarrow)'
+        ) from e
+    return pa, pq
+
+
+def local_path(name: str, value: Any) -> Path:
+    """A folder or file path from ``value``: a path, or RLlib's ``local://`` URI; other URI
+    schemes (``s3://``, ``gs://``) are refused, naming what was given."""
+    if not isinstance(value, str | os.PathLike):
+        raise ConfigError(f"{name}={value!r}: expected a path (str) to a local folder or file")
+    text = os.fspath(value)
+    if text.startswith("local://"):
+        text = text[len("local://") :]
+    elif "://" in text:
+        raise ConfigError(
+            f"{name}={text!r}: rljax reads and writes offline data on the local filesystem "
+            "only (a path, or local:///path); copy remote data to a local folder first"
+        )
+    if not text:
+        raise ConfigError(f"{name}={value!r}: the path is empty")
+    return Path(text).expanduser()
+
+
+def _check_space(name: str, space: Any, what: str) -> None:
+    if not isinstance(space, spaces.Box | spaces.Discrete):
+        raise ConfigError(
+            f"{name}: offline data holds Box or Discrete {what}s; this env's {what} space is "
+            f"{space}"
+        )
+
+
+def _flat_width(space: Any) -> int | None:
+    """The number of values of one row of ``space`` (None: a Discrete scalar)."""
+    if isinstance(space, spaces.Discrete):
+        return None
+    return int(np.prod(space.shape, dtype=np.int64))
+
+
+class OfflineWriter:
+    """Writes episodes as rows of env steps into Parquet files of ``max_rows_per_file`` rows.
+
+    Args:
+      directory: The folder (made if missing).
+      observation_space, action_space: The env's (one agent's); Box or Discrete.
+      max_rows_per_file: Rows per file; None: one file per ``flush``.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike,
+        observation_space: Any,
+        action_space: Any,
+        max_rows_per_file: int | None = None,
+    ):
+        _check_space("offline_data(output=...)", observation_space, "observation")
+        _check_space("offline_data(output=...)", action_space, "action")
+        self._pa, self._pq = _pyarrow()
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.observation_space, self.action_space = observation_space, action_space
+        self.max_rows_per_file = max_rows_per_file
+        self._run = uuid.uuid4().hex[:12]
+        self._index = 0
+        self._rows: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+        self.files: list[Path] = []
+        self.rows_written = 0
+
+    @property
+    def pending_rows(self) -> int:
+        """Rows added and not yet written."""
+        return len(self._rows["t"])
+
+    def add_episode(
+        self,
+        observations: Sequence[Any],
+        actions: Sequence[Any],
+        rewards: Sequence[float],
+        terminated: bool,
+        truncated: bool,
+        eps_id: str | None = None,
+    ) -> None:
+        """Adds an episode's (or a cut piece's) steps: ``len(observations) ==
+        len(actions) + 1``; the last step carries ``terminated`` / ``truncated``. Writes the
+        files that became full."""
+        n = len(actions)
+        if len(observations) != n + 1 or len(rewards) != n:
+            raise ValueError(
+                f"an episode of {n} actions needs {n + 1} observations and {n} rewards; got "
+                f"{len(observations)} and {len(rewards)}"
+            )
+        if n == 0:
+            return
+        eps = eps_id or uuid.uuid4().hex
+        obs = np.asarray(observations, np.float32).reshape(n + 1, -1)
+        rows = self._rows
+        rows["eps_id"].extend([eps] * n)
+        rows["t"].extend(range(n))
+        rows["obs"].extend(obs[:-1])
+        rows["new_obs"].extend(obs[1:])
+        if isinstance(self.action_space, spaces.Discrete):
+            rows["actions"].extend(int(a) for a in actions)
+        else:
+            rows["actions"].extend(np.asarray(actions, np.float32).reshape(n, -1))
+        rows["rewards"].extend(float(r) for r in rewards)
+        rows["terminateds"].extend([False] * (n - 1) + [bool(terminated)])
+        rows["truncateds"].extend([False] * (n - 1) + [bool(truncated)])
+        limit = self.max_rows_per_file
+        while limit is not None and self.pending_rows >= limit:
+            self._write(limit)
+
+    def flush(self) -> None:
+        """Writes every pending row (RLlib's ``output_write_remaining_data``)."""
+        if self.pending_rows:
+            self._write(self.pending_rows)
+
+    def _write(self, n: int) -> None:
+        pa, pq = self._pa, self._pq
+        rows = self._rows
+        take = {c: rows[c][:n] for c in COLUMNS}
+        self._rows = {c: rows[c][n:] for c in COLUMNS}
+        obs_width = _flat_width(self.observation_space)
+        act_width = _flat_width(self.action_space)
+
+        def fixed(values: list[Any], width: int | None) -> Any:
+            flat = pa.array(np.concatenate(values).astype(np.float32))
+            return pa.FixedSizeListArray.from_arrays(flat, width)
+
+        table = pa.table(
+            {
+                "eps_id": pa.array(take["eps_id"], pa.string()),
+                "t": pa.array(take["t"], pa.int64()),
+                "obs": fixed(take["obs"], obs_width),
+                "actions": (
+                    pa.array(take["actions"], pa.int64())
+                    if act_width is None
+                    else fixed(take["actions"], act_width)
+                ),
+                "rewards": pa.array(take["rewards"], pa.float32()),
+                "new_obs": fixed(take["new_obs"], obs_width),
+                "terminateds": pa.array(take["terminateds"], pa.bool_()),
+                "truncateds": pa.array(take["truncateds"], pa.bool_()),
+            }
+        )
+        path = self.directory / f"{self._run}-{self._index:06d}{SUFFIX}"
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._index += 1
+        self.files.append(path)
+        self.rows_written += n
+
+
+@dataclasses.dataclass(frozen=True)
+class OfflineData:
+    """Offline data as arrays, rows in file order (each episode's steps in order).
+
+    Attributes:
+      obs, new_obs: ``[N, *observation_space.shape]`` float32.
+      actions: ``[N]`` int32 (Discrete) or ``[N, *action_space.shape]`` float32.
+      rewards: ``[N]`` float32.
+      terminateds, truncateds: ``[N]`` bool.
+      episode_index: ``[N]`` int32, the row's episode (0, 1, ... in order of first row).
+      files: The files read.
+    """
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    new_obs: np.ndarray
+    terminateds: np.ndarray
+    truncateds: np.ndarray
+    episode_index: np.ndarray
+    files: tuple[str, ...]
+
+    @property
+    def num_rows(self) -> int:
+        """The number of rows (env steps)."""
+        return int(self.rewards.shape[0])
+
+    def returns_to_go(self, gamma: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: the discounted sum of the rewards from it to its episode's last row in the
+        data, ``gamma ** (rows to that end)`` where the episode did not terminate there (its
+        value is then bootstrapped from that row's ``new_obs``; 0 where it terminated), and the
+        index of that last row. With ``lambda_ = 1`` this is RLlib's GAE value target."""
+        n = self.num_rows
+        ret = np.zeros(n, np.float64)
+        discount = np.zeros(n, np.float64)
+        last = np.zeros(n, np.int64)
+        running, scale, end = 0.0, 0.0, n - 1
+        for i in range(n - 1, -1, -1):
+            closes = i == n - 1 or self.episode_index[i + 1] != self.episode_index[i]
+            if closes or self.terminateds[i] or self.truncateds[i]:
+                running, end = 0.0, i
+                scale = 0.0 if self.terminateds[i] else 1.0
+            running = float(self.rewards[i]) + gamma * running
+            scale *= gamma
+            ret[i], discount[i], last[i] = running, scale, end
+        return ret.astype(np.float32), discount.astype(np.float32), last
+
+
+def _files_of(paths: Sequence[Path]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(f for f in p.rglob(f"*{SUFFIX}") if not f.name.startswith("."))
+            if not found:
+                raise ConfigError(f"offline_data(input_=...): the folder {p} holds no *.parquet")
+            files.extend(found)
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise ConfigError(f"offline_data(input_=...): {p} does not exist")
+    return files
+
+
+def read_offline_data(paths: Any, observation_space: Any, action_space: Any) -> OfflineData:
+    """Reads the Parquet files at ``paths`` (a path or a list; folders are searched for
+    ``*.parquet``) into arrays shaped by the env's spaces.
+
+    Raises:
+      ConfigError: a path is missing or holds no data, a column is missing or has the wrong
+        type or width for the spaces, a Discrete action is out of range.
+    """
+    _check_space("offline_data(input_=...)", observation_space, "observation")
+    _check_space("offline_data(input_=...)", action_space, "action")
+    pa, pq = _pyarrow()
+    given = paths if isinstance(paths, list | tuple) else [paths]
+    if not given:
+        raise ConfigError("offline_data(input_=[]): name at least one file or folder")
+    files = _files_of([local_path("offline_data(input_=...)", p) for p in given])
+    obs_shape = tuple(observation_space.shape)
+    obs_width = _flat_width(observation_space)
+    act_width = _flat_width(action_space)
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in COLUMNS}
+    for f in files:
+        try:
+            table = pq.read_table(f, columns=list(COLUMNS))
+        except Exception as e:  # a damaged file, or one without a column
+            raise ConfigError(
+                f"offline_data(input_=...): {f} could not be read as offline data with the "
+                f"columns {', '.join(COLUMNS)}: {type(e).__name__}"
+            ) from None
+        for c in COLUMNS:
+            col = table.column(c).combine_chunks()
+            width = obs_width if c in ("obs", "new_obs") else act_width if c == "actions" else None
+            if width is not None:
+                if not pa.types.is_fixed_size_list(col.type) or col.type.list_size != width:
+                    raise ConfigError(
+                        f"offline_data(input_=...): {f}: column {c!r} is {col.type}, expected "
+                        f"fixed-size lists of {width} numbers for the env's "
+                        f"{'observation' if c != 'actions' else 'action'} space"
+                    )
+                values = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
+                parts[c].append(values.reshape(len(col), width))
+            else:
+                parts[c].append(col.to_numpy(zero_copy_only=False))
+    cat = {c: np.concatenate(parts[c]) for c in COLUMNS}
+    if isinstance(action_space, spaces.Discrete):
+        actions = cat["actions"].astype(np.int64)
+        bad = (actions < action_space.start) | (actions >= action_space.start + action_space.n)
+        if bad.any():
+            raise ConfigError(
+                f"offline_data(input_=...): action {int(actions[bad][0])} is outside the env's "
+                f"action space {action_space}"
+            )
+        actions = (actions - action_space.start).astype(np.int32)
+    else:
+        actions = cat["actions"].reshape(-1, *action_space.shape)
+    eps = cat["eps_id"].astype(str)
+    # Episodes by order of first appearance (an id may span files: one episode, one index),
+    # each one's rows in order of t.
+    _, first, inverse = np.unique(eps, return_index=True, return_inverse=True)
+    episode = np.argsort(np.argsort(first))[inverse].astype(np.int32)
+    rows = np.lexsort((cat["t"], episode))
+    return OfflineData(
+        obs=cat["obs"].reshape(-1, *obs_shape)[rows],
+        actions=actions[rows],
+        rewards=cat["rewards"].astype(np.float32)[rows],
+        new_obs=cat["new_obs"].reshape(-1, *obs_shape)[rows],
+        terminateds=cat["terminateds"].astype(bool)[rows],
+        truncateds=cat["truncateds"].astype(bool)[rows],
+        episode_index=episode[rows],
+        files=tuple(str(f) for f in files),
+    )
+
+
+__all__ = ["COLUMNS", "OfflineData", "OfflineWriter", "local_path", "read_offline_data"]

@@ -1,0 +1,217 @@
+"""Offline data (rljax.offline), and BC and MARWIL learning from it (rljax.algorithms.marwil):
+the files by hand, the value targets and the loss by hand, recording from an algorithm's
+training and evaluation, errors, and BC and MARWIL learning CartPole from a scripted expert."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from rljax.algorithms.marwil import BCConfig, MARWILConfig  # noqa: E402
+from rljax.algorithms.marwil.losses import marwil_loss  # noqa: E402
+from rljax.offline import OfflineWriter, read_offline_data  # noqa: E402
+from rljax.utils.errors import ConfigError  # noqa: E402
+
+OBS = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+ACT = gym.spaces.Discrete(3)
+
+
+def _episode(n: int, first: float) -> tuple[list[np.ndarray], list[int], list[float]]:
+    obs = [np.array([first + t, -first - t], np.float32) for t in range(n + 1)]
+    return obs, [t % 3 for t in range(n)], [float(t + 1) for t in range(n)]
+
+
+def test_rows_round_trip_through_files_of_a_fixed_size(tmp_path):
+    writer = OfflineWriter(tmp_path / "data", OBS, ACT, max_rows_per_file=4)
+    writer.add_episode(*_episode(3, 0.0), terminated=True, truncated=False, eps_id="a")
+    writer.add_episode(*_episode(2, 10.0), terminated=False, truncated=True, eps_id="b")
+    assert len(writer.files) == 1 and writer.pending_rows == 1  # 5 rows: one file of 4
+    writer.flush()
+    assert len(writer.files) == 2 and writer.rows_written == 5
+    assert not list((tmp_path / "data").glob(".*"))  # no temporary file left behind
+    data = read_offline_data(str(tmp_path / "data"), OBS, ACT)
+    np.testing.assert_array_equal(data.episode_index, [0, 0, 0, 1, 1])
+    np.testing.assert_array_equal(data.obs[:, 0], [0, 1, 2, 10, 11])
+    np.testing.assert_array_equal(data.new_obs[:, 1], [-1, -2, -3, -11, -12])
+    np.testing.assert_array_equal(data.actions, [0, 1, 2, 0, 1])
+    np.testing.assert_array_equal(data.rewards, [1, 2, 3, 1, 2])
+    np.testing.assert_array_equal(data.terminateds, [0, 0, 1, 0, 0])
+    np.testing.assert_array_equal(data.truncateds, [0, 0, 0, 0, 1])
+    # A second writer in the same folder adds files; it never replaces the first one's.
+    again = OfflineWriter(tmp_path / "data", OBS, ACT)
+    again.add_episode(*_episode(1, 5.0), terminated=True, truncated=False)
+    again.flush()
+    assert read_offline_data(f"local://{tmp_path / 'data'}", OBS, ACT).num_rows == 6
+
+
+def test_value_targets_by_hand(tmp_path):
+    writer = OfflineWriter(tmp_path, OBS, ACT)
+    writer.add_episode(*_episode(3, 0.0), terminated=True, truncated=False)  # rewards 1, 2, 3
+    writer.add_episode(*_episode(2, 10.0), terminated=False, truncated=True)  # rewards 1, 2
+    writer.flush()
+    returns, discount, last = read_offline_data(str(tmp_path), OBS, ACT).returns_to_go(0.5)
+    # Terminated: 1 + 0.5 * 2 + 0.25 * 3 = 2.75, 2 + 0.5 * 3 = 3.5, 3; nothing bootstrapped.
+    # Truncated: 1 + 0.5 * 2 = 2, 2; the value of the last new_obs weighs 0.25, then 0.5.
+    np.testing.assert_allclose(returns, [2.75, 3.5, 3.0, 2.0, 2.0])
+    np.testing.assert_allclose(discount, [0, 0, 0, 0.25, 0.5])
+    np.testing.assert_array_equal(last, [2, 2, 2, 4, 4])
+
+
+def test_marwil_loss_by_hand():
+    logp = jnp.array([-1.0, -2.0])
+    values = jnp.array([1.0, 3.0])
+    targets = jnp.array([2.0, 1.0])  # advantages 1 and -2: mean square 2.5
+    loss, (c2, metrics) = marwil_loss(
+        logp, values, targets, jnp.asarray(4.0), beta=2.0, vf_coeff=0.5, update_rate=0.5
+    )
+    c2_new = 4.0 + 0.5 * (2.5 - 4.0)  # 3.25, then the weights exp(2 * A / sqrt(3.25))
+    w = np.exp(2.0 * np.array([1.0, -2.0]) / (1e-8 + np.sqrt(c2_new)))
+    policy = -np.mean(w * np.array([-1.0, -2.0]))
+    assert float(c2) == pytest.approx(c2_new)
+    assert float(metrics["vf_loss"]) == pytest.approx(1.25)
+    assert float(loss) == pytest.approx(policy + 0.5 * 1.25, rel=1e-6)
+    # beta = 0: behaviour cloning, -mean(logp); c2 unchanged.
+    loss, (c2, _) = marwil_loss(
+        logp, values, targets, jnp.asarray(4.0), beta=0.0, vf_coeff=0.5, update_rate=0.5
+    )
+    assert float(loss) == pytest.approx(1.5) and float(c2) == 4.0
+
+
+def test_bad_data_and_settings_are_refused_naming_them(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_offline_data(str(tmp_path / "nothing"), OBS, ACT)
+    with pytest.raises(ConfigError, match="holds no"):
+        read_offline_data(str(tmp_path), OBS, ACT)
+    writer = OfflineWriter(tmp_path / "wide", gym.spaces.Box(-1, 1, (4,)), ACT)
+    writer.add_episode([np.zeros(4)] * 2, [0], [1.0], True, False)
+    writer.flush()
+    with pytest.raises(ConfigError, match="fixed-size lists of 2 numbers"):
+        read_offline_data(str(tmp_path / "wide"), OBS, ACT)
+    writer = OfflineWriter(tmp_path / "act", OBS, gym.spaces.Discrete(5))
+    writer.add_episode([np.zeros(2)] * 2, [4], [1.0], True, False)
+    writer.flush()
+    with pytest.raises(ConfigError, match="action 4 is outside the env's action space"):
+        read_offline_data(str(tmp_path / "act"), OBS, ACT)
+    with pytest.raises(ConfigError, match="local filesystem only"):
+        BCConfig().offline_data(input_="s3://bucket/data").validate()
+    with pytest.raises(ConfigError, match=r"set \.offline_data\(input_=PATH\)"):
+        BCConfig().environment("CartPole-v1").validate()
+    with pytest.raises(ConfigError, match="beta=1.0: BC is MARWIL with beta=0"):
+        BCConfig().training(beta=1.0).validate()
+    with pytest.raises(ConfigError, match="lambda_=0.95: .* lambda_=1.0 only"):
+        MARWILConfig().training(lambda_=0.95).validate()
+    with pytest.raises(ConfigError, match="input_read_episodes=True"):
+        BCConfig().offline_data(input_read_episodes=True)
+
+
+def _expert_data(path, episodes: int = 12, seed: int = 0) -> float:
+    """CartPole played by a scripted controller (return 500 when it never errs) with 10%
+    random actions: the mean return of its episodes."""
+    env = gym.make("CartPole-v1")
+    writer = OfflineWriter(path, env.observation_space, env.action_space)
+    rng = np.random.default_rng(seed)
+    returns = []
+    for ep in range(episodes):
+        o, _ = env.reset(seed=seed + ep)
+        obs, acts, rews = [o], [], []
+        while True:
+            expert = int(o[2] + 0.5 * o[3] + 0.1 * o[1] > 0)
+            a = expert if rng.random() > 0.1 else int(rng.integers(2))
+            o, r, term, trunc, _ = env.step(a)
+            obs.append(o), acts.append(a), rews.append(r)
+            if term or trunc:
+                break
+        returns.append(sum(rews))
+        writer.add_episode(obs, acts, rews, term, trunc)
+    writer.flush()
+    return float(np.mean(returns))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", [BCConfig, MARWILConfig], ids=["bc", "marwil"])
+def test_bc_and_marwil_learn_cartpole_from_an_expert_s_data(tmp_path, config):
+    assert _expert_data(tmp_path / "expert") == 500.0
+    algo = (
+        config()
+        .environment("CartPole-v1")
+        .offline_data(input_=str(tmp_path / "expert"))
+        .training(lr=1e-3, train_batch_size_per_learner=512)
+        .evaluation(evaluation_duration=5)
+        .build_algo()
+    )
+    try:
+        first = algo.evaluate()["env_runners"]["episode_return_mean"]
+        results = [algo.train() for _ in range(8)]  # one pass over 6,000 rows each: 12 x 512
+        result = results[-1]
+        assert result["num_env_steps_trained_lifetime"] == 8 * 12 * 512
+        metrics = result["learners"]["default_policy"]
+        if config is BCConfig:  # -log pi of the expert's actions (10% of them random)
+            assert metrics["policy_loss"] < 0.5 and "vf_loss" not in metrics
+        else:  # the value function learns the returns (about 100 at 0.99 from the start)
+            vf_first = results[0]["learners"]["default_policy"]["vf_loss"]
+            assert metrics["vf_loss"] < 0.8 * vf_first, (vf_first, metrics["vf_loss"])
+        returns = algo.evaluate()["env_runners"]["episode_return_mean"]
+        assert first < 100 and returns >= 450, (first, returns)
+        # A checkpoint acts as the algorithm does.
+        algo.save_to_path(tmp_path / "ckpt")
+        restored = type(algo).from_checkpoint(tmp_path / "ckpt")
+        obs = np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32)
+        np.testing.assert_array_equal(
+            restored.compute_actions(obs, explore=False), algo.compute_actions(obs, explore=False)
+        )
+        restored.stop()
+    finally:
+        algo.stop()
+
+
+def test_an_algorithm_records_its_training_and_evaluation_episodes(tmp_path):
+    from rljax.algorithms.ppo import PPOConfig
+
+    episodes = []
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4)
+        .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
+        .callbacks(on_episode_end=lambda episode, **kw: episodes.append(len(episode)))
+        .offline_data(
+            output=f"local://{tmp_path}",
+            output_max_rows_per_file=100,
+            output_write_remaining_data=True,
+        )
+        .evaluation(evaluation_duration=2)
+        .build_algo()
+    )
+    try:
+        result = algo.train()
+        evaluation = algo.evaluate()["env_runners"]
+    finally:
+        algo.stop()
+    trained = result["env_runners"]["num_episodes"]
+    assert trained == len(episodes) > 0
+    data = read_offline_data(str(tmp_path), algo.observation_space, algo.action_space)
+    assert data.episode_index.max() + 1 == trained + 2
+    assert data.num_rows == sum(episodes) + evaluation["episode_len_mean"] * 2
+    assert data.terminateds.sum() + data.truncateds.sum() == trained + 2  # one end each
+    # Each episode's rows chain: a row's new_obs is the next row's obs.
+    same = data.episode_index[1:] == data.episode_index[:-1]
+    np.testing.assert_array_equal(data.new_obs[:-1][same], data.obs[1:][same])
+    assert len(list(tmp_path.glob("*.parquet"))) == -(-data.num_rows // 100)
+
+
+def test_recording_is_refused_where_it_cannot_record(tmp_path):
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
+
+    with pytest.raises(ConfigError, match="records single-agent runs"):
+        (
+            PPOConfig()
+            .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+            .multi_agent(policies={"p0"}, policy_mapping_fn=lambda aid, *a, **k: "p0")
+            .offline_data(output=str(tmp_path))
+            .build_algo()
+        )
