@@ -464,3 +464,17 @@ def test_learner_class_benchmark_times_ppo_with_and_without_learner_classes(
             row["env_steps_per_s_median"] / rows["ppo"]["env_steps_per_s_median"]
         )
     assert json.loads((tmp_path / "learner_class.json").read_text()) == out
+
+
+def test_offline_bc_benchmark_short_run_reports_the_data_and_each_iteration(
+    tmp_path, run_benchmark
+):
+    report = run_benchmark(
+        "offline_bc.py", "--episodes=4", "--iterations=2", f"--data={tmp_path / 'data'}"
+    )
+    assert report["expert_return_mean"] == 500.0 and report["rows"] == 2000
+    assert len(list((tmp_path / "data").glob("*.parquet"))) == 1
+    rljax = report["rljax"]
+    assert len(rljax["train_s"]) == len(rljax["evaluation_returns"]) == 2
+    assert all(r is not None and 8 <= r <= 500 for r in rljax["evaluation_returns"])
+    assert "rllib" not in report  # --compare not given

@@ -108,39 +108,19 @@ def test_bad_data_and_settings_are_refused_naming_them(tmp_path):
         BCConfig().offline_data(input_read_episodes=True)
 
 
-def _expert_data(path, episodes: int = 12, seed: int = 0) -> float:
-    """CartPole played by a scripted controller (return 500 when it never errs) with 10%
-    random actions: the mean return of its episodes."""
-    env = gym.make("CartPole-v1")
-    writer = OfflineWriter(path, env.observation_space, env.action_space)
-    rng = np.random.default_rng(seed)
-    returns = []
-    for ep in range(episodes):
-        o, _ = env.reset(seed=seed + ep)
-        obs, acts, rews = [o], [], []
-        while True:
-            expert = int(o[2] + 0.5 * o[3] + 0.1 * o[1] > 0)
-            a = expert if rng.random() > 0.1 else int(rng.integers(2))
-            o, r, term, trunc, _ = env.step(a)
-            obs.append(o), acts.append(a), rews.append(r)
-            if term or trunc:
-                break
-        returns.append(sum(rews))
-        writer.add_episode(obs, acts, rews, term, trunc)
-    writer.flush()
-    return float(np.mean(returns))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("config", [BCConfig, MARWILConfig], ids=["bc", "marwil"])
-def test_bc_and_marwil_learn_cartpole_from_an_expert_s_data(tmp_path, config):
-    assert _expert_data(tmp_path / "expert") == 500.0
+def test_bc_and_marwil_learn_cartpole_from_an_expert_s_data(tmp_path, config, load_benchmark):
+    # The benchmark's data: a scripted controller (500 when it plays alone), 10% random actions.
+    record_expert = load_benchmark("offline_bc").record_expert
+    assert record_expert(tmp_path / "expert", episodes=12) == (500.0, 6000)
     algo = (
         config()
         .environment("CartPole-v1")
         .offline_data(input_=str(tmp_path / "expert"))
         .training(lr=1e-3, train_batch_size_per_learner=512)
         .evaluation(evaluation_duration=5)
+        .debugging(seed=0)
         .build_algo()
     )
     try:
