@@ -672,15 +672,12 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         stopped then (``_stop_at_exit``).
         """
         self._stopped = True
-        close_recorder(getattr(self, "_recorder", None))  # None: building failed before it
         with _LIVE_LOCK:  # the exit handler may be copying the set in another thread
             _LIVE.discard(self)
-        if self._runners is not None:
-            self._runners.close()
-            self._runners = None
-        if self._env is not None:
-            self._env.close()
-            self._env = None
+        try:
+            self._close_runners()
+        finally:  # the rows recorded so far (None: building failed before the recorder)
+            close_recorder(getattr(self, "_recorder", None))
 
     def __enter__(self) -> Algorithm:
         return self

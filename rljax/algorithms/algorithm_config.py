@@ -104,6 +104,9 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
     takes_env_to_module_connector: ClassVar[bool] = False
     # Whether the algorithm builds recurrent policies (model_config use_lstm=True).
     has_recurrent_policies: ClassVar[bool] = False
+    # Whether the algorithm learns from offline_data(input_=...) (BC, MARWIL) instead of
+    # sampling its env.
+    learns_offline: ClassVar[bool] = False
     # Derived from the declarations (CommonSettings' and a subclass's) by _derive_tables():
     # every setting by name, grouped by section; each setter's keys; each setting's check; the
     # settings a policy may override; the settings whose check also runs in the setters.

@@ -19,6 +19,7 @@ from rljax.env.vector import EnvSpec
 from rljax.execution import evaluation as evaluation_job
 from rljax.execution.evaluation import EvaluationEnv
 from rljax.execution.parts import PolicyParts
+from rljax.offline.recording import end_of_sampling
 from rljax.utils.metrics.metrics_logger import MetricsLogger
 from rljax.utils.seeding import derive_seed
 
@@ -78,18 +79,21 @@ class EvaluationHooks:
                 self.possible_agents is not None,
             )
         agents = self.possible_agents
-        return evaluation_job.run_evaluation(
-            cfg,
-            spec,
-            seed,
-            actions,
-            self._evaluation_env,
-            recurrent=self.parts.recurrent_inference is not None,
-            video_dir=video_dir,
-            trained=trained,
-            policy_ids=self._policy_ids() if agents is not None else None,
-            agent_ids=agents,
-        )
+        try:
+            return evaluation_job.run_evaluation(
+                cfg,
+                spec,
+                seed,
+                actions,
+                self._evaluation_env,
+                recurrent=self.parts.recurrent_inference is not None,
+                video_dir=video_dir,
+                trained=trained,
+                policy_ids=self._policy_ids() if agents is not None else None,
+                agent_ids=agents,
+            )
+        finally:
+            end_of_sampling(self._recorder)  # offline_data(output=...)'s rows of this one
 
     def _evaluation_env(
         self, num_envs: int, seed: int, spec: EnvSpec | None = None

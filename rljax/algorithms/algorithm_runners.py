@@ -27,6 +27,7 @@ from rljax.callbacks.runner_hooks import (
 )
 from rljax.env.vector import EnvSpec
 from rljax.execution.parts import Params, PolicyParts
+from rljax.offline.recording import end_of_sampling
 from rljax.runners import build as runner_build
 from rljax.runners.group import RunnerGroup
 from rljax.types import ActStep, FusedRunnerState
@@ -73,6 +74,7 @@ class RunnerHooks:
     callbacks: Callbacks
     _env_runner_metrics: MetricsLogger
     _runner_env_specs: dict[int, EnvSpec]
+    _recorder: Any  # offline_data(output=...)'s EpisodeRecorder, or None
 
     if TYPE_CHECKING:  # ``Algorithm``'s
 
@@ -237,6 +239,15 @@ class RunnerHooks:
         with self._live_lock:
             return self._env_runner_metrics.reduce()
 
+    def _close_runners(self) -> None:
+        """Closes the runner threads and the fused path's env (``stop()``)."""
+        if self._runners is not None:
+            self._runners.close()
+            self._runners = None
+        if self._env is not None:
+            self._env.close()
+            self._env = None
+
     def _replay_episodes(self, out: dict[str, Any]) -> None:
         """Episode hooks over the iteration's steps (or those the runners ran live), then
         ``on_sample_end``."""
@@ -254,6 +265,7 @@ class RunnerHooks:
                     self if self._runners is None else None,
                     live_finished=live,
                 )
+        end_of_sampling(self._recorder)  # offline_data(output=...)'s rows of this train()
 
 
 __all__ = ["RunnerHooks"]

@@ -608,7 +608,8 @@ class CommonSettings:
         check_offline_output,
         "A folder to record the sampled episodes in, as Parquet files of env steps "
         "(rljax.offline.recording): the training env runners' finished episodes and "
-        "evaluate()'s. Single-agent runs with Box or Discrete spaces.",
+        "evaluate()'s. Single-agent runs with Box or Discrete spaces, without env-to-module "
+        "connectors.",
         section="offline_data",
     )
     output_compress_columns = Setting[Any](

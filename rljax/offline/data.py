@@ -3,8 +3,10 @@
 
 One row per env step, with RLlib's column names: ``eps_id`` (the episode's id, a string), ``t``
 (the step within the episode), ``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``,
-``truncateds``. Observations (and Box actions) are stored flat, as fixed-size lists of numbers,
-and get their shape back from the env's spaces when read; a Discrete action is an integer.
+``truncateds``. Box observations and actions are stored flat, as fixed-size lists of numbers of
+the space's dtype (uint8 frames stay uint8), and get their shape back from the env's spaces when
+read; a Discrete value is an integer of the env's range (``start`` included). Files without a
+``t`` column (RLlib's row writer adds none) are read with each episode's rows in file order.
 Parquet compresses every column (zstd), so RLlib's ``output_compress_columns`` needs nothing
 more. Nothing in a file is code: a file holds numbers and strings only, and is read as such.
 
@@ -79,6 +81,13 @@ def _flat_width(space: Any) -> int | None:
     return int(np.prod(space.shape, dtype=np.int64))
 
 
+def _as_column(space: Any, values: Sequence[Any]) -> np.ndarray:
+    """Rows of ``space`` as an array: ``[n, width]`` of the Box's dtype, or ``[n]`` int64."""
+    if isinstance(space, spaces.Discrete):
+        return np.asarray(values, np.int64).reshape(len(values))
+    return np.asarray(values, space.dtype).reshape(len(values), -1)
+
+
 class OfflineWriter:
     """Writes episodes as rows of env steps into Parquet files of ``max_rows_per_file`` rows.
 
@@ -99,6 +108,8 @@ class OfflineWriter:
         _check_space("offline_data(output=...)", action_space, "action")
         self._pa, self._pq = _pyarrow()
         self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ConfigError(f"offline_data(output={str(directory)!r}) is a file, not a folder")
         self.directory.mkdir(parents=True, exist_ok=True)
         self.observation_space, self.action_space = observation_space, action_space
         self.max_rows_per_file = max_rows_per_file
@@ -122,9 +133,9 @@ class OfflineWriter:
         truncated: bool,
         eps_id: str | None = None,
     ) -> None:
-        """Adds an episode's (or a cut piece's) steps: ``len(observations) ==
-        len(actions) + 1``; the last step carries ``terminated`` / ``truncated``. Writes the
-        files that became full."""
+        """Adds a finished episode's steps: ``len(observations) == len(actions) + 1``, actions
+        as the policy indexes them (a Discrete action ``i`` is stored as ``start + i``); the
+        last step carries ``terminated`` / ``truncated``. Writes the files that became full."""
         n = len(actions)
         if len(observations) != n + 1 or len(rewards) != n:
             raise ValueError(
@@ -134,16 +145,16 @@ class OfflineWriter:
         if n == 0:
             return
         eps = eps_id or uuid.uuid4().hex
-        obs = np.asarray(observations, np.float32).reshape(n + 1, -1)
+        obs = _as_column(self.observation_space, observations)
+        act = _as_column(self.action_space, actions)
+        if isinstance(self.action_space, spaces.Discrete):
+            act = act + int(self.action_space.start)
         rows = self._rows
         rows["eps_id"].extend([eps] * n)
         rows["t"].extend(range(n))
         rows["obs"].extend(obs[:-1])
         rows["new_obs"].extend(obs[1:])
-        if isinstance(self.action_space, spaces.Discrete):
-            rows["actions"].extend(int(a) for a in actions)
-        else:
-            rows["actions"].extend(np.asarray(actions, np.float32).reshape(n, -1))
+        rows["actions"].extend(act)
         rows["rewards"].extend(float(r) for r in rewards)
         rows["terminateds"].extend([False] * (n - 1) + [bool(terminated)])
         rows["truncateds"].extend([False] * (n - 1) + [bool(truncated)])
@@ -158,28 +169,22 @@ class OfflineWriter:
 
     def _write(self, n: int) -> None:
         pa, pq = self._pa, self._pq
-        rows = self._rows
-        take = {c: rows[c][:n] for c in COLUMNS}
-        self._rows = {c: rows[c][n:] for c in COLUMNS}
-        obs_width = _flat_width(self.observation_space)
-        act_width = _flat_width(self.action_space)
+        take = {c: self._rows[c][:n] for c in COLUMNS}
 
-        def fixed(values: list[Any], width: int | None) -> Any:
-            flat = pa.array(np.concatenate(values).astype(np.float32))
-            return pa.FixedSizeListArray.from_arrays(flat, width)
+        def values(space: Any, rows: list[Any]) -> Any:
+            if isinstance(space, spaces.Discrete):
+                return pa.array(np.asarray(rows, np.int64))
+            flat = pa.array(np.concatenate(rows))
+            return pa.FixedSizeListArray.from_arrays(flat, _flat_width(space))
 
         table = pa.table(
             {
                 "eps_id": pa.array(take["eps_id"], pa.string()),
                 "t": pa.array(take["t"], pa.int64()),
-                "obs": fixed(take["obs"], obs_width),
-                "actions": (
-                    pa.array(take["actions"], pa.int64())
-                    if act_width is None
-                    else fixed(take["actions"], act_width)
-                ),
+                "obs": values(self.observation_space, take["obs"]),
+                "actions": values(self.action_space, take["actions"]),
                 "rewards": pa.array(take["rewards"], pa.float32()),
-                "new_obs": fixed(take["new_obs"], obs_width),
+                "new_obs": values(self.observation_space, take["new_obs"]),
                 "terminateds": pa.array(take["terminateds"], pa.bool_()),
                 "truncateds": pa.array(take["truncateds"], pa.bool_()),
             }
@@ -191,6 +196,8 @@ class OfflineWriter:
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
+        # The rows leave the buffer once their file is in place (a failed write keeps them).
+        self._rows = {c: self._rows[c][n:] for c in COLUMNS}
         self._index += 1
         self.files.append(path)
         self.rows_written += n
@@ -201,8 +208,10 @@ class OfflineData:
     """Offline data as arrays, rows in file order (each episode's steps in order).
 
     Attributes:
-      obs, new_obs: ``[N, *observation_space.shape]`` float32.
-      actions: ``[N]`` int32 (Discrete) or ``[N, *action_space.shape]`` float32.
+      obs, new_obs: ``[N, *observation_space.shape]`` of the space's dtype (``[N]`` int64
+        for a Discrete space).
+      actions: ``[N]`` int32, the policy's index (Discrete), or ``[N, *action_space.shape]`` of
+        the space's dtype.
       rewards: ``[N]`` float32.
       terminateds, truncateds: ``[N]`` bool.
       episode_index: ``[N]`` int32, the row's episode (0, 1, ... in order of first row).
@@ -227,7 +236,7 @@ class OfflineData:
         """Per row: the discounted sum of the rewards from it to its episode's last row in the
         data, ``gamma ** (rows to that end)`` where the episode did not terminate there (its
         value is then bootstrapped from that row's ``new_obs``; 0 where it terminated), and the
-        index of that last row. With ``lambda_ = 1`` this is RLlib's GAE value target."""
+        index of that last row: GAE's value target with ``lambda_ = 1``."""
         n = self.num_rows
         ret = np.zeros(n, np.float64)
         discount = np.zeros(n, np.float64)
@@ -245,27 +254,61 @@ class OfflineData:
 
 
 def _files_of(paths: Sequence[Path]) -> list[Path]:
-    files: list[Path] = []
+    """The Parquet files at ``paths`` (folders searched, hidden files and folders skipped),
+    each once."""
+    files: dict[Path, None] = {}
     for p in paths:
         if p.is_dir():
-            found = sorted(f for f in p.rglob(f"*{SUFFIX}") if not f.name.startswith("."))
+            found = sorted(
+                f
+                for f in p.rglob(f"*{SUFFIX}")
+                if not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )
             if not found:
                 raise ConfigError(f"offline_data(input_=...): the folder {p} holds no *.parquet")
-            files.extend(found)
+            files.update((f.resolve(), None) for f in found)
         elif p.is_file():
-            files.append(p)
+            files[p.resolve()] = None
         else:
             raise ConfigError(f"offline_data(input_=...): {p} does not exist")
-    return files
+    return list(files)
+
+
+def _column(pa: Any, f: Path, name: str, col: Any, space: Any) -> np.ndarray:
+    """Column ``name`` of file ``f`` as rows of ``space`` (checked against it)."""
+    kind = "action" if name == "actions" else "observation"
+    if isinstance(space, spaces.Discrete):
+        if not pa.types.is_integer(col.type):
+            raise ConfigError(
+                f"offline_data(input_=...): {f}: column {name!r} is {col.type}, expected "
+                f"integers for the env's {kind} space {space}"
+            )
+        values = col.to_numpy(zero_copy_only=False).astype(np.int64)
+        bad = (values < space.start) | (values >= space.start + space.n)
+        if bad.any():
+            raise ConfigError(
+                f"offline_data(input_=...): {f}: {kind} {int(values[bad][0])} is outside the "
+                f"env's {kind} space {space}"
+            )
+        return values
+    width = _flat_width(space)
+    if not pa.types.is_fixed_size_list(col.type) or col.type.list_size != width:
+        raise ConfigError(
+            f"offline_data(input_=...): {f}: column {name!r} is {col.type}, expected "
+            f"fixed-size lists of {width} numbers for the env's {kind} space"
+        )
+    values = col.flatten().to_numpy(zero_copy_only=False).astype(space.dtype)
+    return values.reshape(len(col), *space.shape)
 
 
 def read_offline_data(paths: Any, observation_space: Any, action_space: Any) -> OfflineData:
     """Reads the Parquet files at ``paths`` (a path or a list; folders are searched for
-    ``*.parquet``) into arrays shaped by the env's spaces.
+    ``*.parquet``; a file named twice is read once) into arrays shaped by the env's spaces.
 
     Raises:
       ConfigError: a path is missing or holds no data, a column is missing or has the wrong
-        type or width for the spaces, a Discrete action is out of range.
+        type or width for the spaces, a Discrete value is out of range, an episode's step
+        appears twice.
     """
     _check_space("offline_data(input_=...)", observation_space, "observation")
     _check_space("offline_data(input_=...)", action_space, "action")
@@ -274,55 +317,62 @@ def read_offline_data(paths: Any, observation_space: Any, action_space: Any) -> 
     if not given:
         raise ConfigError("offline_data(input_=[]): name at least one file or folder")
     files = _files_of([local_path("offline_data(input_=...)", p) for p in given])
-    obs_shape = tuple(observation_space.shape)
-    obs_width = _flat_width(observation_space)
-    act_width = _flat_width(action_space)
+    spaces_of = {"obs": observation_space, "new_obs": observation_space, "actions": action_space}
+    required = [c for c in COLUMNS if c != "t"]
     parts: dict[str, list[np.ndarray]] = {c: [] for c in COLUMNS}
     for f in files:
         try:
-            table = pq.read_table(f, columns=list(COLUMNS))
-        except Exception as e:  # a damaged file, or one without a column
+            names = set(pq.read_schema(f).names)
+            table = pq.read_table(f, columns=[c for c in COLUMNS if c in names])
+        except Exception as e:  # not a Parquet file, or a damaged one
             raise ConfigError(
-                f"offline_data(input_=...): {f} could not be read as offline data with the "
-                f"columns {', '.join(COLUMNS)}: {type(e).__name__}"
+                f"offline_data(input_=...): {f} could not be read as Parquet: {type(e).__name__}"
             ) from None
-        for c in COLUMNS:
+        missing = [c for c in required if c not in names]
+        if missing:
+            raise ConfigError(
+                f"offline_data(input_=...): {f} has no column {', '.join(missing)}; offline "
+                f"data rows have {', '.join(COLUMNS)} (t optional)"
+            )
+        for c in required:
             col = table.column(c).combine_chunks()
-            width = obs_width if c in ("obs", "new_obs") else act_width if c == "actions" else None
-            if width is not None:
-                if not pa.types.is_fixed_size_list(col.type) or col.type.list_size != width:
-                    raise ConfigError(
-                        f"offline_data(input_=...): {f}: column {c!r} is {col.type}, expected "
-                        f"fixed-size lists of {width} numbers for the env's "
-                        f"{'observation' if c != 'actions' else 'action'} space"
-                    )
-                values = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32)
-                parts[c].append(values.reshape(len(col), width))
+            if c in spaces_of:
+                parts[c].append(_column(pa, f, c, col, spaces_of[c]))
             else:
                 parts[c].append(col.to_numpy(zero_copy_only=False))
+        # No t (RLlib's row writer): each episode's rows in file order.
+        parts["t"].append(
+            table.column("t").to_numpy() if "t" in names else np.full(table.num_rows, -1)
+        )
     cat = {c: np.concatenate(parts[c]) for c in COLUMNS}
-    if isinstance(action_space, spaces.Discrete):
-        actions = cat["actions"].astype(np.int64)
-        bad = (actions < action_space.start) | (actions >= action_space.start + action_space.n)
-        if bad.any():
-            raise ConfigError(
-                f"offline_data(input_=...): action {int(actions[bad][0])} is outside the env's "
-                f"action space {action_space}"
-            )
-        actions = (actions - action_space.start).astype(np.int32)
-    else:
-        actions = cat["actions"].reshape(-1, *action_space.shape)
     eps = cat["eps_id"].astype(str)
     # Episodes by order of first appearance (an id may span files: one episode, one index),
     # each one's rows in order of t.
     _, first, inverse = np.unique(eps, return_index=True, return_inverse=True)
     episode = np.argsort(np.argsort(first))[inverse].astype(np.int32)
-    rows = np.lexsort((cat["t"], episode))
+    t = cat["t"].astype(np.int64)
+    if (t < 0).any():  # the row's place within its episode, in order of reading
+        order = np.argsort(episode, kind="stable")
+        starts = np.searchsorted(episode[order], episode[order])
+        counts = np.empty_like(t)
+        counts[order] = np.arange(len(order)) - starts
+        t = np.where(t < 0, counts, t)
+    rows = np.lexsort((t, episode))
+    twice = (episode[rows][1:] == episode[rows][:-1]) & (t[rows][1:] == t[rows][:-1])
+    if twice.any():
+        i = rows[1:][twice][0]
+        raise ConfigError(
+            f"offline_data(input_=...): step t={int(t[i])} of episode {str(eps[i])!r} appears "
+            "twice (the same rows in two files?)"
+        )
+    actions = cat["actions"]
+    if isinstance(action_space, spaces.Discrete):  # the policy's index
+        actions = (actions - int(action_space.start)).astype(np.int32)
     return OfflineData(
-        obs=cat["obs"].reshape(-1, *obs_shape)[rows],
+        obs=cat["obs"][rows],
         actions=actions[rows],
         rewards=cat["rewards"].astype(np.float32)[rows],
-        new_obs=cat["new_obs"].reshape(-1, *obs_shape)[rows],
+        new_obs=cat["new_obs"][rows],
         terminateds=cat["terminateds"].astype(bool)[rows],
         truncateds=cat["truncateds"].astype(bool)[rows],
         episode_index=episode[rows],

@@ -3,16 +3,25 @@
 The recorder is an episode hook (``on_episode_end``), added to the algorithm's callbacks when
 ``output`` is set, so the training env runners' episodes reach it as they reach a user's
 ``on_episode_end`` (on every sampling path: runner threads, the fused EnvPool program, a JAX
-env's rollout); ``Algorithm.evaluate()`` hands it its episodes too. Each finished episode
-becomes rows of ``rljax.offline.data`` (an episode cut by a runner's restart never ends and is
-not written). ``Algorithm.stop()`` writes the rows still pending when
-``output_write_remaining_data`` is set (RLlib's default is False: only full files).
+env's rollout); ``Algorithm.evaluate()`` hands it the episodes of its env copies too (not those
+of a ``custom_evaluation_function`` or of ``record_video``). Each finished episode becomes rows
+of ``rljax.offline.data`` (an episode cut by a runner's restart never ends and is not written),
+its Box actions as the env took them (clipped to the space's bounds with ``clip_actions``, the
+default).
+
+Files: with ``output_max_rows_per_file`` each holds that many rows, and ``Algorithm.stop()``
+writes the rows that did not fill one when ``output_write_remaining_data`` is set (RLlib's
+default is False); without it (None) each ``train()`` and each ``evaluate()`` writes the rows it
+recorded as one file.
 """
 
 from __future__ import annotations
 
 import threading
 from typing import Any
+
+import numpy as np
+from gymnasium import spaces
 
 from rljax.offline.data import OfflineWriter, local_path
 from rljax.utils.errors import ConfigError
@@ -23,7 +32,7 @@ class EpisodeRecorder:
 
     Args:
       config: The algorithm's config (``output``, ``output_max_rows_per_file``,
-        ``output_write_remaining_data``).
+        ``output_write_remaining_data``, ``clip_actions``).
       observation_space, action_space: The env's.
     """
 
@@ -35,6 +44,12 @@ class EpisodeRecorder:
             config.output_max_rows_per_file,
         )
         self.write_remaining = bool(config.output_write_remaining_data)
+        self._clip = isinstance(action_space, spaces.Box) and bool(config.clip_actions)
+        self._low, self._high = (
+            getattr(action_space, "low", None),
+            getattr(action_space, "high", None),
+        )
+        self._closed = False
         # Training's episode replay and an evaluation beside it may add at once.
         self._lock = threading.Lock()
 
@@ -44,26 +59,40 @@ class EpisodeRecorder:
 
     def add(self, episode: Any) -> None:
         """Adds one finished episode (a ``SingleAgentEpisode``)."""
+        actions = episode.actions
+        if self._clip and actions:
+            actions = np.clip(np.asarray(actions), self._low, self._high)
         with self._lock:
             self.writer.add_episode(
                 episode.observations,
-                episode.actions,
+                actions,
                 episode.rewards,
                 episode.is_terminated,
                 episode.is_truncated,
                 episode.id_,
             )
 
+    def end_of_sampling(self) -> None:
+        """After a ``train()`` or an ``evaluate()``: without ``output_max_rows_per_file`` its
+        rows become a file; after ``stop()``, an evaluation's rows are written as ``close``
+        would."""
+        if self.writer.max_rows_per_file is None or (self._closed and self.write_remaining):
+            with self._lock:
+                self.writer.flush()
+
     def close(self) -> None:
-        """Writes what is pending if ``output_write_remaining_data``."""
-        if self.write_remaining:
+        """At ``stop()``: writes what is pending if ``output_write_remaining_data`` (always
+        without ``output_max_rows_per_file``)."""
+        self._closed = True
+        if self.write_remaining or self.writer.max_rows_per_file is None:
             with self._lock:
                 self.writer.flush()
 
 
 def recorder_for(algorithm: Any) -> EpisodeRecorder | None:
     """The recorder of ``algorithm.config.output`` (None: not set, or a module loaded for
-    inference). A multi-agent run or a trial of a population is refused.
+    inference). A multi-agent run, a trial of a population and a run with env-to-module
+    connectors (whose module sees other observations than the env's) are refused.
 
     Raises:
       ConfigError: ``output`` is set on a run it cannot record.
@@ -71,10 +100,17 @@ def recorder_for(algorithm: Any) -> EpisodeRecorder | None:
     config = algorithm.config
     if config.output is None or algorithm._inference_only:
         return None
-    if config.is_multi_agent or algorithm._population_member:
-        kind = "a trial of a population" if algorithm._population_member else "multi-agent"
+    kind = None
+    if config.is_multi_agent:
+        kind = "multi-agent"
+    elif algorithm._population_member:
+        kind = "a trial of a population"
+    elif config.env_to_module_connector is not None:
+        kind = "one with env-to-module connectors (the module sees other observations)"
+    if kind is not None:
         raise ConfigError(
-            f"offline_data(output={config.output!r}) records single-agent runs; this one is {kind}"
+            f"offline_data(output={config.output!r}) records single-agent runs of the env's "
+            f"own observations; this one is {kind}"
         )
     return EpisodeRecorder(config, algorithm.observation_space, algorithm.action_space)
 
@@ -85,4 +121,10 @@ def close_recorder(recorder: EpisodeRecorder | None) -> None:
         recorder.close()
 
 
-__all__ = ["EpisodeRecorder", "close_recorder", "recorder_for"]
+def end_of_sampling(recorder: EpisodeRecorder | None) -> None:
+    """``recorder.end_of_sampling()`` where there is one."""
+    if recorder is not None:
+        recorder.end_of_sampling()
+
+
+__all__ = ["EpisodeRecorder", "close_recorder", "end_of_sampling", "recorder_for"]

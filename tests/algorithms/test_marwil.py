@@ -48,6 +48,66 @@ def test_rows_round_trip_through_files_of_a_fixed_size(tmp_path):
     assert read_offline_data(f"local://{tmp_path / 'data'}", OBS, ACT).num_rows == 6
 
 
+def test_spaces_keep_their_values_and_dtypes(tmp_path):
+    frames = gym.spaces.Box(0, 255, (2, 3), np.uint8)
+    cells = gym.spaces.Discrete(16)
+    shifted = gym.spaces.Discrete(3, start=1)  # the env's actions are 1, 2, 3
+    writer = OfflineWriter(tmp_path / "a", frames, shifted)
+    obs = [np.full((2, 3), 250 + i, np.uint8) for i in range(3)]
+    writer.add_episode(obs, [0, 2], [1.0, 1.0], True, False)  # the policy's indexes 0 and 2
+    writer.flush()
+    import pyarrow.parquet as pq
+
+    (file,) = writer.files
+    assert pq.read_table(file).column("actions").to_pylist() == [1, 3]  # the env's values
+    data = read_offline_data(str(tmp_path / "a"), frames, shifted)
+    assert data.obs.dtype == np.uint8 and data.obs.shape == (2, 2, 3)
+    np.testing.assert_array_equal(data.new_obs[1], obs[2])
+    np.testing.assert_array_equal(data.actions, [0, 2])  # the policy's indexes again
+    writer = OfflineWriter(tmp_path / "b", cells, ACT)
+    writer.add_episode([3, 7, 15], [1, 2], [0.0, 1.0], False, True)
+    writer.flush()
+    data = read_offline_data(str(tmp_path / "b"), cells, ACT)
+    np.testing.assert_array_equal(data.obs, [3, 7])
+    np.testing.assert_array_equal(data.new_obs, [7, 15])
+
+
+def test_files_without_t_duplicates_and_files_named_twice(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # RLlib's row writer adds no t: each episode's rows in file order.
+    flat = pa.array(np.arange(8, dtype=np.float32))
+    obs = pa.FixedSizeListArray.from_arrays(flat, 2)
+    table = pa.table(
+        {
+            "eps_id": ["x", "y", "x", "y"],
+            "obs": obs,
+            "actions": pa.array([0, 1, 2, 0], pa.int64()),
+            "rewards": pa.array([1, 2, 3, 4], pa.float32()),
+            "new_obs": obs,
+            "terminateds": [False, False, True, True],
+            "truncateds": [False] * 4,
+        }
+    )
+    (tmp_path / "rllib").mkdir()
+    pq.write_table(table, tmp_path / "rllib" / "part.parquet")
+    data = read_offline_data(str(tmp_path / "rllib"), OBS, ACT)
+    np.testing.assert_array_equal(data.episode_index, [0, 0, 1, 1])
+    np.testing.assert_array_equal(data.rewards, [1, 3, 2, 4])
+    # The same folder named twice is read once.
+    twice = read_offline_data([str(tmp_path / "rllib"), f"{tmp_path}/rllib/"], OBS, ACT)
+    assert twice.num_rows == 4
+    # A copy of a file under another name holds the same episodes' steps: refused.
+    writer = OfflineWriter(tmp_path / "ours", OBS, ACT)
+    writer.add_episode(*_episode(2, 0.0), terminated=True, truncated=False, eps_id="x")
+    writer.flush()
+    (file,) = writer.files
+    (tmp_path / "ours" / "copy.parquet").write_bytes(file.read_bytes())
+    with pytest.raises(ConfigError, match="step t=0 of episode 'x' appears twice"):
+        read_offline_data(str(tmp_path / "ours"), OBS, ACT)
+
+
 def test_value_targets_by_hand(tmp_path):
     writer = OfflineWriter(tmp_path, OBS, ACT)
     writer.add_episode(*_episode(3, 0.0), terminated=True, truncated=False)  # rewards 1, 2, 3
@@ -106,6 +166,13 @@ def test_bad_data_and_settings_are_refused_naming_them(tmp_path):
         MARWILConfig().training(lambda_=0.95).validate()
     with pytest.raises(ConfigError, match="input_read_episodes=True"):
         BCConfig().offline_data(input_read_episodes=True)
+    from rljax.algorithms.ppo import PPOConfig
+
+    with pytest.raises(ConfigError, match="PPO samples its env; BC and MARWIL"):
+        PPOConfig().environment("CartPole-v1").offline_data(input_=str(tmp_path)).validate()
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        OfflineWriter(tmp_path / "a_file", OBS, ACT)
 
 
 @pytest.mark.slow
@@ -132,6 +199,7 @@ def test_bc_and_marwil_learn_cartpole_from_an_expert_s_data(tmp_path, config, lo
         if config is BCConfig:  # -log pi of the expert's actions (10% of them random)
             assert metrics["policy_loss"] < 0.5 and "vf_loss" not in metrics
         else:  # the value function learns the returns (about 100 at 0.99 from the start)
+            assert -1.0 <= metrics["vf_explained_variance"] <= 1.0
             vf_first = results[0]["learners"]["default_policy"]["vf_loss"]
             assert metrics["vf_loss"] < 0.8 * vf_first, (vf_first, metrics["vf_loss"])
         returns = algo.evaluate()["env_runners"]["episode_return_mean"]
@@ -185,7 +253,17 @@ def test_an_algorithm_records_its_training_and_evaluation_episodes(tmp_path):
 
 def test_recording_is_refused_where_it_cannot_record(tmp_path):
     from rljax.algorithms.ppo import PPOConfig
+    from rljax.connectors.env_to_module import MeanStdFilter
     from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
+
+    with pytest.raises(ConfigError, match="one with env-to-module connectors"):
+        (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(env_to_module_connector=lambda env, spaces, device: MeanStdFilter())
+            .offline_data(output=str(tmp_path))
+            .build_algo()
+        )
 
     with pytest.raises(ConfigError, match="records single-agent runs"):
         (
@@ -195,3 +273,48 @@ def test_recording_is_refused_where_it_cannot_record(tmp_path):
             .offline_data(output=str(tmp_path))
             .build_algo()
         )
+
+
+def test_by_default_each_train_and_evaluate_writes_a_file(tmp_path):
+    from rljax.algorithms.ppo import PPOConfig
+
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=4)
+        .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
+        .offline_data(output=str(tmp_path))  # RLlib's defaults for the rest
+        .evaluation(evaluation_duration=2)
+        .build_algo()
+    )
+    try:
+        algo.train()
+        assert len(list(tmp_path.glob("*.parquet"))) == 1
+        algo.evaluate()
+        assert len(list(tmp_path.glob("*.parquet"))) == 2
+    finally:
+        algo.stop()
+    assert len(list(tmp_path.glob("*.parquet"))) == 2  # nothing was pending
+
+
+def test_recorded_box_actions_are_those_the_env_took(tmp_path):
+    from types import SimpleNamespace
+
+    from rljax.env.single_agent_episode import SingleAgentEpisode
+    from rljax.offline import EpisodeRecorder
+
+    box = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+    config = SimpleNamespace(
+        output=str(tmp_path),
+        output_max_rows_per_file=None,
+        output_write_remaining_data=False,
+        clip_actions=True,
+    )
+    recorder = EpisodeRecorder(config, OBS, box)
+    episode = SingleAgentEpisode(np.zeros(2, np.float32), {})
+    episode.add_env_step(np.ones(2, np.float32), np.array([3.3], np.float32), 1.0, {})
+    episode.add_env_step(np.ones(2, np.float32), np.array([-0.5], np.float32), 1.0, {}, True)
+    recorder.add(episode)
+    recorder.end_of_sampling()
+    data = read_offline_data(str(tmp_path), OBS, box)
+    np.testing.assert_allclose(data.actions[:, 0], [2.0, -0.5])  # sampled 3.3, clipped to 2.0

@@ -72,8 +72,11 @@ def marwil_loss(
         "policy_loss": policy_loss,
         "vf_loss": vf_loss,
         "moving_avg_sqd_adv_norm": c2,
-        "vf_explained_var": 1.0
-        - jnp.var(value_targets - values) / jnp.maximum(jnp.var(value_targets), 1e-8),
+        # RLlib's explained_variance: at least -1.
+        "vf_explained_variance": jnp.maximum(
+            -1.0,
+            1.0 - jnp.var(value_targets - values) / jnp.maximum(jnp.var(value_targets), 1e-8),
+        ),
     }
     return total, (c2, metrics)
 

@@ -6,11 +6,13 @@ algorithm is built, and kept on the learner's device; each ``train()`` is one ji
 ``dataset_num_iters_per_learner`` gradient steps (None: one pass over the data) on batches of
 ``train_batch_size_per_learner`` rows, drawn from a new permutation of the rows each call.
 
-The value targets are RLlib's GAE targets with ``lambda_ = 1`` (its default): the discounted
-rewards to the end of the row's episode in the data, plus the discounted value of the last
-row's ``new_obs`` where the episode did not terminate there (the bootstrap uses the current
-value function, as RLlib's learner connector does). The env named by ``.environment()`` gives
-the spaces and runs ``evaluate()``; training steps no env.
+The value targets are the MARWIL paper's (and RLlib's old API stack's), GAE with
+``lambda_ = 1``: the discounted rewards to the end of the row's episode in the data, plus the
+discounted value of the last row's ``new_obs`` where the episode did not terminate there (with
+the current value function). RLlib 2.60's new stack differs here: it turns each row into a
+one-step episode, so its targets are ``r + gamma * V(s')``; rljax keeps the episodes the files
+hold. The env named by ``.environment()`` gives the spaces and runs ``evaluate()``; training
+steps no env.
 
 Example:
     ```python
@@ -53,9 +55,6 @@ from rljax.utils.checks import Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.schedules import is_schedule
 
-# Gradient steps of one train() call, all in one jitted program.
-MAX_ITERS_PER_CALL = 1_000_000
-
 
 def _only(allowed: float, why: str) -> Callable[[str, Any], float]:
     """A check taking one number (``allowed``) and refusing others with ``why``."""
@@ -86,6 +85,7 @@ class MARWILConfig(AlgorithmConfig):
     """
 
     algo_name: ClassVar[str] = "MARWIL"
+    learns_offline: ClassVar[bool] = True
 
     lr = AlgorithmConfig.lr.replace(default=1e-4)
     train_batch_size_per_learner = AlgorithmConfig.train_batch_size_per_learner.replace(
@@ -95,7 +95,7 @@ class MARWILConfig(AlgorithmConfig):
         1.0,
         _only(1.0, "rljax's MARWIL computes RLlib's default value targets, lambda_=1.0 only"),
         "GAE's lambda for the value targets; rljax's MARWIL takes RLlib's default, 1.0 (the "
-        "discounted return to the episode's end, bootstrapped where it was cut).",
+        "discounted return to the episode's end in the data, bootstrapped where it was cut).",
     )
     beta = Setting(
         1.0,
@@ -253,7 +253,7 @@ def make_marwil_train(
     def train(state: MARWILTrainState) -> tuple[MARWILTrainState, dict[str, jax.Array]]:
         key, perm_key = jax.random.split(state.key)
         keys = jax.random.split(perm_key, reps)
-        order = jnp.concatenate([jax.random.permutation(k, num_rows) for k in keys])
+        order = jax.vmap(lambda k: jax.random.permutation(k, num_rows))(keys).reshape(-1)
         batches = order[: num_iters * batch_size].reshape(num_iters, batch_size)
 
         def one(carry: Any, rows: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
@@ -280,7 +280,10 @@ def make_marwil_train(
             step=state.step + num_iters,
             key=key,
         )
-        return state, jax.tree.map(jnp.mean, metrics)
+        means = {k: jnp.mean(v) for k, v in metrics.items()}
+        if "moving_avg_sqd_adv_norm" in metrics:  # RLlib logs its last value
+            means["moving_avg_sqd_adv_norm"] = c2
+        return state, means
 
     return train
 
