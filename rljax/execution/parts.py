@@ -79,7 +79,7 @@ def space_env_actions(
 ) -> tuple[Callable[[Any], Any], Callable[[Any], Any]]:
     """``(to_env_action, to_env_action_host)`` of a policy that acts in the env's own action
     space: a Box's dtype (clipped to its bounds with ``clip``, RLlib's ``clip_actions``), or
-    int32 indices of a discrete space; a Tuple / Dict space's actions part by part (a tuple /
+    int32 values of a discrete space (a Discrete's ``start`` added to the policy's index); a Tuple / Dict space's actions part by part (a tuple /
     dict of them)."""
     if isinstance(space, gym.spaces.Tuple | gym.spaces.Dict):
         keys: list[str] | None = None
@@ -96,12 +96,15 @@ def space_env_actions(
 
         return (lambda a: each(a, False)), (lambda a: each(a, True))
 
+    # A Discrete space counting from ``start``: the policy's index i is the env's start + i.
+    start = int(space.start) if isinstance(space, gym.spaces.Discrete) else 0
+
     def to_env(action: jax.Array) -> jax.Array:
         if isinstance(space, gym.spaces.Box):
             if clip:
                 action = jnp.clip(action, space.low, space.high)
             return action.astype(space.dtype)
-        return action.astype(jnp.int32)
+        return action.astype(jnp.int32) + start if start else action.astype(jnp.int32)
 
     def to_env_host(action: np.ndarray) -> np.ndarray:
         if isinstance(space, gym.spaces.Box):
@@ -110,7 +113,7 @@ def space_env_actions(
             # The env's own dtype: EnvPool's MuJoCo tasks take float64, which JAX (32-bit)
             # does not compute.
             return np.asarray(action, space.dtype)
-        return action
+        return np.asarray(action) + start if start else action
 
     return to_env, to_env_host
 

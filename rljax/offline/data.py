@@ -133,9 +133,10 @@ class OfflineWriter:
         truncated: bool,
         eps_id: str | None = None,
     ) -> None:
-        """Adds a finished episode's steps: ``len(observations) == len(actions) + 1``, actions
-        as the policy indexes them (a Discrete action ``i`` is stored as ``start + i``); the
-        last step carries ``terminated`` / ``truncated``. Writes the files that became full."""
+        """Adds a finished episode's steps: ``len(observations) == len(actions) + 1``, the
+        actions as the env took them (a Discrete one in the env's range, ``start`` included);
+        the last step carries ``terminated`` / ``truncated``. Writes the files that became
+        full."""
         n = len(actions)
         if len(observations) != n + 1 or len(rewards) != n:
             raise ValueError(
@@ -147,8 +148,6 @@ class OfflineWriter:
         eps = eps_id or uuid.uuid4().hex
         obs = _as_column(self.observation_space, observations)
         act = _as_column(self.action_space, actions)
-        if isinstance(self.action_space, spaces.Discrete):
-            act = act + int(self.action_space.start)
         rows = self._rows
         rows["eps_id"].extend([eps] * n)
         rows["t"].extend(range(n))

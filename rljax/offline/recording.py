@@ -45,6 +45,7 @@ class EpisodeRecorder:
         )
         self.write_remaining = bool(config.output_write_remaining_data)
         self._clip = isinstance(action_space, spaces.Box) and bool(config.clip_actions)
+        self._start = int(action_space.start) if isinstance(action_space, spaces.Discrete) else 0
         self._low, self._high = (
             getattr(action_space, "low", None),
             getattr(action_space, "high", None),
@@ -54,14 +55,19 @@ class EpisodeRecorder:
         self._lock = threading.Lock()
 
     def on_episode_end(self, *, episode: Any, **kwargs: Any) -> None:
-        """Adds the finished episode's steps."""
-        self.add(episode)
+        """Adds a finished training episode's steps (its actions the policy's)."""
+        self.add(episode, env_actions=False)
 
-    def add(self, episode: Any) -> None:
-        """Adds one finished episode (a ``SingleAgentEpisode``)."""
+    def add(self, episode: Any, env_actions: bool = True) -> None:
+        """Adds one finished episode (a ``SingleAgentEpisode``) whose actions are those the
+        env took (``env_actions``, evaluation's) or the policy's: a Box's clipped to its bounds
+        with ``clip_actions``, a Discrete's index shifted by the space's ``start``."""
         actions = episode.actions
-        if self._clip and actions:
-            actions = np.clip(np.asarray(actions), self._low, self._high)
+        if not env_actions and actions:
+            if self._clip:
+                actions = np.clip(np.asarray(actions), self._low, self._high)
+            elif self._start:
+                actions = np.asarray(actions) + self._start
         with self._lock:
             self.writer.add_episode(
                 episode.observations,

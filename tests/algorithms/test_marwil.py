@@ -54,12 +54,12 @@ def test_spaces_keep_their_values_and_dtypes(tmp_path):
     shifted = gym.spaces.Discrete(3, start=1)  # the env's actions are 1, 2, 3
     writer = OfflineWriter(tmp_path / "a", frames, shifted)
     obs = [np.full((2, 3), 250 + i, np.uint8) for i in range(3)]
-    writer.add_episode(obs, [0, 2], [1.0, 1.0], True, False)  # the policy's indexes 0 and 2
+    writer.add_episode(obs, [1, 3], [1.0, 1.0], True, False)  # as the env took them
     writer.flush()
     import pyarrow.parquet as pq
 
     (file,) = writer.files
-    assert pq.read_table(file).column("actions").to_pylist() == [1, 3]  # the env's values
+    assert pq.read_table(file).column("actions").to_pylist() == [1, 3]
     data = read_offline_data(str(tmp_path / "a"), frames, shifted)
     assert data.obs.dtype == np.uint8 and data.obs.shape == (2, 2, 3)
     np.testing.assert_array_equal(data.new_obs[1], obs[2])
@@ -314,7 +314,52 @@ def test_recorded_box_actions_are_those_the_env_took(tmp_path):
     episode = SingleAgentEpisode(np.zeros(2, np.float32), {})
     episode.add_env_step(np.ones(2, np.float32), np.array([3.3], np.float32), 1.0, {})
     episode.add_env_step(np.ones(2, np.float32), np.array([-0.5], np.float32), 1.0, {}, True)
-    recorder.add(episode)
+    recorder.on_episode_end(episode=episode)  # a training episode: the policy's actions
     recorder.end_of_sampling()
     data = read_offline_data(str(tmp_path), OBS, box)
     np.testing.assert_allclose(data.actions[:, 0], [2.0, -0.5])  # sampled 3.3, clipped to 2.0
+
+
+class _CountsFromOne(gym.Env):
+    """Actions 1 and 2 (``Discrete(2, start=1)``); the env asserts it gets one of them."""
+
+    observation_space = OBS
+    action_space = gym.spaces.Discrete(2, start=1)
+
+    def __init__(self, config=None):
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        assert self.action_space.contains(action), f"{action!r} is outside {self.action_space}"
+        self.t += 1
+        return np.zeros(2, np.float32), float(action == 2), False, self.t >= 5, {}
+
+
+def test_a_discrete_space_counting_from_one_gets_and_records_its_own_actions(tmp_path):
+    # The policy's index i is the env's start + i: acting, compute_actions, and the records.
+    from rljax.algorithms.ppo import PPOConfig
+
+    algo = (
+        PPOConfig()
+        .environment(_CountsFromOne)
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .offline_data(output=str(tmp_path))
+        .evaluation(evaluation_duration=2)
+        .build_algo()
+    )
+    try:
+        algo.train()  # the env asserts each action it gets
+        algo.evaluate()
+        assert algo.compute_single_action(np.zeros(2, np.float32), explore=False) in (1, 2)
+    finally:
+        algo.stop()
+    import pyarrow.parquet as pq
+
+    recorded = pq.read_table(tmp_path).column("actions").to_pylist()
+    assert set(recorded) <= {1, 2} and len(recorded) > 10  # training's and evaluation's rows
+    data = read_offline_data(str(tmp_path), OBS, _CountsFromOne.action_space)
+    assert set(data.actions.tolist()) <= {0, 1}  # the policy's indexes again
