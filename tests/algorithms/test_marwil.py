@@ -175,6 +175,43 @@ def test_bad_data_and_settings_are_refused_naming_them(tmp_path):
         OfflineWriter(tmp_path / "a_file", OBS, ACT)
 
 
+def test_bc_fits_a_continuous_controller(tmp_path):
+    # A linear Pendulum controller with Gaussian noise: BC's greedy action is its mean.
+    env = gym.make("Pendulum-v1")
+    writer = OfflineWriter(tmp_path, env.observation_space, env.action_space)
+
+    def controller(o):
+        return np.clip(np.array([-1.5 * o[1] - 0.5 * o[2]], np.float32), -2.0, 2.0)
+
+    rng = np.random.default_rng(0)
+    for episode in range(10):  # 2,000 rows
+        o, _ = env.reset(seed=episode)
+        obs, actions, rewards = [o], [], []
+        for _ in range(200):
+            a = controller(o) + rng.normal(0.0, 0.1, 1).astype(np.float32)
+            o, r, terminated, truncated, _ = env.step(a)
+            obs.append(o), actions.append(a), rewards.append(r)
+        writer.add_episode(obs, actions, rewards, terminated, truncated)
+    writer.flush()
+    algo = (
+        BCConfig()
+        .environment("Pendulum-v1")
+        .offline_data(input_=str(tmp_path), dataset_num_iters_per_learner=80)
+        .training(lr=1e-3, train_batch_size_per_learner=256)
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        algo.train()
+        states = rng.uniform([-1, -1, -8], [1, 1, 8], (100, 3)).astype(np.float32)
+        actions = algo.compute_actions(states, explore=False)
+    finally:
+        algo.stop()
+    want = np.stack([controller(o) for o in states])
+    # Within 0.15 on average where the controller's actions average 1.5 in size.
+    assert np.abs(actions - want).mean() < 0.15 and np.abs(want).mean() > 1.0
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("config", [BCConfig, MARWILConfig], ids=["bc", "marwil"])
 def test_bc_and_marwil_learn_cartpole_from_an_expert_s_data(tmp_path, config, load_benchmark):
