@@ -1,6 +1,8 @@
 """Offline data (rljax.offline), and BC and MARWIL learning from it (rljax.algorithms.marwil):
 the files by hand, the value targets and the loss by hand, recording from an algorithm's
-training and evaluation, errors, and BC and MARWIL learning CartPole from a scripted expert."""
+training and evaluation, errors, and BC and MARWIL learning CartPole from a scripted expert.
+Also a Discrete action space counting from 1, which acting (PPO, SAC, DQN) and the records
+must map from the policy's index."""
 
 from __future__ import annotations
 
@@ -376,8 +378,31 @@ class _CountsFromOne(gym.Env):
         return np.zeros(2, np.float32), float(action == 2), False, self.t >= 5, {}
 
 
-def test_a_discrete_space_counting_from_one_gets_and_records_its_own_actions(tmp_path):
-    # The policy's index i is the env's start + i: acting, compute_actions, and the records.
+@pytest.mark.parametrize(
+    ("algo_name", "training"),
+    [("PPO", {"minibatch_size": 32, "num_epochs": 1}), ("SAC", {}), ("DQN", {})],
+    ids=["PPO", "SAC", "DQN"],
+)
+def test_a_discrete_space_counting_from_one_gets_its_own_actions(algo_name, training):
+    # The policy's index i is the env's start + i.
+    from rljax.algorithms.registry import config_class
+
+    algo = (
+        config_class(algo_name)()
+        .environment(_CountsFromOne)
+        .training(train_batch_size_per_learner=32, **training)
+        .reporting(min_sample_timesteps_per_iteration=40)
+        .debugging(seed=0)
+        .build_algo()
+    )
+    try:
+        algo.train()  # the env asserts each action it gets
+        assert algo.compute_single_action(np.zeros(2, np.float32), explore=False) in (1, 2)
+    finally:
+        algo.stop()
+
+
+def test_a_discrete_space_counting_from_one_records_its_own_actions(tmp_path):
     from rljax.algorithms.ppo import PPOConfig
 
     algo = (

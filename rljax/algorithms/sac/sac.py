@@ -25,7 +25,7 @@ from rljax.algorithms.sac.learner import (
 from rljax.algorithms.settings import Setting
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.execution.off_policy import OffPolicyState, ReplayLearner
-from rljax.execution.parts import PolicyParts, distribution_inference
+from rljax.execution.parts import PolicyParts, distribution_inference, space_env_actions
 from rljax.learners.update import make_target_update
 from rljax.networks.distributions import Categorical, SquashedDiagGaussian
 from rljax.networks.q_models import (
@@ -167,7 +167,7 @@ def make_sac_policy_parts(
         def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
             return categorical.sample(key, outputs(params, obs)), {}
 
-        to_env, to_env_host = (lambda action: action), np.asarray
+        to_env, to_env_host = space_env_actions(action_space, clip=False)  # start + index
     else:
         gaussian = dist
         box = cast(gym.spaces.Box, action_space)  # SAC's build refused any other
