@@ -18,6 +18,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "rljax.algorithms.sac",
     "rljax.algorithms.td3",
     "rljax.algorithms.marwil",
+    "rljax.algorithms.cql",
     "rljax.callbacks",
     "rljax.connectors.env_to_module",
     "rljax.connectors.learner",

@@ -15,6 +15,7 @@ _ALGORITHMS = {
     "APPO": "rljax.algorithms.appo:APPOConfig",
     "MARWIL": "rljax.algorithms.marwil:MARWILConfig",
     "BC": "rljax.algorithms.marwil:BCConfig",
+    "CQL": "rljax.algorithms.cql:CQLConfig",
 }
 
 

@@ -164,14 +164,26 @@ class SquashedDiagGaussian:
         mean, log_std = jnp.split(inputs, 2, axis=-1)
         return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
 
+    @staticmethod
+    def _log_density(mean: jax.Array, log_std: jax.Array, u: jax.Array) -> jax.Array:
+        """``log p(tanh(u))``: the Gaussian's log-density of ``u`` less the squashing's."""
+        z = (u - mean) * jnp.exp(-log_std)
+        logp_u = jnp.sum(-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi), axis=-1)
+        correction = jnp.sum(2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u)), axis=-1)
+        return logp_u - correction
+
     def sample_and_log_prob(self, key: jax.Array, inputs: jax.Array) -> tuple[jax.Array, jax.Array]:
         """A reparameterised sample (differentiable in ``inputs``) and its log-density."""
         mean, log_std = self._split(inputs)
         u = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape, mean.dtype)
-        z = (u - mean) * jnp.exp(-log_std)
-        logp_u = jnp.sum(-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi), axis=-1)
-        correction = jnp.sum(2.0 * (math.log(2.0) - u - jax.nn.softplus(-2.0 * u)), axis=-1)
-        return jnp.tanh(u), logp_u - correction
+        return jnp.tanh(u), self._log_density(mean, log_std, u)
+
+    def log_prob(self, inputs: jax.Array, actions: jax.Array) -> jax.Array:
+        """The log-density of squashed ``actions`` in (-1, 1) (clipped 1e-6 inside the bounds,
+        where ``atanh`` is finite): BC's term of CQL's first steps."""
+        mean, log_std = self._split(inputs)
+        u = jnp.arctanh(jnp.clip(actions, -1.0 + 1e-6, 1.0 - 1e-6))
+        return self._log_density(mean, log_std, u)
 
     def sample(self, key: jax.Array, inputs: jax.Array) -> jax.Array:
         return self.sample_and_log_prob(key, inputs)[0]

@@ -180,16 +180,31 @@ def sac_dynamic_settings(hp: SACHyperparams) -> dict[str, Any]:
     )
 
 
+CriticPenalty = Callable[..., tuple[jax.Array, dict[str, jax.Array]]]
+"""``penalty(q_fn, sample_fn, batch, q_taken [C, B], key) -> (term, metrics)``: a term added to
+the critics' loss, with ``q_fn(obs, action) -> [C, B]`` (the critics being trained) and
+``sample_fn(obs, key) -> (action, log_prob)`` (the current policy, not trained by the term)."""
+
+
 def make_sac_learn(
     networks: SACNetworks,
     optimizers: SACOptimizers,
     hp: SACHyperparams,
     dynamic: Mapping[str, Any] | None = None,
+    *,
+    critic_penalty: CriticPenalty | None = None,
+    bc_steps: int = 0,
+    backup_entropy: bool = True,
 ) -> Callable[
     ...,
     tuple[SACLearnerState, jax.Array, dict[str, jax.Array]],
 ]:
     """``learn(state, batch, weights [B], key) -> (state, td_errors [B], metrics)``.
+
+    CQL's changes (``rljax.algorithms.cql``): ``critic_penalty`` adds a term to the critics'
+    loss (and its metrics); with ``timestep < bc_steps`` the actor learns the batch's actions
+    (``alpha * log pi(a~|s) - log pi(a|s)``) instead of the critics' values; without
+    ``backup_entropy`` the soft target leaves out ``- alpha * log pi(a'|s')``.
 
     ``batch`` holds ``obs`` [B, O], ``action`` [B, action_dim], ``reward`` [B] (n-step returns),
     ``discount`` [B] and ``next_obs`` [B, O]; ``weights`` are importance weights. The metrics
@@ -242,21 +257,38 @@ def make_sac_learn(
         q_min = jnp.min(q_per_action(target_critic, next_obs), 0)
         return jnp.sum(probs * q_min, -1), jnp.sum(probs * logp, -1)
 
-    def q_loss_fn(critic_params, batch, next_q, next_logp, alpha, weights):
+    def q_loss_fn(critic_params, batch, next_q, next_logp, alpha, weights, actor, key):
         q = q_taken(critic_params, batch["obs"], batch["action"])
         q2 = q[1] if q.shape[0] > 1 else q[0]
         loss, td = critic_loss(
             q[0], q2, batch["reward"], batch["discount"], next_q, next_logp, alpha, weights
         )
-        return loss, (td, q[0])
+        extra: dict[str, jax.Array] = {}
+        if critic_penalty is not None:
+            penalty, extra = critic_penalty(
+                lambda o, a: q_values(critic_params, o, a),
+                lambda o, k: cast(SquashedDiagGaussian, dist).sample_and_log_prob(
+                    k, policy_inputs(actor, o)
+                ),
+                batch,
+                q,
+                key,
+            )
+            loss = loss + penalty
+        return loss, (td, q[0], extra)
 
-    def pi_loss_fn(actor_params, critic_params, obs, alpha, key):
+    def pi_loss_fn(actor_params, critic_params, batch, alpha, key, cloning):
+        obs = batch["obs"]
         inputs = policy_inputs(actor_params, obs)
         if discrete:  # the expectation over the actions, exactly (SAC-Discrete)
             q_min = jnp.min(q_per_action(critic_params, obs), 0)
             return discrete_actor_loss(q_min, jax.nn.log_softmax(inputs, axis=-1), alpha)
-        a, logp = cast(SquashedDiagGaussian, dist).sample_and_log_prob(key, inputs)
+        gaussian = cast(SquashedDiagGaussian, dist)
+        a, logp = gaussian.sample_and_log_prob(key, inputs)
         q_pi = jnp.min(q_values(critic_params, obs, a), 0)
+        if bc_steps:  # CQL's first steps: the data's actions instead of the critics' values
+            bc_logp = gaussian.log_prob(inputs, batch["action"])
+            q_pi = jnp.where(cloning, bc_logp, q_pi)
         return actor_loss(q_pi, logp, alpha), logp
 
     def learn(
@@ -272,12 +304,14 @@ def make_sac_learn(
         critic_opt = with_hyperparams(state.critic_opt, learning_rate=now["critic_lr"])
         actor_opt = with_hyperparams(state.actor_opt, learning_rate=now["actor_lr"])
         alpha_opt = with_hyperparams(state.alpha_opt, learning_rate=now["alpha_lr"])
-        k_next, k_pi = jax.random.split(key)
+        k_next, k_pi, k_penalty = jax.random.split(key, 3)
         alpha = jnp.exp(state.log_alpha)
-        obs, next_obs = batch["obs"], batch["next_obs"]
+        next_obs = batch["next_obs"]
 
         # Critics: soft Bellman targets from the current policy at the next observations.
         next_q, next_logp = next_terms(state.actor, state.target_critic, next_obs, k_next)
+        if not backup_entropy:  # CQL's deterministic backup
+            next_logp = jnp.zeros_like(next_logp)
         q_step = gradient_step(
             q_loss_fn,
             optimizers.critic,
@@ -288,8 +322,11 @@ def make_sac_learn(
             next_logp,
             alpha,
             weights,
+            state.actor,
+            k_penalty,
         )
-        td, q1 = q_step.aux
+        td, q1, penalty_metrics = q_step.aux
+        cloning = jnp.asarray(0 if timestep is None else timestep) < bc_steps
 
         # Actor: reparameterised actions (or every action, discrete) scored by the updated
         # critics.
@@ -299,9 +336,10 @@ def make_sac_learn(
             state.actor,
             actor_opt,
             q_step.params,
-            obs,
+            batch,
             alpha,
             k_pi,
+            cloning,
         )
         logp = pi_step.aux
 
@@ -329,6 +367,7 @@ def make_sac_learn(
             "qf_min": jnp.min(q1),
             "td_error_mean": jnp.mean(td),
             "entropy": -jnp.mean(logp),
+            **penalty_metrics,
         }
         state = dataclasses.replace(
             state,

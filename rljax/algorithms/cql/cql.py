@@ -1,0 +1,305 @@
+"""CQL: conservative Q-learning from offline data (RLlib's ``CQLConfig``), SAC's networks and
+update with CQL's term in the critics' loss.
+
+The data are rows of env steps read from ``offline_data(input_=...)`` (``rljax.offline``), once,
+when the algorithm is built, and kept on the learner's device; their Box actions (as the env took
+them) are mapped into SAC's squashed range (-1, 1). Each ``train()`` is one jitted program of
+``dataset_num_iters_per_learner`` gradient steps (None: as many as one pass over the rows
+takes) on batches of ``train_batch_size_per_learner`` rows drawn at random, each step followed by
+the target critics' move (``tau``). The soft target bootstraps ``gamma * min Q'(s', a')`` where
+the episode did not terminate (``deterministic_backup``, RLlib's default: no entropy term); for
+the first ``bc_iters`` gradient steps the actor learns the data's actions
+(``alpha * log pi(a~|s) - log pi(a|s)``), as RLlib's does. The conservative term:
+``rljax.algorithms.cql.losses``. Schedules of the rates run on gradient steps here (no env is
+sampled). The env named by ``.environment()`` gives the spaces and runs ``evaluate()``.
+
+Example:
+    ```python
+    from rljax.algorithms.cql import CQLConfig
+
+    config = (
+        CQLConfig()
+        .environment("Pendulum-v1")
+        .offline_data(input_="/tmp/pendulum-data")
+        .training(bc_iters=100, train_batch_size_per_learner=256)
+    )
+    ```
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rljax.algorithms.algorithm_config import UNSET
+from rljax.algorithms.cql.losses import cql_penalty
+from rljax.algorithms.off_policy import rate_setting
+from rljax.algorithms.sac.learner import SACLearnerState, make_sac_learn
+from rljax.algorithms.sac.sac import SAC, SACConfig
+from rljax.algorithms.settings import Setting
+from rljax.execution.off_policy import OffPolicyState, ReplayLearner
+from rljax.execution.parts import PolicyParts
+from rljax.offline.data import read_offline_data
+from rljax.types import IterationResult, Timers
+from rljax.utils.checks import Bool, Int, Number
+from rljax.utils.errors import ConfigError
+from rljax.utils.ids import DEFAULT_MODULE_ID
+
+
+def _no_lagrangian(name: str, value: Any) -> bool:
+    checked = Bool()(name, value)
+    if checked:
+        raise ConfigError(
+            f"{name}=True: CQL's Lagrangian weight (RLlib's old API stack) is not built; "
+            "min_q_weight sets the term's weight"
+        )
+    return False
+
+
+class CQLConfig(SACConfig):
+    """CQL's config: SAC's settings with RLlib's CQL defaults, and CQL's own.
+
+    Example:
+        ```python
+        from rljax.algorithms.cql import CQLConfig
+
+        config = (
+            CQLConfig()
+            .environment("Pendulum-v1")
+            .offline_data(input_="/tmp/pendulum-data")
+        )
+        ```
+    """
+
+    algo_name: ClassVar[str] = "CQL"
+    learns_offline: ClassVar[bool] = True
+
+    actor_lr = rate_setting(1e-4, "The actor's")
+    critic_lr = rate_setting(1e-3, "The critics'")
+    alpha_lr = rate_setting(1e-3, "The temperature's")
+    bc_iters = Setting(
+        20_000,
+        Int(0),
+        "Gradient steps at the start in which the actor learns the data's actions instead of "
+        "the critics' values.",
+    )
+    temperature = Setting(1.0, Number(0, low_open=True), "The logsumexp's temperature.")
+    num_actions = Setting(
+        10, Int(1, 1_000), "Random and policy actions of each kind per row in the CQL term."
+    )
+    lagrangian = Setting(
+        False, _no_lagrangian, "RLlib's Lagrangian weight of the term: False only (not built)."
+    )
+    lagrangian_thresh = Setting(
+        5.0, Number(0), "The Lagrangian's threshold: accepted, unused (lagrangian is False)."
+    )
+    min_q_weight = Setting(5.0, Number(0), "The CQL term's weight.")
+    deterministic_backup = Setting(
+        True, Bool(), "Leave the entropy term out of the soft target (RLlib's default)."
+    )
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class or CQL)
+
+    def training(
+        self,
+        *,
+        lr: float | None = UNSET,
+        gamma: float = UNSET,
+        train_batch_size_per_learner: int = UNSET,
+        train_batch_size: int | None = UNSET,
+        grad_clip: float | None = UNSET,
+        grad_clip_by: str = UNSET,
+        learner_class: type | None = UNSET,
+        learner_config_dict: dict[str, Any] | None = UNSET,
+        replay_buffer_config: dict[str, Any] = UNSET,
+        n_step: int | tuple[int, int] = UNSET,
+        num_steps_sampled_before_learning_starts: int = UNSET,
+        training_intensity: float | None = UNSET,
+        target_network_update_freq: int = UNSET,
+        tau: float = UNSET,
+        store_buffer_in_checkpoints: bool = UNSET,
+        twin_q: bool = UNSET,
+        initial_alpha: float = UNSET,
+        target_entropy: str | float = UNSET,
+        actor_lr: float | list[list[float]] = UNSET,
+        critic_lr: float | list[list[float]] = UNSET,
+        alpha_lr: float | list[list[float]] = UNSET,
+        bc_iters: int = UNSET,
+        temperature: float = UNSET,
+        num_actions: int = UNSET,
+        lagrangian: bool = UNSET,
+        lagrangian_thresh: float = UNSET,
+        min_q_weight: float = UNSET,
+        deterministic_backup: bool = UNSET,
+        **kwargs: Any,
+    ) -> CQLConfig:
+        """Sets CQL's training settings (RLlib's names)."""
+        if lr is None:
+            lr = UNSET
+        return self._set("training", locals())
+
+    def validate(self) -> None:
+        super().validate()
+        refusal = _cql_refusal(self)
+        if refusal is not None:
+            raise ConfigError(f"CQL: {refusal}")
+
+
+def _cql_refusal(config: Any) -> str | None:
+    """Why ``config`` cannot train here, or None."""
+    if config.input_ is None:
+        return (
+            "learns from offline data: set .offline_data(input_=PATH) to Parquet files of env "
+            "steps (offline_data(output=...) of any rljax algorithm records them)"
+        )
+    if config.is_multi_agent:
+        return "multi-agent configs are not built; it trains one policy"
+    if config.num_learners > 1:
+        return f"num_learners={config.num_learners}: it trains on one learner device"
+    if config.n_step_range != (1, 1):
+        return f"n_step={config.n_step!r}: the offline rows are one-step transitions; use 1"
+    if config.output is not None:
+        return "offline_data(output=...) records sampled episodes; it samples none while training"
+    return None
+
+
+def make_cql_train(
+    replay_learner: ReplayLearner[SACLearnerState],
+    data: dict[str, jax.Array],
+    *,
+    batch_size: int,
+    num_iters: int,
+) -> Any:
+    """``train(state) -> (state, metrics)``: ``num_iters`` gradient steps of
+    ``replay_learner.learn`` on batches of ``batch_size`` rows of ``data`` (``obs``, ``action``,
+    ``reward``, ``discount``, ``next_obs`` on the device) drawn at random, each followed by the
+    target move; the bc phase and the rate schedules count the gradient steps
+    (``num_updates``). Metrics are means over the steps."""
+    num_rows = int(data["reward"].shape[0])
+
+    def one(carry: Any, _: Any) -> tuple[Any, dict[str, jax.Array]]:
+        learner, key, step = carry
+        key, k_rows, k_learn = jax.random.split(key, 3)
+        rows = jax.random.randint(k_rows, (batch_size,), 0, num_rows)
+        batch = {name: column[rows] for name, column in data.items()}
+        weights = jnp.ones((batch_size,), jnp.float32)
+        learner, _, metrics = replay_learner.learn(learner, batch, weights, k_learn, step)
+        learner = replay_learner.update_target(learner)
+        return (learner, key, step + 1), metrics
+
+    def train(state: OffPolicyState) -> tuple[OffPolicyState, dict[str, jax.Array]]:
+        carry = (state.learner, state.key, state.num_updates)
+        (learner, key, step), metrics = jax.lax.scan(one, carry, None, length=num_iters)
+        state = state._replace(learner=learner, key=key, num_updates=step, timestep=step)
+        return state, {name: jnp.mean(value) for name, value in metrics.items()}
+
+    return train
+
+
+class CQL(SAC):
+    """CQL on offline data; evaluation runs the policy in the config's env."""
+
+    config_class = CQLConfig
+    config: CQLConfig
+
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[SACLearnerState]]:
+        cfg = self.config
+        if not isinstance(self.action_space, gym.spaces.Box):
+            raise ConfigError(
+                f"CQL needs a 1-D Box action space (RLlib's CQL is continuous); the env has "
+                f"{self.action_space}"
+            )
+        parts, learner = super()._build_parts(key)
+        penalty = functools.partial(
+            cql_penalty,
+            num_actions=int(cfg.num_actions),
+            temperature=float(cfg.temperature),
+            min_q_weight=float(cfg.min_q_weight),
+        )
+        learn = make_sac_learn(
+            self.networks,
+            self.optimizers,
+            self.hp,
+            critic_penalty=penalty,
+            bc_steps=int(cfg.bc_iters),
+            backup_entropy=not cfg.deterministic_backup,
+        )
+        metrics = (*learner.metric_names, "cql_loss")
+        return parts, ReplayLearner(learner.init, learn, learner.update_target, metrics)
+
+    def _setup(self) -> None:
+        cfg = self.config
+        refusal = _cql_refusal(cfg)
+        if refusal is not None:
+            raise ConfigError(f"CQL: {refusal}")
+        key = jax.random.PRNGKey(self.seed)
+        key, init_key, self._action_key = jax.random.split(key, 3)
+        self.parts, self.replay_learner = self._build_parts(init_key)
+        # Three counters, three arrays: the jitted train donates each of them.
+        counters = [jnp.zeros((), jnp.int32) for _ in range(3)]
+        state = OffPolicyState(self.replay_learner.init, None, key, *counters)
+        self._loop, self.fused = None, False  # no replay buffer, runner or loop
+        self._jit_acting_params = jax.jit(self.parts.acting_params)
+        self.state = self._place_learner_state(state)
+        if self._inference_only or self._population_member:
+            return
+        data = read_offline_data(cfg.input_, self.observation_space, self.action_space)
+        batch = cfg.train_batch_size_per_learner
+        self.num_iters = cfg.dataset_num_iters_per_learner or math.ceil(data.num_rows / batch)
+        box = self.action_space
+        low, high = np.asarray(box.low, np.float32), np.asarray(box.high, np.float32)
+        # The env's actions in SAC's squashed range, the inverse of the policy's to_env.
+        squashed = np.clip(2.0 * (data.actions - low) / (high - low) - 1.0, -1.0, 1.0)
+        host = {
+            "obs": data.obs.astype(np.float32),
+            "action": squashed.astype(np.float32),
+            "reward": data.rewards,
+            "discount": (cfg.gamma * (1.0 - data.terminateds)).astype(np.float32),
+            "next_obs": data.new_obs.astype(np.float32),
+        }
+        device_data = jax.device_put(host, self.learner_devices[0])
+        train = make_cql_train(
+            self.replay_learner, device_data, batch_size=batch, num_iters=self.num_iters
+        )
+        self._train = jax.jit(train, donate_argnums=0)
+
+    def _includes_replay_buffer(self, include_replay_buffer: bool | None) -> bool:
+        return False  # no replay buffer: the data are the offline files
+
+    def _restore_state(self, loaded: Any) -> None:
+        from rljax.learners.hyperparams import live_layout
+
+        fields = dict(loaded["state"])
+        fields["learner"] = live_layout(fields["learner"], self.state.learner)
+        fields["buffer"] = None
+        self.state = jax.device_put(
+            jax.tree.map(jnp.asarray, OffPolicyState(**fields)), self.learner_devices[0]
+        )
+
+    def _training_step(self) -> IterationResult:
+        start = time.perf_counter()
+        self.state, metrics = self._train(self.state)
+        values = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        rows = self.num_iters * self.config.train_batch_size_per_learner
+        elapsed = time.perf_counter() - start
+        return IterationResult(
+            num_env_steps_sampled=rows,
+            num_env_steps_trained=rows,
+            episode_returns=np.zeros(0, np.float32),
+            episode_lens=np.zeros(0, np.int32),
+            learner_metrics={DEFAULT_MODULE_ID: values},
+            timers=Timers(training_step=elapsed, learner_update_timer=elapsed),
+        )
+
+
+__all__ = ["CQL", "CQLConfig", "make_cql_train"]
