@@ -304,7 +304,11 @@ def make_sac_learn(
         critic_opt = with_hyperparams(state.critic_opt, learning_rate=now["critic_lr"])
         actor_opt = with_hyperparams(state.actor_opt, learning_rate=now["actor_lr"])
         alpha_opt = with_hyperparams(state.alpha_opt, learning_rate=now["alpha_lr"])
-        k_next, k_pi, k_penalty = jax.random.split(key, 3)
+        if critic_penalty is None:  # SAC's stream of keys, as it has always been
+            k_next, k_pi = jax.random.split(key)
+            k_penalty = k_next  # unused
+        else:
+            k_next, k_pi, k_penalty = jax.random.split(key, 3)
         alpha = jnp.exp(state.log_alpha)
         next_obs = batch["next_obs"]
 
