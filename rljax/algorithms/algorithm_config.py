@@ -332,7 +332,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         output_write_episodes: bool = UNSET,
         **kwargs: Any,
     ) -> _C:
-        """Offline data: what BC and MARWIL learn from (``input_``), and where sampled episodes
+        """Offline data: what BC, MARWIL and CQL learn from (``input_``), and where sampled episodes
         are recorded (``output``), as Parquet files of env steps (``rljax.offline``)."""
         return self._set("offline_data", locals())
 

@@ -590,7 +590,7 @@ class CommonSettings:
     input_ = Setting[Any](
         None,
         check_offline_input,
-        "Offline data to learn from (BC, MARWIL): a path to a Parquet file or a folder of "
+        "Offline data to learn from (BC, MARWIL, CQL): a path to a Parquet file or a folder of "
         "them (RLlib's local:///path too), or a list of such paths; rows as "
         "offline_data(output=...) writes them (rljax.offline.data). None or 'sampler': the "
         "algorithm samples its env.",
@@ -599,7 +599,7 @@ class CommonSettings:
     dataset_num_iters_per_learner = Setting[int | None](
         None,
         Int(1, 1_000_000, optional=True),
-        "Gradient steps on batches of the offline data per train() (BC, MARWIL); None: one "
+        "Gradient steps on batches of the offline data per train() (BC, MARWIL, CQL); None: one "
         "pass over the data.",
         section="offline_data",
     )

@@ -32,7 +32,7 @@ def validate(config: Any) -> None:
     if config.input_ is not None and not config.learns_offline:
         raise ConfigError(
             f"offline_data(input_={config.input_!r}): {config.algo_name} samples its env; "
-            "BC and MARWIL (rljax.algorithms.marwil) learn from offline data"
+            "BC, MARWIL (rljax.algorithms.marwil) and CQL (rljax.algorithms.cql) learn from offline data"
         )
     multi_agent_jax = jax_multi_agent_creator(config.env) is not None
     if multi_agent_jax and not config.is_multi_agent:

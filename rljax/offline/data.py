@@ -1,5 +1,5 @@
 """Offline data as Parquet files of env steps: written by ``offline_data(output=...)``, read by
-``offline_data(input_=...)`` (BC, MARWIL).
+``offline_data(input_=...)`` (BC, MARWIL, CQL).
 
 One row per env step, with RLlib's column names: ``eps_id`` (the episode's id, a string), ``t``
 (the step within the episode), ``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``,

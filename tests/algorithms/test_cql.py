@@ -60,7 +60,78 @@ def test_the_conservative_term_by_hand(temperature):
             rows.append(temperature * _logsumexp(np.array(values) / temperature))
         expected.append(2.0 * (np.mean(rows) - scale * 1.5))  # minus the data's mean Q
     assert float(term) == pytest.approx(np.mean(expected), rel=1e-5)
-    assert float(metrics["cql_loss"]) == float(term)
+
+
+def test_the_term_trains_the_critics_only_and_draws_random_actions_in_the_squashed_range():
+    # A critic whose value is a weight times the action, and a policy with a parameter: the
+    # term's gradient reaches the weight, not the policy's parameter; the random actions (the
+    # only ones below -0.9 here) stay within (-1, 1).
+    seen = []
+
+    def term_of(weight, shift):
+        def q_fn(obs, action):
+            seen.append(action)
+            return (weight * action[:, 0] + 0.0 * obs[:, 0])[None]
+
+        def sample_fn(obs, key):
+            return jnp.full((obs.shape[0], 1), 0.5) + shift, jnp.zeros((obs.shape[0],)) + shift
+
+        batch = {"obs": jnp.ones((4, 1)), "next_obs": jnp.ones((4, 1)), "action": jnp.zeros((4, 1))}
+        term, _ = cql_penalty(
+            q_fn,
+            sample_fn,
+            batch,
+            jnp.zeros((1, 4)),
+            jax.random.PRNGKey(1),
+            num_actions=64,
+            temperature=1.0,
+            min_q_weight=1.0,
+        )
+        return term
+
+    d_weight, d_shift = jax.grad(term_of, argnums=(0, 1))(1.0, 0.0)
+    assert float(d_weight) != 0.0 and float(d_shift) == 0.0
+    random = np.asarray(jax.device_get(seen[0]))  # the first scored: the random draw
+    assert random.min() >= -1.0 and random.max() <= 1.0 and random.min() < -0.9
+
+
+def test_the_squashed_gaussian_s_log_prob_of_its_own_samples():
+    from rljax.networks.distributions import SquashedDiagGaussian
+
+    dist = SquashedDiagGaussian(2)
+    inputs = jnp.array([[0.3, -0.2, -0.5, 0.1], [1.0, 0.4, -1.0, -2.0]])
+    actions, logp = dist.sample_and_log_prob(jax.random.PRNGKey(0), inputs)
+    np.testing.assert_allclose(dist.log_prob(inputs, actions), logp, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_first_bc_iters_steps_train_the_actor_on_the_data_s_actions(tmp_path):
+    # One gradient step with and without the BC phase from the same start: the critics take
+    # the same step (the actor's loss does not reach them), the actor another.
+    _record_controller(tmp_path, episodes=1, noise=0.1)
+    learners = {}
+    for bc_iters in (0, 10):
+        algo = (
+            CQLConfig()
+            .environment("Pendulum-v1")
+            .offline_data(input_=str(tmp_path), dataset_num_iters_per_learner=1)
+            .training(bc_iters=bc_iters, train_batch_size_per_learner=32, num_actions=2)
+            .rl_module(model_config={"fcnet_hiddens": [16]})
+            .debugging(seed=0)
+            .build_algo()
+        )
+        try:
+            algo.train()
+            learners[bc_iters] = jax.device_get(algo.state.learner)
+        finally:
+            algo.stop()
+
+    def largest_difference(a, b):  # two programs: the same numbers up to rounding
+        return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b, strict=True))
+
+    critics = [jax.tree.leaves(learners[k].critic) for k in (0, 10)]
+    actors = [jax.tree.leaves(learners[k].actor) for k in (0, 10)]
+    assert largest_difference(*critics) < 1e-6 < 1e-4 < largest_difference(*actors)
 
 
 def test_settings_cql_refuses_naming_them(tmp_path):
@@ -141,14 +212,17 @@ def test_the_term_makes_the_critics_value_the_data_s_actions_over_others(tmp_pat
             q_data = algo.critic.apply(critic, obs, actions).min(0)
             q_random = algo.critic.apply(critic, obs, random).min(0)
             gaps[weight] = float((q_data - q_random).mean())
-            if weight:  # a checkpoint acts as the algorithm does
+            if weight:  # a checkpoint trains on as the algorithm does
                 algo.save_to_path(tmp_path / "ckpt")
                 restored = type(algo).from_checkpoint(tmp_path / "ckpt")
-                np.testing.assert_array_equal(
-                    restored.compute_actions(np.asarray(obs[:8]), explore=False),
-                    algo.compute_actions(np.asarray(obs[:8]), explore=False),
+                algo.train(), restored.train()
+                equal = jax.tree.map(
+                    np.array_equal,
+                    jax.device_get(algo.state._replace(buffer=None)),
+                    jax.device_get(restored.state._replace(buffer=None)),
                 )
                 restored.stop()
+                assert all(jax.tree.leaves(equal))
         finally:
             algo.stop()
         assert result["num_env_steps_trained_lifetime"] == 300 * 128

@@ -6,7 +6,10 @@ when the algorithm is built, and kept on the learner's device; their Box actions
 them) are mapped into SAC's squashed range (-1, 1). Each ``train()`` is one jitted program of
 ``dataset_num_iters_per_learner`` gradient steps (None: as many as one pass over the rows
 takes) on batches of ``train_batch_size_per_learner`` rows drawn at random, each step followed by
-the target critics' move (``tau``). The soft target bootstraps ``gamma * min Q'(s', a')`` where
+the target critics' move (``tau``; RLlib 2.60 moves them once per ``train()``'s update call,
+``target_network_update_freq`` is not used here). SAC's replay settings
+(``replay_buffer_config``, ``training_intensity``, ``num_steps_sampled_before_learning_starts``,
+``store_buffer_in_checkpoints``) are accepted and unused: the data are the files. The soft target bootstraps ``gamma * min Q'(s', a')`` where
 the episode did not terminate (``deterministic_backup``, RLlib's default: no entropy term); for
 the first ``bc_iters`` gradient steps the actor learns the data's actions
 (``alpha * log pi(a~|s) - log pi(a|s)``), as RLlib's does. The conservative term:
@@ -145,6 +148,12 @@ class CQLConfig(SACConfig):
         if lr is None:
             lr = UNSET
         return self._set("training", locals())
+
+    def memory_terms(self, observation_space: Any, action_space: Any) -> list[tuple[str, int]]:
+        """SAC's terms without the replay buffer (CQL allocates none; the offline data's size
+        is known once the files are read)."""
+        terms = super().memory_terms(observation_space, action_space)
+        return [(name, size) for name, size in terms if not name.startswith("replay_buffer")]
 
     def validate(self) -> None:
         super().validate()

@@ -1,15 +1,20 @@
 """CQL's conservative term (RLlib's new API stack: ``CQLTorchLearner`` with
 ``DefaultCQLTorchRLModule``'s repeated actions).
 
-For each row, ``num_actions`` actions drawn uniformly in the (squashed) action box, and as many
-from the current policy at ``s`` and at ``s'``, are scored by each critic (the policy's at
-``Q(s', .)``, as RLlib's module does); the term is
+For each row, ``num_actions`` actions drawn uniformly in SAC's squashed action range (-1, 1)^d,
+and as many from the current policy at ``s`` and at ``s'``, are scored by each critic (the
+policy's from ``s'`` at ``Q(s', .)``, as RLlib's module does); the term is
 
 ``min_q_weight * (temperature * mean_rows(logsumexp([Q_rand - log(0.5^d), Q_next - log pi_next,
 Q_curr - log pi_curr] / temperature)) - mean_rows(Q(s, a_data)))``
 
-per critic, averaged over the critics (RLlib's twin loss weighs each critic's loss by one half).
-The policy's samples and log-probabilities carry no gradient into the term.
+per critic, averaged over the critics. The policy's samples and log-probabilities carry no
+gradient into the term. One difference from RLlib 2.60: its random actions are drawn in the
+env's bounds ``[low, high]`` and scored by critics that learn on actions in (-1, 1), with the
+density of (-1, 1) (a mismatch its own code marks as to do); here they are drawn in (-1, 1),
+where the critics' actions and that density are. (With one optimizer over both critics the
+average weighs each critic's term by one half, where RLlib's separate optimizers take each
+critic's whole term; Adam's scale invariance makes that a difference only under ``grad_clip``.)
 """
 
 from __future__ import annotations
