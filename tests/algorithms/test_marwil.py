@@ -170,7 +170,9 @@ def test_bad_data_and_settings_are_refused_naming_them(tmp_path):
         BCConfig().offline_data(input_read_episodes=True)
     from rljax.algorithms.ppo import PPOConfig
 
-    with pytest.raises(ConfigError, match="PPO samples its env; BC and MARWIL"):
+    with pytest.raises(
+        ConfigError, match="PPO samples its env; BC, MARWIL .* and CQL .* learn from offline data"
+    ):
         PPOConfig().environment("CartPole-v1").offline_data(input_=str(tmp_path)).validate()
     (tmp_path / "a_file").write_text("")
     with pytest.raises(ConfigError, match="is a file, not a folder"):
