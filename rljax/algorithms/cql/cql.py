@@ -32,7 +32,6 @@ Example:
 from __future__ import annotations
 
 import functools
-import math
 import time
 from typing import Any, ClassVar
 
@@ -50,7 +49,8 @@ from rljax.algorithms.settings import Setting
 from rljax.execution.off_policy import OffPolicyState, ReplayLearner
 from rljax.execution.parts import PolicyParts
 from rljax.offline.data import read_offline_data
-from rljax.types import IterationResult, Timers
+from rljax.offline.learning import offline_iteration, offline_refusal, updates_per_train
+from rljax.types import IterationResult
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.ids import DEFAULT_MODULE_ID
@@ -162,22 +162,16 @@ class CQLConfig(SACConfig):
             raise ConfigError(f"CQL: {refusal}")
 
 
-def _cql_refusal(config: Any) -> str | None:
-    """Why ``config`` cannot train here, or None."""
-    if config.input_ is None:
-        return (
-            "learns from offline data: set .offline_data(input_=PATH) to Parquet files of env "
-            "steps (offline_data(output=...) of any rljax algorithm records them)"
-        )
-    if config.is_multi_agent:
-        return "multi-agent configs are not built; it trains one policy"
-    if config.num_learners > 1:
-        return f"num_learners={config.num_learners}: it trains on one learner device"
+def _cql_checks(config: Any) -> str | None:
+    """CQL's own refusals (``offline_refusal`` makes the shared ones)."""
     if config.n_step_range != (1, 1):
         return f"n_step={config.n_step!r}: the offline rows are one-step transitions; use 1"
-    if config.output is not None:
-        return "offline_data(output=...) records sampled episodes; it samples none while training"
     return None
+
+
+def _cql_refusal(config: Any) -> str | None:
+    """Why ``config`` cannot train here, or None."""
+    return offline_refusal(config, _cql_checks)
 
 
 def make_cql_train(
@@ -264,7 +258,7 @@ class CQL(SAC):
             return
         data = read_offline_data(cfg.input_, self.observation_space, self.action_space)
         batch = cfg.train_batch_size_per_learner
-        self.num_iters = cfg.dataset_num_iters_per_learner or math.ceil(data.num_rows / batch)
+        self.num_iters = updates_per_train(cfg, data.num_rows)
         box = self.action_space
         low, high = np.asarray(box.low, np.float32), np.asarray(box.high, np.float32)
         # The env's actions in SAC's squashed range, the inverse of the policy's to_env.
@@ -298,17 +292,9 @@ class CQL(SAC):
     def _training_step(self) -> IterationResult:
         start = time.perf_counter()
         self.state, metrics = self._train(self.state)
-        values = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        metrics = jax.device_get(metrics)
         rows = self.num_iters * self.config.train_batch_size_per_learner
-        elapsed = time.perf_counter() - start
-        return IterationResult(
-            num_env_steps_sampled=rows,
-            num_env_steps_trained=rows,
-            episode_returns=np.zeros(0, np.float32),
-            episode_lens=np.zeros(0, np.int32),
-            learner_metrics={DEFAULT_MODULE_ID: values},
-            timers=Timers(training_step=elapsed, learner_update_timer=elapsed),
-        )
+        return offline_iteration(DEFAULT_MODULE_ID, metrics, rows, time.perf_counter() - start)
 
 
 __all__ = ["CQL", "CQLConfig", "make_cql_train"]

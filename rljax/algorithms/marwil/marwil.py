@@ -50,7 +50,8 @@ from rljax.algorithms.on_policy import OnPolicyAlgorithm
 from rljax.algorithms.settings import Setting
 from rljax.learners.update import gradient_step, make_optimizer
 from rljax.offline.data import OfflineData, read_offline_data
-from rljax.types import IterationResult, Timers
+from rljax.offline.learning import offline_iteration, offline_refusal, updates_per_train
+from rljax.types import IterationResult
 from rljax.utils.checks import Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.schedules import is_schedule
@@ -178,17 +179,8 @@ class BCConfig(MARWILConfig):
         super().__init__(algo_class or BC)
 
 
-def _marwil_refusal(config: Any) -> str | None:
-    """Why ``config`` cannot train here, or None."""
-    if config.input_ is None:
-        return (
-            "learns from offline data: set .offline_data(input_=PATH) to Parquet files of env "
-            "steps (offline_data(output=...) of any rljax algorithm records them)"
-        )
-    if config.is_multi_agent:
-        return "multi-agent configs are not built; it trains one policy"
-    if config.num_learners > 1:
-        return f"num_learners={config.num_learners}: it trains on one learner device"
+def _marwil_checks(config: Any) -> str | None:
+    """MARWIL's own refusals (``offline_refusal`` makes the shared ones)."""
     if is_schedule(config.lr):
         return "lr schedules are not built; give one rate"
     if config.learner_class is not None:
@@ -200,9 +192,12 @@ def _marwil_refusal(config: Any) -> str | None:
             "env_to_module connectors are not applied to offline rows; remove the connector "
             "(the data hold the env's observations)"
         )
-    if config.output is not None:
-        return "offline_data(output=...) records sampled episodes; it samples none while training"
     return None
+
+
+def _marwil_refusal(config: Any) -> str | None:
+    """Why ``config`` cannot train here, or None."""
+    return offline_refusal(config, _marwil_checks)
 
 
 @flax.struct.dataclass
@@ -327,7 +322,7 @@ class MARWIL(OnPolicyAlgorithm):
                 f"{cfg.algo_name}: the offline data hold {self.data.num_rows} rows, fewer than "
                 f"train_batch_size_per_learner={batch}; lower it or record more"
             )
-        self.num_iters = cfg.dataset_num_iters_per_learner or math.ceil(self.data.num_rows / batch)
+        self.num_iters = updates_per_train(cfg, self.data.num_rows)
         self._train = jax.jit(
             make_marwil_train(
                 self.module.apply,
@@ -361,18 +356,9 @@ class MARWIL(OnPolicyAlgorithm):
     def _training_step(self) -> IterationResult:
         start = time.perf_counter()
         self.state, metrics = self._train(self.state)
-        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        metrics = jax.device_get(metrics)
         rows = self.num_iters * self.config.train_batch_size_per_learner
-        elapsed = time.perf_counter() - start
-        timers = Timers(training_step=elapsed, learner_update_timer=elapsed)
-        return IterationResult(
-            num_env_steps_sampled=rows,
-            num_env_steps_trained=rows,
-            episode_returns=np.zeros(0, np.float32),
-            episode_lens=np.zeros(0, np.int32),
-            learner_metrics={POLICY_ID: metrics},
-            timers=timers,
-        )
+        return offline_iteration(POLICY_ID, metrics, rows, time.perf_counter() - start)
 
 
 class BC(MARWIL):
