@@ -107,6 +107,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
     # Whether the algorithm learns from offline_data(input_=...) (BC, MARWIL) instead of
     # sampling its env.
     learns_offline: ClassVar[bool] = False
+    # Whether batch_mode="complete_episodes" trains it (PPO).
+    samples_complete_episodes: ClassVar[bool] = False
     # Derived from the declarations (CommonSettings' and a subclass's) by _derive_tables():
     # every setting by name, grouped by section; each setter's keys; each setting's check; the
     # settings a policy may override; the settings whose check also runs in the setters.
@@ -225,6 +227,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         sample_async: bool = UNSET,
         sample_timeout_s: float | None = UNSET,
         env_to_module_connector: Any = UNSET,
+        batch_mode: str = UNSET,
         **kwargs: Any,
     ) -> _C:
         """Sets the sampling knobs."""

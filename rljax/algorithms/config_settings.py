@@ -182,6 +182,16 @@ class CommonSettings:
         "IMPALA and APPO (single-agent) take them.",
         section="env_runners",
     )
+    batch_mode = Setting(
+        "truncate_episodes",
+        Choice(("truncate_episodes", "complete_episodes")),
+        "'truncate_episodes': batches of fixed-length fragments, episodes cut at "
+        "rollout_fragment_length and bootstrapped. 'complete_episodes' (single-agent PPO on one "
+        "learner): a batch is every episode finished, whole, once they hold train_batch_size "
+        "env steps or more; episodes go on across fragments, so the runners sample on runner "
+        "threads (rljax.execution.complete_episodes).",
+        section="env_runners",
+    )
     # ------------------------------------------------------------------ learners
     num_learners = Setting(
         0,

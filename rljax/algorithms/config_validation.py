@@ -16,6 +16,30 @@ from rljax.utils.errors import ConfigError, closest
 from rljax.utils.search_space import find_search_spaces, key_path
 
 
+def check_complete_episodes(config: Any, spec: Any = None) -> None:
+    """``batch_mode="complete_episodes"``: single-agent, non-recurrent PPO on one learner,
+    its env stepped by runner threads (not a JAX env, which lives inside the program)."""
+    if config.batch_mode != "complete_episodes":
+        return
+    why = None
+    if not config.samples_complete_episodes:
+        why = f"{config.algo_name}, which samples fixed-length fragments"
+    elif config.is_multi_agent:
+        why = "a multi-agent config"
+    elif config.model_config.use_lstm:
+        why = "use_lstm=True (recurrent PPO trains on fixed-length sequences)"
+    elif config.num_learner_shards > 1:
+        why = f"{config.num_learner_shards} learners"
+    elif spec is not None and spec.backend == "jax":
+        why = f"the JAX env {spec.name!r} (its steps run inside the training program)"
+    if why is not None:
+        raise ConfigError(
+            f"batch_mode='complete_episodes' with {why}: batches of whole episodes train "
+            "single-agent PPO (no use_lstm) on one learner, with an EnvPool or gymnasium env; "
+            "use batch_mode='truncate_episodes' (the default)"
+        )
+
+
 def validate(config: Any) -> None:
     """``AlgorithmConfig.validate()``: checks every value and combination; raises
     ``ConfigError`` naming what to change.
@@ -44,6 +68,7 @@ def validate(config: Any) -> None:
     spec = None if skip_env else resolve_env(config.env, config.env_config)
     if spec is not None and spec.backend == "envpool":
         envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
+    check_complete_episodes(config, spec)
     if config.learner_class is not None:
         learner = config.learner_class
         if learner.algorithm != config.algo_name:

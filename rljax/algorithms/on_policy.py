@@ -29,6 +29,7 @@ from rljax.algorithms.algorithm import Algorithm
 from rljax.connectors.env_to_module import EnvToModulePipeline
 from rljax.env.jax_env import is_jax_spec, jax_env_of
 from rljax.env.spaces import is_structured, zeros_batch
+from rljax.execution.complete_episodes import EpisodeBuffer
 from rljax.execution.loop import (
     IterationResult,
     LearnerFactory,
@@ -371,7 +372,30 @@ class OnPolicyAlgorithm(Algorithm):
             learner_thread=free.learner_thread if free else False,
             max_pending_updates=free.max_pending_updates if free else 1,
             steps_per_iteration=steps_per_iteration(self.config),
+            complete_episodes=self._complete_episodes(),
         )
+
+    def _complete_episodes(self) -> tuple[EpisodeBuffer, Callable[[int], Any]] | None:
+        """``(buffer, update_for)`` with ``batch_mode="complete_episodes"`` (else None):
+        ``update_for(rows)`` is the update of a padded batch of that many rows."""
+        if self.config.batch_mode != "complete_episodes":
+            return None
+        rows_update = self._update_for_rows
+        pipeline = self._env_to_module
+        if pipeline is not None:
+            rows_update = lambda rows: connected_update(  # noqa: E731
+                self._update_for_rows(rows), pipeline
+            )
+        return EpisodeBuffer(self.config.total_train_batch_size, self._batch_unit()), rows_update
+
+    def _update_for_rows(self, rows: int) -> Callable[[Any, Any], tuple[Any, dict[str, jax.Array]]]:
+        """The update of a batch of ``rows`` rows, its padding skipped
+        (``batch_mode="complete_episodes"``)."""
+        raise NotImplementedError(f"{type(self).__name__} trains no batches of whole episodes")
+
+    def _batch_unit(self) -> int:
+        """A padded batch's size is a multiple of this (``complete_episodes``)."""
+        raise NotImplementedError(f"{type(self).__name__} trains no batches of whole episodes")
 
     def _runner_params(self, state: Any = None) -> Any:
         return self._on_runner_device(

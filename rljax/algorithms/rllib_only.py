@@ -18,11 +18,6 @@ logger = logging.getLogger("rljax")
 
 # name -> (no_effect, advice)
 RLLIB_ONLY: dict[str, tuple[bool, str]] = {
-    "batch_mode": (
-        False,
-        "rljax samples fixed-length fragments, RLlib's 'truncate_episodes' (accepted): "
-        "episodes are cut at rollout_fragment_length and bootstrapped",
-    ),
     "observation_filter": (
         False,
         "RLlib's old-stack filter; use .env_runners(env_to_module_connector=lambda env, spaces, "
@@ -162,7 +157,6 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
 # Settings whose value decides: these values change nothing here (a warning), others are
 # refused with the table's advice.
 ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
-    "batch_mode": ("truncate_episodes",),
     "enable_connectors": (True,),
     "enable_rl_module_and_learner": (True,),
     "enable_env_runner_and_connector_v2": (True,),

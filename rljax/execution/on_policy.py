@@ -24,6 +24,7 @@ import jax
 import numpy as np
 
 from rljax import distributed
+from rljax.execution.complete_episodes import EpisodeBuffer
 from rljax.execution.loop import IterationResult, RunnerLag, RunnerStats, Timers, single_policy
 from rljax.execution.parts import Params
 from rljax.learners.devices import replicated
@@ -106,6 +107,7 @@ class SampleRecord:
     learner_wait_s: float  # how long the learner waited for the fragments
     infos: Any = None  # the env's infos per row and column, for episode callbacks (or None)
     stats: Any = None  # the runners' episode statistics per fragment (``GroupSample.stats``)
+    num_rows: int = 0  # the env steps (rows) of its trajectory
 
     @classmethod
     def of(cls, group: GroupSample, learner_version: int) -> SampleRecord:
@@ -122,6 +124,33 @@ class SampleRecord:
             learner_wait_s=group.learner_wait_s,
             infos=group.infos,
             stats=list(group.stats),
+            num_rows=int(valid.shape[0]),
+        )
+
+    @classmethod
+    def joined(cls, records: list[SampleRecord]) -> SampleRecord:
+        """The records of several groups that make one batch (``complete_episodes``): their
+        fragments one after another, the infos' rows too (``{}`` where a group kept none)."""
+        infos = None
+        if any(r.infos is not None for r in records):
+            infos = []
+            for r in records:
+                if r.infos is not None:
+                    infos += r.infos
+                else:  # a group without infos: its rows of empty infos
+                    width = len(next(x for x in records if x.infos is not None).infos[0])
+                    infos += [[{} for _ in range(width)] for _ in range(r.num_rows)]
+        return cls(
+            slots=[s for r in records for s in r.slots],
+            versions=[v for r in records for v in r.versions],
+            steps=[n for r in records for n in r.steps],
+            sample_s=[x for r in records for x in r.sample_s],
+            wait_s=[x for r in records for x in r.wait_s],
+            learner_version=records[-1].learner_version,
+            learner_wait_s=sum(r.learner_wait_s for r in records),
+            infos=infos,
+            stats=[x for r in records for x in (r.stats or [])],
+            num_rows=sum(r.num_rows for r in records),
         )
 
 
@@ -202,6 +231,42 @@ Sampled = tuple[Batch, Episodes, SampleRecord | None, float]
 
 
 @dataclasses.dataclass
+class CompleteEpisodes(Generic[State]):
+    """``batch_mode="complete_episodes"`` on runner threads: the episodes buffered between
+    fragments (``EpisodeBuffer``), the post-processing of a batch of them, and the update of
+    each padded batch size, built by ``update_for(rows)`` and jitted on first use."""
+
+    buffer: EpisodeBuffer
+    postprocess: Callable[[Transition], Batch]
+    update_for: Callable[[int], Callable[[State, Batch], tuple[State, Metrics]]]
+    compiler_options: Any = None
+    _updates: dict[int, Callable[[State, Batch], tuple[State, Metrics]]] = dataclasses.field(
+        default_factory=dict
+    )
+
+    def update(self, batch: Batch) -> Callable[[State, Batch], tuple[State, Metrics]]:
+        """The jitted update for ``batch`` (leaves leading with ``[D, n]``: ``D * n`` rows)."""
+        shape = np.shape(jax.tree.leaves(batch)[0])
+        rows = int(shape[0] * shape[1])
+        if rows not in self._updates:
+            self._updates[rows] = jax.jit(
+                self.update_for(rows), donate_argnums=(0,), compiler_options=self.compiler_options
+            )
+        return self._updates[rows]
+
+
+_jitted_episode_arrays = jax.jit(episode_arrays)
+
+
+def joined_episodes(episodes: list[Episodes]) -> Episodes:
+    """``episode_arrays`` of several fragments (host arrays) as one: rows one after another,
+    ``num_valid`` summed."""
+    if len(episodes) == 1:
+        return episodes[0]
+    return jax.tree.map(lambda *xs: np.concatenate(xs) if np.ndim(xs[0]) else np.sum(xs), *episodes)
+
+
+@dataclasses.dataclass
 class OnPolicyLoop(Generic[State]):
     """One training iteration of an on-policy algorithm, on the fused path or runner threads.
 
@@ -232,6 +297,7 @@ class OnPolicyLoop(Generic[State]):
     learner_thread: LearnerThread[State] | None = None
     report: Callable[[list[Record], Timers], IterationResult] | None = None
     steps_per_iteration: int = 1
+    complete: CompleteEpisodes[State] | None = None
     _since_broadcast: int = 0
 
     @classmethod
@@ -318,6 +384,7 @@ class OnPolicyLoop(Generic[State]):
         jit: bool = True,
         report: Callable[[list[Record], Timers], IterationResult] | None = None,
         steps_per_iteration: int = 1,
+        complete_episodes: tuple[EpisodeBuffer, Callable[[int], Any]] | None = None,
     ) -> OnPolicyLoop[State]:
         """Runner threads sample; the batch is post-processed and the update runs in the
         driver (partitioned over the mesh with several learners), or in a learner thread; the
@@ -373,6 +440,11 @@ class OnPolicyLoop(Generic[State]):
             report=report,
             steps_per_iteration=steps_per_iteration,
         )
+        if complete_episodes is not None:
+            buffer, update_for = complete_episodes
+            loop.complete = CompleteEpisodes(
+                buffer, jax.jit(postprocess), update_for, xla_options.current("update")
+            )
         if learner_thread:
             loop.learner_thread = LearnerThread(
                 loop._sample_batch, loop._learn, max_pending_updates
@@ -420,6 +492,8 @@ class OnPolicyLoop(Generic[State]):
                 t0 = time.perf_counter()
                 runner_state, batch, episodes = self.sample(self.runner_params(state), runner_state)
                 sampled = (self._placed(batch), episodes, None, time.perf_counter() - t0)
+            elif self.complete is not None:
+                sampled = self._sample_complete(state)
             else:
                 sampled = self._sample_batch()
             state, record = self._learn(state, sampled)
@@ -448,11 +522,37 @@ class OnPolicyLoop(Generic[State]):
         record = SampleRecord.of(group, learner_version)
         return self._placed(batch), episodes, record, time.perf_counter() - t0
 
+    def _sample_complete(self, state: State) -> Sampled:
+        """``_sample_batch`` for ``complete_episodes``: groups of fragments until the episodes
+        that ended fill a batch (the same weights published again between groups, as
+        lock-step runners take one version per fragment); the batch is those episodes, the
+        episodes reported are every group's, as sampled."""
+        assert self.runners is not None and self.complete is not None
+        t0 = time.perf_counter()
+        records: list[SampleRecord] = []
+        episodes: list[Episodes] = []
+        while True:
+            if records:
+                self.runners.publish(self.runner_params(state))
+            group = self.runners.sample(self.sample_timeout_s)
+            version = self.runners.version + self._since_broadcast
+            records.append(SampleRecord.of(group, version))
+            traj, found = jax.device_get((group.traj, _jitted_episode_arrays(group.traj)))
+            episodes.append(found)
+            self.complete.buffer.add(traj)
+            whole = self.complete.buffer.take()
+            if whole is not None:
+                break
+        batch = self._placed(self.complete.postprocess(whole))
+        joined = {**joined_episodes(episodes), "num_trained": int(np.sum(whole.valid))}
+        return batch, joined, SampleRecord.joined(records), time.perf_counter() - t0
+
     def _learn(self, state: State, sampled: Sampled) -> tuple[State, Record]:
         """One update on a sampled batch, and the weights published when it is time."""
         batch, episodes, sample_record, sample_s = sampled
         t1 = time.perf_counter()
-        state, metrics = self.update(state, batch)
+        update = self.update if self.complete is None else self.complete.update(batch)
+        state, metrics = update(state, batch)
         jax.block_until_ready(metrics)
         if self.runners is not None:
             self._since_broadcast += 1
@@ -491,6 +591,8 @@ class OnPolicyLoop(Generic[State]):
         host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
         host = distributed.gather_episodes(host)  # every process's (one process: as it is)
         metrics, returns, lens, num_valid = summarize_updates(host)
+        # complete_episodes: the steps of the episodes trained on, not the steps sampled
+        trained = sum(int(e.get("num_trained", e["num_valid"])) for _, e in host)
         training_step = time.perf_counter() - t_start
         lag = None
         sample_records = [r["sample_record"] for r in records if r.get("sample_record")]
@@ -503,7 +605,7 @@ class OnPolicyLoop(Generic[State]):
                 metrics["num_updates"] = len(records)
         return IterationResult(
             num_env_steps_sampled=num_valid,
-            num_env_steps_trained=num_valid,
+            num_env_steps_trained=trained,
             episode_returns=returns,
             episode_lens=lens,
             learner_metrics=single_policy(metrics),
@@ -524,7 +626,10 @@ class OnPolicyLoop(Generic[State]):
 
     def set_state(self, state: State) -> None:
         """Hands a state set from outside (a restored checkpoint) to the learner thread: the
-        updates it finished since the last ``step`` are discarded."""
+        updates it finished since the last ``step`` are discarded. With ``complete_episodes``
+        the episodes in progress are forgotten (``EpisodeBuffer.restart``)."""
+        if self.complete is not None:
+            self.complete.buffer.restart()
         if self.learner_thread is not None:
             self.learner_thread.set_state(state)
 

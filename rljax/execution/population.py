@@ -133,6 +133,11 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         )
     if first.env_to_module_connector is not None:
         return "configs with env_to_module connectors train one trial at a time"
+    if first.batch_mode == "complete_episodes":
+        return (
+            "batch_mode='complete_episodes' trains one trial at a time (its batches of whole "
+            "episodes are gathered on the host)"
+        )
     if getattr(first, "learner_class", None) is not None:
         # The program's update is one trial's: its learner reads that trial's config (its lr,
         # its coefficients), which would then hold for every trial.

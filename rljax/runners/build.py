@@ -83,6 +83,8 @@ def fused_envpool(
         env_spec is not None
         and env_spec.backend == "envpool"
         and config.num_env_runners == 0
+        # Episodes buffered across fragments: the runner thread's fragments, on the host.
+        and config.batch_mode != "complete_episodes"
         and not split
         and not needs_x64(observation_space, action_space)
     )

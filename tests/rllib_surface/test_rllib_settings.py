@@ -20,7 +20,6 @@ from rljax.utils.errors import ConfigError
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda c: c.env_runners(batch_mode="complete_episodes"), "rljax samples fixed-length"),
         (
             lambda c: c.update_from_dict({"enable_rl_module_and_learner": False}),
             "rljax has only RLlib's new API stack",

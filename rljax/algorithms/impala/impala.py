@@ -200,6 +200,7 @@ class IMPALAConfig(AlgorithmConfig):
         sample_async: bool = UNSET,
         sample_timeout_s: float | None = UNSET,
         env_to_module_connector: Any = UNSET,
+        batch_mode: str = UNSET,
         max_requests_in_flight_per_env_runner: int = UNSET,
         **kwargs: Any,
     ) -> IMPALAConfig:

@@ -72,6 +72,7 @@ class PPOConfig(AlgorithmConfig):
     algo_name: ClassVar[str] = "PPO"
     takes_env_to_module_connector: ClassVar[bool] = True
     has_recurrent_policies: ClassVar[bool] = True
+    samples_complete_episodes: ClassVar[bool] = True
 
     # RLlib's PPO defaults. The learner settings (per_module) may differ per policy.
     lr = AlgorithmConfig.lr.replace(
@@ -280,6 +281,11 @@ class PPO(OnPolicyAlgorithm):
             env_steps=jnp.zeros((), jnp.int32),
         )
         if hasattr(self.module, "initial_state"):  # use_lstm, or a user module with a state
+            if cfg.batch_mode == "complete_episodes":
+                raise ConfigError(
+                    "batch_mode='complete_episodes' with a recurrent module: recurrent PPO "
+                    "trains on fixed-length sequences; use batch_mode='truncate_episodes'"
+                )
             if cfg.learner_class is not None:
                 raise ConfigError(
                     f"learner_class={cfg.learner_class.__name__} with a recurrent module: a "
@@ -325,12 +331,13 @@ class PPO(OnPolicyAlgorithm):
         postprocess = make_sequence_postprocess(hp, cfg.total_num_envs, seq_len)
         self._setup_execution(postprocess, update)
 
-    def _learner_factory(self) -> LearnerFactory:
-        """PPO's ``values -> (postprocess, update)``, closed over the frozen record, the
-        network, the distribution and the optimizer built once (never the algorithm)."""
+    def _learner_factory(self, hp: PPOHyperparams | None = None) -> LearnerFactory:
+        """PPO's ``values -> (postprocess, update)``, closed over the frozen record (``hp``:
+        another one's sizes), the network, the distribution and the optimizer built once
+        (never the algorithm)."""
         return functools.partial(
             ppo_learner_functions,
-            self.hp,
+            self.hp if hp is None else hp,
             self.config.total_num_envs,
             self.module.apply,
             self._dist,
@@ -338,6 +345,13 @@ class PPO(OnPolicyAlgorithm):
             tuple(self.dynamic_settings),
             **self._learner_class_parts(),
         )
+
+    def _update_for_rows(self, rows: int) -> Callable[..., Any]:
+        hp = dataclasses.replace(self.hp, shard_size=rows, skip_empty_minibatches=True)
+        return self._learner_factory(hp)(self.population_values())[1]
+
+    def _batch_unit(self) -> int:
+        return self.hp.minibatch_size
 
     def _learner_class_parts(self) -> dict[str, Any]:
         """What ``config.learner_class`` (a ``PPOLearner`` subclass, built once with the
