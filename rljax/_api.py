@@ -19,6 +19,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "rljax.algorithms.td3",
     "rljax.algorithms.marwil",
     "rljax.algorithms.cql",
+    "rljax.algorithms.iql",
     "rljax.callbacks",
     "rljax.connectors.env_to_module",
     "rljax.connectors.learner",

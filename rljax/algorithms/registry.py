@@ -16,6 +16,7 @@ _ALGORITHMS = {
     "MARWIL": "rljax.algorithms.marwil:MARWILConfig",
     "BC": "rljax.algorithms.marwil:BCConfig",
     "CQL": "rljax.algorithms.cql:CQLConfig",
+    "IQL": "rljax.algorithms.iql:IQLConfig",
 }
 
 

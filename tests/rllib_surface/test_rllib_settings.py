@@ -103,9 +103,10 @@ def test_get_trainable_cls_and_default_configs():
     ):
         get_trainable_cls("ppo")
     with pytest.raises(ConfigError, match="rljax has"):
-        get_trainable_cls("IQL")
+        get_trainable_cls("DreamerV3")
     from rljax.algorithms.cql import CQL
+    from rljax.algorithms.iql import IQL
     from rljax.algorithms.marwil import BC, MARWIL
 
     assert get_trainable_cls("MARWIL") is MARWIL and get_trainable_cls("BC") is BC
-    assert get_trainable_cls("CQL") is CQL
+    assert get_trainable_cls("CQL") is CQL and get_trainable_cls("IQL") is IQL
