@@ -17,6 +17,7 @@ PUBLIC_MODULES: tuple[str, ...] = (
     "rljax.algorithms.dqn",
     "rljax.algorithms.sac",
     "rljax.algorithms.td3",
+    "rljax.algorithms.tqc",
     "rljax.algorithms.marwil",
     "rljax.algorithms.cql",
     "rljax.algorithms.iql",

@@ -82,7 +82,7 @@ def test_off_policy_example_builds_and_trains():
     namespace: dict = {}
     exec(
         compile(
-            _python_block("# DQN, SAC and TD3", "docs/algorithms-off-policy.md"),
+            _python_block("# DQN, SAC, TQC and TD3", "docs/algorithms-off-policy.md"),
             "README.md",
             "exec",
         ),

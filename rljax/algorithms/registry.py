@@ -11,6 +11,7 @@ _ALGORITHMS = {
     "DQN": "rljax.algorithms.dqn:DQNConfig",
     "SAC": "rljax.algorithms.sac:SACConfig",
     "TD3": "rljax.algorithms.td3:TD3Config",
+    "TQC": "rljax.algorithms.tqc:TQCConfig",
     "IMPALA": "rljax.algorithms.impala:IMPALAConfig",
     "APPO": "rljax.algorithms.appo:APPOConfig",
     "MARWIL": "rljax.algorithms.marwil:MARWILConfig",

@@ -50,7 +50,7 @@ from rljax.utils.jit import run_once, shared_key
 Rollout = Callable[[Any, FusedRunnerState], tuple[FusedRunnerState, Transition]]
 
 # Algorithms whose programs step JAX envs.
-JAX_ENV_ALGORITHMS = ("PPO", "IMPALA", "APPO", "DQN", "SAC", "TD3")
+JAX_ENV_ALGORITHMS = ("PPO", "IMPALA", "APPO", "DQN", "SAC", "TQC", "TD3")
 
 
 def check_jax_env_run(config: Any, env_name: str) -> None:
