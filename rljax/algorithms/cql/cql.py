@@ -40,12 +40,10 @@ from rljax.algorithms.algorithm_config import UNSET
 from rljax.algorithms.cql.losses import cql_penalty
 from rljax.algorithms.off_policy import rate_setting
 from rljax.algorithms.sac.learner import SACLearnerState, make_sac_learn
-from rljax.algorithms.sac.offline import OfflineSAC
-from rljax.algorithms.sac.sac import SACConfig
+from rljax.algorithms.sac.offline import OfflineSAC, OfflineSACConfig
 from rljax.algorithms.settings import Setting
 from rljax.execution.off_policy import OffPolicyState, ReplayLearner
 from rljax.execution.parts import PolicyParts
-from rljax.offline.learning import offline_refusal
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
 
@@ -60,7 +58,7 @@ def _no_lagrangian(name: str, value: Any) -> bool:
     return False
 
 
-class CQLConfig(SACConfig):
+class CQLConfig(OfflineSACConfig):
     """CQL's config: SAC's settings with RLlib's CQL defaults, and CQL's own.
 
     Example:
@@ -76,7 +74,6 @@ class CQLConfig(SACConfig):
     """
 
     algo_name: ClassVar[str] = "CQL"
-    learns_offline: ClassVar[bool] = True
 
     actor_lr = rate_setting(1e-4, "The actor's")
     critic_lr = rate_setting(1e-3, "The critics'")
@@ -143,39 +140,12 @@ class CQLConfig(SACConfig):
             lr = UNSET
         return self._set("training", locals())
 
-    def memory_terms(self, observation_space: Any, action_space: Any) -> list[tuple[str, int]]:
-        """SAC's terms without the replay buffer (CQL allocates none; the offline data's size
-        is known once the files are read)."""
-        terms = super().memory_terms(observation_space, action_space)
-        return [(name, size) for name, size in terms if not name.startswith("replay_buffer")]
-
-    def validate(self) -> None:
-        super().validate()
-        refusal = _cql_refusal(self)
-        if refusal is not None:
-            raise ConfigError(f"CQL: {refusal}")
-
-
-def _cql_checks(config: Any) -> str | None:
-    """CQL's own refusals (``offline_refusal`` makes the shared ones)."""
-    if config.n_step_range != (1, 1):
-        return f"n_step={config.n_step!r}: the offline rows are one-step transitions; use 1"
-    return None
-
-
-def _cql_refusal(config: Any) -> str | None:
-    """Why ``config`` cannot train here, or None."""
-    return offline_refusal(config, _cql_checks)
-
 
 class CQL(OfflineSAC):
     """CQL on offline data; evaluation runs the policy in the config's env."""
 
     config_class = CQLConfig
     config: CQLConfig
-
-    def _offline_refusal(self) -> str | None:
-        return _cql_refusal(self.config)
 
     def _build_parts(
         self, key: jax.Array

@@ -42,7 +42,7 @@ from rljax.algorithms.iql.losses import (
     make_iql_target_update,
 )
 from rljax.algorithms.off_policy import rate_setting
-from rljax.algorithms.sac.offline import OfflineSAC
+from rljax.algorithms.sac.offline import OfflineSAC, OfflineSACConfig
 from rljax.algorithms.sac.sac import SACConfig, make_sac_policy_parts
 from rljax.algorithms.settings import Setting
 from rljax.execution.off_policy import OffPolicyState, ReplayLearner
@@ -51,14 +51,12 @@ from rljax.learners.hyperparams import make_injected_optimizer
 from rljax.learners.update import make_optimizer
 from rljax.networks.distributions import SquashedDiagGaussian
 from rljax.networks.q_models import GaussianActor, TwinCritic
-from rljax.offline.learning import offline_refusal
 from rljax.utils import memory
 from rljax.utils.checks import Number
-from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 
 
-class IQLConfig(SACConfig):
+class IQLConfig(OfflineSACConfig):
     """IQL's config: RLlib's IQL settings and defaults on SAC's networks.
 
     Example:
@@ -74,7 +72,6 @@ class IQLConfig(SACConfig):
     """
 
     algo_name: ClassVar[str] = "IQL"
-    learns_offline: ClassVar[bool] = True
 
     target_network_update_freq = SACConfig.target_network_update_freq.replace(default=0)
     tau = SACConfig.tau.replace(default=1.0)
@@ -138,38 +135,12 @@ class IQLConfig(SACConfig):
         value = memory.mlp_params(memory.flat_size(observation_space), hiddens, 1)
         return super().network_params(observation_space, action_space) + value
 
-    def memory_terms(self, observation_space: Any, action_space: Any) -> list[tuple[str, int]]:
-        """SAC's terms without the replay buffer (the offline data's size is known once the
-        files are read)."""
-        terms = super().memory_terms(observation_space, action_space)
-        return [(name, size) for name, size in terms if not name.startswith("replay_buffer")]
-
-    def validate(self) -> None:
-        super().validate()
-        refusal = _iql_refusal(self)
-        if refusal is not None:
-            raise ConfigError(f"IQL: {refusal}")
-
-
-def _iql_checks(config: Any) -> str | None:
-    if config.n_step_range != (1, 1):
-        return f"n_step={config.n_step!r}: the offline rows are one-step transitions; use 1"
-    return None
-
-
-def _iql_refusal(config: Any) -> str | None:
-    """Why ``config`` cannot train here, or None."""
-    return offline_refusal(config, _iql_checks)
-
 
 class IQL(OfflineSAC):
     """IQL on offline data; evaluation runs the policy in the config's env."""
 
     config_class = IQLConfig
     config: IQLConfig
-
-    def _offline_refusal(self) -> str | None:
-        return _iql_refusal(self.config)
 
     def _build_parts(
         self, key: jax.Array

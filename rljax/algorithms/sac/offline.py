@@ -6,28 +6,58 @@ them) are mapped into SAC's squashed range (-1, 1). Each ``train()`` is one jitt
 ``dataset_num_iters_per_learner`` gradient steps (None: as many as one pass over the rows takes)
 on batches of ``train_batch_size_per_learner`` rows drawn at random, each step followed by the
 algorithm's target move. Nothing is sampled: the env named by ``.environment()`` gives the spaces
-and runs ``evaluate()``. A subclass builds its learner (``_build_parts``) and says what it
-refuses (``_offline_refusal``).
+and runs ``evaluate()``. A subclass builds its learner (``_build_parts``); its config
+(an ``OfflineSACConfig``) says what it refuses.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rljax.algorithms.sac.sac import SAC
+from rljax.algorithms.sac.sac import SAC, SACConfig
 from rljax.execution.off_policy import OffPolicyState, ReplayLearner
 from rljax.execution.parts import PolicyParts
 from rljax.offline.data import read_offline_data
-from rljax.offline.learning import offline_iteration, updates_per_train
+from rljax.offline.learning import offline_iteration, offline_refusal, updates_per_train
 from rljax.types import IterationResult
 from rljax.utils.errors import ConfigError
 from rljax.utils.ids import DEFAULT_MODULE_ID
+
+
+def _one_step_rows(config: Any) -> str | None:
+    if config.n_step_range != (1, 1):
+        return f"n_step={config.n_step!r}: the offline rows are one-step transitions; use 1"
+    return None
+
+
+class OfflineSACConfig(SACConfig):
+    """What the configs of SAC's networks on offline data share (CQL's, IQL's): no replay
+    buffer in the memory estimate, and the offline refusals (``offline_refusal``, and
+    ``n_step`` other than 1) at ``validate()``."""
+
+    learns_offline: ClassVar[bool] = True
+
+    def memory_terms(self, observation_space: Any, action_space: Any) -> list[tuple[str, int]]:
+        """SAC's terms without the replay buffer (none is allocated; the offline data's size
+        is known once the files are read)."""
+        terms = super().memory_terms(observation_space, action_space)
+        return [(name, size) for name, size in terms if not name.startswith("replay_buffer")]
+
+    def offline_refusal(self) -> str | None:
+        """Why this config cannot train here, or None."""
+        return offline_refusal(self, _one_step_rows)
+
+    def validate(self) -> None:
+        super().validate()
+        refusal = self.offline_refusal()
+        if refusal is not None:
+            raise ConfigError(f"{self.algo_name}: {refusal}")
 
 
 def make_offline_train(
@@ -67,9 +97,7 @@ class OfflineSAC(SAC):
     """SAC's networks learning from offline data (the base of CQL and IQL); evaluation runs the
     policy in the config's env."""
 
-    def _offline_refusal(self) -> str | None:
-        """Why the config cannot train here, or None."""
-        raise NotImplementedError
+    config: OfflineSACConfig
 
     def _build_parts(
         self, key: jax.Array
@@ -87,7 +115,7 @@ class OfflineSAC(SAC):
 
     def _setup(self) -> None:
         cfg = self.config
-        refusal = self._offline_refusal()
+        refusal = cfg.offline_refusal()
         if refusal is not None:
             raise ConfigError(f"{cfg.algo_name}: {refusal}")
         key = jax.random.PRNGKey(self.seed)
@@ -142,4 +170,4 @@ class OfflineSAC(SAC):
         return offline_iteration(DEFAULT_MODULE_ID, metrics, rows, time.perf_counter() - start)
 
 
-__all__ = ["OfflineSAC", "make_offline_train"]
+__all__ = ["OfflineSAC", "OfflineSACConfig", "make_offline_train"]
