@@ -22,7 +22,9 @@ def check_complete_episodes(config: Any, spec: Any = None) -> None:
     if config.batch_mode != "complete_episodes":
         return
     why = None
-    if not config.samples_complete_episodes:
+    if config.learns_offline:
+        why = f"{config.algo_name}, which learns from offline data (it samples nothing)"
+    elif not config.samples_complete_episodes:
         why = f"{config.algo_name}, which samples fixed-length fragments"
     elif config.is_multi_agent:
         why = "a multi-agent config"
@@ -30,12 +32,17 @@ def check_complete_episodes(config: Any, spec: Any = None) -> None:
         why = "use_lstm=True (recurrent PPO trains on fixed-length sequences)"
     elif config.num_learner_shards > 1:
         why = f"{config.num_learner_shards} learners"
+    elif config.env_to_module_connector is not None:
+        # An episode's steps may span updates, each acted on under the connectors' state of
+        # its time, while the update transforms every row with one state.
+        why = "env_to_module_connector (an episode's steps span connector states)"
     elif spec is not None and spec.backend == "jax":
         why = f"the JAX env {spec.name!r} (its steps run inside the training program)"
     if why is not None:
         raise ConfigError(
             f"batch_mode='complete_episodes' with {why}: batches of whole episodes train "
-            "single-agent PPO (no use_lstm) on one learner, with an EnvPool or gymnasium env; "
+            "single-agent PPO (no use_lstm, no env-to-module connectors) on one learner, with an "
+            "EnvPool or gymnasium env; "
             "use batch_mode='truncate_episodes' (the default)"
         )
 

@@ -380,13 +380,9 @@ class OnPolicyAlgorithm(Algorithm):
         ``update_for(rows)`` is the update of a padded batch of that many rows."""
         if self.config.batch_mode != "complete_episodes":
             return None
-        rows_update = self._update_for_rows
-        pipeline = self._env_to_module
-        if pipeline is not None:
-            rows_update = lambda rows: connected_update(  # noqa: E731
-                self._update_for_rows(rows), pipeline
-            )
-        return EpisodeBuffer(self.config.total_train_batch_size, self._batch_unit()), rows_update
+        # (Env-to-module connectors are refused with it: config_validation.)
+        buffer = EpisodeBuffer(self.config.total_train_batch_size, self._batch_unit())
+        return buffer, self._update_for_rows
 
     def _update_for_rows(self, rows: int) -> Callable[[Any, Any], tuple[Any, dict[str, jax.Array]]]:
         """The update of a batch of ``rows`` rows, its padding skipped

@@ -130,7 +130,10 @@ class SampleRecord:
     @classmethod
     def joined(cls, records: list[SampleRecord]) -> SampleRecord:
         """The records of several groups that make one batch (``complete_episodes``): their
-        fragments one after another, the infos' rows too (``{}`` where a group kept none)."""
+        fragments one after another, the infos' rows too (``{}`` where a group kept none).
+        Each fragment's version is shifted by the versions published after its group's
+        sampling (the same weights again, for lock-step runners), so its lag is the one it had
+        then: counted in updates, not in groups."""
         infos = None
         if any(r.infos is not None for r in records):
             infos = []
@@ -142,7 +145,11 @@ class SampleRecord:
                     infos += [[{} for _ in range(width)] for _ in range(r.num_rows)]
         return cls(
             slots=[s for r in records for s in r.slots],
-            versions=[v for r in records for v in r.versions],
+            versions=[
+                v + records[-1].learner_version - r.learner_version
+                for r in records
+                for v in r.versions
+            ],
             steps=[n for r in records for n in r.steps],
             sample_s=[x for r in records for x in r.sample_s],
             wait_s=[x for r in records for x in r.wait_s],

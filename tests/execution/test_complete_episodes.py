@@ -6,14 +6,17 @@ from __future__ import annotations
 import tempfile
 
 import gymnasium as gym
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from rljax import register_env
 from rljax.algorithms.impala import IMPALAConfig
+from rljax.algorithms.marwil import BCConfig
 from rljax.algorithms.ppo import PPOConfig
 from rljax.algorithms.ppo.learner import PPOHyperparams, make_ppo_postprocess
+from rljax.connectors.env_to_module import MeanStdFilter
 from rljax.env.jax_env import JaxEnv
 from rljax.execution.complete_episodes import EpisodeBuffer, bucket_rows
 from rljax.execution.population import population_refusal
@@ -21,20 +24,31 @@ from rljax.types import Transition
 from rljax.utils.errors import ConfigError
 
 
-def fragment(rewards, ends, env_ids, values, next_values, truncated=None, valid=None):
+def fragment(rewards, ends, env_ids, values, next_values, truncated=None, valid=None, counts=None):
     """A host fragment [T, K]: obs = reward * 10 (to follow rows), the given episode ends
-    (terminated unless ``truncated`` says so)."""
+    (terminated unless ``truncated`` says so), and ``episode_len`` as a runner counts it: the
+    real rows of each sub-env's episode so far, carried across fragments in ``counts``."""
     r = np.asarray(rewards, np.float32)
     ends = np.asarray(ends, bool)
     trunc = np.zeros_like(ends) if truncated is None else np.asarray(truncated, bool)
+    real = np.ones(r.shape, bool) if valid is None else np.asarray(valid, bool)
+    ids = np.asarray(env_ids, np.int32)
+    counts = {} if counts is None else counts
+    lens = np.zeros(r.shape, np.int32)
+    for t in range(r.shape[0]):
+        for j in range(r.shape[1]):
+            if real[t, j]:
+                counts[int(ids[t, j])] = lens[t, j] = counts.get(int(ids[t, j]), 0) + 1
+                if ends[t, j]:
+                    counts[int(ids[t, j])] = 0
     return Transition(
         obs=(r * 10)[..., None],
         action=np.zeros(r.shape, np.int32),
         reward=r,
         terminated=ends & ~trunc,
         truncated=trunc,
-        valid=np.ones(r.shape, bool) if valid is None else np.asarray(valid, bool),
-        env_id=np.asarray(env_ids, np.int32),
+        valid=real,
+        env_id=ids,
         extras={
             "vf_preds": np.asarray(values, np.float32),
             "action_logp": np.zeros(r.shape, np.float32),
@@ -42,8 +56,8 @@ def fragment(rewards, ends, env_ids, values, next_values, truncated=None, valid=
         },
         next_extras={"vf_preds": np.asarray(next_values, np.float32)},
         episode_return=np.zeros(r.shape, np.float32),
-        episode_len=np.zeros(r.shape, np.int32),
-        episode_done=ends,
+        episode_len=lens,
+        episode_done=ends & real,
     )
 
 
@@ -59,22 +73,36 @@ def test_bucket_rows_are_a_few_multiples_of_the_minibatch():
 
 def test_episodes_are_kept_across_fragments_and_handed_out_whole():
     buf = EpisodeBuffer(min_rows=5, unit=4)
-    zeros = np.zeros((3, 2))
+    zeros, counts = np.zeros((3, 2)), {}
     # Sub-env 0: an episode of rewards 1, 2 (ends), then 3, 4 (ends), ...; sub-env 1: 11 .. 15.
     buf.add(
-        fragment([[1, 11], [2, 12], [3, 13]], [[0, 0], [1, 0], [0, 0]], [[0, 1]] * 3, zeros, zeros)
+        fragment(
+            [[1, 11], [2, 12], [3, 13]],
+            [[0, 0], [1, 0], [0, 0]],
+            [[0, 1]] * 3,
+            zeros,
+            zeros,
+            counts=counts,
+        )
     )
     assert buf.finished_rows == 2 and buf.ongoing_rows == 4
     assert buf.take() is None  # 2 < 5 rows of finished episodes
     buf.add(
-        fragment([[4, 14], [5, 15], [6, 16]], [[1, 0], [0, 1], [0, 0]], [[0, 1]] * 3, zeros, zeros)
+        fragment(
+            [[4, 14], [5, 15], [6, 16]],
+            [[1, 0], [0, 1], [0, 0]],
+            [[0, 1]] * 3,
+            zeros,
+            zeros,
+            counts=counts,
+        )
     )
     # Finished: [1, 2] (2 rows), [3, 4] (2), [11 .. 15] (5): 9 rows; [5, 6] and [16] go on.
     assert buf.finished_rows == 9 and buf.ongoing_rows == 3
     traj = buf.take()
     assert traj is not None and traj.reward.shape == (12, 1)  # 9 rows padded to 3 x 4
     assert traj.reward[:9, 0].tolist() == [1, 2, 3, 4, 11, 12, 13, 14, 15]
-    assert traj.env_id[:, 0].tolist() == [0, 0, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3]
+    assert traj.env_id[:, 0].tolist() == [0] * 9 + [1] * 3  # one stream, then the padding
     assert traj.valid[:, 0].tolist() == [True] * 9 + [False] * 3
     assert traj.terminated[:, 0].tolist() == [0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0]
     assert buf.take() is None and buf.finished_rows == 0
@@ -87,6 +115,7 @@ def test_episodes_are_kept_across_fragments_and_handed_out_whole():
             np.zeros((2, 2)),
             np.zeros((2, 2)),
             valid=[[1, 1], [0, 1]],
+            counts=counts,
         )
     )
     assert buf.finished_rows == 3 + 2 and buf.ongoing_rows == 1  # [5, 6, 7], [16, 17]; 18 goes on
@@ -96,6 +125,7 @@ def test_a_batch_of_whole_episodes_gets_gae_by_hand():
     """gamma 0.5, lambda 1: value targets are each episode's discounted return, bootstrapped
     from the last observation's value where it was truncated, never at a fragment's end."""
     buf = EpisodeBuffer(min_rows=4, unit=2)
+    counts: dict = {}
     values = np.full((2, 2), 7.0)  # what the critic said; lambda 1 makes targets returns
     # Sub-env 0: rewards 1, 2 | 4 (terminated at 4). Sub-env 1: 8, 16 (truncated at 16, the
     # next observation's value 10).
@@ -107,11 +137,18 @@ def test_a_batch_of_whole_episodes_gets_gae_by_hand():
             values,
             [[7, 7], [7, 10]],
             truncated=[[0, 0], [0, 1]],
+            counts=counts,
         )
     )
     buf.add(
         fragment(
-            [[4, 0], [0, 0]], [[1, 0], [0, 0]], [[0, 1]] * 2, values, values, valid=[[1, 0], [0, 0]]
+            [[4, 0], [0, 0]],
+            [[1, 0], [0, 0]],
+            [[0, 1]] * 2,
+            values,
+            values,
+            valid=[[1, 0], [0, 0]],
+            counts=counts,
         )
     )
     traj = buf.take()
@@ -132,14 +169,33 @@ def test_a_batch_of_whole_episodes_gets_gae_by_hand():
 
 def test_restart_drops_the_episodes_whose_start_it_never_saw():
     buf = EpisodeBuffer(min_rows=1, unit=1)
-    zeros = np.zeros((2, 1))
-    buf.add(fragment([[1], [2]], [[0], [0]], [[0]] * 2, zeros, zeros))
-    buf.restart()
-    buf.add(fragment([[3], [4]], [[1], [0]], [[0]] * 2, zeros, zeros))  # [1, 2, 3]'s end: dropped
-    assert buf.finished_rows == 0 and buf.ongoing_rows == 1
-    buf.add(fragment([[5], [6]], [[1], [0]], [[0]] * 2, zeros, zeros))
+    zeros, counts = np.zeros((2, 1)), {}
+    buf.add(fragment([[1], [2]], [[0], [0]], [[0]] * 2, zeros, zeros, counts=counts))
+    buf.restart()  # the runner's count goes on: [1, 2, 3] ends with length 3
+    buf.add(fragment([[3], [4]], [[1], [0]], [[0]] * 2, zeros, zeros, counts=counts))
+    assert buf.finished_rows == 0 and buf.ongoing_rows == 1 and buf.num_dropped_rows == 1
+    buf.add(fragment([[5], [6]], [[1], [0]], [[0]] * 2, zeros, zeros, counts=counts))
     traj = buf.take()
     assert traj is not None and traj.reward[:, 0].tolist() == [4, 5]
+    # Envs that start afresh after a restart (their state was not saved) count from 0: their
+    # first episode is whole and kept.
+    buf.restart()
+    buf.add(fragment([[7], [8]], [[0], [1]], [[0]] * 2, zeros, zeros))
+    assert buf.finished_rows == 2
+
+
+def test_a_sub_env_restarted_mid_episode_does_not_join_two_episodes():
+    """The runner drops a broken episode's rows of the fragment where its sub-env restarted,
+    and counts the new episode from 0; rows of the broken one kept from earlier fragments are
+    not part of it."""
+    buf = EpisodeBuffer(min_rows=1, unit=1)
+    zeros, counts = np.zeros((2, 1)), {}
+    buf.add(fragment([[1], [2]], [[0], [0]], [[0]] * 2, zeros, zeros, counts=counts))
+    counts[0] = 0  # restarted: the act step's count starts again
+    buf.add(fragment([[5], [6]], [[0], [1]], [[0]] * 2, zeros, zeros, counts=counts))
+    traj = buf.take()
+    assert traj is not None and traj.reward[:, 0].tolist() == [5, 6]
+    assert buf.num_dropped_rows == 2
 
 
 def test_an_episode_that_never_ends_is_an_error_not_a_hang():
@@ -197,12 +253,27 @@ def test_ppo_trains_on_whole_episodes_and_counts_them():
             sampled = r["num_env_steps_sampled_lifetime"]
             assert r["env_runners"]["episode_return_mean"] == 5.0
         assert 0 <= sampled - trained < 2 * 5
+        buffer = algo._loop.complete.buffer
+        assert buffer.ongoing_rows == sampled - trained and buffer.finished_rows == 0
         with tempfile.TemporaryDirectory() as d:
             algo.save_to_path(d)
             algo.train()
             algo.restore_from_path(d)  # episodes in progress are forgotten, training goes on
-            before = algo.train()["num_env_steps_trained_lifetime"]
-            assert before % 5 == 0
+            assert buffer.ongoing_rows == 0 and buffer.finished_rows == 0
+            assert algo.train()["num_env_steps_trained_lifetime"] > trained
+    finally:
+        algo.stop()
+
+
+def test_rows_past_the_last_full_minibatch_wait_for_another_epoch():
+    """20 rows of whole episodes in minibatches of 8: two full minibatches an epoch; the third
+    (4 rows and padding) is no gradient step, as a fixed batch's remainder is none."""
+    algo = _five().training(minibatch_size=8, num_epochs=3).build_algo()
+    try:
+        algo.train()
+        paths = jax.tree_util.tree_flatten_with_path(algo.state.opt_state)[0]
+        counts = {int(v) for p, v in paths if "count" in jax.tree_util.keystr(p)}
+        assert max(counts) == 2 * 3  # Adam's step count (9 with the partial minibatches)
     finally:
         algo.stop()
 
@@ -251,6 +322,16 @@ register_env("countdown-jax-complete", CountdownJax)
             "a multi-agent config",
         ),
         (lambda: _five().environment("countdown-jax-complete"), "the JAX env"),
+        (
+            lambda: _five().env_runners(
+                env_to_module_connector=lambda env, spaces, device: MeanStdFilter()
+            ),
+            "env_to_module_connector",
+        ),
+        (
+            lambda: BCConfig().environment("CartPole-v1").offline_data(input_="/tmp/none"),
+            "BC, which learns from offline data",
+        ),
     ],
 )
 def test_what_cannot_train_on_whole_episodes_is_refused_by_name(config, named):

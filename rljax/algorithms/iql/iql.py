@@ -7,7 +7,7 @@ regression (``expectile``) to the target critics' values of the data's actions, 
 V))`` (capped at 100): ``rljax.algorithms.iql.losses``. The data, the jitted ``train()`` of
 ``dataset_num_iters_per_learner`` gradient steps and evaluation are CQL's
 (``rljax.algorithms.sac.offline``). RLlib's defaults: ``beta`` 0.1, ``expectile`` 0.8, the three
-rates 3e-4, twin critics, and the target critics copied after every step (``tau`` 1.0,
+rates 3e-4, batches of 2,000 rows (MARWIL's), twin critics, and the target critics copied after every step (``tau`` 1.0,
 ``target_network_update_freq`` 0); here the period counts gradient steps. SAC's temperature
 and replay settings are accepted and unused (IQL's actor has no entropy term; the data are the
 files). Continuous actions only, as RLlib's.
@@ -73,6 +73,8 @@ class IQLConfig(OfflineSACConfig):
 
     algo_name: ClassVar[str] = "IQL"
 
+    # RLlib's IQL is a MARWIL: its batches are MARWIL's 2,000 rows.
+    train_batch_size_per_learner = SACConfig.train_batch_size_per_learner.replace(default=2000)
     target_network_update_freq = SACConfig.target_network_update_freq.replace(default=0)
     tau = SACConfig.tau.replace(default=1.0)
     actor_lr = rate_setting(3e-4, "The actor's")

@@ -92,6 +92,10 @@ class PPOHyperparams:
     grad_clip_by: str = "global_norm"
     # Stacked multi-agent updates pad small policies' batches: skip minibatches of padding only.
     skip_empty_minibatches: bool = False
+    # With skip_empty_minibatches: skip every minibatch with padding in it (a batch of whole
+    # episodes: its rows past the last full minibatch wait for another epoch, as a remainder
+    # does in a fixed-size batch).
+    full_minibatches_only: bool = False
 
     @classmethod
     def from_config(cls, cfg: Any, num_shards: int, shard_size: int) -> PPOHyperparams:
@@ -323,7 +327,9 @@ def make_ppo_update(
         # A minibatch of padding only (a policy with fewer rows than the others in a
         # stacked multi-agent update) is no step at all: Adam would still move the params.
         if hp.skip_empty_minibatches:
-            has_data = jnp.sum(batch.mask) > 0
+            has_data = (
+                jnp.all(batch.mask > 0) if hp.full_minibatches_only else jnp.sum(batch.mask) > 0
+            )
             keep = lambda new, old: jax.tree.map(  # noqa: E731
                 lambda n, o: jnp.where(has_data, n, o), new, old
             )

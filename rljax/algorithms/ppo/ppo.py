@@ -347,7 +347,9 @@ class PPO(OnPolicyAlgorithm):
         )
 
     def _update_for_rows(self, rows: int) -> Callable[..., Any]:
-        hp = dataclasses.replace(self.hp, shard_size=rows, skip_empty_minibatches=True)
+        hp = dataclasses.replace(
+            self.hp, shard_size=rows, skip_empty_minibatches=True, full_minibatches_only=True
+        )
         return self._learner_factory(hp)(self.population_values())[1]
 
     def _batch_unit(self) -> int:
