@@ -294,6 +294,64 @@ def test_episode_callbacks_replay_the_episodes_as_sampled():
         np.testing.assert_allclose(ep.get_observations()[:, 0], np.arange(6))
 
 
+class TenStepsBreaksOnce(gym.Env):
+    """Episodes of 10 steps, obs the step; the sixth step of the process raises once."""
+
+    observation_space = gym.spaces.Box(-1.0, 100.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+    calls = 0
+
+    def __init__(self, config=None):
+        self.t = 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        TenStepsBreaksOnce.calls += 1
+        if TenStepsBreaksOnce.calls == 6:
+            raise RuntimeError("the sub-env broke")
+        self.t += 1
+        return np.full(1, self.t, np.float32), 1.0, self.t >= 10, False, {}
+
+
+register_env("ten-steps-breaks-once", lambda cfg: TenStepsBreaksOnce(cfg))
+
+
+def test_a_restarted_sub_env_s_broken_episode_is_not_trained(monkeypatch):
+    taken = []
+    take = EpisodeBuffer.take
+
+    def keep(self):
+        traj = take(self)
+        if traj is not None:
+            taken.append(traj)
+        return traj
+
+    monkeypatch.setattr(EpisodeBuffer, "take", keep)
+    config = (
+        PPOConfig()
+        .environment("ten-steps-breaks-once")
+        .env_runners(
+            num_env_runners=0,
+            rollout_fragment_length=4,
+            batch_mode="complete_episodes",
+        )
+        .fault_tolerance(restart_failed_sub_environments=True)
+        .training(train_batch_size=20, minibatch_size=4, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        algo.train()
+    traj = taken[0]
+    real = traj.valid[:, 0]
+    # The broken episode's 5 steps (2 fragments) are not in it: two whole episodes of 10.
+    assert traj.obs[real, 0, 0].tolist() == [*range(10), *range(10)]
+    assert np.flatnonzero(traj.terminated[real, 0]).tolist() == [9, 19]
+
+
 class CountdownJax(JaxEnv):
     def __init__(self, config=None):
         self.observation_space = gym.spaces.Box(-1e3, 1e3, (1,), np.float32)
