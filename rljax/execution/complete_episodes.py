@@ -5,9 +5,8 @@ keeps each sub-env's episode in progress across fragments (on the host) and hand
 once the episodes that ended hold at least ``min_rows`` env steps: every one of them, whole, one
 after another in one trajectory ``[P, 1]``, padded with rows that are no transition (``valid``
 False) up to a size of ``bucket_rows``, so the update compiles once per size bucket, not once
-per batch. No episode is cut, so no value is
-bootstrapped at a fragment's end; a truncated episode is bootstrapped from its last
-observation as on the other paths.
+per batch. No episode is cut, so no value is bootstrapped at a fragment's end; a truncated
+episode is bootstrapped from its last observation as on the other paths.
 
 Episodes go on across fragments (the sub-envs are not reset for a batch), so a batch may hold
 the first steps of an episode sampled with the weights of an earlier update: PPO's ratio uses
@@ -44,10 +43,10 @@ class EpisodeBuffer:
 
     An episode is finished at its last row (terminated or truncated), whose ``episode_len``
     (the runner's count of the episode's transitions) says how many rows it has: where more
-    rows were kept for the sub-env (a sub-env restarted in the middle of an episode, whose
-    first rows belong to the broken one), only the last ``episode_len`` are the episode; where
-    fewer (its first steps were sampled before a restored checkpoint, or by a runner since
-    replaced), the episode is incomplete and dropped.
+    rows were kept for the sub-env (a sub-env restarted, or its runner replaced, in the middle
+    of an episode: the first rows belong to the broken one), only the last ``episode_len`` are
+    the episode; where fewer (its first steps were sampled before a restored checkpoint), the
+    episode is incomplete and dropped.
 
     Args:
       min_rows: The env steps of finished episodes a batch needs (``train_batch_size``).
