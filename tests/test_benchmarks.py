@@ -478,3 +478,15 @@ def test_offline_bc_benchmark_short_run_reports_the_data_and_each_iteration(
     assert len(rljax["train_s"]) == len(rljax["evaluation_returns"]) == 2
     assert all(r is not None and 8 <= r <= 500 for r in rljax["evaluation_returns"])
     assert "rllib" not in report  # --compare not given
+
+
+@pytest.mark.slow  # four algorithms built and compiled
+def test_offline_pendulum_benchmark_quick_run_reports_each_variant(tmp_path, run_benchmark):
+    report = run_benchmark("offline_pendulum.py", "--quick", "--out", str(tmp_path))
+    assert report["rows"] == 400 and -1800 < report["data_return_mean"] < 0
+    assert set(report["variants"]) == {"bc", "cql", "iql", "iql_paper"}
+    for row in report["variants"].values():
+        assert row["gradient_steps"] == [20, 40]
+        assert len(row["evaluation_returns"]) == len(row["train_s"]) == 2
+        assert all(-2000 < r <= 0 for r in row["evaluation_returns"])
+    assert json.loads((tmp_path / "offline_pendulum.json").read_text()) == report
