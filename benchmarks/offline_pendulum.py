@@ -13,14 +13,16 @@ greedy episodes after each chunk:
 - ``iql``: ``IQLConfig`` with RLlib's defaults (``beta`` 0.1, ``expectile`` 0.8, targets copied
   after every step);
 - ``iql_paper``: ``beta`` 3, ``expectile`` 0.7, ``tau`` 0.005 (the IQL paper's locomotion
-  settings).
+  settings);
+- ``iql_cloning``: ``beta`` 1e-6, every weight 1: behaviour cloning through SAC's squashed
+  Gaussian (what CQL's and IQL's actors clone with), against ``bc``'s plain Gaussian.
 
 Per variant: the evaluation return after each chunk and the seconds each chunk took (its
 compilation in the first). One process, the variants one after another.
 
 Usage::
 
-    python benchmarks/offline_pendulum.py                 # about 4 minutes on 2 cores
+    python benchmarks/offline_pendulum.py                 # about 3 minutes on 2 cores
     python benchmarks/offline_pendulum.py --quick         # smoke test, seconds
 """
 
@@ -90,8 +92,10 @@ def config_of(name: str, data: str, steps: int, seed: int) -> Any:
         config = IQLConfig().training(
             train_batch_size_per_learner=256, beta=3.0, expectile=0.7, tau=0.005
         )
+    elif name == "iql_cloning":
+        config = IQLConfig().training(train_batch_size_per_learner=256, beta=1e-6)
     else:
-        raise ValueError(f"variant {name!r}: bc, cql, iql or iql_paper")
+        raise ValueError(f"variant {name!r}: bc, cql, iql, iql_paper or iql_cloning")
     return (
         config.environment("Pendulum-v1")
         .offline_data(input_=data, dataset_num_iters_per_learner=steps)
@@ -125,7 +129,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--noise", type=float, default=0.3, help="the torque noise's std")
     parser.add_argument("--chunks", type=int, default=8)
     parser.add_argument("--steps-per-chunk", type=int, default=2500)
-    parser.add_argument("--variants", nargs="+", default=["bc", "cql", "iql", "iql_paper"])
+    parser.add_argument(
+        "--variants", nargs="+", default=["bc", "cql", "iql", "iql_paper", "iql_cloning"]
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="2 episodes, 2 chunks of 20 steps")
     parser.add_argument("--out", default=None, help="also write offline_pendulum.json here")

@@ -484,7 +484,7 @@ def test_offline_bc_benchmark_short_run_reports_the_data_and_each_iteration(
 def test_offline_pendulum_benchmark_quick_run_reports_each_variant(tmp_path, run_benchmark):
     report = run_benchmark("offline_pendulum.py", "--quick", "--out", str(tmp_path))
     assert report["rows"] == 400 and -1800 < report["data_return_mean"] < 0
-    assert set(report["variants"]) == {"bc", "cql", "iql", "iql_paper"}
+    assert set(report["variants"]) == {"bc", "cql", "iql", "iql_paper", "iql_cloning"}
     for row in report["variants"].values():
         assert row["gradient_steps"] == [20, 40]
         assert len(row["evaluation_returns"]) == len(row["train_s"]) == 2
