@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import optax
 
 from rljax.learners.hyperparams import dynamic_settings, settings_at, with_hyperparams
-from rljax.learners.update import gradient_step
+from rljax.learners.update import gradient_step, make_target_update
 from rljax.networks.distributions import SquashedDiagGaussian
 
 # RLlib's names of IQL's optimizers' rates (its metrics) -> IQL's dynamic settings.
@@ -141,9 +141,6 @@ def make_iql_learn(
         q_target = jnp.min(q_of(state.target_critic, obs, action), 0)
         v_next = v_of(state.value, batch["next_obs"])
         target = batch["reward"] + batch["discount"] * v_next
-        advantage = q_target - v_of(state.value, obs)
-        weight = jnp.minimum(jnp.exp(beta * advantage), MAX_EXP_ADVANTAGE)
-
         v_step = gradient_step(
             value_loss,
             optimizers.value,
@@ -152,6 +149,9 @@ def make_iql_learn(
             obs,
             q_target,
         )
+        # V(s) at the step's starting parameters: the value loss's own forward pass.
+        advantage = q_target - v_step.aux
+        weight = jnp.minimum(jnp.exp(beta * advantage), MAX_EXP_ADVANTAGE)
         q_step = gradient_step(
             critic_loss,
             optimizers.critic,
@@ -202,12 +202,15 @@ def make_iql_target_update(tau: float, period: int) -> Any:
     """``update_target(state) -> state``: every ``period`` gradient steps (0 or 1: every step)
     the target critics move ``tau`` of the way to the critics (1 copies them)."""
 
+    move = make_target_update(tau, {"target_critic": "critic"})
+    if period <= 1:
+        return move
+
     def update_target(state: IQLLearnerState) -> IQLLearnerState:
-        moved = optax.incremental_update(state.critic, state.target_critic, tau)
-        if period > 1:
-            due = state.steps % period == 0
-            moved = jax.tree.map(lambda m, t: jnp.where(due, m, t), moved, state.target_critic)
-        return dataclasses.replace(state, target_critic=moved)
+        due = state.steps % period == 0
+        moved = move(state).target_critic
+        kept = jax.tree.map(lambda m, t: jnp.where(due, m, t), moved, state.target_critic)
+        return dataclasses.replace(state, target_critic=kept)
 
     return update_target
 
