@@ -3,11 +3,14 @@ learn step's critic loss recomputed, the settings it refuses, and Pendulum learn
 
 from __future__ import annotations
 
+import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rljax import register_env
+from rljax.algorithms.sac import SACConfig
 from rljax.algorithms.tqc import TQC, TQCConfig
 from rljax.algorithms.tqc.losses import quantile_huber_loss, truncated_targets
 from rljax.tune.registry import get_trainable_cls
@@ -95,9 +98,32 @@ def test_one_step_s_critic_loss_recomputed():
 def test_settings_tqc_refuses_naming_them():
     with pytest.raises(ConfigError, match=r"drops every one of n_quantiles=5 x n_critics=2"):
         _config(top_quantiles_to_drop_per_net=5).validate()
-    with pytest.raises(ConfigError, match=r"TQC needs a 1-D Box action space"):
+    with pytest.raises(ConfigError, match=r"TQC needs a 1-D Box action space.*SAC takes Discrete"):
         _config().environment("CartPole-v1").build_algo()
     assert get_trainable_cls("TQC") is TQC
+
+
+class _MatrixActions(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+    action_space = gym.spaces.Box(-1.0, 1.0, (2, 2), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(3, np.float32), 0.0, False, False, {}
+
+
+def test_a_2d_box_is_refused_in_the_algorithms_own_name():
+    # The check is SAC's, shared by TQC, CQL and IQL: the message names the algorithm built
+    # (before, a 2-D Box passed TQC's own check and SAC's then named SAC).
+    register_env("rljax-test-matrix-actions", lambda cfg: _MatrixActions())
+    with pytest.raises(
+        ConfigError, match=r"^TQC needs a 1-D Box action space.*Box\(-1\.0, 1\.0, \(2, 2\)"
+    ):
+        _config().environment("rljax-test-matrix-actions").build_algo()
+    with pytest.raises(ConfigError, match=r"^SAC needs a 1-D Box or a Discrete action space"):
+        SACConfig().environment("rljax-test-matrix-actions").build_algo()
 
 
 @pytest.mark.xla_optimized

@@ -32,18 +32,15 @@ Example:
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, ClassVar
-
-import jax
 
 from rljax.algorithms.algorithm_config import UNSET
 from rljax.algorithms.cql.losses import cql_penalty
 from rljax.algorithms.off_policy import rate_setting
-from rljax.algorithms.sac.learner import SACLearnerState, make_sac_learn
+from rljax.algorithms.sac.learner import SAC_METRICS, make_sac_learn
 from rljax.algorithms.sac.offline import OfflineSAC, OfflineSACConfig
 from rljax.algorithms.settings import Setting
-from rljax.execution.off_policy import OffPolicyState, ReplayLearner
-from rljax.execution.parts import PolicyParts
 from rljax.utils.checks import Bool, Int, Number
 from rljax.utils.errors import ConfigError
 
@@ -146,20 +143,17 @@ class CQL(OfflineSAC):
 
     config_class = CQLConfig
     config: CQLConfig
+    metric_names = (*SAC_METRICS, "cql_loss")
 
-    def _build_parts(
-        self, key: jax.Array
-    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[SACLearnerState]]:
+    def _make_learn(self) -> Callable[..., Any]:
         cfg = self.config
-        self._check_box_actions()
-        parts, learner = super()._build_parts(key)
         penalty = functools.partial(
             cql_penalty,
             num_actions=int(cfg.num_actions),
             temperature=float(cfg.temperature),
             min_q_weight=float(cfg.min_q_weight),
         )
-        learn = make_sac_learn(
+        return make_sac_learn(
             self.networks,
             self.optimizers,
             self.hp,
@@ -167,8 +161,6 @@ class CQL(OfflineSAC):
             bc_steps=int(cfg.bc_iters),
             backup_entropy=not cfg.deterministic_backup,
         )
-        metrics = (*learner.metric_names, "cql_loss")
-        return parts, ReplayLearner(learner.init, learn, learner.update_target, metrics)
 
 
 __all__ = ["CQL", "CQLConfig"]

@@ -148,10 +148,7 @@ class IQL(OfflineSAC):
         self, key: jax.Array
     ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[Any]]:  # IQLLearnerState
         cfg = self.config
-        self._check_box_actions()
-        # SAC's checks of the spaces and its attributes (networks, settings), which SAC's
-        # other methods read; the learner is IQL's own.
-        super()._build_parts(key)
+        self._check_spaces()  # SAC's; IQL's networks, optimizers and learner are its own
         action_dim = int(self.action_space.shape[0])
         dist = SquashedDiagGaussian(action_dim)
         actor = GaussianActor(action_dim, cfg.model_config)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -98,20 +97,13 @@ class OfflineSAC(SAC):
     policy in the config's env."""
 
     config: OfflineSACConfig
+    continuous_only = True
 
     def _build_parts(
         self, key: jax.Array
     ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[Any]]:
         """SAC's actor and critics; a subclass changes the learner (and its state's type)."""
         return super()._build_parts(key)
-
-    def _check_box_actions(self) -> None:
-        if not isinstance(self.action_space, gym.spaces.Box):
-            name = self.config.algo_name
-            raise ConfigError(
-                f"{name} needs a 1-D Box action space (RLlib's {name} is continuous); the env "
-                f"has {self.action_space}"
-            )
 
     def _setup(self) -> None:
         cfg = self.config

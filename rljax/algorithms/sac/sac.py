@@ -199,54 +199,88 @@ def make_sac_policy_parts(
 
 
 class SAC(OffPolicyAlgorithm):
-    """Soft Actor-Critic on EnvPool (fused into jit) or gymnasium vector envs."""
+    """Soft Actor-Critic on EnvPool (fused into jit) or gymnasium vector envs.
+
+    Its parts are built in steps a subclass on SAC's networks (TQC, CQL, IQL) overrides one at
+    a time: ``_check_spaces``, ``_build_networks`` (with ``_make_critic``), the learner's
+    initial state and ``_make_learn``.
+    """
 
     config_class = SACConfig
     config: SACConfig
+    #: True for algorithms that take a 1-D Box action space only (RLlib's CQL, IQL and TQC).
+    continuous_only: ClassVar[bool] = False
+    #: The names of the learner's metrics, in the order its step returns them.
+    metric_names: ClassVar[tuple[str, ...]] = SAC_METRICS
 
-    def _build_parts(
-        self, key: jax.Array
-    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[SACLearnerState]]:
-        cfg = self.config
-        space = self.action_space
+    def _check_spaces(self) -> bool:
+        """Refuses the spaces SAC's networks cannot take, naming them; True for Discrete."""
+        space, name = self.action_space, self.config.algo_name
         discrete = isinstance(space, gym.spaces.Discrete)
-        if not (discrete or (isinstance(space, gym.spaces.Box) and len(space.shape) == 1)):
+        box = isinstance(space, gym.spaces.Box) and len(space.shape) == 1
+        if self.continuous_only and not box:
+            also = ". SAC takes Discrete actions" if discrete else ""
             raise ConfigError(
-                f"SAC needs a 1-D Box or a Discrete action space; the env has {space}. Use PPO "
-                "for other action spaces"
+                f"{name} needs a 1-D Box action space (RLlib's {name} is continuous); the env "
+                f"has {space}{also}"
+            )
+        if not (discrete or box):
+            raise ConfigError(
+                f"{name} needs a 1-D Box or a Discrete action space; the env has {space}. Use "
+                "PPO for other action spaces"
             )
         if not discrete and not (
             np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))
         ):
-            raise ConfigError(f"SAC needs finite action bounds to squash into; got {space}")
-        check_vector_obs(self.observation_space, "SAC")
-        critics = 2 if cfg.twin_q else 1
+            raise ConfigError(f"{name} needs finite action bounds to squash into; got {space}")
+        check_vector_obs(self.observation_space, name)
+        return discrete
+
+    def _make_critic(self, num_actions: int) -> nn.Module:
+        """The critics: Q(s, a) for a Box action (``num_actions`` 0), one value per action of
+        a Discrete one."""
+        critics = 2 if self.config.twin_q else 1
+        return TwinCritic(self.config.model_config, critics, num_actions)
+
+    def _build_networks(self) -> None:
+        """Checks the spaces and sets the actor, critics, distribution, settings (``hp``) and
+        optimizers the learner and the policy are made of."""
+        cfg = self.config
+        space = self.action_space
         dist: SquashedDiagGaussian | Categorical
         self.actor: nn.Module
-        self.critic: nn.Module
-        if discrete:
+        if self._check_spaces():
             # RLlib's "auto" target entropy is -prod(action_space.shape): -1 for Discrete.
             action_dim, num_actions = 1, int(space.n)
             dist = Categorical(num_actions)
             self.actor = CategoricalActor(num_actions, cfg.model_config)
-            self.critic = TwinCritic(cfg.model_config, critics, num_actions)
+            self.critic = self._make_critic(num_actions)
+            self.action_example = None
         else:
             action_dim = int(space.shape[0])
             dist = SquashedDiagGaussian(action_dim)
             self.actor = GaussianActor(action_dim, cfg.model_config)
-            self.critic = TwinCritic(cfg.model_config, num_critics=critics)
+            self.critic = self._make_critic(0)
+            self.action_example = jnp.zeros((1, action_dim), jnp.float32)
+        self.dist = dist
         self.hp = SACHyperparams.from_config(cfg, action_dim)
         self.target_entropy = self.hp.target_entropy
         self.networks = SACNetworks(self.actor, self.critic, dist)
         self.optimizers = make_sac_optimizers(self.hp)
+
+    def _make_learn(self) -> Callable[..., Any]:
+        """The jitted learner's step on a sampled batch (``make_sac_learn``'s signature)."""
+        return make_sac_learn(self.networks, self.optimizers, self.hp)
+
+    def _build_parts(
+        self, key: jax.Array
+    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[SACLearnerState]]:
+        self._build_networks()
         k_actor, k_critic = jax.random.split(key)
         obs = jnp.zeros((1, *self._observation_shape()), jnp.float32)
         actor_params = run_once(self.actor.init, k_actor, obs)
-        if discrete:
-            critic_params = run_once(self.critic.init, k_critic, obs)
-        else:
-            act = jnp.zeros((1, action_dim), jnp.float32)
-            critic_params = run_once(self.critic.init, k_critic, obs, act)
+        inputs = (obs,) if self.action_example is None else (obs, self.action_example)
+        critic_params = run_once(self.critic.init, k_critic, *inputs)
         log_alpha = jnp.log(jnp.asarray(self.hp.initial_alpha, jnp.float32))
         learner = ReplayLearner(
             init=SACLearnerState(
@@ -258,11 +292,11 @@ class SAC(OffPolicyAlgorithm):
                 critic_opt=run_once(self.optimizers.critic.init, critic_params),
                 alpha_opt=self.optimizers.alpha.init(log_alpha),
             ),
-            learn=make_sac_learn(self.networks, self.optimizers, self.hp),
+            learn=self._make_learn(),
             update_target=make_target_update(self.hp.tau, {"target_critic": "critic"}),
-            metric_names=SAC_METRICS,
+            metric_names=self.metric_names,
         )
-        return make_sac_policy_parts(self.actor, dist, space), learner
+        return make_sac_policy_parts(self.actor, self.dist, self.action_space), learner
 
 
 __all__ = ["SAC", "SACConfig"]

@@ -25,25 +25,19 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar
 
-import gymnasium as gym
-import jax
-import jax.numpy as jnp
+import flax.linen as nn
 
 from rljax.algorithms.algorithm_config import UNSET
-from rljax.algorithms.sac.learner import SACLearnerState
 from rljax.algorithms.sac.sac import SAC, SACConfig
 from rljax.algorithms.settings import Setting
 from rljax.algorithms.tqc.losses import TQC_METRICS, make_tqc_learn
-from rljax.execution.off_policy import OffPolicyState, ReplayLearner
-from rljax.execution.parts import PolicyParts
 from rljax.networks.q_models import TwinCritic
 from rljax.utils import memory
 from rljax.utils.checks import Int
 from rljax.utils.errors import ConfigError
-from rljax.utils.jit import run_once
 
 
 class TQCConfig(SACConfig):
@@ -133,35 +127,20 @@ class TQC(SAC):
 
     config_class = TQCConfig
     config: TQCConfig
+    continuous_only = True
+    metric_names = TQC_METRICS
 
-    def _build_parts(
-        self, key: jax.Array
-    ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[SACLearnerState]]:
+    def _make_critic(self, num_actions: int) -> nn.Module:
+        # n_critics networks of n_quantiles outputs each, on (s, a).
         cfg = self.config
-        if not isinstance(self.action_space, gym.spaces.Box):
-            raise ConfigError(
-                f"TQC needs a 1-D Box action space (RLlib's TQC is continuous); the env has "
-                f"{self.action_space}. SAC takes Discrete actions"
-            )
-        # SAC's checks, actor, settings and optimizers; the critics are TQC's.
-        parts, sac_learner = super()._build_parts(key)
-        self.critic = TwinCritic(
+        return TwinCritic(
             cfg.model_config, num_critics=int(cfg.n_critics), num_actions=int(cfg.n_quantiles)
         )
-        obs = jnp.zeros((1, *self._observation_shape()), jnp.float32)
-        act = jnp.zeros((1, int(self.action_space.shape[0])), jnp.float32)
-        critic_params = run_once(self.critic.init, jax.random.fold_in(key, 1), obs, act)
-        init = dataclasses.replace(
-            sac_learner.init,
-            critic=critic_params,
-            target_critic=jax.tree.map(jnp.copy, critic_params),
-            critic_opt=run_once(self.optimizers.critic.init, critic_params),
+
+    def _make_learn(self) -> Callable[..., Any]:
+        return make_tqc_learn(
+            self.networks, self.optimizers, self.hp, keep=self.config.kept_target_quantiles
         )
-        self.networks = self.networks._replace(critic=self.critic)
-        learn = make_tqc_learn(
-            self.networks, self.optimizers, self.hp, keep=cfg.kept_target_quantiles
-        )
-        return parts, ReplayLearner(init, learn, sac_learner.update_target, TQC_METRICS)
 
 
 __all__ = ["TQC", "TQCConfig"]
