@@ -67,7 +67,7 @@ from rljax.execution.checkpoints import checked_metadata as checked_metadata
 from rljax.execution.episode_stats import EpisodeStats
 from rljax.execution.loop import IterationResult
 from rljax.execution.parts import InferenceFn, Params, PolicyParts, State
-from rljax.execution.results import result_dict
+from rljax.execution.results import result_dict, trainable_keys
 from rljax.execution.video import check_video_dir
 from rljax.execution.weights import _replace_leaves as _replace_leaves
 from rljax.execution.weights import check_weights_fit, with_weights
@@ -194,7 +194,8 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         self._runner_configs: dict[int, AlgorithmConfig] = {}
         self._runner_env_specs: dict[int, EnvSpec] = {}
         self.num_env_steps_sampled_lifetime = self.num_env_steps_trained_lifetime = 0
-        self.time_total_s = 0.0
+        self.time_total_s = self.time_since_restore = 0.0
+        self.iterations_since_restore = 0
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         # The policy's jitted inference (compute_actions, modules, evaluation), once per function.
         self._inference = Inference(self)
@@ -343,6 +344,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
             self._fault_tolerance_metrics(),
         )
         result = result_dict(out, totals)
+        result.update(trainable_keys(totals, self.config.to_dict()))
         iteration_book.check_non_finite(totals, self.config.on_non_finite_update)
         if evaluation is not None:  # evaluated while this iteration trained
             self.callbacks(

@@ -29,6 +29,9 @@ class CountedRun(Protocol):
     num_env_steps_sampled_lifetime: int
     num_env_steps_trained_lifetime: int
     time_total_s: float
+    # Since the algorithm was built or last restored (Ray Tune's *_since_restore keys).
+    time_since_restore: float
+    iterations_since_restore: int
     episodes: EpisodeStats
     _num_evaluations: int
     # Non-finite numbers in the training state at the last count, and in the weights the last
@@ -111,6 +114,8 @@ def count_iteration(
     non_finite = non_finite_total - run._non_finite_seen
     run._non_finite_seen = non_finite_total
     run.time_total_s += elapsed_s
+    run.time_since_restore += elapsed_s
+    run.iterations_since_restore += 1
     return IterationTotals(
         iteration=run.iteration,
         elapsed_s=elapsed_s,
@@ -124,6 +129,8 @@ def count_iteration(
         num_non_finite_updates_lifetime=non_finite_total,
         num_non_finite_weights_loaded=run._non_finite_weights_loaded,
         fault_tolerance=fault_tolerance,
+        time_since_restore=run.time_since_restore,
+        iterations_since_restore=run.iterations_since_restore,
     )
 
 
@@ -159,6 +166,7 @@ def set_counter_values(run: CountedRun, counters: Mapping[str, Any]) -> None:
     run.time_total_s = counters["time_total_s"]
     run.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
     run._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
+    run.time_since_restore, run.iterations_since_restore = 0.0, 0
 
 
 __all__ = [

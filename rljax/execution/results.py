@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
+import platform
+import socket
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +34,9 @@ class IterationTotals:
       num_non_finite_updates_lifetime: Those so far.
       num_non_finite_weights_loaded: Non-finite weights loaded from checkpoints.
       fault_tolerance: The runners' fault-tolerance counters.
+      time_since_restore: Seconds of the iterations since the algorithm was built or last
+        restored.
+      iterations_since_restore: Those iterations.
     """
 
     iteration: int
@@ -44,6 +51,35 @@ class IterationTotals:
     num_non_finite_updates_lifetime: int
     num_non_finite_weights_loaded: int
     fault_tolerance: Mapping[str, int]
+    time_since_restore: float = 0.0
+    iterations_since_restore: int = 0
+
+
+@functools.cache
+def node_ip() -> str:
+    """This host's address as Ray Tune's results give it (``node_ip``); the loopback address
+    when the host name does not resolve."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+def trainable_keys(totals: IterationTotals, config: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys Ray Tune's ``Trainable.train()`` adds to each of RLlib's results: ``config``
+    (the algorithm's config as a dict), ``date``, ``pid``, ``hostname``, ``node_ip``,
+    ``trial_id`` (``"default"`` outside Tune, as in Ray), ``time_since_restore`` and
+    ``iterations_since_restore``."""
+    return {
+        "trial_id": "default",
+        "date": time.strftime("%Y-%m-%d_%H-%M-%S"),
+        "pid": os.getpid(),
+        "hostname": platform.node(),
+        "node_ip": node_ip(),
+        "config": config,
+        "time_since_restore": totals.time_since_restore,
+        "iterations_since_restore": totals.iterations_since_restore,
+    }
 
 
 def _per_second(steps: int, seconds: float) -> float:
@@ -98,4 +134,4 @@ def result_dict(result: IterationResult, totals: IterationTotals) -> dict[str, A
     }
 
 
-__all__ = ["IterationTotals", "result_dict"]
+__all__ = ["IterationTotals", "node_ip", "result_dict", "trainable_keys"]

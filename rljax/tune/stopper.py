@@ -7,11 +7,14 @@ of result keys (nested keys joined by ``/``) to thresholds; ``as_stopper`` turns
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from rljax.utils.errors import ConfigError
 from rljax.utils.result_loggers import flatten_result
+
+logger = logging.getLogger("rljax")
 
 # Nested dicts as one level, keys joined by ``/`` (Tune's delimiter); other values kept.
 flatten = flatten_result
@@ -57,9 +60,12 @@ class FunctionStopper(Stopper):
 class DictStopper(Stopper):
     """Stops a trial when any of the given result keys reaches its threshold (``>=``).
 
-    Keys name nested results with ``/`` (``"env_runners/episode_return_mean"``). As in Tune, a
-    key missing from a result is an error (a misspelt key would otherwise never stop a trial):
-    ``__call__`` raises ``ConfigError`` naming the key and the keys the result has.
+    Keys name nested results with ``/`` (``"env_runners/episode_return_mean"``). A key whose
+    section is missing from a result is passed over for that result, as Ray Tune passes over a
+    missing key (``evaluation/...`` comes only every ``evaluation_interval`` iterations; a
+    warning says so once). A key missing from a section the result has is a misspelling, which
+    would never stop the trial: ``__call__`` raises ``ConfigError`` naming the key and the
+    keys the result has.
     """
 
     def __init__(self, criteria: Mapping[str, Any]):
@@ -69,11 +75,24 @@ class DictStopper(Stopper):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ConfigError(f"stop[{key!r}]={value!r}: use a number (a trial stops at >=)")
         self.criteria = dict(criteria)
+        self._passed_over: set[str] = set()
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         flat = flatten(result)
         for key, threshold in self.criteria.items():
             if key not in flat:
+                section = key.rpartition("/")[0]
+                if section and not any(k.startswith(section + "/") for k in flat):
+                    if key not in self._passed_over:
+                        self._passed_over.add(key)
+                        logger.warning(
+                            "stop criterion %r: trial %s's result has no %r section; the "
+                            "criterion is checked on the results that have it",
+                            key,
+                            trial_id,
+                            section,
+                        )
+                    continue
                 raise ConfigError(
                     f"stop criterion {key!r} is not in trial {trial_id}'s results; its keys are "
                     f"{sorted(flat)}"

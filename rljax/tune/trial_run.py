@@ -206,7 +206,9 @@ class _TrialRun:
 
     def _record(self, metrics: dict[str, Any], checkpoint: Any, algo: Any) -> bool:
         now = time.time()
-        result = to_json_data(metrics)
+        # An algorithm's results carry its config (Ray's Trainable keys); a trial's result
+        # files and metrics hold the trial's own config instead, once (below).
+        result = to_json_data({k: v for k, v in metrics.items() if k != "config"})
         result.setdefault("training_iteration", len(self.history) + 1)
         result.setdefault("time_this_iter_s", now - self._last)
         result.setdefault("time_total_s", now - self._start)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable
@@ -27,7 +28,9 @@ class CheckpointConfig:
     """When an algorithm trial saves checkpoints (Tune's ``CheckpointConfig``).
 
     ``checkpoint_frequency``: every that many training iterations (0: never);
-    ``checkpoint_at_end``: once more when the trial stops; ``num_to_keep``: how many of a trial's
+    ``checkpoint_at_end``: once more when the trial stops (None, the default, as in Ray Tune:
+    yes for algorithm and ``tune.Trainable`` trials, no for function trainables, which save
+    through ``tune.report``); ``num_to_keep``: how many of a trial's
     newest checkpoints stay (None: all). Checkpoints go to ``<trial dir>/checkpoint_NNNNNN``
     (``algo.save_to_path``). Function trainables save by passing ``checkpoint=`` to
     ``tune.report``; ``num_to_keep`` applies to those too.
@@ -35,20 +38,30 @@ class CheckpointConfig:
 
     num_to_keep: int | None = None
     checkpoint_frequency: int = 0
-    checkpoint_at_end: bool = False
+    checkpoint_at_end: bool | None = None
 
     def __post_init__(self) -> None:
         if self.num_to_keep is not None:
             _check_number("CheckpointConfig.num_to_keep", self.num_to_keep, 1, True)
         _check_number("CheckpointConfig.checkpoint_frequency", self.checkpoint_frequency, 0, True)
-        if not isinstance(self.checkpoint_at_end, bool):
+        if self.checkpoint_at_end is not None and not isinstance(self.checkpoint_at_end, bool):
             raise ConfigError(
-                f"CheckpointConfig.checkpoint_at_end={self.checkpoint_at_end!r}: use True or False"
+                f"CheckpointConfig.checkpoint_at_end={self.checkpoint_at_end!r}: use True, "
+                "False or None (Ray Tune's default: True for algorithm and tune.Trainable "
+                "trials)"
             )
 
     @property
     def wanted(self) -> bool:
-        return bool(self.checkpoint_frequency) or self.checkpoint_at_end
+        """Whether checkpoints were asked for explicitly."""
+        return bool(self.checkpoint_frequency) or self.checkpoint_at_end is True
+
+    def resolved(self, function_trainable: bool) -> CheckpointConfig:
+        """This config with ``checkpoint_at_end=None`` made Ray Tune's default for the kind
+        of trainable: False for a function, True for an algorithm or a ``tune.Trainable``."""
+        if self.checkpoint_at_end is not None:
+            return self
+        return dataclasses.replace(self, checkpoint_at_end=not function_trainable)
 
 
 _noted: set[str] = set()

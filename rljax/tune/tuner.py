@@ -353,7 +353,10 @@ class Tuner:
         fit = _Fit(
             state=state,
             stopper=as_stopper(run.stop),
-            checkpoint_config=run.checkpoint_config or CheckpointConfig(),
+            checkpoint_config=(run.checkpoint_config or CheckpointConfig()).resolved(
+                function_trainable=self._function is not None
+                and getattr(self._function, "class_trainable", None) is None
+            ),
             deadline=None if budget is None else time.monotonic() + budget,
             progress=self._progress(state) if run.verbose >= 1 else None,
             callbacks=list(run.callbacks or []),

@@ -174,10 +174,12 @@ def _answer(conn: Any, sender: _Sender, payload: bytes) -> None:
                     for r in results:
                         if r is not None:
                             r.setdefault("pid", pid)
+                            r.pop("config", None)  # the Tuner records the trial's own
                     errors = [None if e is None else _portable(e) for e in target.errors]
                     answer: Any = (results, errors, list(target.active))
                 elif command == "train":
                     answer = {**target.train(), "pid": pid}
+                    answer.pop("config", None)  # the Tuner records the trial's own
                 elif command == "save":
                     index, path = arg
                     members[index].save_to_path(path)

@@ -33,11 +33,19 @@ def flatten_result(result: Mapping[str, Any], prefix: str = "") -> dict[str, Any
     return out
 
 
+def without_config(result: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``result`` without its ``config`` (the algorithm's settings, which Ray Tune's CSV,
+    TensorBoard and W&B loggers leave out of each result's figures too)."""
+    if "config" not in result:
+        return result
+    return {k: v for k, v in result.items() if k != "config"}
+
+
 def numeric_leaves(result: Mapping[str, Any]) -> dict[str, float]:
-    """Every finite number of a (nested) result, by its ``/``-joined key; booleans, strings,
-    NaN and infinities are left out."""
+    """Every finite number of a (nested) result but its ``config``, by its ``/``-joined key;
+    booleans, strings, NaN and infinities are left out."""
     out = {}
-    for key, value in flatten_result(result).items():
+    for key, value in flatten_result(without_config(result)).items():
         if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
             value = value.item()  # numpy and JAX scalars
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -99,7 +107,7 @@ class CSVLogger:
         self.fields: list[str] | None = None
 
     def log(self, result: Mapping[str, Any]) -> None:
-        flat = flatten_result(result)
+        flat = flatten_result(without_config(result))
         new = self.fields is None
         if self.fields is None:
             self.fields = list(flat)
@@ -187,4 +195,5 @@ __all__ = [
     "flatten_result",
     "make_loggers",
     "numeric_leaves",
+    "without_config",
 ]

@@ -32,9 +32,15 @@ def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
     algo = config.build(env=SimpleCorridor)  # RLlib's deprecated build(env=...)
     try:
         assert algo.config.env is SimpleCorridor and config.env is SimpleCorridor
-        algo.train()
+        first = algo.train()
         assert algo.training_iteration == algo.iteration == 1
         assert algo.get_config() is algo.config
+        # Ray Tune's Trainable keys, as RLlib's train() returns them.
+        assert first["config"] == algo.config.to_dict() and first["trial_id"] == "default"
+        assert first["pid"] == os.getpid() and isinstance(first["hostname"], str)
+        assert first["iterations_since_restore"] == 1
+        assert first["time_since_restore"] == first["time_total_s"] > 0
+        assert len(first["date"]) == len("2026-12-06_03-16-21") and first["node_ip"]
         assert algo.env_runner.worker_index == 0  # sampling in the driver
         weights = algo.get_weights()
         assert list(weights) == ["default_policy"]
@@ -47,9 +53,13 @@ def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
         assert saved.metrics["training_iteration"] == 1
         default_dir = algo.save_to_path()  # RLlib's default: a new directory
         assert os.path.isdir(default_dir) and "PPO_checkpoint_" in default_dir
-        algo.train()
+        assert algo.train()["iterations_since_restore"] == 2
         algo.restore(saved)  # what save() returned, as RLlib's restore takes it
         assert algo.training_iteration == 1
+        again = algo.train()  # the *_since_restore counters start again; the totals go on
+        assert again["training_iteration"] == 2 and again["iterations_since_restore"] == 1
+        assert again["time_since_restore"] == again["time_this_iter_s"] < again["time_total_s"]
+        algo.restore(saved)
         restored = algo.get_weights()["default_policy"]
         for a, b in zip(
             __import__("jax").tree.leaves(restored),

@@ -54,6 +54,27 @@ def test_stop_dict_on_nested_key_and_iteration(tmp_path):
     assert [r.metrics["training_iteration"] for r in grid] == [4, 3]
 
 
+def test_a_stop_key_whose_section_a_result_lacks_waits_and_a_misspelt_one_is_refused(caplog):
+    from rljax.tune.stopper import DictStopper
+
+    # Evaluation results come every evaluation_interval iterations: until then the key's
+    # section is missing, and the criterion waits for it (Ray Tune passes over it too).
+    stop = DictStopper({"evaluation/env_runners/episode_return_mean": 100})
+    assert stop("t0", {"env_runners": {"episode_return_mean": 500}}) is False
+    assert stop("t0", {"env_runners": {}, "training_iteration": 2}) is False
+    said = [
+        r.getMessage() for r in caplog.records if "no 'evaluation/env_runners'" in r.getMessage()
+    ]
+    assert len(said) == 1  # once
+    assert stop("t0", {"evaluation": {"env_runners": {"episode_return_mean": 150}}}) is True
+    # A section the result has, without the key: a misspelling that would never stop it.
+    misspelt = DictStopper({"env_runners/episode_reward_mean": 100})
+    with pytest.raises(ConfigError, match="'env_runners/episode_reward_mean' is not in trial t0"):
+        misspelt("t0", {"env_runners": {"episode_return_mean": 500}})
+    with pytest.raises(ConfigError, match="'scroe' is not in trial t0's results"):
+        DictStopper({"scroe": 1})("t0", {"score": 2})
+
+
 def test_stop_function_and_stopper(tmp_path):
     grid = _fit(tmp_path=tmp_path / "f", stop=lambda trial_id, result: result["score"] >= 4)
     assert [r.metrics["score"] for r in grid] == [4, 4]
@@ -317,8 +338,7 @@ def test_ppo_grid_on_cartpole(tmp_path):
             name="ppo",
             storage_path=str(tmp_path),
             stop={"training_iteration": 2},
-            checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True),
-            verbose=0,
+            verbose=0,  # checkpoint_at_end: None, Ray Tune's default, saves algorithm trials
         ),
     ).fit()
     assert grid.num_errors == 0, grid.errors
@@ -332,6 +352,8 @@ def test_ppo_grid_on_cartpole(tmp_path):
         assert (Path(r.path) / "progress.csv").is_file()
         assert r.checkpoint is not None and r.checkpoint.path.name == "checkpoint_000002"
     assert grid.get_best_result() in list(grid)
+    # A function trainable saves through tune.report only.
+    assert not list(Path(_fit(tmp_path=tmp_path / "f")[0].path).glob("checkpoint_*"))
 
 
 def test_algorithm_trainables_resolve_to_trial_configs():

@@ -27,12 +27,14 @@ RESULTS = [
         "note": "text",
         "done": False,
         "nan": math.nan,
+        # An algorithm's results carry its config; the figures leave it out, as Tune's do.
+        "config": {"lr": 1e-3, "gamma": 0.99, "env": "CartPole-v1"},
     }
     for i in (1, 2, 3)
 ]
 
 
-def test_numeric_leaves_keeps_finite_numbers_only():
+def test_numeric_leaves_keeps_finite_numbers_only_and_not_the_config():
     assert numeric_leaves(RESULTS[0]) == {
         "training_iteration": 1.0,
         "num_env_steps_sampled_lifetime": 1000.0,
@@ -60,8 +62,25 @@ def test_tensorboard_csv_and_json_read_back(tmp_path):
         rows = list(csv.DictReader(f))
     assert [float(r["env_runners/episode_return_mean"]) for r in rows] == [10.5, 21.0, 31.5]
     assert rows[0]["note"] == "text" and rows[2]["learners/default_policy/total_loss"]
+    assert not any(k.startswith("config") for k in rows[0])
     lines = (tmp_path / "result.json").read_text().splitlines()
     assert [json.loads(line)["env_runners"]["custom"]["x"] for line in lines] == [-1, -2, -3]
+    assert json.loads(lines[0])["config"]["lr"] == 1e-3  # result.json keeps it, as Tune's does
+
+
+def test_pretty_print_shows_a_result_as_tunes_does_without_its_config():
+    from rljax.tune.logger import pretty_print
+
+    text = pretty_print({**RESULTS[1], "skip": None, "hist_stats": {"x": [1]}}, exclude={"note"})
+    assert text.splitlines()[:4] == [
+        "done: false",
+        "env_runners:",
+        "  custom:",
+        "    x: -2",
+    ]
+    assert "episode_return_mean: 21.0" in text and "total_loss: 0.5" in text
+    for absent in ("config", "lr", "skip", "hist_stats", "note"):
+        assert absent not in text
 
 
 def test_wandb_offline_run_reads_back(tmp_path):
