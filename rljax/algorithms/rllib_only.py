@@ -33,6 +33,25 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "RLlib's old-stack preprocessors; Atari frames are preprocessed by EnvPool (or "
         "rljax.env.atari), other observations go to the model as they are",
     ),
+    # RLlib 2.60's env_runners() keeps these old-stack settings, which its new stack ignores;
+    # at RLlib's defaults (ACCEPTED_VALUES) they change nothing here either.
+    "sample_collector": (
+        False,
+        "RLlib's old-stack sample collectors; rljax's runners write fixed-shape arrays",
+    ),
+    "remote_env_batch_wait_ms": (
+        False,
+        "RLlib's old-stack remote envs; use gym_env_vectorize_mode='ASYNC' with "
+        "async_batch_size for first-ready batches",
+    ),
+    "enable_tf1_exec_eagerly": (True, "rljax has no TensorFlow"),
+    "sampler_perf_stats_ema_coef": (True, "RLlib's old-stack sampler statistics"),
+    "exploration_config": (
+        False,
+        "RLlib's old-stack exploration objects are gone: acting samples from the policy's "
+        "distribution (RLlib's StochasticSampling) unless explore=False; use epsilon (DQN: a "
+        "schedule [(timestep, value), ...]) or exploration_noise (TD3)",
+    ),
     # RLlib's offline-data reading through Ray Data: rljax reads its Parquet rows itself.
     "input_read_method": (
         False,
@@ -164,6 +183,11 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "_torch_lr_scheduler_classes": (None,),
     "_torch_grad_scaler_class": (None,),
     "_separate_vf_optimizer": (False,),
+    "sample_collector": (None,),
+    "remote_worker_envs": (False,),
+    "remote_env_batch_wait_ms": (0,),
+    "preprocessor_pref": ("deepmind", None),
+    "exploration_config": (None, {}, {"type": "StochasticSampling"}),
     "input_read_method": ("read_parquet",),
     "input_read_episodes": (False,),
     "input_read_sample_batches": (False,),

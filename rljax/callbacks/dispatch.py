@@ -38,7 +38,8 @@ class Callbacks:
     Args:
       callbacks_class: A class (an ``RLlibCallback`` subclass, or any class with hook
         methods), a list of them, or None.
-      functions: Hook name -> function (``config.callbacks(on_episode_end=fn)``).
+      functions: Hook name -> a function or a list of functions, called in order
+        (``config.callbacks(on_episode_end=fn)``).
       built_in: ``(name, callback object)`` pairs rljax adds itself (the offline data
         recorder), called after the user's.
     """
@@ -46,7 +47,7 @@ class Callbacks:
     def __init__(
         self,
         callbacks_class: Any,
-        functions: dict[str, Callable[..., Any]],
+        functions: dict[str, Callable[..., Any] | list[Callable[..., Any]]],
         built_in: list[tuple[str, Any]] | None = None,
     ):
         self.entries: list[tuple[str, Any]] = []
@@ -57,9 +58,11 @@ class Callbacks:
                 raise CallbackError(
                     f"building the callback {_name(cls)}() raised {type(e).__name__}: {e}"
                 ) from e
-        for hook, fn in functions.items():
-            if fn is not None:
-                self.entries.append((_name(fn), _FunctionCallback(hook, fn)))
+        for hook, fns in functions.items():
+            # RLlib's callbacks(on_x=...) takes a function or a list of them, called in order.
+            for fn in fns if isinstance(fns, list | tuple) else [fns]:
+                if fn is not None:
+                    self.entries.append((_name(fn), _FunctionCallback(hook, fn)))
         self.entries.extend(built_in or [])
         self._defined = {hook: [e for e in self.entries if _defines(e[1], hook)] for hook in HOOKS}
 
@@ -119,8 +122,19 @@ def check_callbacks_class(name: str, value: Any) -> Any:
 
 
 def check_hook_function(name: str, value: Any) -> Any:
+    """A hook's function, a list of functions (RLlib 2.60 calls them in order), or None."""
+    if isinstance(value, list | tuple):
+        if not value or not all(callable(fn) for fn in value):
+            raise ConfigError(
+                f"{name}={value!r}: expected a function (called with keywords), a non-empty "
+                "list of functions, or None"
+            )
+        return list(value)
     if value is not None and not callable(value):
-        raise ConfigError(f"{name}={value!r}: expected a function (called with keywords) or None")
+        raise ConfigError(
+            f"{name}={value!r}: expected a function (called with keywords), a list of "
+            "functions, or None"
+        )
     return value
 
 

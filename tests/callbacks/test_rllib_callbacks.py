@@ -420,3 +420,21 @@ def test_multi_agent_episodes_replay_each_agents_steps():
     for events in by_episode.values():
         n = events[-1][1]
         assert events == [("start", 0), *[("step", t) for t in range(1, n)], ("end", n)]
+
+
+def test_a_hook_takes_a_list_of_functions_called_in_order():
+    from rljax.callbacks.dispatch import Callbacks
+
+    calls = []
+    first = lambda **kw: calls.append(("first", kw["result"]))  # noqa: E731
+    second = lambda **kw: calls.append(("second", kw["result"]))  # noqa: E731
+    config = PPOConfig().environment("CartPole-v1").callbacks(on_train_result=[first, second])
+    config.validate()
+    assert config.callbacks_on_train_result == [first, second]
+    callbacks = Callbacks(None, {"on_train_result": config.callbacks_on_train_result})
+    assert callbacks.defines("on_train_result") and not callbacks.defines("on_episode_end")
+    callbacks("on_train_result", result=7)
+    assert calls == [("first", 7), ("second", 7)]
+    for bad in ([], [first, 3]):
+        with pytest.raises(ConfigError, match="a non-empty list of functions"):
+            PPOConfig().callbacks(on_train_result=bad).validate()

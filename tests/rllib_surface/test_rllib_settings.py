@@ -110,3 +110,23 @@ def test_get_trainable_cls_and_default_configs():
 
     assert get_trainable_cls("MARWIL") is MARWIL and get_trainable_cls("BC") is BC
     assert get_trainable_cls("CQL") is CQL and get_trainable_cls("IQL") is IQL
+
+
+def test_old_stack_env_runner_settings_at_rllibs_defaults_are_accepted_and_others_refused():
+    # RLlib 2.60's migration guide lists these as settings its new stack ignores; at RLlib's
+    # defaults they change nothing here either, other values are refused with what to do.
+    config = PPOConfig().env_runners(
+        sample_collector=None,
+        remote_worker_envs=False,
+        remote_env_batch_wait_ms=0,
+        preprocessor_pref="deepmind",
+        enable_tf1_exec_eagerly=False,
+        sampler_perf_stats_ema_coef=None,
+        exploration_config={"type": "StochasticSampling"},
+        num_envs_per_env_runner=3,
+    )
+    assert config.num_envs_per_env_runner == 3
+    with pytest.raises(ConfigError, match="remote_worker_envs=True is RLlib's.*'ASYNC'"):
+        PPOConfig().env_runners(remote_worker_envs=True)
+    with pytest.raises(ConfigError, match="exploration_config=.*EpsilonGreedy.*use epsilon"):
+        PPOConfig().env_runners(exploration_config={"type": "EpsilonGreedy"})
