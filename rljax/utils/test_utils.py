@@ -9,6 +9,8 @@ A script written against RLlib's harness runs here after its imports are rewritt
     config = PPOConfig().environment("CartPole-v1")
     run_rllib_example_script_experiment(config, args)
 
+``check(x, y)`` compares nested results as RLlib's tests and doc code do.
+
 The flags keep RLlib's names and defaults. Those that set something rljax has (env runners,
 learners, evaluation, checkpoints, stop criteria, W&B) do what they do in RLlib; those that
 mean nothing on one host with JAX (``--framework``, ``--local-mode``, ``--num-cpus``,
@@ -22,6 +24,8 @@ import logging
 import math
 from collections.abc import Mapping
 from typing import Any
+
+import numpy as np
 
 from rljax.utils.errors import ConfigError
 from rljax.utils.metrics import (
@@ -356,8 +360,80 @@ def _check_success(success_metric: Mapping[str, float], values: list[float]) -> 
     print(f"`{key}` of {threshold} reached ({best})!")
 
 
+def _numeric(value: Any) -> Any:
+    """JAX arrays and metric stats (anything with ``peek()``) as numpy values."""
+    if hasattr(value, "peek") and callable(value.peek):
+        value = value.peek()
+    if hasattr(value, "__array__") and not isinstance(value, np.ndarray):
+        value = np.asarray(value)
+    return value
+
+
+def _textual(value: Any) -> bool:
+    dtype = getattr(value, "dtype", None)
+    return isinstance(value, bytes) or (dtype is not None and dtype.kind in "OUS")
+
+
+def check(
+    x: Any,
+    y: Any,
+    decimals: int = 5,
+    atol: float | None = None,
+    rtol: float | None = None,
+    false: bool = False,
+) -> None:
+    """Asserts that ``x`` matches the expected ``y`` (RLlib's ``test_utils.check``): dicts by
+    their keys, lists and tuples item by item, booleans, None, strings and int pairs exactly,
+    anything else numerically (numpy and JAX arrays included) to ``decimals`` places, or
+    within ``atol`` / ``rtol`` where either is given (their defaults then 0 and 1e-7).
+    ``false=True`` asserts that they differ instead.
+
+    Raises:
+      AssertionError: naming the first mismatch.
+    """
+    kw = {"decimals": decimals, "atol": atol, "rtol": rtol, "false": false}
+    if isinstance(x, dict):
+        assert isinstance(y, dict), f"ERROR: x is a dict, y is {type(y).__name__}: {y!r}"
+        for key, value in x.items():
+            assert key in y, f"ERROR: y has no key {key!r} of x; y={y!r}"
+            check(value, y[key], **kw)
+        extra = [k for k in y if k not in x]
+        assert not extra, f"ERROR: y has keys {extra!r} that x does not have; y={y!r}"
+        return
+    if isinstance(x, list | tuple):
+        assert isinstance(y, list | tuple), f"ERROR: x is a {type(x).__name__}, y is {y!r}"
+        assert len(x) == len(y), f"ERROR: x has {len(x)} items, y {len(y)}"
+        for a, b in zip(x, y, strict=True):
+            check(a, b, **kw)
+        return
+    if isinstance(x, bool | np.bool_):
+        same = bool(x) is bool(y)
+        assert same != false, f"ERROR: x ({x}) {'is' if false else 'is not'} y ({y})"
+        return
+    if x is None or y is None or isinstance(x, str) or (isinstance(x, int) and isinstance(y, int)):
+        same = x == y
+        assert same != false, f"ERROR: x ({x!r}) {'is' if false else 'is not'} y ({y!r})"
+        return
+    x, y = _numeric(x), _numeric(y)
+    try:
+        if _textual(x) or _textual(y):
+            np.testing.assert_array_equal(x, y)
+        elif atol is None and rtol is None:
+            np.testing.assert_almost_equal(x, y, decimal=decimals)
+        else:
+            np.testing.assert_allclose(
+                x, y, atol=0.0 if atol is None else atol, rtol=1e-7 if rtol is None else rtol
+            )
+    except AssertionError:
+        if not false:
+            raise
+    else:
+        assert not false, f"ERROR: x ({x}) is the same as y ({y})"
+
+
 __all__ = [
     "add_rllib_example_script_args",
+    "check",
     "check_learning_achieved",
     "run_rllib_example_script_experiment",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from rljax import tune
@@ -138,3 +139,31 @@ def test_a_failing_trial_raises_its_own_error_as_rllibs_harness_does(tmp_path, m
     with pytest.raises(KeyError, match="the trainable's own error"):
         run_rllib_example_script_experiment(config, args, trainable=broken, keep_config=True)
     assert calls == [1]
+
+
+def test_check_compares_nested_results_as_rllibs_does():
+    import jax.numpy as jnp
+
+    from rljax.utils.test_utils import check
+
+    check({"a": [1, 2.0000001], "b": (None, "x", True)}, {"a": [1, 2.0], "b": [None, "x", True]})
+    check(jnp.array([1.0, 2.0]), np.array([1.0, 2.000001]))  # 5 decimals by default
+    check(1.0, 1.1, atol=0.2)
+    check(100.0, 101.0, rtol=0.02)
+    check(np.array(["a", "b"]), np.array(["a", "b"]))
+    check(1.0, 1.1, false=True)
+    check({"a": 1}, {"a": 2}, false=True)
+    failing = [
+        lambda: check({"a": 1}, {"a": 1, "b": 2}),  # y has a key x lacks
+        lambda: check({"a": 1}, {"b": 1}),
+        lambda: check([1, 2], [1]),
+        lambda: check(1.0, 1.001),  # not to 5 decimals
+        lambda: check(1.0, 1.3, atol=0.2),
+        lambda: check(True, False),
+        lambda: check("x", "y"),
+        lambda: check(2, 2, false=True),
+        lambda: check(np.array([1.0]), np.array([1.0]), false=True),
+    ]
+    for call in failing:
+        with pytest.raises(AssertionError):
+            call()
