@@ -410,7 +410,20 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         explore = require_bool("explore", explore)
         return self._inference.compute_single_action(observation, explore, policy_id)
 
-    def get_module(self, policy_id: str | None = None) -> RLModule:
+    def get_module(self, policy_id: str | None = None) -> RLModule | None:
+        """The policy's module (RLlib's ``get_module``): jitted inference on this algorithm's
+        current weights. As RLlib's, a multi-agent algorithm gives None for a policy id it
+        does not have (no id asks for ``"default_policy"``); a single-agent one refuses any id
+        but its own."""
+        ids = self._policy_ids()
+        if len(ids) > 1:
+            policy_id = policy_id or DEFAULT_POLICY
+            if policy_id not in ids:
+                return None
+        return self._module(policy_id)
+
+    def _module(self, policy_id: str | None = None) -> RLModule:
+        """``get_module`` for a policy id that must exist (``ValueError`` naming the ids)."""
         self._check_policy_id(policy_id)
         return RLModule(self, policy_id)
 
@@ -431,7 +444,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         out = {}
         for pid in wanted:
             self._check_policy_id(None if pid == DEFAULT_POLICY else pid)
-            params = self.get_module(None if pid == DEFAULT_POLICY else pid).params
+            params = self._module(None if pid == DEFAULT_POLICY else pid).params
             out[pid] = jax.tree.map(np.asarray, jax.device_get(params))
         return out
 

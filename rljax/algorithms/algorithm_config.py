@@ -233,6 +233,25 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         """Sets the sampling knobs."""
         return self._set("env_runners", locals())
 
+    def training(
+        self: _C,
+        *,
+        lr: Any = UNSET,
+        gamma: Any = UNSET,
+        train_batch_size_per_learner: Any = UNSET,
+        train_batch_size: Any = UNSET,
+        grad_clip: Any = UNSET,
+        grad_clip_by: Any = UNSET,
+        learner_class: Any = UNSET,
+        learner_config_dict: Any = UNSET,
+        **kwargs: Any,
+    ) -> _C:
+        """Sets the training settings every algorithm has (RLlib's base ``training()``):
+        ``lr``, ``gamma``, ``train_batch_size_per_learner``, ``train_batch_size``,
+        ``grad_clip``, ``grad_clip_by``, ``learner_class``, ``learner_config_dict``. Each
+        algorithm's config adds its own keywords (and types them)."""
+        return self._set("training", locals())
+
     def learners(
         self: _C,
         *,

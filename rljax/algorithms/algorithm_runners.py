@@ -79,7 +79,7 @@ class RunnerHooks:
     if TYPE_CHECKING:  # ``Algorithm``'s
 
         def _policy_ids(self) -> list[str]: ...
-        def get_module(self, policy_id: str | None = None) -> RLModule: ...
+        def _module(self, policy_id: str | None = None) -> RLModule: ...
 
     def _fused_envpool(self) -> bool:
         """EnvPool env, no runner threads and, with one learner, acting on the learner's
@@ -201,13 +201,13 @@ class RunnerHooks:
     def _episode_context(self, stream: int) -> dict[str, Any]:
         """The hook arguments of an episode of ``stream`` (a sub-env id across runners)."""
         if not hasattr(self, "_callback_module"):
-            self._callback_module = self.get_module()
+            self._callback_module = self._module()
         return episode_context(
             stream, self._slots_per_runner(), self._runners, self, self._env, self._callback_module
         )
 
     def _multi_agent_episode_context(self, slot: int, env_index: int) -> dict[str, Any]:
-        modules = {pid: self.get_module(pid) for pid in self._policy_ids()}
+        modules = {pid: self._module(pid) for pid in self._policy_ids()}
         return multi_agent_episode_context(slot, env_index, self._runners, modules)
 
     def _live_episodes(self) -> bool:

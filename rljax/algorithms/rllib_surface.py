@@ -114,8 +114,8 @@ class EnvRunner:
             raise AttributeError("module: this runner view has no algorithm")
         ids = algo._policy_ids()
         if len(ids) == 1:
-            return algo.get_module()
-        return {pid: algo.get_module(pid) for pid in ids}
+            return algo._module()
+        return {pid: algo._module(pid) for pid in ids}
 
     def sub_envs(self) -> Iterator[Any]:
         """The runner's sub-env objects where its vector env holds them in this process (a

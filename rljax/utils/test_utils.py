@@ -391,7 +391,7 @@ def check(
     Raises:
       AssertionError: naming the first mismatch.
     """
-    kw = {"decimals": decimals, "atol": atol, "rtol": rtol, "false": false}
+    kw: dict[str, Any] = {"decimals": decimals, "atol": atol, "rtol": rtol, "false": false}
     if isinstance(x, dict):
         assert isinstance(y, dict), f"ERROR: x is a dict, y is {type(y).__name__}: {y!r}"
         for key, value in x.items():

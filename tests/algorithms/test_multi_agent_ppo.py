@@ -103,6 +103,8 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
             for p in ("p0", "p1")
         }
         assert not np.allclose(logits["p0"], logits["p1"])
+        # As RLlib's: None for a policy the algorithm does not have ("default_policy" too).
+        assert algo.get_module("nope") is None and algo.get_module() is None
         # set_weights: p1 takes p0's weights and then acts as p0 did; wrong shapes are refused.
         weights = algo.get_weights()
         assert set(weights) == {"p0", "p1"}

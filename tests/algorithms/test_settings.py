@@ -104,6 +104,13 @@ def test_mutable_defaults_are_not_shared():
 
 
 def test_setters_record_and_chain_on_every_config():
+    # RLlib's base config has training() too, with the settings every algorithm has.
+    base = AlgorithmConfig().training(lr=5e-4, gamma=0.9).learners(num_learners=0)
+    assert (base.lr, base.gamma) == (5e-4, 0.9)
+    expected = [
+        AlgorithmConfig.SETTINGS[k].setter_keyword for k in AlgorithmConfig._SECTIONS["training"]
+    ]
+    assert _keywords(AlgorithmConfig.training) == expected
     for cls in CONFIGS:
         cfg = cls().training(gamma=0.5).debugging(seed=3)
         assert isinstance(cfg, cls) and (cfg.gamma, cfg.seed) == (0.5, 3)

@@ -613,7 +613,7 @@ class MultiAgentPPO(Algorithm):
 
     def get_multi_rl_module(self) -> MultiRLModule:
         """Every policy's module for inference, ``{policy_id: RLModule}``."""
-        return MultiRLModule({pid: self.get_module(pid) for pid in self.policy_ids})
+        return MultiRLModule({pid: self._module(pid) for pid in self.policy_ids})
 
     def _policy_spaces_of(
         self, kind: str, by_agent: dict[Any, gym.Space], differ: bool

@@ -185,7 +185,7 @@ class RLModule(ForwardModuleBase):
                 f"{str(path)!r} has no policy {policy_id[:200]!r}; its policies are "
                 f"{algo._policy_ids()[:20]}"
             )
-        return algo.get_module(policy_id)
+        return algo._module(policy_id)
 
     def __init__(
         self, algo: InferenceSource | None = None, policy_id: str | None = None, **kwargs: Any
