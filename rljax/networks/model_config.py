@@ -281,6 +281,29 @@ class DefaultModelConfig:
     # Not iterable: ``__getitem__`` alone would make ``iter()`` try integer keys.
     __iter__ = None
 
+    def items(self) -> list[tuple[str, Any]]:
+        """``(key, value)`` pairs of the settings (a dict's ``items``)."""
+        return list(self.to_dict().items())
+
+    def values(self) -> list[Any]:
+        """The settings' values (a dict's ``values``)."""
+        return list(self.to_dict().values())
+
+    def __or__(self, other: Any) -> dict[str, Any]:
+        """``model_config | {...}``: a dict of the settings updated by ``other``, as RLlib's
+        ``config.model_config`` (a dict) gives."""
+        if isinstance(other, DefaultModelConfig):
+            other = other.to_dict()
+        if not isinstance(other, dict):
+            return NotImplemented
+        return self.to_dict() | other
+
+    def __ror__(self, other: Any) -> dict[str, Any]:
+        """``{...} | model_config``: ``other`` updated by the settings, as a dict."""
+        if not isinstance(other, dict):
+            return NotImplemented
+        return other | self.to_dict()
+
     def get(self, key: str, default: Any = None) -> Any:
         """``self[key]``, or ``default`` for an unknown key (a dict's ``get``)."""
         try:

@@ -695,3 +695,11 @@ def test_model_config_reads_as_rllibs_dict():
     assert config.model_config.keys()[:2] == ["fcnet_hiddens", "fcnet_activation"]
     with pytest.raises(TypeError, match="not iterable"):
         iter(config.model_config)
+    # Merged with a dict as RLlib's doc code does (model_config | {...}): a dict, both ways.
+    merged = config.model_config | {"fcnet_hiddens": [32]}
+    assert type(merged) is dict and merged["fcnet_hiddens"] == [32]
+    assert merged["vf_share_layers"] is True and ({"x": 1} | config.model_config)["x"] == 1
+    assert dict(config.model_config.items())["fcnet_hiddens"] == [8]
+    assert PPOConfig().rl_module(model_config=merged).model_config.fcnet_hiddens == (32,)
+    with pytest.raises(TypeError):
+        config.model_config | 3
