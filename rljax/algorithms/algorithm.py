@@ -469,8 +469,8 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
 
     @property
     def env_runner(self) -> Any:
-        """The local env runner (RLlib's ``algo.env_runner``): the driver's sampling, or None
-        with runner threads."""
+        """The local env runner (RLlib's ``algo.env_runner``): the driver's sampling, or with
+        runner threads the driver's runner without envs (its ``module`` and ``config``)."""
         return self.env_runner_group.local_env_runner
 
     @property

@@ -84,6 +84,12 @@ class EnvRunner:
         from rljax.utils.errors import ConfigError
 
         algo = self._algo
+        if self._envless:
+            raise ConfigError(
+                "make_env(): the local env runner has no envs while runner threads sample "
+                "(RLlib's create_env_on_local_worker=False); rebuild theirs with "
+                "algo.env_runner_group.foreach_env_runner(lambda r: r.make_env())"
+            )
         if algo is None or not isinstance(self._runner, HostRunner | FusedRunner):
             raise ConfigError(
                 "make_env(): this runner's envs cannot be rebuilt (EnvPool's fused path builds "
@@ -102,8 +108,13 @@ class EnvRunner:
         self.env = getattr(self._runner.env, "env", self._runner.env)
 
     @property
+    def _envless(self) -> bool:
+        """The driver's runner beside runner threads: a module and a config, no envs."""
+        return self._runner is None and self.env is None and self.worker_index == 0
+
+    @property
     def num_envs(self) -> int:
-        return int(getattr(self.env, "num_envs", 1))
+        return 0 if self._envless else int(getattr(self.env, "num_envs", 1))
 
     @property
     def module(self) -> Any:
@@ -120,6 +131,12 @@ class EnvRunner:
     def sub_envs(self) -> Iterator[Any]:
         """The runner's sub-env objects where its vector env holds them in this process (a
         gymnasium ``SyncVectorEnv``); EnvPool's and ASYNC envs keep theirs elsewhere."""
+        if self._envless:
+            raise TypeError(
+                "the local env runner has no envs while runner threads sample (RLlib's "
+                "create_env_on_local_worker=False); reach theirs with "
+                "algo.env_runner_group.foreach_env_runner(lambda r: r.foreach_env(fn))"
+            )
         envs = None if isinstance(self.env, FusedEnvView) else getattr(self.env, "envs", None)
         if envs is None:
             inner = getattr(self.env, "env", None)
@@ -231,8 +248,16 @@ class EnvRunnerGroup:
 
     @property
     def local_env_runner(self) -> EnvRunner | None:
+        """The driver's runner (index 0). With runner threads the driver samples nothing, and
+        its runner has the module and the config but no envs, as RLlib's local env runner
+        has beside remote ones; None for a runner group of an evaluation only."""
         runners = [r for r in self._runners() if r.worker_index == 0]
-        return runners[0] if runners else None
+        if runners:
+            return runners[0]
+        algo = getattr(self, "_algo", None)  # an evaluation group has none
+        if algo is None:
+            return None
+        return EnvRunner(0, None, None, algo.config, algo, slot=-1)
 
 
 class LearnerGroup:

@@ -77,7 +77,16 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
     try:
         group = algo.env_runner_group
         assert group.foreach_env_runner(lambda r: r.worker_index) == [1, 2]
-        assert group.num_healthy_remote_workers() == 2 and group.local_env_runner is None
+        assert group.num_healthy_remote_workers() == 2
+        # The driver's runner, as RLlib's local one beside remote runners: module, no envs.
+        local = algo.env_runner
+        assert local.worker_index == group.local_env_runner.worker_index == 0
+        assert local.config is algo.config and local.num_envs == 0
+        assert local.module.get_state()["default_policy"] is not None
+        with pytest.raises(TypeError, match="local env runner has no envs"):
+            local.foreach_env(lambda e: e)
+        with pytest.raises(ConfigError, match="local env runner has no envs"):
+            local.make_env()
         lengths = group.foreach_env_runner(lambda r: r.foreach_env(lambda e: e.unwrapped.end_pos))
         assert lengths == [[5, 5], [5, 5]]
 
