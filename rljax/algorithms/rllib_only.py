@@ -114,6 +114,22 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         True,
         "with num_env_runners=0 the driver samples from its own envs; with runners it keeps none",
     ),
+    "num_consecutive_env_runner_failures_tolerance": (
+        True,
+        "a failed runner is replaced within the training step that saw it fail, so no step "
+        "goes without samples; a runner replaced 10 times in a row without delivering an env "
+        "step is given up on, max_num_env_runner_restarts bounds the replacements over the "
+        "run, and ignore_env_runner_failures decides whether training goes on without it",
+    ),
+    "delay_between_env_runner_restarts_s": (
+        True,
+        "a failed runner is replaced at once (env_runner_health_probe_timeout_s bounds its "
+        "start)",
+    ),
+    "env_runner_restore_timeout_s": (
+        True,
+        "a replacement runner's start is bounded by env_runner_health_probe_timeout_s",
+    ),
     "num_cpus_for_main_process": (True, "runner threads and the learner share the host's cores"),
     "num_cpus_per_learner": (True, "the learner's update is one jitted program"),
     "compress_observations": (True, "observations stay on the host or device uncompressed"),

@@ -126,6 +126,14 @@ def test_old_stack_env_runner_settings_at_rllibs_defaults_are_accepted_and_other
         num_envs_per_env_runner=3,
     )
     assert config.num_envs_per_env_runner == 3
+    # RLlib's fault-tolerance settings of the training loop; rljax replaces runners in-step.
+    config.fault_tolerance(
+        num_consecutive_env_runner_failures_tolerance=3,
+        delay_between_env_runner_restarts_s=1.0,
+        env_runner_restore_timeout_s=60.0,
+        max_num_env_runner_restarts=5,
+    )
+    assert config.max_num_env_runner_restarts == 5
     with pytest.raises(ConfigError, match="remote_worker_envs=True is RLlib's.*'ASYNC'"):
         PPOConfig().env_runners(remote_worker_envs=True)
     with pytest.raises(ConfigError, match="exploration_config=.*EpsilonGreedy.*use epsilon"):
