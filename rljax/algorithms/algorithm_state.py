@@ -251,7 +251,12 @@ class StateSurface:
         root = _checkpoint_root(path, component)
         if pid is not None:
             target = pid if pid in ids or len(ids) > 1 else ids[0]
-            loaded = {target: RLModule.from_checkpoint(Path(root, modules, pid)).params}
+            given = Path(os.fspath(path))
+            # RLlib's module swap: path names another policy's module directory of a
+            # checkpoint (.../rl_module/default_policy), loaded into this component's policy.
+            named = given.parts[-4:-1] == (LEARNER_GROUP, LEARNER, RL_MODULE)
+            source = given if named else Path(root, modules, pid)
+            loaded = {target: RLModule.from_checkpoint(source).params}
         else:  # the checkpoint loaded once for all of its policies this algorithm has
             saved = checkpoints.for_inference(root)
             common = [p for p in saved._policy_ids() if p in ids]

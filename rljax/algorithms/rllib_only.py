@@ -123,8 +123,7 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     ),
     "delay_between_env_runner_restarts_s": (
         True,
-        "a failed runner is replaced at once (env_runner_health_probe_timeout_s bounds its "
-        "start)",
+        "a failed runner is replaced at once (env_runner_health_probe_timeout_s bounds its start)",
     ),
     "env_runner_restore_timeout_s": (
         True,

@@ -128,6 +128,11 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
                     "action_dist_inputs"
                 ]
                 np.testing.assert_array_equal(restored, logits[p])
+            # RLlib's module swap: p0's saved module directory loaded into p1 (self-play).
+            modules = "learner_group/learner/rl_module"
+            other.restore_from_path(tmp_path / "ma" / modules / "p0", component=f"{modules}/p1")
+            swapped = other.get_module("p1").forward_inference({"obs": batch})
+            np.testing.assert_array_equal(swapped["action_dist_inputs"], logits["p0"])
         finally:
             other.stop()
     finally:
