@@ -226,7 +226,7 @@ class StateSurface:
     def _restore_component(self, path: str | os.PathLike, component: str) -> None:
         """``restore_from_path(path, component=component)``: one part of a checkpoint (the
         module docstring); checked before anything changes."""
-        from rljax.core.rl_module.rl_module import RLModule
+        from rljax.core.rl_module.rl_module import RLModule, one_module
 
         algo: Any = self
         if not isinstance(component, str):
@@ -256,7 +256,7 @@ class StateSurface:
             # checkpoint (.../rl_module/default_policy), loaded into this component's policy.
             named = given.parts[-4:-1] == (LEARNER_GROUP, LEARNER, RL_MODULE)
             source = given if named else Path(root, modules, pid)
-            loaded = {target: RLModule.from_checkpoint(source).params}
+            loaded = {target: one_module(RLModule.from_checkpoint(source), source).params}
         else:  # the checkpoint loaded once for all of its policies this algorithm has
             saved = checkpoints.for_inference(root)
             common = [p for p in saved._policy_ids() if p in ids]

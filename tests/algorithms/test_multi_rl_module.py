@@ -469,6 +469,18 @@ def test_a_module_starts_from_a_pretrained_checkpoints_weights(tmp_path):
         .build_algo() as algo
     ):
         jax.tree.map(np.testing.assert_array_equal, algo.get_weights()["default_policy"], saved)
+    # So does the rl_module directory (RLlib's train_w_bc_finetune_w_ppo.py loads it), which
+    # RLModule.from_checkpoint reads as every policy's modules, as RLlib's does.
+    modules = RLModule.from_checkpoint(module_path)
+    assert isinstance(modules, MultiRLModule) and list(modules) == ["default_policy"]
+    out = modules["default_policy"].forward_inference({"obs": np.ones((2, 4), np.float32)})
+    assert out["actions"].shape == (2,)
+    with (
+        single.copy()
+        .rl_module(rl_module_spec=RLModuleSpec(load_state_path=module_path))
+        .build_algo() as algo
+    ):
+        jax.tree.map(np.testing.assert_array_equal, algo.get_weights()["default_policy"], saved)
     with pytest.raises(CheckpointError, match="no such file or directory"):
         _cartpole_config(
             {"p0": RLModuleSpec(load_state_path=tmp_path / "nothing")}, ["p0", "p1"]

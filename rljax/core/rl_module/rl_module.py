@@ -21,7 +21,7 @@ import numpy as np
 
 from rljax.core import DEFAULT_POLICY_ID, RL_MODULE_PATH
 from rljax.core.rl_module.forward_module import ForwardModuleBase, forward_module_outputs
-from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.execution import checkpoints
 from rljax.execution.parts import Params, PolicyParts
@@ -158,16 +158,19 @@ class RLModule(ForwardModuleBase):
         allow_imports: Iterable[str] | None = None,
         env: Any = None,
         module_class: Any = None,
-    ) -> RLModule:
+    ) -> RLModule | MultiRLModule:
         """A checkpoint's policy ``policy_id`` (its networks and weights), for inference.
 
         Builds no env, runner, learner program or replay buffer: the checkpoint describes the
         spaces. RLlib's module path inside a checkpoint
         (``<checkpoint>/learner_group/learner/rl_module/<policy_id>``) is accepted too and
-        names the policy. Code the checkpoint names loads only as ``Algorithm.from_checkpoint``
-        allows (a user Flax module must be trusted: ``module_class=``, registered, or
-        ``allow_imports``).
+        names the policy; the ``rl_module`` directory itself, with no ``policy_id``, gives
+        every policy as a ``MultiRLModule`` (``["default_policy"]`` for a single-agent
+        checkpoint), as RLlib's does. Code the checkpoint names loads only as
+        ``Algorithm.from_checkpoint`` allows (a user Flax module must be trusted:
+        ``module_class=``, registered, or ``allow_imports``).
         """
+        all_policies = policy_id is None and _names_modules_dir(path)
         path, named = rllib_module_path(path)
         if named is not None and policy_id is not None and named != policy_id:
             raise CheckpointError(
@@ -178,6 +181,8 @@ class RLModule(ForwardModuleBase):
         algo = checkpoints.for_inference(
             path, allow_imports=allow_imports, env=env, module_class=module_class
         )
+        if all_policies:
+            return MultiRLModule({pid: algo._module(pid) for pid in algo._policy_ids()})
         if policy_id is None and algo._policy_ids() == [DEFAULT_POLICY]:
             policy_id = None
         if policy_id is not None and policy_id not in algo._policy_ids():
@@ -327,8 +332,34 @@ def pretrained_weights(config: Any) -> dict[str, Any]:
                 f"RLModuleSpec(load_state_path={str(path)[:300]!r}) for policy {pid!r}: "
                 "no such file or directory"
             )
-        out[pid] = jax.device_get(RLModule.from_checkpoint(path).params)
+        module = RLModule.from_checkpoint(path)
+        if isinstance(module, MultiRLModule):
+            # The rl_module directory itself (RLlib's example scripts load a single-agent
+            # checkpoint so): the policy of the same id, or the checkpoint's only one.
+            if pid in module:
+                module = module[pid]
+            elif len(module) == 1:
+                module = next(iter(module.values()))
+        out[pid] = jax.device_get(one_module(module, path).params)
     return out
+
+
+def one_module(module: RLModule | MultiRLModule, path: Any) -> RLModule:
+    """``module`` where a path must name one policy's module; a ``MultiRLModule`` (the path
+    is the ``rl_module`` directory itself) raises ``CheckpointError`` saying so."""
+    if isinstance(module, MultiRLModule):
+        raise CheckpointError(
+            f"{str(path)[:300]!r} names every policy's modules; name one: "
+            f"{'/'.join(RL_MODULE_PATH)}/<policy_id> (its policies are {list(module)[:20]})"
+        )
+    return module
+
+
+def _names_modules_dir(path: Any) -> bool:
+    """Whether ``path`` ends with RLlib's ``learner_group/learner/rl_module`` (no policy)."""
+    if not isinstance(path, (str, os.PathLike)):
+        return False
+    return Path(os.fspath(path)).parts[-len(RL_MODULE_PATH) :] == RL_MODULE_PATH
 
 
 def _names_module_path(path: str | os.PathLike) -> bool:
@@ -342,6 +373,7 @@ __all__ = [
     "RLModule",
     "RLModuleSpec",
     "RecurrentActor",
+    "one_module",
     "pretrained_weights",
     "rllib_module_path",
 ]
