@@ -288,7 +288,7 @@ def test_rl_module_from_checkpoint_reads_the_component_path(monkeypatch, tmp_pat
         def _policy_ids(self):
             return ["p0", "p1"]
 
-        def get_module(self, policy_id):
+        def _module(self, policy_id):
             return ("module", policy_id)
 
     def for_inference(path, **kwargs):
@@ -299,6 +299,9 @@ def test_rl_module_from_checkpoint_reads_the_component_path(monkeypatch, tmp_pat
     path = os.path.join(tmp_path, COMPONENT_LEARNER_GROUP, COMPONENT_LEARNER, COMPONENT_RL_MODULE)
     assert RLModule.from_checkpoint(os.path.join(path, "p1")) == ("module", "p1")
     assert seen["path"] == str(tmp_path)
+    # The rl_module directory itself: every policy, as RLlib's MultiRLModule.
+    every = RLModule.from_checkpoint(path)
+    assert dict(every) == {"p0": ("module", "p0"), "p1": ("module", "p1")}
 
 
 # ---- rljax.utils.images --------------------------------------------------------------------
