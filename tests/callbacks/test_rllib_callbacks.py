@@ -69,9 +69,10 @@ class Recorder(RLlibCallback):
         assert episode.is_done and rl_module is not None
         self.calls.append(("on_episode_end", episode.id_))
         self.ended.append(episode)
-        metrics_logger.log_value("len_mean", len(episode), window=10_000, clear_on_reduce=True)
-        metrics_logger.log_value("episodes", 1, reduce="sum")
-        metrics_logger.log_value("shortest", len(episode), reduce="min", clear_on_reduce=True)
+        metrics_logger.log_value("len_mean", len(episode), window=10_000)
+        metrics_logger.log_value("episodes", 1, reduce="sum")  # this iteration's
+        metrics_logger.log_value("episodes_lifetime", 1, reduce="lifetime_sum")
+        metrics_logger.log_value("shortest", len(episode), reduce="min")
 
     def on_sample_end(self, *, samples, **kwargs):
         self.calls.append(("on_sample_end", len(samples)))
@@ -139,9 +140,9 @@ def test_hooks_in_rllibs_order_with_metrics_on_the_fused_path(tmp_path):
         assert er["len_mean"] == pytest.approx(er["episode_len_mean"])
         assert er["shortest"] == er["episode_len_min"]
         assert r["callback_saw"] == r["training_iteration"]
-    assert (
-        results[1]["env_runners"]["episodes"] == results[1]["env_runners"]["num_episodes_lifetime"]
-    )
+    second = results[1]["env_runners"]
+    assert second["episodes"] == second["num_episodes"]  # a sum starts afresh (RLlib 2.60)
+    assert second["episodes_lifetime"] == second["num_episodes_lifetime"]
     assert results[0]["inits"] == 1.0  # on_algorithm_init's algo.metrics: the next result
     # The replayed episodes are CartPole's: rewards of 1, EnvPool's infos count the steps, and
     # each step's observation follows from the one before (the pole's angle integrates its

@@ -5,32 +5,45 @@ algorithm reduces its loggers when it builds each result, and the values appear 
 their (nested) keys: episode hooks' under ``env_runners``, ``on_train_result``'s and the other
 algorithm-level hooks' at the top level of the next result.
 
-The semantics are RLlib's (``ray.rllib.utils.metrics.metrics_logger``):
+The semantics are RLlib 2.60's (``ray.rllib.utils.metrics.metrics_logger``):
 
-- ``reduce="mean"`` with neither ``window`` nor ``ema_coeff``: an exponential moving average with
-  ``ema_coeff=0.01`` (the first value starts it), kept across iterations;
-- ``reduce="mean"`` with ``window=n``: the mean of the last ``n`` values; with ``ema_coeff=c``:
-  the moving average with that coefficient;
-- ``"min"``, ``"max"``, ``"sum"``: over the last ``window`` values, or every value so far when
-  ``window`` is None (``"sum"`` then adds up over the whole run: a lifetime count);
-- ``reduce=None``: the list of values logged since the last reduction;
-- ``clear_on_reduce=True``: each reduction starts the key afresh, so that a result shows only
-  the values logged during its own iteration (an empty key then reports NaN, or 0 for sums);
-- RLlib's newer names: ``"ema"`` (``"mean"`` as a moving average), ``"lifetime_sum"`` (``"sum"``
-  over the whole run), ``"item_series"`` (the values since the last reduction, any objects, the
-  last ``window`` of them: a video's frames) and ``"item"`` (the last value, kept).
+- no ``reduce``: ``"ema"`` (an exponential moving average, ``ema_coeff=0.01`` unless given,
+  the first value starts it, kept across iterations); with a ``window``: ``"mean"``;
+- ``"mean"``, ``"min"``, ``"max"``, ``"sum"``: over the values logged since the last reduction
+  (the last ``window`` of them where a window is given); each reduction starts the key afresh,
+  and an iteration that logged nothing reports NaN;
+- ``"lifetime_sum"``: the sum over the whole run, kept;
+- ``"item"``: the last value logged (any object) since the last reduction, else None;
+- ``"item_series"``: the values logged since the last reduction (any objects: a video's
+  frames), the last ``window`` of them;
+- the first ``log_value`` of a key fixes how it reduces; later calls log into it whatever
+  settings they pass, as RLlib's do. ``with_throughput=True`` (``"sum"``, ``"lifetime_sum"``)
+  also tracks the key's rate: ``peek(key, throughput=True)`` is what was added since the last
+  reduction, per second.
+
+RLlib's deprecated forms still work: ``reduce="mean"`` with an ``ema_coeff`` and no window is
+``"ema"``, ``reduce="sum", clear_on_reduce=False`` is ``"lifetime_sum"``, and
+``clear_on_reduce`` is otherwise ignored, with a warning once.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
+import logging
+import math
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-REDUCTIONS = ("mean", "min", "max", "sum", None, "ema", "lifetime_sum", "item", "item_series")
+logger = logging.getLogger("rljax")
+
+REDUCTIONS = ("mean", "min", "max", "sum", "ema", "lifetime_sum", "item", "item_series")
+SERIES = ("mean", "min", "max", "sum")
 DEFAULT_EMA_COEFF = 0.01
+_warned: set[str] = set()
 
 
 def _key_path(key: Any) -> tuple[str, ...]:
@@ -43,29 +56,47 @@ def _key_path(key: Any) -> tuple[str, ...]:
     return path
 
 
+def _warn_once(key: str, text: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(text)
+
+
+def resolve_reduce(
+    reduce: str | None, window: Any, ema_coeff: Any, clear_on_reduce: bool | None
+) -> str:
+    """The reduction a ``log_value`` call asks for, RLlib 2.60's way (module docstring)."""
+    if clear_on_reduce is not None:
+        if reduce == "sum" and clear_on_reduce is False:
+            return "lifetime_sum"
+        _warn_once(
+            "clear_on_reduce",
+            "MetricsLogger: clear_on_reduce is RLlib's deprecated setting and is ignored: "
+            "'mean', 'min', 'max', 'sum' and 'item_series' start afresh at each reduction, "
+            "'ema' and 'lifetime_sum' keep their value",
+        )
+    if reduce is None:
+        return "mean" if window is not None else "ema"
+    if reduce == "mean" and ema_coeff is not None and window is None:
+        return "ema"  # RLlib before 2.50: a mean with a coefficient was the moving average
+    return reduce
+
+
 class Stats:
     """One key's values and how they reduce (see the module docstring)."""
 
     def __init__(
         self,
-        reduce: str | None = "mean",
+        reduce: str = "ema",
         window: int | float | None = None,
         ema_coeff: float | None = None,
-        clear_on_reduce: bool = False,
+        with_throughput: bool = False,
     ):
         if reduce not in REDUCTIONS:
             raise ValueError(
-                f"reduce={reduce!r} is not a reduction; use one of 'mean', 'min', 'max', 'sum', "
-                "'ema', 'lifetime_sum', 'item', 'item_series' or None"
+                f"reduce={reduce!r} is not a reduction; use one of {', '.join(REDUCTIONS)}, or "
+                "None (an EMA, or a mean with a window)"
             )
-        self.name = reduce  # as logged; RLlib's newer names map onto the four below
-        self._item = reduce == "item"
-        if reduce == "ema":
-            reduce = "mean"
-        elif reduce == "lifetime_sum":
-            reduce, window = "sum", None
-        elif reduce in ("item", "item_series"):
-            reduce = None
         if window is not None and not (
             (isinstance(window, int) and not isinstance(window, bool) and window >= 1)
             or window == float("inf")
@@ -73,84 +104,107 @@ class Stats:
             raise ValueError(f"window={window!r} must be an int >= 1, float('inf') or None")
         if window == float("inf"):
             window = None
-        if ema_coeff is not None:
-            if reduce != "mean":
-                raise ValueError(f"ema_coeff={ema_coeff} needs reduce='mean', not {reduce!r}")
+        if reduce == "ema":
             if window is not None:
-                raise ValueError("ema_coeff and window cannot both be set: choose one")
+                raise ValueError(
+                    "reduce='ema' takes no window (RLlib refuses both too); for the mean of "
+                    "the last n values use reduce='mean', window=n"
+                )
+            if ema_coeff is None:
+                ema_coeff = DEFAULT_EMA_COEFF
             if not (isinstance(ema_coeff, float | int) and 0 < ema_coeff <= 1):
                 raise ValueError(f"ema_coeff={ema_coeff!r} must be in (0, 1]")
-        elif reduce == "mean" and window is None:
-            ema_coeff = DEFAULT_EMA_COEFF
-        self.reduce_method = reduce
+        elif ema_coeff is not None:
+            raise ValueError(
+                f"ema_coeff={ema_coeff} needs reduce='ema' (or 'mean' without a window), not "
+                f"{reduce!r}"
+            )
+        if reduce in ("lifetime_sum", "item"):
+            window = None
+        if with_throughput and reduce not in ("sum", "lifetime_sum"):
+            raise ValueError(
+                f"with_throughput=True needs reduce='sum' or 'lifetime_sum', not {reduce!r}"
+            )
+        self.name = reduce
         self.window = window
         self.ema_coeff = ema_coeff
-        self.clear_on_reduce = (clear_on_reduce or reduce is None) and not self._item
+        self.with_throughput = bool(with_throughput)
         self.values: collections.deque[Any] = collections.deque(
-            maxlen=1 if self._item else window if isinstance(window, int) else None
+            maxlen=window if isinstance(window, int) else None
         )
-        self._ema: float | None = None
-        self._total: float | None = None  # min/max/sum over every value so far (window None)
-
-    def same_settings(self, reduce: Any, window: Any, ema_coeff: Any, clear: bool) -> bool:
-        other = Stats(reduce, window, ema_coeff, clear)
-        return (other.name, other.window, other.ema_coeff, other.clear_on_reduce) == (
-            self.name,
-            self.window,
-            self.ema_coeff,
-            self.clear_on_reduce,
-        )
+        self._ema = math.nan
+        self._lifetime = 0.0
+        self._since = 0.0  # lifetime_sum's increase since the last reduction (throughput)
+        self._item: Any = None
+        self._reduced_at = time.perf_counter()
 
     def push(self, value: Any) -> None:
-        if self.reduce_method is None:
-            self.values.append(value)
-            return
-        x = float(np.asarray(value))
-        if self.ema_coeff is not None:
-            c = self.ema_coeff
-            self._ema = x if self._ema is None else (1.0 - c) * self._ema + c * x
-        elif self.window is None:
-            if self._total is None:
-                self._total = x
-            elif self.reduce_method == "sum":
-                self._total += x
-            else:
-                pick = min if self.reduce_method == "min" else max
-                self._total = pick(self._total, x)
-        else:
-            self.values.append(x)
+        if self.name in ("item_series", *SERIES):
+            self.values.append(value if self.name == "item_series" else float(np.asarray(value)))
+        elif self.name == "item":
+            self._item = value
+        elif self.name == "lifetime_sum":
+            x = float(np.asarray(value))
+            self._lifetime += x
+            self._since += x
+        else:  # ema; a NaN leaves it as it is, as in RLlib
+            x = float(np.asarray(value))
+            if math.isnan(x):
+                return
+            c = float(self.ema_coeff or DEFAULT_EMA_COEFF)
+            self._ema = x if math.isnan(self._ema) else (1.0 - c) * self._ema + c * x
 
     def peek(self) -> Any:
-        if self._item:
-            return self.values[-1] if self.values else float("nan")
-        if self.reduce_method is None:
+        if self.name == "ema":
+            return self._ema
+        if self.name == "lifetime_sum":
+            return self._lifetime
+        if self.name == "item":
+            return self._item
+        if self.name == "item_series":
             return list(self.values)
-        if self.ema_coeff is not None:
-            return float("nan") if self._ema is None else self._ema
-        if self.window is None:
-            empty = 0.0 if self.reduce_method == "sum" else float("nan")
-            return empty if self._total is None else self._total
         if not self.values:
-            return 0.0 if self.reduce_method == "sum" else float("nan")
+            return math.nan
         v = np.asarray(self.values, np.float64)
-        if self.reduce_method == "mean":
-            return float(v.mean())
-        if self.reduce_method == "sum":
-            return float(v.sum())
-        return float(v.min() if self.reduce_method == "min" else v.max())
+        if np.isnan(v).all():
+            return math.nan
+        if self.name == "mean":
+            return float(np.nanmean(v))
+        if self.name == "sum":
+            return float(np.nansum(v))
+        return float(np.nanmin(v) if self.name == "min" else np.nanmax(v))
+
+    def throughput(self) -> float:
+        """The key's rate per second since the last reduction (or since it was first logged):
+        what was added since then, over the seconds since then, as RLlib's throughput is."""
+        seconds = time.perf_counter() - self._reduced_at
+        grown = self._since if self.name == "lifetime_sum" else self.peek()
+        return float(grown) / seconds if seconds > 0 and not math.isnan(grown) else math.nan
 
     def reduce(self) -> Any:
         out = self.peek()
-        if self.clear_on_reduce:
+        self._reduced_at = time.perf_counter()
+        self._since = 0.0
+        if self.name in ("item_series", *SERIES):
             self.values.clear()
-            self._ema = self._total = None
+        elif self.name == "item":
+            self._item = None
         return out
 
 
 class MetricsLogger:
-    """Values logged under (nested) keys and reduced by ``reduce()`` (RLlib's API)."""
+    """Values logged under (nested) keys and reduced by ``reduce()`` (RLlib's API).
 
-    def __init__(self) -> None:
+    ``root`` and ``stats_cls_lookup`` are RLlib's constructor arguments; one logger here is
+    always its own root, and the reductions are the module docstring's.
+    """
+
+    def __init__(self, root: bool = True, stats_cls_lookup: Any = None) -> None:
+        if stats_cls_lookup is not None:
+            raise ValueError(
+                "MetricsLogger(stats_cls_lookup=...): custom Stats classes are RLlib's; use "
+                f"one of the reductions {', '.join(REDUCTIONS)}"
+            )
         self._stats: dict[tuple[str, ...], Stats] = {}
 
     def log_value(
@@ -158,21 +212,40 @@ class MetricsLogger:
         key: str | tuple[str, ...],
         value: Any,
         *,
-        reduce: str | None = "mean",
+        reduce: str | None = None,
         window: int | float | None = None,
         ema_coeff: float | None = None,
-        clear_on_reduce: bool = False,
-        with_throughput: bool = False,
+        percentiles: Any = None,
+        clear_on_reduce: bool | None = None,
+        with_throughput: bool | None = None,
+        **kwargs: Any,
     ) -> None:
         """Logs ``value`` under ``key``; the first call for a key fixes how it reduces.
 
         Raises:
-          ValueError: For a bad key or reduction, a value that is not a finite-or-NaN number
-            (unless ``reduce=None``), or settings that differ from the key's first call.
+          ValueError: For a bad key or reduction, or a value that is not one number where
+            the reduction needs one (``"item"`` and ``"item_series"`` take any object).
         """
-        del with_throughput  # RLlib's throughput side-stat: not reported here
         path = _key_path(key)
-        if reduce not in (None, "item", "item_series"):
+        if percentiles:
+            raise ValueError(
+                f"log_value({key!r}, percentiles=...): RLlib's percentiles are not built here; "
+                "log the values with reduce='item_series', window=n and compute them from the "
+                "result"
+            )
+        stats = self._stats.get(path)
+        if stats is None:
+            name = resolve_reduce(reduce, window, ema_coeff, clear_on_reduce)
+            for other in self._stats:
+                if other[: len(path)] == path or path[: len(other)] == other:
+                    raise ValueError(
+                        f"metrics key {'/'.join(path)!r} clashes with {'/'.join(other)!r}: a key "
+                        "cannot be both a value and a group of values"
+                    )
+            new = Stats(name, window, ema_coeff, bool(with_throughput))
+        else:
+            name = stats.name
+        if name not in ("item", "item_series"):
             try:
                 x = np.asarray(value)
                 ok = x.shape == () and x.dtype.kind in "biuf"
@@ -180,32 +253,45 @@ class MetricsLogger:
                 ok = False
             if not ok:
                 raise ValueError(
-                    f"log_value({key!r}, {value!r}): a value reduced with {reduce!r} must be one "
-                    "number; log other values with reduce=None"
+                    f"log_value({key!r}, {value!r}): a value reduced with {name!r} must be one "
+                    "number; log other values with reduce='item' or 'item_series'"
                 )
-        stats = self._stats.get(path)
         if stats is None:
-            for other in self._stats:
-                if other[: len(path)] == path or path[: len(other)] == other:
-                    raise ValueError(
-                        f"metrics key {'/'.join(path)!r} clashes with {'/'.join(other)!r}: a key "
-                        "cannot be both a value and a group of values"
-                    )
-            stats = self._stats[path] = Stats(reduce, window, ema_coeff, clear_on_reduce)
-        elif not stats.same_settings(reduce, window, ema_coeff, clear_on_reduce):
-            raise ValueError(
-                f"metrics key {'/'.join(path)!r} was first logged with reduce="
-                f"{stats.name!r}, window={stats.window!r}, ema_coeff="
-                f"{stats.ema_coeff!r}, clear_on_reduce={stats.clear_on_reduce}; log it the same "
-                "way each time"
-            )
+            stats = self._stats[path] = new
         stats.push(value)
 
-    def log_dict(self, stats_dict: dict[str, Any], *, key: Any = None, **kwargs: Any) -> None:
-        """Logs every leaf of a nested dict (under ``key``, if given) with ``log_value``."""
+    @contextlib.contextmanager
+    def log_time(
+        self,
+        key: str | tuple[str, ...],
+        *,
+        reduce: str = "ema",
+        window: int | float | None = None,
+        ema_coeff: float | None = None,
+        **kwargs: Any,
+    ) -> Iterator[None]:
+        """Logs the seconds a ``with`` block takes under ``key`` (RLlib's ``log_time``)."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.log_value(
+                key, time.perf_counter() - start, reduce=reduce, window=window, ema_coeff=ema_coeff
+            )
+
+    def log_dict(
+        self,
+        stats_dict: dict[str, Any],
+        *,
+        key: Any = None,
+        reduce: str | None = "mean",
+        **kwargs: Any,
+    ) -> None:
+        """Logs every leaf of a nested dict (under ``key``, if given) with ``log_value``;
+        ``reduce`` defaults to ``"mean"``, as RLlib's ``log_dict`` does."""
         prefix = () if key is None else _key_path(key)
         for path, value in _leaves(stats_dict, prefix):
-            self.log_value(path, value, **kwargs)
+            self.log_value(path, value, reduce=reduce, **kwargs)
 
     def aggregate(self, stats_dicts: list[dict[str, Any]], *, key: Any = None) -> None:
         """Merges the metrics of several runners (their ``get_metrics()`` dicts) into one and
@@ -220,7 +306,7 @@ class MetricsLogger:
             for path, value in _leaves(d, ()):
                 pooled.setdefault(path, []).append((float(np.asarray(value)), weight))
         for path, items in pooled.items():
-            stats = Stats("mean", window=1, clear_on_reduce=True)
+            stats = Stats("mean", window=1)
             stats.push(_combined(path[-1], items))
             full = (*prefix, *path)
             for other in [p for p in self._stats if p != full]:
@@ -236,9 +322,28 @@ class MetricsLogger:
         out = _nest({p[len(path) :]: self._stats.pop(p).reduce() for p in inside})
         return out
 
-    def peek(self, key: str | tuple[str, ...], *, default: Any = None) -> Any:
-        """The reduced value of ``key`` now, without clearing it (``default`` if never logged)."""
+    def peek(
+        self,
+        key: str | tuple[str, ...],
+        *,
+        default: Any = None,
+        compile: bool = True,
+        throughput: bool = False,
+    ) -> Any:
+        """The reduced value of ``key`` now, without clearing it (``default`` if never logged);
+        ``throughput=True``: its rate per second since the last reduction (a key logged with
+        ``with_throughput=True``)."""
         path = _key_path(key)
+        if throughput:
+            stats = self._stats.get(path)
+            if stats is None or not stats.with_throughput:
+                if default is not None:
+                    return default
+                raise KeyError(
+                    f"no throughput for {'/'.join(path)!r}: log it with reduce='sum' or "
+                    "'lifetime_sum' and with_throughput=True"
+                )
+            return stats.throughput()
         if path in self._stats:
             return self._stats[path].peek()
         sub = {p[len(path) :]: s.peek() for p, s in self._stats.items() if p[: len(path)] == path}
@@ -249,8 +354,8 @@ class MetricsLogger:
         return _nest(sub)
 
     def reduce(self) -> dict[str, Any]:
-        """Every key's reduced value as a nested dict (keys with ``clear_on_reduce`` start
-        afresh)."""
+        """Every key's reduced value as a nested dict (the module docstring says which keys
+        start afresh)."""
         return _nest({path: stats.reduce() for path, stats in self._stats.items()})
 
     def __contains__(self, key: Any) -> bool:
