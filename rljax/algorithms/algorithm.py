@@ -38,12 +38,7 @@ from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.algorithms.algorithm_evaluation import EvaluationHooks
 from rljax.algorithms.algorithm_runners import RunnerHooks
 from rljax.algorithms.algorithm_state import StateSurface
-from rljax.algorithms.rllib_surface import (
-    EnvRunnerGroup,
-    LearnerGroup,
-    SaveResult,
-    TrainableSurface,
-)
+from rljax.algorithms.rllib_surface import SaveResult, TrainableSurface
 from rljax.callbacks.episodes import EpisodeReplay
 from rljax.core import DEFAULT_POLICY_ID
 from rljax.core.rl_module.inference import Inference
@@ -466,22 +461,6 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
             self.state = with_weights(self.state, current, given, pid, type(self).__name__)
         if weights and self._runners is not None:  # runner threads act with them next
             self._runners.publish(self._runner_params(), advance=False)
-
-    @property
-    def env_runner(self) -> Any:
-        """The local env runner (RLlib's ``algo.env_runner``): the driver's sampling, or with
-        runner threads the driver's runner without envs (its ``module`` and ``config``)."""
-        return self.env_runner_group.local_env_runner
-
-    @property
-    def learner_group(self) -> LearnerGroup:
-        """The learners as RLlib's ``LearnerGroup``: ``get_weights()``, ``foreach_learner``."""
-        return LearnerGroup(self)
-
-    @property
-    def env_runner_group(self) -> EnvRunnerGroup:
-        """The env runners, as RLlib's ``EnvRunnerGroup``: ``foreach_env_runner(fn)``."""
-        return EnvRunnerGroup(self)
 
     def export_policy(
         self,

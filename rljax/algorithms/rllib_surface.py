@@ -462,9 +462,26 @@ __all__ = [
 
 
 class TrainableSurface:
-    """What an ``Algorithm`` has of Tune's ``Trainable`` and of RLlib's older names: ``step``,
-    ``cleanup``, ``reset_config``, ``trial_id``, ``trial_name``, ``workers`` and
+    """What an ``Algorithm`` has of Tune's ``Trainable``, RLlib's runner and learner groups and
+    RLlib's older names: ``step``, ``cleanup``, ``reset_config``, ``trial_id``,
+    ``trial_name``, ``env_runner``, ``env_runner_group``, ``learner_group``, ``workers`` and
     ``export_policy_model`` (``Algorithm`` inherits them)."""
+
+    @property
+    def env_runner(self) -> Any:
+        """The local env runner (RLlib's ``algo.env_runner``): the driver's sampling, or with
+        runner threads the driver's runner without envs (its ``module`` and ``config``)."""
+        return self.env_runner_group.local_env_runner
+
+    @property
+    def learner_group(self) -> LearnerGroup:
+        """The learners as RLlib's ``LearnerGroup``: ``get_weights()``, ``foreach_learner``."""
+        return LearnerGroup(self)
+
+    @property
+    def env_runner_group(self) -> EnvRunnerGroup:
+        """The env runners, as RLlib's ``EnvRunnerGroup``: ``foreach_env_runner(fn)``."""
+        return EnvRunnerGroup(self)
 
     def step(self) -> dict[str, Any]:
         """One training iteration (Tune's ``Trainable.step``, which RLlib's ``train()``

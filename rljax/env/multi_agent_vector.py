@@ -139,12 +139,13 @@ def slot_spaces(
     act_spaces = {a: env.get_action_space(a) for a in agents}
     slot_action = act_spaces[agents[0]]
     if any(space != slot_action for space in act_spaces.values()):
-        for agent, space in act_spaces.items():
+        other = next(a for a in agents if act_spaces[a] != slot_action)
+        for space in act_spaces.values():
             if not (isinstance(space, gym.spaces.Discrete) and int(space.start) == 0):
                 raise ConfigError(
-                    f"agent {agent!r} has action space {space}, agent {agents[0]!r} has "
-                    f"{slot_action}; rljax's vectorized multi-agent sampling needs one shared "
-                    "action space, or Discrete(n) spaces (starting at 0) of any n"
+                    f"agent {agents[0]!r} has action space {slot_action}, agent {other!r} has "
+                    f"{act_spaces[other]}; rljax's vectorized multi-agent sampling needs one "
+                    "shared action space, or Discrete(n) spaces (starting at 0) of any n"
                 )
         slot_action = max(act_spaces.values(), key=lambda space: int(getattr(space, "n", 0)))
     first = obs_spaces[agents[0]]
