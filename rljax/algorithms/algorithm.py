@@ -410,10 +410,9 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         current weights. As RLlib's, a multi-agent algorithm gives None for a policy id it
         does not have (no id asks for ``"default_policy"``); a single-agent one refuses any id
         but its own."""
-        ids = self._policy_ids()
-        if len(ids) > 1:
+        if self.config.is_multi_agent:
             policy_id = policy_id or DEFAULT_POLICY
-            if policy_id not in ids:
+            if policy_id not in self._policy_ids():
                 return None
         return self._module(policy_id)
 
@@ -593,6 +592,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
             runners=self._env_state_io,
         )
         iteration_book.set_counter_values(self, restored.saved.counters)
+        self.time_since_restore, self.iterations_since_restore = 0.0, 0  # Tune's restore
         self._non_finite_seen = count_non_finite(self._checkpoint_state(False))
         self._non_finite_weights_loaded = checkpoints.non_finite_weights_loaded(
             restored.state, restored.state_file

@@ -250,14 +250,17 @@ class EnvRunnerGroup:
     def local_env_runner(self) -> EnvRunner | None:
         """The driver's runner (index 0). With runner threads the driver samples nothing, and
         its runner has the module and the config but no envs, as RLlib's local env runner
-        has beside remote ones; None for a runner group of an evaluation only."""
+        has beside remote ones (with a copy of the algorithm's config); None where there are
+        no runners (offline algorithms, after ``stop()``) and for an evaluation group."""
         runners = [r for r in self._runners() if r.worker_index == 0]
         if runners:
             return runners[0]
         algo = getattr(self, "_algo", None)  # an evaluation group has none
-        if algo is None:
-            return None
-        return EnvRunner(0, None, None, algo.config, algo, slot=-1)
+        if algo is None or getattr(algo, "_runners", None) is None:
+            return None  # no runners at all: offline algorithms, or after stop()
+        # Its own copy of the config, as RLlib's local runner and rljax's other slots have.
+        config = algo._runner_configs.setdefault(-1, algo.config.copy())
+        return EnvRunner(0, None, None, config, algo, slot=-1)
 
 
 class LearnerGroup:

@@ -166,7 +166,6 @@ def set_counter_values(run: CountedRun, counters: Mapping[str, Any]) -> None:
     run.time_total_s = counters["time_total_s"]
     run.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
     run._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
-    run.time_since_restore, run.iterations_since_restore = 0.0, 0
 
 
 __all__ = [

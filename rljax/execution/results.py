@@ -57,12 +57,15 @@ class IterationTotals:
 
 @functools.cache
 def node_ip() -> str:
-    """This host's address as Ray Tune's results give it (``node_ip``); the loopback address
-    when the host name does not resolve."""
-    try:
-        return socket.gethostbyname(socket.gethostname())
-    except OSError:
-        return "127.0.0.1"
+    """This host's address as Ray Tune's results give it (``node_ip``): the address its route
+    out leaves from, found as Ray finds it (a UDP socket's ``connect``, which sends nothing
+    and does not wait on DNS); the loopback address on a host without a route."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("8.8.8.8", 80))
+            return str(s.getsockname()[0])
+        except OSError:
+            return "127.0.0.1"
 
 
 def trainable_keys(totals: IterationTotals, config: Mapping[str, Any]) -> dict[str, Any]:

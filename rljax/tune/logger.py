@@ -9,7 +9,6 @@ trial by default; passing their callbacks is accepted and writes them once, not 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -156,15 +155,13 @@ class JsonLoggerCallback(LoggerCallback):
 
 def _plain(value: Any) -> Any:
     """``value`` as YAML-printable data: numpy and JAX scalars and arrays as numbers and
-    lists, non-finite floats as strings, anything else unknown as its ``repr``."""
+    lists, anything else unknown as its ``repr``."""
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     if hasattr(value, "tolist"):
         return _plain(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return repr(value)

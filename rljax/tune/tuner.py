@@ -988,7 +988,8 @@ def run(
         checkpoint_config = CheckpointConfig(
             num_to_keep=keep_checkpoints_num,
             checkpoint_frequency=checkpoint_freq,
-            checkpoint_at_end=checkpoint_at_end,
+            # False is the parameter's default: as in Ray, it leaves Tune's own (None).
+            checkpoint_at_end=checkpoint_at_end or None,
         )
     if resources_per_trial is not None:
         from rljax.agents.config_table import note

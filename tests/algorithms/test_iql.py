@@ -185,7 +185,7 @@ def test_settings_iql_refuses_naming_them(tmp_path):
     with pytest.raises(ConfigError, match=r"n_step=3"):
         _iql(tmp_path, n_step=3).validate()
     _bandit(tmp_path, episodes=4)
-    with pytest.raises(ConfigError, match=r"IQL needs a 1-D Box action space"):
+    with pytest.raises(ConfigError, match=r"IQL needs a 1-D Box action space.*BC or MARWIL"):
         _iql(tmp_path).environment("CartPole-v1").build_algo()
 
 

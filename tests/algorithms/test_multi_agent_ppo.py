@@ -222,3 +222,15 @@ def test_multi_agent_training_goes_on_after_a_runner_is_dropped():
         assert 0 < result["env_runners"]["num_env_steps_sampled"] <= full // 2 + 1
     finally:
         algo.stop()
+
+
+def test_get_module_of_a_one_policy_multi_agent_run_is_rllibs():
+    # Multi-agent by its config, however many policies: None for ids it does not have.
+    config = _config().multi_agent(policies=["p0"], policy_mapping_fn=lambda *a, **k: "p0")
+    algo = config.build_algo()
+    try:
+        assert algo.get_module() is None and algo.get_module("nope") is None
+        assert algo.get_module("p0") is not None
+    finally:
+        algo.stop()
+    assert algo.env_runner is None  # no runners after stop(): no local runner view either

@@ -77,7 +77,7 @@ def test_target_network_update_freq_works_without_a_policy_delay():
 
 
 def test_old_name_exploration_config_points_to_exploration_noise():
-    with pytest.raises(ConfigError, match=r"calls it .*or exploration_noise \(TD3\)"):
+    with pytest.raises(ConfigError, match=r"exploration_config=.*or exploration_noise \(TD3\)"):
         TD3Config().training(exploration_config={"type": "GaussianNoise"})
 
 

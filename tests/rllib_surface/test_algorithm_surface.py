@@ -81,7 +81,8 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
         # The driver's runner, as RLlib's local one beside remote runners: module, no envs.
         local = algo.env_runner
         assert local.worker_index == group.local_env_runner.worker_index == 0
-        assert local.config is algo.config and local.num_envs == 0
+        assert local.config is not algo.config and local.num_envs == 0
+        assert local.config.env_config == algo.config.env_config
         assert local.module.get_state()["default_policy"] is not None
         with pytest.raises(TypeError, match="local env runner has no envs"):
             local.foreach_env(lambda e: e)

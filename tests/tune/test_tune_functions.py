@@ -152,6 +152,18 @@ def test_trainable_class_runs_as_trials_with_checkpoints(tmp_path):
     assert ckpt.name == "checkpoint_000004"
     saved = sorted(p.name for p in Path(grid[1].path).glob("checkpoint_*"))
     assert saved == ["checkpoint_000002", "checkpoint_000004"]
+    # tune.run(checkpoint_freq=2) without checkpoint_at_end: Tune's default saves at the end.
+    analysis = tune.run(
+        Counter,
+        config={"a": 1},
+        stop={"training_iteration": 3},
+        checkpoint_freq=2,
+        storage_path=str(tmp_path / "run"),
+        verbose=0,
+    )
+    (trial,) = analysis.trials
+    saved = sorted(p.name for p in Path(trial.path).glob("checkpoint_*"))
+    assert saved == ["checkpoint_000002", "checkpoint_000003"]
     # the checkpoint restores outside the Tuner: total and iteration count
     again = Counter({"a": 3})
     again.restore(ckpt)

@@ -1,5 +1,5 @@
-"""MetricsLogger's reductions against hand-computed values (RLlib 2.60's semantics: the
-same calls through RLlib's own logger gave the values asserted)."""
+"""MetricsLogger's reductions against hand-computed values (RLlib 2.60's semantics: for the
+reductions, the same calls through RLlib's own logger gave the values asserted)."""
 
 import math
 
@@ -79,7 +79,11 @@ def test_throughput_and_log_time(monkeypatch):
     m = MetricsLogger()
     for _ in range(3):
         m.log_value("steps", 5, reduce="lifetime_sum", with_throughput=True)  # created at 100
-    assert m.peek("steps", throughput=True) == 7.5  # 15 over the 2 s since
+    # 15 over the 2 s since it was created (RLlib's dict for a lifetime sum).
+    assert m.peek("steps", throughput=True) == {
+        "throughput_since_last_reduce": 7.5,
+        "throughput_since_last_restore": 7.5,
+    }
     m.reduce()  # at 102: the count goes on, the rate starts again
     with m.log_time("block", reduce="mean"):  # 110 -> 111
         pass
@@ -138,3 +142,10 @@ def test_item_series_item_and_ema():
     assert out["avg"] == pytest.approx(0.5 * (0.5 * 0 + 0.5 * 1) + 0.5 * 2)  # 1.25
     again = m.reduce()  # RLlib 2.60: series and items start afresh, the EMA stays
     assert again == {"video": [], "last": None, "avg": pytest.approx(1.25)}
+
+
+def test_a_timed_block_that_raises_logs_nothing_and_keeps_its_exception():
+    m = MetricsLogger()
+    with pytest.raises(KeyError, match="inside"), m.log_time("t", reduce="ema", window=3):
+        raise KeyError("inside")  # the bad window would raise in log_value: not reached
+    assert "t" not in m

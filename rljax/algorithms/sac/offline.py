@@ -98,6 +98,7 @@ class OfflineSAC(SAC):
 
     config: OfflineSACConfig
     continuous_only = True
+    discrete_hint = ". For Discrete actions from offline data, use BC or MARWIL"
 
     def _build_parts(
         self, key: jax.Array

@@ -210,6 +210,8 @@ class SAC(OffPolicyAlgorithm):
     config: SACConfig
     #: True for algorithms that take a 1-D Box action space only (RLlib's CQL, IQL and TQC).
     continuous_only: ClassVar[bool] = False
+    #: What a continuous-only algorithm's refusal of a Discrete space suggests instead.
+    discrete_hint: ClassVar[str] = ". SAC takes Discrete actions"
     #: The names of the learner's metrics, in the order its step returns them.
     metric_names: ClassVar[tuple[str, ...]] = SAC_METRICS
 
@@ -219,7 +221,7 @@ class SAC(OffPolicyAlgorithm):
         discrete = isinstance(space, gym.spaces.Discrete)
         box = isinstance(space, gym.spaces.Box) and len(space.shape) == 1
         if self.continuous_only and not box:
-            also = ". SAC takes Discrete actions" if discrete else ""
+            also = self.discrete_hint if discrete else ""
             raise ConfigError(
                 f"{name} needs a 1-D Box action space (RLlib's {name} is continuous); the env "
                 f"has {space}{also}"

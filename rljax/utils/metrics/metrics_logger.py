@@ -19,11 +19,14 @@ The semantics are RLlib 2.60's (``ray.rllib.utils.metrics.metrics_logger``):
 - the first ``log_value`` of a key fixes how it reduces; later calls log into it whatever
   settings they pass, as RLlib's do. ``with_throughput=True`` (``"sum"``, ``"lifetime_sum"``)
   also tracks the key's rate: ``peek(key, throughput=True)`` is what was added since the last
-  reduction, per second.
+  reduction, per second (for a ``"lifetime_sum"``, RLlib's dict of that rate and the rate
+  since the logger's start).
 
-RLlib's deprecated forms still work: ``reduce="mean"`` with an ``ema_coeff`` and no window is
-``"ema"``, ``reduce="sum", clear_on_reduce=False`` is ``"lifetime_sum"``, and
-``clear_on_reduce`` is otherwise ignored, with a warning once.
+Older RLlib forms: ``reduce="sum", clear_on_reduce=False`` is ``"lifetime_sum"`` and
+``clear_on_reduce`` is otherwise ignored with a warning, as in RLlib 2.60; ``reduce="mean"``
+with an ``ema_coeff`` and no window, which RLlib 2.60 refuses, is read as RLlib before 2.50
+read it, an ``"ema"``. A logger's values live for the process: a checkpoint does not save them,
+so a restored run's lifetime sums start again at 0.
 """
 
 from __future__ import annotations
@@ -136,7 +139,7 @@ class Stats:
         self._lifetime = 0.0
         self._since = 0.0  # lifetime_sum's increase since the last reduction (throughput)
         self._item: Any = None
-        self._reduced_at = time.perf_counter()
+        self._created_at = self._reduced_at = time.perf_counter()
 
     def push(self, value: Any) -> None:
         if self.name in ("item_series", *SERIES):
@@ -174,12 +177,22 @@ class Stats:
             return float(np.nansum(v))
         return float(np.nanmin(v) if self.name == "min" else np.nanmax(v))
 
-    def throughput(self) -> float:
+    def throughput(self) -> float | dict[str, float]:
         """The key's rate per second since the last reduction (or since it was first logged):
-        what was added since then, over the seconds since then, as RLlib's throughput is."""
-        seconds = time.perf_counter() - self._reduced_at
-        grown = self._since if self.name == "lifetime_sum" else self.peek()
-        return float(grown) / seconds if seconds > 0 and not math.isnan(grown) else math.nan
+        what was added since then, over the seconds since then, as RLlib's throughput is. A
+        ``"lifetime_sum"`` gives RLlib's dict: that rate and the whole count's since the start."""
+        now = time.perf_counter()
+
+        def rate(grown: float, since: float) -> float:
+            seconds = now - since
+            return float(grown) / seconds if seconds > 0 and not math.isnan(grown) else math.nan
+
+        if self.name == "lifetime_sum":
+            return {
+                "throughput_since_last_reduce": rate(self._since, self._reduced_at),
+                "throughput_since_last_restore": rate(self._lifetime, self._created_at),
+            }
+        return rate(self.peek(), self._reduced_at)
 
     def reduce(self) -> Any:
         out = self.peek()
@@ -270,14 +283,13 @@ class MetricsLogger:
         ema_coeff: float | None = None,
         **kwargs: Any,
     ) -> Iterator[None]:
-        """Logs the seconds a ``with`` block takes under ``key`` (RLlib's ``log_time``)."""
+        """Logs the seconds a ``with`` block takes under ``key`` (RLlib's ``log_time``); a
+        block that raises logs nothing."""
         start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.log_value(
-                key, time.perf_counter() - start, reduce=reduce, window=window, ema_coeff=ema_coeff
-            )
+        yield  # a block that raises logs nothing, and its exception is not masked
+        self.log_value(
+            key, time.perf_counter() - start, reduce=reduce, window=window, ema_coeff=ema_coeff
+        )
 
     def log_dict(
         self,
