@@ -27,6 +27,7 @@ import numpy as np
 from rljax import distributed
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
+from rljax.algorithms.rllib_surface import ReplayBufferView
 from rljax.algorithms.settings import Setting
 from rljax.env.jax_env import is_jax_spec, jax_env_of
 from rljax.execution.loop import IterationResult
@@ -495,6 +496,12 @@ class OffPolicyAlgorithm(Algorithm):
         assert self._loop is not None, "a module loaded for inference does not train"
         self.state, self.runner_state, result = self._loop.step(self.state, self.runner_state)
         return result
+
+    @property
+    def local_replay_buffer(self) -> ReplayBufferView:
+        """The replay buffer as RLlib's ``algo.local_replay_buffer``: ``get_state()`` (its
+        arrays on the host), ``set_state(...)``, ``get_num_timesteps()``."""
+        return ReplayBufferView(self)
 
     # ------------------------------------------------------------------ checkpoint hooks
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:

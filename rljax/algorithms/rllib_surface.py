@@ -10,12 +10,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import flax.serialization
 import jax
 import numpy as np
 
 from rljax.algorithms.config_names import warn_once
 from rljax.env.single_agent_episode import SingleAgentEpisode
 from rljax.execution.episode_stats import episode_summary
+from rljax.utils.checkpoint import _check_tree
 from rljax.utils.errors import ConfigError
 
 logger = logging.getLogger("rljax")
@@ -287,6 +289,52 @@ def _row(tree: Any, i: int) -> Any:
     return jax.tree.map(lambda x: np.asarray(x)[i], tree)
 
 
+class ReplayBufferView:
+    """An off-policy algorithm's replay buffer as RLlib's ``algo.local_replay_buffer``: its
+    contents as host arrays (``get_state``), put back (``set_state``), and its size. The
+    buffer itself lives on the learner's device, in the state the jitted loop carries."""
+
+    def __init__(self, algo: Any):
+        self._algo = algo
+
+    def _live(self) -> Any:
+        buffer = getattr(self._algo.state, "buffer", None)
+        if buffer is None:
+            raise ValueError(
+                "local_replay_buffer: this algorithm has no replay buffer (offline algorithms "
+                "keep their data apart; a module loaded for inference has none)"
+            )
+        return buffer
+
+    def get_state(self) -> dict[str, Any]:
+        """The buffer's arrays (the stored rows, the ring positions and sizes, priorities)
+        as a nested dict of numpy arrays, which msgpack, numpy or pickle can write."""
+        return dict(flax.serialization.to_state_dict(jax.device_get(self._live())))
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Puts ``get_state()``'s dict back; checked against the live buffer (every key, shape
+        and dtype, counters within the capacity) before anything changes.
+
+        Raises:
+          CheckpointError: ``state`` does not fit this buffer.
+        """
+        live = self._live()
+        host = jax.device_get(live)
+        given = jax.tree.map(np.asarray, state)
+        _check_tree(flax.serialization.to_state_dict(host), given, "", "set_state")
+        restored = flax.serialization.from_state_dict(host, given)
+        self._algo._check_loaded_state({"state": {"buffer": restored}}, "set_state")
+        placed = jax.tree.map(lambda new, old: jax.device_put(new, old.sharding), restored, live)
+        self._algo.state = self._algo.state._replace(buffer=placed)
+
+    def get_num_timesteps(self) -> int:
+        """Rows (env steps) the buffer holds."""
+        return int(np.sum(jax.device_get(self._live().size)))
+
+    def __len__(self) -> int:
+        return self.get_num_timesteps()
+
+
 class EvaluationEnvRunner(EnvRunner):
     """One evaluation runner of a ``custom_evaluation_function``: its env copies (a gymnasium
     ``SyncVectorEnv`` as ``env`` for gymnasium envs), the evaluation policy and a config of its
@@ -460,6 +508,7 @@ __all__ = [
     "EvaluationEnvRunner",
     "EvaluationEnvRunnerGroup",
     "LearnerGroup",
+    "ReplayBufferView",
     "SaveResult",
 ]
 

@@ -159,7 +159,22 @@ def test_an_off_policy_state_keeps_the_live_replay_buffer():
         assert not any("buffer" in jax.tree_util.keystr(p) for p, _ in flat)  # no rows saved
         algo.set_state(state)
         assert int(np.sum(jax.device_get(algo.state.buffer.size))) == rows
+        # RLlib's algo.local_replay_buffer: its contents as host arrays, and back.
+        buffer = algo.local_replay_buffer
+        saved = buffer.get_state()
+        assert len(buffer) == buffer.get_num_timesteps() == rows
+        leaves = jax.tree.leaves(saved)
+        assert leaves and all(isinstance(x, np.ndarray) for x in leaves)
         assert algo.train()["training_iteration"] == 2
+        assert len(buffer) > rows
+        buffer.set_state(saved)  # back to the rows of the first iteration
+        assert len(buffer) == rows
+        assert all(jax.tree.leaves(jax.tree.map(np.array_equal, buffer.get_state(), saved)))
+        bad = jax.tree.map(lambda x: x, saved)
+        bad["size"] = np.full_like(saved["size"], 10**9)  # past the capacity
+        with pytest.raises(CheckpointError, match="size must lie in"):
+            buffer.set_state(bad)
+        assert len(buffer) == rows  # unchanged
 
 
 def test_restore_from_path_loads_one_component_as_rllibs_scripts_do(pair, tmp_path):
