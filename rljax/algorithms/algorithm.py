@@ -62,7 +62,7 @@ from rljax.execution.checkpoints import checked_metadata as checked_metadata
 from rljax.execution.episode_stats import EpisodeStats
 from rljax.execution.loop import IterationResult
 from rljax.execution.parts import InferenceFn, Params, PolicyParts, State
-from rljax.execution.results import result_dict, trainable_keys
+from rljax.execution.results import result_dict
 from rljax.execution.video import check_video_dir
 from rljax.execution.weights import _replace_leaves as _replace_leaves
 from rljax.execution.weights import check_weights_fit, with_weights
@@ -338,8 +338,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
             self._reduce_runner_metrics(),
             self._fault_tolerance_metrics(),
         )
-        result = result_dict(out, totals)
-        result.update(trainable_keys(totals, self.config.to_dict()))
+        result = result_dict(out, totals, self.config.to_dict())
         iteration_book.check_non_finite(totals, self.config.on_non_finite_update)
         if evaluation is not None:  # evaluated while this iteration trained
             self.callbacks(

@@ -68,32 +68,20 @@ def node_ip() -> str:
             return "127.0.0.1"
 
 
-def trainable_keys(totals: IterationTotals, config: Mapping[str, Any]) -> dict[str, Any]:
-    """The keys Ray Tune's ``Trainable.train()`` adds to each of RLlib's results: ``config``
-    (the algorithm's config as a dict), ``date``, ``pid``, ``hostname``, ``node_ip``,
-    ``trial_id`` (``"default"`` outside Tune, as in Ray), ``time_since_restore`` and
-    ``iterations_since_restore``."""
-    return {
-        "trial_id": "default",
-        "date": time.strftime("%Y-%m-%d_%H-%M-%S"),
-        "pid": os.getpid(),
-        "hostname": platform.node(),
-        "node_ip": node_ip(),
-        "config": config,
-        "time_since_restore": totals.time_since_restore,
-        "iterations_since_restore": totals.iterations_since_restore,
-    }
-
-
 def _per_second(steps: int, seconds: float) -> float:
     return steps / seconds if seconds > 0 else float("nan")
 
 
-def result_dict(result: IterationResult, totals: IterationTotals) -> dict[str, Any]:
+def result_dict(
+    result: IterationResult, totals: IterationTotals, config: Mapping[str, Any]
+) -> dict[str, Any]:
     """RLlib's nested result dict of one iteration: ``env_runners`` (episodes, env steps,
     runner lag and throughput, multi-agent figures, callbacks' metrics), ``learners`` (per
-    policy, and ``__all_modules__``), ``timers``, ``fault_tolerance`` and the top-level
-    counters. ``evaluation`` and the algorithm's own logged metrics are added by the caller."""
+    policy, and ``__all_modules__``), ``timers``, ``fault_tolerance``, the top-level counters
+    and the keys Ray Tune's ``Trainable.train()`` adds (``config``: the algorithm's config as
+    a dict, ``date``, ``pid``, ``hostname``, ``node_ip``, ``trial_id``, ``"default"`` outside
+    Tune as in Ray, ``time_since_restore``, ``iterations_since_restore``). ``evaluation`` and
+    the algorithm's own logged metrics are added by the caller."""
     sampled = int(result.num_env_steps_sampled)
     trained = int(result.num_env_steps_trained)
     elapsed = totals.elapsed_s
@@ -134,7 +122,15 @@ def result_dict(result: IterationResult, totals: IterationTotals) -> dict[str, A
         "time_total_s": totals.time_total_s,
         "timestamp": int(time.time()),
         "done": False,
+        "trial_id": "default",
+        "date": time.strftime("%Y-%m-%d_%H-%M-%S"),
+        "pid": os.getpid(),
+        "hostname": platform.node(),
+        "node_ip": node_ip(),
+        "config": config,
+        "time_since_restore": totals.time_since_restore,
+        "iterations_since_restore": totals.iterations_since_restore,
     }
 
 
-__all__ = ["IterationTotals", "node_ip", "result_dict", "trainable_keys"]
+__all__ = ["IterationTotals", "node_ip", "result_dict"]

@@ -78,7 +78,7 @@ def test_result_dict_of_a_single_policy_iteration():
         timers=Timers(training_step=1.5, env_runner_sampling_timer=0.5),
         runner_lag=runner_lag(_records(), num_runners=3),
     )
-    out = result_dict(result, _totals())
+    out = result_dict(result, _totals(), {})
     env = out["env_runners"]
     assert env["num_episodes"] == 2
     assert env["num_env_steps_sampled"] == 200
@@ -129,7 +129,7 @@ def test_result_dict_of_a_multi_agent_iteration_and_no_time():
         learner_metrics={"p0": {"vf_loss": 1.0}, "p1": {"vf_loss": 2.0}},
         agents=agents,
     )
-    out = result_dict(result, _totals(elapsed_s=0.0, env_runner_metrics={}))
+    out = result_dict(result, _totals(elapsed_s=0.0, env_runner_metrics={}), {})
     env = out["env_runners"]
     assert env["module_episode_returns_mean"] == {"p0": 1.0, "p1": 2.0}
     assert env["num_agent_steps_sampled"] == 40 and env["num_agent_steps_sampled_lifetime"] == 80
@@ -149,4 +149,4 @@ def test_a_callback_metric_named_like_a_result_key_is_refused():
         learner_metrics=single_policy({}),
     )
     with pytest.raises(ValueError, match="env_runners/num_episodes"):
-        result_dict(result, _totals(env_runner_metrics={"num_episodes": 5}))
+        result_dict(result, _totals(env_runner_metrics={"num_episodes": 5}), {})
