@@ -8,7 +8,6 @@ trial by default; passing their callbacks is accepted and writes them once, not 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +20,7 @@ from rljax.utils.result_loggers import (
     WandbLogger,
     import_wandb,
     numeric_leaves,
+    to_json_data,
 )
 
 
@@ -153,20 +153,6 @@ class JsonLoggerCallback(LoggerCallback):
     callback by default), so passing it changes nothing."""
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as YAML-printable data: numpy and JAX scalars and arrays as numbers and
-    lists, anything else unknown as its ``repr``."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if hasattr(value, "tolist"):
-        return _plain(value.tolist())
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return repr(value)
-
-
 def pretty_print(result: Mapping[str, Any], exclude: set[str] | None = None) -> str:
     """A result dict as indented YAML, the way Ray Tune's ``pretty_print`` shows it:
     ``config`` and ``hist_stats`` are left out, as are the top-level keys in ``exclude`` and
@@ -184,9 +170,8 @@ def pretty_print(result: Mapping[str, Any], exclude: set[str] | None = None) -> 
         for k, v in result.items()
         if k not in ("config", "hist_stats") and v is not None and k not in (exclude or ())
     }
-    # One JSON round trip as Ray's does: keys become strings and tuples lists.
-    cleaned = json.loads(json.dumps(_plain(out)))
-    return yaml.safe_dump(cleaned, default_flow_style=False)
+    # One JSON round trip as Ray's does: numpy and JAX values as numbers and lists.
+    return yaml.safe_dump(to_json_data(out), default_flow_style=False)
 
 
 __all__ = [

@@ -20,8 +20,6 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from rljax.tune import experiment_state as es
 from rljax.tune.progress import ProgressReporter
 from rljax.tune.result_grid import Checkpoint, Result
@@ -29,6 +27,7 @@ from rljax.tune.stopper import Stopper, flatten
 from rljax.tune.tune_config import CheckpointConfig
 from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
+from rljax.utils.result_loggers import to_json_data, without_config
 
 if TYPE_CHECKING:
     from rljax.tune.schedulers import TrialScheduler
@@ -43,22 +42,6 @@ class _StopTrial(BaseException):
 class _StopperFailed(BaseException):
     """A stop criterion that cannot be read (a key missing from the results): ends ``fit()``
     (a ``BaseException``, so that a function trainable's ``except Exception`` does not hide it)."""
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if hasattr(value, "__array__"):
-        return np.asarray(value).tolist()
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return repr(value)
-
-
-def to_json_data(value: Any) -> Any:
-    """``value`` with numpy and JAX numbers and arrays as Python numbers and lists, and anything
-    else JSON cannot hold as its ``repr``."""
-    return json.loads(json.dumps(value, default=_jsonable))
 
 
 # ---------------------------------------------------------------------- tune.report
@@ -208,7 +191,7 @@ class _TrialRun:
         now = time.time()
         # An algorithm's results carry its config (Ray's Trainable keys); a trial's result
         # files and metrics hold the trial's own config instead, once (below).
-        result = to_json_data({k: v for k, v in metrics.items() if k != "config"})
+        result = to_json_data(without_config(metrics))
         result.setdefault("training_iteration", len(self.history) + 1)
         result.setdefault("time_this_iter_s", now - self._last)
         result.setdefault("time_total_s", now - self._start)

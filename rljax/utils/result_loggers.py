@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rljax.utils.errors import ConfigError
 from rljax.utils.tensorboard import EventFileWriter
 
@@ -31,6 +33,22 @@ def flatten_result(result: Mapping[str, Any], prefix: str = "") -> dict[str, Any
         else:
             out[name] = value
     return out
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if hasattr(value, "__array__"):
+        return np.asarray(value).tolist()
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return repr(value)
+
+
+def to_json_data(value: Any) -> Any:
+    """``value`` with numpy and JAX numbers and arrays as Python numbers and lists, and anything
+    else JSON cannot hold as its ``repr``."""
+    return json.loads(json.dumps(value, default=_jsonable))
 
 
 def without_config(result: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -195,5 +213,6 @@ __all__ = [
     "flatten_result",
     "make_loggers",
     "numeric_leaves",
+    "to_json_data",
     "without_config",
 ]
