@@ -226,7 +226,7 @@ class StateSurface:
     def _restore_component(self, path: str | os.PathLike, component: str) -> None:
         """``restore_from_path(path, component=component)``: one part of a checkpoint (the
         module docstring); checked before anything changes."""
-        from rljax.core.rl_module.rl_module import RLModule, one_module
+        from rljax.core.rl_module.rl_module import RLModule, one_module, rllib_module_path
 
         algo: Any = self
         if not isinstance(component, str):
@@ -251,11 +251,10 @@ class StateSurface:
         root = _checkpoint_root(path, component)
         if pid is not None:
             target = pid if pid in ids or len(ids) > 1 else ids[0]
-            given = Path(os.fspath(path))
             # RLlib's module swap: path names another policy's module directory of a
             # checkpoint (.../rl_module/default_policy), loaded into this component's policy.
-            named = given.parts[-4:-1] == (LEARNER_GROUP, LEARNER, RL_MODULE)
-            source = given if named else Path(root, modules, pid)
+            named = rllib_module_path(path)[1] is not None
+            source = Path(os.fspath(path)) if named else Path(root, modules, pid)
             loaded = {target: one_module(RLModule.from_checkpoint(source), source).params}
         else:  # the checkpoint loaded once for all of its policies this algorithm has
             saved = checkpoints.for_inference(root)

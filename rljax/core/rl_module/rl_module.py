@@ -170,8 +170,10 @@ class RLModule(ForwardModuleBase):
         ``Algorithm.from_checkpoint`` allows (a user Flax module must be trusted:
         ``module_class=``, registered, or ``allow_imports``).
         """
-        all_policies = policy_id is None and _names_modules_dir(path)
+        given = path
         path, named = rllib_module_path(path)
+        # The rl_module directory itself: RLlib's module path with no policy id after it.
+        all_policies = policy_id is None and named is None and path is not given
         if named is not None and policy_id is not None and named != policy_id:
             raise CheckpointError(
                 f"{str(path)!r}: the path names policy {named!r} and policy_id={policy_id!r}; "
@@ -353,13 +355,6 @@ def one_module(module: RLModule | MultiRLModule, path: Any) -> RLModule:
             f"{'/'.join(RL_MODULE_PATH)}/<policy_id> (its policies are {list(module)[:20]})"
         )
     return module
-
-
-def _names_modules_dir(path: Any) -> bool:
-    """Whether ``path`` ends with RLlib's ``learner_group/learner/rl_module`` (no policy)."""
-    if not isinstance(path, (str, os.PathLike)):
-        return False
-    return Path(os.fspath(path)).parts[-len(RL_MODULE_PATH) :] == RL_MODULE_PATH
 
 
 def _names_module_path(path: str | os.PathLike) -> bool:
