@@ -56,21 +56,12 @@ def record_expert(path: str | os.PathLike[str], episodes: int, seed: int = 0) ->
     env = gym.make("CartPole-v1")
     writer = OfflineWriter(path, env.observation_space, env.action_space)
     rng = np.random.default_rng(seed)
-    returns = []
-    for episode in range(episodes):
-        o, _ = env.reset(seed=seed + episode)
-        obs, actions, rewards = [o], [], []
-        while True:
-            expert = int(o[2] + 0.5 * o[3] + 0.1 * o[1] > 0)
-            a = expert if rng.random() > 0.1 else int(rng.integers(2))
-            o, r, terminated, truncated, _ = env.step(a)
-            obs.append(o)
-            actions.append(a)
-            rewards.append(float(r))
-            if terminated or truncated:
-                break
-        returns.append(sum(rewards))
-        writer.add_episode(obs, actions, rewards, terminated, truncated)
+
+    def noisy_expert(o: np.ndarray) -> int:
+        expert = int(o[2] + 0.5 * o[3] + 0.1 * o[1] > 0)
+        return expert if rng.random() > 0.1 else int(rng.integers(2))
+
+    returns = writer.record_episodes(env, noisy_expert, episodes, seed)
     writer.flush()
     env.close()
     return float(np.mean(returns)), writer.rows_written

@@ -62,17 +62,11 @@ def record(path: str, episodes: int, noise: float, seed: int = 0) -> float:
     env = gym.make("Pendulum-v1")
     writer = OfflineWriter(path, env.observation_space, env.action_space)
     rng = np.random.default_rng(seed)
-    returns = []
-    for episode in range(episodes):
-        o, _ = env.reset(seed=seed + episode)
-        obs, actions, rewards = [o], [], []
-        terminated = truncated = False
-        while not (terminated or truncated):
-            a = np.clip(controller(o) + rng.normal(0.0, noise, 1), -2.0, 2.0).astype(np.float32)
-            o, r, terminated, truncated, _ = env.step(a)
-            obs.append(o), actions.append(a), rewards.append(float(r))
-        returns.append(sum(rewards))
-        writer.add_episode(obs, actions, rewards, terminated, truncated)
+
+    def noisy(o: np.ndarray) -> np.ndarray:
+        return np.clip(controller(o) + rng.normal(0.0, noise, 1), -2.0, 2.0).astype(np.float32)
+
+    returns = writer.record_episodes(env, noisy, episodes, seed)
     writer.flush()
     return float(np.mean(returns))
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +160,28 @@ class OfflineWriter:
         limit = self.max_rows_per_file
         while limit is not None and self.pending_rows >= limit:
             self._write(limit)
+
+    def record_episodes(
+        self, env: Any, policy: Callable[[Any], Any], episodes: int, seed: int = 0
+    ) -> list[float]:
+        """Runs ``episodes`` episodes of ``policy`` (observation -> the action the env takes)
+        in the gymnasium ``env``, reset with seeds ``seed, seed + 1, ...``, and adds each one
+        (``add_episode``): a scripted controller's data. Returns the episodes' returns; call
+        ``flush()`` to write the rows of the last file."""
+        returns = []
+        for episode in range(episodes):
+            o, _ = env.reset(seed=seed + episode)
+            obs, actions, rewards = [o], [], []
+            terminated = truncated = False
+            while not (terminated or truncated):
+                a = policy(o)
+                o, r, terminated, truncated, _ = env.step(a)
+                obs.append(o)
+                actions.append(a)
+                rewards.append(float(r))
+            returns.append(sum(rewards))
+            self.add_episode(obs, actions, rewards, terminated, truncated)
+        return returns
 
     def flush(self) -> None:
         """Writes every pending row (RLlib's ``output_write_remaining_data``)."""

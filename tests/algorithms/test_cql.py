@@ -171,16 +171,11 @@ def _record_controller(path, episodes: int, noise: float, seed: int = 0) -> floa
     env = gym.make("Pendulum-v1")
     writer = OfflineWriter(path, env.observation_space, env.action_space)
     rng = np.random.default_rng(seed)
-    returns = []
-    for episode in range(episodes):
-        o, _ = env.reset(seed=seed + episode)
-        obs, actions, rewards = [o], [], []
-        for _ in range(200):
-            a = np.clip(_controller(o) + rng.normal(0.0, noise, 1), -2.0, 2.0).astype(np.float32)
-            o, r, terminated, truncated, _ = env.step(a)
-            obs.append(o), actions.append(a), rewards.append(float(r))
-        returns.append(sum(rewards))
-        writer.add_episode(obs, actions, rewards, terminated, truncated)
+
+    def noisy(o):
+        return np.clip(_controller(o) + rng.normal(0.0, noise, 1), -2.0, 2.0).astype(np.float32)
+
+    returns = writer.record_episodes(env, noisy, episodes, seed)  # Pendulum: 200 steps each
     writer.flush()
     return float(np.mean(returns))
 

@@ -188,14 +188,9 @@ def test_bc_fits_a_continuous_controller(tmp_path):
         return np.clip(np.array([-1.5 * o[1] - 0.5 * o[2]], np.float32), -2.0, 2.0)
 
     rng = np.random.default_rng(0)
-    for episode in range(10):  # 2,000 rows
-        o, _ = env.reset(seed=episode)
-        obs, actions, rewards = [o], [], []
-        for _ in range(200):
-            a = controller(o) + rng.normal(0.0, 0.1, 1).astype(np.float32)
-            o, r, terminated, truncated, _ = env.step(a)
-            obs.append(o), actions.append(a), rewards.append(r)
-        writer.add_episode(obs, actions, rewards, terminated, truncated)
+    writer.record_episodes(  # 10 episodes of 200 steps: 2,000 rows
+        env, lambda o: controller(o) + rng.normal(0.0, 0.1, 1).astype(np.float32), 10
+    )
     writer.flush()
     algo = (
         BCConfig()
