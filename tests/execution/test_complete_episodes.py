@@ -207,8 +207,9 @@ def test_an_episode_that_never_ends_is_an_error_not_a_hang():
 
 
 class FiveSteps(gym.Env):
-    """Episodes of exactly 5 steps, reward 1 each."""
+    """Episodes of exactly ``length`` (5) steps, reward 1 each, obs the step."""
 
+    length = 5
     observation_space = gym.spaces.Box(-1.0, 10.0, (1,), np.float32)
     action_space = gym.spaces.Discrete(2)
 
@@ -221,7 +222,7 @@ class FiveSteps(gym.Env):
 
     def step(self, action):
         self.t += 1
-        return np.full(1, self.t, np.float32), 1.0, self.t >= 5, False, {}
+        return np.full(1, self.t, np.float32), 1.0, self.t >= self.length, False, {}
 
 
 register_env("five-steps-complete", lambda cfg: FiveSteps(cfg))
@@ -294,26 +295,18 @@ def test_episode_callbacks_replay_the_episodes_as_sampled():
         np.testing.assert_allclose(ep.get_observations()[:, 0], np.arange(6))
 
 
-class TenStepsBreaksOnce(gym.Env):
+class TenStepsBreaksOnce(FiveSteps):
     """Episodes of 10 steps, obs the step; the sixth step of the process raises once."""
 
+    length = 10
     observation_space = gym.spaces.Box(-1.0, 100.0, (1,), np.float32)
-    action_space = gym.spaces.Discrete(2)
     calls = 0
-
-    def __init__(self, config=None):
-        self.t = 0
-
-    def reset(self, *, seed=None, options=None):
-        self.t = 0
-        return np.zeros(1, np.float32), {}
 
     def step(self, action):
         TenStepsBreaksOnce.calls += 1
         if TenStepsBreaksOnce.calls == 6:
             raise RuntimeError("the sub-env broke")
-        self.t += 1
-        return np.full(1, self.t, np.float32), 1.0, self.t >= 10, False, {}
+        return super().step(action)
 
 
 register_env("ten-steps-breaks-once", lambda cfg: TenStepsBreaksOnce(cfg))
