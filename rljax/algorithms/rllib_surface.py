@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from rljax.algorithms.config_names import warn_once
-from rljax.env.single_agent_episode import SingleAgentEpisode
+from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
 from rljax.execution.episode_stats import episode_summary
 from rljax.utils.checkpoint import _check_tree
 from rljax.utils.errors import ConfigError
@@ -379,7 +379,7 @@ class EvaluationEnvRunner(EnvRunner):
         self._open = [None] * self.num_envs
         self._totals = [(0.0, 0)] * self.num_envs
         for k, i in enumerate(self._ids):
-            self._open[int(i)] = SingleAgentEpisode(_row(self._result.obs, k), {}, int(i))
+            self._open[int(i)] = start_episode(_row(self._result.obs, k), {}, int(i))
 
     def _step(self) -> tuple[int, int]:
         """One step of every env copy: (episodes it finished, env steps it took)."""
@@ -392,7 +392,7 @@ class EvaluationEnvRunner(EnvRunner):
             i = int(i)
             episode = self._open[i]
             if episode is None:  # the auto-reset row: the next episode's first observation
-                self._open[i] = SingleAgentEpisode(_row(nxt.obs, k), {}, i)
+                self._open[i] = start_episode(_row(nxt.obs, k), {}, i)
                 self._totals[i] = (0.0, 0)
                 continue
             reward = float(nxt.reward[k])
@@ -401,8 +401,8 @@ class EvaluationEnvRunner(EnvRunner):
                 _row(actions, by_id[i]),
                 reward,
                 {},
-                bool(nxt.terminated[k]),
-                bool(nxt.truncated[k]),
+                terminated=bool(nxt.terminated[k]),
+                truncated=bool(nxt.truncated[k]),
             )
             ret, length = self._totals[i]
             self._totals[i] = (ret + reward, length + 1)
@@ -429,8 +429,8 @@ class EvaluationEnvRunner(EnvRunner):
 
         ``num_episodes``: new episodes (the env copies are reset, as RLlib's) until that many
         finished; all finished ones are returned. ``num_timesteps``: until that many env steps,
-        returning the finished episodes and the unfinished ones as chunks (they go on in the
-        next call as new chunks). Neither: one episode per env copy. ``explore`` must match the
+        returning the finished episodes and the unfinished ones as chunks (``cut()``: they go on
+        in the next call as chunks of the same ``id_``). Neither: one episode per env copy. ``explore`` must match the
         evaluation's (``evaluation_config``'s ``explore``). When no episode finishes for
         ``evaluation_sample_timeout_s``, sampling stops there with a warning."""
         wanted = bool((self.config.evaluation_config or {}).get("explore", False))
@@ -461,16 +461,13 @@ class EvaluationEnvRunner(EnvRunner):
                     timeout,
                 )
                 break
-        finished = self._finished
-        if num_timesteps is None:
-            return finished
-        chunks = [ep for ep in self._open if ep is not None and len(ep)]
-        for i, ep in enumerate(self._open):
-            if ep is not None and len(ep):
-                successor = SingleAgentEpisode(ep.observations[-1], {}, i)
-                successor.t_started = ep.t_started + len(ep)
-                self._open[i] = successor
-        return finished + chunks
+        episodes = list(self._finished)
+        if num_timesteps is not None:  # unfinished episodes as chunks, continued next call
+            for i, ep in enumerate(self._open):
+                if ep is not None and len(ep):
+                    self._open[i] = ep.cut()
+                    episodes.append(ep)
+        return [ep.to_numpy() for ep in episodes]  # RLlib's episodes_to_numpy
 
     def get_metrics(self) -> dict[str, Any]:
         """RLlib's episode figures of the episodes finished (whole episodes, over all their

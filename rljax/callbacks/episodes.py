@@ -127,8 +127,10 @@ class EpisodeReplay:
         obs0, info0 = self.pending.pop(stream, (obs, {}))
         obs0 = obs if obs0 is None else obs0
         ctx = self.context(stream)
-        episode = SingleAgentEpisode(obs0, info0, env_index=ctx["env_index"])
+        episode = SingleAgentEpisode()  # created before its reset, as RLlib's
+        episode.env_index = ctx["env_index"]
         self._call("on_episode_created", episode, stream, ctx)
+        episode.add_env_reset(obs0, info0)
         self._call("on_episode_start", episode, stream, ctx)
         self.open[stream] = episode
         return episode

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from rljax.env.single_agent_episode import SingleAgentEpisode
+from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
 
 
 class MultiAgentEpisode:
@@ -53,9 +53,10 @@ class MultiAgentEpisode:
             self._agent(agent, obs, (infos or {}).get(agent, {}))
 
     def _agent(self, agent: Any, obs: Any, info: Any) -> SingleAgentEpisode:
-        episode = SingleAgentEpisode(obs, info if isinstance(info, dict) else {}, self.env_index)
+        episode = start_episode(obs, info if isinstance(info, dict) else {}, self.env_index)
         episode.agent_id = agent
         episode.module_id = self._agent_to_module.get(agent)
+        episode.multi_agent_episode_id = self.id_
         self.agent_episodes[agent] = episode
         return episode
 
@@ -80,7 +81,7 @@ class MultiAgentEpisode:
                 continue
             done_term = bool(terminateds.get(agent, False) or terminateds.get("__all__", False))
             done_trunc = bool(truncateds.get(agent, False) or truncateds.get("__all__", False))
-            obs = observations.get(agent, episode.observations[-1])
+            obs = observations.get(agent, episode.get_observations(-1))
             info = (infos or {}).get(agent, {})
             episode.add_env_step(
                 obs,

@@ -1,14 +1,20 @@
-"""``SingleAgentEpisode``: one episode as episode callbacks see it (RLlib's accessors).
+"""``SingleAgentEpisode``: one episode of one agent, RLlib's class (``ray.rllib.env.
+single_agent_episode``).
 
-rljax samples whole fragments inside jitted code; an algorithm with episode hooks has the
-steps handed to Python once per iteration and replays them, in order, through these objects
-(``rljax.callbacks.episodes``). The data is RLlib's: ``get_observations()`` has one entry more
-than the episode has steps (the first observation, then each step's next one), as does
-``get_infos()`` (the reset info, then each step's); actions and rewards one per step.
+Scripts build them by hand (``add_env_reset``, ``add_env_step``, ``cut``, slices, lookback
+buffers, ``to_numpy``), and episode callbacks receive them: rljax samples whole fragments
+inside jitted code, and an algorithm with episode hooks has the steps handed to Python once per
+iteration and replays them, in order, through these objects (``rljax.callbacks.episodes``).
+The data is RLlib's: ``get_observations()`` has one entry more than the episode has steps (the
+first observation, then each step's next one), as does ``get_infos()`` (the reset info, then
+each step's); actions and rewards one per step. As in RLlib, the getters return lists until
+``to_numpy()`` (callbacks see lists; ``env_runner.sample()`` returns numpy episodes).
 """
 
 from __future__ import annotations
 
+import builtins
+import copy
 import time
 import uuid
 from typing import Any
@@ -16,36 +22,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-
-def _pick(items: list[Any], indices: Any, stack: bool) -> Any:
-    if indices is None:
-        picked = items
-    elif isinstance(indices, int | np.integer):
-        return items[int(indices)]
-    elif isinstance(indices, slice):
-        picked = items[indices]
-    else:
-        picked = [items[int(i)] for i in indices]
-    if stack:
-        return np.stack(picked) if picked else np.zeros((0,))
-    return list(picked)
-
-
-def _filled(items: list[Any], indices: Any, fill: Any) -> list[Any]:
-    """RLlib's ``fill``: positions a slice or list asks for before the episode's start (or
-    past its end) are ``fill`` values, so ``slice(-3, None)`` always gives three items."""
-    n = len(items)
-    if isinstance(indices, slice):
-        if indices.step not in (None, 1):
-            raise ValueError(f"fill= takes slices of step 1; got {indices!r}")
-        start = 0 if indices.start is None else indices.start
-        stop = n if indices.stop is None else indices.stop
-        start = start + n if start < 0 else start
-        stop = stop + n if stop < 0 else stop
-        positions: Any = range(start, stop)
-    else:
-        positions = [int(i) + n if int(i) < 0 else int(i) for i in indices]
-    return [items[i] if 0 <= i < n else fill for i in positions]
+from rljax.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
+from rljax.utils.spaces.space_utils import flatten_struct
 
 
 def _values(arr: np.ndarray) -> list[Any]:
@@ -100,150 +78,625 @@ def info_rows(info: Any, shape: tuple[int, ...]) -> list[list[dict[str, Any]]]:
     return out
 
 
+# RLlib gives the reward column a float space, so a reward fill is a float.
+_REWARD_SPACE = gym.spaces.Box(-np.inf, np.inf, (), np.float32)
+
+
 class SingleAgentEpisode:
-    """One episode of one sub-env.
+    """One episode (or a chunk of one) of one agent in one sub-env, as RLlib's class.
+
+    Built empty (``SingleAgentEpisode()``, then ``add_env_reset`` and ``add_env_step``) or
+    from data: ``observations`` (one more than ``actions`` and ``rewards``), ``infos``
+    (default empty dicts), ``extra_model_outputs`` (dict of per-step lists), with the first
+    ``len_lookback_buffer`` steps of them a lookback part before the episode's step 0
+    (``"auto"``: all the given steps; see ``InfiniteLookbackBuffer``). The getters take
+    RLlib's ``indices``, ``neg_index_as_lookback``, ``fill`` and ``one_hot_discrete``; they
+    return lists until ``to_numpy()`` and arrays after it.
+
+    Args:
+      id_: The episode's id (default: a new hex string); chunks of one episode share it.
+      observations, infos, actions, rewards: The data (lists, or ``InfiniteLookbackBuffer``).
+      observation_space, action_space: The spaces (for ``fill`` and one-hot vectors).
+      terminated, truncated: How the episode ended, if it did.
+      extra_model_outputs: Per-step model outputs by name.
+      t_started: The env step this chunk started at (0 for a whole episode).
+      len_lookback_buffer: How many given steps are lookback (``"auto"``: all of them).
+      agent_id, module_id, multi_agent_episode_id: In a multi-agent episode: the agent, its
+        policy and the multi-agent episode.
 
     Attributes:
-      id_: A unique id (hex string).
-      env_index: The sub-env within its runner.
-      custom_data: A dict for the user's own data, kept from ``on_episode_start`` to
-        ``on_episode_end``.
+      id_: The episode's id.
+      env_index: The sub-env within its runner (rljax's; 0 for an episode built by hand).
+      t_started: The env step this chunk started at.
+      t: The env step after the last one added (``t_started + len(self)``).
       is_terminated: The episode ended in a terminal state.
       is_truncated: The episode was cut (time limit).
-      t_started: The env step (of this sub-env) the episode started at (0 here).
     """
 
-    def __init__(self, observation: Any, info: dict[str, Any], env_index: int = 0):
-        self.id_ = uuid.uuid4().hex
-        self.env_index = env_index
-        self.observations: list[Any] = [observation]
-        self.infos: list[dict[str, Any]] = [info]
-        self.actions: list[Any] = []
-        self.rewards: list[float] = []
-        self.custom_data: dict[str, Any] = {}
-        self.is_terminated = False
-        self.is_truncated = False
-        self.t_started = 0
-        self.agent_id = None
-        self.module_id = None
-        # The env's spaces where known (RLlib's attributes; connectors read and set them).
-        self.observation_space: gym.Space | None = None
-        self.action_space: gym.Space | None = None
-        self.is_numpy = False  # RLlib's flag: observations are still a list here
+    def __init__(
+        self,
+        id_: str | None = None,
+        *,
+        observations: list[Any] | InfiniteLookbackBuffer | None = None,
+        observation_space: gym.Space | None = None,
+        infos: list[dict[str, Any]] | InfiniteLookbackBuffer | None = None,
+        actions: list[Any] | InfiniteLookbackBuffer | None = None,
+        action_space: gym.Space | None = None,
+        rewards: list[Any] | InfiniteLookbackBuffer | None = None,
+        terminated: bool = False,
+        truncated: bool = False,
+        extra_model_outputs: dict[str, Any] | None = None,
+        t_started: int | None = None,
+        len_lookback_buffer: int | str = "auto",
+        agent_id: Any = None,
+        module_id: str | None = None,
+        multi_agent_episode_id: str | None = None,
+    ):
+        if id_ is not None and not isinstance(id_, str):
+            raise TypeError(
+                f"SingleAgentEpisode's first argument is its id_ (a str); got {id_!r}. Pass "
+                "the data by keyword (observations=..., actions=..., rewards=...), or build "
+                "it empty and call add_env_reset(observation, infos)"
+            )
+        self.id_ = id_ or uuid.uuid4().hex
+        self.env_index = 0
+        self.agent_id = agent_id
+        self.module_id = module_id
+        self.multi_agent_episode_id = multi_agent_episode_id
+        n_rewards = len(rewards) if rewards is not None else 0
+        if len_lookback_buffer == "auto" or int(len_lookback_buffer) > n_rewards:
+            len_lookback_buffer = n_rewards
+        lookback = int(len_lookback_buffer)
+        if infos is None:
+            infos = [{} for _ in range(len(observations or []))]
+
+        def column(data: Any, space: gym.Space | None = None) -> InfiniteLookbackBuffer:
+            if isinstance(data, InfiniteLookbackBuffer):
+                return data
+            return InfiniteLookbackBuffer(
+                list(data) if isinstance(data, tuple) else data, lookback, space
+            )
+
+        self.observations = column(observations)
+        self.infos = column(infos)
+        self.actions = column(actions)
+        self.rewards = column(rewards, _REWARD_SPACE)
+        self._observation_space: gym.Space | None = None
+        self._action_space: gym.Space | None = None
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.is_terminated = bool(terminated)
+        self.is_truncated = bool(truncated)
+        self.extra_model_outputs: dict[str, InfiniteLookbackBuffer] = {
+            k: column(v) for k, v in (extra_model_outputs or {}).items()
+        }
+        self.t_started = int(t_started or 0)
+        self.t = len(self.rewards) + self.t_started
+        self._custom_data: dict[str, Any] = {}
+        self._start_time: float | None = None
+        self._last_step_time: float | None = None
+        self.validate()
+
+    # -- spaces --------------------------------------------------------------------------------
+
+    @property
+    def observation_space(self) -> gym.Space | None:
+        """The observations' space (also the observation buffer's)."""
+        return self._observation_space
+
+    @observation_space.setter
+    def observation_space(self, value: gym.Space | None) -> None:
+        self._observation_space = self.observations.space = value
+
+    @property
+    def action_space(self) -> gym.Space | None:
+        """The actions' space (also the action buffer's)."""
+        return self._action_space
+
+    @action_space.setter
+    def action_space(self, value: gym.Space | None) -> None:
+        self._action_space = self.actions.space = value
+
+    # -- adding data ---------------------------------------------------------------------------
+
+    def add_env_reset(self, observation: Any, infos: dict[str, Any] | None = None) -> None:
+        """Starts the episode with the reset's observation and info.
+
+        Raises:
+          RuntimeError: the episode already has observations.
+        """
+        if self.is_reset or self.is_done:
+            raise RuntimeError(
+                "add_env_reset() on an episode that already has its first observation "
+                f"({len(self)} steps, t={self.t}); build a new SingleAgentEpisode"
+            )
+        self.observations.append(observation)
+        self.infos.append(infos or {})
+        self.validate()
         self._start_time = time.perf_counter()
-        self._end_time: float | None = None
 
     def add_env_step(
         self,
         observation: Any,
         action: Any,
-        reward: float,
-        info: dict[str, Any],
+        reward: Any,
+        infos: dict[str, Any] | None = None,
+        *,
         terminated: bool = False,
         truncated: bool = False,
+        extra_model_outputs: dict[str, Any] | None = None,
     ) -> None:
-        """Appends one step: the action taken, its reward and next observation and info."""
+        """Adds one step: the action taken, its reward, the next observation and info.
+
+        Raises:
+          RuntimeError: the episode is done, or has no reset observation yet.
+        """
+        if self.is_done:
+            raise RuntimeError(
+                "add_env_step() on an episode that is done (terminated or truncated): no "
+                "data can be added to it"
+            )
+        if not self.is_reset:
+            raise RuntimeError("add_env_step() before add_env_reset(): the episode is empty")
         self.observations.append(observation)
         self.actions.append(action)
-        self.rewards.append(float(reward))
-        self.infos.append(info)
+        self.rewards.append(reward)
+        self.infos.append(infos or {})
+        self.t += 1
+        for key, value in (extra_model_outputs or {}).items():
+            if key in self.extra_model_outputs:
+                self.extra_model_outputs[key].append(value)
+            else:
+                self.extra_model_outputs[key] = InfiniteLookbackBuffer([value])
         self.is_terminated = bool(terminated)
-        self.is_truncated = bool(truncated) and not self.is_terminated
-        if self.is_done:
-            self._end_time = time.perf_counter()
+        self.is_truncated = bool(truncated)
+        self._last_step_time = time.perf_counter()
+        if self._start_time is None:
+            self._start_time = self._last_step_time
+
+    def validate(self) -> None:
+        """Checks the columns' lengths: as many infos as observations and, once reset, one
+        observation more than actions, rewards and each model output.
+
+        Raises:
+          ValueError: they disagree.
+        """
+        n_obs, n_infos = len(self.observations), len(self.infos)
+        n_act, n_rew = len(self.actions), len(self.rewards)
+        extra = {k: len(v) for k, v in self.extra_model_outputs.items()}
+        steps = n_obs - 1 if n_obs else 0
+        if (
+            n_obs != n_infos
+            or n_act != steps
+            or n_rew != steps
+            or any(n != steps for n in extra.values())
+        ):
+            raise ValueError(
+                f"SingleAgentEpisode's data disagree: {n_obs} observations, {n_infos} infos, "
+                f"{n_act} actions, {n_rew} rewards, model outputs {extra} (after the "
+                "lookback part); an episode has as many infos as observations and one "
+                "observation more than actions, rewards and each model output"
+            )
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def custom_data(self) -> dict[str, Any]:
+        """A dict for the user's own data, kept from ``on_episode_start`` to
+        ``on_episode_end`` (and copied into a ``cut()`` chunk)."""
+        return self._custom_data
+
+    @property
+    def is_reset(self) -> bool:
+        """The episode has its first observation."""
+        return len(self.observations) > 0
+
+    @property
+    def is_numpy(self) -> bool:
+        """``to_numpy()`` was called: the getters return arrays."""
+        return self.rewards.finalized
 
     @property
     def is_done(self) -> bool:
+        """Terminated or truncated."""
         return self.is_terminated or self.is_truncated
 
-    @property
-    def t(self) -> int:
-        return len(self.actions)
+    def to_numpy(self) -> SingleAgentEpisode:
+        """Converts observations, actions, rewards and model outputs to arrays (infos stay
+        dicts); returns the episode."""
+        self.validate()
+        self.observations.finalize()
+        if len(self) > 0:
+            self.actions.finalize()
+            self.rewards.finalize()
+            for buffer in self.extra_model_outputs.values():
+                buffer.finalize()
+        return self
 
-    def __len__(self) -> int:
-        return len(self.actions)
+    def concat_episode(self, other: SingleAgentEpisode) -> None:
+        """Appends ``other``, the next chunk of this episode (same ``id_``, starting at this
+        one's ``t``, its first observation this one's last).
 
-    def len(self) -> int:
-        return len(self.actions)
+        Raises:
+          ValueError: ``other`` does not continue this episode.
+        """
+        if other.id_ != self.id_ or self.is_done or other.t_started != self.t:
+            raise ValueError(
+                f"concat_episode: the other chunk (id_ {other.id_}, t_started "
+                f"{other.t_started}) does not continue this one (id_ {self.id_}, t {self.t}, "
+                f"done {self.is_done})"
+            )
+        if not _same(other.get_observations(0), self.get_observations(-1)):
+            raise ValueError(
+                "concat_episode: the other chunk's first observation is not this one's last"
+            )
+        self.observations.pop()
+        self.infos.pop()
+        self.observations.extend(other.get_observations())
+        self.actions.extend(other.get_actions())
+        self.rewards.extend(other.get_rewards())
+        self.infos.extend(other.get_infos())
+        self.t = other.t
+        if other.is_terminated:
+            self.is_terminated = True
+        elif other.is_truncated:
+            self.is_truncated = True
+        for key in other.extra_model_outputs:
+            if key not in self.extra_model_outputs:
+                raise ValueError(f"concat_episode: model output {key!r} is not in this chunk")
+            self.extra_model_outputs[key].extend(other.get_extra_model_outputs(key))
+        self.custom_data.update(other.custom_data)
+        self.validate()
 
-    def env_steps(self) -> int:
-        """Env steps in this episode (chunk): RLlib's ``env_steps()``."""
-        return len(self.actions)
+    def cut(self, len_lookback_buffer: int = 0) -> SingleAgentEpisode:
+        """The chunk that continues this (unfinished) episode: same ``id_``, starting at this
+        one's ``t`` from its last observation, with this one's last ``len_lookback_buffer``
+        steps as its lookback part and a copy of its ``custom_data``.
 
-    def agent_steps(self) -> int:
-        """Agent steps: the env steps, for one agent (RLlib's ``agent_steps()``)."""
-        return len(self.actions)
+        Raises:
+          ValueError: the episode is done, or ``len_lookback_buffer`` is negative.
+        """
+        if self.is_done or len_lookback_buffer < 0:
+            raise ValueError(
+                f"cut(len_lookback_buffer={len_lookback_buffer}): only an unfinished episode "
+                f"is cut (done: {self.is_done}), with a lookback of 0 or more"
+            )
+        obs_part = slice(-len_lookback_buffer - 1, None)
+        rest = slice(-len_lookback_buffer, None) if len_lookback_buffer > 0 else slice(None, 0)
+        chunk = SingleAgentEpisode(
+            id_=self.id_,
+            observations=self.get_observations(obs_part),
+            observation_space=self.observation_space,
+            infos=self.get_infos(obs_part),
+            actions=self.get_actions(rest),
+            action_space=self.action_space,
+            rewards=self.get_rewards(rest),
+            extra_model_outputs={
+                k: self.get_extra_model_outputs(k, rest) for k in self.extra_model_outputs
+            },
+            t_started=self.t,
+            len_lookback_buffer="auto",
+            agent_id=self.agent_id,
+            module_id=self.module_id,
+            multi_agent_episode_id=self.multi_agent_episode_id,
+        )
+        chunk.env_index = self.env_index
+        chunk._custom_data = copy.deepcopy(self.custom_data)
+        return chunk
 
-    def get_return(self) -> float:
-        return float(sum(self.rewards))
+    # -- reading -------------------------------------------------------------------------------
 
-    def get_duration_s(self) -> float:
-        end = self._end_time if self._end_time is not None else time.perf_counter()
-        return end - self._start_time
+    def get_observations(
+        self,
+        indices: int | slice | list[int] | None = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+    ) -> Any:
+        """Observations (``len(self) + 1``: the reset's, then each step's next one); see
+        ``InfiniteLookbackBuffer.get`` for the arguments."""
+        return self.observations.get(
+            indices,
+            neg_index_as_lookback=neg_index_as_lookback,
+            fill=fill,
+            one_hot_discrete=one_hot_discrete,
+        )
 
-    def get_observations(self, indices: Any = None, *, fill: Any = None, **kwargs: Any) -> Any:
-        """Observations, stacked (``len(self) + 1`` of them); an int index gives one. With
-        ``fill`` (RLlib's), a slice or list reaching before the first observation is padded
-        with observations of that value (``fill=0.0``: zeros of the observation's shape)."""
-        if fill is None or indices is None or isinstance(indices, int | np.integer):
-            return _pick(self.observations, indices, stack=True)
-        like = np.asarray(self.observations[-1])
-        pad = np.full(like.shape, fill, like.dtype)
-        return np.stack(_filled(self.observations, indices, pad))
-
-    def set_observations(self, *, new_data: Any, at_indices: Any = -1, **kwargs: Any) -> None:
-        """Replaces the observation at ``at_indices`` (an int; RLlib's default ``-1``, the
-        latest) with ``new_data``, as RLlib's env-to-module connectors do."""
-        if not isinstance(at_indices, int | np.integer):
-            raise ValueError(f"set_observations takes one int index here; got {at_indices!r}")
-        self.observations[int(at_indices)] = new_data
+    def get_infos(
+        self,
+        indices: int | slice | list[int] | None = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+    ) -> Any:
+        """Info dicts (``len(self) + 1``: the reset's first)."""
+        return self.infos.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
 
     def get_actions(
         self,
-        indices: Any = None,
+        indices: int | slice | list[int] | None = None,
         *,
+        neg_index_as_lookback: bool = False,
         fill: Any = None,
         one_hot_discrete: bool = False,
-        **kwargs: Any,
     ) -> Any:
-        """Actions (one per step). ``fill`` pads a slice reaching before the first step (an
-        action of that value); ``one_hot_discrete`` one-hots the actions of a ``Discrete``
-        ``action_space``, after filling, as RLlib does."""
-        if fill is not None and indices is not None and not isinstance(indices, int | np.integer):
-            # A fill action of the actions' shape (a Box's array; a Discrete's number).
-            if self.actions:
-                like = np.asarray(self.actions[-1])
-            elif self.action_space is not None and self.action_space.shape is not None:
-                like = np.zeros(self.action_space.shape, self.action_space.dtype)
-            else:
-                like = np.asarray(0)
-            pad = np.full(like.shape, fill, like.dtype)
-            picked: Any = np.stack([np.asarray(a) for a in _filled(self.actions, indices, pad)])
-        else:
-            picked = _pick(self.actions, indices, stack=True)
-        if one_hot_discrete and isinstance(self.action_space, gym.spaces.Discrete):
-            n = int(self.action_space.n)
-            picked = np.eye(n, dtype=np.float32)[
-                np.asarray(picked, np.int64) - self.action_space.start
-            ]
-        return picked
-
-    def get_rewards(self, indices: Any = None, *, fill: Any = None, **kwargs: Any) -> Any:
-        if isinstance(indices, int | np.integer):
-            return self.rewards[int(indices)]
-        if fill is not None and indices is not None:
-            return np.asarray(_filled(self.rewards, indices, float(fill)), np.float32)
-        return np.asarray(_pick(self.rewards, indices, stack=False), np.float32)
-
-    def get_infos(self, indices: Any = None) -> Any:
-        """Info dicts (``len(self) + 1`` of them: the reset info first)."""
-        return _pick(self.infos, indices, stack=False)
-
-    def __repr__(self) -> str:
-        return (
-            f"SingleAgentEpisode(id_={self.id_[:8]}, len={len(self)}, "
-            f"return={self.get_return():.3g}, done={self.is_done})"
+        """Actions (one per step); ``one_hot_discrete`` one-hots ``Discrete`` parts of the
+        ``action_space``."""
+        return self.actions.get(
+            indices,
+            neg_index_as_lookback=neg_index_as_lookback,
+            fill=fill,
+            one_hot_discrete=one_hot_discrete,
         )
 
+    def get_rewards(
+        self,
+        indices: int | slice | list[int] | None = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: float | None = None,
+    ) -> Any:
+        """Rewards (one per step)."""
+        return self.rewards.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
 
-__all__ = ["SingleAgentEpisode"]
+    def get_extra_model_outputs(
+        self,
+        key: str,
+        indices: int | slice | list[int] | None = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+    ) -> Any:
+        """The model output ``key`` (one per step).
+
+        Raises:
+          KeyError: no model output of that name.
+        """
+        if key not in self.extra_model_outputs:
+            raise KeyError(
+                f"no model output {key!r} in this episode; it has "
+                f"{sorted(self.extra_model_outputs)}"
+            )
+        return self.extra_model_outputs[key].get(
+            indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill
+        )
+
+    def set_observations(
+        self,
+        *,
+        new_data: Any,
+        at_indices: int | slice | list[int] | None = None,
+        neg_index_as_lookback: bool = False,
+    ) -> None:
+        """Overwrites observations (``at_indices`` None: all after the lookback part), as
+        env-to-module connectors do."""
+        self.observations.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+
+    def set_actions(
+        self,
+        *,
+        new_data: Any,
+        at_indices: int | slice | list[int] | None = None,
+        neg_index_as_lookback: bool = False,
+    ) -> None:
+        """Overwrites actions."""
+        self.actions.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+
+    def set_rewards(
+        self,
+        *,
+        new_data: Any,
+        at_indices: int | slice | list[int] | None = None,
+        neg_index_as_lookback: bool = False,
+    ) -> None:
+        """Overwrites rewards."""
+        self.rewards.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+
+    def set_extra_model_outputs(
+        self,
+        *,
+        key: str,
+        new_data: Any,
+        at_indices: int | slice | list[int] | None = None,
+        neg_index_as_lookback: bool = False,
+    ) -> None:
+        """Overwrites the model output ``key``.
+
+        Raises:
+          KeyError: no model output of that name.
+        """
+        if key not in self.extra_model_outputs:
+            raise KeyError(f"no model output {key!r} in this episode")
+        self.extra_model_outputs[key].set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+
+    def slice(self, slice_: slice, *, len_lookback_buffer: int | None = None) -> SingleAgentEpisode:
+        """Steps ``slice_`` of this episode as a new episode (same ``id_``; also
+        ``episode[a:b]``). Its lookback part is ``len_lookback_buffer`` steps (default: this
+        episode's lookback), as far as this episode's data reach back; it is done only if the
+        slice runs to this episode's end."""
+        n = len(self)
+        start = (
+            0 if slice_.start is None else (n + slice_.start if slice_.start < 0 else slice_.start)
+        )
+        stop = n if slice_.stop is None else (n + slice_.stop if slice_.stop < 0 else slice_.stop)
+        step = 1 if slice_.step is None else slice_.step
+        keep_done = stop == n
+
+        def part(buffer: InfiniteLookbackBuffer, extra: int, space: Any) -> InfiniteLookbackBuffer:
+            lb = buffer.lookback if len_lookback_buffer is None else len_lookback_buffer
+            if start >= 0 and start - lb < 0 and buffer.lookback < lb - start:
+                lb = buffer.lookback + start
+            data = buffer.get(slice(start - lb, stop + extra, step), neg_index_as_lookback=True)
+            return InfiniteLookbackBuffer(data, lookback=lb, space=space)
+
+        episode = SingleAgentEpisode(
+            id_=self.id_,
+            observations=part(self.observations, 1, self.observation_space),
+            observation_space=self.observation_space,
+            infos=part(self.infos, 1, None),
+            actions=part(self.actions, 0, self.action_space),
+            action_space=self.action_space,
+            rewards=part(self.rewards, 0, None),
+            extra_model_outputs={k: part(v, 0, None) for k, v in self.extra_model_outputs.items()},
+            terminated=self.is_terminated and keep_done,
+            truncated=self.is_truncated and keep_done,
+            t_started=self.t_started + start,
+            agent_id=self.agent_id,
+            module_id=self.module_id,
+            multi_agent_episode_id=self.multi_agent_episode_id,
+        )
+        episode.env_index = self.env_index
+        return episode
+
+    def __getitem__(self, item: builtins.slice) -> SingleAgentEpisode:
+        if not isinstance(item, slice):
+            raise TypeError(
+                f"an episode is indexed by a slice only (episode[a:b]); got {item!r}. Read "
+                "single steps with get_observations(i), get_actions(i), get_rewards(i)"
+            )
+        return self.slice(item)
+
+    def get_data_dict(self) -> dict[str, Any]:
+        """The steps as RLlib's columns: ``obs`` (each step's observation), ``actions``,
+        ``rewards``, ``infos``, ``terminateds``/``truncateds`` (the last step's flags),
+        ``t``, ``eps_id`` and each model output."""
+        n = len(self)
+        data: dict[str, Any] = {
+            "terminateds": [False] * (n - 1) + [self.is_terminated] if n else [],
+            "truncateds": [False] * (n - 1) + [self.is_truncated] if n else [],
+            "t": list(range(self.t_started, self.t)),
+            "eps_id": [self.id_] * n,
+        }
+        if self.is_numpy:
+            data = {k: np.asarray(v) for k, v in data.items()}
+        data.update(
+            obs=self.get_observations(slice(None, -1)),
+            infos=self.get_infos(slice(None, -1)),
+            actions=self.get_actions(),
+            rewards=self.get_rewards(),
+        )
+        data.update({k: self.get_extra_model_outputs(k) for k in self.extra_model_outputs})
+        return data
+
+    def get_return(self) -> float:
+        """The sum of the rewards (after the lookback part)."""
+        rewards = self.get_rewards()
+        return float(np.sum(np.asarray(rewards, np.float64))) if len(rewards) else 0.0
+
+    def get_duration_s(self) -> float:
+        """Seconds from the reset to the last step added (0.0 before a step)."""
+        if self._last_step_time is None or self._start_time is None:
+            return 0.0
+        return self._last_step_time - self._start_time
+
+    def env_steps(self) -> int:
+        """Env steps in this episode (chunk)."""
+        return len(self)
+
+    def agent_steps(self) -> int:
+        """Agent steps: the env steps, for one agent."""
+        return len(self)
+
+    def __len__(self) -> int:
+        return self.t - self.t_started
+
+    def len(self) -> int:
+        """``len(episode)``."""
+        return len(self)
+
+    def get_state(self) -> dict[str, Any]:
+        """The episode as a dict (``from_state`` rebuilds it): its columns' states, flags,
+        counters, spaces (the objects) and ``custom_data``."""
+        return {
+            "id_": self.id_,
+            "env_index": self.env_index,
+            "agent_id": self.agent_id,
+            "module_id": self.module_id,
+            "multi_agent_episode_id": self.multi_agent_episode_id,
+            "observations": self.observations.get_state(),
+            "actions": self.actions.get_state(),
+            "rewards": self.rewards.get_state(),
+            "infos": self.infos.get_state(),
+            "extra_model_outputs": {k: v.get_state() for k, v in self.extra_model_outputs.items()},
+            "is_terminated": self.is_terminated,
+            "is_truncated": self.is_truncated,
+            "t_started": self.t_started,
+            "t": self.t,
+            "_observation_space": self.observation_space,
+            "_action_space": self.action_space,
+            "_start_time": self._start_time,
+            "_last_step_time": self._last_step_time,
+            "custom_data": self.custom_data,
+        }
+
+    @staticmethod
+    def from_state(state: dict[str, Any]) -> SingleAgentEpisode:
+        """The episode ``get_state`` described."""
+        episode = SingleAgentEpisode(
+            id_=state["id_"],
+            observations=InfiniteLookbackBuffer.from_state(state["observations"]),
+            infos=InfiniteLookbackBuffer.from_state(state["infos"]),
+            actions=InfiniteLookbackBuffer.from_state(state["actions"]),
+            rewards=InfiniteLookbackBuffer.from_state(state["rewards"]),
+            extra_model_outputs={
+                k: InfiniteLookbackBuffer.from_state(v)
+                for k, v in (state.get("extra_model_outputs") or {}).items()
+            },
+            observation_space=state.get("_observation_space"),
+            action_space=state.get("_action_space"),
+            terminated=state["is_terminated"],
+            truncated=state["is_truncated"],
+            t_started=state["t_started"],
+            agent_id=state.get("agent_id"),
+            module_id=state.get("module_id"),
+            multi_agent_episode_id=state.get("multi_agent_episode_id"),
+        )
+        episode.env_index = int(state.get("env_index", 0))
+        episode.t = int(state["t"])
+        episode._start_time = state.get("_start_time")
+        episode._last_step_time = state.get("_last_step_time")
+        episode._custom_data = dict(state.get("custom_data") or {})
+        return episode
+
+    def __repr__(self) -> str:
+        try:
+            ret = f"{self.get_return():.3g}"
+        except (TypeError, ValueError):
+            ret = "?"
+        return f"SAEps(len={len(self)} done={self.is_done} R={ret} id_={self.id_})"
+
+
+def start_episode(
+    observation: Any,
+    infos: dict[str, Any] | None = None,
+    env_index: int = 0,
+    *,
+    observation_space: gym.Space | None = None,
+    action_space: gym.Space | None = None,
+) -> SingleAgentEpisode:
+    """A new episode of sub-env ``env_index`` that starts with a reset's ``observation`` and
+    ``infos``."""
+    episode = SingleAgentEpisode(observation_space=observation_space, action_space=action_space)
+    episode.env_index = env_index
+    episode.add_env_reset(observation, infos)
+    return episode
+
+
+def _same(a: Any, b: Any) -> bool:
+    leaves_a, leaves_b = flatten_struct(a), flatten_struct(b)
+    return len(leaves_a) == len(leaves_b) and all(
+        np.array_equal(np.asarray(x), np.asarray(y))
+        for x, y in zip(leaves_a, leaves_b, strict=True)
+    )
+
+
+__all__ = ["SingleAgentEpisode", "start_episode"]

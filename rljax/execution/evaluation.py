@@ -25,7 +25,7 @@ import numpy as np
 
 from rljax.connectors.env_to_module.episode_connector import spec_with_host_pieces
 from rljax.env.multi_agent_vector import FinishedEpisode
-from rljax.env.single_agent_episode import SingleAgentEpisode
+from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
 from rljax.env.vector import EnvSpec, make_host_env, resolve_env
 from rljax.execution.episode_stats import _mean, episode_summary
 from rljax.execution.parts import PolicyParts
@@ -83,7 +83,7 @@ class SingleAgentEpisodes:
 
     def _start_episodes(self, result: Any, rows: np.ndarray) -> None:
         for j in np.flatnonzero(rows):
-            self._episodes[int(result.env_id[j])] = SingleAgentEpisode(result.obs[j], {})
+            self._episodes[int(result.env_id[j])] = start_episode(result.obs[j], {})
 
     def step(self, actions: np.ndarray) -> Any:
         result = self.env.step(actions, self._env_id)
@@ -113,7 +113,7 @@ class SingleAgentEpisodes:
         for j, i in enumerate(result.env_id):
             episode = self._episodes[int(i)]
             if not valid[j] or episode is None:
-                self._episodes[int(i)] = SingleAgentEpisode(result.obs[j], {})
+                self._episodes[int(i)] = start_episode(result.obs[j], {})
                 continue
             episode.add_env_step(
                 result.obs[j],

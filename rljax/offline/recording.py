@@ -62,17 +62,17 @@ class EpisodeRecorder:
         """Adds one finished episode (a ``SingleAgentEpisode``) whose actions are those the
         env took (``env_actions``, evaluation's) or the policy's: a Box's clipped to its bounds
         with ``clip_actions``, a Discrete's index shifted by the space's ``start``."""
-        actions = episode.actions
-        if not env_actions and actions:
+        actions = episode.get_actions()
+        if not env_actions and len(actions):
             if self._clip:
                 actions = np.clip(np.asarray(actions), self._low, self._high)
             elif self._start:
                 actions = np.asarray(actions) + self._start
         with self._lock:
             self.writer.add_episode(
-                episode.observations,
+                episode.get_observations(),
                 actions,
-                episode.rewards,
+                episode.get_rewards(),
                 episode.is_terminated,
                 episode.is_truncated,
                 episode.id_,

@@ -347,9 +347,12 @@ def test_recorded_box_actions_are_those_the_env_took(tmp_path):
         clip_actions=True,
     )
     recorder = EpisodeRecorder(config, OBS, box)
-    episode = SingleAgentEpisode(np.zeros(2, np.float32), {})
+    episode = SingleAgentEpisode()
+    episode.add_env_reset(np.zeros(2, np.float32), {})
     episode.add_env_step(np.ones(2, np.float32), np.array([3.3], np.float32), 1.0, {})
-    episode.add_env_step(np.ones(2, np.float32), np.array([-0.5], np.float32), 1.0, {}, True)
+    episode.add_env_step(
+        np.ones(2, np.float32), np.array([-0.5], np.float32), 1.0, {}, terminated=True
+    )
     recorder.on_episode_end(episode=episode)  # a training episode: the policy's actions
     recorder.end_of_sampling()
     data = read_offline_data(str(tmp_path), OBS, box)

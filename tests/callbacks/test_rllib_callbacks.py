@@ -54,6 +54,7 @@ class Recorder(RLlibCallback):
         self.calls.append(("on_environment_created", env_context.worker_index))
 
     def on_episode_created(self, *, episode, env_index, **kwargs):
+        assert not episode.is_reset  # before the reset's observation, as in RLlib
         self.calls.append(("on_episode_created", episode.id_))
 
     def on_episode_start(self, *, episode, env_runner, metrics_logger, env, env_index, **kwargs):
@@ -148,13 +149,14 @@ def test_hooks_in_rllibs_order_with_metrics_on_the_fused_path(tmp_path):
     # each step's observation follows from the one before (the pole's angle integrates its
     # angular velocity: x' = x + 0.02 * v, CartPole's tau).
     ep = rec.ended[-1]
-    obs = ep.get_observations()
+    assert not ep.is_numpy and isinstance(ep.get_rewards(), list)  # lists, as RLlib's hooks
+    obs = np.stack(ep.get_observations())
     assert obs.shape == (len(ep) + 1, 4)
     np.testing.assert_allclose(obs[1:, 2], obs[:-1, 2] + 0.02 * obs[:-1, 3], atol=1e-5)
-    assert ep.get_return() == len(ep) == ep.get_rewards().sum()
+    assert ep.get_return() == len(ep) == sum(ep.get_rewards())
     assert [i["elapsed_step"] for i in ep.get_infos()[1:]] == list(range(1, len(ep) + 1))
     assert ep.custom_data["steps_seen"] == len(ep) - 1
-    assert ep.get_actions().shape == (len(ep),) and set(ep.get_actions()) <= {0, 1}
+    assert len(ep.get_actions()) == len(ep) and set(ep.get_actions()) <= {0, 1}
 
     rec.calls.clear()
     evaluation = algo.evaluate()
@@ -198,12 +200,13 @@ def test_episodes_replay_exactly_on_gymnasium_envs(runners, mode):
     assert sorted(i for i, _ in ended) == [0, 0, 1, 1]
     for _, ep in ended:
         assert len(ep) == 5 and ep.is_terminated and not ep.is_truncated
-        np.testing.assert_allclose(ep.get_observations()[:, 0], np.arange(6) / 10, atol=1e-6)
+        obs = np.stack(ep.get_observations())
+        np.testing.assert_allclose(obs[:, 0], np.arange(6) / 10, atol=1e-6)
         infos = ep.get_infos()
         assert infos[0] == {"reset": 1}
         assert [i["t"] for i in infos[1:]] == [1, 2, 3, 4, 5]
-        assert [i["a"] for i in infos[1:]] == ep.get_actions().tolist()
-        assert ep.get_rewards().tolist() == ep.get_actions().tolist()
+        assert [i["a"] for i in infos[1:]] == ep.get_actions()
+        assert ep.get_rewards() == ep.get_actions()
     assert result["env_runners"]["ret"] == max(ep.get_return() for _, ep in ended)
 
 
@@ -284,7 +287,7 @@ def test_hooks_see_the_envs_rewards_when_training_clips_them(live):
         result = algo.train()
     assert ended
     for ep in ended:
-        assert ep.get_rewards().tolist() == ep.get_actions().tolist()
+        assert ep.get_rewards() == ep.get_actions()
     assert result["env_runners"]["episode_return_mean"] == pytest.approx(
         np.mean([ep.get_return() for ep in ended])
     )

@@ -56,12 +56,12 @@ def test_prev_actions_prev_rewards_by_hand():
     space = env.observation_space
     assert space["prev_n_actions"].shape == (6,) and space["prev_n_rewards"].shape == (3,)
     obs, _ = env.reset()
-    # Before any step: action 0 one-hot twice (RLlib's fill), rewards 0.
-    np.testing.assert_array_equal(obs["prev_n_actions"], [1, 0, 0, 1, 0, 0])
+    # Before any step: zero-hot actions (RLlib's fill of a one-hot action), rewards 0.
+    np.testing.assert_array_equal(obs["prev_n_actions"], [0, 0, 0, 0, 0, 0])
     np.testing.assert_array_equal(obs["prev_n_rewards"], [0, 0, 0])
     np.testing.assert_array_equal(obs["_orig_obs"], [[0], [0]])
     obs, *_ = env.step(2)
-    np.testing.assert_array_equal(obs["prev_n_actions"], [1, 0, 0, 0, 0, 1])
+    np.testing.assert_array_equal(obs["prev_n_actions"], [0, 0, 0, 0, 0, 1])
     np.testing.assert_array_equal(obs["prev_n_rewards"], [0, 0, 1])
     obs, *_ = env.step(1)
     obs, *_ = env.step(0)

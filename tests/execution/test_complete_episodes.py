@@ -292,7 +292,7 @@ def test_episode_callbacks_replay_the_episodes_as_sampled():
     assert sorted({i for i, _ in ended}) == [0, 1]
     for _, ep in ended:
         assert len(ep) == 5 and ep.is_terminated
-        np.testing.assert_allclose(ep.get_observations()[:, 0], np.arange(6))
+        np.testing.assert_allclose(np.stack(ep.get_observations())[:, 0], np.arange(6))
 
 
 class TenStepsBreaksOnce(FiveSteps):

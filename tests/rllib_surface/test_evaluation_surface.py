@@ -149,6 +149,13 @@ def test_custom_evaluation_function_on_evaluation_runners():
                 env.unwrapped.set_corridor_length(2 + runner.worker_index)
 
         eval_workers.foreach_env_runner(lengths)
+        # One vector step (2 env steps) per call: unfinished chunks, continued by cut().
+        seen["chunks"] = [
+            eval_workers.foreach_env_runner(
+                lambda r: r.sample(num_timesteps=2), local_env_runner=False
+            )
+            for _ in range(2)
+        ]
         out = eval_workers.foreach_env_runner(
             lambda r: (r.sample(num_episodes=3), r.get_metrics()), local_env_runner=False
         )
@@ -182,10 +189,18 @@ def test_custom_evaluation_function_on_evaluation_runners():
         result = algo.train()
     finally:
         algo.stop()
+    first, second = seen["chunks"]
+    for before, after in zip(first, second, strict=True):  # per runner: its 2 sub-envs
+        assert [c.id_ for c in after] == [c.id_ for c in before] and len(after) == 2
+        for a, b in zip(before, after, strict=True):
+            assert (len(a), a.t_started, len(b), b.t_started) == (1, 0, 1, 1)
+            assert not b.is_done and b.is_numpy
+            np.testing.assert_array_equal(b.get_observations(0), a.get_observations(-1))
     episodes = [(w, e) for w, eps in seen["episodes"] for e in eps]
     assert [w for w, _ in episodes].count(1) >= 3 and [w for w, _ in episodes].count(2) >= 3
     for worker, episode in episodes:  # runner 1 walks 3 cells, runner 2 four
         assert episode.is_terminated and episode.get_observations(-1)[0] == 2 + worker
+        assert episode.is_numpy and episode.get_rewards().shape == (len(episode),)
         assert len(episode) >= 2 + worker
         assert math.isclose(episode.get_return(), 1.0 - 0.01 * (len(episode) - 1), rel_tol=1e-6)
     out = result["evaluation"]["env_runners"]

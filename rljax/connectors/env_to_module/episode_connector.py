@@ -37,7 +37,7 @@ import gymnasium as gym
 import jax
 
 from rljax.connectors.env_to_module.connector import EnvToModuleConnector
-from rljax.env.single_agent_episode import SingleAgentEpisode
+from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
 from rljax.env.vector import env_spaces
 from rljax.utils.checks import describe
 from rljax.utils.errors import ConfigError
@@ -202,9 +202,12 @@ class EpisodeConnectorEnv(gym.Wrapper):
         obs = new_obs
         for i, piece in enumerate(self.pieces):
             if step is None:
-                episode = SingleAgentEpisode(obs, info)
-                episode.observation_space = piece.input_observation_space
-                episode.action_space = self.env.action_space
+                episode = start_episode(
+                    obs,
+                    info,
+                    observation_space=piece.input_observation_space,
+                    action_space=self.env.action_space,
+                )
                 if i < len(self.episodes):
                     self.episodes[i] = episode
                 else:
@@ -212,10 +215,12 @@ class EpisodeConnectorEnv(gym.Wrapper):
             else:
                 episode = self.episodes[i]
                 action, reward, terminated, truncated = step
-                episode.add_env_step(obs, action, reward, info, terminated, truncated)
+                episode.add_env_step(
+                    obs, action, reward, info, terminated=terminated, truncated=truncated
+                )
             piece(rl_module=None, batch={}, episodes=[episode], explore=True, shared_data={})
             # The piece's output goes on; its episode keeps its input, for its next steps.
-            obs, episode.observations[-1] = episode.observations[-1], obs
+            obs, episode.observations[-1] = episode.get_observations(-1), obs
         return obs
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> Any:

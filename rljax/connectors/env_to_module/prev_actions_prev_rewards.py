@@ -7,7 +7,8 @@ sub-env after every reset and step and makes the observation RLlib's dict::
 
 with the last ``n_prev_actions`` actions (``Discrete`` ones one-hot, so ``A`` is the number of
 actions; ``Box`` ones flattened) and the last ``n_prev_rewards`` rewards, oldest first, padded
-with action 0 (one-hot) and reward 0 before the episode's first step, as RLlib pads them. Put
+with zeros before the episode's first step (a ``Discrete`` action's pad is all zeros, no
+action's one-hot), as RLlib pads them. Put
 ``FlattenObservations()`` after it for the default networks.
 """
 
@@ -124,9 +125,8 @@ class PrevActionsPrevRewards(ConnectorV2):
                 )
                 augmented[self.PREV_ACTIONS_KEY] = np.asarray(actions, np.float32).reshape(-1)
             if self.n_prev_rewards:
-                augmented[self.PREV_REWARDS_KEY] = episode.get_rewards(
-                    indices=slice(-self.n_prev_rewards, None), fill=0.0
-                )
+                rewards = episode.get_rewards(indices=slice(-self.n_prev_rewards, None), fill=0.0)
+                augmented[self.PREV_REWARDS_KEY] = np.asarray(rewards, np.float32)
             episode.set_observations(new_data=augmented, at_indices=-1)
         return batch
 

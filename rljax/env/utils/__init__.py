@@ -1,0 +1,2 @@
+"""RLlib's ``ray.rllib.env.utils`` path: the episodes' lookback buffer
+(``infinite_lookback_buffer``)."""

@@ -1,0 +1,122 @@
+"""Batching data of gymnasium spaces: RLlib's ``ray.rllib.utils.spaces.space_utils`` helpers
+that episode code and connectors call (``batch``, ``unbatch``, ``get_base_struct_from_space``,
+``get_dummy_batch_for_space``).
+
+Nested data is dicts and tuples (the shapes of ``Dict`` and ``Tuple`` spaces); anything else,
+lists included, is one item, as in RLlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+
+def map_struct(fn: Callable[..., Any], *structs: Any) -> Any:
+    """``fn`` over the leaves of one or more structures of the same shape (dicts by key,
+    tuples by position; anything else is a leaf)."""
+    first = structs[0]
+    if isinstance(first, dict):
+        return {k: map_struct(fn, *(s[k] for s in structs)) for k in first}
+    if isinstance(first, tuple):
+        return tuple(map_struct(fn, *parts) for parts in zip(*structs, strict=True))
+    return fn(*structs)
+
+
+def flatten_struct(struct: Any) -> list[Any]:
+    """The leaves of a structure (dicts in key order, tuples in order)."""
+    if isinstance(struct, dict):
+        return [leaf for k in struct for leaf in flatten_struct(struct[k])]
+    if isinstance(struct, tuple):
+        return [leaf for part in struct for leaf in flatten_struct(part)]
+    return [struct]
+
+
+def batch(
+    list_of_structs: list[Any], *, individual_items_already_have_batch_dim: bool = False
+) -> Any:
+    """Stacks items (arrays, numbers, or dicts/tuples of them) into one structure of arrays
+    with a leading batch axis; with ``individual_items_already_have_batch_dim``, concatenates
+    them along their first axis instead.
+
+    Raises:
+      ValueError: ``list_of_structs`` is empty.
+    """
+    if not list_of_structs:
+        raise ValueError("batch() needs at least one item; got an empty list")
+    if individual_items_already_have_batch_dim:
+        return map_struct(lambda *s: np.concatenate(s, axis=0), *list_of_structs)
+    n = len(list_of_structs)
+
+    def stack(*items: Any) -> np.ndarray:
+        if not isinstance(items[0], np.ndarray):
+            return np.array(items)
+        out = np.empty((n, *items[0].shape), items[0].dtype)
+        for i, item in enumerate(items):
+            out[i] = item  # a number broadcasts (a fill value among arrays)
+        return out
+
+    return map_struct(stack, *list_of_structs)
+
+
+def unbatch(batches_struct: Any) -> list[Any]:
+    """The inverse of ``batch``: a structure of arrays with a leading batch axis as a list
+    of structures, one per batch row."""
+    leaves = flatten_struct(batches_struct)
+    if not leaves:
+        return []
+    n = len(leaves[0])
+    return [map_struct(lambda leaf, i=i: leaf[i], batches_struct) for i in range(n)]
+
+
+def get_base_struct_from_space(space: gym.Space | None) -> Any:
+    """A ``Dict`` space as a dict of its subspaces, a ``Tuple`` as a tuple, nested; any other
+    space (or None) as itself."""
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(get_base_struct_from_space(s) for s in space.spaces)
+    if isinstance(space, gym.spaces.Dict):
+        return {k: get_base_struct_from_space(s) for k, s in space.spaces.items()}
+    return space
+
+
+def get_dummy_batch_for_space(
+    space: gym.Space | dict | tuple,
+    batch_size: int = 32,
+    *,
+    fill_value: float | int | str = 0.0,
+    one_hot_discrete: bool = False,
+) -> Any:
+    """Data of ``space``'s shape and dtype filled with ``fill_value`` (``"random"``: samples
+    of the space), with a leading axis of ``batch_size`` (0: one item, no batch axis).
+    ``one_hot_discrete`` gives ``Discrete``/``MultiDiscrete`` parts as float one-hot vectors
+    (all ``fill_value``)."""
+    if isinstance(space, gym.spaces.Dict | gym.spaces.Tuple | dict | tuple):
+        struct = space if isinstance(space, dict | tuple) else get_base_struct_from_space(space)
+        return map_struct(
+            lambda s: get_dummy_batch_for_space(
+                s, batch_size, fill_value=fill_value, one_hot_discrete=one_hot_discrete
+            ),
+            struct,
+        )
+    if one_hot_discrete and isinstance(space, gym.spaces.Discrete):
+        space = gym.spaces.Box(0.0, 1.0, (int(space.n),), np.float32)
+    elif one_hot_discrete and isinstance(space, gym.spaces.MultiDiscrete):
+        space = gym.spaces.Box(0.0, 1.0, (int(np.sum(space.nvec)),), np.float32)
+    if fill_value == "random":
+        samples = [space.sample() for _ in range(max(batch_size, 1))]
+        return np.asarray(samples if batch_size > 0 else samples[0], dtype=space.dtype)
+    shape = ([batch_size] if batch_size > 0 else []) + list(space.shape or ())
+    return np.full(shape, fill_value, dtype=space.dtype)
+
+
+__all__ = [
+    "batch",
+    "flatten_struct",
+    "get_base_struct_from_space",
+    "get_dummy_batch_for_space",
+    "map_struct",
+    "unbatch",
+]
