@@ -242,7 +242,9 @@ class ConfigCompat:
         """The spec of the algorithm's default module (RLlib's): ``RLModuleSpec()`` with no
         module class (the default networks) and this config's ``model_config``."""
         to_dict = getattr(getattr(self, "model_config", None), "to_dict", None)
-        return RLModuleSpec(model_config=to_dict() if callable(to_dict) else {})
+        spec = RLModuleSpec(model_config=to_dict() if callable(to_dict) else {})
+        spec._algorithm = getattr(getattr(self, "algo_class", None), "__name__", None)
+        return spec
 
     def get_rl_module_spec(self) -> Any:
         """The module spec the algorithm builds from (RLlib's): ``rl_module_spec`` if set (a

@@ -80,11 +80,16 @@ class TorchClass:
     #: classes (``PPOTorchRLModule``, ``PPOCatalog``, ...). Not inherited here: a subclass of
     #: one holds PyTorch code of its own (``__init_subclass__``).
     uses_default_networks: ClassVar[bool] = False
+    #: On a default module class, the algorithm whose networks it stands for (``"PPO"``):
+    #: what ``RLModuleSpec.build()`` builds. Not inherited either.
+    default_networks_of: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "uses_default_networks" not in vars(cls):
             cls.uses_default_networks = False
+        if "default_networks_of" not in vars(cls):
+            cls.default_networks_of = None
 
     def __init__(self, *args: Any, **kwargs: Any):
         raise TorchClassError(torch_refusal(type(self)))

@@ -77,6 +77,21 @@ class MultiRLModuleSpec:
         """``{policy_id: spec}`` of the given policies that have one."""
         return {p: s for p in policy_ids if (s := self.spec_of(p)) is not None}
 
+    def build(self) -> MultiRLModule:
+        """Each policy's module on its own (``RLModuleSpec.build()``), as a
+        ``MultiRLModule`` (RLlib's ``MultiRLModuleSpec.build()``).
+
+        Raises:
+          ConfigError: ``rl_module_specs`` is one spec for every policy (no policy ids to
+            build), or a spec cannot be built on its own.
+        """
+        if isinstance(self.rl_module_specs, RLModuleSpec):
+            raise ConfigError(
+                "MultiRLModuleSpec.build() needs rl_module_specs as {policy_id: RLModuleSpec}; "
+                "one spec for every policy names no policies"
+            )
+        return MultiRLModule({pid: spec.build() for pid, spec in self.rl_module_specs.items()})
+
 
 class MultiRLModule(Mapping[str, Any]):
     """A read-only ``{policy_id: RLModule}`` mapping (RLlib's container of modules).

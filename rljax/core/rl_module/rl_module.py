@@ -55,6 +55,7 @@ class InferenceSource(Protocol):
 
     def get_module(self, policy_id: str | None = None) -> Any: ...
     def set_weights(self, weights: dict[str, Any]) -> None: ...
+    def save_to_path(self, path: str | os.PathLike | None = None) -> str: ...
 
 
 class RecurrentActor:
@@ -234,6 +235,45 @@ class RLModule(ForwardModuleBase):
                 )
             return
         self._algo.set_weights({self._policy_id or DEFAULT_POLICY: state})
+
+    def save_to_path(self, path: str | os.PathLike | None = None, **kwargs: Any) -> str:
+        """Writes the module to ``path`` (None: a new temporary directory) and returns it,
+        for ``RLModule.from_checkpoint(path)``, another module's ``restore_from_path(path)``
+        or ``algo.restore_from_path(path, component="learner_group/learner/rl_module/
+        default_policy")`` (RLlib's ``Checkpointable.save_to_path``). The file is a
+        checkpoint of the module's algorithm (config, spaces, weights; no pickle); a module
+        built by ``RLModuleSpec.build()`` holds no optimizer state.
+
+        Raises:
+          CheckpointError: the module has no weights (its own forward pass), or is one policy
+            of several (save the algorithm and name the policy's module path instead).
+        """
+        if self._algo is None:
+            raise CheckpointError(
+                f"{type(self).__name__}.save_to_path: this module acts by its own forward pass "
+                "and has no weights to save (its class and settings are code: build it again "
+                "from its RLModuleSpec)"
+            )
+        ids = self._algo._policy_ids()
+        if len(ids) != 1:
+            raise CheckpointError(
+                f"save_to_path on policy {self._policy_id!r}'s module of an algorithm with "
+                f"policies {ids[:20]}: save the algorithm (algo.save_to_path(path)) and load "
+                f"{'/'.join(RL_MODULE_PATH)}/<policy_id> inside it"
+            )
+        return self._algo.save_to_path(path)
+
+    def as_multi_rl_module(self) -> MultiRLModule:
+        """This module as the only one of a ``MultiRLModule``, under ``"default_policy"``
+        (RLlib's ``RLModule.as_multi_rl_module``)."""
+        return MultiRLModule({DEFAULT_POLICY: self})
+
+    def restore_from_path(self, path: str | os.PathLike, **kwargs: Any) -> None:
+        """Loads the weights of the module saved at ``path`` (``save_to_path``'s directory, a
+        checkpoint with one policy, or RLlib's module path inside a checkpoint) into this
+        module (``set_state``: the architectures must match)."""
+        saved = one_module(RLModule.from_checkpoint(path), path)
+        self.set_state(saved.get_state())
 
     def _obs(self, batch: Any) -> np.ndarray:
         obs = batch["obs"] if isinstance(batch, dict) and "obs" in batch else batch

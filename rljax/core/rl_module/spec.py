@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 
@@ -68,6 +68,9 @@ class RLModuleSpec:
         from rljax.core.rl_module.default_model_config import DefaultModelConfig
         from rljax.utils.torch_classes import check_not_torch
 
+        # The algorithm whose networks build() makes: a default module class names it (RLlib's
+        # DefaultPPOTorchRLModule: "PPO"), and config.get_default_rl_module_spec() sets it.
+        self._algorithm: str | None = getattr(self.module_class, "default_networks_of", None)
         # Classes that stand for the default networks (RLlib's default module and catalog
         # classes, its action-masking module): None, as in RLlib.
         if _uses_default_networks(self.module_class):
@@ -120,6 +123,53 @@ class RLModuleSpec:
     def is_forward_only(self) -> bool:
         """Whether the module acts by a forward pass of its own and never learns."""
         return is_forward_module_class(self.module_class)
+
+    def build(self) -> Any:
+        """The module on its own, outside an algorithm (RLlib's ``RLModuleSpec.build()``):
+        a forward-pass module class is instantiated with the spec's spaces and
+        ``model_config``; the default networks (or a Flax ``module_class``) are built with
+        fresh weights as an algorithm's inference-only module, ready for
+        ``forward_inference``, ``get_state`` and ``save_to_path``. The default networks are
+        an algorithm's: the spec must come from ``config.get_default_rl_module_spec()`` or
+        name RLlib's default module class (``DefaultPPOTorchRLModule``, ...); a Flax class
+        is built as PPO's network.
+
+        Raises:
+          ConfigError: a space is missing, or the default networks' algorithm is unknown.
+        """
+        if self.observation_space is None or self.action_space is None:
+            raise ConfigError(
+                "RLModuleSpec.build() needs observation_space and action_space (the env's "
+                "spaces); got "
+                f"observation_space={self.observation_space!r}, action_space={self.action_space!r}"
+            )
+        if self.is_forward_only:
+            return cast(type, self.module_class)(
+                observation_space=self.observation_space,
+                action_space=self.action_space,
+                model_config=self.model_config,
+                inference_only=self.inference_only,
+            )
+        algorithm = self._algorithm or ("PPO" if self.module_class is not None else None)
+        if algorithm is None:
+            raise ConfigError(
+                "RLModuleSpec.build(): the default networks are an algorithm's, and this spec "
+                "does not say which; use config.get_default_rl_module_spec() (with the spaces "
+                "set on it), or module_class=DefaultPPOTorchRLModule / DefaultDQNTorchRLModule "
+                "/ DefaultSACTorchRLModule"
+            )
+        # The algorithms build modules from specs (they import this module): the registry
+        # names them without importing them here.
+        from rljax.algorithms import registry
+
+        config = registry.config_class(algorithm)()
+        if self.module_class is None:  # the default networks, by this spec's model_config
+            config.rl_module(model_config=dict(self.model_config))
+        else:
+            config.rl_module(rl_module_spec=dataclasses.replace(self, load_state_path=None))
+        spaces = {"spaces": (self.observation_space, self.action_space), "possible_agents": None}
+        algo = config.algo_class(config, inference_only=True, saved_spaces=spaces)
+        return algo._module(None)
 
 
 def _uses_default_networks(cls: Any) -> bool:

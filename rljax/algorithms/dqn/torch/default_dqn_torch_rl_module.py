@@ -14,6 +14,7 @@ class DefaultDQNTorchRLModule(TorchClass):
     rljax builds from the spec's ``model_config``."""
 
     uses_default_networks = True
+    default_networks_of = "DQN"
     rllib_path = (
         "ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module.DefaultDQNTorchRLModule"
     )

@@ -14,6 +14,7 @@ class DefaultPPOTorchRLModule(TorchClass):
     rljax builds from the spec's ``model_config``."""
 
     uses_default_networks = True
+    default_networks_of = "PPO"
     rllib_path = (
         "ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module.DefaultPPOTorchRLModule"
     )

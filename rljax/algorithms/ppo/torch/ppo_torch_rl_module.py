@@ -14,6 +14,7 @@ class PPOTorchRLModule(TorchClass):
     rljax builds from the spec's ``model_config``."""
 
     uses_default_networks = True
+    default_networks_of = "PPO"
     rllib_path = "ray.rllib.algorithms.ppo.torch.ppo_torch_rl_module.PPOTorchRLModule"
     instead = MODULE_INSTEAD
 

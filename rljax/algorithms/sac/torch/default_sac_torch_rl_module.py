@@ -14,6 +14,7 @@ class DefaultSACTorchRLModule(TorchClass):
     rljax builds from the spec's ``model_config``."""
 
     uses_default_networks = True
+    default_networks_of = "SAC"
     rllib_path = (
         "ray.rllib.algorithms.sac.torch.default_sac_torch_rl_module.DefaultSACTorchRLModule"
     )

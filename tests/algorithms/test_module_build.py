@@ -1,0 +1,97 @@
+"""A module on its own, outside an algorithm (RLlib's RL-module guide): ``RLModuleSpec.build()``,
+``RLModule.save_to_path`` / ``restore_from_path`` / ``from_checkpoint``, and
+``as_multi_rl_module``."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rljax.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
+from rljax.algorithms.ppo import PPOConfig
+from rljax.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
+from rljax.core.rl_module.rl_module import RLModule, RLModuleSpec
+from rljax.examples.rl_modules.classes.random_rlm import RandomRLModule
+from rljax.utils.errors import CheckpointError, ConfigError
+
+OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+ACT = gym.spaces.Discrete(2)
+
+
+def _hidden_widths(module: RLModule) -> list[int]:
+    encoder = module.get_state()["default_policy"]["params"]["pi_encoder"]
+    return [int(encoder[name]["kernel"].shape[1]) for name in sorted(encoder)]
+
+
+def test_built_modules_save_and_load_into_modules_and_algorithms(tmp_path):
+    obs = np.random.default_rng(0).normal(size=(3, 4)).astype(np.float32)
+    spec = PPOConfig().get_default_rl_module_spec()
+    spec.observation_space, spec.action_space = OBS, ACT
+    spec.model_config = {"fcnet_hiddens": [16]}
+    module = spec.build()
+    assert _hidden_widths(module) == [16]  # the spec's model_config, not the defaults
+    named = RLModuleSpec(
+        module_class=DefaultPPOTorchRLModule,
+        observation_space=OBS,
+        action_space=ACT,
+        model_config={"fcnet_hiddens": [16]},
+    ).build()
+    path = named.save_to_path(str(tmp_path / "module"))
+    loaded = RLModule.from_checkpoint(path)
+    expected = named.forward_inference({"obs": obs})["action_dist_inputs"]
+    np.testing.assert_allclose(
+        loaded.forward_inference({"obs": obs})["action_dist_inputs"], expected
+    )
+    assert not np.allclose(module.forward_inference({"obs": obs})["action_dist_inputs"], expected)
+    module.restore_from_path(path)  # another module of the same architecture
+    np.testing.assert_allclose(
+        module.forward_inference({"obs": obs})["action_dist_inputs"], expected
+    )
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .build_algo()
+    )
+    try:
+        algo.restore_from_path(path, component="learner_group/learner/rl_module/default_policy")
+        out = algo.get_module().forward_inference({"obs": obs})["action_dist_inputs"]
+        np.testing.assert_allclose(out, expected)
+    finally:
+        algo.stop()
+    multi = named.as_multi_rl_module()
+    assert isinstance(multi, MultiRLModule) and multi["default_policy"] is named
+
+
+def test_forward_modules_and_other_algorithms_build_and_what_is_refused():
+    random_module = RLModuleSpec(
+        module_class=RandomRLModule, observation_space=OBS, action_space=ACT
+    ).build()
+    assert isinstance(random_module, RandomRLModule)
+    actions = random_module.forward_inference({"obs": np.zeros((5, 4), np.float32)})["actions"]
+    assert actions.shape == (5,) and set(actions.tolist()) <= {0, 1}
+    with pytest.raises(CheckpointError, match="has no weights to save"):
+        random_module.save_to_path()
+    dqn = RLModuleSpec(
+        module_class=DefaultDQNTorchRLModule,
+        observation_space=OBS,
+        action_space=ACT,
+        model_config={"fcnet_hiddens": [8]},
+    ).build()
+    q = dqn.forward_inference({"obs": np.zeros((2, 4), np.float32)})["action_dist_inputs"]
+    assert q.shape == (2, 2)
+    both = MultiRLModuleSpec(
+        rl_module_specs={
+            "random": RLModuleSpec(
+                module_class=RandomRLModule, observation_space=OBS, action_space=ACT
+            )
+        }
+    ).build()
+    assert list(both) == ["random"] and isinstance(both["random"], RandomRLModule)
+    with pytest.raises(ConfigError, match="does not say which"):
+        RLModuleSpec(observation_space=OBS, action_space=ACT).build()
+    with pytest.raises(ConfigError, match="needs observation_space and action_space"):
+        RLModuleSpec(module_class=DefaultPPOTorchRLModule).build()
