@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rljax.utils import once
 from rljax.utils.errors import ConfigError, best_match
 
 logger = logging.getLogger("rljax")
@@ -385,13 +386,10 @@ OLD_KEYS: dict[str, OldKey] = {
     ),
 }
 
-_noted: set[str] = set()
-
 
 def note(key: str, text: str) -> None:
     """Logs ``text`` about ``key`` once per process."""
-    if key not in _noted:
-        _noted.add(key)
+    if once.first_time("old_api", key):
         logger.warning("RLlib's old API: %s", text)
 
 

@@ -10,13 +10,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from rljax.utils import once
 from rljax.utils.errors import best_match
 from rljax.utils.old_api_trainers import trainer_path
 
 logger = logging.getLogger("rljax")
-
-# The names and RLlib settings that have said, once, that they are deprecated or change nothing.
-WARNED_ONCE: set[str] = set()
 
 # RLlib's deprecated names it still accepts: the same setting, with a one-time warning.
 DEPRECATED = {
@@ -52,9 +50,9 @@ RENAMED = {
 
 def warn_once(key: str, message: str, *args: Any) -> None:
     """Logs ``message % args`` as a warning the first time ``key`` says something in this
-    process (``WARNED_ONCE``): RLlib's deprecated names and settings that change nothing."""
-    if key not in WARNED_ONCE:
-        WARNED_ONCE.add(key)
+    process (group ``"config"`` of ``rljax.utils.once``): RLlib's deprecated names and
+    settings that change nothing."""
+    if once.first_time("config", key):
         logger.warning(message, *args)
 
 
@@ -95,7 +93,6 @@ def old_api_hint(algo: str, unknown: list[Any]) -> str:
 __all__ = [
     "DEPRECATED",
     "RENAMED",
-    "WARNED_ONCE",
     "deprecated_names",
     "old_api_hint",
     "unknown_key_hint",

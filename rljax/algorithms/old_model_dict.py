@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rljax.core.rl_module.default_model_config import OLD_MODEL_KEYS, DefaultModelConfig
+from rljax.utils import once
 from rljax.utils.errors import ConfigError
 
 logger = logging.getLogger("rljax")
@@ -30,7 +31,6 @@ _REFUSED = {
     "_use_default_native_models": "configure the default networks with "
     ".rl_module(model_config={...})",
 }
-_warned = False
 
 
 def model_config_part(model: Mapping[str, Any]) -> dict[str, Any]:
@@ -55,7 +55,6 @@ def check_old_model_dict(where: str, model: Any) -> None:
         (``custom_model``, a non-empty ``custom_model_config``, ``custom_preprocessor``,
         ``_use_default_native_models``).
     """
-    global _warned
     if not isinstance(model, Mapping):
         raise ConfigError(f"{where}: model={model!r}: use a dict (RLlib's old model settings)")
     for key, advice in _REFUSED.items():
@@ -65,9 +64,8 @@ def check_old_model_dict(where: str, model: Any) -> None:
                 f"{where}: model={{{key!r}: ...}} is RLlib's old-stack API, which its new API "
                 f"stack (and rljax) does not take: {advice}"
             )
-    if _warned:
+    if not once.first_time("old_model_dict", "model"):
         return
-    _warned = True
     part = model_config_part(model)
     instead = (
         f".rl_module(model_config={part!r})"

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from rljax.connectors.learner.frame_stacking import only_frame_stacking
+from rljax.utils import once
 from rljax.utils.errors import ConfigError
 
 logger = logging.getLogger("rljax")
@@ -222,8 +223,6 @@ EXPERIMENTAL = (
     "_torch_lr_scheduler_classes",
 )
 
-_warned: set[str] = set()
-
 
 def check_rllib_only(where: str, name: str, value: Any) -> bool:
     """True if ``name`` is an RLlib setting that has no effect here (warned about once);
@@ -244,8 +243,7 @@ def check_rllib_only(where: str, name: str, value: Any) -> bool:
         no_effect = True
     if not no_effect:
         raise ConfigError(f"{where}: {name}={value!r} is RLlib's; rljax does not take it: {advice}")
-    if name not in _warned:
-        _warned.add(name)
+    if once.first_time("rllib_only", name):
         logger.warning("%s: %s=%r has no effect in rljax: %s", where, name, value, advice)
     return True
 

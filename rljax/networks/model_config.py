@@ -8,6 +8,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rljax.utils import once
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, Widths, describe, is_int, refuse
 from rljax.utils.errors import ConfigError, closest
 
@@ -88,7 +89,6 @@ OLD_MODEL_KEYS = {
 }
 # Keys RLlib's old stack put in model dicts for its own bookkeeping: nothing to configure.
 IGNORED_MODEL_KEYS = ("uses_new_env_runners",)
-_WARNED: set[str] = set()
 logger = logging.getLogger("rljax")
 
 # What each field may be; __post_init__ checks every field against it.
@@ -246,13 +246,11 @@ class DefaultModelConfig:
             if old in value and isinstance(old, str):
                 if new in value:
                     raise ConfigError(f"model_config has both {old!r} and {new!r}; keep {new!r}")
-                if old not in _WARNED:
-                    _WARNED.add(old)
+                if once.first_time("model_config", old):
                     logger.warning("model_config key %r is RLlib's old name of %r", old, new)
                 value[new] = value.pop(old)
         for key in [k for k in IGNORED_MODEL_KEYS if k in value]:
-            if key not in _WARNED:
-                _WARNED.add(key)
+            if once.first_time("model_config", key):
                 logger.warning("model_config key %r is RLlib's internal flag; ignored", key)
             del value[key]
         unknown = [k for k in value if k not in fields]

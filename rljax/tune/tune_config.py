@@ -13,6 +13,7 @@ from rljax.tune.result_grid import check_mode
 from rljax.tune.schedulers import TrialScheduler
 from rljax.tune.search.searcher import Searcher
 from rljax.tune.stopper import as_stopper
+from rljax.utils import once
 from rljax.utils.errors import ConfigError
 
 
@@ -64,13 +65,9 @@ class CheckpointConfig:
         return dataclasses.replace(self, checkpoint_at_end=not function_trainable)
 
 
-_noted: set[str] = set()
-
-
 def note_no_effect(key: str, text: str) -> None:
     """Warns once per process that Tune's setting ``key`` has no effect here, and why."""
-    if key not in _noted:
-        _noted.add(key)
+    if once.first_time("tune", key):
         warnings.warn(f"{key}: {text}", UserWarning, stacklevel=3)
 
 

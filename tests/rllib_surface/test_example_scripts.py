@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from rljax.algorithms import rllib_only
+from rljax.utils import once
 
 SCRIPTS = [
     ("rljax.examples.algorithms.ppo.cartpole_ppo", ["--no-tune"]),
@@ -28,7 +28,7 @@ SCRIPTS = [
 def test_example_script_runs_one_iteration(module, flags, monkeypatch, tmp_path, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RLJAX_RESULTS_DIR", str(tmp_path))
-    monkeypatch.setattr(rllib_only, "_warned", set())
+    monkeypatch.setitem(once.SAID, "rllib_only", set())
     monkeypatch.setattr(sys, "argv", [module, "--stop-iters=1", *flags])
     runpy.run_module(module, run_name="__main__", alter_sys=False)
     out = capsys.readouterr().out

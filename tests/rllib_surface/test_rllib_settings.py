@@ -7,13 +7,13 @@ import logging
 
 import pytest
 
-from rljax.algorithms import config_names, rllib_only
 from rljax.algorithms.appo import APPOConfig
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.impala import IMPALAConfig
 from rljax.algorithms.ppo import PPO, PPOConfig
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
 from rljax.tune.registry import get_trainable_cls
+from rljax.utils import once
 from rljax.utils.errors import ConfigError
 
 
@@ -42,7 +42,7 @@ def test_rllib_only_settings_are_refused_with_what_to_do(call, message):
 
 
 def test_rllib_settings_without_effect_are_accepted_and_said_once(caplog, monkeypatch):
-    monkeypatch.setattr(rllib_only, "_warned", set())
+    monkeypatch.setitem(once.SAID, "rllib_only", set())
     config = PPOConfig().env_runners(create_env_on_local_worker=True, num_envs_per_env_runner=2)
     config.env_runners(create_env_on_local_worker=True, batch_mode="truncate_episodes")
     said = [
@@ -69,7 +69,7 @@ def test_api_stack_off_is_an_error_and_a_framework_warns_once(caplog, monkeypatc
         PPOConfig().api_stack(True, False)
     config = PPOConfig().api_stack(True, True)
     assert config.enable_rl_module_and_learner and config.enable_env_runner_and_connector_v2
-    monkeypatch.setattr(config_names, "WARNED_ONCE", set())  # said once per process
+    monkeypatch.setitem(once.SAID, "config", set())  # said once per process
     with caplog.at_level(logging.WARNING, logger="rljax"):
         PPOConfig().framework("torch")
         PPOConfig().framework("tf2", eager_tracing=True)

@@ -12,8 +12,8 @@ import pytest
 from rljax import tune
 from rljax.tune import progress as progress_module
 from rljax.tune import resources as resources_module
-from rljax.tune import tune_config as tune_config_module
 from rljax.tune.search import BasicVariantGenerator
+from rljax.utils import once
 from rljax.utils.errors import ConfigError
 
 # ---- Tune: with_resources, PlacementGroupFactory, BasicVariantGenerator, CLIReporter ----------
@@ -34,7 +34,7 @@ def test_placement_group_factory_records_its_bundles():
 
 
 def test_with_resources_records_and_calls_through(monkeypatch):
-    monkeypatch.setattr(tune_config_module, "_noted", set())  # not said yet
+    monkeypatch.setitem(once.SAID, "tune", set())  # not said yet
 
     def train_fn(config):
         return config["x"] * 2
@@ -56,7 +56,7 @@ def test_with_resources_records_and_calls_through(monkeypatch):
 
 
 def test_with_resources_function_trains_in_tuner(tmp_path, monkeypatch):
-    monkeypatch.setattr(tune_config_module, "_noted", {"tune.with_resources"})  # said
+    monkeypatch.setitem(once.SAID, "tune", {"tune.with_resources"})  # said
 
     def train_fn(config):
         tune.report({"score": config["a"] + 1})
@@ -224,7 +224,7 @@ def test_training_model_dict_is_checked_and_configures_nothing(monkeypatch, capl
     from rljax.algorithms import old_model_dict
     from rljax.algorithms.ppo import PPOConfig
 
-    monkeypatch.setattr(old_model_dict, "_warned", False)
+    monkeypatch.setitem(once.SAID, "old_model_dict", set())
     with caplog.at_level("WARNING", logger="rljax"):
         config = PPOConfig().training(
             lr=1e-3, model={"fcnet_hiddens": [8], "post_fcnet_hiddens": [4], "dim": 84}
@@ -1032,7 +1032,7 @@ def test_parametric_rec_sys():
 def test_default_resource_request_records_the_configs_knobs(monkeypatch):
     from rljax.algorithms.ppo import PPO, PPOConfig
 
-    monkeypatch.setattr(tune_config_module, "_noted", {"tune.with_resources"})  # said
+    monkeypatch.setitem(once.SAID, "tune", {"tune.with_resources"})  # said
 
     config = (
         PPOConfig()

@@ -12,6 +12,7 @@ from rljax.agents.ppo import DEFAULT_CONFIG as PPO_DEFAULT_CONFIG
 from rljax.agents.ppo import PPOTrainer
 from rljax.agents.trainer import old_result_keys
 from rljax.algorithms import registry
+from rljax.utils import once
 from rljax.utils.errors import ConfigError
 
 
@@ -23,10 +24,8 @@ def new_config(algo: str, old: dict):
 
 
 @pytest.fixture(autouse=True)
-def fresh_notes():
-    config_table._noted.clear()
-    yield
-    config_table._noted.clear()
+def fresh_notes(monkeypatch):
+    monkeypatch.setitem(once.SAID, "old_api", set())
 
 
 @pytest.mark.parametrize(

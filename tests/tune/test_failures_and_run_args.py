@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from rljax import tune
-from rljax.tune import tune_config
+from rljax.utils import once
 from rljax.utils.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)
 def _warnings_anew(monkeypatch):
     """Each test sees the once-per-process warnings of settings without effect."""
-    monkeypatch.setattr(tune_config, "_noted", set())
+    monkeypatch.setitem(once.SAID, "tune", set())
 
 
 def failing_once_at(step_to_fail: int, calls: list, tmp_path, times: int = 1):

@@ -41,12 +41,13 @@ from typing import Any
 
 import numpy as np
 
+from rljax.utils import once
+
 logger = logging.getLogger("rljax")
 
 REDUCTIONS = ("mean", "min", "max", "sum", "ema", "lifetime_sum", "item", "item_series")
 SERIES = ("mean", "min", "max", "sum")
 DEFAULT_EMA_COEFF = 0.01
-_warned: set[str] = set()
 
 
 def _key_path(key: Any) -> tuple[str, ...]:
@@ -60,8 +61,7 @@ def _key_path(key: Any) -> tuple[str, ...]:
 
 
 def _warn_once(key: str, text: str) -> None:
-    if key not in _warned:
-        _warned.add(key)
+    if once.first_time("metrics_logger", key):
         logger.warning(text)
 
 
