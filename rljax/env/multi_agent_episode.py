@@ -1,4 +1,5 @@
-"""``MultiAgentEpisode``: one multi-agent episode as episode callbacks see it (RLlib's accessors).
+"""``MultiAgentEpisode``: one multi-agent episode as episode callbacks see it, with RLlib's
+accessors (``ray.rllib.env.multi_agent_episode``).
 
 A multi-agent env is stepped on the host, one ``env.step`` of a copy at a time; with episode
 callbacks, each copy keeps a log of its episode (the reset's observations and infos, then each
@@ -8,20 +9,34 @@ through this object: ``on_episode_start`` after the reset, ``on_episode_step`` a
 but the last, ``on_episode_end`` after the last. Each agent's own steps are also a
 ``SingleAgentEpisode`` (``agent_episodes``): its first observation, then its actions, rewards
 and observations for the steps it acted in.
+
+The getters are RLlib's: ``get_rewards()`` is a dict ``{agent_id: [rewards]}``, indexed by env
+step (``get_observations(-1)``: each agent's observation of the last env step, for the agents
+that had one), ``env_steps=False`` indexes each agent's own steps, ``return_list=True`` gives
+one dict per env step. A reward that reaches an agent in a step it did not act in is added to
+the reward of its last action (before its first action: to its first), as RLlib sums the
+rewards between an agent's action and its next observation.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
-import numpy as np
-
 from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
+from rljax.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
+from rljax.utils.spaces.space_utils import batch
+
+# An env step outside the episode (a place for ``fill``).
+_OUTSIDE = "outside"
 
 
 class MultiAgentEpisode:
     """One multi-agent episode of one env copy.
+
+    Built from the reset's ``observations`` and ``infos`` (dicts by agent), or empty
+    (``MultiAgentEpisode()``) and then ``add_env_reset``.
 
     Attributes:
       id_: A unique id (hex string).
@@ -33,8 +48,8 @@ class MultiAgentEpisode:
 
     def __init__(
         self,
-        observations: dict[Any, Any],
-        infos: dict[Any, Any],
+        observations: dict[Any, Any] | None = None,
+        infos: dict[Any, Any] | None = None,
         env_index: int = 0,
         agent_to_module: dict[Any, str] | None = None,
     ):
@@ -45,10 +60,34 @@ class MultiAgentEpisode:
         self.is_terminated = False
         self.is_truncated = False
         self._agent_to_module = dict(agent_to_module or {})
-        self._observations: list[dict[Any, Any]] = [dict(observations)]
-        self._infos: list[dict[Any, Any]] = [dict(infos)]
+        self._observations: list[dict[Any, Any]] = []
+        self._infos: list[dict[Any, Any]] = []
         self._actions: list[dict[Any, Any]] = []
         self._rewards: list[dict[Any, float]] = []
+        # Per agent and env step: the index of its observation (env steps 0..env_t) and of
+        # its action (env steps 0..env_t - 1) in its own episode, None where it had none.
+        self._obs_at: dict[Any, list[int | None]] = {}
+        self._act_at: dict[Any, list[int | None]] = {}
+        self._hanging_begin: dict[Any, float] = {}  # rewards before an agent's first action
+        self._start_time = time.perf_counter()
+        self._last_step_time: float | None = None
+        if observations is not None:
+            self.add_env_reset(observations, infos)
+
+    # -- adding data ---------------------------------------------------------------------------
+
+    def add_env_reset(
+        self, observations: dict[Any, Any], infos: dict[Any, Any] | None = None
+    ) -> None:
+        """Starts the episode with the reset's observations and infos (dicts by agent).
+
+        Raises:
+          RuntimeError: the episode has its reset observations already.
+        """
+        if self._observations:
+            raise RuntimeError("add_env_reset() on a multi-agent episode that is reset already")
+        self._observations.append(dict(observations))
+        self._infos.append(dict(infos or {}))
         for agent, obs in observations.items():
             self._agent(agent, obs, (infos or {}).get(agent, {}))
 
@@ -58,6 +97,9 @@ class MultiAgentEpisode:
         episode.module_id = self._agent_to_module.get(agent)
         episode.multi_agent_episode_id = self.id_
         self.agent_episodes[agent] = episode
+        t = len(self._observations) - 1  # the env step of this observation
+        self._obs_at[agent] = [None] * t + [0]
+        self._act_at[agent] = [None] * t
         return episode
 
     def add_env_step(
@@ -75,6 +117,10 @@ class MultiAgentEpisode:
         self._actions.append(dict(actions))
         self._rewards.append(rewards)
         self._infos.append(dict(infos or {}))
+        acted = set()
+        for agent in self._obs_at:  # one more env step for every agent's maps
+            self._obs_at[agent].append(None)
+            self._act_at[agent].append(None)
         for agent, action in actions.items():
             episode = self.agent_episodes.get(agent)
             if episode is None or episode.is_done:
@@ -83,27 +129,65 @@ class MultiAgentEpisode:
             done_trunc = bool(truncateds.get(agent, False) or truncateds.get("__all__", False))
             obs = observations.get(agent, episode.get_observations(-1))
             info = (infos or {}).get(agent, {})
+            reward = rewards.get(agent, 0.0) + self._hanging_begin.pop(agent, 0.0)
             episode.add_env_step(
                 obs,
                 action,
-                rewards.get(agent, 0.0),
+                reward,
                 info if isinstance(info, dict) else {},
                 terminated=done_term,
                 truncated=done_trunc,
             )
+            self._act_at[agent][-1] = len(episode) - 1
+            self._obs_at[agent][-1] = len(episode)
+            acted.add(agent)
+        for agent, reward in rewards.items():  # rewards of agents that did not act
+            if agent in acted or not reward:
+                continue
+            episode = self.agent_episodes.get(agent)
+            if episode is not None and len(episode):
+                episode.set_rewards(new_data=episode.get_rewards(-1) + reward, at_indices=-1)
+            else:
+                self._hanging_begin[agent] = self._hanging_begin.get(agent, 0.0) + reward
         for agent, obs in observations.items():  # an agent that joins mid-episode
             if agent not in self.agent_episodes:
                 self._agent(agent, obs, (infos or {}).get(agent, {}))
         self.is_terminated = bool(terminateds.get("__all__", False))
         self.is_truncated = bool(truncateds.get("__all__", False)) and not self.is_terminated
+        self._last_step_time = time.perf_counter()
+
+    # -- state ---------------------------------------------------------------------------------
 
     @property
     def is_done(self) -> bool:
+        """The episode ended (``__all__`` terminated or truncated)."""
         return self.is_terminated or self.is_truncated
 
     @property
-    def agent_ids(self) -> list[Any]:
-        return list(self.agent_episodes)
+    def is_reset(self) -> bool:
+        """The episode has its reset observations."""
+        return bool(self._observations)
+
+    @property
+    def is_numpy(self) -> bool:
+        """Every agent's episode is numpy (``to_numpy()``)."""
+        return bool(self.agent_episodes) and all(e.is_numpy for e in self.agent_episodes.values())
+
+    def to_numpy(self) -> MultiAgentEpisode:
+        """Each agent's episode ``to_numpy()``; returns the episode."""
+        for episode in self.agent_episodes.values():
+            episode.to_numpy()
+        return self
+
+    @property
+    def agent_ids(self) -> set[Any]:
+        """The agents that have been in the episode (RLlib's set)."""
+        return set(self.agent_episodes)
+
+    @property
+    def agent_episode_ids(self) -> dict[Any, str]:
+        """Agent id -> the id of its ``SingleAgentEpisode``."""
+        return {a: e.id_ for a, e in self.agent_episodes.items()}
 
     def module_for(self, agent_id: Any) -> str | None:
         """The policy (module) ``agent_id`` plays with in this episode."""
@@ -111,46 +195,250 @@ class MultiAgentEpisode:
 
     @property
     def env_t(self) -> int:
+        """Env steps so far."""
         return len(self._actions)
 
     def __len__(self) -> int:
         return len(self._actions)
 
     def len(self) -> int:
+        """``len(episode)``: env steps."""
         return len(self._actions)
 
-    def get_return(self) -> float:
-        """The sum of every agent's rewards."""
-        return float(sum(sum(r.values()) for r in self._rewards))
+    def env_steps(self) -> int:
+        """Env steps so far."""
+        return len(self._actions)
+
+    def agent_steps(self) -> int:
+        """Agent steps so far: every agent's steps added up."""
+        return sum(len(e) for e in self.agent_episodes.values())
+
+    def get_agents_that_stepped(self) -> set[Any]:
+        """The agents with an observation in the last env step (or the reset)."""
+        return set(self._observations[-1]) if self._observations else set()
+
+    def get_agents_to_act(self) -> set[Any]:
+        """The agents with an observation in the last env step that are not done."""
+        return {
+            a
+            for a in self.get_agents_that_stepped()
+            if a in self.agent_episodes and not self.agent_episodes[a].is_done
+        }
+
+    def get_terminateds(self) -> dict[Any, bool]:
+        """Each agent's terminated flag, and ``"__all__"``."""
+        out = {a: e.is_terminated for a, e in self.agent_episodes.items()}
+        out["__all__"] = self.is_terminated
+        return out
+
+    def get_truncateds(self) -> dict[Any, bool]:
+        """Each agent's truncated flag, and ``"__all__"``."""
+        out = {a: e.is_truncated for a, e in self.agent_episodes.items()}
+        out["__all__"] = self.is_truncated
+        return out
+
+    def get_return(self, include_hanging_rewards: bool = False) -> float:
+        """The sum of every agent's rewards; ``include_hanging_rewards`` adds those of agents
+        that have not acted yet."""
+        total = sum(e.get_return() for e in self.agent_episodes.values())
+        if include_hanging_rewards:
+            total += sum(self._hanging_begin.values())
+        return float(total)
 
     def get_agent_returns(self) -> dict[Any, float]:
+        """Agent id -> the sum of its rewards."""
         return {a: e.get_return() for a, e in self.agent_episodes.items()}
 
-    def _pick(self, items: list[Any], indices: Any) -> Any:
-        if indices is None:
-            return list(items)
-        if isinstance(indices, int | np.integer):
-            return items[int(indices)]
-        if isinstance(indices, slice):
-            return items[indices]
-        return [items[int(i)] for i in indices]
+    def get_duration_s(self) -> float:
+        """Seconds from the episode's start to its last step."""
+        if self._last_step_time is None:
+            return 0.0
+        return self._last_step_time - self._start_time
 
-    def get_observations(self, indices: Any = None) -> Any:
-        """By env step, dicts agent -> observation (``len(self) + 1``: the reset's first)."""
-        return self._pick(self._observations, indices)
+    # -- reading -------------------------------------------------------------------------------
 
-    def get_actions(self, indices: Any = None) -> Any:
-        return self._pick(self._actions, indices)
+    def get_observations(
+        self,
+        indices: int | slice | list[int] | None = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+        return_list: bool = False,
+    ) -> Any:
+        """Observations by agent: ``{agent_id: ...}`` of the env steps ``indices`` (None: all,
+        the reset's first), for the agents that had an observation there (``fill``: every
+        agent, filled where it had none); ``env_steps=False`` indexes each agent's own
+        observations; ``return_list=True`` gives one dict per env step. ``agent_ids``: only
+        those agents."""
+        return self._get(
+            "observations",
+            indices,
+            agent_ids,
+            env_steps,
+            neg_index_as_lookback,
+            fill,
+            one_hot_discrete,
+            return_list,
+        )
 
-    def get_rewards(self, indices: Any = None) -> Any:
-        return self._pick(self._rewards, indices)
+    def get_infos(
+        self,
+        indices: int | slice | list[int] | None = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        return_list: bool = False,
+    ) -> Any:
+        """Infos by agent, indexed as ``get_observations``."""
+        return self._get(
+            "infos",
+            indices,
+            agent_ids,
+            env_steps,
+            neg_index_as_lookback,
+            fill,
+            False,
+            return_list,
+        )
 
-    def get_infos(self, indices: Any = None) -> Any:
-        return self._pick(self._infos, indices)
+    def get_actions(
+        self,
+        indices: int | slice | list[int] | None = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+        one_hot_discrete: bool = False,
+        return_list: bool = False,
+    ) -> Any:
+        """Actions by agent: ``{agent_id: ...}`` of the env steps ``indices`` in which the
+        agent acted (see ``get_observations`` for the arguments)."""
+        return self._get(
+            "actions",
+            indices,
+            agent_ids,
+            env_steps,
+            neg_index_as_lookback,
+            fill,
+            one_hot_discrete,
+            return_list,
+        )
+
+    def get_rewards(
+        self,
+        indices: int | slice | list[int] | None = None,
+        agent_ids: Any = None,
+        *,
+        env_steps: bool = True,
+        neg_index_as_lookback: bool = False,
+        fill: float | None = None,
+        return_list: bool = False,
+    ) -> Any:
+        """Rewards by agent: ``{agent_id: [rewards]}``, one per env step the agent acted in
+        (the rewards until its next action included); see ``get_observations``."""
+        return self._get(
+            "rewards",
+            indices,
+            agent_ids,
+            env_steps,
+            neg_index_as_lookback,
+            fill,
+            False,
+            return_list,
+        )
+
+    def _get(
+        self,
+        what: str,
+        indices: Any,
+        agent_ids: Any,
+        env_steps: bool,
+        neg_as_lookback: bool,
+        fill: Any,
+        one_hot: bool,
+        return_list: bool,
+    ) -> Any:
+        if agent_ids is None:
+            wanted = list(self.agent_episodes)
+        else:
+            given = agent_ids if isinstance(agent_ids, list | tuple | set) else [agent_ids]
+            wanted = [a for a in self.agent_episodes if a in set(given)]
+        extra = {"one_hot_discrete": True} if one_hot else {}
+        if not env_steps:
+            if return_list:
+                raise ValueError(
+                    f"get_{what}(): env_steps=False and return_list=True cannot be combined"
+                )
+            out = {}
+            for agent in wanted:
+                value = getattr(self.agent_episodes[agent], f"get_{what}")(
+                    indices, neg_index_as_lookback=neg_as_lookback, fill=fill, **extra
+                )
+                if not (isinstance(value, list) and not value):
+                    out[agent] = value
+            return out
+        per_agent = {
+            agent: self._by_env_steps(what, agent, indices, neg_as_lookback, fill, extra)
+            for agent in wanted
+        }
+        if isinstance(indices, int):  # one env step: {agent: value}
+            return {a: value for a, (present, value) in per_agent.items() if present}
+        if return_list:  # one dict per env step
+            n = max((len(places) for places in per_agent.values()), default=0)
+            rows: list[dict[Any, Any]] = [{} for _ in range(n)]
+            for agent, places in per_agent.items():
+                for row, (present, value) in zip(rows, places, strict=False):
+                    if present:
+                        row[agent] = value
+            return rows
+        out = {}
+        for agent, places in per_agent.items():
+            kept = [value for present, value in places if present]
+            if kept:
+                numpy = self.agent_episodes[agent].is_numpy and what != "infos"
+                out[agent] = batch(kept) if numpy else kept
+        return out
+
+    def _by_env_steps(
+        self,
+        what: str,
+        agent: Any,
+        indices: Any,
+        neg_as_lookback: bool,
+        fill: Any,
+        extra: dict[str, Any],
+    ) -> Any:
+        """One agent's data at the env steps ``indices``: for an int ``(present, value)``,
+        else a list of them, one per env step asked for (absent where the agent had nothing
+        there and there is no ``fill``)."""
+        at = self._obs_at[agent] if what in ("observations", "infos") else self._act_at[agent]
+        places = InfiniteLookbackBuffer(list(at)).get(
+            indices, neg_index_as_lookback=neg_as_lookback, fill=_OUTSIDE
+        )
+        episode = self.agent_episodes[agent]
+        getter = getattr(episode, f"get_{what}")
+
+        def value(place: Any) -> tuple[bool, Any]:
+            if isinstance(place, int):
+                return True, getter(place, **extra)
+            if fill is None:
+                return False, None
+            return True, getter(10**12, fill=fill, **extra)  # the column's fill item
+
+        if isinstance(indices, int):
+            return value(places)
+        return [value(p) for p in places]
 
     def __repr__(self) -> str:
         return (
-            f"MultiAgentEpisode(id_={self.id_[:8]}, len={len(self)}, agents={self.agent_ids}, "
+            f"MultiAgentEpisode(id_={self.id_[:8]}, len={len(self)}, "
+            f"agents={sorted(map(str, self.agent_episodes))}, "
             f"return={self.get_return():.3g}, done={self.is_done})"
         )
 

@@ -398,6 +398,8 @@ def test_multi_agent_episodes_replay_each_agents_steps():
                 assert agent_episode.get_return() == len(agent_episode) == returns[agent]
                 assert agent_episode.module_id == episode.module_for(agent) == f"p{agent}"
                 assert len(agent_episode.get_observations()) == len(agent_episode) + 1
+                # RLlib's getters: by agent, here every agent acting in every env step.
+                assert episode.get_rewards()[agent] == agent_episode.get_rewards()
             assert len(episode) == max(len(e) for e in episode.agent_episodes.values())
             metrics_logger.log_value("ma_return", episode.get_return(), window=1000)
             metrics_logger.log_value("ma_episodes", 1, reduce="sum")
