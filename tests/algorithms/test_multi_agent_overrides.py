@@ -44,12 +44,14 @@ def _max_change(before, after):
 def test_overrides_make_groups_with_their_own_model_and_learning_rate(tmp_path):
     config = _config(
         algorithm_config_overrides_per_module={
-            "p1": PPOConfig.overrides(lr=1e-2, model_config={"fcnet_hiddens": [16]})
+            "p1": PPOConfig.overrides(lr=1e-2, model_config={"fcnet_hiddens": [16]}, gamma=0.85)
         }
     )
     algo = config.build_algo()
     try:
         assert [g.members for g in algo.groups] == [[0], [1]]
+        # p1's rows are discounted with its own gamma (tests/algorithms/test_ppo_postprocess.py).
+        assert algo._policy_discounts() == ((0.99, 0.85), (1.0, 1.0))
         p0, p1 = (algo.get_module(p).params for p in ("p0", "p1"))
         kernels = {p: [x.shape for x in jax.tree.leaves(m)] for p, m in (("p0", p0), ("p1", p1))}
         assert (32, 32) in kernels["p0"] and (32, 32) not in kernels["p1"]
@@ -117,7 +119,10 @@ def test_rllib_policy_tuples_specs_and_one_argument_mapping_functions():
             {"p1": {"entropy_coef": 0.1}},
             "unknown setting 'entropy_coef'; did you mean 'entropy_coeff'",
         ),
-        ({"p1": {"gamma": 0.9}}, "overrides 'gamma', which every policy of a run shares"),
+        (
+            {"p1": {"train_batch_size_per_learner": 64}},
+            "overrides 'train_batch_size_per_learner', which every policy of a run shares",
+        ),
         ({"p1": {"clip_param": -1.0}}, "policy 'p1'.s overrides: clip_param=-1.0"),
         ({"p1": {"minibatch_size": 10_000}}, "policy 'p1'.s overrides: minibatch_size=10000"),
         ({"p9": {"lr": 1e-3}}, "names \\['p9'\\], which are not in policies"),

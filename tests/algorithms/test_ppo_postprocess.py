@@ -57,3 +57,33 @@ def test_time_major_and_flat_gae_paths_agree():
     adv = np.asarray(time_major.advantages[0])
     np.testing.assert_allclose(adv[mask > 0].mean(), 0.0, atol=1e-5)
     np.testing.assert_allclose(adv[mask > 0].std(), 1.0, atol=1e-4)
+
+
+def test_each_policy_discounts_its_rows_with_its_own_gamma_and_lambda():
+    # 2 sub-env slots, 3 steps each, every reward 1 and every value 0, the episode ending at
+    # the last step; slot 0 plays policy 0 (gamma 0.5), slot 1 policy 1 (gamma 0.9), lambda 1.
+    # The value targets are then the discounted returns: 1.75, 1.5, 1 and 2.71, 1.9, 1.
+    t, k = 3, 2
+    zeros = jnp.zeros((t, k), jnp.float32)
+    traj = Transition(
+        obs={"obs": zeros[..., None], "policy": jnp.tile(jnp.arange(k, dtype=jnp.int32), (t, 1))},
+        action=jnp.zeros((t, k), jnp.int32),
+        reward=jnp.ones((t, k), jnp.float32),
+        terminated=jnp.asarray([[False, False], [False, False], [True, True]]),
+        truncated=jnp.zeros((t, k), bool),
+        valid=jnp.ones((t, k), bool),
+        env_id=jnp.tile(jnp.arange(k, dtype=jnp.int32), (t, 1)),
+        extras={"vf_preds": zeros, "action_logp": zeros, "action_dist_inputs": zeros[..., None]},
+        next_extras={"vf_preds": zeros},
+        episode_return=zeros,
+        episode_len=jnp.zeros((t, k), jnp.int32),
+        episode_done=jnp.zeros((t, k), bool),
+    )
+    discounts = ((0.5, 0.9), (1.0, 1.0))
+    for num_envs in (k, k + 1):  # the time-major and the flat GAE paths
+        post = make_ppo_postprocess(HP, num_envs, num_policies=2, policy_discounts=discounts)
+        targets = np.asarray(jax.jit(post)(traj).value_targets[0])
+        np.testing.assert_allclose(targets, [1.75, 1.5, 1.0, 2.71, 1.9, 1.0], rtol=1e-6)
+    # Without per-policy discounts both slots take the config's gamma (0.9) and lambda (0.8).
+    same = np.asarray(jax.jit(make_ppo_postprocess(HP, k, num_policies=2))(traj).value_targets[0])
+    np.testing.assert_allclose(same[:3], same[3:])

@@ -84,7 +84,8 @@ def test_setter_annotations_admit_the_declared_defaults(cls):
 
 def test_tables_are_derived_from_the_declarations():
     assert PPOConfig._SECTIONS["training"][:8] == AlgorithmConfig._SECTIONS["training"]
-    assert "clip_param" in PPOConfig._PER_MODULE_KEYS and "gamma" not in PPOConfig._PER_MODULE_KEYS
+    assert "clip_param" in PPOConfig._PER_MODULE_KEYS and "gamma" in PPOConfig._PER_MODULE_KEYS
+    assert "train_batch_size_per_learner" not in PPOConfig._PER_MODULE_KEYS
     assert PPOConfig._CHECKS["clip_param"] is PPOConfig.clip_param.check
     assert "model_config" in PPOConfig._CHECKED_ON_SET
     # A subclass's own default is one entry: the base keeps its default, the key its place.

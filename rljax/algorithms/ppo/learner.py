@@ -150,7 +150,10 @@ def normalize_advantages(
 
 
 def make_ppo_postprocess(
-    hp: PPOHyperparams, num_envs: int, num_policies: int | None = None
+    hp: PPOHyperparams,
+    num_envs: int,
+    num_policies: int | None = None,
+    policy_discounts: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
 ) -> Callable[[Transition], PPOBatch]:
     """``postprocess(Transition [T, K]) -> PPOBatch [D, n]``: GAE per sub-env, normalised advantages.
 
@@ -161,7 +164,9 @@ def make_ppo_postprocess(
     time-major; otherwise (ASYNC) it runs over the one flat sequence.
 
     With ``num_policies`` (multi-agent slots, ``obs = {"obs": ..., "policy": ...}``) advantages
-    are normalised per policy, as each of RLlib's modules does with its own batch.
+    are normalised per policy, as each of RLlib's modules does with its own batch; with
+    ``policy_discounts`` (each policy's ``(gammas, lambdas)``, where policies override them)
+    each row is discounted with its policy's gamma and lambda.
     """
 
     def postprocess(traj: Transition) -> PPOBatch:
@@ -169,15 +174,21 @@ def make_ppo_postprocess(
         ordered = order_by_stream(traj)
         s = ordered.rows
         gae_in = (s.reward, s.extras["vf_preds"], s.next_extras["vf_preds"], s.terminated)
+        discounts: Any = (hp.gamma, hp.lambda_)
+        if policy_discounts is not None:  # each row's policy's gamma and lambda
+            gammas, lambdas = (jnp.asarray(d, jnp.float32) for d in policy_discounts)
+            discounts = (gammas[s.obs["policy"]], lambdas[s.obs["policy"]])
         if k == num_envs:
             # Lock-step: each sub-env has exactly T rows, so GAE runs time-major on [T, N].
+            if policy_discounts is not None:
+                discounts = to_time_major(discounts, k)
             rewards, values, next_values, terminated, cut = to_time_major((*gae_in, ordered.cut), k)
             adv, targets = gae_advantages_time_major(
-                rewards, values, next_values, terminated, cut, hp.gamma, hp.lambda_
+                rewards, values, next_values, terminated, cut, *discounts
             )
             adv, targets = from_time_major((adv, targets))
         else:
-            adv, targets = gae_advantages(*gae_in, ordered.cut, hp.gamma, hp.lambda_)
+            adv, targets = gae_advantages(*gae_in, ordered.cut, *discounts)
         mask = s.valid.astype(jnp.float32)
         policy = None if num_policies is None else s.obs["policy"]
         adv = normalize_advantages(adv, mask, policy, num_policies)

@@ -519,7 +519,10 @@ class MultiAgentPPO(Algorithm):
         self.hp = PPOHyperparams.from_config(cfg, 1, batch_rows)
         self._postprocess_rows = self.num_slots * num_runners
         postprocess = make_ppo_postprocess(
-            self.hp, self._postprocess_rows, num_policies=self.num_policies
+            self.hp,
+            self._postprocess_rows,
+            num_policies=self.num_policies,
+            policy_discounts=self._policy_discounts(),
         )
         self._updates: dict[tuple[int, int], Any] = {}
         self._act_step = make_act_step(
@@ -605,6 +608,23 @@ class MultiAgentPPO(Algorithm):
                 "builds PPO for a single-agent config"
             )
         return policies
+
+    def _policy_discounts(
+        self, gamma: Any = None, lambda_: Any = None
+    ) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+        """Each policy's ``(gammas, lambdas)`` (in ``policy_ids`` order) where a policy
+        overrides either (``algorithm_config_overrides_per_module``), the others taking
+        ``gamma`` / ``lambda_`` (default: the config's; a population's trial passes its own);
+        None where none overrides them (one gamma and lambda for every row)."""
+        gamma = self.hp.gamma if gamma is None else gamma
+        lambda_ = self.hp.lambda_ if lambda_ is None else lambda_
+        overrides = [self.config.module_overrides(pid) for pid in self.policy_ids]
+        if not any("gamma" in o or "lambda_" in o for o in overrides):
+            return None
+        return (
+            tuple(float(o["gamma"]) if "gamma" in o else gamma for o in overrides),
+            tuple(float(o["lambda_"]) if "lambda_" in o else lambda_ for o in overrides),
+        )
 
     def _module_spec(self, policy_id: str) -> RLModuleSpec | None:
         """``policy_id``'s own ``RLModuleSpec`` in a ``MultiRLModuleSpec`` (None: none)."""

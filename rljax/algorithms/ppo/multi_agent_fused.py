@@ -293,7 +293,10 @@ def population_parts(algo: Any, pieces: FusedPieces, jax_env: Any) -> Population
 
     def learner_functions(values: Mapping[str, Any]) -> tuple[Any, Any]:
         valued = dataclasses.replace(hp, gamma=values["gamma"], lambda_=values["lambda_"])
-        postprocess = make_ppo_postprocess(valued, rows, num_policies=num_policies)
+        discounts = algo._policy_discounts(values["gamma"], values["lambda_"])
+        postprocess = make_ppo_postprocess(
+            valued, rows, num_policies=num_policies, policy_discounts=discounts
+        )
         return postprocess, fused_grouped_update(algo, pieces.most, values)
 
     return PopulationParts(

@@ -86,7 +86,8 @@ class PPOConfig(AlgorithmConfig):
     )
     grad_clip = AlgorithmConfig.grad_clip.replace(per_module=True)
     model_config = AlgorithmConfig.model_config.replace(per_module=True)
-    lambda_ = Setting(1.0, Number(0, 1), "GAE's lambda.")
+    gamma = AlgorithmConfig.gamma.replace(per_module=True)
+    lambda_ = Setting(1.0, Number(0, 1), "GAE's lambda.", per_module=True)
     use_gae = Setting(True, Bool(), "Use GAE advantages; rljax's PPO always does (keep True).")
     clip_param = Setting(
         0.3,
