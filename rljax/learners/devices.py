@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from rljax.utils import once
 from rljax.utils.errors import ConfigError
 
 DATA_AXIS = "data"
+logger = logging.getLogger("rljax")
 
 
 def _platform_devices(platform: str) -> list[jax.Device]:
@@ -32,6 +35,9 @@ def learner_devices(num_learners: int, num_gpus_per_learner: float) -> list[jax.
 
     ``num_gpus_per_learner > 0`` asks for GPUs; a fraction lets several learners share one GPU
     (``ceil(num_learners * fraction)`` GPUs in all), which on one host means they are one learner.
+    On the CPU, more learners than devices share one device, as RLlib's learner processes
+    share a machine's cores: the batch keeps one shard per learner and one program computes
+    every shard's part of each update (the same updates as on a device per learner).
     """
     n = max(1, num_learners)
     if num_gpus_per_learner > 0:
@@ -54,11 +60,19 @@ def learner_devices(num_learners: int, num_gpus_per_learner: float) -> list[jax.
 
         return across_processes(pool, n)
     if len(pool) < n:
-        raise ConfigError(
-            f"num_learners={num_learners} asks for {n} devices, but JAX sees {len(pool)} "
-            f"{pool[0].platform if pool else 'cpu'} device(s) (devices: {describe_devices()}). On a CPU, "
-            "set XLA_FLAGS=--xla_force_host_platform_device_count=N before JAX is imported, or lower num_learners"
-        )
+        if once.first_time("learners", f"{n}/{len(pool)}"):
+            logger.warning(
+                "num_learners=%d on %d CPU device(s): the %d learners share one device, each "
+                "with its shard of the batch, in one program (the same updates as %d devices; "
+                "XLA_FLAGS=--xla_force_host_platform_device_count=%d before JAX is imported "
+                "gives each its own)",
+                n,
+                len(pool),
+                n,
+                n,
+                n,
+            )
+        return pool[:1]
     return pool[:n]
 
 

@@ -1,10 +1,13 @@
+import logging
 import time
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
+from rljax.utils import once
 from rljax.utils.errors import ConfigError
 
 
@@ -109,12 +112,30 @@ def test_validate_rejects_impossible_settings_fast(mutate, fragment):
 
 
 def test_devices_beyond_what_exists_fail_at_once():
-    with pytest.raises(ConfigError, match="asks for 64 devices, but JAX sees 1"):
-        _base().learners(num_learners=64).training(minibatch_size=4).build_algo()
     with pytest.raises(ConfigError, match="GPU"):
         _base().learners(num_gpus_per_learner=1).build_algo()
     with pytest.raises(ConfigError, match="num_gpus_per_env_runner"):
         _base().env_runners(num_gpus_per_env_runner=1).build_algo()
+
+
+def test_more_cpu_learners_than_devices_share_one_device(caplog, monkeypatch):
+    """RLlib's num_learners=2 on a one-device CPU: both learners' shards of the batch in one
+    program on that device (tests/algorithms/multidevice_check.py shows that program's update
+    equals the one on a device per learner)."""
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .learners(num_learners=2, num_gpus_per_learner=0)
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+    )
+    monkeypatch.setitem(once.SAID, "learners", set())  # said once per process
+    with caplog.at_level(logging.WARNING, logger="rljax"), config.build_algo() as algo:
+        assert algo.mesh is None and len(algo.learner_devices) == 1 and algo.hp.num_shards == 2
+        result = algo.train()
+    assert "the 2 learners share one device" in caplog.text
+    assert result["num_env_steps_sampled_lifetime"] == 2 * 64  # each learner's batch
+    assert np.isfinite(result["learners"]["default_policy"]["policy_loss"])
 
 
 def test_vectorize_mode_accepts_gymnasium_enum():
