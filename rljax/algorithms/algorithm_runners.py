@@ -181,11 +181,19 @@ class RunnerHooks:
         if self._record_episodes and not self.config.is_multi_agent:
             with self._live_lock:  # live runners may have made it already
                 if self._episode_replay is None:
-                    self._episode_replay = EpisodeReplay(
-                        self.callbacks, self._env_runner_metrics, self._episode_context
-                    )
+                    self._episode_replay = self._new_episode_replay()
         if not population_member:
             self._runner_callbacks.envs_created(self._runner_envs())
+
+    def _new_episode_replay(self) -> EpisodeReplay:
+        """The episode hooks' replay, its episodes with the env's spaces (RLlib's)."""
+        return EpisodeReplay(
+            self.callbacks,
+            self._env_runner_metrics,
+            self._episode_context,
+            observation_space=self.observation_space,
+            action_space=self.action_space,
+        )
 
     def _runner_envs(self, slots: Iterable[int] | None = None) -> list[tuple[int, Any, Any]]:
         """``(worker_index, env_runner, vector env)`` of the runners (``slots``: those only);
@@ -228,9 +236,7 @@ class RunnerHooks:
         runner's env at that step (one runner thread at a time)."""
         with self._live_lock:
             if self._episode_replay is None:
-                self._episode_replay = EpisodeReplay(
-                    self.callbacks, self._env_runner_metrics, self._episode_context
-                )
+                self._episode_replay = self._new_episode_replay()
             self._live_finished.extend(self._episode_replay.replay(row, infos))
 
     def _reduce_runner_metrics(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ names (``config.num_rollout_workers``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import ItemsView, KeysView, ValuesView
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
@@ -240,17 +241,55 @@ class ConfigCompat:
 
     def get_default_rl_module_spec(self) -> Any:
         """The spec of the algorithm's default module (RLlib's): ``RLModuleSpec()`` with no
-        module class (the default networks) and this config's ``model_config``."""
+        module class (the default networks) and this config's ``model_config``; its
+        ``build()`` builds this algorithm's networks as this config shapes them."""
         to_dict = getattr(getattr(self, "model_config", None), "to_dict", None)
-        spec = RLModuleSpec(model_config=to_dict() if callable(to_dict) else {})
-        spec._algorithm = getattr(getattr(self, "algo_class", None), "__name__", None)
+        return RLModuleSpec(
+            model_config=to_dict() if callable(to_dict) else {},
+            _algorithm_config=self._config_for_module_build(),
+        )
+
+    def get_rl_module_spec(
+        self,
+        env: Any = None,
+        spaces: dict[str, Any] | None = None,
+        inference_only: bool | None = None,
+    ) -> Any:
+        """The module spec the algorithm builds from (RLlib's): ``rl_module_spec`` if set (a
+        single-agent one), else ``get_default_rl_module_spec()``; with the spaces of ``env``
+        (its single sub-env's) or of ``spaces`` (``{policy_id: (observation_space,
+        action_space)}``, the default policy's or the only one) where the spec has none, so
+        that ``build()`` builds it."""
+        given = getattr(self, "rl_module_spec", None)
+        if not isinstance(given, RLModuleSpec):
+            spec = self.get_default_rl_module_spec()
+        else:
+            spec = dataclasses.replace(given, _algorithm_config=self._config_for_module_build())
+        obs_space = act_space = None
+        if env is not None:
+            obs_space = getattr(env, "single_observation_space", None) or env.observation_space
+            act_space = getattr(env, "single_action_space", None) or env.action_space
+        elif spaces:
+            pair = spaces.get(DEFAULT_MODULE_ID) or next(iter(spaces.values()))
+            obs_space, act_space = pair
+        spec.observation_space = spec.observation_space or obs_space
+        spec.action_space = spec.action_space or act_space
+        if inference_only is not None:
+            spec.inference_only = bool(inference_only)
         return spec
 
-    def get_rl_module_spec(self) -> Any:
-        """The module spec the algorithm builds from (RLlib's): ``rl_module_spec`` if set (a
-        single-agent one), else ``get_default_rl_module_spec()``."""
-        spec = getattr(self, "rl_module_spec", None)
-        return spec if isinstance(spec, RLModuleSpec) else self.get_default_rl_module_spec()
+    def _config_for_module_build(self) -> Any:
+        """A copy of this config for ``RLModuleSpec.build()``: its settings shape the
+        networks; no runners, learners beyond one, GPUs or callbacks (building a module runs
+        none of the user's code)."""
+        config: Any = cast(Any, self).copy()
+        for key in config._SECTIONS.get("callbacks", ()):
+            setattr(config, key, config.SETTINGS[key].default)
+        config.num_env_runners = 0
+        config.num_learners = 0
+        config.num_gpus_per_learner = 0
+        config.rl_module_spec = None
+        return config
 
     # ------------------------------------------------------------------ setters
     def checkpointing(

@@ -379,7 +379,13 @@ class EvaluationEnvRunner(EnvRunner):
         self._open = [None] * self.num_envs
         self._totals = [(0.0, 0)] * self.num_envs
         for k, i in enumerate(self._ids):
-            self._open[int(i)] = start_episode(_row(self._result.obs, k), {}, int(i))
+            self._open[int(i)] = self._new_episode(_row(self._result.obs, k), int(i))
+
+    def _new_episode(self, obs: Any, env_index: int) -> SingleAgentEpisode:
+        observation_space, action_space = self._spaces
+        return start_episode(
+            obs, {}, env_index, observation_space=observation_space, action_space=action_space
+        )
 
     def _step(self) -> tuple[int, int]:
         """One step of every env copy: (episodes it finished, env steps it took)."""
@@ -392,7 +398,7 @@ class EvaluationEnvRunner(EnvRunner):
             i = int(i)
             episode = self._open[i]
             if episode is None:  # the auto-reset row: the next episode's first observation
-                self._open[i] = start_episode(_row(nxt.obs, k), {}, i)
+                self._open[i] = self._new_episode(_row(nxt.obs, k), i)
                 self._totals[i] = (0.0, 0)
                 continue
             reward = float(nxt.reward[k])

@@ -14,7 +14,8 @@ stream (a sub-env) has at most one open episode:
   ``final_info``; the info of a runner's first reset comes with its first row, under
   ``RESET_INFO``;
 - a transition adds a step (``on_episode_step``); where an episode ended (``episode_done``:
-  a whole game, Atari lives notwithstanding) it ends (``on_episode_end``).
+  a whole game, Atari lives notwithstanding) it ends (``on_episode_end``, after that step's
+  ``on_episode_step``, as in RLlib).
 
 A step after a lost life that is not a game over is not a transition but continues the game, so
 the episode stays open. An episode cut where its runner's env raised (a ``truncated`` row that
@@ -44,6 +45,8 @@ class EpisodeReplay:
       metrics_logger: The logger episode hooks log into (reduced into ``env_runners``).
       context: ``context(stream) -> dict`` of the hook arguments that depend on where the
         stream runs (``env_runner``, ``env``, ``env_index``, ``rl_module``).
+      observation_space, action_space: The env's (one sub-env's) spaces, the episodes'
+        (``fill`` and one-hot actions read them).
     """
 
     def __init__(
@@ -51,10 +54,13 @@ class EpisodeReplay:
         callbacks: Callbacks,
         metrics_logger: MetricsLogger,
         context: Callable[[int], dict[str, Any]],
+        observation_space: Any = None,
+        action_space: Any = None,
     ):
         self.callbacks = callbacks
         self.metrics_logger = metrics_logger
         self.context = context
+        self.spaces = {"observation_space": observation_space, "action_space": action_space}
         self.open: dict[int, SingleAgentEpisode] = {}
         self.pending: dict[int, tuple[Any, dict[str, Any]]] = {}
         self.life_lost: set[int] = set()
@@ -105,6 +111,8 @@ class EpisodeReplay:
                     self.life_lost.discard(stream)
                     if not episode.is_done:  # a game over through a lost life's flags
                         episode.is_terminated = True
+                    if self._step_hook:  # RLlib's: the last step too, then the end
+                        self._call("on_episode_step", episode, stream)
                     self._call("on_episode_end", episode, stream)
                     del self.open[stream]
                     finished.append(episode)
@@ -127,7 +135,7 @@ class EpisodeReplay:
         obs0, info0 = self.pending.pop(stream, (obs, {}))
         obs0 = obs if obs0 is None else obs0
         ctx = self.context(stream)
-        episode = SingleAgentEpisode()  # created before its reset, as RLlib's
+        episode = SingleAgentEpisode(**self.spaces)  # created before its reset, as RLlib's
         episode.env_index = ctx["env_index"]
         self._call("on_episode_created", episode, stream, ctx)
         episode.add_env_reset(obs0, info0)
@@ -149,23 +157,25 @@ def replay_multi_agent(
     context: Callable[[int, int], dict[str, Any]],
 ) -> list[MultiAgentEpisode]:
     """Replays finished multi-agent episodes (``FinishedEpisode`` with its ``log``, and its
-    runner slot) through ``MultiAgentEpisode`` objects and the hooks: created and start after
-    the reset, a step after each env step but the last, end after the last. A multi-agent
-    episode's hooks all run in the iteration in which it ended."""
+    runner slot) through ``MultiAgentEpisode`` objects and the hooks, as RLlib calls them:
+    created before the reset, start after it, a step after each env step, end after the last
+    one's step. A multi-agent episode's hooks all run in the iteration in which it ended."""
     episodes = []
     for slot, ep in finished:
         if not ep.log:
             continue
         ctx = context(slot, ep.env_index)
         (_, obs0, infos0), *steps = ep.log
-        episode = MultiAgentEpisode(obs0, infos0, ep.env_index, ep.agent_policies)
+        episode = MultiAgentEpisode(None, None, ep.env_index, ep.agent_policies)
         kwargs = {"episode": episode, "metrics_logger": metrics_logger, **ctx}
-        for hook in ("on_episode_created", "on_episode_start"):
-            if callbacks.defines(hook):
-                callbacks(hook, **kwargs)
-        for j, (_, obs, actions, rewards, infos, terms, truncs) in enumerate(steps):
+        if callbacks.defines("on_episode_created"):
+            callbacks("on_episode_created", **kwargs)
+        episode.add_env_reset(obs0, infos0)
+        if callbacks.defines("on_episode_start"):
+            callbacks("on_episode_start", **kwargs)
+        for _, obs, actions, rewards, infos, terms, truncs in steps:
             episode.add_env_step(obs, actions, rewards, infos, terms, truncs)
-            if j < len(steps) - 1 and callbacks.defines("on_episode_step"):
+            if callbacks.defines("on_episode_step"):
                 callbacks("on_episode_step", **kwargs)
         if callbacks.defines("on_episode_end"):
             callbacks("on_episode_end", **kwargs)

@@ -96,11 +96,13 @@ class RunnerCallbacks:
                 out.get("multi_agent_episodes", []),
                 multi_agent_context,
             )
+        if not self._callbacks.defines("on_sample_end"):
+            return
         self._callbacks(
             "on_sample_end",
             env_runner=env_runner,
             metrics_logger=self._metrics,
-            samples=finished,
+            samples=[ep.to_numpy() for ep in finished],  # RLlib's episodes_to_numpy
         )
 
 

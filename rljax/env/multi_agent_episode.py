@@ -5,8 +5,8 @@ A multi-agent env is stepped on the host, one ``env.step`` of a copy at a time; 
 callbacks, each copy keeps a log of its episode (the reset's observations and infos, then each
 step's actions, observations, rewards, infos and done flags, as dicts by agent). When the
 episode ends, the log travels with the runner's fragment to the driver, which replays it
-through this object: ``on_episode_start`` after the reset, ``on_episode_step`` after each step
-but the last, ``on_episode_end`` after the last. Each agent's own steps are also a
+through this object: ``on_episode_created`` before the reset, ``on_episode_start`` after it,
+``on_episode_step`` after each step, ``on_episode_end`` after the last one's step hook. Each agent's own steps are also a
 ``SingleAgentEpisode`` (``agent_episodes``): its first observation, then its actions, rewards
 and observations for the steps it acted in.
 

@@ -147,7 +147,7 @@ class SingleAgentEpisode:
         if len_lookback_buffer == "auto" or int(len_lookback_buffer) > n_rewards:
             len_lookback_buffer = n_rewards
         lookback = int(len_lookback_buffer)
-        if infos is None:
+        if not infos:  # RLlib's: empty dicts, one per observation
             infos = [{} for _ in range(len(observations or []))]
 
         def column(data: Any, space: gym.Space | None = None) -> InfiniteLookbackBuffer:

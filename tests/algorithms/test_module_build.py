@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -95,3 +97,28 @@ def test_forward_modules_and_other_algorithms_build_and_what_is_refused():
         RLModuleSpec(observation_space=OBS, action_space=ACT).build()
     with pytest.raises(ConfigError, match="needs observation_space and action_space"):
         RLModuleSpec(module_class=DefaultPPOTorchRLModule).build()
+
+
+def test_a_configs_spec_builds_the_network_the_config_describes():
+    from rljax.algorithms.dqn import DQNConfig
+    from rljax.examples.rl_modules.classes.action_masking_rlm import ActionMaskingTorchRLModule
+
+    env = gym.make("CartPole-v1")
+    config = (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .training(dueling=False, num_atoms=11, v_min=-10.0, v_max=10.0)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .callbacks(on_algorithm_init=lambda **kw: pytest.fail("building a module runs no hook"))
+    )
+    spec = config.get_rl_module_spec(env=env)  # RLlib's: the env's spaces filled in
+    assert (spec.observation_space, spec.action_space) == (env.observation_space, env.action_space)
+    heads = spec.build().get_state()["q"]["params"]
+    # One head of 2 actions x 11 atoms (no dueling streams), after the config's 8 units.
+    assert sorted(heads) == ["_MLP_0", "q"] and heads["q"]["kernel"].shape == (8, 22)
+    wider = dataclasses.replace(spec, model_config={"fcnet_hiddens": [16]})  # keeps the config
+    assert wider.build().get_state()["q"]["params"]["q"]["kernel"].shape == (16, 22)
+    masked = RLModuleSpec(
+        module_class=ActionMaskingTorchRLModule, observation_space=OBS, action_space=ACT
+    )
+    assert _hidden_widths(masked.build()) == [256, 256]  # PPO's default networks

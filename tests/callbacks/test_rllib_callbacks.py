@@ -68,6 +68,9 @@ class Recorder(RLlibCallback):
 
     def on_episode_end(self, *, episode, metrics_logger, rl_module, **kwargs):
         assert episode.is_done and rl_module is not None
+        # As RLlib's hooks: lists before to_numpy(), and the env's spaces (one-hot actions).
+        assert not episode.is_numpy and isinstance(episode.get_rewards(), list)
+        assert episode.get_actions(-1, one_hot_discrete=True).sum() == 1.0
         self.calls.append(("on_episode_end", episode.id_))
         self.ended.append(episode)
         metrics_logger.log_value("len_mean", len(episode), window=10_000)
@@ -76,6 +79,7 @@ class Recorder(RLlibCallback):
         metrics_logger.log_value("shortest", len(episode), reduce="min")
 
     def on_sample_end(self, *, samples, **kwargs):
+        assert all(episode.is_numpy for episode in samples)  # RLlib's episodes_to_numpy
         self.calls.append(("on_sample_end", len(samples)))
 
     def on_train_result(self, *, algorithm, metrics_logger, result, **kwargs):
@@ -99,7 +103,8 @@ def _recorder(algo: Algorithm) -> Recorder:
 
 
 def _check_episode_order(calls: list[tuple]) -> None:
-    """Per episode: created, start, its steps 1..n-1 in order, end; nothing after its end."""
+    """Per episode: created, start, its steps 1..n in order, end after its last step (RLlib
+    2.60 calls the step hook on the last step too); nothing after its end."""
     state: dict[str, int] = {}
     for call in calls:
         hook, ep = call[0], call[1] if len(call) > 1 else None
@@ -113,7 +118,7 @@ def _check_episode_order(calls: list[tuple]) -> None:
             assert call[2] == state[ep] + 1
             state[ep] = call[2]
         elif hook == "on_episode_end":
-            assert state[ep] >= 0
+            assert state[ep] >= 1
             state[ep] = -99
 
 
@@ -149,13 +154,13 @@ def test_hooks_in_rllibs_order_with_metrics_on_the_fused_path(tmp_path):
     # each step's observation follows from the one before (the pole's angle integrates its
     # angular velocity: x' = x + 0.02 * v, CartPole's tau).
     ep = rec.ended[-1]
-    assert not ep.is_numpy and isinstance(ep.get_rewards(), list)  # lists, as RLlib's hooks
+    assert ep.is_numpy  # after on_sample_end (lists in the episode hooks, as RLlib's)
     obs = np.stack(ep.get_observations())
     assert obs.shape == (len(ep) + 1, 4)
     np.testing.assert_allclose(obs[1:, 2], obs[:-1, 2] + 0.02 * obs[:-1, 3], atol=1e-5)
     assert ep.get_return() == len(ep) == sum(ep.get_rewards())
     assert [i["elapsed_step"] for i in ep.get_infos()[1:]] == list(range(1, len(ep) + 1))
-    assert ep.custom_data["steps_seen"] == len(ep) - 1
+    assert ep.custom_data["steps_seen"] == len(ep)  # the last step's hook too
     assert len(ep.get_actions()) == len(ep) and set(ep.get_actions()) <= {0, 1}
 
     rec.calls.clear()
@@ -239,8 +244,8 @@ def test_per_step_hooks_run_live_with_the_env_at_that_step(runners):
         assert algo._live_episodes()
         result = algo.train()
     assert result["env_runners"]["num_episodes"] == len(ended) == 4 * max(runners, 1)
-    # Every step hook of an episode's steps but its last (RLlib's: that one is the end hook).
-    assert len(seen) >= 4 * len(ended)
+    # Every step hook of an episode's steps, its last too (then the end hook, as RLlib's).
+    assert len(seen) >= 5 * len(ended)
     for env_t, length, obs in seen:
         assert env_t == length and obs == pytest.approx(length / 10)
     for ep in ended:
@@ -330,7 +335,7 @@ def test_episode_steps_on_the_fused_replay_loop():
         result = algo.train()
     assert len(lengths) == result["env_runners"]["num_episodes"] > 0
     assert np.mean(lengths) == pytest.approx(result["env_runners"]["episode_len_mean"])
-    assert len(steps) >= sum(n - 1 for n in lengths)  # plus the open episodes' steps so far
+    assert len(steps) >= sum(lengths)  # plus the open episodes' steps so far
 
 
 class Broken(DefaultCallbacks):
@@ -425,7 +430,7 @@ def test_multi_agent_episodes_replay_each_agents_steps():
         by_episode.setdefault(ep, []).append((hook, n))
     for events in by_episode.values():
         n = events[-1][1]
-        assert events == [("start", 0), *[("step", t) for t in range(1, n)], ("end", n)]
+        assert events == [("start", 0), *[("step", t) for t in range(1, n + 1)], ("end", n)]
 
 
 def test_a_hook_takes_a_list_of_functions_called_in_order():

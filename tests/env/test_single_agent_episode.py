@@ -219,3 +219,15 @@ def test_the_buffer_and_the_space_helpers():
         one_hot_discrete=True,
     )
     assert dummy[0].shape == (3, 4) and dummy[1].shape == (3, 2) and dummy[0].max() == 1.0
+
+
+def test_empty_infos_restored_copies_and_empty_chunks():
+    episode = SingleAgentEpisode(observations=["o0", "o1"], infos=[], actions=["a0"], rewards=[1.0])
+    assert episode.get_infos() == [{}] and len(episode) == 0  # RLlib's: infos filled in
+    started = _five_steps()
+    copy = SingleAgentEpisode.from_state(started.get_state())
+    started.add_env_step("obs_6", "act_5", 5.0)
+    assert len(copy) == 5 and len(copy.get_observations()) == 6  # not the original's lists
+    numpy = _five_steps().to_numpy()
+    numpy.concat_episode(numpy.cut())  # an empty chunk adds nothing
+    assert len(numpy) == 5 and numpy.get_observations().tolist()[-1] == "obs_5"

@@ -77,19 +77,27 @@ class MultiRLModuleSpec:
         """``{policy_id: spec}`` of the given policies that have one."""
         return {p: s for p in policy_ids if (s := self.spec_of(p)) is not None}
 
-    def build(self) -> MultiRLModule:
+    def build(self, module_id: str | None = None) -> Any:
         """Each policy's module on its own (``RLModuleSpec.build()``), as a
-        ``MultiRLModule`` (RLlib's ``MultiRLModuleSpec.build()``).
+        ``MultiRLModule``; with ``module_id``, that policy's module alone (RLlib's
+        ``MultiRLModuleSpec.build()``).
 
         Raises:
           ConfigError: ``rl_module_specs`` is one spec for every policy (no policy ids to
-            build), or a spec cannot be built on its own.
+            build), ``module_id`` is not one of them, or a spec cannot be built on its own.
         """
         if isinstance(self.rl_module_specs, RLModuleSpec):
             raise ConfigError(
                 "MultiRLModuleSpec.build() needs rl_module_specs as {policy_id: RLModuleSpec}; "
                 "one spec for every policy names no policies"
             )
+        if module_id is not None:
+            if module_id not in self.rl_module_specs:
+                raise ConfigError(
+                    f"MultiRLModuleSpec.build(module_id={module_id!r}): its policies are "
+                    f"{sorted(self.rl_module_specs)}"
+                )
+            return self.rl_module_specs[module_id].build()
         return MultiRLModule({pid: spec.build() for pid, spec in self.rl_module_specs.items()})
 
 

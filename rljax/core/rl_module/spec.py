@@ -61,6 +61,12 @@ class RLModuleSpec:
     inference_only: bool = False
     catalog_class: type | None = None
     load_state_path: str | os.PathLike | None = None
+    # What build() builds the default networks of (not RLlib's fields; kept by
+    # dataclasses.replace): the algorithm a default module class names, and the config
+    # (a copy without runners or callbacks) that config.get_default_rl_module_spec() and
+    # get_rl_module_spec() come from, whose settings shape the networks (DQN's dueling, ...).
+    _algorithm: str | None = dataclasses.field(default=None, repr=False, compare=False)
+    _algorithm_config: Any = dataclasses.field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         import flax.linen as nn
@@ -68,9 +74,9 @@ class RLModuleSpec:
         from rljax.core.rl_module.default_model_config import DefaultModelConfig
         from rljax.utils.torch_classes import check_not_torch
 
-        # The algorithm whose networks build() makes: a default module class names it (RLlib's
-        # DefaultPPOTorchRLModule: "PPO"), and config.get_default_rl_module_spec() sets it.
-        self._algorithm: str | None = getattr(self.module_class, "default_networks_of", None)
+        # A default module class names its algorithm (RLlib's DefaultPPOTorchRLModule: "PPO").
+        if self._algorithm is None:
+            self._algorithm = getattr(self.module_class, "default_networks_of", None)
         # Classes that stand for the default networks (RLlib's default module and catalog
         # classes, its action-masking module): None, as in RLlib.
         if _uses_default_networks(self.module_class):
@@ -150,23 +156,28 @@ class RLModuleSpec:
                 model_config=self.model_config,
                 inference_only=self.inference_only,
             )
-        algorithm = self._algorithm or ("PPO" if self.module_class is not None else None)
-        if algorithm is None:
-            raise ConfigError(
-                "RLModuleSpec.build(): the default networks are an algorithm's, and this spec "
-                "does not say which; use config.get_default_rl_module_spec() (with the spaces "
-                "set on it), or module_class=DefaultPPOTorchRLModule / DefaultDQNTorchRLModule "
-                "/ DefaultSACTorchRLModule"
-            )
-        # The algorithms build modules from specs (they import this module): the registry
-        # names them without importing them here.
-        from rljax.algorithms import registry
-
-        config = registry.config_class(algorithm)()
-        if self.module_class is None:  # the default networks, by this spec's model_config
-            config.rl_module(model_config=dict(self.model_config))
+        if self._algorithm_config is not None:
+            config = self._algorithm_config.copy()
         else:
-            config.rl_module(rl_module_spec=dataclasses.replace(self, load_state_path=None))
+            algorithm = self._algorithm or ("PPO" if self.module_class is not None else None)
+            if algorithm is None:
+                raise ConfigError(
+                    "RLModuleSpec.build(): the default networks are an algorithm's, and this "
+                    "spec does not say which; use config.get_rl_module_spec() or "
+                    "config.get_default_rl_module_spec() (with the spaces set on it), or "
+                    "module_class=DefaultPPOTorchRLModule / DefaultDQNTorchRLModule / "
+                    "DefaultSACTorchRLModule"
+                )
+            # The algorithms build modules from specs (they import this module): the registry
+            # names them without importing them here.
+            from rljax.algorithms import registry
+
+            config = registry.config_class(algorithm)()
+        if self.module_class is None:  # the default networks, by this spec's model_config
+            config.rl_module(rl_module_spec=None, model_config=dict(self.model_config))
+        else:
+            own = dataclasses.replace(self, load_state_path=None, _algorithm_config=None)
+            config.rl_module(rl_module_spec=own)
         spaces = {"spaces": (self.observation_space, self.action_space), "possible_agents": None}
         algo = config.algo_class(config, inference_only=True, saved_spaces=spaces)
         return algo._module(None)

@@ -114,6 +114,8 @@ class InfiniteLookbackBuffer:
 
     def extend(self, items: Any) -> None:
         """Adds each of ``items`` (a list, or a batch of arrays when finalized) at the end."""
+        if isinstance(items, list) and not items:
+            return
         if self.finalized:
             new = batch(list(items)) if isinstance(items, list) else items
             self.data = map_struct(lambda d, i: np.concatenate([d, i], axis=0), self.data, new)
@@ -383,8 +385,10 @@ class InfiniteLookbackBuffer:
 
     @staticmethod
     def from_state(state: dict[str, Any]) -> InfiniteLookbackBuffer:
-        """The buffer ``get_state`` described."""
-        buffer = InfiniteLookbackBuffer(state["data"], space=state.get("space"))
+        """The buffer ``get_state`` described (its data copied: the two buffers grow apart)."""
+        data = state["data"]
+        data = list(data) if isinstance(data, list) else map_struct(np.copy, data)
+        buffer = InfiniteLookbackBuffer(data, space=state.get("space"))
         buffer.lookback = int(state["lookback"])
         buffer.finalized = bool(state["finalized"])
         return buffer

@@ -19,6 +19,7 @@ class ActionMaskingRLModule:
     ``observations`` keys."""
 
     uses_default_networks: ClassVar[bool] = True
+    default_networks_of: ClassVar[str] = "PPO"  # what RLModuleSpec.build() builds
 
 
 class ActionMaskingTorchRLModule(ActionMaskingRLModule):
