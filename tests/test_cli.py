@@ -61,7 +61,7 @@ def test_train_flags_override_the_file():
             "unknown algorithm 'PPP'; did you mean 'PPO'?",
         ),
         (["train", "--env", "CartPol-v1"], "did you mean 'CartPole-v1'"),
-        (["train", "--env", "CartPole-v1", "--num-learners", "16"], "num_learners=16"),
+        (["train", "--env", "CartPole-v1", "--num-learners", "-1"], "num_learners=-1"),
         (
             ["train", "--env", "CartPole-v1", "--vectorize-mode", "FAST"],
             "gym_env_vectorize_mode='FAST'",

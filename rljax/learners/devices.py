@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 
 import jax
 import numpy as np
@@ -37,7 +38,8 @@ def learner_devices(num_learners: int, num_gpus_per_learner: float) -> list[jax.
     (``ceil(num_learners * fraction)`` GPUs in all), which on one host means they are one learner.
     On the CPU, more learners than devices share one device, as RLlib's learner processes
     share a machine's cores: the batch keeps one shard per learner and one program computes
-    every shard's part of each update (the same updates as on a device per learner).
+    every shard's part of each update (the same updates as on a device per learner). As in
+    RLlib, where each learner takes a core, there are at most as many as the machine has.
     """
     n = max(1, num_learners)
     if num_gpus_per_learner > 0:
@@ -60,6 +62,15 @@ def learner_devices(num_learners: int, num_gpus_per_learner: float) -> list[jax.
 
         return across_processes(pool, n)
     if len(pool) < n:
+        cores = os.cpu_count() or 1
+        if n > cores:
+            raise ConfigError(
+                f"num_learners={num_learners} asks for {n} devices, but JAX sees {len(pool)} "
+                f"{pool[0].platform if pool else 'cpu'} device(s) (devices: {describe_devices()}), "
+                f"and learners that share a device take a core each (RLlib's "
+                f"num_cpus_per_learner=1): this machine has {cores}. Lower num_learners, or set "
+                "XLA_FLAGS=--xla_force_host_platform_device_count=N before JAX is imported"
+            )
         if once.first_time("learners", f"{n}/{len(pool)}"):
             logger.warning(
                 "num_learners=%d on %d CPU device(s): the %d learners share one device, each "
