@@ -65,8 +65,8 @@ class EnvRenderCallback(RLlibCallback):
         rl_module: Any = None,
         **kwargs: Any,
     ) -> None:
-        if not self._active(env_runner):
-            return
+        if not self._active(env_runner) or episode.is_done:
+            return  # on the last step the sub-env is reset already (a same-step reset)
         image = _sub_env(env, env_index).render()
         image = np.transpose(resize(np.asarray(image, np.uint8), 64, 96), axes=[2, 0, 1])
         episode.custom_data.setdefault("render_images", []).append(image)
