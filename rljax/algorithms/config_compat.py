@@ -12,6 +12,7 @@ names (``config.num_rollout_workers``).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import ItemsView, KeysView, ValuesView
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
@@ -238,6 +239,28 @@ class ConfigCompat:
         return DEFAULT_MODULE_ID
 
     DEFAULT_AGENT_TO_MODULE_MAPPING_FN = DEFAULT_POLICY_MAPPING_FN
+
+    def get_default_learner_class(self) -> type:
+        """The algorithm's learner class (RLlib's). PPO's is ``PPOLearner``, which a
+        ``learner_class`` subclasses; DQN's and SAC's are RLlib's PyTorch learners at their
+        paths (a subclass of one raises ``TorchClassError`` where used, saying what rljax takes
+        instead).
+
+        Raises:
+          ConfigError: the algorithm trains with its built-in jitted update and has no
+            learner class.
+        """
+        name = str(getattr(self, "algo_name", type(self).__name__.removesuffix("Config")))
+        module = f"rljax.algorithms.{name.lower()}.torch.{name.lower()}_torch_learner"
+        try:
+            learner: type = getattr(importlib.import_module(module), f"{name}TorchLearner")
+        except (ImportError, AttributeError):
+            raise ConfigError(
+                f"{type(self).__name__}.get_default_learner_class(): rljax's {name} trains with "
+                "its built-in jitted update and has no learner class (PPO's learner_class, a "
+                "PPOLearner subclass, is the one there is)"
+            ) from None
+        return learner
 
     def get_default_rl_module_spec(self) -> Any:
         """The spec of the algorithm's default module (RLlib's): ``RLModuleSpec()`` with no

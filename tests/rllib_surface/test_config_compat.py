@@ -125,3 +125,15 @@ def test_default_mapping_module_specs_and_offline_data():
     assert offline.is_offline and not offline.is_online and offline.output == "y"
     with pytest.raises(ConfigError, match="prelearner_class=.* is RLlib's"):
         PPOConfig().offline_data(prelearner_class=object)
+
+
+def test_default_learner_classes():
+    from rljax.algorithms.impala import IMPALAConfig
+    from rljax.algorithms.ppo.ppo_learner import PPOLearner
+    from rljax.algorithms.sac import SACConfig
+    from rljax.algorithms.sac.torch.sac_torch_learner import SACTorchLearner
+
+    assert PPOConfig().get_default_learner_class() is PPOLearner
+    assert SACConfig().get_default_learner_class() is SACTorchLearner  # RLlib's, at its path
+    with pytest.raises(ConfigError, match="IMPALA trains with its built-in jitted update"):
+        IMPALAConfig().get_default_learner_class()

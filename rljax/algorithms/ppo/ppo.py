@@ -185,6 +185,11 @@ class PPOConfig(AlgorithmConfig):
         """Sets PPO's training settings (RLlib's names; ``minibatch_size`` is per learner)."""
         return self._set("training", locals())
 
+    def get_default_learner_class(self) -> type:
+        """``PPOLearner``: the learner class a ``learner_class`` subclasses (RLlib's
+        ``get_default_learner_class``)."""
+        return PPOLearner
+
     def _validate_recurrent(self) -> None:
         why = recurrent_refusal(self)
         if why is not None:
