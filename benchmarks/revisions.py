@@ -41,11 +41,13 @@ BENCHMARKS: dict[str, list[str]] = {
     "sac_pendulum": ["benchmarks/sac_pendulum.py", "--max-timesteps", "6000"],
     "multi_agent_cartpole": ["benchmarks/multi_agent_cartpole.py", "--max-timesteps", "120000"],
     "sync_vs_async_quick": ["benchmarks/sync_vs_async.py", "--quick"],
+    # Not in the default set: the episode hooks' replay beside the plain fused PPO run.
+    "callbacks": ["benchmarks/callbacks_and_serving.py", "--parts", "a", "--rounds", "5"],
     # Not in the default set: part (b) in full (runner-thread sampling of EnvPool Atari, 8
     # configurations), where --quick's short runs are too noisy to compare revisions.
     "sync_vs_async_b": ["benchmarks/sync_vs_async.py", "--parts", "b"],
 }
-DEFAULT = [name for name in BENCHMARKS if name != "sync_vs_async_b"]
+DEFAULT = [name for name in BENCHMARKS if name not in ("sync_vs_async_b", "callbacks")]
 SPEED_SUFFIXES = ("steps_per_s", "env_calls_per_s", "time_to_target_s")
 
 

@@ -312,6 +312,9 @@ class ConfigCompat:
         config.num_learners = 0
         config.num_gpus_per_learner = 0
         config.rl_module_spec = None
+        config.policies = None  # one module: a multi-agent config's default one
+        config.policies_to_train = None
+        config.algorithm_config_overrides_per_module = {}
         return config
 
     # ------------------------------------------------------------------ setters

@@ -122,3 +122,8 @@ def test_a_configs_spec_builds_the_network_the_config_describes():
         module_class=ActionMaskingTorchRLModule, observation_space=OBS, action_space=ACT
     )
     assert _hidden_widths(masked.build()) == [256, 256]  # PPO's default networks
+    multi = PPOConfig().multi_agent(
+        policies={"p0", "p1"}, policy_mapping_fn=lambda a, *_, **k: "p0"
+    )
+    one = multi.rl_module(model_config={"fcnet_hiddens": [4]}).get_rl_module_spec(env=env).build()
+    assert _hidden_widths(one) == [4]  # a multi-agent config's default module

@@ -136,9 +136,11 @@ class RLModuleSpec:
         ``model_config``; the default networks (or a Flax ``module_class``) are built with
         fresh weights as an algorithm's inference-only module, ready for
         ``forward_inference``, ``get_state`` and ``save_to_path``. The default networks are
-        an algorithm's: the spec must come from ``config.get_default_rl_module_spec()`` or
-        name RLlib's default module class (``DefaultPPOTorchRLModule``, ...); a Flax class
-        is built as PPO's network.
+        an algorithm's: the spec comes from ``config.get_rl_module_spec()`` or
+        ``config.get_default_rl_module_spec()`` (then that config's settings shape them:
+        DQN's ``dueling``, ``num_atoms``, ...), or names RLlib's default module class
+        (``DefaultPPOTorchRLModule``, ...: that algorithm's defaults); a Flax class is built
+        as PPO's network.
 
         Raises:
           ConfigError: a space is missing, or the default networks' algorithm is unknown.
