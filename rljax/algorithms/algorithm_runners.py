@@ -214,6 +214,13 @@ class RunnerHooks:
             stream, self._slots_per_runner(), self._runners, self, self._env, self._callback_module
         )
 
+    def _module_spaces(self) -> dict[str, tuple[Any, Any]]:
+        """Each policy's ``(observation_space, action_space)`` (a multi-agent run's; empty
+        otherwise), the spaces of its agents' episodes in the hooks."""
+        obs = getattr(self, "policy_observation_spaces", None) or {}
+        act = getattr(self, "policy_action_spaces", None) or {}
+        return {pid: (obs[pid], act.get(pid)) for pid in obs}
+
     def _multi_agent_episode_context(self, slot: int, env_index: int) -> dict[str, Any]:
         modules = {pid: self._module(pid) for pid in self._policy_ids()}
         return multi_agent_episode_context(slot, env_index, self._runners, modules)
@@ -270,6 +277,7 @@ class RunnerHooks:
                     self._multi_agent_episode_context,
                     self if self._runners is None else None,
                     live_finished=live,
+                    module_spaces=self._module_spaces(),
                 )
         end_of_sampling(self._recorder)  # offline_data(output=...)'s rows of this train()
 

@@ -11,6 +11,7 @@ names (``config.num_rollout_workers``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
 from collections.abc import ItemsView, KeysView, ValuesView
@@ -286,8 +287,13 @@ class ConfigCompat:
         given = getattr(self, "rl_module_spec", None)
         if not isinstance(given, RLModuleSpec):
             spec = self.get_default_rl_module_spec()
-        else:
-            spec = dataclasses.replace(given, _algorithm_config=self._config_for_module_build())
+        else:  # a copy (changing it leaves the config's); RLlib merges the default networks'
+            own = copy.deepcopy(given)
+            if own.module_class is None:
+                to_dict = getattr(getattr(self, "model_config", None), "to_dict", None)
+                base = to_dict() if callable(to_dict) else {}
+                own.model_config = {**base, **own.model_config}
+            spec = dataclasses.replace(own, _algorithm_config=self._config_for_module_build())
         obs_space = act_space = None
         if env is not None:
             obs_space = getattr(env, "single_observation_space", None) or env.observation_space
@@ -311,6 +317,7 @@ class ConfigCompat:
         config.num_env_runners = 0
         config.num_learners = 0
         config.num_gpus_per_learner = 0
+        config.num_gpus_per_env_runner = 0
         config.rl_module_spec = None
         config.policies = None  # one module: a multi-agent config's default one
         config.policies_to_train = None

@@ -85,7 +85,7 @@ class EpisodeReplay:
                     if stream in self.life_lost:  # the game goes on after a lost life
                         continue
                     self.open.pop(stream, None)  # an open episode here was broken (restart)
-                    self.pending[stream] = (flat["next_obs"][t, k], infos[k])
+                    self.pending[stream] = (_at(flat["next_obs"], t, k), infos[k])
                     continue
                 info, reset_info = infos[k], None
                 if isinstance(info, dict) and RESET_INFO in info:
@@ -93,15 +93,15 @@ class EpisodeReplay:
                     self.pending[stream] = (None, info.pop(RESET_INFO))
                 episode = self.open.get(stream)
                 if episode is None:
-                    episode = self._start(stream, flat["obs"][t, k])
+                    episode = self._start(stream, _at(flat["obs"], t, k))
                 if isinstance(info, dict) and "final_info" in info:  # a same-step reset
                     reset_info = {
                         key: v for key, v in info.items() if key not in ("final_info", "final_obs")
                     }
                     info = info["final_info"]
                 episode.add_env_step(
-                    flat["next_obs"][t, k],
-                    flat["action"][t, k],
+                    _at(flat["next_obs"], t, k),
+                    _at(flat["action"], t, k),
                     float(flat["reward"][t, k]),
                     info,
                     terminated=bool(term[t, k]) and bool(done[t, k]),
@@ -150,11 +150,20 @@ class EpisodeReplay:
         self.callbacks(hook, episode=episode, metrics_logger=self.metrics_logger, **ctx)
 
 
+def _at(column: Any, t: int, k: int) -> Any:
+    """Row ``(t, k)`` of a column: an array, or a structure of them (a ``Dict`` or ``Tuple``
+    observation)."""
+    if isinstance(column, np.ndarray):
+        return column[t, k]
+    return jax.tree.map(lambda leaf: leaf[t, k], column)
+
+
 def replay_multi_agent(
     callbacks: Callbacks,
     metrics_logger: MetricsLogger,
     finished: list[tuple[int, Any]],
     context: Callable[[int, int], dict[str, Any]],
+    module_spaces: dict[str, tuple[Any, Any]] | None = None,
 ) -> list[MultiAgentEpisode]:
     """Replays finished multi-agent episodes (``FinishedEpisode`` with its ``log``, and its
     runner slot) through ``MultiAgentEpisode`` objects and the hooks, as RLlib calls them:
@@ -166,7 +175,7 @@ def replay_multi_agent(
             continue
         ctx = context(slot, ep.env_index)
         (_, obs0, infos0), *steps = ep.log
-        episode = MultiAgentEpisode(None, None, ep.env_index, ep.agent_policies)
+        episode = MultiAgentEpisode(None, None, ep.env_index, ep.agent_policies, module_spaces)
         kwargs = {"episode": episode, "metrics_logger": metrics_logger, **ctx}
         if callbacks.defines("on_episode_created"):
             callbacks("on_episode_created", **kwargs)

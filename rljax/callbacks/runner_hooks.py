@@ -76,13 +76,15 @@ class RunnerCallbacks:
         multi_agent_context: Callable[[int, int], dict[str, Any]],
         env_runner: Any,
         live_finished: list[Any] | None = None,
+        module_spaces: dict[str, tuple[Any, Any]] | None = None,
     ) -> None:
         """The episode hooks over an iteration's steps (``out``, the training step's): through
         ``replay`` (single-agent), or from the episodes a multi-agent run's env copies logged
         (hook arguments from ``multi_agent_context(slot, env_index)``); then
         ``on_sample_end`` (``env_runner``: the local runner, or None with runner threads).
         ``live_finished``: the runners ran the hooks live at each step (``HostRunner``'s
-        ``live_steps``); these are the episodes that ended, and nothing is replayed."""
+        ``live_steps``); these are the episodes that ended, and nothing is replayed.
+        ``module_spaces``: each policy's spaces, its agents' episodes'."""
         finished: list[Any] = []
         if live_finished is not None:
             finished = live_finished
@@ -95,6 +97,7 @@ class RunnerCallbacks:
                 self._metrics,
                 out.get("multi_agent_episodes", []),
                 multi_agent_context,
+                module_spaces,
             )
         if not self._callbacks.defines("on_sample_end"):
             return

@@ -13,9 +13,9 @@ and observations for the steps it acted in.
 The getters are RLlib's: ``get_rewards()`` is a dict ``{agent_id: [rewards]}``, indexed by env
 step (``get_observations(-1)``: each agent's observation of the last env step, for the agents
 that had one), ``env_steps=False`` indexes each agent's own steps, ``return_list=True`` gives
-one dict per env step. A reward that reaches an agent in a step it did not act in is added to
-the reward of its last action (before its first action: to its first), as RLlib sums the
-rewards between an agent's action and its next observation.
+one dict per env step. As in RLlib, an agent's step runs from its observation through its
+action to its next observation, with the rewards paid to it in between: in a turn-based game
+an agent's action waits for the observation of its next turn (or for the episode's end).
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ class MultiAgentEpisode:
     """One multi-agent episode of one env copy.
 
     Built from the reset's ``observations`` and ``infos`` (dicts by agent), or empty
-    (``MultiAgentEpisode()``) and then ``add_env_reset``.
+    (``MultiAgentEpisode()``) and then ``add_env_reset``; ``agent_to_module`` maps the agents
+    to their policies, and ``module_spaces`` gives each policy's ``(observation_space,
+    action_space)``, its agents' episodes' spaces.
 
     Attributes:
       id_: A unique id (hex string).
@@ -52,6 +54,7 @@ class MultiAgentEpisode:
         infos: dict[Any, Any] | None = None,
         env_index: int = 0,
         agent_to_module: dict[Any, str] | None = None,
+        module_spaces: dict[str, tuple[Any, Any]] | None = None,
     ):
         self.id_ = uuid.uuid4().hex
         self.env_index = env_index
@@ -60,6 +63,7 @@ class MultiAgentEpisode:
         self.is_terminated = False
         self.is_truncated = False
         self._agent_to_module = dict(agent_to_module or {})
+        self._module_spaces = dict(module_spaces or {})  # policy -> (obs space, action space)
         self._observations: list[dict[Any, Any]] = []
         self._infos: list[dict[Any, Any]] = []
         self._actions: list[dict[Any, Any]] = []
@@ -68,7 +72,9 @@ class MultiAgentEpisode:
         # its action (env steps 0..env_t - 1) in its own episode, None where it had none.
         self._obs_at: dict[Any, list[int | None]] = {}
         self._act_at: dict[Any, list[int | None]] = {}
-        self._hanging_begin: dict[Any, float] = {}  # rewards before an agent's first action
+        self._hanging_begin: dict[Any, float] = {}  # rewards before an agent's first observation
+        self._hanging_end: dict[Any, float] = {}  # rewards while an agent waits to act
+        self._pending: dict[Any, list[Any]] = {}  # agent -> [action, rewards since, env step]
         self._start_time = time.perf_counter()
         self._last_step_time: float | None = None
         if observations is not None:
@@ -92,9 +98,17 @@ class MultiAgentEpisode:
             self._agent(agent, obs, (infos or {}).get(agent, {}))
 
     def _agent(self, agent: Any, obs: Any, info: Any) -> SingleAgentEpisode:
-        episode = start_episode(obs, info if isinstance(info, dict) else {}, self.env_index)
+        module_id = self._agent_to_module.get(agent)
+        obs_space, act_space = self._module_spaces.get(str(module_id), (None, None))
+        episode = start_episode(
+            obs,
+            info if isinstance(info, dict) else {},
+            self.env_index,
+            observation_space=obs_space,
+            action_space=act_space,
+        )
         episode.agent_id = agent
-        episode.module_id = self._agent_to_module.get(agent)
+        episode.module_id = module_id
         episode.multi_agent_episode_id = self.id_
         self.agent_episodes[agent] = episode
         t = len(self._observations) - 1  # the env step of this observation
@@ -111,49 +125,74 @@ class MultiAgentEpisode:
         terminateds: dict[Any, bool],
         truncateds: dict[Any, bool],
     ) -> None:
-        """One ``env.step``: by agent, the actions sent and what came back."""
+        """One ``env.step``: by agent, the actions sent and what came back.
+
+        As RLlib's episode: an agent's step is its observation, its action, the rewards paid
+        to it until its next observation, and that observation. An agent that acts without an
+        observation back (a turn-based game) holds its action until one arrives, or until it
+        is done (then its last observation closes the step). A reward before an agent's first
+        observation stays outside its episode (``get_return(include_hanging_rewards=True)``).
+        """
         rewards = {a: float(r) for a, r in rewards.items() if r is not None}
+        infos = infos or {}
         self._observations.append(dict(observations))
         self._actions.append(dict(actions))
         self._rewards.append(rewards)
-        self._infos.append(dict(infos or {}))
-        acted = set()
-        for agent in self._obs_at:  # one more env step for every agent's maps
+        self._infos.append(dict(infos))
+        t = len(self._actions) - 1  # this env step (its actions'; its observations' is t + 1)
+        for agent in self._obs_at:  # one more env step in every agent's maps
             self._obs_at[agent].append(None)
             self._act_at[agent].append(None)
-        for agent, action in actions.items():
+        all_term = bool(terminateds.get("__all__", False))
+        all_trunc = bool(truncateds.get("__all__", False)) and not all_term
+        agents = {*observations, *actions, *rewards, *terminateds, *truncateds} - {"__all__"}
+        if all_term or all_trunc:
+            agents |= set(self.agent_episodes)
+        for agent in agents:
+            reward = rewards.get(agent, 0.0)
             episode = self.agent_episodes.get(agent)
-            if episode is None or episode.is_done:
-                continue
-            done_term = bool(terminateds.get(agent, False) or terminateds.get("__all__", False))
-            done_trunc = bool(truncateds.get(agent, False) or truncateds.get("__all__", False))
-            obs = observations.get(agent, episode.get_observations(-1))
-            info = (infos or {}).get(agent, {})
-            reward = rewards.get(agent, 0.0) + self._hanging_begin.pop(agent, 0.0)
-            episode.add_env_step(
-                obs,
-                action,
-                reward,
-                info if isinstance(info, dict) else {},
-                terminated=done_term,
-                truncated=done_trunc,
-            )
-            self._act_at[agent][-1] = len(episode) - 1
-            self._obs_at[agent][-1] = len(episode)
-            acted.add(agent)
-        for agent, reward in rewards.items():  # rewards of agents that did not act
-            if agent in acted or not reward:
-                continue
-            episode = self.agent_episodes.get(agent)
-            if episode is not None and len(episode):
-                episode.set_rewards(new_data=episode.get_rewards(-1) + reward, at_indices=-1)
-            else:
+            if episode is None:  # not in the episode yet: it joins with its observation
                 self._hanging_begin[agent] = self._hanging_begin.get(agent, 0.0) + reward
-        for agent, obs in observations.items():  # an agent that joins mid-episode
-            if agent not in self.agent_episodes:
-                self._agent(agent, obs, (infos or {}).get(agent, {}))
-        self.is_terminated = bool(terminateds.get("__all__", False))
-        self.is_truncated = bool(truncateds.get("__all__", False)) and not self.is_terminated
+                if agent in observations and not (terminateds.get(agent) or all_term):
+                    self._agent(agent, observations[agent], _info(infos, agent))
+                continue
+            if episode.is_done:
+                continue
+            term = bool(terminateds.get(agent, False)) or all_term
+            trunc = (bool(truncateds.get(agent, False)) or all_trunc) and not term
+            if agent in actions:
+                self._pending[agent] = [actions[agent], reward, t]
+            elif agent in self._pending:
+                self._pending[agent][1] += reward
+            elif reward:  # paid while it waits to act: counts for its next step
+                self._hanging_end[agent] = self._hanging_end.get(agent, 0.0) + reward
+            if agent in self._pending and (agent in observations or term or trunc):
+                action, paid, acted_at = self._pending.pop(agent)
+                paid += self._hanging_end.pop(agent, 0.0)
+                seen = agent in observations
+                episode.add_env_step(
+                    observations[agent] if seen else episode.get_observations(-1),
+                    action,
+                    paid,
+                    _info(infos, agent) if seen else {},
+                    terminated=term,
+                    truncated=trunc,
+                )
+                self._act_at[agent][acted_at] = len(episode) - 1
+                self._obs_at[agent][-1] = len(episode)
+            elif agent in observations:  # a newer observation while it waits to act
+                episode.set_observations(new_data=observations[agent], at_indices=-1)
+                episode.infos[-1] = _info(infos, agent)
+                self._obs_at[agent] = [
+                    None if i == len(episode) else i for i in self._obs_at[agent][:-1]
+                ] + [len(episode)]
+            if (term or trunc) and not episode.is_done:  # done while waiting to act
+                episode.is_terminated, episode.is_truncated = term, trunc
+            if term or trunc:  # as RLlib, rewards outside its steps go with a done agent
+                self._hanging_begin.pop(agent, None)
+                self._hanging_end.pop(agent, None)
+        self.is_terminated = all_term
+        self.is_truncated = all_trunc
         self._last_step_time = time.perf_counter()
 
     # -- state ---------------------------------------------------------------------------------
@@ -238,11 +277,13 @@ class MultiAgentEpisode:
         return out
 
     def get_return(self, include_hanging_rewards: bool = False) -> float:
-        """The sum of every agent's rewards; ``include_hanging_rewards`` adds those of agents
-        that have not acted yet."""
+        """The sum of every agent's rewards in its steps; ``include_hanging_rewards`` adds
+        those not in a step yet (before an agent's first observation, or since its last
+        step while its next one is open)."""
         total = sum(e.get_return() for e in self.agent_episodes.values())
         if include_hanging_rewards:
-            total += sum(self._hanging_begin.values())
+            total += sum(self._hanging_begin.values()) + sum(self._hanging_end.values())
+            total += sum(pending[1] for pending in self._pending.values())
         return float(total)
 
     def get_agent_returns(self) -> dict[Any, float]:
@@ -441,6 +482,11 @@ class MultiAgentEpisode:
             f"agents={sorted(map(str, self.agent_episodes))}, "
             f"return={self.get_return():.3g}, done={self.is_done})"
         )
+
+
+def _info(infos: dict[Any, Any], agent: Any) -> dict[str, Any]:
+    info = infos.get(agent, {})
+    return info if isinstance(info, dict) else {}
 
 
 __all__ = ["MultiAgentEpisode"]

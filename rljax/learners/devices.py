@@ -62,7 +62,11 @@ def learner_devices(num_learners: int, num_gpus_per_learner: float) -> list[jax.
 
         return across_processes(pool, n)
     if len(pool) < n:
-        cores = os.cpu_count() or 1
+        cores = (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1
+        )
         if n > cores:
             raise ConfigError(
                 f"num_learners={num_learners} asks for {n} devices, but JAX sees {len(pool)} "

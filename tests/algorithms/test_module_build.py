@@ -127,3 +127,11 @@ def test_a_configs_spec_builds_the_network_the_config_describes():
     )
     one = multi.rl_module(model_config={"fcnet_hiddens": [4]}).get_rl_module_spec(env=env).build()
     assert _hidden_widths(one) == [4]  # a multi-agent config's default module
+    # A spec of the config's own: merged over the config's model_config (RLlib's), a copy.
+    given = RLModuleSpec(model_config={"fcnet_activation": "relu"})
+    mine = PPOConfig().rl_module(model_config={"fcnet_hiddens": [4]}, rl_module_spec=given)
+    mine.env_runners(num_gpus_per_env_runner=1)  # no GPU here: building a module needs none
+    merged = mine.get_rl_module_spec(env=env)
+    assert merged.model_config["fcnet_hiddens"] == [4] and _hidden_widths(merged.build()) == [4]
+    merged.model_config["fcnet_hiddens"] = [2]
+    assert mine.rl_module_spec.model_config == {"fcnet_activation": "relu"}

@@ -403,6 +403,7 @@ def test_multi_agent_episodes_replay_each_agents_steps():
                 # CartPole pays 1 per step: each agent's return is its episode's length.
                 assert agent_episode.get_return() == len(agent_episode) == returns[agent]
                 assert agent_episode.module_id == episode.module_for(agent) == f"p{agent}"
+                assert agent_episode.observation_space.shape == (4,)  # its policy's spaces
                 assert len(agent_episode.get_observations()) == len(agent_episode) + 1
                 # RLlib's getters: by agent, here every agent acting in every env step.
                 assert episode.get_rewards()[agent] == agent_episode.get_rewards()
@@ -450,3 +451,26 @@ def test_a_hook_takes_a_list_of_functions_called_in_order():
     for bad in ([], [first, 3]):
         with pytest.raises(ConfigError, match="a non-empty list of functions"):
             PPOConfig().callbacks(on_train_result=bad).validate()
+
+
+@pytest.mark.slow  # a crash's test (5 s): replayed episodes of a Dict observation space
+def test_episode_hooks_replay_dict_observations():
+    from rljax.examples.envs.classes.cartpole_with_dict_observation_space import (
+        CartPoleWithDictObservationSpace,
+    )
+
+    ended = []
+    config = (
+        PPOConfig()
+        .environment(CartPoleWithDictObservationSpace)
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=64)
+        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .callbacks(on_episode_end=lambda *, episode, **kw: ended.append(episode))
+    )
+    with config.build_algo() as algo:
+        algo.train()
+    assert ended
+    first = ended[0].get_observations(0)
+    space = CartPoleWithDictObservationSpace().observation_space
+    assert isinstance(first, dict) and space.contains(first)
