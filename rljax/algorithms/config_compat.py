@@ -267,9 +267,8 @@ class ConfigCompat:
         """The spec of the algorithm's default module (RLlib's): ``RLModuleSpec()`` with no
         module class (the default networks) and this config's ``model_config``; its
         ``build()`` builds this algorithm's networks as this config shapes them."""
-        to_dict = getattr(getattr(self, "model_config", None), "to_dict", None)
         return RLModuleSpec(
-            model_config=to_dict() if callable(to_dict) else {},
+            model_config=self._model_config_dict(),
             _algorithm_config=self._config_for_module_build(),
         )
 
@@ -290,9 +289,7 @@ class ConfigCompat:
         else:  # a copy (changing it leaves the config's); RLlib merges the default networks'
             own = copy.deepcopy(given)
             if own.module_class is None:
-                to_dict = getattr(getattr(self, "model_config", None), "to_dict", None)
-                base = to_dict() if callable(to_dict) else {}
-                own.model_config = {**base, **own.model_config}
+                own.model_config = {**self._model_config_dict(), **own.model_config}
             spec = dataclasses.replace(own, _algorithm_config=self._config_for_module_build())
         obs_space = act_space = None
         if env is not None:
@@ -306,6 +303,11 @@ class ConfigCompat:
         if inference_only is not None:
             spec.inference_only = bool(inference_only)
         return spec
+
+    def _model_config_dict(self) -> dict[str, Any]:
+        """This config's ``model_config`` as a dict (empty where it has none)."""
+        to_dict = getattr(getattr(self, "model_config", None), "to_dict", None)
+        return to_dict() if callable(to_dict) else {}
 
     def _config_for_module_build(self) -> Any:
         """A copy of this config for ``RLModuleSpec.build()``: its settings shape the

@@ -64,10 +64,8 @@ class MultiAgentEpisode:
         self.is_truncated = False
         self._agent_to_module = dict(agent_to_module or {})
         self._module_spaces = dict(module_spaces or {})  # policy -> (obs space, action space)
-        self._observations: list[dict[Any, Any]] = []
-        self._infos: list[dict[Any, Any]] = []
-        self._actions: list[dict[Any, Any]] = []
-        self._rewards: list[dict[Any, float]] = []
+        self._env_t = 0  # env steps so far
+        self._stepped: set[Any] | None = None  # the agents observed last (None: not reset)
         # Per agent and env step: the index of its observation (env steps 0..env_t) and of
         # its action (env steps 0..env_t - 1) in its own episode, None where it had none.
         self._obs_at: dict[Any, list[int | None]] = {}
@@ -90,10 +88,9 @@ class MultiAgentEpisode:
         Raises:
           RuntimeError: the episode has its reset observations already.
         """
-        if self._observations:
+        if self._stepped is not None:
             raise RuntimeError("add_env_reset() on a multi-agent episode that is reset already")
-        self._observations.append(dict(observations))
-        self._infos.append(dict(infos or {}))
+        self._stepped = set(observations)
         for agent, obs in observations.items():
             self._agent(agent, obs, (infos or {}).get(agent, {}))
 
@@ -111,7 +108,7 @@ class MultiAgentEpisode:
         episode.module_id = module_id
         episode.multi_agent_episode_id = self.id_
         self.agent_episodes[agent] = episode
-        t = len(self._observations) - 1  # the env step of this observation
+        t = self._env_t  # the env step of this observation
         self._obs_at[agent] = [None] * t + [0]
         self._act_at[agent] = [None] * t
         return episode
@@ -135,11 +132,9 @@ class MultiAgentEpisode:
         """
         rewards = {a: float(r) for a, r in rewards.items() if r is not None}
         infos = infos or {}
-        self._observations.append(dict(observations))
-        self._actions.append(dict(actions))
-        self._rewards.append(rewards)
-        self._infos.append(dict(infos))
-        t = len(self._actions) - 1  # this env step (its actions'; its observations' is t + 1)
+        t = self._env_t  # this env step (its actions'; its observations' is t + 1)
+        self._env_t += 1
+        self._stepped = set(observations)
         for agent in self._obs_at:  # one more env step in every agent's maps
             self._obs_at[agent].append(None)
             self._act_at[agent].append(None)
@@ -205,7 +200,7 @@ class MultiAgentEpisode:
     @property
     def is_reset(self) -> bool:
         """The episode has its reset observations."""
-        return bool(self._observations)
+        return self._stepped is not None
 
     @property
     def is_numpy(self) -> bool:
@@ -235,18 +230,18 @@ class MultiAgentEpisode:
     @property
     def env_t(self) -> int:
         """Env steps so far."""
-        return len(self._actions)
+        return self._env_t
 
     def __len__(self) -> int:
-        return len(self._actions)
+        return self._env_t
 
     def len(self) -> int:
         """``len(episode)``: env steps."""
-        return len(self._actions)
+        return self._env_t
 
     def env_steps(self) -> int:
         """Env steps so far."""
-        return len(self._actions)
+        return self._env_t
 
     def agent_steps(self) -> int:
         """Agent steps so far: every agent's steps added up."""
@@ -254,7 +249,7 @@ class MultiAgentEpisode:
 
     def get_agents_that_stepped(self) -> set[Any]:
         """The agents with an observation in the last env step (or the reset)."""
-        return set(self._observations[-1]) if self._observations else set()
+        return set(self._stepped or ())
 
     def get_agents_to_act(self) -> set[Any]:
         """The agents with an observation in the last env step that are not done."""
@@ -459,7 +454,7 @@ class MultiAgentEpisode:
         else a list of them, one per env step asked for (absent where the agent had nothing
         there and there is no ``fill``)."""
         at = self._obs_at[agent] if what in ("observations", "infos") else self._act_at[agent]
-        places = InfiniteLookbackBuffer(list(at)).get(
+        places = InfiniteLookbackBuffer(at).get(  # reads only: the map itself
             indices, neg_index_as_lookback=neg_as_lookback, fill=_OUTSIDE
         )
         episode = self.agent_episodes[agent]

@@ -23,7 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from rljax.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
-from rljax.utils.spaces.space_utils import flatten_struct
+from rljax.utils.spaces.space_utils import data_equal
 
 
 def _values(arr: np.ndarray) -> list[Any]:
@@ -326,7 +326,7 @@ class SingleAgentEpisode:
                 f"{other.t_started}) does not continue this one (id_ {self.id_}, t {self.t}, "
                 f"done {self.is_done})"
             )
-        if not _same(other.get_observations(0), self.get_observations(-1)):
+        if not data_equal(other.get_observations(0), self.get_observations(-1)):
             raise ValueError(
                 "concat_episode: the other chunk's first observation is not this one's last"
             )
@@ -689,14 +689,6 @@ def start_episode(
     episode.env_index = env_index
     episode.add_env_reset(observation, infos)
     return episode
-
-
-def _same(a: Any, b: Any) -> bool:
-    leaves_a, leaves_b = flatten_struct(a), flatten_struct(b)
-    return len(leaves_a) == len(leaves_b) and all(
-        np.array_equal(np.asarray(x), np.asarray(y))
-        for x, y in zip(leaves_a, leaves_b, strict=True)
-    )
 
 
 __all__ = ["SingleAgentEpisode", "start_episode"]

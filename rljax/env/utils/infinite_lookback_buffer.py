@@ -28,6 +28,7 @@ import numpy as np
 
 from rljax.utils.spaces.space_utils import (
     batch,
+    data_equal,
     flatten_struct,
     get_base_struct_from_space,
     get_dummy_batch_for_space,
@@ -198,10 +199,16 @@ class InfiniteLookbackBuffer:
             return [map_struct(_one_hot, item, self.space_struct) for item in data]
         return map_struct(_one_hot, data, self.space_struct)
 
-    def _get_int(self, idx: int, fill: Any, neg_as_lookback: bool, one_hot: bool) -> Any:
+    def _position(self, idx: int, neg_as_lookback: bool) -> int:
+        """An int index as a position in the whole data (one past its end where
+        ``neg_as_lookback`` reaches before the lookback part: out of range)."""
         position = self.lookback + idx if (idx >= 0 or neg_as_lookback) else idx
-        if neg_as_lookback and position < 0:  # before the lookback part: out of range
+        if neg_as_lookback and position < 0:
             position = self.len_incl_lookback()
+        return position
+
+    def _get_int(self, idx: int, fill: Any, neg_as_lookback: bool, one_hot: bool) -> Any:
+        position = self._position(idx, neg_as_lookback)
         try:
             if self.finalized:
                 item = map_struct(lambda d: d[position], self.data)
@@ -321,9 +328,7 @@ class InfiniteLookbackBuffer:
             put(self.data, list(new_data))
 
     def _set_int(self, new_data: Any, idx: int, neg_as_lookback: bool) -> None:
-        position = self.lookback + idx if (idx >= 0 or neg_as_lookback) else idx
-        if neg_as_lookback and position < 0:
-            position = self.len_incl_lookback()
+        position = self._position(idx, neg_as_lookback)
         try:
             if self.finalized:
 
@@ -364,12 +369,7 @@ class InfiniteLookbackBuffer:
             other.space,
         ):
             return False
-        mine, theirs = flatten_struct(self.data), flatten_struct(other.data)
-        if not self.finalized:
-            mine, theirs = [self.data], [other.data]
-        return len(mine) == len(theirs) and all(
-            _equal(a, b) for a, b in zip(mine, theirs, strict=True)
-        )
+        return data_equal(self.data, other.data)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -400,17 +400,6 @@ class InfiniteLookbackBuffer:
             f"InfiniteLookbackBuffer({self.data[: self.lookback]} <- lookback({self.lookback}) "
             f"| {self.data[self.lookback :]})"
         )
-
-
-def _equal(a: Any, b: Any) -> bool:
-    try:
-        if isinstance(a, list) and isinstance(b, list):
-            return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
-        if isinstance(a, dict) and isinstance(b, dict):
-            return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
-        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
-    except (TypeError, ValueError):
-        return a is b
 
 
 __all__ = ["InfiniteLookbackBuffer"]

@@ -35,6 +35,24 @@ def flatten_struct(struct: Any) -> list[Any]:
     return [struct]
 
 
+def data_equal(a: Any, b: Any) -> bool:
+    """Whether two items of data are equal: dicts by key, lists and tuples item by item,
+    anything else as arrays (``np.array_equal``); values numpy cannot compare are equal only
+    when they are the same object."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(data_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return (
+            type(a) is type(b)
+            and len(a) == len(b)
+            and all(data_equal(x, y) for x, y in zip(a, b, strict=True))
+        )
+    try:
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    except (TypeError, ValueError):
+        return a is b
+
+
 def batch(
     list_of_structs: list[Any], *, individual_items_already_have_batch_dim: bool = False
 ) -> Any:
@@ -114,6 +132,7 @@ def get_dummy_batch_for_space(
 
 __all__ = [
     "batch",
+    "data_equal",
     "flatten_struct",
     "get_base_struct_from_space",
     "get_dummy_batch_for_space",
