@@ -601,9 +601,9 @@ class CommonSettings:
         None,
         check_offline_input,
         "Offline data to learn from (BC, MARWIL, CQL): a path to a Parquet file or a folder of "
-        "them (RLlib's local:///path too), or a list of such paths; rows as "
-        "offline_data(output=...) writes them (rljax.offline.data). None or 'sampler': the "
-        "algorithm samples its env.",
+        "them (RLlib's local:///path too), or a list of such paths; rows of env steps or "
+        "recorded episodes, as offline_data(output=...) and RLlib write them "
+        "(rljax.offline.data). None or 'sampler': the algorithm samples its env.",
         section="offline_data",
     )
     dataset_num_iters_per_learner = Setting[int | None](
@@ -632,7 +632,8 @@ class CommonSettings:
     output_max_rows_per_file = Setting[int | None](
         None,
         Int(1, optional=True),
-        "Rows (env steps) per recorded file; None: one file per train() or evaluate().",
+        "Rows per recorded file (episodes with output_write_episodes=True, RLlib's default; "
+        "env steps without); None: one file per train() or evaluate().",
         section="offline_data",
     )
     output_write_remaining_data = Setting(
@@ -645,8 +646,11 @@ class CommonSettings:
     output_write_episodes = Setting(
         True,
         Bool(),
-        "Accepted (RLlib's default True): rljax writes each episode as rows of its env steps "
-        "with its eps_id either way, never as serialized episode objects.",
+        "True (RLlib's default): each row of a recorded file is one episode as RLlib writes "
+        "it (an 'item' column: the episode's get_state(), msgpack'd, arrays as msgpack-numpy "
+        "encodes them), which RLlib reads with input_read_episodes=True; False: rows of env "
+        "steps (eps_id, t, obs, actions, rewards, new_obs, terminateds, truncateds). "
+        "offline_data(input_=...) reads both.",
         section="offline_data",
     )
 

@@ -62,7 +62,8 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     "input_read_schema": (True, "rljax's files have one schema (rljax.offline.data)"),
     "input_read_episodes": (
         False,
-        "rljax reads rows of env steps, not serialized episode objects (False, accepted)",
+        "rljax reads what each file holds: rows of env steps, or RLlib's recorded episodes "
+        "(an 'item' column of msgpack'd episode states), whatever the setting",
     ),
     "input_read_sample_batches": (
         False,
@@ -205,7 +206,7 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "preprocessor_pref": ("deepmind", None),
     "exploration_config": (None, {}, {"type": "StochasticSampling"}),
     "input_read_method": ("read_parquet",),
-    "input_read_episodes": (False,),
+    "input_read_episodes": (False, True),
     "input_read_sample_batches": (False,),
     "actions_in_input_normalized": (False,),
     "output_write_method": ("write_parquet",),

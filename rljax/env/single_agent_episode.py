@@ -23,6 +23,7 @@ import gymnasium as gym
 import numpy as np
 
 from rljax.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
+from rljax.utils.serialization import gym_space_to_dict, space_of_state
 from rljax.utils.spaces.space_utils import data_equal
 
 
@@ -615,7 +616,7 @@ class SingleAgentEpisode:
 
     def get_state(self) -> dict[str, Any]:
         """The episode as a dict (``from_state`` rebuilds it): its columns' states, flags,
-        counters, spaces (the objects) and ``custom_data``."""
+        counters, spaces (as RLlib writes them: ``gym_space_to_dict``) and ``custom_data``."""
         return {
             "id_": self.id_,
             "env_index": self.env_index,
@@ -631,8 +632,8 @@ class SingleAgentEpisode:
             "is_truncated": self.is_truncated,
             "t_started": self.t_started,
             "t": self.t,
-            "_observation_space": self.observation_space,
-            "_action_space": self.action_space,
+            "_observation_space": gym_space_to_dict(self.observation_space),
+            "_action_space": gym_space_to_dict(self.action_space),
             "_start_time": self._start_time,
             "_last_step_time": self._last_step_time,
             "custom_data": self.custom_data,
@@ -651,8 +652,8 @@ class SingleAgentEpisode:
                 k: InfiniteLookbackBuffer.from_state(v)
                 for k, v in (state.get("extra_model_outputs") or {}).items()
             },
-            observation_space=state.get("_observation_space"),
-            action_space=state.get("_action_space"),
+            observation_space=space_of_state(state.get("_observation_space")),
+            action_space=space_of_state(state.get("_action_space")),
             terminated=state["is_terminated"],
             truncated=state["is_truncated"],
             t_started=state["t_started"],

@@ -1,14 +1,22 @@
-"""Offline data as Parquet files of env steps: written by ``offline_data(output=...)``, read by
-``offline_data(input_=...)`` (BC, MARWIL, CQL).
+"""Offline data as Parquet files: written by ``offline_data(output=...)``, read by
+``offline_data(input_=...)`` (BC, MARWIL, CQL, IQL). Two layouts, both RLlib 2.60's; the reader
+tells them apart by their columns, file by file.
 
-One row per env step, with RLlib's column names: ``eps_id`` (the episode's id, a string), ``t``
-(the step within the episode), ``obs``, ``actions``, ``rewards``, ``new_obs``, ``terminateds``,
-``truncateds``. Box observations and actions are stored flat, as fixed-size lists of numbers of
-the space's dtype (uint8 frames stay uint8), and get their shape back from the env's spaces when
-read; a Discrete value is an integer of the env's range (``start`` included). Files without a
-``t`` column (RLlib's row writer adds none) are read with each episode's rows in file order.
-Parquet compresses every column (zstd), so RLlib's ``output_compress_columns`` needs nothing
-more. Nothing in a file is code: a file holds numbers and strings only, and is read as such.
+Episodes (``output_write_episodes=True``, RLlib's default): one row per episode in one column,
+``item``, each the episode's ``SingleAgentEpisode.get_state()`` packed with msgpack, its arrays
+as msgpack-numpy encodes them (``rljax.utils.serialization``). RLlib reads them with
+``input_read_episodes=True``, and rljax reads RLlib's, never unpickling (an array of Python
+objects, which msgpack-numpy pickles, is refused).
+
+Env steps (``output_write_episodes=False``): one row per step, with RLlib's column names:
+``eps_id`` (the episode's id, a string), ``t`` (the step within the episode), ``obs``,
+``actions``, ``rewards``, ``new_obs``, ``terminateds``, ``truncateds``. Box observations and
+actions are stored flat, as fixed-size lists of numbers of the space's dtype (uint8 frames stay
+uint8), and get their shape back from the env's spaces when read; a Discrete value is an
+integer of the env's range (``start`` included). Files without a ``t`` column (RLlib's row
+writer adds none) are read with each episode's rows in file order. Parquet compresses every
+column (zstd), so RLlib's ``output_compress_columns`` needs nothing more. Nothing in a file is
+code: a file holds numbers and strings only, and is read as such.
 
 Files are written whole or not at all (a temporary name, then a rename), named
 ``<run>-<index>.parquet`` with a random ``run`` per writer, so two runs writing to one folder
@@ -30,6 +38,7 @@ import numpy as np
 from gymnasium import spaces
 
 from rljax.utils.errors import ConfigError
+from rljax.utils.serialization import pack_msgpack_numpy
 
 COLUMNS = ("eps_id", "t", "obs", "actions", "rewards", "new_obs", "terminateds", "truncateds")
 """The columns of a row (one env step), RLlib's names."""
@@ -89,12 +98,15 @@ def _as_column(space: Any, values: Sequence[Any]) -> np.ndarray:
 
 
 class OfflineWriter:
-    """Writes episodes as rows of env steps into Parquet files of ``max_rows_per_file`` rows.
+    """Writes episodes into Parquet files of ``max_rows_per_file`` rows: rows of env steps
+    (``add_episode``), or with ``episodes`` RLlib's recorded episodes, one row each
+    (``add_episode_state``: an ``item`` column of msgpack'd ``SingleAgentEpisode.get_state()``).
 
     Args:
       directory: The folder (made if missing).
       observation_space, action_space: The env's (one agent's); Box or Discrete.
       max_rows_per_file: Rows per file; None: one file per ``flush``.
+      episodes: Write whole episodes (RLlib's ``output_write_episodes=True``), not env steps.
     """
 
     def __init__(
@@ -103,6 +115,7 @@ class OfflineWriter:
         observation_space: Any,
         action_space: Any,
         max_rows_per_file: int | None = None,
+        episodes: bool = False,
     ):
         _check_space("offline_data(output=...)", observation_space, "observation")
         _check_space("offline_data(output=...)", action_space, "action")
@@ -115,14 +128,29 @@ class OfflineWriter:
         self.max_rows_per_file = max_rows_per_file
         self._run = uuid.uuid4().hex[:12]
         self._index = 0
-        self._rows: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+        self.episodes = episodes
+        self._columns = ("item",) if episodes else COLUMNS
+        self._rows: dict[str, list[Any]] = {c: [] for c in self._columns}
         self.files: list[Path] = []
         self.rows_written = 0
 
     @property
     def pending_rows(self) -> int:
         """Rows added and not yet written."""
-        return len(self._rows["t"])
+        return len(self._rows[self._columns[0]])
+
+    def add_episode_state(self, state: dict[str, Any]) -> None:
+        """Adds one episode, ``SingleAgentEpisode.get_state()``, as one row (``episodes``
+        writers only); writes the file that became full.
+
+        Raises:
+          ValueError: the state holds something msgpack cannot write (names its type).
+        """
+        if not self.episodes:
+            raise ValueError("add_episode_state() needs OfflineWriter(..., episodes=True)")
+        self._rows["item"].append(pack_msgpack_numpy(state))
+        if self.max_rows_per_file is not None and self.pending_rows >= self.max_rows_per_file:
+            self._write(self.max_rows_per_file)
 
     def add_episode(
         self,
@@ -137,6 +165,8 @@ class OfflineWriter:
         actions as the env took them (a Discrete one in the env's range, ``start`` included);
         the last step carries ``terminated`` / ``truncated``. Writes the files that became
         full."""
+        if self.episodes:
+            raise ValueError("an episodes writer takes add_episode_state(), not rows")
         n = len(actions)
         if len(observations) != n + 1 or len(rewards) != n:
             raise ValueError(
@@ -190,7 +220,26 @@ class OfflineWriter:
 
     def _write(self, n: int) -> None:
         pa, pq = self._pa, self._pq
-        take = {c: self._rows[c][:n] for c in COLUMNS}
+        take = {c: self._rows[c][:n] for c in self._columns}
+        if self.episodes:
+            table = pa.table({"item": pa.array(take["item"], pa.binary())})
+        else:
+            table = self._rows_table(take)
+        path = self.directory / f"{self._run}-{self._index:06d}{SUFFIX}"
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        # The rows leave the buffer once their file is in place (a failed write keeps them).
+        self._rows = {c: self._rows[c][n:] for c in self._columns}
+        self._index += 1
+        self.files.append(path)
+        self.rows_written += n
+
+    def _rows_table(self, take: dict[str, list[Any]]) -> Any:
+        pa = self._pa
 
         def values(space: Any, rows: list[Any]) -> Any:
             if isinstance(space, spaces.Discrete):
@@ -198,7 +247,7 @@ class OfflineWriter:
             flat = pa.array(np.concatenate(rows))
             return pa.FixedSizeListArray.from_arrays(flat, _flat_width(space))
 
-        table = pa.table(
+        return pa.table(
             {
                 "eps_id": pa.array(take["eps_id"], pa.string()),
                 "t": pa.array(take["t"], pa.int64()),
@@ -210,18 +259,6 @@ class OfflineWriter:
                 "truncateds": pa.array(take["truncateds"], pa.bool_()),
             }
         )
-        path = self.directory / f"{self._run}-{self._index:06d}{SUFFIX}"
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            pq.write_table(table, tmp, compression="zstd")
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        # The rows leave the buffer once their file is in place (a failed write keeps them).
-        self._rows = {c: self._rows[c][n:] for c in COLUMNS}
-        self._index += 1
-        self.files.append(path)
-        self.rows_written += n
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,6 +332,18 @@ def _files_of(paths: Sequence[Path]) -> list[Path]:
     return list(files)
 
 
+def _in_range(f: Path, kind: str, values: np.ndarray, space: Any) -> np.ndarray:
+    """Discrete ``values`` as int64, each checked to lie in ``space``."""
+    values = values.astype(np.int64)
+    bad = (values < space.start) | (values >= space.start + space.n)
+    if bad.any():
+        raise ConfigError(
+            f"offline_data(input_=...): {f}: {kind} {int(values[bad][0])} is outside the "
+            f"env's {kind} space {space}"
+        )
+    return values
+
+
 def _column(pa: Any, f: Path, name: str, col: Any, space: Any) -> np.ndarray:
     """Column ``name`` of file ``f`` as rows of ``space`` (checked against it)."""
     kind = "action" if name == "actions" else "observation"
@@ -304,14 +353,7 @@ def _column(pa: Any, f: Path, name: str, col: Any, space: Any) -> np.ndarray:
                 f"offline_data(input_=...): {f}: column {name!r} is {col.type}, expected "
                 f"integers for the env's {kind} space {space}"
             )
-        values = col.to_numpy(zero_copy_only=False).astype(np.int64)
-        bad = (values < space.start) | (values >= space.start + space.n)
-        if bad.any():
-            raise ConfigError(
-                f"offline_data(input_=...): {f}: {kind} {int(values[bad][0])} is outside the "
-                f"env's {kind} space {space}"
-            )
-        return values
+        return _in_range(f, kind, col.to_numpy(zero_copy_only=False), space)
     width = _flat_width(space)
     if not pa.types.is_fixed_size_list(col.type) or col.type.list_size != width:
         raise ConfigError(
@@ -322,14 +364,84 @@ def _column(pa: Any, f: Path, name: str, col: Any, space: Any) -> np.ndarray:
     return values.reshape(len(col), *space.shape)
 
 
+def _stacked(where: str, kind: str, values: list[Any], space: Any) -> np.ndarray:
+    """An episode's ``values`` (RLlib's episode states hold one array or number per step) as
+    rows of ``space``, checked against it."""
+    try:
+        array = np.asarray(values)
+    except ValueError:
+        array = np.asarray(values, dtype=object)
+    if array.dtype.kind not in "biuf":
+        raise ConfigError(
+            f"offline_data(input_=...): {where}: its {kind}s are not numbers of one shape, "
+            f"as the env's {kind} space {space} needs"
+        )
+    if isinstance(space, spaces.Discrete):
+        if array.ndim != 1 or array.dtype.kind not in "biu":
+            raise ConfigError(
+                f"offline_data(input_=...): {where}: its {kind}s are {array.dtype} of shape "
+                f"{array.shape[1:]}, expected integers for the env's {kind} space {space}"
+            )
+        return _in_range(Path(where), kind, array, space)
+    if array.shape[1:] != space.shape:
+        raise ConfigError(
+            f"offline_data(input_=...): {where}: its {kind}s have shape {array.shape[1:]}, "
+            f"the env's {kind} space {space.shape}"
+        )
+    return array.astype(space.dtype)
+
+
+def _episode_rows(
+    f: Path, items: list[Any], observation_space: Any, action_space: Any
+) -> dict[str, np.ndarray]:
+    """The rows of RLlib's recorded episodes (``output_write_episodes=True``: one msgpack'd
+    ``SingleAgentEpisode.get_state()`` per row of an ``item`` column), decoded without pickle."""
+    from rljax.env.single_agent_episode import SingleAgentEpisode
+    from rljax.utils.safe_io import unpack_msgpack_numpy
+
+    parts: dict[str, list[np.ndarray]] = {c: [] for c in COLUMNS}
+    for i, item in enumerate(items):
+        where = f"{f}: episode {i}"
+        state = unpack_msgpack_numpy(item, where, ConfigError)
+        try:
+            episode = SingleAgentEpisode.from_state(state)
+            obs = list(episode.get_observations())
+            actions = list(episode.get_actions())
+            rewards = np.asarray(episode.get_rewards(), np.float32).reshape(-1)
+            terminated, truncated = bool(episode.is_terminated), bool(episode.is_truncated)
+            eps_id, t0 = str(episode.id_), int(episode.t_started)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            raise ConfigError(
+                f"offline_data(input_=...): {where} is not an episode's state "
+                f"({type(e).__name__}: {str(e)[:80]})"
+            ) from None
+        n = len(actions)  # the episode checked its observations and rewards against it
+        if n == 0:
+            continue
+        observations = _stacked(where, "observation", obs, observation_space)
+        done = np.zeros(n, bool)
+        parts["eps_id"].append(np.full(n, eps_id, dtype=object))
+        parts["t"].append(np.arange(t0, t0 + n))
+        parts["obs"].append(observations[:-1])
+        parts["new_obs"].append(observations[1:])
+        parts["actions"].append(_stacked(where, "action", actions, action_space))
+        parts["rewards"].append(rewards)
+        parts["terminateds"].append(np.concatenate([done[:-1], [terminated]]))
+        parts["truncateds"].append(np.concatenate([done[:-1], [truncated]]))
+    if not parts["t"]:
+        return {}
+    return {c: np.concatenate(v) for c, v in parts.items()}
+
+
 def read_offline_data(paths: Any, observation_space: Any, action_space: Any) -> OfflineData:
     """Reads the Parquet files at ``paths`` (a path or a list; folders are searched for
-    ``*.parquet``; a file named twice is read once) into arrays shaped by the env's spaces.
+    ``*.parquet``; a file named twice is read once), of env steps or of episodes, into arrays
+    shaped by the env's spaces.
 
     Raises:
       ConfigError: a path is missing or holds no data, a column is missing or has the wrong
         type or width for the spaces, a Discrete value is out of range, an episode's step
-        appears twice.
+        appears twice, an episode's item is not an episode's state.
     """
     _check_space("offline_data(input_=...)", observation_space, "observation")
     _check_space("offline_data(input_=...)", action_space, "action")
@@ -344,16 +456,27 @@ def read_offline_data(paths: Any, observation_space: Any, action_space: Any) -> 
     for f in files:
         try:
             names = set(pq.read_schema(f).names)
-            table = pq.read_table(f, columns=[c for c in COLUMNS if c in names])
+            episodes = names == {"item"}  # RLlib's output_write_episodes=True
+            table = pq.read_table(
+                f, columns=["item"] if episodes else [c for c in COLUMNS if c in names]
+            )
         except Exception as e:  # not a Parquet file, or a damaged one
             raise ConfigError(
                 f"offline_data(input_=...): {f} could not be read as Parquet: {type(e).__name__}"
             ) from None
+        if episodes:
+            steps = _episode_rows(
+                f, table.column("item").to_pylist(), observation_space, action_space
+            )
+            for c, values in steps.items():
+                parts[c].append(values)
+            continue
         missing = [c for c in required if c not in names]
         if missing:
             raise ConfigError(
                 f"offline_data(input_=...): {f} has no column {', '.join(missing)}; offline "
-                f"data rows have {', '.join(COLUMNS)} (t optional)"
+                f"data rows have {', '.join(COLUMNS)} (t optional), or RLlib's recorded "
+                "episodes one column, item"
             )
         for c in required:
             col = table.column(c).combine_chunks()
@@ -364,6 +487,10 @@ def read_offline_data(paths: Any, observation_space: Any, action_space: Any) -> 
         # No t (RLlib's row writer): each episode's rows in file order.
         parts["t"].append(
             table.column("t").to_numpy() if "t" in names else np.full(table.num_rows, -1)
+        )
+    if not parts["t"]:
+        raise ConfigError(
+            f"offline_data(input_=...): {', '.join(str(f) for f in files)[:200]} hold no env steps"
         )
     cat = {c: np.concatenate(parts[c]) for c in COLUMNS}
     eps = cat["eps_id"].astype(str)

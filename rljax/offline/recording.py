@@ -6,8 +6,9 @@ The recorder is an episode hook (``on_episode_end``), added to the algorithm's c
 env's rollout); ``Algorithm.evaluate()`` hands it the episodes of its env copies too (not those
 of a ``custom_evaluation_function`` or of ``record_video``). Each finished episode becomes rows
 of ``rljax.offline.data`` (an episode cut by a runner's restart never ends and is not written),
-its Box actions as the env took them (clipped to the space's bounds with ``clip_actions``, the
-default).
+or with ``output_write_episodes=True`` (RLlib's default) one row holding the whole episode as
+RLlib records it (its ``get_state()``, msgpack'd). Either way its Box actions are those the env
+took (clipped to the space's bounds with ``clip_actions``, the default).
 
 Files: with ``output_max_rows_per_file`` each holds that many rows, and ``Algorithm.stop()``
 writes the rows that did not fill one when ``output_write_remaining_data`` is set (RLlib's
@@ -25,6 +26,7 @@ from gymnasium import spaces
 
 from rljax.offline.data import OfflineWriter, local_path
 from rljax.utils.errors import ConfigError
+from rljax.utils.serialization import gym_space_to_dict
 
 
 class EpisodeRecorder:
@@ -42,6 +44,7 @@ class EpisodeRecorder:
             observation_space,
             action_space,
             config.output_max_rows_per_file,
+            episodes=bool(config.output_write_episodes),
         )
         self.write_remaining = bool(config.output_write_remaining_data)
         self._clip = isinstance(action_space, spaces.Box) and bool(config.clip_actions)
@@ -62,12 +65,12 @@ class EpisodeRecorder:
         """Adds one finished episode (a ``SingleAgentEpisode``) whose actions are those the
         env took (``env_actions``, evaluation's) or the policy's: a Box's clipped to its bounds
         with ``clip_actions``, a Discrete's index shifted by the space's ``start``."""
+        if self.writer.episodes:
+            self._add_state(episode, env_actions)
+            return
         actions = episode.get_actions()
         if not env_actions and len(actions):
-            if self._clip:
-                actions = np.clip(np.asarray(actions), self._low, self._high)
-            elif self._start:
-                actions = np.asarray(actions) + self._start
+            actions = self._env_actions(actions)
         with self._lock:
             self.writer.add_episode(
                 episode.get_observations(),
@@ -77,6 +80,37 @@ class EpisodeRecorder:
                 episode.is_truncated,
                 episode.id_,
             )
+
+    def _env_actions(self, actions: Any) -> Any:
+        if self._clip:
+            return np.clip(np.asarray(actions), self._low, self._high)
+        if self._start:
+            return np.asarray(actions) + self._start
+        return actions
+
+    def _add_state(self, episode: Any, env_actions: bool) -> None:
+        """The episode as RLlib records one (``output_write_episodes=True``): its state, its
+        actions those the env took, as in rows."""
+        state = episode.get_state()
+        for key, space in (
+            ("_observation_space", self.writer.observation_space),
+            ("_action_space", self.writer.action_space),
+        ):
+            if state.get(key) is None:  # evaluation's episodes are built without spaces
+                state[key] = gym_space_to_dict(space)
+        data = state["actions"]["data"]
+        if not env_actions and len(data) and (self._clip or self._start):
+            taken = self._env_actions(data)
+            state["actions"] = {**state["actions"], "data": list(taken)}
+        try:
+            with self._lock:
+                self.writer.add_episode_state(state)
+        except ValueError as e:
+            raise ConfigError(
+                f"offline_data(output={self.writer.directory}): episode {episode.id_}: {e}; "
+                "output_write_episodes=False records rows of env steps (without infos or "
+                "custom_data)"
+            ) from None
 
     def end_of_sampling(self) -> None:
         """After a ``train()`` or an ``evaluate()``: without ``output_max_rows_per_file`` its

@@ -352,6 +352,99 @@ def read_msgpack_tree(
     return _unchunk(tree, path, error_type, 0)
 
 
+class _Refused(Exception):
+    """Carries a decoding hook's error out of msgpack, whose own errors are ``ValueError``s."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _from_msgpack_numpy(obj: dict[Any, Any], where: str, error_type: type[Exception]) -> Any:
+    """One map of msgpack-numpy's encoding (``{b"nd": ..., b"type": ..., b"data": ...}``) as the
+    array or number it encodes; other maps as they are. Object arrays (which msgpack-numpy
+    pickles) and structured dtypes are refused."""
+    if b"complex" in obj and obj.get(b"complex") is True:
+        text = obj.get(b"data")
+        try:
+            return complex(text.decode() if isinstance(text, bytes) else str(text))
+        except ValueError:
+            raise _fail(error_type, where, "holds a malformed complex number") from None
+    if b"nd" not in obj:
+        return obj
+    kind = obj.get(b"kind", b"")
+    if kind == b"O":
+        raise _fail(
+            error_type,
+            where,
+            "holds an array of Python objects, which msgpack-numpy pickles and rljax never "
+            "loads (unpickling can run code)",
+        )
+    name = obj.get(b"type")
+    name = name.decode() if isinstance(name, bytes) else name
+    try:
+        dtype = np.dtype(name) if isinstance(name, str) and kind != b"V" else None
+    except TypeError:
+        dtype = None
+    if dtype is None or dtype.str not in ARRAY_DTYPES:
+        raise _fail(
+            error_type,
+            where,
+            f"holds an array of dtype {str(name)[:40]!r}; allowed: numbers and booleans",
+        )
+    buffer = obj.get(b"data")
+    if not isinstance(buffer, bytes):
+        raise _fail(error_type, where, "holds an array without a byte buffer")
+    if obj[b"nd"] is not True:  # a numpy scalar
+        if len(buffer) != dtype.itemsize:
+            raise _fail(error_type, where, f"holds a {dtype} scalar of {len(buffer)} bytes")
+        return np.frombuffer(buffer, dtype)[0]
+    shape = obj.get(b"shape")
+    if not isinstance(shape, list | tuple) or not all(type(d) is int and d >= 0 for d in shape):
+        raise _fail(error_type, where, "holds an array with a malformed shape")
+    if math.prod(shape) * dtype.itemsize != len(buffer):
+        raise _fail(
+            error_type,
+            where,
+            f"holds an array of shape {tuple(shape)} and dtype {dtype} whose data is "
+            f"{len(buffer)} bytes",
+        )
+    return np.frombuffer(buffer, dtype).reshape(shape).copy()
+
+
+def unpack_msgpack_numpy(data: bytes, where: str, error_type: type[Exception] = ValueError) -> Any:
+    """One msgpack message as msgpack-numpy writes it (RLlib's recorded episodes: each a
+    ``SingleAgentEpisode.get_state()``), decoded without pickle: maps, lists, strings, numbers
+    and arrays of numbers, with length limits. ``where`` names the data in errors."""
+    if not isinstance(data, bytes):
+        raise _fail(error_type, where, f"is {type(data).__name__}, not msgpack bytes")
+
+    def hook(obj: dict[Any, Any]) -> Any:
+        try:
+            return _from_msgpack_numpy(obj, where, error_type)
+        except error_type as e:
+            raise _Refused(e) from None
+
+    try:
+        return msgpack.unpackb(
+            data,
+            object_hook=hook,
+            raw=False,
+            strict_map_key=True,
+            max_str_len=len(data),
+            max_bin_len=len(data),
+            max_array_len=MAX_ELEMENTS,
+            max_map_len=MAX_ELEMENTS,
+            max_ext_len=0,
+        )
+    except _Refused as r:
+        raise r.error from None
+    except Exception as e:  # msgpack raises several types (StackError for deep nesting)
+        raise _fail(
+            error_type, where, f"is not valid msgpack ({type(e).__name__}: {str(e)[:80]})"
+        ) from None
+
+
 def _unchunk(tree: Any, path: Path, error_type: type[Exception], depth: int) -> Any:
     """Arrays that Flax split into chunks (over 1 GiB) joined again, with their sizes checked."""
     if depth > MAX_DEPTH:

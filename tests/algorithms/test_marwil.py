@@ -166,8 +166,8 @@ def test_bad_data_and_settings_are_refused_naming_them(tmp_path):
         BCConfig().training(beta=1.0).validate()
     with pytest.raises(ConfigError, match="lambda_=0.95: .* lambda_=1.0 only"):
         MARWILConfig().training(lambda_=0.95).validate()
-    with pytest.raises(ConfigError, match="input_read_episodes=True"):
-        BCConfig().offline_data(input_read_episodes=True)
+    with pytest.raises(ConfigError, match="input_read_sample_batches=True"):
+        BCConfig().offline_data(input_read_sample_batches=True)
     from rljax.algorithms.ppo import PPOConfig
 
     with pytest.raises(
@@ -266,6 +266,7 @@ def test_an_algorithm_records_its_training_and_evaluation_episodes(tmp_path):
             output=f"local://{tmp_path}",
             output_max_rows_per_file=100,
             output_write_remaining_data=True,
+            output_write_episodes=False,  # rows of env steps
         )
         .evaluation(evaluation_duration=2)
         .build_algo()
@@ -324,16 +325,25 @@ def test_by_default_each_train_and_evaluate_writes_a_file(tmp_path):
         .build_algo()
     )
     try:
-        algo.train()
+        trained = algo.train()["env_runners"]["num_episodes"]
         assert len(list(tmp_path.glob("*.parquet"))) == 1
         algo.evaluate()
         assert len(list(tmp_path.glob("*.parquet"))) == 2
     finally:
         algo.stop()
     assert len(list(tmp_path.glob("*.parquet"))) == 2  # nothing was pending
+    # RLlib's output_write_episodes=True: one row per episode, its state in an item column.
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path)
+    assert table.column_names == ["item"] and table.num_rows == trained + 2
+    data = read_offline_data(str(tmp_path), algo.observation_space, algo.action_space)
+    assert data.episode_index.max() + 1 == trained + 2
+    assert data.terminateds.sum() + data.truncateds.sum() == trained + 2
 
 
-def test_recorded_box_actions_are_those_the_env_took(tmp_path):
+@pytest.mark.parametrize("episodes", [False, True], ids=["rows", "episodes"])
+def test_recorded_box_actions_are_those_the_env_took(tmp_path, episodes):
     from types import SimpleNamespace
 
     from rljax.env.single_agent_episode import SingleAgentEpisode
@@ -344,6 +354,7 @@ def test_recorded_box_actions_are_those_the_env_took(tmp_path):
         output=str(tmp_path),
         output_max_rows_per_file=None,
         output_write_remaining_data=False,
+        output_write_episodes=episodes,
         clip_actions=True,
     )
     recorder = EpisodeRecorder(config, OBS, box)
@@ -421,7 +432,13 @@ def test_a_discrete_space_counting_from_one_records_its_own_actions(tmp_path):
         algo.stop()
     import pyarrow.parquet as pq
 
-    recorded = pq.read_table(tmp_path).column("actions").to_pylist()
-    assert set(recorded) <= {1, 2} and len(recorded) > 10  # training's and evaluation's rows
+    from rljax.utils.safe_io import unpack_msgpack_numpy
+
+    recorded = [  # RLlib's episode files (the default): the actions of each episode's state
+        int(a)
+        for item in pq.read_table(tmp_path).column("item").to_pylist()
+        for a in unpack_msgpack_numpy(item, "test")["actions"]["data"]
+    ]
+    assert set(recorded) <= {1, 2} and len(recorded) > 10  # training's and evaluation's steps
     data = read_offline_data(str(tmp_path), OBS, _CountsFromOne.action_space)
     assert set(data.actions.tolist()) <= {0, 1}  # the policy's indexes again

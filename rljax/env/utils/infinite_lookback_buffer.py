@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rljax.utils.serialization import gym_space_to_dict, space_of_state
 from rljax.utils.spaces.space_utils import (
     batch,
     data_equal,
@@ -375,12 +376,12 @@ class InfiniteLookbackBuffer:
 
     def get_state(self) -> dict[str, Any]:
         """The buffer as a dict (``from_state`` rebuilds it): its data, lookback, whether
-        finalized, and its space (the object)."""
+        finalized, and its space as RLlib writes one (``gym_space_to_dict``)."""
         return {
             "data": self.data,
             "lookback": self.lookback,
             "finalized": self.finalized,
-            "space": self.space,
+            "space": gym_space_to_dict(self.space),
         }
 
     @staticmethod
@@ -388,7 +389,7 @@ class InfiniteLookbackBuffer:
         """The buffer ``get_state`` described (its data copied: the two buffers grow apart)."""
         data = state["data"]
         data = list(data) if isinstance(data, list) else map_struct(np.copy, data)
-        buffer = InfiniteLookbackBuffer(data, space=state.get("space"))
+        buffer = InfiniteLookbackBuffer(data, space=space_of_state(state.get("space")))
         buffer.lookback = int(state["lookback"])
         buffer.finalized = bool(state["finalized"])
         return buffer
