@@ -212,6 +212,16 @@ def test_the_buffer_and_the_space_helpers():
     np.testing.assert_array_equal(batch([np.array([1, 2]), 0]), [[1, 2], [0, 0]])
     with pytest.raises(ValueError, match="empty list"):
         batch([])
+    # RLlib's batch goes into lists inside the items (dm-tree): one array per position.
+    listed = batch([{"a": [1, 2.5]}, {"a": [3, 4.5]}])
+    assert isinstance(listed["a"], list) and len(listed["a"]) == 2
+    np.testing.assert_array_equal(listed["a"][0], [1, 3])
+    np.testing.assert_array_equal(listed["a"][1], [2.5, 4.5])
+    joined = batch(
+        [{"a": [np.zeros((2, 1))]}, {"a": [np.ones((1, 1))]}],
+        individual_items_already_have_batch_dim=True,
+    )
+    assert joined["a"][0].ravel().tolist() == [0.0, 0.0, 1.0]
     dummy = get_dummy_batch_for_space(
         gym.spaces.Tuple((gym.spaces.Discrete(4), gym.spaces.Box(0, 1, (2,)))),
         batch_size=3,
@@ -219,6 +229,13 @@ def test_the_buffer_and_the_space_helpers():
         one_hot_discrete=True,
     )
     assert dummy[0].shape == (3, 4) and dummy[1].shape == (3, 2) and dummy[0].max() == 1.0
+    box = gym.spaces.Box(0, 1, (2,), np.float32)
+    assert get_dummy_batch_for_space(box, 3, time_size=5).shape == (3, 5, 2)
+    timed = get_dummy_batch_for_space(box, 3, fill_value="random", time_size=5, time_major=True)
+    assert timed.shape == (5, 3, 2) and timed.dtype == np.float32 and 0 <= timed.min()
+    assert get_dummy_batch_for_space(gym.spaces.Discrete(3), 0, fill_value="random").shape == ()
+    with pytest.raises(ValueError, match="both sizes must be at least 1"):
+        get_dummy_batch_for_space(box, 0, time_size=5)
 
 
 def test_empty_infos_restored_copies_and_empty_chunks():

@@ -3,7 +3,8 @@ that episode code and connectors call (``batch``, ``unbatch``, ``get_base_struct
 ``get_dummy_batch_for_space``).
 
 Nested data is dicts and tuples (the shapes of ``Dict`` and ``Tuple`` spaces); anything else,
-lists included, is one item, as in RLlib.
+lists included, is one item, as in RLlib, except in ``batch``, which goes into lists below the
+top level as RLlib's does.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def batch(
     if not list_of_structs:
         raise ValueError("batch() needs at least one item; got an empty list")
     if individual_items_already_have_batch_dim:
-        return map_struct(lambda *s: np.concatenate(s, axis=0), *list_of_structs)
+        return _map_nested(lambda *s: np.concatenate(s, axis=0), *list_of_structs)
     n = len(list_of_structs)
 
     def stack(*items: Any) -> np.ndarray:
@@ -77,7 +78,18 @@ def batch(
             out[i] = item  # a number broadcasts (a fill value among arrays)
         return out
 
-    return map_struct(stack, *list_of_structs)
+    return _map_nested(stack, *list_of_structs)
+
+
+def _map_nested(fn: Callable[..., Any], *structs: Any) -> Any:
+    """``map_struct`` that also goes into lists, as RLlib's ``batch`` (dm-tree) does: each
+    item's ``{"a": [1, 2]}`` batches to ``{"a": [array, array]}``."""
+    first = structs[0]
+    if isinstance(first, dict):
+        return {k: _map_nested(fn, *(s[k] for s in structs)) for k in first}
+    if isinstance(first, tuple | list):
+        return type(first)(_map_nested(fn, *parts) for parts in zip(*structs, strict=True))
+    return fn(*structs)
 
 
 def unbatch(batches_struct: Any) -> list[Any]:
@@ -105,17 +117,34 @@ def get_dummy_batch_for_space(
     batch_size: int = 32,
     *,
     fill_value: float | int | str = 0.0,
+    time_size: int | None = None,
+    time_major: bool = False,
     one_hot_discrete: bool = False,
 ) -> Any:
     """Data of ``space``'s shape and dtype filled with ``fill_value`` (``"random"``: samples
-    of the space), with a leading axis of ``batch_size`` (0: one item, no batch axis).
-    ``one_hot_discrete`` gives ``Discrete``/``MultiDiscrete`` parts as float one-hot vectors
-    (all ``fill_value``)."""
+    of the space), with a leading axis of ``batch_size`` (0: one item, no batch axis). With
+    ``time_size``, a time axis too: ``[B, T, ...]``, or ``[T, B, ...]`` with ``time_major``
+    (both sizes then at least 1). ``one_hot_discrete`` gives ``Discrete``/``MultiDiscrete``
+    parts as float one-hot vectors (all ``fill_value``).
+
+    Raises:
+      ValueError: ``time_size`` with a ``batch_size`` or ``time_size`` under 1.
+    """
+    if time_size is not None and (batch_size < 1 or time_size < 1):
+        raise ValueError(
+            f"get_dummy_batch_for_space(batch_size={batch_size}, time_size={time_size}): with "
+            "a time axis both sizes must be at least 1"
+        )
     if isinstance(space, gym.spaces.Dict | gym.spaces.Tuple | dict | tuple):
         struct = space if isinstance(space, dict | tuple) else get_base_struct_from_space(space)
         return map_struct(
             lambda s: get_dummy_batch_for_space(
-                s, batch_size, fill_value=fill_value, one_hot_discrete=one_hot_discrete
+                s,
+                batch_size,
+                fill_value=fill_value,
+                time_size=time_size,
+                time_major=time_major,
+                one_hot_discrete=one_hot_discrete,
             ),
             struct,
         )
@@ -123,11 +152,15 @@ def get_dummy_batch_for_space(
         space = gym.spaces.Box(0.0, 1.0, (int(space.n),), np.float32)
     elif one_hot_discrete and isinstance(space, gym.spaces.MultiDiscrete):
         space = gym.spaces.Box(0.0, 1.0, (int(np.sum(space.nvec)),), np.float32)
+    if time_size is None:
+        lead = [batch_size] if batch_size > 0 else []
+    else:
+        lead = [time_size, batch_size] if time_major else [batch_size, time_size]
     if fill_value == "random":
-        samples = [space.sample() for _ in range(max(batch_size, 1))]
-        return np.asarray(samples if batch_size > 0 else samples[0], dtype=space.dtype)
-    shape = ([batch_size] if batch_size > 0 else []) + list(space.shape or ())
-    return np.full(shape, fill_value, dtype=space.dtype)
+        samples = [space.sample() for _ in range(max(int(np.prod(lead)), 1))]
+        data = np.asarray(samples, dtype=space.dtype)
+        return data.reshape(lead + list(space.shape or ())) if lead else data[0]
+    return np.full(lead + list(space.shape or ()), fill_value, dtype=space.dtype)
 
 
 __all__ = [
