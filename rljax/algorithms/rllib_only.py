@@ -86,7 +86,8 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     "ignore_final_observation": (True, "rljax's rows keep each step's new_obs"),
     "actions_in_input_normalized": (
         False,
-        "rljax stores and learns the actions as the env took them (False, accepted)",
+        "rljax learns the actions as the files hold them; RLlib 2.60's new stack reads the "
+        "setting nowhere either (only its old-stack JSON reader did)",
     ),
     "postprocess_inputs": (True, "MARWIL computes its value targets from the rows itself"),
     "output_config": (True, "rljax writes Parquet files (rljax.offline.data)"),
@@ -208,7 +209,7 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "input_read_method": ("read_parquet",),
     "input_read_episodes": (False, True),
     "input_read_sample_batches": (False,),
-    "actions_in_input_normalized": (False,),
+    "actions_in_input_normalized": (False, True),
     "output_write_method": ("write_parquet",),
 }
 

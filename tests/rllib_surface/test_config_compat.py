@@ -125,6 +125,10 @@ def test_default_mapping_module_specs_and_offline_data():
     assert offline.is_offline and not offline.is_online and offline.output == "y"
     with pytest.raises(ConfigError, match="prelearner_class=.* is RLlib's"):
         PPOConfig().offline_data(prelearner_class=object)
+    # RLlib 2.60's new stack reads these nowhere: accepted (its tuned CQL example sets one).
+    PPOConfig().offline_data(actions_in_input_normalized=True, input_read_episodes=True)
+    with pytest.raises(ConfigError, match="input_read_sample_batches=True is RLlib's"):
+        PPOConfig().offline_data(input_read_sample_batches=True)
 
 
 def test_default_learner_classes():
