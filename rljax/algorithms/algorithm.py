@@ -314,7 +314,8 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
     def _train_iteration(self, ran: IterationResult | None = None) -> dict[str, Any]:
         iteration_book.check_running(self._stopped, type(self).__name__)
         start = time.perf_counter()
-        due = iteration_book.evaluation_due(self.config.evaluation_interval, self.iteration)
+        iteration_before = self.iteration
+        due = iteration_book.evaluation_due(self.config.evaluation_interval, iteration_before)
         parallel = None
         if due and self.config.evaluation_parallel_to_training:
             self.callbacks("on_evaluate_start", algorithm=self, metrics_logger=self.metrics)
@@ -350,6 +351,8 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
             result["evaluation"] = evaluation
         elif due:
             result["evaluation"] = self.evaluate()
+        if (offline := self._offline_evaluation(iteration_before)) is not None:
+            result.setdefault("evaluation", {}).update(offline)  # RLlib merges it in
         merge_into(result, self.metrics.reduce(), "")
         self.callbacks(
             "on_train_result", algorithm=self, metrics_logger=self.metrics, result=result

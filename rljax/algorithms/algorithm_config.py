@@ -107,6 +107,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
     # Whether the algorithm learns from offline_data(input_=...) (BC, MARWIL) instead of
     # sampling its env.
     learns_offline: ClassVar[bool] = False
+    # ``evaluation(offline_evaluation_interval=...)``: the loss on the offline data (BC, MARWIL).
+    evaluates_offline_loss: ClassVar[bool] = False
     # Whether batch_mode="complete_episodes" trains it (PPO).
     samples_complete_episodes: ClassVar[bool] = False
     # Derived from the declarations (CommonSettings' and a subclass's) by _derive_tables():
@@ -290,9 +292,14 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         evaluation_parallel_to_training: bool = UNSET,
         evaluation_sample_timeout_s: float | None = UNSET,
         custom_evaluation_function: Callable[..., Any] | None = UNSET,
+        offline_evaluation_interval: int | None = UNSET,
+        offline_evaluation_type: str = UNSET,
+        offline_eval_batch_size_per_runner: int = UNSET,
+        dataset_num_iters_per_offline_eval_runner: int = UNSET,
         **kwargs: Any,
     ) -> _C:
-        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units."""
+        """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units
+        (and BC and MARWIL on their offline data every ``offline_evaluation_interval``)."""
         return self._set("evaluation", locals())
 
     def debugging(

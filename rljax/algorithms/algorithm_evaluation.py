@@ -49,6 +49,12 @@ class EvaluationHooks:
 
         def _policy_ids(self) -> list[str]: ...
 
+    def _offline_evaluation(self, iteration: int) -> dict[str, Any] | None:
+        """The offline evaluation of the iteration after ``iteration``, when one is due: the
+        entries it adds to ``result["evaluation"]`` (BC and MARWIL compute their loss on the
+        offline data: ``evaluation(offline_evaluation_interval=...)``); None: none."""
+        return None
+
     def _evaluation_params(self) -> Any:
         """A copy of the weights evaluation acts with (so that training may go on)."""
         return evaluation_job.evaluation_params(self.parts, self.state)

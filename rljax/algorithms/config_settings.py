@@ -362,6 +362,34 @@ class CommonSettings:
         "instead; its metrics are reported under evaluation/env_runners.",
         section="evaluation",
     )
+    offline_evaluation_interval = Setting[int | None](
+        None,
+        Int(0, optional=True),
+        "BC and MARWIL: every this many iterations, the training loss of the current weights "
+        "on batches of the offline data (RLlib's offline_evaluation_type='eval_loss'), "
+        "reported under evaluation/offline_eval_runners; None or 0: never.",
+        section="evaluation",
+    )
+    offline_evaluation_type = Setting(
+        "eval_loss",
+        Choice(("eval_loss",)),
+        '"eval_loss": the loss on the offline data (RLlib\'s importance-sampling estimates '
+        '"is" and "pdis" are not built).',
+        section="evaluation",
+    )
+    offline_eval_batch_size_per_runner = Setting(
+        256,
+        Int(1, 10_000_000),
+        "Rows of the offline data in each batch an offline evaluation computes the loss on.",
+        section="evaluation",
+    )
+    dataset_num_iters_per_offline_eval_runner = Setting(
+        1,
+        Int(1, 100_000),
+        "Batches one offline evaluation computes the loss on (the last one's is reported, as "
+        "RLlib's runner logs it).",
+        section="evaluation",
+    )
     # ------------------------------------------------------------------ debugging
     seed = Setting[int | None](
         None,

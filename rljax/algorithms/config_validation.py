@@ -65,6 +65,12 @@ def validate(config: Any) -> None:
             f"offline_data(input_={config.input_!r}): {config.algo_name} samples its env; "
             "BC, MARWIL (rljax.algorithms.marwil) and CQL (rljax.algorithms.cql) learn from offline data"
         )
+    if config.offline_evaluation_interval and not config.evaluates_offline_loss:
+        raise ConfigError(
+            f"evaluation(offline_evaluation_interval={config.offline_evaluation_interval}): "
+            f"offline evaluation (the loss on offline data) is built for BC and MARWIL, not "
+            f"{config.algo_name}; leave it None"
+        )
     multi_agent_jax = jax_multi_agent_creator(config.env) is not None
     if multi_agent_jax and not config.is_multi_agent:
         raise ConfigError(

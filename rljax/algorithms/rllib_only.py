@@ -109,6 +109,48 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         False,
         "use gym_env_vectorize_mode='ASYNC' (a process per sub-env) instead",
     ),
+    # RLlib's offline evaluation runs on Ray actors; rljax computes the loss in the learner.
+    "num_offline_eval_runners": (
+        True,
+        "offline evaluation computes the loss in the learner's process, on its device",
+    ),
+    "num_cpus_per_offline_eval_runner": (True, "offline evaluation runs in the learner's process"),
+    "num_gpus_per_offline_eval_runner": (
+        False,
+        "offline evaluation runs on the learner's device; 0 is accepted",
+    ),
+    "custom_resources_per_offline_eval_runner": (True, "rljax has no Ray resources here"),
+    "offline_evaluation_timeout_s": (True, "the loss is one jitted call, in the learner"),
+    "offline_evaluation_parallel_to_training": (
+        False,
+        "offline evaluation runs after the iteration's update (False, accepted)",
+    ),
+    "offline_evaluation_duration": (
+        True,
+        "dataset_num_iters_per_offline_eval_runner says how long",
+    ),
+    "max_requests_in_flight_per_offline_eval_runner": (True, "there are no offline eval actors"),
+    "broadcast_offline_eval_runner_states": (True, "there are no offline eval actors"),
+    "validate_offline_eval_runners_after_construction": (True, "there are no offline eval actors"),
+    "restart_failed_offline_eval_runners": (True, "there are no offline eval actors"),
+    "ignore_offline_eval_runner_failures": (True, "there are no offline eval actors"),
+    "max_num_offline_eval_runner_restarts": (True, "there are no offline eval actors"),
+    "offline_eval_runner_health_probe_timeout_s": (True, "there are no offline eval actors"),
+    "offline_eval_runner_restore_timeout_s": (True, "there are no offline eval actors"),
+    "offline_eval_rl_module_inference_only": (
+        True,
+        "the loss uses the learner's own weights (the whole module)",
+    ),
+    "offline_eval_runner_class": (
+        False,
+        "RLlib's PyTorch OfflineEvaluationRunner classes do not run here; the loss is the "
+        "algorithm's training loss (offline_evaluation_type='eval_loss')",
+    ),
+    "offline_loss_for_module_fn": (
+        False,
+        "a PyTorch loss does not run here; the offline evaluation loss is the algorithm's "
+        "training loss",
+    ),
     "evaluation_force_reset_envs_before_iteration": (
         True,
         "every evaluation starts on new env copies and new episodes",
@@ -210,6 +252,10 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "input_read_episodes": (False, True),
     "input_read_sample_batches": (False,),
     "actions_in_input_normalized": (False, True),
+    "num_gpus_per_offline_eval_runner": (0,),
+    "offline_evaluation_parallel_to_training": (False,),
+    "offline_eval_runner_class": (None,),
+    "offline_loss_for_module_fn": (None,),
     "output_write_method": ("write_parquet",),
 }
 

@@ -1,15 +1,19 @@
-"""What the algorithms that learn from offline data (BC, MARWIL, CQL) share: the settings they
-refuse alike, the gradient steps of a ``train()``, and its ``IterationResult``."""
+"""What the algorithms that learn from offline data (BC, MARWIL, CQL, IQL) share: the settings
+they refuse alike, the gradient steps of a ``train()``, its ``IterationResult``, and RLlib's
+offline evaluation of the loss (``OfflineLossEvaluation``)."""
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import jax
 import numpy as np
 
 from rljax.types import IterationResult, Timers
+from rljax.utils.errors import ConfigError
 
 
 def offline_refusal(config: Any, *checks: Callable[[Any], str | None]) -> str | None:
@@ -55,4 +59,102 @@ def offline_iteration(
     )
 
 
-__all__ = ["offline_iteration", "offline_refusal", "updates_per_train"]
+class OfflineLossEvaluation:
+    """RLlib's offline evaluation of type ``"eval_loss"`` (``evaluation(offline_evaluation_
+    interval=...)``): every ``interval`` iterations, the training loss of the current weights
+    on ``num_iters`` batches of ``batch_size`` offline rows, drawn afresh each time from their
+    own key (the training's batches are not disturbed), reported in RLlib's layout under
+    ``evaluation/offline_eval_runners``.
+
+    Args:
+      interval: ``offline_evaluation_interval``.
+      batch_size, num_iters: ``offline_eval_batch_size_per_runner`` and
+        ``dataset_num_iters_per_offline_eval_runner``.
+      eval_fn: ``eval_fn(state, key) -> metrics`` with ``"total_eval_loss"``, jitted here.
+      seed: The key's seed.
+    """
+
+    def __init__(
+        self,
+        interval: int,
+        batch_size: int,
+        num_iters: int,
+        eval_fn: Callable[[Any, jax.Array], Mapping[str, Any]],
+        seed: int,
+    ):
+        self.interval, self.batch_size, self.num_iters = interval, batch_size, num_iters
+        self._eval = jax.jit(eval_fn)
+        self._key = jax.random.PRNGKey(seed)
+        self.count = 0
+        self.rows_lifetime = 0
+
+    @classmethod
+    def for_config(
+        cls,
+        config: Any,
+        num_rows: int,
+        make: Callable[[int, int], Callable[[Any, jax.Array], Mapping[str, Any]]],
+    ) -> OfflineLossEvaluation | None:
+        """The evaluation ``config`` asks for (None: ``offline_evaluation_interval`` unset),
+        with ``make(batch_size, num_iters)`` building its ``eval_fn``.
+
+        Raises:
+          ConfigError: the data hold fewer rows than one batch.
+        """
+        interval = config.offline_evaluation_interval
+        if not interval:
+            return None
+        batch = int(config.offline_eval_batch_size_per_runner)
+        if num_rows < batch:
+            raise ConfigError(
+                f"{config.algo_name}: the offline data hold {num_rows} rows, fewer than "
+                f"offline_eval_batch_size_per_runner={batch}; lower it"
+            )
+        iters = int(config.dataset_num_iters_per_offline_eval_runner)
+        return cls(interval, batch, iters, make(batch, iters), int(config.seed or 0) + 104_729)
+
+    def run_if_due(self, iteration: int, policy_id: str, state: Any) -> dict[str, Any] | None:
+        """The evaluation of the iteration after ``iteration`` (None when not due), as the
+        entries of RLlib's ``result["evaluation"]``."""
+        if (iteration + 1) % self.interval:
+            return None
+        start = time.perf_counter()
+        self.count += 1
+        key = jax.random.fold_in(self._key, self.count)
+        metrics = {k: float(v) for k, v in jax.device_get(self._eval(state, key)).items()}
+        rows = self.batch_size * self.num_iters
+        self.rows_lifetime += rows
+        steps = {
+            "num_module_steps_sampled": rows,
+            "num_module_steps_sampled_lifetime": self.rows_lifetime,
+        }
+        return {
+            "offline_eval_runners": {
+                policy_id: {
+                    **metrics,
+                    **steps,
+                    "module_sample_batch_size_mean": float(self.batch_size),
+                    "weights_seq_no": float(iteration + 1),
+                },
+                "__all_modules__": {
+                    **steps,
+                    "num_env_steps_sampled": rows,
+                    "num_env_steps_sampled_lifetime": self.rows_lifetime,
+                    "dataset_num_iters_evaluated": self.num_iters,
+                    "dataset_num_iters_evaluated_lifetime": self.num_iters * self.count,
+                },
+                "weights_seq_no": float(iteration + 1),
+                "offline_sampling_timer": time.perf_counter() - start,
+            },
+            "num_healthy_offline_eval_runners": 0,
+            "offline_runners_actor_manager_num_outstanding_async_reqs": 0,
+            "num_remote_offline_eval_runners_restarts": 0,
+        }
+
+
+__all__ = [
+    "OfflineLossEvaluation",
+    "offline_iteration",
+    "offline_refusal",
+    "updates_per_train",
+]

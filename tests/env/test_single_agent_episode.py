@@ -232,7 +232,7 @@ def test_the_buffer_and_the_space_helpers():
     box = gym.spaces.Box(0, 1, (2,), np.float32)
     assert get_dummy_batch_for_space(box, 3, time_size=5).shape == (3, 5, 2)
     timed = get_dummy_batch_for_space(box, 3, fill_value="random", time_size=5, time_major=True)
-    assert timed.shape == (5, 3, 2) and timed.dtype == np.float32 and 0 <= timed.min()
+    assert timed.shape == (5, 3, 2) and timed.dtype == np.float32 and timed.min() >= 0
     assert get_dummy_batch_for_space(gym.spaces.Discrete(3), 0, fill_value="random").shape == ()
     with pytest.raises(ValueError, match="both sizes must be at least 1"):
         get_dummy_batch_for_space(box, 0, time_size=5)

@@ -50,7 +50,12 @@ from rljax.algorithms.on_policy import OnPolicyAlgorithm
 from rljax.algorithms.settings import Setting
 from rljax.learners.update import gradient_step, make_optimizer
 from rljax.offline.data import OfflineData, read_offline_data
-from rljax.offline.learning import offline_iteration, offline_refusal, updates_per_train
+from rljax.offline.learning import (
+    OfflineLossEvaluation,
+    offline_iteration,
+    offline_refusal,
+    updates_per_train,
+)
 from rljax.types import IterationResult
 from rljax.utils.checks import Number
 from rljax.utils.errors import ConfigError
@@ -87,6 +92,7 @@ class MARWILConfig(AlgorithmConfig):
 
     algo_name: ClassVar[str] = "MARWIL"
     learns_offline: ClassVar[bool] = True
+    evaluates_offline_loss: ClassVar[bool] = True
 
     lr = AlgorithmConfig.lr.replace(default=1e-4)
     train_batch_size_per_learner = AlgorithmConfig.train_batch_size_per_learner.replace(
@@ -212,24 +218,14 @@ class MARWILTrainState:
     connectors: Any = None  # none: no env-to-module connectors
 
 
-def make_marwil_train(
-    apply: Callable[..., Any],
-    dist: Any,
-    optimizer: Any,
-    data: dict[str, Any],
-    *,
-    batch_size: int,
-    num_iters: int,
-    beta: float,
-    vf_coeff: float,
-    update_rate: float,
-) -> Callable[[MARWILTrainState], tuple[MARWILTrainState, dict[str, jax.Array]]]:
-    """``train(state) -> (state, metrics)``: ``num_iters`` gradient steps on batches of
-    ``batch_size`` rows of ``data`` (arrays on the device: ``obs``, ``actions``, ``returns``,
-    ``discount``, ``last``, ``new_obs``), taken in the order of a new permutation; metrics are
-    means over the steps."""
-    num_rows = int(data["returns"].shape[0])
-    reps = math.ceil(num_iters * batch_size / num_rows)
+LossFn = Callable[[Any, MARWILBatch, jax.Array], tuple[jax.Array, tuple[jax.Array, Any]]]
+
+
+def make_marwil_loss(
+    apply: Callable[..., Any], dist: Any, *, beta: float, vf_coeff: float, update_rate: float
+) -> LossFn:
+    """``loss_fn(params, batch, c2) -> (loss, (new_c2, metrics))``: RLlib's MARWIL loss (BC's
+    with ``beta=0``) of the policy ``params[POLICY_ID]`` on ``batch``."""
 
     def loss_fn(
         params: Any, batch: MARWILBatch, c2: jax.Array
@@ -245,27 +241,52 @@ def make_marwil_train(
             logp, values, targets, c2, beta=beta, vf_coeff=vf_coeff, update_rate=update_rate
         )
 
+    return loss_fn
+
+
+def _batches(key: jax.Array, num_rows: int, batch_size: int, num_iters: int) -> jax.Array:
+    """``[num_iters, batch_size]`` row indices: the rows in the order of new permutations."""
+    reps = math.ceil(num_iters * batch_size / num_rows)
+    order = jax.vmap(lambda k: jax.random.permutation(k, num_rows))(jax.random.split(key, reps))
+    return order.reshape(-1)[: num_iters * batch_size].reshape(num_iters, batch_size)
+
+
+def _batch(data: dict[str, Any], rows: jax.Array) -> MARWILBatch:
+    return MARWILBatch(
+        obs=data["obs"][rows],
+        actions=data["actions"][rows],
+        returns=data["returns"][rows],
+        discount=data["discount"][rows],
+        bootstrap_obs=data["new_obs"][data["last"][rows]],
+    )
+
+
+def make_marwil_train(
+    loss_fn: LossFn,
+    optimizer: Any,
+    data: dict[str, Any],
+    *,
+    batch_size: int,
+    num_iters: int,
+) -> Callable[[MARWILTrainState], tuple[MARWILTrainState, dict[str, jax.Array]]]:
+    """``train(state) -> (state, metrics)``: ``num_iters`` gradient steps of ``loss_fn`` on
+    batches of ``batch_size`` rows of ``data`` (arrays on the device: ``obs``, ``actions``,
+    ``returns``, ``discount``, ``last``, ``new_obs``), taken in the order of a new
+    permutation; metrics are means over the steps."""
+    num_rows = int(data["returns"].shape[0])
+
     def train(state: MARWILTrainState) -> tuple[MARWILTrainState, dict[str, jax.Array]]:
         key, perm_key = jax.random.split(state.key)
-        keys = jax.random.split(perm_key, reps)
-        order = jax.vmap(lambda k: jax.random.permutation(k, num_rows))(keys).reshape(-1)
-        batches = order[: num_iters * batch_size].reshape(num_iters, batch_size)
 
         def one(carry: Any, rows: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
             params, opt_state, c2 = carry
-            batch = MARWILBatch(
-                obs=data["obs"][rows],
-                actions=data["actions"][rows],
-                returns=data["returns"][rows],
-                discount=data["discount"][rows],
-                bootstrap_obs=data["new_obs"][data["last"][rows]],
-            )
-            out = gradient_step(loss_fn, optimizer, params, opt_state, batch, c2)
+            out = gradient_step(loss_fn, optimizer, params, opt_state, _batch(data, rows), c2)
             new_c2, metrics = out.aux
             metrics = {**metrics, "total_loss": out.loss, "gradients_global_norm": out.grad_norm}
             return (out.params, out.opt_state, new_c2), metrics
 
         carry = (state.params, state.opt_state, state.sqd_adv_norm)
+        batches = _batches(perm_key, num_rows, batch_size, num_iters)
         (params, opt_state, c2), metrics = jax.lax.scan(one, carry, batches)
         state = dataclasses.replace(
             state,
@@ -281,6 +302,27 @@ def make_marwil_train(
         return state, means
 
     return train
+
+
+def make_marwil_eval_loss(
+    loss_fn: LossFn, data: dict[str, Any], *, batch_size: int, num_iters: int
+) -> Callable[[MARWILTrainState, jax.Array], dict[str, jax.Array]]:
+    """``eval_loss(state, key) -> metrics``: ``loss_fn`` of the current weights (no gradient,
+    no update) on ``num_iters`` batches of ``batch_size`` rows drawn with ``key``, RLlib's
+    offline evaluation of type ``"eval_loss"``: the last batch's ``total_eval_loss`` and loss
+    terms, as RLlib's runner logs them."""
+    num_rows = int(data["returns"].shape[0])
+
+    def one(state: MARWILTrainState, rows: jax.Array) -> dict[str, jax.Array]:
+        loss, (_, metrics) = loss_fn(state.params, _batch(data, rows), state.sqd_adv_norm)
+        return {**metrics, "total_eval_loss": loss}
+
+    def eval_loss(state: MARWILTrainState, key: jax.Array) -> dict[str, jax.Array]:
+        batches = _batches(key, num_rows, batch_size, num_iters)
+        per_batch = jax.lax.map(lambda rows: one(state, rows), batches)
+        return {k: v[-1] for k, v in per_batch.items()}
+
+    return eval_loss
 
 
 class MARWIL(OnPolicyAlgorithm):
@@ -313,6 +355,7 @@ class MARWIL(OnPolicyAlgorithm):
             )
         )
         self._loop, self.fused = None, False
+        self._offline_eval: OfflineLossEvaluation | None = None
         if self._inference_only or self._population_member:
             return
         self.data = read_offline_data(cfg.input_, self.observation_space, self.action_space)
@@ -323,19 +366,24 @@ class MARWIL(OnPolicyAlgorithm):
                 f"train_batch_size_per_learner={batch}; lower it or record more"
             )
         self.num_iters = updates_per_train(cfg, self.data.num_rows)
+        loss_fn = make_marwil_loss(
+            self.module.apply,
+            self._dist,
+            beta=float(cfg.beta),
+            vf_coeff=float(cfg.vf_coeff),
+            update_rate=float(cfg.moving_average_sqd_adv_norm_update_rate),
+        )
+        data = self._device_data(self.data, cfg.gamma)
         self._train = jax.jit(
-            make_marwil_train(
-                self.module.apply,
-                self._dist,
-                optimizer,
-                self._device_data(self.data, cfg.gamma),
-                batch_size=batch,
-                num_iters=self.num_iters,
-                beta=float(cfg.beta),
-                vf_coeff=float(cfg.vf_coeff),
-                update_rate=float(cfg.moving_average_sqd_adv_norm_update_rate),
-            ),
+            make_marwil_train(loss_fn, optimizer, data, batch_size=batch, num_iters=self.num_iters),
             donate_argnums=0,
+        )
+        self._offline_eval = OfflineLossEvaluation.for_config(
+            cfg,
+            self.data.num_rows,
+            lambda size, iters: make_marwil_eval_loss(
+                loss_fn, data, batch_size=size, num_iters=iters
+            ),
         )
 
     def _device_data(self, data: OfflineData, gamma: float) -> dict[str, Any]:
@@ -359,6 +407,12 @@ class MARWIL(OnPolicyAlgorithm):
         metrics = jax.device_get(metrics)
         rows = self.num_iters * self.config.train_batch_size_per_learner
         return offline_iteration(POLICY_ID, metrics, rows, time.perf_counter() - start)
+
+    def _offline_evaluation(self, iteration: int) -> dict[str, Any] | None:
+        """``evaluation(offline_evaluation_interval=...)``'s figures when one is due."""
+        if self._offline_eval is None:
+            return None
+        return self._offline_eval.run_if_due(iteration, POLICY_ID, self.state)
 
 
 class BC(MARWIL):
