@@ -13,6 +13,11 @@ What changes, and nothing else:
 - ``ray.init(...)`` and ``ray.shutdown()`` statements become ``pass``, and ``import ray``
   becomes ``import rljax`` when nothing else of ``ray`` is used.
 
+- PyTorch initializers named as RLlib's model configs take them (``fcnet_kernel_initializer=
+  nn.init.xavier_uniform_``) become their names (``"xavier_uniform_"``), which rljax's model
+  configs take, and the ``torch`` import that only served them is dropped: such a script runs
+  without PyTorch installed. A script that uses ``torch`` for anything else keeps its import.
+
 What is left of ``ray`` afterwards (``ray.air``, ``ray.data``, ``ray.remote``, ...) is listed in
 the notes: rljax has no counterpart, and the script will fail there.
 
@@ -217,6 +222,72 @@ def _statements(tree: ast.Module) -> Iterator[ast.stmt]:
         )
 
 
+# ``import torch`` / ``from torch import nn`` / ... : the torch module each form binds.
+def _torch_bindings(node: ast.stmt) -> dict[str, str]:
+    """The names ``node`` binds to torch modules (``{"nn": "torch.nn"}``), if it imports only
+    torch modules; else {}."""
+    if isinstance(node, ast.Import) and all(
+        a.name == "torch" or a.name.startswith("torch.") for a in node.names
+    ):
+        return {
+            a.asname or a.name.split(".")[0]: a.name if a.asname else "torch" for a in node.names
+        }
+    if (
+        isinstance(node, ast.ImportFrom)
+        and node.level == 0
+        and node.module
+        in (
+            "torch",
+            "torch.nn",
+        )
+    ):
+        return {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
+    return {}
+
+
+def _dotted(node: ast.expr) -> tuple[ast.Name, list[str]] | None:
+    """``a.b.c`` as (the Name ``a``, ["b", "c"]); None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    return (node, parts) if isinstance(node, ast.Name) else None
+
+
+def _torch_initializers(tree: ast.Module, notes: list[str]) -> list[tuple[ast.AST, str]]:
+    """The edits that turn ``nn.init.<name>`` (any spelling of ``torch.nn.init.<name>``) into
+    the name as a string, and drop each torch import left unused by that."""
+    imports = {id(n): (n, _torch_bindings(n)) for n in _statements(tree) if _torch_bindings(n)}
+    bound = {name: module for _, names in imports.values() for name, module in names.items()}
+    if not bound:
+        return []
+    edits: list[tuple[ast.AST, str]] = []
+    replaced: set[int] = set()  # the Name nodes inside replaced attributes
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or id(node) in replaced:
+            continue
+        dotted = _dotted(node)
+        if dotted is None or dotted[0].id not in bound:
+            continue
+        name, parts = dotted
+        full = ".".join([bound[name.id], *parts]).split(".")
+        if len(full) == 4 and full[:3] == ["torch", "nn", "init"]:
+            edits.append((node, repr(full[3])))
+            replaced.add(id(name))
+            replaced.update(id(n) for n in ast.walk(node))
+            notes.append(
+                f"line {node.lineno}: `{ast.unparse(node)}` -> {full[3]!r} (rljax's model "
+                "configs take initializers by name)"
+            )
+    if not edits:
+        return []
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in replaced}
+    for node, names in imports.values():
+        if not set(names) & used:
+            edits.append((node, "pass"))
+    return edits
+
+
 def port_source(source: str) -> Ported:
     """The script ``source`` with RLlib's imports rewritten to rljax's (see the module doc).
 
@@ -228,16 +299,22 @@ def port_source(source: str) -> Ported:
     tree = _parse(source, "the script")
     offset = _char_offsets(source)
     edits = []
-    for node in _statements(tree):
-        new = _rewritten(node, notes)
+    replacements: list[tuple[ast.AST, str]] = []
+    for statement in _statements(tree):
+        new = _rewritten(statement, notes)
         if new is not None:
-            assert node.end_lineno is not None and node.end_col_offset is not None
-            span = (
-                offset(node.lineno, node.col_offset),
-                offset(node.end_lineno, node.end_col_offset),
-            )
-            edits.append((span, new))
-    # The rewritten statements never overlap (none holds another statement): joined in order.
+            replacements.append((statement, new))
+    replacements += _torch_initializers(tree, notes)
+    for node, new in replacements:
+        assert isinstance(node, ast.stmt | ast.expr)
+        assert node.end_lineno is not None and node.end_col_offset is not None
+        span = (
+            offset(node.lineno, node.col_offset),
+            offset(node.end_lineno, node.end_col_offset),
+        )
+        edits.append((span, new))
+    # The rewritten statements and expressions never overlap (none holds another): joined in
+    # order.
     pieces, done = [], 0
     for (start, end), new in sorted(edits):
         pieces += [source[done:start], new]

@@ -122,3 +122,34 @@ def test_rljax_port_cli_writes_the_file_and_refuses_what_is_not_python(tmp_path)
     src.write_text("def broken(:\n")
     bad = subprocess.run([*run, str(src)], capture_output=True, text=True)
     assert bad.returncode == 2 and "is not valid Python" in bad.stderr
+
+
+def test_port_names_torch_initializers_and_drops_the_import_they_needed():
+    source = (
+        "from torch import nn\n"
+        "import torch.nn as tnn\n"
+        "import torch\n"
+        "from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig\n"
+        "m = DefaultModelConfig(\n"
+        "    fcnet_kernel_initializer=nn.init.xavier_uniform_,\n"
+        "    head_fcnet_kernel_initializer=tnn.init.orthogonal_,\n"
+        "    fcnet_bias_initializer=torch.nn.init.zeros_,\n"
+        ")\n"
+    )
+    ported = port_source(source)
+    lines = ported.source.splitlines()
+    assert lines[:3] == ["pass", "pass", "pass"]  # no torch left to import
+    assert "    fcnet_kernel_initializer='xavier_uniform_'," in lines
+    assert "    head_fcnet_kernel_initializer='orthogonal_'," in lines
+    assert "    fcnet_bias_initializer='zeros_'," in lines
+    assert any("`nn.init.xavier_uniform_` -> 'xavier_uniform_'" in n for n in ported.notes)
+    namespace: dict = {}
+    exec(compile(ported.source, "ported", "exec"), namespace)  # runs without torch
+    config = namespace["m"]
+    assert config.fcnet_kernel_initializer == "xavier_uniform"
+    assert config.head_fcnet_kernel_initializer == "orthogonal"
+    # torch used for anything else keeps its import; only the initializer names change.
+    kept = port_source("import torch\nx = torch.zeros(2)\ny = torch.nn.init.ones_\n").source
+    assert kept.splitlines() == ["import torch", "x = torch.zeros(2)", "y = 'ones_'"]
+    untouched = "from torch import nn\nlayer = nn.Linear(2, 2)\n"
+    assert port_source(untouched).source == untouched
