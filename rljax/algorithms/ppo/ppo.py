@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -189,6 +190,18 @@ class PPOConfig(AlgorithmConfig):
         """``PPOLearner``: the learner class a ``learner_class`` subclasses (RLlib's
         ``get_default_learner_class``)."""
         return PPOLearner
+
+    def get_rollout_fragment_length(self) -> int:
+        """Env steps each sub-env samples per iteration. ``"auto"``: the train batch over the
+        sub-envs. A number: that many, or, where one round of it over the sub-envs falls short
+        of the train batch, as many rounds as fill it (RLlib's PPO samples rounds of
+        ``rollout_fragment_length`` until it has ``total_train_batch_size`` env steps), as one
+        fragment."""
+        fragment = super().get_rollout_fragment_length()
+        if self.rollout_fragment_length == "auto":
+            return fragment
+        rounds = math.ceil(self.total_train_batch_size / (fragment * self.envs_per_step))
+        return fragment * max(1, rounds)
 
     def _validate_recurrent(self) -> None:
         why = recurrent_refusal(self)
