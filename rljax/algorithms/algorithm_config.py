@@ -300,7 +300,11 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
     ) -> _C:
         """Evaluates every ``evaluation_interval`` iterations for ``evaluation_duration`` units
         (and BC and MARWIL on their offline data every ``offline_evaluation_interval``)."""
-        return self._set("evaluation", locals())
+        values = dict(locals())  # RLlib's attribute for its keyword:
+        values["dataset_num_iters_per_eval_runner"] = values.pop(
+            "dataset_num_iters_per_offline_eval_runner"
+        )
+        return self._set("evaluation", values)
 
     def debugging(
         self: _C,
@@ -389,6 +393,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         on_train_result: Callable[..., Any] | None = UNSET,
         on_evaluate_start: Callable[..., Any] | None = UNSET,
         on_evaluate_end: Callable[..., Any] | None = UNSET,
+        on_evaluate_offline_start: Callable[..., Any] | None = UNSET,
+        on_evaluate_offline_end: Callable[..., Any] | None = UNSET,
         on_checkpoint_loaded: Callable[..., Any] | None = UNSET,
         on_env_runners_recreated: Callable[..., Any] | None = UNSET,
         on_environment_created: Callable[..., Any] | None = UNSET,

@@ -19,7 +19,9 @@ from rljax.env.vector import EnvSpec
 from rljax.execution import evaluation as evaluation_job
 from rljax.execution.evaluation import EvaluationEnv
 from rljax.execution.parts import PolicyParts
+from rljax.offline.learning import OfflineLossEvaluation
 from rljax.offline.recording import end_of_sampling
+from rljax.utils.errors import ConfigError
 from rljax.utils.metrics.metrics_logger import MetricsLogger
 from rljax.utils.seeding import derive_seed
 
@@ -45,15 +47,57 @@ class EvaluationHooks:
     _num_evaluations: int
     _recorder: Any  # offline_data(output=...)'s EpisodeRecorder, or None
 
+    iteration: int
+    callbacks: Any  # ``Algorithm``'s dispatcher of the user's hooks
+
     if TYPE_CHECKING:  # ``Algorithm``'s
 
         def _policy_ids(self) -> list[str]: ...
 
-    def _offline_evaluation(self, iteration: int) -> dict[str, Any] | None:
-        """The offline evaluation of the iteration after ``iteration``, when one is due: the
-        entries it adds to ``result["evaluation"]`` (BC and MARWIL compute their loss on the
-        offline data: ``evaluation(offline_evaluation_interval=...)``); None: none."""
+    def _offline_loss_evaluation(self) -> OfflineLossEvaluation | None:
+        """The algorithm's evaluation of its loss on offline data (BC's, MARWIL's); None."""
         return None
+
+    def evaluate_offline(self) -> dict[str, Any]:
+        """RLlib's ``Algorithm.evaluate_offline()``: BC's or MARWIL's training loss with the
+        current weights on batches of the offline data (``offline_eval_batch_size_per_runner``
+        rows, ``dataset_num_iters_per_offline_eval_runner`` of them), between the
+        ``on_evaluate_offline_start`` / ``_end`` hooks; ``{"offline_eval_runners": {...}}`` in
+        RLlib's layout (``total_eval_loss`` per policy).
+
+        Raises:
+          ConfigError: the algorithm has no offline data to evaluate on.
+        """
+        evaluation = self._offline_loss_evaluation()
+        if evaluation is None:
+            raise ConfigError(
+                f"{type(self).__name__}.evaluate_offline() computes the loss on offline data, "
+                "which BC and MARWIL learn from (offline_data(input_=...)); this algorithm "
+                "has none"
+            )
+        self.callbacks("on_evaluate_offline_start", algorithm=self, metrics_logger=self.metrics)
+        metrics = evaluation.run(self._policy_ids()[0], self.state, self.iteration)
+        self.callbacks(
+            "on_evaluate_offline_end",
+            algorithm=self,
+            metrics_logger=self.metrics,
+            evaluation_metrics=metrics,
+        )
+        return {"offline_eval_runners": metrics}
+
+    def _offline_evaluation(self, iteration: int) -> dict[str, Any] | None:
+        """The offline evaluation of the iteration after ``iteration`` when one is due
+        (``evaluation(offline_evaluation_interval=...)``): the entries it adds to
+        ``result["evaluation"]``; None: none."""
+        evaluation = self._offline_loss_evaluation()
+        if evaluation is None or not evaluation.due(iteration):
+            return None
+        return {
+            **self.evaluate_offline(),
+            "num_healthy_offline_eval_runners": 0,
+            "offline_runners_actor_manager_num_outstanding_async_reqs": 0,
+            "num_remote_offline_eval_runners_restarts": 0,
+        }
 
     def _evaluation_params(self) -> Any:
         """A copy of the weights evaluation acts with (so that training may go on)."""

@@ -384,12 +384,13 @@ class CommonSettings:
         "Rows of the offline data in each batch an offline evaluation computes the loss on.",
         section="evaluation",
     )
-    dataset_num_iters_per_offline_eval_runner = Setting(
+    dataset_num_iters_per_eval_runner = Setting(
         1,
         Int(1, 100_000),
         "Batches one offline evaluation computes the loss on (the last one's is reported, as "
         "RLlib's runner logs it).",
         section="evaluation",
+        keyword="dataset_num_iters_per_offline_eval_runner",
     )
     # ------------------------------------------------------------------ debugging
     seed = Setting[int | None](
@@ -535,6 +536,20 @@ class CommonSettings:
         "A function called as the on_evaluate_end hook (with its keyword arguments), or None.",
         section="callbacks",
         keyword="on_evaluate_end",
+    )
+    callbacks_on_evaluate_offline_start = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_evaluate_offline_start hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_evaluate_offline_start",
+    )
+    callbacks_on_evaluate_offline_end = Setting[Any](
+        None,
+        check_hook_function,
+        "A function called as the on_evaluate_offline_end hook (with its keyword arguments), or None.",
+        section="callbacks",
+        keyword="on_evaluate_offline_end",
     )
     callbacks_on_checkpoint_loaded = Setting[Any](
         None,

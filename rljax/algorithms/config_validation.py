@@ -306,8 +306,9 @@ def check_batch_division(config: Any) -> None:
     n_shards = config.num_learner_shards
     if config.sampled_batch_size % n_shards:
         raise ConfigError(
-            f"the sampled batch of {config.sampled_batch_size} env steps (rollout_fragment_length="
-            f"{config.get_rollout_fragment_length()} x {config.envs_per_step} sub-envs per step) does not "
+            f"the sampled batch of {config.sampled_batch_size} env steps "
+            f"({config.get_rollout_fragment_length()} steps per sub-env (rollout_fragment_length="
+            f"{config.rollout_fragment_length!r}) x {config.envs_per_step} sub-envs per step) does not "
             f"divide across num_learners={config.num_learners}; pick train_batch_size_per_learner, "
             "num_envs_per_env_runner or rollout_fragment_length so that it does"
         )

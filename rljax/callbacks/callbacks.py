@@ -17,6 +17,8 @@ Where each hook runs here:
 - ``on_sample_end``: once per iteration, after the episode hooks.
 - ``on_train_result``: at the end of each ``train()``, with the result (which it may change).
 - ``on_evaluate_start`` / ``on_evaluate_end``: around each ``evaluate()``.
+- ``on_evaluate_offline_start`` / ``on_evaluate_offline_end``: around each
+  ``evaluate_offline()`` (BC and MARWIL's loss on their offline data).
 - ``on_checkpoint_loaded``: after ``restore_from_path`` / ``Algorithm.from_checkpoint``.
 - ``on_env_runners_recreated``: in the ``train()`` during which runners were restarted.
 
@@ -33,6 +35,8 @@ HOOKS = (
     "on_train_result",
     "on_evaluate_start",
     "on_evaluate_end",
+    "on_evaluate_offline_start",
+    "on_evaluate_offline_end",
     "on_checkpoint_loaded",
     "on_env_runners_recreated",
     "on_environment_created",
@@ -72,6 +76,21 @@ class RLlibCallback:
         **kwargs: Any,
     ) -> None:
         """``evaluate()`` finished; ``evaluation_metrics`` may be changed in place."""
+
+    def on_evaluate_offline_start(
+        self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any
+    ) -> None:
+        """``evaluate_offline()`` starts."""
+
+    def on_evaluate_offline_end(
+        self,
+        *,
+        algorithm: Any,
+        metrics_logger: Any = None,
+        evaluation_metrics: dict,
+        **kwargs: Any,
+    ) -> None:
+        """``evaluate_offline()`` finished; ``evaluation_metrics`` may be changed in place."""
 
     def on_checkpoint_loaded(self, *, algorithm: Any, **kwargs: Any) -> None:
         """A checkpoint was restored into ``algorithm``."""

@@ -404,18 +404,34 @@ def _episode_rows(
         where = f"{f}: episode {i}"
         state = unpack_msgpack_numpy(item, where, ConfigError)
         try:
+            # The rows are checked against the env's spaces: the file's own are not built
+            # (each Box bound may be large), and the flags must be booleans.
+            state = {**state, "_observation_space": None, "_action_space": None}
+            for key in ("observations", "actions", "rewards", "infos"):
+                state[key] = {**state[key], "space": None}
+            state["extra_model_outputs"] = None
+            for flag in ("is_terminated", "is_truncated"):
+                if not isinstance(state[flag], bool | np.bool_):
+                    raise TypeError(f"{flag} is {type(state[flag]).__name__}, not a bool")
             episode = SingleAgentEpisode.from_state(state)
             obs = list(episode.get_observations())
             actions = list(episode.get_actions())
-            rewards = np.asarray(episode.get_rewards(), np.float32).reshape(-1)
+            rewards = np.asarray(episode.get_rewards(), np.float32)
             terminated, truncated = bool(episode.is_terminated), bool(episode.is_truncated)
             eps_id, t0 = str(episode.id_), int(episode.t_started)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as e:
             raise ConfigError(
                 f"offline_data(input_=...): {where} is not an episode's state "
                 f"({type(e).__name__}: {str(e)[:80]})"
             ) from None
         n = len(actions)  # the episode checked its observations and rewards against it
+        if rewards.shape != (n,):
+            raise ConfigError(
+                f"offline_data(input_=...): {where}: its rewards have shape {rewards.shape}, "
+                f"expected one number per step ({n},)"
+            )
+        if t0 < 0:
+            raise ConfigError(f"offline_data(input_=...): {where}: t_started={t0} is negative")
         if n == 0:
             continue
         observations = _stacked(where, "observation", obs, observation_space)

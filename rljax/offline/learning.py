@@ -60,23 +60,24 @@ def offline_iteration(
 
 
 class OfflineLossEvaluation:
-    """RLlib's offline evaluation of type ``"eval_loss"`` (``evaluation(offline_evaluation_
-    interval=...)``): every ``interval`` iterations, the training loss of the current weights
-    on ``num_iters`` batches of ``batch_size`` offline rows, drawn afresh each time from their
-    own key (the training's batches are not disturbed), reported in RLlib's layout under
-    ``evaluation/offline_eval_runners``.
+    """RLlib's offline evaluation of type ``"eval_loss"``: the training loss of the current
+    weights on ``num_iters`` batches of ``batch_size`` offline rows, drawn afresh each time
+    from a key of its own (training's batches are not disturbed), in RLlib's layout
+    (``Algorithm.evaluate_offline()``; every ``interval`` iterations with
+    ``evaluation(offline_evaluation_interval=...)``).
 
     Args:
-      interval: ``offline_evaluation_interval``.
+      interval: ``offline_evaluation_interval`` (None or 0: only when asked).
       batch_size, num_iters: ``offline_eval_batch_size_per_runner`` and
         ``dataset_num_iters_per_offline_eval_runner``.
-      eval_fn: ``eval_fn(state, key) -> metrics`` with ``"total_eval_loss"``, jitted here.
+      eval_fn: ``eval_fn(state, key) -> metrics`` with ``"total_eval_loss"``, jitted here
+        (compiled at its first call).
       seed: The key's seed.
     """
 
     def __init__(
         self,
-        interval: int,
+        interval: int | None,
         batch_size: int,
         num_iters: int,
         eval_fn: Callable[[Any, jax.Array], Mapping[str, Any]],
@@ -95,29 +96,39 @@ class OfflineLossEvaluation:
         num_rows: int,
         make: Callable[[int, int], Callable[[Any, jax.Array], Mapping[str, Any]]],
     ) -> OfflineLossEvaluation | None:
-        """The evaluation ``config`` asks for (None: ``offline_evaluation_interval`` unset),
-        with ``make(batch_size, num_iters)`` building its ``eval_fn``.
+        """The evaluation of ``config``'s settings, with ``make(batch_size, num_iters)``
+        building its ``eval_fn``; None where the data hold fewer rows than one batch and
+        ``offline_evaluation_interval`` is unset.
 
         Raises:
-          ConfigError: the data hold fewer rows than one batch.
+          ConfigError: ``offline_evaluation_interval`` is set and the data hold fewer rows than
+            one batch.
         """
-        interval = config.offline_evaluation_interval
-        if not interval:
-            return None
         batch = int(config.offline_eval_batch_size_per_runner)
         if num_rows < batch:
-            raise ConfigError(
-                f"{config.algo_name}: the offline data hold {num_rows} rows, fewer than "
-                f"offline_eval_batch_size_per_runner={batch}; lower it"
-            )
-        iters = int(config.dataset_num_iters_per_offline_eval_runner)
-        return cls(interval, batch, iters, make(batch, iters), int(config.seed or 0) + 104_729)
-
-    def run_if_due(self, iteration: int, policy_id: str, state: Any) -> dict[str, Any] | None:
-        """The evaluation of the iteration after ``iteration`` (None when not due), as the
-        entries of RLlib's ``result["evaluation"]``."""
-        if (iteration + 1) % self.interval:
+            if config.offline_evaluation_interval:
+                raise ConfigError(
+                    f"{config.algo_name}: the offline data hold {num_rows} rows, fewer than "
+                    f"offline_eval_batch_size_per_runner={batch}; lower it"
+                )
             return None
+        iters = int(config.dataset_num_iters_per_eval_runner)
+        return cls(
+            config.offline_evaluation_interval,
+            batch,
+            iters,
+            make(batch, iters),
+            int(config.seed or 0) + 104_729,
+        )
+
+    def due(self, iteration: int) -> bool:
+        """Whether the iteration after ``iteration`` evaluates (RLlib's rule)."""
+        return (
+            self.interval is not None and self.interval > 0 and (iteration + 1) % self.interval == 0
+        )
+
+    def run(self, policy_id: str, state: Any, weights_seq_no: int) -> dict[str, Any]:
+        """One evaluation of ``state``'s weights: RLlib's ``offline_eval_runners`` entry."""
         start = time.perf_counter()
         self.count += 1
         key = jax.random.fold_in(self._key, self.count)
@@ -129,26 +140,21 @@ class OfflineLossEvaluation:
             "num_module_steps_sampled_lifetime": self.rows_lifetime,
         }
         return {
-            "offline_eval_runners": {
-                policy_id: {
-                    **metrics,
-                    **steps,
-                    "module_sample_batch_size_mean": float(self.batch_size),
-                    "weights_seq_no": float(iteration + 1),
-                },
-                "__all_modules__": {
-                    **steps,
-                    "num_env_steps_sampled": rows,
-                    "num_env_steps_sampled_lifetime": self.rows_lifetime,
-                    "dataset_num_iters_evaluated": self.num_iters,
-                    "dataset_num_iters_evaluated_lifetime": self.num_iters * self.count,
-                },
-                "weights_seq_no": float(iteration + 1),
-                "offline_sampling_timer": time.perf_counter() - start,
+            policy_id: {
+                **metrics,
+                **steps,
+                "module_sample_batch_size_mean": float(self.batch_size),
+                "weights_seq_no": float(weights_seq_no),
             },
-            "num_healthy_offline_eval_runners": 0,
-            "offline_runners_actor_manager_num_outstanding_async_reqs": 0,
-            "num_remote_offline_eval_runners_restarts": 0,
+            "__all_modules__": {
+                **steps,
+                "num_env_steps_sampled": rows,
+                "num_env_steps_sampled_lifetime": self.rows_lifetime,
+                "dataset_num_iters_evaluated": self.num_iters,
+                "dataset_num_iters_evaluated_lifetime": self.num_iters * self.count,
+            },
+            "weights_seq_no": float(weights_seq_no),
+            "offline_sampling_timer": time.perf_counter() - start,
         }
 
 

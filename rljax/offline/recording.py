@@ -100,8 +100,9 @@ class EpisodeRecorder:
                 state[key] = gym_space_to_dict(space)
         data = state["actions"]["data"]
         if not env_actions and len(data) and (self._clip or self._start):
-            taken = self._env_actions(data)
-            state["actions"] = {**state["actions"], "data": list(taken)}
+            taken = self._env_actions(data)  # an array (to_numpy()'d) stays one, as RLlib reads it
+            taken = taken if isinstance(data, np.ndarray) else list(taken)
+            state["actions"] = {**state["actions"], "data": taken}
         try:
             with self._lock:
                 self.writer.add_episode_state(state)

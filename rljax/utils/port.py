@@ -13,10 +13,11 @@ What changes, and nothing else:
 - ``ray.init(...)`` and ``ray.shutdown()`` statements become ``pass``, and ``import ray``
   becomes ``import rljax`` when nothing else of ``ray`` is used.
 
-- PyTorch initializers named as RLlib's model configs take them (``fcnet_kernel_initializer=
-  nn.init.xavier_uniform_``) become their names (``"xavier_uniform_"``), which rljax's model
-  configs take, and the ``torch`` import that only served them is dropped: such a script runs
-  without PyTorch installed. A script that uses ``torch`` for anything else keeps its import.
+- PyTorch initializers given to a model config's ``*_initializer`` setting (a keyword argument
+  or a dict entry: ``fcnet_kernel_initializer=nn.init.xavier_uniform_``) become their names
+  (``"xavier_uniform_"``), which rljax's model configs take, and the ``torch`` import that only
+  served them is dropped: such a script runs without PyTorch installed. Other uses of
+  ``nn.init`` (calls, ``functools.partial``) and of ``torch`` keep their code and import.
 
 What is left of ``ray`` afterwards (``ray.air``, ``ray.data``, ``ray.remote``, ...) is listed in
 the notes: rljax has no counterpart, and the script will fail there.
@@ -254,18 +255,36 @@ def _dotted(node: ast.expr) -> tuple[ast.Name, list[str]] | None:
     return (node, parts) if isinstance(node, ast.Name) else None
 
 
+def _initializer_values(tree: ast.Module) -> Iterator[ast.Attribute]:
+    """The attributes given as a model config's initializer: the value of a keyword argument
+    or of a string dict key named ``*_initializer`` (``fcnet_kernel_initializer=nn.init.X``,
+    ``{"fcnet_kernel_initializer": nn.init.X}``); not calls or other uses of ``nn.init``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and (node.arg or "").endswith("_initializer"):
+            if isinstance(node.value, ast.Attribute):
+                yield node.value
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if (
+                    isinstance(key, ast.Constant)
+                    and isinstance(key.value, str)
+                    and key.value.endswith("_initializer")
+                    and isinstance(value, ast.Attribute)
+                ):
+                    yield value
+
+
 def _torch_initializers(tree: ast.Module, notes: list[str]) -> list[tuple[ast.AST, str]]:
-    """The edits that turn ``nn.init.<name>`` (any spelling of ``torch.nn.init.<name>``) into
-    the name as a string, and drop each torch import left unused by that."""
+    """The edits that turn ``nn.init.<name>`` (any spelling of ``torch.nn.init.<name>``) given
+    as a model config's initializer into the name as a string, and drop each torch import
+    left unused by that."""
     imports = {id(n): (n, _torch_bindings(n)) for n in _statements(tree) if _torch_bindings(n)}
     bound = {name: module for _, names in imports.values() for name, module in names.items()}
     if not bound:
         return []
     edits: list[tuple[ast.AST, str]] = []
     replaced: set[int] = set()  # the Name nodes inside replaced attributes
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Attribute) or id(node) in replaced:
-            continue
+    for node in _initializer_values(tree):
         dotted = _dotted(node)
         if dotted is None or dotted[0].id not in bound:
             continue
@@ -282,9 +301,9 @@ def _torch_initializers(tree: ast.Module, notes: list[str]) -> list[tuple[ast.AS
     if not edits:
         return []
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in replaced}
-    for node, names in imports.values():
+    for statement, names in imports.values():
         if not set(names) & used:
-            edits.append((node, "pass"))
+            edits.append((statement, "pass"))
     return edits
 
 

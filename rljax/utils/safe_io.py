@@ -426,11 +426,12 @@ def unpack_msgpack_numpy(data: bytes, where: str, error_type: type[Exception] = 
             raise _Refused(e) from None
 
     try:
-        return msgpack.unpackb(
+        tree = msgpack.unpackb(
             data,
             object_hook=hook,
             raw=False,
-            strict_map_key=True,
+            # Keys of numbers too (an env's infos may have them); never unhashable ones.
+            strict_map_key=False,
             max_str_len=len(data),
             max_bin_len=len(data),
             max_array_len=MAX_ELEMENTS,
@@ -443,6 +444,8 @@ def unpack_msgpack_numpy(data: bytes, where: str, error_type: type[Exception] = 
         raise _fail(
             error_type, where, f"is not valid msgpack ({type(e).__name__}: {str(e)[:80]})"
         ) from None
+    _check_tree(tree, where, error_type)  # depth (code that walks it recurses) and size
+    return tree
 
 
 def _unchunk(tree: Any, path: Path, error_type: type[Exception], depth: int) -> Any:

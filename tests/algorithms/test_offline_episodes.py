@@ -126,5 +126,65 @@ def test_malformed_episode_files_are_refused_naming_the_file(tmp_path):
         ConfigError, match="data disagree: 2 observations, 2 infos, 0 actions, 1 reward"
     ):
         read_offline_data(path, OBS, ACT)
+    bad_rewards = dict(good, rewards={**good["rewards"], "data": [[10.0, 20.0]]})
+    path = _item_file(tmp_path, "rewards", [pack_msgpack_numpy(bad_rewards)])
+    with pytest.raises(ConfigError, match=r"rewards have shape \(1, 2\), expected .* \(1,\)"):
+        read_offline_data(path, OBS, ACT)
+    path = _item_file(tmp_path, "flag", [pack_msgpack_numpy(dict(good, is_terminated="no"))])
+    with pytest.raises(ConfigError, match="is_terminated is str, not a bool"):
+        read_offline_data(path, OBS, ACT)
+    deep: dict = {}
+    for _ in range(600):
+        deep = {"d": deep}
+    nested = dict(good, observations={**good["observations"], "data": deep})
+    path = _item_file(tmp_path, "deep", [pack_msgpack_numpy(nested)])
+    with pytest.raises(ConfigError, match="nested deeper than 64 levels"):
+        read_offline_data(path, OBS, ACT)
+    # The file's own spaces are never built (its rows are checked against the env's): a Box
+    # bound may be large, and here one that could not be built at all is not an error.
+    space = {"space": "box", "low": "@@", "high": "@@", "shape": [1 << 30], "dtype": "<f8"}
+    odd = dict(good, _observation_space=space, _action_space={"space": "simplex"})
+    odd["observations"] = {**good["observations"], "space": space}
+    path = _item_file(tmp_path, "spaces", [pack_msgpack_numpy(odd)])
+    assert read_offline_data(path, OBS, ACT).num_rows == 1
     with pytest.raises(ValueError, match="needs OfflineWriter"):
         OfflineWriter(tmp_path / "rows", OBS, ACT).add_episode_state(good)
+
+
+def test_a_numpy_episode_with_clipped_actions_is_written_as_rllib_reads_it(tmp_path):
+    from types import SimpleNamespace
+
+    from rljax.offline import EpisodeRecorder
+    from rljax.utils.safe_io import unpack_msgpack_numpy
+
+    box = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+    config = SimpleNamespace(
+        output=str(tmp_path),
+        output_max_rows_per_file=None,
+        output_write_remaining_data=False,
+        output_write_episodes=True,
+        clip_actions=True,
+    )
+    recorder = EpisodeRecorder(config, OBS, box)
+    episode = SingleAgentEpisode(observation_space=OBS, action_space=box)
+    episode.add_env_reset(np.zeros(2, np.float32), {1: "an int key"})
+    episode.add_env_step(np.ones(2, np.float32), np.array([3.0], np.float32), 1.0, {})
+    episode.add_env_step(
+        np.ones(2, np.float32), np.array([-0.5], np.float32), 1.0, {}, terminated=True
+    )
+    recorder.on_episode_end(episode=episode.to_numpy())  # a user's hook made it numpy
+    recorder.end_of_sampling()
+    import pyarrow.parquet as pq
+
+    (item,) = pq.read_table(tmp_path).column("item").to_pylist()
+    state = unpack_msgpack_numpy(item, "test")
+    assert isinstance(state["actions"]["data"], np.ndarray)  # still an array, as RLlib reads it
+    np.testing.assert_allclose(state["actions"]["data"][:, 0], [1.0, -0.5])  # clipped
+    assert read_offline_data(str(tmp_path), OBS, box).actions[:, 0].tolist() == [1.0, -0.5]
+    mnp = pytest.importorskip("msgpack_numpy")
+    rllib_episode = pytest.importorskip("ray.rllib.env.single_agent_episode")
+    theirs = rllib_episode.SingleAgentEpisode.from_state(
+        msgpack.unpackb(item, object_hook=mnp.decode, strict_map_key=False)
+    )
+    theirs.validate()
+    assert theirs.is_numpy and len(theirs) == 2

@@ -66,6 +66,49 @@ def test_the_offline_loss_is_bcs_loss_on_the_data_and_training_is_left_alone(dat
         plain.stop()
 
 
+def test_evaluate_offline_runs_between_its_hooks_and_rllibs_names_load(data_dir):
+    seen = []
+    algo = (
+        BCConfig()
+        .environment("CartPole-v1")
+        .offline_data(input_=data_dir, dataset_num_iters_per_learner=1)
+        .training(train_batch_size_per_learner=16)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .evaluation(
+            offline_eval_batch_size_per_runner=8, dataset_num_iters_per_offline_eval_runner=3
+        )
+        .callbacks(
+            on_evaluate_offline_start=lambda algorithm, **kw: seen.append("start"),
+            on_evaluate_offline_end=lambda evaluation_metrics, **kw: seen.append(
+                sorted(evaluation_metrics)
+            ),
+        )
+        .build_algo()
+    )
+    try:
+        assert "evaluation" not in algo.train()  # no interval: only when asked
+        out = algo.evaluate_offline()["offline_eval_runners"]
+        assert seen == [
+            "start",
+            ["__all_modules__", "default_policy", "offline_sampling_timer", "weights_seq_no"],
+        ]
+        assert out["__all_modules__"]["num_env_steps_sampled"] == 24  # 3 batches of 8
+        assert out["default_policy"]["weights_seq_no"] == 1.0
+    finally:
+        algo.stop()
+    # RLlib's attribute name for the keyword, as its to_dict() writes it.
+    config = BCConfig().update_from_dict({"dataset_num_iters_per_eval_runner": 4})
+    assert config.dataset_num_iters_per_eval_runner == 4
+    from rljax.algorithms.ppo import PPOConfig
+
+    ppo = PPOConfig().environment("CartPole-v1").build_algo()
+    try:
+        with pytest.raises(ConfigError, match=r"PPO\.evaluate_offline\(\) computes the loss"):
+            ppo.evaluate_offline()
+    finally:
+        ppo.stop()
+
+
 def test_offline_evaluation_settings_are_checked():
     with pytest.raises(ConfigError, match="offline_evaluation_type='is' .* use 'eval_loss'"):
         BCConfig().evaluation(offline_evaluation_type="is").validate()

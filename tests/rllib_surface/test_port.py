@@ -149,7 +149,27 @@ def test_port_names_torch_initializers_and_drops_the_import_they_needed():
     assert config.fcnet_kernel_initializer == "xavier_uniform"
     assert config.head_fcnet_kernel_initializer == "orthogonal"
     # torch used for anything else keeps its import; only the initializer names change.
-    kept = port_source("import torch\nx = torch.zeros(2)\ny = torch.nn.init.ones_\n").source
-    assert kept.splitlines() == ["import torch", "x = torch.zeros(2)", "y = 'ones_'"]
+    kept = port_source(
+        "import torch\nx = torch.zeros(2)\ny = dict(bias_initializer=torch.nn.init.ones_)\n"
+    ).source
+    assert kept.splitlines() == [
+        "import torch",
+        "x = torch.zeros(2)",
+        "y = dict(bias_initializer='ones_')",
+    ]
+    # Only a model config's initializer setting is rewritten: calls and other uses stay.
+    calls = (
+        "import functools\nfrom torch import nn\n"
+        "nn.init.xavier_uniform_(w)\n"
+        "init = functools.partial(nn.init.normal_, std=0.01)\n"
+        "c = {'fcnet_kernel_initializer': nn.init.orthogonal_}\n"
+    )
+    lines = port_source(calls).source.splitlines()
+    assert lines[1:4] == [
+        "from torch import nn",
+        "nn.init.xavier_uniform_(w)",
+        "init = functools.partial(nn.init.normal_, std=0.01)",
+    ]
+    assert lines[4] == "c = {'fcnet_kernel_initializer': 'orthogonal_'}"
     untouched = "from torch import nn\nlayer = nn.Linear(2, 2)\n"
     assert port_source(untouched).source == untouched

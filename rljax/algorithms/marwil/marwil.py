@@ -408,11 +408,9 @@ class MARWIL(OnPolicyAlgorithm):
         rows = self.num_iters * self.config.train_batch_size_per_learner
         return offline_iteration(POLICY_ID, metrics, rows, time.perf_counter() - start)
 
-    def _offline_evaluation(self, iteration: int) -> dict[str, Any] | None:
-        """``evaluation(offline_evaluation_interval=...)``'s figures when one is due."""
-        if self._offline_eval is None:
-            return None
-        return self._offline_eval.run_if_due(iteration, POLICY_ID, self.state)
+    def _offline_loss_evaluation(self) -> OfflineLossEvaluation | None:
+        """The loss on the offline data (``evaluate_offline()``)."""
+        return self._offline_eval
 
 
 class BC(MARWIL):
