@@ -137,8 +137,9 @@ class CommonSettings:
     rollout_fragment_length = Setting[int | str](
         "auto",
         Int(1, MAX_ROLLOUT_FRAGMENT_LENGTH, literals=("auto",)),
-        'Env steps per sub-env per sampling round (at most 1,000,000), or "auto" (from the '
-        "batch); PPO samples rounds until the train batch is full, as RLlib's does.",
+        'Env steps per sub-env per iteration (at most 1,000,000), or "auto" (from the batch); '
+        "RLlib's PPO samples rounds of it until it has the train batch, rljax one round "
+        "(a warning says so).",
         section="env_runners",
     )
     num_gpus_per_env_runner = Setting[float](

@@ -255,26 +255,22 @@ def test_conv_ppo_on_the_cpu_trains_and_resumes(tmp_path):
         assert again.train()["num_env_steps_sampled_lifetime"] == 64
 
 
-def test_a_short_fragment_is_sampled_in_rounds_until_the_train_batch_is_full():
-    # RLlib's PPO samples rounds of rollout_fragment_length until it has the train batch.
+def test_a_short_fragment_trains_one_round_and_says_rllib_samples_more(caplog, monkeypatch):
+    # RLlib's PPO samples rounds of rollout_fragment_length until it has the train batch;
+    # rljax trains on one round, and says so once.
     from rljax.algorithms.ppo import PPOConfig
+    from rljax.utils import once
 
-    def config(envs, fragment, batch=256):
-        return (
-            PPOConfig()
-            .environment("CartPole-v1")
-            .env_runners(num_envs_per_env_runner=envs, rollout_fragment_length=fragment)
-            .training(train_batch_size_per_learner=batch, minibatch_size=128)
-        )
-
-    assert config(1, 64).get_rollout_fragment_length() == 256  # 4 rounds of 64
-    assert config(3, 64).sampled_batch_size == 384  # 2 rounds of 3 x 64 (RLlib's: >= 256)
-    assert config(2, 200).sampled_batch_size == 400  # one round already fills it
-    assert config(4, "auto").get_rollout_fragment_length() == 64
-    algo = config(2, 32, batch=128).build_algo()
-    try:
-        result = algo.train()
-        assert result["env_runners"]["num_env_steps_sampled"] == 128  # not 64
-        assert result["learners"]["__all_modules__"]["num_env_steps_trained"] == 128
-    finally:
-        algo.stop()
+    monkeypatch.setitem(once.SAID, "ppo_rounds", set())
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=32)
+        .training(train_batch_size_per_learner=128, minibatch_size=32)
+    )
+    with caplog.at_level("WARNING", logger="rljax"):
+        config.validate()
+        config.validate()
+    said = [r.getMessage() for r in caplog.records if "rounds of fragments" in r.getMessage()]
+    assert len(said) == 1 and "samples 64 env steps per iteration, fewer than" in said[0]
+    assert config.sampled_batch_size == 64

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -42,10 +42,13 @@ from rljax.execution.loop import LearnerFactory
 from rljax.execution.parts import PolicyParts
 from rljax.learners.hyperparams import dynamic_settings, with_hyperparams
 from rljax.types import Transition
+from rljax.utils import once
 from rljax.utils.checks import Bool, Choice, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
 from rljax.utils.schedules import NumberOrSchedule, is_schedule, schedule_start
+
+logger = logging.getLogger("rljax")
 
 # Minibatch updates per iteration (num_epochs x minibatches per epoch), all inside one jitted
 # call: RLlib's defaults (30 epochs of 4,000 rows in minibatches of 128) run 930.
@@ -191,18 +194,6 @@ class PPOConfig(AlgorithmConfig):
         ``get_default_learner_class``)."""
         return PPOLearner
 
-    def get_rollout_fragment_length(self) -> int:
-        """Env steps each sub-env samples per iteration. ``"auto"``: the train batch over the
-        sub-envs. A number: that many, or, where one round of it over the sub-envs falls short
-        of the train batch, as many rounds as fill it (RLlib's PPO samples rounds of
-        ``rollout_fragment_length`` until it has ``total_train_batch_size`` env steps), as one
-        fragment."""
-        fragment = super().get_rollout_fragment_length()
-        if self.rollout_fragment_length == "auto":
-            return fragment
-        rounds = math.ceil(self.total_train_batch_size / (fragment * self.envs_per_step))
-        return fragment * max(1, rounds)
-
     def _validate_recurrent(self) -> None:
         why = recurrent_refusal(self)
         if why is not None:
@@ -229,6 +220,18 @@ class PPOConfig(AlgorithmConfig):
             raise ConfigError(
                 f"use_gae={self.use_gae}, use_critic={self.use_critic}: rljax's PPO always uses "
                 "GAE and a critic; both must stay True"
+            )
+        sampled, wanted = self.sampled_batch_size, self.total_train_batch_size
+        if sampled < wanted and once.first_time("ppo_rounds", f"{sampled}<{wanted}"):
+            logger.warning(
+                "rollout_fragment_length=%r x %d sub-envs samples %d env steps per iteration, "
+                "fewer than train_batch_size=%d: RLlib's PPO samples rounds of fragments until "
+                "it has the train batch, rljax trains on one round; set "
+                "rollout_fragment_length='auto' (or larger) for the batch you asked for",
+                self.rollout_fragment_length,
+                self.envs_per_step,
+                sampled,
+                wanted,
             )
         per_learner = self.sampled_batch_size // self.num_learner_shards
         if self.minibatch_size > per_learner:
