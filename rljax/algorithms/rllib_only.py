@@ -151,6 +151,11 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "a PyTorch loss does not run here; the offline evaluation loss is the algorithm's "
         "training loss",
     ),
+    "min_time_s_per_iteration": (
+        True,
+        "an iteration is sized in env steps here (min_sample_timesteps_per_iteration), not in "
+        "seconds; set that for longer iterations",
+    ),
     "evaluation_force_reset_envs_before_iteration": (
         True,
         "every evaluation starts on new env copies and new episodes",

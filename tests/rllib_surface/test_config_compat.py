@@ -127,6 +127,7 @@ def test_default_mapping_module_specs_and_offline_data():
         PPOConfig().offline_data(prelearner_class=object)
     # RLlib 2.60's new stack reads these nowhere: accepted (its tuned CQL example sets one).
     PPOConfig().offline_data(actions_in_input_normalized=True, input_read_episodes=True)
+    PPOConfig().reporting(min_time_s_per_iteration=10)  # RLlib's tuned CQL sets it; no effect
     with pytest.raises(ConfigError, match="input_read_sample_batches=True is RLlib's"):
         PPOConfig().offline_data(input_read_sample_batches=True)
 
