@@ -273,32 +273,41 @@ def _array_from_ext(data: bytes, path: Path, error_type: type[Exception]) -> np.
         name = dtype_name.decode() if isinstance(dtype_name, bytes) else str(dtype_name)
     except Exception as e:  # msgpack raises several types on bad data
         raise _fail(error_type, path, f"holds a malformed array ({e})") from None
+    return _checked_array(name, shape, buffer, path, error_type)
+
+
+def _checked_array(
+    name: Any, shape: Any, buffer: Any, where: Path | str, error_type: type[Exception]
+) -> np.ndarray:
+    """The array of dtype ``name``, ``shape`` and bytes ``buffer``, each checked: an allowed
+    dtype (numbers and booleans), a shape of non-negative ints, as many bytes as they need. A
+    view of ``buffer`` (read-only)."""
     if name == "bfloat16":
         import ml_dtypes
 
         dtype = np.dtype(ml_dtypes.bfloat16)
     else:
         try:
-            dtype = np.dtype(name)
+            dtype = np.dtype(name) if isinstance(name, str) else None
         except TypeError:
             dtype = None
         if dtype is None or dtype.str not in ARRAY_DTYPES:
             raise _fail(
                 error_type,
-                path,
-                f"holds an array of dtype {name[:40]!r}; allowed: numbers and booleans",
+                where,
+                f"holds an array of dtype {str(name)[:40]!r}; allowed: numbers and booleans",
             )
     if not isinstance(shape, (list, tuple)) or not all(
         isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
     ):
-        raise _fail(error_type, path, "holds an array with a malformed shape")
+        raise _fail(error_type, where, "holds an array with a malformed shape")
     if not isinstance(buffer, bytes):
-        raise _fail(error_type, path, "holds an array without a byte buffer")
+        raise _fail(error_type, where, "holds an array without a byte buffer")
     count = math.prod(shape)  # Python ints: a crafted shape cannot wrap around
     if count * dtype.itemsize != len(buffer):
         raise _fail(
             error_type,
-            path,
+            where,
             f"holds an array of shape {tuple(shape)} and dtype {dtype} whose data is "
             f"{len(buffer)} bytes, not {count * dtype.itemsize}",
         )
@@ -382,34 +391,12 @@ def _from_msgpack_numpy(obj: dict[Any, Any], where: str, error_type: type[Except
         )
     name = obj.get(b"type")
     name = name.decode() if isinstance(name, bytes) else name
-    try:
-        dtype = np.dtype(name) if isinstance(name, str) and kind != b"V" else None
-    except TypeError:
-        dtype = None
-    if dtype is None or dtype.str not in ARRAY_DTYPES:
-        raise _fail(
-            error_type,
-            where,
-            f"holds an array of dtype {str(name)[:40]!r}; allowed: numbers and booleans",
-        )
-    buffer = obj.get(b"data")
-    if not isinstance(buffer, bytes):
-        raise _fail(error_type, where, "holds an array without a byte buffer")
+    if kind == b"V":  # a structured dtype (a list of fields)
+        name = "structured"
     if obj[b"nd"] is not True:  # a numpy scalar
-        if len(buffer) != dtype.itemsize:
-            raise _fail(error_type, where, f"holds a {dtype} scalar of {len(buffer)} bytes")
-        return np.frombuffer(buffer, dtype)[0]
-    shape = obj.get(b"shape")
-    if not isinstance(shape, list | tuple) or not all(type(d) is int and d >= 0 for d in shape):
-        raise _fail(error_type, where, "holds an array with a malformed shape")
-    if math.prod(shape) * dtype.itemsize != len(buffer):
-        raise _fail(
-            error_type,
-            where,
-            f"holds an array of shape {tuple(shape)} and dtype {dtype} whose data is "
-            f"{len(buffer)} bytes",
-        )
-    return np.frombuffer(buffer, dtype).reshape(shape).copy()
+        return _checked_array(name, (), obj.get(b"data"), where, error_type)[()]
+    array = _checked_array(name, obj.get(b"shape"), obj.get(b"data"), where, error_type)
+    return array.copy()  # writable, as msgpack-numpy's arrays are not: they share the message
 
 
 def unpack_msgpack_numpy(data: bytes, where: str, error_type: type[Exception] = ValueError) -> Any:
