@@ -18,6 +18,7 @@ import numpy as np
 from rljax.env.vector import EnvSpec
 from rljax.execution import evaluation as evaluation_job
 from rljax.execution.evaluation import EvaluationEnv
+from rljax.execution.iteration import evaluation_due
 from rljax.execution.parts import PolicyParts
 from rljax.offline.learning import OfflineLossEvaluation
 from rljax.offline.recording import end_of_sampling
@@ -90,7 +91,7 @@ class EvaluationHooks:
         (``evaluation(offline_evaluation_interval=...)``): the entries it adds to
         ``result["evaluation"]``; None: none."""
         evaluation = self._offline_loss_evaluation()
-        if evaluation is None or not evaluation.due(iteration):
+        if evaluation is None or not evaluation_due(evaluation.interval, iteration):
             return None
         return {
             **self.evaluate_offline(),

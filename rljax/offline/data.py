@@ -332,13 +332,13 @@ def _files_of(paths: Sequence[Path]) -> list[Path]:
     return list(files)
 
 
-def _in_range(f: Path, kind: str, values: np.ndarray, space: Any) -> np.ndarray:
+def _in_range(where: Path | str, kind: str, values: np.ndarray, space: Any) -> np.ndarray:
     """Discrete ``values`` as int64, each checked to lie in ``space``."""
     values = values.astype(np.int64)
     bad = (values < space.start) | (values >= space.start + space.n)
     if bad.any():
         raise ConfigError(
-            f"offline_data(input_=...): {f}: {kind} {int(values[bad][0])} is outside the "
+            f"offline_data(input_=...): {where}: {kind} {int(values[bad][0])} is outside the "
             f"env's {kind} space {space}"
         )
     return values
@@ -382,7 +382,7 @@ def _stacked(where: str, kind: str, values: list[Any], space: Any) -> np.ndarray
                 f"offline_data(input_=...): {where}: its {kind}s are {array.dtype} of shape "
                 f"{array.shape[1:]}, expected integers for the env's {kind} space {space}"
             )
-        return _in_range(Path(where), kind, array, space)
+        return _in_range(where, kind, array, space)
     if array.shape[1:] != space.shape:
         raise ConfigError(
             f"offline_data(input_=...): {where}: its {kind}s have shape {array.shape[1:]}, "

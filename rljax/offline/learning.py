@@ -121,12 +121,6 @@ class OfflineLossEvaluation:
             int(config.seed or 0) + 104_729,
         )
 
-    def due(self, iteration: int) -> bool:
-        """Whether the iteration after ``iteration`` evaluates (RLlib's rule)."""
-        return (
-            self.interval is not None and self.interval > 0 and (iteration + 1) % self.interval == 0
-        )
-
     def run(self, policy_id: str, state: Any, weights_seq_no: int) -> dict[str, Any]:
         """One evaluation of ``state``'s weights: RLlib's ``offline_eval_runners`` entry."""
         start = time.perf_counter()

@@ -236,11 +236,7 @@ def _torch_bindings(node: ast.stmt) -> dict[str, str]:
     if (
         isinstance(node, ast.ImportFrom)
         and node.level == 0
-        and node.module
-        in (
-            "torch",
-            "torch.nn",
-        )
+        and node.module in ("torch", "torch.nn")
     ):
         return {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names}
     return {}
@@ -278,8 +274,8 @@ def _torch_initializers(tree: ast.Module, notes: list[str]) -> list[tuple[ast.AS
     """The edits that turn ``nn.init.<name>`` (any spelling of ``torch.nn.init.<name>``) given
     as a model config's initializer into the name as a string, and drop each torch import
     left unused by that."""
-    imports = {id(n): (n, _torch_bindings(n)) for n in _statements(tree) if _torch_bindings(n)}
-    bound = {name: module for _, names in imports.values() for name, module in names.items()}
+    imports = [(n, names) for n in _statements(tree) if (names := _torch_bindings(n))]
+    bound = {name: module for _, names in imports for name, module in names.items()}
     if not bound:
         return []
     edits: list[tuple[ast.AST, str]] = []
@@ -292,7 +288,6 @@ def _torch_initializers(tree: ast.Module, notes: list[str]) -> list[tuple[ast.AS
         full = ".".join([bound[name.id], *parts]).split(".")
         if len(full) == 4 and full[:3] == ["torch", "nn", "init"]:
             edits.append((node, repr(full[3])))
-            replaced.add(id(name))
             replaced.update(id(n) for n in ast.walk(node))
             notes.append(
                 f"line {node.lineno}: `{ast.unparse(node)}` -> {full[3]!r} (rljax's model "
@@ -301,7 +296,7 @@ def _torch_initializers(tree: ast.Module, notes: list[str]) -> list[tuple[ast.AS
     if not edits:
         return []
     used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in replaced}
-    for statement, names in imports.values():
+    for statement, names in imports:
         if not set(names) & used:
             edits.append((statement, "pass"))
     return edits

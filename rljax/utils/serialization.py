@@ -39,19 +39,17 @@ def _serialize_ndarray(array: np.ndarray) -> str:
 def _deserialize_ndarray(text: Any, what: str) -> np.ndarray:
     if not isinstance(text, str | bytes):
         raise ValueError(f"{what}: expected base64 text of an array, got {type(text).__name__}")
+    inflate = zlib.decompressobj()
     try:
-        packed = base64.b64decode(text, validate=True)
-        inflate = zlib.decompressobj()
-        raw = inflate.decompress(packed, MAX_ARRAY_BYTES)
-        if inflate.unconsumed_tail:
-            raise ValueError(f"{what}: the array is larger than {MAX_ARRAY_BYTES:,} bytes")
+        raw = inflate.decompress(base64.b64decode(text, validate=True), MAX_ARRAY_BYTES)
+    except (binascii.Error, zlib.error) as e:
+        raise ValueError(f"{what}: not an array ({type(e).__name__}: {e})") from None
+    if inflate.unconsumed_tail:
+        raise ValueError(f"{what}: the array is larger than {MAX_ARRAY_BYTES:,} bytes")
+    try:
         array = np.load(io.BytesIO(raw), allow_pickle=False)
-    except ValueError as e:
-        if str(e).startswith(what):
-            raise
+    except (ValueError, OSError, EOFError) as e:  # an object array (pickle), not an .npy
         raise ValueError(f"{what}: not an array of numbers ({e})") from None
-    except (binascii.Error, zlib.error, OSError, EOFError) as e:
-        raise ValueError(f"{what}: not an array ({type(e).__name__})") from None
     if not isinstance(array, np.ndarray) or array.dtype.kind not in _NUMBER_KINDS:
         raise ValueError(f"{what}: holds {getattr(array, 'dtype', type(array))}, not numbers")
     return array
