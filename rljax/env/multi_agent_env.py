@@ -11,6 +11,7 @@ agents that leave early are expressed by which keys appear. ``terminateds["__all
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any, cast
 
@@ -264,8 +265,10 @@ def make_multi_agent(env_name_or_creator: str | Callable[[Any], gym.Env]) -> typ
 
     class MultiEnv(MultiAgentEnv):
         def __init__(self, config: dict | None = None):
-            config = config if config is not None else {}
-            num = int(config.get("num_agents", 1))
+            # As RLlib's: the creator gets a copy of the config without "num_agents" (an
+            # EnvContext stays one, with its worker and vector indices).
+            config = copy.copy(config) if config is not None else {}
+            num = int(config.pop("num_agents", 1))
             if num < 1:
                 raise ValueError(f"num_agents must be >= 1, got {num}")
             self.envs = [make_one(config) for _ in range(num)]

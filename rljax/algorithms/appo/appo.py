@@ -55,29 +55,38 @@ class APPOConfig(IMPALAConfig):
         0.4,
         Number(0, low_open=True),
         "The surrogate's clip range: the ratio is clipped to [1 - clip_param, 1 + clip_param].",
+        per_module=True,
     )
-    use_kl_loss = Setting(False, Bool(), "Add the KL(target policy || policy) penalty.")
+    use_kl_loss = Setting(
+        False, Bool(), "Add the KL(target policy || policy) penalty.", per_module=True
+    )
     kl_coeff = Setting(
         1.0,
         Number(0),
         "The KL penalty's initial weight, adapted after every update towards kl_target.",
+        per_module=True,
     )
-    kl_target = Setting(0.01, Number(0, low_open=True), "The KL the adaptive kl_coeff aims at.")
+    kl_target = Setting(
+        0.01, Number(0, low_open=True), "The KL the adaptive kl_coeff aims at.", per_module=True
+    )
     target_network_update_freq = Setting(
         2,
         Int(1),
         "Moves of the target policy, in RLlib's unit: every freq x circular_buffer_num_batches "
         "x circular_buffer_iterations_per_batch gradient steps (with or without the buffer).",
+        per_module=True,
     )
     tau = Setting(
         1.0,
         Number(0, 1, low_open=True),
         "The target policy moves tau of the way to the current one (1: a copy).",
+        per_module=True,
     )
     target_worker_clipping = Setting(
         2.0,
         Number(0, low_open=True),
         "The importance ratio behaviour / target policy is clipped to this in the surrogate.",
+        per_module=True,
     )
     use_circular_buffer = Setting(
         True,
@@ -85,6 +94,7 @@ class APPOConfig(IMPALAConfig):
         "IMPACT's circular buffer: each train batch serves circular_buffer_iterations_per_batch "
         "updates (a learner that keeps up with its runners, as rljax's, only ever finds the "
         "newest batch live in RLlib's buffer); False: one update per batch.",
+        per_module=True,
     )
     circular_buffer_num_batches = Setting(
         8,
@@ -92,8 +102,11 @@ class APPOConfig(IMPALAConfig):
         "N: train batches RLlib's circular buffer holds; here it sets the unit of "
         "target_network_update_freq (no batch but the newest is ever live, see "
         "use_circular_buffer).",
+        per_module=True,
     )
-    circular_buffer_iterations_per_batch = Setting(2, Int(1), "K: updates each train batch serves.")
+    circular_buffer_iterations_per_batch = Setting(
+        2, Int(1), "K: updates each train batch serves.", per_module=True
+    )
 
     def __init__(self, algo_class: type | None = None):
         super().__init__(algo_class or APPO)
@@ -146,6 +159,12 @@ class APPO(IMPALA):
 
     config_class = APPOConfig
     config: APPOConfig
+
+    @classmethod
+    def multi_agent_class(cls) -> type[Any]:
+        from rljax.algorithms.impala.multi_agent import MultiAgentAPPO
+
+        return MultiAgentAPPO
 
     def _learner(
         self,

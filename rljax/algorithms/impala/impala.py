@@ -36,6 +36,7 @@ from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.impala.learner import (
     IMPALAHyperparams,
     IMPALATrainState,
+    impala_optimizer,
     make_impala_update,
     make_vtrace_postprocess,
 )
@@ -48,10 +49,8 @@ from rljax.algorithms.settings import MAX_NUM_EPOCHS, Setting, frozen_from_confi
 from rljax.execution.parts import PolicyParts
 from rljax.learners.hyperparams import (
     dynamic_settings,
-    make_injected_optimizer,
     with_hyperparams,
 )
-from rljax.learners.update import make_optimizer
 from rljax.utils.checks import Bool, Choice, Int, Number
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import run_once
@@ -107,29 +106,40 @@ class IMPALAConfig(AlgorithmConfig):
         checked_on_set=True,
         doc="The optimizer's learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], "
         "...] (linear in lifetime env steps sampled).",
+        per_module=True,
     )
     train_batch_size_per_learner = AlgorithmConfig.train_batch_size_per_learner.replace(default=500)
-    grad_clip = AlgorithmConfig.grad_clip.replace(default=40.0)
+    grad_clip = AlgorithmConfig.grad_clip.replace(default=40.0, per_module=True)
+    # What one policy of a multi-agent config may override (algorithm_config_overrides_per_
+    # module): the settings of its learner.
+    model_config = AlgorithmConfig.model_config.replace(per_module=True)
+    gamma = AlgorithmConfig.gamma.replace(per_module=True)
     vtrace = Setting(True, Bool(), "Use V-trace; IMPALA and APPO always do (keep True).")
     vtrace_clip_rho_threshold = Setting(
         1.0,
         Number(0, low_open=True),
         "rho_bar: the importance ratios are clipped to this in V-trace's value targets.",
+        per_module=True,
     )
     vtrace_clip_pg_rho_threshold = Setting(
         1.0,
         Number(0, low_open=True),
         "The importance ratios are clipped to this in the policy-gradient advantages.",
+        per_module=True,
     )
     lambda_ = Setting(
-        1.0, Number(0, 1), "The traces' lambda: c_t = lambda * min(1, rho_t); 1 is IMPALA's."
+        1.0,
+        Number(0, 1),
+        "The traces' lambda: c_t = lambda * min(1, rho_t); 1 is IMPALA's.",
+        per_module=True,
     )
-    vf_loss_coeff = Setting(0.5, Number(0), "The value loss's weight.")
+    vf_loss_coeff = Setting(0.5, Number(0), "The value loss's weight.", per_module=True)
     entropy_coeff = Setting(
         0.01,
         NumberOrSchedule(Number(0)),
         "The entropy bonus's weight, or a schedule [[0, c0], [env_step, c1], ...].",
         checked_on_set=True,
+        per_module=True,
     )
     broadcast_interval = Setting(
         1,
@@ -149,19 +159,24 @@ class IMPALAConfig(AlgorithmConfig):
         Choice(("adam", "rmsprop")),
         'The optimizer: "adam", or "rmsprop" with decay, momentum and epsilon (as the IMPALA '
         "paper's).",
+        per_module=True,
     )
-    decay = Setting(0.99, Number(0, 1), "RMSProp's decay of its squared-gradient average.")
-    momentum = Setting(0.0, Number(0), "RMSProp's momentum (0: none).")
+    decay = Setting(
+        0.99, Number(0, 1), "RMSProp's decay of its squared-gradient average.", per_module=True
+    )
+    momentum = Setting(0.0, Number(0), "RMSProp's momentum (0: none).", per_module=True)
     epsilon = Setting(
         0.1,
         Number(0, low_open=True),
         "RMSProp's epsilon, inside the square root (TensorFlow's RMSProp, the IMPALA paper's, "
         "whose squared-gradient average starts at 1).",
+        per_module=True,
     )
     num_epochs = Setting(
         1,
         Int(1, MAX_NUM_EPOCHS),
         "Passes over each train batch (RLlib's); 1: one gradient step per batch.",
+        per_module=True,
     )
     minibatch_size = Setting[int | None](
         None,
@@ -314,6 +329,21 @@ class IMPALAConfig(AlgorithmConfig):
                 "lock-step columns to split; use minibatch_size=None or lock-step sampling"
             )
 
+    def _validate_multi_agent_vtrace(self) -> None:
+        """What multi-agent IMPALA and APPO do not build (``impala/multi_agent.py``)."""
+        if self.minibatch_size is not None:
+            raise ConfigError(
+                f"minibatch_size={self.minibatch_size} with a multi-agent config: multi-agent "
+                f"{self.algo_name} trains each policy on its whole batch (num_epochs passes); "
+                "use minibatch_size=None"
+            )
+        if self.num_learners > 1:
+            raise ConfigError(
+                f"num_learners={self.num_learners} with a multi-agent config: multi-agent "
+                f"{self.algo_name} runs its stacked update on one learner device; use "
+                "num_learners=0 or 1"
+            )
+
     def validate(self) -> None:
         super().validate()
         if not self.vtrace:
@@ -321,10 +351,9 @@ class IMPALAConfig(AlgorithmConfig):
                 "vtrace=False: IMPALA and APPO always use V-trace (as RLlib's do); keep True"
             )
         if self.is_multi_agent:
-            raise ConfigError(
-                f"{self.algo_name} trains one policy here; multi-agent configs are not built yet"
-            )
-        self._validate_minibatches()
+            self._validate_multi_agent_vtrace()
+        else:
+            self._validate_minibatches()
         if self.model_config.use_lstm:
             why = recurrent_refusal(self)
             if why is not None:
@@ -346,6 +375,12 @@ class IMPALA(OnPolicyAlgorithm):
     config_class = IMPALAConfig
     config: IMPALAConfig
     parts: PolicyParts[Any]
+
+    @classmethod
+    def multi_agent_class(cls) -> type[Any]:
+        from rljax.algorithms.impala.multi_agent import MultiAgentIMPALA
+
+        return MultiAgentIMPALA
 
     def _setup(self) -> None:
         cfg = self.config
@@ -394,23 +429,8 @@ class IMPALA(OnPolicyAlgorithm):
         )
 
     def _make_optimizer(self) -> optax.GradientTransformation:
-        """The optimizer, built once: Adam, or TensorFlow's RMSProp (the IMPALA paper's:
-        epsilon inside the square root, the squared-gradient average starting at 1), after
-        the global-norm clip; its rate (and clip) live in its state."""
-        cfg = self.config
-        rmsprop = cfg.opt_type == "rmsprop"
-        decay, eps, momentum = float(cfg.decay), float(cfg.epsilon), float(cfg.momentum) or None
-        clip_by = cfg.grad_clip_by
-
-        def factory(learning_rate: Any, max_norm: Any) -> optax.GradientTransformation:
-            base = None
-            if rmsprop:
-                base = optax.rmsprop(
-                    learning_rate, decay=decay, eps=eps, initial_scale=1.0, momentum=momentum
-                )
-            return make_optimizer(learning_rate, max_norm, flatten=True, base=base, clip_by=clip_by)
-
-        return make_injected_optimizer(factory, cfg.lr, cfg.grad_clip)
+        """The optimizer, built once (``impala_optimizer``)."""
+        return impala_optimizer(self.config)
 
     def _learner(
         self,

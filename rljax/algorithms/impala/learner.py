@@ -31,7 +31,7 @@ from rljax.algorithms.impala.losses import (
 )
 from rljax.learners import update as learner_update
 from rljax.learners.circular import make_repeated_update, reduce_steps
-from rljax.learners.hyperparams import settings_at, with_hyperparams
+from rljax.learners.hyperparams import make_injected_optimizer, settings_at, with_hyperparams
 from rljax.networks.distributions import ActionDistribution
 from rljax.ops.vtrace import next_or_bootstrap
 from rljax.runners.ordering import order_by_stream, to_time_major
@@ -300,6 +300,27 @@ def make_epochs(
     return passes
 
 
+def impala_optimizer(cfg: Any) -> optax.GradientTransformation:
+    """IMPALA's and APPO's optimizer for ``cfg``, built once: Adam, or TensorFlow's RMSProp
+    (the IMPALA paper's: epsilon inside the square root, the squared-gradient average
+    starting at 1), after the global-norm clip; its rate (and clip) live in its state."""
+    rmsprop = cfg.opt_type == "rmsprop"
+    decay, eps, momentum = float(cfg.decay), float(cfg.epsilon), float(cfg.momentum) or None
+    clip_by = cfg.grad_clip_by
+
+    def factory(learning_rate: Any, max_norm: Any) -> optax.GradientTransformation:
+        base = None
+        if rmsprop:
+            base = optax.rmsprop(
+                learning_rate, decay=decay, eps=eps, initial_scale=1.0, momentum=momentum
+            )
+        return learner_update.make_optimizer(
+            learning_rate, max_norm, flatten=True, base=base, clip_by=clip_by
+        )
+
+    return make_injected_optimizer(factory, cfg.lr, cfg.grad_clip)
+
+
 def make_impala_update(
     apply: Apply,
     dist: ActionDistribution,
@@ -428,6 +449,7 @@ __all__ = [
     "IMPALATrainState",
     "VTraceTrainBatch",
     "forward_with_next_values",
+    "impala_optimizer",
     "make_appo_update",
     "make_epochs",
     "make_impala_update",

@@ -151,7 +151,7 @@ class _Group:
     module: Any
     dist: Any
     optimizer: Any
-    hp: PPOHyperparams
+    hp: Any  # PPOHyperparams (multi-agent IMPALA's: its own record)
     train_mask: np.ndarray  # [P_g] bool
     # The policies' observation space; with padded slot rows, their first values reshaped.
     observation_space: gym.Space | None = None
@@ -428,7 +428,7 @@ class MultiAgentPPO(Algorithm):
         self.policy_action_spaces = self._policy_spaces_of(
             "action_space", self.agent_action_spaces, self.mixed_actions
         )
-        self.fragment_length = cfg.get_rollout_fragment_length()
+        self.fragment_length = self._fragment_length()
         self.num_slots = cfg.num_envs_per_env_runner * len(self.possible_agents)
         num_runners = cfg.num_runners
         batch_rows = self.fragment_length * self.num_slots * num_runners
@@ -461,8 +461,7 @@ class MultiAgentPPO(Algorithm):
             act_space = self.policy_action_spaces[self.policy_ids[members[0]]]
             dist, module = build_policy(obs_space, act_space, gcfg)
             obs_example = jax.device_put(zeros_batch(obs_space, 1))  # no compile
-            optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip, gcfg.grad_clip_by)
-            hp = PPOHyperparams.from_config(gcfg, 1, batch_rows)
+            optimizer, hp = self._group_learner(gcfg, batch_rows)
             self.groups.append(
                 _Group(
                     members=members,
@@ -484,12 +483,8 @@ class MultiAgentPPO(Algorithm):
             self.local_of[members] = np.arange(len(members))
             params = init_stacked(module.init, init_keys[np.array(members)], obs_example)
             states.append(
-                PPOTrainState(
-                    params={POLICY_ID: params},
-                    opt_state=run_once(jax.vmap(optimizer.init), {POLICY_ID: params}),
-                    kl_coeff=jnp.full((len(members),), hp.kl_coeff, jnp.float32),
-                    step=jnp.zeros((len(members),), jnp.int32),
-                    key=state_keys[np.array(members)],
+                self._group_state(
+                    self.groups[-1], {POLICY_ID: params}, state_keys[np.array(members)]
                 )
             )
         self.state = jax.device_put(states, self.learner_devices[0])
@@ -516,14 +511,8 @@ class MultiAgentPPO(Algorithm):
             cfg.clip_actions,
             self.forward_modules,
         )
-        self.hp = PPOHyperparams.from_config(cfg, 1, batch_rows)
         self._postprocess_rows = self.num_slots * num_runners
-        postprocess = make_ppo_postprocess(
-            self.hp,
-            self._postprocess_rows,
-            num_policies=self.num_policies,
-            policy_discounts=self._policy_discounts(),
-        )
+        postprocess = self._make_postprocess(batch_rows)
         self._updates: dict[tuple[int, int], Any] = {}
         self._act_step = make_act_step(
             self.parts.act, self.parts.bootstrap_keys, clip_rewards=self.config.clip_rewards
@@ -574,6 +563,51 @@ class MultiAgentPPO(Algorithm):
             for a in self.possible_agents
         }
         self.num_agent_steps_sampled_lifetime = 0
+
+    # ------------------------------------------------------------------ the algorithm's parts
+    # What multi-agent IMPALA and APPO (``rljax.algorithms.impala.multi_agent``) replace: the
+    # fragment's length, a group's optimizer, settings and train state, the post-processing,
+    # one policy's update and its batch.
+    def _fragment_length(self) -> int:
+        """Env steps each sub-env samples per iteration."""
+        return self.config.get_rollout_fragment_length()
+
+    def _group_learner(self, gcfg: Any, batch_rows: int) -> tuple[Any, Any]:
+        """A group's optimizer (built once) and frozen settings, from its config ``gcfg``."""
+        optimizer = make_optimizer(float(gcfg.lr), gcfg.grad_clip, gcfg.grad_clip_by)
+        return optimizer, PPOHyperparams.from_config(gcfg, 1, batch_rows)
+
+    def _group_state(self, group: _Group, params: Any, keys: jax.Array) -> Any:
+        """The group's initial train state: ``params`` and ``keys`` stacked [P_g, ...]."""
+        return PPOTrainState(
+            params=params,
+            opt_state=run_once(jax.vmap(group.optimizer.init), params),
+            kl_coeff=jnp.full((len(group.members),), group.hp.kl_coeff, jnp.float32),
+            step=jnp.zeros((len(group.members),), jnp.int32),
+            key=keys,
+        )
+
+    def _make_postprocess(self, batch_rows: int) -> Any:
+        """``postprocess(Transition [T, slots]) -> batch [1, rows]`` (GAE, per policy)."""
+        self.hp = PPOHyperparams.from_config(self.config, 1, batch_rows)
+        return make_ppo_postprocess(
+            self.hp,
+            self._postprocess_rows,
+            num_policies=self.num_policies,
+            policy_discounts=self._policy_discounts(),
+        )
+
+    def _policy_update(self, g: int, size: int, hp: Any = None, optimizer: Any = None) -> Any:
+        """One policy's update of group ``g`` on batches of ``size`` rows (vmapped over the
+        group by ``_stacked_update``)."""
+        group = self.groups[g]
+        hp = dataclasses.replace(
+            group.hp if hp is None else hp,
+            shard_size=size,
+            minibatch_size=min(group.hp.minibatch_size, size),
+            skip_empty_minibatches=True,
+        )
+        return make_ppo_update(group.module.apply, group.dist, optimizer or group.optimizer, hp)
 
     def _fused_jax_env(self) -> Any:
         """The JAX env of the fused path (``multi_agent_fused``), or None: a multi-agent JAX
@@ -787,15 +821,8 @@ class MultiAgentPPO(Algorithm):
         """Group ``g``'s vmapped update for per-policy batches of ``size`` rows (traceable);
         ``hp`` and ``optimizer``: a population trial's (``multi_agent_fused.valued_group``)
         instead of the group's own."""
-        group = self.groups[g]
-        hp = dataclasses.replace(
-            group.hp if hp is None else hp,
-            shard_size=size,
-            minibatch_size=min(group.hp.minibatch_size, size),
-            skip_empty_minibatches=True,
-        )
-        update = make_ppo_update(group.module.apply, group.dist, optimizer or group.optimizer, hp)
-        train_mask = jnp.asarray(group.train_mask)
+        update = self._policy_update(g, size, hp, optimizer)
+        train_mask = jnp.asarray(self.groups[g].train_mask)
 
         def stacked_update(state, batch):
             new_state, metrics = jax.vmap(update)(state, batch)

@@ -1,0 +1,213 @@
+"""Multi-agent IMPALA and APPO: multi-agent PPO's policies, sampling and groups, V-trace's
+losses.
+
+Everything but the learning is multi-agent PPO's (``rljax.algorithms.ppo.multi_agent``): the
+policies stacked in groups of equal settings, the agent slots of the runners' vector envs,
+frozen and forward-only policies, evaluation, checkpoints and results. What differs:
+
+- **Batches.** The runners' fragments are ordered by stream (an agent slot of a sub-env), and
+  each policy's rows are gathered in that order into one column ``[rows, 1]``, cut wherever
+  the next row is not the same agent's next step, so V-trace runs along each agent's own
+  trajectory and never across two. Columns are padded to a power of two (masked rows), so an
+  update compiles once per size bucket.
+- **The update** of a group is IMPALA's (or APPO's) single-policy update, vmapped over the
+  group's policies: one gradient step per iteration at RLlib's defaults, ``num_epochs``
+  passes over the whole batch when set. The settings a group's policies override
+  (``algorithm_config_overrides_per_module``) are theirs, schedules of ``lr`` and
+  ``entropy_coeff`` included (each policy's counted in its own trained env steps).
+- **Sampling is synchronous.** Each iteration the runners sample a fragment each, sized so
+  that together they hold ``train_batch_size_per_learner`` env steps, and the learner trains on
+  it with the weights that acted: V-trace's importance ratios are 1 at the first step (RLlib's
+  runners sample while its learner updates, so its ratios correct for a lag rljax's
+  multi-agent runs do not have). A multi-agent JAX env is stepped from the host.
+
+Not built: ``minibatch_size`` (RLlib's minibatches of whole fragments), recurrent modules,
+several learners and populations; each is refused by name when the config is validated or the
+algorithm built.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+
+from rljax.algorithms.impala.learner import (
+    APPOHyperparams,
+    APPOTrainState,
+    IMPALAHyperparams,
+    IMPALATrainState,
+    VTraceTrainBatch,
+    impala_optimizer,
+    make_appo_update,
+    make_impala_update,
+)
+from rljax.algorithms.impala.losses import VTraceBatch
+from rljax.algorithms.ppo.multi_agent import MultiAgentPPO, _bucket, _Group
+from rljax.algorithms.settings import frozen_from_config
+from rljax.learners.hyperparams import dynamic_settings, with_hyperparams
+from rljax.runners.ordering import order_by_stream
+from rljax.types import Transition
+from rljax.utils.jit import run_once
+from rljax.utils.schedules import is_schedule, schedule_start
+
+# The smallest padded column of a policy's rows (V-trace scans it row by row).
+_MIN_ROWS = 32
+# The settings an update reads as it trains (schedules allowed): IMPALA's.
+_DYNAMIC = ("lr", "entropy_coeff")
+
+
+@dataclasses.dataclass(frozen=True)
+class _VTraceLearner:
+    """A group's frozen settings (IMPALA's or APPO's record) and its dynamic ones."""
+
+    hp: Any
+    dynamic: dict[str, Any]
+    lr_start: float
+
+
+def make_multi_agent_vtrace_postprocess() -> Any:
+    """``postprocess(Transition [T, slots]) -> VTraceTrainBatch [1, T * slots]``: the rows in
+    stream order (each agent slot's real steps in time order, its padding after them), cut
+    where a stream stops (``rljax.runners.ordering.order_by_stream``)."""
+
+    def postprocess(traj: Transition) -> VTraceTrainBatch:
+        ordered = order_by_stream(traj)
+        s = ordered.rows
+        batch = VTraceTrainBatch(
+            obs=s.obs,
+            vtrace=VTraceBatch(
+                action=s.action,
+                behaviour_logp=s.extras["action_logp"],
+                reward=s.reward,
+                terminated=s.terminated,
+                truncated=ordered.cut,
+                mask=s.valid.astype(jnp.float32),
+            ),
+            bootstrap_value=s.next_extras["vf_preds"],
+        )
+        return jax.tree.map(lambda x: x[None], batch)
+
+    return postprocess
+
+
+class MultiAgentIMPALA(MultiAgentPPO):
+    """IMPALA over several policies on a ``MultiAgentEnv`` (built by ``IMPALAConfig`` with
+    ``.multi_agent(...)``): multi-agent PPO's sampling and groups, V-trace's update."""
+
+    # Trials of multi-agent IMPALA train one at a time (no population program).
+    population_settings: ClassVar[tuple[str, ...]] = ()
+    population_state_settings: ClassVar[tuple[str, ...]] = ()
+
+    def _fragment_length(self) -> int:
+        """At least ``rollout_fragment_length``, and long enough that one fragment from every
+        sub-env holds the train batch (synchronous sampling: one batch per iteration)."""
+        cfg = self.config
+        sub_envs = cfg.num_envs_per_env_runner * cfg.num_runners
+        return max(
+            cfg.get_rollout_fragment_length(), math.ceil(cfg.total_train_batch_size / sub_envs)
+        )
+
+    def _fused_jax_env(self) -> Any:
+        return None  # a multi-agent JAX env is stepped from the host (module docstring)
+
+    def _group_learner(self, gcfg: Any, batch_rows: int) -> tuple[Any, Any]:
+        dynamic = {}
+        for name in _DYNAMIC:
+            value = getattr(gcfg, name)
+            dynamic[name] = value if is_schedule(value) else float(value)
+        at_start = gcfg.copy()
+        for name in _DYNAMIC:
+            setattr(at_start, name, schedule_start(getattr(gcfg, name)))
+        return impala_optimizer(gcfg), _VTraceLearner(
+            self._frozen_settings(at_start), dynamic_settings(dynamic), float(at_start.lr)
+        )
+
+    def _group_config(self, group: _Group) -> Any:
+        """The config of the group's policies (the algorithm's with their overrides)."""
+        return self.config.module_config(self.policy_ids[group.members[0]])
+
+    def _frozen_settings(self, static_config: Any) -> Any:
+        """The group's frozen record (IMPALA's; APPO's overrides)."""
+        return frozen_from_config(IMPALAHyperparams, static_config, minibatch_size=None)
+
+    def _opt_state(self, group: _Group, params: Any) -> Any:
+        """The group's optimizer states, the learning rate at its start in them."""
+        opt_state = run_once(jax.vmap(group.optimizer.init), params)
+        rate = jnp.full((len(group.members),), group.hp.lr_start, jnp.float32)
+        return with_hyperparams(opt_state, learning_rate=rate)
+
+    def _group_state(self, group: _Group, params: Any, keys: jax.Array) -> Any:
+        n = len(group.members)
+        return IMPALATrainState(
+            params=params,
+            opt_state=self._opt_state(group, params),
+            step=jnp.zeros((n,), jnp.int32),
+            key=keys,
+            env_steps=jnp.zeros((n,), jnp.int32),
+        )
+
+    def _make_postprocess(self, batch_rows: int) -> Any:
+        return make_multi_agent_vtrace_postprocess()
+
+    def _policy_update(self, g: int, size: int, hp: Any = None, optimizer: Any = None) -> Any:
+        group = self.groups[g]
+        learner = group.hp
+        return make_impala_update(
+            group.module.apply, group.dist, group.optimizer, learner.hp, learner.dynamic
+        )
+
+    def _bucket_size(self, g: int, rows: int) -> int:
+        return _bucket(rows, _MIN_ROWS)
+
+    def _gathered(self, flat: Any, index: Any, real: Any, g: int) -> Any:
+        """Group ``g``'s per-policy columns: the rows ``index`` [P_g, size] of the stream-ordered
+        ``flat`` batch, masked by ``real``, cut where the next row of the column is not the
+        next row of ``flat`` (another agent's, or after a step the agent did not act in) and at
+        every padded row; every leaf [P_g, size, 1, ...] (traceable)."""
+        index = jnp.asarray(index)
+        real = jnp.asarray(real)
+        obs = self.groups[g].obs(jax.tree.map(lambda x: x[index], flat.obs["obs"]), lead=2)
+        rows = jax.tree.map(lambda x: x[index], flat._replace(obs=None))._replace(obs=obs)
+        follows = jnp.concatenate(
+            [index[:, 1:] == index[:, :-1] + 1, jnp.zeros((index.shape[0], 1), bool)], axis=1
+        )
+        next_real = jnp.concatenate([real[:, 1:], jnp.zeros((real.shape[0], 1), real.dtype)], 1)
+        cut = rows.vtrace.truncated | ~follows | (next_real == 0) | (real == 0)
+        vtrace = rows.vtrace._replace(truncated=cut, mask=rows.vtrace.mask * real)
+        return jax.tree.map(lambda x: x[:, :, None], rows._replace(vtrace=vtrace))
+
+
+class MultiAgentAPPO(MultiAgentIMPALA):
+    """APPO over several policies on a ``MultiAgentEnv`` (built by ``APPOConfig`` with
+    ``.multi_agent(...)``): each policy has its own target policy and KL coefficient."""
+
+    def _frozen_settings(self, static_config: Any) -> Any:
+        return frozen_from_config(
+            APPOHyperparams, static_config, minibatches_per_batch=1, minibatch_size=None
+        )
+
+    def _group_state(self, group: _Group, params: Any, keys: jax.Array) -> Any:
+        n = len(group.members)
+        return APPOTrainState(
+            params=params,
+            opt_state=self._opt_state(group, params),
+            target_params=jax.tree.map(jnp.copy, params),  # its own buffers (donated)
+            kl_coeff=jnp.full((n,), self._group_config(group).kl_coeff, jnp.float32),
+            step=jnp.zeros((n,), jnp.int32),
+            key=keys,
+            env_steps=jnp.zeros((n,), jnp.int32),
+        )
+
+    def _policy_update(self, g: int, size: int, hp: Any = None, optimizer: Any = None) -> Any:
+        group = self.groups[g]
+        learner = group.hp
+        return make_appo_update(
+            group.module.apply, group.dist, group.optimizer, learner.hp, learner.dynamic
+        )
+
+
+__all__ = ["MultiAgentAPPO", "MultiAgentIMPALA", "make_multi_agent_vtrace_postprocess"]
