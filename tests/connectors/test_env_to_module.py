@@ -209,8 +209,6 @@ def test_what_cannot_take_connectors_is_refused_by_name():
         DQNConfig().environment("CartPole-v1").env_runners(
             env_to_module_connector=MeanStdFilter()
         ).build_algo()
-    with pytest.raises(ConfigError, match="multi_agent=True"):
-        MeanStdFilter(multi_agent=True)
     with pytest.raises(ConfigError, match="unknown arguments \\['clip'\\]"):
         MeanStdFilter(clip=5)
     with pytest.raises(ConfigError, match="use a function"):

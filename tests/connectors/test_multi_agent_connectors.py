@@ -1,5 +1,5 @@
 """Env-to-module connectors on multi-agent PPO (``rljax.connectors.env_to_module.multi_agent``):
-stateless pieces on each env step's observation dict, on the host."""
+pieces on each env step's observation dict, on the host; MeanStdFilter's statistics per agent."""
 
 from __future__ import annotations
 
@@ -134,7 +134,9 @@ def test_refusals_name_what_was_given():
     env = TwoKinds()
     spaces = {a: env.get_observation_space(a) for a in env.possible_agents}
     acts = {a: env.get_action_space(a) for a in env.possible_agents}
-    with pytest.raises(ConfigError, match="MeanStdFilter keeps statistics"):
+    with pytest.raises(
+        ConfigError, match="keeps statistics per agent; pass MeanStdFilter\\(multi_agent=True\\)"
+    ):
         build_multi_agent_connectors([MeanStdFilter()], spaces, acts)
     with pytest.raises(ConfigError, match=r"names agents \['c'\] the env does not have"):
         build_multi_agent_connectors(
@@ -213,5 +215,126 @@ def test_multi_agent_ppo_trains_on_flattened_observations():
         assert result["num_env_steps_sampled_lifetime"] > 0
         for pid in ("pa", "pb"):  # both policies trained on their flattened rows
             assert np.isfinite(result["learners"][pid]["total_loss"])
+    finally:
+        algo.stop()
+
+
+BOX2 = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+
+
+def _filter(**kw):
+    spaces, acts = (
+        {"a": BOX2, "b": BOX2},
+        {"a": gym.spaces.Discrete(2), "b": gym.spaces.Discrete(2)},
+    )
+    return build_multi_agent_connectors([MeanStdFilter(multi_agent=True, **kw)], spaces, acts)
+
+
+def test_multi_agent_mean_std_filter_keeps_rllibs_statistics_per_agent():
+    connectors = _filter()
+    assert connectors.stateful
+    # Agent a: [1, 2], then [3, 6]; agent b: [10, 0] alone. Each observation is folded in
+    # before it is normalised (RLlib's order): a's first is x - x over |x| + 1e-8 = 0, its
+    # second (3 - 2) / sqrt(((1-2)^2 + (3-2)^2) / 1) = 1/sqrt(2), (6 - 4) / sqrt(8) = 1/sqrt(2).
+    first = connectors({"a": np.array([1.0, 2.0]), "b": np.array([10.0, 0.0])})
+    np.testing.assert_allclose(first["a"], [0.0, 0.0], atol=1e-6)
+    np.testing.assert_allclose(first["b"], [0.0, 0.0], atol=1e-6)
+    second = connectors({"a": np.array([3.0, 6.0])})
+    np.testing.assert_allclose(second["a"], [2**-0.5, 2**-0.5], rtol=1e-6)
+    assert second["a"].dtype == np.float32
+    (state,) = connectors.get_state()
+    np.testing.assert_array_equal(state["count"], [2, 1])
+    np.testing.assert_allclose(state["mean"], [[2.0, 4.0], [10.0, 0.0]])
+    np.testing.assert_allclose(state["m2"], [[2.0, 8.0], [0.0, 0.0]])
+
+    # A frozen copy (an evaluation's) normalises with the statistics and changes nothing.
+    frozen = connectors.frozen()
+    np.testing.assert_allclose(frozen({"a": np.array([2.0, 4.0])})["a"], [0.0, 0.0], atol=1e-6)
+    frozen({"a": np.array([100.0, 100.0])})
+    np.testing.assert_array_equal(connectors.get_state()[0]["count"], [2, 1])
+    np.testing.assert_array_equal(frozen.get_state()[0]["count"], [2, 1])
+    connectors.check({"a": np.array([5.0, 5.0]), "b": np.array([5.0, 5.0])})  # counts nothing
+    np.testing.assert_array_equal(connectors.get_state()[0]["count"], [2, 1])
+
+    other = _filter()
+    other.set_state(connectors.get_state())
+    for key in ("count", "mean", "m2"):
+        np.testing.assert_array_equal(other.get_state()[0][key], state[key])
+    with pytest.raises(ValueError, match="2 connector states given for 1 stateful pieces"):
+        other.set_state([state, state])
+
+
+def test_multi_agent_mean_std_filter_matches_rllibs_own_filter():
+    filter_module = pytest.importorskip("ray.rllib.utils.filter")
+    rng = np.random.default_rng(0)
+    ours = _filter(clip_by_value=2.0)
+    theirs = {a: filter_module.MeanStdFilter((2,), clip=2.0) for a in ("a", "b")}
+    for step in range(30):
+        obs = {a: rng.normal(3.0, 2.0, size=2) for a in ("a", "b") if step % 3 or a == "a"}
+        got = ours(obs)
+        for agent, x in obs.items():
+            expected = theirs[agent](x, update=True)
+            np.testing.assert_allclose(got[agent], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_multi_agent_mean_std_filter_refuses_async_envs():
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.env import make_multi_agent
+
+    config = (
+        PPOConfig()
+        .environment(make_multi_agent("Pendulum-v1"), env_config={"num_agents": 2})
+        .env_runners(
+            gym_env_vectorize_mode="ASYNC",
+            env_to_module_connector=lambda env, spaces, device: MeanStdFilter(multi_agent=True),
+        )
+        .multi_agent(policies=["p0"], policy_mapping_fn=lambda aid, ep, **kw: "p0")
+    )
+    with pytest.raises(ConfigError, match="use 'SYNC' with it"):
+        config.build_algo()
+
+
+@pytest.mark.slow
+def test_multi_agent_mean_std_filter_trains_checkpoints_and_evaluates(tmp_path):
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.env import make_multi_agent
+
+    config = (
+        PPOConfig()
+        .environment(make_multi_agent("Pendulum-v1"), env_config={"num_agents": 2})
+        .env_runners(
+            num_env_runners=2,
+            env_to_module_connector=lambda env, spaces, device: MeanStdFilter(multi_agent=True),
+        )
+        .training(train_batch_size_per_learner=200, minibatch_size=100, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .multi_agent(policies=["p0", "p1"], policy_mapping_fn=lambda aid, ep, **kw: f"p{aid}")
+        .evaluation(evaluation_duration=2)
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        result = algo.train()
+        (state,) = algo._stateful_connectors().get_state()
+        # Every agent observation the runners saw (steps and first observations) was counted,
+        # by both runners' envs into one set of statistics.
+        sampled = result["env_runners"]["num_agent_steps_sampled"]
+        assert sampled > 300
+        # + each agent's first observations: 2 runners x 2 agents, a reset or two each.
+        assert sampled < state["count"].sum() <= sampled + 2 * 2 * 2
+        assert np.all(np.abs(state["mean"][:, 2]) < 8.0) and np.all(state["m2"] > 0)
+        algo.evaluate()
+        np.testing.assert_array_equal(
+            algo._stateful_connectors().get_state()[0]["count"], state["count"]
+        )
+        algo.save_to_path(tmp_path / "ckpt")
+        other = config.copy().debugging(seed=1).build_algo()
+        try:
+            other.restore_from_path(tmp_path / "ckpt")
+            (restored,) = other._stateful_connectors().get_state()
+            for key in ("count", "mean", "m2"):
+                np.testing.assert_array_equal(restored[key], state[key])
+        finally:
+            other.stop()
     finally:
         algo.stop()

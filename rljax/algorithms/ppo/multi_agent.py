@@ -373,6 +373,16 @@ class MultiAgentPPO(Algorithm):
             except BaseException:
                 probe.close()
                 raise
+            if (
+                connectors is not None
+                and connectors.stateful
+                and cfg.gym_env_vectorize_mode == "ASYNC"
+            ):
+                raise ConfigError(
+                    "MeanStdFilter(multi_agent=True) keeps its statistics in this process, "
+                    "shared by the runner threads' envs; gym_env_vectorize_mode='ASYNC' steps "
+                    "each env in a process of its own, so use 'SYNC' with it"
+                )
             if connectors is not None:
                 # Runners and evaluation step the env through the connectors; the config keeps
                 # them as data (rljax's pieces) or objects (a user's classes), not the factory.
@@ -1035,11 +1045,25 @@ class MultiAgentPPO(Algorithm):
         if self._runners is not None:  # runner threads act with them next (none after stop())
             self._runners.publish(self._runner_params(), advance=False)
 
+    def _stateful_connectors(self) -> Any:
+        """The connectors whose statistics a checkpoint keeps (``MeanStdFilter``), or None."""
+        creator = getattr(self, "_ma_creator", None)
+        if isinstance(creator, ConnectedCreator) and creator.connectors.stateful:
+            return creator.connectors
+        return None
+
     def _checkpoint_state(self, include_replay_buffer: bool | None = None) -> Any:
-        return list(self.state)
+        # The groups' train states, then the connectors' statistics where there are any.
+        connectors = self._stateful_connectors()
+        extra = [] if connectors is None else [{"connectors": connectors.get_state()}]
+        return [*self.state, *extra]
 
     def _restore_state(self, state: Any) -> None:
-        states = jax.tree.map(jnp.asarray, list(state))
+        state = list(state)
+        connectors = self._stateful_connectors()
+        if connectors is not None:
+            connectors.set_state(jax.device_get(state.pop()["connectors"]))
+        states = jax.tree.map(jnp.asarray, state)
         self.state = jax.device_put(states, self.learner_devices[0])
         if self._runners is not None:  # runner threads act with them next (none after stop())
             self._runners.publish(self._runner_params(), advance=False)
@@ -1056,8 +1080,11 @@ class MultiAgentPPO(Algorithm):
         """Copies of the env with the training mapping function: each agent plays with the
         policy it trains."""
         context = EnvContext(self.config.env_config)
+        creator = self._ma_creator
+        if self._stateful_connectors() is not None:
+            creator = creator.frozen()  # the statistics as they are now, not updated
         return MultiAgentVectorEnv(
-            [_SlotEnvFn(self._ma_creator, context) for _ in range(num_envs)],
+            [_SlotEnvFn(creator, context) for _ in range(num_envs)],
             self.policy_ids,
             self.mapping_fn,
             seed=seed,

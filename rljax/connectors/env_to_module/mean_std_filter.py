@@ -34,8 +34,8 @@ class MeanStdFilter(EnvToModuleConnector):
     Args (RLlib's):
       input_observation_space, input_action_space: Accepted for RLlib's signature; the
         algorithm supplies the spaces.
-      multi_agent: RLlib's flag for multi-agent pipelines; rljax's filters train single-agent
-        PPO, IMPALA and APPO (a multi-agent config is refused).
+      multi_agent: RLlib's flag for multi-agent runs: statistics per agent id, kept on the
+        host where the env is stepped (``rljax.connectors.env_to_module.multi_agent``).
       de_mean_to_zero: Subtract the running mean.
       de_std_to_one: Divide by the running standard deviation (+1e-8).
       clip_by_value: Clip the result to ``[-clip_by_value, clip_by_value]``; None: no clip.
@@ -69,12 +69,6 @@ class MeanStdFilter(EnvToModuleConnector):
             "MeanStdFilter clip_by_value", clip_by_value
         )
         self.update_stats = Bool()("MeanStdFilter update_stats", update_stats)
-        if self.multi_agent:
-            raise ConfigError(
-                "MeanStdFilter(multi_agent=True): rljax's observation filters train "
-                "single-agent PPO, IMPALA and APPO; multi-agent PPO runs stateless connectors "
-                "only (FlattenObservations(multi_agent=True) and observation preprocessors)"
-            )
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.spec().items() if k != "type")

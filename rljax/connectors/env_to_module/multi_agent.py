@@ -18,11 +18,18 @@ The pieces, in the order given:
 - a ``MultiAgentObservationPreprocessor`` subclass: applied to the whole dict
   (``preprocess(observations, episode)``), its output space a ``Dict`` keyed by agent id.
 
-Pieces with a state learned from data (``MeanStdFilter``) are refused on multi-agent PPO.
+- ``MeanStdFilter(multi_agent=True)``: RLlib's running mean and standard deviation per agent
+  id, each observation folded into its agent's statistics before it is normalised (RLlib's
+  runners do the same). The statistics are shared by every copy of the env the runner threads
+  step (RLlib's runners each keep their own and merge them after each iteration), saved in
+  checkpoints, and frozen for an evaluation (a copy taken when it starts, as RLlib's evaluation
+  runners get the training runners' state).
 """
 
 from __future__ import annotations
 
+import copy
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +39,7 @@ import numpy as np
 
 from rljax.connectors.env_to_module.connector import connector_from_spec, connector_items
 from rljax.connectors.env_to_module.flatten_observations import FlattenObservations, _leaves
+from rljax.connectors.env_to_module.mean_std_filter import SMALL_NUMBER, MeanStdFilter
 from rljax.connectors.env_to_module.observation_preprocessor import (
     MultiAgentObservationPreprocessor,
     SingleAgentObservationPreprocessor,
@@ -133,6 +141,73 @@ class _WholeDict(_Piece):
         return dict(self.piece.preprocess(obs, _NoEpisode(type(self.piece).__name__)))
 
 
+class _MeanStd(_Piece):
+    """``MeanStdFilter(multi_agent=True)``: RLlib's ``RunningStat`` per agent (count, mean and
+    the sum of squared deviations, in float64), updated by each observation before it is
+    normalised, as RLlib's filter does. Thread-safe: the runner threads share it."""
+
+    def __init__(self, piece: MeanStdFilter, spaces: AgentSpaces):
+        for space in spaces.values():
+            piece.check_space(space)
+        self.piece = piece
+        self.spaces = {a: piece.output_space(s) for a, s in spaces.items()}
+        self.stats: dict[Any, dict[str, np.ndarray]] = {
+            a: {
+                "count": np.zeros((), np.int64),
+                "mean": np.zeros(tuple(s.shape or ()), np.float64),
+                "m2": np.zeros(tuple(s.shape or ()), np.float64),
+            }
+            for a, s in spaces.items()
+        }
+        self.updating = piece.update_stats
+        self.lock = threading.Lock()
+
+    def __call__(self, obs: dict[Any, Any]) -> dict[Any, Any]:
+        with self.lock:
+            return {a: self._one(self.stats[a], o) for a, o in obs.items()}
+
+    def _one(self, stat: dict[str, np.ndarray], obs: Any) -> np.ndarray:
+        x = np.asarray(obs, np.float64)
+        if self.updating:
+            n = int(stat["count"]) + 1
+            if n == 1:
+                stat["mean"] = x.copy()
+            else:
+                delta = x - stat["mean"]
+                stat["mean"] = stat["mean"] + delta / n
+                stat["m2"] = stat["m2"] + delta * delta * (n - 1) / n
+            stat["count"] = np.asarray(n, np.int64)
+        n = int(stat["count"])
+        if n == 0:
+            return x.astype(np.float32)  # no statistics yet: unchanged
+        var = stat["m2"] / (n - 1) if n > 1 else np.square(stat["mean"])
+        piece = self.piece
+        if piece.de_mean_to_zero:
+            x = x - stat["mean"]
+        if piece.de_std_to_one:
+            x = x / (np.sqrt(var) + SMALL_NUMBER)
+        if piece.clip_by_value is not None:
+            x = np.clip(x, -float(piece.clip_by_value), float(piece.clip_by_value))
+        return x.astype(np.float32)
+
+    def frozen(self) -> _MeanStd:
+        """A copy with the statistics as they are now, not updated."""
+        new = copy.copy(self)
+        new.stats = self.get_state()  # copies
+        new.updating = False
+        new.lock = threading.Lock()
+        return new
+
+    def get_state(self) -> dict[Any, dict[str, np.ndarray]]:
+        with self.lock:
+            return {a: {k: np.array(v) for k, v in st.items()} for a, st in self.stats.items()}
+
+    def set_state(self, state: dict[Any, dict[str, Any]]) -> None:
+        with self.lock:
+            for a, st in state.items():
+                self.stats[a] = {k: np.asarray(v, self.stats[a][k].dtype) for k, v in st.items()}
+
+
 class MultiAgentConnectors:
     """The pieces of a multi-agent ``env_to_module_connector``, bound to the env's spaces.
 
@@ -156,14 +231,55 @@ class MultiAgentConnectors:
         self._bound = bound
         self.observation_spaces = spaces
 
+    @property
+    def stateful(self) -> bool:
+        """Whether a piece keeps statistics learned from the observations (``MeanStdFilter``)."""
+        return any(isinstance(p, _MeanStd) for p in self._bound)
+
+    def frozen(self) -> MultiAgentConnectors:
+        """A copy whose statistics are a snapshot of these, not updated (for an evaluation)."""
+        new = copy.copy(self)
+        new._bound = [p.frozen() if isinstance(p, _MeanStd) else p for p in self._bound]
+        return new
+
+    def get_state(self) -> list[dict[str, Any]]:
+        """The statistics of each stateful piece, in order: ``{"agents": [...], "count":
+        [A], "mean": [A, ...], "m2": [A, ...]}`` (agents in the env's order)."""
+        out = []
+        for piece in self._bound:
+            if isinstance(piece, _MeanStd):
+                stats = piece.get_state()
+                agents = list(stats)
+                out.append(
+                    {k: np.stack([stats[a][k] for a in agents]) for k in ("count", "mean", "m2")}
+                )
+        return out
+
+    def set_state(self, state: list[dict[str, Any]]) -> None:
+        """Sets what ``get_state`` returned (the same pieces and agents)."""
+        pieces = [p for p in self._bound if isinstance(p, _MeanStd)]
+        if len(state) != len(pieces):
+            raise ValueError(
+                f"{len(state)} connector states given for {len(pieces)} stateful pieces"
+            )
+        for piece, st in zip(pieces, state, strict=True):
+            agents = list(piece.stats)
+            piece.set_state(
+                {
+                    a: {k: np.asarray(st[k])[i] for k in ("count", "mean", "m2")}
+                    for i, a in enumerate(agents)
+                }
+            )
+
     def check(self, observations: dict[Any, Any]) -> None:
         """One call on an observation dict of the env (its first reset's), before anything
-        compiles: what each agent gets must have its output space's shape.
+        compiles, that updates no statistics: what each agent gets must have its output
+        space's shape.
 
         Raises:
           ConfigError: An agent's transformed observation does not fit its output space.
         """
-        out = self(observations)
+        out = self.frozen()(observations)
         for agent, space in self.observation_spaces.items():
             if agent not in observations:
                 continue
@@ -181,22 +297,30 @@ class MultiAgentConnectors:
 
     def config_value(self) -> list[Any]:
         """What the config keeps: rljax's pieces as specs, a user's classes as the objects."""
-        return [p.spec() if isinstance(p, FlattenObservations) else p for p in self.pieces]
+        return [
+            p.spec() if isinstance(p, (FlattenObservations, MeanStdFilter)) else p
+            for p in self.pieces
+        ]
 
 
 def _bind(piece: Any, spaces: AgentSpaces, acts: AgentSpaces, i: int) -> _Piece:
     if isinstance(piece, FlattenObservations):
         return _Flatten(piece, spaces)
+    if isinstance(piece, MeanStdFilter):
+        if not piece.multi_agent:
+            raise ConfigError(
+                "env_to_module_connector: MeanStdFilter() on a multi-agent env keeps statistics "
+                "per agent; pass MeanStdFilter(multi_agent=True), as RLlib requires"
+            )
+        return _MeanStd(piece, spaces)
     if isinstance(piece, MultiAgentObservationPreprocessor):
         return _WholeDict(piece, spaces, acts)
     if isinstance(piece, SingleAgentObservationPreprocessor):
         return _PerAgent(piece, spaces, acts)
     raise ConfigError(
-        f"env_to_module_connector item {i} is {describe(piece)}; multi-agent PPO runs stateless "
-        "connectors on each env step's observations: FlattenObservations(multi_agent=True), "
-        "SingleAgentObservationPreprocessor and MultiAgentObservationPreprocessor subclasses "
-        "(MeanStdFilter keeps statistics learned from data and runs on single-agent PPO, "
-        "IMPALA and APPO)"
+        f"env_to_module_connector item {i} is {describe(piece)}; multi-agent runs take "
+        "FlattenObservations(multi_agent=True), MeanStdFilter(multi_agent=True), and "
+        "SingleAgentObservationPreprocessor and MultiAgentObservationPreprocessor subclasses"
     )
 
 
@@ -265,6 +389,10 @@ class ConnectedCreator:
         if not isinstance(env, MultiAgentEnv):
             return env  # the caller says what is wrong with it
         return ConnectedMultiAgentEnv(env, self.connectors)
+
+    def frozen(self) -> ConnectedCreator:
+        """The same creator with a snapshot of the connectors' statistics (an evaluation's)."""
+        return ConnectedCreator(self.creator, self.connectors.frozen())
 
 
 __all__ = [
