@@ -104,7 +104,11 @@ def test_off_policy_example_builds_and_trains():
 def test_multi_agent_example_builds_and_trains():
     namespace: dict = {}
     exec(
-        compile(_python_block("# Multi-agent (PPO)", "docs/multi-agent.md"), "README.md", "exec"),
+        compile(
+            _python_block("# Multi-agent (PPO, IMPALA, APPO)", "docs/multi-agent.md"),
+            "README.md",
+            "exec",
+        ),
         namespace,
     )
     # The block ran as written; its config then trains one iteration on a smaller batch than the

@@ -596,6 +596,7 @@ _COUNTERS = (
     "num_env_steps_trained_lifetime",
     "num_episodes_lifetime",
     "num_evaluations",
+    "num_offline_evaluations",
 )
 _MAX_COUNTER = 2**62
 

@@ -146,9 +146,18 @@ def check_non_finite(totals: IterationTotals, on_non_finite_update: str) -> None
         )
 
 
+def _offline_evaluation(run: Any) -> Any:
+    """The run's offline loss evaluation (BC's, MARWIL's), or None."""
+    hook = getattr(run, "_offline_loss_evaluation", None)
+    return hook() if hook is not None else None
+
+
 def counter_values(run: CountedRun) -> dict[str, Any]:
     """The counters a checkpoint keeps (``checkpoints._COUNTERS`` and ``time_total_s``)."""
+    offline = _offline_evaluation(run)
     return {
+        # Offline evaluations so far: each draws its batches from a key of that count.
+        "num_offline_evaluations": 0 if offline is None else offline.count,
         "training_iteration": run.iteration,
         "num_env_steps_sampled_lifetime": run.num_env_steps_sampled_lifetime,
         "num_env_steps_trained_lifetime": run.num_env_steps_trained_lifetime,
@@ -166,6 +175,9 @@ def set_counter_values(run: CountedRun, counters: Mapping[str, Any]) -> None:
     run.time_total_s = counters["time_total_s"]
     run.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
     run._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
+    offline = _offline_evaluation(run)
+    if offline is not None:
+        offline.count = counters["num_offline_evaluations"]
 
 
 __all__ = [

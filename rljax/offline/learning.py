@@ -87,7 +87,11 @@ class OfflineLossEvaluation:
         self._eval = jax.jit(eval_fn)
         self._key = jax.random.PRNGKey(seed)
         self.count = 0
-        self.rows_lifetime = 0
+
+    @property
+    def rows_lifetime(self) -> int:
+        """The offline rows evaluated on so far (a checkpoint keeps ``count``)."""
+        return self.count * self.batch_size * self.num_iters
 
     @classmethod
     def for_config(
@@ -128,7 +132,6 @@ class OfflineLossEvaluation:
         key = jax.random.fold_in(self._key, self.count)
         metrics = {k: float(v) for k, v in jax.device_get(self._eval(state, key)).items()}
         rows = self.batch_size * self.num_iters
-        self.rows_lifetime += rows
         steps = {
             "num_module_steps_sampled": rows,
             "num_module_steps_sampled_lifetime": self.rows_lifetime,

@@ -126,3 +126,28 @@ def test_offline_evaluation_settings_are_checked():
 def test_a_batch_larger_than_the_data_is_refused(data_dir):
     with pytest.raises(ConfigError, match="fewer than offline_eval_batch_size_per_runner=100000"):
         _bc(data_dir, offline_evaluation_interval=1, offline_eval_batch_size_per_runner=100_000)
+
+
+def test_a_restored_run_draws_the_next_offline_batches_not_the_first_again(data_dir, tmp_path):
+    algo = _bc(data_dir, offline_eval_batch_size_per_runner=8)
+    try:
+        algo.evaluate_offline()
+        algo.evaluate_offline()
+        algo.save_to_path(tmp_path / "bc")
+        expected = algo.evaluate_offline()["offline_eval_runners"]
+        other = _bc(data_dir, offline_eval_batch_size_per_runner=8)
+        try:
+            other.restore_from_path(tmp_path / "bc")
+            got = other.evaluate_offline()["offline_eval_runners"]
+        finally:
+            other.stop()
+        # The third evaluation's batches (and so its loss) and lifetime counts, as without the
+        # save and restore; a fresh run's first evaluation draws other batches.
+        assert got["default_policy"]["total_eval_loss"] == expected["default_policy"][
+            "total_eval_loss"
+        ]
+        assert got["__all_modules__"]["num_env_steps_sampled_lifetime"] == 3 * 8  # 3 evaluations of 1 batch
+        assert got["default_policy"] == expected["default_policy"]
+        assert got["__all_modules__"] == expected["__all_modules__"]
+    finally:
+        algo.stop()
