@@ -143,10 +143,13 @@ def test_a_restored_run_draws_the_next_offline_batches_not_the_first_again(data_
             other.stop()
         # The third evaluation's batches (and so its loss) and lifetime counts, as without the
         # save and restore; a fresh run's first evaluation draws other batches.
-        assert got["default_policy"]["total_eval_loss"] == expected["default_policy"][
-            "total_eval_loss"
-        ]
-        assert got["__all_modules__"]["num_env_steps_sampled_lifetime"] == 3 * 8  # 3 evaluations of 1 batch
+        assert (
+            got["default_policy"]["total_eval_loss"]
+            == expected["default_policy"]["total_eval_loss"]
+        )
+        assert (
+            got["__all_modules__"]["num_env_steps_sampled_lifetime"] == 3 * 8
+        )  # 3 evaluations of 1 batch
         assert got["default_policy"] == expected["default_policy"]
         assert got["__all_modules__"] == expected["__all_modules__"]
     finally:
