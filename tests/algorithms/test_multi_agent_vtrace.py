@@ -250,3 +250,25 @@ def test_old_api_multi_agent_impala_trains():
         assert set(result["info"]["learner"]) >= {"p0", "p1"}
     finally:
         trainer.stop()
+
+
+@pytest.mark.slow
+def test_runner_threads_sample_free_running_fragments_for_each_update():
+    config = _config(APPOConfig).env_runners(num_env_runners=2)
+    assert config.fragments_per_batch == 2  # 200 env steps in fragments of 50 x 2 sub-envs
+    algo = config.build_algo()
+    try:
+        assert algo._runners.exchange.free_running and algo.fragment_length == 50
+        total = 0
+        for _ in range(3):
+            result = algo.train()
+            # One update a train(): two fragments of 100 rows, from whichever runners had them
+            # ready (a sub-env's reset after an episode's end takes a row, not an env step).
+            sampled = result["env_runners"]["num_env_steps_sampled"]
+            assert 150 < sampled <= 200
+            total += sampled
+            for p in ("p0", "p1"):
+                assert result["learners"][p]["num_module_steps_trained"] > 100
+        assert result["num_env_steps_sampled_lifetime"] == total
+    finally:
+        algo.stop()

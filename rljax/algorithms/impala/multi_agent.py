@@ -15,11 +15,14 @@ frozen and forward-only policies, evaluation, checkpoints and results. What diff
   passes over the whole batch when set. The settings a group's policies override
   (``algorithm_config_overrides_per_module``) are theirs, schedules of ``lr`` and
   ``entropy_coeff`` included (each policy's counted in its own trained env steps).
-- **Sampling is synchronous.** Each iteration the runners sample a fragment each, sized so
-  that together they hold ``train_batch_size_per_learner`` env steps, and the learner trains on
-  it with the weights that acted: V-trace's importance ratios are 1 at the first step (RLlib's
-  runners sample while its learner updates, so its ratios correct for a lag rljax's
-  multi-agent runs do not have). A multi-agent JAX env is stepped from the host.
+- **Sampling.** With runner threads (``num_env_runners >= 1``) the runners sample without
+  pause, as single-agent IMPALA's do: an update takes the first ``fragments_per_batch``
+  fragments ready from any runners (``train_batch_size_per_learner`` env steps in fragments of
+  ``rollout_fragment_length`` per sub-env), each sampled with the weights its runner had,
+  and V-trace corrects for the lag; weights go out every ``broadcast_interval`` updates. The
+  update runs in the driver (no learner thread). With ``num_env_runners=0`` the driver
+  samples one fragment of every sub-env holding the train batch, then trains on it. A
+  multi-agent JAX env is stepped from the host.
 
 Not built: ``minibatch_size`` (RLlib's minibatches of whole fragments), recurrent modules,
 several learners and populations; each is refused by name when the config is validated or the
@@ -46,6 +49,7 @@ from rljax.algorithms.impala.learner import (
     make_impala_update,
 )
 from rljax.algorithms.impala.losses import VTraceBatch
+from rljax.algorithms.on_policy import FreeRunning
 from rljax.algorithms.ppo.multi_agent import MultiAgentPPO, _bucket, _Group
 from rljax.algorithms.settings import frozen_from_config
 from rljax.learners.hyperparams import dynamic_settings, with_hyperparams
@@ -103,12 +107,28 @@ class MultiAgentIMPALA(MultiAgentPPO):
     population_state_settings: ClassVar[tuple[str, ...]] = ()
 
     def _fragment_length(self) -> int:
-        """At least ``rollout_fragment_length``, and long enough that one fragment from every
-        sub-env holds the train batch (synchronous sampling: one batch per iteration)."""
+        """With runner threads ``rollout_fragment_length`` (free-running runners, as
+        single-agent IMPALA's); sampling in the driver, long enough that one fragment of every
+        sub-env holds the train batch."""
         cfg = self.config
-        sub_envs = cfg.num_envs_per_env_runner * cfg.num_runners
+        if cfg.num_env_runners:
+            return cfg.get_rollout_fragment_length()
         return max(
-            cfg.get_rollout_fragment_length(), math.ceil(cfg.total_train_batch_size / sub_envs)
+            cfg.get_rollout_fragment_length(),
+            math.ceil(cfg.total_train_batch_size / cfg.num_envs_per_env_runner),
+        )
+
+    def _free_running(self) -> Any:
+        """With runner threads: free-running, as single-agent IMPALA's (``FreeRunning``): each
+        update takes the first ``fragments_per_batch`` fragments ready, sampled with whatever
+        weights the runner had; V-trace corrects for the lag."""
+        cfg: Any = self.config  # an IMPALAConfig (or APPOConfig)
+        if not cfg.num_env_runners:
+            return None
+        return FreeRunning(
+            fragments_per_batch=cfg.fragments_per_batch,
+            broadcast_interval=cfg.broadcast_interval,
+            max_queued_fragments=cfg.max_requests_in_flight_per_env_runner,
         )
 
     def _fused_jax_env(self) -> Any:

@@ -547,9 +547,14 @@ class MultiAgentPPO(Algorithm):
             with xla_options.applied(self._xla_options):
                 self._loop = multi_agent_fused.setup_fused(self, postprocess, self._fused_env)
         elif not self._inference_only:
+            free = self._free_running()
             with xla_options.applied(self._xla_options):
                 self._runners = self._make_runner_group(
-                    self._runner_params(), self._act_step, self.fragment_length
+                    self._runner_params(),
+                    self._act_step,
+                    self.fragment_length,
+                    free_running=free is not None,
+                    max_queued_fragments=None if free is None else free.max_queued_fragments,
                 )
             parts, on_runner_device = self.parts, self._on_runner_device
             # The execution layer's on-policy loop with the grouped update, which calls one
@@ -560,6 +565,8 @@ class MultiAgentPPO(Algorithm):
                 self._grouped_update,
                 lambda state: on_runner_device(parts.acting_params(state)),
                 cfg.sample_timeout_s,
+                fragments_per_batch=None if free is None else free.fragments_per_batch,
+                broadcast_interval=1 if free is None else free.broadcast_interval,
                 jit=False,
                 report=self._report,
                 steps_per_iteration=steps_per_iteration(cfg),
@@ -581,6 +588,12 @@ class MultiAgentPPO(Algorithm):
     def _fragment_length(self) -> int:
         """Env steps each sub-env samples per iteration."""
         return self.config.get_rollout_fragment_length()
+
+    def _free_running(self) -> Any:
+        """How runner threads sample: ``FreeRunning`` (``rljax.algorithms.on_policy``) for an
+        asynchronous learner, None for PPO's lock step (one fragment of every runner, sampled
+        with the newest weights, per update)."""
+        return None
 
     def _group_learner(self, gcfg: Any, batch_rows: int) -> tuple[Any, Any]:
         """A group's optimizer (built once) and frozen settings, from its config ``gcfg``."""
@@ -894,7 +907,7 @@ class MultiAgentPPO(Algorithm):
     def _report(self, records: list[dict[str, Any]], timers: Timers) -> IterationResult:
         """The iteration's result from the loop's record of its update: learner metrics per
         policy, the runners' finished episodes, per-module and per-agent returns."""
-        (record,) = records  # lag-bounded runners: one update per iteration
+        (record,) = records  # the loop's updates: one per iteration
         sample, episodes = record["sample_record"], record["episodes"]
         group_metrics = jax.device_get(record["metrics"]["groups"])
         counts = record["metrics"]["counts"]
