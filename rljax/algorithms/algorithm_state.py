@@ -96,7 +96,13 @@ def _checkpoint_root(path: str | os.PathLike, component: str) -> Path:
     return Path(os.fspath(path))
 
 
+# Counters added after the first version: a state without one has it at 0.
+_LATER_COUNTERS = ("num_offline_evaluations",)
+
+
 def _checked_counters(counters: Any, expected: Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(counters, Mapping):
+        counters = {**{k: 0 for k in _LATER_COUNTERS if k in expected}, **counters}
     if not isinstance(counters, Mapping) or set(counters) != set(expected):
         found = (
             sorted(map(str, counters))[:20] if isinstance(counters, Mapping) else describe(counters)

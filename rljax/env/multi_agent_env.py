@@ -265,9 +265,9 @@ def make_multi_agent(env_name_or_creator: str | Callable[[Any], gym.Env]) -> typ
 
     class MultiEnv(MultiAgentEnv):
         def __init__(self, config: dict | None = None):
-            # As RLlib's: the creator gets a copy of the config without "num_agents" (an
+            # As RLlib's: the creator gets a deep copy of the config without "num_agents" (an
             # EnvContext stays one, with its worker and vector indices).
-            config = copy.copy(config) if config is not None else {}
+            config = copy.deepcopy(config) if config is not None else {}
             num = int(config.pop("num_agents", 1))
             if num < 1:
                 raise ValueError(f"num_agents must be >= 1, got {num}")

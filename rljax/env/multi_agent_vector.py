@@ -115,7 +115,7 @@ def agent_spaces(env: MultiAgentEnv) -> tuple[gym.Space, gym.Space]:
 
 
 # Spaces whose observations are arrays of a fixed shape: padded into slot rows when the
-# agents' observation spaces differ (and read back per policy, ``unpad_observations``).
+# agents' observation spaces differ (and read back per policy, ``multi_agent_parts.unpad_observations``).
 PADDABLE = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 

@@ -222,3 +222,14 @@ def test_a_modules_state_moves_as_rllibs_self_play_callback_moves_it(pair):
     assert _same(fresh.get_weights()["default_policy"], flipped)
     with pytest.raises(ValueError, match=r"set_weights: the parameters given for 'default_policy'"):
         fresh.get_module().set_state({"w": np.zeros(2)})
+
+
+def test_a_state_from_before_the_offline_evaluation_counter_still_sets(pair):
+    trained, fresh = pair
+    state = trained.get_state(not_components="learner_group")
+    del state["counters"]["num_offline_evaluations"]  # get_state() of an earlier version
+    fresh.set_state(state)
+    assert fresh.get_state(not_components="learner_group")["counters"] == {
+        **state["counters"],
+        "num_offline_evaluations": 0,
+    }

@@ -144,15 +144,16 @@ def test_appo_per_policy_schedules_results_and_checkpoint_round_trip(tmp_path):
     algo = config.build_algo()
     try:
         assert type(algo) is MultiAgentAPPO and len(algo.groups) == 2  # p1's lr is its own
-        first = algo.train()["learners"]
-        assert first["p1"]["default_optimizer_learning_rate"] == pytest.approx(1e-3)
-        trained = first["p1"]["num_module_steps_trained"]
-        assert 50 < trained <= 100  # p1's agent acts in at most every env step
+        first = algo.train()
+        assert first["learners"]["p1"]["default_optimizer_learning_rate"] == pytest.approx(1e-3)
+        sampled = first["num_env_steps_sampled_lifetime"]
+        assert 50 < sampled <= 100
         result = algo.train()
         learners = result["learners"]
         assert learners["p0"]["default_optimizer_learning_rate"] == pytest.approx(5e-4)
-        # p1's schedule at the env steps p1 has trained on: linear from 1e-3 at 0 to 1e-5 at 100.
-        expected = 1e-3 + (1e-5 - 1e-3) * trained / 100
+        # p1's schedule at the run's env steps sampled before the update, as RLlib's learners
+        # read it: linear from 1e-3 at 0 to 1e-5 at 100.
+        expected = 1e-3 + (1e-5 - 1e-3) * sampled / 100
         assert learners["p1"]["default_optimizer_learning_rate"] == pytest.approx(expected, 1e-5)
         for p in ("p0", "p1"):
             assert learners[p]["num_module_steps_trained"] > 0
@@ -197,7 +198,7 @@ def test_multi_agent_vtrace_refusals():
         _config(minibatch_size=100).build_algo()
     with pytest.raises(ConfigError, match="num_learners=2 with a multi-agent config"):
         _config(APPOConfig).learners(num_learners=2).build_algo()
-    with pytest.raises(ConfigError, match="use_lstm=True with a multi-agent config"):
+    with pytest.raises(ConfigError, match="use_lstm=True with a multi-agent IMPALA config"):
         _config().rl_module(model_config={"use_lstm": True}).build_algo()
     refusal = population_refusal([_config(APPOConfig)])
     assert refusal == "APPO trains no populations (PPO does)"
@@ -270,5 +271,28 @@ def test_runner_threads_sample_free_running_fragments_for_each_update():
             for p in ("p0", "p1"):
                 assert result["learners"][p]["num_module_steps_trained"] > 100
         assert result["num_env_steps_sampled_lifetime"] == total
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+def test_a_policy_without_rows_in_a_batch_keeps_its_whole_state():
+    algo = _config(APPOConfig, use_kl_loss=True).build_algo()
+    try:
+        algo.train()
+        sample = algo._runners.sample()
+        flat = jax.tree.map(
+            lambda x: x.reshape((-1, *x.shape[2:])), algo._loop.postprocess(sample.traj)[0]
+        )
+        policy = np.asarray(flat.obs["policy"])
+        valid = (np.asarray(flat.mask) > 0) & (policy == algo.policy_ids.index("p0"))
+        batch, size, counts = algo._per_policy_batches(flat, policy, valid, 0)
+        k0, k1 = (algo.local_of[algo.policy_ids.index(p)] for p in ("p0", "p1"))
+        assert counts[k1] == 0 < counts[k0]
+        before = jax.device_get(algo.state[0])
+        new = jax.device_get(algo._update_fn(0, size)(algo.state[0], batch)[0])
+        for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(before), strict=True):
+            np.testing.assert_array_equal(a[k1], b[k1])  # parameters, Adam, step, KL weight
+        assert int(new.step[k0]) == int(before.step[k0]) + 2  # APPO's 2 updates per batch
     finally:
         algo.stop()

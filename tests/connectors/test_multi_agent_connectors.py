@@ -173,7 +173,7 @@ def test_single_agent_ppo_refuses_the_multi_agent_pieces():
 
 
 def test_discrete_and_box_agents_share_padded_slot_rows():
-    from rljax.algorithms.ppo.multi_agent import unpad_observations
+    from rljax.algorithms.ppo.multi_agent_parts import unpad_observations
     from rljax.env.multi_agent_vector import pad_observation, slot_spaces
 
     env = TwoKinds()
@@ -243,23 +243,29 @@ def test_multi_agent_mean_std_filter_keeps_rllibs_statistics_per_agent():
     np.testing.assert_allclose(second["a"], [2**-0.5, 2**-0.5], rtol=1e-6)
     assert second["a"].dtype == np.float32
     (state,) = connectors.get_state()
-    np.testing.assert_array_equal(state["count"], [2, 1])
-    np.testing.assert_allclose(state["mean"], [[2.0, 4.0], [10.0, 0.0]])
-    np.testing.assert_allclose(state["m2"], [[2.0, 8.0], [0.0, 0.0]])
+    assert [int(state[i]["count"]) for i in "01"] == [2, 1]
+    np.testing.assert_allclose(state["0"]["mean"], [2.0, 4.0])
+    np.testing.assert_allclose(state["0"]["m2"], [2.0, 8.0])
+    np.testing.assert_allclose(state["1"]["mean"], [10.0, 0.0])
+    np.testing.assert_allclose(state["1"]["m2"], [0.0, 0.0])
 
     # A frozen copy (an evaluation's) normalises with the statistics and changes nothing.
     frozen = connectors.frozen()
     np.testing.assert_allclose(frozen({"a": np.array([2.0, 4.0])})["a"], [0.0, 0.0], atol=1e-6)
     frozen({"a": np.array([100.0, 100.0])})
-    np.testing.assert_array_equal(connectors.get_state()[0]["count"], [2, 1])
-    np.testing.assert_array_equal(frozen.get_state()[0]["count"], [2, 1])
+
+    def counts(c):
+        return [int(c.get_state()[0][i]["count"]) for i in "01"]
+
+    assert counts(connectors) == counts(frozen) == [2, 1]
     connectors.check({"a": np.array([5.0, 5.0]), "b": np.array([5.0, 5.0])})  # counts nothing
-    np.testing.assert_array_equal(connectors.get_state()[0]["count"], [2, 1])
+    assert counts(connectors) == [2, 1]
 
     other = _filter()
     other.set_state(connectors.get_state())
-    for key in ("count", "mean", "m2"):
-        np.testing.assert_array_equal(other.get_state()[0][key], state[key])
+    for i in "01":
+        for key in ("count", "mean", "m2"):
+            np.testing.assert_array_equal(other.get_state()[0][i][key], state[i][key])
     with pytest.raises(ValueError, match="2 connector states given for 1 stateful pieces"):
         other.set_state([state, state])
 
@@ -267,14 +273,21 @@ def test_multi_agent_mean_std_filter_keeps_rllibs_statistics_per_agent():
 def test_multi_agent_mean_std_filter_matches_rllibs_own_filter():
     filter_module = pytest.importorskip("ray.rllib.utils.filter")
     rng = np.random.default_rng(0)
-    ours = _filter(clip_by_value=2.0)
-    theirs = {a: filter_module.MeanStdFilter((2,), clip=2.0) for a in ("a", "b")}
-    for step in range(30):
-        obs = {a: rng.normal(3.0, 2.0, size=2) for a in ("a", "b") if step % 3 or a == "a"}
-        got = ours(obs)
-        for agent, x in obs.items():
-            expected = theirs[agent](x, update=True)
-            np.testing.assert_allclose(got[agent], expected, rtol=1e-5, atol=1e-6)
+    for demean in (True, False):
+        ours = _filter(clip_by_value=2.0, de_mean_to_zero=demean)
+        theirs = {a: filter_module.MeanStdFilter((2,), demean=demean, clip=2.0) for a in ("a", "b")}
+        for step in range(30):
+            obs = {a: rng.normal(3.0, 2.0, size=2) for a in ("a", "b") if step % 3 or a == "a"}
+            got = ours(obs)
+            for agent, x in obs.items():
+                expected = theirs[agent](x, update=True)
+                np.testing.assert_allclose(got[agent], expected, rtol=1e-5, atol=1e-6)
+        # Frozen before an agent's first observation (RLlib's runner with update=False):
+        # mean 0 and variance 0, so the observation divided by 1e-8, clipped.
+        fresh = _filter(clip_by_value=2.0, de_mean_to_zero=demean).frozen()
+        x = np.array([0.5, -3.0])
+        expected = filter_module.MeanStdFilter((2,), demean=demean, clip=2.0)(x, update=False)
+        np.testing.assert_allclose(fresh({"a": x})["a"], expected)
 
 
 def test_multi_agent_mean_std_filter_refuses_async_envs():
@@ -320,21 +333,55 @@ def test_multi_agent_mean_std_filter_trains_checkpoints_and_evaluates(tmp_path):
         # by both runners' envs into one set of statistics.
         sampled = result["env_runners"]["num_agent_steps_sampled"]
         assert sampled > 300
+        counted = sum(int(state[i]["count"]) for i in "01")
         # + each agent's first observations: 2 runners x 2 agents, a reset or two each.
-        assert sampled < state["count"].sum() <= sampled + 2 * 2 * 2
-        assert np.all(np.abs(state["mean"][:, 2]) < 8.0) and np.all(state["m2"] > 0)
+        assert sampled < counted <= sampled + 2 * 2 * 2
+        for i in "01":  # Pendulum's angular velocity stays within [-8, 8]
+            assert abs(state[i]["mean"][2]) < 8.0 and np.all(state[i]["m2"] > 0)
         algo.evaluate()
-        np.testing.assert_array_equal(
-            algo._stateful_connectors().get_state()[0]["count"], state["count"]
-        )
-        algo.save_to_path(tmp_path / "ckpt")
+        (after,) = algo._stateful_connectors().get_state()
+        assert [int(after[i]["count"]) for i in "01"] == [int(state[i]["count"]) for i in "01"]
+        ckpt = algo.save_to_path(tmp_path / "ckpt")
         other = config.copy().debugging(seed=1).build_algo()
         try:
             other.restore_from_path(tmp_path / "ckpt")
             (restored,) = other._stateful_connectors().get_state()
-            for key in ("count", "mean", "m2"):
-                np.testing.assert_array_equal(restored[key], state[key])
+            for i in "01":
+                for key in ("count", "mean", "m2"):
+                    np.testing.assert_array_equal(restored[i][key], state[i][key])
         finally:
             other.stop()
+        # A policy's module loads for inference from the checkpoint (the statistics skipped).
+        from rljax.core.rl_module.rl_module import RLModule
+
+        module = RLModule.from_checkpoint(f"{ckpt}/learner_group/learner/rl_module/p0")
+        out = module.forward_inference({"obs": np.zeros((3, 3), np.float32)})
+        assert out["actions"].shape == (3, 1)
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+def test_multi_agent_mean_std_filter_on_agents_of_different_shapes():
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = (
+        PPOConfig()
+        .environment(TwoKinds)
+        .env_runners(
+            env_to_module_connector=lambda env, spaces, device: [
+                FlattenObservations(multi_agent=True),
+                MeanStdFilter(multi_agent=True),
+            ]
+        )
+        .training(train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .multi_agent(policies=["pa", "pb"], policy_mapping_fn=lambda aid, ep, **kw: f"p{aid}")
+    )
+    algo = config.build_algo()
+    try:
+        algo.train()
+        (state,) = algo._stateful_connectors().get_state()
+        assert state["0"]["mean"].shape == (3,) and state["1"]["mean"].shape == (5,)
     finally:
         algo.stop()

@@ -242,8 +242,8 @@ def sequences_of(rin: RecurrentInput, seq_len: int) -> RecurrentInput:
 
 
 RECURRENT_LIMITS = (
-    "recurrent policies train one policy (single-agent PPO, IMPALA or APPO) on lock-step "
-    "sampling: gym_env_vectorize_mode='SYNC' without async_batch_size, one learner"
+    "recurrent policies train with single-agent PPO, IMPALA or APPO and multi-agent PPO, on "
+    "lock-step sampling: gym_env_vectorize_mode='SYNC' without async_batch_size, one learner"
 )
 
 
@@ -253,8 +253,8 @@ def recurrent_refusal(cfg: Any, user_module: bool = True) -> str | None:
     split over no learners. With ``user_module`` (``use_lstm``, checked by ``validate()``), a
     ``module_class`` of the user's is refused too: it is built as it is, so ``use_lstm`` would
     change nothing (a recurrent user module needs no ``use_lstm``)."""
-    if cfg.is_multi_agent:
-        return "a multi-agent config"
+    if cfg.is_multi_agent and cfg.algo_name != "PPO":
+        return f"a multi-agent {cfg.algo_name} config"
     if cfg.gym_env_vectorize_mode != "SYNC" or cfg.async_batch_size is not None:
         return f"gym_env_vectorize_mode={cfg.gym_env_vectorize_mode!r}"
     if cfg.num_learners > 1:

@@ -138,6 +138,25 @@ class VTraceTrainBatch(NamedTuple):
         return self.vtrace.mask
 
 
+def stream_ordered_batch(traj: Transition) -> VTraceTrainBatch:
+    """The rows of ``traj`` [T, K] as one V-trace batch of leading shape [T * K], ordered by
+    (stream, time) and cut where a stream stops (``order_by_stream``)."""
+    ordered = order_by_stream(traj)
+    s = ordered.rows
+    return VTraceTrainBatch(
+        obs=s.obs,
+        vtrace=VTraceBatch(
+            action=s.action,
+            behaviour_logp=s.extras["action_logp"],
+            reward=s.reward,
+            terminated=s.terminated,
+            truncated=ordered.cut,
+            mask=s.valid.astype(jnp.float32),
+        ),
+        bootstrap_value=s.next_extras["vf_preds"],
+    )
+
+
 def make_vtrace_postprocess(num_envs: int) -> Callable[[Transition], VTraceTrainBatch]:
     """``postprocess(Transition [T, K]) -> VTraceTrainBatch [T, B]``.
 
@@ -149,20 +168,7 @@ def make_vtrace_postprocess(num_envs: int) -> Callable[[Transition], VTraceTrain
 
     def postprocess(traj: Transition) -> VTraceTrainBatch:
         k = traj.reward.shape[1]
-        ordered = order_by_stream(traj)
-        s = ordered.rows
-        batch = VTraceTrainBatch(
-            obs=s.obs,
-            vtrace=VTraceBatch(
-                action=s.action,
-                behaviour_logp=s.extras["action_logp"],
-                reward=s.reward,
-                terminated=s.terminated,
-                truncated=ordered.cut,
-                mask=s.valid.astype(jnp.float32),
-            ),
-            bootstrap_value=s.next_extras["vf_preds"],
-        )
+        batch = stream_ordered_batch(traj)
         if k == num_envs:
             return to_time_major(batch, k)
         return jax.tree.map(lambda x: x[:, None], batch)
@@ -454,4 +460,5 @@ __all__ = [
     "make_epochs",
     "make_impala_update",
     "make_vtrace_postprocess",
+    "stream_ordered_batch",
 ]

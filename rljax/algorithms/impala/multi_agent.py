@@ -14,7 +14,8 @@ frozen and forward-only policies, evaluation, checkpoints and results. What diff
   group's policies: one gradient step per iteration at RLlib's defaults, ``num_epochs``
   passes over the whole batch when set. The settings a group's policies override
   (``algorithm_config_overrides_per_module``) are theirs, schedules of ``lr`` and
-  ``entropy_coeff`` included (each policy's counted in its own trained env steps).
+  ``entropy_coeff`` included (each following the run's lifetime env steps sampled before
+  the update, as RLlib's). A policy without rows in a batch keeps its whole state.
 - **Sampling.** With runner threads (``num_env_runners >= 1``) the runners sample without
   pause, as single-agent IMPALA's do: an update takes the first ``fragments_per_batch``
   fragments ready from any runners (``train_batch_size_per_learner`` env steps in fragments of
@@ -47,13 +48,13 @@ from rljax.algorithms.impala.learner import (
     impala_optimizer,
     make_appo_update,
     make_impala_update,
+    stream_ordered_batch,
 )
-from rljax.algorithms.impala.losses import VTraceBatch
 from rljax.algorithms.on_policy import FreeRunning
-from rljax.algorithms.ppo.multi_agent import MultiAgentPPO, _bucket, _Group
+from rljax.algorithms.ppo.multi_agent import MultiAgentPPO
+from rljax.algorithms.ppo.multi_agent_parts import _bucket, _Group
 from rljax.algorithms.settings import frozen_from_config
 from rljax.learners.hyperparams import dynamic_settings, with_hyperparams
-from rljax.runners.ordering import order_by_stream
 from rljax.types import Transition
 from rljax.utils.jit import run_once
 from rljax.utils.schedules import is_schedule, schedule_start
@@ -79,21 +80,7 @@ def make_multi_agent_vtrace_postprocess() -> Any:
     where a stream stops (``rljax.runners.ordering.order_by_stream``)."""
 
     def postprocess(traj: Transition) -> VTraceTrainBatch:
-        ordered = order_by_stream(traj)
-        s = ordered.rows
-        batch = VTraceTrainBatch(
-            obs=s.obs,
-            vtrace=VTraceBatch(
-                action=s.action,
-                behaviour_logp=s.extras["action_logp"],
-                reward=s.reward,
-                terminated=s.terminated,
-                truncated=ordered.cut,
-                mask=s.valid.astype(jnp.float32),
-            ),
-            bootstrap_value=s.next_extras["vf_preds"],
-        )
-        return jax.tree.map(lambda x: x[None], batch)
+        return jax.tree.map(lambda x: x[None], stream_ordered_batch(traj))
 
     return postprocess
 
@@ -172,6 +159,15 @@ class MultiAgentIMPALA(MultiAgentPPO):
 
     def _make_postprocess(self, batch_rows: int) -> Any:
         return make_multi_agent_vtrace_postprocess()
+
+    def _grouped_update(self, state: list[Any], batch: Any) -> tuple[list[Any], dict[str, Any]]:
+        # As RLlib's learners, every policy's schedules follow the run's lifetime env steps
+        # sampled (those before this update), not the rows the policy trained on.
+        lifetime = self.num_env_steps_sampled_lifetime
+        state = [
+            dataclasses.replace(s, env_steps=jnp.full_like(s.env_steps, lifetime)) for s in state
+        ]
+        return super()._grouped_update(state, batch)
 
     def _policy_update(self, g: int, size: int, hp: Any = None, optimizer: Any = None) -> Any:
         group = self.groups[g]

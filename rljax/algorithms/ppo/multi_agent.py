@@ -29,8 +29,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.algorithms.actor_critic.policy import recurrent_spec_of
 from rljax.algorithms.algorithm import DEFAULT_POLICY, Algorithm
-from rljax.algorithms.ppo import multi_agent_fused
+from rljax.algorithms.ppo import multi_agent_fused, multi_agent_recurrent
 from rljax.algorithms.ppo.learner import (
     POLICY_ID,
     PPO_POPULATION_SETTINGS,
@@ -40,14 +41,14 @@ from rljax.algorithms.ppo.learner import (
     make_ppo_postprocess,
     make_ppo_update,
 )
+from rljax.algorithms.ppo.multi_agent_parts import _bucket, _Group, make_multi_agent_policy_parts
 from rljax.algorithms.ppo.networks import build_policy
+from rljax.algorithms.ppo.recurrent import sequence_apply
 from rljax.connectors.env_to_module.multi_agent import (
     ConnectedCreator,
     ConnectedMultiAgentEnv,
     build_multi_agent_connectors,
 )
-from rljax.core.columns import Columns
-from rljax.core.rl_module.forward_module import forward_module_outputs
 from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.env_context import EnvContext
@@ -72,13 +73,9 @@ from rljax.execution.loop import (
 )
 from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
 from rljax.execution.parts import (
-    InferenceFn,
     PolicyParts,
-    distribution_inference,
-    space_env_actions,
 )
 from rljax.execution.weights import check_weights_fit
-from rljax.networks.distributions import make_distribution
 from rljax.policy.policy import PolicySpec
 from rljax.runners.acting import make_act_step
 from rljax.utils import xla_options
@@ -135,204 +132,6 @@ def _setting_value(config: Any, name: str) -> float | None:
     (``vf_clip_param=None``; ``grad_clip`` None or 0)."""
     value = getattr(config, name)
     return None if setting_is_off(name, value) else float(value)
-
-
-def _bucket(n: int, minimum: int) -> int:
-    """The smallest power of two >= max(n, minimum)."""
-    n = max(n, minimum, 1)
-    return 1 << (n - 1).bit_length()
-
-
-@dataclasses.dataclass
-class _Group:
-    """Policies with the same settings: one module, optimizer and stacked update."""
-
-    members: list[int]  # the policies' indices in policy_ids
-    module: Any
-    dist: Any
-    optimizer: Any
-    hp: Any  # PPOHyperparams (multi-agent IMPALA's: its own record)
-    train_mask: np.ndarray  # [P_g] bool
-    # The policies' observation space; with padded slot rows, their first values reshaped.
-    observation_space: gym.Space | None = None
-    padded: bool = False
-    # The population settings the group's policies override (their values): a population's
-    # trial keeps these, whatever its own values (``multi_agent_fused.valued_group``).
-    fixed: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def obs(self, slot_obs: Any, lead: int = 1) -> Any:
-        """The group's observations from slot rows (``lead`` leading batch axes)."""
-        return unpad_observations(slot_obs, self.observation_space, self.padded, lead)
-
-
-def unpad_observations(slot_obs: Any, space: gym.Space | None, padded: bool, lead: int = 1) -> Any:
-    """Observations of ``space`` from slot rows: the rows themselves, or with ``padded`` (the
-    agents' spaces differ) each row's first values reshaped to the space's shape."""
-    if not padded:
-        return slot_obs
-    assert space is not None and space.shape is not None
-    flat = slot_obs[..., : int(np.prod(space.shape))]
-    return flat.reshape(*flat.shape[:lead], *space.shape).astype(space.dtype)
-
-
-def make_multi_agent_policy_parts(
-    groups: list[_Group],
-    policy_ids: list[str],
-    group_of: np.ndarray,
-    local_of: np.ndarray,
-    action_space: gym.Space,
-    clip_actions: bool,
-    forward_modules: list[Any] | None = None,
-) -> PolicyParts[list[PPOTrainState]]:
-    """The policies of multi-agent PPO for the execution layer.
-
-    The state is the list of each group's stacked ``PPOTrainState``; acting parameters the list
-    of their stacked parameters. Observations of agent slots are ``{"obs": [S, ...], "policy":
-    [S]}``: each slot acts with its own policy's parameters (gathered, then vmapped over the
-    slots, once per group). Inference runs one policy's module (one compilation per group).
-
-    Args:
-      groups: The policy groups (their modules and distributions).
-      policy_ids: Every policy's id, in order.
-      group_of, local_of: Each policy's group, and its index in the group's stack, [P].
-      action_space: The agents' action space (actions cast to it, and clipped to a Box's bounds
-        with ``clip_actions``).
-      forward_modules: The modules that act by a forward pass of their own (no parameters):
-        group ``len(groups) + j`` is ``forward_modules[j]``.
-    """
-    group_of_j, local_of_j = jnp.asarray(group_of), jnp.asarray(local_of)
-    forward_modules = list(forward_modules or [])
-    # Groups' distribution inputs differ in width where agents' Discrete action spaces do:
-    # every row is zero-padded to the widest (each group reads back its own first columns).
-    num_outputs = max(g.dist.num_outputs for g in groups)
-
-    def pad_inputs(inputs: jax.Array) -> jax.Array:
-        return jnp.pad(inputs, ((0, 0), (0, num_outputs - inputs.shape[-1])))
-
-    def forward_outputs(
-        j: int, obs: Any, key: jax.Array | None
-    ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """A forward-only module's (dist inputs, value 0, action) for every slot."""
-        module = forward_modules[j]
-        explore = key is not None
-        # Greedy passes (no key) of a module that draws still get a fixed key.
-        key = jax.random.fold_in(jax.random.PRNGKey(0) if key is None else key, 1 + j)
-        module_obs = unpad_observations(obs["obs"], module.observation_space, groups[0].padded)
-        out = forward_module_outputs(module, module_obs, key, explore=explore)
-        action = out[Columns.ACTIONS]
-        slots = jax.tree.leaves(obs["obs"])[0].shape[0]
-        width = make_distribution(module.action_space).num_outputs
-        inputs = out.get(Columns.ACTION_DIST_INPUTS)
-        if inputs is None:
-            inputs = jnp.zeros((slots, width), jnp.float32)
-        if action.shape[:1] != (slots,) or inputs.shape != (slots, width):
-            raise ConfigError(
-                f"{type(module).__name__}'s forward pass over {slots} observations returned "
-                f"actions of shape {action.shape} and action_dist_inputs of shape "
-                f"{inputs.shape}; expected [{slots}, ...] and [{slots}, {width}]"
-            )
-        return pad_inputs(inputs.astype(jnp.float32)), jnp.zeros((slots,), jnp.float32), action
-
-    def group_outputs(
-        g: int, params: Any, obs: Any, key: jax.Array | None
-    ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """Group ``g``'s (dist inputs, value, action) for every slot; ``key=None``: greedy."""
-        group = groups[g]
-        local = local_of_j[obs["policy"]]
-        per_slot = jax.tree.map(lambda p: p[local], params[g][POLICY_ID])
-        dist_inputs, value = jax.vmap(
-            lambda p, o: group.module.apply(p, jax.tree.map(lambda x: x[None], o))
-        )(per_slot, group.obs(obs["obs"]))
-        dist_inputs, value = dist_inputs[:, 0], value[:, 0]
-        if key is None:
-            action = group.dist.mode(dist_inputs)
-        else:
-            action = group.dist.sample(key, dist_inputs)
-        return pad_inputs(dist_inputs), value, action
-
-    def slot_outputs(
-        params: Any, obs: Any, key: jax.Array | None
-    ) -> tuple[jax.Array, jax.Array, jax.Array]:
-        """(dist inputs, value, action) of every slot from its policy's group."""
-        outs = [group_outputs(g, params, obs, key) for g in range(len(groups))]
-        outs += [forward_outputs(j, obs, key) for j in range(len(forward_modules))]
-        if len(outs) == 1:
-            return outs[0]
-        ref = outs[0][2]
-        for k, out in enumerate(outs[len(groups) :]):
-            if out[2].shape != ref.shape:
-                raise ConfigError(
-                    f"{type(forward_modules[k]).__name__}'s forward pass returned actions of "
-                    f"shape {out[2].shape}; the agents' action space needs {ref.shape}"
-                )
-        outs = [(i, v, a.astype(ref.dtype)) for i, v, a in outs]
-        # Each slot takes the row of its policy's group (every group runs on every slot).
-        group = group_of_j[obs["policy"]]
-        rows = jnp.arange(group.shape[0])
-        dist_inputs, value, action = (
-            jnp.stack(parts)[group, rows] for parts in zip(*outs, strict=True)
-        )
-        return dist_inputs, value, action
-
-    def act(params: Any, obs: Any, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
-        """Each slot acts with its own policy's parameters."""
-        dist_inputs, value, action = slot_outputs(params, obs, key)
-        group = group_of_j[obs["policy"]]
-        logps = [
-            grp.dist.log_prob(dist_inputs[:, : grp.dist.num_outputs], action) for grp in groups
-        ]
-        logps += [jnp.zeros_like(logps[0]) for _ in forward_modules]  # never trained
-        logp = logps[0] if len(logps) == 1 else jnp.stack(logps)[group, jnp.arange(len(group))]
-        extras = {"action_logp": logp, "vf_preds": value, "action_dist_inputs": dist_inputs}
-        return action, extras
-
-    def acting_params(state: list[PPOTrainState]) -> list[Any]:
-        return [s.params for s in state]
-
-    def index(policy_id: str | None) -> int:
-        return 0 if policy_id is None else policy_ids.index(policy_id)
-
-    def inference_params(state: list[PPOTrainState], policy_id: str | None) -> Any:
-        i = index(policy_id)
-        if group_of[i] >= len(groups):
-            return {}  # a forward-only module has no parameters
-        params = state[group_of[i]].params[POLICY_ID]
-        return {POLICY_ID: jax.tree.map(lambda p: p[local_of[i]], params)}
-
-    def module_outputs(group: _Group) -> Any:
-        return lambda params, obs: group.module.apply(params[POLICY_ID], group.obs(obs))[0]
-
-    per_group = [distribution_inference(module_outputs(g), g.dist) for g in groups]
-
-    def forward_inference(j: int, explore: bool) -> InferenceFn:
-        def infer(params: Any, obs: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
-            inputs, _, action = forward_outputs(j, {"obs": obs}, key if explore else None)
-            return inputs, action
-
-        return infer
-
-    per_forward = [
-        {explore: forward_inference(j, explore) for explore in (False, True)}
-        for j in range(len(forward_modules))
-    ]
-
-    def inference(policy_id: str | None, explore: bool) -> InferenceFn:
-        g = int(group_of[index(policy_id)])
-        if g >= len(groups):
-            return per_forward[g - len(groups)][explore]
-        return per_group[g](None, explore)
-
-    to_env, to_env_host = space_env_actions(action_space, clip_actions)
-    return PolicyParts(
-        act=act,
-        acting_params=acting_params,
-        bootstrap_keys=("vf_preds",),
-        inference=inference,
-        inference_params=inference_params,
-        to_env_action=to_env,
-        to_env_action_host=to_env_host,
-        greedy_slots=lambda params, obs: slot_outputs(params, obs, None)[2],
-    )
 
 
 class MultiAgentPPO(Algorithm):
@@ -471,6 +270,7 @@ class MultiAgentPPO(Algorithm):
             act_space = self.policy_action_spaces[self.policy_ids[members[0]]]
             dist, module = build_policy(obs_space, act_space, gcfg)
             obs_example = jax.device_put(zeros_batch(obs_space, 1))  # no compile
+            obs_example = multi_agent_recurrent.init_example(module, obs_example, act_space)
             optimizer, hp = self._group_learner(gcfg, batch_rows)
             self.groups.append(
                 _Group(
@@ -512,15 +312,20 @@ class MultiAgentPPO(Algorithm):
             )
             i = self.policy_ids.index(pid)
             self.group_of[i], self.local_of[i] = len(self.groups) + j, 0
-        self.parts = make_multi_agent_policy_parts(
-            self.groups,
-            self.policy_ids,
-            self.group_of,
-            self.local_of,
-            self.action_space,
-            cfg.clip_actions,
-            self.forward_modules,
-        )
+        # use_lstm: a state per agent slot, sequences per policy (multi_agent_recurrent).
+        self._recurrent = any(hasattr(g.module, "initial_state") for g in self.groups)
+        if self._recurrent:
+            self.parts = self._recurrent_parts()
+        else:
+            self.parts = make_multi_agent_policy_parts(
+                self.groups,
+                self.policy_ids,
+                self.group_of,
+                self.local_of,
+                self.action_space,
+                cfg.clip_actions,
+                self.forward_modules,
+            )
         self._postprocess_rows = self.num_slots * num_runners
         postprocess = self._make_postprocess(batch_rows)
         self._updates: dict[tuple[int, int], Any] = {}
@@ -539,7 +344,7 @@ class MultiAgentPPO(Algorithm):
                 raise ConfigError(
                     "a multi-agent trial of a population needs the fused path: a multi-agent "
                     "JAX env whose agents share their spaces, num_env_runners=0, no "
-                    "connectors or episode callbacks"
+                    "connectors, episode callbacks or recurrent policies (use_lstm)"
                 )
             with xla_options.applied(self._xla_options):
                 self._population_pieces = multi_agent_fused.fused_pieces(self, self._fused_env)
@@ -610,9 +415,37 @@ class MultiAgentPPO(Algorithm):
             key=keys,
         )
 
+    def _recurrent_parts(self) -> PolicyParts[list[PPOTrainState]]:
+        """The policy parts of recurrent groups (``multi_agent_recurrent``)."""
+        multi_agent_recurrent.check_recurrent_groups(self.groups, self.forward_only)
+        width = max(g.dist.num_outputs for g in self.groups)
+
+        def pad(inputs: jax.Array) -> jax.Array:
+            return jnp.pad(inputs, ((0, 0), (0, width - inputs.shape[-1])))
+
+        return multi_agent_recurrent.make_multi_agent_recurrent_parts(
+            self.groups,
+            self.policy_ids,
+            self.group_of,
+            self.local_of,
+            self.action_space,
+            self.config.clip_actions,
+            recurrent_spec_of(self.groups[0].module, self.action_space),
+            pad,
+        )
+
     def _make_postprocess(self, batch_rows: int) -> Any:
-        """``postprocess(Transition [T, slots]) -> batch [1, rows]`` (GAE, per policy)."""
+        """``postprocess(Transition [T, slots]) -> batch [1, rows]`` (GAE, per policy), or
+        with recurrent policies ``[1, sequences, max_seq_len]``."""
         self.hp = PPOHyperparams.from_config(self.config, 1, batch_rows)
+        if self._recurrent:
+            return multi_agent_recurrent.make_multi_agent_sequence_postprocess(
+                self.hp,
+                self._postprocess_rows,
+                self.config.model_config.max_seq_len,
+                self.num_policies,
+                self._policy_discounts(),
+            )
         return make_ppo_postprocess(
             self.hp,
             self._postprocess_rows,
@@ -624,6 +457,21 @@ class MultiAgentPPO(Algorithm):
         """One policy's update of group ``g`` on batches of ``size`` rows (vmapped over the
         group by ``_stacked_update``)."""
         group = self.groups[g]
+        if self._recurrent:  # rows are sequences: minibatches of whole sequences
+            seq = self.config.model_config.max_seq_len
+            hp = dataclasses.replace(
+                group.hp if hp is None else hp,
+                shard_size=size,
+                minibatch_size=min(max(1, group.hp.minibatch_size // seq), size),
+                skip_empty_minibatches=True,
+            )
+            return make_ppo_update(
+                sequence_apply(group.module.apply),
+                group.dist,
+                optimizer or group.optimizer,
+                hp,
+                sequence_len=seq,
+            )
         hp = dataclasses.replace(
             group.hp if hp is None else hp,
             shard_size=size,
@@ -639,6 +487,9 @@ class MultiAgentPPO(Algorithm):
         # The JAX env the probe in _resolve_env built (None: a loaded module, or no JAX env).
         env = getattr(self, "_probe_jax", None)
         if env is None or self.config.num_env_runners or self._record_episodes:
+            return None
+        if self._recurrent:
+            logger.info("stepping the JAX env from the host: its policies are recurrent")
             return None
         misfit = AgentSlots.misfit(env)
         if misfit is not None:
@@ -661,8 +512,8 @@ class MultiAgentPPO(Algorithm):
         policies = self.config.policies
         if policies is None:
             raise ConfigError(
-                "MultiAgentPPO needs a config with .multi_agent(policies=...); build_algo() "
-                "builds PPO for a single-agent config"
+                f"{type(self).__name__} needs a config with .multi_agent(policies=...); "
+                f"build_algo() builds {self.config.algo_name} for a single-agent config"
             )
         return policies
 
@@ -825,8 +676,12 @@ class MultiAgentPPO(Algorithm):
 
     # ------------------------------------------------------------------ learning
     def _bucket_size(self, g: int, rows: int) -> int:
-        """The padded per-policy batch size of group ``g`` for at most ``rows`` rows."""
-        return _bucket(rows, self.groups[g].hp.minibatch_size)
+        """The padded per-policy batch size of group ``g`` for at most ``rows`` rows (with
+        recurrent policies, sequences)."""
+        minibatch = self.groups[g].hp.minibatch_size
+        if self._recurrent:
+            minibatch = max(1, minibatch // self.config.model_config.max_seq_len)
+        return _bucket(rows, minibatch)
 
     def _update_fn(self, g: int, size: int):
         """Group ``g``'s jitted, vmapped update for per-policy batches of ``size`` rows."""
@@ -845,12 +700,14 @@ class MultiAgentPPO(Algorithm):
         ``hp`` and ``optimizer``: a population trial's (``multi_agent_fused.valued_group``)
         instead of the group's own."""
         update = self._policy_update(g, size, hp, optimizer)
-        train_mask = jnp.asarray(self.groups[g].train_mask)
+        group = self.groups[g]
 
         def stacked_update(state, batch):
             new_state, metrics = jax.vmap(update)(state, batch)
+            train_mask = self._stacked_update_mask(group, batch)
 
-            # Frozen policies keep every leaf of their state (parameters bit for bit).
+            # Frozen policies, and those without rows in this batch, keep every leaf of their
+            # state (parameters bit for bit).
             def pick(n, o):
                 return jnp.where(train_mask.reshape((-1,) + (1,) * (n.ndim - 1)), n, o)
 
@@ -863,9 +720,11 @@ class MultiAgentPPO(Algorithm):
     ) -> tuple[Any, int, np.ndarray]:
         """Group ``g``'s rows per policy, padded: every leaf [P_g, 1, size, ...], and counts."""
         members = self.groups[g].members
-        rows = [np.nonzero(valid & (policy == p))[0] for p in members]
-        counts = np.array([len(r) for r in rows])
-        size = self._bucket_size(g, int(counts.max()))
+        own = [valid & (policy == p) for p in members]
+        # Rows, or with recurrent policies ([S, L] arrays) the sequences holding any of them.
+        rows = [np.nonzero(o.any(axis=1) if o.ndim == 2 else o)[0] for o in own]
+        counts = np.array([int(o.sum()) for o in own])
+        size = self._bucket_size(g, max(len(r) for r in rows))
         index = np.zeros((len(members), size), np.int32)
         real = np.zeros((len(members), size), np.float32)
         for k, r in enumerate(rows):
@@ -875,7 +734,13 @@ class MultiAgentPPO(Algorithm):
 
     def _gathered(self, flat: Any, index: Any, real: Any, g: int) -> Any:
         """Group ``g``'s per-policy batches: the rows ``index`` [P_g, size] of ``flat``, masked
-        by ``real``; every leaf [P_g, 1, size, ...] (traceable)."""
+        by ``real``; every leaf [P_g, 1, size, ...] (traceable). With recurrent policies the
+        rows are sequences (``multi_agent_recurrent.gathered_sequences``)."""
+        group = self.groups[g]
+        if self._recurrent:
+            return multi_agent_recurrent.gathered_sequences(
+                flat, index, real, group.members, group.obs, group.dist.num_outputs
+            )
         obs = self.groups[g].obs(jax.tree.map(lambda x: x[index], flat.obs["obs"]), lead=2)
         gathered = jax.tree.map(lambda x: x[index], flat._replace(obs=None))._replace(obs=obs)
         width = self.groups[g].dist.num_outputs  # the group's own columns of padded inputs
@@ -893,7 +758,10 @@ class MultiAgentPPO(Algorithm):
         (``_update_fn``). Metrics: ``groups``, each group's (per policy of the group), and
         ``counts``, the rows of each policy."""
         flat = jax.tree.map(lambda x: x.reshape((-1, *x.shape[2:])), batch)
-        policy = np.asarray(flat.obs["policy"])
+        if self._recurrent:
+            policy = multi_agent_recurrent.sequence_policies(flat)
+        else:
+            policy = np.asarray(flat.obs["policy"])
         valid = np.asarray(flat.mask) > 0
         counts = np.zeros(self.num_policies, np.int64)
         new = list(state)
@@ -1071,11 +939,47 @@ class MultiAgentPPO(Algorithm):
         extra = [] if connectors is None else [{"connectors": connectors.get_state()}]
         return [*self.state, *extra]
 
+    def _stacked_update_mask(self, group: _Group, batch: Any) -> jax.Array:
+        """The policies of ``group`` that this update changes: trained ones with rows in
+        ``batch`` (a policy absent from a batch keeps every leaf of its state, as RLlib leaves
+        a module out of a batch alone)."""
+        rows = jnp.sum(batch.mask.reshape((batch.mask.shape[0], -1)), axis=1)
+        return jnp.asarray(group.train_mask) & (rows > 0)
+
+    def _inference_target(self, includes_replay_buffer: bool) -> Any:
+        target = self._checkpoint_state(False)
+        if self._inference_only:
+            # Built without the env, so without its connectors: a checkpoint with
+            # MeanStdFilter(multi_agent=True)'s statistics holds them after the train states
+            # (read and dropped: a module acts on observations as given).
+            template = self._saved_connector_template()
+            if template:
+                target.append({"connectors": template})
+        return target
+
+    def _saved_connector_template(self) -> list[dict[str, Any]]:
+        """The shapes of the statistics a checkpoint of this config holds, from the config's
+        connector specs and the saved agents' observation space (the filter keeps it)."""
+        shape = tuple(self.observation_space.shape or ())
+        agent = {
+            "count": np.zeros((), np.int64),
+            "mean": np.zeros(shape, np.float64),
+            "m2": np.zeros(shape, np.float64),
+        }
+        specs = self.config.env_to_module_connector
+        return [
+            {str(i): dict(agent) for i in range(len(self.possible_agents))}
+            for spec in (specs if isinstance(specs, list) else [])
+            if isinstance(spec, dict) and spec.get("type") == "MeanStdFilter"
+        ]
+
     def _restore_state(self, state: Any) -> None:
         state = list(state)
-        connectors = self._stateful_connectors()
-        if connectors is not None:
-            connectors.set_state(jax.device_get(state.pop()["connectors"]))
+        if state and isinstance(state[-1], dict) and "connectors" in state[-1]:
+            saved = state.pop()["connectors"]
+            connectors = self._stateful_connectors()
+            if connectors is not None:
+                connectors.set_state(jax.device_get(saved))
         states = jax.tree.map(jnp.asarray, state)
         self.state = jax.device_put(states, self.learner_devices[0])
         if self._runners is not None:  # runner threads act with them next (none after stop())
@@ -1092,6 +996,11 @@ class MultiAgentPPO(Algorithm):
     def _evaluation_env(self, num_envs: int, seed: int, spec: Any = None) -> EvaluationEnv:
         """Copies of the env with the training mapping function: each agent plays with the
         policy it trains."""
+        if self._recurrent:
+            raise ConfigError(
+                "evaluating a multi-agent run's recurrent policies (use_lstm) is not built; "
+                "their training results report the episodes sampled"
+            )
         context = EnvContext(self.config.env_config)
         creator = self._ma_creator
         if self._stateful_connectors() is not None:

@@ -142,9 +142,10 @@ class _WholeDict(_Piece):
 
 
 class _MeanStd(_Piece):
-    """``MeanStdFilter(multi_agent=True)``: RLlib's ``RunningStat`` per agent (count, mean and
-    the sum of squared deviations, in float64), updated by each observation before it is
-    normalised, as RLlib's filter does. Thread-safe: the runner threads share it."""
+    """``MeanStdFilter(multi_agent=True)``: RLlib 2.60's ``MeanStdFilter`` per agent (its
+    ``RunningStat``: count, mean and the sum of squared deviations in float64, the variance 0
+    until two observations), each observation folded in before it is normalised, as RLlib's
+    runners do. Thread-safe: the runner threads share it."""
 
     def __init__(self, piece: MeanStdFilter, spaces: AgentSpaces):
         for space in spaces.values():
@@ -175,17 +176,17 @@ class _MeanStd(_Piece):
             else:
                 delta = x - stat["mean"]
                 stat["mean"] = stat["mean"] + delta / n
-                stat["m2"] = stat["m2"] + delta * delta * (n - 1) / n
+                stat["m2"] = stat["m2"] + delta * (x - stat["mean"])
             stat["count"] = np.asarray(n, np.int64)
         n = int(stat["count"])
-        if n == 0:
-            return x.astype(np.float32)  # no statistics yet: unchanged
-        var = stat["m2"] / (n - 1) if n > 1 else np.square(stat["mean"])
+        # RLlib's RunningStat.var: 0 for n <= 1, else m2 / (n - 1), in float32.
+        var = np.zeros_like(stat["mean"]) if n <= 1 else stat["m2"] / (n - 1.0)
+        std = np.sqrt(np.maximum(0.0, var.astype(np.float32)))
         piece = self.piece
         if piece.de_mean_to_zero:
             x = x - stat["mean"]
         if piece.de_std_to_one:
-            x = x / (np.sqrt(var) + SMALL_NUMBER)
+            x = x / (std + SMALL_NUMBER)
         if piece.clip_by_value is not None:
             x = np.clip(x, -float(piece.clip_by_value), float(piece.clip_by_value))
         return x.astype(np.float32)
@@ -199,6 +200,7 @@ class _MeanStd(_Piece):
         return new
 
     def get_state(self) -> dict[Any, dict[str, np.ndarray]]:
+        """Each agent's statistics (copies): ``{agent: {"count", "mean", "m2"}}``."""
         with self.lock:
             return {a: {k: np.array(v) for k, v in st.items()} for a, st in self.stats.items()}
 
@@ -243,16 +245,14 @@ class MultiAgentConnectors:
         return new
 
     def get_state(self) -> list[dict[str, Any]]:
-        """The statistics of each stateful piece, in order: ``{"agents": [...], "count":
-        [A], "mean": [A, ...], "m2": [A, ...]}`` (agents in the env's order)."""
+        """The statistics of each stateful piece, in order: ``{"0": {"count", "mean", "m2"},
+        "1": ...}``, keyed by each agent's place in the env's agents (their observation
+        shapes may differ)."""
         out = []
         for piece in self._bound:
             if isinstance(piece, _MeanStd):
                 stats = piece.get_state()
-                agents = list(stats)
-                out.append(
-                    {k: np.stack([stats[a][k] for a in agents]) for k in ("count", "mean", "m2")}
-                )
+                out.append({str(i): stats[a] for i, a in enumerate(stats)})
         return out
 
     def set_state(self, state: list[dict[str, Any]]) -> None:
@@ -263,13 +263,14 @@ class MultiAgentConnectors:
                 f"{len(state)} connector states given for {len(pieces)} stateful pieces"
             )
         for piece, st in zip(pieces, state, strict=True):
-            agents = list(piece.stats)
-            piece.set_state(
-                {
-                    a: {k: np.asarray(st[k])[i] for k in ("count", "mean", "m2")}
-                    for i, a in enumerate(agents)
-                }
-            )
+            piece.set_state({a: st[str(i)] for i, a in enumerate(piece.stats)})
+
+    def state_template(self) -> list[dict[str, Any]]:
+        """``get_state``'s structure, shapes and dtypes (zeros)."""
+        return [
+            {k: {n: np.zeros_like(v) for n, v in st.items()} for k, st in piece.items()}
+            for piece in self.get_state()
+        ]
 
     def check(self, observations: dict[Any, Any]) -> None:
         """One call on an observation dict of the env (its first reset's), before anything
