@@ -149,6 +149,40 @@ def normalize_advantages(
     return (adv - mean) / (std + 1e-8)
 
 
+def stream_advantages(
+    ordered: Any,
+    lock_step_streams: int | None,
+    hp: PPOHyperparams,
+    num_policies: int | None = None,
+    policy_discounts: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """GAE along the streams of ``order_by_stream``'s ``ordered`` rows: ``(advantages,
+    value targets, mask)``, each [rows], the advantages normalised (per policy with
+    ``num_policies``, the rows' ``obs["policy"]``). ``lock_step_streams`` K: every stream has
+    the same T rows (SYNC), so GAE runs time-major on [T, K]; None: over the one flat
+    sequence (ASYNC). ``policy_discounts``: ``make_ppo_postprocess``'s."""
+    s = ordered.rows
+    gae_in = (s.reward, s.extras["vf_preds"], s.next_extras["vf_preds"], s.terminated)
+    discounts: Any = (hp.gamma, hp.lambda_)
+    if policy_discounts is not None:  # each row's policy's gamma and lambda
+        gammas, lambdas = (jnp.asarray(d, jnp.float32) for d in policy_discounts)
+        discounts = (gammas[s.obs["policy"]], lambdas[s.obs["policy"]])
+    k = lock_step_streams
+    if k is not None:
+        if policy_discounts is not None:
+            discounts = to_time_major(discounts, k)
+        rewards, values, next_values, terminated, cut = to_time_major((*gae_in, ordered.cut), k)
+        adv, targets = gae_advantages_time_major(
+            rewards, values, next_values, terminated, cut, *discounts
+        )
+        adv, targets = from_time_major((adv, targets))
+    else:
+        adv, targets = gae_advantages(*gae_in, ordered.cut, *discounts)
+    mask = s.valid.astype(jnp.float32)
+    policy = None if num_policies is None else s.obs["policy"]
+    return normalize_advantages(adv, mask, policy, num_policies), targets, mask
+
+
 def make_ppo_postprocess(
     hp: PPOHyperparams,
     num_envs: int,
@@ -173,25 +207,9 @@ def make_ppo_postprocess(
         k = traj.reward.shape[1]
         ordered = order_by_stream(traj)
         s = ordered.rows
-        gae_in = (s.reward, s.extras["vf_preds"], s.next_extras["vf_preds"], s.terminated)
-        discounts: Any = (hp.gamma, hp.lambda_)
-        if policy_discounts is not None:  # each row's policy's gamma and lambda
-            gammas, lambdas = (jnp.asarray(d, jnp.float32) for d in policy_discounts)
-            discounts = (gammas[s.obs["policy"]], lambdas[s.obs["policy"]])
-        if k == num_envs:
-            # Lock-step: each sub-env has exactly T rows, so GAE runs time-major on [T, N].
-            if policy_discounts is not None:
-                discounts = to_time_major(discounts, k)
-            rewards, values, next_values, terminated, cut = to_time_major((*gae_in, ordered.cut), k)
-            adv, targets = gae_advantages_time_major(
-                rewards, values, next_values, terminated, cut, *discounts
-            )
-            adv, targets = from_time_major((adv, targets))
-        else:
-            adv, targets = gae_advantages(*gae_in, ordered.cut, *discounts)
-        mask = s.valid.astype(jnp.float32)
-        policy = None if num_policies is None else s.obs["policy"]
-        adv = normalize_advantages(adv, mask, policy, num_policies)
+        adv, targets, mask = stream_advantages(
+            ordered, k if k == num_envs else None, hp, num_policies, policy_discounts
+        )
         batch = PPOBatch(
             obs=s.obs,
             action=s.action,

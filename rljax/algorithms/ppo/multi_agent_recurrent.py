@@ -34,12 +34,11 @@ from rljax.algorithms.actor_critic.policy import (
     sequences_of,
     to_sequences,
 )
-from rljax.algorithms.ppo.learner import PPOHyperparams, normalize_advantages
+from rljax.algorithms.ppo.learner import PPOHyperparams, stream_advantages
 from rljax.algorithms.ppo.losses import PPOBatch
 from rljax.execution.parts import PolicyParts, space_env_actions
-from rljax.ops.gae import gae_advantages_time_major
 from rljax.runners.acting import RecurrentInput, RecurrentSpec, recurrent_input
-from rljax.runners.ordering import from_time_major, order_by_stream, to_time_major
+from rljax.runners.ordering import order_by_stream
 from rljax.types import Transition
 from rljax.utils.errors import ConfigError
 
@@ -192,18 +191,7 @@ def make_multi_agent_sequence_postprocess(
         assert k == num_slots, "recurrent multi-agent PPO samples lock-step (SYNC) fragments"
         ordered = order_by_stream(traj)  # [K * T]: each slot's T rows, its real ones first
         s = ordered.rows
-        discounts: Any = (hp.gamma, hp.lambda_)
-        if policy_discounts is not None:
-            gammas, lambdas = (jnp.asarray(d, jnp.float32) for d in policy_discounts)
-            discounts = to_time_major((gammas[s.obs["policy"]], lambdas[s.obs["policy"]]), k)
-        gae_in = (s.reward, s.extras["vf_preds"], s.next_extras["vf_preds"], s.terminated)
-        rewards, values, next_values, terminated, cut = to_time_major((*gae_in, ordered.cut), k)
-        adv, targets = gae_advantages_time_major(
-            rewards, values, next_values, terminated, cut, *discounts
-        )
-        adv, targets = from_time_major((adv, targets))
-        mask = s.valid.astype(jnp.float32)
-        adv = normalize_advantages(adv, mask, s.obs["policy"], num_policies)
+        adv, targets, mask = stream_advantages(ordered, k, hp, num_policies, policy_discounts)
 
         def streams(x: Any) -> Any:  # [K * T, ...] -> [K, T, ...]
             return jax.tree.map(lambda a: a.reshape((k, -1, *a.shape[1:])), x)
