@@ -24,6 +24,12 @@ weights:
 * ``envpool_only``: EnvPool's XLA step in a ``lax.scan`` with random actions and EnvPool's own
   next-step reset (no policy, no round trip): the env's own stepping rate in the same process,
   a bound on any rollout.
+* ``network_floor``: as many gradient steps as the update takes (epochs x minibatches), each the
+  policy network's forward and backward pass over a minibatch of the batch's observations and a
+  plain gradient step (``network_floor``): the network's own arithmetic, with none of PPO's loss,
+  Adam, clipping or shuffling, a bound on any update of this network at these sizes.
+  ``arithmetic`` gives the matrix products' floating-point operations per gradient step and the
+  rate the update and the floor reach.
 
 Each figure is the median and the minimum over the rounds, in seconds per iteration (one
 fragment / one batch). The parts are separate programs: the sum of rollout, postprocess and
@@ -45,8 +51,54 @@ METHOD = (
     "trips for one fragment; acting = the act step replayed in a scan over the results that "
     "rollout acted on; env_stepping = rollout - acting; postprocess = GAE on the rollout; "
     "update = all epochs on that batch; fused_iteration = the algorithm's own single program; "
-    "envpool_only = EnvPool's XLA step alone with random actions. Median and min over rounds."
+    "envpool_only = EnvPool's XLA step alone with random actions; network_floor = the update's "
+    "number of gradient steps, each only the network's forward and backward pass on a minibatch "
+    "and a plain gradient step. Median and min over rounds."
 )
+
+
+def dense_kernels(params: Any) -> list[tuple[int, int]]:
+    """The ``(inputs, outputs)`` of every 2-D kernel in ``params`` (the dense layers)."""
+    import jax
+
+    return [
+        (int(x.shape[0]), int(x.shape[1]))
+        for path, x in jax.tree_util.tree_leaves_with_path(params)
+        if getattr(x, "ndim", 0) == 2 and "kernel" in jax.tree_util.keystr(path)
+    ]
+
+
+def matmul_flops_per_step(params: Any, rows: int) -> int:
+    """About the floating-point operations of one gradient step's matrix products on ``rows``
+    rows: the forward product and the two of the backward pass (inputs' and weights' gradients),
+    2 operations per multiply-add, per dense layer."""
+    return sum(3 * 2 * rows * i * o for i, o in dense_kernels(params))
+
+
+def network_floor(
+    apply: Callable[[Any, Any], Any], obs: Any, steps: int, minibatch: int
+) -> Callable[[Any], Any]:
+    """``floor(params) -> params``: ``steps`` gradient steps, each ``apply``'s forward and
+    backward pass over ``minibatch`` consecutive rows of ``obs`` (a squared loss on every output,
+    so the backward pass depends on the data) and a plain step ``params - 1e-6 * grad``."""
+    import jax
+    import jax.numpy as jnp
+
+    rows = int(obs.shape[0])
+
+    def loss(params: Any, x: Any) -> Any:
+        return sum(0.5 * jnp.sum(jnp.square(o)) for o in jax.tree.leaves(apply(params, x)))
+
+    def floor(params: Any) -> Any:
+        def body(p: Any, i: Any) -> Any:
+            start = (i * minibatch) % max(rows - minibatch, 1)
+            x = jax.lax.dynamic_slice_in_dim(obs, start, minibatch)
+            g = jax.grad(loss)(p, x)
+            return jax.tree.map(lambda a, b: a - 1e-6 * b, p, g), None
+
+        return jax.lax.scan(body, params, jnp.arange(steps))[0]
+
+    return floor
 
 
 def _timed(fn: Callable[[], Any]) -> float:
@@ -64,6 +116,7 @@ def profile_fused(algo: Any, rounds: int) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
 
+    from rljax.algorithms.ppo.learner import POLICY_ID
     from rljax.env import envpool_vector
     from rljax.env.envpool_vector import make_envpool
     from rljax.runners.acting import make_fused_rollout
@@ -144,10 +197,21 @@ def profile_fused(algo: Any, rounds: int) -> dict[str, Any]:
     actor_before = jax.tree.map(jnp.copy, algo.runner_state.actor)
     rs, (traj, results, keys) = jax.jit(recording_rollout)(params, algo.runner_state)
     postprocess = jax.jit(algo._postprocess)
-    update = jax.jit(algo._update)
+    # The update and the floor compiled with the options the algorithm's own update got.
+    options = getattr(algo, "_xla_options", {}).get("update")
+    update = jax.jit(algo._update, compiler_options=options)
     act = jax.jit(replay)
     env_only = jax.jit(envpool_only)
     batch = postprocess(traj)
+    # The network's own arithmetic: as many gradient steps as the update's, nothing else.
+    hp = algo.hp
+    grad_steps = hp.num_epochs * hp.num_minibatches
+    floor_obs = jnp.reshape(batch.obs, (-1, *algo.observation_space.shape))
+    policy_params = jax.tree.map(jnp.copy, params[POLICY_ID])
+    floor = jax.jit(
+        network_floor(algo.module.apply, floor_obs, grad_steps, hp.minibatch_size),
+        compiler_options=options,
+    )
     ended_steps = int(jnp.sum(jnp.any(traj.terminated | traj.truncated, axis=1)))
     truncated_steps = int(jnp.sum(jnp.any(traj.truncated, axis=1)))
     state = {"rs": rs, "env_handle": spare_handle, "key": jax.random.PRNGKey(0)}
@@ -177,6 +241,7 @@ def profile_fused(algo: Any, rounds: int) -> dict[str, Any]:
         "fused_iteration": run_fused,
         "train_call": algo.train,
         "envpool_only": run_env_only,
+        "network_floor": lambda: floor(policy_params),
     }
     # Compile everything first (the first call of each), then the timed rounds.
     for name, fn in parts.items():
@@ -220,6 +285,16 @@ def profile_fused(algo: Any, rounds: int) -> dict[str, Any]:
         "fragment_steps": length,
         "host_calls_per_rollout": callbacks["n"] / n_cb,
         "host_seconds_per_rollout": callbacks["s"] / n_cb,
+    }
+    flops = matmul_flops_per_step(policy_params, hp.minibatch_size)
+    out["arithmetic"] = {
+        "gradient_steps_per_update": grad_steps,
+        "minibatch_rows": hp.minibatch_size,
+        "dense_layers": dense_kernels(policy_params),
+        "matmul_flops_per_gradient_step": flops,
+        "update_gflops_per_s": flops * grad_steps / out["update"]["median_s"] / 1e9,
+        "floor_gflops_per_s": flops * grad_steps / out["network_floor"]["median_s"] / 1e9,
+        "update_over_floor": out["update"]["median_s"] / out["network_floor"]["median_s"],
     }
     parts_sum = sum(out[k]["median_s"] for k in ("rollout", "postprocess", "update"))
     out["sum_rollout_postprocess_update_s"] = parts_sum

@@ -202,7 +202,9 @@ def auto_choice(name: str, algo: Any) -> Any:
     return xla_options.resolve("auto", params)["update"]
 
 
-def run_config(name: str, iterations: int, rllib_python: str | None = None) -> dict[str, Any]:
+def run_config(
+    name: str, iterations: int, rllib_python: str | None = None, profile_rounds: int = 0
+) -> dict[str, Any]:
     from rljax.utils import xla_options
 
     if name in OTHER_CONFIGS:
@@ -263,6 +265,12 @@ def run_config(name: str, iterations: int, rllib_python: str | None = None) -> d
             }
         if name in OTHER_CONFIGS:
             out["auto_chooses"] = auto_choice(name, algos["off"])
+        first_algo = algos[first]
+        if profile_rounds and getattr(first_algo, "fused", False):
+            # Where the first variant's iteration goes, and its network's own arithmetic.
+            from ppo_profile import profile_fused
+
+            out["profile"] = profile_fused(first_algo, profile_rounds)
     finally:
         for algo in algos.values():
             algo.stop()
@@ -290,6 +298,13 @@ def main() -> None:
         default=sys.executable,
         help="the interpreter with ray[rllib] and torch for --compare (default: this one)",
     )
+    parser.add_argument(
+        "--profile-rounds",
+        type=int,
+        default=0,
+        help="profile the fused configs' first variant after its iterations (ppo_profile.py: "
+        "rollout, update, the network's own arithmetic), this many rounds; 0: none",
+    )
     parser.add_argument("--rllib-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", default="results")
     args = parser.parse_args()
@@ -304,7 +319,7 @@ def main() -> None:
         print(f"{name} ...", file=sys.stderr)
         n = args.tuned_iterations if name == "tuned" else args.iterations
         rllib = args.rllib_python if args.compare and name == "rllib_defaults" else None
-        report[name] = run_config(name, n, rllib)
+        report[name] = run_config(name, n, rllib, args.profile_rounds)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     save_report(report, args.out, "rllib_defaults")
 

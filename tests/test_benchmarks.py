@@ -24,8 +24,21 @@ def test_ppo_cartpole_benchmark_quick_run_writes_json_and_plot(tmp_path, run_ben
     profile = report["results"]["rljax_fused"]["profile"]
     assert "profile" not in report["results"]["rljax_host"]
     assert profile["rounds"] == 1 and profile["env_steps_per_iteration"] == 4000
-    for part in ("rollout", "acting", "postprocess", "update", "fused_iteration", "envpool_only"):
+    for part in (
+        "rollout",
+        "acting",
+        "postprocess",
+        "update",
+        "fused_iteration",
+        "envpool_only",
+        "network_floor",
+    ):
         assert 0 < profile[part]["min_s"] <= profile[part]["median_s"], part
+    # The separate 64x64 networks' products: (4*64 + 64*64 + 64*2 + 4*64 + 64*64 + 64*1) = 8,896
+    # multiply-adds a row, 3 products of 2 operations each, 128 rows; 6 epochs of 31 minibatches.
+    arithmetic = profile["arithmetic"]
+    assert arithmetic["matmul_flops_per_gradient_step"] == 6 * 128 * 8896
+    assert arithmetic["gradient_steps_per_update"] == 6 * 31
     trips = profile["reset_round_trips"]
     # An untrained CartPole policy ends an episode in most of its 250 steps (about 22 steps
     # each, 16 sub-envs), and each such step is one host call; the others skip it.
@@ -169,6 +182,26 @@ def test_soak_short_run_reports_memory_and_no_recompilation(tmp_path, run_benchm
     assert report["compilations_first_iteration"] > 0  # the listener sees compilations
     assert report["compilations_after_first_iteration"] == 0
     assert report["rss_end_mb"] > 100 and abs(report["rss_growth_after_warmup"]) < 1.0
+
+
+def test_ppo_profile_network_floor_is_plain_gradient_steps_of_the_network(load_benchmark):
+    import jax.numpy as jnp
+
+    profile = load_benchmark("ppo_profile")
+    params = {"Dense_0": {"kernel": jnp.ones((2, 1)), "bias": jnp.zeros((1,))}}
+
+    def apply(p, x):
+        return x @ p["Dense_0"]["kernel"] + p["Dense_0"]["bias"]
+
+    obs = jnp.array([[1.0, 2.0], [3.0, 4.0]])
+    # One step on both rows of the squared loss 0.5 * sum((x W)^2): the gradient is
+    # x^T (x W) = [[1, 3], [2, 4]] @ [[3], [7]] = [[24], [34]], the bias's 3 + 7 = 10.
+    out = profile.network_floor(apply, obs, steps=1, minibatch=2)(params)
+    assert jnp.allclose(out["Dense_0"]["kernel"], 1.0 - 1e-6 * jnp.array([[24.0], [34.0]]))
+    assert jnp.allclose(out["Dense_0"]["bias"], -1e-6 * jnp.array([10.0]))
+    # Only kernels count: 3 products of 2 operations per multiply-add, 2 * 1 of them per row.
+    assert profile.dense_kernels(params) == [(2, 1)]
+    assert profile.matmul_flops_per_step(params, rows=128) == 3 * 2 * 128 * 2
 
 
 def test_revisions_keeps_speed_figures_and_interleaves_the_sides(load_benchmark):
