@@ -81,6 +81,9 @@ class Transition(NamedTuple):
         [T, K, *obs_shape]; else None.
       info: Likewise, the env's info arrays that came with ``next_obs`` (EnvPool's, traced
         on the fused path), a dict of [T, K, ...] arrays; else None.
+      present: Multi-agent agent slots only: whether the row is a result of the slot's agent,
+        bool [T, K] (False where the agent neither acted nor finished in the step: the row
+        continues nothing); None for single-agent sub-envs, whose every row is a result.
     """
 
     obs: Any
@@ -97,6 +100,7 @@ class Transition(NamedTuple):
     episode_done: Any
     next_obs: Any = None
     info: Any = None
+    present: Any = None
 
 
 class ActorState(NamedTuple):

@@ -23,7 +23,7 @@ import numpy as np
 from rljax import distributed
 from rljax.execution.loop import IterationResult, Timers, single_policy
 from rljax.execution.parts import Params
-from rljax.replay.episode import EpisodeReplayBuffer
+from rljax.replay.episode import EpisodeReplayBuffer, has_sampleable_rows
 from rljax.runners.acting import episode_arrays
 from rljax.runners.group import RunnerGroup
 from rljax.types import FusedRunnerState, Transition
@@ -115,6 +115,8 @@ def make_add_fragment(buffer: EpisodeReplayBuffer) -> Callable[[Any, Transition]
             "valid": traj.valid,
             "env_id": traj.env_id,
         }
+        if traj.present is not None:  # agent slots: only the rows of agents that acted
+            rows["present"] = traj.present
         if traj.valid.shape[0] == 1:  # one env step: no loop
             return buffer.add(buffer_state, jax.tree.map(lambda x: x[0], rows))
         return jax.lax.scan(lambda b, r: (buffer.add(b, r), None), buffer_state, rows)[0]
@@ -172,10 +174,15 @@ def make_learn_cycle(
     buffer: EpisodeReplayBuffer,
     schedule: ReplaySchedule,
     metric_names: tuple[str, ...],
+    env_steps: int | None = None,
 ) -> Callable[[OffPolicyState, Transition], tuple[OffPolicyState, Metrics, jax.Array]]:
     """``cycle(state, traj) -> (state, metrics, started)``: adds the fragment to ``buffer``,
     then runs the cycle's ``train_weight`` calls of ``one_update`` (``make_update``; metrics
-    averaged, named ``metric_names``, zeros before learning starts) if learning has started."""
+    averaged, named ``metric_names``, zeros before learning starts) if learning has started
+    and the buffer has a row to sample.
+
+    ``env_steps``: the env steps a fragment counts towards ``timestep`` (multi-agent slots: the
+    sub-envs' steps, not the agents'); None: its valid rows."""
     add_fragment = make_add_fragment(buffer)
     train_weight = schedule.train_weight
 
@@ -189,11 +196,12 @@ def make_learn_cycle(
         return s, {k: jnp.zeros((), jnp.float32) for k in metric_names}
 
     def cycle(state: OffPolicyState, traj: Transition) -> tuple[OffPolicyState, Metrics, jax.Array]:
+        steps = jnp.sum(traj.valid.astype(jnp.int32)) if env_steps is None else env_steps
         state = state._replace(
-            buffer=add_fragment(state.buffer, traj),
-            timestep=state.timestep + jnp.sum(traj.valid.astype(jnp.int32)),
+            buffer=add_fragment(state.buffer, traj), timestep=state.timestep + steps
         )
-        started = state.timestep >= schedule.learning_starts
+        # Not before a row can be sampled: an empty buffer's batch would be zeros.
+        started = (state.timestep >= schedule.learning_starts) & has_sampleable_rows(state.buffer)
         state, metrics = jax.lax.cond(started, learn, skip, state)
         return state, metrics, started
 

@@ -69,7 +69,9 @@ class EpisodeReplayBuffer(NamedTuple):
       init: ``init() -> state``.
       add: ``add(state, rows) -> state``: one env step of B distinct sub-envs (B static): a dict
         with ``obs``, ``action``, ``reward``, ``terminated``, ``truncated``, ``valid`` (all
-        [B, ...]) and optional ``env_id`` int32 [B] (default ``arange(num_envs)``). Each
+        [B, ...]), optional ``env_id`` int32 [B] (default ``arange(num_envs)``) and optional
+        ``present`` bool [B] (default all): a row with ``present`` False is not added and its
+        ring is left as it is (an agent slot whose agent did not act in the step). Each
         sub-env's steps must be added in order, auto-reset steps included.
       sample: ``sample(state, key, batch_size, n_step=1, gamma=0.99, beta=None) -> (batch,
         indices, weights)``: ``batch`` has ``obs``, ``action``, ``reward`` (the n-step return),
@@ -86,6 +88,12 @@ class EpisodeReplayBuffer(NamedTuple):
     sample: Any
     update_priorities: Any
     prioritized: bool
+
+
+def has_sampleable_rows(state: Any) -> jax.Array:
+    """Whether a batch can be sampled from ``state`` (an episode or frame-stacked buffer's):
+    some row is a real step with its whole n-step window stored, bool scalar (traceable)."""
+    return kary_tree.total(state.sum_tree) > 0
 
 
 def episode_nbytes_per_transition(
@@ -158,6 +166,7 @@ def make_episode_buffer(
     def add(state: EpisodeBufferState, batch: Mapping[str, Any]) -> EpisodeBufferState:
         batch = dict(batch)
         env_id = batch.pop("env_id", None)
+        present = batch.pop("present", None)
         fields = {k: batch[k] for k in spec}
         size = batch_size_of(spec, fields)
         if env_id is None:
@@ -187,6 +196,22 @@ def make_episode_buffer(
         ready = ready & ~jnp.any(~valid_ahead & ~ended_so_far, axis=1)
         leaves = jnp.concatenate([env_id * rows + row, env_id * rows + back])
         write = jnp.concatenate([jnp.ones_like(ready), ready])
+        if present is not None:  # absent rows write nothing and leave their rings alone
+            present = jnp.asarray(present, jnp.bool_)
+            chex.assert_shape(present, (size,))
+            write = write & jnp.concatenate([present, present])
+            fields = jax.tree.map(
+                lambda s, x: jnp.where(
+                    present.reshape((size,) + (1,) * (jnp.ndim(x) - 1)),
+                    jnp.asarray(x).astype(s.dtype),
+                    s[env_id, row],
+                ),
+                state.storage,
+                fields,
+            )
+            step = present.astype(jnp.int32)
+        else:
+            step = jnp.ones((size,), jnp.int32)
         priority = state.max_priority if prioritized else jnp.ones((), jnp.float32)
 
         def set_tree(tree, blocked, combine):
@@ -202,8 +227,8 @@ def make_episode_buffer(
                 state.storage,
                 fields,
             ),
-            insert_pos=state.insert_pos.at[env_id].set((row + 1) % rows),
-            size=state.size.at[env_id].set(jnp.minimum(state.size[env_id] + 1, rows)),
+            insert_pos=state.insert_pos.at[env_id].set((row + step) % rows),
+            size=state.size.at[env_id].set(jnp.minimum(state.size[env_id] + step, rows)),
             sum_tree=set_tree(state.sum_tree, 0.0, jnp.add),
             min_tree=set_tree(state.min_tree, jnp.inf, jnp.minimum) if prioritized else None,
         )

@@ -183,3 +183,49 @@ def test_a_cut_stream_never_yields_a_transition_into_the_cut():
     ]
     batch, _, _ = buf.sample(_fill(buf, steps), jax.random.PRNGKey(1), 512, n_step=1)
     assert set(np.asarray(batch["obs"])[:, 0].tolist()) == {1.0, 2.0, 3.0}
+
+
+def test_absent_rows_leave_their_ring_alone_and_streams_skip_them():
+    # Two agent slots taking turns: slot 0 acts at even steps, slot 1 at odd ones (a
+    # turn-based game's rows: a slot's row is present only when its agent acted).
+    buf = make_episode_buffer(ITEM, num_envs=2, capacity=16, max_n_step=2)  # 8 rows per slot
+    state = buf.init()
+    for t in range(8):
+        present = np.array([t % 2 == 0, t % 2 == 1])
+        rows = {
+            "obs": np.array([[t, 0], [100 + t, 0]], np.float32),
+            "action": np.zeros(2, np.int32),
+            "reward": np.array([t, 100 + t], np.float32),
+            "terminated": np.zeros(2, bool),
+            "truncated": np.zeros(2, bool),
+            "valid": np.ones(2, bool),
+            "env_id": np.array([0, 1], np.int32),
+            "present": present,
+        }
+        state = buf.add(state, rows)
+    np.testing.assert_array_equal(state.insert_pos, [4, 4])
+    np.testing.assert_array_equal(state.size, [4, 4])
+    # Each ring holds its own agent's steps back to back; the absent rows wrote nothing.
+    np.testing.assert_array_equal(state.storage["obs"][0, :4, 0], [0, 2, 4, 6])
+    np.testing.assert_array_equal(state.storage["obs"][1, :4, 0], [101, 103, 105, 107])
+    np.testing.assert_array_equal(state.storage["obs"][:, 4:, 0], 0)
+    # 2-step windows run along the agent's own steps: 0 -> 2 -> 4 and 101 -> 103 -> 105 (the
+    # last two rows of each ring have no whole window yet).
+    batch, _, _ = buf.sample(state, jax.random.PRNGKey(0), 200, n_step=2, gamma=0.5)
+    starts = sorted({float(x) for x in np.asarray(batch["obs"][:, 0])})
+    assert starts == [0.0, 2.0, 101.0, 103.0]
+    np.testing.assert_allclose(batch["next_obs"][:, 0], batch["obs"][:, 0] + 4)
+    # n-step return r_t + 0.5 r_{t+2}: the agent's own rewards.
+    np.testing.assert_allclose(batch["reward"], batch["obs"][:, 0] * 1.5 + 1.0)
+
+
+def test_has_sampleable_rows_waits_for_a_whole_window():
+    from rljax.replay.episode import has_sampleable_rows
+
+    buf = make_episode_buffer(ITEM, num_envs=1, capacity=8, max_n_step=1)
+    state = buf.init()
+    assert not bool(has_sampleable_rows(state))
+    state = buf.add(state, _step(0.0, 1.0))
+    assert not bool(has_sampleable_rows(state))  # no next observation yet
+    state = buf.add(state, _step(1.0, 1.0))
+    assert bool(has_sampleable_rows(state))
