@@ -105,7 +105,9 @@ def test_multi_agent_example_builds_and_trains():
     namespace: dict = {}
     exec(
         compile(
-            _python_block("# Multi-agent (PPO, IMPALA, APPO)", "docs/multi-agent.md"),
+            _python_block(
+                "# Multi-agent (PPO, IMPALA, APPO, DQN, SAC, TD3)", "docs/multi-agent.md"
+            ),
             "README.md",
             "exec",
         ),

@@ -7,6 +7,7 @@ from typing import Any
 
 from rljax.agents.trainer import OldAPITrainer, default_config
 from rljax.algorithms.dqn import DQN
+from rljax.algorithms.multi_agent_off_policy import MultiAgentDQN
 
 
 # save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
@@ -15,7 +16,20 @@ class DQNTrainer(OldAPITrainer, DQN):  # type: ignore[misc]
 
     algo_name = "DQN"
 
+    @classmethod
+    def multi_agent_class(cls) -> type[Any]:
+        return MultiAgentDQNTrainer
+
+
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class MultiAgentDQNTrainer(OldAPITrainer, MultiAgentDQN):  # type: ignore[misc]
+    """Multi-agent DQN from RLlib 1.x's ``"multiagent"`` dict (what ``DQNTrainer`` builds for
+    one)."""
+
+    algo_name = "DQN"
+    single_agent_trainer = DQNTrainer
+
 
 DEFAULT_CONFIG: dict[str, Any] = default_config("DQN")
 
-__all__ = ["DEFAULT_CONFIG", "DQNTrainer"]
+__all__ = ["DEFAULT_CONFIG", "MultiAgentDQNTrainer", "DQNTrainer"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rljax.agents.trainer import OldAPITrainer, default_config
+from rljax.algorithms.multi_agent_off_policy import MultiAgentTD3
 from rljax.algorithms.td3 import TD3
 
 
@@ -15,7 +16,20 @@ class TD3Trainer(OldAPITrainer, TD3):  # type: ignore[misc]
 
     algo_name = "TD3"
 
+    @classmethod
+    def multi_agent_class(cls) -> type[Any]:
+        return MultiAgentTD3Trainer
+
+
+# save() returns the checkpoint path (RLlib 1.x), not the new API\'s SaveResult.
+class MultiAgentTD3Trainer(OldAPITrainer, MultiAgentTD3):  # type: ignore[misc]
+    """Multi-agent TD3 from RLlib 1.x's ``"multiagent"`` dict (what ``TD3Trainer`` builds for
+    one)."""
+
+    algo_name = "TD3"
+    single_agent_trainer = TD3Trainer
+
 
 DEFAULT_CONFIG: dict[str, Any] = default_config("TD3")
 
-__all__ = ["DEFAULT_CONFIG", "TD3Trainer"]
+__all__ = ["DEFAULT_CONFIG", "MultiAgentTD3Trainer", "TD3Trainer"]

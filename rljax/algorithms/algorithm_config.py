@@ -772,8 +772,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             algo_class = algo_class.multi_agent_class()
             if algo_class is None:
                 raise ConfigError(
-                    f"{self.algo_name} does not train multi-agent envs yet; use PPO, IMPALA "
-                    "or APPO for .multi_agent(...) configs"
+                    f"{self.algo_name} does not train multi-agent envs; use PPO, IMPALA, "
+                    "APPO, DQN, SAC or TD3 for .multi_agent(...) configs"
                 )
         return algo_class
 

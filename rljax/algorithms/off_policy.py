@@ -65,7 +65,17 @@ MAX_REPLAY_WEIGHT = 10_000
 # Env steps of an iteration: rljax's defaults, as RLlib's, are 100 (SAC) and 1,000 (DQN).
 MAX_TIMESTEPS_PER_ITERATION = 10_000_000
 
-REPLAY_TYPES = ("EpisodeReplayBuffer", "PrioritizedEpisodeReplayBuffer")
+# RLlib's multi-agent names are the same buffers: rljax keeps one per policy either way.
+REPLAY_TYPES = (
+    "EpisodeReplayBuffer",
+    "PrioritizedEpisodeReplayBuffer",
+    "MultiAgentEpisodeReplayBuffer",
+    "MultiAgentPrioritizedEpisodeReplayBuffer",
+)
+PRIORITIZED_REPLAY_TYPES = (
+    "PrioritizedEpisodeReplayBuffer",
+    "MultiAgentPrioritizedEpisodeReplayBuffer",
+)
 # replay_buffer_config's keys and what each may be (the builder's defaults fill missing ones).
 REPLAY_CHECKS: dict[str, Check] = {
     "type": Choice(REPLAY_TYPES),
@@ -161,7 +171,10 @@ class OffPolicyConfig(AlgorithmConfig):
     store_buffer_in_checkpoints = Setting(
         False, Bool(), "Save the replay buffer (and the learner's keys) in checkpoints."
     )
-    rollout_fragment_length = AlgorithmConfig.rollout_fragment_length.replace(default=1)
+    rollout_fragment_length = AlgorithmConfig.rollout_fragment_length.replace(
+        doc='Env steps per sub-env per cycle (at most 1,000,000), or "auto": the largest '
+        "n_step, as RLlib's DQN and SAC (1 at the default n_step=1)."
+    )
     min_sample_timesteps_per_iteration = Setting(
         1000,
         Int(1, MAX_TIMESTEPS_PER_ITERATION),
@@ -194,8 +207,10 @@ class OffPolicyConfig(AlgorithmConfig):
         return (n, n) if isinstance(n, int) else (int(n[0]), int(n[1]))
 
     def get_rollout_fragment_length(self) -> int:
+        """The fragment's env steps per sub-env: ``"auto"`` is the largest ``n_step`` (RLlib's
+        DQN and SAC: a fragment holds one whole n-step window)."""
         if self.rollout_fragment_length == "auto":
-            return 1
+            return self.n_step_range[1]
         return int(self.rollout_fragment_length)
 
     def _native_ratio(self) -> float:
@@ -282,6 +297,32 @@ class OffPolicyConfig(AlgorithmConfig):
                 f"replay_buffer_config['capacity']={rb['capacity']} gives each of the {num_envs} "
                 f"sub-envs {rows} steps; it needs more than n_step + 1 = {self.n_step_range[1] + 1}"
             )
+
+
+def check_loaded_buffer(buffer: Any, path: Any) -> None:
+    """A saved replay buffer's counters and priorities must be ones the buffer can have: a
+    crafted file could otherwise make sampling read outside the rings or divide by zero.
+    ``buffer``: the loaded buffer state, or None (none saved)."""
+    if buffer is None:
+        return
+    storage = getattr(buffer, "storage", None) or {}
+    rows = next(iter(jax.tree.leaves(storage)), None)
+    capacity = int(np.shape(rows)[1]) if rows is not None and np.ndim(rows) >= 2 else None
+    for name in ("insert_pos", "size"):
+        values = np.asarray(getattr(buffer, name, 0))
+        if capacity is not None and (values.min() < 0 or values.max() > capacity):
+            raise CheckpointError(f"{path}: the replay buffer's {name} must lie in [0, {capacity}]")
+    for name in ("sum_tree", "min_tree"):
+        tree = getattr(buffer, name, None)
+        for level in jax.tree.leaves(tree):
+            level = np.asarray(level)
+            if level.dtype.kind == "f" and (np.isnan(level).any() or (level < 0).any()):
+                raise CheckpointError(
+                    f"{path}: the replay buffer's {name} holds NaN or negative priorities"
+                )
+    top = np.asarray(getattr(buffer, "max_priority", 1.0))
+    if not (np.isfinite(top).all() and (top > 0).all()):
+        raise CheckpointError(f"{path}: the replay buffer's max_priority must be finite > 0")
 
 
 class OffPolicyAlgorithm(Algorithm):
@@ -389,8 +430,8 @@ class OffPolicyAlgorithm(Algorithm):
         }
         # Capacity in env steps, rounded up to a whole number of rows per sub-env.
         capacity = math.ceil(int(rb["capacity"]) / self.num_envs) * self.num_envs
-        prioritized = rb["type"] == "PrioritizedEpisodeReplayBuffer"
-        kw = {
+        prioritized = rb["type"] in PRIORITIZED_REPLAY_TYPES
+        kw: dict[str, Any] = {
             "prioritized": prioritized,
             "alpha": float(rb.get("alpha", 0.6)),
             "beta": float(rb.get("beta", 0.4)),
@@ -517,31 +558,7 @@ class OffPolicyAlgorithm(Algorithm):
         return {"state": state, "runner_key": runner_key}
 
     def _check_loaded_state(self, loaded: Any, path: Any) -> None:
-        """A saved replay buffer's counters and priorities must be ones the buffer can have: a
-        crafted file could otherwise make sampling read outside the rings or divide by zero."""
-        buffer = loaded["state"].get("buffer")
-        if buffer is None:
-            return
-        storage = getattr(buffer, "storage", None) or {}
-        rows = next(iter(jax.tree.leaves(storage)), None)
-        capacity = int(np.shape(rows)[1]) if rows is not None and np.ndim(rows) >= 2 else None
-        for name in ("insert_pos", "size"):
-            values = np.asarray(getattr(buffer, name, 0))
-            if capacity is not None and (values.min() < 0 or values.max() > capacity):
-                raise CheckpointError(
-                    f"{path}: the replay buffer's {name} must lie in [0, {capacity}]"
-                )
-        for name in ("sum_tree", "min_tree"):
-            tree = getattr(buffer, name, None)
-            for level in jax.tree.leaves(tree):
-                level = np.asarray(level)
-                if level.dtype.kind == "f" and (np.isnan(level).any() or (level < 0).any()):
-                    raise CheckpointError(
-                        f"{path}: the replay buffer's {name} holds NaN or negative priorities"
-                    )
-        top = np.asarray(getattr(buffer, "max_priority", 1.0))
-        if not (np.isfinite(top).all() and (top > 0).all()):
-            raise CheckpointError(f"{path}: the replay buffer's max_priority must be finite > 0")
+        check_loaded_buffer(loaded["state"].get("buffer"), path)
 
     def _inference_target(self, includes_replay_buffer: bool) -> Any:
         target = self._checkpoint_state(False)

@@ -569,7 +569,8 @@ def _checked_load(
     if algo_class is None:
         raise CheckpointError(
             f"{meta_file}: config: {saved.algo} does not train multi-agent envs "
-            "(.multi_agent(...) configs are PPO's), but the config names policies"
+            "(.multi_agent(...) configs are PPO's, IMPALA's, APPO's, DQN's, SAC's and TD3's), but "
+            "the config names policies"
         )
     return _LoadedCheckpoint(
         config, saved, version_dir, spaces if without_env else None, algo_class

@@ -1,5 +1,7 @@
 """Multi-agent PPO: stacked policies, frozen policies, per-policy metrics, slot streams, learning."""
 
+from pathlib import Path
+
 import jax
 import numpy as np
 import pytest
@@ -148,10 +150,13 @@ def test_multi_agent_config_errors():
         _config().fault_tolerance(restart_failed_sub_environments=True).validate()
     with pytest.raises(ConfigError, match="async_batch_size=1 does not apply"):
         _config().env_runners(gym_env_vectorize_mode="ASYNC", async_batch_size=1).validate()
-    with pytest.raises(ConfigError, match="does not train multi-agent"):
-        from rljax.algorithms.dqn import DQNConfig
+    with pytest.raises(ConfigError, match="MARWIL: multi-agent configs are not built"):
+        from rljax.algorithms.marwil import MARWILConfig
 
-        DQNConfig().environment(MultiAgentCartPole).multi_agent(policies=["p"]).build_algo()
+        data = Path(__file__).parents[1] / "data" / "rllib_2_60_episodes"
+        MARWILConfig().environment(MultiAgentCartPole).offline_data(input_=str(data)).multi_agent(
+            policies=["p"]
+        ).build_algo()
 
 
 # Learning: tests/test_notebooks.py::test_multi_agent_notebook_runs trains two CartPole agents

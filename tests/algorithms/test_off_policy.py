@@ -28,7 +28,8 @@ def _small_dqn(env="CartPole-v1", **training):
     return (
         DQNConfig()
         .environment(env)
-        .env_runners(num_envs_per_env_runner=2)
+        # One env step per cycle (the "auto" fragment would be n_step's 3): the counts below.
+        .env_runners(num_envs_per_env_runner=2, rollout_fragment_length=1)
         .training(**kw)
         .rl_module(model_config={"fcnet_hiddens": [32]})
         .reporting(min_sample_timesteps_per_iteration=200)
@@ -427,3 +428,17 @@ def test_distributional_q_network_outputs_and_q_values():
         assert np.isfinite(result["learners"]["default_policy"]["qf_loss"])
     finally:
         algo.stop()
+
+
+def test_auto_fragment_is_the_largest_n_step_as_rllibs():
+    # RLlib's DQN and SAC sample n_step[1] env steps per sub-env when the fragment is "auto",
+    # so one update per fragment trains once per whole n-step window, not once per env step.
+    from rljax.algorithms.dqn import DQNConfig
+    from rljax.algorithms.sac import SACConfig
+
+    assert DQNConfig().rollout_fragment_length == "auto"
+    assert DQNConfig().get_rollout_fragment_length() == 1  # the default n_step=1
+    assert DQNConfig().training(n_step=3).get_rollout_fragment_length() == 3
+    assert SACConfig().training(n_step=(2, 5)).get_rollout_fragment_length() == 5
+    config = SACConfig().training(n_step=(2, 5)).env_runners(rollout_fragment_length=2)
+    assert config.get_rollout_fragment_length() == 2

@@ -123,6 +123,7 @@ def test_rainbow_options_together_learn_cartpole(train_until):
     algo = (
         DQNConfig()
         .environment("CartPole-v1")
+        .env_runners(rollout_fragment_length=1)  # an update per env step, as measured
         .training(
             num_atoms=51,
             v_min=0.0,

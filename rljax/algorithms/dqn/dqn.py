@@ -271,6 +271,14 @@ class DQN(OffPolicyAlgorithm):
     config_class = DQNConfig
     config: DQNConfig
 
+    @classmethod
+    def multi_agent_class(cls) -> type[Any]:
+        """``MultiAgentDQN`` (``rljax.algorithms.multi_agent_off_policy``): each policy a
+        single-agent DQN learner with a replay buffer of its own."""
+        from rljax.algorithms.multi_agent_off_policy import MultiAgentDQN
+
+        return MultiAgentDQN
+
     def _build_parts(
         self, key: jax.Array
     ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[DQNLearnerState]]:

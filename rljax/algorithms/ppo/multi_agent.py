@@ -134,6 +134,32 @@ def _setting_value(config: Any, name: str) -> float | None:
     return None if setting_is_off(name, value) else float(value)
 
 
+@dataclasses.dataclass
+class _Sampled:
+    """The episodes of an iteration's fragments (``MultiAgentPPO._sampled_episodes``)."""
+
+    finished: list[Any]  # FinishedEpisode, each whole
+    env_steps: int
+    agents: AgentMetrics
+    # Episode callbacks: each finished episode (its log) with its runner slot.
+    by_slot: tuple[tuple[int, Any], ...]
+
+    def result(
+        self, learner: dict[str, Any], env_steps_trained: int, timers: Timers
+    ) -> IterationResult:
+        """The iteration's result with these episodes and the learner's ``learner`` metrics."""
+        return IterationResult(
+            num_env_steps_sampled=self.env_steps,
+            num_env_steps_trained=env_steps_trained,
+            episode_returns=np.array([ep.episode_return for ep in self.finished]),
+            episode_lens=np.array([ep.length for ep in self.finished], int),
+            learner_metrics=learner,
+            timers=timers,
+            agents=self.agents,
+            multi_agent_episodes=self.by_slot,
+        )
+
+
 class MultiAgentPPO(Algorithm):
     """PPO over several policies on a ``MultiAgentEnv`` (built by ``PPOConfig`` with
     ``.multi_agent(...)``)."""
@@ -776,25 +802,10 @@ class MultiAgentPPO(Algorithm):
         """The iteration's result from the loop's record of its update: learner metrics per
         policy, the runners' finished episodes, per-module and per-agent returns."""
         (record,) = records  # the loop's updates: one per iteration
-        sample, episodes = record["sample_record"], record["episodes"]
         group_metrics = jax.device_get(record["metrics"]["groups"])
         counts = record["metrics"]["counts"]
-        stats = [s for s in sample.stats if s is not None]  # None: a dropped runner's columns
-        finished = [ep for eps, _ in stats for ep in eps]
-        env_steps = sum(steps for _, steps in stats)
-        # Per-iteration means, as the episode metrics (see EpisodeStats).
-        for returns in (*self.policy_returns.values(), *self.agent_returns.values()):
-            returns.clear()
-        for ep in finished:
-            per_policy: dict[str, float] = {}
-            for agent, ret in ep.agent_returns.items():
-                self.agent_returns[agent].append(ret)
-                pid = ep.agent_policies[agent]
-                per_policy[pid] = per_policy.get(pid, 0.0) + ret
-            for pid, ret in per_policy.items():
-                self.policy_returns[pid].append(ret)
-        agent_steps = int(np.asarray(episodes["num_valid"]))
-        self.num_agent_steps_sampled_lifetime += agent_steps
+        agent_steps = int(np.asarray(record["episodes"]["num_valid"]))
+        sampled = self._sampled_episodes([record["sample_record"]], agent_steps)
         learner = {
             pid: {
                 **{
@@ -806,6 +817,34 @@ class MultiAgentPPO(Algorithm):
             for i, pid in enumerate(self.policy_ids)
             if pid not in self.forward_only  # no learner, no learner metrics
         }
+        return sampled.result(learner, int(counts[self.train_mask].sum()), timers)
+
+    def _sampled_episodes(self, samples: list[Any], agent_steps: int) -> _Sampled:
+        """What the runners' fragments ``samples`` (``SampleRecord``s) of one iteration hold:
+        the finished episodes, the env steps, the per-policy and per-agent returns (means over
+        the episodes that ended in the iteration), and ``agent_steps`` counted."""
+        finished = []
+        env_steps = 0
+        by_slot = []
+        for sample in samples:
+            for slot, s in zip(sample.slots, sample.stats, strict=True):
+                if s is None:  # a dropped runner's columns
+                    continue
+                finished += s[0]
+                env_steps += s[1]
+                by_slot += [(slot, ep) for ep in s[0]]
+        # Per-iteration means, as the episode metrics (see EpisodeStats).
+        for returns in (*self.policy_returns.values(), *self.agent_returns.values()):
+            returns.clear()
+        for ep in finished:
+            per_policy: dict[str, float] = {}
+            for agent, ret in ep.agent_returns.items():
+                self.agent_returns[agent].append(ret)
+                pid = ep.agent_policies[agent]
+                per_policy[pid] = per_policy.get(pid, 0.0) + ret
+            for pid, ret in per_policy.items():
+                self.policy_returns[pid].append(ret)
+        self.num_agent_steps_sampled_lifetime += agent_steps
         nan = float("nan")
         agents = AgentMetrics(
             module_episode_returns_mean={
@@ -817,22 +856,7 @@ class MultiAgentPPO(Algorithm):
             num_agent_steps_sampled=agent_steps,
             num_agent_steps_sampled_lifetime=self.num_agent_steps_sampled_lifetime,
         )
-        return IterationResult(
-            num_env_steps_sampled=env_steps,
-            num_env_steps_trained=int(counts[self.train_mask].sum()),
-            episode_returns=np.array([ep.episode_return for ep in finished]),
-            episode_lens=np.array([ep.length for ep in finished], int),
-            learner_metrics=learner,
-            timers=timers,
-            agents=agents,
-            # Episode callbacks: each finished episode (its log) with its runner slot.
-            multi_agent_episodes=tuple(
-                (slot, ep)
-                for slot, s in zip(sample.slots, sample.stats, strict=True)
-                if s is not None
-                for ep in s[0]
-            ),
-        )
+        return _Sampled(finished, env_steps, agents, tuple(by_slot))
 
     # ------------------------------------------------------------------ populations
     # The settings trials of one population may differ in, besides the seed (PPO's): values

@@ -100,6 +100,11 @@ class OfflineSAC(SAC):
     continuous_only = True
     discrete_hint = ". For Discrete actions from offline data, use BC or MARWIL"
 
+    @classmethod
+    def multi_agent_class(cls) -> None:
+        """None: offline SAC learns one policy from recorded data."""
+        return None
+
     def _build_parts(
         self, key: jax.Array
     ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[Any]]:

@@ -215,6 +215,14 @@ class SAC(OffPolicyAlgorithm):
     #: The names of the learner's metrics, in the order its step returns them.
     metric_names: ClassVar[tuple[str, ...]] = SAC_METRICS
 
+    @classmethod
+    def multi_agent_class(cls) -> type[Any] | None:
+        """``MultiAgentSAC`` (``rljax.algorithms.multi_agent_off_policy``): each policy a
+        single-agent learner of this class with a replay buffer of its own."""
+        from rljax.algorithms.multi_agent_off_policy import MultiAgentSAC
+
+        return MultiAgentSAC
+
     def _check_spaces(self) -> bool:
         """Refuses the spaces SAC's networks cannot take, naming them; True for Discrete."""
         space, name = self.action_space, self.config.algo_name

@@ -189,6 +189,14 @@ class TD3(OffPolicyAlgorithm):
     config_class = TD3Config
     config: TD3Config
 
+    @classmethod
+    def multi_agent_class(cls) -> type[Any]:
+        """``MultiAgentTD3`` (``rljax.algorithms.multi_agent_off_policy``): each policy a
+        single-agent TD3 learner with a replay buffer of its own."""
+        from rljax.algorithms.multi_agent_off_policy import MultiAgentTD3
+
+        return MultiAgentTD3
+
     def _build_parts(
         self, key: jax.Array
     ) -> tuple[PolicyParts[OffPolicyState], ReplayLearner[TD3LearnerState]]:
