@@ -36,7 +36,8 @@ def dqn_config(config_class: type, s: dict[str, Any]) -> Any:
     return (
         config_class()
         .environment(s["env"])
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=1)
+        # One update per env step (RLlib's "auto" fragment would be n_step's 3 env steps).
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=1, rollout_fragment_length=1)
         .training(
             lr=s["lr"],
             train_batch_size_per_learner=s["batch"],

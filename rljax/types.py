@@ -84,6 +84,9 @@ class Transition(NamedTuple):
       present: Multi-agent agent slots only: whether the row is a result of the slot's agent,
         bool [T, K] (False where the agent neither acted nor finished in the step: the row
         continues nothing); None for single-agent sub-envs, whose every row is a result.
+      stepped: Multi-agent agent slots only: whether the slot's env copy took an env step in
+        the call, bool [T, K] (False for a call that only reset it, after its episode ended);
+        None for single-agent sub-envs.
     """
 
     obs: Any
@@ -101,6 +104,7 @@ class Transition(NamedTuple):
     next_obs: Any = None
     info: Any = None
     present: Any = None
+    stepped: Any = None
 
 
 class ActorState(NamedTuple):

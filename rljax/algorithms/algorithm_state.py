@@ -299,10 +299,23 @@ class StateSurface:
     def _with_live_buffer(self, full: Any) -> Any:
         """An off-policy state without a replay buffer keeps the live one (restoring a
         checkpoint's state without one would start an empty buffer)."""
-        live = getattr(getattr(self, "state", None), "buffer", None)
+        state = getattr(self, "state", None)
+        live = getattr(state, "buffer", None)
         inner = full.get("state") if isinstance(full, dict) else None
         if live is not None and isinstance(inner, dict) and "buffer" not in inner:
             return {**full, "state": {**inner, "buffer": live}}
+        policies = full.get("policies") if isinstance(full, dict) else None
+        if isinstance(policies, list) and isinstance(state, list):
+            # Multi-agent off-policy: each policy's state keeps its own live buffer.
+            kept = [
+                {**p, "buffer": s.buffer}
+                if isinstance(p, dict)
+                and "buffer" not in p
+                and getattr(s, "buffer", None) is not None
+                else p
+                for p, s in zip(policies, state, strict=False)
+            ]
+            return {**full, "policies": kept}
         return full
 
     @contextlib.contextmanager

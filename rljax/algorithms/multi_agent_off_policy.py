@@ -4,9 +4,9 @@ replay buffer, fed by the agent slots of multi-agent PPO's runners.
 Sampling, agent slots, evaluation, results and connectors are multi-agent PPO's
 (``rljax.algorithms.ppo.multi_agent``). What differs:
 
-- **Policies.** Each policy is built by the single-agent algorithm (DQN, SAC or TD3) from its
-  own config (the algorithm's with the policy's ``algorithm_config_overrides_per_module``) and
-  spaces: its networks, optimizers, target networks, exploration (DQN's epsilon schedule,
+- **Policies.** Each policy is built by the single-agent algorithm (DQN, SAC or TD3) from the
+  config (with the model settings of the policy's module spec, where a ``MultiRLModuleSpec``
+  gives it one) and the policy's spaces: its networks, optimizers, target networks, exploration (DQN's epsilon schedule,
   TD3's warm-up) and learning step are the single-agent ones, unchanged. An agent slot acts
   with its policy of the episode.
 - **Replay.** Each policy has an episode replay buffer (``rljax.replay.episode``) with a ring
@@ -80,7 +80,8 @@ class _Policy:
         view.config, view.seed, view.env_spec = config, seed, None
         view.observation_space, view.action_space = observation_space, action_space
         view._inference_only = False
-        self.parts, self.learner = view._build_parts(key)
+        init_key, learn_key = jax.random.split(key)
+        self.parts, self.learner = view._build_parts(init_key)
         view.parts = self.parts
         view.num_envs = slots
         self.schedule = view.schedule = ReplaySchedule(
@@ -94,7 +95,7 @@ class _Policy:
         self.initial = OffPolicyState(
             learner=self.learner.init,
             buffer=None,
-            key=key,
+            key=learn_key,
             timestep=jnp.zeros((), jnp.int32),
             last_target_update=jnp.zeros((), jnp.int32),
             num_updates=jnp.zeros((), jnp.int32),
@@ -179,7 +180,7 @@ class MultiAgentOffPolicy(MultiAgentPPO):
         keys = jax.random.split(key, self.num_policies)
         self.policies: list[_Policy] = []
         for i, pid in enumerate(self.policy_ids):
-            pcfg = cfg.module_config(pid)
+            pcfg = cfg.module_config(pid)  # the model settings of the policy's module spec
             try:
                 self.policies.append(
                     _Policy(
@@ -214,7 +215,10 @@ class MultiAgentOffPolicy(MultiAgentPPO):
             for p in self.policies
         ]
         self.state = jax.device_put(states, self.learner_devices[0])
-        self._xla_options = xla_options.resolve(cfg.xla_cpu_options, self._params())
+        # The options of the programs, picked by the networks' sizes (no compilation here).
+        self._xla_options = xla_options.resolve(
+            cfg.xla_cpu_options, jax.eval_shape(self.parts.acting_params, self.state)
+        )
         self._fused_env = None
         self._loop = None
         if not self._inference_only:
@@ -263,14 +267,14 @@ class MultiAgentOffPolicy(MultiAgentPPO):
     def _runner_params(self) -> Any:
         return self._acting_copy(self.state)
 
-    def _policy_obs(self, i: int, slot_obs: Any, lead: int = 1) -> Any:
-        """Policy ``i``'s observations from slot rows (``lead`` leading batch axes)."""
-        return unpad_observations(slot_obs, self.policies[i].observation_space, self.padded, lead)
-
     def _slot_parts(self) -> PolicyParts[list[OffPolicyState]]:
         """Every slot acts with its own policy's single-agent ``act`` (each policy runs on
         every slot, each slot keeps its own policy's action); inference is the policy's own."""
         policies, ids = self.policies, self.policy_ids
+        spaces, padded = [p.observation_space for p in policies], self.padded
+
+        def own_obs(i: int, slot_obs: Any, lead: int = 1) -> Any:
+            return unpad_observations(slot_obs, spaces[i], padded, lead)
 
         def pick(actions: list[jax.Array], policy: jax.Array) -> jax.Array:
             if len(actions) == 1:
@@ -281,7 +285,7 @@ class MultiAgentOffPolicy(MultiAgentPPO):
         def act(params: Any, obs: Any, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
             keys = jax.random.split(key, len(policies))
             actions = [
-                p.parts.act(params[i], self._policy_obs(i, obs["obs"]), keys[i])[0]
+                p.parts.act(params[i], own_obs(i, obs["obs"]), keys[i])[0]
                 for i, p in enumerate(policies)
             ]
             return pick(actions, obs["policy"]), {}
@@ -289,13 +293,27 @@ class MultiAgentOffPolicy(MultiAgentPPO):
         def greedy_slots(params: Any, obs: Any) -> jax.Array:
             key = jax.random.PRNGKey(0)  # greedy: unused by the policies' greedy inference
             actions = [
-                p.parts.inference(None, False)(params[i], self._policy_obs(i, obs["obs"]), key)[1]
+                p.parts.inference(None, False)(params[i], own_obs(i, obs["obs"]), key)[1]
                 for i, p in enumerate(policies)
             ]
             return pick(actions, obs["policy"])
 
         def index(policy_id: str | None) -> int:
             return 0 if policy_id is None else ids.index(policy_id)
+
+        def slot_inference(i: int, explore: bool) -> Any:
+            """Policy ``i``'s inference on slot rows (padded where agents' spaces differ)."""
+            infer = policies[i].parts.inference(None, explore)
+            if not padded:
+                return infer
+            return lambda params, obs, key: infer(params, own_obs(i, obs), key)
+
+        # Built once: inference is cached by function (one compilation per policy and mode).
+        inferences = {
+            (i, explore): slot_inference(i, explore)
+            for i in range(len(policies))
+            for explore in (False, True)
+        }
 
         first = policies[0].parts
         return PolicyParts(
@@ -304,7 +322,7 @@ class MultiAgentOffPolicy(MultiAgentPPO):
                 p.parts.acting_params(s) for p, s in zip(policies, state, strict=True)
             ],
             bootstrap_keys=(),
-            inference=lambda pid, explore: policies[index(pid)].parts.inference(None, explore),
+            inference=lambda pid, explore: inferences[(index(pid), explore)],
             inference_params=lambda state, pid: policies[index(pid)].parts.inference_params(
                 state[index(pid)], None
             ),
@@ -319,6 +337,13 @@ class MultiAgentOffPolicy(MultiAgentPPO):
         """``cycle(states, traj [T, S]) -> (states, metrics)``: each policy's rows added to its
         buffer (its agents' own steps, per slot ring), then its updates (``make_learn_cycle``);
         a policy outside ``policies_to_train`` keeps its networks and buffer as they are."""
+        agents_per_copy = len(self.possible_agents)
+
+        def env_steps(traj: Any) -> jax.Array:
+            """The env steps the copies took (a copy's slots share its flag; a call that only
+            reset a copy after its episode is none, as the runners count them)."""
+            return jnp.sum(traj.stepped.astype(jnp.int32)) // agents_per_copy
+
         cycles: list[Any] = []
         for i, p in enumerate(self.policies):
             if not self.train_mask[i]:
@@ -331,23 +356,23 @@ class MultiAgentOffPolicy(MultiAgentPPO):
                     p.buffer,
                     p.schedule,
                     p.learner.metric_names,
-                    env_steps=self.cycle_env_steps,
+                    env_steps=env_steps,
                 )
             )
         names = [p.learner.metric_names for p in self.policies]
-        steps = self.cycle_env_steps
+        spaces, padded = [p.observation_space for p in self.policies], self.padded
 
         def cycle(states: list[OffPolicyState], traj: Any) -> tuple[list[OffPolicyState], Any]:
             columns = jnp.broadcast_to(jnp.arange(traj.valid.shape[1]), traj.valid.shape)
             new, metrics, started = [], [], []
             for i, run in enumerate(cycles):
                 if run is None:  # frozen: its schedules still follow the env steps
-                    new.append(states[i]._replace(timestep=states[i].timestep + steps))
+                    new.append(states[i]._replace(timestep=states[i].timestep + env_steps(traj)))
                     metrics.append({k: jnp.zeros((), jnp.float32) for k in names[i]})
                     started.append(jnp.zeros((), bool))
                     continue
                 own = traj._replace(
-                    obs=self._policy_obs(i, traj.obs["obs"], lead=2),
+                    obs=unpad_observations(traj.obs["obs"], spaces[i], padded, lead=2),
                     env_id=columns,  # each slot of each runner: a ring of its own
                     present=traj.present & (traj.obs["policy"] == i),
                 )

@@ -27,6 +27,7 @@ import numpy as np
 from rljax import distributed
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
+from rljax.algorithms.config_checks import MAX_ROLLOUT_FRAGMENT_LENGTH
 from rljax.algorithms.rllib_surface import ReplayBufferView
 from rljax.algorithms.settings import Setting
 from rljax.env.jax_env import is_jax_spec, jax_env_of
@@ -210,7 +211,7 @@ class OffPolicyConfig(AlgorithmConfig):
         """The fragment's env steps per sub-env: ``"auto"`` is the largest ``n_step`` (RLlib's
         DQN and SAC: a fragment holds one whole n-step window)."""
         if self.rollout_fragment_length == "auto":
-            return self.n_step_range[1]
+            return min(self.n_step_range[1], MAX_ROLLOUT_FRAGMENT_LENGTH)
         return int(self.rollout_fragment_length)
 
     def _native_ratio(self) -> float:
@@ -240,7 +241,12 @@ class OffPolicyConfig(AlgorithmConfig):
         row = obs + memory.space_bytes(action_space) + 16
         capacity = self.replay_buffer_config.get("capacity", 0)
         capacity = capacity if isinstance(capacity, int) and not isinstance(capacity, bool) else 0
-        terms.append((f"replay_buffer_config capacity={capacity:,}", capacity * row))
+        # Multi-agent: a buffer of that capacity per policy.
+        buffers = len(self.policies) if self.is_multi_agent and self.policies else 1
+        name = f"replay_buffer_config capacity={capacity:,}"
+        if buffers > 1:
+            name += f" (a buffer per policy: {buffers})"
+        terms.append((name, buffers * capacity * row))
         batch = self.total_train_batch_size
         terms.append(
             (

@@ -50,6 +50,8 @@ class MultiAgentStepResult(NamedTuple):
       env_id: int32 [S]: the slot index (a stream id, like a sub-env's).
       present: bool [S]: the row is a real result (see the module docstring).
       policy: int32 [S]: the slot's policy index in the current episode.
+      stepped: bool [S]: the slot's env copy took an env step in this call (False for the
+        reset, and for a call that only reset the copy after its episode ended).
     """
 
     obs: np.ndarray
@@ -59,6 +61,7 @@ class MultiAgentStepResult(NamedTuple):
     env_id: np.ndarray
     present: np.ndarray
     policy: np.ndarray
+    stepped: np.ndarray | None = None
 
 
 @dataclasses.dataclass
@@ -343,6 +346,7 @@ class MultiAgentVectorEnv(VectorMultiAgentEnv):
             "terminated": np.zeros(s, bool),
             "truncated": np.zeros(s, bool),
             "present": np.zeros(s, bool),
+            "stepped": np.zeros(s, bool),
         }
 
     def _reset_copy(self, i: int, out: dict[str, np.ndarray]) -> None:
@@ -379,6 +383,7 @@ class MultiAgentVectorEnv(VectorMultiAgentEnv):
             env_id=np.arange(self.num_slots, dtype=np.int32),
             present=out["present"],
             policy=self._policy.copy(),
+            stepped=out["stepped"],
         )
 
     def reset(self) -> MultiAgentStepResult:
@@ -413,6 +418,7 @@ class MultiAgentVectorEnv(VectorMultiAgentEnv):
                 )
             self._lengths[i] += 1
             self.num_env_steps += 1
+            out["stepped"][i * self.num_agents : (i + 1) * self.num_agents] = True  # its slots
             for agent, r in rewards.items():
                 if r is None:
                     continue

@@ -324,6 +324,14 @@ def load_training_state(
     state = _load_checked(hooks, path, algo_name, policy_ids)[3]
     if isinstance(state, dict) and isinstance(state.get("state"), dict):
         state = {**state, "state": {k: v for k, v in state["state"].items() if k != "buffer"}}
+    if isinstance(state, dict) and isinstance(state.get("policies"), list):  # multi-agent
+        state = {
+            **state,
+            "policies": [
+                {k: v for k, v in p.items() if k != "buffer"} if isinstance(p, dict) else p
+                for p in state["policies"]
+            ],
+        }
     return state
 
 

@@ -174,15 +174,15 @@ def make_learn_cycle(
     buffer: EpisodeReplayBuffer,
     schedule: ReplaySchedule,
     metric_names: tuple[str, ...],
-    env_steps: int | None = None,
+    env_steps: Callable[[Transition], jax.Array] | None = None,
 ) -> Callable[[OffPolicyState, Transition], tuple[OffPolicyState, Metrics, jax.Array]]:
     """``cycle(state, traj) -> (state, metrics, started)``: adds the fragment to ``buffer``,
     then runs the cycle's ``train_weight`` calls of ``one_update`` (``make_update``; metrics
     averaged, named ``metric_names``, zeros before learning starts) if learning has started
     and the buffer has a row to sample.
 
-    ``env_steps``: the env steps a fragment counts towards ``timestep`` (multi-agent slots: the
-    sub-envs' steps, not the agents'); None: its valid rows."""
+    ``env_steps(traj)``: the env steps a fragment counts towards ``timestep`` (multi-agent
+    slots: the env copies' steps, not the agents' rows); None: its valid rows."""
     add_fragment = make_add_fragment(buffer)
     train_weight = schedule.train_weight
 
@@ -196,7 +196,7 @@ def make_learn_cycle(
         return s, {k: jnp.zeros((), jnp.float32) for k in metric_names}
 
     def cycle(state: OffPolicyState, traj: Transition) -> tuple[OffPolicyState, Metrics, jax.Array]:
-        steps = jnp.sum(traj.valid.astype(jnp.int32)) if env_steps is None else env_steps
+        steps = jnp.sum(traj.valid.astype(jnp.int32)) if env_steps is None else env_steps(traj)
         state = state._replace(
             buffer=add_fragment(state.buffer, traj), timestep=state.timestep + steps
         )

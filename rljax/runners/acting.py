@@ -217,6 +217,7 @@ def make_act_step(
             next_obs=(result.obs if final_obs is None else final_obs) if record_steps else None,
             info=recorded_info(result, clip_rewards) if record_steps else None,
             present=present,
+            stepped=getattr(result, "stepped", None),
         )
         # With next-step auto-reset, after an episode end the env resets on the next step and
         # ignores this action, so the transition that starts from a final observation is not

@@ -78,7 +78,10 @@ def test_each_policys_buffer_holds_its_agents_own_steps():
     algo = _turn_config(num_steps_sampled_before_learning_starts=10_000).build_algo()
     try:
         assert type(algo).__name__ == "MultiAgentDQN"
-        algo.train()  # 10 env steps: two whole games and a part of a third
+        result = algo.train()  # 10 calls: two games of 4 steps, each followed by a reset call
+        # The learners count env steps as the runners do: a call that only resets is none.
+        assert result["env_runners"]["num_env_steps_sampled"] == 8
+        assert [int(s.timestep) for s in algo.state] == [8, 8]
         p_a, p_b = (algo.state[algo.policy_ids.index(p)].buffer for p in ("p_a", "p_b"))
         # Slot 0 is agent "a", slot 1 agent "b". Each agent's transitions run from one of its
         # own observations to its next: a's t = 0 -> 2, b's t = 1 -> 3, never through the
@@ -120,6 +123,47 @@ def test_a_frozen_policy_keeps_its_networks_while_the_other_learns():
         doubled["epsilon"] = after["p_b"]["epsilon"]  # computed from the timestep, not a weight
         algo.set_weights({"p_b": doubled})
         jax.tree.map(np.testing.assert_array_equal, algo.get_weights(["p_b"])["p_b"], doubled)
+        # set_state with a state saved without buffers keeps each policy's live buffer.
+        sizes = [np.asarray(s.buffer.size).tolist() for s in algo.state]
+        algo.set_state(algo.get_state())
+        assert [np.asarray(s.buffer.size).tolist() for s in algo.state] == sizes
+        assert sum(sum(x) for x in sizes) > 0
+    finally:
+        algo.stop()
+
+
+def test_agents_with_different_observation_spaces_act_and_infer_with_their_own():
+    class Sizes(TurnGame):
+        """Agent "b" sees one more number than "a" (a 3-vector: [t, 1, t])."""
+
+        def __init__(self, config=None):
+            super().__init__(config)
+            self.observation_spaces = {
+                "a": gym.spaces.Box(-10.0, 10.0, (2,), np.float32),
+                "b": gym.spaces.Box(-10.0, 10.0, (3,), np.float32),
+            }
+
+        def _obs(self, agent):
+            if agent == "a":
+                return np.array([self.t, 0.0], np.float32)
+            return np.array([self.t, 1.0, self.t], np.float32)
+
+    algo = (
+        _turn_config(num_steps_sampled_before_learning_starts=10_000)
+        .environment(Sizes)
+        .build_algo()
+    )
+    try:
+        algo.train()
+        p_b = algo.state[algo.policy_ids.index("p_b")].buffer
+        # b's rows hold its own 3 numbers, not a padded slot row.
+        assert p_b.storage["obs"].shape[-1] == 3
+        assert _ring(p_b, 1)[0] == [1, 3, 1, 3]
+        # Inference takes slot rows (zero-padded to the widest, as multi-agent PPO's); each
+        # policy reads its own first values.
+        row = np.array([1.0, 0.0, 0.0], np.float32)
+        assert algo.compute_single_action(row, policy_id="p_a") in (0, 1)
+        assert algo.compute_single_action(row, policy_id="p_b") in (0, 1)
     finally:
         algo.stop()
 

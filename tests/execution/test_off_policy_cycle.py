@@ -100,7 +100,7 @@ def test_learning_waits_for_a_row_to_sample_even_when_it_may_start():
 def test_env_steps_count_the_fragment_not_its_rows():
     # Agent slots: a cycle counts the sub-envs' env steps it was given, whatever the rows; an
     # absent row adds nothing to the buffer.
-    cycle, state = _cycle(env_steps=3)
+    cycle, state = _cycle(env_steps=lambda traj: jnp.asarray(3))
     state, _, _ = cycle(state, _fragment(0, present=False))
     assert int(state.timestep) == 3
     assert int(state.buffer.size[0]) == 0

@@ -24,7 +24,9 @@ def build(algo: str) -> object:
         return (
             DQNConfig()
             .environment("CartPole-v1")
-            .env_runners(num_env_runners=0, num_envs_per_env_runner=4)
+            # A fragment of one env step (the "auto" one would be n_step's 2): the update
+            # counts the test expects.
+            .env_runners(num_env_runners=0, num_envs_per_env_runner=4, rollout_fragment_length=1)
             .training(
                 train_batch_size_per_learner=8,
                 num_steps_sampled_before_learning_starts=32,
