@@ -169,6 +169,12 @@ def test_multi_agent_benchmarks_short_runs(tmp_path, run_benchmark):
     assert [r["rows_per_policy"] for r in many["results"]] == [512, 128]
     assert all(r["update_s"] > 0 for r in many["results"])
     assert (tmp_path / "many_policies.png").stat().st_size > 5_000
+    # Multi-agent DQN at RLlib's tuned settings: two iterations (1,000 calls each, of which
+    # those that reset a finished copy are no env steps), RLlib only with --compare.
+    dqn = run_benchmark("multi_agent_dqn.py", "--max-timesteps", "1500", "--out", str(tmp_path))
+    res = dqn["results"]["rljax"]
+    assert res["status"] == "ok" and res["throughput_env_steps_per_s"] > 0
+    assert 1800 <= res["env_steps_total"] <= 2000 and "rllib" not in dqn["results"]
 
 
 @pytest.mark.slow
