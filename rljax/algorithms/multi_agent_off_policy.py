@@ -127,17 +127,7 @@ class MultiAgentOffPolicy(MultiAgentPPO):
         cfg: Any = self.config  # the off-policy algorithm's config (OffPolicyConfig)
         algo_class = cfg.algo_class
         name = algo_class.__name__
-        if cfg.num_learners > 1:
-            raise ConfigError(
-                f"multi-agent {name} trains its policies on one learner device; use "
-                "num_learners=0 or 1"
-            )
-        self.policy_ids = list(self._policy_specs())
-        self.num_policies = len(self.policy_ids)
-        self._check_policy_spaces()
-        self.mapping_fn = cfg.policy_mapping_fn or (
-            lambda agent_id, episode, **kw: self.policy_ids[0]
-        )
+        self._start_policies(f"multi-agent {name} trains its policies")
         specs = {pid: self._module_spec(pid) for pid in self.policy_ids}
         forward_only = [pid for pid, spec in specs.items() if spec and spec.is_forward_only]
         custom = [pid for pid, spec in specs.items() if spec and spec.module_class is not None]

@@ -5,44 +5,13 @@ import gymnasium as gym
 import jax
 import numpy as np
 import pytest
+from turn_game import TurnGame
 
 from rljax.algorithms.dqn import DQNConfig
 from rljax.algorithms.sac import SACConfig
 from rljax.algorithms.td3 import TD3Config
-from rljax.env.multi_agent_env import MultiAgentEnv
 from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole, MultiAgentPendulum
 from rljax.utils.errors import ConfigError
-
-
-class TurnGame(MultiAgentEnv):
-    """Two players alternate: only the player to move is in the obs dict ("a" at t = 0, 2; "b"
-    at t = 1, 3). From the second move on, each move of "a" pays "b" 0.5 (credited to b's last
-    move); after 4 moves "a" gets +1 and "b" -1, both told at the end. Observations [t, who]."""
-
-    def __init__(self, config=None):
-        self.possible_agents = ["a", "b"]
-        self.agents = list(self.possible_agents)
-        box = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
-        self.observation_spaces = {"a": box, "b": box}
-        self.action_spaces = {"a": gym.spaces.Discrete(2), "b": gym.spaces.Discrete(2)}
-        self.t = 0
-
-    def _obs(self, agent):
-        return np.array([self.t, 0.0 if agent == "a" else 1.0], np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        self.t = 0
-        return {"a": self._obs("a")}, {}
-
-    def step(self, action_dict):
-        (mover,) = action_dict  # exactly the player to move
-        self.t += 1
-        rewards = {"b": 0.5} if mover == "a" and self.t > 1 else {}
-        if self.t == 4:
-            rewards = {"a": 1.0, "b": -1.0 + rewards.get("b", 0.0)}
-            return {}, rewards, {"__all__": True}, {"__all__": False}, {}
-        nxt = "b" if mover == "a" else "a"
-        return {nxt: self._obs(nxt)}, rewards, {"__all__": False}, {"__all__": False}, {}
 
 
 def _turn_config(**training):
@@ -162,8 +131,8 @@ def test_agents_with_different_observation_spaces_act_and_infer_with_their_own()
         # Inference takes slot rows (zero-padded to the widest, as multi-agent PPO's); each
         # policy reads its own first values.
         row = np.array([1.0, 0.0, 0.0], np.float32)
-        assert algo.compute_single_action(row, policy_id="p_a") in (0, 1)
-        assert algo.compute_single_action(row, policy_id="p_b") in (0, 1)
+        assert algo.compute_single_action(row, policy_id="p_a") in (0, 1, 2)
+        assert algo.compute_single_action(row, policy_id="p_b") in (0, 1, 2)
     finally:
         algo.stop()
 

@@ -230,17 +230,7 @@ class MultiAgentPPO(Algorithm):
     # ------------------------------------------------------------------ setup
     def _setup(self) -> None:
         cfg = self.config
-        if cfg.num_learners > 1:
-            raise ConfigError(
-                "multi-agent PPO runs its stacked update on one learner device; use "
-                "num_learners=0 or 1"
-            )
-        self.policy_ids = list(self._policy_specs())
-        self.num_policies = len(self.policy_ids)
-        self._check_policy_spaces()
-        self.mapping_fn = cfg.policy_mapping_fn or (
-            lambda agent_id, episode, **kw: self.policy_ids[0]
-        )
+        self._start_policies("multi-agent PPO runs its stacked update")
         # Modules with a forward pass of their own act but never learn (no parameters).
         self.forward_only = [
             pid
@@ -411,6 +401,20 @@ class MultiAgentPPO(Algorithm):
             for a in self.possible_agents
         }
         self.num_agent_steps_sampled_lifetime = 0
+
+    def _start_policies(self, learner: str) -> None:
+        """The config's policies, their spaces checked, and the mapping function (the first
+        policy for every agent when none is given); ``learner`` says what runs on one learner
+        device, in the refusal of ``num_learners > 1``."""
+        cfg = self.config
+        if cfg.num_learners > 1:
+            raise ConfigError(f"{learner} on one learner device; use num_learners=0 or 1")
+        self.policy_ids = list(self._policy_specs())
+        self.num_policies = len(self.policy_ids)
+        self._check_policy_spaces()
+        self.mapping_fn = cfg.policy_mapping_fn or (
+            lambda agent_id, episode, **kw: self.policy_ids[0]
+        )
 
     # ------------------------------------------------------------------ the algorithm's parts
     # What multi-agent IMPALA and APPO (``rljax.algorithms.impala.multi_agent``) replace: the
