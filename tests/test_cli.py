@@ -116,6 +116,15 @@ def test_off_policy_algorithms_train_and_evaluate_from_the_cli(tmp_path, capsys,
 
 
 @pytest.mark.slow
+def test_multi_agent_dqn_config_file_trains_a_policy_per_agent(capsys):
+    tuned = TUNED.parent / "dqn_multi_agent_cartpole.yaml"
+    assert main(["train", "--config", str(tuned), "--stop-iters", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert set(summary["module_episode_returns_mean"]) == {"p0", "p1"}
+    assert summary["num_env_steps_sampled_lifetime"] > 900
+
+
+@pytest.mark.slow
 def test_multi_agent_config_file_trains_checkpoints_and_evaluates(tmp_path, capsys):
     tuned = TUNED.parent / "ppo_multi_agent_cartpole.yaml"
     ckpt = tmp_path / "ckpt"
