@@ -207,7 +207,7 @@ def profile_fused(algo: Any, rounds: int) -> dict[str, Any]:
     hp = algo.hp
     grad_steps = hp.num_epochs * hp.num_minibatches
     floor_obs = jnp.reshape(batch.obs, (-1, *algo.observation_space.shape))
-    policy_params = jax.tree.map(jnp.copy, params[POLICY_ID])
+    policy_params = params[POLICY_ID]  # already a copy; the floor donates nothing
     floor = jax.jit(
         network_floor(algo.module.apply, floor_obs, grad_steps, hp.minibatch_size),
         compiler_options=options,

@@ -56,6 +56,7 @@ from rljax.execution.on_policy import OnPolicyLoop
 from rljax.execution.parts import PolicyParts
 from rljax.learners.hyperparams import live_layout, saved_layout
 from rljax.replay.episode import EpisodeReplayBuffer
+from rljax.runners.acting import make_act_step
 from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 
@@ -139,12 +140,6 @@ class MultiAgentOffPolicy(MultiAgentPPO):
         self.forward_only = []
         to_train = cfg.policies_to_train if cfg.policies_to_train is not None else self.policy_ids
         self.train_mask = np.array([p in to_train for p in self.policy_ids])
-        self.padded = any(
-            sp != self.observation_space for sp in self.agent_observation_spaces.values()
-        )
-        self.mixed_actions = any(
-            sp != self.action_space for sp in self.agent_action_spaces.values()
-        )
         if self.mixed_actions:
             raise ConfigError(
                 f"multi-agent {name} needs one action space for every agent; the agents have "
@@ -199,7 +194,9 @@ class MultiAgentOffPolicy(MultiAgentPPO):
         else:
             self._jit_acting_copy = None
         self._recurrent = False
-        self._act_step = self._make_act_step()
+        self._act_step = make_act_step(
+            self.parts.act, self.parts.bootstrap_keys, clip_rewards=cfg.clip_rewards
+        )
         states = [
             p.initial._replace(buffer=None if self._inference_only else p.buffer.init())
             for p in self.policies
@@ -227,22 +224,7 @@ class MultiAgentOffPolicy(MultiAgentPPO):
                     report=self._report,
                     steps_per_iteration=self.cycles_per_iteration,
                 )
-        self._init_returns()
-
-    def _make_act_step(self) -> Any:
-        from rljax.runners.acting import make_act_step
-
-        return make_act_step(
-            self.parts.act, self.parts.bootstrap_keys, clip_rewards=self.config.clip_rewards
-        )
-
-    def _init_returns(self) -> None:
-        import collections
-
-        n = self.config.metrics_num_episodes_for_smoothing
-        self.policy_returns = {p: collections.deque(maxlen=n) for p in self.policy_ids}
-        self.agent_returns = {a: collections.deque(maxlen=n) for a in self.possible_agents}
-        self.num_agent_steps_sampled_lifetime = 0
+        self._start_returns()
 
     # ------------------------------------------------------------------ acting
     def _params(self) -> list[Any]:

@@ -241,12 +241,6 @@ class MultiAgentPPO(Algorithm):
         self.train_mask = np.array(
             [p in to_train and p not in self.forward_only for p in self.policy_ids]
         )
-        self.padded = any(
-            sp != self.observation_space for sp in self.agent_observation_spaces.values()
-        )
-        self.mixed_actions = any(
-            sp != self.action_space for sp in self.agent_action_spaces.values()
-        )
         self.policy_observation_spaces = self._policy_spaces_of(
             "observation_space", self.agent_observation_spaces, self.padded
         )
@@ -392,20 +386,26 @@ class MultiAgentPPO(Algorithm):
                 report=self._report,
                 steps_per_iteration=steps_per_iteration(cfg),
             )
+        self._start_returns()
+
+    def _start_returns(self) -> None:
+        """The per-policy and per-agent returns of the iteration's episodes (their means are
+        the results' ``module_episode_returns_mean`` / ``agent_episode_returns_mean``) and the
+        lifetime agent steps."""
+        n = self.config.metrics_num_episodes_for_smoothing
         self.policy_returns: dict[str, collections.deque[float]] = {
-            p: collections.deque(maxlen=cfg.metrics_num_episodes_for_smoothing)
-            for p in self.policy_ids
+            p: collections.deque(maxlen=n) for p in self.policy_ids
         }
         self.agent_returns: dict[Any, collections.deque[float]] = {
-            a: collections.deque(maxlen=cfg.metrics_num_episodes_for_smoothing)
-            for a in self.possible_agents
+            a: collections.deque(maxlen=n) for a in self.possible_agents
         }
         self.num_agent_steps_sampled_lifetime = 0
 
     def _start_policies(self, learner: str) -> None:
-        """The config's policies, their spaces checked, and the mapping function (the first
-        policy for every agent when none is given); ``learner`` says what runs on one learner
-        device, in the refusal of ``num_learners > 1``."""
+        """The config's policies, their spaces checked, the mapping function (the first
+        policy for every agent when none is given), and whether agents' observation spaces
+        (``padded``) or action spaces (``mixed_actions``) differ; ``learner`` says what runs on
+        one learner device, in the refusal of ``num_learners > 1``."""
         cfg = self.config
         if cfg.num_learners > 1:
             raise ConfigError(f"{learner} on one learner device; use num_learners=0 or 1")
@@ -414,6 +414,12 @@ class MultiAgentPPO(Algorithm):
         self._check_policy_spaces()
         self.mapping_fn = cfg.policy_mapping_fn or (
             lambda agent_id, episode, **kw: self.policy_ids[0]
+        )
+        self.padded = any(
+            sp != self.observation_space for sp in self.agent_observation_spaces.values()
+        )
+        self.mixed_actions = any(
+            sp != self.action_space for sp in self.agent_action_spaces.values()
         )
 
     # ------------------------------------------------------------------ the algorithm's parts
