@@ -39,7 +39,7 @@
 
 Run: python benchmarks/jax_envs.py --compare [--iters 30] [--jax-env rljax:CartPole-v1]
 [--chunk 10] [--members 16] [--minatar-steps 500000] [--brax-backend positional] [--only-brax]
-[--only-population] [--gpu]
+[--only-population] [--only-throughput] [--gpu]
 
 ``--gpu`` places rljax's runs on the GPU (``num_gpus_per_learner=1``,
 ``num_gpus_per_env_runner=1``; rljax's default keeps everything on the CPU even beside a
@@ -144,10 +144,10 @@ def throughput(
                 times[env].append(time.perf_counter() - t0)
             algo = algos[jax_env]
             t0 = time.perf_counter()
-            algo.state, algo.runner_state, metrics, _ = algo._loop.train_step(
-                algo.state, algo.runner_state
-            )
-            jax.block_until_ready(metrics)
+            # Its outputs after the two states: the metrics and the rest (packed).
+            out = algo._loop.train_step(algo.state, algo.runner_state)
+            algo.state, algo.runner_state = out[:2]
+            jax.block_until_ready(out[2:])
             times["program"].append(time.perf_counter() - t0)
             if baseline is not None:
                 t0 = time.perf_counter()
@@ -635,6 +635,28 @@ def compare(
                 print(json.dumps(row), flush=True)
 
 
+def only_throughput(iters: int, jax_env: str) -> None:
+    """The throughput rows of both settings, then one summary object (env steps/s per system
+    and settings, and the ratios; what ``benchmarks/revisions.py`` compares)."""
+    baseline = load_baseline()
+    summary: dict[str, dict[str, float]] = {}
+    for name, (n, t) in SETTINGS.items():
+        rows = throughput(n, t, iters, jax_env, baseline)
+        for row in rows:
+            print(json.dumps({"kind": "throughput", "settings": name, **row}), flush=True)
+        keys = ["jax_env", "envpool", "baseline"]
+        figures = {
+            f"{k}_env_steps_per_s": r["env_steps_per_s"] for k, r in zip(keys, rows, strict=False)
+        }
+        figures["jax_env_over_envpool"] = rows[0]["env_steps_per_s"] / rows[1]["env_steps_per_s"]
+        if baseline is not None:
+            figures["jax_env_over_baseline"] = (
+                rows[0]["env_steps_per_s"] / rows[2]["env_steps_per_s"]
+            )
+        summary[name] = figures
+    print(json.dumps({"kind": "summary", "jax_env": jax_env, **summary}), flush=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--compare", action="store_true", help="run every measurement")
@@ -661,6 +683,11 @@ def main() -> None:
         action="store_true",
         help="measure the population alone (with --compare)",
     )
+    p.add_argument(
+        "--only-throughput",
+        action="store_true",
+        help="the throughput rows alone (with --compare), then a summary object",
+    )
     p.add_argument("--gpu", action="store_true", help="rljax's runs on the GPU")
     a = p.parse_args()
     global ON_GPU
@@ -670,6 +697,9 @@ def main() -> None:
     if a.only_brax:
         for row in brax_ant(64, 64, max(3, a.iters // 3), a.brax_backend):
             print(json.dumps(row), flush=True)
+        return
+    if a.only_throughput:
+        only_throughput(a.iters, a.jax_env)
         return
     if a.only_population:
         baseline = load_baseline()

@@ -229,9 +229,10 @@ def profile_fused(algo: Any, rounds: int) -> dict[str, Any]:
         return state["env_handle"]
 
     def run_fused() -> Any:
-        algo.state, algo.runner_state, metrics, _ = loop.train_step(algo.state, state["rs"])
+        # Its metrics, episodes and count of skipped updates come back packed.
+        algo.state, algo.runner_state, packed = loop.train_step(algo.state, state["rs"])
         state["rs"] = algo.runner_state
-        return metrics
+        return packed
 
     parts: dict[str, Callable[[], Any]] = {
         "rollout": run_rollout,

@@ -365,6 +365,9 @@ class IterationResult:
         infos (or None).
       multi_agent_episodes: Multi-agent episode callbacks: ``(runner slot, episode log)`` of
         every finished episode.
+      non_finite_total: Skipped non-finite updates counted in the learner state the iteration
+        ended with, where its program counted them (``count_non_finite``'s number); None:
+        the algorithm counts them itself.
     """
 
     num_env_steps_sampled: int
@@ -378,3 +381,4 @@ class IterationResult:
     shared_s: float = 0.0
     episode_steps: tuple[tuple[Any, Any], ...] = ()
     multi_agent_episodes: tuple[tuple[int, Any], ...] = ()
+    non_finite_total: int | None = None

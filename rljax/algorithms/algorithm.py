@@ -328,7 +328,9 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         self._replay_episodes(
             {"episode_steps": out.episode_steps, "multi_agent_episodes": out.multi_agent_episodes}
         )
-        non_finite_total = count_non_finite(self._checkpoint_state(False))
+        non_finite_total = out.non_finite_total
+        if non_finite_total is None:  # the iteration's program did not count them
+            non_finite_total = count_non_finite(self._checkpoint_state(False))
         # A trial of a population: the population's step, shared by its trials, ran before.
         elapsed = time.perf_counter() - start + float(out.shared_s)
         totals = iteration_book.count_iteration(

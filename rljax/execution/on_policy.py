@@ -32,6 +32,8 @@ from rljax.runners.acting import episode_arrays
 from rljax.runners.group import GroupSample, RunnerGroup
 from rljax.types import FusedRunnerState, Transition
 from rljax.utils import xla_options
+from rljax.utils.host_transfer import PackedOutputs
+from rljax.utils.nonfinite import total_non_finite
 
 State = TypeVar("State")
 Batch = Any
@@ -69,6 +71,21 @@ def make_train_step(
         return state, rs, metrics, episodes
 
     return train_step
+
+
+def packed_train_step(
+    train_step: Callable[[State, FusedRunnerState], tuple[State, FusedRunnerState, Any, Any]],
+    outputs: PackedOutputs,
+) -> Callable[[State, FusedRunnerState], tuple[State, FusedRunnerState, tuple[jax.Array, ...]]]:
+    """``train_step`` whose metrics, episodes and the new state's count of skipped non-finite
+    updates come back packed (``outputs.pack``): one transfer per dtype for all of them, where
+    each array would be one (``OnPolicyLoop.step`` unpacks them on the host)."""
+
+    def packed(state: State, rs: FusedRunnerState) -> tuple[State, FusedRunnerState, Any]:
+        state, rs, metrics, episodes = train_step(state, rs)
+        return state, rs, outputs.pack((metrics, episodes, total_non_finite(state)))
+
+    return packed
 
 
 def steps_per_iteration(config: Any) -> int:
@@ -305,6 +322,8 @@ class OnPolicyLoop(Generic[State]):
     report: Callable[[list[Record], Timers], IterationResult] | None = None
     steps_per_iteration: int = 1
     complete: CompleteEpisodes[State] | None = None
+    # The fused ``train_step``'s packed outputs (``packed_train_step``).
+    outputs: PackedOutputs | None = None
     _since_broadcast: int = 0
 
     @classmethod
@@ -352,14 +371,16 @@ class OnPolicyLoop(Generic[State]):
             train_step = make_train_step(sample, update, acting_params)
             if steps_per_iteration > 1:
                 train_step = repeated_train_step(train_step, steps_per_iteration)
+            outputs = PackedOutputs()
             return cls(
                 update=update,
                 runner_params=runner_params,
                 train_step=jax.jit(
-                    train_step,
+                    packed_train_step(train_step, outputs),
                     donate_argnums=(0, 1),
                     compiler_options=xla_options.current("train_step"),
                 ),
+                outputs=outputs,
                 steps_per_iteration=steps_per_iteration,
                 report=report,
             )
@@ -469,15 +490,14 @@ class OnPolicyLoop(Generic[State]):
         t_start = time.perf_counter()
         k = self.steps_per_iteration
         if self.train_step is not None:
-            state, runner_state, metrics, episodes = self.train_step(state, runner_state)
-            jax.block_until_ready(metrics)
+            assert self.outputs is not None
+            state, runner_state, packed = self.train_step(state, runner_state)
             # Sampling and learning run inside one XLA program here: only their sum is measured.
+            # Its outputs come back in one transfer per dtype (``packed_train_step``).
+            metrics, episodes, non_finite = self.outputs.unpack(jax.device_get(packed))
             if k == 1:
                 records: list[Record] = [{"metrics": metrics, "episodes": episodes, "timers": {}}]
-            else:  # k steps scanned: their outputs stacked on a leading axis
-                # Fetched once and split on the host: slicing device arrays would dispatch one
-                # op per array per step (milliseconds a call at small batch sizes).
-                metrics, episodes = jax.device_get((metrics, episodes))
+            else:  # k steps scanned: their outputs stacked on a leading axis, split on the host
                 records = [
                     {
                         "metrics": jax.tree.map(lambda x, i=i: x[i], metrics),
@@ -486,6 +506,7 @@ class OnPolicyLoop(Generic[State]):
                     }
                     for i in range(k)
                 ]
+            records[-1]["non_finite_total"] = int(non_finite)
             return state, runner_state, self._result(records, t_start)
         records = []
         if self.learner_thread is not None:
@@ -595,7 +616,8 @@ class OnPolicyLoop(Generic[State]):
                     learner_update_timer=timers.get("learner_update_timer"),
                 ),
             )
-        host = jax.device_get([(r["metrics"], r["episodes"]) for r in records])
+        pairs = [(r["metrics"], r["episodes"]) for r in records]
+        host = pairs if self.outputs is not None else jax.device_get(pairs)
         host = distributed.gather_episodes(host)  # every process's (one process: as it is)
         metrics, returns, lens, num_valid = summarize_updates(host)
         # complete_episodes: the steps of the episodes trained on, not the steps sampled
@@ -629,6 +651,7 @@ class OnPolicyLoop(Generic[State]):
                 for (_, e), r in zip(host, records, strict=True)
                 if "steps" in e
             ),
+            non_finite_total=records[-1].get("non_finite_total"),
         )
 
     def set_state(self, state: State) -> None:

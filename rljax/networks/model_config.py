@@ -310,7 +310,10 @@ class DefaultModelConfig:
             return default
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        # The fields are immutable once checked (__post_init__ stores tuples), so a shallow
+        # copy is ``dataclasses.asdict``'s result, at a fraction of its cost (a result dict
+        # carries this every iteration).
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["fcnet_hiddens"] = list(self.fcnet_hiddens)
         d["head_fcnet_hiddens"] = list(self.head_fcnet_hiddens)
         if self.fusionnet_hiddens is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 
@@ -32,14 +33,22 @@ def _is_guard_state(x: Any) -> bool:
     return isinstance(x, optax.ApplyIfFiniteState)
 
 
-def count_non_finite(state: Any) -> int:
-    """Total skipped steps over every guarded optimizer state in ``state`` (any pytree)."""
-    counters = [
+def _counters(state: Any) -> list[Any]:
+    return [
         s.total_notfinite
         for s in jax.tree.leaves(state, is_leaf=_is_guard_state)
         if _is_guard_state(s)
     ]
-    return int(sum(np.sum(c) for c in jax.device_get(counters)))  # one transfer for all
 
 
-__all__ = ["NonFiniteUpdateError", "count_non_finite", "guard"]
+def count_non_finite(state: Any) -> int:
+    """Total skipped steps over every guarded optimizer state in ``state`` (any pytree)."""
+    return int(sum(np.sum(c) for c in jax.device_get(_counters(state))))  # one transfer for all
+
+
+def total_non_finite(state: Any) -> jax.Array:
+    """``count_non_finite`` inside a traced program: an int32 scalar (0 without guards)."""
+    return sum((jnp.sum(c, dtype=jnp.int32) for c in _counters(state)), jnp.int32(0))
+
+
+__all__ = ["NonFiniteUpdateError", "count_non_finite", "guard", "total_non_finite"]

@@ -151,6 +151,34 @@ def test_several_updates_per_iteration_run_as_one_program():
     assert second["env_runners"]["num_episodes"] == 4 * 12
 
 
+class NaNReward(Countdown):
+    """``Countdown`` paying a NaN reward on every step: every update's gradients are NaN."""
+
+    def step(self, state, action, key):
+        state, obs, _, terminated, truncated, info = super().step(state, action, key)
+        return state, obs, jnp.float32(jnp.nan), terminated, truncated, info
+
+
+register_env("nan-reward-jax", NaNReward)
+
+
+def test_skipped_non_finite_updates_are_counted_inside_the_iterations_program():
+    """The fused program counts the skipped steps itself (its outputs come back packed), one
+    count per iteration and a lifetime count, as on the other paths; the weights stay."""
+    config = _small("nan-reward-jax", {"end": 5}).reporting(min_sample_timesteps_per_iteration=128)
+    with config.build_algo() as algo:
+        before = jax.device_get(algo.get_module().params)
+        first, second = algo.train(), algo.train()
+        after = jax.device_get(algo.get_module().params)
+    # 2 training steps an iteration (128 env steps in batches of 64), each 1 epoch of 2
+    # minibatches of 32: 4 skipped updates an iteration.
+    assert first["learners"]["__all_modules__"]["num_non_finite_updates"] == 4
+    assert second["learners"]["__all_modules__"]["num_non_finite_updates"] == 4
+    assert second["learners"]["__all_modules__"]["num_non_finite_updates_lifetime"] == 8
+    for b, a in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True):
+        np.testing.assert_array_equal(b, a)
+
+
 @pytest.mark.slow  # two algorithms' programs
 @pytest.mark.parametrize("algo_name", ["SAC", "TD3"])
 def test_sac_and_td3_run_the_jax_pendulum_with_its_time_limit(algo_name):
