@@ -116,14 +116,17 @@ def envpool_reset_ended(
     around it)."""
     import jax
     import jax.numpy as jnp
-    from jax.experimental import io_callback
+
+    from rljax.utils.host_call import host_call
 
     def reset_ended(obs: Any, env_id: Any, done: Any) -> Any:
         shapes = jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape, o.dtype), obs)
 
         def call(args: Any) -> Any:
             host = _reset_ended_rows if host_fn is None else host_fn
-            return io_callback(functools.partial(host, env), shapes, *args)
+            # Not io_callback: it moves the operands to a device and back on every call
+            # (rljax.utils.host_call).
+            return host_call(functools.partial(host, env), shapes, *args)
 
         return jax.lax.cond(jnp.any(done), call, lambda args: args[0], (obs, env_id, done))
 

@@ -1,0 +1,67 @@
+"""host_call: a host function inside a jitted program, on numpy arrays, as io_callback calls it."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import io_callback
+
+from rljax.utils import host_call as host_call_module
+from rljax.utils.host_call import host_call
+
+
+def test_the_installed_jax_gets_the_primitive_not_the_fallback():
+    assert host_call_module._primitive() is not None
+
+
+def test_numpy_operands_and_the_same_results_as_io_callback_under_scan_and_cond():
+    seen: list[tuple[str, str]] = []
+
+    def host(x, ids):
+        seen.append((type(x["a"]).__name__, type(ids).__name__))
+        out = np.array(x["a"])
+        out[np.asarray(ids) % 2 == 0] = -1.0
+        return {"a": out, "n": np.int32(np.sum(ids))}
+
+    def run(call):
+        shapes = {
+            "a": jax.ShapeDtypeStruct((4,), jnp.float32),
+            "n": jax.ShapeDtypeStruct((), jnp.int32),
+        }
+
+        def body(x, i):
+            ids = jnp.arange(4) + i
+
+            def called(args):
+                return call(host, shapes, *args)
+
+            def skipped(args):
+                return {"a": args[0]["a"], "n": jnp.int32(0)}
+
+            out = jax.lax.cond(i % 3 != 0, called, skipped, ({"a": x}, ids))
+            return out["a"] + 1.0, out["n"]
+
+        return jax.jit(lambda x: jax.lax.scan(body, x, jnp.arange(6)))(jnp.zeros(4))
+
+    fast = jax.device_get(run(host_call))
+    assert seen == [("ndarray", "ndarray")] * 4  # steps 1, 2, 4, 5: numpy, no device arrays
+    slow = jax.device_get(run(io_callback))
+    for a, b in zip(jax.tree.leaves(fast), jax.tree.leaves(slow), strict=True):
+        np.testing.assert_array_equal(a, b)
+    # By hand: the sums of ids 1-4, 2-5, 4-7, 5-8 where called, 0 elsewhere.
+    np.testing.assert_array_equal(fast[1], [0, 10, 14, 0, 22, 26])
+
+
+def test_a_call_whose_result_is_unused_still_runs():
+    calls = []
+
+    def host(x):
+        calls.append(float(x))
+        return np.float32(0.0)
+
+    @jax.jit
+    def f(x):
+        host_call(host, jax.ShapeDtypeStruct((), jnp.float32), x)
+        return x * 2
+
+    assert float(f(jnp.float32(3.0))) == 6.0
+    assert calls == [3.0]
