@@ -144,7 +144,7 @@ def throughput(
                 times[env].append(time.perf_counter() - t0)
             algo = algos[jax_env]
             t0 = time.perf_counter()
-            # Its outputs after the two states: the metrics and the rest (packed).
+            # Its outputs after the two states: the packed metrics and episodes (one tuple).
             out = algo._loop.train_step(algo.state, algo.runner_state)
             algo.state, algo.runner_state = out[:2]
             jax.block_until_ready(out[2:])

@@ -249,7 +249,9 @@ def summarize_updates(
     return metrics, returns, lens, num_valid
 
 
-Record = dict[str, Any]  # one update's outputs, still on the device (``OnPolicyLoop._learn``)
+# One update's outputs (``OnPolicyLoop._learn``): on the device, or on the host where the fused
+# training step's packed outputs were unpacked (``packed_train_step``).
+Record = dict[str, Any]
 # A batch ready for the update: (batch, episodes, its fragments' record, seconds to sample).
 Sampled = tuple[Batch, Episodes, SampleRecord | None, float]
 
@@ -608,13 +610,19 @@ class OnPolicyLoop(Generic[State]):
             for k, v in r["timers"].items():
                 timers[k] = timers.get(k, 0.0) + v
         if self.report is not None:
-            return self.report(
+            reported = self.report(
                 records,
                 Timers(
                     training_step=time.perf_counter() - t_start,
                     env_runner_sampling_timer=timers.get("env_runner_sampling_timer"),
                     learner_update_timer=timers.get("learner_update_timer"),
                 ),
+            )
+            counted = records[-1].get("non_finite_total")  # the fused program's count
+            return (
+                reported
+                if counted is None
+                else dataclasses.replace(reported, non_finite_total=counted)
             )
         pairs = [(r["metrics"], r["episodes"]) for r in records]
         host = pairs if self.outputs is not None else jax.device_get(pairs)

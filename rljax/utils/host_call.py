@@ -10,8 +10,9 @@ most steps of a 16-env rollout.
 ``host_call`` lowers to the same XLA custom call as ``io_callback`` (JAX's
 ``emit_python_callback``, with a side effect so it is neither removed nor merged) and hands the
 function its operands as the numpy arrays the custom call receives: no transfers and no
-context. It builds on JAX internals; where they are not as this module expects (another JAX
-version), ``host_call`` is ``io_callback`` itself, with the same results.
+context. It builds on JAX internals (tested with jax 0.10.2); where they are not as this module
+expects (another JAX version: the primitive is built, compiled and run once, and any failure
+counts), ``host_call`` is ``io_callback`` itself, with the same results.
 """
 
 from __future__ import annotations
@@ -28,15 +29,26 @@ import numpy as np
 @functools.cache
 def _primitive() -> Any:
     """``(primitive, ShapedArray)`` of ``rljax_host_call``, or None where JAX's internals
-    differ."""
+    differ: any failure to build it, or to compile and run a call of it once, leaves
+    ``host_call`` to ``io_callback``."""
     try:
-        from jax._src import core, dispatch, effects
-        from jax._src.callback import emit_python_callback
-        from jax._src.interpreters import mlir
-    except ImportError:  # pragma: no cover - another JAX's layout
+        built = _build()
+        if built is not None:
+            _self_test(*built)
+        return built
+    except Exception:  # pragma: no cover - another JAX's internals
         return None
-    wanted = {"has_side_effect", "returns_token"}
-    if not wanted <= set(inspect.signature(emit_python_callback).parameters):
+
+
+def _build() -> Any:
+    from jax._src import callback as jax_callback
+    from jax._src import core, dispatch, effects
+    from jax._src.interpreters import mlir
+
+    emit = jax_callback.emit_python_callback
+    op_sharding = jax_callback._callback_op_sharding
+    wanted = {"has_side_effect", "returns_token", "sharding"}
+    if not wanted <= set(inspect.signature(emit).parameters):
         return None  # pragma: no cover - another JAX's signature
 
     class HostCallEffect(effects.Effect):
@@ -67,7 +79,7 @@ def _primitive() -> Any:
         def flat(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
             return tuple(callback(*arrays))
 
-        result, _, _ = emit_python_callback(
+        result, _, _ = emit(
             ctx,
             flat,
             None,
@@ -76,6 +88,8 @@ def _primitive() -> Any:
             ctx.avals_out,
             has_side_effect=True,
             returns_token=False,
+            # As io_callback's: in a program over several devices, the call runs on one.
+            sharding=op_sharding(ctx.module_context.axis_context, None, ctx.avals_out),
         )
         return result
 
@@ -83,11 +97,24 @@ def _primitive() -> Any:
     return prim, core.ShapedArray
 
 
+def _self_test(prim: Any, shaped_array: Any) -> None:
+    """One call compiled and run: raises where this JAX lowers or runs it otherwise."""
+    out = jax.jit(
+        lambda x: prim.bind(
+            x, callback=lambda a: [a + 1], result_avals=(shaped_array((), np.dtype(np.int32)),)
+        )[0]
+    )(np.int32(1))
+    if int(out) != 2:  # pragma: no cover - another JAX's behaviour
+        raise RuntimeError("rljax_host_call returned a wrong value")
+
+
 def host_call(fn: Callable[..., Any], result_shape_dtypes: Any, *args: Any) -> Any:
     """``fn(*args)`` on the host from inside a traced program, as ``io_callback`` calls it
     (unordered, with a side effect), but ``fn`` receives the flattened operands' numpy arrays
     rebuilt into ``args``' structure and must return arrays of ``result_shape_dtypes``'
-    structure, shapes and dtypes. Not for ``vmap``."""
+    structure, shapes and dtypes. The operands are read-only copies. Not for ``vmap`` or
+    ``grad``; inside a program over several devices the call runs on one, as
+    ``io_callback``'s does."""
     built = _primitive()
     if built is None:  # pragma: no cover - another JAX version
         from jax.experimental import io_callback
@@ -96,6 +123,13 @@ def host_call(fn: Callable[..., Any], result_shape_dtypes: Any, *args: Any) -> A
     prim, shaped_array = built
     flat_args, in_tree = jax.tree.flatten(args)
     flat_results, out_tree = jax.tree.flatten(result_shape_dtypes)
+    for r in flat_results:  # as io_callback does, before anything compiles
+        if jax.dtypes.canonicalize_dtype(r.dtype) != np.dtype(r.dtype):
+            raise ValueError(
+                f"host_call: a result of dtype {np.dtype(r.dtype)} is not one of this JAX's "
+                f"dtypes (it would be {jax.dtypes.canonicalize_dtype(r.dtype)}); with 64-bit "
+                "types off, ask for 32-bit results"
+            )
     result_avals = tuple(shaped_array(r.shape, r.dtype) for r in flat_results)
 
     def callback(*arrays: np.ndarray) -> Sequence[np.ndarray]:

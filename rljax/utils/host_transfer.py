@@ -46,9 +46,7 @@ class PackedOutputs:
             sizes[leaf.dtype] = start + int(leaf.size)
             places.append((list(groups).index(leaf.dtype), start, sizes[leaf.dtype], leaf.shape))
             group.append(jnp.ravel(leaf))
-        flat = tuple(
-            jnp.concatenate(g) if g else jnp.zeros((0,), dtype) for dtype, g in groups.items()
-        )
+        flat = tuple(jnp.concatenate(g) for g in groups.values())
         key = tuple((str(f.dtype), int(f.shape[0])) for f in flat)
         layout = (treedef, tuple(places))
         known = self._layouts.setdefault(key, layout)

@@ -40,13 +40,14 @@ def shuffled_positions(key: jax.Array, last: jax.Array, shuffle: bool = True) ->
     positions = jnp.broadcast_to(jnp.arange(n, dtype=jnp.uint32), (d, n))
     low = jnp.uint32((1 << index_bits) - 1)
     order = positions  # order[i, j]: the row at position j
-    for _ in range(rounds):
+    for r in range(rounds):
         if shuffle:
             key, sub = jax.random.split(key)
             random = jax.random.bits(sub, (d, n), jnp.uint32) >> (32 - random_bits)
         else:
             random = jnp.zeros((d, n), jnp.uint32)
-        flags = jnp.take_along_axis(flag, order.astype(jnp.int32), axis=1)
+        # The flags of the rows in their current order (the first round's order is the rows').
+        flags = flag if r == 0 else jnp.take_along_axis(flag, order.astype(jnp.int32), axis=1)
         words = (flags << 31) | (random << index_bits) | positions
         moved = (jnp.sort(words, axis=1) & low).astype(jnp.int32)
         order = jnp.take_along_axis(order, moved, axis=1)

@@ -162,9 +162,15 @@ class NaNReward(Countdown):
 register_env("nan-reward-jax", NaNReward)
 
 
-def test_skipped_non_finite_updates_are_counted_inside_the_iterations_program():
+def test_skipped_non_finite_updates_are_counted_inside_the_iterations_program(monkeypatch):
     """The fused program counts the skipped steps itself (its outputs come back packed), one
     count per iteration and a lifetime count, as on the other paths; the weights stay."""
+    import rljax.algorithms.algorithm as algorithm_module
+
+    def no_host_count(state):
+        raise AssertionError("the fused path counted the skipped updates on the host")
+
+    monkeypatch.setattr(algorithm_module, "count_non_finite", no_host_count)
     config = _small("nan-reward-jax", {"end": 5}).reporting(min_sample_timesteps_per_iteration=128)
     with config.build_algo() as algo:
         before = jax.device_get(algo.get_module().params)

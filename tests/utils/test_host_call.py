@@ -1,8 +1,13 @@
 """host_call: a host function inside a jitted program, on numpy arrays, as io_callback calls it."""
 
+import os
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax.experimental import io_callback
 
 from rljax.utils import host_call as host_call_module
@@ -65,3 +70,28 @@ def test_a_call_whose_result_is_unused_still_runs():
 
     assert float(f(jnp.float32(3.0))) == 6.0
     assert calls == [3.0]
+
+
+def test_results_of_a_dtype_jax_does_not_have_are_refused_before_compiling():
+    with pytest.raises(ValueError, match="host_call: a result of dtype float64"):
+        jax.jit(lambda x: host_call(lambda a: a, jax.ShapeDtypeStruct((), np.float64), x))(1.0)
+
+
+_TWO_DEVICES = """
+import jax, jax.numpy as jnp, numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from rljax.utils.host_call import host_call
+mesh = Mesh(np.asarray(jax.devices()), ("d",))
+x = jax.device_put(jnp.arange(4.0), NamedSharding(mesh, P("d")))
+f = jax.jit(lambda x: host_call(lambda a: a * 2 + 1, jax.ShapeDtypeStruct((4,), jnp.float32), x))
+print(len(jax.devices()), np.asarray(f(x)).tolist())
+"""
+
+
+def test_a_program_over_two_devices_runs_the_call_once_on_one():
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    out = subprocess.run(
+        [sys.executable, "-c", _TWO_DEVICES], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "2 [1.0, 3.0, 5.0, 7.0]"
