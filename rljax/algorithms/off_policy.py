@@ -40,6 +40,7 @@ from rljax.execution.off_policy import (
     make_fused_iteration,
     make_learn_cycle,
     make_update,
+    packed_iteration,
 )
 from rljax.execution.parts import PolicyParts
 from rljax.learners.devices import replicated
@@ -54,6 +55,7 @@ from rljax.runners.jax_env import start_jax_env
 from rljax.utils import memory, xla_options
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, is_int, refuse
 from rljax.utils.errors import CheckpointError, ConfigError
+from rljax.utils.host_transfer import PackedOutputs
 from rljax.utils.schedules import NumberOrSchedule
 
 # Bounds of the replay ratio, so that a file cannot make an iteration effectively hang
@@ -485,12 +487,13 @@ class OffPolicyAlgorithm(Algorithm):
             iteration = make_fused_iteration(
                 rollout, self.parts.acting_params, cycle, self.cycles_per_iteration
             )
+            outputs = PackedOutputs()  # the iteration's outputs in one transfer per dtype
             self._iteration = jax.jit(
-                iteration,
+                packed_iteration(iteration, outputs),
                 donate_argnums=(0, 1),
                 compiler_options=xla_options.current("train_step"),
             )
-            self._loop = self._make_loop(iteration=self._iteration)
+            self._loop = self._make_loop(iteration=self._iteration, outputs=outputs)
         else:
             # EnvPool's custom call must run once, on one device: the rollout stays off the mesh.
             self._sample = jax.jit(

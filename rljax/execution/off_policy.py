@@ -27,6 +27,8 @@ from rljax.replay.episode import EpisodeReplayBuffer, has_sampleable_rows
 from rljax.runners.acting import episode_arrays
 from rljax.runners.group import RunnerGroup
 from rljax.types import FusedRunnerState, Transition
+from rljax.utils.host_transfer import PackedOutputs
+from rljax.utils.nonfinite import total_non_finite
 
 # An algorithm's learner state (networks, target networks, optimizer states): a pytree that
 # the loop carries in ``OffPolicyState.learner`` and hands back to the algorithm's functions.
@@ -233,6 +235,22 @@ def make_fused_iteration(
     return iteration
 
 
+def packed_iteration(
+    iteration: Callable[[OffPolicyState, FusedRunnerState], tuple[Any, Any, Any]],
+    outputs: PackedOutputs,
+) -> Callable[[OffPolicyState, FusedRunnerState], tuple[Any, Any, tuple[jax.Array, ...]]]:
+    """``iteration`` whose outputs, the state's update count and its count of skipped
+    non-finite updates come back packed (``outputs.pack``, one transfer per dtype;
+    ``OffPolicyLoop.step`` unpacks them)."""
+
+    def packed(state: OffPolicyState, rs: FusedRunnerState) -> tuple[Any, Any, Any]:
+        state, rs, out = iteration(state, rs)
+        extra = (state.num_updates, total_non_finite(state))
+        return state, rs, outputs.pack((out, extra))
+
+    return packed
+
+
 Cycle = Callable[[OffPolicyState, Transition], tuple[OffPolicyState, Metrics, jax.Array]]
 
 
@@ -272,6 +290,8 @@ class OffPolicyLoop:
     traj_sharding: jax.sharding.Sharding | None = None
     episodes: Callable[[Transition], Any] | None = None
     sample_timeout_s: float | None = None
+    # ``iteration``'s packed outputs (``packed_iteration``); None: it returns them as they are.
+    outputs: PackedOutputs | None = None
 
     def step(
         self, state: OffPolicyState, runner_state: FusedRunnerState | None
@@ -280,7 +300,11 @@ class OffPolicyLoop:
         t_start = time.perf_counter()
         host_infos: list[Any] = []
         sample_s: float | None = None
-        if self.iteration is not None:
+        counted: tuple[Any, Any] | None = None  # (num_updates, non-finite count) on the host
+        if self.iteration is not None and self.outputs is not None:
+            state, runner_state, packed = self.iteration(state, runner_state)
+            (metrics, started, episodes), counted = self.outputs.unpack(jax.device_get(packed))
+        elif self.iteration is not None:
             state, runner_state, (metrics, started, episodes) = self.iteration(state, runner_state)
         else:
             assert self.cycle is not None and self.episodes is not None
@@ -306,7 +330,8 @@ class OffPolicyLoop:
                     self.runners.publish(self.runner_params(state))
                 outs.append((m, s, self.episodes(traj)))
             metrics, started, episodes = jax.tree.map(lambda *xs: jnp.stack(xs), *outs)
-        metrics, started, episodes = jax.device_get((metrics, started, episodes))
+        if counted is None:
+            metrics, started, episodes = jax.device_get((metrics, started, episodes))
         training_step = time.perf_counter() - t_start
         started = np.asarray(started, bool)
         learner_metrics = {
@@ -315,7 +340,8 @@ class OffPolicyLoop:
         }
         num_updates = int(started.sum()) * self.train_weight
         learner_metrics["num_updates"] = float(num_updates)
-        learner_metrics["num_updates_lifetime"] = float(jax.device_get(state.num_updates))
+        updates_lifetime = counted[0] if counted is not None else jax.device_get(state.num_updates)
+        learner_metrics["num_updates_lifetime"] = float(updates_lifetime)
         done = np.asarray(episodes["done"]).reshape(-1)
         steps: list[tuple[Any, Any]] = []
         if "steps" in episodes:  # episode callbacks: each cycle's rows, in order
@@ -330,5 +356,6 @@ class OffPolicyLoop:
             learner_metrics=single_policy(learner_metrics),
             timers=Timers(training_step=training_step, env_runner_sampling_timer=sample_s),
             episode_steps=tuple(steps),
+            non_finite_total=int(counted[1]) if counted is not None else None,
         )
         return state, runner_state, result

@@ -185,6 +185,42 @@ def test_skipped_non_finite_updates_are_counted_inside_the_iterations_program(mo
         np.testing.assert_array_equal(b, a)
 
 
+def test_dqn_counts_skipped_non_finite_updates_inside_the_iterations_program(monkeypatch):
+    """The off-policy fused iteration packs its update count and its count of skipped updates
+    with its outputs: every update on NaN rewards is skipped and counted, none on the host."""
+    import rljax.algorithms.algorithm as algorithm_module
+    from rljax.algorithms.dqn import DQNConfig
+
+    def no_host_count(state):
+        raise AssertionError("the fused path counted the skipped updates on the host")
+
+    monkeypatch.setattr(algorithm_module, "count_non_finite", no_host_count)
+    config = (
+        DQNConfig()
+        .environment("nan-reward-jax", env_config={"end": 3})
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=4, rollout_fragment_length=8)
+        .training(num_steps_sampled_before_learning_starts=0, train_batch_size_per_learner=8)
+        .reporting(min_sample_timesteps_per_iteration=1)
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        before = jax.device_get(algo.get_module().params)
+        results = [algo.train() for _ in range(3)]
+        after = jax.device_get(algo.get_module().params)
+    learners = [r["learners"]["default_policy"] for r in results]
+    modules = [r["learners"]["__all_modules__"] for r in results]
+    skipped = [m["num_non_finite_updates"] for m in modules]
+    # One cycle an iteration (8 steps of 4 envs, then one update on what is stored), each
+    # update skipped.
+    assert [int(x["num_updates"]) for x in learners] == [1, 1, 1]
+    assert skipped == [1, 1, 1]
+    assert modules[-1]["num_non_finite_updates_lifetime"] == 3
+    assert [int(x["num_updates_lifetime"]) for x in learners] == [1, 2, 3]
+    assert after.pop("epsilon") < before.pop("epsilon")  # exploration decays as env steps pass
+    for b, a in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True):
+        np.testing.assert_array_equal(b, a)  # the Q-network's weights stayed
+
+
 @pytest.mark.slow  # two algorithms' programs
 @pytest.mark.parametrize("algo_name", ["SAC", "TD3"])
 def test_sac_and_td3_run_the_jax_pendulum_with_its_time_limit(algo_name):
