@@ -98,13 +98,17 @@ def _build() -> Any:
 
 
 def _self_test(prim: Any, shaped_array: Any) -> None:
-    """One call compiled and run: raises where this JAX lowers or runs it otherwise."""
-    out = jax.jit(
-        lambda x: prim.bind(
-            x, callback=lambda a: [a + 1], result_avals=(shaped_array((), np.dtype(np.int32)),)
-        )[0]
-    )(np.int32(1))
-    if int(out) != 2:  # pragma: no cover - another JAX's behaviour
+    """One call compiled and run: raises where this JAX lowers or runs it otherwise. The
+    first ``host_call`` is usually made while a program is traced: the test runs outside that
+    trace (``ensure_compile_time_eval``), or it would be staged into it."""
+    with jax.ensure_compile_time_eval():
+        out = jax.jit(
+            lambda x: prim.bind(
+                x, callback=lambda a: [a + 1], result_avals=(shaped_array((), np.dtype(np.int32)),)
+            )[0]
+        )(np.int32(1))
+        value = int(out)
+    if value != 2:  # pragma: no cover - another JAX's behaviour
         raise RuntimeError("rljax_host_call returned a wrong value")
 
 

@@ -18,6 +18,24 @@ def test_the_installed_jax_gets_the_primitive_not_the_fallback():
     assert host_call_module._primitive() is not None
 
 
+_FIRST_CALL_IN_A_TRACE = """
+import jax, jax.numpy as jnp
+from rljax.utils import host_call
+f = jax.jit(lambda x: host_call.host_call(lambda a: a * 2, jax.ShapeDtypeStruct((), jnp.float32), x))
+print(float(f(jnp.float32(3.0))), host_call._primitive() is not None)
+"""
+
+
+def test_a_first_call_made_while_a_program_is_traced_still_gets_the_primitive():
+    """A fresh process whose first host_call is traced (as EnvPool's reset is, inside the
+    rollout): the primitive's one-off check must not be staged into that trace and fail."""
+    out = subprocess.run(
+        [sys.executable, "-c", _FIRST_CALL_IN_A_TRACE], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "6.0 True"
+
+
 def test_numpy_operands_and_the_same_results_as_io_callback_under_scan_and_cond():
     seen: list[tuple[str, str]] = []
 
