@@ -141,7 +141,10 @@ def test_callback_example_reports_its_metric():
     with config.build_algo() as algo:
         result = algo.train()
     angle = result["env_runners"]["max_pole_angle"]
-    assert 0 < angle < 0.25 and result["my_note"] == 1  # CartPole ends past 0.21 radians
+    # CartPole ends once the angle passes 0.2095 rad, and the last observation is one 0.02 s
+    # step past it: 0.2750 at most over 20,000 random-play episodes of gymnasium's CartPole
+    # (1.9% of them past 0.25, which an earlier bound of 0.25 here failed on once).
+    assert 0 < angle < 0.3 and result["my_note"] == 1
 
 
 def test_export_loader_is_the_modules():
