@@ -65,6 +65,33 @@ def _small(env, env_config=None, n=4, t=16):
     )
 
 
+def _small_dqn(env):
+    """DQN on ``env`` (episodes of 3 steps): 4 envs x 8 steps a cycle, one cycle an iteration,
+    an update from the first stored row on."""
+    from rljax.algorithms.dqn import DQNConfig
+
+    return (
+        DQNConfig()
+        .environment(env, env_config={"end": 3})
+        .env_runners(num_env_runners=0, num_envs_per_env_runner=4, rollout_fragment_length=8)
+        .training(num_steps_sampled_before_learning_starts=0, train_batch_size_per_learner=8)
+        .reporting(min_sample_timesteps_per_iteration=1)
+        .debugging(seed=0)
+    )
+
+
+@pytest.fixture
+def no_host_count(monkeypatch):
+    """The algorithm may not count skipped updates on the host: the fused program's count
+    must reach the result."""
+    import rljax.algorithms.algorithm as algorithm_module
+
+    def refused(state):
+        raise AssertionError("the fused path counted the skipped updates on the host")
+
+    monkeypatch.setattr(algorithm_module, "count_non_finite", refused)
+
+
 def test_scripted_episodes_are_counted_by_hand_and_one_program_runs_per_iteration():
     algo = _small("countdown-jax", {"end": 3}).build_algo()
     try:
@@ -106,16 +133,7 @@ def test_dqn_counts_scripted_episodes_by_hand_with_next_step_resets():
     """DQN on a JAX env: episodes of 3 steps (return 3) in 4 envs; the env resets on the step
     after each end (no transition), so 3 of every 4 rows are env steps; one program per
     iteration once compiled."""
-    from rljax.algorithms.dqn import DQNConfig
-
-    config = (
-        DQNConfig()
-        .environment("countdown-jax", env_config={"end": 3})
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=4, rollout_fragment_length=8)
-        .training(num_steps_sampled_before_learning_starts=0, train_batch_size_per_learner=8)
-        .reporting(min_sample_timesteps_per_iteration=1)
-        .debugging(seed=0)
-    )
+    config = _small_dqn("countdown-jax")
     with config.build_algo() as algo:
         assert algo.fused
         first = algo.train()
@@ -162,15 +180,9 @@ class NaNReward(Countdown):
 register_env("nan-reward-jax", NaNReward)
 
 
-def test_skipped_non_finite_updates_are_counted_inside_the_iterations_program(monkeypatch):
+def test_skipped_non_finite_updates_are_counted_inside_the_iterations_program(no_host_count):
     """The fused program counts the skipped steps itself (its outputs come back packed), one
     count per iteration and a lifetime count, as on the other paths; the weights stay."""
-    import rljax.algorithms.algorithm as algorithm_module
-
-    def no_host_count(state):
-        raise AssertionError("the fused path counted the skipped updates on the host")
-
-    monkeypatch.setattr(algorithm_module, "count_non_finite", no_host_count)
     config = _small("nan-reward-jax", {"end": 5}).reporting(min_sample_timesteps_per_iteration=128)
     with config.build_algo() as algo:
         before = jax.device_get(algo.get_module().params)
@@ -185,24 +197,10 @@ def test_skipped_non_finite_updates_are_counted_inside_the_iterations_program(mo
         np.testing.assert_array_equal(b, a)
 
 
-def test_dqn_counts_skipped_non_finite_updates_inside_the_iterations_program(monkeypatch):
+def test_dqn_counts_skipped_non_finite_updates_inside_the_iterations_program(no_host_count):
     """The off-policy fused iteration packs its update count and its count of skipped updates
     with its outputs: every update on NaN rewards is skipped and counted, none on the host."""
-    import rljax.algorithms.algorithm as algorithm_module
-    from rljax.algorithms.dqn import DQNConfig
-
-    def no_host_count(state):
-        raise AssertionError("the fused path counted the skipped updates on the host")
-
-    monkeypatch.setattr(algorithm_module, "count_non_finite", no_host_count)
-    config = (
-        DQNConfig()
-        .environment("nan-reward-jax", env_config={"end": 3})
-        .env_runners(num_env_runners=0, num_envs_per_env_runner=4, rollout_fragment_length=8)
-        .training(num_steps_sampled_before_learning_starts=0, train_batch_size_per_learner=8)
-        .reporting(min_sample_timesteps_per_iteration=1)
-        .debugging(seed=0)
-    )
+    config = _small_dqn("nan-reward-jax")
     with config.build_algo() as algo:
         before = jax.device_get(algo.get_module().params)
         results = [algo.train() for _ in range(3)]
