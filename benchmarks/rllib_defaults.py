@@ -321,6 +321,8 @@ def main() -> None:
         rllib = args.rllib_python if args.compare and name == "rllib_defaults" else None
         report[name] = run_config(name, n, rllib, args.profile_rounds)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
+    # The CPU client's pool, as the first build sized it (rljax.utils.xla_threads).
+    report["machine"]["pjrt_nproc"] = os.environ.get("PJRT_NPROC")
     save_report(report, args.out, "rllib_defaults")
 
 

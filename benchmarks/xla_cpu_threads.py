@@ -1,6 +1,9 @@
-"""The same ``train()`` calls in a process whose JAX CPU client has one thread per core (JAX's
-default) and in one started with ``RLJAX_XLA_CPU_THREADS=1`` (``rljax.utils.jit.set_xla_cpu_threads``:
-``PJRT_NPROC=1``, the client's pools sized to one thread; the process keeps every core).
+"""The same ``train()`` calls in a process whose JAX CPU client has one thread per core (XLA's
+sizing: ``RLJAX_XLA_CPU_THREADS=xla``) and in one started with ``RLJAX_XLA_CPU_THREADS=1``
+(``rljax.utils.xla_threads.set_xla_cpu_threads``: ``PJRT_NPROC=1``, the client's pools sized to
+one thread; the process keeps every core). Without either, ``import rljax`` chooses one thread on
+a machine of at most 2 cores; this script names both settings, so it compares the same two on
+every machine.
 
 XLA's CPU client sizes its thread pools once, when it is created; the two settings can only be
 compared in two processes. This script starts one child process per setting; each builds every
@@ -18,6 +21,10 @@ Configs (``--configs``):
 - ``tuned``: ``rljax/tuned_examples/ppo_cartpole.yaml`` (16 envs, 64x64 networks);
 - ``jax_env``: PPO on ``gymnax:CartPole-v1`` at PureJaxRL's settings (4 envs x 128 steps, 4
   epochs of 4 minibatches, 64x64 tanh), 10 updates per ``train()`` call (needs gymnax);
+- ``minatar_cnn``: PPO on ``gymnax:Breakout-MinAtar`` (16 envs x 128 steps, PureJaxRL's update
+  settings), whose 10x10 frames go through RLlib's default conv encoder (needs gymnax);
+- ``lstm``: PPO on CartPole-v1 with ``use_lstm`` (16 envs, batch 4,000, 6 epochs of 500 rows,
+  sequences of 20);
 - ``small`` (not run by default): PPO on CartPole-v1, 4 envs, batch 256, one epoch, 16 units,
   a check that the script runs.
 
@@ -42,13 +49,23 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import LineWorker, machine_info, save_report  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-CONFIGS = ("rllib_defaults", "rllib_defaults_2_runners", "tuned", "jax_env", "small")
-DEFAULT_CONFIGS = CONFIGS[:4]
+CONFIGS = (
+    "rllib_defaults",
+    "rllib_defaults_2_runners",
+    "tuned",
+    "jax_env",
+    "minatar_cnn",
+    "lstm",
+    "small",
+)
+DEFAULT_CONFIGS = CONFIGS[:6]
 ITERATIONS = {
     "rllib_defaults": 5,
     "rllib_defaults_2_runners": 5,
     "tuned": 30,
     "jax_env": 20,
+    "minatar_cnn": 8,
+    "lstm": 8,
     "small": 5,
 }
 
@@ -81,11 +98,24 @@ def build(name: str) -> Any:
         n, t = 4, 128
         config = ppo_config("gymnax:CartPole-v1", n, t)
         return config.reporting(min_sample_timesteps_per_iteration=10 * n * t).build_algo()
+    if name == "minatar_cnn":  # RLlib's conv encoder for the 10x10 MinAtar frames
+        from jax_envs import ppo_config
+
+        return ppo_config("gymnax:Breakout-MinAtar", 16, 128).build_algo()
+    if name == "lstm":
+        config = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .env_runners(num_envs_per_env_runner=16)
+            .training(train_batch_size_per_learner=4000, minibatch_size=500, num_epochs=6)
+            .rl_module(model_config={"use_lstm": True, "max_seq_len": 20})
+        )
+        return config.build_algo()
     raise ValueError(f"config {name!r}; use one of {CONFIGS}")
 
 
 def available(name: str) -> bool:
-    if name != "jax_env":
+    if name not in ("jax_env", "minatar_cnn"):
         return True
     try:
         import gymnax  # noqa: F401
@@ -135,13 +165,13 @@ def _comm(task: str) -> str:
 
 
 class Child(LineWorker):
-    """A worker process with ``RLJAX_XLA_CPU_THREADS`` set to ``threads`` (None: unset)."""
+    """A worker process with ``RLJAX_XLA_CPU_THREADS`` set to ``threads`` (None: ``xla``, XLA's
+    own sizing)."""
 
     def __init__(self, names: list[str], threads: int | None):
         unset = ("RLJAX_XLA_CPU_THREADS", "PJRT_NPROC", "NPROC")
         env = {k: v for k, v in os.environ.items() if k not in unset}
-        if threads is not None:
-            env["RLJAX_XLA_CPU_THREADS"] = str(threads)
+        env["RLJAX_XLA_CPU_THREADS"] = "xla" if threads is None else str(threads)
         argv = [sys.executable, os.path.abspath(__file__), "--worker", *names]
         super().__init__(argv, env=env, what="worker")
 

@@ -17,10 +17,11 @@ if _os.environ.get("RLJAX_COMPILATION_CACHE"):
 
     enable_compilation_cache(_os.environ["RLJAX_COMPILATION_CACHE"])
 
-if _os.environ.get("RLJAX_XLA_CPU_THREADS"):
-    from rljax.utils.jit import set_xla_cpu_threads, xla_cpu_threads_from_env
+# The CPU client's threads, where ``RLJAX_XLA_CPU_THREADS`` gives a number, before anything
+# creates the client (``rljax.utils.xla_threads``; unset, the first algorithm's build chooses).
+from rljax.utils.xla_threads import apply_at_import as _apply_xla_threads  # noqa: E402
 
-    set_xla_cpu_threads(xla_cpu_threads_from_env(_os.environ["RLJAX_XLA_CPU_THREADS"]))
+_apply_xla_threads()
 
 
 def __getattr__(name: str) -> object:

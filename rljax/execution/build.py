@@ -14,6 +14,7 @@ from typing import Any
 
 import jax
 
+from rljax import distributed
 from rljax.callbacks.callbacks import HOOKS
 from rljax.callbacks.dispatch import Callbacks
 from rljax.callbacks.runner_hooks import RunnerCallbacks
@@ -22,8 +23,17 @@ from rljax.connectors.env_to_module.connector import connector_from_spec, connec
 from rljax.connectors.env_to_module.episode_connector import attach_host_pieces, is_host_piece
 from rljax.env.vector import EnvSpec, env_spaces, resolve_env
 from rljax.learners.devices import learner_devices, make_mesh, runner_device
+from rljax.utils import xla_threads
 from rljax.utils.memory import check_fits
 from rljax.utils.metrics.metrics_logger import MetricsLogger
+
+
+def prepare_process(config: Any) -> None:
+    """What an algorithm's build sets for the whole process before its first JAX call: JAX's
+    distributed runtime (a no-op for one process) and the CPU client's threads
+    (``rljax.utils.xla_threads.choose_at_build``)."""
+    distributed.initialize(config)
+    xla_threads.choose_at_build(config)
 
 
 def run_seed(seed: int | None) -> int:

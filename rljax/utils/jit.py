@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import operator
 import os
 import threading
 from collections.abc import Callable, Hashable, Iterator
@@ -16,6 +15,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.utils import xla_options
+
+# Sizing the CPU client's pools lives in ``xla_threads`` (imported by ``import rljax``, which
+# imports no JAX); these names stay here for code that reaches them through this module.
+from rljax.utils.xla_threads import set_xla_cpu_threads as set_xla_cpu_threads
+from rljax.utils.xla_threads import xla_cpu_threads_from_env as xla_cpu_threads_from_env
 
 # For functions that run once (parameter init): compile fast rather than run fast. Op by op they
 # would compile dozens of tiny programs; jitted at full optimisation, the orthogonal initialisers'
@@ -177,78 +181,3 @@ def enable_compilation_cache(path: str | os.PathLike | None = None) -> str:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return str(directory)
-
-
-# The environment variable ``import rljax`` reads (``set_xla_cpu_threads``).
-XLA_CPU_THREADS_ENV = "RLJAX_XLA_CPU_THREADS"
-# What JAX's PJRT clients read, when JAX creates them, for the size of their thread pools.
-PJRT_NPROC_ENV = "PJRT_NPROC"
-
-
-def _backends_initialized() -> bool:
-    from jax._src import xla_bridge
-
-    return bool(xla_bridge.backends_are_initialized())
-
-
-def set_xla_cpu_threads(n: int) -> int:
-    """Has JAX create its CPU client with ``n`` threads in its pools instead of one per core.
-
-    XLA's CPU client sizes its thread pools once, when JAX creates it (on the process's first
-    JAX call, ``jax.devices()`` included), from ``PJRT_NPROC`` if set, else from the cores; no
-    compiler option changes them later. rljax's programs are many small operations, and on a
-    2-core machine the hand-offs between the pool's threads cost more than the second thread
-    gains: ``benchmarks/xla_cpu_threads.py`` measures the same ``train()`` calls in a process
-    started each way, in turns. This sets ``PJRT_NPROC=n`` in the process's environment (so
-    child processes inherit it); the process keeps all its cores for EnvPool's and the runner
-    threads. Compilation runs on the same pool and takes longer (seconds per program on 2
-    cores), so it pays on long runs.
-
-    Call it before the process's first JAX call, or set ``RLJAX_XLA_CPU_THREADS=<n>`` in the
-    environment and ``import rljax`` calls it (before anything else creates JAX's backends, so
-    ``jax.distributed.initialize`` may still follow). Returns ``n``.
-
-    Raises:
-      ValueError: ``n`` is not a whole number of at least 1, or ``PJRT_NPROC`` is already set
-        to another value.
-      RuntimeError: JAX's backends already exist, with their pools sized otherwise.
-    """
-    try:
-        count = None if isinstance(n, bool) else operator.index(n)
-    except TypeError:
-        count = None
-    if count is None or count < 1:
-        raise ValueError(f"set_xla_cpu_threads(n={n!r}): n must be a whole number of at least 1")
-    existing = os.environ.get(PJRT_NPROC_ENV)
-    if existing is not None and existing.strip() == str(count):
-        return count  # already asked for (an inherited environment): nothing to change
-    if existing is not None:
-        raise ValueError(
-            f"set_xla_cpu_threads({count}): {PJRT_NPROC_ENV}={existing!r} is already set in the "
-            f"environment and sizes the same pools; unset one of the two"
-        )
-    if _backends_initialized():
-        raise RuntimeError(
-            f"set_xla_cpu_threads({count}): JAX's backends already exist (a JAX call, "
-            "jax.devices() included, created them), and their thread pools are sized when "
-            "they are created; import rljax or call set_xla_cpu_threads before the process's "
-            f"first JAX call, or set {PJRT_NPROC_ENV}={count} in the environment before starting "
-            "Python"
-        )
-    os.environ[PJRT_NPROC_ENV] = str(count)
-    return count
-
-
-def xla_cpu_threads_from_env(value: str) -> int:
-    """``RLJAX_XLA_CPU_THREADS``'s value as a thread count (``ValueError`` naming it if it is
-    not a whole number of at least 1)."""
-    try:
-        n = int(value.strip())
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ValueError(
-            f"{XLA_CPU_THREADS_ENV}={value!r}: expected a whole number of at least 1 (the "
-            "JAX CPU client's threads), or leave it unset"
-        )
-    return n

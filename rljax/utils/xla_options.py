@@ -35,8 +35,10 @@ program with ``compiler_options``, the copies timed interleaved in one process):
   taken per program, but no measurable gain on rljax's programs; rljax leaves them alone.
 - ``xla_cpu_use_thunk_runtime`` is refused per program ("No such compile option"); the size of
   the CPU client's intra-op thread pool is fixed when JAX creates the client and is no
-  compile option: ``rljax.utils.jit.set_xla_cpu_threads`` (``RLJAX_XLA_CPU_THREADS``) sizes
-  it then, for the whole process, when asked. rljax sets no process-wide flag by itself.
+  compile option (``intra_op_parallelism_threads`` is refused per program too):
+  ``rljax.utils.xla_threads`` sizes it then, for the whole process (one thread where the first
+  algorithm built is a dense model on a flat EnvPool task on a machine of at most 2 cores, or
+  as ``RLJAX_XLA_CPU_THREADS`` says). rljax sets no process-wide XLA flag by itself.
 
 The setting (``config.debugging(xla_cpu_options=...)``): ``"auto"`` (the default: the table
 above, on the CPU backend only), ``None`` (no options: XLA's defaults), or a dict of options

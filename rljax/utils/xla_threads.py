@@ -1,0 +1,235 @@
+"""The size of JAX's CPU client's thread pools: set when ``import rljax`` runs, before JAX creates
+the client.
+
+XLA's CPU client runs every program on pools sized once, when JAX creates the client (on the
+process's first JAX call), from ``PJRT_NPROC`` if set, else one thread per core. No compiler
+option changes them for one program: ``jax.jit(..., compiler_options=...)`` refuses
+``intra_op_parallelism_threads`` ("No such compile option"), and the pool's size is what XLA's
+CPU compiler splits loop fusions by (``outer_dimension_partitions`` in the compiled HLO: none
+with ``PJRT_NPROC=1``, one per partitioned fusion with two threads; ``benchmarks/README.md``,
+"The CPU client's threads"). A 68k-parameter Adam step split over two threads took 81 us where
+the arithmetic needs a tenth of it, the rest being the hand-off between the threads.
+
+So rljax sizes them itself, process-wide, by ``RLJAX_XLA_CPU_THREADS``:
+
+- unset (or ``auto``): the first algorithm built in the process chooses (``choose_at_build``,
+  called before the build's first JAX call). One thread where it was measured faster: a dense
+  model (no conv, LSTM or attention, no custom module) on an EnvPool task with flat
+  observations, single-agent, on a machine with at most ``AUTO_ONE_THREAD_MAX_CORES`` usable
+  cores, provided nothing else has sized the pools (no ``PJRT_NPROC`` or ``NPROC`` in the
+  environment, no ``XLA_FLAGS``: a user who tunes XLA keeps XLA's behaviour) and JAX's backends
+  do not exist yet. Otherwise XLA's own sizing. Conv and LSTM models ran slower with one thread
+  (their larger matrix products gain from the second), hence the rule;
+- ``xla``: XLA's own sizing (one thread per core), always;
+- a whole number ``n``: ``n`` threads, set when ``import rljax`` runs (``set_xla_cpu_threads``).
+
+The process keeps all its cores either way: EnvPool's and the runner threads still use them.
+This module imports no JAX, so ``import rljax`` stays light.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+# The environment variable ``import rljax`` reads.
+XLA_CPU_THREADS_ENV = "RLJAX_XLA_CPU_THREADS"
+# What JAX's PJRT clients read, when JAX creates them, for the size of their thread pools.
+PJRT_NPROC_ENV = "PJRT_NPROC"
+# What else sizes them (read by the same code as ``PJRT_NPROC``).
+_OTHER_SIZING_ENV = ("NPROC",)
+# The automatic choice gives machines with at most this many usable cores a one-thread client.
+# Measured on two 2-core machines (an Intel Xeon and an AMD EPYC; ``xla_cpu_threads.py``), one
+# thread against XLA's two: RLlib's default PPO on CartPole 1.10-1.42x, the tuned example
+# 0.94-1.12x, PPO on a JAX env 0.82-1.38x, a MinAtar conv network 0.61x, an LSTM 0.75x. Larger
+# machines were not measured, and their matrix products gain from more threads.
+AUTO_ONE_THREAD_MAX_CORES = 2
+# ``RLJAX_XLA_CPU_THREADS`` values besides a whole number.
+AUTO = "auto"
+XLA = "xla"
+
+
+def _backends_initialized() -> bool:
+    if "jax" not in sys.modules:
+        return False  # JAX not imported: its backends cannot exist yet
+    from jax._src import xla_bridge
+
+    return bool(xla_bridge.backends_are_initialized())
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def set_xla_cpu_threads(n: int) -> int:
+    """Has JAX create its CPU client with ``n`` threads in its pools instead of one per core.
+
+    XLA's CPU client sizes its thread pools once, when JAX creates it (on the process's first
+    JAX call, ``jax.devices()`` included), from ``PJRT_NPROC`` if set, else from the cores; no
+    compiler option changes them later. rljax's programs are many small operations, and on a
+    2-core machine the hand-offs between the pool's threads cost more than the second thread
+    gains: ``benchmarks/xla_cpu_threads.py`` measures the same ``train()`` calls in a process
+    started each way, in turns. This sets ``PJRT_NPROC=n`` in the process's environment (so
+    child processes inherit it); the process keeps all its cores for EnvPool's and the runner
+    threads.
+
+    Call it before the process's first JAX call, or set ``RLJAX_XLA_CPU_THREADS=<n>`` in the
+    environment and ``import rljax`` calls it (before anything else creates JAX's backends, so
+    ``jax.distributed.initialize`` may still follow). Returns ``n``.
+
+    Raises:
+      ValueError: ``n`` is not a whole number of at least 1, or ``PJRT_NPROC`` is already set
+        to another value.
+      RuntimeError: JAX's backends already exist, with their pools sized otherwise.
+    """
+    try:
+        count = None if isinstance(n, bool) else operator.index(n)
+    except TypeError:
+        count = None
+    if count is None or count < 1:
+        raise ValueError(f"set_xla_cpu_threads(n={n!r}): n must be a whole number of at least 1")
+    existing = os.environ.get(PJRT_NPROC_ENV)
+    if existing is not None and existing.strip() == str(count):
+        return count  # already asked for (an inherited environment): nothing to change
+    if existing is not None:
+        raise ValueError(
+            f"set_xla_cpu_threads({count}): {PJRT_NPROC_ENV}={existing!r} is already set in the "
+            f"environment and sizes the same pools; unset one of the two"
+        )
+    if _backends_initialized():
+        raise RuntimeError(
+            f"set_xla_cpu_threads({count}): JAX's backends already exist (a JAX call, "
+            "jax.devices() included, created them), and their thread pools are sized when "
+            "they are created; import rljax or call set_xla_cpu_threads before the process's "
+            f"first JAX call, or set {PJRT_NPROC_ENV}={count} in the environment before starting "
+            "Python"
+        )
+    os.environ[PJRT_NPROC_ENV] = str(count)
+    return count
+
+
+def xla_cpu_threads_from_env(value: str) -> int:
+    """``RLJAX_XLA_CPU_THREADS``'s value as a thread count (``ValueError`` naming it if it is
+    not a whole number of at least 1)."""
+    try:
+        n = int(value.strip())
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(
+            f"{XLA_CPU_THREADS_ENV}={value!r}: expected a whole number of at least 1 (the "
+            f"JAX CPU client's threads), {AUTO!r} (rljax's choice, as when unset) or {XLA!r} "
+            "(XLA's own: one thread per core)"
+        )
+    return n
+
+
+def auto_xla_cpu_threads(
+    environ: Mapping[str, str] | None = None, cores: int | None = None
+) -> int | None:
+    """The thread count ``import rljax`` chooses when ``RLJAX_XLA_CPU_THREADS`` is unset or
+    ``auto``: 1 on a machine with at most ``AUTO_ONE_THREAD_MAX_CORES`` usable ``cores`` (None:
+    this process's), unless ``environ`` (None: this process's) already sizes the pools
+    (``PJRT_NPROC``, ``NPROC``) or sets ``XLA_FLAGS``, or JAX's backends exist; None otherwise
+    (XLA's own sizing)."""
+    env = os.environ if environ is None else environ
+    if any(env.get(name) for name in (PJRT_NPROC_ENV, *_OTHER_SIZING_ENV)):
+        return None
+    if env.get("XLA_FLAGS", "").strip():
+        return None
+    if (usable_cores() if cores is None else cores) > AUTO_ONE_THREAD_MAX_CORES:
+        return None
+    if _backends_initialized():
+        return None
+    return 1
+
+
+def _setting(environ: Mapping[str, str]) -> str | int:
+    """``RLJAX_XLA_CPU_THREADS`` in ``environ``: ``AUTO`` (also when unset or blank), ``XLA``
+    or a thread count (``ValueError`` naming a bad value)."""
+    value = environ.get(XLA_CPU_THREADS_ENV, "")
+    word = value.strip().lower()
+    if word in ("", AUTO):
+        return AUTO
+    if word == XLA:
+        return XLA
+    return xla_cpu_threads_from_env(value)
+
+
+def xla_cpu_threads_at_import(environ: Mapping[str, str] | None = None) -> int | None:
+    """The thread count ``import rljax`` sets from ``RLJAX_XLA_CPU_THREADS`` in ``environ``
+    (None: this process's): a number given there; None for ``xla`` and for ``auto`` (unset),
+    which the first algorithm's build decides (``choose_at_build``). ``ValueError`` naming a
+    bad value."""
+    setting = _setting(os.environ if environ is None else environ)
+    return setting if isinstance(setting, int) else None
+
+
+def apply_at_import() -> int | None:
+    """Sizes the CPU client's pools when ``RLJAX_XLA_CPU_THREADS`` gives a number (``import
+    rljax`` calls this); returns it, None otherwise."""
+    threads = xla_cpu_threads_at_import()
+    if threads is not None:
+        set_xla_cpu_threads(threads)
+    return threads
+
+
+def dense_on_flat_envpool(config: Any) -> bool:
+    """Whether ``config`` (an ``AlgorithmConfig``) trains one policy with rljax's dense networks
+    (no conv filters, LSTM or attention, no module class of its own) on an EnvPool task (not
+    Atari) whose observations are one flat vector: the programs measured faster on a one-thread
+    CPU client. Builds no env (``envpool.make_spec``) and makes no JAX call; anything it cannot
+    tell gives False."""
+    try:
+        if config.is_multi_agent or config.rl_module_spec is not None:
+            return False
+        model = config.model_config
+        model = model.to_dict() if hasattr(model, "to_dict") else dict(model or {})
+        if any(model.get(k) for k in ("use_lstm", "use_attention", "conv_filters")):
+            return False
+        env = config.env
+        if not isinstance(env, str) or getattr(config, "observation_space", None) is not None:
+            return False
+        from rljax.env.resolve import resolve_env
+
+        if resolve_env(env, config.env_config).backend != "envpool":
+            return False
+        import envpool
+
+        shape = envpool.make_spec(env).observation_space.shape
+        return shape is not None and len(shape) == 1
+    except Exception:  # a config this cannot read: XLA's sizing stays
+        return False
+
+
+def choose_at_build(config: Any) -> int | None:
+    """The automatic choice, made by the first algorithm built in the process (``Algorithm``
+    calls it before its first JAX call): a one-thread CPU client (``set_xla_cpu_threads(1)``)
+    where ``RLJAX_XLA_CPU_THREADS`` is unset or ``auto``, ``auto_xla_cpu_threads`` allows it
+    and ``dense_on_flat_envpool(config)``; returns 1 then, None where nothing changed. A later
+    algorithm in the same process finds the backends created and changes nothing."""
+    if _setting(os.environ) != AUTO or auto_xla_cpu_threads() is None:
+        return None
+    if not dense_on_flat_envpool(config):
+        return None
+    return set_xla_cpu_threads(1)
+
+
+__all__ = [
+    "AUTO_ONE_THREAD_MAX_CORES",
+    "apply_at_import",
+    "auto_xla_cpu_threads",
+    "choose_at_build",
+    "dense_on_flat_envpool",
+    "set_xla_cpu_threads",
+    "usable_cores",
+    "xla_cpu_threads_at_import",
+    "xla_cpu_threads_from_env",
+]
