@@ -1,14 +1,15 @@
-"""The size of JAX's CPU client's thread pools: set when ``import rljax`` runs, before JAX creates
-the client.
+"""The size of JAX's CPU client's thread pools, set before JAX creates the client: by the first
+algorithm built in the process, or by ``import rljax`` when ``RLJAX_XLA_CPU_THREADS`` names a
+number.
 
 XLA's CPU client runs every program on pools sized once, when JAX creates the client (on the
 process's first JAX call), from ``PJRT_NPROC`` if set, else one thread per core. No compiler
 option changes them for one program: ``jax.jit(..., compiler_options=...)`` refuses
 ``intra_op_parallelism_threads`` ("No such compile option"), and the pool's size is what XLA's
 CPU compiler splits loop fusions by (``outer_dimension_partitions`` in the compiled HLO: none
-with ``PJRT_NPROC=1``, one per partitioned fusion with two threads; ``benchmarks/README.md``,
-"The CPU client's threads"). A 68k-parameter Adam step split over two threads took 81 us where
-the arithmetic needs a tenth of it, the rest being the hand-off between the threads.
+with ``PJRT_NPROC=1``, one per partitioned fusion with two threads; ``docs/scaling.md``, "The
+CPU client's threads", and ``benchmarks/README.md``'s ``rllib_defaults.py`` section). An Adam step on 68k parameters, split over two threads,
+took 81 us against 21 us on one: the rest is the hand-off between the threads.
 
 So rljax sizes them itself, process-wide, by ``RLJAX_XLA_CPU_THREADS``:
 
