@@ -25,6 +25,8 @@ Configs (``--configs``):
   settings), whose 10x10 frames go through RLlib's default conv encoder (needs gymnax);
 - ``lstm``: PPO on CartPole-v1 with ``use_lstm`` (16 envs, batch 4,000, 6 epochs of 500 rows,
   sequences of 20);
+- ``population``: 4 trials of RLlib's default PPO on CartPole-v1 (10 epochs instead of 30),
+  seeds 0-3, as one population (one vmapped program, as ``rljax.tune`` trains them);
 - ``small`` (not run by default): PPO on CartPole-v1, 4 envs, batch 256, one epoch, 16 units,
   a check that the script runs.
 
@@ -56,9 +58,10 @@ CONFIGS = (
     "jax_env",
     "minatar_cnn",
     "lstm",
+    "population",
     "small",
 )
-DEFAULT_CONFIGS = CONFIGS[:6]
+DEFAULT_CONFIGS = CONFIGS[:7]
 ITERATIONS = {
     "rllib_defaults": 5,
     "rllib_defaults_2_runners": 5,
@@ -66,6 +69,7 @@ ITERATIONS = {
     "jax_env": 20,
     "minatar_cnn": 8,
     "lstm": 8,
+    "population": 6,
     "small": 5,
 }
 
@@ -98,6 +102,12 @@ def build(name: str) -> Any:
         n, t = 4, 128
         config = ppo_config("gymnax:CartPole-v1", n, t)
         return config.reporting(min_sample_timesteps_per_iteration=10 * n * t).build_algo()
+    if name == "population":
+        configs = [
+            PPOConfig().environment("CartPole-v1").training(num_epochs=10).debugging(seed=s)
+            for s in range(4)
+        ]
+        return _Population(configs)
     if name == "minatar_cnn":  # RLlib's conv encoder for the 10x10 MinAtar frames
         from jax_envs import ppo_config
 
@@ -112,6 +122,24 @@ def build(name: str) -> Any:
         )
         return config.build_algo()
     raise ValueError(f"config {name!r}; use one of {CONFIGS}")
+
+
+class _Population:
+    """Trials trained as one population, driven like an algorithm (``train()`` sums their env
+    steps)."""
+
+    def __init__(self, configs: list[Any]):
+        from rljax.execution.population import Population
+
+        self.population = Population(configs)
+
+    def train(self) -> dict[str, Any]:
+        results = [r for r in self.population.train() if r]
+        steps = sum(r["env_runners"]["num_env_steps_sampled"] for r in results)
+        return {"env_runners": {"num_env_steps_sampled": steps}}
+
+    def stop(self) -> None:
+        self.population.stop()
 
 
 def available(name: str) -> bool:
