@@ -74,6 +74,19 @@ ITERATIONS = {
 }
 
 
+def _cartpole(envs: int, batch: int, minibatch: int, epochs: int, model: dict[str, Any]) -> Any:
+    """PPO on CartPole-v1 with these sizes and ``model_config``."""
+    from rljax.algorithms.ppo import PPOConfig
+
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_envs_per_env_runner=envs)
+        .training(train_batch_size_per_learner=batch, minibatch_size=minibatch, num_epochs=epochs)
+        .rl_module(model_config=model)
+    )
+
+
 def build(name: str) -> Any:
     """The algorithm of config ``name`` (built in the child)."""
     from rljax.algorithms.ppo import PPOConfig
@@ -88,14 +101,7 @@ def build(name: str) -> Any:
             ROOT / "rljax" / "tuned_examples" / "ppo_cartpole.yaml"
         ).build_algo()
     if name == "small":
-        config = (
-            PPOConfig()
-            .environment("CartPole-v1")
-            .env_runners(num_envs_per_env_runner=4)
-            .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
-            .rl_module(model_config={"fcnet_hiddens": [16]})
-        )
-        return config.build_algo()
+        return _cartpole(4, 256, 128, 1, {"fcnet_hiddens": [16]}).build_algo()
     if name == "jax_env":
         from jax_envs import ppo_config
 
@@ -113,14 +119,7 @@ def build(name: str) -> Any:
 
         return ppo_config("gymnax:Breakout-MinAtar", 16, 128).build_algo()
     if name == "lstm":
-        config = (
-            PPOConfig()
-            .environment("CartPole-v1")
-            .env_runners(num_envs_per_env_runner=16)
-            .training(train_batch_size_per_learner=4000, minibatch_size=500, num_epochs=6)
-            .rl_module(model_config={"use_lstm": True, "max_seq_len": 20})
-        )
-        return config.build_algo()
+        return _cartpole(16, 4000, 500, 6, {"use_lstm": True, "max_seq_len": 20}).build_algo()
     raise ValueError(f"config {name!r}; use one of {CONFIGS}")
 
 
