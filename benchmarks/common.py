@@ -64,6 +64,21 @@ def cpu_model() -> str:
     return platform.processor()
 
 
+def xla_pool_threads() -> int | None:
+    """The threads of JAX's CPU client's pool in this process (XLA names them ``tf_XLAEigen``;
+    0 before the client exists), from Linux's ``/proc``; None elsewhere."""
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        return None
+    names = []
+    for task in tasks.iterdir():
+        try:
+            names.append((task / "comm").read_text().strip())
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return names.count("tf_XLAEigen")
+
+
 def machine_info(packages: list[str]) -> dict[str, Any]:
     """CPU, platform, package versions, usable cores and the load average at the start."""
     info: dict[str, Any] = {

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import LineWorker, machine_info, save_report  # noqa: E402
+from common import LineWorker, machine_info, save_report, xla_pool_threads  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS: dict[str, Any] = {"auto": "auto", "off": None}
@@ -322,7 +322,7 @@ def main() -> None:
         report[name] = run_config(name, n, rllib, args.profile_rounds)
     report["machine"]["load_average_at_end"] = list(os.getloadavg())
     # The CPU client's pool, as the first build sized it (rljax.utils.xla_threads).
-    report["machine"]["pjrt_nproc"] = os.environ.get("PJRT_NPROC")
+    report["machine"]["xla_pool_threads"] = xla_pool_threads()
     save_report(report, args.out, "rllib_defaults")
 
 

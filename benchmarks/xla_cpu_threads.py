@@ -1,9 +1,10 @@
 """The same ``train()`` calls in a process whose JAX CPU client has one thread per core (XLA's
 sizing: ``RLJAX_XLA_CPU_THREADS=xla``) and in one started with ``RLJAX_XLA_CPU_THREADS=1``
 (``rljax.utils.xla_threads.set_xla_cpu_threads``: ``PJRT_NPROC=1``, the client's pools sized to
-one thread; the process keeps every core). Without either, ``import rljax`` chooses one thread on
-a machine of at most 2 cores; this script names both settings, so it compares the same two on
-every machine.
+one thread; the process keeps every core). Without either, the first algorithm built chooses
+(one thread for PPO with a dense model on a flat EnvPool task on a machine of at most 2 cores:
+``rljax.utils.xla_threads``); this script names both settings, so it compares the same two on
+every machine and config.
 
 XLA's CPU client sizes its thread pools once, when it is created; the two settings can only be
 compared in two processes. This script starts one child process per setting; each builds every
@@ -48,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import LineWorker, machine_info, save_report  # noqa: E402
+from common import LineWorker, machine_info, save_report, xla_pool_threads  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = (
@@ -163,7 +164,7 @@ def worker(names: list[str]) -> None:
         algos[name] = build(name)
         algos[name].train()
         first[name] = time.perf_counter() - t0
-    threads = len([t for t in os.listdir("/proc/self/task") if _comm(t) == "tf_XLAEigen"])
+    threads = xla_pool_threads()
     cores = len(os.sched_getaffinity(0))
     started = {
         "first_iteration_s": first,
@@ -182,13 +183,6 @@ def worker(names: list[str]) -> None:
         print("RESULT " + json.dumps({"seconds": seconds, "env_steps": steps}), flush=True)
     for algo in algos.values():
         algo.stop()
-
-
-def _comm(task: str) -> str:
-    try:
-        return Path(f"/proc/self/task/{task}/comm").read_text().strip()
-    except OSError:
-        return ""
 
 
 class Child(LineWorker):

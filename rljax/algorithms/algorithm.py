@@ -153,7 +153,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
     ):
         if not isinstance(config, AlgorithmConfig):
             _refuse_config(type(self), config)
-        build.prepare_process(config)  # before any JAX computation (distributed, CPU threads)
+        build.prepare_process(config, type(self))  # before any JAX call: distributed, CPU threads
         self.config = config
         # train() runs in one thread at a time, and a save never during another thread's
         # train() (whose updates donate the state's buffers): ``_exclusive``.

@@ -28,12 +28,16 @@ from rljax.utils.memory import check_fits
 from rljax.utils.metrics.metrics_logger import MetricsLogger
 
 
-def prepare_process(config: Any) -> None:
+def prepare_process(config: Any, algorithm_class: type) -> None:
     """What an algorithm's build sets for the whole process before its first JAX call: JAX's
-    distributed runtime (a no-op for one process) and the CPU client's threads
-    (``rljax.utils.xla_threads.choose_at_build``)."""
+    distributed runtime (a no-op for one process; a multi-process run's creates JAX's client)
+    and the CPU client's threads (``rljax.utils.xla_threads.choose_at_build``, which leaves a
+    client that exists as it is). A chosen size is taken back out of the environment once the
+    client has read it, so processes started later choose for themselves."""
     distributed.initialize(config)
-    xla_threads.choose_at_build(config)
+    if xla_threads.choose_at_build(config, algorithm_class) is not None:
+        jax.devices()  # the client, created now with the chosen pool
+        xla_threads.release_choice()
 
 
 def run_seed(seed: int | None) -> int:

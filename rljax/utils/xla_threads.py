@@ -14,13 +14,15 @@ took 81 us against 21 us on one: the rest is the hand-off between the threads.
 So rljax sizes them itself, process-wide, by ``RLJAX_XLA_CPU_THREADS``:
 
 - unset (or ``auto``): the first algorithm built in the process chooses (``choose_at_build``,
-  called before the build's first JAX call). One thread where it was measured faster: a dense
-  model (no conv, LSTM or attention, no custom module) on an EnvPool task with flat
+  called before the build's first JAX call). One thread where it was measured faster: PPO with
+  a dense model (no conv, LSTM or attention, no custom module) on an EnvPool task with flat
   observations, single-agent, on a machine with at most ``AUTO_ONE_THREAD_MAX_CORES`` usable
   cores, provided nothing else has sized the pools (no ``PJRT_NPROC`` or ``NPROC`` in the
-  environment, no ``XLA_FLAGS``: a user who tunes XLA keeps XLA's behaviour) and JAX's backends
-  do not exist yet. Otherwise XLA's own sizing. Conv and LSTM models ran slower with one thread
-  (their larger matrix products gain from the second), hence the rule;
+  environment, no ``XLA_FLAGS`` at all: a user who tunes XLA keeps XLA's behaviour) and JAX's
+  backends do not exist yet (a multi-process run's, a Tune population's and a notebook's that
+  already ran JAX do). Otherwise XLA's own sizing. Conv and LSTM models ran slower with one
+  thread (their larger matrix products gain from the second), hence the rule. The choice
+  stays out of the environment of processes started later, which choose for themselves;
 - ``xla``: XLA's own sizing (one thread per core), always;
 - a whole number ``n``: ``n`` threads, set when ``import rljax`` runs (``set_xla_cpu_threads``).
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 import operator
 import os
 import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,7 +99,7 @@ def set_xla_cpu_threads(n: int) -> int:
         count = None
     if count is None or count < 1:
         raise ValueError(f"set_xla_cpu_threads(n={n!r}): n must be a whole number of at least 1")
-    existing = os.environ.get(PJRT_NPROC_ENV)
+    existing = os.environ.get(PJRT_NPROC_ENV, "").strip() or None  # blank: unset, as for XLA
     if existing is not None and existing.strip() == str(count):
         return count  # already asked for (an inherited environment): nothing to change
     if existing is not None:
@@ -135,11 +138,11 @@ def xla_cpu_threads_from_env(value: str) -> int:
 def auto_xla_cpu_threads(
     environ: Mapping[str, str] | None = None, cores: int | None = None
 ) -> int | None:
-    """The thread count ``import rljax`` chooses when ``RLJAX_XLA_CPU_THREADS`` is unset or
-    ``auto``: 1 on a machine with at most ``AUTO_ONE_THREAD_MAX_CORES`` usable ``cores`` (None:
+    """Whether the automatic choice (``choose_at_build``, when ``RLJAX_XLA_CPU_THREADS`` is unset
+    or ``auto``) may give the CPU client one thread: 1 on a machine with at most ``AUTO_ONE_THREAD_MAX_CORES`` usable ``cores`` (None:
     this process's), unless ``environ`` (None: this process's) already sizes the pools
-    (``PJRT_NPROC``, ``NPROC``) or sets ``XLA_FLAGS``, or JAX's backends exist; None otherwise
-    (XLA's own sizing)."""
+    (``PJRT_NPROC``, ``NPROC``) or sets ``XLA_FLAGS`` (any flag: a user who tunes XLA keeps
+    XLA's behaviour), or JAX's backends exist; None otherwise (XLA's own sizing)."""
     env = os.environ if environ is None else environ
     if any(env.get(name) for name in (PJRT_NPROC_ENV, *_OTHER_SIZING_ENV)):
         return None
@@ -184,43 +187,68 @@ def apply_at_import() -> int | None:
 
 def dense_on_flat_envpool(config: Any) -> bool:
     """Whether ``config`` (an ``AlgorithmConfig``) trains one policy with rljax's dense networks
-    (no conv filters, LSTM or attention, no module class of its own) on an EnvPool task (not
-    Atari) whose observations are one flat vector: the programs measured faster on a one-thread
-    CPU client. Builds no env (``envpool.make_spec``) and makes no JAX call; anything it cannot
-    tell gives False."""
-    try:
-        if config.is_multi_agent or config.rl_module_spec is not None:
-            return False
-        model = config.model_config
-        model = model.to_dict() if hasattr(model, "to_dict") else dict(model or {})
-        if any(model.get(k) for k in ("use_lstm", "use_attention", "conv_filters")):
-            return False
-        env = config.env
-        if not isinstance(env, str) or getattr(config, "observation_space", None) is not None:
-            return False
-        from rljax.env.resolve import resolve_env
-
-        if resolve_env(env, config.env_config).backend != "envpool":
-            return False
-        import envpool
-
-        shape = envpool.make_spec(env).observation_space.shape
-        return shape is not None and len(shape) == 1
-    except Exception:  # a config this cannot read: XLA's sizing stays
+    (no conv filters, LSTM or attention, no module class of its own) on an EnvPool task whose
+    observations, with the config's ``env_config``, are one flat vector (not Atari's frames, not
+    a discrete state): the programs measured faster on a one-thread CPU client. Builds no env
+    (``envpool.make_spec``) and makes no JAX call."""
+    if config.is_multi_agent or config.rl_module_spec is not None:
         return False
+    model = config.model_config
+    model = model.to_dict() if hasattr(model, "to_dict") else dict(model or {})
+    if any(model.get(k) for k in ("use_lstm", "use_attention", "conv_filters")):
+        return False
+    env, env_config = config.env, dict(config.env_config or {})
+    from rljax.env.envpool_settings import _envpool_ids, _not_envpool_settings
+    from rljax.utils.registry import registered_creator
+
+    if not isinstance(env, str) or registered_creator(env) is not None:
+        return False  # a class, a creator or a registered name: gymnasium's (or a JAX env)
+    if env not in _envpool_ids() or _not_envpool_settings(env, env_config):
+        return False  # not EnvPool's, or settings only gymnasium's env of that id takes
+    import envpool
+
+    shape = envpool.make_spec(env, **env_config).observation_space.shape
+    return shape is not None and len(shape) == 1
 
 
-def choose_at_build(config: Any) -> int | None:
-    """The automatic choice, made by the first algorithm built in the process (``Algorithm``
-    calls it before its first JAX call): a one-thread CPU client (``set_xla_cpu_threads(1)``)
-    where ``RLJAX_XLA_CPU_THREADS`` is unset or ``auto``, ``auto_xla_cpu_threads`` allows it
-    and ``dense_on_flat_envpool(config)``; returns 1 then, None where nothing changed. A later
-    algorithm in the same process finds the backends created and changes nothing."""
-    if _setting(os.environ) != AUTO or auto_xla_cpu_threads() is None:
+# ``choose_at_build``'s check and setting, one build at a time (a Tuner builds in threads).
+_CHOICE_LOCK = threading.Lock()
+# What ``choose_at_build`` put in ``PJRT_NPROC`` (None: nothing), until ``release_choice``.
+_chosen: str | None = None
+
+
+def choose_at_build(config: Any, algorithm_class: Any = None) -> int | None:
+    """The automatic choice, made by the first algorithm built in the process (its build calls
+    this before its first JAX call): a one-thread CPU client (``PJRT_NPROC=1``) where
+    ``RLJAX_XLA_CPU_THREADS`` is unset or ``auto``, ``auto_xla_cpu_threads`` allows it, the
+    algorithm's class was measured on it (``xla_cpu_one_thread = True``: PPO) and
+    ``dense_on_flat_envpool(config)``. Returns 1 then, None where nothing changed. Never
+    raises: whatever it cannot decide leaves XLA's sizing. A later build finds the client
+    created and changes nothing; ``release_choice`` takes the variable back out of the
+    environment once the client exists, so child processes choose for themselves."""
+    global _chosen
+    try:
+        with _CHOICE_LOCK:
+            if not getattr(algorithm_class, "xla_cpu_one_thread", False):
+                return None
+            if _setting(os.environ) != AUTO or auto_xla_cpu_threads() is None:
+                return None
+            if not dense_on_flat_envpool(config):
+                return None
+            os.environ[PJRT_NPROC_ENV] = _chosen = "1"
+            return 1
+    except Exception:  # noqa: BLE001  (an unreadable config or setting: XLA's sizing stays)
         return None
-    if not dense_on_flat_envpool(config):
-        return None
-    return set_xla_cpu_threads(1)
+
+
+def release_choice() -> None:
+    """Removes the ``PJRT_NPROC`` that ``choose_at_build`` set (call it once JAX's client
+    exists, which read it), so processes started later make their own choice."""
+    global _chosen
+    with _CHOICE_LOCK:
+        if _chosen is not None and os.environ.get(PJRT_NPROC_ENV) == _chosen:
+            del os.environ[PJRT_NPROC_ENV]
+        _chosen = None
 
 
 __all__ = [
@@ -229,6 +257,7 @@ __all__ = [
     "auto_xla_cpu_threads",
     "choose_at_build",
     "dense_on_flat_envpool",
+    "release_choice",
     "set_xla_cpu_threads",
     "usable_cores",
     "xla_cpu_threads_at_import",

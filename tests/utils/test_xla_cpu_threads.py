@@ -16,7 +16,8 @@ import jax
 import numpy as np
 import pytest
 
-from rljax.algorithms.ppo import PPOConfig
+from rljax.algorithms.dqn import DQN
+from rljax.algorithms.ppo import PPO, PPOConfig
 from rljax.utils import xla_threads
 from rljax.utils.jit import set_xla_cpu_threads, xla_cpu_threads_from_env
 from rljax.utils.xla_threads import (
@@ -88,6 +89,18 @@ def _ppo(env="CartPole-v1", **model):
     return PPOConfig().environment(env).rl_module(model_config=model)
 
 
+@pytest.fixture
+def two_fresh_cores(monkeypatch):
+    """This process as a 2-core machine whose JAX client does not exist yet, with nothing in
+    the environment that sizes its pools; ``PJRT_NPROC`` is restored afterwards."""
+    monkeypatch.setattr(xla_threads, "_backends_initialized", lambda: False)
+    monkeypatch.setattr(xla_threads, "usable_cores", lambda: 2)
+    for name in ("PJRT_NPROC", "NPROC", "XLA_FLAGS", "RLJAX_XLA_CPU_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    yield
+    xla_threads.release_choice()
+
+
 @pytest.mark.parametrize(
     "config, dense",
     [
@@ -96,29 +109,48 @@ def _ppo(env="CartPole-v1", **model):
         (lambda: _ppo(use_lstm=True), False),  # measured slower on one thread
         (lambda: _ppo(conv_filters=[[16, [3, 3], 1]]), False),
         (lambda: _ppo("Pong-v5"), False),  # frames: RLlib's conv encoder
-        (lambda: _ppo("FrozenLake-v1"), False),  # gymnasium's, not EnvPool's
+        (lambda: _ppo("FrozenLake-v1"), False),  # EnvPool's, but one discrete state
         (lambda: _ppo("gymnax:CartPole-v1"), False),  # a JAX env (not measured better)
         (lambda: _ppo().multi_agent(policies={"p0"}, policy_mapping_fn=lambda a, *_: "p0"), False),
     ],
 )
 def test_the_build_chooses_one_thread_only_for_a_dense_model_on_a_flat_envpool_task(
-    monkeypatch, config, dense
+    monkeypatch, two_fresh_cores, config, dense
 ):
     config = config()
-    assert dense_on_flat_envpool(config) is dense
-    asked = []
-    monkeypatch.setattr(xla_threads, "set_xla_cpu_threads", lambda n: asked.append(n) or n)
-    monkeypatch.setattr(xla_threads, "_backends_initialized", lambda: False)
-    monkeypatch.setattr(xla_threads, "usable_cores", lambda: 2)
-    for name in ("PJRT_NPROC", "NPROC", "XLA_FLAGS", "RLJAX_XLA_CPU_THREADS"):
-        monkeypatch.delenv(name, raising=False)
-    assert choose_at_build(config) == (1 if dense else None)
+    assert dense_on_flat_envpool(config) is dense  # raises, rather than answers, on a failure
+    assert choose_at_build(config, PPO) == (1 if dense else None)
+    assert os.environ.get("PJRT_NPROC") == ("1" if dense else None)
+    xla_threads.release_choice()  # what the build does once JAX's client exists
+    assert "PJRT_NPROC" not in os.environ  # processes started later choose for themselves
+    assert choose_at_build(config, DQN) is None  # measured on PPO only
     monkeypatch.setenv("RLJAX_XLA_CPU_THREADS", "xla")  # XLA's sizing, whatever the model
-    assert choose_at_build(config) is None
+    assert choose_at_build(config, PPO) is None
     monkeypatch.setenv("RLJAX_XLA_CPU_THREADS", "auto")
     monkeypatch.setattr(xla_threads, "usable_cores", lambda: 4)  # larger machines: XLA's
-    assert choose_at_build(config) is None
-    assert asked == ([1] if dense else [])
+    assert choose_at_build(config, PPO) is None
+    assert "PJRT_NPROC" not in os.environ
+
+
+def test_the_choice_never_stops_a_build(monkeypatch, two_fresh_cores):
+    def broken(config):
+        raise RuntimeError("unreadable")
+
+    original = xla_threads.dense_on_flat_envpool
+    monkeypatch.setattr(xla_threads, "dense_on_flat_envpool", broken)
+    assert choose_at_build(_ppo(), PPO) is None
+    monkeypatch.setattr(xla_threads, "dense_on_flat_envpool", original)
+    assert choose_at_build(_ppo(), PPO) == 1  # the same config, readable: chosen
+    xla_threads.release_choice()
+    monkeypatch.setenv("RLJAX_XLA_CPU_THREADS", "many")  # changed after the import read it
+    assert choose_at_build(_ppo(), PPO) is None
+    assert "PJRT_NPROC" not in os.environ
+
+
+def test_a_blank_pjrt_nproc_counts_as_unset(monkeypatch):
+    monkeypatch.setattr(xla_threads, "_backends_initialized", lambda: False)
+    monkeypatch.setenv("PJRT_NPROC", " ")
+    assert set_xla_cpu_threads(1) == 1 and os.environ["PJRT_NPROC"] == "1"
 
 
 def test_a_late_call_is_refused_with_the_fix_and_an_equal_pjrt_nproc_is_kept(monkeypatch):
@@ -155,7 +187,8 @@ BUILD_PROBE = """
 import json
 import os
 import rljax
-from rljax.algorithms.ppo import PPOConfig
+from rljax.algorithms.dqn import DQN
+from rljax.algorithms.ppo import PPO, PPOConfig
 before = os.environ.get("PJRT_NPROC")
 config = PPOConfig().environment("CartPole-v1").training(
     train_batch_size_per_learner=64, minibatch_size=32, num_epochs=1
@@ -180,11 +213,12 @@ def test_a_fresh_process_gets_its_pool_from_the_first_build():
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     before, threads, nproc = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert before is None  # import rljax alone sizes nothing
+    assert before is None and nproc is None  # import alone sizes nothing; the build's choice
+    # is taken back out of the environment once the client has read it
     if xla_threads.usable_cores() <= xla_threads.AUTO_ONE_THREAD_MAX_CORES:
-        assert (threads, nproc) == (1, "1")  # set before the build's first JAX call
-    else:  # XLA's sizing: one pool thread per core, PJRT_NPROC left unset
-        assert nproc is None and threads == xla_threads.usable_cores()
+        assert threads == 1  # chosen before the build's first JAX call
+    else:  # XLA's sizing: one pool thread per core
+        assert threads == xla_threads.usable_cores()
 
 
 def test_a_bad_environment_value_stops_the_import_with_its_message():

@@ -258,6 +258,9 @@ class PPO(OnPolicyAlgorithm):
     """Proximal Policy Optimization on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = PPOConfig
+    # Measured faster on a one-thread CPU client with a dense model on 2 cores
+    # (``rljax.utils.xla_threads.choose_at_build``; ``benchmarks/xla_cpu_threads.py``).
+    xla_cpu_one_thread = True
     config: PPOConfig
     parts: PolicyParts[PPOTrainState]
     state: PPOTrainState
