@@ -2,7 +2,7 @@
 sizing: ``RLJAX_XLA_CPU_THREADS=xla``) and in one started with ``RLJAX_XLA_CPU_THREADS=1``
 (``rljax.utils.xla_threads.set_xla_cpu_threads``: ``PJRT_NPROC=1``, the client's pools sized to
 one thread; the process keeps every core). Without either, the first algorithm built chooses
-(one thread for PPO with a dense model on a flat EnvPool task on a machine of at most 2 cores:
+(one thread for PPO, APPO or DQN with a dense model on a flat EnvPool task on 2 cores or fewer:
 ``rljax.utils.xla_threads``); this script names both settings, so it compares the same two on
 every machine and config.
 
@@ -28,6 +28,8 @@ Configs (``--configs``):
   sequences of 20);
 - ``population``: 4 trials of RLlib's default PPO on CartPole-v1 (10 epochs instead of 30),
   seeds 0-3, as one population (one vmapped program, as ``rljax.tune`` trains them);
+- ``dqn``, ``sac``, ``appo``: RLlib's defaults of DQN on CartPole-v1, SAC on Pendulum-v1 and
+  APPO on CartPole-v1 (``DQNConfig().environment("CartPole-v1")`` and so on);
 - ``small`` (not run by default): PPO on CartPole-v1, 4 envs, batch 256, one epoch, 16 units,
   a check that the script runs.
 
@@ -60,9 +62,12 @@ CONFIGS = (
     "minatar_cnn",
     "lstm",
     "population",
+    "dqn",
+    "sac",
+    "appo",
     "small",
 )
-DEFAULT_CONFIGS = CONFIGS[:7]
+DEFAULT_CONFIGS = CONFIGS[:10]
 ITERATIONS = {
     "rllib_defaults": 5,
     "rllib_defaults_2_runners": 5,
@@ -71,6 +76,9 @@ ITERATIONS = {
     "minatar_cnn": 8,
     "lstm": 8,
     "population": 6,
+    "dqn": 10,
+    "sac": 10,
+    "appo": 20,
     "small": 5,
 }
 
@@ -109,6 +117,17 @@ def build(name: str) -> Any:
         n, t = 4, 128
         config = ppo_config("gymnax:CartPole-v1", n, t)
         return config.reporting(min_sample_timesteps_per_iteration=10 * n * t).build_algo()
+    if name in ("dqn", "sac", "appo"):
+        from rljax.algorithms.appo import APPOConfig
+        from rljax.algorithms.dqn import DQNConfig
+        from rljax.algorithms.sac import SACConfig
+
+        configs = {
+            "dqn": DQNConfig().environment("CartPole-v1"),
+            "sac": SACConfig().environment("Pendulum-v1"),
+            "appo": APPOConfig().environment("CartPole-v1"),
+        }
+        return configs[name].build_algo()
     if name == "population":
         configs = [
             PPOConfig().environment("CartPole-v1").training(num_epochs=10).debugging(seed=s)

@@ -14,8 +14,8 @@ took 81 us against 21 us on one: the rest is the hand-off between the threads.
 So rljax sizes them itself, process-wide, by ``RLJAX_XLA_CPU_THREADS``:
 
 - unset (or ``auto``): the first algorithm built in the process chooses (``choose_at_build``,
-  called before the build's first JAX call). One thread where it was measured faster: PPO with
-  a dense model (no conv, LSTM or attention, no custom module) on an EnvPool task with flat
+  called before the build's first JAX call). One thread where it was measured faster: PPO,
+  APPO or DQN with a dense model (no conv, LSTM or attention, no custom module) on an EnvPool task with flat
   observations, single-agent, on a machine with at most ``AUTO_ONE_THREAD_MAX_CORES`` usable
   cores, provided nothing else has sized the pools (no ``PJRT_NPROC`` or ``NPROC`` in the
   environment, no ``XLA_FLAGS`` at all: a user who tunes XLA keeps XLA's behaviour) and JAX's
@@ -221,7 +221,8 @@ def choose_at_build(config: Any, algorithm_class: Any = None) -> int | None:
     """The automatic choice, made by the first algorithm built in the process (its build calls
     this before its first JAX call): a one-thread CPU client (``PJRT_NPROC=1``) where
     ``RLJAX_XLA_CPU_THREADS`` is unset or ``auto``, ``auto_xla_cpu_threads`` allows it, the
-    algorithm's class was measured on it (``xla_cpu_one_thread = True``: PPO) and
+    algorithm's class was measured faster on it (``xla_cpu_one_thread = True``: PPO, APPO, DQN;
+    SAC was slower) and
     ``dense_on_flat_envpool(config)``. Returns 1 then, None where nothing changed. Never
     raises: whatever it cannot decide leaves XLA's sizing. A later build finds the client
     created and changes nothing; ``release_choice`` takes the variable back out of the

@@ -16,8 +16,8 @@ import jax
 import numpy as np
 import pytest
 
-from rljax.algorithms.dqn import DQN
 from rljax.algorithms.ppo import PPO, PPOConfig
+from rljax.algorithms.sac import SAC
 from rljax.utils import xla_threads
 from rljax.utils.jit import set_xla_cpu_threads, xla_cpu_threads_from_env
 from rljax.utils.xla_threads import (
@@ -123,13 +123,22 @@ def test_the_build_chooses_one_thread_only_for_a_dense_model_on_a_flat_envpool_t
     assert os.environ.get("PJRT_NPROC") == ("1" if dense else None)
     xla_threads.release_choice()  # what the build does once JAX's client exists
     assert "PJRT_NPROC" not in os.environ  # processes started later choose for themselves
-    assert choose_at_build(config, DQN) is None  # measured on PPO only
+    assert choose_at_build(config, SAC) is None  # measured slower on one thread
     monkeypatch.setenv("RLJAX_XLA_CPU_THREADS", "xla")  # XLA's sizing, whatever the model
     assert choose_at_build(config, PPO) is None
     monkeypatch.setenv("RLJAX_XLA_CPU_THREADS", "auto")
     monkeypatch.setattr(xla_threads, "usable_cores", lambda: 4)  # larger machines: XLA's
     assert choose_at_build(config, PPO) is None
     assert "PJRT_NPROC" not in os.environ
+
+
+def test_appo_and_dqn_were_measured_faster_on_one_thread_too(two_fresh_cores):
+    from rljax.algorithms.appo import APPO, APPOConfig
+    from rljax.algorithms.dqn import DQN, DQNConfig
+
+    for algorithm, config in ((APPO, APPOConfig()), (DQN, DQNConfig())):
+        assert choose_at_build(config.environment("CartPole-v1"), algorithm) == 1
+        xla_threads.release_choice()
 
 
 def test_the_choice_never_stops_a_build(monkeypatch, two_fresh_cores):

@@ -158,6 +158,9 @@ class APPO(IMPALA):
     """APPO: IMPALA's loop and networks, the surrogate against a target policy."""
 
     config_class = APPOConfig
+    # Measured faster on a one-thread CPU client with a dense model on 2 cores
+    # (``rljax.utils.xla_threads.choose_at_build``; ``benchmarks/xla_cpu_threads.py``).
+    xla_cpu_one_thread = True
     config: APPOConfig
 
     @classmethod

@@ -269,6 +269,9 @@ class DQN(OffPolicyAlgorithm):
     """DQN on EnvPool (fused into jit) or gymnasium vector envs."""
 
     config_class = DQNConfig
+    # Measured faster on a one-thread CPU client with a dense model on 2 cores
+    # (``rljax.utils.xla_threads.choose_at_build``; ``benchmarks/xla_cpu_threads.py``).
+    xla_cpu_one_thread = True
     config: DQNConfig
 
     @classmethod
