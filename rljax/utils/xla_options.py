@@ -37,8 +37,9 @@ program with ``compiler_options``, the copies timed interleaved in one process):
   the CPU client's intra-op thread pool is fixed when JAX creates the client and is no
   compile option (``intra_op_parallelism_threads`` is refused per program too):
   ``rljax.utils.xla_threads`` sizes it then, for the whole process (one thread where the first
-  algorithm built is a dense model on a flat EnvPool task on a machine of at most 2 cores, or
-  as ``RLJAX_XLA_CPU_THREADS`` says). rljax sets no process-wide XLA flag by itself.
+  algorithm built is PPO, APPO or DQN with a dense model on a flat EnvPool task on a machine of
+  at most 2 cores, or as ``RLJAX_XLA_CPU_THREADS`` says). rljax sets no process-wide XLA flag
+  by itself.
 
 The setting (``config.debugging(xla_cpu_options=...)``): ``"auto"`` (the default: the table
 above, on the CPU backend only), ``None`` (no options: XLA's defaults), or a dict of options

@@ -8,21 +8,22 @@ option changes them for one program: ``jax.jit(..., compiler_options=...)`` refu
 ``intra_op_parallelism_threads`` ("No such compile option"), and the pool's size is what XLA's
 CPU compiler splits loop fusions by (``outer_dimension_partitions`` in the compiled HLO: none
 with ``PJRT_NPROC=1``, one per partitioned fusion with two threads; ``docs/scaling.md``, "The
-CPU client's threads", and ``benchmarks/README.md``'s ``rllib_defaults.py`` section). An Adam step on 68k parameters, split over two threads,
-took 81 us against 21 us on one: the rest is the hand-off between the threads.
+CPU client's threads", and ``benchmarks/README.md``'s ``rllib_defaults.py`` section). An Adam
+step on 68k parameters, split over two threads, took 81 us against 21 us on one: the rest is
+the hand-off between the threads.
 
 So rljax sizes them itself, process-wide, by ``RLJAX_XLA_CPU_THREADS``:
 
 - unset (or ``auto``): the first algorithm built in the process chooses (``choose_at_build``,
-  called before the build's first JAX call). One thread where it was measured faster: PPO,
-  APPO or DQN with a dense model (no conv, LSTM or attention, no custom module) on an EnvPool task with flat
-  observations, single-agent, on a machine with at most ``AUTO_ONE_THREAD_MAX_CORES`` usable
-  cores, provided nothing else has sized the pools (no ``PJRT_NPROC`` or ``NPROC`` in the
-  environment, no ``XLA_FLAGS`` at all: a user who tunes XLA keeps XLA's behaviour) and JAX's
-  backends do not exist yet (a multi-process run's, a Tune population's and a notebook's that
-  already ran JAX do). Otherwise XLA's own sizing. Conv and LSTM models ran slower with one
-  thread (their larger matrix products gain from the second), hence the rule. The choice
-  stays out of the environment of processes started later, which choose for themselves;
+  called before the build's first JAX call). One thread where it was measured faster: PPO, APPO or
+  DQN with a dense model (no conv, LSTM or attention, no custom module) on an EnvPool task with flat
+  observations, single-agent, on a machine with at most ``AUTO_ONE_THREAD_MAX_CORES`` usable cores,
+  provided nothing else has sized the pools (no ``PJRT_NPROC`` or ``NPROC`` in the environment, no
+  ``XLA_FLAGS`` at all: a user who tunes XLA keeps XLA's behaviour) and JAX's backends do not exist
+  yet (a multi-process run's, a Tune population's and a notebook's that already ran JAX do).
+  Otherwise XLA's own sizing. Conv and LSTM models ran slower with one thread (their larger matrix
+  products gain from the second), hence the rule. The choice stays out of the environment of
+  processes started later, which choose for themselves;
 - ``xla``: XLA's own sizing (one thread per core), always;
 - a whole number ``n``: ``n`` threads, set when ``import rljax`` runs (``set_xla_cpu_threads``).
 
@@ -100,7 +101,7 @@ def set_xla_cpu_threads(n: int) -> int:
     if count is None or count < 1:
         raise ValueError(f"set_xla_cpu_threads(n={n!r}): n must be a whole number of at least 1")
     existing = os.environ.get(PJRT_NPROC_ENV, "").strip() or None  # blank: unset, as for XLA
-    if existing is not None and existing.strip() == str(count):
+    if existing == str(count):
         return count  # already asked for (an inherited environment): nothing to change
     if existing is not None:
         raise ValueError(
@@ -139,10 +140,11 @@ def auto_xla_cpu_threads(
     environ: Mapping[str, str] | None = None, cores: int | None = None
 ) -> int | None:
     """Whether the automatic choice (``choose_at_build``, when ``RLJAX_XLA_CPU_THREADS`` is unset
-    or ``auto``) may give the CPU client one thread: 1 on a machine with at most ``AUTO_ONE_THREAD_MAX_CORES`` usable ``cores`` (None:
-    this process's), unless ``environ`` (None: this process's) already sizes the pools
-    (``PJRT_NPROC``, ``NPROC``) or sets ``XLA_FLAGS`` (any flag: a user who tunes XLA keeps
-    XLA's behaviour), or JAX's backends exist; None otherwise (XLA's own sizing)."""
+    or ``auto``) may give the CPU client one thread: 1 on a machine with at most
+    ``AUTO_ONE_THREAD_MAX_CORES`` usable ``cores`` (None: this process's), unless ``environ`` (None:
+    this process's) already sizes the pools (``PJRT_NPROC``, ``NPROC``) or sets ``XLA_FLAGS`` (any
+    flag: a user who tunes XLA keeps XLA's behaviour), or JAX's backends exist; None otherwise
+    (XLA's own sizing)."""
     env = os.environ if environ is None else environ
     if any(env.get(name) for name in (PJRT_NPROC_ENV, *_OTHER_SIZING_ENV)):
         return None
@@ -221,12 +223,11 @@ def choose_at_build(config: Any, algorithm_class: Any = None) -> int | None:
     """The automatic choice, made by the first algorithm built in the process (its build calls
     this before its first JAX call): a one-thread CPU client (``PJRT_NPROC=1``) where
     ``RLJAX_XLA_CPU_THREADS`` is unset or ``auto``, ``auto_xla_cpu_threads`` allows it, the
-    algorithm's class was measured faster on it (``xla_cpu_one_thread = True``: PPO, APPO, DQN;
-    SAC was slower) and
-    ``dense_on_flat_envpool(config)``. Returns 1 then, None where nothing changed. Never
-    raises: whatever it cannot decide leaves XLA's sizing. A later build finds the client
-    created and changes nothing; ``release_choice`` takes the variable back out of the
-    environment once the client exists, so child processes choose for themselves."""
+    algorithm's class was measured faster on it (``xla_cpu_one_thread = True``: PPO, APPO, DQN; SAC
+    was slower) and ``dense_on_flat_envpool(config)``. Returns 1 then, None where nothing changed.
+    Never raises: whatever it cannot decide leaves XLA's sizing. A later build finds the client
+    created and changes nothing; ``release_choice`` takes the variable back out of the environment
+    once the client exists, so child processes choose for themselves."""
     global _chosen
     try:
         with _CHOICE_LOCK:

@@ -1,8 +1,8 @@
 """``set_xla_cpu_threads`` / ``RLJAX_XLA_CPU_THREADS``: the CPU client's pool sized through
 ``PJRT_NPROC`` (checked in a fresh process), the choice the first algorithm's build makes when
-the variable is unset (one thread for a dense model on a flat EnvPool task on a machine of at
-most 2 cores, unless the environment sizes the pools or sets ``XLA_FLAGS``), and clear errors for
-bad values or a late call.
+the variable is unset (one thread for PPO, APPO or DQN with a dense model on a flat EnvPool
+task on a machine of at most 2 cores, unless the environment sizes the pools or sets
+``XLA_FLAGS``), and clear errors for bad values or a late call.
 (``tests/test_benchmarks.py``'s run of ``benchmarks/xla_cpu_threads.py`` compares a process
 started each way.)"""
 
