@@ -216,20 +216,36 @@ def test_ppo_runs_the_switch_riddle_in_one_program():
     assert 1 <= result["env_runners"]["episode_len_mean"] <= 10
 
 
+def _train_until_improved(algo, max_iterations: int, margin) -> list[float]:
+    """Trains until ``margin(returns) > 0`` (after at least 10 iterations) or for
+    ``max_iterations``, in one compiled program; returns the iterations' returns."""
+    returns: list[float] = []
+    try:
+        while len(returns) < max_iterations:
+            returns.append(algo.train()["env_runners"]["episode_return_mean"])
+            if len(returns) >= 10 and margin(returns) > 0:
+                break
+        assert algo._loop.train_step._cache_size() == 1
+    finally:
+        algo.stop()
+    return returns
+
+
 @pytest.mark.slow
 def test_shared_policy_ppo_improves_on_simple_spread(load_benchmark):
     # The settings of benchmarks/multi_agent_jax_env.py (and docs/jax-envs.md).
     bench = load_benchmark("multi_agent_jax_env")
     config = bench.config(SPREAD, runners=0, num_envs=16, fragment=104, seed=0)
-    algo = config.build_algo()
-    try:
-        returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(80)]
-        assert algo._loop.train_step._cache_size() == 1
-    finally:
-        algo.stop()
-    # The three agents' summed return of a random policy is about -80 (26 steps).
+    # The three agents' summed return of a random policy is about -80 (26 steps). Trained until
+    # the last 10 iterations' mean passes -68 and the first 5's by 8, at most 80 iterations:
+    # measured with seeds 0 and 1, after 15 and 14 (then about -59 after 80).
+    returns = _train_until_improved(
+        config.build_algo(),
+        80,
+        lambda r: min(np.mean(r[-10:]) - np.mean(r[:5]) - 8, np.mean(r[-10:]) + 68),
+    )
     first, last = np.mean(returns[:5]), np.mean(returns[-10:])
-    assert last > first + 8 and last > -68, (first, last)
+    assert last > first + 8 and last > -68, (first, last, len(returns))
 
 
 @pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks
@@ -400,12 +416,13 @@ def test_shared_policy_ppo_improves_on_smax_3m(load_benchmark):
         "jaxmarl:HeuristicEnemySMAX", runners=0, num_envs=16, fragment=64, seed=0,
         env_config={"scenario": "3m"},
     )  # fmt: skip
-    algo = config.build_algo()
-    try:
-        returns = [algo.train()["env_runners"]["episode_return_mean"] for _ in range(31)]
-        assert algo._loop.train_step._cache_size() == 1
-    finally:
-        algo.stop()
-    # Untrained allies score about 0.3-0.5 together (a little damage, battles lost).
+    # Untrained allies score about 0.3-0.5 together (a little damage, battles lost). Trained
+    # until the last 3 iterations' mean passes 1.2 and the first 3's by 0.8, at most 31
+    # iterations: measured with seeds 0 and 1, after 23 and 24.
+    returns = _train_until_improved(
+        config.build_algo(),
+        31,
+        lambda r: min(np.mean(r[-3:]) - np.mean(r[:3]) - 0.8, np.mean(r[-3:]) - 1.2),
+    )
     first, last = np.mean(returns[:3]), np.mean(returns[-3:])
-    assert last > first + 0.8 and last > 1.2, (first, last)
+    assert last > first + 0.8 and last > 1.2, (first, last, len(returns))
