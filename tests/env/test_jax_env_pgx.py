@@ -112,15 +112,16 @@ def test_ppo_learns_tic_tac_toe_against_a_random_player():
     algo = config.build_algo()
     try:
         returns = []
-        for _ in range(60):
+        while len(returns) < 60 and not (len(returns) >= 8 and np.mean(returns[-5:]) > 0.45):
             runners = algo.train()["env_runners"]
             returns.append(runners["module_episode_returns_mean"]["learner"])
         assert algo._loop.train_step._cache_size() == 1
     finally:
         algo.stop()
     # A win is +1, a loss -1; both players move only where the action mask allows (the random
-    # player too), and who moves first is drawn: random play scores about 0. Seed 0 reached
-    # 0.61 over iterations 56-60 (0.52 over 36-40, 0.68 over 71-80).
+    # player too), and who moves first is drawn: random play scores about 0. Trained until the
+    # last 5 iterations pass 0.45, at most 60: seed 0 stops after 20 (0.48 over iterations
+    # 16-20; run on, 0.52 over 36-40 and 0.61 over 56-60).
     assert abs(np.mean(returns[:3])) < 0.2 and np.mean(returns[-5:]) > 0.45, returns
 
 
