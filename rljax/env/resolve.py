@@ -86,15 +86,7 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
             return EnvSpec("gymnasium", env, creator, env_config)
         if env in _envpool_ids():
             foreign = _not_envpool_settings(env, env_config)
-            # gymnasium's settings of the same task (FrozenLake's desc, is_slippery): its env.
-            # Not for Atari: gymnasium's ALE env lacks EnvPool's preprocessing, which a model
-            # would notice; envpool_config then names the setting EnvPool does not have.
-            if (
-                not foreign
-                or env not in gym.registry
-                or _envpool_defaults(env)[1]
-                or not _gymnasium_takes(env, foreign)
-            ):  # envpool_config names the setting neither has
+            if _stays_on_envpool(env, foreign):
                 return EnvSpec("envpool", env, None, env_config)
             logger.warning(
                 "%s runs on gymnasium, not EnvPool: EnvPool's task has no setting %s",
@@ -118,6 +110,33 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
     raise ConfigError(
         f"env={env!r} ({type(env).__name__}); use an id string, a gymnasium.Env class or a creator"
     )
+
+
+def _stays_on_envpool(env: str, foreign: list[str]) -> bool:
+    """Whether EnvPool's task ``env`` runs on EnvPool although ``env_config`` names the settings
+    ``foreign`` that it does not have. gymnasium's settings of the same task (FrozenLake's
+    ``desc``, ``is_slippery``) send it to gymnasium's env; Atari never: gymnasium's ALE env lacks
+    EnvPool's preprocessing, which a model would notice (``envpool_config`` then names the
+    setting EnvPool does not have, as for a setting neither takes)."""
+    return (
+        not foreign
+        or env not in gym.registry
+        or bool(_envpool_defaults(env)[1])
+        or not _gymnasium_takes(env, foreign)
+    )
+
+
+def runs_on_envpool(env: Any, env_config: dict[str, Any] | None = None) -> bool:
+    """Whether ``resolve_env(env, env_config)`` picks EnvPool, decided by the same rules but
+    quietly: no warning, no error (an env it would refuse is not EnvPool's), no env built and no
+    JAX imported. A JAX env's id has an adapter prefix (``"gymnax:..."``), which no EnvPool task
+    id has, and a registered name is the registered env's."""
+    if not isinstance(env, str) or env not in _envpool_ids() or registered_creator(env) is not None:
+        return False
+    try:
+        return _stays_on_envpool(env, _not_envpool_settings(env, dict(env_config or {})))
+    except ConfigError:  # EnvPool cannot describe the task: resolve_env refuses it
+        return False
 
 
 class _GymMake:

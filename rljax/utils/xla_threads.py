@@ -200,13 +200,10 @@ def dense_on_flat_envpool(config: Any) -> bool:
     if any(model.get(k) for k in ("use_lstm", "use_attention", "conv_filters")):
         return False
     env, env_config = config.env, dict(config.env_config or {})
-    from rljax.env.envpool_settings import _envpool_ids, _not_envpool_settings
-    from rljax.utils.registry import registered_creator
+    from rljax.env.resolve import runs_on_envpool
 
-    if not isinstance(env, str) or registered_creator(env) is not None:
-        return False  # a class, a creator or a registered name: gymnasium's (or a JAX env)
-    if env not in _envpool_ids() or _not_envpool_settings(env, env_config):
-        return False  # not EnvPool's, or settings only gymnasium's env of that id takes
+    if not runs_on_envpool(env, env_config):
+        return False  # gymnasium's env, a JAX env, or one the build refuses
     import envpool
 
     shape = envpool.make_spec(env, **env_config).observation_space.shape

@@ -1,3 +1,4 @@
+import logging
 import subprocess
 import sys
 import textwrap
@@ -60,6 +61,35 @@ def test_backend_choice():
     assert resolve_env(CorridorEnv).backend == "gymnasium"
     rljax.register_env("corridor-registered", lambda cfg: CorridorEnv(cfg))
     assert resolve_env("corridor-registered").backend == "gymnasium"
+
+
+def test_runs_on_envpool_decides_as_resolve_env_quietly(caplog):
+    """``runs_on_envpool`` (what the CPU client's automatic sizing reads before JAX starts)
+    answers what ``resolve_env`` picks, without its warning and without raising."""
+    from rljax.env.resolve import runs_on_envpool
+
+    rljax.register_env("CartPole-v1-registered", lambda cfg: CorridorEnv(cfg))
+    cases = [
+        ("CartPole-v1", {}),
+        ("Pong-v5", {"stack_num": 2}),
+        ("FrozenLake-v1", {}),
+        ("FrozenLake-v1", {"size": 8}),  # EnvPool's own setting
+        ("FrozenLake-v1", {"desc": ["SF", "HG"], "is_slippery": False}),  # gymnasium's
+        ("CartPole-v1-registered", {}),
+        ("gymnax:CartPole-v1", {}),
+        ("Acrobot-v1", {}),
+        (CorridorEnv, {}),
+    ]
+    for env, env_config in cases:
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            quiet = runs_on_envpool(env, env_config)
+        assert not caplog.records, (env, caplog.records)
+        assert quiet == (resolve_env(env, env_config).backend == "envpool"), (env, env_config)
+    assert [runs_on_envpool(e, c) for e, c in cases[:5]] == [True, True, True, True, False]
+    # What resolve_env refuses is not EnvPool's, and asking does not raise.
+    assert not runs_on_envpool("NoSuchEnv-v0") and not runs_on_envpool(None)
+    assert not runs_on_envpool(lambda cfg: CorridorEnv(cfg))
 
 
 @pytest.mark.parametrize("mode", ["SYNC", "ASYNC"])
