@@ -505,6 +505,7 @@ def test_learner_class_benchmark_times_ppo_with_and_without_learner_classes(
     assert json.loads((tmp_path / "learner_class.json").read_text()) == out
 
 
+@pytest.mark.slow  # a benchmark's own process, as the others here
 def test_offline_bc_benchmark_short_run_reports_the_data_and_each_iteration(
     tmp_path, run_benchmark
 ):
