@@ -113,11 +113,12 @@ def resolve_env(env: Any, env_config: dict[str, Any] | None = None) -> EnvSpec:
 
 
 def _stays_on_envpool(env: str, foreign: list[str]) -> bool:
-    """Whether EnvPool's task ``env`` runs on EnvPool although ``env_config`` names the settings
-    ``foreign`` that it does not have. gymnasium's settings of the same task (FrozenLake's
-    ``desc``, ``is_slippery``) send it to gymnasium's env; Atari never: gymnasium's ALE env lacks
-    EnvPool's preprocessing, which a model would notice (``envpool_config`` then names the
-    setting EnvPool does not have, as for a setting neither takes)."""
+    """Whether EnvPool's task ``env`` runs on EnvPool, given the settings ``foreign`` of its
+    ``env_config`` that EnvPool's task does not have (none: it does). gymnasium's settings of the
+    same task (FrozenLake's ``desc``, ``is_slippery``) send it to gymnasium's env; Atari never:
+    gymnasium's ALE env lacks EnvPool's preprocessing, which a model would notice
+    (``envpool_config`` then names the setting EnvPool does not have, as for a setting neither
+    takes)."""
     return (
         not foreign
         or env not in gym.registry
@@ -129,8 +130,10 @@ def _stays_on_envpool(env: str, foreign: list[str]) -> bool:
 def runs_on_envpool(env: Any, env_config: dict[str, Any] | None = None) -> bool:
     """Whether ``resolve_env(env, env_config)`` picks EnvPool, decided by the same rules but
     quietly: no warning, no error (an env it would refuse is not EnvPool's), no env built and no
-    JAX imported. A JAX env's id has an adapter prefix (``"gymnax:..."``), which no EnvPool task
-    id has, and a registered name is the registered env's."""
+    JAX call (reading EnvPool's ids imports EnvPool, and with it JAX, but creates no JAX
+    client). A JAX env's id has an adapter prefix (``"gymnax:..."``), which no EnvPool task id
+    has, and a registered name is the registered env's. Settings EnvPool's task does not have
+    are not checked here: ``envpool_config`` refuses them when the env is built."""
     if not isinstance(env, str) or env not in _envpool_ids() or registered_creator(env) is not None:
         return False
     try:

@@ -200,13 +200,19 @@ def dense_on_flat_envpool(config: Any) -> bool:
     if any(model.get(k) for k in ("use_lstm", "use_attention", "conv_filters")):
         return False
     env, env_config = config.env, dict(config.env_config or {})
+    from rljax.env.envpool_settings import envpool_config
     from rljax.env.resolve import runs_on_envpool
+    from rljax.utils.errors import ConfigError
 
     if not runs_on_envpool(env, env_config):
-        return False  # gymnasium's env, a JAX env, or one the build refuses
+        return False  # gymnasium's env, a JAX env, or one resolve_env refuses
+    try:  # the settings as the build passes them (Atari's ALE names translated)
+        settings = envpool_config(env, env_config)
+    except ConfigError:
+        return False  # a setting the build refuses
     import envpool
 
-    shape = envpool.make_spec(env, **env_config).observation_space.shape
+    shape = envpool.make_spec(env, **settings).observation_space.shape
     return shape is not None and len(shape) == 1
 
 

@@ -67,26 +67,36 @@ def test_runs_on_envpool_decides_as_resolve_env_quietly(caplog):
     """``runs_on_envpool`` (what the CPU client's automatic sizing reads before JAX starts)
     answers what ``resolve_env`` picks, without its warning and without raising."""
     from rljax.env.resolve import runs_on_envpool
+    from rljax.utils import registry
 
-    rljax.register_env("CartPole-v1-registered", lambda cfg: CorridorEnv(cfg))
     cases = [
         ("CartPole-v1", {}),
         ("Pong-v5", {"stack_num": 2}),
         ("FrozenLake-v1", {}),
         ("FrozenLake-v1", {"size": 8}),  # EnvPool's own setting
-        ("FrozenLake-v1", {"desc": ["SF", "HG"], "is_slippery": False}),  # gymnasium's
-        ("CartPole-v1-registered", {}),
+        # Settings EnvPool's task lacks: Atari's stay (gymnasium ALE's name, translated when
+        # built), as does a setting neither env takes (refused when built); gymnasium's own
+        # settings of the task move it to gymnasium.
+        ("Pong-v5", {"frameskip": 4}),
+        ("CartPole-v1", {"no_such_setting": 1}),
+        ("FrozenLake-v1", {"desc": ["SF", "HG"], "is_slippery": False}),
+        ("Acrobot-v1", {}),  # registered below: the registered env, not EnvPool's
         ("gymnax:CartPole-v1", {}),
-        ("Acrobot-v1", {}),
         (CorridorEnv, {}),
     ]
-    for env, env_config in cases:
-        caplog.clear()
-        with caplog.at_level(logging.WARNING):
-            quiet = runs_on_envpool(env, env_config)
-        assert not caplog.records, (env, caplog.records)
-        assert quiet == (resolve_env(env, env_config).backend == "envpool"), (env, env_config)
-    assert [runs_on_envpool(e, c) for e, c in cases[:5]] == [True, True, True, True, False]
+    rljax.register_env("Acrobot-v1", lambda cfg: CorridorEnv(cfg))
+    try:
+        for env, env_config in cases:
+            caplog.clear()
+            with caplog.at_level(logging.WARNING):
+                quiet = runs_on_envpool(env, env_config)
+            assert not caplog.records, (env, caplog.records)
+            assert quiet == (resolve_env(env, env_config).backend == "envpool"), (env, env_config)
+        assert [runs_on_envpool(e, c) for e, c in cases[:7]] == [True] * 6 + [False]
+        assert not runs_on_envpool("Acrobot-v1")
+    finally:
+        registry._REGISTRY.pop("Acrobot-v1", None)
+    assert runs_on_envpool("Acrobot-v1")  # EnvPool's again
     # What resolve_env refuses is not EnvPool's, and asking does not raise.
     assert not runs_on_envpool("NoSuchEnv-v0") and not runs_on_envpool(None)
     assert not runs_on_envpool(lambda cfg: CorridorEnv(cfg))

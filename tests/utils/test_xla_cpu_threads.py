@@ -85,8 +85,8 @@ def test_the_import_sets_only_a_number_and_names_a_bad_value():
         xla_cpu_threads_at_import({"RLJAX_XLA_CPU_THREADS": "many"})
 
 
-def _ppo(env="CartPole-v1", **model):
-    return PPOConfig().environment(env).rl_module(model_config=model)
+def _ppo(env="CartPole-v1", env_config=None, **model):
+    return PPOConfig().environment(env, env_config=env_config).rl_module(model_config=model)
 
 
 @pytest.fixture
@@ -110,6 +110,8 @@ def two_fresh_cores(monkeypatch):
         (lambda: _ppo(conv_filters=[[16, [3, 3], 1]]), False),
         (lambda: _ppo("Pong-v5"), False),  # frames: RLlib's conv encoder
         (lambda: _ppo("FrozenLake-v1"), False),  # EnvPool's, but one discrete state
+        (lambda: _ppo("Pendulum-v1", env_config={"no_such_setting": 1}), False),  # refused
+        (lambda: _ppo("Pong-v5", env_config={"frameskip": 4}), False),  # ALE's name: frames
         (lambda: _ppo("gymnax:CartPole-v1"), False),  # a JAX env (not measured better)
         (lambda: _ppo().multi_agent(policies={"p0"}, policy_mapping_fn=lambda a, *_: "p0"), False),
     ],
