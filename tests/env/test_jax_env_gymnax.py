@@ -71,13 +71,12 @@ def test_bad_ids_and_settings_are_refused():
 
 def test_rljax_breakout_minatar_steps_as_gymnaxs():
     """rljax's own Breakout-MinAtar against gymnax's over 3,000 random steps (every episode
-    started from gymnax's reset state): the same observations, rewards and ends."""
+    started from gymnax's reset state): the same observations, rewards and ends. Both step in
+    one scanned program."""
     from rljax.env.jax_adapters.minatar import BreakoutMinAtar, BreakoutState
 
     ours = BreakoutMinAtar()
     genv, params = gymnax.make("Breakout-MinAtar")
-    g_step = jax.jit(lambda k, s, a: genv.step_env(k, s, a, params))
-    o_step = jax.jit(lambda s, a: ours.step(s, a, jax.random.PRNGKey(0)))
 
     def from_gymnax(g):
         return BreakoutState(
@@ -88,20 +87,27 @@ def test_rljax_breakout_minatar_steps_as_gymnaxs():
             last_x=jnp.asarray(g.last_x, jnp.int32),
         )
 
+    def step_both(carry, action):
+        key, g, state = carry
+        key, k = jax.random.split(key)
+        g_obs, g, g_rew, g_done, _ = genv.step_env(k, g, action, params)
+        g_term = g.terminal  # gymnax's done also counts its time limit
+        state, obs, rew, term, _, _ = ours.step(state, action, jax.random.PRNGKey(0))
+        # An episode gymnax ended starts again from gymnax's reset state, in both.
+        _, g_new = genv.reset_env(k, params)
+        g = jax.tree.map(lambda a, b: jnp.where(g_done, a, b), g_new, g)
+        state = jax.tree.map(lambda a, b: jnp.where(g_done, a, b), from_gymnax(g_new), state)
+        return (key, g, state), (obs, g_obs, rew, g_rew, term, g_term, g_done)
+
     key = jax.random.PRNGKey(0)
     g_obs, g = genv.reset_env(key, params)
     state = from_gymnax(g)
     np.testing.assert_array_equal(np.asarray(ours.observe(state)), np.asarray(g_obs))
-    rewards = episodes = 0
-    for action in np.random.default_rng(0).integers(0, 3, 3000):
-        key, k = jax.random.split(key)
-        g_obs, g, g_rew, g_done, _ = g_step(k, g, jnp.int32(action))
-        state, obs, rew, term, trunc, _ = o_step(state, jnp.int32(action))
-        np.testing.assert_array_equal(np.asarray(obs), np.asarray(g_obs))
-        assert float(rew) == float(g_rew) and bool(term) == bool(g.terminal)
-        rewards += int(rew)
-        if bool(g_done):
-            episodes += 1
-            g_obs, g = genv.reset_env(k, params)
-            state = from_gymnax(g)
+    actions = jnp.asarray(np.random.default_rng(0).integers(0, 3, 3000), jnp.int32)
+    scan = jax.jit(lambda carry, a: jax.lax.scan(step_both, carry, a)[1])
+    obs, g_obs, rew, g_rew, term, g_term, g_done = map(np.asarray, scan((key, g, state), actions))
+    np.testing.assert_array_equal(obs, g_obs)
+    np.testing.assert_array_equal(rew, g_rew)
+    np.testing.assert_array_equal(term, g_term)
+    episodes, rewards = int(g_done.sum()), int(rew.sum())
     assert episodes > 50 and rewards > 10  # the walls, bricks and paddle were all met
