@@ -135,6 +135,8 @@ def strong_types(tree: Any) -> Any:
     compile again for the second step's strong state."""
 
     def strong(x: Any) -> Any:
+        if not hasattr(x, "dtype"):  # a Python number (gymnax's reset writes ``time=0``)
+            x = jnp.asarray(x)
         if jax.dtypes.issubdtype(x.dtype, jax.dtypes.extended):
             return x
         return jnp.asarray(x).astype(x.dtype)

@@ -126,6 +126,29 @@ def test_the_host_wrapper_steps_the_jax_env_as_a_gymnasium_env():
     assert (obs.tolist(), reward, term, trunc) == ([2.0], 2.0, False, True)
 
 
+def test_the_host_wrapper_takes_a_reset_that_writes_python_numbers():
+    """gymnax's reset writes ``time=0``: the host wrapper (evaluation of a JAX env, as DQN's)
+    makes such leaves strong arrays, so its step compiles once."""
+
+    class PythonNumbers(Scripted):
+        def reset(self, key):
+            return (0, 0.5), jnp.full((1,), -1.0, jnp.float32)
+
+        def step(self, state, action, key):
+            t, x = state
+            t2, obs, reward, term, trunc, info = super().step(t, action, key)
+            return (t2, x * 2), obs, reward, term, trunc, info
+
+    env = JaxGymEnv(PythonNumbers())
+    env.reset(seed=0)
+    t, x = env._state
+    assert (t.dtype, x.dtype) == (jnp.int32, jnp.float32)
+    assert not (t.weak_type or x.weak_type)
+    for _ in range(3):
+        env.step(0)
+    assert env._step._cache_size() == 1 and int(env._state[0]) == 3
+
+
 def test_the_host_wrapper_compiles_its_step_once_whatever_integer_type_an_action_is():
     env = JaxGymEnv(make_jax_env(Scripted, {"end": 100}))
     env.reset(seed=0)
