@@ -211,9 +211,15 @@ def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exc
     split = _split(path) if isinstance(path, str) and len(path) <= _MAX_PATH else None
     if split is None:
         shown = _shown(path) if isinstance(path, str) else type(path).__name__
+        # A lambda, or a function or class made inside a function, is saved under such a path: no
+        # import reaches it, but the caller can pass it (the connector has no such argument).
+        passing = (
+            "" if field == "env_to_module_connector" else f"; pass it when loading ({field}=...)"
+        )
         raise error_type(
             f"{field} names import path {shown}, which is not of the form "
-            "'package.module:Name' (public names only)"
+            "'package.module:Name' (public names only; a lambda, or a function or class made "
+            f"inside a function, has no such name){passing}"
         )
     for registered_obj in names.values():  # registered under another name, saved by its path
         try:

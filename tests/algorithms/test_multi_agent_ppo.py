@@ -6,9 +6,10 @@ import jax
 import numpy as np
 import pytest
 
+from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.ppo import PPOConfig
 from rljax.env import make_multi_agent
-from rljax.utils.errors import ConfigError
+from rljax.utils.errors import CheckpointError, ConfigError
 
 MultiAgentCartPole = make_multi_agent("CartPole-v1")
 
@@ -229,13 +230,31 @@ def test_multi_agent_training_goes_on_after_a_runner_is_dropped():
         algo.stop()
 
 
-def test_get_module_of_a_one_policy_multi_agent_run_is_rllibs():
+def test_get_module_of_a_one_policy_multi_agent_run_is_rllibs(tmp_path):
     # Multi-agent by its config, however many policies: None for ids it does not have.
-    config = _config().multi_agent(policies=["p0"], policy_mapping_fn=lambda *a, **k: "p0")
+    mapping = lambda *a, **k: "p0"  # noqa: E731  (RLlib's scripts map with lambdas)
+    config = _config().multi_agent(policies=["p0"], policy_mapping_fn=mapping)
     algo = config.build_algo()
     try:
         assert algo.get_module() is None and algo.get_module("nope") is None
         assert algo.get_module("p0") is not None
+        path = algo.save_to_path(tmp_path / "ckpt")
     finally:
         algo.stop()
     assert algo.env_runner is None  # no runners after stop(): no local runner view either
+    # A lambda (or a class made at run time, as make_multi_agent's) has no import path to load
+    # it by: the error names the field and says to pass it, and passing works.
+    with pytest.raises(
+        CheckpointError, match=r"env names import path .*pass it when loading \(env="
+    ):
+        Algorithm.from_checkpoint(path)
+    with pytest.raises(
+        CheckpointError,
+        match=r"policy_mapping_fn names .*pass it when loading \(policy_mapping_fn=",
+    ):
+        Algorithm.from_checkpoint(path, env=MultiAgentCartPole)
+    restored = Algorithm.from_checkpoint(path, env=MultiAgentCartPole, policy_mapping_fn=mapping)
+    try:
+        assert restored.get_module("p0") is not None
+    finally:
+        restored.stop()
