@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from rljax.algorithms.config_names import warn_once
+from rljax.core import DEFAULT_POLICY_ID
 from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
 from rljax.execution.episode_stats import episode_summary
 from rljax.utils.checkpoint import _check_tree
@@ -240,6 +241,31 @@ class EnvRunnerGroup:
         if remote_worker_ids is not None:
             runners = [r for r in runners if r.worker_index in set(remote_worker_ids)]
         return [func(r) for r in runners]
+
+    def sync_weights(
+        self,
+        policies: list[str] | None = None,
+        from_worker_or_learner_group: Any = None,
+        to_worker_indices: list[int] | None = None,
+        global_vars: dict[str, Any] | None = None,
+        timeout_seconds: float | None = 0.0,
+        inference_only: bool | None = False,
+    ) -> None:
+        """Hands the learner's current weights to the runners (RLlib's ``sync_weights``).
+
+        rljax's runners act with the learner's weights from their next fragment on: they are
+        handed over after every update, ``set_weights`` and restore, so this only hands them
+        over again, without counting a new weights version. The learner is always the source,
+        every runner the destination, and there is nothing to wait for (the other arguments
+        are RLlib's and change nothing here); ``policies`` must name this algorithm's policies.
+        With no runner threads (the fused path), the one program reads the learner's weights
+        itself and nothing is handed over.
+        """
+        for pid in policies or ():
+            self._algo._check_policy_id(None if pid == DEFAULT_POLICY_ID else pid)
+        runners = self._algo._runners
+        if runners is not None:
+            runners.publish(self._algo._runner_params(), advance=False)
 
     def num_healthy_remote_workers(self) -> int:
         group = self._algo._runners

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import jax
 import numpy as np
 import pytest
 from gymnasium.envs.classic_control import CartPoleEnv
@@ -78,6 +79,16 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
         group = algo.env_runner_group
         assert group.foreach_env_runner(lambda r: r.worker_index) == [1, 2]
         assert group.num_healthy_remote_workers() == 2
+        # sync_weights hands the learner's weights to the runners again (here over stale ones),
+        # without counting a new weights version.
+        exchange = algo._runners.exchange
+        version = exchange.version
+        algo._runners.publish(jax.tree.map(lambda x: x * 0, algo._runner_params()), advance=False)
+        group.sync_weights(policies=["default_policy"], from_worker_or_learner_group=None)
+        synced = jax.tree.map(np.array_equal, exchange.params, algo._runner_params())
+        assert all(jax.tree.leaves(synced)) and exchange.version == version
+        with pytest.raises(ValueError, match="unknown policy_id 'p9'"):
+            group.sync_weights(policies=["p9"])
         # The driver's runner, as RLlib's local one beside remote runners: module, no envs.
         local = algo.env_runner
         assert local.worker_index == group.local_env_runner.worker_index == 0
