@@ -375,6 +375,7 @@ def load_result(trial_dir: Path, trial: Mapping[str, Any], config: dict[str, Any
         checkpoint=Checkpoint(checkpoints[-1]) if checkpoints else None,
         history=history,
         trial_id=str(trial["trial_id"]),
+        _kept=[Checkpoint(p) for p in checkpoints],
     )
 
 

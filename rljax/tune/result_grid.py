@@ -79,6 +79,21 @@ class Result:
     checkpoint: Checkpoint | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     trial_id: str = ""
+    # The trial's checkpoints still on disk, oldest first (``best_checkpoints``).
+    _kept: list[Checkpoint] = field(default_factory=list, repr=False)
+
+    @property
+    def best_checkpoints(self) -> list[tuple[Checkpoint, dict[str, Any]]]:
+        """The trial's checkpoints still on disk, oldest first, each with the result of the
+        iteration that saved it (Tune's ``best_checkpoints``). rljax keeps a trial's newest
+        checkpoints (``CheckpointConfig.num_to_keep``) rather than ranking them by a score, so
+        these are those, and ``checkpoint`` is the last of them."""
+        by_iteration = {r.get("training_iteration"): r for r in self.history}
+        out = []
+        for checkpoint in self._kept:
+            iteration = int(Path(checkpoint.path).name.rsplit("_", 1)[-1])
+            out.append((checkpoint, dict(by_iteration.get(iteration, {}))))
+        return out
 
     @property
     def metrics_dataframe(self) -> Any:

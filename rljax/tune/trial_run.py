@@ -300,6 +300,7 @@ class _TrialRun:
             checkpoint=Checkpoint(self.checkpoints[-1]) if self.checkpoints else None,
             history=self.history,
             trial_id=self.trial_id,
+            _kept=[Checkpoint(p) for p in self.checkpoints],
         )
 
 

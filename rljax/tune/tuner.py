@@ -163,6 +163,7 @@ class Tuner:
         root = "param_space" if base is None else type(base).__name__
         self._base = base
         self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
+        self._results: ResultGrid | None = None  # the last fit()'s
         self._dir_names: dict[str, str] = {}  # trial_dirname_creator's names: their trial ids
         self._searched = [p for p, _ in find_search_spaces(space)]
         searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
@@ -392,11 +393,38 @@ class Tuner:
                 fit.progress.close()
             with contextlib.suppress(_StopperFailed):  # the error that ended fit() counts
                 fit.callback("on_experiment_end", trials=list(fit.trials))
-        return ResultGrid(
+        self._results = ResultGrid(
             [fit.results[i] for i in sorted(fit.results)],
             str(experiment),
             metric=self.tune_config.metric,
             mode=self.tune_config.mode,
+        )
+        return self._results
+
+    def get_results(self) -> ResultGrid:
+        """The results without running anything (Ray Tune's ``get_results``): the last
+        ``fit()``'s, or, for a ``Tuner.restore``-d experiment not fitted since, every started
+        trial's as its files hold them (its results, newest checkpoint and error), in the order
+        of the trials; trials never started are left out, as ``fit()`` leaves them out.
+
+        Raises:
+          RuntimeError: a new ``Tuner`` that has not run ``fit()``.
+        """
+        if self._results is not None:
+            return self._results
+        if self._restored is None:
+            raise RuntimeError(
+                "Tuner.get_results(): this Tuner has not run; call fit() first, or "
+                "Tuner.restore(path, trainable) to read an earlier experiment's results"
+            )
+        state = self._restored[0]
+        results = [
+            es.load_result(state.root / entry["dir"], entry, variant)
+            for entry, variant in zip(state.trials, self._variants, strict=False)
+            if entry["status"] != es.PENDING
+        ]
+        return ResultGrid(
+            results, str(state.root), metric=self.tune_config.metric, mode=self.tune_config.mode
         )
 
     # ------------------------------------------------------------------ fit's parts

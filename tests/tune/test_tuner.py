@@ -200,20 +200,34 @@ def test_checkpoints_reported_by_a_function_trainable(tmp_path):
             (src / "state.txt").write_text(str(i))
             tune.report({"i": i}, checkpoint=tune.Checkpoint.from_directory(src))
 
-    grid = tune.Tuner(
+    tuner = tune.Tuner(
         saves,
         run_config=tune.RunConfig(
             storage_path=str(tmp_path / "out"),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=2),
             verbose=0,
         ),
-    ).fit()
+    )
+    with pytest.raises(RuntimeError, match=r"has not run; call fit\(\) first"):
+        tuner.get_results()
+    grid = tuner.fit()
+    assert tuner.get_results() is grid
     result = grid[0]
     assert (result.checkpoint.path / "state.txt").read_text() == "3"
     kept = sorted(p.name for p in Path(result.path).glob("checkpoint_*"))
     assert kept == ["checkpoint_000003", "checkpoint_000004"]
+    # Tune's best_checkpoints: the kept ones, oldest first, with their iterations' results.
+    best = [(c.path.name, m["i"], m["training_iteration"]) for c, m in result.best_checkpoints]
+    assert best == [("checkpoint_000003", 2, 3), ("checkpoint_000004", 3, 4)]
+    assert result.best_checkpoints[-1][0] == result.checkpoint
     assert Path(grid.experiment_path).parent == tmp_path / "out"
     assert grid[0].config == {}
+    # The same from the experiment's files (a restored Tuner's results).
+    restored = tune.Tuner.restore(grid.experiment_path, trainable=saves).get_results()
+    assert [(c.path.name, m["i"]) for c, m in restored[0].best_checkpoints] == [
+        ("checkpoint_000003", 2),
+        ("checkpoint_000004", 3),
+    ]
 
 
 def test_time_budget_stops_the_running_trial_and_starts_no_more(tmp_path):
