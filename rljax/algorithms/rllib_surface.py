@@ -15,7 +15,6 @@ import jax
 import numpy as np
 
 from rljax.algorithms.config_names import warn_once
-from rljax.core import DEFAULT_POLICY_ID
 from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
 from rljax.execution.episode_stats import episode_summary
 from rljax.utils.checkpoint import _check_tree
@@ -257,12 +256,21 @@ class EnvRunnerGroup:
         handed over after every update, ``set_weights`` and restore, so this only hands them
         over again, without counting a new weights version. The learner is always the source,
         every runner the destination, and there is nothing to wait for (the other arguments
-        are RLlib's and change nothing here); ``policies`` must name this algorithm's policies.
-        With no runner threads (the fused path), the one program reads the learner's weights
-        itself and nothing is handed over.
+        are RLlib's and change nothing here); ``policies`` (a policy id or a list of them)
+        must name this algorithm's policies. With no runner threads (the fused path) the one
+        program reads the learner's weights itself, and after ``stop()`` there are no runners:
+        nothing is handed over then.
+
+        Raises:
+          ValueError: a policy id this algorithm does not have.
         """
-        for pid in policies or ():
-            self._algo._check_policy_id(None if pid == DEFAULT_POLICY_ID else pid)
+        wanted = [policies] if isinstance(policies, str) else list(policies or ())
+        ids = self._algo._policy_ids()
+        unknown = [p for p in wanted if p not in ids]
+        if unknown:
+            raise ValueError(
+                f"sync_weights(policies={wanted}): unknown {unknown}; this algorithm has {ids}"
+            )
         runners = self._algo._runners
         if runners is not None:
             runners.publish(self._algo._runner_params(), advance=False)
@@ -526,6 +534,12 @@ class EvaluationEnvRunnerGroup(EnvRunnerGroup):
 
     def num_healthy_remote_workers(self) -> int:
         return len(self._eval_runners)
+
+    def sync_weights(self, *args: Any, **kwargs: Any) -> None:
+        """Does nothing (RLlib's ``sync_weights``, which custom evaluation functions call
+        first): the evaluation runners act with the weights the learner had when this
+        evaluation started, which are the learner's current ones unless the function changes
+        them (then build a new evaluation rather than syncing these runners)."""
 
     def num_remote_env_runners(self) -> int:
         return len(self._eval_runners)

@@ -70,6 +70,8 @@ class Result:
       error: The exception the trial raised, or None.
       checkpoint: The trial's latest checkpoint, or None when none was saved.
       history: Every result the trial reported, in order.
+
+    ``best_checkpoints`` lists the checkpoints still on disk with their iterations' results.
     """
 
     config: dict[str, Any]
@@ -87,8 +89,15 @@ class Result:
         """The trial's checkpoints still on disk, oldest first, each with the result of the
         iteration that saved it (Tune's ``best_checkpoints``). rljax keeps a trial's newest
         checkpoints (``CheckpointConfig.num_to_keep``) rather than ranking them by a score, so
-        these are those, and ``checkpoint`` is the last of them."""
-        by_iteration = {r.get("training_iteration"): r for r in self.history}
+        these are those (for the results ``fit()`` and ``get_results()`` give, ``checkpoint``
+        is the last of them). A checkpoint directory is numbered by its iteration as
+        ``int(training_iteration)``, so its result is found the same way."""
+        by_iteration = {}
+        for r in self.history:
+            try:
+                by_iteration[int(r["training_iteration"])] = r
+            except (KeyError, TypeError, ValueError):
+                continue
         out = []
         for checkpoint in self._kept:
             iteration = int(Path(checkpoint.path).name.rsplit("_", 1)[-1])

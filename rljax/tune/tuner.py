@@ -408,14 +408,14 @@ class Tuner:
         of the trials; trials never started are left out, as ``fit()`` leaves them out.
 
         Raises:
-          RuntimeError: a new ``Tuner`` that has not run ``fit()``.
+          RuntimeError: a ``Tuner`` (not restored) whose ``fit()`` has not returned.
         """
         if self._results is not None:
             return self._results
         if self._restored is None:
             raise RuntimeError(
-                "Tuner.get_results(): this Tuner has not run; call fit() first, or "
-                "Tuner.restore(path, trainable) to read an earlier experiment's results"
+                "Tuner.get_results(): no fit() of this Tuner has returned; call fit(), or "
+                "Tuner.restore(path, trainable) to read an experiment's results from its files"
             )
         state = self._restored[0]
         results = [

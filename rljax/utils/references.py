@@ -211,10 +211,14 @@ def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exc
     split = _split(path) if isinstance(path, str) and len(path) <= _MAX_PATH else None
     if split is None:
         shown = _shown(path) if isinstance(path, str) else type(path).__name__
-        # A lambda, or a function or class made inside a function, is saved under such a path: no
-        # import reaches it, but the caller can pass it (the connector has no such argument).
+        # A lambda, or a function or class made inside a function, is saved under such a path:
+        # no import reaches it, but Algorithm.from_checkpoint takes these fields as objects.
+        # (Its callbacks= replaces callbacks_class only, not the per-event callbacks.)
         passing = (
-            "" if field == "env_to_module_connector" else f"; pass it when loading ({field}=...)"
+            f"; pass it again when loading a checkpoint (Algorithm.from_checkpoint(path, "
+            f"{field}=...)), or name one defined at a module's top level"
+            if field in _PASSABLE
+            else "; name one defined at a module's top level"
         )
         raise error_type(
             f"{field} names import path {shown}, which is not of the form "
@@ -257,6 +261,9 @@ def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exc
         raise error_type(f"{field} names {_shown(path)}, which is not {_KINDS[field]}")
     return obj
 
+
+# The fields Algorithm.from_checkpoint takes as objects (env=..., policy_mapping_fn=..., ...).
+_PASSABLE = frozenset({"env", "policy_mapping_fn", "module_class", "learner_class"})
 
 _KINDS = {
     "env": "a gymnasium.Env or MultiAgentEnv class, or a function",

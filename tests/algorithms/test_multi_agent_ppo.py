@@ -245,12 +245,13 @@ def test_get_module_of_a_one_policy_multi_agent_run_is_rllibs(tmp_path):
     # A lambda (or a class made at run time, as make_multi_agent's) has no import path to load
     # it by: the error names the field and says to pass it, and passing works.
     with pytest.raises(
-        CheckpointError, match=r"env names import path .*pass it when loading \(env="
+        CheckpointError,
+        match=r"env names import path .*Algorithm.from_checkpoint\(path, env=",
     ):
         Algorithm.from_checkpoint(path)
     with pytest.raises(
         CheckpointError,
-        match=r"policy_mapping_fn names .*pass it when loading \(policy_mapping_fn=",
+        match=r"policy_mapping_fn names .*Algorithm.from_checkpoint\(path, policy_mapping_fn=",
     ):
         Algorithm.from_checkpoint(path, env=MultiAgentCartPole)
     restored = Algorithm.from_checkpoint(path, env=MultiAgentCartPole, policy_mapping_fn=mapping)

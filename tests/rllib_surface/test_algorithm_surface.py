@@ -87,8 +87,9 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
         group.sync_weights(policies=["default_policy"], from_worker_or_learner_group=None)
         synced = jax.tree.map(np.array_equal, exchange.params, algo._runner_params())
         assert all(jax.tree.leaves(synced)) and exchange.version == version
-        with pytest.raises(ValueError, match="unknown policy_id 'p9'"):
-            group.sync_weights(policies=["p9"])
+        group.sync_weights(policies="default_policy")  # one id, as a string
+        with pytest.raises(ValueError, match=r"unknown \['p9'\]; this algorithm has"):
+            group.sync_weights(policies=["default_policy", "p9"])
         # The driver's runner, as RLlib's local one beside remote runners: module, no envs.
         local = algo.env_runner
         assert local.worker_index == group.local_env_runner.worker_index == 0

@@ -144,6 +144,10 @@ def test_custom_evaluation_function_on_evaluation_runners():
     seen = {}
 
     def custom(algorithm, eval_workers):
+        # RLlib's custom evaluation functions start by syncing: the runners already act with
+        # the learner's weights of this evaluation, so nothing changes.
+        eval_workers.sync_weights(from_worker_or_learner_group=algorithm.learner_group)
+
         def lengths(runner):
             for env in runner.env.unwrapped.envs:
                 env.unwrapped.set_corridor_length(2 + runner.worker_index)

@@ -208,7 +208,7 @@ def test_checkpoints_reported_by_a_function_trainable(tmp_path):
             verbose=0,
         ),
     )
-    with pytest.raises(RuntimeError, match=r"has not run; call fit\(\) first"):
+    with pytest.raises(RuntimeError, match=r"no fit\(\) of this Tuner has returned"):
         tuner.get_results()
     grid = tuner.fit()
     assert tuner.get_results() is grid
