@@ -243,7 +243,7 @@ class EnvRunnerGroup:
 
     def sync_weights(
         self,
-        policies: list[str] | None = None,
+        policies: str | list[str] | None = None,
         from_worker_or_learner_group: Any = None,
         to_worker_indices: list[int] | None = None,
         global_vars: dict[str, Any] | None = None,
