@@ -144,6 +144,13 @@ def strong_types(tree: Any) -> Any:
     return jax.tree.map(strong, tree)
 
 
+def _host_obs(obs: Any) -> Any:
+    """An observation as numpy, in its space's structure: a Dict or Tuple space's observation
+    stays a dict or tuple of arrays (``np.asarray`` of a dict is a 0-d object array, which
+    gymnasium's vector envs cannot stack)."""
+    return jax.tree.map(np.asarray, jax.device_get(obs))
+
+
 def host_action(action: Any, space: gym.Space) -> Any:
     """An action from the host as a strong-typed array of ``space``'s dtype (canonical for JAX:
     int64 is int32 without x64), so that a jitted env step sees one signature whether the
@@ -419,7 +426,7 @@ class JaxGymEnv(gym.Env):
             self._key = jax.random.PRNGKey(seed)
         self._key, sub = jax.random.split(self._key)
         self._state, obs = self._reset(sub)
-        return np.asarray(obs), {}
+        return _host_obs(obs), {}
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self._state is None:
@@ -428,7 +435,7 @@ class JaxGymEnv(gym.Env):
         self._state, obs, reward, terminated, truncated, _info = self._step(
             self._state, host_action(action, self.action_space), sub
         )
-        return np.asarray(obs), float(reward), bool(terminated), bool(truncated), {}
+        return _host_obs(obs), float(reward), bool(terminated), bool(truncated), {}
 
     def render(self) -> Any:
         """The env's picture of its current state (``render(state)``), an ``[H, W, 3]`` uint8

@@ -149,6 +149,37 @@ def test_the_host_wrapper_takes_a_reset_that_writes_python_numbers():
     assert env._step._cache_size() == 1 and int(env._state[0]) == 3
 
 
+def test_the_host_wrapper_keeps_a_dict_observation_a_dict_of_arrays():
+    """Jumanji's and the action-masking envs' observations are Dicts: on the host (evaluation)
+    they stay dicts of arrays, which gymnasium's vector env stacks per key."""
+
+    class DictObs(Scripted):
+        def __init__(self, config=None):
+            super().__init__(config)
+            self.observation_space = gym.spaces.Dict(
+                {
+                    "t": gym.spaces.Box(-1e6, 1e6, (1,), np.float32),
+                    "mask": gym.spaces.MultiBinary(2),
+                }
+            )
+
+        def reset(self, key):
+            state, obs = super().reset(key)
+            return state, {"t": obs, "mask": jnp.ones(2, jnp.int8)}
+
+        def step(self, state, action, key):
+            state, obs, reward, term, trunc, info = super().step(state, action, key)
+            return state, {"t": obs, "mask": jnp.ones(2, jnp.int8)}, reward, term, trunc, info
+
+    vector = gym.vector.SyncVectorEnv([lambda: JaxGymEnv(DictObs()) for _ in range(2)])
+    obs, _ = vector.reset(seed=0)
+    assert obs["t"].tolist() == [[-1.0], [-1.0]] and obs["mask"].shape == (2, 2)
+    obs, reward, *_ = vector.step(np.array([0, 1]))
+    assert obs["t"].tolist() == [[1.0], [2.0]] and reward.tolist() == [1.0, 2.0]
+    single = JaxGymEnv(DictObs())
+    assert single.observation_space.contains(single.reset(seed=0)[0])
+
+
 def test_the_host_wrapper_compiles_its_step_once_whatever_integer_type_an_action_is():
     env = JaxGymEnv(make_jax_env(Scripted, {"end": 100}))
     env.reset(seed=0)
