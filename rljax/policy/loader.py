@@ -16,6 +16,7 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import numpy as np
 from jax import export
 
@@ -129,5 +130,19 @@ def load_exported(
             f"({type(e).__name__})"
         ) from None
     if explore:
-        return lambda obs, key: np.asarray(program.call(_as_input(obs, dtype), key))
-    return lambda obs: np.asarray(program.call(_as_input(obs, dtype)))
+        return lambda obs, key: np.asarray(program.call(_batch(program, obs, dtype), key))
+    return lambda obs: np.asarray(program.call(_batch(program, obs, dtype)))
+
+
+def _batch(program: Any, obs: Any, dtype: Any) -> Any:
+    """``obs`` as the program's input, checked to be a batch: each array one dimension more
+    than one observation's (a ValueError naming the shapes, rather than XLA's rank error)."""
+    inputs = _as_input(obs, dtype)
+    for leaf, aval in zip(jax.tree.leaves(inputs), program.in_avals, strict=False):
+        if np.ndim(leaf) != len(aval.shape):
+            wanted = "(" + ", ".join(str(d) for d in aval.shape) + ")"
+            raise ValueError(
+                f"the policy takes a batch of observations, shape {wanted}; got shape "
+                f"{np.shape(leaf)} (for one observation, pass obs[None])"
+            )
+    return inputs

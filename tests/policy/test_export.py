@@ -77,6 +77,12 @@ for n in (1, 5, 9):
     obs = np.random.default_rng(n).uniform(-0.2, 0.2, (n, 4)).astype(np.float32)
     out[n] = policy(obs).tolist()
     assert sample(obs, jax.random.PRNGKey(n)).shape == (n,)
+try:  # one observation, not a batch: named, with the fix
+    policy(obs[0])
+    raise AssertionError("an unbatched observation was taken")
+except ValueError as e:
+    assert "takes a batch of observations, shape (batch, 4); got shape (4,)" in str(e), e
+    assert "obs[None]" in str(e), e
 print(json.dumps(out))
 """
     proc = subprocess.run(
