@@ -322,7 +322,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
             params = self._evaluation_params()
             parallel = functools.partial(self._run_evaluation, None, params)
         out, evaluation = iteration_book.step_beside_evaluation(
-            (lambda: ran) if ran is not None else self._training_step, parallel
+            (lambda: ran) if ran is not None else self._iteration_step, parallel
         )
         self._runners_recreated()
         self._replay_episodes(

@@ -49,7 +49,7 @@ from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.policy.policy import PolicySpec
 from rljax.utils.checks import Check, StrKeyDict
 from rljax.utils.errors import ConfigError, closest
-from rljax.utils.references import LoadPolicy
+from rljax.utils.references import LoadPolicy, user_overrides
 from rljax.utils.search_space import Domain, as_domain, check_search_spaces
 from rljax.utils.torch_classes import MAML_INSTEAD, TorchClass, check_not_torch
 
@@ -64,6 +64,32 @@ class _Unset:
 UNSET: Any = _Unset()
 
 _C = TypeVar("_C", bound="AlgorithmConfig")
+
+
+def multi_agent_trainer(algo_class: Any, algo_name: str) -> type:
+    """The class that trains ``algo_class``'s ``.multi_agent(...)`` configs: its
+    ``multi_agent_class()``.
+
+    Raises:
+      ConfigError: the algorithm trains no multi-agent configs, or ``algo_class`` is a user's
+        subclass whose own methods that class would not run (and which does not name its
+        multi-agent class itself).
+    """
+    multi = algo_class.multi_agent_class()
+    if multi is None:
+        raise ConfigError(
+            f"{algo_name} does not train multi-agent envs; use PPO, IMPALA, "
+            "APPO, DQN, SAC or TD3 for .multi_agent(...) configs"
+        )
+    chosen = "multi_agent_class" in user_overrides(algo_class, class_level=True)
+    if not (chosen or issubclass(multi, algo_class)) and (own := user_overrides(algo_class)):
+        raise ConfigError(
+            f"{algo_class.__name__} defines {own}, but its .multi_agent(...) configs train with "
+            f"{multi.__name__} ({multi.__module__}), which would not run them: subclass "
+            f"{multi.__name__} with those methods and return that class from "
+            f"{algo_class.__name__}.multi_agent_class() (a classmethod)"
+        )
+    return multi
 
 
 class AlgorithmConfig(CommonSettings, ConfigCompat):
@@ -767,15 +793,9 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         self.validate()
         if self.algo_class is None:
             raise ConfigError(f"{type(self).__name__} has no algorithm to build")
-        algo_class = self.algo_class
         if self.is_multi_agent:
-            algo_class = algo_class.multi_agent_class()
-            if algo_class is None:
-                raise ConfigError(
-                    f"{self.algo_name} does not train multi-agent envs; use PPO, IMPALA, "
-                    "APPO, DQN, SAC or TD3 for .multi_agent(...) configs"
-                )
-        return algo_class
+            return multi_agent_trainer(self.algo_class, self.algo_name)
+        return self.algo_class
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serializable dict; classes and creators are stored by import path."""

@@ -559,8 +559,8 @@ __all__ = [
 class TrainableSurface:
     """What an ``Algorithm`` has of Tune's ``Trainable``, RLlib's runner and learner groups and
     RLlib's older names: ``step``, ``cleanup``, ``reset_config``, ``trial_id``,
-    ``trial_name``, ``env_runner``, ``env_runner_group``, ``learner_group``, ``workers`` and
-    ``export_policy_model`` (``Algorithm`` inherits them)."""
+    ``trial_name``, ``env_runner``, ``env_runner_group``, ``learner_group``, ``workers``,
+    ``export_policy_model`` and ``training_step`` (``Algorithm`` inherits them)."""
 
     @property
     def env_runner(self) -> Any:
@@ -577,6 +577,69 @@ class TrainableSurface:
     def env_runner_group(self) -> EnvRunnerGroup:
         """The env runners, as RLlib's ``EnvRunnerGroup``: ``foreach_env_runner(fn)``."""
         return EnvRunnerGroup(self)
+
+    def __new__(cls, config: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """``PPO(config=...)`` with a ``.multi_agent(...)`` config builds the algorithm's
+        multi-agent class (``multi_agent_class()``), as ``config.build_algo()`` does."""
+        from rljax.algorithms.algorithm_config import AlgorithmConfig, multi_agent_trainer
+
+        target = cls
+        if isinstance(config, AlgorithmConfig) and config.is_multi_agent:
+            target = multi_agent_trainer(cls, config.algo_name)
+        algo = super().__new__(target)
+        if not isinstance(algo, cls):  # another class: Python does not call its __init__
+            algo.__init__(config, *args, **kwargs)  # type: ignore[misc]
+        return algo
+
+    _step_result: Any = None  # what super().training_step() ran, for train() to report
+    _in_training_step: bool = False
+
+    def training_step(self) -> None:
+        """One iteration's sampling and learning (RLlib's ``Algorithm.training_step``), which
+        ``train()`` calls: the algorithm's own step, its rollout and update compiled together.
+
+        A subclass may override it to do work around that step, calling
+        ``super().training_step()`` once; what it logs with ``self.metrics.log_value(...)``
+        goes into ``train()``'s result, as in RLlib. The env runners and learners have no
+        ``sample()`` or ``update()`` to call one by one, so an override that does not call
+        ``super().training_step()`` fails ``train()`` with a ``ConfigError`` saying so.
+
+        Raises:
+          ConfigError: called outside ``train()``, or twice in one iteration.
+        """
+        name = type(self).__name__
+        if not self._in_training_step:
+            raise ConfigError(
+                f"{name}.training_step() ran outside train(): call algo.train(), which runs "
+                "it and returns the iteration's result dict"
+            )
+        if self._step_result is not None:
+            raise ConfigError(
+                f"{name}.training_step() called super().training_step() twice in one "
+                "iteration; call it once (train() is one iteration)"
+            )
+        self._step_result = cast(Any, self)._training_step()
+
+    def _iteration_step(self) -> Any:
+        """What ``train()`` runs for one iteration: the algorithm's ``_training_step()``, or
+        a subclass's ``training_step()`` around it."""
+        if type(self).training_step is TrainableSurface.training_step:
+            return cast(Any, self)._training_step()
+        self._in_training_step, self._step_result = True, None
+        try:
+            self.training_step()
+        finally:
+            self._in_training_step = False
+        out, self._step_result = self._step_result, None
+        if out is None:
+            raise ConfigError(
+                f"{type(self).__name__}.training_step() returned without calling "
+                "super().training_step(): rljax samples and learns in one compiled step per "
+                "iteration, and its env runners and learners have no sample() or update() to "
+                "call one by one. Do your work before or after super().training_step() (log "
+                "with self.metrics.log_value(...)), or use callbacks (rljax.callbacks)"
+            )
+        return out
 
     def step(self) -> dict[str, Any]:
         """One training iteration (Tune's ``Trainable.step``, which RLlib's ``train()``

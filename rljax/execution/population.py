@@ -81,6 +81,7 @@ from rljax.runners.acting import FusedRunnerState
 from rljax.utils import xla_options
 from rljax.utils.errors import ConfigError
 from rljax.utils.jit import sharing_programs
+from rljax.utils.references import user_overrides
 from rljax.utils.schedules import Schedule, num_points, stack_settings
 
 if TYPE_CHECKING:
@@ -120,6 +121,11 @@ def population_refusal(configs: Sequence[AlgorithmConfig]) -> str | None:
         multi = algo.multi_agent_class() if hasattr(algo, "multi_agent_class") else None
         if not getattr(multi, "population_settings", ()):
             return f"multi-agent {first.algo_name} configs train one trial at a time"
+    if "training_step" in user_overrides(multi or algo):
+        return (
+            f"{(multi or algo).__name__}'s own training_step() runs in its own train(); its "
+            "trials train one at a time"
+        )
     if first.num_env_runners != 0:
         return (
             f"num_env_runners={first.num_env_runners}: populations run on the fused path "

@@ -313,3 +313,26 @@ def _of_kind(field: str, obj: Any) -> bool:
     if inspect.isclass(obj):
         return issubclass(obj, (gym.Env, MultiAgentEnv))
     return isinstance(obj, types.FunctionType)
+
+
+# Class-level names a user's subclass of an algorithm may define without changing how it trains
+# (a multi-agent config trains with the algorithm's multi-agent class, which its other methods
+# would not reach; a population steps its trials without their training_step).
+_CLASS_LEVEL = frozenset({"get_default_config", "multi_agent_class", "config_class"})
+
+
+def user_overrides(algo_class: type, class_level: bool = False) -> list[str]:
+    """The methods that subclasses of an rljax algorithm defined outside rljax add or replace
+    (``training_step``, ``_setup``, ...), besides ``get_default_config`` and
+    ``multi_agent_class`` unless ``class_level``; [] for rljax's own classes."""
+    names: set[str] = set()
+    for klass in algo_class.__mro__:
+        if klass.__module__.split(".")[0] == "rljax":
+            break
+        names.update(
+            n
+            for n, v in vars(klass).items()
+            if not n.startswith("__")
+            and (callable(v) or isinstance(v, (classmethod, staticmethod, property)))
+        )
+    return sorted(names if class_level else names - _CLASS_LEVEL)

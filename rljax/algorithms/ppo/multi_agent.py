@@ -169,6 +169,11 @@ class MultiAgentPPO(Algorithm):
     state: list[PPOTrainState]
     connectors_in_env = True  # rljax.connectors.env_to_module.multi_agent
 
+    @classmethod
+    def multi_agent_class(cls) -> type[Algorithm]:
+        """This class: it trains ``.multi_agent(...)`` configs itself (so does a subclass)."""
+        return cls
+
     def _resolve_env(self) -> None:
         cfg = self.config
         if self._saved_spaces is not None and self._saved_spaces.get("possible_agents"):
