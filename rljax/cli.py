@@ -507,8 +507,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         check_video_dir(args.video)
     algo = Algorithm.from_checkpoint(args.checkpoint, allow_imports=args.allow_import)
     try:
-        algo.config.evaluation_duration = args.episodes
-        algo.config.evaluation_duration_unit = "episodes"
+        config = algo.config.copy()  # the algorithm's own is read-only, as RLlib's
+        config.evaluation_duration, config.evaluation_duration_unit = args.episodes, "episodes"
+        config.freeze()
+        algo.config = config
         evaluation = algo.evaluate(record_video=args.video)
         out = evaluation["env_runners"]
     finally:

@@ -102,6 +102,7 @@ def test_train_after_stop_raises_and_what_needs_no_runner_still_works(tmp_path):
         algo.train()
     assert algo.iteration == 0
     assert algo.compute_actions(np.zeros((2, 4), np.float32)).shape == (2,)
+    algo.config = algo.config.copy()  # the built one is read-only, as RLlib's
     algo.config.evaluation_duration = 1
     assert algo.evaluate()["env_runners"]["num_episodes"] == 1  # builds its own env
     algo.save_to_path(tmp_path / "c")

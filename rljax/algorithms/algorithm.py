@@ -69,7 +69,6 @@ from rljax.execution.weights import check_weights_fit, with_weights
 from rljax.learners.devices import data_sharding, replicated
 from rljax.offline.recording import close_recorder, recorder_for
 from rljax.policy.export import export_policy
-from rljax.runners import build as runner_build
 from rljax.runners.build import needs_x64 as needs_x64
 from rljax.utils.checks import require_bool
 from rljax.utils.errors import ConfigError
@@ -120,23 +119,6 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         if config.algo_class is None:
             raise ConfigError(f"{cls.__name__} is no algorithm to configure")
         return config
-
-    @classmethod
-    def default_resource_request(cls, config: AlgorithmConfig | dict[str, Any]) -> Any:
-        """RLlib's resource request of a run of ``config``, as a
-        ``tune.PlacementGroupFactory``: the driver's bundle (with the learner's GPUs when
-        ``num_learners`` is 0), one per env runner and evaluation env runner
-        (``num_cpus_per_env_runner``, ``num_gpus_per_env_runner``) and one per learner
-        (``num_cpus_per_learner``, "auto" as 1 CPU without GPUs, ``num_gpus_per_learner``).
-
-        On one host nothing is reserved with it (``rljax.tune.resources``): it records what
-        the config's knobs already say, for ``tune.with_resources``.
-        """
-        from rljax.tune.resources import PlacementGroupFactory
-
-        if isinstance(config, dict):
-            config = cls.get_default_config().update_from_dict(config)
-        return PlacementGroupFactory(runner_build.resource_bundles(config))
 
     @classmethod
     def multi_agent_class(cls) -> type[Algorithm] | None:
@@ -211,6 +193,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
         loaded = {} if inference_only else pretrained_weights(config)  # before compiling
         try:
             self._setup()
+            config.freeze()  # as RLlib's: algo.config is read-only (a checkpoint saves it)
             self.set_weights(loaded)  # RLModuleSpec.load_state_path's, if any
             self._start_runner_callbacks(population_member)
             if not population_member:

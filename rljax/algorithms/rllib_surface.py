@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import flax.serialization
 import jax
@@ -19,6 +19,9 @@ from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
 from rljax.execution.episode_stats import episode_summary
 from rljax.utils.checkpoint import _check_tree
 from rljax.utils.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
 
 logger = logging.getLogger("rljax")
 
@@ -577,6 +580,24 @@ class TrainableSurface:
     def env_runner_group(self) -> EnvRunnerGroup:
         """The env runners, as RLlib's ``EnvRunnerGroup``: ``foreach_env_runner(fn)``."""
         return EnvRunnerGroup(self)
+
+    @classmethod
+    def default_resource_request(cls, config: AlgorithmConfig | dict[str, Any]) -> Any:
+        """RLlib's resource request of a run of ``config``, as a
+        ``tune.PlacementGroupFactory``: the driver's bundle (with the learner's GPUs when
+        ``num_learners`` is 0), one per env runner and evaluation env runner
+        (``num_cpus_per_env_runner``, ``num_gpus_per_env_runner``) and one per learner
+        (``num_cpus_per_learner``, "auto" as 1 CPU without GPUs, ``num_gpus_per_learner``).
+
+        On one host nothing is reserved with it (``rljax.tune.resources``): it records what
+        the config's knobs already say, for ``tune.with_resources``.
+        """
+        from rljax.runners import build as runner_build
+        from rljax.tune.resources import PlacementGroupFactory
+
+        if isinstance(config, dict):
+            config = cast(Any, cls).get_default_config().update_from_dict(config)
+        return PlacementGroupFactory(runner_build.resource_bundles(config))
 
     def __new__(cls, config: Any = None, *args: Any, **kwargs: Any) -> Any:
         """``PPO(config=...)`` with a ``.multi_agent(...)`` config builds the algorithm's

@@ -163,6 +163,7 @@ def test_cli_export_and_evaluate_with_video(trained, tmp_path, capsys):
     assert out["episodes"] == 2 and len(out["videos"]) == 2
     algo = Algorithm.from_checkpoint(ckpt)
     try:
+        algo.config = algo.config.copy()  # the built one is read-only, as RLlib's
         algo.config.evaluation_duration = 3  # a video each (the default, 10, renders 10)
         result = algo.evaluate(record_video=tmp_path / "again")
     finally:
