@@ -75,9 +75,9 @@ class Trainable:
         """One iteration: returns its result (a dict; ``done=True`` ends the trial)."""
         raise NotImplementedError(f"{type(self).__name__}.step() is not implemented")
 
-    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | None:
-        """Writes the trial's state into ``checkpoint_dir`` (and returns None), or returns it
-        as a dict of JSON data."""
+    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | str | None:
+        """Writes the trial's state into ``checkpoint_dir`` (and returns None or
+        ``checkpoint_dir``), or returns it as a dict of JSON data."""
         return None
 
     def load_checkpoint(self, checkpoint: dict[str, Any] | str) -> None:
@@ -128,10 +128,13 @@ class Trainable:
         target = Path(os.fspath(path))
         target.mkdir(parents=True, exist_ok=True)
         state = self.save_checkpoint(str(target))
+        if isinstance(state, (str, os.PathLike)) and Path(os.fspath(state)) == target:
+            state = None  # Tune's older style: the directory written into, returned
         if state is not None and not isinstance(state, dict):
             raise TypeError(
                 f"{type(self).__name__}.save_checkpoint() returned a {type(state).__name__}; "
-                "return None (files written into checkpoint_dir) or a dict of JSON data"
+                "return None (files written into checkpoint_dir), checkpoint_dir itself or a "
+                "dict of JSON data"
             )
         record = {
             "iteration": self.iteration,

@@ -61,7 +61,13 @@ MAX_FILE_BYTES = 64 << 10
 TOP_KEYS = ("algo", "trainable", "param_space", "tune_config", "run_config")
 TUNE_CONFIG_KEYS = ("metric", "mode", "num_samples", "seed", "time_budget_s")
 RUN_CONFIG_KEYS = ("name", "storage_path", "stop", "checkpoint_config", "failure_config", "verbose")
-CHECKPOINT_CONFIG_KEYS = ("num_to_keep", "checkpoint_frequency", "checkpoint_at_end")
+CHECKPOINT_CONFIG_KEYS = (
+    "num_to_keep",
+    "checkpoint_frequency",
+    "checkpoint_at_end",
+    "checkpoint_score_attribute",
+    "checkpoint_score_order",
+)
 FAILURE_CONFIG_KEYS = ("max_failures", "fail_fast")
 # Each kind, its function and how its arguments are written.
 SEARCH_KINDS: dict[str, tuple[Any, str]] = {

@@ -74,6 +74,8 @@ def run_config_data(config: RunConfig) -> dict[str, Any]:
             "num_to_keep": checkpoint.num_to_keep,
             "checkpoint_frequency": checkpoint.checkpoint_frequency,
             "checkpoint_at_end": checkpoint.checkpoint_at_end,
+            "checkpoint_score_attribute": checkpoint.checkpoint_score_attribute,
+            "checkpoint_score_order": checkpoint.checkpoint_score_order,
         },
         "verbose": config.verbose,
         "failure_config": None

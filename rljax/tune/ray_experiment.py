@@ -109,6 +109,8 @@ def _ray_tuner(
             num_to_keep=checkpoint.num_to_keep,
             checkpoint_frequency=checkpoint.checkpoint_frequency,
             checkpoint_at_end=checkpoint.checkpoint_at_end,
+            checkpoint_score_attribute=checkpoint.checkpoint_score_attribute,
+            checkpoint_score_order=checkpoint.checkpoint_score_order,
         )
     if restore:
         if rc.name is None:

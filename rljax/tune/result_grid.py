@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import json
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rljax.tune.stopper import flatten
+from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
+
+_METADATA_FILE = ".metadata.json"  # Tune's name for a checkpoint's metadata
+_METADATA_MAX_BYTES = 1 << 20
 
 _SCOPES = ("last", "avg", "last-5-avg", "last-10-avg", "all")
 
@@ -42,7 +50,48 @@ class Checkpoint:
 
     @classmethod
     def from_directory(cls, path: str | os.PathLike[str]) -> Checkpoint:
+        """The checkpoint in directory ``path`` (Tune's ``Checkpoint.from_directory``)."""
         return cls(path)
+
+    @contextlib.contextmanager
+    def as_directory(self) -> Iterator[str]:
+        """``with checkpoint.as_directory() as d:`` the checkpoint's local directory (Tune's
+        ``as_directory``; the directory itself, not a copy: read, do not change it)."""
+        yield str(self.path)
+
+    def to_directory(self, path: str | os.PathLike[str] | None = None) -> str:
+        """Copies the checkpoint's files into ``path`` (a new temporary directory by
+        default; an existing one takes them beside its own) and returns it (Tune's
+        ``to_directory``)."""
+        target = Path(tempfile.mkdtemp(prefix="checkpoint_")) if path is None else Path(path)
+        shutil.copytree(self.path, target, dirs_exist_ok=True, symlinks=True)
+        return str(target)
+
+    def get_metadata(self) -> dict[str, Any]:
+        """The metadata saved with ``set_metadata`` / ``update_metadata`` (Tune's, in
+        ``.metadata.json`` of the directory); {} when there is none."""
+        file = self.path / _METADATA_FILE
+        if not file.exists():
+            return {}
+        data = safe_io.read_json(file, None, _METADATA_MAX_BYTES, ConfigError)
+        if not isinstance(data, dict):
+            raise ConfigError(f"{file}: the checkpoint's metadata is not a JSON object")
+        return data
+
+    def set_metadata(self, metadata: dict[str, Any]) -> None:
+        """Replaces the checkpoint's metadata with ``metadata`` (JSON data), written
+        atomically."""
+        if not isinstance(metadata, dict):
+            raise ConfigError(f"set_metadata({metadata!r}): give a dict of JSON data")
+        try:
+            text = json.dumps(metadata)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"set_metadata: not JSON data ({e})") from None
+        safe_io.write_atomic(self.path / _METADATA_FILE, text)
+
+    def update_metadata(self, metadata: dict[str, Any]) -> None:
+        """Adds ``metadata``'s keys to the checkpoint's metadata."""
+        self.set_metadata({**self.get_metadata(), **metadata})
 
     def __fspath__(self) -> str:
         return str(self.path)
@@ -87,11 +136,11 @@ class Result:
     @property
     def best_checkpoints(self) -> list[tuple[Checkpoint, dict[str, Any]]]:
         """The trial's checkpoints still on disk, oldest first, each with the result of the
-        iteration that saved it (Tune's ``best_checkpoints``). rljax keeps a trial's newest
-        checkpoints (``CheckpointConfig.num_to_keep``) rather than ranking them by a score, so
-        these are those (for the results ``fit()`` and ``get_results()`` give, ``checkpoint``
-        is the last of them). A checkpoint directory is numbered by its iteration as
-        ``int(training_iteration)``, so its result is found the same way."""
+        iteration that saved it (Tune's ``best_checkpoints``): those ``CheckpointConfig``'s
+        ``num_to_keep`` and ``checkpoint_score_attribute`` kept (for the results ``fit()`` and
+        ``get_results()`` give, ``checkpoint`` is the last of them). A checkpoint directory
+        is numbered by its iteration as ``int(training_iteration)``, so its result is found
+        the same way."""
         by_iteration = {}
         for r in self.history:
             try:
@@ -103,6 +152,37 @@ class Result:
             iteration = int(Path(checkpoint.path).name.rsplit("_", 1)[-1])
             out.append((checkpoint, dict(by_iteration.get(iteration, {}))))
         return out
+
+    def get_best_checkpoint(self, metric: str, mode: str) -> Checkpoint | None:
+        """The kept checkpoint whose iteration's result has the best ``metric`` (a result
+        key, ``/``-joined for a nested one; ``mode`` "max" or "min"), as Tune's
+        ``Result.get_best_checkpoint``; None when the trial kept no checkpoint.
+
+        Raises:
+          ConfigError: ``mode`` is neither, or no kept checkpoint's result has ``metric``.
+        """
+        if mode not in ("max", "min"):
+            raise ConfigError(f"get_best_checkpoint(mode={mode!r}): use 'max' or 'min'")
+        kept = self.best_checkpoints
+        if not kept:
+            return None
+        scored = []
+        for checkpoint, result in kept:
+            value = flatten(result).get(metric)
+            if isinstance(value, (int, float)) and value == value:  # not NaN
+                scored.append((float(value), checkpoint))
+        if not scored:
+            raise ConfigError(
+                f"get_best_checkpoint({metric!r}): none of trial {self.trial_id}'s "
+                f"{len(kept)} checkpoints has that metric in its result"
+            )
+        pick = max if mode == "max" else min
+        return pick(scored, key=lambda pair: pair[0])[1]
+
+    @property
+    def last_result(self) -> dict[str, Any]:
+        """The trial's last result (Tune's ``Trial.last_result``): ``metrics``."""
+        return self.metrics
 
     @property
     def metrics_dataframe(self) -> Any:

@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import os
 import shutil
 import threading
@@ -179,8 +180,38 @@ class _TrialRun:
             self.checkpoints.remove(target)
         self.checkpoints.append(target)
         keep = self.checkpoint_config.num_to_keep
-        while keep is not None and len(self.checkpoints) > keep:
-            shutil.rmtree(self.checkpoints.pop(0), ignore_errors=True)
+        if keep is None or len(self.checkpoints) <= keep:
+            return
+        # The worst go first (the oldest, without a score attribute); the newest always stays.
+        ranked = sorted(self.checkpoints[:-1], key=self._checkpoint_rank)
+        for path in ranked[: len(self.checkpoints) - keep]:
+            self.checkpoints.remove(path)
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _checkpoint_rank(self, path: Path) -> tuple[int, float, int]:
+        """A checkpoint's place when the worst are dropped (smallest first): with
+        ``checkpoint_score_attribute``, by the value in the result of the iteration that saved
+        it (those without one first), then by age."""
+        iteration = int(path.name.rsplit("_", 1)[-1])
+        attribute = self.checkpoint_config.checkpoint_score_attribute
+        if attribute is None:
+            return (0, 0.0, iteration)
+        value = next(
+            (
+                flatten(r).get(attribute)
+                for r in reversed(self.history)
+                if r.get("training_iteration") == iteration
+            ),
+            None,
+        )
+        try:
+            score = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return (0, 0.0, iteration)
+        if math.isnan(score):
+            return (0, 0.0, iteration)
+        sign = 1.0 if self.checkpoint_config.checkpoint_score_order == "max" else -1.0
+        return (1, sign * score, iteration)
 
     def record(self, metrics: dict[str, Any], checkpoint: Any = None, algo: Any = None) -> bool:
         """Stores one result; True when the trial is to stop."""

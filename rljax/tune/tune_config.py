@@ -31,19 +31,35 @@ class CheckpointConfig:
     ``checkpoint_frequency``: every that many training iterations (0: never);
     ``checkpoint_at_end``: once more when the trial stops (None, the default, as in Ray Tune:
     yes for algorithm and ``tune.Trainable`` trials, no for function trainables, which save
-    through ``tune.report``); ``num_to_keep``: how many of a trial's
-    newest checkpoints stay (None: all). Checkpoints go to ``<trial dir>/checkpoint_NNNNNN``
-    (``algo.save_to_path``). Function trainables save by passing ``checkpoint=`` to
-    ``tune.report``; ``num_to_keep`` applies to those too.
+    through ``tune.report``); ``num_to_keep``: how many of a trial's checkpoints stay (None:
+    all): its newest, or with ``checkpoint_score_attribute`` (a result key, ``/``-joined for a
+    nested one) its best by that value (``checkpoint_score_order`` "max" or "min"), as Ray
+    Tune's, whose newest checkpoint also stays. Checkpoints go to
+    ``<trial dir>/checkpoint_NNNNNN`` (``algo.save_to_path``). Function trainables save by
+    passing ``checkpoint=`` to ``tune.report``; ``num_to_keep`` applies to those too.
     """
 
     num_to_keep: int | None = None
     checkpoint_frequency: int = 0
     checkpoint_at_end: bool | None = None
+    checkpoint_score_attribute: str | None = None
+    checkpoint_score_order: str = "max"
 
     def __post_init__(self) -> None:
         if self.num_to_keep is not None:
             _check_number("CheckpointConfig.num_to_keep", self.num_to_keep, 1, True)
+        attribute = self.checkpoint_score_attribute
+        if attribute is not None and not (isinstance(attribute, str) and attribute):
+            raise ConfigError(
+                f"CheckpointConfig.checkpoint_score_attribute={attribute!r}: use a result key "
+                "(a str, '/'-joined for a nested one, e.g. 'env_runners/episode_return_mean') "
+                "or None"
+            )
+        if self.checkpoint_score_order not in ("max", "min"):
+            raise ConfigError(
+                f"CheckpointConfig.checkpoint_score_order={self.checkpoint_score_order!r}: use "
+                "'max' or 'min'"
+            )
         _check_number("CheckpointConfig.checkpoint_frequency", self.checkpoint_frequency, 0, True)
         if self.checkpoint_at_end is not None and not isinstance(self.checkpoint_at_end, bool):
             raise ConfigError(
