@@ -25,7 +25,7 @@ from rljax.algorithms.config_checks import (
     MAX_ROLLOUT_FRAGMENT_LENGTH,
     SPACE_MARK,
 )
-from rljax.algorithms.config_compat import ConfigCompat
+from rljax.algorithms.config_compat import ConfigCompat, translate_special_keys
 from rljax.algorithms.config_io import (
     MAX_CONFIG_FILE_BYTES,
     check_loaded_env_settings,
@@ -691,6 +691,9 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
                     f"{self.algo_name}"
                 )
         config_dict = deprecated_names("update_from_dict()", config_dict, keys)
+        config_dict = translate_special_keys(config_dict, keys)  # "lambda", "num_workers", ...
+        if "framework_str" in config_dict and "framework_str" not in keys:
+            self.framework(config_dict.pop("framework_str"))  # JAX always; says so once
         if "model" in config_dict and "model" not in keys:  # RLlib's old-stack model dict
             check_old_model_dict("update_from_dict()", config_dict.pop("model"))
         config_dict = {

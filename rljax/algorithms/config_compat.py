@@ -36,6 +36,17 @@ SPECIAL_KEYS = {
     "num_workers": "num_env_runners",
 }
 
+
+def translate_special_keys(values: dict[str, Any], keys: Any) -> dict[str, Any]:
+    """``values`` with RLlib's special dict keys (``SPECIAL_KEYS``: ``"lambda"``,
+    ``"input"``, ``"num_workers"``, ``"callbacks"``, ...) under the settings they name, as
+    RLlib's ``update_from_dict`` reads them; a key that is itself a setting stays."""
+    return {
+        (SPECIAL_KEYS.get(k, k) if isinstance(k, str) and k not in keys else k): v
+        for k, v in values.items()
+    }
+
+
 # Attributes RLlib 2.60 removed (reading one raises there too) and what to read instead.
 REMOVED_ATTRIBUTES = {
     "num_rollout_workers": "num_env_runners",
@@ -399,4 +410,10 @@ class ConfigCompat:
         return self
 
 
-__all__ = ["REMOVED_ATTRIBUTES", "SPECIAL_KEYS", "ConfigCompat", "RemovedAttributeError"]
+__all__ = [
+    "REMOVED_ATTRIBUTES",
+    "SPECIAL_KEYS",
+    "ConfigCompat",
+    "RemovedAttributeError",
+    "translate_special_keys",
+]

@@ -19,6 +19,7 @@ from typing import Any
 import gymnasium as gym
 
 from rljax.algorithms.config_checks import SPACE_MARK
+from rljax.algorithms.config_compat import translate_special_keys
 from rljax.algorithms.config_names import unknown_key_hint
 from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
@@ -138,6 +139,9 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
         shown = repr(algo[:40]) if isinstance(algo, str) else type(algo).__name__
         raise ConfigError(f"this dict is a {shown} config, not {cls.algo_name}")
     keys = set(cls._all_keys())
+    d = translate_special_keys(d, keys)  # RLlib's to_dict() writes "lambda" and "input"
+    if "framework_str" in d and "framework_str" not in keys:
+        config.framework(d.pop("framework_str"))
     for key in d:
         if key not in keys:
             raise ConfigError(f"unknown config key {key[:60]!r}{unknown_key_hint(key[:60], keys)}")

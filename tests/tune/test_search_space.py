@@ -383,8 +383,31 @@ def test_a_searched_key_that_is_not_a_setting_fails_at_set_time():
         PPOConfig().training(lr_rate=tune.grid_search([1e-3]))
     with pytest.raises(ConfigError, match="update_from_dict\\(\\) got unknown key 'lrr'"):
         PPOConfig().update_from_dict({"lrr": tune.grid_search([1e-3])})
-    with pytest.raises(ConfigError, match="got unknown key 'num_workers'.*num_env_runners"):
-        PPOConfig().update_from_dict({"num_workers": 2})
+    with pytest.raises(ConfigError, match="got unknown key 'num_sgd_iterr'.*num_sgd_iter"):
+        PPOConfig().update_from_dict({"num_sgd_iterr": 2})
+
+
+def test_rllibs_special_dict_keys_name_their_settings():
+    """As RLlib's ``update_from_dict`` (``_translate_special_keys``) and ``from_dict``: was a
+    ConfigError ("unknown key 'lambda'"), so RLlib-style dict param spaces failed."""
+    config = PPOConfig().update_from_dict(
+        {
+            "lambda": tune.uniform(0.9, 1.0),
+            "num_workers": 2,
+            "input": "sampler",
+            "framework": "torch",  # a one-time note: JAX always
+            "callbacks": None,
+            "custom_eval_function": None,
+        }
+    )
+    assert config.num_env_runners == 2 and config.input_ == "sampler"
+    assert set(config.search_space()) == {"lambda_"}
+    assert PPOConfig.from_dict({"lambda": 0.8, "input": "sampler"}).lambda_ == 0.8
+    # A dict param space as RLlib users write one.
+    variants = tune.generate_variants(
+        {"env": "CartPole-v1", "lambda": tune.grid_search([0.9, 0.95])}
+    )
+    assert [PPOConfig().update_from_dict(v).lambda_ for v in variants] == [0.9, 0.95]
 
 
 def test_a_bad_search_space_fails_at_set_time_naming_the_setting():
