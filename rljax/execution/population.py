@@ -437,11 +437,14 @@ class Population:
                             f"exploit: {name}={value} has {points} points; this population's "
                             f"program takes schedules of at most {self._points[name]}"
                         )
-                    # Checkpoints say so; the setting's check normalises a schedule.
-                    config = self.members[i].config
+                    # Checkpoints say so; the setting's check normalises a schedule. A built
+                    # algorithm's config is read-only: the trial gets a changed copy.
+                    config = self.members[i].config.copy()
                     setattr(
                         config, name, value if isinstance(value, list | tuple) else float(value)
                     )
+                    config.freeze()
+                    self.members[i].config = config
                     value = getattr(config, name)
                     self._values[i][name] = value
         if values:

@@ -111,7 +111,8 @@ class Result:
     """One trial's outcome.
 
     Attributes:
-      config: The trial's resolved variant (its ``param_space`` with every search space drawn).
+      config: The trial's config: its ``param_space`` with every search space drawn (a
+        config object's as ``to_dict()`` writes it, every setting, as Tune's).
       metrics: The trial's last result, nested as reported, with ``trial_id``,
         ``training_iteration``, ``time_total_s`` ... filled in, ``config`` (the trial's config,
         as Tune adds it), and ``done`` True when the trial ended without error. ``flatten(result.metrics)`` gives Tune's ``/``-joined keys.

@@ -117,8 +117,13 @@ class _TrialRun:
         progress: ProgressReporter | None = None,
         lock: threading.RLock | None = None,
         halt: Callable[[], bool] | None = None,
+        describe: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ):
         self.trial_id, self.path, self.config = trial_id, path, config
+        # The config its results show (Result.config, params.json, result.json): with a config
+        # object as param_space, the whole config (describe), as Tune's; else the variant.
+        self._describe = describe
+        self._shown: tuple[str, dict[str, Any]] | None = None
         # Trials trained at once (in worker processes) record their results one at a time.
         self.lock = lock if lock is not None else threading.RLock()
         self.halt = halt  # True: the Tuner is ending every trial (a fatal error elsewhere)
@@ -138,9 +143,22 @@ class _TrialRun:
         if self.history:  # resumed: times go on from the kept results'
             self._start -= float(self.history[-1].get("time_total_s", 0.0))
         path.mkdir(parents=True, exist_ok=True)
-        safe_io.write_atomic(path / "params.json", json.dumps(to_json_data(config), indent=2))
+        safe_io.write_atomic(
+            path / "params.json", json.dumps(to_json_data(self.shown_config), indent=2)
+        )
         (path / "error.txt").unlink(missing_ok=True)  # a resumed trial's old error
         self._rewrite_results()
+
+    @property
+    def shown_config(self) -> dict[str, Any]:
+        """The trial's config as its results show it (``describe(config)``, made again only
+        when the config changed: population-based training's exploit)."""
+        if self._describe is None:
+            return self.config
+        key = json.dumps(to_json_data(self.config), sort_keys=True, default=repr)
+        if self._shown is None or self._shown[0] != key:
+            self._shown = (key, self._describe(self.config))
+        return self._shown[1]
 
     @property
     def latest_checkpoint(self) -> Path | None:
@@ -156,7 +174,8 @@ class _TrialRun:
         """``result.json`` and ``progress.csv`` holding ``history`` (none for a new trial; a
         resumed one's results up to its checkpoint), written atomically."""
         lines = [
-            json.dumps({**r, "config": to_json_data(self.config)}) + "\n" for r in self.history
+            json.dumps({**r, "config": to_json_data(self.shown_config)}) + "\n"
+            for r in self.history
         ]
         safe_io.write_atomic(self.path / "result.json", "".join(lines))
         csv_path = self.path / "progress.csv"
@@ -233,7 +252,7 @@ class _TrialRun:
         self._last = now
         self.history.append(result)
         with open(self.path / "result.json", "a") as f:
-            f.write(json.dumps({**result, "config": to_json_data(self.config)}) + "\n")
+            f.write(json.dumps({**result, "config": to_json_data(self.shown_config)}) + "\n")
         flat = flatten(result)
         new_file = self._fields is None
         if self._fields is None:  # Tune's CSV keeps the first result's columns
@@ -322,9 +341,9 @@ class _TrialRun:
         else:
             text = f"{type(error).__name__}: {error}"[: es.MAX_ERROR_BYTES // 8]
             safe_io.write_atomic(self.path / "error.txt", text + "\n")
-        metrics.setdefault("config", self.config)  # as Tune's result.metrics has it
+        metrics.setdefault("config", self.shown_config)  # as Tune's result.metrics has it
         return Result(
-            config=self.config,
+            config=self.shown_config,
             metrics=metrics,
             path=str(self.path),
             error=error,

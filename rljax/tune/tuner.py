@@ -162,6 +162,13 @@ class Tuner:
         )
         root = "param_space" if base is None else type(base).__name__
         self._base = base
+        from rljax.algorithms.algorithm_config import AlgorithmConfig as _Config
+
+        self._whole_config = (
+            self._config_dict
+            if isinstance(param_space, _Config) and not is_old_api_trainer(trainable)
+            else None
+        )
         self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
         self._results: ResultGrid | None = None  # the last fit()'s
         self._dir_names: dict[str, str] = {}  # trial_dirname_creator's names: their trial ids
@@ -220,6 +227,20 @@ class Tuner:
         if searcher is not None:
             self._variants = []
         self._check_pbt()
+
+    def _shown(self, variant: dict[str, Any]) -> dict[str, Any]:
+        """A trial's config as its results show it: ``_whole_config``'s, else the variant."""
+        return variant if self._whole_config is None else self._whole_config(variant)
+
+    def _config_dict(self, variant: dict[str, Any]) -> dict[str, Any]:
+        """With a config object as ``param_space``: the trial's whole config as a dict (its
+        ``to_dict()`` with the variant's values), as Ray Tune turns ``param_space`` into
+        ``param_space.to_dict()``; a trial's ``Result.config`` then has every setting."""
+        base = self._algo_base if self._algo_base is not None else self._config_base
+        assert base is not None
+        data = base.copy().update_from_dict(variant).to_dict()
+        data.pop("algo", None)
+        return dict(to_json_data(data))
 
     def _variant_config(self, variant: dict[str, Any]) -> AlgorithmConfig:
         """A trial's config: the base updated by the variant (an old-API trainer's: the
@@ -377,7 +398,9 @@ class Tuner:
                 entry = state.trials[index]
                 action = flags.action(entry["status"]) if flags is not None else "start"
                 if action == "keep":  # finished (or left as it is) before the restore
-                    fit.results[index] = es.load_result(experiment / entry["dir"], entry, variant)
+                    fit.results[index] = es.load_result(
+                        experiment / entry["dir"], entry, self._shown(variant)
+                    )
                 else:
                     todo.append((index, action))
             self._run_batches(fit, self._batches(todo))
@@ -419,7 +442,7 @@ class Tuner:
             )
         state = self._restored[0]
         results = [
-            es.load_result(state.root / entry["dir"], entry, variant)
+            es.load_result(state.root / entry["dir"], entry, self._shown(variant))
             for entry, variant in zip(state.trials, self._variants, strict=False)
             if entry["status"] != es.PENDING
         ]
@@ -503,6 +526,7 @@ class Tuner:
             progress=fit.progress,
             lock=fit.lock,
             halt=lambda: fit.aborted,
+            describe=self._whole_config,
         )
         searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
         if searcher is not None or scheduler is not None:

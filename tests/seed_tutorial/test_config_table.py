@@ -302,9 +302,9 @@ def test_new_config_update_from_dict_names_every_old_key_and_the_trainer():
     from rljax.algorithms.ppo import PPOConfig
 
     with pytest.raises(ConfigError) as e:
-        PPOConfig().update_from_dict({"num_workers": 2, "sgd_minibatch_size": 64, "lr": 1e-3})
+        PPOConfig().update_from_dict({"num_sgd_iterr": 2, "sgd_minibatch_size": 64, "lr": 1e-3})
     msg = str(e.value)
-    assert "'num_workers' (RLlib's new API stack calls it 'num_env_runners')" in msg
+    assert "'num_sgd_iterr' (did you mean 'num_epochs' (RLlib's old name 'num_sgd_iter')?)" in msg
     assert "'sgd_minibatch_size' (RLlib's new API stack calls it 'minibatch_size')" in msg
     assert "rljax.agents.ppo.PPOTrainer(config=d)" in msg
 

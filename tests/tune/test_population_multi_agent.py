@@ -200,7 +200,7 @@ def test_tuner_trains_a_multi_agent_grid_as_one_population(tmp_path):
         ),
     ).fit()
     assert grid.num_errors == 0, grid.errors
-    assert [r.config for r in grid] == [{"lr": 1e-3}, {"lr": 3e-2}]
+    assert [r.config["lr"] for r in grid] == [1e-3, 3e-2]
     for r in grid:  # every iteration came from the population's program
         assert r.metrics["training_iteration"] == 2
         assert all("population_step_s" in h["timers"] for h in r.history)

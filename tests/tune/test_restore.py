@@ -220,7 +220,7 @@ def test_an_algorithm_trial_continues_from_its_checkpoint(tmp_path):
     grid = tune.Tuner.restore(experiment, "PPO", stop={"training_iteration": 2}).fit()
     assert grid.num_errors == 0, grid.errors
     result = grid[0]
-    assert result.config == {"lr": 1e-3}
+    assert result.config["lr"] == 1e-3 and result.config["env"] == "CartPole-v1"
     assert [h["training_iteration"] for h in result.history] == [1, 2]
     steps = [h["num_env_steps_sampled_lifetime"] for h in result.history]
     # Continued from the checkpoint's counters: a run started over would be at about steps[0].

@@ -356,7 +356,10 @@ def test_ppo_grid_on_cartpole(tmp_path):
         ),
     ).fit()
     assert grid.num_errors == 0, grid.errors
-    assert [r.config for r in grid] == [{"lr": 1e-3}, {"lr": 3e-4}]
+    # The whole config, as Tune's param_space.to_dict() (was: the searched values only).
+    assert [r.config["lr"] for r in grid] == [1e-3, 3e-4]
+    assert all(r.config["env"] == "CartPole-v1" and r.config["minibatch_size"] == 32 for r in grid)
+    assert grid[0].metrics["config"] == grid[0].config
     for r in grid:
         assert r.metrics["training_iteration"] == 2
         assert math.isfinite(r.metrics["learners"]["default_policy"]["total_loss"])
