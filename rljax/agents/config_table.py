@@ -42,6 +42,9 @@ class Translation:
     multi_agent: dict[str, Any] = dataclasses.field(default_factory=dict)
     # DQN's epsilon parts (exploration_fraction, exploration_final_eps, ...), joined at the end.
     epsilon: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # RLlib 1.x's lr_schedule / entropy_coeff_schedule: a schedule that is set wins over the
+    # plain value (lr, entropy_coeff), whatever order the dict gives them in.
+    schedules: dict[str, Any] = dataclasses.field(default_factory=dict)
     errors: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -63,6 +66,13 @@ class OldKey:
 def _to(setting: str) -> Apply:
     def apply(key: str, value: Any, t: Translation) -> None:
         t.settings[setting] = value
+
+    return apply
+
+
+def _schedule(setting: str) -> Apply:
+    def apply(key: str, value: Any, t: Translation) -> None:
+        t.schedules[setting] = value
 
     return apply
 
@@ -185,21 +195,30 @@ def _optimization(key: str, value: Any, t: Translation) -> None:
         t.settings[new] = v
 
 
+# RLlib 1.x's exploration classes and the keys each takes here.
+_EPSILON_KEYS = (
+    "type",
+    "initial_epsilon",
+    "final_epsilon",
+    "epsilon_timesteps",
+    "warmup_timesteps",
+)
+_GAUSSIAN_KEYS = ("type", "stddev", "initial_scale", "final_scale", "scale_timesteps")
+
+
 def _exploration_config(key: str, value: Any, t: Translation) -> None:
     if not isinstance(value, Mapping):
         t.errors.append(f"{key}={value!r}: expected a dict such as RLlib's {{'type': ...}}")
         return
-    kind = value.get("type", "EpsilonGreedy" if t.algo == "DQN" else "GaussianNoise")
-    if t.algo == "DQN" and kind == "EpsilonGreedy":
-        t.epsilon.update(
-            initial=value.get("initial_epsilon", DEFAULT_INITIAL_EPSILON),
-            final=value.get("final_epsilon", DEFAULT_FINAL_EPSILON),
-            timesteps=value.get("epsilon_timesteps", DEFAULT_EPSILON_TIMESTEPS),
-        )
-    elif t.algo == "TD3" and kind == "GaussianNoise":
-        if "stddev" in value:
-            t.settings["exploration_noise"] = value["stddev"]
-    else:
+    default = {"DQN": "EpsilonGreedy", "TD3": "GaussianNoise"}.get(t.algo, "StochasticSampling")
+    kind = value.get("type", default)
+    if isinstance(kind, str):  # "ray.rllib.utils.exploration.epsilon_greedy.EpsilonGreedy"
+        kind = kind.rsplit(".", 1)[-1]
+    allowed = {
+        ("DQN", "EpsilonGreedy"): _EPSILON_KEYS,
+        ("TD3", "GaussianNoise"): _GAUSSIAN_KEYS,
+    }.get((t.algo, kind), ("type",) if kind == "StochasticSampling" else None)
+    if allowed is None or (kind == "StochasticSampling" and t.algo in ("DQN", "TD3")):
         t.errors.append(
             f"{key}['type']={kind!r}: {t.algo} here explores with "
             + (
@@ -207,9 +226,46 @@ def _exploration_config(key: str, value: Any, t: Translation) -> None:
                 if t.algo == "DQN"
                 else "GaussianNoise (set exploration_noise)"
                 if t.algo == "TD3"
-                else "its policy's own sampling (remove exploration_config)"
+                else "its policy's own sampling (StochasticSampling; remove exploration_config)"
             )
         )
+        return
+    unknown = sorted(map(str, set(value) - set(allowed)))
+    if "random_timesteps" in unknown and t.algo == "TD3":
+        unknown.remove("random_timesteps")
+        t.errors.append(
+            f"{key}['random_timesteps']: rljax's TD3 acts uniformly at random until "
+            "learning_starts (num_steps_sampled_before_learning_starts); set that instead"
+        )
+    if unknown:
+        t.errors.append(
+            f"{key} ({kind}) got unknown keys {unknown}; it takes {list(allowed)}"
+            + _hint(unknown[0], list(allowed))
+        )
+        return
+    if kind == "EpsilonGreedy":
+        for name, part in (
+            ("initial_epsilon", "initial"),
+            ("final_epsilon", "final"),
+            ("epsilon_timesteps", "timesteps"),
+            ("warmup_timesteps", "warmup"),
+        ):
+            if name in value:
+                t.epsilon[part] = value[name]
+        t.epsilon.setdefault("initial", DEFAULT_INITIAL_EPSILON)
+        t.epsilon.setdefault("final", DEFAULT_FINAL_EPSILON)
+        t.epsilon.setdefault("timesteps", DEFAULT_EPSILON_TIMESTEPS)
+    elif kind == "GaussianNoise":
+        scales = (value.get("initial_scale", 1.0), value.get("final_scale", 1.0))
+        if any(isinstance(x, bool) or x != 1.0 for x in scales):
+            t.errors.append(
+                f"{key}: initial_scale={scales[0]!r}, final_scale={scales[1]!r}: rljax's TD3 "
+                "noise has a constant scale; scale stddev instead and leave both at 1.0"
+            )
+        if "stddev" in value:
+            t.settings["exploration_noise"] = value["stddev"]
+    else:
+        note(key, f"{key}={{'type': 'StochasticSampling'}}: {t.algo} samples from its policy")
 
 
 def _multiagent(key: str, value: Any, t: Translation) -> None:
@@ -281,9 +337,11 @@ OLD_KEYS: dict[str, OldKey] = {
     "shuffle_sequences": OldKey(
         "shuffle_batch_per_epoch", _to("shuffle_batch_per_epoch"), algos=("PPO",)
     ),
-    "lr_schedule": OldKey("lr (a schedule [[timestep, lr], ...])", _to("lr")),
+    "lr_schedule": OldKey("lr (a schedule [[timestep, lr], ...])", _schedule("lr")),
     "entropy_coeff_schedule": OldKey(
-        "entropy_coeff (a schedule [[timestep, coeff], ...])", _to("entropy_coeff"), algos=_PG
+        "entropy_coeff (a schedule [[timestep, coeff], ...])",
+        _schedule("entropy_coeff"),
+        algos=_PG,
     ),
     "vf_share_layers": OldKey(
         "model_config={'vf_share_layers': ...}", _vf_share_layers, algos=("PPO",)
@@ -356,9 +414,9 @@ OLD_KEYS: dict[str, OldKey] = {
         algos=("DQN",),
     ),
     "exploration_config": OldKey(
-        "epsilon (DQN: EpsilonGreedy as a schedule) or exploration_noise (TD3: GaussianNoise)",
+        "epsilon (DQN: EpsilonGreedy as a schedule), exploration_noise (TD3: GaussianNoise) "
+        "or the policy's sampling (StochasticSampling)",
         _exploration_config,
-        algos=("DQN", "TD3"),
     ),
     "hiddens": OldKey(
         "model_config={'head_fcnet_hiddens': ...}",
@@ -456,6 +514,7 @@ def translate(algo: str, config: Mapping[str, Any], settings: list[str]) -> Tran
                 t.errors.append(f"{key!r} is unknown" + _unknown_hint(key, [*settings, *known]))
     if t.epsilon:
         _join_epsilon(t)
+    t.settings.update({k: v for k, v in t.schedules.items() if v is not None})
     if t.errors:
         shown = "\n  ".join(t.errors)
         raise ConfigError(
@@ -478,18 +537,26 @@ def _join_epsilon(t: Translation) -> None:
     else:
         fraction = e.get("fraction", 0.1)
         total = e.get("max_timesteps", DEFAULT_SCHEDULE_MAX_TIMESTEPS)
-        try:
-            steps = int(float(fraction) * float(total))
-        except (TypeError, ValueError):
+        if not all(_is_number(x) for x in (fraction, total)):
             t.errors.append(
                 f"exploration_fraction={fraction!r} / schedule_max_timesteps={total!r}: "
                 "expected numbers"
             )
             return
-    if not isinstance(steps, int) or steps < 1:
+        steps = int(float(fraction) * float(total))
+    warmup = e.get("warmup", 0)
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         t.errors.append(f"epsilon's decay over {steps!r} env steps: expected an int >= 1")
         return
-    t.settings["epsilon"] = [(0, initial), (steps, final)]
+    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+        t.errors.append(f"warmup_timesteps={warmup!r}: expected an int >= 0")
+        return
+    held = [(warmup, initial)] if warmup else []  # epsilon stays initial over the warm-up
+    t.settings["epsilon"] = [(0, initial), *held, (warmup + steps, final)]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def apply_translation(config: Any, t: Translation) -> Any:

@@ -122,6 +122,44 @@ def test_dqn_exploration_config_epsilon_greedy():
     assert c.epsilon == [(0, 0.8), (5000, 0.05)]
 
 
+@pytest.mark.parametrize("algo", ["PPO", "DQN"])
+def test_a_schedule_wins_over_the_plain_value_in_either_order(algo):
+    """Was: a later "lr" (or "entropy_coeff") replaced an earlier "lr_schedule" unsaid."""
+    schedule = [[0, 1e-2], [100_000, 1e-4]]
+    for old in ({"lr": 5e-5, "lr_schedule": schedule}, {"lr_schedule": schedule, "lr": 5e-5}):
+        assert list(new_config(algo, old).lr) == [(0, 1e-2), (100_000, 1e-4)]
+    assert new_config(algo, {"lr_schedule": None, "lr": 5e-5}).lr == 5e-5
+    if algo == "PPO":
+        ent = [[0, 0.01], [1000, 0.0]]
+        c = new_config(algo, {"entropy_coeff_schedule": ent, "entropy_coeff": 0.01})
+        assert list(c.entropy_coeff) == [(0, 0.01), (1000, 0.0)]
+
+
+def test_exploration_config_keys_are_checked_not_dropped():
+    """Was: misspelled or unsupported keys inside exploration_config were dropped unsaid."""
+    with pytest.raises(ConfigError, match=r"got unknown keys \['final_epislon'\].*final_epsilon"):
+        new_config("DQN", {"exploration_config": {"type": "EpsilonGreedy", "final_epislon": 0.1}})
+    with pytest.raises(ConfigError, match=r"unknown keys \['stdev'\].*did you mean 'stddev'"):
+        new_config("TD3", {"exploration_config": {"type": "GaussianNoise", "stdev": 0.5}})
+    with pytest.raises(ConfigError, match="initial_scale=1.0, final_scale=0.02: .*constant scale"):
+        new_config("TD3", {"exploration_config": {"initial_scale": 1.0, "final_scale": 0.02}})
+    with pytest.raises(ConfigError, match="random_timesteps.*set that instead"):
+        new_config("TD3", {"exploration_config": {"stddev": 0.3, "random_timesteps": 5000}})
+    with pytest.raises(ConfigError, match="expected numbers"):
+        new_config("DQN", {"exploration_fraction": "0.5"})
+    # RLlib's full class path names the class; warmup holds epsilon before its decay.
+    path = "ray.rllib.utils.exploration.epsilon_greedy.EpsilonGreedy"
+    c = new_config(
+        "DQN",
+        {"exploration_config": {"type": path, "warmup_timesteps": 100, "epsilon_timesteps": 900}},
+    )
+    assert c.epsilon == [(0, 1.0), (100, 1.0), (1000, 0.05)]
+    # StochasticSampling, PPO's and SAC's default, is what they do: accepted.
+    c = new_config("PPO", {"exploration_config": {"type": "StochasticSampling"}})
+    with pytest.raises(ConfigError, match="DQN here explores with EpsilonGreedy"):
+        new_config("DQN", {"exploration_config": {"type": "StochasticSampling"}})
+
+
 def test_sac_nested_forms():
     c = new_config(
         "SAC",
