@@ -181,7 +181,9 @@ def mapping_caller(fn: Callable[..., str]) -> Callable[..., str]:
     """``fn`` as ``(agent_id, episode, **kwargs) -> policy id``.
 
     RLlib's signature is ``(agent_id, episode, **kwargs)``; older scripts pass ``(agent_id,
-    episode)`` or ``(agent_id)`` alone, which are wrapped. Any other signature is refused.
+    episode)`` or ``(agent_id)`` alone, or RLlib 1.x's ``(agent_id, episode, worker,
+    **kwargs)`` (``worker`` is None here: there are no rollout workers), which are wrapped. Any
+    other signature is refused.
     """
     try:
         sig = inspect.signature(fn)
@@ -191,6 +193,8 @@ def mapping_caller(fn: Callable[..., str]) -> Callable[..., str]:
         ((0, None), {"worker_index": 0}, fn),
         ((0, None), {}, lambda agent_id, episode, **kw: fn(agent_id, episode)),
         ((0,), {}, lambda agent_id, episode, **kw: fn(agent_id)),
+        ((0, None, None), {"worker_index": 0}, lambda a, e, **kw: fn(a, e, None, **kw)),
+        ((0, None, None), {}, lambda agent_id, episode, **kw: fn(agent_id, episode, None)),
     ):
         try:
             sig.bind(*args, **kwargs)
@@ -199,7 +203,8 @@ def mapping_caller(fn: Callable[..., str]) -> Callable[..., str]:
         return wrapped
     raise ConfigError(
         f"policy_mapping_fn{sig} cannot be called as (agent_id, episode, **kwargs); "
-        "use lambda agent_id, episode, **kwargs: policy_id"
+        "use lambda agent_id, episode, **kwargs: policy_id (RLlib 1.x's (agent_id, episode, "
+        "worker, **kwargs) is taken too)"
     )
 
 

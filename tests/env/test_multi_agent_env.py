@@ -251,7 +251,26 @@ def test_old_one_argument_mapping_functions_are_called_with_the_agent_id():
     assert calls == ["a", "b"]
     np.testing.assert_array_equal(vec._policy, [0, 1])
     with pytest.raises(ConfigError, match="cannot be called as"):
-        MultiAgentVectorEnv([TurnGame], ["p"], lambda a, b, c: "p")
+        MultiAgentVectorEnv([TurnGame], ["p"], lambda a, b, c, d: "p")
+
+
+def test_rllib_1x_mapping_functions_with_a_worker_argument_get_none():
+    """RLlib 1.x's ``policy_mapping_fn(agent_id, episode, worker, **kwargs)`` was refused."""
+    seen = []
+
+    def policy_mapping_fn(agent_id, episode, worker, **kwargs):
+        seen.append((agent_id, worker))
+        return f"p_{agent_id}"
+
+    def no_kwargs(agent_id, episode, worker):
+        return f"p_{agent_id}"
+
+    for fn in (policy_mapping_fn, no_kwargs):
+        vec = MultiAgentVectorEnv([TurnGame], ["p_a", "p_b"], fn, seed=0)
+        vec.reset()
+        vec.step(np.zeros(1, np.int64))
+        np.testing.assert_array_equal(vec._policy, [0, 1])
+    assert seen[:2] == [("a", None), ("b", None)]
 
 
 def test_a_grouped_agents_tuple_action_reaches_its_env_part_by_part():
