@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.utils.checks import TIME_LIMIT
 from rljax.utils.errors import ConfigError
 
 JAX_BACKEND = "jax"
@@ -98,12 +99,8 @@ class TimeLimit(JaxEnv):
     """
 
     def __init__(self, env: Any, max_episode_steps: int):
-        if not isinstance(max_episode_steps, int | np.integer) or max_episode_steps < 1:
-            raise ConfigError(
-                f"max_episode_steps={max_episode_steps!r}: a time limit must be an int >= 1"
-            )
         self.env = env
-        self._limit = int(max_episode_steps)
+        self._limit = int(TIME_LIMIT("max_episode_steps", max_episode_steps))  # type: ignore[arg-type]
         self.max_episode_steps = self._limit
         self.observation_space = env.observation_space
         self.action_space = env.action_space

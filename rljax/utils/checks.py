@@ -250,6 +250,10 @@ class StrKeyDict:
         return dict(value)
 
 
+# A JAX env's step counter is an int32: a time limit beyond it would overflow in the program.
+TIME_LIMIT = Int(1, 2**31 - 1)
+
+
 def checked_elsewhere(name: str, value: Any) -> Any:
     """The table entry of a setting whose check needs more than its value (the env, the mapping
     function): ``validate()`` checks it with what it depends on."""

@@ -69,6 +69,28 @@ def test_bad_ids_and_settings_are_refused():
         env_spaces(resolve_env("gymnax:CartPole-v1", {"gravityy": 1.0}))
 
 
+@pytest.mark.parametrize("limit", [-3, 0, True, 2.7, "abc", 10**12])
+def test_a_time_limit_that_is_no_int32_count_is_refused(limit):
+    """Was: -3, 0 and True gave one-step episodes; "abc", 10**12 and gravity="x" failed inside
+    the compiled step (a tracer's TypeError, an int32 overflow)."""
+    from rljax.env.jax_env import make_jax_env
+
+    allowed = r"use an int in \[1, 2147483647\]"
+    with pytest.raises(ConfigError, match=r"env_config\['max_episode_steps'\].*" + allowed):
+        make_jax_env("gymnax:CartPole-v1", {"max_episode_steps": limit})
+    with pytest.raises(ConfigError, match="max_episode_steps=.*" + allowed):
+        make_jax_env("rljax:CartPole-v1", {"max_episode_steps": limit})
+
+
+def test_gymnax_params_take_values_of_their_fields_kinds():
+    from rljax.env.jax_env import make_jax_env
+
+    with pytest.raises(ConfigError, match=r"\['gravity'\] of gymnax's 'CartPole-v1'='x'"):
+        make_jax_env("gymnax:CartPole-v1", {"gravity": "x"})
+    env = make_jax_env("gymnax:CartPole-v1", {"gravity": 10, "max_episode_steps": 50})
+    assert env.params.gravity == 10 and env.params.max_steps_in_episode == 50
+
+
 def test_rljax_breakout_minatar_steps_as_gymnaxs():
     """rljax's own Breakout-MinAtar against gymnax's over 3,000 random steps (every episode
     started from gymnax's reset state): the same observations, rewards and ends. Both step in

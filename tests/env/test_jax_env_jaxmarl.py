@@ -83,6 +83,11 @@ def test_unknown_and_non_mpe_ids_are_refused_naming_the_mpe_tasks():
         make_jax_multi_agent_env("jaxmarl:overcooked", {"layout": "cramped"})
     with pytest.raises(ConfigError, match="shaped_reward_coeff='1'; use a number"):
         make_jax_multi_agent_env("jaxmarl:overcooked", {"shaped_reward_coeff": "1"})
+    # MPE's tasks take **kwargs and dropped a misspelled key (3 agents, no word): refused.
+    with pytest.raises(ConfigError, match=r"not take env_config \['num_agent'\].*'num_agents'"):
+        make_jax_multi_agent_env("jaxmarl:MPE_simple_spread_v3", {"num_agent": 4})
+    with pytest.raises(ConfigError, match=r"max_episode_steps=0 \(int\); use an int in \[1,"):
+        make_jax_multi_agent_env("jaxmarl:MPE_simple_spread_v3", {"max_episode_steps": 0})
 
 
 @pytest.mark.slow  # compiles a JaxMARL/Pgx program of its own; the fast tier keeps each adapter's cheap checks

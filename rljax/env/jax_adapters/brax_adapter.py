@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.utils.checks import TIME_LIMIT
 from rljax.utils.errors import ConfigError, closest
 
 BACKENDS = ("mjx", "generalized", "positional", "spring")
@@ -37,7 +38,8 @@ class BraxEnv:
         if name not in known:
             raise ConfigError(f"unknown brax env {name!r}{closest(name, known)}; brax has {known}")
         config = dict(env_config or {})
-        self.max_episode_steps = int(config.pop("max_episode_steps", 1000))
+        limit = TIME_LIMIT("max_episode_steps", config.pop("max_episode_steps", 1000))
+        self.max_episode_steps = int(limit)  # type: ignore[arg-type]
         backend = config.get("backend")
         if backend is not None and backend not in BACKENDS:
             raise ConfigError(f"env_config backend={backend!r}; brax's are {list(BACKENDS)}")

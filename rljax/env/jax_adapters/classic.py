@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.env.jax_adapters.minatar import BreakoutMinAtar
+from rljax.utils.checks import TIME_LIMIT
 from rljax.utils.errors import ConfigError
 
 GRAVITY = 9.8
@@ -165,7 +166,7 @@ def make(name: str, env_config: dict[str, Any]) -> Any:
     limit = config.pop("max_episode_steps", None)
     env = ENVS[name](config)
     if limit is not None:
-        env.max_episode_steps = int(limit)
+        env.max_episode_steps = int(TIME_LIMIT("max_episode_steps", limit))  # type: ignore[arg-type]
     return env
 
 

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.utils.checks import TIME_LIMIT, Bool, Int, Number
 from rljax.utils.errors import ConfigError, closest
 
 
@@ -51,6 +52,23 @@ def _cast(obs: Any, space: gym.Space) -> Any:
     return obs
 
 
+def _param_value(env_id: str, key: str, value: Any, default: Any) -> Any:
+    """``env_config[key]`` for a gymnax ``EnvParams`` field whose default is ``default``:
+    the time limit an int in [1, 2**31 - 1], an int field an int, a float field a number, a
+    bool field a bool (anything else would fail inside the compiled step, or silently)."""
+    name = f"env_config[{key!r}] of gymnax's {env_id!r}"
+    if key == "max_steps_in_episode":
+        return TIME_LIMIT(name, value)
+    kind = type(np.asarray(default).item()) if np.ndim(default) == 0 else None
+    if kind is bool:
+        return Bool()(name, value)
+    if kind is int:
+        return Int(minimum=-(2**31), maximum=2**31 - 1)(name, value)
+    if kind is float:
+        return Number()(name, value)
+    return value  # an array field: gymnax's own checks
+
+
 class GymnaxEnv:
     """One gymnax env with its params bound (it follows ``rljax.env.jax_env.JaxEnv``'s
     protocol).
@@ -72,7 +90,10 @@ class GymnaxEnv:
         self.env, params = gymnax.make(env_id)
         config = dict(env_config or {})
         if "max_episode_steps" in config:
-            config["max_steps_in_episode"] = config.pop("max_episode_steps")
+            config["max_steps_in_episode"] = TIME_LIMIT(
+                f"env_config['max_episode_steps'] of gymnax's {env_id!r}",
+                config.pop("max_episode_steps"),
+            )
         fields = [f.name for f in dataclasses.fields(params)]
         unknown = [k for k in config if k not in fields]
         if unknown:
@@ -80,6 +101,8 @@ class GymnaxEnv:
                 f"env_config {unknown} are not settings of gymnax's {env_id!r}; its EnvParams "
                 f"has {fields}"
             )
+        for key, value in config.items():
+            config[key] = _param_value(env_id, key, value, getattr(params, key))
         self.params = params.replace(**config) if config else params
         self.observation_space = to_gym_space(self.env.observation_space(self.params))
         self.action_space = to_gym_space(self.env.action_space(self.params))

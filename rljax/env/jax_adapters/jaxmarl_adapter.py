@@ -59,6 +59,7 @@ checked against rljax yet.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import gymnasium as gym
@@ -66,6 +67,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rljax.utils.checks import TIME_LIMIT
 from rljax.utils.errors import ConfigError, closest
 
 
@@ -122,6 +124,25 @@ def _look_up(
             )
         kwargs[key] = table[name]
     return kwargs
+
+
+def _keywords(cls: type) -> set[str] | None:
+    """The keyword arguments ``cls(...)`` reads: its ``__init__``'s named parameters and,
+    where it passes ``**kwargs`` on, its bases' (None when every one takes ``**kwargs``)."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names |= {
+            p.name
+            for p in params
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != "self"
+        }
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            return names
+    return None
 
 
 def _overcooked_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -212,7 +233,7 @@ class JaxMARLEnv:
                 )
             kwargs["num_agents"] = int(n)
         if "max_episode_steps" in kwargs:
-            kwargs["max_steps"] = kwargs.pop("max_episode_steps")
+            kwargs["max_steps"] = TIME_LIMIT("max_episode_steps", kwargs.pop("max_episode_steps"))
         self.overcooked = env_id == "overcooked"
         self.shaped_reward_coeff = 0.0
         if self.overcooked:
@@ -232,6 +253,14 @@ class JaxMARLEnv:
             raise ConfigError(
                 f"jaxmarl env {env_id!r} does not take env_config {sorted(kwargs)}: {e}"
             ) from e
+        # Some tasks (MPE's) take **kwargs and drop what they do not know: refused here.
+        accepted = _keywords(type(self.env))
+        unknown = sorted(set(kwargs) - accepted) if accepted is not None else []
+        if unknown:
+            raise ConfigError(
+                f"jaxmarl env {env_id!r} does not take env_config {unknown}"
+                f"{closest(unknown[0], sorted(accepted or ()))}; it takes {sorted(accepted or ())}"
+            )
         self.agents = list(self.env.agents)
         self.observation_spaces = {
             a: to_gym_space(self.env.observation_space(a)) for a in self.agents
