@@ -20,6 +20,22 @@ from rljax.types import StepResult
 from rljax.utils.errors import ConfigError
 
 
+def not_a_gym_env(env: Any) -> str:
+    """What a creator returned instead of a gymnasium env, and for a JAX env (a ``JaxEnv``,
+    which a creator function cannot announce) how to register it."""
+    from rljax.env.jax_env import is_jax_env
+    from rljax.env.jax_multi_agent import JaxMultiAgentEnv
+
+    what = f"{type(env).__name__}, not a gymnasium.Env"
+    if is_jax_env(env) or isinstance(env, JaxMultiAgentEnv):
+        return (
+            f"{what} but a JAX env: register its class itself (register_env(name, "
+            f"{type(env).__name__}) or .environment({type(env).__name__}); rljax builds it with "
+            "the env_config), so that it runs inside the compiled iteration"
+        )
+    return what
+
+
 class _EnvFn:
     """``creator(EnvContext(env_config, worker_index, vector_index, num_workers))``, picklable.
 
@@ -48,7 +64,7 @@ class _EnvFn:
     def _make(self) -> gym.Env:
         env = self.creator(self.context)
         if not isinstance(env, gym.Env):
-            raise TypeError(f"the env creator returned {type(env).__name__}, not a gymnasium.Env")
+            raise TypeError(f"the env creator returned {not_a_gym_env(env)}")
         return env
 
     def __call__(self) -> gym.Env:
@@ -387,9 +403,7 @@ def gymnasium_spaces(spec: EnvSpec) -> tuple[gym.Space, gym.Space]:
     except Exception as e:  # a missing dependency (ImportError), a bad env_config, ...
         raise ConfigError(f"building the env {spec.name!r} failed: {type(e).__name__}: {e}") from e
     if not isinstance(env, gym.Env):
-        raise ConfigError(
-            f"the env creator for {spec.name!r} returned {type(env).__name__}, not a gymnasium.Env"
-        )
+        raise ConfigError(f"the env creator for {spec.name!r} returned {not_a_gym_env(env)}")
     spaces = env.observation_space, env.action_space
     env.close()
     return spaces

@@ -297,7 +297,7 @@ def make_jax_env(env: Any, env_config: dict[str, Any], name: str | None = None) 
     in ``TimeLimit`` when it has a time limit: a class's ``env_config["max_episode_steps"]``
     (else its ``max_episode_steps`` attribute); an adapter passes the setting to its library."""
     config = dict(env_config)
-    name = name or str(env)
+    name = name or getattr(env, "__qualname__", None) or str(env)
     prefix = jax_env_prefix(env)
     limit = None
     if prefix is not None:  # the adapter reads the library's own time limit from env_config
@@ -320,10 +320,77 @@ def make_jax_env(env: Any, env_config: dict[str, Any], name: str | None = None) 
     for which in ("observation_space", "action_space"):
         if not isinstance(getattr(built, which, None), gym.Space):
             raise ConfigError(f"the JAX env {name!r} has no gymnasium {which}")
+    if prefix is None:  # a user's class: its reset and step traced once against its spaces
+        check_protocol(built, name)
     limit = limit if limit is not None else getattr(built, "max_episode_steps", None)
     if limit is not None and not isinstance(built, TimeLimit):
         built = TimeLimit(built, limit)
     return built
+
+
+def _shape(leaf: Any) -> tuple[int, ...] | None:
+    return tuple(leaf.shape) if hasattr(leaf, "shape") else None
+
+
+def _check_obs(obs: Any, space: gym.Space, where: str) -> None:
+    """Raises ``ConfigError`` when the traced ``obs`` does not fit ``space`` (its shape, or a
+    ``Dict`` space's keys and shapes)."""
+    if isinstance(space, gym.spaces.Dict):
+        if not isinstance(obs, dict) or set(obs) != set(space.spaces):
+            got = sorted(obs) if isinstance(obs, dict) else type(obs).__name__
+            raise ConfigError(
+                f"{where} returned an observation {got}; its Dict observation_space has keys {sorted(space.spaces)}"
+            )
+        for k, sub in space.spaces.items():
+            _check_obs(obs[k], sub, f"{where}[{k!r}]")
+        return
+    if space.shape is not None and _shape(obs) != tuple(space.shape):
+        raise ConfigError(
+            f"{where} returned an observation of shape {_shape(obs)}; its observation_space "
+            f"{space} has shape {tuple(space.shape)}"
+        )
+
+
+def check_protocol(env: Any, name: str) -> None:
+    """Traces ``env.reset`` and one ``env.step`` (``jax.eval_shape``: nothing runs) and
+    checks what they return against the protocol and the env's spaces, so that a mistake is
+    named here rather than failing inside the compiled rollout.
+
+    Raises:
+      ConfigError: reset or step fails to trace, returns the wrong number of values, an
+        observation that does not fit ``observation_space``, or a reward or flag that is not a
+        scalar (one env: rljax vmaps it).
+    """
+    where = f"the JAX env {name!r}"
+    key = jax.random.PRNGKey(0)
+    space = env.action_space
+    kind = jnp.int32 if np.issubdtype(space.dtype, np.integer) else jnp.float32
+    action = jax.ShapeDtypeStruct(tuple(space.shape or ()), kind)
+    reset = _traced(where, "reset", env.reset, (key,), 2, "(state, obs)")
+    _check_obs(reset[1], env.observation_space, f"{where}: reset()")
+    form = "(state, obs, reward, terminated, truncated, info)"
+    step = _traced(where, "step", env.step, (reset[0], action, key), 6, form)
+    _check_obs(step[1], env.observation_space, f"{where}: step()")
+    for i, what in ((2, "reward"), (3, "terminated"), (4, "truncated")):
+        if _shape(step[i]) != ():
+            raise ConfigError(
+                f"{where}: step()'s {what} has shape {_shape(step[i])}; it must be a scalar "
+                "(the step of one env: rljax vmaps it)"
+            )
+
+
+def _traced(where: str, call: str, fn: Any, args: tuple[Any, ...], count: int, form: str) -> Any:
+    """``jax.eval_shape(fn, *args)``, checked to be a tuple of ``count`` values."""
+    try:
+        out = jax.eval_shape(fn, *args)
+    except ConfigError:
+        raise
+    except Exception as e:
+        raise ConfigError(f"{where}: {call}() failed when traced: {type(e).__name__}: {e}") from e
+    if not isinstance(out, tuple) or len(out) != count:
+        got = f"{len(out)} values" if isinstance(out, tuple) else type(out).__name__
+        raise ConfigError(f"{where}: {call}() returned {got}; the protocol's is {form}")
+    return out
 
 
 def resolve_jax_env(

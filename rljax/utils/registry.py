@@ -30,7 +30,9 @@ def register_env(name: str, env_creator: Callable[[dict[str, Any]], Any]) -> Non
     Args:
       name: The id to pass to ``config.environment(name)``.
       env_creator: A callable taking the ``env_config`` dict and returning a gymnasium env. A
-        lambda or a class defined in a script or notebook works, in ASYNC mode too.
+        lambda or a class defined in a script or notebook works, in ASYNC mode too. A JAX env
+        (``rljax.env.jax_env.JaxEnv``, ``JaxMultiAgentEnv``) is registered as its class, which
+        rljax builds with the ``env_config``.
     """
     _check("register_env", name, env_creator)
     _REGISTRY[name] = env_creator

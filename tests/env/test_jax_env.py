@@ -205,6 +205,49 @@ def test_bad_jax_envs_are_refused_naming_what_is_wrong():
         make_jax_env(Broken, {})
 
 
+class Misfit(Scripted):
+    """Scripted with one protocol mistake, chosen by ``config["mistake"]``."""
+
+    def reset(self, key):
+        state, obs = super().reset(key)
+        return (state, jnp.zeros(3)) if self.mistake == "obs" else (state, obs)
+
+    def step(self, state, action, key):
+        out = super().step(state, action, key)
+        if self.mistake == "reward":
+            return (*out[:2], out[2][None], *out[3:])
+        return out[:5] if self.mistake == "count" else out
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        self.mistake = (config or {}).get("mistake")
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        ("obs", r"reset\(\) returned an observation of shape \(3,\); its observation_space"),
+        ("reward", r"step\(\)'s reward has shape \(1,\); it must be a scalar"),
+        ("count", r"step\(\) returned 5 values; the protocol's is \(state, obs, reward"),
+    ],
+)
+def test_a_user_env_that_breaks_the_protocol_is_named_when_built(mistake, message):
+    """Was: a ScopeParamShapeError from Flax, a broadcast error or an unpacking error from
+    inside the compiled rollout, naming neither the env nor the space."""
+    with pytest.raises(ConfigError, match=r"the JAX env 'Misfit': " + message):
+        make_jax_env(Misfit, {"mistake": mistake})
+    make_jax_env(Misfit, {})  # the same class without the mistake builds
+
+
+def test_a_creator_function_of_a_jax_env_says_to_register_the_class():
+    from rljax.algorithms.ppo import PPOConfig
+
+    register_env("scripted-by-lambda", lambda config: Scripted(config))
+    config = PPOConfig().environment("scripted-by-lambda")
+    with pytest.raises(ConfigError, match=r"Scripted, not a gymnasium.Env but a JAX env: register"):
+        config.build_algo()
+
+
 def test_rljax_cartpole_steps_as_gymnasiums_cartpole():
     import gymnasium
 
