@@ -129,8 +129,12 @@ class OldAPITrainer:
                 t.settings["env"] = old_env_creator(
                     env if env is not None else t.settings.get("env")
                 )
-            elif env is not None:
-                t.settings["env"] = env
+            else:
+                from rljax.agents.single_agent import old_gym_env
+
+                given = env if env is not None else t.settings.get("env")
+                if given is not None:
+                    t.settings["env"] = old_gym_env(given)
             apply_translation(new, t)
         if env is not None and isinstance(config, AlgorithmConfig):
             new.environment(env)

@@ -118,13 +118,34 @@ class RepeatedFailures:
         return failure
 
     @property
+    def api_mismatch(self) -> bool:
+        """The last failure shows an env that does not follow gymnasium's API (an
+        ``EnvAPIError``, or a ``reset`` that takes no ``seed``: old gym's), which no rebuild
+        changes: raised at its first occurrence."""
+        last = self.last
+        if last is None:
+            return False
+        old_reset = last.kind == "TypeError" and any(
+            f"reset() got an unexpected keyword argument '{k}'" in last.message
+            for k in ("seed", "options")
+        )
+        return last.kind == "EnvAPIError" or old_reset
+
+    @property
     def is_bug(self) -> bool:
-        """The last failure repeated ``limit`` times in a row."""
-        return self.in_a_row >= self.limit
+        """The last failure repeated ``limit`` times in a row, or is an API mismatch."""
+        return self.in_a_row >= self.limit or self.api_mismatch
 
     def bug_message(self, who: str) -> str:
         """The message of the ``EnvBugError`` for ``who`` (after ``is_bug``)."""
         assert self.last is not None
+        if self.api_mismatch:
+            return (
+                f"{who} raised {self.last.describe()}: the env does not follow gymnasium's API "
+                "(reset(seed=None, options=None) -> (obs, info); step(action) -> (obs, reward, "
+                "terminated, truncated, info)), which restarting cannot help. RLlib 1.x's "
+                "trainers (rljax.agents) adapt old gym envs; the new API takes gymnasium's."
+            )
         return (
             f"{who} raised the same {self.last.describe()} after the same "
             f"{_steps(self.last.steps)} {self.in_a_row} times in a row, rebuilt each time: "
