@@ -50,7 +50,7 @@ from rljax.policy.policy import PolicySpec
 from rljax.utils.checks import Check, StrKeyDict
 from rljax.utils.errors import ConfigError, closest
 from rljax.utils.references import LoadPolicy, user_overrides
-from rljax.utils.search_space import Domain, as_domain, check_search_spaces
+from rljax.utils.search_space import Domain, as_domain, check_search_spaces, find_search_spaces
 from rljax.utils.torch_classes import MAML_INSTEAD, TorchClass, check_not_torch
 
 logger = logging.getLogger("rljax")
@@ -645,17 +645,22 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         return config_memory.default_network_params(self, observation_space, action_space)
 
     # ------------------------------------------------------------------ search spaces
-    def search_space(self) -> dict[str, Domain]:
-        """The settings set to a search space (``.training(lr=tune.grid_search([...]))``), by
-        name, in the order of the settings.
+    def search_space(self) -> dict[str, Any]:
+        """The settings set to a search space (``.training(lr=tune.grid_search([...]))``), or
+        whose dict holds some (``env_config={"size": tune.grid_search([3, 6])}``: the whole
+        dict), by name, in the order of the settings.
 
         ``tune.generate_variants(config.search_space(), num_samples, seed)`` gives one dict per
         trial; ``config.copy().update_from_dict(variant)`` is that trial's config.
         """
-        out: dict[str, Domain] = {}
+        out: dict[str, Any] = {}
         for key in self._all_keys():
             value = getattr(self, key)
             if isinstance(value, Domain):
+                out[key] = value
+            elif isinstance(value, dict) and find_search_spaces(value):
+                # A dict setting holding search spaces (env_config={"size": grid_search(...)}):
+                # the whole dict, which a variant gives back resolved, as Tune's dict spaces.
                 out[key] = value
         return out
 

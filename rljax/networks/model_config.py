@@ -11,6 +11,7 @@ from typing import Any
 from rljax.utils import once
 from rljax.utils.checks import Bool, Check, Choice, Int, Number, Widths, describe, is_int, refuse
 from rljax.utils.errors import ConfigError, closest
+from rljax.utils.search_space import Domain
 
 _ACTIVATIONS = ("tanh", "relu", "elu", "swish", "silu", "gelu", "linear")
 _CONV_ALLOWED = (
@@ -210,7 +211,14 @@ class DefaultModelConfig:
         # Each field checked and normalised: lists (from YAML/JSON or user code) become
         # hashable tuples, numpy ints Python ints; a wrong type is refused, never reinterpreted.
         for f in dataclasses.fields(self):
-            value = _CHECKS[f.name](f"model_config.{f.name}", getattr(self, f.name))
+            given = getattr(self, f.name)
+            if isinstance(given, Domain):  # a tune search space
+                raise ConfigError(
+                    f"model_config.{f.name}={given!r}: a search space inside model_config is "
+                    "not taken; search the whole model_config instead (model_config="
+                    f"tune.grid_search([{{..., {f.name!r}: value1}}, {{..., {f.name!r}: value2}}]))"
+                )
+            value = _CHECKS[f.name](f"model_config.{f.name}", given)
             object.__setattr__(self, f.name, value)
         from rljax.networks.initializers import check_kwargs
 

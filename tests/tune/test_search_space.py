@@ -433,9 +433,9 @@ def test_any_setting_may_be_searched():
         trial.validate()
 
 
-def test_a_search_space_inside_a_settings_value_is_refused_by_name():
+def test_a_search_space_inside_a_settings_value_is_refused_by_validate_naming_it():
     config = PPOConfig().environment("CartPole-v1", env_config={"x": tune.choice([1, 2])})
-    with pytest.raises(ConfigError, match=r"^env_config\['x'\]=choice\(\[1, 2\]\): a search"):
+    with pytest.raises(ConfigError, match=r"^PPOConfig searches env_config \(env_config=\{'x'"):
         config.validate()
 
 
@@ -476,3 +476,23 @@ def test_the_variant_count_is_the_number_generate_variants_makes():
     # A choice counts its largest category (an upper bound): here the one drawn is that one.
     chosen = {"a": tune.choice([{"b": tune.grid_search([1, 2, 3])}])}
     assert count_variants(chosen) == 3 == len(generate_variants(chosen, seed=0))
+
+
+def test_a_search_space_inside_a_dict_setting_searches_that_setting(tmp_path):
+    """Was: env_config={"size": grid_search([3, 6])} on a config object ran one trial, which
+    failed ("a search space inside a setting's value is not resolved")."""
+    config = PPOConfig().environment(
+        "CartPole-v1", env_config={"size": tune.grid_search([3, 6]), "keep": 1}
+    )
+    assert list(config.search_space()) == ["env_config"]
+
+    def fn(config):
+        tune.report({"size": config.env_config["size"], "keep": config.env_config["keep"]})
+
+    grid = tune.Tuner(
+        fn, param_space=config, run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0)
+    ).fit()
+    assert sorted((r.metrics["size"], r.metrics["keep"]) for r in grid) == [(3, 1), (6, 1)]
+    # model_config is checked when set: a space inside it names the form that works.
+    with pytest.raises(ConfigError, match=r"search the whole model_config instead"):
+        PPOConfig().rl_module(model_config={"fcnet_hiddens": tune.choice([[16], [8]])})
