@@ -409,8 +409,18 @@ def from_checkpoint(
         callbacks=callbacks,
         learner_class=learner_class,
     )
+    config = loaded.config
+    if (
+        loader is not None
+        and config.algo_class is not None
+        and loader is not config.algo_class
+        and issubclass(loader, config.algo_class)
+    ):
+        # A subclass asked to load its base's checkpoint (an old API trainer, a user's
+        # PPO with its own training_step): the build is of that class, as RLlib's.
+        config.algo_class = loader
     try:
-        algo = loaded.config.build_algo()
+        algo = config.build_algo()
     except ConfigError as e:
         raise CheckpointError(f"{loaded.version_dir / ckpt.META_FILE}: config: {e}") from None
     try:

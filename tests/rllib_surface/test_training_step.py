@@ -124,3 +124,18 @@ def test_a_population_trains_subclasses_with_their_own_training_step_one_trial_a
     config.algo_class = Logged
     why = population_refusal([config, config.copy()])
     assert why is not None and "Logged's own training_step()" in why
+
+
+def test_a_subclass_loads_its_bases_checkpoint_as_itself(tmp_path):
+    """``Logged.from_checkpoint`` of a PPO checkpoint builds a ``Logged`` (was: a plain PPO,
+    whose train() skipped the subclass's training_step)."""
+    with PPO(config=_config()) as algo:
+        algo.train()
+        path = algo.save_to_path(tmp_path / "ckpt")
+    restored = Logged.from_checkpoint(path)
+    try:
+        assert type(restored) is Logged and restored.iteration == 1
+        restored.train()
+        assert restored.calls == 1 and restored.iteration == 2
+    finally:
+        restored.stop()

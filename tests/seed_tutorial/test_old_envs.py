@@ -98,8 +98,17 @@ def test_an_old_env_trains_under_the_old_trainer_and_the_new_api_refuses_it_at_o
     try:
         result = trainer.train()
         assert result["episode_len_mean"] == 3.0 and result["timesteps_total"] == 64
+        path = trainer.save()
     finally:
         trainer.stop()
+    # The trainer class loads its checkpoint as a trainer (was: a plain PPO, without the old
+    # result keys and methods).
+    restored = PPOTrainer.from_checkpoint(path, env=OldGymEnvCreator(OldEnv))
+    try:
+        assert isinstance(restored, PPOTrainer)
+        assert restored.train()["timesteps_total"] == 128
+    finally:
+        restored.stop()
     config = (
         PPOConfig()
         .environment(OldEnv)
