@@ -83,18 +83,16 @@ class EnvRunner:
         ``make_env()``: a curriculum script sets ``env_runner.config.environment(env_config=
         ...)`` first). The spaces must stay the policy's; every sub-env starts a new episode.
         Runner threads' envs only: EnvPool's fused path builds its envs once, and a runner
-        thread on EnvPool rebuilds EnvPool envs."""
+        thread on EnvPool rebuilds EnvPool envs. The local runner beside runner threads has no
+        envs and nothing samples there: it does nothing (RLlib's builds an env it never
+        steps)."""
         from rljax.runners.fused import FusedRunner
         from rljax.runners.host import HostRunner
         from rljax.utils.errors import ConfigError
 
         algo = self._algo
         if self._envless:
-            raise ConfigError(
-                "make_env(): the local env runner has no envs while runner threads sample "
-                "(RLlib's create_env_on_local_worker=False); rebuild theirs with "
-                "algo.env_runner_group.foreach_env_runner(lambda r: r.make_env())"
-            )
+            return  # the local runner beside runner threads: nothing samples here
         if algo is None or not isinstance(self._runner, HostRunner | FusedRunner):
             raise ConfigError(
                 "make_env(): this runner's envs cannot be rebuilt (EnvPool's fused path builds "
@@ -156,7 +154,10 @@ class EnvRunner:
 
     def foreach_env(self, func: Callable[[Any], Any]) -> list[Any]:
         """``func(sub_env)`` for each sub-env (see ``sub_envs``: the env as the env creator
-        returned it, without rljax's own wrappers), in order."""
+        returned it, without rljax's own wrappers), in order; [] for the local runner beside
+        runner threads, which has none (as RLlib's ``RolloutWorker.foreach_env``)."""
+        if self._envless:
+            return []
         return [func(env) for env in self.sub_envs()]
 
 
@@ -237,11 +238,19 @@ class EnvRunnerGroup:
         remote_worker_ids: list[int] | None = None,
         timeout_seconds: float | None = None,
     ) -> list[Any]:
-        """``func(env_runner)`` for each runner (``remote_worker_ids``: those indexes only),
-        returned in order. Sampling in the driver is the one runner, index 0."""
+        """``func(env_runner)`` for each runner (``remote_worker_ids``: those remote indexes
+        only), returned in order, as RLlib's: with runner threads, the local runner (index 0:
+        a module and a config, no envs) first unless ``local_env_runner=False``; sampling in
+        the driver is the one runner, index 0."""
         runners = self._runners()
         if remote_worker_ids is not None:
-            runners = [r for r in runners if r.worker_index in set(remote_worker_ids)]
+            wanted = set(remote_worker_ids)
+            runners = [r for r in runners if r.worker_index == 0 or r.worker_index in wanted]
+        local = [r for r in runners if r.worker_index == 0]
+        if not local_env_runner:
+            runners = [r for r in runners if r.worker_index != 0]
+        elif not local and (envless := self.local_env_runner) is not None:
+            runners = [envless, *runners]
         return [func(r) for r in runners]
 
     def sync_weights(

@@ -77,7 +77,10 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
     algo = _corridor(2).build_algo()
     try:
         group = algo.env_runner_group
-        assert group.foreach_env_runner(lambda r: r.worker_index) == [1, 2]
+        # The local runner first, as RLlib's (was: [1, 2]); local_env_runner=False leaves it out.
+        assert group.foreach_env_runner(lambda r: r.worker_index) == [0, 1, 2]
+        assert group.foreach_env_runner(lambda r: r.worker_index, local_env_runner=False) == [1, 2]
+        assert group.foreach_env_runner(lambda r: r.worker_index, remote_worker_ids=[2]) == [0, 2]
         assert group.num_healthy_remote_workers() == 2
         # sync_weights hands the learner's weights to the runners again (here over stale ones),
         # without counting a new weights version.
@@ -97,11 +100,11 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
         assert local.config.env_config == algo.config.env_config
         assert local.module.get_state()["default_policy"] is not None
         with pytest.raises(TypeError, match="local env runner has no envs"):
-            local.foreach_env(lambda e: e)
-        with pytest.raises(ConfigError, match="local env runner has no envs"):
-            local.make_env()
+            next(local.sub_envs())
+        assert local.foreach_env(lambda e: e) == []  # none to call, as RLlib's
+        local.make_env()  # nothing samples there: nothing to rebuild
         lengths = group.foreach_env_runner(lambda r: r.foreach_env(lambda e: e.unwrapped.end_pos))
-        assert lengths == [[5, 5], [5, 5]]
+        assert lengths == [[], [5, 5], [5, 5]]
 
         def longer(runner):
             runner.config.environment(env_config={"corridor_length": 7 + runner.worker_index})
@@ -111,7 +114,7 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
         # Each runner kept its own config and rebuilt its envs from it.
         assert group.foreach_env_runner(
             lambda r: (r.config.env_config["corridor_length"], r.foreach_env(lambda e: e.end_pos))
-        ) == [(8, [8, 8]), (9, [9, 9])]
+        ) == [(7, []), (8, [8, 8]), (9, [9, 9])]
         assert algo.config.env_config["corridor_length"] == 5
 
         def one_cell(runner):
