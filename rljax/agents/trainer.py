@@ -205,6 +205,15 @@ class OldAPITrainer:
         )
         return Policy(self, policy_id)
 
+    def export_policy_checkpoint(self, export_dir: Any, policy_id: str = DEFAULT_POLICY) -> str:
+        """RLlib 1.x's policy checkpoint: here the trainer's whole checkpoint in
+        ``export_dir`` (rljax keeps no policy-only checkpoints), from which
+        ``RLModule.from_checkpoint(f"{export_dir}/learner_group/learner/rl_module/{policy_id}")``
+        loads the policy's module. Returns the directory."""
+        self.get_policy(policy_id)  # an unknown policy id is refused, naming the ids
+        path: str = str(self.save_to_path(export_dir))  # type: ignore[attr-defined]
+        return path
+
     # ------------------------------------------------------------------ checkpoints
     def save(self, checkpoint_dir: Any = None, **kwargs: Any) -> str:
         """Writes a checkpoint to ``checkpoint_dir`` (None: a new temporary directory) and

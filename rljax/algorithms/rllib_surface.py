@@ -131,6 +131,17 @@ class EnvRunner:
             return algo._module()
         return {pid: algo._module(pid) for pid in ids}
 
+    def get_policy(self, policy_id: str | None = None) -> Any:
+        """RLlib 1.x's ``worker.get_policy()``: an old API trainer's policy
+        (``trainer.get_policy``); the new API's runners have ``module`` instead."""
+        get = getattr(self._algo, "get_policy", None)
+        if get is None:
+            raise AttributeError(
+                "get_policy() is RLlib's old API (rljax.agents trainers); on the new API use "
+                "env_runner.module (or algo.get_module())"
+            )
+        return get(policy_id) if policy_id else get()
+
     def sub_envs(self) -> Iterator[Any]:
         """The runner's sub-env objects where its vector env holds them in this process (a
         gymnasium ``SyncVectorEnv``); EnvPool's and ASYNC envs keep theirs elsewhere."""
@@ -286,6 +297,21 @@ class EnvRunnerGroup:
         runners = self._algo._runners
         if runners is not None:
             runners.publish(self._algo._runner_params(), advance=False)
+
+    def local_worker(self) -> EnvRunner | None:
+        """RLlib 1.x's ``workers.local_worker()``: ``local_env_runner`` (its ``get_policy()``,
+        ``foreach_env(fn)``, ``env``)."""
+        return self.local_env_runner
+
+    def remote_workers(self) -> list[EnvRunner]:
+        """RLlib 1.x's ``workers.remote_workers()``: the runner threads' views (index >= 1)."""
+        return [r for r in self._runners() if r.worker_index != 0]
+
+    def foreach_worker(
+        self, func: Callable[[Any], Any], local_worker: bool = True, **kwargs: Any
+    ) -> list[Any]:
+        """RLlib 1.x's ``workers.foreach_worker(fn)``: ``foreach_env_runner``."""
+        return self.foreach_env_runner(func, local_env_runner=local_worker, **kwargs)
 
     def num_healthy_remote_workers(self) -> int:
         group = self._algo._runners

@@ -47,6 +47,33 @@ class Policy:
         action = self.trainer.compute_single_action(obs, explore=explore, policy_id=self._pid())
         return action, [], {}
 
+    def compute_actions(
+        self, obs_batch: Any, state_batches: Any = None, *, explore: bool = False, **kwargs: Any
+    ) -> tuple[Any, list[Any], dict[str, Any]]:
+        """``(actions, state_outs, extra_fetches)`` for a batch of observations, as RLlib
+        1.x's policy returns them (no recurrent state here: ``[]``, ``{}``)."""
+        actions = self.trainer.compute_actions(obs_batch, explore=explore, policy_id=self._pid())
+        return actions, [], {}
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The trainer's settings as a dict (``config.to_dict()``; this policy's overrides
+        applied in a multi-agent run)."""
+        config = self.trainer.config
+        if self._pid() is not None:
+            config = config.get_config_for_module(self.policy_id)
+        return dict(config.to_dict())
+
+    @property
+    def model(self) -> Any:
+        """The policy's network: its ``RLModule`` (``trainer.get_module``), a Flax module with
+        the current weights (RLlib 1.x's was a PyTorch or TF model)."""
+        return self.trainer.get_module(self._pid()) if self._pid() else self.trainer.get_module()
+
+    def export_model(self, export_dir: Any, onnx: int | None = None) -> str:
+        """Exports the policy as StableHLO programs (``trainer.export_policy_model``)."""
+        return str(self.trainer.export_policy_model(export_dir, self._pid(), onnx))
+
     def compute_action(self, obs: Any, explore: bool = False) -> Any:
         """The action for one observation."""
         return self.compute_single_action(obs, explore=explore)[0]

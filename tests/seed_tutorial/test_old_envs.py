@@ -4,6 +4,7 @@ fast refusal of them."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -89,7 +90,9 @@ def test_an_api_mismatch_is_a_bug_at_its_first_occurrence():
 
 
 @pytest.mark.slow  # builds and trains PPO
-def test_an_old_env_trains_under_the_old_trainer_and_the_new_api_refuses_it_at_once(caplog):
+def test_an_old_env_trains_under_the_old_trainer_and_the_new_api_refuses_it_at_once(
+    caplog, tmp_path
+):
     from rljax.agents.ppo import PPOTrainer
     from rljax.algorithms.ppo import PPOConfig
 
@@ -99,6 +102,25 @@ def test_an_old_env_trains_under_the_old_trainer_and_the_new_api_refuses_it_at_o
         result = trainer.train()
         assert result["episode_len_mean"] == 3.0 and result["timesteps_total"] == 64
         path = trainer.save()
+        # RLlib 1.x's worker and policy calls.
+        worker = trainer.workers.local_worker()
+        policy = worker.get_policy()
+        assert worker.worker_index == 0 and trainer.workers.remote_workers() == []
+        assert trainer.workers.foreach_worker(lambda w: w.worker_index) == [0]
+        obs = np.zeros((3, 1), np.float32)
+        actions, states, extra = policy.compute_actions(obs)
+        assert actions.shape == (3,) and states == [] and extra == {}
+        np.testing.assert_array_equal(actions, trainer.compute_actions(obs))
+        assert policy.config["minibatch_size"] == 32 and policy.model is not None
+        exported = policy.export_model(tmp_path / "model")
+        assert (Path(exported) / "policy.json").is_file()
+        saved = trainer.export_policy_checkpoint(tmp_path / "policy")
+        from rljax.core.rl_module import RLModule
+
+        module = RLModule.from_checkpoint(
+            Path(saved) / "learner_group" / "learner" / "rl_module" / "default_policy"
+        )
+        assert module.forward_inference({"obs": obs})["actions"].shape == (3,)
     finally:
         trainer.stop()
     # The trainer class loads its checkpoint as a trainer (was: a plain PPO, without the old
