@@ -103,6 +103,10 @@ def _gpus(setting: str) -> Apply:
     without one, a one-time note and the CPU."""
 
     def apply(key: str, value: Any, t: Translation) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            # Checked as on a host with GPUs, so one script is refused the same everywhere.
+            t.errors.append(f"{key}={value!r}: expected a number of GPUs >= 0")
+            return
         if value and not gpu_visible():
             note(key, f"{key}={value!r}: JAX sees no GPU on this host; training runs on the CPU")
             return
@@ -298,6 +302,49 @@ def _prioritized(key: str, value: Any, t: Translation) -> None:
     t.replay["type"] = "PrioritizedEpisodeReplayBuffer" if value else "EpisodeReplayBuffer"
 
 
+_TIME_LIMIT_ADVICE = (
+    "cut episodes with the env's own time limit instead: gymnasium.wrappers.TimeLimit(env, "
+    "max_episode_steps=N) in the env creator (a cut episode is truncated, not terminated)"
+)
+
+
+def _horizon(key: str, value: Any, t: Translation) -> None:
+    """RLlib 1.x's sampler-side episode cut: None changes nothing; a number is refused."""
+    if value is not None:
+        t.errors.append(
+            f"{key}={value!r}: rljax's runners do not cut episodes; {_TIME_LIMIT_ADVICE}"
+        )
+
+
+def _off_only(name: str) -> Apply:
+    """An old horizon option: False changes nothing here; True is refused."""
+
+    def apply(key: str, value: Any, t: Translation) -> None:
+        if value:
+            t.errors.append(
+                f"{key}={value!r}: rljax has no sampler-side horizon; {_TIME_LIMIT_ADVICE}"
+            )
+
+    return apply
+
+
+def _no_replay(key: str, value: Any, t: Translation) -> None:
+    """IMPALA's replay of old batches: off (0) changes nothing; anything else is refused."""
+    if value:
+        t.errors.append(
+            f"{key}={value!r}: rljax's IMPALA and APPO learn from fresh batches only (no "
+            "replay of old ones); remove it or set 0"
+        )
+    else:
+        note(key, f"{key}={value!r} {_NO_EFFECT}: no batches are replayed")
+
+
+def _use_critic(key: str, value: Any, t: Translation) -> None:
+    """APPO's critic: always used here (its GAE / V-trace need it)."""
+    if value is not True:
+        t.errors.append(f"{key}={value!r}: rljax's APPO always learns its critic (use_critic=True)")
+
+
 def _vf_share_layers(key: str, value: Any, t: Translation) -> None:
     t.model["vf_share_layers"] = value
 
@@ -333,10 +380,17 @@ OLD_KEYS: dict[str, OldKey] = {
     # ---------------------------------------------------------------- training
     "lambda": OldKey("lambda_", _to("lambda_"), algos=_PG),
     "sgd_minibatch_size": OldKey("minibatch_size", _to("minibatch_size"), algos=("PPO",)),
-    "num_sgd_iter": OldKey("num_epochs", _to("num_epochs"), algos=("PPO",)),
+    "num_sgd_iter": OldKey("num_epochs", _to("num_epochs"), algos=_PG),
     "shuffle_sequences": OldKey(
         "shuffle_batch_per_epoch", _to("shuffle_batch_per_epoch"), algos=("PPO",)
     ),
+    "horizon": OldKey("(none)", _horizon),
+    "soft_horizon": OldKey("(none)", _off_only("soft_horizon")),
+    "no_done_at_end": OldKey("(none)", _off_only("no_done_at_end")),
+    # IMPALA / APPO
+    "replay_proportion": OldKey("(none)", _no_replay, algos=("IMPALA", "APPO")),
+    "replay_buffer_num_slots": OldKey("(none)", _no_replay, algos=("IMPALA", "APPO")),
+    "use_critic": OldKey("(none)", _use_critic, algos=("APPO",)),
     "lr_schedule": OldKey("lr (a schedule [[timestep, lr], ...])", _schedule("lr")),
     "entropy_coeff_schedule": OldKey(
         "entropy_coeff (a schedule [[timestep, coeff], ...])",
@@ -491,6 +545,9 @@ def translate(algo: str, config: Mapping[str, Any], settings: list[str]) -> Tran
             continue
         entry = OLD_KEYS.get(key)
         if entry is not None and entry.algos is not None and algo not in entry.algos:
+            if key in settings:  # another algorithm's old key, this one's own setting
+                t.settings[key] = value
+                continue
             t.errors.append(
                 f"{key!r} is a setting of {'/'.join(entry.algos)}, not {algo}"
                 + _hint(key, [*settings, *known])

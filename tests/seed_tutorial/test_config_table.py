@@ -374,3 +374,34 @@ def test_each_trainer_takes_its_default_config_back(algo, module, name, env):
         "env": env,
         "num_env_runners": 1,
     }
+
+
+@pytest.mark.parametrize(
+    ("algo", "old", "setting", "value"),
+    [
+        ("IMPALA", {"num_sgd_iter": 2}, "num_epochs", 2),  # was refused as PPO's
+        ("APPO", {"num_sgd_iter": 3}, "num_epochs", 3),
+        ("APPO", {"use_critic": True}, "num_epochs", 1),
+        ("IMPALA", {"replay_proportion": 0.0}, "num_epochs", 1),
+        ("PPO", {"horizon": None, "soft_horizon": False, "no_done_at_end": False}, "lr", 5e-5),
+    ],
+)
+def test_rllib_1x_keys_of_impala_appo_and_the_horizon(algo, old, setting, value):
+    assert getattr(new_config(algo, {"env": "CartPole-v1", **old}), setting) == value
+
+
+@pytest.mark.parametrize(
+    ("algo", "old", "message"),
+    [
+        ("APPO", {"use_critic": False}, "always learns its critic"),
+        ("IMPALA", {"replay_proportion": 0.5}, "fresh batches only"),
+        ("PPO", {"horizon": 200}, r"TimeLimit\(env, max_episode_steps=N\)"),
+        ("PPO", {"no_done_at_end": True}, "no sampler-side horizon"),
+        # Checked as on a host with GPUs (was: accepted with a no-GPU note).
+        ("PPO", {"num_gpus": "abc"}, "num_gpus='abc': expected a number of GPUs >= 0"),
+        ("PPO", {"num_gpus_per_worker": -2}, "num_gpus_per_worker=-2: expected a number"),
+    ],
+)
+def test_rllib_1x_keys_that_do_not_apply_are_refused_saying_why(algo, old, message):
+    with pytest.raises(ConfigError, match=message):
+        new_config(algo, {"env": "CartPole-v1", **old})
