@@ -482,6 +482,13 @@ CASES = [
         ["LATEST", "at most 64 are read"],
     ),
     (
+        "LATEST names a version that is not there",
+        lambda w, n: _write(_copy(w, n), "LATEST", b"v-999999"),
+        LOAD,
+        CheckpointError,
+        ["LATEST file names version 'v-999999', which is not there"],
+    ),
+    (
         "version directory links outside",
         lambda w, n: _link_version_outside(w, n),
         LOAD,

@@ -364,6 +364,19 @@ def load_metadata(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
     root = Path(path).expanduser()
     name: str | None
     if not root.is_dir():
+        if root.is_file():
+            parent = root.parent
+            hint = (
+                f" {str(parent.parent)!r}"
+                if _VERSION_NAME.fullmatch(parent.name)
+                else f" {str(parent)!r}"
+                if (parent / LATEST).exists()
+                else ""
+            )
+            raise CheckpointError(
+                f"{str(path)!r} is a file, not a checkpoint: give the checkpoint's directory"
+                f"{hint} (what save_to_path returned)"
+            )
         raise CheckpointError(f"{str(path)!r} is not a checkpoint: no such directory")
     if _VERSION_NAME.fullmatch(root.name) and (root / META_FILE).exists():
         root, name = root.parent, root.name  # one version of a checkpoint, named directly
@@ -374,6 +387,11 @@ def load_metadata(path: str | os.PathLike) -> tuple[dict[str, Any], Path]:
             f"{str(path)!r} is not an rljax checkpoint: it has no {LATEST} file (write one with algo.save_to_path)"
         )
     version_dir = root / name
+    if not version_dir.exists() and not version_dir.is_symlink():
+        raise CheckpointError(
+            f"{str(path)!r}: its {LATEST} file names version {name!r}, which is not there (a "
+            "checkpoint directory copied in part?)"
+        )
     if version_dir.is_symlink() or not version_dir.is_dir() or not _inside(version_dir, root):
         raise CheckpointError(
             f"{version_dir}: the version directory must be a real directory inside "

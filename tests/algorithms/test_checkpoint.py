@@ -112,6 +112,11 @@ def test_bad_checkpoints_are_refused_clearly(trained, tmp_path):
     algo, path = trained
     with pytest.raises(CheckpointError, match="no such directory"):
         Algorithm.from_checkpoint(tmp_path / "missing")
+    # A file of the checkpoint (was: "no such directory"): the directory to give instead.
+    version = path / (path / "LATEST").read_text().strip()
+    state_file = next(p for p in version.iterdir() if p.is_file())
+    with pytest.raises(CheckpointError, match=rf"is a file, not a checkpoint: .*'{path}'"):
+        Algorithm.from_checkpoint(state_file)
     (tmp_path / "empty").mkdir()
     with pytest.raises(CheckpointError, match="not an rljax checkpoint"):
         Algorithm.from_checkpoint(tmp_path / "empty")
