@@ -58,6 +58,8 @@ def tune_config_data(config: TuneConfig) -> dict[str, Any]:
         "seed": config.seed,
         "max_concurrent_trials": config.max_concurrent_trials,
         "populations": config.populations,
+        # A scheduler is an object (not saved): its kind says to pass it again on restore.
+        "scheduler_kind": None if config.scheduler is None else type(config.scheduler).__name__,
     }
 
 
@@ -391,7 +393,9 @@ def check_trial_files(state: ExperimentState) -> None:
         _read_trial_file(trial_dir, "error.txt", MAX_ERROR_BYTES)
 
 
-def restored_configs(state: ExperimentState, stop: Any) -> tuple[TuneConfig, RunConfig]:
+def restored_configs(
+    state: ExperimentState, stop: Any, scheduler: Any = None
+) -> tuple[TuneConfig, RunConfig]:
     """``TuneConfig`` and ``RunConfig`` as the experiment had them, under its present
     directory.
 
@@ -405,8 +409,18 @@ def restored_configs(state: ExperimentState, stop: Any) -> tuple[TuneConfig, Run
             f"{state.path}: the experiment stopped trials with a {run['stop_kind']}, which is "
             "not saved; pass it again: Tuner.restore(path, trainable, stop=...)"
         )
+    saved = dict(state.tune_config)
+    kind = saved.pop("scheduler_kind", None)
+    stopped = stop is not None or run.get("stop") or saved.get("time_budget_s")
+    # An algorithm trains until stopped (a function trainable ends by itself).
+    if scheduler is None and kind is not None and not stopped and state.kind == "algorithm":
+        raise ConfigError(
+            f"{state.path}: the experiment's trials were stopped by its {kind}, which is not "
+            "saved; pass it again: Tuner.restore(path, trainable, scheduler=...) (or a stop "
+            "criterion: stop=...)"
+        )
     try:
-        tune_config = TuneConfig(**state.tune_config)
+        tune_config = TuneConfig(**saved, scheduler=scheduler)
         checkpoint = run.get("checkpoint_config")
         run_config = RunConfig(
             name=state.root.name,

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rljax.tune import experiment_state as es
-from rljax.tune.tune_config import TuneConfig
 from rljax.utils.errors import ConfigError
 from rljax.utils.search_space import Domain
 
@@ -100,6 +99,7 @@ def restore_tuner(
     restart_errored: bool,
     stop: Any,
     callbacks: list[Any] | None,
+    scheduler: Any = None,
 ) -> Any:
     """``Tuner.restore``: a ``cls`` (``Tuner``) that continues the experiment at ``path``, its
     directory read as untrusted data before anything in it changes (see ``Tuner.restore``)."""
@@ -113,7 +113,7 @@ def restore_tuner(
                 check_loaded_env_settings(saved)
             except ConfigError as e:
                 raise ConfigError(f"{state.path}: trial {index}: {e}") from None
-    tune_config, run_config = es.restored_configs(state, stop)
+    tune_config, run_config = es.restored_configs(state, stop, scheduler)
     if callbacks is not None:
         run_config = dataclasses.replace(run_config, callbacks=callbacks)
     # The base settings: a config given again, else (an algorithm) the saved ones.
@@ -135,7 +135,7 @@ def restore_tuner(
     tuner = cls(
         trainable,
         param_space=base_space,
-        tune_config=TuneConfig(**{**es.tune_config_data(tune_config), "num_samples": 1}),
+        tune_config=dataclasses.replace(tune_config, num_samples=1),
         run_config=run_config,
     )
     kind = "function" if tuner._function is not None else "algorithm"

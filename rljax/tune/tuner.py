@@ -820,6 +820,7 @@ class Tuner:
         *,
         stop: Any = None,
         callbacks: list[Any] | None = None,
+        scheduler: Any = None,
     ) -> Tuner:
         """A ``Tuner`` that continues the experiment at ``path`` (Ray Tune's
         ``Tuner.restore``); call ``fit()`` on it.
@@ -844,6 +845,8 @@ class Tuner:
           resume_unfinished, resume_errored, restart_errored: Tune's flags, as above.
           stop: ``RunConfig.stop`` again when it was a function or a ``Stopper`` (not saved).
           callbacks: ``RunConfig.callbacks`` again (objects, not saved).
+          scheduler: ``TuneConfig.scheduler`` again (an object, not saved); needed to go on
+            when it was what stopped the trials (``max_t``) and there is no stop criterion.
 
         The directory is read as untrusted data before anything in it changes: every trial
         directory must be a plain directory inside it (not a link, to another run say; nor
@@ -868,6 +871,7 @@ class Tuner:
             restart_errored,
             stop,
             callbacks,
+            scheduler,
         )
 
     @staticmethod

@@ -290,6 +290,35 @@ def test_an_algorithm_experiment_restores_its_base_settings(tmp_path):
         tune.Tuner.restore(tmp_path / "e", DQNConfig())
 
 
+def test_an_experiment_a_scheduler_stopped_restores_with_the_scheduler_given_again(tmp_path):
+    """Was: Tuner.restore of an algorithm experiment stopped only by ASHA's max_t failed
+    ("trains until stopped: give a stop criterion (tune.RunConfig(stop=...))", which restore
+    does not take); the scheduler, an object, is passed again."""
+    from rljax.algorithms.ppo import PPOConfig
+    from rljax.tune.schedulers import ASHAScheduler
+
+    base = PPOConfig().environment("CartPole-v1").training(lr=tune.grid_search([1e-3, 3e-4]))
+    asha = ASHAScheduler(max_t=2)
+    tuner = tune.Tuner(
+        "PPO",
+        param_space=base,
+        tune_config=tune.TuneConfig(
+            metric="env_runners/episode_return_mean", mode="max", scheduler=asha
+        ),  # fmt: skip
+        run_config=tune.RunConfig(name="e", storage_path=str(tmp_path)),
+    )
+    (tmp_path / "e").mkdir()
+    tuner._new_state(tmp_path / "e")  # the state fit() writes first; nothing is built here
+    with pytest.raises(ConfigError, match=r"stopped by its AsyncHyperBandScheduler, which is"):
+        tune.Tuner.restore(tmp_path / "e", "PPO")
+    restored = tune.Tuner.restore(tmp_path / "e", "PPO", scheduler=ASHAScheduler(max_t=2))
+    assert isinstance(restored.tune_config.scheduler, ASHAScheduler)
+    assert [c.lr for c in restored._algo_configs] == [1e-3, 3e-4]
+    # A stop criterion given instead goes on without it.
+    restored = tune.Tuner.restore(tmp_path / "e", "PPO", stop={"training_iteration": 2})
+    assert restored.tune_config.scheduler is None
+
+
 def test_trials_a_time_budget_left_out_run_on_restore(tmp_path):
     import time
 
