@@ -127,8 +127,15 @@ class _TrialRun:
         # Trials trained at once (in worker processes) record their results one at a time.
         self.lock = lock if lock is not None else threading.RLock()
         self.halt = halt  # True: the Tuner is ending every trial (a fatal error elsewhere)
-        # RunConfig.callbacks' on_trial_result, called with each recorded result.
+        # RunConfig.callbacks' on_trial_result, called with each recorded result, and their
+        # on_checkpoint, with each checkpoint saved.
         self.notify: Callable[[_TrialRun, dict[str, Any]], None] | None = None
+        self.notify_checkpoint: Callable[[_TrialRun, Checkpoint], None] | None = None
+        # What Tune's Trial shows callbacks (the Tuner sets the names).
+        self.status = es.RUNNING
+        self.trainable_name = ""
+        self.experiment_tag = ""
+        self.name = trial_id
         self.stopper, self.checkpoint_config = stopper, checkpoint_config
         self.deadline, self.verbose = deadline, verbose
         self.progress = progress
@@ -148,6 +155,28 @@ class _TrialRun:
         )
         (path / "error.txt").unlink(missing_ok=True)  # a resumed trial's old error
         self._rewrite_results()
+
+    def __str__(self) -> str:
+        """The trial's name, as Tune's ``str(trial)``."""
+        return self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    @property
+    def last_result(self) -> dict[str, Any]:
+        """The trial's last result (Tune's ``Trial.last_result``), or {} before its first."""
+        return self.history[-1] if self.history else {}
+
+    @property
+    def checkpoint(self) -> Checkpoint | None:
+        """The trial's newest checkpoint kept (Tune's ``Trial.checkpoint``), or None."""
+        return Checkpoint(self.checkpoints[-1]) if self.checkpoints else None
+
+    @property
+    def logdir(self) -> str:
+        """The trial's directory (Tune's older name)."""
+        return str(self.path)
 
     @property
     def shown_config(self) -> dict[str, Any]:
@@ -198,6 +227,8 @@ class _TrialRun:
         if target in self.checkpoints:
             self.checkpoints.remove(target)
         self.checkpoints.append(target)
+        if self.notify_checkpoint is not None:
+            self.notify_checkpoint(self, Checkpoint(target))
         keep = self.checkpoint_config.num_to_keep
         if keep is None or len(self.checkpoints) <= keep:
             return
@@ -411,6 +442,15 @@ class _Fit:
                     f"RunConfig.callbacks: {type(cb).__name__}.{hook} raised "
                     f"{type(e).__name__}: {e}"
                 ) from e
+
+    def trial_checkpoint(self, trial: _TrialRun, checkpoint: Checkpoint) -> None:
+        self.callback(
+            "on_checkpoint",
+            iteration=self.iteration,
+            trials=list(self.trials),
+            trial=trial,
+            checkpoint=checkpoint,
+        )
 
     def trial_result(self, trial: _TrialRun, result: dict[str, Any]) -> None:
         self.iteration += 1

@@ -534,8 +534,13 @@ class Tuner:
         if scheduler is not None:
             scheduler.on_trial_add(trial_id)
         fit.trials.append(trial)
+        variant = self._variants[index]
+        trial.trainable_name = self.trainable_name
+        trial.experiment_tag = self._trial_info(trial_id, index, variant).experiment_tag
+        trial.name = self._trial_name(trial_id, index, variant)
         if fit.callbacks:
             trial.notify = fit.trial_result
+            trial.notify_checkpoint = fit.trial_checkpoint
             fit.callback(
                 "on_trial_start", iteration=fit.iteration, trials=list(fit.trials), trial=trial
             )
@@ -547,6 +552,7 @@ class Tuner:
         fit.results[index] = trial.result(error)
         status = es.ERROR if error is not None else es.TERMINATED
         fit.state.set_status(index, status)
+        trial.status = status
         last = flatten(trial.history[-1]) if trial.history else None
         searcher, scheduler = self.tune_config.search_alg, self.tune_config.scheduler
         if searcher is not None:

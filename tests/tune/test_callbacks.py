@@ -140,3 +140,55 @@ def test_wandb_logger_callback_logs_each_trial_offline(tmp_path, monkeypatch):
         assert (Path(result.path) / "progress.csv").read_text().count("\n") == 3
     with pytest.raises(ConfigError, match="callbacks="):
         tune.RunConfig(callbacks=[tune.logger.WandbLoggerCallback])
+
+
+def test_callbacks_see_tunes_trial_and_each_checkpoint(tmp_path):
+    """Was: the trial passed to hooks had no status, last_result, checkpoint, trainable_name,
+    experiment_tag or logdir, printed as an object, and on_checkpoint was never called."""
+    import tempfile
+
+    seen = []
+
+    class Watch(tune.Callback):
+        def on_checkpoint(self, iteration, trials, trial, checkpoint, **info):
+            seen.append(("checkpoint", Path(checkpoint.path).name, trial.status))
+
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            seen.append(
+                (
+                    "complete",
+                    str(trial),
+                    trial.status,
+                    trial.last_result["score"],
+                    Path(trial.checkpoint.path).name,
+                    trial.trainable_name,
+                    trial.experiment_tag,
+                    trial.logdir == str(trial.path),
+                )
+            )
+
+    class OnlyResults(tune.Callback):  # one hook; the base class's others do nothing
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            seen.append(("result", result["score"]))
+
+    def train_fn(config):
+        for i in range(2):
+            d = tempfile.mkdtemp()
+            tune.report({"score": i + config["x"]}, checkpoint=tune.Checkpoint.from_directory(d))
+
+    tune.Tuner(
+        train_fn,
+        param_space={"x": tune.grid_search([10])},
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), callbacks=[Watch(), OnlyResults()], verbose=0
+        ),
+    ).fit()
+    (name,) = {s[1] for s in seen if s[0] == "complete"}
+    assert name.startswith("train_fn_")
+    assert seen == [
+        ("checkpoint", "checkpoint_000001", "RUNNING"),
+        ("result", 10),
+        ("checkpoint", "checkpoint_000002", "RUNNING"),
+        ("result", 11),
+        ("complete", name, "TERMINATED", 11, "checkpoint_000002", "train_fn", "0_x=10", True),
+    ]
