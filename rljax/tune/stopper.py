@@ -123,7 +123,7 @@ def _number(owner: str, name: str, value: Any, low: float, integer: bool = False
     return value
 
 
-def _metric_value(owner: str, metric: str, trial_id: str, result: dict[str, Any]) -> float | None:
+def metric_value(owner: str, metric: str, trial_id: str, result: dict[str, Any]) -> float | None:
     """``metric``'s value in ``result``; None when the result lacks its whole section (an
     ``evaluation/...`` key between evaluations), as ``DictStopper`` passes over it."""
     flat = flatten(result)
@@ -220,7 +220,7 @@ class TrialPlateauStopper(Stopper):
         self._results: dict[str, int] = collections.defaultdict(int)
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        value = _metric_value("TrialPlateauStopper", self._metric, trial_id, result)
+        value = metric_value("TrialPlateauStopper", self._metric, trial_id, result)
         if value is None:
             return False
         values = self._values[trial_id]
@@ -257,7 +257,7 @@ class ExperimentPlateauStopper(Stopper):
         return len(self._best) == self._top and float(np.std(self._best)) <= self._std
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
-        value = _metric_value("ExperimentPlateauStopper", self._metric, trial_id, result)
+        value = metric_value("ExperimentPlateauStopper", self._metric, trial_id, result)
         if value is None:
             return self.stop_all()
         ranked = sorted([*self._best, value])
@@ -299,5 +299,6 @@ __all__ = [
     "TimeoutStopper",
     "TrialPlateauStopper",
     "as_stopper",
+    "metric_value",
     "flatten",
 ]

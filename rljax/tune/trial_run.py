@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from rljax.tune import experiment_state as es
 from rljax.tune.progress import ProgressReporter
 from rljax.tune.result_grid import Checkpoint, Result
-from rljax.tune.stopper import Stopper, flatten
+from rljax.tune.stopper import Stopper, flatten, metric_value
 from rljax.tune.tune_config import CheckpointConfig
 from rljax.utils import safe_io
 from rljax.utils.errors import ConfigError
@@ -133,6 +133,7 @@ class _TrialRun:
         self.notify_checkpoint: Callable[[_TrialRun, Checkpoint], None] | None = None
         # What Tune's Trial shows callbacks (the Tuner sets the names).
         self.status = es.RUNNING
+        self.metric: str | None = None  # TuneConfig.metric, checked on the first result
         self.trainable_name = ""
         self.experiment_tag = ""
         self.name = trial_id
@@ -316,6 +317,13 @@ class _TrialRun:
             else:
                 print(line)
         stop = False
+        if self.metric is not None and len(self.history) == 1:
+            # Tune's strict metric check, on the first result: a misspelled metric would
+            # otherwise fail only when the best trial is asked for, after every trial ran.
+            try:
+                metric_value("TuneConfig.metric", self.metric, self.trial_id, result)
+            except ConfigError as e:
+                raise _StopperFailed(str(e)) from e
         if self.stopper is not None:
             try:
                 stop = bool(self.stopper(self.trial_id, result))

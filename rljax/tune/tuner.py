@@ -536,6 +536,7 @@ class Tuner:
         fit.trials.append(trial)
         variant = self._variants[index]
         trial.trainable_name = self.trainable_name
+        trial.metric = self.tune_config.metric
         trial.experiment_tag = self._trial_info(trial_id, index, variant).experiment_tag
         trial.name = self._trial_name(trial_id, index, variant)
         if fit.callbacks:

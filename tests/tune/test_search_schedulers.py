@@ -617,7 +617,8 @@ def test_metric_and_mode_missing_conflicting_or_unknown(tmp_path):
 
 
 def test_a_metric_missing_from_the_results_ends_fit_naming_it(tmp_path):
-    with pytest.raises(ConfigError, match=r"reads 'eval/scor', which is not in .*'eval/score'"):
+    # TuneConfig.metric is checked on the first result (Tune's strict metric check).
+    with pytest.raises(ConfigError, match=r"metric 'eval/scor' is not in trial .*'eval/score'"):
         _fit(
             quadratic,
             {"x": tune.uniform(0, 1)},
@@ -626,8 +627,11 @@ def test_a_metric_missing_from_the_results_ends_fit_naming_it(tmp_path):
             metric="eval/scor",
             mode="max",
         )
-    with pytest.raises(ConfigError, match=r"AsyncHyperBandScheduler reads 'scor'"):
+    with pytest.raises(ConfigError, match=r"TuneConfig.metric: metric 'scor' is not in trial"):
         _fit(quadratic, {"x": 1.0}, tmp_path, scheduler=ASHAScheduler(), metric="scor", mode="max")
+    # A scheduler given its own metric, which the results lack, names itself.
+    with pytest.raises(ConfigError, match=r"AsyncHyperBandScheduler reads 'scor'"):
+        _fit(quadratic, {"x": 1.0}, tmp_path, scheduler=ASHAScheduler(metric="scor", mode="max"))
 
 
 def test_without_optuna_the_error_says_how_to_install_it(monkeypatch):

@@ -258,3 +258,22 @@ def test_run_experiments_runs_each_spec_through_tune_run(tmp_path):
     ):
         with pytest.raises(ConfigError, match=match):
             tune.run_experiments(bad, verbose=0)
+
+
+def test_a_misspelled_metric_fails_on_the_first_result(tmp_path):
+    """As Tune's strict metric check (was: every trial ran, then best_config failed)."""
+    ran = []
+
+    def fn(config):
+        for i in range(3):
+            ran.append(i)
+            tune.report({"episode_reward_mean": float(i), "nested": {"a": 1}})
+
+    with pytest.raises(ConfigError, match=r"'episode_reward_mena' is not in trial .*'episode_"):
+        tune.run(fn, config={"x": tune.grid_search([1, 2])}, metric="episode_reward_mena",
+                 mode="max", storage_path=str(tmp_path), verbose=0)  # fmt: skip
+    assert ran == [0]  # the first result of the first trial
+    # A metric whose section a result lacks (evaluation/... between evaluations) waits.
+    analysis = tune.run(fn, config={}, metric="evaluation/x", mode="max",
+                        storage_path=str(tmp_path / "b"), verbose=0)  # fmt: skip
+    assert len(analysis.trials) == 1
