@@ -201,6 +201,14 @@ class Tuner:
             assert base is not None
             check_stop_keys(self.run_config.stop, old_api=self._old_api is not None)
             self._algo_configs = [self._variant_config(v) for v in self._variants]
+            # Each trial's settings on their own (types and ranges; nothing is built), so a bad
+            # grid value fails before the first trial trains rather than when its trial starts.
+            for index, config in enumerate(self._algo_configs):
+                try:
+                    config.copy()._check_settings()
+                except ConfigError as e:
+                    shown = str(self._variants[index])[:200]
+                    raise ConfigError(f"trial {index} ({shown}): {e}") from None
             if (
                 self.run_config.stop is None
                 and self.tune_config.time_budget_s is None

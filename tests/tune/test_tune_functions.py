@@ -277,3 +277,16 @@ def test_a_misspelled_metric_fails_on_the_first_result(tmp_path):
     analysis = tune.run(fn, config={}, metric="evaluation/x", mode="max",
                         storage_path=str(tmp_path / "b"), verbose=0)  # fmt: skip
     assert len(analysis.trials) == 1
+
+
+def test_a_bad_value_in_a_grid_fails_before_any_trial_trains(tmp_path):
+    """Was: trial 0 trained to its end, then trial 1 failed on minibatch_size=-1."""
+    with pytest.raises(ConfigError, match=r"^trial 1 \(.*\): minibatch_size=-1 \(int\); use an"):
+        tune.run(
+            "PPO",
+            config={"env": "CartPole-v1", "sgd_minibatch_size": tune.grid_search([64, -1])},
+            stop={"training_iteration": 1},
+            storage_path=str(tmp_path),
+            verbose=0,
+        )
+    assert not list(tmp_path.rglob("result.json"))  # nothing ran
