@@ -28,7 +28,9 @@ def _check_obs_space(space: gym.Space) -> tuple[bool, bool]:
     if not isinstance(space, gym.spaces.Box):
         raise ConfigError(
             f"observation space {space} is not supported by the default model; rljax supports "
-            "Box observations (vectors and images); flatten other spaces with a gymnasium wrapper"
+            "Box observations (vectors and images); flatten other spaces with a gymnasium wrapper "
+            "(a JAX env: flatten inside its reset and step), or give a Flax module of your own "
+            "(RLModuleSpec(module_class=...))"
         )
     image = is_image_space(space)
     return image, image and is_channels_first(space.shape)
@@ -238,5 +240,7 @@ def check_vector_obs(space: gym.Space, algo: str) -> None:
     if image:
         raise ConfigError(
             f"{algo}'s default networks take vector observations; got {space}. Flatten them with "
-            "a gymnasium wrapper"
+            "a gymnasium wrapper (a JAX env: inside its reset and step), give a Flax module of "
+            "your own (RLModuleSpec(module_class=...)), or use PPO, APPO or DQN, whose default "
+            "networks have the CNN"
         )
