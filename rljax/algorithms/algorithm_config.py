@@ -822,6 +822,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         learner_class: Any = None,
     ) -> AlgorithmConfig:
         """Builds a config from ``to_dict()`` output or a flat dict of config keys (RLlib names).
+        ``AlgorithmConfig.from_dict`` of a dict naming its algorithm (``"algo": "PPO"``, as
+        ``to_dict()`` writes) builds that algorithm's config.
 
         A dict may come from a file anyone wrote, so code it names (``{"import":
         "module:Name"}`` for ``env``, ``policy_mapping_fn`` and ``rl_module_spec``'s

@@ -127,6 +127,13 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
     ``policy`` allows."""
     if not isinstance(d, dict):
         raise ConfigError(f"a config must be a dict of settings; got a {type(d).__name__}")
+    named = d.get("algo")
+    if cls.algo_name == "Algorithm" and isinstance(named, str):
+        # AlgorithmConfig.from_dict of an algorithm's dict (to_dict() names it): its config.
+        from rljax.algorithms import registry
+
+        if named in registry.algorithm_names():
+            cls = registry.config_class(named)
     config = cls()
     d = dict(d)
     bad_keys = [k for k in d if not isinstance(k, str)]

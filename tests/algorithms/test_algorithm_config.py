@@ -216,3 +216,14 @@ def test_episode_metrics_are_per_iteration_as_rllib_reports_them():
     stats.add(np.array([]), np.array([], int))  # no episode finished this iteration
     assert math.isnan(stats.summary()["episode_return_mean"])
     assert stats.num_episodes_lifetime == 6
+
+
+def test_the_base_from_dict_builds_the_algorithm_the_dict_names():
+    """Was: ``AlgorithmConfig.from_dict(ppo_config.to_dict())`` raised "this dict is a 'PPO'
+    config, not Algorithm"."""
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
+    from rljax.algorithms.ppo import PPOConfig
+
+    d = PPOConfig().environment("CartPole-v1").training(lr=0.01).to_dict()
+    config = AlgorithmConfig.from_dict(d)
+    assert type(config) is PPOConfig and config.lr == 0.01 and config.env == "CartPole-v1"
