@@ -84,8 +84,10 @@ class TuneContext:
         return str(self._trial.trial_id)
 
     def get_trial_name(self) -> str:
-        """The trial's name: its directory's name."""
-        return Path(self._trial.path).name
+        """The trial's name, as Tune's (``str(trial)``: ``<trainable>_<trial_id>`` or
+        ``trial_name_creator``'s), where the Tuner named it; else its directory's name."""
+        name = getattr(self._trial, "name", None)
+        return str(name) if name else Path(self._trial.path).name
 
     def get_trial_dir(self) -> str:
         return os.fspath(self._trial.path)

@@ -86,7 +86,8 @@ def test_get_context_names_the_running_trial(tmp_path):
     grid = _fit(train_fn, tmp_path)
     for result, (trial_id, name, trial_dir, experiment, size, rank) in zip(grid, seen, strict=True):
         assert trial_id == result.metrics["trial_id"]
-        assert trial_dir == result.path and name == Path(result.path).name
+        # Tune's trial name (was: the directory's name).
+        assert trial_dir == result.path and name == f"train_fn_{trial_id}"
         assert experiment == "e" and (size, rank) == (1, 0)
     with pytest.raises(RuntimeError, match="no trial is running"):
         tune.get_context()
