@@ -135,15 +135,19 @@ class OldMultiAgentEnv(MultiAgentEnv):
             close()
 
 
-class OldEnvCreator:
-    """``env_config -> OldMultiAgentEnv``: a multi-agent env's creator (or class), wrapped. It
-    carries the import path of what it wraps, under which a config stores it."""
+class WrappedCreator:
+    """An env creator (or class) wrapped by the old API: it carries the import path of what it
+    wraps, under which a config stores it."""
 
     def __init__(self, creator: Any):
         self.creator = creator
         self.__name__ = getattr(creator, "__name__", type(creator).__name__)
         self.__qualname__ = getattr(creator, "__qualname__", self.__name__)
         self.__module__ = getattr(creator, "__module__", __name__)
+
+
+class OldEnvCreator(WrappedCreator):
+    """``env_config -> OldMultiAgentEnv``: a multi-agent env's creator (or class), wrapped."""
 
     def __call__(self, env_config: Any) -> OldMultiAgentEnv:
         return OldMultiAgentEnv(self.creator(env_config))
@@ -166,4 +170,4 @@ def old_env_creator(env: Any) -> Any:
     return creator if isinstance(creator, OldEnvCreator) else OldEnvCreator(creator)
 
 
-__all__ = ["OldEnvCreator", "OldMultiAgentEnv", "old_env_creator"]
+__all__ = ["OldEnvCreator", "OldMultiAgentEnv", "WrappedCreator", "old_env_creator"]

@@ -18,6 +18,7 @@ from typing import Any
 import gymnasium as gym
 
 from rljax.agents.config_table import note
+from rljax.agents.multi_agent import WrappedCreator
 
 
 def takes_old_reset(env: Any) -> bool:
@@ -49,16 +50,9 @@ class OldGymEnv(gym.Wrapper):
         return out  # a 5-value step: gymnasium's already (the API check looks at it)
 
 
-class OldGymEnvCreator:
+class OldGymEnvCreator(WrappedCreator):
     """``env_config -> env``: a single-agent env's creator (or class), whose env is wrapped in
-    ``OldGymEnv`` when its ``reset`` is old gym's. It carries the import path of what it wraps,
-    under which a config stores it."""
-
-    def __init__(self, creator: Any):
-        self.creator = creator
-        self.__name__ = getattr(creator, "__name__", type(creator).__name__)
-        self.__qualname__ = getattr(creator, "__qualname__", self.__name__)
-        self.__module__ = getattr(creator, "__module__", __name__)
+    ``OldGymEnv`` when its ``reset`` is old gym's."""
 
     def __call__(self, env_config: Any) -> Any:
         env = self.creator(env_config)
