@@ -66,6 +66,32 @@ UNSET: Any = _Unset()
 _C = TypeVar("_C", bound="AlgorithmConfig")
 
 
+def trained_policies(fn: Callable[..., Any], policies: Any) -> list[str]:
+    """The policies RLlib's ``policies_to_train`` function ``(policy_id, batch) -> bool``
+    trains, asked once per policy of ``policies`` (a dict, list or set of ids) with
+    ``batch=None``.
+
+    Raises:
+      ConfigError: there are no policies yet, or the function raises for one.
+    """
+    if policies is None:
+        raise ConfigError(
+            "policies_to_train as a function needs the policies: give "
+            ".multi_agent(policies=[...], policies_to_train=fn)"
+        )
+    out = []
+    for pid in list(policies):
+        try:
+            if fn(pid, None):
+                out.append(str(pid))
+        except Exception as e:
+            raise ConfigError(
+                f"policies_to_train={getattr(fn, '__name__', fn)!r} raised {type(e).__name__}: "
+                f"{e} for policy {pid!r}; rljax asks it once per policy, with batch=None"
+            ) from e
+    return out
+
+
 def multi_agent_trainer(algo_class: Any, algo_name: str) -> type:
     """The class that trains ``algo_class``'s ``.multi_agent(...)`` configs: its
     ``multi_agent_class()``.
@@ -194,7 +220,12 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         if unknown:
             name = next(iter(unknown))
             allowed = [self.SETTINGS[k].setter_keyword for k in self._SECTIONS[section]]
-            hint = unknown_key_hint(name, allowed) or unknown_key_hint(name, self._all_keys())
+            owner = next((s for s, keys in self._SECTIONS.items() if name in keys), None)
+            hint = (
+                f"; it is set by .{owner}({name}=...)"
+                if owner is not None
+                else unknown_key_hint(name, allowed) or unknown_key_hint(name, self._all_keys())
+            )
             raise ConfigError(
                 f".{section}() got an unknown keyword {name!r}{hint}; valid keywords: {', '.join(allowed)}"
             )
@@ -302,9 +333,12 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         *,
         model_config: DefaultModelConfig | dict[str, Any] | None = UNSET,
         rl_module_spec: RLModuleSpec | MultiRLModuleSpec | None = UNSET,
+        algorithm_config_overrides_per_module: dict[str, dict[str, Any]] = UNSET,
         **kwargs: Any,
     ) -> _C:
-        """Sets the default model's settings, or a user Flax module through ``RLModuleSpec``."""
+        """Sets the default model's settings, or a user Flax module through ``RLModuleSpec``;
+        ``algorithm_config_overrides_per_module`` here is RLlib 2.60's place for it (the same
+        setting as ``.multi_agent(algorithm_config_overrides_per_module=...)``)."""
         return self._set("rl_module", locals())
 
     def evaluation(
@@ -362,7 +396,22 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         algorithm_config_overrides_per_module: dict[str, dict[str, Any]] = UNSET,
         **kwargs: Any,
     ) -> _C:
-        """Several policies on a ``MultiAgentEnv``."""
+        """Several policies on a ``MultiAgentEnv``.
+
+        ``policies_to_train`` may be RLlib's function ``(policy_id, batch) -> bool``: it is
+        asked once per policy here, with ``batch=None``, and its answer kept as the list.
+        ``count_steps_by`` is RLlib's ``"env_steps"`` (batches count env steps); its
+        ``"agent_steps"`` is refused.
+        """
+        count = kwargs.pop("count_steps_by", "env_steps")
+        if count != "env_steps":
+            raise ConfigError(
+                f".multi_agent(count_steps_by={count!r}): rljax's multi-agent batches count env "
+                "steps ('env_steps'); set train_batch_size_per_learner in env steps"
+            )
+        if callable(policies_to_train):
+            given = policies if policies is not UNSET else self.policies
+            policies_to_train = trained_policies(policies_to_train, given)
         return self._set("multi_agent", locals())
 
     def fault_tolerance(

@@ -138,3 +138,30 @@ def test_old_stack_env_runner_settings_at_rllibs_defaults_are_accepted_and_other
         PPOConfig().env_runners(remote_worker_envs=True)
     with pytest.raises(ConfigError, match="exploration_config=.*EpsilonGreedy.*use epsilon"):
         PPOConfig().env_runners(exploration_config={"type": "EpsilonGreedy"})
+
+
+def test_rllib_260s_multi_agent_setter_forms():
+    """Were refused: a policies_to_train function, count_steps_by, and
+    .rl_module(algorithm_config_overrides_per_module=...) (RLlib 2.60's place for it), whose
+    error suggested the name it had refused."""
+    asked = []
+
+    def trains(module_id, batch=None):
+        asked.append((module_id, batch))
+        return module_id == "p0"
+
+    config = PPOConfig().multi_agent(
+        policies={"p0", "p1"},
+        policy_mapping_fn=lambda aid, ep, **kw: f"p{aid}",
+        policies_to_train=trains,
+        count_steps_by="env_steps",
+    )
+    assert config.policies_to_train == ["p0"] and sorted(asked) == [("p0", None), ("p1", None)]
+    config.rl_module(algorithm_config_overrides_per_module={"p1": {"lr": 1e-4}})
+    assert config.algorithm_config_overrides_per_module == {"p1": {"lr": 1e-4}}
+    with pytest.raises(ConfigError, match=r"count_steps_by='agent_steps'\): rljax's multi-agent"):
+        PPOConfig().multi_agent(count_steps_by="agent_steps")
+    with pytest.raises(ConfigError, match=r"unknown keyword 'lr'; it is set by .training\(lr="):
+        PPOConfig().rl_module(lr=1.0)
+    with pytest.raises(ConfigError, match="policies_to_train as a function needs the policies"):
+        PPOConfig().multi_agent(policies_to_train=trains)
