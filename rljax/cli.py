@@ -203,7 +203,7 @@ def check_train_flags(args: argparse.Namespace) -> None:
             "--checkpoint-dir DIR (where to save)"
         )
     if args.checkpoint_dir:
-        _check_checkpoint_dir(args.checkpoint_dir)
+        _check_checkpoint_dir(args.checkpoint_dir, args.force)
     if args.wandb_project and not args.logdir:
         raise ConfigError(
             f"--wandb-project {args.wandb_project} without --logdir; add --logdir DIR (where the "
@@ -242,8 +242,10 @@ def _check_logdir(value: str, force: bool = False) -> None:
         raise ConfigError(f"--logdir {value}: cannot write there ({e.strerror or e})") from None
 
 
-def _check_checkpoint_dir(value: str) -> None:
-    """Raises ``ConfigError`` unless rljax can save checkpoints to ``value``.
+def _check_checkpoint_dir(value: str, force: bool = False) -> None:
+    """Raises ``ConfigError`` unless rljax can save checkpoints to ``value``: a new run's saves
+    would replace an earlier run's checkpoint there (``--checkpoint-num-to-keep`` versions are
+    kept), so a directory holding one is refused unless ``force``.
 
     Creates nothing that stays: writability is proven by creating and removing an empty
     directory in ``value`` or, when it does not exist yet, in its nearest existing ancestor.
@@ -271,6 +273,12 @@ def _check_checkpoint_dir(value: str) -> None:
             raise ConfigError(
                 f"{flag} holds files that are not part of an rljax checkpoint ({shown}); give a "
                 "new or empty directory, or one rljax saved to"
+            )
+        if os.path.lexists(path / checkpoint.LATEST) and not force:
+            raise ConfigError(
+                f"{flag} holds an earlier run's checkpoint, which this run's saves would "
+                "replace; pass --force to replace it, or choose another directory (load it "
+                "with Algorithm.from_checkpoint, or rljax evaluate / export)"
             )
     try:
         probe = tempfile.mkdtemp(prefix=".tmp-rljax-probe-", dir=existing)
@@ -776,7 +784,8 @@ def make_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--force",
         action="store_true",
-        help=f"replace the logs of an earlier run in --logdir ({', '.join(LOG_FILES)})",
+        help=f"replace the logs of an earlier run in --logdir ({', '.join(LOG_FILES)}) and "
+        "the checkpoint of an earlier run in --checkpoint-dir",
     )
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.set_defaults(func=cmd_train)

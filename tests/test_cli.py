@@ -278,11 +278,24 @@ def test_checking_a_checkpoint_dir_leaves_nothing_behind(tmp_path):
     for target in (tmp_path / "new" / "ckpt", tmp_path):  # missing, and existing and empty
         check_train_flags(make_parser().parse_args(["train", "--checkpoint-dir", str(target)]))
         assert list(tmp_path.iterdir()) == []
-    # A directory rljax saved to passes, leftovers of an interrupted save included.
+    # A directory rljax saved to passes with --force, leftovers of an interrupted save
+    # included; without it the earlier run's checkpoint is not replaced (it was, unsaid).
     for name in ("LATEST", "v-000003", ".tmp-v-000004-0a1b2c3d", ".LATEST.0a1b2c3d"):
         (tmp_path / name).mkdir()
-    check_train_flags(make_parser().parse_args(["train", "--checkpoint-dir", str(tmp_path)]))
+    with pytest.raises(ConfigError, match="holds an earlier run's checkpoint.*--force"):
+        check_train_flags(make_parser().parse_args(["train", "--checkpoint-dir", str(tmp_path)]))
+    argv = ["train", "--checkpoint-dir", str(tmp_path), "--force"]
+    check_train_flags(make_parser().parse_args(argv))
     assert len(list(tmp_path.iterdir())) == 4
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_unwritable_export_dir_is_refused_before_anything_loads():
+    """Was: a PermissionError traceback after the checkpoint had been loaded."""
+    from rljax.policy.export import check_export_dir
+
+    with pytest.raises(ConfigError, match=r"cannot export to '/proc/rljax-test/x': not writable"):
+        check_export_dir("/proc/rljax-test/x")
 
 
 # ``rljax train`` as the rljax script runs it (main() with the process's own argv), with SIGINT's

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,8 @@ PLATFORMS = ("cpu", "cuda")
 
 def check_export_dir(path: str | os.PathLike[str]) -> Path:
     """``path`` as the directory an export writes: a new one, or an existing directory (its
-    policy files are replaced). Anything else there (a file, a link to one) is a
-    ``ConfigError`` naming it, before anything is loaded or lowered."""
+    policy files are replaced). Anything else there (a file, a link to one) or a place that
+    cannot be written is a ``ConfigError`` naming it, before anything is loaded or lowered."""
     out = Path(path)
     # lexists: a dangling link is there too (mkdir would fail on it after all the work).
     if os.path.lexists(out) and not out.is_dir():
@@ -58,6 +59,7 @@ def check_export_dir(path: str | os.PathLike[str]) -> Path:
             f"cannot export to {str(path)!r}: it exists and is not a directory; give a new "
             "directory or an existing one (its policy files are replaced)"
         )
+    existing = out
     for parent in out.parents:
         if os.path.lexists(parent):
             if not parent.is_dir():
@@ -65,6 +67,15 @@ def check_export_dir(path: str | os.PathLike[str]) -> Path:
                     f"cannot export to {str(path)!r}: {str(parent)!r} is not a directory"
                 )
             break
+    while not os.path.lexists(existing):
+        existing = existing.parent
+    try:  # writable: an empty directory made and removed there (nothing stays)
+        os.rmdir(tempfile.mkdtemp(prefix=".tmp-rljax-probe-", dir=existing))
+    except OSError as e:
+        where = "" if existing == out else f" (nothing can be created in {str(existing)!r})"
+        raise ConfigError(
+            f"cannot export to {str(path)!r}: not writable{where}: {e.strerror or e}"
+        ) from None
     return out
 
 
