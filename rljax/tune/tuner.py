@@ -164,10 +164,11 @@ class Tuner:
         self._base = base
         from rljax.algorithms.algorithm_config import AlgorithmConfig as _Config
 
+        # A config object (as param_space, or as the trainable with a dict of searched values
+        # over it: rljax tune's files) is shown whole in each trial's results.
+        given_config = isinstance(param_space, _Config) or isinstance(trainable, _Config)
         self._whole_config = (
-            self._config_dict
-            if isinstance(param_space, _Config) and not is_old_api_trainer(trainable)
-            else None
+            self._config_dict if given_config and not is_old_api_trainer(trainable) else None
         )
         self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
         self._results: ResultGrid | None = None  # the last fit()'s

@@ -404,3 +404,26 @@ def test_the_readme_tuner_example_runs(tmp_path, capsys):
     assert len(grid) == 2 and grid.num_errors == 0
     assert namespace["best"].config["lr"] in (1e-3, 3e-4)
     assert Path(namespace["best"].path).parent.parent == tmp_path
+
+
+def test_a_config_trainable_with_searched_values_shows_whole_configs():
+    """rljax tune's files give a config as the trainable and the searched values apart: each
+    trial's Result.config, params.json and result.json hold the whole config (were: the
+    searched values only)."""
+    from rljax.algorithms.ppo import PPOConfig
+
+    base = PPOConfig().environment("CartPole-v1").training(minibatch_size=32)
+    tuner = tune.Tuner(
+        base,
+        param_space={"lr": tune.grid_search([1e-3, 3e-4])},
+        run_config=tune.RunConfig(stop={"training_iteration": 1}, verbose=0),
+    )
+    shown = tuner._shown(tuner._variants[1])
+    assert shown["lr"] == 3e-4 and shown["env"] == "CartPole-v1" and shown["minibatch_size"] == 32
+    # A dict param space over an algorithm's name stays what was given, as Tune's.
+    by_name = tune.Tuner(
+        "PPO",
+        param_space={"env": "CartPole-v1", "lr": tune.grid_search([1e-3])},
+        run_config=tune.RunConfig(stop={"training_iteration": 1}, verbose=0),
+    )
+    assert by_name._shown(by_name._variants[0]) == {"env": "CartPole-v1", "lr": 1e-3}
