@@ -367,6 +367,8 @@ class MultiAgentOffPolicy(MultiAgentPPO):
         learner: dict[str, Any] = {}
         trained = 0
         for i, pid in enumerate(self.policy_ids):
+            if not self.train_mask[i]:  # not trained: no metrics (they were NaN), as RLlib's
+                continue
             on = started[:, i]
             names = self.policies[i].learner.metric_names
             metrics = {

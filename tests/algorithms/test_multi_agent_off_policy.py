@@ -79,7 +79,8 @@ def test_a_frozen_policy_keeps_its_networks_while_the_other_learns():
         result = algo.train()
         after = algo.get_weights()
         learners = result["learners"]
-        assert learners["p_a"]["num_updates"] > 0 and learners["p_b"]["num_updates"] == 0
+        # p_b is not trained: no learner metrics, as RLlib's (they were all NaN).
+        assert learners["p_a"]["num_updates"] > 0 and "p_b" not in learners
         changed = jax.tree.map(
             lambda x, y: not np.array_equal(x, y), before["p_a"]["q"], after["p_a"]["q"]
         )

@@ -140,7 +140,7 @@ def test_bad_specs_and_mapping_functions_fail_before_building():
     with pytest.raises(ConfigError, match="use None, a PolicySpec"):
         _config().multi_agent(policies={"p0": "ppo"})
     with pytest.raises(ConfigError, match="cannot be called as"):
-        _config().multi_agent(policy_mapping_fn=lambda a, b, c: "p0").validate()
+        _config().multi_agent(policy_mapping_fn=lambda a, b, c, d: "p0").validate()
     with pytest.raises(ConfigError, match="unknown key 'lrr'"):
         PPOConfig.overrides(lrr=1.0)
     # RLlib's old setter name, as its example scripts pass it for greedy evaluation.

@@ -69,8 +69,9 @@ def test_frozen_policy_keeps_its_parameters_bit_for_bit_and_metrics_are_per_poli
             not np.array_equal(b[i0], a[i0])
             for b, a in zip(jax.tree.leaves(before), jax.tree.leaves(after), strict=True)
         )
-        assert set(result["learners"]) >= {"p0", "p1", "__all_modules__"}
-        assert result["learners"]["p1"]["num_module_steps_trained"] == 0
+        # As RLlib's: a module outside policies_to_train has no learner metrics (it had a
+        # full set, its losses computed over a batch it was not updated on).
+        assert set(result["learners"]) == {"p0", "__all_modules__"}
         assert result["learners"]["p0"]["num_module_steps_trained"] > 0
         runners = result["env_runners"]
         assert set(runners["module_episode_returns_mean"]) == {"p0", "p1"}

@@ -827,10 +827,12 @@ class MultiAgentPPO(Algorithm):
                     k: float(v[self.local_of[i]])
                     for k, v in group_metrics[self.group_of[i]].items()
                 },
-                "num_module_steps_trained": int(counts[i]) if self.train_mask[i] else 0,
+                "num_module_steps_trained": int(counts[i]),
             }
             for i, pid in enumerate(self.policy_ids)
-            if pid not in self.forward_only  # no learner, no learner metrics
+            # As RLlib's: no metrics of a module that is not trained (one outside
+            # policies_to_train, or one that only acts and has no learner).
+            if self.train_mask[i]
         }
         return sampled.result(learner, int(counts[self.train_mask].sum()), timers)
 

@@ -177,14 +177,14 @@ def fused_report(
             metric_sums.append(metrics["groups"])
         learner = {}
         for i, pid in enumerate(algo.policy_ids):
-            if pid in algo.forward_only:
+            if not algo.train_mask[i]:  # not trained (or forward-only): no metrics, as RLlib's
                 continue
             g, k = int(algo.group_of[i]), int(algo.local_of[i])
             learner[pid] = {
                 key: float(np.mean([float(np.asarray(m[g][key])[k]) for m in metric_sums]))
                 for key in metric_sums[0][g]
             }
-            learner[pid]["num_module_steps_trained"] = int(counts[i]) if algo.train_mask[i] else 0
+            learner[pid]["num_module_steps_trained"] = int(counts[i])
         policy_returns: dict[str, list[float]] = {pid: [] for pid in algo.policy_ids}
         for e in range(len(env_returns)):
             per_policy: dict[str, float] = {}
