@@ -221,7 +221,7 @@ def _exploration_config(key: str, value: Any, t: Translation) -> None:
     allowed = {
         ("DQN", "EpsilonGreedy"): _EPSILON_KEYS,
         ("TD3", "GaussianNoise"): _GAUSSIAN_KEYS,
-    }.get((t.algo, kind), ("type",) if kind == "StochasticSampling" else None)
+    }.get((t.algo, kind), ("type", "random_timesteps") if kind == "StochasticSampling" else None)
     if allowed is None or (kind == "StochasticSampling" and t.algo in ("DQN", "TD3")):
         t.errors.append(
             f"{key}['type']={kind!r}: {t.algo} here explores with "
@@ -269,6 +269,11 @@ def _exploration_config(key: str, value: Any, t: Translation) -> None:
         if "stddev" in value:
             t.settings["exploration_noise"] = value["stddev"]
     else:
+        if value.get("random_timesteps", 0):
+            t.errors.append(
+                f"{key}['random_timesteps']={value['random_timesteps']!r}: {t.algo} samples "
+                "from its policy from the first step; remove it or set 0"
+            )
         note(key, f"{key}={{'type': 'StochasticSampling'}}: {t.algo} samples from its policy")
 
 

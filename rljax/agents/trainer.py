@@ -117,7 +117,13 @@ class OldAPITrainer:
 
         single = cls.single_agent_trainer or cls
         if isinstance(config, AlgorithmConfig):
-            new = config
+            new = config.copy()
+            if not new.is_multi_agent and new.env is not None:
+                # A config object (one a checkpoint stored, say) names the env itself: an old
+                # gym-style one is adapted again, as from a dict.
+                from rljax.agents.single_agent import old_gym_env
+
+                new.environment(old_gym_env(new.env))
         else:
             from rljax.algorithms import registry
 

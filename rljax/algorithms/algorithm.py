@@ -135,6 +135,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
     ):
         if not isinstance(config, AlgorithmConfig):
             _refuse_config(type(self), config)
+        config = config.copy()  # the algorithm's own (frozen below); the caller's stays theirs
         build.prepare_process(config, type(self))  # before any JAX call: distributed, CPU threads
         self.config = config
         # train() runs in one thread at a time, and a save never during another thread's

@@ -29,7 +29,7 @@ library), ``"gymnax:CartPole-v1"``, ``"jumanji:Snake-v1"``, ``"brax:ant"`` (adap
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -336,8 +336,8 @@ def _check_obs(obs: Any, space: gym.Space, where: str) -> None:
     """Raises ``ConfigError`` when the traced ``obs`` does not fit ``space`` (its shape, or a
     ``Dict`` space's keys and shapes)."""
     if isinstance(space, gym.spaces.Dict):
-        if not isinstance(obs, dict) or set(obs) != set(space.spaces):
-            got = sorted(obs) if isinstance(obs, dict) else type(obs).__name__
+        if not isinstance(obs, Mapping) or set(obs) != set(space.spaces):  # FrozenDict too
+            got = sorted(obs) if isinstance(obs, Mapping) else type(obs).__name__
             raise ConfigError(
                 f"{where} returned an observation {got}; its Dict observation_space has keys {sorted(space.spaces)}"
             )
@@ -363,9 +363,7 @@ def check_protocol(env: Any, name: str) -> None:
     """
     where = f"the JAX env {name!r}"
     key = jax.random.PRNGKey(0)
-    space = env.action_space
-    kind = jnp.int32 if np.issubdtype(space.dtype, np.integer) else jnp.float32
-    action = jax.ShapeDtypeStruct(tuple(space.shape or ()), kind)
+    action = _traced_action(env.action_space)
     reset = _traced(where, "reset", env.reset, (key,), 2, "(state, obs)")
     _check_obs(reset[1], env.observation_space, f"{where}: reset()")
     form = "(state, obs, reward, terminated, truncated, info)"
@@ -377,6 +375,18 @@ def check_protocol(env: Any, name: str) -> None:
                 f"{where}: step()'s {what} has shape {_shape(step[i])}; it must be a scalar "
                 "(the step of one env: rljax vmaps it)"
             )
+
+
+def _traced_action(space: gym.Space) -> Any:
+    """An action of ``space`` as ``jax.eval_shape`` takes it: a ``ShapeDtypeStruct`` (int32
+    for integer spaces, float32 otherwise), or a dict / tuple of them for ``Dict`` / ``Tuple``
+    spaces."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _traced_action(sub) for k, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_traced_action(sub) for sub in space.spaces)
+    integer = space.dtype is not None and np.issubdtype(space.dtype, np.integer)
+    return jax.ShapeDtypeStruct(tuple(space.shape or ()), jnp.int32 if integer else jnp.float32)
 
 
 def _traced(where: str, call: str, fn: Any, args: tuple[Any, ...], count: int, form: str) -> Any:

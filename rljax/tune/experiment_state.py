@@ -411,6 +411,7 @@ def restored_configs(
         )
     saved = dict(state.tune_config)
     kind = saved.pop("scheduler_kind", None)
+    saved.pop("whole_config", None)  # restore_tuner's
     stopped = stop is not None or run.get("stop") or saved.get("time_budget_s")
     # An algorithm trains until stopped (a function trainable ends by itself).
     if scheduler is None and kind is not None and not stopped and state.kind == "algorithm":

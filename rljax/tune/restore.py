@@ -145,6 +145,10 @@ def restore_tuner(
             f"got the {kind} {tuner.trainable_name!r}"
         )
     tuner.tune_config = tune_config
+    # Results show whole configs as the experiment's did (older states: what this restore has).
+    whole = state.tune_config.get("whole_config")
+    if isinstance(whole, bool):
+        tuner._whole_config = tuner._config_dict if whole else None
     tuner._searched = [tuple(p) for p in state.searched]
     if isinstance(param_space, Mapping):
         tuner._variants = variants_over(param_space, state)

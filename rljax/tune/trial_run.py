@@ -133,7 +133,8 @@ class _TrialRun:
         self.notify_checkpoint: Callable[[_TrialRun, Checkpoint], None] | None = None
         # What Tune's Trial shows callbacks (the Tuner sets the names).
         self.status = es.RUNNING
-        self.metric: str | None = None  # TuneConfig.metric, checked on the first result
+        self.metric: str | None = None  # TuneConfig.metric, checked until a result has it
+        self._metric_seen = False
         self.trainable_name = ""
         self.experiment_tag = ""
         self.name = trial_id
@@ -233,11 +234,13 @@ class _TrialRun:
         keep = self.checkpoint_config.num_to_keep
         if keep is None or len(self.checkpoints) <= keep:
             return
-        # The worst go first (the oldest, without a score attribute); the newest always stays.
-        ranked = sorted(self.checkpoints[:-1], key=self._checkpoint_rank)
-        for path in ranked[: len(self.checkpoints) - keep]:
-            self.checkpoints.remove(path)
-            shutil.rmtree(path, ignore_errors=True)
+        # The best ``keep`` stay (the newest, without a score attribute) and, as in Tune, the
+        # newest too: with a score attribute, keep + 1 may stay.
+        best = sorted(self.checkpoints, key=self._checkpoint_rank)[-keep:]
+        for path in list(self.checkpoints[:-1]):
+            if path not in best:
+                self.checkpoints.remove(path)
+                shutil.rmtree(path, ignore_errors=True)
 
     def _checkpoint_rank(self, path: Path) -> tuple[int, float, int]:
         """A checkpoint's place when the worst are dropped (smallest first): with
@@ -317,13 +320,15 @@ class _TrialRun:
             else:
                 print(line)
         stop = False
-        if self.metric is not None and len(self.history) == 1:
-            # Tune's strict metric check, on the first result: a misspelled metric would
-            # otherwise fail only when the best trial is asked for, after every trial ran.
+        if self.metric is not None and not self._metric_seen:
+            # Tune's strict metric check, on each result until one has the metric's section
+            # (evaluation/... comes every evaluation_interval iterations): a misspelled metric
+            # would otherwise fail only when the best trial is asked for, after every trial ran.
             try:
-                metric_value("TuneConfig.metric", self.metric, self.trial_id, result)
+                found = metric_value("TuneConfig.metric", self.metric, self.trial_id, result)
             except ConfigError as e:
                 raise _StopperFailed(str(e)) from e
+            self._metric_seen = found is not None
         if self.stopper is not None:
             try:
                 stop = bool(self.stopper(self.trial_id, result))

@@ -783,7 +783,12 @@ class Tuner:
             variants=variants,
             variants_exact=variants == self._variants,
             searched=[list(p) for p in self._searched],
-            tune_config=es.tune_config_data(self.tune_config),
+            tune_config={
+                **es.tune_config_data(self.tune_config),
+                # Whether results show whole configs, which a restore keeps (it is given the
+                # base config as param_space either way).
+                "whole_config": self._whole_config is not None,
+            },
             run_config=es.run_config_data(self.run_config),
             trials=[
                 {

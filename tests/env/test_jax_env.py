@@ -239,6 +239,30 @@ def test_a_user_env_that_breaks_the_protocol_is_named_when_built(mistake, messag
     make_jax_env(Misfit, {})  # the same class without the mistake builds
 
 
+class Composite(Scripted):
+    """Scripted with a Dict or Tuple action space, whose step reads the action's parts."""
+
+    def __init__(self, config=None):
+        super().__init__(config)
+        discrete, box = gym.spaces.Discrete(2), gym.spaces.Box(-1, 1, (2,), np.float32)
+        if (config or {}).get("tuple"):
+            self.action_space = gym.spaces.Tuple((discrete, box))
+        else:
+            self.action_space = gym.spaces.Dict({"a": discrete, "b": box})
+
+    def step(self, state, action, key):
+        a, b = (action[0], action[1]) if isinstance(action, tuple) else (action["a"], action["b"])
+        return super().step(state, a, key)[:2] + (b.sum(), state >= 3, jnp.asarray(False), {})
+
+
+@pytest.mark.parametrize("tuple_space", [False, True])
+def test_the_protocol_check_traces_composite_action_spaces(tuple_space):
+    """A Dict or Tuple action space is traced as its parts (a float scalar action made such
+    envs fail the check, which they passed before it)."""
+    env = make_jax_env(Composite, {"tuple": tuple_space})
+    assert isinstance(env.action_space, (gym.spaces.Dict, gym.spaces.Tuple))
+
+
 def test_a_creator_function_of_a_jax_env_says_to_register_the_class():
     from rljax.algorithms.ppo import PPOConfig
 

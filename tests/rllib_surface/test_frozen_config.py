@@ -40,3 +40,11 @@ def test_the_built_algorithms_config_refuses_edits_and_its_checkpoint_keeps_the_
         assert restored.config.lr == 1e-3
     finally:
         restored.stop()
+    # Built directly (PPO(config=...)), the algorithm freezes a copy, as RLlib's: the caller's
+    # config stays theirs to change and build again (it was frozen with the algorithm's).
+    from rljax.algorithms.ppo import PPO
+
+    with PPO(config=config) as algo:
+        assert algo.config is not config
+        config.training(lr=3e-3)
+        assert algo.config.lr == 2e-3

@@ -156,6 +156,9 @@ def test_exploration_config_keys_are_checked_not_dropped():
     assert c.epsilon == [(0, 1.0), (100, 1.0), (1000, 0.05)]
     # StochasticSampling, PPO's and SAC's default, is what they do: accepted.
     c = new_config("PPO", {"exploration_config": {"type": "StochasticSampling"}})
+    new_config("PPO", {"exploration_config": {"type": "StochasticSampling", "random_timesteps": 0}})
+    with pytest.raises(ConfigError, match="samples from its policy from the first step"):
+        new_config("SAC", {"exploration_config": {"random_timesteps": 100}})
     with pytest.raises(ConfigError, match="DQN here explores with EpsilonGreedy"):
         new_config("DQN", {"exploration_config": {"type": "StochasticSampling"}})
 

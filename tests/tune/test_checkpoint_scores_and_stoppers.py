@@ -61,23 +61,26 @@ def test_best_checkpoint_is_the_best_scoring_one_not_the_newest(tmp_path):
     assert analysis.best_result_df["score"].tolist() == [6]
 
 
-@pytest.mark.parametrize(("order", "kept"), [("max", [2, 4]), ("min", [1, 4])])
-def test_num_to_keep_keeps_the_best_scores_and_the_newest(tmp_path, order, kept):
-    """num_to_keep=2 over scores 1, 5, 2, 3: with "max" the 5 and the newest stay; with "min"
-    the 1 and the newest (Tune never deletes the newest)."""
+@pytest.mark.parametrize(
+    ("keep", "order", "kept"), [(2, "max", [2, 4]), (2, "min", [1, 3, 4]), (1, "max", [2, 4])]
+)
+def test_num_to_keep_keeps_the_best_scores_and_the_newest(tmp_path, keep, order, kept):
+    """Over scores 1, 5, 2, 3 the best ``keep`` stay, and the newest too, as Tune's (so keep + 1
+    may stay): with 2 and "max" the 5 and the 3 (the newest), with "min" the 1, the 2 and the
+    newest; with 1 the 5 and the newest (the best was deleted when only keep stayed)."""
     grid = tune.Tuner(
         _scored,
         param_space={"x": 1},
         run_config=tune.RunConfig(
             storage_path=str(tmp_path),
             checkpoint_config=tune.CheckpointConfig(
-                num_to_keep=2, checkpoint_score_attribute="score", checkpoint_score_order=order
+                num_to_keep=keep, checkpoint_score_attribute="score", checkpoint_score_order=order
             ),
             verbose=0,
         ),
     ).fit()
     assert _iterations(grid[0]) == kept
-    assert len(list(Path(grid[0].path).glob("checkpoint_*"))) == 2
+    assert len(list(Path(grid[0].path).glob("checkpoint_*"))) == len(kept)
     assert Path(grid[0].checkpoint.path, "i").read_text() == "4"  # the newest
     # Without a score attribute the newest stay, as before.
     grid = tune.Tuner(

@@ -317,6 +317,20 @@ def test_an_experiment_a_scheduler_stopped_restores_with_the_scheduler_given_aga
     # A stop criterion given instead goes on without it.
     restored = tune.Tuner.restore(tmp_path / "e", "PPO", stop={"training_iteration": 2})
     assert restored.tune_config.scheduler is None
+    # Results show whole configs as the experiment's did: a config object's, yes.
+    assert restored._shown({"lr": 1e-3})["env"] == "CartPole-v1"
+
+
+def test_a_restore_shows_the_configs_as_the_experiment_did(tmp_path):
+    """A dict param space's results hold the dict's keys after a restore too (a restore is
+    given the base config as param_space, which made them whole configs)."""
+    space = {"env": "CartPole-v1", "lr": tune.grid_search([1e-3, 3e-4])}
+    run = tune.RunConfig(name="d", storage_path=str(tmp_path), stop={"training_iteration": 1})
+    tuner = tune.Tuner("PPO", param_space=space, run_config=run)
+    (tmp_path / "d").mkdir()
+    tuner._new_state(tmp_path / "d")
+    restored = tune.Tuner.restore(tmp_path / "d", "PPO")
+    assert restored._shown(restored._variants[0]) == {"env": "CartPole-v1", "lr": 1e-3}
 
 
 def test_trials_a_time_budget_left_out_run_on_restore(tmp_path):

@@ -279,6 +279,17 @@ def test_a_misspelled_metric_fails_on_the_first_result(tmp_path):
                         storage_path=str(tmp_path / "b"), verbose=0)  # fmt: skip
     assert len(analysis.trials) == 1
 
+    # ... and is checked on the first result that has the section.
+    def evaluates_later(config):
+        tune.report({"a": 1.0})
+        tune.report({"a": 2.0, "evaluation": {"x": 1.0}})
+        ran.append("after")
+
+    with pytest.raises(ConfigError, match=r"'evaluation/y' is not in trial .*'evaluation/x'"):
+        tune.run(evaluates_later, config={}, metric="evaluation/y", mode="max",
+                 storage_path=str(tmp_path / "c"), verbose=0)  # fmt: skip
+    assert "after" not in ran
+
 
 def test_a_bad_value_in_a_grid_fails_before_any_trial_trains(tmp_path):
     """Was: trial 0 trained to its end, then trial 1 failed on minibatch_size=-1."""
