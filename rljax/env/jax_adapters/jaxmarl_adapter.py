@@ -253,8 +253,9 @@ class JaxMARLEnv:
             raise ConfigError(
                 f"jaxmarl env {env_id!r} does not take env_config {sorted(kwargs)}: {e}"
             ) from e
-        # Some tasks (MPE's) take **kwargs and drop what they do not know: refused here.
-        accepted = _keywords(type(self.env))
+        # MPE's tasks take **kwargs, pass them up their base classes and drop what none reads:
+        # refused here. (SMAX's wrappers hand theirs to an inner env instead: not walked.)
+        accepted = _keywords(type(self.env)) if env_id.startswith("MPE_") else None
         unknown = sorted(set(kwargs) - accepted) if accepted is not None else []
         if unknown:
             raise ConfigError(
