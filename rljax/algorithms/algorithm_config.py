@@ -333,13 +333,16 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         *,
         model_config: DefaultModelConfig | dict[str, Any] | None = UNSET,
         rl_module_spec: RLModuleSpec | MultiRLModuleSpec | None = UNSET,
-        algorithm_config_overrides_per_module: dict[str, dict[str, Any]] = UNSET,
         **kwargs: Any,
     ) -> _C:
         """Sets the default model's settings, or a user Flax module through ``RLModuleSpec``;
-        ``algorithm_config_overrides_per_module`` here is RLlib 2.60's place for it (the same
-        setting as ``.multi_agent(algorithm_config_overrides_per_module=...)``)."""
-        return self._set("rl_module", locals())
+        ``algorithm_config_overrides_per_module=...`` here is RLlib 2.60's place for that
+        multi-agent setting (``.multi_agent(algorithm_config_overrides_per_module=...)``)."""
+        overrides = kwargs.pop("algorithm_config_overrides_per_module", UNSET)
+        if overrides is not UNSET:
+            self.multi_agent(algorithm_config_overrides_per_module=overrides)
+        values = {"model_config": model_config, "rl_module_spec": rl_module_spec}
+        return self._set("rl_module", {**values, "kwargs": kwargs})
 
     def evaluation(
         self: _C,
