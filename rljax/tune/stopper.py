@@ -64,6 +64,14 @@ class FunctionStopper(Stopper):
         return bool(self._function(trial_id, result))
 
 
+def section_absent(key: str, flat: Mapping[str, Any]) -> bool:
+    """Whether the flattened result ``flat`` lacks ``key``'s whole section (``evaluation/...``
+    between evaluations): such a key is passed over for that result, while a key missing from
+    a section the result has is a misspelling."""
+    section = key.rpartition("/")[0]
+    return bool(section) and not any(k.startswith(section + "/") for k in flat)
+
+
 class DictStopper(Stopper):
     """Stops a trial when any of the given result keys reaches its threshold (``>=``).
 
@@ -88,8 +96,7 @@ class DictStopper(Stopper):
         flat = flatten(result)
         for key, threshold in self.criteria.items():
             if key not in flat:
-                section = key.rpartition("/")[0]
-                if section and not any(k.startswith(section + "/") for k in flat):
+                if section_absent(key, flat):
                     if key not in self._passed_over:
                         self._passed_over.add(key)
                         logger.warning(
@@ -97,7 +104,7 @@ class DictStopper(Stopper):
                             "criterion is checked on the results that have it",
                             key,
                             trial_id,
-                            section,
+                            key.rpartition("/")[0],
                         )
                     continue
                 raise ConfigError(
@@ -128,8 +135,7 @@ def metric_value(owner: str, metric: str, trial_id: str, result: dict[str, Any])
     ``evaluation/...`` key between evaluations), as ``DictStopper`` passes over it."""
     flat = flatten(result)
     if metric not in flat:
-        section = metric.rpartition("/")[0]
-        if section and not any(k.startswith(section + "/") for k in flat):
+        if section_absent(metric, flat):
             return None
         raise ConfigError(
             f"{owner}: metric {metric!r} is not in trial {trial_id}'s results; its keys are "
