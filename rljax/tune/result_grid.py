@@ -106,6 +106,21 @@ class Checkpoint:
         return hash(self.path)
 
 
+def checkpoint_results(
+    paths: Sequence[str | os.PathLike[str]], history: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The result of the iteration that saved each checkpoint directory of ``paths`` ({} where
+    ``history`` has none): ``checkpoint_NNNNNN`` is numbered by its iteration, as
+    ``int(training_iteration)``; a later result of an iteration wins."""
+    by_iteration = {}
+    for r in history:
+        try:
+            by_iteration[int(r["training_iteration"])] = r
+        except (KeyError, TypeError, ValueError):
+            continue
+    return [by_iteration.get(int(Path(p).name.rsplit("_", 1)[-1]), {}) for p in paths]
+
+
 @dataclass
 class Result:
     """One trial's outcome.
@@ -142,17 +157,8 @@ class Result:
         ``get_results()`` give, ``checkpoint`` is the last of them). A checkpoint directory
         is numbered by its iteration as ``int(training_iteration)``, so its result is found
         the same way."""
-        by_iteration = {}
-        for r in self.history:
-            try:
-                by_iteration[int(r["training_iteration"])] = r
-            except (KeyError, TypeError, ValueError):
-                continue
-        out = []
-        for checkpoint in self._kept:
-            iteration = int(Path(checkpoint.path).name.rsplit("_", 1)[-1])
-            out.append((checkpoint, dict(by_iteration.get(iteration, {}))))
-        return out
+        results = checkpoint_results([c.path for c in self._kept], self.history)
+        return [(c, dict(r)) for c, r in zip(self._kept, results, strict=True)]
 
     def get_best_checkpoint(self, metric: str, mode: str) -> Checkpoint | None:
         """The kept checkpoint whose iteration's result has the best ``metric`` (a result

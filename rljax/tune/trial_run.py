@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from rljax.tune import experiment_state as es
 from rljax.tune.progress import ProgressReporter
-from rljax.tune.result_grid import Checkpoint, Result
+from rljax.tune.result_grid import Checkpoint, Result, checkpoint_results
 from rljax.tune.stopper import Stopper, flatten, metric_value
 from rljax.tune.tune_config import CheckpointConfig
 from rljax.utils import safe_io
@@ -236,36 +236,31 @@ class _TrialRun:
             return
         # The best ``keep`` stay (the newest, without a score attribute) and, as in Tune, the
         # newest too: with a score attribute, keep + 1 may stay.
-        best = sorted(self.checkpoints, key=self._checkpoint_rank)[-keep:]
+        results = checkpoint_results(self.checkpoints, self.history)
+        ranked = sorted(
+            range(len(self.checkpoints)), key=lambda i: self._checkpoint_rank(results[i], i)
+        )
+        best = {self.checkpoints[i] for i in ranked[-keep:]}
         for path in list(self.checkpoints[:-1]):
             if path not in best:
                 self.checkpoints.remove(path)
                 shutil.rmtree(path, ignore_errors=True)
 
-    def _checkpoint_rank(self, path: Path) -> tuple[int, float, int]:
+    def _checkpoint_rank(self, result: dict[str, Any], age: int) -> tuple[int, float, int]:
         """A checkpoint's place when the worst are dropped (smallest first): with
-        ``checkpoint_score_attribute``, by the value in the result of the iteration that saved
-        it (those without one first), then by age."""
-        iteration = int(path.name.rsplit("_", 1)[-1])
+        ``checkpoint_score_attribute``, by the value in ``result`` (that of the iteration that
+        saved it; those without one first), then by ``age`` (its place in save order)."""
         attribute = self.checkpoint_config.checkpoint_score_attribute
         if attribute is None:
-            return (0, 0.0, iteration)
-        value = next(
-            (
-                flatten(r).get(attribute)
-                for r in reversed(self.history)
-                if r.get("training_iteration") == iteration
-            ),
-            None,
-        )
+            return (0, 0.0, age)
         try:
-            score = float(value)  # type: ignore[arg-type]
+            score = float(flatten(result).get(attribute))  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            return (0, 0.0, iteration)
+            return (0, 0.0, age)
         if math.isnan(score):
-            return (0, 0.0, iteration)
+            return (0, 0.0, age)
         sign = 1.0 if self.checkpoint_config.checkpoint_score_order == "max" else -1.0
-        return (1, sign * score, iteration)
+        return (1, sign * score, age)
 
     def record(self, metrics: dict[str, Any], checkpoint: Any = None, algo: Any = None) -> bool:
         """Stores one result; True when the trial is to stop."""
