@@ -748,9 +748,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
                     f"{self.algo_name}"
                 )
         config_dict = deprecated_names("update_from_dict()", config_dict, keys)
-        config_dict = translate_special_keys(config_dict, keys)  # "lambda", "num_workers", ...
-        if "framework_str" in config_dict and "framework_str" not in keys:
-            self.framework(config_dict.pop("framework_str"))  # JAX always; says so once
+        config_dict = translate_special_keys(config_dict, self)  # "lambda", "num_workers", ...
         if "model" in config_dict and "model" not in keys:  # RLlib's old-stack model dict
             check_old_model_dict("update_from_dict()", config_dict.pop("model"))
         config_dict = {

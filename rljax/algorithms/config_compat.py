@@ -37,14 +37,19 @@ SPECIAL_KEYS = {
 }
 
 
-def translate_special_keys(values: dict[str, Any], keys: Any) -> dict[str, Any]:
+def translate_special_keys(values: dict[str, Any], config: Any) -> dict[str, Any]:
     """``values`` with RLlib's special dict keys (``SPECIAL_KEYS``: ``"lambda"``,
-    ``"input"``, ``"num_workers"``, ``"callbacks"``, ...) under the settings they name, as
-    RLlib's ``update_from_dict`` reads them; a key that is itself a setting stays."""
-    return {
+    ``"input"``, ``"num_workers"``, ``"callbacks"``, ...) under the settings of ``config``
+    they name, as RLlib's ``update_from_dict`` reads them; a key that is itself a setting
+    stays. ``"framework"`` goes to ``config.framework()`` (JAX always; it says so once)."""
+    keys = config._all_keys()
+    out = {
         (SPECIAL_KEYS.get(k, k) if isinstance(k, str) and k not in keys else k): v
         for k, v in values.items()
     }
+    if "framework_str" in out and "framework_str" not in keys:
+        config.framework(out.pop("framework_str"))
+    return out
 
 
 # Attributes RLlib 2.60 removed (reading one raises there too) and what to read instead.

@@ -146,9 +146,7 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
         shown = repr(algo[:40]) if isinstance(algo, str) else type(algo).__name__
         raise ConfigError(f"this dict is a {shown} config, not {cls.algo_name}")
     keys = set(cls._all_keys())
-    d = translate_special_keys(d, keys)  # RLlib's to_dict() writes "lambda" and "input"
-    if "framework_str" in d and "framework_str" not in keys:
-        config.framework(d.pop("framework_str"))
+    d = translate_special_keys(d, config)  # RLlib's to_dict() writes "lambda" and "input"
     for key in d:
         if key not in keys:
             raise ConfigError(f"unknown config key {key[:60]!r}{unknown_key_hint(key[:60], keys)}")
