@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rljax.utils import once
+from rljax.utils.checks import is_real
 from rljax.utils.errors import ConfigError, best_match
 
 logger = logging.getLogger("rljax")
@@ -599,7 +600,7 @@ def _join_epsilon(t: Translation) -> None:
     else:
         fraction = e.get("fraction", 0.1)
         total = e.get("max_timesteps", DEFAULT_SCHEDULE_MAX_TIMESTEPS)
-        if not all(_is_number(x) for x in (fraction, total)):
+        if not all(is_real(x) for x in (fraction, total)):
             t.errors.append(
                 f"exploration_fraction={fraction!r} / schedule_max_timesteps={total!r}: "
                 "expected numbers"
@@ -615,10 +616,6 @@ def _join_epsilon(t: Translation) -> None:
         return
     held = [(warmup, initial)] if warmup else []  # epsilon stays initial over the warm-up
     t.settings["epsilon"] = [(0, initial), *held, (warmup + steps, final)]
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def apply_translation(config: Any, t: Translation) -> Any:
