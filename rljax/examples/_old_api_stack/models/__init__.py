@@ -1,0 +1,1 @@
+"""RLlib's old-API-stack example models, as Flax modules."""
