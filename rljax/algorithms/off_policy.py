@@ -18,7 +18,7 @@ with several learners) and runs the updates, data-parallel over the learner mesh
 from __future__ import annotations
 
 import math
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +30,9 @@ from rljax.algorithms.algorithm_config import UNSET, AlgorithmConfig
 from rljax.algorithms.config_checks import MAX_ROLLOUT_FRAGMENT_LENGTH
 from rljax.algorithms.rllib_surface import ReplayBufferView
 from rljax.algorithms.settings import Setting
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.jax_env import is_jax_spec, jax_env_of
+from rljax.env.spaces import is_structured, zeros_batch
 from rljax.execution.loop import IterationResult
 from rljax.execution.off_policy import (
     OffPolicyLoop,
@@ -89,10 +91,67 @@ REPLAY_CHECKS: dict[str, Check] = {
 }
 
 
+# RLlib's old-stack buffer types: the same proportional prioritized or uniform replay.
+OLD_REPLAY_TYPES = {
+    "ReplayBuffer": "EpisodeReplayBuffer",
+    "MultiAgentReplayBuffer": "MultiAgentEpisodeReplayBuffer",
+    "PrioritizedReplayBuffer": "PrioritizedEpisodeReplayBuffer",
+    "MultiAgentPrioritizedReplayBuffer": "MultiAgentPrioritizedEpisodeReplayBuffer",
+}
+# The old stack's names of the prioritized buffer's keys.
+OLD_REPLAY_KEYS = {
+    "prioritized_replay_alpha": "alpha",
+    "prioritized_replay_beta": "beta",
+    "prioritized_replay_eps": "eps",
+}
+# Old-stack keys that only matter for sequences (recurrent Q-networks), at their no-op values.
+_SEQUENCE_KEYS = {"replay_burn_in": (0,), "replay_sequence_length": (1, None)}
+_RECURRENT_ADVICE = (
+    "rljax's replay buffers store time steps for feed-forward Q-networks; recurrent "
+    "replay (R2D2's sequences and burn-in) is not built"
+)
+
+
+def _old_stack_replay(name: str, value: dict[str, Any]) -> dict[str, Any]:
+    """RLlib's old-stack ``replay_buffer_config`` as the episode buffers' (the same replay):
+    its buffer types and key names mapped; ``storage_unit`` "timesteps" and the sequence keys
+    at their no-op values taken, anything recurrent refused with why."""
+    out = dict(value)
+    old_type = out.get("type")
+    if isinstance(old_type, str) and old_type in OLD_REPLAY_TYPES:
+        out["type"] = OLD_REPLAY_TYPES[old_type]
+    for old, new in OLD_REPLAY_KEYS.items():
+        if old in out:
+            if new in out:
+                raise ConfigError(f"{name} gives {old!r} and {new!r}, its new name; give one")
+            out[new] = out.pop(old)
+    if "storage_unit" in out:
+        unit = out.pop("storage_unit")
+        unit_value = getattr(unit, "value", unit)
+        if unit_value != "timesteps":
+            raise ConfigError(
+                f"{name}['storage_unit']={unit!r}: only 'timesteps' (StorageUnit.TIMESTEPS) is "
+                f"taken: {_RECURRENT_ADVICE}"
+            )
+    for key, no_op in _SEQUENCE_KEYS.items():
+        if key in out:
+            given = out.pop(key)
+            if given not in no_op:
+                raise ConfigError(f"{name}[{key!r}]={given!r}: {_RECURRENT_ADVICE}")
+    if "zero_init_states" in out:
+        given = out.pop("zero_init_states")
+        if not isinstance(given, bool):
+            refuse(f"{name}['zero_init_states']", given, "a bool (it applies to sequences only)")
+    return out
+
+
 def check_replay_buffer_config(name: str, value: Any) -> dict[str, Any]:
-    """A dict of ``REPLAY_CHECKS`` keys, each value checked; ``type`` and ``capacity`` required."""
+    """A dict of ``REPLAY_CHECKS`` keys, each value checked; ``type`` and ``capacity`` required.
+    RLlib's old-stack types and keys are taken as the same replay (``OLD_REPLAY_TYPES``,
+    ``OLD_REPLAY_KEYS``, ``storage_unit="timesteps"``)."""
     if not isinstance(value, dict):
         refuse(name, value, f"a dict with keys {', '.join(REPLAY_CHECKS)}")
+    value = _old_stack_replay(name, value)
     unknown = [k for k in value if k not in REPLAY_CHECKS]
     if unknown:
         raise ConfigError(
@@ -136,6 +195,10 @@ def rate_setting(default: float, whose: str) -> Setting[Any]:
 
 class OffPolicyConfig(AlgorithmConfig):
     """Replay and replay-ratio settings shared by DQN and SAC (RLlib's names)."""
+
+    # Whether the algorithm builds a Flax module of the user's
+    # (``RLModuleSpec(module_class=...)``) as its network; the others refuse one.
+    takes_module_class: ClassVar[bool] = False
 
     replay_buffer_config = Setting[dict[str, Any]](
         {
@@ -189,7 +252,8 @@ class OffPolicyConfig(AlgorithmConfig):
         if key == "replay_buffer_config":
             if not isinstance(value, dict):
                 refuse(key, value, f"a dict with keys {', '.join(REPLAY_CHECKS)}")
-            return {**self.replay_buffer_config, **value}  # the keys not given keep their values
+            # The keys not given keep their values (RLlib's old-stack names mapped first).
+            return {**self.replay_buffer_config, **_old_stack_replay(key, value)}
         if key == "n_step" and isinstance(value, list):
             return tuple(value)
         return super()._coerce(key, value)
@@ -282,6 +346,20 @@ class OffPolicyConfig(AlgorithmConfig):
 
     def validate(self) -> None:
         super().validate()
+        spec = self.rl_module_spec
+        if (
+            not self.is_multi_agent
+            and isinstance(spec, RLModuleSpec)
+            and spec.module_class is not None
+            and (spec.is_forward_only or not self.takes_module_class)
+        ):
+            takes = "a Flax module (DQN)" if self.takes_module_class else "none"
+            raise ConfigError(
+                f"RLModuleSpec(module_class={spec.module_class.__name__}): {self.algo_name} "
+                f"builds its networks from model_config and takes {takes} here; PPO, APPO, "
+                "IMPALA, MARWIL and BC build a Flax module of yours as the policy, DQN as its "
+                "Q-network. Drop the module_class and set .rl_module(model_config={...})"
+            )
         if self.training_intensity is not None:
             native = self._native_ratio()
             # The weight replay_ratio_weights() rounds up, compared as a float first (1e-320
@@ -425,12 +503,13 @@ class OffPolicyAlgorithm(Algorithm):
         """The replay buffer, its rows shaped as ``state``'s policy acts."""
         cfg = self.config
         rb = cfg.replay_buffer_config
-        obs_space, obs_shape = self.observation_space, self._observation_shape()
+        obs_space = self.observation_space
         params = self.parts.acting_params(state)
-        obs_example = jnp.zeros((1, *obs_shape), obs_space.dtype)
+        obs_example = zeros_batch(obs_space, 1)  # a Dict space's: a dict of arrays
+        obs_shape = () if is_structured(obs_space) else self._observation_shape()
         action = jax.eval_shape(self.parts.act, params, obs_example, jax.random.PRNGKey(0))[0]
         item = {
-            "obs": jax.ShapeDtypeStruct(obs_shape, obs_space.dtype),
+            "obs": jax.tree.map(lambda o: jax.ShapeDtypeStruct(o.shape[1:], o.dtype), obs_example),
             "action": jax.ShapeDtypeStruct(action.shape[1:], action.dtype),
             "reward": jax.ShapeDtypeStruct((), jnp.float32),
             "terminated": jax.ShapeDtypeStruct((), jnp.bool_),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import flax.linen as nn
 import gymnasium as gym
 import jax
@@ -131,6 +133,25 @@ class QNetwork(nn.Module):
         if atoms == 1:
             return dueling_q(val[:, 0], adv)
         return val[:, None, :] + adv - jnp.mean(adv, axis=1, keepdims=True)
+
+
+class CustomQNetwork(nn.Module):
+    """A user's Flax module as DQN's Q-network: ``module(obs)`` (any observation structure)
+    gives the Q-values [B, num_actions], or a tuple whose first entry they are (an
+    actor-critic module's ``(action_dist_inputs, value)``: the value is not used)."""
+
+    module: nn.Module
+
+    @nn.compact
+    def __call__(self, obs: Any, noise: bool = False) -> jax.Array:
+        out = self.module(obs)
+        q = out[0] if isinstance(out, tuple) else out
+        if q.ndim != 2:
+            raise ConfigError(
+                f"{type(self.module).__name__} gave Q-values of shape {q.shape}; DQN needs "
+                "[batch, num_actions] (its output, or the first entry of a tuple)"
+            )
+        return q
 
 
 def build_q_network(

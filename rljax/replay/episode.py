@@ -258,12 +258,14 @@ def make_episode_buffer(
             gamma,
             n_step,
         )
+        next_row = (row + steps) % rows
         batch = {
-            "obs": st["obs"][env, row],
+            # An observation may be a structure (a Dict space's dict of arrays).
+            "obs": jax.tree.map(lambda o: o[env, row], st["obs"]),
             "action": st["action"][env, row],
             "reward": returns,
             "discount": discounts,
-            "next_obs": st["obs"][env, (row + steps) % rows],
+            "next_obs": jax.tree.map(lambda o: o[env, next_row], st["obs"]),
             "n_steps": steps,
         }
         if prioritized:

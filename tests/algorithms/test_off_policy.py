@@ -73,7 +73,9 @@ def test_rllib_defaults():
     [
         ({"n_step": (4, 2)}, "n_step=(4, 2)"),
         ({"n_step": 0}, "n_step=0"),
-        ({"replay_buffer_config": {"type": "ReplayBuffer"}}, "EpisodeReplayBuffer"),
+        # RLlib's old-stack ReplayBuffer is taken as EpisodeReplayBuffer (the same replay);
+        # a type with no counterpart is refused, naming the types.
+        ({"replay_buffer_config": {"type": "ReservoirReplayBuffer"}}, "EpisodeReplayBuffer"),
         ({"replay_buffer_config": {"capcity": 10}}, "unknown keys ['capcity']"),
         ({"num_atoms": 51, "v_min": 10.0, "v_max": 10.0}, "v_min=10.0 must be below v_max"),
         ({"noisy": True, "sigma0": -1.0}, "sigma0=-1.0"),

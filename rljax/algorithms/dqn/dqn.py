@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import flax.linen as nn
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
@@ -20,10 +21,13 @@ from rljax.algorithms.dqn.learner import (
 from rljax.algorithms.dqn.networks import DQNNetworks
 from rljax.algorithms.off_policy import OffPolicyAlgorithm, OffPolicyConfig
 from rljax.algorithms.settings import Setting
+from rljax.core.rl_module.spec import RLModuleSpec
+from rljax.env.spaces import zeros_batch
 from rljax.execution.off_policy import OffPolicyState, ReplayLearner
 from rljax.execution.parts import PolicyParts, single_policy_inference, space_env_actions
 from rljax.learners.update import make_target_update
-from rljax.networks.q_models import build_q_network
+from rljax.networks.models import build_module
+from rljax.networks.q_models import CustomQNetwork, build_q_network
 from rljax.utils import memory
 from rljax.utils.checks import (
     Bool,
@@ -86,6 +90,7 @@ class DQNConfig(OffPolicyConfig):
     """
 
     algo_name: ClassVar[str] = "DQN"
+    takes_module_class: ClassVar[bool] = True
     lr = OffPolicyConfig.lr.replace(
         default=5e-4,
         check=NumberOrSchedule(Number(0, low_open=True)),
@@ -205,11 +210,34 @@ class DQNConfig(OffPolicyConfig):
 
     def validate(self) -> None:
         super().validate()
+        spec = users_module_spec(self)
+        if spec is not None:
+            heads = [
+                f"{k}={getattr(self, k)!r}"
+                for k, off in (("dueling", False), ("num_atoms", 1), ("noisy", False))
+                if getattr(self, k) != off
+            ]
+            if heads:
+                raise ConfigError(
+                    f"RLModuleSpec(module_class={getattr(spec.module_class, '__name__', '?')}) with "
+                    f"{', '.join(heads)}: a module of yours gives DQN's Q-values itself (its "
+                    "output, or the first of a tuple, [B, num_actions]), so DQN adds no heads "
+                    "to it; set .training(dueling=False, num_atoms=1, noisy=False)"
+                )
         if self.num_atoms > 1 and not self.v_min < self.v_max:
             raise ConfigError(
                 f"v_min={self.v_min!r} must be below v_max={self.v_max!r} (the support of the "
                 "return distribution)"
             )
+
+
+def users_module_spec(config: DQNConfig) -> RLModuleSpec | None:
+    """The single-agent spec whose Flax module is the Q-network, or None (the default
+    networks)."""
+    spec = config.rl_module_spec
+    if config.is_multi_agent or not isinstance(spec, RLModuleSpec) or spec.module_class is None:
+        return None
+    return spec
 
 
 def epsilon_at(schedule: Sequence[tuple[int, float]], timestep: jax.Array) -> jax.Array:
@@ -220,10 +248,16 @@ def epsilon_at(schedule: Sequence[tuple[int, float]], timestep: jax.Array) -> ja
 
 
 def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Array:
-    """Greedy actions, replaced by uniform ones with probability ``epsilon``; [B, A] -> [B]."""
+    """Greedy actions, replaced by uniform ones with probability ``epsilon``; [B, A] -> [B].
+
+    As RLlib's ``EpsilonGreedy``, a random action is drawn among the valid ones: an action a
+    network masks (a Q-value at the float's lowest, as ``log(mask)`` clipped there gives) is
+    never drawn; a row with none valid draws among all."""
     k_explore, k_action = jax.random.split(key)
     greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
-    random = jax.random.randint(k_action, greedy.shape, 0, q.shape[-1], jnp.int32)
+    valid = q > jnp.finfo(q.dtype).min / 2
+    valid = valid | ~jnp.any(valid, axis=-1, keepdims=True)
+    random = jax.random.categorical(k_action, jnp.where(valid, 0.0, -jnp.inf)).astype(jnp.int32)
     return jnp.where(jax.random.uniform(k_explore, greedy.shape) < epsilon, random, greedy)
 
 
@@ -293,17 +327,26 @@ class DQN(OffPolicyAlgorithm):
             )
         num_actions = int(self.action_space.n)
         self.hp = DQNHyperparams.from_config(cfg)
-        self.q_net = build_q_network(
-            self.observation_space,
-            num_actions,
-            cfg.model_config,
-            cfg.dueling,
-            num_atoms=self.hp.num_atoms,
-            noisy=self.hp.noisy,
-            sigma0=float(cfg.sigma0),
-        )
+        spec = users_module_spec(cfg)
+        self.q_net: nn.Module
+        if spec is not None:
+            module = build_module(
+                self.observation_space, num_actions, False, cfg.model_config, spec
+            )
+            self.q_net = CustomQNetwork(module)
+            obs = zeros_batch(self.observation_space, 1)
+        else:
+            self.q_net = build_q_network(
+                self.observation_space,
+                num_actions,
+                cfg.model_config,
+                cfg.dueling,
+                num_atoms=self.hp.num_atoms,
+                noisy=self.hp.noisy,
+                sigma0=float(cfg.sigma0),
+            )
+            obs = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         self.networks = DQNNetworks(self.q_net, self.hp.noisy, self.hp.support())
-        obs = jnp.zeros((1, *self._observation_shape()), self.observation_space.dtype)
         params = run_once(self.q_net.init, key, obs)
         # Built once: the rate lives in the optimizer state, each step writes its own.
         self.optimizer = make_dqn_optimizer(cfg.lr, cfg.grad_clip, cfg.grad_clip_by)

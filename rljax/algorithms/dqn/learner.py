@@ -131,8 +131,12 @@ def make_dqn_learn(
         obs, next_obs = batch["obs"], batch["next_obs"]
         next_out_online: jax.Array | None  # None: no double Q
         if one_online_pass:
-            both = networks.apply(params, jnp.concatenate([obs, next_obs]))
-            out, next_out_online = both[: obs.shape[0]], both[obs.shape[0] :]
+            # Observations may be a structure (a Dict space's dict of arrays).
+            size = jax.tree.leaves(obs)[0].shape[0]
+            both = networks.apply(
+                params, jax.tree.map(lambda a, b: jnp.concatenate([a, b]), obs, next_obs)
+            )
+            out, next_out_online = both[:size], both[size:]
         else:
             out = networks.apply(params, obs, k_online)
             next_out_online = networks.apply(params, next_obs, k_next) if hp.loss.double_q else None
