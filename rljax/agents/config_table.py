@@ -148,6 +148,19 @@ def _model(key: str, value: Any, t: Translation) -> None:
     t.model.update(model)
 
 
+def _api_stack(key: str, value: Any, t: Translation) -> None:
+    # RLlib 2.x's API-stack switches: an old-API trainer serves the old stack's config either
+    # way (RLlib's scripts set them to False to ask for it).
+    if not isinstance(value, bool):
+        t.errors.append(f"{key}={value!r}: a bool (RLlib's API-stack switch)")
+        return
+    note(
+        "api_stack",
+        f"{key}={value!r}: RLlib 1.x's trainer takes the old API stack's config and trains it "
+        "on rljax's JAX learner and env runners",
+    )
+
+
 def _sac_model(which: str) -> Apply:
     """SAC's ``q_model_config`` / ``policy_model_config``: the one ``model_config`` both of SAC's
     networks read (they must agree)."""
@@ -383,6 +396,8 @@ OLD_KEYS: dict[str, OldKey] = {
     "_fake_gpus": OldKey("(none)", note="rljax uses the devices JAX sees"),
     "monitor": OldKey("(none)", note="record videos with algo.evaluate(record_video=dir)"),
     "log_level": OldKey("log_level", _to("log_level")),
+    "enable_rl_module_and_learner": OldKey("(none)", _api_stack),
+    "enable_env_runner_and_connector_v2": OldKey("(none)", _api_stack),
     # ---------------------------------------------------------------- training
     "lambda": OldKey("lambda_", _to("lambda_"), algos=_PG),
     "sgd_minibatch_size": OldKey("minibatch_size", _to("minibatch_size"), algos=("PPO",)),

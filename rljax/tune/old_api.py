@@ -18,20 +18,41 @@ def is_old_api_trainer(trainable: Any) -> bool:
     return is_trainer(trainable)
 
 
-def old_api_trainable(trainable: Any, config: Any) -> Any:
-    """``tune.run``'s trainable: RLlib 1.x's trainer for an algorithm name whose dict config
-    uses an old key (one that is no setting of the algorithm's config), else as given."""
+# RLlib's switches of its API stack: False in a dict config asks for the old stack.
+OLD_STACK_SWITCHES = ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")
+
+
+def asks_for_old_stack(config: Mapping[str, Any]) -> bool:
+    """Whether a dict config asks for RLlib's old API stack, which RLlib's new stack cannot
+    run: an API-stack switch set to False, or an old-stack custom model
+    (``"model": {"custom_model": ...}``, a ``ModelCatalog`` name or class)."""
+    if any(config.get(k) is False for k in OLD_STACK_SWITCHES):
+        return True
+    model = config.get("model")
+    return isinstance(model, Mapping) and model.get("custom_model") is not None
+
+
+def old_api_trainable(trainable: Any, config: Any, *, old_keys: bool = True) -> Any:
+    """The trainable for an algorithm name and a dict config: RLlib 1.x's trainer
+    (``rljax.agents``) when the dict asks for the old API stack (:func:`asks_for_old_stack`)
+    or, with ``old_keys`` (``tune.run``'s reading), uses an old key (one that is no setting of
+    the algorithm's config); else as given. ``Tuner`` passes ``old_keys=False``: as in RLlib
+    2.60, its dict configs are the new stack's unless they ask for the old one."""
     from rljax.algorithms import registry
 
     if not (isinstance(trainable, str) and isinstance(config, Mapping)):
         return trainable
     if trainable not in registry.algorithm_names():
         return trainable  # Tuner names what is wrong
-    from rljax.agents import trainer_class
+    from rljax.agents import TRAINERS, trainer_class
     from rljax.agents.config_table import OLD_KEYS
 
+    if trainable not in TRAINERS:
+        return trainable
+    if asks_for_old_stack(config):
+        return trainer_class(trainable)
     settings = registry.config_class(trainable).SETTINGS
-    if any(isinstance(k, str) and k not in settings and k in OLD_KEYS for k in config):
+    if old_keys and any(isinstance(k, str) and k not in settings and k in OLD_KEYS for k in config):
         return trainer_class(trainable)
     return trainable
 
@@ -53,4 +74,10 @@ def check_stop_keys(stop: Any, old_api: bool) -> None:
         )
 
 
-__all__ = ["check_stop_keys", "is_old_api_trainer", "old_api_trainable"]
+__all__ = [
+    "OLD_STACK_SWITCHES",
+    "asks_for_old_stack",
+    "check_stop_keys",
+    "is_old_api_trainer",
+    "old_api_trainable",
+]

@@ -149,6 +149,9 @@ class Tuner:
         from rljax.tune.worker import refuse_in_worker
 
         refuse_in_worker()  # a worker importing a script without the __main__ guard again
+        # An algorithm name with a dict that asks for RLlib's old API stack trains RLlib 1.x's
+        # trainer, which serves that stack's config (custom models by ModelCatalog name).
+        trainable = old_api_trainable(trainable, param_space, old_keys=False)
         self.tune_config = tune_config if tune_config is not None else TuneConfig()
         self.run_config = run_config if run_config is not None else RunConfig()
         if not isinstance(self.tune_config, TuneConfig):
