@@ -267,6 +267,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         env_config: dict[str, Any] | None = UNSET,
         clip_actions: bool = UNSET,
         clip_rewards: bool | float | None = UNSET,
+        action_mask_key: str = UNSET,
         **kwargs: Any,
     ) -> _C:
         """Sets the env and how actions reach it."""

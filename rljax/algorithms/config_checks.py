@@ -46,6 +46,13 @@ def check_env_config(name: str, value: Any) -> dict[str, Any]:
     return out
 
 
+def check_key_name(name: str, value: Any) -> str:
+    """A non-empty string: the key of a Dict observation."""
+    if not isinstance(value, str) or not value:
+        refuse(name, value, "a non-empty string (a key of the Dict observation)")
+    return value
+
+
 def check_learner_class(name: str, value: Any) -> Any:
     """None, or a subclass of rljax's JAX ``PPOLearner`` (``rljax.algorithms.ppo.ppo_learner``),
     whose ``compute_loss_for_module`` gives the update's loss."""

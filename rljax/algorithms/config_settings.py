@@ -15,6 +15,7 @@ from rljax.algorithms.config_checks import (
     MAX_ROLLOUT_FRAGMENT_LENGTH,
     check_env_config,
     check_evaluation_config,
+    check_key_name,
     check_learner_class,
     check_learner_config_dict,
     check_model_config,
@@ -110,6 +111,15 @@ class CommonSettings:
         "[-c, c]; None or False leaves rewards as they are (EnvPool's Atari tasks clip to the "
         "sign already: env_config reward_clip). Episode returns in results stay unclipped.",
         section="environment",
+    )
+    action_mask_key = Setting(
+        "action_mask",
+        check_key_name,
+        "The key of a Dict observation that holds the valid actions (1 valid, 0 not): the "
+        "default networks mask the actions of a Dict observation of this key and "
+        "'observations' (RLlib's convention).",
+        section="environment",
+        checked_on_set=True,
     )
     # ------------------------------------------------------------------ env_runners
     num_env_runners = Setting(

@@ -391,23 +391,23 @@ class StructuredActorCritic(nn.Module):
 
 class MaskedActorCritic(nn.Module):
     """RLlib's action-masking module: the network reads ``obs["observations"]``, and the
-    logits of actions where ``obs["action_mask"]`` is 0 become ``MASKED_LOGIT``."""
+    logits of actions where ``obs[mask_key]`` (``"action_mask"``) is 0 become
+    ``MASKED_LOGIT``."""
 
     inner: nn.Module
+    mask_key: str = "action_mask"
 
     @nn.compact
     def __call__(self, obs: Any) -> tuple[jax.Array, jax.Array]:
         logits, value = self.inner(obs["observations"])
-        mask = obs["action_mask"].reshape(logits.shape)
+        mask = obs[self.mask_key].reshape(logits.shape)
         return jnp.where(mask > 0, logits, MASKED_LOGIT), value
 
 
-def is_action_mask_space(space: gym.Space) -> bool:
-    """RLlib's action-masking observation: a Dict with ``action_mask`` and ``observations``."""
-    return isinstance(space, gym.spaces.Dict) and set(space.spaces) == {
-        "action_mask",
-        "observations",
-    }
+def is_action_mask_space(space: gym.Space, mask_key: str = "action_mask") -> bool:
+    """RLlib's action-masking observation: a Dict with ``mask_key`` (RLlib's
+    ``action_mask_key``, ``"action_mask"``) and ``observations``."""
+    return isinstance(space, gym.spaces.Dict) and set(space.spaces) == {mask_key, "observations"}
 
 
 class _ResetLSTM(nn.Module):
@@ -505,8 +505,12 @@ def build_module(
     continuous: bool,
     model_config: DefaultModelConfig,
     rl_module_spec: RLModuleSpec | None = None,
+    action_mask_key: str = "action_mask",
 ) -> nn.Module:
-    """Builds the Flax module that maps observations to ``(action_dist_inputs, value)``."""
+    """Builds the Flax module that maps observations to ``(action_dist_inputs, value)``.
+
+    A Dict observation of ``action_mask_key`` and ``observations`` gets the action-masking
+    network (RLlib's convention and its ``action_mask_key`` setting)."""
     if rl_module_spec is not None and rl_module_spec.module_class is not None:
         try:
             return rl_module_spec.module_class(
@@ -529,15 +533,17 @@ def build_module(
             num_actions=0 if continuous else num_outputs,
             free_log_std_dim=free,
         )
-    if isinstance(observation_space, gym.spaces.Dict) and is_action_mask_space(observation_space):
-        mask = observation_space["action_mask"]
+    if isinstance(observation_space, gym.spaces.Dict) and is_action_mask_space(
+        observation_space, action_mask_key
+    ):
+        mask = observation_space[action_mask_key]
         if continuous or mask.shape != (num_outputs,):
             raise ConfigError(
                 f"the observation's action_mask {mask} must have one entry per action of a "
                 f"Discrete action space ({num_outputs} outputs, continuous={continuous})"
             )
         inner = build_module(observation_space["observations"], num_outputs, False, model_config)
-        return MaskedActorCritic(inner)
+        return MaskedActorCritic(inner, action_mask_key)
     if not isinstance(observation_space, gym.spaces.Box):
         kinds = tuple(_leaf_kind(leaf) for leaf in space_leaves(observation_space))
         free = num_outputs // 2 if (continuous and model_config.free_log_std) else 0

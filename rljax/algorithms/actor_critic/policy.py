@@ -72,6 +72,7 @@ def build_policy(
         isinstance(action_space, gym.spaces.Box),
         cfg.model_config,
         cfg.rl_module_spec,
+        cfg.action_mask_key,
     )
     return dist, module
 
