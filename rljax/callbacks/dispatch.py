@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rljax.callbacks.callbacks import EPISODE_HOOKS, HOOKS, RLlibCallback
+from rljax.utils import once
 from rljax.utils.errors import CallbackError, ConfigError
 
 logger = logging.getLogger("rljax")
@@ -110,7 +111,9 @@ def check_callbacks_class(name: str, value: Any) -> Any:
             for m in vars(cls)
             if m.startswith("on_") and callable(vars(cls)[m]) and m not in HOOKS
         ]
-        if unknown:  # an old-stack hook, or a misspelt one: never called, which must not pass
+        # An old-stack hook, or a misspelt one: never called, which must not pass unsaid (said
+        # once per class: the setting is checked again on each copy of the config).
+        if unknown and once.first_time("unknown_hooks", f"{cls.__module__}.{_name(cls)}"):
             logger.warning(
                 "%s: %s defines %s, which rljax never calls; the hooks are: %s",
                 name,
