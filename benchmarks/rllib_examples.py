@@ -44,13 +44,16 @@ _ERROR = re.compile(r"^[\w.]*(Error|Exception)\b")
 
 
 def scripts_in(directory: Path) -> list[Path]:
-    """The scripts under ``directory``, sorted: every ``.py`` file outside ``classes/``,
-    ``utils/`` and ``_old_api_stack/`` (RLlib's helper modules) but the harness itself, whether
-    or not it uses the harness or a ``__main__`` guard."""
+    """The scripts under ``directory``, sorted: every ``.py`` file outside ``classes/`` and
+    ``utils/`` and the folders inside ``_old_api_stack/`` (RLlib's helper modules: its
+    ``models/`` and ``policy/``) but the harness itself, whether or not it uses the harness or
+    a ``__main__`` guard. The old stack's own scripts (``_old_api_stack/*.py``) are included."""
     found = []
     for path in sorted(directory.rglob("*.py")):
         parts = path.relative_to(directory).parts
-        if path.name.startswith("_") or {"classes", "utils", "_old_api_stack"} & set(parts[:-1]):
+        folders = parts[:-1]
+        in_old_stack_helpers = "_old_api_stack" in folders and folders[-1] != "_old_api_stack"
+        if path.name.startswith("_") or {"classes", "utils"} & set(folders) or in_old_stack_helpers:
             continue
         if "def add_rllib_example_script_args" in path.read_text(errors="replace"):
             continue  # the harness itself

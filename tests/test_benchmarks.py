@@ -438,14 +438,17 @@ def test_rllib_examples_takes_every_script_outside_rllibs_helper_folders(tmp_pat
         "envs/custom.py": "parser = add_rllib_example_script_args()\n",
         "envs/classes/env.py": "class Env: ...\n",
         "offline_rl/no_harness.py": "config = 1\n",  # neither harness nor __main__: still one
-        "_old_api_stack/old.py": "if __name__ == '__main__': ...\n",
+        "_old_api_stack/old.py": "if __name__ == '__main__': ...\n",  # the old stack's script
+        "_old_api_stack/models/model.py": "class Model: ...\n",  # its helper modules
+        "_old_api_stack/policy/random_policy.py": "class RandomPolicy: ...\n",
         "rl_modules/classes/utils/helper.py": "x = 1\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     found = [p.relative_to(tmp_path).as_posix() for p in module.scripts_in(tmp_path)]
-    assert found == ["envs/custom.py", "offline_rl/no_harness.py"]
+    # Was: _old_api_stack/ skipped whole, so RLlib's six old-stack scripts never ran.
+    assert found == ["_old_api_stack/old.py", "envs/custom.py", "offline_rl/no_harness.py"]
 
 
 def test_rllib_examples_runs_each_script_with_the_flags_its_docstring_names(load_benchmark):
