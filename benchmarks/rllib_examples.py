@@ -149,10 +149,34 @@ def run_one(path: Path, flags: list[str], timeout: float, workdir: Path, base: P
     return entry
 
 
+def own_flags(text: str, flags: list[str]) -> list[str]:
+    """``flags`` that a script with a parser of its own takes: all of them for one built on
+    RLlib's harness (``add_rllib_example_script_args``, whose parser has the common flags),
+    else those whose name its text holds (RLlib's old-stack scripts define ``--stop-iters`` but
+    not ``--num-env-runners``, and argparse refuses a flag it does not know)."""
+    if "add_rllib_example_script_args" in text:
+        return flags
+    kept: list[str] = []
+    dropping = False  # the value token after a dropped "--flag value" goes with it
+    for token in flags:
+        if not token.startswith("--"):
+            if not dropping:
+                kept.append(token)
+            continue
+        name = token.split("=", 1)[0]
+        dropping = f'"{name}"' not in text and f"'{name}'" not in text
+        if not dropping:
+            kept.append(token)
+    return kept
+
+
 def script_flags(path: Path, flags: list[str], documented: bool) -> list[str]:
     """The command line's flags for ``path``: its documented ones (``documented_flags``) first,
-    where ``documented``, then ``flags`` (the later of a repeated flag wins)."""
-    return [*documented_flags(path.read_text(errors="replace")), *flags] if documented else flags
+    where ``documented``, then ``flags`` (the later of a repeated flag wins), less those its own
+    parser does not define (``own_flags``)."""
+    text = path.read_text(errors="replace")
+    flags = own_flags(text, flags)
+    return [*documented_flags(text), *flags] if documented else flags
 
 
 def main(argv: list[str] | None = None) -> int:

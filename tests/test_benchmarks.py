@@ -467,6 +467,17 @@ def test_rllib_examples_runs_each_script_with_the_flags_its_docstring_names(load
     assert module.documented_flags("`python other.py --a=1`") == []
 
 
+def test_rllib_examples_gives_a_script_with_its_own_parser_only_its_flags(load_benchmark):
+    """Was: RLlib's old-stack scripts (their own argparse, no --num-env-runners) exited at
+    once with "unrecognized arguments" when the run's flags named one they do not define."""
+    module = load_benchmark("rllib_examples")
+    own = 'parser.add_argument("--stop-iters", type=int)\nparser.add_argument("--run")\n'
+    flags = ["--stop-iters=2", "--num-env-runners", "2", "--run", "DQN", "--as-test"]
+    assert module.own_flags(own, flags) == ["--stop-iters=2", "--run", "DQN"]
+    harness = "parser = add_rllib_example_script_args()\n"
+    assert module.own_flags(harness, flags) == flags
+
+
 @pytest.mark.slow
 def test_multi_agent_jax_env_benchmark_compares_fused_and_host_stepping(tmp_path, run_benchmark):
     out = run_benchmark(
