@@ -373,3 +373,32 @@ def test_multi_agent_ppo_trains_on_a_parallel_pettingzoo_env():
     assert 2.0 <= agent_returns["a"] <= 4.0 and 40.0 <= agent_returns["b"] <= 80.0
     assert set(result["learners"]) >= {"pa", "pb"}
     assert result["learners"]["pa"]["num_module_steps_trained"] > 0
+
+
+@pytest.mark.slow  # builds and trains multi-agent PPO on a physics env (about 3 s)
+def test_multi_agent_ppo_on_pettingzoos_waterworld_as_rllibs_examples_run_it():
+    """RLlib's ``pettingzoo_independent_learning.py``: ``PettingZooEnv(waterworld_v4.env())``,
+    a turn-based (AEC) env with continuous actions and one policy per pursuer. Was: the
+    examples could not import it (PettingZoo 1.26 dropped waterworld; the test extra pins
+    1.25 with pymunk 6, as RLlib's own test requirements pin 1.24 with pymunk 6)."""
+    from pettingzoo.sisl import waterworld_v4
+
+    register_env(
+        "rljax_test_waterworld", lambda cfg: PettingZooEnv(waterworld_v4.env(max_cycles=50))
+    )
+    policies = ["pursuer_0", "pursuer_1"]
+    config = (
+        PPOConfig()
+        .environment("rljax_test_waterworld")
+        .multi_agent(policies=policies, policy_mapping_fn=lambda aid, *a, **kw: aid)
+        .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [16], "vf_share_layers": True})
+        .debugging(seed=0)
+    )
+    with config.build_algo() as algo:
+        result = algo.train()
+    runners = result["env_runners"]
+    # max_cycles=50: each episode is 50 moves of each pursuer (turn-based: 100 env steps).
+    assert runners["num_episodes"] >= 1 and runners["episode_len_mean"] == 100.0
+    assert set(runners["agent_episode_returns_mean"]) == set(policies)
+    assert all(result["learners"][p]["num_module_steps_trained"] > 0 for p in policies)
