@@ -9,6 +9,7 @@ re-exports ``check_loaded_env_settings``, ``read_config_file`` and ``MAX_CONFIG_
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -113,9 +114,9 @@ def config_to_dict(config: Any) -> dict[str, Any]:
             )
         elif is_callback_key(key) and value is not None:
             value = (
-                [{"import": qualified_name(c)} for c in value]
+                [callback_reference(c) for c in value]
                 if isinstance(value, list | tuple)
-                else {"import": qualified_name(value)}
+                else callback_reference(value)
             )
         out[key] = value
     return out
@@ -219,6 +220,30 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
     return config
 
 
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is kept exactly by a JSON file: a number, string, bool or None, or a
+    list of them."""
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, bool | int | float | str)
+
+
+def callback_reference(value: Any) -> dict[str, Any]:
+    """How a config file names a callback: ``{"import": "module:qualname"}``; for a
+    ``functools.partial`` of a class, also its arguments where JSON keeps them exactly
+    (``"args"``, ``"keywords"``), else ``"arguments_not_saved": True`` (loading leaves such a
+    callback out, saying so, unless the caller passes it)."""
+    if not isinstance(value, functools.partial):
+        return {"import": qualified_name(value)}
+    ref: dict[str, Any] = {"import": qualified_name(value.func)}
+    if _plain(value.args) and _plain(list(value.keywords.values())):
+        ref["args"] = list(value.args)
+        ref["keywords"] = dict(value.keywords)
+    else:
+        ref["arguments_not_saved"] = True
+    return ref
+
+
 def is_callback_key(key: str) -> bool:
     return key in ("callbacks_class", "custom_evaluation_function") or key.startswith(
         "callbacks_on_"
@@ -236,11 +261,37 @@ def loaded_callbacks(key: str, value: Any, policy: LoadPolicy) -> Any:
     refs = value if isinstance(value, list) else [value]
     trusted = LoadPolicy(policy.allow_imports)  # a passed class replaces callbacks_class only
     try:
-        loaded = [resolve("callbacks", ref, trusted, ConfigError) for ref in refs]
+        loaded = [_loaded_callback(ref, trusted) for ref in refs]
     except ConfigError as e:
         logger.warning("%s is not loaded: %s", key, e)
         return None
     return loaded if isinstance(value, list) else loaded[0]
+
+
+def _loaded_callback(ref: Any, trusted: LoadPolicy) -> Any:
+    """One saved callback reference (``callback_reference``'s form) as the object."""
+    bound = isinstance(ref, dict) and set(ref) - {"import"}
+    if not bound:
+        return resolve("callbacks", ref, trusted, ConfigError)
+    if set(ref) == {"import", "arguments_not_saved"}:
+        raise ConfigError(
+            f"it was a functools.partial of {ref['import']!r} whose arguments a file cannot "
+            "hold; pass the callbacks again (Algorithm.from_checkpoint(path, callbacks=...))"
+        )
+    args, keywords = ref.get("args", []), ref.get("keywords", {})
+    if set(ref) != {"import", "args", "keywords"} or not (
+        isinstance(args, list)
+        and isinstance(keywords, dict)
+        and _plain(args)
+        and all(isinstance(k, str) for k in keywords)
+        and _plain(list(keywords.values()))
+    ):
+        raise ConfigError(
+            "a bound callback is saved as {'import': ..., 'args': [...], 'keywords': {...}} "
+            f"of plain values; got keys {sorted(map(str, ref))[:5]}"
+        )
+    cls = resolve("callbacks", {"import": ref["import"]}, trusted, ConfigError)
+    return functools.partial(cls, *args, **keywords)
 
 
 def check_loaded_env_settings(settings: Mapping[str, Any], where: str = "") -> None:

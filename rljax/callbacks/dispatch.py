@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Callable
@@ -15,7 +16,18 @@ logger = logging.getLogger("rljax")
 
 
 def _name(obj: Any) -> str:
+    if isinstance(obj, functools.partial):  # a class with its arguments bound
+        return f"functools.partial({_name(obj.func)}, ...)"
     return getattr(obj, "__qualname__", None) or type(obj).__name__
+
+
+def callback_class_of(value: Any) -> Any:
+    """The class a ``callbacks_class`` entry builds: itself, or a ``functools.partial``'s
+    class (RLlib's examples bind a callback's arguments so:
+    ``functools.partial(SelfPlayCallback, win_rate_threshold=0.95)``); None for anything else."""
+    if isinstance(value, functools.partial):
+        return value.func if inspect.isclass(value.func) else None
+    return value if inspect.isclass(value) else None
 
 
 class _FunctionCallback:
@@ -99,12 +111,13 @@ def _defines(callback: Any, hook: str) -> bool:
 
 def check_callbacks_class(name: str, value: Any) -> Any:
     """A class, a list of classes, or None; anything else is refused, naming it."""
-    for cls in callback_classes(value):
-        if not inspect.isclass(cls):
+    for entry in callback_classes(value):
+        cls = callback_class_of(entry)
+        if cls is None:
             raise ConfigError(
                 f"{name}={value!r}: expected a callback class (a subclass of "
-                "rljax.callbacks.callbacks.RLlibCallback), a list of them, or None; got "
-                f"{type(cls).__name__} {cls!r}"
+                "rljax.callbacks.callbacks.RLlibCallback) or a functools.partial of one, a "
+                f"list of them, or None; got {type(entry).__name__} {entry!r}"
             )
         unknown = [
             m
@@ -141,4 +154,9 @@ def check_hook_function(name: str, value: Any) -> Any:
     return value
 
 
-__all__ = ["Callbacks", "check_callbacks_class", "check_hook_function"]
+__all__ = [
+    "Callbacks",
+    "callback_class_of",
+    "check_callbacks_class",
+    "check_hook_function",
+]
