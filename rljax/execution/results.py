@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rljax.execution.loop import IterationResult
+from rljax.utils.ids import DEFAULT_AGENT_ID, DEFAULT_POLICY_ID
 from rljax.utils.metrics import ALL_MODULES
 from rljax.utils.metrics.metrics_logger import merge_into
 
@@ -72,6 +73,22 @@ def _per_second(steps: int, seconds: float) -> float:
     return steps / seconds if seconds > 0 else float("nan")
 
 
+def _one_agent_figures(sampled: int, totals: IterationTotals) -> dict[str, Any]:
+    """A single-agent run's per-agent and per-module figures, under RLlib 2.60's single-agent
+    env runner's keys: its one agent (``default_agent``) and module (``default_policy``)
+    sample every env step and own every episode's return."""
+    lifetime = totals.num_env_steps_sampled_lifetime
+    returns = totals.episodes.get("episode_return_mean", float("nan"))
+    return {
+        "num_agent_steps_sampled": {DEFAULT_AGENT_ID: sampled},
+        "num_agent_steps_sampled_lifetime": {DEFAULT_AGENT_ID: lifetime},
+        "num_module_steps_sampled": {DEFAULT_POLICY_ID: sampled},
+        "num_module_steps_sampled_lifetime": {DEFAULT_POLICY_ID: lifetime},
+        "agent_episode_return_mean": {DEFAULT_AGENT_ID: returns},
+        "module_episode_return_mean": {DEFAULT_POLICY_ID: returns},
+    }
+
+
 def result_dict(
     result: IterationResult, totals: IterationTotals, config: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -95,15 +112,26 @@ def result_dict(
         "num_env_steps_sampled_lifetime": totals.num_env_steps_sampled_lifetime,
         "num_env_steps_sampled_per_second": _per_second(sampled, elapsed),
     }
+    learners = {
+        pid: {k: float(v) for k, v in metrics.items()}
+        for pid, metrics in result.learner_metrics.items()
+    }
+    if result.agents is None:
+        env_runners.update(_one_agent_figures(sampled, totals))
+        # The one module trains every row: its counts are the learner's (RLlib's keys).
+        for metrics in learners.values():
+            metrics["num_module_steps_trained"] = float(trained)
+            metrics["num_module_steps_trained_lifetime"] = float(
+                totals.num_env_steps_trained_lifetime
+            )
     merge_into(env_runners, dict(totals.env_runner_metrics), "env_runners/")
+    module_rows = sum(m.get("num_module_steps_trained", 0.0) for m in learners.values())
     return {
         "env_runners": env_runners,
         "learners": {
-            **{
-                pid: {k: float(v) for k, v in metrics.items()}
-                for pid, metrics in result.learner_metrics.items()
-            },
+            **learners,
             ALL_MODULES: {
+                "num_module_steps_trained": int(module_rows),
                 "num_non_finite_updates": totals.num_non_finite_updates,
                 "num_non_finite_updates_lifetime": totals.num_non_finite_updates_lifetime,
                 "num_non_finite_weights_loaded": totals.num_non_finite_weights_loaded,

@@ -89,9 +89,22 @@ def test_result_dict_of_a_single_policy_iteration():
     assert env["my_metric"] == 1.5  # what callbacks logged
     assert env["policy_lag_max"] == 3 and env["per_runner"]["1"]["num_fragments"] == 2
     assert "learner_wait_s" not in env  # a timer, not a runner metric
-    assert out["learners"]["default_policy"] == {"total_loss": 0.5, "num_updates": 4.0}
+    # RLlib 2.60's single-agent runner's per-agent and per-module figures: one of each.
+    assert env["num_agent_steps_sampled"] == {"default_agent": 200}
+    assert env["num_agent_steps_sampled_lifetime"] == {"default_agent": 900}
+    assert env["num_module_steps_sampled"] == {"default_policy": 200}
+    assert env["num_module_steps_sampled_lifetime"] == {"default_policy": 900}
+    assert env["agent_episode_return_mean"] == {"default_agent": 4.0}
+    assert env["module_episode_return_mean"] == {"default_policy": 4.0}
+    assert out["learners"]["default_policy"] == {
+        "total_loss": 0.5,
+        "num_updates": 4.0,
+        "num_module_steps_trained": 100.0,
+        "num_module_steps_trained_lifetime": 800.0,
+    }
     assert all(type(v) is float for v in out["learners"]["default_policy"].values())
     assert out["learners"]["__all_modules__"] == {
+        "num_module_steps_trained": 100,
         "num_non_finite_updates": 1,
         "num_non_finite_updates_lifetime": 2,
         "num_non_finite_weights_loaded": 0,
@@ -126,11 +139,16 @@ def test_result_dict_of_a_multi_agent_iteration_and_no_time():
         num_env_steps_trained=40,
         episode_returns=np.zeros(0),
         episode_lens=np.zeros(0, int),
-        learner_metrics={"p0": {"vf_loss": 1.0}, "p1": {"vf_loss": 2.0}},
+        learner_metrics={
+            "p0": {"vf_loss": 1.0, "num_module_steps_trained": 15},
+            "p1": {"vf_loss": 2.0, "num_module_steps_trained": 25},
+        },
         agents=agents,
     )
     out = result_dict(result, _totals(elapsed_s=0.0, env_runner_metrics={}), {})
     env = out["env_runners"]
+    assert "agent_episode_return_mean" not in env  # the single-agent key
+    assert out["learners"]["__all_modules__"]["num_module_steps_trained"] == 40  # 15 + 25
     assert env["module_episode_returns_mean"] == {"p0": 1.0, "p1": 2.0}
     assert env["num_agent_steps_sampled"] == 40 and env["num_agent_steps_sampled_lifetime"] == 80
     assert env["num_episodes"] == 0
