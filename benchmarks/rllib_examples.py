@@ -208,17 +208,19 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="rljax_port_") as work:
         for script in scripts:
             own = script_flags(script, flags, not args.no_documented_flags)
+            # The run's flags this script takes (all of them, for RLlib's harness scripts).
+            plain = own_flags(script.read_text(errors="replace"), flags)
             if args.skip_rljax:
                 entry: dict = {"script": str(script.relative_to(base))}
             else:
                 entry = run_one(script, own, args.timeout, Path(work), base)
-                if not entry["ran"] and own != flags:
+                if not entry["ran"] and own != plain:
                     # Some scripts' documented command is stale (a flag their parser no longer
                     # takes, an env id gymnasium no longer registers by itself): run as before.
                     failed = entry.get("error", "")
-                    entry = run_one(script, flags, args.timeout, Path(work), base)
+                    entry = run_one(script, plain, args.timeout, Path(work), base)
                     entry["documented_flags_failed"] = {"flags": own, "error": failed}
-                    own = flags
+                    own = plain
             entry["flags"] = own
             if args.rllib_python:
                 entry["rllib"] = run_rllib(script, own, args.timeout, args.rllib_python)

@@ -478,6 +478,22 @@ def test_rllib_examples_gives_a_script_with_its_own_parser_only_its_flags(load_b
     assert module.own_flags(harness, flags) == flags
 
 
+def test_rllib_examples_reports_a_failing_script_s_own_error(tmp_path, load_benchmark, capsys):
+    """Was: a script with its own parser that failed was run again with every flag, and the
+    second run's "unrecognized arguments" was reported instead of the script's error."""
+    module = load_benchmark("rllib_examples")
+    (tmp_path / "old_script.py").write_text(
+        "import argparse\nparser = argparse.ArgumentParser()\n"
+        'parser.add_argument("--stop-iters", type=int)\n'
+        'if __name__ == "__main__":\n    parser.parse_args()\n'
+        '    raise RuntimeError("the real failure")\n'
+    )
+    module.main([str(tmp_path), "--flags=--stop-iters=1 --verbose=0"])
+    (entry,) = json.loads(capsys.readouterr().out)["scripts"]
+    assert entry["flags"] == ["--stop-iters=1"] and "documented_flags_failed" not in entry
+    assert entry["error"] == "RuntimeError: the real failure"
+
+
 @pytest.mark.slow
 def test_multi_agent_jax_env_benchmark_compares_fused_and_host_stepping(tmp_path, run_benchmark):
     out = run_benchmark(
