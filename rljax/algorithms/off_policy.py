@@ -112,7 +112,7 @@ _RECURRENT_ADVICE = (
 )
 
 
-def _old_stack_replay(name: str, value: dict[str, Any]) -> dict[str, Any]:
+def old_stack_replay(name: str, value: dict[str, Any]) -> dict[str, Any]:
     """RLlib's old-stack ``replay_buffer_config`` as the episode buffers' (the same replay):
     its buffer types and key names mapped; ``storage_unit`` "timesteps" and the sequence keys
     at their no-op values taken, anything recurrent refused with why."""
@@ -151,7 +151,7 @@ def check_replay_buffer_config(name: str, value: Any) -> dict[str, Any]:
     ``OLD_REPLAY_KEYS``, ``storage_unit="timesteps"``)."""
     if not isinstance(value, dict):
         refuse(name, value, f"a dict with keys {', '.join(REPLAY_CHECKS)}")
-    value = _old_stack_replay(name, value)
+    value = old_stack_replay(name, value)
     unknown = [k for k in value if k not in REPLAY_CHECKS]
     if unknown:
         raise ConfigError(
@@ -253,7 +253,7 @@ class OffPolicyConfig(AlgorithmConfig):
             if not isinstance(value, dict):
                 refuse(key, value, f"a dict with keys {', '.join(REPLAY_CHECKS)}")
             # The keys not given keep their values (RLlib's old-stack names mapped first).
-            return {**self.replay_buffer_config, **_old_stack_replay(key, value)}
+            return {**self.replay_buffer_config, **old_stack_replay(key, value)}
         if key == "n_step" and isinstance(value, list):
             return tuple(value)
         return super()._coerce(key, value)
@@ -348,17 +348,21 @@ class OffPolicyConfig(AlgorithmConfig):
         super().validate()
         spec = self.rl_module_spec
         if (
-            not self.is_multi_agent
-            and isinstance(spec, RLModuleSpec)
+            isinstance(spec, RLModuleSpec)
             and spec.module_class is not None
-            and (spec.is_forward_only or not self.takes_module_class)
+            and (spec.is_forward_only or not self.takes_module_class or self.is_multi_agent)
         ):
-            takes = "a Flax module (DQN)" if self.takes_module_class else "none"
+            takes = (
+                "a Flax module (single-agent DQN)"
+                if self.takes_module_class and not self.is_multi_agent
+                else "none"
+            )
             raise ConfigError(
-                f"RLModuleSpec(module_class={spec.module_class.__name__}): {self.algo_name} "
-                f"builds its networks from model_config and takes {takes} here; PPO, APPO, "
-                "IMPALA, MARWIL and BC build a Flax module of yours as the policy, DQN as its "
-                "Q-network. Drop the module_class and set .rl_module(model_config={...})"
+                f"RLModuleSpec(module_class={spec.module_class.__name__}): "
+                f"{'multi-agent ' if self.is_multi_agent else ''}{self.algo_name} builds its "
+                f"networks from model_config and takes {takes} here; PPO, APPO, IMPALA, "
+                "MARWIL and BC build a Flax module of yours as the policy, single-agent DQN as "
+                "its Q-network. Drop the module_class and set .rl_module(model_config={...})"
             )
         if self.training_intensity is not None:
             native = self._native_ratio()

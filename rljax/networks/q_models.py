@@ -141,15 +141,17 @@ class CustomQNetwork(nn.Module):
     actor-critic module's ``(action_dist_inputs, value)``: the value is not used)."""
 
     module: nn.Module
+    num_actions: int
 
     @nn.compact
     def __call__(self, obs: Any, noise: bool = False) -> jax.Array:
         out = self.module(obs)
         q = out[0] if isinstance(out, tuple) else out
-        if q.ndim != 2:
+        if q.ndim != 2 or q.shape[-1] != self.num_actions:
             raise ConfigError(
                 f"{type(self.module).__name__} gave Q-values of shape {q.shape}; DQN needs "
-                "[batch, num_actions] (its output, or the first entry of a tuple)"
+                f"[batch, {self.num_actions}] (one per action; its output, or the first entry "
+                "of a tuple)"
             )
         return q
 

@@ -5,6 +5,7 @@ keeps to the valid actions, and the other off-policy algorithms' refusal of a mo
 from __future__ import annotations
 
 import flax.linen as nn
+import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -80,6 +81,45 @@ def test_dqn_builds_and_trains_the_users_module():
 def test_a_users_q_module_refuses_the_default_heads(heads, shown):
     config = _dqn(**heads)
     with pytest.raises(ConfigError, match=f"module_class=_Linear.*{shown}.*dueling=False"):
+        config.validate()
+
+
+def test_a_q_module_of_the_wrong_width_is_refused():
+    """Was: a module giving 2 Q-values on 4 actions trained, and actions 2 and 3 were never
+    taken, not even by random exploration."""
+
+    class Two(nn.Module):
+        num_outputs: int
+
+        @nn.compact
+        def __call__(self, obs):
+            return nn.Dense(2)(obs)
+
+    from rljax.examples.envs.classes.random_env import RandomEnv
+
+    config = _dqn(RandomEnv, Two).environment(
+        env_config={
+            "action_space": gym.spaces.Discrete(4),
+            "observation_space": gym.spaces.Box(-1, 1, (3,), np.float32),
+        }
+    )
+    with pytest.raises(ConfigError, match=r"shape \(1, 2\); DQN needs \[batch, 4\]"):
+        config.build_algo()
+
+
+def test_a_multi_agent_off_policy_config_refuses_a_module():
+    """Was: multi-agent DQN and SAC built their default networks over a plain
+    RLModuleSpec(module_class=...) without a word."""
+    config = _dqn().multi_agent(policies=["p0"], policy_mapping_fn=lambda aid, *a, **kw: "p0")
+    with pytest.raises(ConfigError, match="multi-agent DQN builds its networks"):
+        config.validate()
+
+
+def test_old_stack_hiddens_with_a_q_module_are_refused():
+    """RLlib's old stack puts a Q head of ``hiddens`` on a custom model's outputs; rljax's
+    module gives the Q-values itself, so a head is refused rather than dropped."""
+    config = _dqn().rl_module(model_config={"head_fcnet_hiddens": [256]})
+    with pytest.raises(ConfigError, match=r"head_fcnet_hiddens=\[256\]"):
         config.validate()
 
 

@@ -217,12 +217,15 @@ class DQNConfig(OffPolicyConfig):
                 for k, off in (("dueling", False), ("num_atoms", 1), ("noisy", False))
                 if getattr(self, k) != off
             ]
+            if self.model_config.head_fcnet_hiddens:  # RLlib's old "hiddens": a Q head on top
+                heads.append(f"head_fcnet_hiddens={list(self.model_config.head_fcnet_hiddens)}")
             if heads:
                 raise ConfigError(
                     f"RLModuleSpec(module_class={getattr(spec.module_class, '__name__', '?')}) with "
                     f"{', '.join(heads)}: a module of yours gives DQN's Q-values itself (its "
                     "output, or the first of a tuple, [B, num_actions]), so DQN adds no heads "
-                    "to it; set .training(dueling=False, num_atoms=1, noisy=False)"
+                    "to it; set .training(dueling=False, num_atoms=1, noisy=False) and no "
+                    "head_fcnet_hiddens (RLlib's old-stack 'hiddens': [])"
                 )
         if self.num_atoms > 1 and not self.v_min < self.v_max:
             raise ConfigError(
@@ -333,7 +336,7 @@ class DQN(OffPolicyAlgorithm):
             module = build_module(
                 self.observation_space, num_actions, False, cfg.model_config, spec
             )
-            self.q_net = CustomQNetwork(module)
+            self.q_net = CustomQNetwork(module, num_actions)
             obs = zeros_batch(self.observation_space, 1)
         else:
             self.q_net = build_q_network(
