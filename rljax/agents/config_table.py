@@ -647,6 +647,10 @@ def apply_translation(config: Any, t: Translation) -> Any:
         t.settings["model_config"] = {**base, **model, **t.model}
     if t.replay:
         given = t.settings.pop("replay_buffer_config", None) or {}
+        if isinstance(given, dict):  # RLlib's old-stack names first (the defaults use new ones)
+            from rljax.algorithms.off_policy import old_stack_replay
+
+            given = old_stack_replay("replay_buffer_config", given)
         t.settings["replay_buffer_config"] = {**config.replay_buffer_config, **given, **t.replay}
     config.update_from_dict(t.settings)
     if t.multi_agent:

@@ -89,6 +89,19 @@ def variants_over(param_space: Mapping[str, Any], state: es.ExperimentState) -> 
     return variants
 
 
+def _saved_trainer(trainable: Any, state: Any) -> Any:
+    """The trainable to restore with: RLlib 1.x's trainer where the experiment trained it
+    for this algorithm name (a dict config that asked for the old stack: ``Tuner("PPO",
+    param_space={"model": {"custom_model": ...}})`` trains ``PPOTrainer``), else as given."""
+    if not isinstance(trainable, str) or state.kind != "algorithm" or state.trainable == trainable:
+        return trainable
+    from rljax.agents import TRAINERS, trainer_class
+
+    if trainable in TRAINERS and trainer_class(trainable).__name__ == state.trainable:
+        return trainer_class(trainable)
+    return trainable
+
+
 def restore_tuner(
     cls: Any,
     path: str | os.PathLike[str],
@@ -113,6 +126,7 @@ def restore_tuner(
                 check_loaded_env_settings(saved)
             except ConfigError as e:
                 raise ConfigError(f"{state.path}: trial {index}: {e}") from None
+    trainable = _saved_trainer(trainable, state)
     tune_config, run_config = es.restored_configs(state, stop, scheduler)
     if callbacks is not None:
         run_config = dataclasses.replace(run_config, callbacks=callbacks)
@@ -162,7 +176,8 @@ def restore_tuner(
         )
     if tuner._function is None:
         assert tuner._base is not None
-        tuner._algo_configs = [tuner._base.copy().update_from_dict(v) for v in tuner._variants]
+        # Each variant as the experiment read it (an old-API trainer's: its dict config).
+        tuner._algo_configs = [tuner._variant_config(v) for v in tuner._variants]
     tuner._restored = (
         state,
         es.ResumeFlags(bool(resume_unfinished), bool(resume_errored), bool(restart_errored)),

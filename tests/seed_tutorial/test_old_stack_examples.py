@@ -106,6 +106,41 @@ def test_old_stack_replay_buffer_names_are_the_same_replay():
     assert plain.replay_buffer_config["type"] == "EpisodeReplayBuffer"
 
 
+def test_old_trainer_maps_old_replay_names_beside_its_top_level_keys():
+    """Was: ``buffer_size`` beside ``replay_buffer_config={"prioritized_replay_alpha": ...}``
+    failed ("gives 'prioritized_replay_alpha' and 'alpha'"): the defaults were merged first."""
+    config = trainer_class("DQN").to_config(
+        {
+            "env": "CartPole-v1",
+            "buffer_size": 5000,
+            "replay_buffer_config": {
+                "type": "MultiAgentPrioritizedReplayBuffer",
+                "prioritized_replay_alpha": 0.5,
+            },
+        }
+    )
+    assert config.replay_buffer_config["capacity"] == 5000
+    assert config.replay_buffer_config["alpha"] == 0.5
+    assert config.replay_buffer_config["type"] == "MultiAgentPrioritizedEpisodeReplayBuffer"
+
+
+def test_a_tuner_experiment_on_the_old_stack_restores(tmp_path):
+    """Was: ``Tuner.restore(path, "PPO")`` of an experiment the old-stack dict sent to
+    ``PPOTrainer`` failed ("the experiment trained algorithm 'PPOTrainer'; got 'PPO'")."""
+    config = {
+        "env": "CartPole-v1",
+        "enable_rl_module_and_learner": False,
+        "train_batch_size": 128,
+        "sgd_minibatch_size": 64,
+        "num_sgd_iter": 1,
+    }
+    run = tune.RunConfig(stop={"training_iteration": 1}, storage_path=str(tmp_path), name="exp")
+    assert tune.Tuner("PPO", param_space=config, run_config=run).fit()[0].error is None
+    tuner = tune.Tuner.restore(str(tmp_path / "exp"), "PPO")
+    assert tuner.trainable_name == "PPOTrainer"
+    assert tuner._algo_configs[0].minibatch_size == 64  # the variant read as an old dict
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [
