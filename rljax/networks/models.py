@@ -4,7 +4,7 @@ MinAtar's network below 36x36) and the user-module hook."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import flax.linen as nn
 import gymnasium as gym
@@ -499,6 +499,23 @@ class RecurrentActorCritic(nn.Module):
         return out.reshape((b, length, -1)), value.reshape((b, length)), state_out
 
 
+class MaskedRecurrentActorCritic(nn.Module):
+    """``RecurrentActorCritic`` on ``obs["observations"]`` with RLlib's action masking: the
+    logits of actions where ``obs[mask_key]`` is 0 become ``MASKED_LOGIT`` at every step."""
+
+    inner: RecurrentActorCritic
+    mask_key: str = "action_mask"
+
+    def initial_state(self, n: int) -> tuple[jax.Array, jax.Array]:
+        return self.inner.initial_state(n)
+
+    @nn.compact
+    def __call__(self, rin: Any) -> tuple[jax.Array, jax.Array, Any]:
+        out, value, state = self.inner(rin._replace(obs=rin.obs["observations"]))
+        mask = rin.obs[self.mask_key].reshape(out.shape)
+        return jnp.where(mask > 0, out, MASKED_LOGIT), value, state
+
+
 def build_module(
     observation_space: gym.Space,
     num_outputs: int,
@@ -521,7 +538,24 @@ def build_module(
                 f"could not build {rl_module_spec.module_class.__name__}(num_outputs={num_outputs}, "
                 f"**{rl_module_spec.model_config}): {e}"
             ) from e
+    masked = isinstance(observation_space, gym.spaces.Dict) and is_action_mask_space(
+        observation_space, action_mask_key
+    )
+    if masked:
+        assert isinstance(observation_space, gym.spaces.Dict)
+        mask = observation_space[action_mask_key]
+        if continuous or mask.shape != (num_outputs,):
+            raise ConfigError(
+                f"the observation's action_mask {mask} must have one entry per action of a "
+                f"Discrete action space ({num_outputs} outputs, continuous={continuous})"
+            )
     if model_config.use_lstm:
+        if masked:
+            assert isinstance(observation_space, gym.spaces.Dict)
+            inner = build_module(
+                observation_space["observations"], num_outputs, False, model_config
+            )
+            return MaskedRecurrentActorCritic(cast(RecurrentActorCritic, inner), action_mask_key)
         kinds = None
         if not isinstance(observation_space, gym.spaces.Box) or is_image_space(observation_space):
             kinds = tuple(_leaf_kind(leaf) for leaf in space_leaves(observation_space))
@@ -533,15 +567,8 @@ def build_module(
             num_actions=0 if continuous else num_outputs,
             free_log_std_dim=free,
         )
-    if isinstance(observation_space, gym.spaces.Dict) and is_action_mask_space(
-        observation_space, action_mask_key
-    ):
-        mask = observation_space[action_mask_key]
-        if continuous or mask.shape != (num_outputs,):
-            raise ConfigError(
-                f"the observation's action_mask {mask} must have one entry per action of a "
-                f"Discrete action space ({num_outputs} outputs, continuous={continuous})"
-            )
+    if masked:
+        assert isinstance(observation_space, gym.spaces.Dict)
         inner = build_module(observation_space["observations"], num_outputs, False, model_config)
         return MaskedActorCritic(inner, action_mask_key)
     if not isinstance(observation_space, gym.spaces.Box):

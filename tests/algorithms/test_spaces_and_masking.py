@@ -282,3 +282,32 @@ def test_a_user_module_gets_the_dict_observation():
         assert params["Dense_0"]["kernel"].shape == (2 + 3, 3)  # observations (2) + mask (3)
         obs = {"action_mask": np.ones(3, np.float32), "observations": np.zeros(2, np.float32)}
         assert algo.compute_single_action(obs) in (0, 1, 2)
+
+
+def test_a_recurrent_network_masks_actions_too():
+    """Was: with use_lstm=True the action mask was read as one more input and masked
+    nothing (masked actions were sampled)."""
+    from rljax.networks.models import MaskedRecurrentActorCritic
+    from rljax.runners.acting import RecurrentInput
+
+    space = gym.spaces.Dict(
+        {
+            "action_mask": gym.spaces.Box(0, 1, (3,), np.float32),
+            "observations": gym.spaces.Box(-1, 1, (2,), np.float32),
+        }
+    )
+    mc = DefaultModelConfig(use_lstm=True, lstm_cell_size=4, fcnet_hiddens=(8,))
+    module = build_module(space, 3, False, mc)
+    assert isinstance(module, MaskedRecurrentActorCritic)
+    obs = {
+        "action_mask": jnp.asarray([[[0.0, 1.0, 0.0], [1.0, 0.0, 1.0]]]),  # [B=1, L=2, 3]
+        "observations": jnp.zeros((1, 2, 2)),
+    }
+    rin = RecurrentInput(
+        obs=obs, state_in=module.initial_state(1), first=jnp.asarray([[True, False]])
+    )
+    params = module.init(jax.random.PRNGKey(0), rin)
+    logits, value, _ = module.apply(params, rin)
+    assert logits.shape == (1, 2, 3) and value.shape == (1, 2)
+    masked = np.asarray(logits) == MASKED_LOGIT
+    np.testing.assert_array_equal(masked, np.asarray(obs["action_mask"]) == 0)
