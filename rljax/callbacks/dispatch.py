@@ -125,8 +125,9 @@ def check_callbacks_class(name: str, value: Any) -> Any:
             if m.startswith("on_") and callable(vars(cls)[m]) and m not in HOOKS
         ]
         # An old-stack hook, or a misspelt one: never called, which must not pass unsaid (said
-        # once per class: the setting is checked again on each copy of the config).
-        if unknown and once.first_time("unknown_hooks", f"{cls.__module__}.{_name(cls)}"):
+        # once per class object: the setting is checked again on each copy of the config; a
+        # class defined again, as a notebook cell run again does, is a new one).
+        if unknown and once.first_time("unknown_hooks", f"{id(cls)}:{_name(cls)}"):
             logger.warning(
                 "%s: %s defines %s, which rljax never calls; the hooks are: %s",
                 name,
