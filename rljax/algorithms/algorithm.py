@@ -38,6 +38,7 @@ from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.algorithms.algorithm_evaluation import EvaluationHooks
 from rljax.algorithms.algorithm_runners import RunnerHooks
 from rljax.algorithms.algorithm_state import StateSurface
+from rljax.algorithms.module_surface import ModuleSurface
 from rljax.algorithms.rllib_surface import SaveResult, TrainableSurface
 from rljax.callbacks.episodes import EpisodeReplay
 from rljax.core import DEFAULT_POLICY_ID
@@ -81,7 +82,7 @@ logger = logging.getLogger("rljax")
 DEFAULT_POLICY = DEFAULT_POLICY_ID
 
 
-class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface):
+class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, ModuleSurface):
     """Config + an algorithm's parts + the execution layer, behind RLlib's public methods.
 
     The base class resolves the env and the devices (``rljax.execution.build``), runs the

@@ -130,6 +130,44 @@ class RLModuleSpec:
         """Whether the module acts by a forward pass of its own and never learns."""
         return is_forward_module_class(self.module_class)
 
+    @classmethod
+    def from_module(cls, module: Any) -> RLModuleSpec:
+        """The spec of a module (RLlib's ``RLModuleSpec.from_module``), so that a module built
+        from it has the same architecture (weights are no part of a spec: copy them with
+        ``get_state`` / ``set_state``). An algorithm's module (``algo.get_module(pid)``) gives
+        its policy's module class (None: the default networks) and model settings (the
+        config's merged with the policy's own); a module that acts by a forward pass of its
+        own gives its class, spaces and ``model_config``.
+
+        Raises:
+          ConfigError: ``module`` is neither.
+        """
+        algo = getattr(module, "_algo", None)
+        if algo is None:
+            if not is_forward_module_class(type(module)):
+                raise ConfigError(
+                    f"RLModuleSpec.from_module({type(module).__name__}): pass a module from "
+                    "algo.get_module(...) or an RLModule with a forward pass of its own"
+                )
+            return cls(
+                module_class=type(module),
+                model_config=dict(getattr(module, "model_config", {}) or {}),
+                observation_space=getattr(module, "observation_space", None),
+                action_space=getattr(module, "action_space", None),
+            )
+        policy_id = getattr(module, "_policy_id", None)
+        config = algo.config
+        own = None
+        spec = config.rl_module_spec
+        if policy_id is not None and hasattr(spec, "spec_of"):
+            own = spec.spec_of(policy_id)
+        elif isinstance(spec, RLModuleSpec):
+            own = spec
+        if own is not None and own.module_class is not None:
+            return dataclasses.replace(own, load_state_path=None)
+        merged = config.module_config(policy_id).model_config if policy_id else config.model_config
+        return cls(model_config=merged.to_dict())
+
     def build(self) -> Any:
         """The module on its own, outside an algorithm (RLlib's ``RLModuleSpec.build()``):
         a forward-pass module class is instantiated with the spec's spaces and

@@ -1,0 +1,98 @@
+"""RLlib's ``Algorithm.add_module`` / ``remove_module`` (league self-play): the module set
+changes while the algorithm trains; the kept modules' weights, the counters and the callbacks
+carry over; an invalid change changes nothing."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from rljax.algorithms.ppo import PPOConfig
+from rljax.callbacks.callbacks import RLlibCallback
+from rljax.core.rl_module.rl_module import RLModuleSpec
+from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
+from rljax.utils.errors import ConfigError
+
+
+class Counting(RLlibCallback):
+    def __init__(self):
+        super().__init__()
+        self.results = 0
+
+    def on_train_result(self, *, algorithm, result, **kwargs):
+        self.results += 1
+
+
+def _config() -> PPOConfig:
+    return (
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .multi_agent(policies=["p0", "p1"], policy_mapping_fn=lambda aid, *a, **kw: f"p{aid}")
+        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .callbacks(Counting)
+        .debugging(seed=0)
+    )
+
+
+def _same(a, b) -> bool:
+    return all(
+        np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
+    )
+
+
+@pytest.mark.slow  # builds and compiles multi-agent PPO three times (about 10 s)
+def test_add_then_remove_a_module_while_training():
+    with _config().build_algo() as algo:
+        algo.train()
+        before = algo.get_weights()
+        callbacks, steps = algo.callbacks, algo.num_env_steps_sampled_lifetime
+        spec = algo.add_module(
+            "p0_v1",
+            RLModuleSpec.from_module(algo.get_module("p0")),
+            new_agent_to_module_mapping_fn=lambda aid, *a, **kw: "p0" if aid == 0 else "p0_v1",
+            new_should_module_be_updated=["p0"],
+        )
+        assert sorted(spec.rl_module_specs) == ["p0", "p0_v1", "p1"]
+        assert spec.rl_module_specs["p0_v1"].model_config["fcnet_hiddens"] == [8]
+        after = algo.get_weights()
+        assert _same(after["p0"], before["p0"]) and _same(after["p1"], before["p1"])
+        # RLlib's self-play callback copies "main" into the frozen copy so:
+        state = algo.get_module("p0").get_state()
+        algo.set_state({"learner_group": {"learner": {"rl_module": {"p0_v1": state}}}})
+        assert _same(algo.get_weights()["p0_v1"], before["p0"])
+        assert algo.iteration == 1 and algo.num_env_steps_sampled_lifetime == steps
+        assert algo.callbacks is callbacks  # the same objects, their state kept
+        result = algo.train()
+        assert set(result["learners"]) == {"p0", "__all_modules__"}  # p0_v1 and p1: frozen
+        assert "p0_v1" in result["env_runners"]["module_episode_returns_mean"]
+        trained = algo.get_weights()
+        assert _same(trained["p0_v1"], before["p0"]) and not _same(trained["p0"], before["p0"])
+        assert callbacks.entries[0][1].results == 2
+        algo.remove_module(
+            "p1", new_agent_to_module_mapping_fn=lambda aid, *a, **kw: ["p0", "p0_v1"][aid]
+        )
+        assert sorted(algo.config.policies) == ["p0", "p0_v1"]
+        assert algo.train()["training_iteration"] == 3
+
+
+def test_module_changes_are_checked_before_anything_changes():
+    single = PPOConfig().environment("CartPole-v1")
+    config = _config()
+    with config.build_algo() as algo:
+        with pytest.raises(ValueError, match="module_id='a/b'"):
+            algo.add_module("a/b")
+        with pytest.raises(ValueError, match="has that module already"):
+            algo.add_module("p0")
+        with pytest.raises(ConfigError, match="learners, env runners and evaluation"):
+            algo.add_module("p2", add_to_eval_env_runners=False)
+        with pytest.raises(ConfigError, match="lr=-1"):
+            algo.add_module("p2", config_overrides={"lr": -1})
+        with pytest.raises(ConfigError, match="names \\['nope'\\]"):
+            algo.add_module("p2", new_should_module_be_updated=["nope"])
+        with pytest.raises(ValueError, match="no such module"):
+            algo.remove_module("p9")
+        assert sorted(algo.config.policies) == ["p0", "p1"]  # unchanged
+    with single.build_algo() as algo, pytest.raises(ConfigError, match="single-agent"):
+        algo.add_module("p2")
