@@ -100,6 +100,7 @@ def run_process(cmd: list[str], cwd: Path, pythonpath: list[str], timeout: float
         proc = subprocess.run(
             cmd,
             cwd=cwd,
+            stdin=subprocess.DEVNULL,  # a script asking for input fails at once, never waits
             capture_output=True,
             text=True,
             timeout=timeout,

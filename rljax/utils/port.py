@@ -302,6 +302,37 @@ def _torch_initializers(tree: ast.Module, notes: list[str]) -> list[tuple[ast.AS
     return edits
 
 
+_TORCH_GUARD = """try:
+    import torch
+except ImportError:  # rljax port: without PyTorch, a stand-in that names each use
+    from rljax.utils.framework import MissingTorch as _MissingTorch
+
+    torch = _MissingTorch()"""
+
+
+def _torch_import_guard(
+    tree: ast.Module, edited: set[int], notes: list[str]
+) -> list[tuple[ast.AST, str]]:
+    """A top-level ``import torch`` (not otherwise edited) imports PyTorch where it is
+    installed and binds ``rljax.utils.framework.MissingTorch`` where it is not, so a script
+    that uses torch only in a part it does not run (RLlib's self-play examples' human play)
+    runs without PyTorch, and a use names itself (``TorchClassError``)."""
+    edits: list[tuple[ast.AST, str]] = []
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Import)
+            and [(a.name, a.asname) for a in node.names] == [("torch", None)]
+            and node.col_offset == 0
+            and id(node) not in edited
+        ):
+            edits.append((node, _TORCH_GUARD))
+            notes.append(
+                f"line {node.lineno}: `import torch` -> PyTorch where installed, else a "
+                "stand-in that raises TorchClassError where the script uses it"
+            )
+    return edits
+
+
 def port_source(source: str) -> Ported:
     """The script ``source`` with RLlib's imports rewritten to rljax's (see the module doc).
 
@@ -319,6 +350,7 @@ def port_source(source: str) -> Ported:
         if new is not None:
             replacements.append((statement, new))
     replacements += _torch_initializers(tree, notes)
+    replacements += _torch_import_guard(tree, {id(n) for n, _ in replacements}, notes)
     for node, new in replacements:
         assert isinstance(node, ast.stmt | ast.expr)
         assert node.end_lineno is not None and node.end_col_offset is not None

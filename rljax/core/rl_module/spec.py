@@ -98,7 +98,9 @@ class RLModuleSpec:
                 f"rljax RLModule subclass with a forward pass; got {cls!r}"
             )
         if isinstance(self.model_config, DefaultModelConfig):
-            if cls is not None:
+            # A module that acts by its own forward pass reads its settings as a dict (RLlib's
+            # scripts give RandomRLModule the run's DefaultModelConfig).
+            if cls is not None and not is_forward_module_class(cls):
                 raise ConfigError(
                     f"RLModuleSpec(module_class={cls.__name__}) got a DefaultModelConfig; "
                     "a module_class of its own takes a dict of its settings"

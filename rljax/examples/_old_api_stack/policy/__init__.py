@@ -1,0 +1,1 @@
+"""RLlib's old-API-stack example policies at their path."""
