@@ -382,8 +382,12 @@ WRONG = [
     ),
     (
         "replay type",
-        lambda: dqn(replay_buffer_config={"type": "ReplayBuffer"}),
-        ["replay_buffer_config['type']='ReplayBuffer' (str)", "'PrioritizedEpisodeReplayBuffer'"],
+        # (RLlib's old-stack "ReplayBuffer" is taken: the same replay as EpisodeReplayBuffer.)
+        lambda: dqn(replay_buffer_config={"type": "ReservoirReplayBuffer"}),
+        [
+            "replay_buffer_config['type']='ReservoirReplayBuffer' (str)",
+            "'PrioritizedEpisodeReplayBuffer'",
+        ],
     ),
     # schedules and ranges
     (

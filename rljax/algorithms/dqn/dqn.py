@@ -260,7 +260,10 @@ def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Arra
     greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
     valid = q > jnp.finfo(q.dtype).min / 2
     valid = valid | ~jnp.any(valid, axis=-1, keepdims=True)
-    random = jax.random.categorical(k_action, jnp.where(valid, 0.0, -jnp.inf)).astype(jnp.int32)
+    # Rows with every action valid draw as before (the same stream as without masking).
+    uniform = jax.random.randint(k_action, greedy.shape, 0, q.shape[-1], jnp.int32)
+    among_valid = jax.random.categorical(k_action, jnp.where(valid, 0.0, -jnp.inf))
+    random = jnp.where(jnp.all(valid, axis=-1), uniform, among_valid.astype(jnp.int32))
     return jnp.where(jax.random.uniform(k_explore, greedy.shape) < epsilon, random, greedy)
 
 
