@@ -77,6 +77,7 @@ def test_add_then_remove_a_module_while_training():
         assert algo.train()["training_iteration"] == 3
 
 
+@pytest.mark.slow  # builds multi-agent PPO twice (about 5 s)
 def test_module_changes_are_checked_before_anything_changes():
     single = PPOConfig().environment("CartPole-v1")
     config = _config()

@@ -43,6 +43,7 @@ def test_a_tuner_dict_that_asks_for_the_old_stack_trains_rllib_1x_trainer(config
     assert old_api_trainable("PPO", {"num_workers": 2}) is trainer_class("PPO")
 
 
+@pytest.mark.slow  # a Tuner trial of PPO (about 3 s)
 def test_tuner_trains_rllibs_parametric_actions_example_config():
     """RLlib's ``parametric_actions_cartpole.py``: ``tune.Tuner("PPO", param_space={"model":
     {"custom_model": "pa_model"}, ...})``. Was: refused ("model={'custom_model': ...} is
@@ -124,6 +125,7 @@ def test_old_trainer_maps_old_replay_names_beside_its_top_level_keys():
     assert config.replay_buffer_config["type"] == "MultiAgentPrioritizedEpisodeReplayBuffer"
 
 
+@pytest.mark.slow  # a Tuner trial of PPO, then its restore (about 3 s)
 def test_a_tuner_experiment_on_the_old_stack_restores(tmp_path):
     """Was: ``Tuner.restore(path, "PPO")`` of an experiment the old-stack dict sent to
     ``PPOTrainer`` failed ("the experiment trained algorithm 'PPOTrainer'; got 'PPO'")."""
