@@ -137,12 +137,17 @@ def test_epsilon_greedy_draws_only_valid_actions():
     """A masked Q-value (the float's lowest, as log(mask) clipped there gives) is never drawn,
     as in RLlib's EpsilonGreedy; a row with none valid draws among all."""
     q = jnp.tile(jnp.array([[0.0, LOWEST, 2.0, LOWEST]]), (4000, 1))
-    actions = np.asarray(epsilon_greedy(jax.random.PRNGKey(0), q, jnp.asarray(1.0)))
+    actions = np.asarray(epsilon_greedy(jax.random.PRNGKey(0), q, jnp.asarray(1.0), masked=True))
+    # The default networks mask nothing: all actions are drawn (and the stream is as before).
+    unmasked = np.asarray(epsilon_greedy(jax.random.PRNGKey(0), q, jnp.asarray(1.0)))
+    assert set(np.unique(unmasked)) == {0, 1, 2, 3}
     np.testing.assert_allclose(
         np.bincount(actions, minlength=4) / 4000, [0.5, 0, 0.5, 0], atol=0.03
     )
     none_valid = jnp.full((4000, 4), LOWEST)
-    drawn = np.asarray(epsilon_greedy(jax.random.PRNGKey(1), none_valid, jnp.asarray(1.0)))
+    drawn = np.asarray(
+        epsilon_greedy(jax.random.PRNGKey(1), none_valid, jnp.asarray(1.0), masked=True)
+    )
     assert set(np.unique(drawn)) == {0, 1, 2, 3}
 
 

@@ -250,27 +250,35 @@ def epsilon_at(schedule: Sequence[tuple[int, float]], timestep: jax.Array) -> ja
     return jnp.interp(timestep.astype(jnp.float32), ts, vs)
 
 
-def epsilon_greedy(key: jax.Array, q: jax.Array, epsilon: jax.Array) -> jax.Array:
+def epsilon_greedy(
+    key: jax.Array, q: jax.Array, epsilon: jax.Array, masked: bool = False
+) -> jax.Array:
     """Greedy actions, replaced by uniform ones with probability ``epsilon``; [B, A] -> [B].
 
-    As RLlib's ``EpsilonGreedy``, a random action is drawn among the valid ones: an action a
-    network masks (a Q-value at the float's lowest, as ``log(mask)`` clipped there gives) is
-    never drawn; a row with none valid draws among all."""
+    ``masked`` (a Q-network of the user's, which may mask actions): as RLlib's
+    ``EpsilonGreedy``, a random action is drawn among the valid ones: an action the network
+    masks (a Q-value at the float's lowest, as ``log(mask)`` clipped there gives) is never
+    drawn; a row with none valid draws among all. Rows with every action valid draw from the
+    same stream either way."""
     k_explore, k_action = jax.random.split(key)
     greedy = jnp.argmax(q, axis=-1).astype(jnp.int32)
-    valid = q > jnp.finfo(q.dtype).min / 2
-    valid = valid | ~jnp.any(valid, axis=-1, keepdims=True)
-    # Rows with every action valid draw as before (the same stream as without masking).
-    uniform = jax.random.randint(k_action, greedy.shape, 0, q.shape[-1], jnp.int32)
-    among_valid = jax.random.categorical(k_action, jnp.where(valid, 0.0, -jnp.inf))
-    random = jnp.where(jnp.all(valid, axis=-1), uniform, among_valid.astype(jnp.int32))
+    random = jax.random.randint(k_action, greedy.shape, 0, q.shape[-1], jnp.int32)
+    if masked:
+        valid = q > jnp.finfo(q.dtype).min / 2
+        valid = valid | ~jnp.any(valid, axis=-1, keepdims=True)
+        among_valid = jax.random.categorical(k_action, jnp.where(valid, 0.0, -jnp.inf))
+        random = jnp.where(jnp.all(valid, axis=-1), random, among_valid.astype(jnp.int32))
     return jnp.where(jax.random.uniform(k_explore, greedy.shape) < epsilon, random, greedy)
 
 
 def make_dqn_policy_parts(
-    networks: DQNNetworks, epsilon: Sequence[tuple[int, float]], action_space: gym.Space
+    networks: DQNNetworks,
+    epsilon: Sequence[tuple[int, float]],
+    action_space: gym.Space,
+    masked: bool = False,
 ) -> PolicyParts[OffPolicyState]:
-    """DQN's policy: epsilon-greedy on the Q-values, epsilon following its schedule.
+    """DQN's policy: epsilon-greedy on the Q-values, epsilon following its schedule
+    (``masked``: random actions only among those the network does not mask).
 
     The acting parameters are ``{"q": params, "epsilon": scalar}`` at the loop's timestep;
     inference reports the Q-values (noise off) as ``action_dist_inputs``.
@@ -282,7 +290,7 @@ def make_dqn_policy_parts(
     def act(params: Any, obs: jax.Array, key: jax.Array) -> tuple[jax.Array, dict[str, Any]]:
         k_noise, k_eps = jax.random.split(key)
         q = networks.q_values(networks.apply(params["q"], obs, k_noise))
-        return epsilon_greedy(k_eps, q, params["epsilon"]), {}
+        return epsilon_greedy(k_eps, q, params["epsilon"], masked), {}
 
     def outputs(params: Any, obs: jax.Array) -> jax.Array:
         """Q-values (means of the return distributions with ``num_atoms > 1``), noise off."""
@@ -296,7 +304,7 @@ def make_dqn_policy_parts(
         # Exploring acts as the runners do: epsilon-greedy at the current schedule value.
         inference=single_policy_inference(
             outputs,
-            lambda key, q, params: epsilon_greedy(key, q, params["epsilon"]),
+            lambda key, q, params: epsilon_greedy(key, q, params["epsilon"], masked),
             lambda q, params: jnp.argmax(q, axis=-1),
         ),
         inference_params=lambda state, policy_id: acting_params(state),
@@ -366,7 +374,10 @@ class DQN(OffPolicyAlgorithm):
             update_target=make_target_update(self.hp.tau, {"target_params": "params"}),
             metric_names=DQN_METRICS,
         )
-        policy = make_dqn_policy_parts(self.networks, self.hp.epsilon, self.action_space)
+        # A module of the user's may mask actions: exploration then keeps to the others.
+        policy = make_dqn_policy_parts(
+            self.networks, self.hp.epsilon, self.action_space, masked=spec is not None
+        )
         return policy, learner
 
     # For inspection (not traced): the network's raw output and its Q-values.
