@@ -6,10 +6,14 @@ rljax's multi-agent update is one compiled program over every module (stacked pe
 equal settings), so a changed module set is a rebuilt algorithm: the config gets the module
 (its spec, its overrides, the new mapping and trained modules), is validated before anything
 changes, and the algorithm sets itself up again in place, compiling its programs anew. What
-carries over: every kept module's weights, the counters (iterations, env steps, episodes),
-the callbacks (the same objects, their state included), the metrics logger and the episode
-statistics. What starts afresh, unlike RLlib's: the optimizers' state (Adam's moments) and the
-env runners' episodes in progress (the envs are rebuilt; their steps so far are not trained on).
+carries over: every kept module's weights, the counters (iterations, env steps, agent steps,
+episodes), the callbacks (the same objects, their state included), the metrics logger and the
+episode statistics. What starts afresh, unlike RLlib's: the optimizers' state (Adam's moments,
+PPO's KL coefficients) and the env runners' episodes in progress (the envs are rebuilt; their
+steps so far are not trained on). If the new setup fails, the old modules are set up again
+with their whole training state and the error is raised (if that fails too, the algorithm
+stops). Built for multi-agent PPO, IMPALA and APPO; multi-agent DQN, SAC and TD3 refuse (their
+policies' critics, target networks and replay buffers would not carry over).
 """
 
 from __future__ import annotations
@@ -69,7 +73,8 @@ def _to_train(
 
 
 class ModuleSurface:
-    """``add_module`` / ``remove_module`` of ``Algorithm`` (multi-agent configs)."""
+    """``add_module`` / ``remove_module`` of ``Algorithm`` (multi-agent PPO, IMPALA and APPO
+    configs)."""
 
     def add_module(
         self,
@@ -194,6 +199,15 @@ class ModuleSurface:
             )
         if getattr(algo, "_population_member", False):
             raise ConfigError(f"{what}(): a population's trial keeps its modules")
+        from rljax.algorithms.multi_agent_off_policy import MultiAgentOffPolicy
+
+        if isinstance(algo, MultiAgentOffPolicy):
+            raise ConfigError(
+                f"{what}() is built for multi-agent PPO, IMPALA and APPO; multi-agent "
+                f"{algo.config.algo_name}'s policies keep critics, target networks and replay "
+                "buffers that a rebuild would not carry over yet: name the league's policies in "
+                "the config from the start"
+            )
         if not all(everywhere):
             raise ConfigError(
                 f"{what}(): rljax's learner and env runners share one set of modules; the "
@@ -218,13 +232,21 @@ class ModuleSurface:
         config.validate()  # nothing has changed if the new module set is invalid
         # The learned modules' weights (one acting by its own forward pass has none).
         weights = algo.get_weights([p for p in algo._policy_ids() if p not in algo.forward_only])
-        old = algo.config
+        old, old_state = algo.config, algo.state
+        agent_steps = algo.num_agent_steps_sampled_lifetime
         with algo._exclusive(what, reentrant=True), algo._learner_paused():
             try:
                 self._setup_again(config, weights)
             except BaseException:
-                self._setup_again(old, weights)
+                try:  # the old modules again, with their whole training state
+                    self._setup_again(old, weights)
+                    algo.state = old_state
+                except BaseException:
+                    algo.stop()
+                    raise
                 raise
+            finally:
+                algo.num_agent_steps_sampled_lifetime = agent_steps
         if new_module is not None:
             loaded = pretrained_weights(config)  # the new module's load_state_path, if any
             if new_module in loaded:

@@ -318,12 +318,16 @@ def _torch_import_guard(
     that uses torch only in a part it does not run (RLlib's self-play examples' human play)
     runs without PyTorch, and a use names itself (``TorchClassError``)."""
     edits: list[tuple[ast.AST, str]] = []
+    # A statement sharing its line (``import torch; import numpy as np``) is left as it is:
+    # the guard's lines would take the other statement into its ``except``.
+    lines = [n.lineno for n in tree.body] + [n.end_lineno for n in tree.body]
     for node in tree.body:
         if (
             isinstance(node, ast.Import)
             and [(a.name, a.asname) for a in node.names] == [("torch", None)]
             and node.col_offset == 0
             and id(node) not in edited
+            and lines.count(node.lineno) == 2  # its own start and end only
         ):
             edits.append((node, _TORCH_GUARD))
             notes.append(

@@ -48,6 +48,7 @@ def test_add_then_remove_a_module_while_training():
         algo.train()
         before = algo.get_weights()
         callbacks, steps = algo.callbacks, algo.num_env_steps_sampled_lifetime
+        agent_steps = algo.num_agent_steps_sampled_lifetime
         spec = algo.add_module(
             "p0_v1",
             RLModuleSpec.from_module(algo.get_module("p0")),
@@ -63,6 +64,7 @@ def test_add_then_remove_a_module_while_training():
         algo.set_state({"learner_group": {"learner": {"rl_module": {"p0_v1": state}}}})
         assert _same(algo.get_weights()["p0_v1"], before["p0"])
         assert algo.iteration == 1 and algo.num_env_steps_sampled_lifetime == steps
+        assert algo.num_agent_steps_sampled_lifetime == agent_steps  # was: reset to 0
         assert algo.callbacks is callbacks  # the same objects, their state kept
         result = algo.train()
         assert set(result["learners"]) == {"p0", "__all_modules__"}  # p0_v1 and p1: frozen
@@ -96,4 +98,27 @@ def test_module_changes_are_checked_before_anything_changes():
             algo.remove_module("p9")
         assert sorted(algo.config.policies) == ["p0", "p1"]  # unchanged
     with single.build_algo() as algo, pytest.raises(ConfigError, match="single-agent"):
+        algo.add_module("p2")
+
+
+@pytest.mark.slow  # builds multi-agent PPO and DQN (about 6 s)
+def test_a_failed_rebuild_restores_the_old_modules_whole_and_off_policy_refuses():
+    """A module set valid for validate() but refused by the setup (a recurrent module beside
+    feed-forward ones) leaves the old modules with their whole training state (was: their
+    optimizer state and KL coefficients restarted)."""
+    from rljax.algorithms.dqn import DQNConfig
+
+    with _config().build_algo() as algo:
+        algo.train()
+        state = algo.state
+        with pytest.raises(ConfigError, match="recurrent"):
+            algo.add_module("lstm", RLModuleSpec(model_config={"use_lstm": True}))
+        assert algo.state is state and sorted(algo.config.policies) == ["p0", "p1"]
+        assert algo.train()["training_iteration"] == 2
+    dqn = (
+        DQNConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .multi_agent(policies=["p0", "p1"], policy_mapping_fn=lambda aid, *a, **kw: f"p{aid}")
+    )
+    with dqn.build_algo() as algo, pytest.raises(ConfigError, match="built for multi-agent PPO"):
         algo.add_module("p2")

@@ -51,6 +51,13 @@ def test_chance_nodes_are_dealt_and_a_simultaneous_game_takes_every_action():
     assert sorted(obs) == [0, 1]
     _, rewards, term, _, _ = rps.step({0: 1, 1: 0})  # paper beats rock
     assert rewards == {0: 1.0, 1: -1.0} and term["__all__"]
+    # goofspiel: a card played already is illegal; replaced, at -0.1 (was: SpielError).
+    cards = OpenSpielEnv(pyspiel.load_game("goofspiel", {"num_cards": 3}))
+    cards.reset(seed=0)
+    cards.step({0: 0, 1: 0})
+    _, rewards, _, _, _ = cards.step({0: 0, 1: 1})
+    game = cards.state.rewards()
+    assert rewards == pytest.approx({0: game[0] + ILLEGAL_ACTION_PENALTY, 1: game[1]})
 
 
 def test_rllibs_optional_imports_and_a_wrong_env():

@@ -42,6 +42,12 @@ def test_a_ported_import_torch_binds_a_stand_in_without_pytorch():
         namespace["play"](np.zeros(2))
 
 
+def test_an_import_torch_sharing_its_line_is_left_as_it_is():
+    """The guard's lines would take ``import numpy as np`` into its ``except``."""
+    ported = port_source("import torch; import numpy as np\nx = np.zeros(1)\n")
+    assert ported.source.startswith("import torch; import numpy as np")
+
+
 def test_the_old_stacks_random_policy_acts_at_random():
     policy = RandomPolicy(gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(3), {})
     actions, state, extra = policy.compute_actions(np.zeros((5, 2)))

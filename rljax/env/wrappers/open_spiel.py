@@ -14,8 +14,9 @@ RLlib's wrapper:
 * A sequential game (``Dynamics.SEQUENTIAL``) returns the observation of the player to move
   only, and takes that player's action; a simultaneous one returns and takes every player's.
   Chance nodes (dice, deals) are resolved by sampling their outcomes.
-* An illegal action is replaced by a uniformly drawn legal one and costs its player -0.1. The
-  episode terminates when the game does; it is never truncated.
+* An illegal action is replaced by a uniformly drawn legal one and costs its player -0.1 (in
+  simultaneous games too, where RLlib's wrapper lets OpenSpiel raise). The episode terminates
+  when the game does; it is never truncated.
 
 Each step's rewards are every player's rewards of that step (``state.rewards()``), whose sum
 over the game is its returns. RLlib's wrapper gives the returns so far (``state.returns()``)
@@ -104,7 +105,14 @@ class OpenSpielEnv(MultiAgentEnv):
                 penalties[player] = ILLEGAL_ACTION_PENALTY
             self.state.apply_action(move)
         else:
-            self.state.apply_actions([int(action[a]) for a in self.possible_agents])
+            moves = []
+            for agent in self.possible_agents:
+                move, legal = int(action[agent]), self.state.legal_actions(agent)
+                if move not in legal:
+                    move = int(self._rng.choice(legal))
+                    penalties[agent] = ILLEGAL_ACTION_PENALTY
+                moves.append(move)
+            self.state.apply_actions(moves)
         obs = self._get_obs()
         rewards: dict[Any, float] = {a: float(r) for a, r in enumerate(self.state.rewards())}
         for agent, penalty in penalties.items():
