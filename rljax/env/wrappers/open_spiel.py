@@ -90,7 +90,7 @@ class OpenSpielEnv(MultiAgentEnv):
         if self.state is None:
             raise RuntimeError("OpenSpielEnv.step() before reset()")
         self._solve_chance_nodes()
-        penalties: dict[int, float] = {}
+        penalties: dict[Any, float] = {}
         if self._sequential:
             player = self.state.current_player()
             if player not in action:
