@@ -8,13 +8,11 @@ import pytest
 
 pyspiel = pytest.importorskip("pyspiel")
 
+from self_play_config import main_vs_random  # noqa: E402
+
 from rljax import register_env  # noqa: E402
-from rljax.algorithms.ppo import PPOConfig  # noqa: E402
-from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec  # noqa: E402
-from rljax.core.rl_module.rl_module import RLModuleSpec  # noqa: E402
 from rljax.env.utils import try_import_open_spiel, try_import_pyspiel  # noqa: E402
 from rljax.env.wrappers.open_spiel import ILLEGAL_ACTION_PENALTY, OpenSpielEnv  # noqa: E402
-from rljax.examples.rl_modules.classes.random_rlm import RandomRLModule  # noqa: E402
 
 
 def test_tic_tac_toe_by_hand():
@@ -70,26 +68,8 @@ def test_rllibs_optional_imports_and_a_wrong_env():
 def test_multi_agent_ppo_plays_connect_four_against_a_random_module():
     """RLlib's self-play example's start: "main" learns, "random" acts uniformly."""
     register_env("rljax_test_c4", lambda _: OpenSpielEnv(pyspiel.load_game("connect_four")))
-    config = (
-        PPOConfig()
-        .environment("rljax_test_c4")
-        .env_runners(num_envs_per_env_runner=4)
-        .multi_agent(
-            policies={"main", "random"},
-            policy_mapping_fn=lambda aid, *a, **kw: "main" if aid == 0 else "random",
-            policies_to_train=["main"],
-        )
-        .rl_module(
-            rl_module_spec=MultiRLModuleSpec(
-                rl_module_specs={
-                    "main": RLModuleSpec(),
-                    "random": RLModuleSpec(module_class=RandomRLModule),
-                }
-            ),
-            model_config={"fcnet_hiddens": [32]},
-        )
-        .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
-        .debugging(seed=0)
+    config = main_vs_random(
+        "rljax_test_c4", lambda aid, *a, **kw: "main" if aid == 0 else "random", 32, 256
     )
     with config.build_algo() as algo:
         result = algo.train()

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from rljax.core.rl_module.default_model_config import DefaultModelConfig
-from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.examples._old_api_stack.policy.random_policy import RandomPolicy
 from rljax.examples.multi_agent.utils import (
@@ -81,34 +80,20 @@ def test_refused_helpers_say_what_to_use_and_the_user_is_asked_until_legal(monke
 @pytest.mark.slow  # builds, trains, rebuilds with the new module and trains (about 15 s)
 def test_self_play_callback_adds_a_frozen_copy_of_main():
     pyspiel = pytest.importorskip("pyspiel")
+    from self_play_config import main_vs_random
+
     from rljax import register_env
-    from rljax.algorithms.ppo import PPOConfig
     from rljax.env.wrappers.open_spiel import OpenSpielEnv
 
     register_env("rljax_test_selfplay", lambda _: OpenSpielEnv(pyspiel.load_game("tic_tac_toe")))
-    config = (
-        PPOConfig()
-        .environment("rljax_test_selfplay")
-        # A threshold every win rate passes: a copy joins after each iteration.
-        .callbacks(functools.partial(SelfPlayCallback, win_rate_threshold=-1.0))
-        .env_runners(num_envs_per_env_runner=4)
-        .multi_agent(
-            policies={"main", "random"},
-            policy_mapping_fn=lambda aid, ep, **kw: "main" if hash(ep.id_) % 2 == aid else "random",
-            policies_to_train=["main"],
-        )
-        .rl_module(
-            rl_module_spec=MultiRLModuleSpec(
-                rl_module_specs={
-                    "main": RLModuleSpec(),
-                    "random": RLModuleSpec(module_class=RandomRLModule),
-                }
-            ),
-            model_config={"fcnet_hiddens": [16]},
-        )
-        .training(train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1)
-        .debugging(seed=0)
+    config = main_vs_random(
+        "rljax_test_selfplay",
+        lambda aid, ep, **kw: "main" if hash(ep.id_) % 2 == aid else "random",
+        16,
+        128,
     )
+    # A threshold every win rate passes: a copy joins after each iteration.
+    config.callbacks(functools.partial(SelfPlayCallback, win_rate_threshold=-1.0))
     with config.build_algo() as algo:
         first = algo.train()
         assert 0.0 <= first["env_runners"]["win_rate"] <= 1.0
