@@ -46,6 +46,8 @@ NOT_API: dict[str, str] = {
     "rljax.agents": "RLlib 1.x's Trainer API at RLlib's paths (rljax.agents.ppo.PPOTrainer, ...); "
     "its own names are the trainer look-ups of rljax.tune's old API",
     "rljax.models": "RLlib's old-API ModelCatalog path, for ported scripts",
+    "rljax.examples.multi_agent.utils": "RLlib's self-play example helpers at their path "
+    "(ray.rllib.examples.multi_agent.utils), for ported scripts",
     "rljax.env.utils": "RLlib's ray.rllib.env.utils path, for ported scripts: the episodes' "
     "lookback buffer and the optional OpenSpiel imports",
     "rljax.utils.replay_buffers": "RLlib's replay-buffer module path, for ported scripts' "

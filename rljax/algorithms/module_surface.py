@@ -199,9 +199,7 @@ class ModuleSurface:
             )
         if getattr(algo, "_population_member", False):
             raise ConfigError(f"{what}(): a population's trial keeps its modules")
-        from rljax.algorithms.multi_agent_off_policy import MultiAgentOffPolicy
-
-        if isinstance(algo, MultiAgentOffPolicy):
+        if not getattr(algo, "rebuilds_with_new_modules", True):
             raise ConfigError(
                 f"{what}() is built for multi-agent PPO, IMPALA and APPO; multi-agent "
                 f"{algo.config.algo_name}'s policies keep critics, target networks and replay "

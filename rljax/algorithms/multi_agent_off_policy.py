@@ -118,6 +118,10 @@ class MultiAgentOffPolicy(MultiAgentPPO):
     policies on a ``MultiAgentEnv`` (built by its config with ``.multi_agent(...)``); see the
     module docstring."""
 
+    # add_module / remove_module (rljax.algorithms.module_surface) refuse: a rebuild would not
+    # carry the policies' critics, target networks and replay buffers over.
+    rebuilds_with_new_modules: ClassVar[bool] = False
+
     state: list[OffPolicyState]  # type: ignore[assignment]
     parts: PolicyParts[list[OffPolicyState]]  # type: ignore[assignment]
     # Trials of these train one at a time (no population program).

@@ -148,12 +148,13 @@ def test_port_names_torch_initializers_and_drops_the_import_they_needed():
     config = namespace["m"]
     assert config.fcnet_kernel_initializer == "xavier_uniform"
     assert config.head_fcnet_kernel_initializer == "orthogonal"
-    # torch used for anything else keeps its import; only the initializer names change.
+    # torch used for anything else keeps its import (guarded: PyTorch where installed, else
+    # the stand-in that names each use); only the initializer names change.
     kept = port_source(
         "import torch\nx = torch.zeros(2)\ny = dict(bias_initializer=torch.nn.init.ones_)\n"
     ).source
-    assert kept.splitlines() == [
-        "import torch",
+    assert kept.splitlines()[:2] == ["try:", "    import torch"]
+    assert kept.splitlines()[-2:] == [
         "x = torch.zeros(2)",
         "y = dict(bias_initializer='ones_')",
     ]
