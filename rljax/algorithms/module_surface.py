@@ -113,7 +113,6 @@ class ModuleSurface:
           ConfigError: a single-agent config, a part left out, or a config the new module makes
             invalid (nothing has changed then).
         """
-        algo: Any = self
         module_id = _check_module_id(module_id)
         config = self._module_change_config(
             "add_module", add_to_learners, add_to_env_runners, add_to_eval_env_runners
@@ -125,24 +124,23 @@ class ModuleSurface:
                 f"add_module(module_spec={module_spec!r}): an RLModuleSpec (or None: the "
                 "default networks)"
             )
-        ids = [*config.policies, module_id]
         specs = self._current_specs(list(config.policies))
         if module_spec is not None:
             specs[module_id] = module_spec
         overrides = dict(config.algorithm_config_overrides_per_module)
         if config_overrides:
             overrides[module_id] = dict(config_overrides)
-        config.multi_agent(
-            policies={**config.policies, module_id: PolicySpec()},
-            policy_mapping_fn=new_agent_to_module_mapping_fn or config.policy_mapping_fn,
-            policies_to_train=_to_train(
-                new_should_module_be_updated, ids, algo.config.policies_to_train
-            ),
-            algorithm_config_overrides_per_module=overrides,
+        policies = {**config.policies, module_id: PolicySpec()}
+        return self._change_modules(
+            config,
+            policies,
+            specs,
+            overrides,
+            new_agent_to_module_mapping_fn,
+            new_should_module_be_updated,
+            "add_module()",
+            new_module=module_id,
         )
-        config.rl_module_spec = MultiRLModuleSpec(rl_module_specs=specs) if specs else None
-        self._rebuild_with(config, "add_module()", new_module=module_id)
-        return MultiRLModuleSpec(rl_module_specs=self._current_specs(ids, defaults=True))
 
     def remove_module(
         self,
@@ -157,7 +155,6 @@ class ModuleSurface:
         """Removes the module ``module_id`` (RLlib's ``Algorithm.remove_module``) and rebuilds
         the algorithm without it; ``new_agent_to_module_mapping_fn`` must then map no agent
         to it. Arguments and errors as ``add_module``'s."""
-        algo: Any = self
         config = self._module_change_config(
             "remove_module",
             remove_from_learners,
@@ -172,24 +169,47 @@ class ModuleSurface:
         ids = [p for p in config.policies if p != module_id]
         if not ids:
             raise ConfigError(f"remove_module({module_id!r}): it is the algorithm's only module")
-        specs = self._current_specs(ids)
-        config.multi_agent(
-            policies={p: s for p, s in config.policies.items() if p != module_id},
-            policy_mapping_fn=new_agent_to_module_mapping_fn or config.policy_mapping_fn,
-            policies_to_train=_to_train(
-                new_should_module_be_updated, ids, algo.config.policies_to_train
-            ),
-            algorithm_config_overrides_per_module={
-                p: o
-                for p, o in config.algorithm_config_overrides_per_module.items()
-                if p != module_id
-            },
+        overrides = {
+            p: o for p, o in config.algorithm_config_overrides_per_module.items() if p != module_id
+        }
+        policies = {p: s for p, s in config.policies.items() if p != module_id}
+        return self._change_modules(
+            config,
+            policies,
+            self._current_specs(ids),
+            overrides,
+            new_agent_to_module_mapping_fn,
+            new_should_module_be_updated,
+            "remove_module()",
         )
-        config.rl_module_spec = MultiRLModuleSpec(rl_module_specs=specs) if specs else None
-        self._rebuild_with(config, "remove_module()")
-        return MultiRLModuleSpec(rl_module_specs=self._current_specs(ids, defaults=True))
 
     # ------------------------------------------------------------------ the rebuild
+    def _change_modules(
+        self,
+        config: Any,
+        policies: dict[str, Any],
+        specs: dict[str, RLModuleSpec],
+        overrides: dict[str, Any],
+        mapping_fn: Callable[..., str] | None,
+        should_update: Any,
+        what: str,
+        new_module: str | None = None,
+    ) -> MultiRLModuleSpec:
+        """``config`` (a copy) with the module set ``policies`` (their own ``specs`` and
+        ``overrides``; the mapping and trained modules as ``add_module``'s arguments say), the
+        algorithm rebuilt with it, and every module's spec returned."""
+        algo: Any = self
+        ids = list(policies)
+        config.multi_agent(
+            policies=policies,
+            policy_mapping_fn=mapping_fn or config.policy_mapping_fn,
+            policies_to_train=_to_train(should_update, ids, algo.config.policies_to_train),
+            algorithm_config_overrides_per_module=overrides,
+        )
+        config.rl_module_spec = MultiRLModuleSpec(rl_module_specs=specs) if specs else None
+        self._rebuild_with(config, what, new_module=new_module)
+        return MultiRLModuleSpec(rl_module_specs=self._current_specs(ids, defaults=True))
+
     def _module_change_config(self, what: str, *everywhere: bool) -> Any:
         algo: Any = self
         if not algo.config.is_multi_agent:
