@@ -558,6 +558,8 @@ def translate(algo: str, config: Mapping[str, Any], settings: list[str]) -> Tran
         )
     from rljax.algorithms.rllib_only import check_rllib_only
 
+    if config.get("algo") == algo:  # a config's to_dict() names its algorithm
+        config = {k: v for k, v in config.items() if k != "algo"}
     t = Translation(algo)
     known = [k for k, e in OLD_KEYS.items() if e.algos is None or algo in e.algos]
     for key, value in config.items():

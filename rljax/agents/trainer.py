@@ -68,6 +68,33 @@ def old_result_keys(result: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+class SavedPath(str):
+    """An old trainer's ``save()``: the checkpoint's path (RLlib 1.x's) that also has RLlib
+    2.x's ``checkpoint`` (its ``.path``) and ``metrics``."""
+
+    checkpoint: Any
+    metrics: dict[str, Any]
+
+    def __new__(cls, checkpoint: Any, metrics: dict[str, Any]) -> SavedPath:
+        saved = super().__new__(cls, str(checkpoint.path))
+        saved.checkpoint = checkpoint
+        saved.metrics = dict(metrics)
+        return saved
+
+
+def old_stack_config(algo: str, config: Any) -> Any:
+    """A copy of the config object ``config`` as this trainer trains it: the old ``model``
+    dict it was given (``.training(model={...})``, which the old stack reads) translated into
+    its networks' settings as a dict config's is (``custom_model`` included), and the API
+    stack switched back on (the trainer is that stack's algorithm with the old API on top)."""
+    new = config.copy()
+    old_model = new.__dict__.pop("_old_model", None)
+    new.api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
+    if old_model:
+        apply_translation(new, translate(algo, {"model": old_model}, list(new.SETTINGS)))
+    return new
+
+
 class OldAPITrainer:
     """The old API on a new algorithm; a trainer class is ``(OldAPITrainer, Algo)``.
 
@@ -117,7 +144,7 @@ class OldAPITrainer:
 
         single = cls.single_agent_trainer or cls
         if isinstance(config, AlgorithmConfig):
-            new = config.copy()
+            new = old_stack_config(cls.algo_name, config)
             if not new.is_multi_agent and new.env is not None:
                 # A config object (one a checkpoint stored, say) names the env itself: an old
                 # gym-style one is adapted again, as from a dict.
@@ -221,11 +248,12 @@ class OldAPITrainer:
         return path
 
     # ------------------------------------------------------------------ checkpoints
-    def save(self, checkpoint_dir: Any = None, **kwargs: Any) -> str:
+    def save(self, checkpoint_dir: Any = None, **kwargs: Any) -> SavedPath:
         """Writes a checkpoint to ``checkpoint_dir`` (None: a new temporary directory) and
-        returns its path, as RLlib 1.x's ``trainer.save`` (``restore`` takes it)."""
-        path: str = self.save_to_path(checkpoint_dir, **kwargs)  # type: ignore[attr-defined]
-        return path
+        returns its path, as RLlib 1.x's ``trainer.save`` (``restore`` takes it); the path
+        also has RLlib 2.x's ``checkpoint.path`` and ``metrics``, as its old stack returns."""
+        saved = super().save(checkpoint_dir, **kwargs)  # type: ignore[misc]
+        return SavedPath(saved.checkpoint, saved.metrics)
 
 
 def default_config(algo: str) -> dict[str, Any]:
@@ -252,4 +280,12 @@ def default_config(algo: str) -> dict[str, Any]:
     return {renames.get(k, k): v for k, v in out.items()}
 
 
-__all__ = ["OLD_RESULT_KEYS", "OldAPITrainer", "Policy", "default_config", "old_result_keys"]
+__all__ = [
+    "OLD_RESULT_KEYS",
+    "OldAPITrainer",
+    "Policy",
+    "SavedPath",
+    "default_config",
+    "old_result_keys",
+    "old_stack_config",
+]

@@ -63,6 +63,9 @@ class _Unset:
 
 UNSET: Any = _Unset()
 
+# RLlib's API-stack switches (``api_stack()``), as dict keys.
+_STACK_SWITCHES = ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")
+
 _C = TypeVar("_C", bound="AlgorithmConfig")
 
 
@@ -207,7 +210,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         for key, value in [*values.items(), *extra.items()]:  # a PyTorch class of a script
             check_not_torch(value, f".{section}({key}=...)")
         if section == "training" and "model" in extra:  # RLlib's old-stack model dict
-            check_old_model_dict(".training()", extra.pop("model"))
+            self._take_old_model(".training()", extra.pop("model"))
         for key in [k for k in extra if k in values]:
             if values[key] is not UNSET:
                 raise ConfigError(f".{section}() got {key!r} twice (also by its deprecated name)")
@@ -557,29 +560,70 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         enable_rl_module_and_learner: bool | None = None,
         enable_env_runner_and_connector_v2: bool | None = None,
     ) -> _C:
-        """RLlib's API-stack switch: rljax has only the new stack (RLModules, Learners,
-        EnvRunners and connectors), so turning either part off is an error."""
-        for name, value in (
-            ("enable_rl_module_and_learner", enable_rl_module_and_learner),
-            ("enable_env_runner_and_connector_v2", enable_env_runner_and_connector_v2),
-        ):
-            if value is not None and not value:
-                raise ConfigError(
-                    f"api_stack({name}=False): rljax has only RLlib's new API stack; port the "
-                    "script to it (RLModules and Learners: see the README's RLlib section) or "
-                    "drop the call"
-                )
+        """RLlib's API-stack switches. rljax's algorithms are RLlib's new API stack (RLModules,
+        Learners, EnvRunners and connectors). Either switch set to False asks for RLlib's old
+        stack, as RLlib's scripts do: ``build_algo()`` then builds RLlib 1.x's trainer of this
+        algorithm (``rljax.agents``), on which the old ``model`` dict
+        (``.training(model={...})``, ``ModelCatalog`` custom models included) configures the
+        networks and results carry the old keys beside the new ones. Both True turn the new
+        stack back on (RLlib's ``config.copy().api_stack(True, True)`` migration).
+
+        Raises:
+          ConfigError: a switch that is not a bool, or the old stack for an algorithm RLlib
+            1.x had no trainer of here (the trainers are PPO, APPO, IMPALA, DQN, SAC and TD3).
+        """
+        from rljax.utils.old_api_trainers import TRAINERS
+
+        given = {
+            "enable_rl_module_and_learner": enable_rl_module_and_learner,
+            "enable_env_runner_and_connector_v2": enable_env_runner_and_connector_v2,
+        }
+        for name, value in given.items():
+            if value is not None and not isinstance(value, bool):
+                raise ConfigError(f"api_stack({name}={value!r}): expected True or False")
+        if any(v is False for v in given.values()) and self.algo_name not in TRAINERS:
+            raise ConfigError(
+                f"api_stack({', '.join(f'{k}=False' for k, v in given.items() if v is False)}): "
+                f"RLlib's old API stack is RLlib 1.x's trainers here ({', '.join(TRAINERS)}); "
+                f"{self.algo_name} has none: use the new stack (drop the call)"
+            )
+        for name, value in given.items():
+            if value is not None:
+                self.__dict__[f"_{name}"] = value
         return self
 
     @property
     def enable_rl_module_and_learner(self) -> bool:
-        """Always True: rljax has only RLlib's new API stack."""
-        return True
+        """RLlib's switch: False where ``api_stack()`` turned it off (the old stack)."""
+        return bool(self.__dict__.get("_enable_rl_module_and_learner", True))
 
     @property
     def enable_env_runner_and_connector_v2(self) -> bool:
-        """Always True: rljax has only RLlib's new API stack."""
-        return True
+        """RLlib's switch: False where ``api_stack()`` turned it off (the old stack)."""
+        return bool(self.__dict__.get("_enable_env_runner_and_connector_v2", True))
+
+    @property
+    def is_old_api_stack(self) -> bool:
+        """Whether ``api_stack()`` asked for RLlib's old stack (either switch False):
+        ``build_algo()`` builds RLlib 1.x's trainer (``rljax.agents``) then."""
+        return not (self.enable_rl_module_and_learner and self.enable_env_runner_and_connector_v2)
+
+    @property
+    def model(self) -> dict[str, Any]:
+        """RLlib's old-stack ``model`` dict as ``.training(model={...})`` gave it (a copy; empty
+        if none was given). It configures the networks on the old stack only
+        (``api_stack()``); on the new one ``rl_module(model_config=...)`` does."""
+        return dict(self.__dict__.get("_old_model", {}))
+
+    def _take_old_model(self, where: str, model: Any) -> None:
+        """Keeps RLlib's old ``model`` dict (merged over one given before, as RLlib's
+        ``config.model.update``): checked as RLlib's new stack checks it unless the old stack
+        is on, where custom models are the point of it."""
+        if not self.is_old_api_stack:
+            check_old_model_dict(where, model)
+        elif not isinstance(model, Mapping):
+            raise ConfigError(f"{where}: model={model!r}: use a dict (RLlib's old model settings)")
+        self.__dict__["_old_model"] = {**self.model, **dict(model)}
 
     def resources(self, **kwargs) -> AlgorithmConfig:
         """Old-stack ``num_gpus`` maps to ``num_gpus_per_learner``."""
@@ -750,8 +794,11 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
                 )
         config_dict = deprecated_names("update_from_dict()", config_dict, keys)
         config_dict = translate_special_keys(config_dict, self)  # "lambda", "num_workers", ...
+        switches = {k: config_dict.pop(k) for k in _STACK_SWITCHES if k in config_dict}
+        if switches:  # RLlib's API-stack switches (to_dict() of an old-stack config has them)
+            self.api_stack(**switches)
         if "model" in config_dict and "model" not in keys:  # RLlib's old-stack model dict
-            check_old_model_dict("update_from_dict()", config_dict.pop("model"))
+            self._take_old_model("update_from_dict()", config_dict.pop("model"))
         config_dict = {
             k: v
             for k, v in config_dict.items()
@@ -828,6 +875,10 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         """Validates and builds the algorithm (RLlib's ``build_algo``); a frozen config is
         validated as a copy, which it cannot be changed into."""
         source = self.copy() if self.__dict__.get("_is_frozen", False) else self
+        if self.is_old_api_stack:  # RLlib 1.x's trainer serves the old stack
+            from rljax.agents import trainer_class
+
+            return trainer_class(self.algo_name)(config=source.copy())
         return source.checked_algo_class()(source.copy())
 
     def build(self, env: Any = None, logger_creator: Any = None, use_copy: bool = True) -> Any:

@@ -119,6 +119,13 @@ def config_to_dict(config: Any) -> dict[str, Any]:
                 else callback_reference(value)
             )
         out[key] = value
+    if config.is_old_api_stack:  # RLlib's switches, and the old model dict that stack reads
+        out["enable_rl_module_and_learner"] = config.enable_rl_module_and_learner
+        out["enable_env_runner_and_connector_v2"] = config.enable_env_runner_and_connector_v2
+        out["model"] = {
+            k: {"import": qualified_name(v)} if inspect.isclass(v) else v
+            for k, v in config.model.items()
+        }
     return out
 
 

@@ -8,10 +8,12 @@ through the config (``_check_batch_division``, ``_validate_multi_agent``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from rljax.algorithms.config_checks import MAX_EVALUATION_EPISODES
 from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.utils.errors import ConfigError, closest
 from rljax.utils.search_space import find_search_spaces, key_path
 
@@ -174,6 +176,13 @@ def check_settings(config: Any) -> None:
     normal form (numpy scalars as Python ones, a model dict as ``DefaultModelConfig``)."""
     for key in config._all_keys():
         setattr(config, key, config._CHECKS[key](key, getattr(config, key)))
+    spec = config.rl_module_spec
+    if isinstance(spec, RLModuleSpec) and spec.module_class is None and spec.model_config:
+        # The default networks with a spec's model_config: its settings win over the config's
+        # own model_config (RLlib's get_rl_module_spec merges them so).
+        merged = {**config.model_config.to_dict(), **spec.model_config}
+        config.model_config = config._CHECKS["model_config"]("rl_module_spec.model_config", merged)
+        config.rl_module_spec = dataclasses.replace(spec, model_config={})
 
 
 def refuse_search_spaces(config: Any) -> None:

@@ -37,9 +37,21 @@ def old_api_trainable(trainable: Any, config: Any, *, old_keys: bool = True) -> 
     (``rljax.agents``) when the dict asks for the old API stack (:func:`asks_for_old_stack`)
     or, with ``old_keys`` (``tune.run``'s reading), uses an old key (one that is no setting of
     the algorithm's config); else as given. ``Tuner`` passes ``old_keys=False``: as in RLlib
-    2.60, its dict configs are the new stack's unless they ask for the old one."""
+    2.60, its dict configs are the new stack's unless they ask for the old one. A config
+    object that asks for the old stack (``api_stack(...=False)``) with its algorithm's name,
+    or as the trainable itself, gives that algorithm's trainer."""
     from rljax.algorithms import registry
+    from rljax.algorithms.algorithm_config import AlgorithmConfig
 
+    if isinstance(config, AlgorithmConfig) and config.is_old_api_stack:
+        # A config object asking for the old stack (api_stack(...=False)): its trainer, which
+        # takes the config object as it is, for the algorithm name or config it trains.
+        named = trainable if isinstance(trainable, str) else config.algo_name
+        if trainable is config or named == config.algo_name:
+            from rljax.agents import trainer_class
+
+            return trainer_class(config.algo_name)
+        return trainable
     if not (isinstance(trainable, str) and isinstance(config, Mapping)):
         return trainable
     if trainable not in registry.algorithm_names():

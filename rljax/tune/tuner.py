@@ -151,7 +151,18 @@ class Tuner:
         refuse_in_worker()  # a worker importing a script without the __main__ guard again
         # An algorithm name with a dict that asks for RLlib's old API stack trains RLlib 1.x's
         # trainer, which serves that stack's config (custom models by ModelCatalog name).
-        trainable = old_api_trainable(trainable, param_space, old_keys=False)
+        from rljax.algorithms.algorithm_config import AlgorithmConfig as _Config
+
+        # A config object asking for the old stack (api_stack(...=False)), as param_space or as
+        # the trainable: its trainer trains each trial's copy of it.
+        old_base = next(
+            (c for c in (param_space, trainable) if isinstance(c, _Config) and c.is_old_api_stack),
+            None,
+        )
+        self._old_api_base = old_base.copy() if old_base is not None else None
+        trainable = old_api_trainable(
+            trainable, old_base if old_base is not None else param_space, old_keys=False
+        )
         self.tune_config = tune_config if tune_config is not None else TuneConfig()
         self.run_config = run_config if run_config is not None else RunConfig()
         if not isinstance(self.tune_config, TuneConfig):
@@ -165,13 +176,18 @@ class Tuner:
         )
         root = "param_space" if base is None else type(base).__name__
         self._base = base
-        from rljax.algorithms.algorithm_config import AlgorithmConfig as _Config
-
         # A config object (as param_space, or as the trainable with a dict of searched values
         # over it: rljax tune's files) is shown whole in each trial's results.
-        given_config = isinstance(param_space, _Config) or isinstance(trainable, _Config)
+        given_config = (
+            isinstance(param_space, _Config)
+            or isinstance(trainable, _Config)
+            or self._old_api_base is not None
+        )
         self._whole_config = (
-            self._config_dict if given_config and not is_old_api_trainer(trainable) else None
+            self._config_dict
+            if given_config
+            and (self._old_api_base is not None or not is_old_api_trainer(trainable))
+            else None
         )
         self._restored: tuple[es.ExperimentState, es.ResumeFlags] | None = None
         self._results: ResultGrid | None = None  # the last fit()'s
@@ -248,7 +264,7 @@ class Tuner:
         """With a config object as ``param_space``: the trial's whole config as a dict (its
         ``to_dict()`` with the variant's values), as Ray Tune turns ``param_space`` into
         ``param_space.to_dict()``; a trial's ``Result.config`` then has every setting."""
-        base = self._algo_base if self._algo_base is not None else self._config_base
+        base = self._old_api_base or self._algo_base or self._config_base
         assert base is not None
         data = base.copy().update_from_dict(variant).to_dict()
         data.pop("algo", None)
@@ -258,7 +274,10 @@ class Tuner:
         """A trial's config: the base updated by the variant (an old-API trainer's: the
         variant read as its dict config)."""
         if self._old_api is not None:
-            config: AlgorithmConfig = self._old_api.to_config(variant)
+            given: Any = variant
+            if self._old_api_base is not None:  # an old-stack config object's trial
+                given = self._old_api_base.copy().update_from_dict(variant)
+            config: AlgorithmConfig = self._old_api.to_config(given)
             return config
         assert self._algo_base is not None
         return self._algo_base.copy().update_from_dict(variant)

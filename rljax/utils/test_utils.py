@@ -131,7 +131,11 @@ def add_rllib_example_script_args(
     add("--num-gpus", type=int, default=None, help="Deprecated: --num-gpus-per-learner.")
     add("--local-mode", action="store_true")
     add("--ray-address", type=str, default=None)
-    add("--old-api-stack", action="store_true", help="Refused: rljax has only the new stack.")
+    add(
+        "--old-api-stack",
+        action="store_true",
+        help="RLlib's old API stack: the algorithm's RLlib 1.x trainer (rljax.agents).",
+    )
     return parser
 
 
@@ -155,10 +159,9 @@ def _apply_args(config: Any, args: argparse.Namespace) -> Any:
     """RLlib's harness's changes to the config from the flags (unless ``keep_config``)."""
     if args.output is not None:  # the sampled episodes, recorded (rljax.offline)
         config.offline_data(output=args.output)
-    if args.old_api_stack:
-        raise ConfigError(
-            "--old-api-stack: rljax has only RLlib's new API stack (RLModules and Learners); "
-            "drop the flag"
+    if args.old_api_stack:  # RLlib 1.x's trainer of the algorithm (AlgorithmConfig.api_stack)
+        config.api_stack(
+            enable_rl_module_and_learner=False, enable_env_runner_and_connector_v2=False
         )
     if args.num_gpus:
         raise ConfigError(

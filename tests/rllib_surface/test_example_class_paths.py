@@ -16,7 +16,6 @@ from rljax.utils.torch_classes import TorchClassError
 
 # (rljax module, class, words the refusal must hold besides the class and RLlib's path)
 STAND_INS = [
-    ("examples.rl_modules.classes.modelv2_to_rlm", "ModelV2ToRLModule", "flax.linen.Module"),
     ("examples.rl_modules.classes.vpg_torch_rlm", "VPGTorchRLModule", "flax.linen.Module"),
     ("examples.rl_modules.classes.mobilenet_rlm", "MobileNetTorchPPORLModule", "conv_filters"),
     ("examples.rl_modules.classes.autoregressive_actions_rlm", "AutoregressiveActionsRLM", "Flax"),

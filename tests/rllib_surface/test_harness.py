@@ -71,7 +71,6 @@ def test_flags_set_the_config_as_rllibs_harness_does():
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--old-api-stack"], "rljax has only RLlib's new API stack"),
         (["--num-gpus=1"], "use --num-gpus-per-learner=1 and --num-learners"),
     ],
 )

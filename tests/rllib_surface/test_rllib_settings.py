@@ -21,7 +21,7 @@ from rljax.utils.errors import ConfigError
     ("call", "message"),
     [
         (
-            lambda c: c.update_from_dict({"enable_rl_module_and_learner": False}),
+            lambda c: c.update_from_dict({"enable_connectors": False}),
             "rljax has only RLlib's new API stack",
         ),
         (
@@ -62,13 +62,13 @@ def test_rllib_settings_without_effect_are_accepted_and_said_once(caplog, monkey
     assert any("_lr_vf=0.0005 has no effect in rljax" in m for m in said)
 
 
-def test_api_stack_off_is_an_error_and_a_framework_warns_once(caplog, monkeypatch):
-    with pytest.raises(ConfigError, match="rljax has only RLlib's new API stack"):
-        PPOConfig().api_stack(enable_rl_module_and_learner=False)
-    with pytest.raises(ConfigError, match="enable_env_runner_and_connector_v2=False"):
-        PPOConfig().api_stack(True, False)
+def test_api_stack_off_asks_for_the_old_stack_and_a_framework_warns_once(caplog, monkeypatch):
+    # Was: an error. Either switch off is RLlib's old stack (rljax.agents' trainer builds).
+    assert PPOConfig().api_stack(enable_rl_module_and_learner=False).is_old_api_stack
+    assert PPOConfig().api_stack(True, False).is_old_api_stack
     config = PPOConfig().api_stack(True, True)
     assert config.enable_rl_module_and_learner and config.enable_env_runner_and_connector_v2
+    assert not config.is_old_api_stack
     monkeypatch.setitem(once.SAID, "config", set())  # said once per process
     with caplog.at_level(logging.WARNING, logger="rljax"):
         PPOConfig().framework("torch")

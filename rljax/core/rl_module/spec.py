@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from typing import Any, cast
 
 import gymnasium as gym
@@ -35,6 +36,10 @@ class RLModuleSpec:
     * a class whose ``uses_default_networks`` is True (RLlib's example module classes that
       are the default networks plus what rljax's default networks already do, such as
       ``ActionMaskingTorchRLModule``): the same as None, and ``module_class`` becomes None.
+    * a class whose ``describes_networks`` is True (RLlib's ``ModelV2ToRLModule``): its
+      ``rl_module_spec_fields(model_config)`` gives the module class, model config and
+      ``load_state_path`` of the networks it describes (an old-stack config's or
+      checkpoint's), which replace the given ones.
 
     Attributes:
       module_class: The module's class, or None for the default networks.
@@ -74,6 +79,22 @@ class RLModuleSpec:
         from rljax.core.rl_module.default_model_config import DefaultModelConfig
         from rljax.utils.torch_classes import check_not_torch
 
+        # A class that describes networks of its own settings (RLlib's ModelV2ToRLModule: an
+        # old-stack config's or checkpoint's): the spec becomes those networks'.
+        if isinstance(self.module_class, type) and getattr(
+            self.module_class, "describes_networks", False
+        ):
+            if not isinstance(self.model_config, Mapping):
+                raise ConfigError(
+                    f"RLModuleSpec(module_class={self.module_class.__name__}): model_config "
+                    f"must be a dict; got {type(self.model_config).__name__}"
+                )
+            describe = cast(Any, self.module_class).rl_module_spec_fields
+            fields = describe(self.model_config)
+            self.module_class = fields["module_class"]
+            self.model_config = fields["model_config"]
+            if fields.get("load_state_path") is not None:
+                self.load_state_path = fields["load_state_path"]
         # A default module class names its algorithm (RLlib's DefaultPPOTorchRLModule: "PPO").
         if self._algorithm is None:
             self._algorithm = getattr(self.module_class, "default_networks_of", None)
