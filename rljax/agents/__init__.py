@@ -8,16 +8,14 @@ methods (``rljax.agents.trainer``), and ``DEFAULT_CONFIG``.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from rljax.utils.old_api_trainers import TRAINERS, trainer_path
+from rljax.utils.old_api_trainers import TRAINERS, load_trainer, trainer_path
 
 
 def trainer_class(algo: str) -> Any:
     """The old-API trainer class of algorithm ``algo`` (``"PPO"``, ...); KeyError if none."""
-    module, name = TRAINERS[algo]
-    return getattr(importlib.import_module(module), name)
+    return load_trainer(algo)
 
 
 def is_trainer(obj: Any) -> bool:

@@ -876,9 +876,9 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         validated as a copy, which it cannot be changed into."""
         source = self.copy() if self.__dict__.get("_is_frozen", False) else self
         if self.is_old_api_stack:  # RLlib 1.x's trainer serves the old stack
-            from rljax.agents import trainer_class
+            from rljax.utils.old_api_trainers import load_trainer
 
-            return trainer_class(self.algo_name)(config=source.copy())
+            return load_trainer(self.algo_name)(config=source.copy())
         return source.checked_algo_class()(source.copy())
 
     def build(self, env: Any = None, logger_creator: Any = None, use_copy: bool = True) -> Any:

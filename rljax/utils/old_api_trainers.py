@@ -27,4 +27,16 @@ def trainer_path(algo: str) -> str | None:
     return f"{module}.{name}"
 
 
-__all__ = ["TRAINERS", "trainer_path"]
+def load_trainer(algo: str) -> type:
+    """Algorithm ``algo``'s old-API trainer class, imported when called: a config that asks
+    for RLlib's old stack (``api_stack(...=False)``) builds it through this, so the algorithms'
+    modules never import ``rljax.agents`` (which imports them). KeyError for an algorithm
+    without one."""
+    import importlib
+
+    module, name = TRAINERS[algo]
+    trainer: type = getattr(importlib.import_module(module), name)
+    return trainer
+
+
+__all__ = ["TRAINERS", "load_trainer", "trainer_path"]
