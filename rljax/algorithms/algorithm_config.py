@@ -268,12 +268,15 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         env: Any = UNSET,
         *,
         env_config: dict[str, Any] | None = UNSET,
+        observation_space: Any = UNSET,
+        action_space: Any = UNSET,
         clip_actions: bool = UNSET,
         clip_rewards: bool | float | None = UNSET,
         action_mask_key: str = UNSET,
         **kwargs: Any,
     ) -> _C:
-        """Sets the env and how actions reach it."""
+        """Sets the env (or, for offline learning without one, its spaces) and how actions
+        reach it."""
         return self._set("environment", locals())
 
     def env_runners(

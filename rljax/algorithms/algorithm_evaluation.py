@@ -152,7 +152,13 @@ class EvaluationHooks:
         """``num_envs`` copies of the env ``spec`` (default: the training env) for
         evaluation (a multi-agent run builds its own)."""
         spec = spec or self.env_spec
-        assert spec is not None  # a single-agent run resolved its env
+        if spec is None:  # an offline learner built from environment(observation_space=...)
+            raise ConfigError(
+                f"{self.config.algo_name}: evaluation steps an env, and this algorithm has none "
+                "(it learns from offline data with the spaces environment() gave); set "
+                "config.environment(env) to evaluate, or evaluate the loss on offline data "
+                "(evaluation(offline_evaluation_interval=...))"
+            )
         recorder = self._recorder
         return evaluation_job.single_agent_env(
             spec, num_envs, seed, None if recorder is None else recorder.add

@@ -46,6 +46,18 @@ def check_env_config(name: str, value: Any) -> dict[str, Any]:
     return out
 
 
+def check_space(name: str, value: Any) -> Any:
+    """``observation_space`` / ``action_space``: None, a gymnasium space, or ``to_dict()``'s
+    description of one (``{SPACE_MARK: data}``, read with the bounds of a file's data)."""
+    import gymnasium as gym
+
+    if value is None or isinstance(value, gym.Space):
+        return value
+    if isinstance(value, dict) and set(value) == {SPACE_MARK}:
+        return space_from_data(value[SPACE_MARK], name)
+    refuse(name, value, "None or a gymnasium space (the spaces of an env-less offline config)")
+
+
 def check_key_name(name: str, value: Any) -> str:
     """A non-empty string: the key of a Dict observation."""
     if not isinstance(value, str) or not value:
@@ -219,6 +231,7 @@ __all__ = [
     "MAX_EVALUATION_EPISODES",
     "MAX_ROLLOUT_FRAGMENT_LENGTH",
     "SPACE_MARK",
+    "check_space",
     "check_env_config",
     "check_evaluation_config",
     "check_model_config",

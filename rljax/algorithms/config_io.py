@@ -89,6 +89,8 @@ def config_to_dict(config: Any) -> dict[str, Any]:
             value = value.to_dict()
         elif key == "env_config" and isinstance(value, dict):
             value = env_config_data(value)
+        elif key in ("observation_space", "action_space") and isinstance(value, gym.Space):
+            value = {SPACE_MARK: space_to_data(value)}
         elif key == "rl_module_spec" and isinstance(value, MultiRLModuleSpec):
             named = value.rl_module_specs
             value = (

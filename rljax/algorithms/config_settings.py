@@ -23,6 +23,7 @@ from rljax.algorithms.config_checks import (
     check_policies,
     check_policies_to_train,
     check_rl_module_spec,
+    check_space,
     check_vectorize_mode,
 )
 from rljax.algorithms.settings import Setting
@@ -95,6 +96,23 @@ class CommonSettings:
         {},
         check_env_config,
         "Keyword arguments of the env (its EnvContext); None: none.",
+        section="environment",
+        checked_on_set=True,
+    )
+    observation_space = Setting[Any](
+        None,
+        check_space,
+        "The (one agent's) observation space when no env is given: BC, MARWIL, CQL and IQL "
+        "learn from offline data with these spaces alone (evaluate() needs an env). With an "
+        "env it must be the env's. None: the env's.",
+        section="environment",
+        checked_on_set=True,
+    )
+    action_space = Setting[Any](
+        None,
+        check_space,
+        "The (one agent's) action space when no env is given (see observation_space). None: "
+        "the env's.",
         section="environment",
         checked_on_set=True,
     )

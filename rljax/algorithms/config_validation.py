@@ -79,7 +79,9 @@ def validate(config: Any) -> None:
             f"env {config.env!r} is a multi-agent JAX env: configure it with "
             ".multi_agent(policies=..., policy_mapping_fn=...) and PPO"
         )
-    skip_env = config._without_env or multi_agent_jax  # the latter: MultiAgentPPO resolves it
+    envless = check_envless_spaces(config)
+    # MultiAgentPPO resolves a multi-agent JAX env itself; an env-less offline config has none.
+    skip_env = config._without_env or multi_agent_jax or envless
     spec = None if skip_env else resolve_env(config.env, config.env_config)
     if spec is not None and spec.backend == "envpool":
         envpool_config(spec.name, spec.env_config)  # before anything reads the env_config
@@ -169,6 +171,40 @@ def validate(config: Any) -> None:
         )
     config._check_batch_division()
     config._validate_multi_agent()
+
+
+def check_envless_spaces(config: Any) -> bool:
+    """Whether ``config`` learns offline with no env, from ``environment(observation_space=...,
+    action_space=...)`` alone; the spaces are refused where they cannot serve (an online
+    algorithm, one space of the two, a multi-agent config, an evaluation needing an env)."""
+    given = [n for n in ("observation_space", "action_space") if getattr(config, n) is not None]
+    if not given:
+        return False
+    if config.is_multi_agent:
+        raise ConfigError(
+            f"environment({'=..., '.join(given)}=...): a multi-agent config's spaces are each "
+            "policy's (PolicySpec(observation_space=..., action_space=...))"
+        )
+    if config.env is not None:
+        return False  # the env's spaces must match them (checked when the env is built)
+    if not config.learns_offline:
+        raise ConfigError(
+            f"environment({'=..., '.join(given)}=...) with no env: {config.algo_name} samples "
+            "its env, so give one (environment('CartPole-v1')); the spaces alone serve BC, "
+            "MARWIL, CQL and IQL learning from offline data"
+        )
+    if len(given) < 2:
+        missing = ({"observation_space", "action_space"} - set(given)).pop()
+        raise ConfigError(
+            f"environment({given[0]}=...) with no env: give {missing} too (no env to take it from)"
+        )
+    if config.evaluation_interval:
+        raise ConfigError(
+            f"evaluation(evaluation_interval={config.evaluation_interval}) with no env: "
+            "evaluation steps an env; give one (environment(env)), or evaluate the loss on "
+            "offline data (offline_evaluation_interval)"
+        )
+    return True
 
 
 def check_settings(config: Any) -> None:

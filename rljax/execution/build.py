@@ -24,6 +24,7 @@ from rljax.connectors.env_to_module.episode_connector import attach_host_pieces,
 from rljax.env.vector import EnvSpec, env_spaces, resolve_env
 from rljax.learners.devices import learner_devices, make_mesh, runner_device
 from rljax.utils import xla_threads
+from rljax.utils.errors import ConfigError
 from rljax.utils.memory import check_fits
 from rljax.utils.metrics.metrics_logger import MetricsLogger
 
@@ -125,8 +126,19 @@ def env_and_spaces(
     if saved_spaces is not None:
         observation_space, action_space = saved_spaces["spaces"]
         return None, observation_space, action_space
+    given = (getattr(config, "observation_space", None), getattr(config, "action_space", None))
+    if config.env is None and None not in given:  # offline learning from the spaces alone
+        return None, given[0], given[1]
     spec = resolve_env(config.env, config.env_config)
     observation_space, action_space = env_spaces(spec)
+    for name, space, env_space in zip(
+        ("observation_space", "action_space"), given, (observation_space, action_space), strict=True
+    ):
+        if space is not None and space != env_space:
+            raise ConfigError(
+                f"environment({name}={space}) differs from the env's {env_space}; leave it None "
+                "(the env's) or give the env's"
+            )
     if not connectors_in_env:  # ConnectorV2 pieces that read episodes: in the env
         spec, observation_space = host_connectors(config, spec, observation_space, action_space)
     return spec, observation_space, action_space
