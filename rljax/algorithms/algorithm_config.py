@@ -592,7 +592,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             )
         for name, value in given.items():
             if value is not None:
-                self.__dict__[f"_{name}"] = value
+                setattr(self, f"_{name}", value)  # a frozen config refuses, as for any setting
         return self
 
     @property
@@ -626,7 +626,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             check_old_model_dict(where, model)
         elif not isinstance(model, Mapping):
             raise ConfigError(f"{where}: model={model!r}: use a dict (RLlib's old model settings)")
-        self.__dict__["_old_model"] = {**self.model, **dict(model)}
+        self._old_model = {**self.model, **dict(model)}
 
     def resources(self, **kwargs) -> AlgorithmConfig:
         """Old-stack ``num_gpus`` maps to ``num_gpus_per_learner``."""

@@ -72,6 +72,12 @@ def test_api_stack_switches_are_kept_and_round_trip_through_to_dict():
     new = config.copy(copy_frozen=False).api_stack(True, True)
     assert not new.is_old_api_stack and "enable_rl_module_and_learner" not in new.to_dict()
     assert PPOConfig().to_dict().get("model") is None  # a new-stack dict has no old model
+    frozen = PPOConfig()
+    frozen.freeze()
+    with pytest.raises(AttributeError, match="already frozen"):
+        frozen.api_stack(enable_rl_module_and_learner=False)
+    with pytest.raises(AttributeError, match="already frozen"):
+        frozen.training(model={"fcnet_hiddens": [8]})
 
 
 @pytest.mark.parametrize(
