@@ -8,9 +8,10 @@ equal settings), so a changed module set is a rebuilt algorithm: the config gets
 changes, and the algorithm sets itself up again in place, compiling its programs anew. What
 carries over: every kept module's weights, the counters (iterations, env steps, agent steps,
 episodes), the callbacks (the same objects, their state included), the metrics logger and the
-episode statistics. What starts afresh, unlike RLlib's: the optimizers' state (Adam's moments,
-PPO's KL coefficients) and the env runners' episodes in progress (the envs are rebuilt; their
-steps so far are not trained on). If the new setup fails, the old modules are set up again
+episode statistics, and each kept module's training state (its optimizer's moments and step
+count, PPO's KL coefficient, APPO's target network, its random key: ``_carry_module_states``).
+What starts afresh, unlike RLlib's: the env runners' episodes in progress (the envs are
+rebuilt; their steps so far are not trained on). If the new setup fails, the old modules are set up again
 with their whole training state and the error is raised (if that fails too, the algorithm
 stops). Built for multi-agent PPO, IMPALA and APPO; multi-agent DQN, SAC and TD3 refuse (their
 policies' critics, target networks and replay buffers would not carry over).
@@ -18,8 +19,11 @@ policies' critics, target networks and replay buffers would not carry over).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection
 from typing import Any
+
+import jax
 
 from rljax.core.rl_module.inference import Inference
 from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
@@ -251,10 +255,14 @@ class ModuleSurface:
         # The learned modules' weights (one acting by its own forward pass has none).
         weights = algo.get_weights([p for p in algo._policy_ids() if p not in algo.forward_only])
         old, old_state = algo.config, algo.state
+        old_rows = _module_rows(algo)
         agent_steps = algo.num_agent_steps_sampled_lifetime
         with algo._exclusive(what, reentrant=True), algo._learner_paused():
             try:
                 self._setup_again(config, weights)
+                algo.state = _carry_module_states(
+                    algo.state, _module_rows(algo), old_state, old_rows
+                )
             except BaseException:
                 try:  # the old modules again, with their whole training state
                     self._setup_again(old, weights)
@@ -281,6 +289,63 @@ class ModuleSurface:
         config.freeze()
         algo.set_weights({p: w for p, w in weights.items() if p in config.policies})
         algo._start_runner_callbacks(False)
+
+
+def _module_rows(algo: Any) -> dict[str, tuple[int, int, int]]:
+    """Where each learned module's training state is: ``{module_id: (group, row, group
+    size)}`` in the multi-agent train state (a list of group states, each stacked over the
+    group's modules)."""
+    return {
+        algo.policy_ids[m]: (g, row, len(group.members))
+        for g, group in enumerate(algo.groups)
+        for row, m in enumerate(group.members)
+    }
+
+
+def _take_row(
+    path: Any,
+    leaf: Any,
+    *,
+    old_leaves: dict[Any, Any],
+    rows: tuple[int, int],
+    sizes: tuple[int, int],
+) -> Any:
+    """``leaf`` (new) with row ``rows[0]`` set from the old leaf at ``path``, row ``rows[1]``,
+    where both are stacked over their groups' modules (``sizes``) alike; else ``leaf``."""
+    old = old_leaves.get(path)
+    if (
+        old is None
+        or getattr(leaf, "ndim", 0) < 1
+        or (leaf.shape[0], old.shape[0]) != sizes
+        or leaf.shape[1:] != old.shape[1:]
+        or leaf.dtype != old.dtype
+    ):
+        return leaf
+    return leaf.at[rows[0]].set(old[rows[1]])
+
+
+def _carry_module_states(
+    new_state: list[Any],
+    new_rows: dict[str, tuple[int, int, int]],
+    old_state: list[Any],
+    old_rows: dict[str, tuple[int, int, int]],
+) -> list[Any]:
+    """``new_state`` with each module kept from ``old_state`` given its old rows: every leaf of
+    its group state that is stacked over the group's modules (a leading axis of the group's
+    size, the same shape behind it and dtype in both, the same place in the tree) takes the
+    module's old row. A leaf that differs (another optimizer for the module) stays fresh."""
+    out = list(new_state)
+    for module_id, (g, row, size) in new_rows.items():
+        if module_id in old_rows:
+            og, orow, osize = old_rows[module_id]
+            take = functools.partial(
+                _take_row,
+                old_leaves=dict(jax.tree_util.tree_flatten_with_path(old_state[og])[0]),
+                rows=(row, orow),
+                sizes=(size, osize),
+            )
+            out[g] = jax.tree_util.tree_map_with_path(take, out[g])
+    return out
 
 
 __all__ = ["ModuleSurface"]

@@ -36,6 +36,18 @@ def _config() -> PPOConfig:
     )
 
 
+def _rows(algo, module_id):
+    """The module's training state (its row of its group's stacked state), as numpy."""
+    for g, group in enumerate(algo.groups):
+        for row, m in enumerate(group.members):
+            if algo.policy_ids[m] == module_id:
+                state = algo.state[g]
+                return jax.tree.map(
+                    lambda x, r=row: np.asarray(x[r]), (state.opt_state, state.kl_coeff)
+                )
+    raise KeyError(module_id)
+
+
 def _same(a, b) -> bool:
     return all(
         np.array_equal(x, y) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
@@ -47,6 +59,7 @@ def test_add_then_remove_a_module_while_training():
     with _config().build_algo() as algo:
         algo.train()
         before = algo.get_weights()
+        trained_state = _rows(algo, "p0")
         callbacks, steps = algo.callbacks, algo.num_env_steps_sampled_lifetime
         agent_steps = algo.num_agent_steps_sampled_lifetime
         spec = algo.add_module(
@@ -59,6 +72,13 @@ def test_add_then_remove_a_module_while_training():
         assert spec.rl_module_specs["p0_v1"].model_config["fcnet_hiddens"] == [8]
         after = algo.get_weights()
         assert _same(after["p0"], before["p0"]) and _same(after["p1"], before["p1"])
+        # Was: the optimizers' state restarted. Adam's moments and count and the KL
+        # coefficient of a kept module carry over; the new module's start fresh.
+        assert _same(_rows(algo, "p0"), trained_state)
+        moments = [x for x in jax.tree.leaves(trained_state[0]) if np.ndim(x) > 0]
+        assert moments and any(np.abs(x).max() > 0 for x in moments)
+        fresh = jax.tree.leaves(_rows(algo, "p0_v1")[0])
+        assert all(not np.any(x) for x in fresh if np.ndim(x) > 0)
         # RLlib's self-play callback copies "main" into the frozen copy so:
         state = algo.get_module("p0").get_state()
         algo.set_state({"learner_group": {"learner": {"rl_module": {"p0_v1": state}}}})
