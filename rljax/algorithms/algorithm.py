@@ -136,6 +136,12 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
     ):
         if not isinstance(config, AlgorithmConfig):
             _refuse_config(type(self), config)
+        if config.is_old_api_stack:  # its old model dict would be ignored here
+            raise ConfigError(
+                f"{type(self).__name__}(config): the config asks for RLlib's old API stack "
+                "(api_stack(...=False)), which RLlib 1.x's trainer serves: build it with "
+                "config.build_algo(), or turn the new stack back on with api_stack(True, True)"
+            )
         config = config.copy()  # the algorithm's own (frozen below); the caller's stays theirs
         build.prepare_process(config, type(self))  # before any JAX call: distributed, CPU threads
         self.config = config

@@ -100,6 +100,13 @@ def test_api_stack_refusals_name_what_to_do(call, message):
         call()
 
 
+def test_the_algorithm_class_refuses_an_old_stack_config():
+    from rljax.algorithms.ppo import PPO
+
+    with pytest.raises(ConfigError, match="build it with config.build_algo"):
+        PPO(_tiny(_old({"fcnet_hiddens": [16]})))
+
+
 def test_the_old_stack_reads_the_model_dict_custom_model_included():
     config = _old({"custom_model": TinyNet, "custom_model_config": {"hidden": 8}})
     trained = old_stack_config("PPO", config)
