@@ -58,6 +58,23 @@ def test_aggregate_merges_runner_metrics_by_hand():
     assert len(logger) == 0
 
 
+def test_aggregate_merges_other_loggers_by_each_keys_reduction():
+    """RLlib's docs merge parallel loggers' ``reduce()`` dicts so. Was: by name only, so a
+    "sum" of 1 and 2 averaged to 1.5 and a "max" of 1 and 5 to 3."""
+    root, a, b = MetricsLogger(), MetricsLogger(), MetricsLogger()
+    a.log_value("n", 1, reduce="sum")
+    b.log_value("n", 2, reduce="sum")
+    a.log_value("m", 1.0, reduce="max")
+    b.log_value("m", 5.0, reduce="max")
+    a.log_value(("x", "low"), 4.0, reduce="min")
+    b.log_value(("x", "low"), -2.0, reduce="min")
+    a.log_value("loss", 1.0, reduce="mean")
+    b.log_value("loss", 2.0, reduce="mean")
+    root.aggregate([a.reduce(), b.reduce()])
+    assert root.peek("n") == 3.0 and root.peek("m") == 5.0 and root.peek(("x", "low")) == -2.0
+    assert root.peek("loss") == 1.5
+
+
 class _ScriptedEpisodes:
     """An EvaluationEnv whose k-th step finishes one episode of return k and length k."""
 

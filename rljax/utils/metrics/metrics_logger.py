@@ -306,20 +306,25 @@ class MetricsLogger:
             self.log_value(path, value, reduce=reduce, **kwargs)
 
     def aggregate(self, stats_dicts: list[dict[str, Any]], *, key: Any = None) -> None:
-        """Merges the metrics of several runners (their ``get_metrics()`` dicts) into one and
-        sets it under ``key`` until the next ``reduce()``, as RLlib's ``aggregate`` merges
-        runners' stats: ``num_*`` counts add up, ``*_max`` / ``*_min`` take the max / min, and
-        ``*_mean`` values are weighted by each dict's ``num_episodes`` where it has one (the
-        mean over all the runners' episodes); other numbers are averaged."""
+        """Merges the metrics of several loggers or runners into one and sets it under ``key``
+        until the next ``reduce()``, as RLlib's ``aggregate`` merges parallel components'
+        stats. Other loggers' ``reduce()`` dicts merge by each key's reduction (``"sum"`` and
+        ``"lifetime_sum"`` add up, ``"max"`` / ``"min"`` take the max / min, the others
+        average). Plain dicts (runners' ``get_metrics()``) merge by name: ``num_*`` counts add
+        up, ``*_max`` / ``*_min`` take the max / min, and ``*_mean`` values are weighted by
+        each dict's ``num_episodes`` where it has one (the mean over all the runners'
+        episodes); other numbers are averaged."""
         prefix = () if key is None else _key_path(key)
         pooled: dict[tuple[str, ...], list[tuple[float, float | None]]] = {}
+        how: dict[tuple[str, ...], str] = {}
         for d in stats_dicts:
             weight = d.get("num_episodes") if isinstance(d, dict) else None
+            how.update(getattr(d, "reductions", {}))
             for path, value in _leaves(d, ()):
                 pooled.setdefault(path, []).append((float(np.asarray(value)), weight))
         for path, items in pooled.items():
             stats = Stats("mean", window=1)
-            stats.push(_combined(path[-1], items))
+            stats.push(_combined(path[-1], items, how.get(path)))
             full = (*prefix, *path)
             for other in [p for p in self._stats if p != full]:
                 if other[: len(full)] == full or full[: len(other)] == other:
@@ -365,10 +370,13 @@ class MetricsLogger:
             raise KeyError(f"nothing was logged under {'/'.join(path)!r}")
         return _nest(sub)
 
-    def reduce(self) -> dict[str, Any]:
+    def reduce(self, compile: bool = True) -> ReducedMetrics:
         """Every key's reduced value as a nested dict (the module docstring says which keys
-        start afresh)."""
-        return _nest({path: stats.reduce() for path, stats in self._stats.items()})
+        start afresh); its ``reductions`` say how each key reduces, by which ``aggregate()``
+        merges several loggers' dicts. ``compile`` is RLlib's and changes nothing here."""
+        out = ReducedMetrics(_nest({path: stats.reduce() for path, stats in self._stats.items()}))
+        out.reductions = {path: stats.name for path, stats in self._stats.items()}
+        return out
 
     def __contains__(self, key: Any) -> bool:
         return _key_path(key) in self._stats
@@ -380,17 +388,27 @@ class MetricsLogger:
         return len(self._stats)
 
 
-def _combined(name: str, items: list[tuple[float, float | None]]) -> float:
-    """One value of several runners' ``name`` (see ``MetricsLogger.aggregate``)."""
+class ReducedMetrics(dict):
+    """``MetricsLogger.reduce()``'s nested dict of values; ``reductions`` maps each leaf's key
+    path to how the key reduces (``"sum"``, ``"max"``, ...), which ``aggregate()`` merges by."""
+
+    reductions: dict[tuple[str, ...], str]
+
+
+def _combined(
+    name: str, items: list[tuple[float, float | None]], reduction: str | None = None
+) -> float:
+    """One value of several loggers' or runners' ``name`` (see ``MetricsLogger.aggregate``),
+    by its ``reduction`` where the dicts said it, else by its name."""
     values = np.asarray([v for v, _ in items], np.float64)
     finite = ~np.isnan(values)
-    if name.startswith("num_"):
+    if reduction in ("sum", "lifetime_sum") or (reduction is None and name.startswith("num_")):
         return float(values[finite].sum())
     if not finite.any():
         return float("nan")
-    if name.endswith("_max"):
+    if reduction == "max" or (reduction is None and name.endswith("_max")):
         return float(values[finite].max())
-    if name.endswith("_min"):
+    if reduction == "min" or (reduction is None and name.endswith("_min")):
         return float(values[finite].min())
     weights = [w for _, w in items]
     if name.endswith("_mean") and all(w is not None for w in weights):
@@ -433,4 +451,4 @@ def merge_into(result: dict[str, Any], logged: dict[str, Any], where: str) -> No
             result[k] = v
 
 
-__all__ = ["MetricsLogger", "Stats", "merge_into"]
+__all__ = ["MetricsLogger", "ReducedMetrics", "Stats", "merge_into"]
