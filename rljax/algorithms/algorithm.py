@@ -63,7 +63,7 @@ from rljax.execution.checkpoints import checked_metadata as checked_metadata
 from rljax.execution.episode_stats import EpisodeStats
 from rljax.execution.loop import IterationResult
 from rljax.execution.parts import InferenceFn, Params, PolicyParts, State
-from rljax.execution.results import result_dict
+from rljax.execution.results import module_learner_figures, result_dict
 from rljax.execution.video import check_video_dir
 from rljax.execution.weights import _replace_leaves as _replace_leaves
 from rljax.execution.weights import check_weights_fit, with_weights
@@ -179,6 +179,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
         self._runner_configs: dict[int, AlgorithmConfig] = {}
         self._runner_env_specs: dict[int, EnvSpec] = {}
         self.num_env_steps_sampled_lifetime = self.num_env_steps_trained_lifetime = 0
+        self._module_steps_trained: dict[str, int] = {}  # per module, so far (results)
         self.time_total_s = self.time_since_restore = 0.0
         self.iterations_since_restore = 0
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
@@ -333,6 +334,12 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
             self._fault_tolerance_metrics(),
         )
         result = result_dict(out, totals, self.config.to_dict())
+        cfg = self.config
+        module_learner_figures(
+            result["learners"],
+            self._module_steps_trained,
+            lambda pid: cfg.module_overrides(pid).get("lr", getattr(cfg, "lr", None)),
+        )
         iteration_book.check_non_finite(totals, self.config.on_non_finite_update)
         if evaluation is not None:  # evaluated while this iteration trained
             self.callbacks(

@@ -89,6 +89,26 @@ def _one_agent_figures(sampled: int, totals: IterationTotals) -> dict[str, Any]:
     }
 
 
+def module_learner_figures(
+    learners: dict[str, Any], lifetime: dict[str, int], learning_rate: Any
+) -> None:
+    """RLlib's per-module learner keys that every module reports, set in ``learners`` (the
+    result's, per module id) where the update did not: ``num_module_steps_trained_lifetime``
+    (``lifetime``, the algorithm's counts so far, advanced by this iteration's) and
+    ``default_optimizer_learning_rate`` (``learning_rate(module_id)``: the module's ``lr``
+    where it is one number; a module whose optimizers report their own rates, SAC's
+    ``qf_learning_rate`` and the like, gets none)."""
+    for pid, metrics in learners.items():
+        if pid == ALL_MODULES or not isinstance(metrics, dict):
+            continue
+        lifetime[pid] = lifetime.get(pid, 0) + int(metrics.get("num_module_steps_trained", 0))
+        metrics.setdefault("num_module_steps_trained_lifetime", float(lifetime[pid]))
+        if not any(k.endswith("learning_rate") for k in metrics):
+            rate = learning_rate(pid)
+            if isinstance(rate, int | float) and not isinstance(rate, bool):
+                metrics["default_optimizer_learning_rate"] = float(rate)
+
+
 def result_dict(
     result: IterationResult, totals: IterationTotals, config: Mapping[str, Any]
 ) -> dict[str, Any]:

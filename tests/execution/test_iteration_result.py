@@ -9,7 +9,7 @@ import pytest
 
 from rljax.execution.loop import AgentMetrics, IterationResult, Timers, single_policy
 from rljax.execution.on_policy import SampleRecord, runner_group_metrics, runner_lag
-from rljax.execution.results import IterationTotals, result_dict
+from rljax.execution.results import IterationTotals, module_learner_figures, result_dict
 
 
 def _totals(**kw) -> IterationTotals:
@@ -168,3 +168,27 @@ def test_a_callback_metric_named_like_a_result_key_is_refused():
     )
     with pytest.raises(ValueError, match="env_runners/num_episodes"):
         result_dict(result, _totals(env_runner_metrics={"num_episodes": 5}), {})
+
+
+def test_every_module_reports_its_lifetime_steps_and_learning_rate():
+    """RLlib's learners log both for every module. Was: a multi-agent module had neither, and
+    a PPO module with a constant ``lr`` no learning rate."""
+    learners = {
+        "p0": {"num_module_steps_trained": 100.0},
+        "p1": {"num_module_steps_trained": 50.0, "default_optimizer_learning_rate": 0.5},
+        "sac": {"num_module_steps_trained": 10.0, "qf_learning_rate": 3e-4},
+        "__all_modules__": {"num_module_steps_trained": 160},
+    }
+    lifetime = {"p0": 300}
+    rates = {"p0": 1e-3, "p1": 2e-3, "sac": 1e-3}
+    module_learner_figures(learners, lifetime, rates.get)
+    assert lifetime == {"p0": 400, "p1": 50, "sac": 10}
+    assert learners["p0"]["num_module_steps_trained_lifetime"] == 400.0
+    assert learners["p0"]["default_optimizer_learning_rate"] == 1e-3
+    assert learners["p1"]["default_optimizer_learning_rate"] == 0.5  # the update's own, kept
+    assert "default_optimizer_learning_rate" not in learners["sac"]  # its optimizers' rates
+    assert "num_module_steps_trained_lifetime" not in learners["__all_modules__"]
+    # A schedule (RLlib's [[step, value], ...]) is the learner's to report, not a number here.
+    again = {"p0": {"num_module_steps_trained": 1.0}}
+    module_learner_figures(again, {}, lambda pid: [[0, 1e-3], [100, 1e-4]])
+    assert "default_optimizer_learning_rate" not in again["p0"]
