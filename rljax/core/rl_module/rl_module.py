@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rljax.core import DEFAULT_POLICY_ID, RL_MODULE_PATH
+from rljax.core.rl_module.action_dist import ActionDistributionClass
 from rljax.core.rl_module.forward_module import ForwardModuleBase, forward_module_outputs
 from rljax.core.rl_module.multi_rl_module import MultiRLModule, MultiRLModuleSpec
 from rljax.core.rl_module.spec import RLModuleSpec
@@ -207,6 +208,59 @@ class RLModule(ForwardModuleBase):
         self._policy_id = policy_id
         if algo is None:
             super().__init__(**kwargs)
+            return
+        # RLlib's module attributes: the policy's spaces and settings.
+        self.observation_space, self.action_space = _module_spaces(algo, policy_id)
+        self.inference_only = False
+
+    @property
+    def model_config(self) -> dict[str, Any]:
+        """The module's settings as a dict (RLlib's ``module.model_config``): the default
+        networks' (the config's ``model_config`` with the policy's own over it), or a module
+        class's ``model_config``."""
+        if self._algo is None:
+            return self.__dict__.get("_model_config", {})
+        config: Any = cast(Any, self._algo).config
+        pid = self._policy_id or DEFAULT_POLICY_ID
+        spec = config.rl_module_spec
+        if isinstance(spec, MultiRLModuleSpec):
+            spec = spec.spec_of(pid)
+        if spec is not None and spec.module_class is not None:
+            return dict(spec.model_config)
+        out = dict(config.model_config.to_dict())
+        if spec is not None:
+            out.update(spec.model_config)
+        own = config.module_overrides(pid).get("model_config") if config.policies else None
+        if own is not None:
+            out.update(own if isinstance(own, dict) else own.to_dict())
+        return out
+
+    @model_config.setter
+    def model_config(self, value: dict[str, Any]) -> None:  # a user module's (its __init__)
+        self.__dict__["_model_config"] = value
+
+    def is_stateful(self) -> bool:
+        """Whether the module keeps a recurrent state (RLlib's ``is_stateful``: ``use_lstm``)."""
+        return bool(self.get_initial_state())
+
+    def get_inference_action_dist_cls(self) -> ActionDistributionClass:
+        """RLlib's distribution class of ``forward_inference``'s ``"action_dist_inputs"``:
+        ``from_logits(inputs).sample()`` (``rljax.core.rl_module.action_dist``)."""
+        return ActionDistributionClass(_module_dist(self))
+
+    def get_exploration_action_dist_cls(self) -> ActionDistributionClass:
+        """RLlib's distribution class of ``forward_exploration``'s outputs (the same family)."""
+        return ActionDistributionClass(_module_dist(self))
+
+    def get_train_action_dist_cls(self) -> ActionDistributionClass:
+        """RLlib's distribution class of ``forward_train``'s outputs (the same family)."""
+        return ActionDistributionClass(_module_dist(self))
+
+    def forward_train(self, batch: Any) -> dict[str, Any]:
+        """RLlib's training pass: the action distribution's inputs for ``{"obs": ...}``
+        (``forward_inference``'s ``"action_dist_inputs"``; rljax's training passes run inside
+        the compiled update, so this one is for a script's own checks)."""
+        return {"action_dist_inputs": self.forward_inference(batch)["action_dist_inputs"]}
 
     @property
     def params(self) -> Any:
@@ -349,6 +403,38 @@ class RLModule(ForwardModuleBase):
             "actions": algo.parts.to_env_action_host(jax.tree.map(np.asarray, action)),
             "state_out": jax.tree.map(np.asarray, state_out),
         }
+
+
+# Algorithms whose policy is SAC's squashed Gaussian (the others' follows the action space).
+_SQUASHED = ("SAC", "CQL", "IQL", "TQC")
+
+
+def _module_dist(module: RLModule) -> Any:
+    """The action distribution family of ``module``'s ``action_dist_inputs``: its group's (a
+    multi-agent PPO policy), its algorithm's, SAC's squashed Gaussian, or the one of its action
+    space (``make_distribution``)."""
+    from rljax.networks.distributions import SquashedDiagGaussian, make_distribution
+
+    algo: Any = module._algo
+    space: Any = module.action_space
+    if algo is None:
+        return make_distribution(space)
+    for group in getattr(algo, "groups", None) or ():
+        if any(algo.policy_ids[m] == module._policy_id for m in group.members):
+            return group.dist
+    if getattr(algo, "_dist", None) is not None:
+        return algo._dist
+    if algo.config.algo_name in _SQUASHED:
+        return SquashedDiagGaussian(int(np.prod(space.shape)))
+    return make_distribution(space, algo.config.model_config.log_std_clip_param)
+
+
+def _module_spaces(algo: Any, policy_id: str | None) -> tuple[Any, Any]:
+    """The (observation, action) spaces of ``algo``'s policy ``policy_id``."""
+    by_policy = getattr(algo, "policy_observation_spaces", None)
+    if isinstance(by_policy, dict) and policy_id in by_policy:
+        return by_policy[policy_id], algo.policy_action_spaces[policy_id]
+    return algo.observation_space, algo.action_space
 
 
 def pretrained_weights(config: Any) -> dict[str, Any]:
