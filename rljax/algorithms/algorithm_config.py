@@ -66,6 +66,14 @@ UNSET: Any = _Unset()
 # RLlib's API-stack switches (``api_stack()``), as dict keys.
 _STACK_SWITCHES = ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")
 
+# .training()'s settings RLlib 2.60's .learners() takes as well.
+_MOVED_TO_LEARNERS = (
+    "learner_class",
+    "learner_connector",
+    "learner_config_dict",
+    "add_default_connectors_to_learner_pipeline",
+)
+
 _C = TypeVar("_C", bound="AlgorithmConfig")
 
 
@@ -332,8 +340,15 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         **kwargs: Any,
     ) -> _C:
         """Sets the learner mesh: ``num_learners`` devices (0 = one on the default device),
-        across ``num_processes`` JAX processes (``rljax.distributed``)."""
-        return self._set("learners", locals())
+        across ``num_processes`` JAX processes (``rljax.distributed``). RLlib 2.60's
+        ``learner_class``, ``learner_connector``, ``learner_config_dict`` and
+        ``add_default_connectors_to_learner_pipeline`` here are ``.training()``'s."""
+        moved = {k: kwargs.pop(k) for k in _MOVED_TO_LEARNERS if k in kwargs}
+        if moved:  # RLlib 2.60 moved them from .training() to .learners()
+            self.training(**moved)
+        values = dict(locals())
+        values.pop("moved")
+        return self._set("learners", values)
 
     def rl_module(
         self: _C,

@@ -186,6 +186,21 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     "enable_rl_module_and_learner": (True, "rljax has only RLlib's new API stack"),
     "enable_env_runner_and_connector_v2": (True, "rljax has only RLlib's new API stack"),
     "validate_env_runners_after_construction": (True, "runners are checked when they are built"),
+    "add_default_connectors_to_learner_pipeline": (
+        True,
+        "rljax's learner pipeline (GAE, value bootstrapping, frame stacking) is built into each "
+        "algorithm's jitted update and cannot be left out: drop the setting",
+    ),
+    "custom_resources_per_learner": (True, "learners are devices of this process, not Ray actors"),
+    "max_requests_in_flight_per_learner": (
+        True,
+        "the learner is a program (or a thread) of this process; nothing queues requests to it",
+    ),
+    "local_gpu_idx": (
+        True,
+        "the local learner takes the first GPU JAX sees; choose another with "
+        "CUDA_VISIBLE_DEVICES before the process starts",
+    ),
     "learner_connector": (
         False,
         "rljax's learner connectors are built into each algorithm's jitted update (GAE, "
@@ -245,6 +260,8 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "enable_rl_module_and_learner": (True,),
     "enable_env_runner_and_connector_v2": (True,),
     "learner_connector": (None,),
+    "add_default_connectors_to_learner_pipeline": (True,),
+    "local_gpu_idx": (0,),
     "_torch_lr_scheduler_classes": (None,),
     "_torch_grad_scaler_class": (None,),
     "_separate_vf_optimizer": (False,),

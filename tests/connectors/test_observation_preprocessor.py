@@ -69,6 +69,32 @@ def test_positions_by_hand_in_and_out_of_jit(cls):
     assert pipeline.connectors[0]._on_host is (cls is PositionsWithNumpy)
 
 
+class OneHot(SingleAgentObservationPreprocessor):
+    """RLlib's docs' one-hot preprocessor: ``preprocess`` reads ``self.observation_space``."""
+
+    def recompute_output_observation_space(self, input_observation_space, input_action_space):
+        return gym.spaces.Box(0.0, 1.0, (input_observation_space.n,), np.float32)
+
+    def preprocess(self, observation, episode):
+        new_obs = np.zeros(shape=self.observation_space.shape, dtype=np.float32)
+        new_obs[observation] = 1.0
+        return new_obs
+
+
+def test_a_preprocessor_reads_its_own_spaces_as_rllibs_docs_do():
+    """Was: AttributeError: no attribute 'observation_space'."""
+    piece = OneHot()
+    pipeline = build_env_to_module(
+        lambda env, spaces, device: piece, gym.spaces.Discrete(4), gym.spaces.Discrete(2)
+    )
+    assert pipeline is not None
+    assert piece.observation_space == gym.spaces.Box(0.0, 1.0, (4,), np.float32)
+    assert piece.input_observation_space == gym.spaces.Discrete(4)
+    assert piece.action_space == gym.spaces.Discrete(2)
+    out = pipeline.transform(pipeline.init_state(), jnp.asarray([2, 0]))
+    np.testing.assert_array_equal(out, [[0, 0, 1, 0], [1, 0, 0, 0]])
+
+
 @pytest.mark.parametrize("cls", [PositionsWithNumpy, PositionsTraced], ids=["host", "traced"])
 def test_ppo_acts_and_learns_on_the_preprocessed_observations(cls):
     algo = (

@@ -165,3 +165,20 @@ def test_rllib_260s_multi_agent_setter_forms():
         PPOConfig().rl_module(lr=1.0)
     with pytest.raises(ConfigError, match="policies_to_train as a function needs the policies"):
         PPOConfig().multi_agent(policies_to_train=trains)
+
+
+def test_learners_takes_the_settings_rllib_260_moved_there(caplog):
+    """RLlib 2.60's ``.learners()`` takes ``learner_config_dict`` and the learner pipeline's
+    settings (``.training()`` still does). Was: unknown keywords."""
+    config = PPOConfig().learners(learner_config_dict={"foo": 1}, num_learners=0)
+    assert config.learner_config_dict == {"foo": 1} and config.num_learners == 0
+    PPOConfig().learners(
+        add_default_connectors_to_learner_pipeline=True,
+        custom_resources_per_learner={"a": 1},
+        max_requests_in_flight_per_learner=3,
+        local_gpu_idx=0,
+    )
+    with pytest.raises(ConfigError, match="cannot be left out"):
+        PPOConfig().learners(add_default_connectors_to_learner_pipeline=False)
+    with pytest.raises(ConfigError, match="CUDA_VISIBLE_DEVICES"):
+        PPOConfig().learners(local_gpu_idx=1)

@@ -114,6 +114,9 @@ class _PerAgent(_Piece):
         self.spaces = {
             a: piece.recompute_output_observation_space(s, acts.get(a)) for a, s in spaces.items()
         }
+        outs = list(self.spaces.values())
+        if outs and all(o == outs[0] for o in outs):  # one space for every agent: RLlib's
+            piece.observation_space = outs[0]  # attribute, which preprocess() may read
 
     def __call__(self, obs: dict[Any, Any]) -> dict[Any, Any]:
         episode = _NoEpisode(type(self.piece).__name__)
@@ -136,6 +139,8 @@ class _WholeDict(_Piece):
                 f"agents {list(spaces)}"
             )
         self.spaces = dict(out.spaces)
+        piece.observation_space = out
+        piece.action_space = gym.spaces.Dict(acts)
 
     def __call__(self, obs: dict[Any, Any]) -> dict[Any, Any]:
         return dict(self.piece.preprocess(obs, _NoEpisode(type(self.piece).__name__)))

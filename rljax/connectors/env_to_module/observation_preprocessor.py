@@ -96,6 +96,10 @@ class SingleAgentObservationPreprocessor(EnvToModuleConnector):
     ):
         self.input_observation_space = input_observation_space
         self.input_action_space = input_action_space
+        # The spaces after this piece (RLlib's ``observation_space`` / ``action_space``), set
+        # when the algorithm builds it.
+        self.observation_space: gym.Space | None = None
+        self.action_space: gym.Space | None = input_action_space
         self._checked: tuple[gym.Space, gym.Space] | None = None  # (input, output) spaces
         self._on_host: bool | None = None  # decided on the first trace
 
@@ -129,6 +133,10 @@ class SingleAgentObservationPreprocessor(EnvToModuleConnector):
                 f"{self._name}.recompute_output_observation_space returned {describe(out)}; "
                 "rljax's preprocessors return a gymnasium.spaces.Box"
             )
+        # RLlib's connector attributes, which preprocess() may read (the output space).
+        if self.input_observation_space is None:
+            self.input_observation_space = space
+        self.observation_space, self.action_space = out, self.input_action_space
         return out
 
     def check_space(self, space: gym.Space) -> None:
@@ -214,6 +222,10 @@ class MultiAgentObservationPreprocessor(EnvToModuleConnector):
     ):
         self.input_observation_space = input_observation_space
         self.input_action_space = input_action_space
+        # The ``Dict`` of the agents' spaces after this piece (RLlib's attributes), set when
+        # the algorithm builds it.
+        self.observation_space: gym.Space | None = None
+        self.action_space: gym.Space | None = input_action_space
 
     def recompute_output_observation_space(
         self, input_observation_space: gym.Space, input_action_space: gym.Space | None
