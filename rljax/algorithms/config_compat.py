@@ -222,6 +222,10 @@ class ConfigCompat:
         except Exception:  # not an EnvPool task
             return False
 
+    # RLlib's flag of an evaluation config (``get_evaluation_config_object()`` sets it): what
+    # an evaluation env runner's ``config.in_evaluation`` says, False for training.
+    in_evaluation: bool = False
+
     @property
     def is_online(self) -> bool:
         """Whether the algorithm samples its env: no ``offline_data(input_=...)``."""

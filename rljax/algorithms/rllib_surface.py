@@ -320,6 +320,66 @@ class EnvRunnerGroup:
     def num_remote_env_runners(self) -> int:
         return int(self._algo.config.num_env_runners)
 
+    def num_healthy_remote_env_runners(self) -> int:
+        """Runner threads that sample (RLlib's name of ``num_healthy_remote_workers``)."""
+        return self.num_healthy_remote_workers()
+
+    def num_healthy_env_runners(self) -> int:
+        """The healthy remote runners and the local one (RLlib's count)."""
+        return self.num_healthy_remote_env_runners() + int(self.local_env_runner is not None)
+
+    def healthy_env_runner_ids(self) -> list[int]:
+        """The remote runners' indexes (1, 2, ...): rljax replaces a failed runner at once, so
+        each one that exists is healthy."""
+        return [r.worker_index for r in self._runners() if r.worker_index != 0]
+
+    def foreach_env(self, func: Callable[[Any], Any]) -> list[list[Any]]:
+        """``func(env)`` for each sub-env, one list per runner (the local runner's first, empty
+        beside runner threads), as RLlib's."""
+        return self.foreach_env_runner(lambda runner: runner.foreach_env(func))
+
+    def foreach_env_runner_async(
+        self,
+        func: Callable[[Any], Any],
+        tag: str | None = None,
+        healthy_only: bool = True,
+        remote_worker_ids: list[int] | None = None,
+    ) -> int:
+        """RLlib's asynchronous ``foreach_env_runner`` on the remote runners: here each call
+        runs now, between iterations, and ``fetch_ready_async_reqs()`` returns its result
+        (``(runner index, result)``). Returns the number of calls made."""
+        runners = [r for r in self._runners() if r.worker_index != 0]
+        if remote_worker_ids is not None:
+            runners = [r for r in runners if r.worker_index in set(remote_worker_ids)]
+        ready = self.__dict__.setdefault("_ready", [])
+        ready.extend((r.worker_index, func(r), tag) for r in runners)
+        return len(runners)
+
+    def fetch_ready_async_reqs(
+        self,
+        *,
+        tags: str | list[str] | tuple[str, ...] = (),
+        timeout_seconds: float | None = 0.0,
+        return_obj_refs: bool = False,
+        mark_healthy: bool = False,
+    ) -> list[tuple[int, Any]]:
+        """The results of ``foreach_env_runner_async`` calls not fetched yet, as ``(runner
+        index, result)`` pairs (those of the ``tags`` given, else all); each is returned once."""
+        wanted = {tags} if isinstance(tags, str) else set(tags)
+        ready = self.__dict__.setdefault("_ready", [])
+        out = [(i, r) for i, r, t in ready if not wanted or t in wanted]
+        self.__dict__["_ready"] = [x for x in ready if wanted and x[2] not in wanted]
+        return out
+
+    def probe_unhealthy_env_runners(self) -> list[int]:
+        """RLlib's probe of failed runners, restored since: none here, where a failed runner is
+        replaced as soon as it fails (``restart_failed_env_runners``)."""
+        return []
+
+    def sync_env_runner_states(self, config: Any = None, **kwargs: Any) -> None:
+        """RLlib's hand-over of the connectors' states and counters to the runners: rljax's
+        runners read them with the weights after every update, so nothing is left to do."""
+
     @property
     def local_env_runner(self) -> EnvRunner | None:
         """The driver's runner (index 0). With runner threads the driver samples nothing, and

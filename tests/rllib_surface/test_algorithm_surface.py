@@ -105,6 +105,16 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
         local.make_env()  # nothing samples there: nothing to rebuild
         lengths = group.foreach_env_runner(lambda r: r.foreach_env(lambda e: e.unwrapped.end_pos))
         assert lengths == [[], [5, 5], [5, 5]]
+        # RLlib 2.60's other group methods (was: AttributeError for each).
+        assert group.foreach_env(lambda e: e.unwrapped.end_pos) == lengths
+        assert group.healthy_env_runner_ids() == [1, 2]
+        assert group.num_healthy_remote_env_runners() == 2 and group.num_healthy_env_runners() == 3
+        assert group.foreach_env_runner_async(lambda r: r.worker_index * 10, tag="a") == 2
+        group.foreach_env_runner_async(lambda r: -1, tag="b", remote_worker_ids=[2])
+        assert group.fetch_ready_async_reqs(tags="a") == [(1, 10), (2, 20)]
+        assert group.fetch_ready_async_reqs() == [(2, -1)] and group.fetch_ready_async_reqs() == []
+        assert group.probe_unhealthy_env_runners() == []
+        group.sync_env_runner_states(algo.config, env_steps_sampled=0)
 
         def longer(runner):
             runner.config.environment(env_config={"corridor_length": 7 + runner.worker_index})
