@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from rljax.algorithms.config_names import warn_once
+from rljax.core.rl_module.multi_rl_module import MultiRLModule
 from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
 from rljax.execution.episode_stats import episode_summary
 from rljax.utils.checkpoint import _check_tree
@@ -121,15 +122,16 @@ class EnvRunner:
 
     @property
     def module(self) -> Any:
-        """The policy's module (RLlib's ``env_runner.module``; a multi-agent run's modules by
-        policy id), as ``algo.get_module()`` gives it."""
+        """The policy's module (RLlib's ``env_runner.module``), as ``algo.get_module()``
+        gives it; a multi-agent run's is a ``MultiRLModule`` of every policy's (by policy id,
+        with ``forward_inference({policy_id: batch})``), as RLlib's multi-agent runner has."""
         algo = self._algo
         if algo is None:
             raise AttributeError("module: this runner view has no algorithm")
         ids = algo._policy_ids()
-        if len(ids) == 1:
+        if len(ids) == 1 and not algo.config.is_multi_agent:
             return algo._module()
-        return {pid: algo._module(pid) for pid in ids}
+        return MultiRLModule({pid: algo._module(pid) for pid in ids})
 
     def get_policy(self, policy_id: str | None = None) -> Any:
         """RLlib 1.x's ``worker.get_policy()``: an old API trainer's policy

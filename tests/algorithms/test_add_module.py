@@ -10,6 +10,7 @@ import pytest
 
 from rljax.algorithms.ppo import PPOConfig
 from rljax.callbacks.callbacks import RLlibCallback
+from rljax.core.rl_module.multi_rl_module import MultiRLModule
 from rljax.core.rl_module.rl_module import RLModuleSpec
 from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
 from rljax.utils.errors import ConfigError
@@ -97,6 +98,11 @@ def test_add_then_remove_a_module_while_training():
         )
         assert sorted(algo.config.policies) == ["p0", "p0_v1"]
         assert algo.train()["training_iteration"] == 3
+        # RLlib's multi-agent env runner holds a MultiRLModule (was: a plain dict).
+        modules = algo.env_runner.module
+        assert isinstance(modules, MultiRLModule) and sorted(modules) == ["p0", "p0_v1"]
+        out = modules.forward_inference({"p0": {"obs": np.zeros((1, 4), np.float32)}})
+        assert out["p0"]["action_dist_inputs"].shape == (1, 2)
 
 
 @pytest.mark.slow  # builds multi-agent PPO twice (about 5 s)
