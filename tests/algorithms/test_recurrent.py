@@ -200,10 +200,11 @@ def test_recurrent_inference_evaluation_checkpoints_and_refusals(tmp_path):
         module = algo.get_module()
         obs = np.zeros((3, 2), np.float32)
         out = module.forward_inference({"obs": obs})
-        assert out["state_out"][0].shape == (3, 8) and out["actions"].shape == (3,)
+        # RLlib's LSTM state: {"h": [B, cell], "c": [B, cell]} (was: Flax's (c, h) tuple).
+        assert out["state_out"]["h"].shape == (3, 8) and out["actions"].shape == (3,)
         # Carrying the state on changes the answer's state; starting afresh repeats it.
         again = module.forward_inference({"obs": obs})
-        np.testing.assert_array_equal(again["state_out"][0], out["state_out"][0])
+        np.testing.assert_array_equal(again["state_out"]["c"], out["state_out"]["c"])
         on = module.forward_inference(
             {
                 "obs": obs,
@@ -212,8 +213,22 @@ def test_recurrent_inference_evaluation_checkpoints_and_refusals(tmp_path):
                 "prev_rewards": np.ones(3),
             }
         )
-        assert not np.allclose(on["state_out"][0], out["state_out"][0])
-        assert module.get_initial_state()[0].shape == (8,)
+        assert not np.allclose(on["state_out"]["c"], out["state_out"]["c"])
+        initial = module.get_initial_state()
+        assert sorted(initial) == ["c", "h"] and initial["h"].shape == (8,)
+        # RLlib's [B, T, ...] batch: T steps in turn from state_in; the outputs get the axis.
+        seq = module.forward_inference(
+            {
+                "obs": np.stack([obs, obs], 1),
+                "state_in": {k: np.stack([v] * 3) for k, v in initial.items()},
+            }
+        )
+        assert seq["action_dist_inputs"].shape[:2] == (3, 2) and seq["actions"].shape == (3, 2)
+        step2 = module.forward_inference({"obs": obs, "state_in": out["state_out"]})
+        np.testing.assert_allclose(
+            seq["action_dist_inputs"][:, 1], step2["action_dist_inputs"], rtol=1e-5
+        )
+        np.testing.assert_allclose(seq["state_out"]["h"], step2["state_out"]["h"], rtol=1e-5)
         with pytest.raises(ValueError, match="needs its state"):
             algo.compute_single_action(obs[0])
         with pytest.raises(ValueError, match="not exported yet"):
@@ -394,15 +409,17 @@ def test_recurrent_appo_learns_stateless_cartpole_with_runner_threads(tmp_path):
             return first, second
 
         out = two_steps(algo.get_module())
-        assert out[0]["state_out"][0].shape == (2, 256)
+        assert out[0]["state_out"]["h"].shape == (2, 256)
         # The state carries: the same observation from the first step's state is another step.
-        assert not np.allclose(out[1]["state_out"][0], out[0]["state_out"][0])
+        assert not np.allclose(out[1]["state_out"]["c"], out[0]["state_out"]["c"])
         ckpt = algo.save_to_path(tmp_path / "ckpt")
     restored = Algorithm.from_checkpoint(ckpt)
     try:
         again = two_steps(restored.get_module())
         for a, b in zip(again, out, strict=True):
             np.testing.assert_array_equal(a["actions"], b["actions"])
-            np.testing.assert_allclose(a["state_out"][0], b["state_out"][0], rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(
+                a["state_out"]["c"], b["state_out"]["c"], rtol=1e-5, atol=1e-6
+            )
     finally:
         restored.stop()

@@ -367,19 +367,65 @@ class RLModule(ForwardModuleBase):
         return jax.tree.map(np.asarray, out)
 
     def get_initial_state(self) -> Any:
-        """A recurrent policy's state for one row (RLlib's ``get_initial_state``)."""
+        """A recurrent policy's state for one row (RLlib's ``get_initial_state``): the default
+        LSTM's as RLlib's, ``{"h": [cell], "c": [cell]}``."""
         if self._algo is None:
             return {}
         spec = recurrent_spec(self._algo.parts.act)
         if spec is None:
             return {}
-        return jax.tree.map(lambda x: np.asarray(x[0]), spec.initial_state(1))
+        state = jax.tree.map(lambda x: np.asarray(x[0]), spec.initial_state(1))
+        return _lstm_dict(state) if self._default_lstm() else state
+
+    def _default_lstm(self) -> bool:
+        """Whether the module is the default networks' LSTM (its state Flax's ``(c, h)``)."""
+        config: Any = cast(Any, self._algo).config
+        spec = config.rl_module_spec
+        if isinstance(spec, MultiRLModuleSpec):
+            spec = spec.spec_of(self._policy_id or DEFAULT_POLICY_ID)
+        return (spec is None or spec.module_class is None) and bool(
+            self.model_config.get("use_lstm")
+        )
 
     def _recurrent(self, batch: Any, explore: bool) -> dict[str, Any]:
+        """A recurrent forward pass over ``[B, ...]`` observations, or ``[B, T, ...]`` ones
+        (RLlib's time axis: T steps in turn, each from the last one's state; the outputs get
+        the time axis too)."""
         algo = self._algo
         spec = recurrent_spec(algo.parts.act)
         assert spec is not None and algo.parts.recurrent_inference is not None
         batch = batch if isinstance(batch, dict) and "obs" in batch else {"obs": batch}
+        lstm = self._default_lstm()
+        state_in = batch.get("state_in")
+        if lstm and isinstance(state_in, dict) and set(state_in) == {"h", "c"}:
+            state_in = (state_in["c"], state_in["h"])  # RLlib's dict: Flax's (c, h)
+        obs = batch["obs"]
+        space_rank = len(getattr(self.observation_space, "shape", None) or ())
+        first_leaf = np.asarray(jax.tree.leaves(obs)[0])
+        if isinstance(obs, np.ndarray | jax.Array) and first_leaf.ndim == space_rank + 2:
+            steps = first_leaf.shape[1]
+            outs: list[dict[str, Any]] = []
+            for t in range(steps):  # RLlib's [B, T, ...]: one step after another
+                at_t = {
+                    "obs": np.asarray(obs)[:, t],
+                    "state_in": state_in if t == 0 else outs[-1]["state_out"],
+                }
+                for name in ("prev_actions", "prev_rewards"):
+                    if batch.get(name) is not None:
+                        at_t[name] = np.asarray(batch[name])[:, t]
+                outs.append(self._recurrent_step(at_t, explore, spec))
+            out: dict[str, Any] = {
+                k: np.stack([o[k] for o in outs], 1) for k in ("action_dist_inputs", "actions")
+            }
+            out["state_out"] = outs[-1]["state_out"]
+        else:
+            out = self._recurrent_step({**batch, "state_in": state_in}, explore, spec)
+        if lstm:
+            out["state_out"] = _lstm_dict(out["state_out"])
+        return out
+
+    def _recurrent_step(self, batch: dict[str, Any], explore: bool, spec: Any) -> dict[str, Any]:
+        algo = self._algo
         obs = self._obs(batch)
         n = len(jax.tree.leaves(obs)[0])
         state_in = batch.get("state_in")
@@ -403,6 +449,12 @@ class RLModule(ForwardModuleBase):
             "actions": algo.parts.to_env_action_host(jax.tree.map(np.asarray, action)),
             "state_out": jax.tree.map(np.asarray, state_out),
         }
+
+
+def _lstm_dict(state: Any) -> dict[str, Any]:
+    """Flax's LSTM state ``(c, h)`` as RLlib's ``{"h": h, "c": c}``."""
+    c, h = state
+    return {"h": h, "c": c}
 
 
 # Algorithms whose policy is SAC's squashed Gaussian (the others' follows the action space).
