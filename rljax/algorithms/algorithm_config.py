@@ -375,6 +375,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         evaluation_config: dict[str, Any] | None = UNSET,
         evaluation_num_env_runners: int = UNSET,
         evaluation_parallel_to_training: bool = UNSET,
+        evaluation_auto_duration_min_env_steps_per_sample: int = UNSET,
+        evaluation_auto_duration_max_env_steps_per_sample: int = UNSET,
         evaluation_sample_timeout_s: float | None = UNSET,
         custom_evaluation_function: Callable[..., Any] | None = UNSET,
         offline_evaluation_interval: int | None = UNSET,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -210,9 +210,27 @@ class RunnerHooks:
         """The hook arguments of an episode of ``stream`` (a sub-env id across runners)."""
         if not hasattr(self, "_callback_module"):
             self._callback_module = self._module()
-        return episode_context(
+        ctx = episode_context(
             stream, self._slots_per_runner(), self._runners, self, self._env, self._callback_module
         )
+        ctx["env_runner"] = self._runner_view(ctx["env_runner"])
+        return ctx
+
+    def _runner_view(self, runner: Any) -> Any:
+        """The env runner hooks get for a runner thread: its ``EnvRunner`` view (RLlib's
+        attributes: ``worker_index``, ``config``, ``env``, ``module``), not the thread's
+        internals; the algorithm itself where it samples (the fused path)."""
+        if runner is None or runner is self:
+            return runner
+        views = self.__dict__.setdefault("_runner_views", {})
+        view = views.get(id(runner))
+        if view is None or view._runner is not runner:
+            group = cast(Any, self).env_runner_group  # the Algorithm's (rllib_surface)
+            view = next((v for v in group._runners() if v._runner is runner), None)
+            if view is None:
+                return runner
+            views[id(runner)] = view
+        return view
 
     def _module_spaces(self) -> dict[str, tuple[Any, Any]]:
         """Each policy's ``(observation_space, action_space)`` (a multi-agent run's; empty
@@ -223,7 +241,9 @@ class RunnerHooks:
 
     def _multi_agent_episode_context(self, slot: int, env_index: int) -> dict[str, Any]:
         modules = {pid: self._module(pid) for pid in self._policy_ids()}
-        return multi_agent_episode_context(slot, env_index, self._runners, modules)
+        ctx = multi_agent_episode_context(slot, env_index, self._runners, modules)
+        ctx["env_runner"] = self._runner_view(ctx["env_runner"])
+        return ctx
 
     def _live_episodes(self) -> bool:
         """Whether episode hooks run live, in the runner threads at each step (a per-step hook

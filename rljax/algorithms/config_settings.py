@@ -343,8 +343,8 @@ class CommonSettings:
         Int(1, MAX_EVALUATION_DURATION, literals=("auto",)),
         "How long one evaluation runs, in evaluation_duration_unit (at most 1,000,000 env "
         'steps, or 10,000 episodes); a step count is met exactly. "auto" (with '
-        "evaluation_parallel_to_training): as long as the iteration trains, and at least one "
-        "episode.",
+        "evaluation_parallel_to_training): as long as the iteration trains, within "
+        "evaluation_auto_duration_min/max_env_steps_per_sample, and at least one episode.",
         section="evaluation",
     )
     evaluation_duration_unit = Setting(
@@ -375,6 +375,20 @@ class CommonSettings:
         Bool(),
         "Evaluate in a thread while the iteration trains, with the weights it starts from "
         "(RLlib's semantics); the result is that iteration's evaluation.",
+        section="evaluation",
+    )
+    evaluation_auto_duration_min_env_steps_per_sample = Setting(
+        100,  # RLlib's default
+        Int(1, MAX_EVALUATION_DURATION),
+        'evaluation_duration="auto": the env steps an evaluation takes at least, per '
+        "evaluation env runner (one where there are none), however soon the iteration trains.",
+        section="evaluation",
+    )
+    evaluation_auto_duration_max_env_steps_per_sample = Setting(
+        2000,  # RLlib's default
+        Int(1, MAX_EVALUATION_DURATION),
+        'evaluation_duration="auto": the env steps an evaluation takes at most, per evaluation '
+        "env runner (one where there are none), however long the iteration trains.",
         section="evaluation",
     )
     evaluation_sample_timeout_s = Setting[float | None](

@@ -15,7 +15,7 @@ from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.algorithms.ppo import PPOConfig
 from rljax.env.multi_agent_vector import FinishedEpisode
 from rljax.examples.envs.classes.simple_corridor import SimpleCorridor
-from rljax.execution.evaluation import evaluate_policy
+from rljax.execution.evaluation import auto_step_bounds, evaluate_policy
 from rljax.utils.errors import ConfigError
 from rljax.utils.metrics import ENV_RUNNER_RESULTS, EVALUATION_RESULTS
 from rljax.utils.metrics.metrics_logger import MetricsLogger
@@ -105,6 +105,25 @@ def test_evaluation_smoothing_window_and_auto_duration():
     calls = iter([False, False, True])
     out = evaluate_policy(_ScriptedEpisodes(), act, None, True, until=lambda: next(calls))
     assert out["env_runners"]["num_episodes"] == 2
+    # Within RLlib's bounds on its env steps: at least 6 (steps 1 + 2 + 3) though the training
+    # step ended at once (was: 1 step, where RLlib samples at least 100 per runner)...
+    out = evaluate_policy(
+        _ScriptedEpisodes(), act, None, True, until=lambda: True, auto_steps=(5, 9)
+    )
+    assert out["env_runners"]["num_env_steps_sampled"] == 6
+    # ... and at most 10 (1 + 2 + 3 + 4) however long it trains.
+    out = evaluate_policy(
+        _ScriptedEpisodes(), act, None, True, until=lambda: False, auto_steps=(5, 9)
+    )
+    assert out["env_runners"]["num_env_steps_sampled"] == 10
+
+
+def test_auto_duration_bounds_are_rllibs_per_evaluation_runner():
+    config = PPOConfig().evaluation(
+        evaluation_auto_duration_min_env_steps_per_sample=50, evaluation_num_env_runners=2
+    )
+    assert auto_step_bounds(config) == (100, 4000)
+    assert auto_step_bounds(PPOConfig()) == (100, 2000)  # RLlib's defaults, one runner
 
 
 def test_auto_duration_needs_parallel_evaluation():
