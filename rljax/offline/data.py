@@ -354,14 +354,45 @@ def _column(pa: Any, f: Path, name: str, col: Any, space: Any) -> np.ndarray:
                 f"integers for the env's {kind} space {space}"
             )
         return _in_range(f, kind, col.to_numpy(zero_copy_only=False), space)
-    width = _flat_width(space)
-    if not pa.types.is_fixed_size_list(col.type) or col.type.list_size != width:
+    width = int(np.prod(space.shape, dtype=np.int64))
+    values = _list_numbers(pa, col)
+    if values is None or values.size != len(col) * width:
         raise ConfigError(
             f"offline_data(input_=...): {f}: column {name!r} is {col.type}, expected "
-            f"fixed-size lists of {width} numbers for the env's {kind} space"
+            f"lists of {width} numbers for the env's {kind} space (fixed-size, variable-size "
+            "or Ray Data's tensor columns, as RLlib writes them)"
         )
-    values = col.flatten().to_numpy(zero_copy_only=False).astype(space.dtype)
-    return values.reshape(len(col), *space.shape)
+    return values.astype(space.dtype).reshape(len(col), *space.shape)
+
+
+def _list_numbers(pa: Any, col: Any) -> np.ndarray | None:
+    """The numbers of a column of (nested) lists, flat, where every row has the same number of
+    them at each level; None otherwise. Ray Data's tensor columns (an extension type over a
+    list, which RLlib's recordings hold) are read by their storage."""
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if isinstance(col.type, pa.ExtensionType):
+        col = col.storage
+    if not _is_list(pa, col.type):
+        return None
+    while _is_list(pa, col.type):
+        if not pa.types.is_fixed_size_list(col.type):
+            lengths = pc.list_value_length(col).to_numpy(zero_copy_only=False)
+            if len(lengths) and (lengths != lengths[0]).any():
+                return None  # rows of different sizes
+        col = col.flatten()
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        return None
+    out: np.ndarray = col.to_numpy(zero_copy_only=False)
+    return out
+
+
+def _is_list(pa: Any, kind: Any) -> bool:
+    return bool(
+        pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
+    )
 
 
 def _stacked(where: str, kind: str, values: list[Any], space: Any) -> np.ndarray:

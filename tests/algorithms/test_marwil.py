@@ -110,6 +110,65 @@ def test_files_without_t_duplicates_and_files_named_twice(tmp_path):
         read_offline_data(str(tmp_path / "ours"), OBS, ACT)
 
 
+def test_rllibs_tensor_and_list_columns_are_read(tmp_path):
+    """RLlib's recordings hold Ray Data's tensor columns (an extension type over large lists)
+    or plain lists. Was: refused ("expected fixed-size lists")."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    obs = np.arange(12, dtype=np.float32).reshape(6, 2)
+
+    class Tensor(pa.ExtensionType):  # Ray Data's tensor column, as stored
+        def __init__(self):
+            super().__init__(pa.large_list(pa.float32()), "test.tensor")
+
+        def __arrow_ext_serialize__(self):
+            return b""
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage_type, serialized):
+            return cls()
+
+    def column(kind, values):
+        lists = pa.array(list(values), type=pa.large_list(pa.float32()))
+        return pa.ExtensionArray.from_storage(Tensor(), lists) if kind == "tensor" else lists
+
+    for kind in ("tensor", "list"):
+        folder = tmp_path / kind
+        folder.mkdir()
+        table = pa.table(
+            {
+                "eps_id": ["a"] * 3 + ["b"] * 3,
+                "obs": column(kind, obs),
+                "actions": pa.array([0, 1, 2, 0, 1, 2]),
+                "rewards": pa.array([1.0] * 6),
+                "new_obs": column(kind, obs + 1),
+                "terminateds": [False, False, True] * 2,
+                "truncateds": [False] * 6,
+            }
+        )
+        pq.write_table(table, folder / "part-0.parquet")
+        data = read_offline_data(str(folder), OBS, ACT)
+        np.testing.assert_array_equal(data.obs, obs)
+        np.testing.assert_array_equal(data.new_obs, obs + 1)
+    ragged = tmp_path / "ragged"
+    ragged.mkdir()
+    rows = [[0.0, 1.0], [2.0, 3.0, 4.0], [5.0]]  # 6 numbers, but rows of 2, 3 and 1
+    table = pa.table(
+        {
+            "eps_id": ["a"] * 3,
+            "obs": pa.array(rows),
+            "actions": pa.array([0, 1, 2]),
+            "rewards": pa.array([1.0] * 3),
+            "new_obs": pa.array(rows),
+            "terminateds": [False, False, True],
+            "truncateds": [False] * 3,
+        }
+    )
+    pq.write_table(table, ragged / "part-0.parquet")
+    with pytest.raises(ConfigError, match="expected lists of 2 numbers"):
+        read_offline_data(str(ragged), OBS, ACT)
+
+
 def test_value_targets_by_hand(tmp_path):
     writer = OfflineWriter(tmp_path, OBS, ACT)
     writer.add_episode(*_episode(3, 0.0), terminated=True, truncated=False)  # rewards 1, 2, 3
@@ -151,7 +210,7 @@ def test_bad_data_and_settings_are_refused_naming_them(tmp_path):
     writer = OfflineWriter(tmp_path / "wide", gym.spaces.Box(-1, 1, (4,)), ACT)
     writer.add_episode([np.zeros(4)] * 2, [0], [1.0], True, False)
     writer.flush()
-    with pytest.raises(ConfigError, match="fixed-size lists of 2 numbers"):
+    with pytest.raises(ConfigError, match="expected lists of 2 numbers"):
         read_offline_data(str(tmp_path / "wide"), OBS, ACT)
     writer = OfflineWriter(tmp_path / "act", OBS, gym.spaces.Discrete(5))
     writer.add_episode([np.zeros(2)] * 2, [4], [1.0], True, False)
