@@ -14,7 +14,8 @@ Env steps (``output_write_episodes=False``): one row per step, with RLlib's colu
 actions are stored flat, as fixed-size lists of numbers of the space's dtype (uint8 frames stay
 uint8), and get their shape back from the env's spaces when read; a Discrete value is an
 integer of the env's range (``start`` included). Files without a ``t`` column (RLlib's row
-writer adds none) are read with each episode's rows in file order. Parquet compresses every
+writer adds none) are read with each episode's rows in file order; Box columns may also be
+Ray Data's tensor columns or variable-size lists, as RLlib's writer leaves them. Parquet compresses every
 column (zstd), so RLlib's ``output_compress_columns`` needs nothing more. Nothing in a file is
 code: a file holds numbers and strings only, and is read as such.
 
