@@ -174,6 +174,10 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
     evaluates_offline_loss: ClassVar[bool] = False
     # Whether batch_mode="complete_episodes" trains it (PPO).
     samples_complete_episodes: ClassVar[bool] = False
+    # RLlib's ``_model_config_auto_includes``: model_config keys that are the algorithm's own
+    # settings (DQN's "epsilon", ...), by model_config key; a model_config that gives one sets
+    # that setting, as RLlib's module reads it from there.
+    MODEL_CONFIG_SETTINGS: ClassVar[dict[str, str]] = {}
     # Derived from the declarations (CommonSettings' and a subclass's) by _derive_tables():
     # every setting by name, grouped by section; each setter's keys; each setting's check; the
     # settings a policy may override; the settings whose check also runs in the setters.
@@ -261,6 +265,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         return self._coerce(key, value)
 
     def _coerce(self, key: str, value: Any) -> Any:
+        if key == "model_config" and isinstance(value, dict) and self.MODEL_CONFIG_SETTINGS:
+            value = config_validation.take_algorithm_keys(self, value)  # DQN's "epsilon", ...
         if key in self._CHECKED_ON_SET:
             return self._CHECKS[key](key, value)
         return value

@@ -279,7 +279,7 @@ class CommonSettings:
         section="learners",
     )
     # ------------------------------------------------------------------ training
-    lr = Setting(1e-3, Number(0, low_open=True), "Adam's learning rate.")
+    lr = Setting(1e-3, Number(0), "Adam's learning rate (0, as RLlib allows: no change).")
     gamma = Setting(0.99, Number(0, 1), "The discount factor.")
     train_batch_size_per_learner = Setting(
         4000, Int(1), "Env steps (rows) of each learner's train batch."

@@ -207,16 +207,32 @@ def check_envless_spaces(config: Any) -> bool:
     return True
 
 
+def take_algorithm_keys(config: Any, model_config: dict[str, Any]) -> dict[str, Any]:
+    """``model_config`` less the keys that are the algorithm's settings
+    (``MODEL_CONFIG_SETTINGS``, RLlib's auto-included keys), which set those settings (checked
+    as the settings are)."""
+    own = config.MODEL_CONFIG_SETTINGS
+    for key in [k for k in model_config if k in own]:
+        setting = own[key]
+        setattr(
+            config, setting, config._CHECKS[setting](f"model_config[{key!r}]", model_config[key])
+        )
+    return {k: v for k, v in model_config.items() if k not in own}
+
+
 def check_settings(config: Any) -> None:
     """Checks each setting on its own against its ``_CHECKS`` entry and stores it in its
     normal form (numpy scalars as Python ones, a model dict as ``DefaultModelConfig``)."""
+    if isinstance(config.model_config, dict):
+        config.model_config = take_algorithm_keys(config, config.model_config)
     for key in config._all_keys():
         setattr(config, key, config._CHECKS[key](key, getattr(config, key)))
     spec = config.rl_module_spec
     if isinstance(spec, RLModuleSpec) and spec.module_class is None and spec.model_config:
         # The default networks with a spec's model_config: its settings win over the config's
         # own model_config (RLlib's get_rl_module_spec merges them so).
-        merged = {**config.model_config.to_dict(), **spec.model_config}
+        own = take_algorithm_keys(config, spec.model_config)
+        merged = {**config.model_config.to_dict(), **own}
         config.model_config = config._CHECKS["model_config"]("rl_module_spec.model_config", merged)
         config.rl_module_spec = dataclasses.replace(spec, model_config={})
 
@@ -363,6 +379,7 @@ __all__ = [
     "check_batch_division",
     "check_settings",
     "refuse_search_spaces",
+    "take_algorithm_keys",
     "validate",
     "validate_multi_agent",
 ]

@@ -230,3 +230,25 @@ def test_dqn_trains_on_dict_observations_without_an_invalid_action(tmp_path, env
     # The module class is passed: a checkpoint names code, which loading never imports itself.
     with Algorithm.from_checkpoint(tmp_path / "ckpt", module_class=module) as restored:
         assert restored.compute_single_action(obs, explore=False) == action
+
+
+def test_rllibs_auto_included_model_config_keys_set_dqns_settings():
+    """RLlib's DQN module reads ``epsilon``, ``dueling``, ``num_atoms``, ... from its
+    model_config (``_model_config_auto_includes``). Was: "unknown model_config key"."""
+    from rljax.algorithms.cql import CQLConfig
+    from rljax.algorithms.ppo import PPOConfig
+
+    config = DQNConfig().rl_module(
+        model_config={"fcnet_hiddens": [64], "epsilon": [(0, 1.0), (10_000, 0.02)], "std_init": 0.3}
+    )
+    assert config.epsilon == [(0, 1.0), (10_000, 0.02)] and config.sigma0 == 0.3
+    assert config.model_config.fcnet_hiddens == (64,)
+    spec = DQNConfig().environment("CartPole-v1")
+    spec.rl_module(rl_module_spec=RLModuleSpec(model_config={"dueling": False, "v_min": -5.0}))
+    spec.checked_algo_class()
+    assert spec.dueling is False and spec.v_min == -5.0
+    assert CQLConfig().rl_module(model_config={"num_actions": 4}).num_actions == 4
+    with pytest.raises(ConfigError, match=r"model_config\['num_atoms'\]=0"):
+        DQNConfig().rl_module(model_config={"num_atoms": 0})
+    with pytest.raises(ConfigError, match="unknown model_config key 'epsilon'"):
+        PPOConfig().rl_module(model_config={"epsilon": 0.1})  # not PPO's

@@ -182,3 +182,14 @@ def test_learners_takes_the_settings_rllib_260_moved_there(caplog):
         PPOConfig().learners(add_default_connectors_to_learner_pipeline=False)
     with pytest.raises(ConfigError, match="CUDA_VISIBLE_DEVICES"):
         PPOConfig().learners(local_gpu_idx=1)
+
+
+def test_a_learning_rate_of_zero_is_taken_as_rllib_takes_it():
+    """RLlib's Atari scripts compute ``lr * num_gpus``, 0 without a GPU. Was: refused."""
+    from rljax.algorithms.dqn import DQNConfig
+    from rljax.algorithms.impala import IMPALAConfig
+
+    for config in (PPOConfig(), IMPALAConfig(), DQNConfig()):
+        assert config.training(lr=0.0).lr == 0.0
+        with pytest.raises(ConfigError, match="lr=-0.1"):
+            config.training(lr=-0.1)

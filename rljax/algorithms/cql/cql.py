@@ -82,6 +82,7 @@ class CQLConfig(OfflineSACConfig):
         "the critics' values.",
     )
     temperature = Setting(1.0, Number(0, low_open=True), "The logsumexp's temperature.")
+    MODEL_CONFIG_SETTINGS: ClassVar[dict[str, str]] = {"num_actions": "num_actions"}
     num_actions = Setting(
         10, Int(1, 1_000), "Random and policy actions of each kind per row in the CQL term."
     )

@@ -93,12 +93,21 @@ class DQNConfig(OffPolicyConfig):
     takes_module_class: ClassVar[bool] = True
     lr = OffPolicyConfig.lr.replace(
         default=5e-4,
-        check=NumberOrSchedule(Number(0, low_open=True)),
+        check=NumberOrSchedule(Number(0)),
         checked_on_set=True,
         doc="Adam's learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] (env steps sampled).",
     )
     grad_clip = OffPolicyConfig.grad_clip.replace(default=40.0)
     train_batch_size_per_learner = OffPolicyConfig.train_batch_size_per_learner.replace(default=32)
+    MODEL_CONFIG_SETTINGS: ClassVar[dict[str, str]] = {
+        "double_q": "double_q",
+        "dueling": "dueling",
+        "epsilon": "epsilon",
+        "num_atoms": "num_atoms",
+        "std_init": "sigma0",
+        "v_max": "v_max",
+        "v_min": "v_min",
+    }
     double_q = Setting(True, Bool(), "Double Q-learning: the online network picks the next action.")
     dueling = Setting(True, Bool(), "Dueling heads: a value stream and an advantage stream.")
     epsilon = Setting[list[tuple[int, float]]](

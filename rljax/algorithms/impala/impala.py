@@ -102,7 +102,7 @@ class IMPALAConfig(AlgorithmConfig):
     )
     lr = AlgorithmConfig.lr.replace(
         default=5e-4,
-        check=NumberOrSchedule(Number(0, low_open=True)),
+        check=NumberOrSchedule(Number(0)),
         checked_on_set=True,
         doc="The optimizer's learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], "
         "...] (linear in lifetime env steps sampled).",

@@ -82,7 +82,7 @@ class PPOConfig(AlgorithmConfig):
     lr = AlgorithmConfig.lr.replace(
         default=5e-5,
         per_module=True,
-        check=NumberOrSchedule(Number(0, low_open=True), point=Number(0)),
+        check=NumberOrSchedule(Number(0), point=Number(0)),
         checked_on_set=True,
         doc="Adam's learning rate, or RLlib's schedule [[0, lr0], [env_step, lr1], ...] "
         "(linear in lifetime env steps sampled; after the first point the rates may be 0, "
