@@ -631,8 +631,14 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
         module_class: Any = None,
         callbacks: Any = None,
         learner_class: Any = None,
+        config: AlgorithmConfig | None = None,
     ) -> Algorithm:
         """Builds the algorithm a checkpoint was written by and restores its state.
+
+        ``config``: build from this config instead of the checkpoint's (RLlib's
+        ``from_checkpoint(path, config=...)``, which changes settings between runs: a new
+        learning rate, more env runners) and restore the checkpoint's state into it; the
+        networks must be the checkpoint's (``restore_from_path`` checks them).
 
         The run's callbacks (``config.callbacks``) are code too: pass them again
         (``callbacks=MyCallbacks``, for the callback classes) or allow their module; callbacks
@@ -648,6 +654,19 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
         estimated against the machine's, before anything is built; a checkpoint that does not
         fit raises ``CheckpointError`` naming the file and the field.
         """
+        if config is not None:
+            algo = config.build_algo()
+            try:
+                if not isinstance(algo, cls):
+                    raise ConfigError(
+                        f"{cls.__name__}.from_checkpoint(config=...): the config builds "
+                        f"{type(algo).__name__}, not {cls.__name__}"
+                    )
+                algo.restore_from_path(path)
+            except BaseException:
+                algo.stop()
+                raise
+            return algo
         return checkpoints.from_checkpoint(
             path,
             loader=None if cls is Algorithm else cls,

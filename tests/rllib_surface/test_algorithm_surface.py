@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from gymnasium.envs.classic_control import CartPoleEnv
 
+from rljax.algorithms.dqn import DQN
 from rljax.algorithms.ppo import PPOConfig
 from rljax.examples.envs.classes.simple_corridor import SimpleCorridor
 from rljax.utils.errors import AlgorithmStoppedError, ConfigError
@@ -70,6 +71,22 @@ def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
             np.testing.assert_array_equal(a, b)
     finally:
         algo.stop()
+    # RLlib's from_checkpoint(path, config=...): the checkpoint's state in a changed config's
+    # algorithm (was: an unexpected keyword).
+    changed = config.copy(copy_frozen=False).training(lr=1e-5)
+    again = type(algo).from_checkpoint(str(tmp_path / "ckpt"), config=changed)
+    try:
+        assert again.config.lr == 1e-5 and again.training_iteration == 1
+        for a, b in zip(
+            __import__("jax").tree.leaves(again.get_weights()["default_policy"]),
+            __import__("jax").tree.leaves(weights["default_policy"]),
+            strict=True,
+        ):
+            np.testing.assert_array_equal(a, b)
+    finally:
+        again.stop()
+    with pytest.raises(ConfigError, match="builds PPO, not DQN"):
+        DQN.from_checkpoint(str(tmp_path / "ckpt"), config=changed)
 
 
 @pytest.mark.slow
