@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rljax.algorithms.rllib_surface import EnvRunner
+from rljax.callbacks.episodes import replay_finished
+from rljax.env.single_agent_episode import SingleAgentEpisode
 from rljax.env.vector import EnvSpec
 from rljax.execution import evaluation as evaluation_job
 from rljax.execution.evaluation import EvaluationEnv
@@ -23,12 +26,27 @@ from rljax.execution.parts import PolicyParts
 from rljax.offline.learning import OfflineLossEvaluation
 from rljax.offline.recording import end_of_sampling
 from rljax.utils.errors import ConfigError
-from rljax.utils.metrics.metrics_logger import MetricsLogger
+from rljax.utils.metrics.metrics_logger import MetricsLogger, merge_into
 from rljax.utils.seeding import derive_seed
 
 if TYPE_CHECKING:
     from rljax.algorithms.algorithm_config import AlgorithmConfig
     from rljax.core.rl_module.inference import Inference
+
+
+# The episode hooks an evaluation's episodes run (single-agent runs).
+EPISODE_HOOKS = ("on_episode_created", "on_episode_start", "on_episode_step", "on_episode_end")
+
+
+def _both(first: Callable[[Any], None] | None, second: Callable[[Any], None]) -> Any:
+    """One callable that calls ``first`` (if any), then ``second``."""
+
+    def call(item: Any) -> None:
+        if first is not None:
+            first(item)
+        second(item)
+
+    return call
 
 
 class EvaluationHooks:
@@ -54,6 +72,8 @@ class EvaluationHooks:
     if TYPE_CHECKING:  # ``Algorithm``'s
 
         def _policy_ids(self) -> list[str]: ...
+
+        def _module(self, policy_id: str | None = None) -> Any: ...
 
     def _offline_loss_evaluation(self) -> OfflineLossEvaluation | None:
         """The algorithm's evaluation of its loss on offline data (BC's, MARWIL's); None."""
@@ -131,7 +151,7 @@ class EvaluationHooks:
             )
         agents = self.possible_agents
         try:
-            return evaluation_job.run_evaluation(
+            result = evaluation_job.run_evaluation(
                 cfg,
                 spec,
                 seed,
@@ -143,6 +163,10 @@ class EvaluationHooks:
                 policy_ids=self._policy_ids() if agents is not None else None,
                 agent_ids=agents,
             )
+            logged = self.__dict__.get("_evaluation_logger")
+            if logged is not None and len(logged) and "env_runners" in result:
+                merge_into(result["env_runners"], logged.reduce(), "evaluation/env_runners/")
+            return result
         finally:
             end_of_sampling(self._recorder)  # offline_data(output=...)'s rows of this one
 
@@ -160,9 +184,35 @@ class EvaluationHooks:
                 "(evaluation(offline_evaluation_interval=...))"
             )
         recorder = self._recorder
-        return evaluation_job.single_agent_env(
-            spec, num_envs, seed, None if recorder is None else recorder.add
-        )
+        record = None if recorder is None else recorder.add
+        if any(self.callbacks.defines(h) for h in EPISODE_HOOKS):
+            record = _both(record, self._evaluation_episode_hooks)
+        return evaluation_job.single_agent_env(spec, num_envs, seed, record)
+
+    def _evaluation_episode_hooks(self, episode: SingleAgentEpisode) -> None:
+        """The episode hooks over an evaluation episode that ended, as RLlib's evaluation env
+        runners call them: their ``env_runner``'s config is the evaluation config
+        (``in_evaluation`` True), and what they log goes to the evaluation's results."""
+        view = self.__dict__.get("_evaluation_runner")
+        if view is None:
+            config = self.config.get_evaluation_config_object()
+            view = self.__dict__["_evaluation_runner"] = EnvRunner(1, None, None, config, self, -2)
+        context = {
+            "env_runner": view,
+            "env": None,  # the evaluation envs step on: an ended episode's env has moved on
+            "env_index": episode.env_index,
+            "rl_module": self._module(),
+        }
+        spaces = (self.observation_space, self.action_space)
+        replay_finished(self.callbacks, self._evaluation_metrics(), episode, context, spaces)
+
+    def _evaluation_metrics(self) -> MetricsLogger:
+        """The logger evaluation episode hooks log to (its values go to ``evaluation``'s
+        ``env_runners`` results)."""
+        logger = self.__dict__.get("_evaluation_logger")
+        if logger is None:
+            logger = self.__dict__["_evaluation_logger"] = MetricsLogger()
+        return logger
 
     def _evaluation_actions(
         self, explore: bool = False, params: Any = None

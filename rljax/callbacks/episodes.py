@@ -158,6 +158,49 @@ def _at(column: Any, t: int, k: int) -> Any:
     return jax.tree.map(lambda leaf: leaf[t, k], column)
 
 
+def replay_finished(
+    callbacks: Callbacks,
+    metrics_logger: MetricsLogger,
+    finished: SingleAgentEpisode,
+    context: dict[str, Any],
+    spaces: tuple[Any, Any] = (None, None),
+) -> SingleAgentEpisode:
+    """The episode hooks over an episode that ended (an evaluation's, recorded whole), as
+    RLlib's runner calls them: created before the reset, start after it, a step after each env
+    step, end after the last one's; the hooks get a new episode that grows step by step.
+    ``context``: the hooks' ``env_runner``, ``env``, ``env_index`` and ``rl_module``;
+    ``spaces``: the policy's (observation, action) spaces, where ``finished`` has none."""
+    episode = SingleAgentEpisode(
+        observation_space=finished.observation_space or spaces[0],
+        action_space=finished.action_space or spaces[1],
+    )
+    episode.env_index = finished.env_index
+    kwargs = {"episode": episode, "metrics_logger": metrics_logger, **context}
+    if callbacks.defines("on_episode_created"):
+        callbacks("on_episode_created", **kwargs)
+    observations, infos = finished.get_observations(), finished.get_infos()
+    actions, rewards = finished.get_actions(), finished.get_rewards()
+    episode.add_env_reset(observations[0], infos[0])
+    if callbacks.defines("on_episode_start"):
+        callbacks("on_episode_start", **kwargs)
+    steps = len(finished)
+    for t in range(steps):
+        last = t == steps - 1
+        episode.add_env_step(
+            observations[t + 1],
+            actions[t],
+            float(rewards[t]),
+            infos[t + 1],
+            terminated=last and finished.is_terminated,
+            truncated=last and finished.is_truncated,
+        )
+        if callbacks.defines("on_episode_step"):
+            callbacks("on_episode_step", **kwargs)
+    if callbacks.defines("on_episode_end"):
+        callbacks("on_episode_end", **kwargs)
+    return episode
+
+
 def replay_multi_agent(
     callbacks: Callbacks,
     metrics_logger: MetricsLogger,
@@ -192,4 +235,4 @@ def replay_multi_agent(
     return episodes
 
 
-__all__ = ["EpisodeReplay", "replay_multi_agent"]
+__all__ = ["EpisodeReplay", "replay_finished", "replay_multi_agent"]

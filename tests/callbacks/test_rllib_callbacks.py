@@ -166,7 +166,12 @@ def test_hooks_in_rllibs_order_with_metrics_on_the_fused_path(tmp_path):
     rec.calls.clear()
     evaluation = algo.evaluate()
     assert evaluation["changed"] is True
-    assert rec.calls == [("on_evaluate_start",), ("on_evaluate_end",)]
+    # The evaluation episodes run the episode hooks, in RLlib's order, between the two.
+    assert rec.calls[0] == ("on_evaluate_start",) and rec.calls[-1] == ("on_evaluate_end",)
+    hooks = [c[0] for c in rec.calls[1:-1]]
+    assert hooks.count("on_episode_created") == hooks.count("on_episode_end") == 2
+    assert hooks[:2] == ["on_episode_created", "on_episode_start"]
+    assert hooks[-1] == "on_episode_end"
     path = algo.save_to_path(tmp_path / "ckpt")
     algo.restore_from_path(path)
     assert rec.calls[-1] == ("on_checkpoint_loaded",)
