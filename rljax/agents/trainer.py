@@ -81,6 +81,9 @@ class SavedPath(str):
         saved.metrics = dict(metrics)
         return saved
 
+    def __getnewargs__(self) -> tuple[Any, dict[str, Any]]:  # type: ignore[override]
+        return (self.checkpoint, self.metrics)  # copy and pickle make it again so
+
 
 def old_stack_config(algo: str, config: Any) -> Any:
     """A copy of the config object ``config`` as this trainer trains it: the old ``model``

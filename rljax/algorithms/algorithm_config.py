@@ -649,6 +649,13 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             check_old_model_dict(where, model)
         elif not isinstance(model, Mapping):
             raise ConfigError(f"{where}: model={model!r}: use a dict (RLlib's old model settings)")
+        for key, value in model.items():
+            if isinstance(value, dict) and set(value) == {"import"}:  # to_dict()'s reference
+                raise ConfigError(
+                    f"{where}: model[{key!r}]={value!r} names code by its import path; load "
+                    f"the dict with {type(self).__name__}.from_dict(d, module_class=<the class>) "
+                    "or from_dict(d, allow_imports=[<its module>]), or give the class itself"
+                )
         self._old_model = {**self.model, **dict(model)}
 
     def resources(self, **kwargs) -> AlgorithmConfig:

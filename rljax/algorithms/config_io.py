@@ -27,6 +27,7 @@ from rljax.core.rl_module.spec import RLModuleSpec
 from rljax.env.spaces import space_to_data
 from rljax.policy.policy import PolicySpec
 from rljax.utils import safe_io
+from rljax.utils.checks import describe
 from rljax.utils.errors import ConfigError
 from rljax.utils.references import LoadPolicy, qualified_name, resolve
 from rljax.utils.search_space import Domain, as_domain
@@ -131,6 +132,10 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     return out
 
 
+# RLlib's API-stack switches, which an old-stack config's to_dict() holds.
+OLD_STACK_KEYS = ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")
+
+
 def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
     """``cls.from_dict(d, ...)``: a config of class ``cls`` (an ``AlgorithmConfig`` subclass) from
     ``to_dict()`` output or a flat dict of its settings, code it names resolved only as
@@ -157,6 +162,9 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
         raise ConfigError(f"this dict is a {shown} config, not {cls.algo_name}")
     keys = set(cls._all_keys())
     d = translate_special_keys(d, config)  # RLlib's to_dict() writes "lambda" and "input"
+    # An old-stack config's to_dict(): RLlib's API-stack switches and its old model dict.
+    switches = {k: d.pop(k) for k in OLD_STACK_KEYS if k in d}
+    old_model = d.pop("model", None) if "model" not in keys else None
     for key in d:
         if key not in keys:
             raise ConfigError(f"unknown config key {key[:60]!r}{unknown_key_hint(key[:60], keys)}")
@@ -226,6 +234,21 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
         elif key == "rl_module_spec" and isinstance(value, dict):
             value = module_spec_from_dict("rl_module_spec", value, policy)
         setattr(config, key, config._coerce(key, value))
+    if switches:
+        config.api_stack(**switches)
+    if old_model is not None:
+        if not isinstance(old_model, dict):
+            raise ConfigError(f"model={describe(old_model)}: RLlib's old model dict is a dict")
+        # A custom model class saved by import path loads only as the caller allows.
+        config._take_old_model(
+            "from_dict()",
+            {
+                k: resolve("module_class", v, policy, ConfigError)
+                if isinstance(v, dict) and set(v) == {"import"}
+                else v
+                for k, v in old_model.items()
+            },
+        )
     return config
 
 

@@ -343,8 +343,8 @@ class CommonSettings:
         Int(1, MAX_EVALUATION_DURATION, literals=("auto",)),
         "How long one evaluation runs, in evaluation_duration_unit (at most 1,000,000 env "
         'steps, or 10,000 episodes); a step count is met exactly. "auto" (with '
-        "evaluation_parallel_to_training): as long as the iteration trains, within "
-        "evaluation_auto_duration_min/max_env_steps_per_sample, and at least one episode.",
+        "evaluation_parallel_to_training): as long as the iteration trains, at least "
+        "evaluation_auto_duration_min_env_steps_per_sample steps and one episode.",
         section="evaluation",
     )
     evaluation_duration_unit = Setting(
@@ -387,8 +387,9 @@ class CommonSettings:
     evaluation_auto_duration_max_env_steps_per_sample = Setting(
         2000,  # RLlib's default
         Int(1, MAX_EVALUATION_DURATION),
-        'evaluation_duration="auto": the env steps an evaluation takes at most, per evaluation '
-        "env runner (one where there are none), however long the iteration trains.",
+        "RLlib's bound on each sampling round of an evaluation env runner with "
+        'evaluation_duration="auto": rljax evaluates in one loop that goes on while the '
+        "iteration trains, as RLlib's rounds do, so it bounds nothing here.",
         section="evaluation",
     )
     evaluation_sample_timeout_s = Setting[float | None](

@@ -8,7 +8,6 @@ through the config (``_check_batch_division``, ``_validate_multi_agent``).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from rljax.algorithms.config_checks import MAX_EVALUATION_EPISODES
@@ -231,10 +230,11 @@ def check_settings(config: Any) -> None:
     if isinstance(spec, RLModuleSpec) and spec.module_class is None and spec.model_config:
         # The default networks with a spec's model_config: its settings win over the config's
         # own model_config (RLlib's get_rl_module_spec merges them so).
+        # The spec keeps its own (a later .rl_module(model_config=...) and the next build
+        # merge them again, as RLlib's builds do).
         own = take_algorithm_keys(config, spec.model_config)
         merged = {**config.model_config.to_dict(), **own}
         config.model_config = config._CHECKS["model_config"]("rl_module_spec.model_config", merged)
-        config.rl_module_spec = dataclasses.replace(spec, model_config={})
 
 
 def refuse_search_spaces(config: Any) -> None:

@@ -353,9 +353,15 @@ class EnvRunnerGroup:
         runners = [r for r in self._runners() if r.worker_index != 0]
         if remote_worker_ids is not None:
             runners = [r for r in runners if r.worker_index in set(remote_worker_ids)]
-        ready = self.__dict__.setdefault("_ready", [])
+        ready = self._ready()
         ready.extend((r.worker_index, func(r), tag) for r in runners)
         return len(runners)
+
+    def _ready(self) -> list[tuple[int, Any, Any]]:
+        """The async calls' results not fetched yet, kept on the algorithm (each access to
+        ``algo.env_runner_group`` gives a new group view)."""
+        ready: list[tuple[int, Any, Any]] = self._algo.__dict__.setdefault("_async_ready", [])
+        return ready
 
     def fetch_ready_async_reqs(
         self,
@@ -368,9 +374,9 @@ class EnvRunnerGroup:
         """The results of ``foreach_env_runner_async`` calls not fetched yet, as ``(runner
         index, result)`` pairs (those of the ``tags`` given, else all); each is returned once."""
         wanted = {tags} if isinstance(tags, str) else set(tags)
-        ready = self.__dict__.setdefault("_ready", [])
+        ready = self._ready()
         out = [(i, r) for i, r, t in ready if not wanted or t in wanted]
-        self.__dict__["_ready"] = [x for x in ready if wanted and x[2] not in wanted]
+        ready[:] = [x for x in ready if wanted and x[2] not in wanted]
         return out
 
     def probe_unhealthy_env_runners(self) -> list[int]:

@@ -50,10 +50,6 @@ class EvaluationEnv(Protocol):
     def close(self) -> None: ...
 
 
-# "auto" without a training step beside it (one episode per env copy): no step bound.
-MAX_AUTO_STEPS = 2**62
-
-
 class SingleAgentEpisodes:
     """A single-agent host vector env (``make_host_env``) as an ``EvaluationEnv``.
 
@@ -150,7 +146,7 @@ def evaluate_policy(
     until: Callable[[], bool] | None = None,
     timeout_s: float | None = None,
     window: int | None = None,
-    auto_steps: tuple[int, int] = (1, MAX_AUTO_STEPS),
+    auto_min_steps: int = 1,
 ) -> dict[str, Any]:
     """Steps ``env`` with ``actions(obs) -> env actions`` until ``duration`` episodes (or env
     steps) are done, closes it, and returns RLlib's ``evaluation`` result dict.
@@ -159,8 +155,8 @@ def evaluate_policy(
       env: The evaluation envs (closed here, whatever happens).
       actions: The greedy policy: a batch of observations (or agent slots) -> env actions.
       duration: ``evaluation_duration``: episodes, or env steps with ``by_episodes=False``;
-        None (``"auto"``): until ``until()`` is true, at least ``auto_steps[0]`` env steps
-        were taken and an episode finished, or ``auto_steps[1]`` env steps were taken.
+        None (``"auto"``): until ``until()`` is true, at least ``auto_min_steps`` env steps
+        were taken and an episode finished.
       by_episodes: ``evaluation_duration_unit == "episodes"``.
       policy_ids, agent_ids: A multi-agent run's policies and agents: adds each one's mean
         episode return (``module_episode_returns_mean``, ``agent_episode_returns_mean``).
@@ -176,10 +172,9 @@ def evaluate_policy(
     last_episode = time.monotonic()
 
     def done() -> bool:
-        if duration is None:  # "auto": while the iteration trains, within the step bounds
-            low, high = auto_steps
+        if duration is None:  # "auto": while the iteration trains, and at least auto_min_steps
             trained = until is None or until()
-            return steps >= high or (trained and steps >= low and bool(finished))
+            return trained and steps >= auto_min_steps and bool(finished)
         return (by_episodes and len(finished) >= duration) or (
             not by_episodes and steps >= duration
         )
@@ -345,18 +340,18 @@ def run_evaluation(
         until=trained.is_set if trained is not None else None,
         timeout_s=config.evaluation_sample_timeout_s,
         window=overrides.get("metrics_num_episodes_for_smoothing"),
-        auto_steps=auto_step_bounds(config) if trained is not None else (1, MAX_AUTO_STEPS),
+        auto_min_steps=auto_min_steps(config) if trained is not None else 1,
     )
 
 
-def auto_step_bounds(config: Any) -> tuple[int, int]:
-    """``evaluation_duration="auto"``'s bounds on an evaluation's env steps: RLlib's per
-    evaluation env runner (``evaluation_auto_duration_min/max_env_steps_per_sample``), times
-    the runners (one where there are none)."""
+def auto_min_steps(config: Any) -> int:
+    """``evaluation_duration="auto"``'s least env steps of an evaluation: RLlib's per
+    evaluation env runner (``evaluation_auto_duration_min_env_steps_per_sample``), times the
+    runners (one where there are none). RLlib's maximum bounds each of its runners' sampling
+    rounds, which go on while the iteration trains; rljax's evaluation is one loop that goes
+    on so too, and that maximum bounds nothing here."""
     runners = max(1, int(config.evaluation_num_env_runners or 0))
-    low = int(config.evaluation_auto_duration_min_env_steps_per_sample) * runners
-    high = int(config.evaluation_auto_duration_max_env_steps_per_sample) * runners
-    return low, max(low, high)
+    return int(config.evaluation_auto_duration_min_env_steps_per_sample) * runners
 
 
 def custom_evaluation(

@@ -384,7 +384,11 @@ def _list_numbers(pa: Any, col: Any) -> np.ndarray | None:
             if len(lengths) and (lengths != lengths[0]).any():
                 return None  # rows of different sizes
         col = col.flatten()
-    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+    if not (
+        pa.types.is_integer(col.type)
+        or pa.types.is_floating(col.type)
+        or pa.types.is_boolean(col.type)
+    ):
         return None
     out: np.ndarray = col.to_numpy(zero_copy_only=False)
     return out

@@ -46,8 +46,7 @@ def old_api_trainable(trainable: Any, config: Any, *, old_keys: bool = True) -> 
     if isinstance(config, AlgorithmConfig) and config.is_old_api_stack:
         # A config object asking for the old stack (api_stack(...=False)): its trainer, which
         # takes the config object as it is, for the algorithm name or config it trains.
-        named = trainable if isinstance(trainable, str) else config.algo_name
-        if trainable is config or named == config.algo_name:
+        if trainable is config or (isinstance(trainable, str) and trainable == config.algo_name):
             from rljax.agents import trainer_class
 
             return trainer_class(config.algo_name)

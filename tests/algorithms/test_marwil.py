@@ -167,6 +167,15 @@ def test_rllibs_tensor_and_list_columns_are_read(tmp_path):
     pq.write_table(table, ragged / "part-0.parquet")
     with pytest.raises(ConfigError, match="expected lists of 2 numbers"):
         read_offline_data(str(ragged), OBS, ACT)
+    # A Box of bools, as rljax's writer records it (review finding: refused by this reader).
+    flags = gym.spaces.Box(0, 1, (3,), dtype=bool)
+    writer = OfflineWriter(tmp_path / "bools", flags, ACT)
+    bools = [np.array([True, False, i % 2 == 0]) for i in range(3)]
+    writer.add_episode(bools, [0, 1], [1.0, 1.0], True, False)
+    writer.flush()
+    np.testing.assert_array_equal(
+        read_offline_data(str(tmp_path / "bools"), flags, ACT).obs, bools[:2]
+    )
 
 
 def test_value_targets_by_hand(tmp_path):

@@ -127,9 +127,12 @@ def test_foreach_env_runner_reaches_each_runners_envs_and_make_env_rebuilds_them
         assert group.healthy_env_runner_ids() == [1, 2]
         assert group.num_healthy_remote_env_runners() == 2 and group.num_healthy_env_runners() == 3
         assert group.foreach_env_runner_async(lambda r: r.worker_index * 10, tag="a") == 2
-        group.foreach_env_runner_async(lambda r: -1, tag="b", remote_worker_ids=[2])
-        assert group.fetch_ready_async_reqs(tags="a") == [(1, 10), (2, 20)]
-        assert group.fetch_ready_async_reqs() == [(2, -1)] and group.fetch_ready_async_reqs() == []
+        algo.env_runner_group.foreach_env_runner_async(lambda r: -1, tag="b", remote_worker_ids=[2])
+        # Through a new group view each time, as RLlib's scripts call them (review finding:
+        # the results were kept on the view, and a new one fetched nothing).
+        assert algo.env_runner_group.fetch_ready_async_reqs(tags="a") == [(1, 10), (2, 20)]
+        assert algo.env_runner_group.fetch_ready_async_reqs() == [(2, -1)]
+        assert group.fetch_ready_async_reqs() == []
         assert group.probe_unhealthy_env_runners() == []
         group.sync_env_runner_states(algo.config, env_steps_sampled=0)
 

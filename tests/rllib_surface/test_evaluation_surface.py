@@ -15,7 +15,7 @@ from rljax.algorithms.algorithm_config import AlgorithmConfig
 from rljax.algorithms.ppo import PPOConfig
 from rljax.env.multi_agent_vector import FinishedEpisode
 from rljax.examples.envs.classes.simple_corridor import SimpleCorridor
-from rljax.execution.evaluation import auto_step_bounds, evaluate_policy
+from rljax.execution.evaluation import auto_min_steps, evaluate_policy
 from rljax.utils.errors import ConfigError
 from rljax.utils.metrics import ENV_RUNNER_RESULTS, EVALUATION_RESULTS
 from rljax.utils.metrics.metrics_logger import MetricsLogger
@@ -73,6 +73,16 @@ def test_aggregate_merges_other_loggers_by_each_keys_reduction():
     root.aggregate([a.reduce(), b.reduce()])
     assert root.peek("n") == 3.0 and root.peek("m") == 5.0 and root.peek(("x", "low")) == -2.0
     assert root.peek("loss") == 1.5
+    # Merged loggers merge again by the same reductions (review finding: a merged sum became
+    # a mean, so 1 + 2 and 3 + 4 gave 5, not 10).
+    other = MetricsLogger()
+    c, d = MetricsLogger(), MetricsLogger()
+    c.log_value("n", 3, reduce="sum")
+    d.log_value("n", 4, reduce="sum")
+    other.aggregate([c.reduce(), d.reduce()])
+    top = MetricsLogger()
+    top.aggregate([root.reduce(), other.reduce()])
+    assert top.peek("n") == 10.0 and top.peek("m") == 5.0
 
 
 class _ScriptedEpisodes:
@@ -105,25 +115,20 @@ def test_evaluation_smoothing_window_and_auto_duration():
     calls = iter([False, False, True])
     out = evaluate_policy(_ScriptedEpisodes(), act, None, True, until=lambda: next(calls))
     assert out["env_runners"]["num_episodes"] == 2
-    # Within RLlib's bounds on its env steps: at least 6 (steps 1 + 2 + 3) though the training
-    # step ended at once (was: 1 step, where RLlib samples at least 100 per runner)...
+    # At least 6 env steps (steps 1 + 2 + 3) though the training step ended at once (was: 1
+    # step, where RLlib samples at least 100 per evaluation runner).
     out = evaluate_policy(
-        _ScriptedEpisodes(), act, None, True, until=lambda: True, auto_steps=(5, 9)
+        _ScriptedEpisodes(), act, None, True, until=lambda: True, auto_min_steps=5
     )
     assert out["env_runners"]["num_env_steps_sampled"] == 6
-    # ... and at most 10 (1 + 2 + 3 + 4) however long it trains.
-    out = evaluate_policy(
-        _ScriptedEpisodes(), act, None, True, until=lambda: False, auto_steps=(5, 9)
-    )
-    assert out["env_runners"]["num_env_steps_sampled"] == 10
 
 
-def test_auto_duration_bounds_are_rllibs_per_evaluation_runner():
+def test_auto_duration_takes_rllibs_least_steps_per_evaluation_runner():
     config = PPOConfig().evaluation(
         evaluation_auto_duration_min_env_steps_per_sample=50, evaluation_num_env_runners=2
     )
-    assert auto_step_bounds(config) == (100, 4000)
-    assert auto_step_bounds(PPOConfig()) == (100, 2000)  # RLlib's defaults, one runner
+    assert auto_min_steps(config) == 100
+    assert auto_min_steps(PPOConfig()) == 100  # RLlib's default, one runner
 
 
 def test_auto_duration_needs_parallel_evaluation():

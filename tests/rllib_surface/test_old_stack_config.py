@@ -107,6 +107,20 @@ def test_the_algorithm_class_refuses_an_old_stack_config():
         PPO(_tiny(_old({"fcnet_hiddens": [16]})))
 
 
+def test_an_old_stack_configs_dict_loads_back_its_custom_model_only_as_allowed():
+    """Review findings: from_dict() refused the switches to_dict() writes, and the custom
+    model's import reference came back as a dict that failed when the networks were built."""
+    config = _old({"custom_model": TinyNet, "custom_model_config": {"hidden": 8}})
+    data = config.to_dict()
+    back = PPOConfig.from_dict(data, module_class=TinyNet)
+    assert back.is_old_api_stack
+    assert old_stack_config("PPO", back).rl_module_spec.module_class is TinyNet
+    with pytest.raises(ConfigError, match="never imports code it names unless you opt in"):
+        PPOConfig.from_dict(data)
+    with pytest.raises(ConfigError, match="names code by its import path"):
+        PPOConfig().update_from_dict(data)
+
+
 def test_the_old_stack_reads_the_model_dict_custom_model_included():
     config = _old({"custom_model": TinyNet, "custom_model_config": {"hidden": 8}})
     trained = old_stack_config("PPO", config)
@@ -132,6 +146,12 @@ def test_old_stack_config_builds_rllib_1x_trainer_and_its_checkpoint_moves_to_th
     # RLlib 1.x's path, and RLlib 2.x's old stack's checkpoint.path (its scripts read that).
     assert path == str(tmp_path / "old") and str(path.checkpoint.path) == path
     assert path.metrics["training_iteration"] == 1
+    # It copies and pickles as the plain path did (review finding: TypeError).
+    import copy
+    import pickle
+
+    for again in (copy.deepcopy(path), pickle.loads(pickle.dumps(path))):
+        assert again == path and again.metrics == path.metrics
     # RLlib's migrate_modelv2_to_new_api_stack_by_policy_checkpoint.py: the new stack continues
     # from the old stack's policy, its networks and weights.
     spec = RLModuleSpec(module_class=ModelV2ToRLModule, model_config={"algo_checkpoint_dir": path})
@@ -189,7 +209,11 @@ def test_a_spec_model_config_sets_the_default_networks_over_the_configs():
     config.checked_algo_class()
     assert config.model_config.fcnet_hiddens == (32,)  # the spec's wins, as in RLlib
     assert config.model_config.fcnet_activation == "relu"  # the config's where the spec is silent
-    assert config.rl_module_spec.model_config == {}
+    # The spec keeps its settings: a later model_config is merged under them again (a review
+    # finding: the spec's were consumed by the first build, and the next one dropped them).
+    config.rl_module(model_config={"fcnet_hiddens": [64]})
+    config.checked_algo_class()
+    assert config.model_config.fcnet_hiddens == (32,)
 
 
 def test_a_tuner_trains_an_old_stack_config_object_with_its_trainer():
@@ -202,6 +226,20 @@ def test_a_tuner_trains_an_old_stack_config_object_with_its_trainer():
         assert [c.model_config.fcnet_hiddens for c in configs] == [(16,)] * len(configs)
         assert configs[0].env == "CartPole-v1"  # the config object's, not a default one's
     assert [c.lr for c in configs] == [0.01, 0.02]
+
+
+def test_a_function_trainable_beside_an_old_stack_config_stays_the_trainable():
+    """Review finding: a function given with an old-stack config was replaced by the trainer."""
+    from rljax.tune.old_api import old_api_trainable
+
+    def train_fn(config):
+        return {"x": 1}
+
+    old = _old({"fcnet_hiddens": [16]})
+    assert old_api_trainable(train_fn, old, old_keys=False) is train_fn
+    assert old_api_trainable("PPO", old, old_keys=False) is trainer_class("PPO")
+    assert old_api_trainable("DQN", old, old_keys=False) == "DQN"  # another algorithm's name
+    assert old_api_trainable(old, old, old_keys=False) is trainer_class("PPO")
 
 
 def test_the_example_harness_old_api_stack_flag_asks_for_the_old_stack():

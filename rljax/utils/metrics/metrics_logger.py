@@ -323,8 +323,9 @@ class MetricsLogger:
             for path, value in _leaves(d, ()):
                 pooled.setdefault(path, []).append((float(np.asarray(value)), weight))
         for path, items in pooled.items():
-            stats = Stats("mean", window=1)
-            stats.push(_combined(path[-1], items, how.get(path)))
+            reduction = _reduction_of(path[-1], how.get(path))
+            stats = Stats(reduction, window=None if reduction == "sum" else 1)
+            stats.push(_combined(path[-1], items, reduction))
             full = (*prefix, *path)
             for other in [p for p in self._stats if p != full]:
                 if other[: len(full)] == full or full[: len(other)] == other:
@@ -393,6 +394,18 @@ class ReducedMetrics(dict):
     path to how the key reduces (``"sum"``, ``"max"``, ...), which ``aggregate()`` merges by."""
 
     reductions: dict[tuple[str, ...], str]
+
+
+def _reduction_of(name: str, reduction: str | None) -> str:
+    """How a merged key keeps reducing (so that merging merged loggers adds their sums): its
+    loggers' reduction, else the one its name says (``num_*`` a sum, ``*_max`` / ``*_min``)."""
+    if reduction in ("sum", "lifetime_sum") or (reduction is None and name.startswith("num_")):
+        return "sum"
+    if reduction == "max" or (reduction is None and name.endswith("_max")):
+        return "max"
+    if reduction == "min" or (reduction is None and name.endswith("_min")):
+        return "min"
+    return "mean"
 
 
 def _combined(

@@ -70,8 +70,16 @@ class ModelV2ToRLModule:
             observation_space=observation_space, action_space=action_space, **fields
         )
         if fields["module_class"] is None:
+            from rljax.agents.trainer import old_stack_config
+
+            # The default networks as the old config shapes them (DQN's dueling, num_atoms...).
             config = model_config["old_api_stack_algo_config"]  # type: ignore[index]
-            spec = dataclasses.replace(spec, _algorithm=config.algo_name)
+            trained = old_stack_config(config.algo_name, config)
+            spec = dataclasses.replace(
+                spec,
+                _algorithm=config.algo_name,
+                _algorithm_config=trained._config_for_module_build(),
+            )
         return spec.build()
 
     @staticmethod
