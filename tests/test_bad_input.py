@@ -119,7 +119,7 @@ CASES = [
         "learning rate type",
         lambda b: ppo().training(lr="fast").validate(),
         ConfigError,
-        ["lr='fast'", "number > 0"],
+        ["lr='fast'", "number >= 0"],
     ),
     (
         "batch type",

@@ -136,12 +136,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
     ):
         if not isinstance(config, AlgorithmConfig):
             _refuse_config(type(self), config)
-        if config.is_old_api_stack:  # its old model dict would be ignored here
-            raise ConfigError(
-                f"{type(self).__name__}(config): the config asks for RLlib's old API stack "
-                "(api_stack(...=False)), which RLlib 1.x's trainer serves: build it with "
-                "config.build_algo(), or turn the new stack back on with api_stack(True, True)"
-            )
+        _refuse_old_stack(type(self), config)
         config = config.copy()  # the algorithm's own (frozen below); the caller's stays theirs
         build.prepare_process(config, type(self))  # before any JAX call: distributed, CPU threads
         self.config = config
@@ -334,12 +329,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
             self._fault_tolerance_metrics(),
         )
         result = result_dict(out, totals, self.config.to_dict())
-        cfg = self.config
-        module_learner_figures(
-            result["learners"],
-            self._module_steps_trained,
-            lambda pid: cfg.module_overrides(pid).get("lr", getattr(cfg, "lr", None)),
-        )
+        module_learner_figures(result["learners"], self._module_steps_trained, self.config)
         iteration_book.check_non_finite(totals, self.config.on_non_finite_update)
         if evaluation is not None:  # evaluated while this iteration trained
             self.callbacks(
@@ -655,18 +645,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
         fit raises ``CheckpointError`` naming the file and the field.
         """
         if config is not None:
-            algo = config.build_algo()
-            try:
-                if not isinstance(algo, cls):
-                    raise ConfigError(
-                        f"{cls.__name__}.from_checkpoint(config=...): the config builds "
-                        f"{type(algo).__name__}, not {cls.__name__}"
-                    )
-                algo.restore_from_path(path)
-            except BaseException:
-                algo.stop()
-                raise
-            return algo
+            return _restored_into(cls, config, path)
         return checkpoints.from_checkpoint(
             path,
             loader=None if cls is Algorithm else cls,
@@ -731,6 +710,34 @@ def _stop_at_exit(algo: Algorithm) -> None:
         _LIVE.add(algo)
         atexit.unregister(_stop_live_algorithms)
         atexit.register(_stop_live_algorithms)
+
+
+def _refuse_old_stack(cls: type, config: Any) -> None:
+    """An algorithm class given a config that asks for RLlib's old stack: its old model dict
+    would be ignored here, so the class says what builds it."""
+    if config.is_old_api_stack:
+        raise ConfigError(
+            f"{cls.__name__}(config): the config asks for RLlib's old API stack "
+            "(api_stack(...=False)), which RLlib 1.x's trainer serves: build it with "
+            "config.build_algo(), or turn the new stack back on with api_stack(True, True)"
+        )
+
+
+def _restored_into(cls: type[Any], config: Any, path: str | os.PathLike) -> Any:
+    """``cls.from_checkpoint(path, config=config)``: the config's algorithm (of ``cls``) with
+    the checkpoint's state restored into it."""
+    algo: Any = config.build_algo()
+    try:
+        if not isinstance(algo, cls):
+            raise ConfigError(
+                f"{cls.__name__}.from_checkpoint(config=...): the config builds "
+                f"{type(algo).__name__}, not {cls.__name__}"
+            )
+        algo.restore_from_path(path)
+    except BaseException:
+        algo.stop()
+        raise
+    return algo
 
 
 def _refuse_config(cls: type[Algorithm], config: Any) -> None:

@@ -185,7 +185,7 @@ class EvaluationHooks:
             )
         recorder = self._recorder
         record = None if recorder is None else recorder.add
-        if any(self.callbacks.defines(h) for h in EPISODE_HOOKS):
+        if any(self.callbacks.users_only().defines(h) for h in EPISODE_HOOKS):
             record = _both(record, self._evaluation_episode_hooks)
         return evaluation_job.single_agent_env(spec, num_envs, seed, record)
 
@@ -204,7 +204,8 @@ class EvaluationHooks:
             "rl_module": self._module(),
         }
         spaces = (self.observation_space, self.action_space)
-        replay_finished(self.callbacks, self._evaluation_metrics(), episode, context, spaces)
+        callbacks = self.callbacks.users_only()  # the recorder takes the episode directly
+        replay_finished(callbacks, self._evaluation_metrics(), episode, context, spaces)
 
     def _evaluation_metrics(self) -> MetricsLogger:
         """The logger evaluation episode hooks log to (its values go to ``evaluation``'s

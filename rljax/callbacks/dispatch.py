@@ -76,8 +76,19 @@ class Callbacks:
             for fn in fns if isinstance(fns, list | tuple) else [fns]:
                 if fn is not None:
                     self.entries.append((_name(fn), _FunctionCallback(hook, fn)))
+        self._users = len(self.entries)
         self.entries.extend(built_in or [])
         self._defined = {hook: [e for e in self.entries if _defines(e[1], hook)] for hook in HOOKS}
+
+    def users_only(self) -> Callbacks:
+        """These callbacks without rljax's own (the offline data recorder): the same objects,
+        for hooks rljax's own must not see twice (an evaluation's episodes, which the
+        recorder takes directly)."""
+        view = object.__new__(Callbacks)
+        view.entries = self.entries[: self._users]
+        view._users = len(view.entries)
+        view._defined = {h: [e for e in view.entries if _defines(e[1], h)] for h in HOOKS}
+        return view
 
     def defines(self, hook: str) -> bool:
         """Whether any callback does something in ``hook``."""

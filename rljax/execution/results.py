@@ -89,15 +89,20 @@ def _one_agent_figures(sampled: int, totals: IterationTotals) -> dict[str, Any]:
     }
 
 
-def module_learner_figures(
-    learners: dict[str, Any], lifetime: dict[str, int], learning_rate: Any
-) -> None:
+def module_learner_figures(learners: dict[str, Any], lifetime: dict[str, int], config: Any) -> None:
     """RLlib's per-module learner keys that every module reports, set in ``learners`` (the
     result's, per module id) where the update did not: ``num_module_steps_trained_lifetime``
     (``lifetime``, the algorithm's counts so far, advanced by this iteration's) and
-    ``default_optimizer_learning_rate`` (``learning_rate(module_id)``: the module's ``lr``
-    where it is one number; a module whose optimizers report their own rates, SAC's
-    ``qf_learning_rate`` and the like, gets none)."""
+    ``default_optimizer_learning_rate`` (the module's ``lr`` in ``config``, its overrides
+    included, where it is one number; a module whose optimizers report their own rates, SAC's
+    ``qf_learning_rate`` and the like, gets none). ``config`` may also be a function of the
+    module id giving that ``lr``."""
+
+    def learning_rate(pid: str) -> Any:
+        if callable(config):
+            return config(pid)
+        return config.module_overrides(pid).get("lr", getattr(config, "lr", None))
+
     for pid, metrics in learners.items():
         if pid == ALL_MODULES or not isinstance(metrics, dict):
             continue

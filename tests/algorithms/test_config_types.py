@@ -187,9 +187,9 @@ WRONG = [
     (
         "lr YAML string",
         lambda: ppo(lr="1e-3"),
-        ["lr='1e-3' (str)", "number > 0", "YAML reads 1e-3 as a string", "1.0e-3"],
+        ["lr='1e-3' (str)", "number >= 0", "YAML reads 1e-3 as a string", "1.0e-3"],
     ),
-    ("lr nan", lambda: ppo(lr=float("nan")), ["lr=nan (float)", "finite number > 0"]),
+    ("lr nan", lambda: ppo(lr=float("nan")), ["lr=nan (float)", "finite number >= 0"]),
     ("gamma bool", lambda: ppo(gamma=True), ["gamma=True (bool)", "number in [0, 1]"]),
     (
         "grad_clip inf",
@@ -466,7 +466,7 @@ WRONG = [
     (
         "override of a wrong type",
         lambda: multi(algorithm_config_overrides_per_module={"p1": {"lr": "fast"}}),
-        ["policy 'p1''s overrides: lr='fast' (str)", "number > 0"],
+        ["policy 'p1''s overrides: lr='fast' (str)", "number >= 0"],
     ),
     (
         "override of layer widths",

@@ -329,7 +329,11 @@ def test_an_algorithm_records_its_training_and_evaluation_episodes(tmp_path):
         .environment("CartPole-v1")
         .env_runners(num_envs_per_env_runner=4)
         .training(train_batch_size_per_learner=256, minibatch_size=128, num_epochs=1)
-        .callbacks(on_episode_end=lambda episode, **kw: episodes.append(len(episode)))
+        .callbacks(
+            on_episode_end=lambda episode, env_runner, **kw: (
+                None if env_runner.config.in_evaluation else episodes.append(len(episode))
+            )
+        )
         .offline_data(
             output=f"local://{tmp_path}",
             output_max_rows_per_file=100,

@@ -217,8 +217,8 @@ def test_what_cannot_take_connectors_is_refused_by_name():
         _config(env_to_module_connector=lambda env, spaces, device: 3).build_algo()
     with pytest.raises(
         ConfigError,
-        match="one of \\['FlattenObservations', 'FrameStackingEnvToModule', 'MeanStdFilter', "
-        "'PrevActionsPrevRewards'\\]",
+        match="is not a connector.*'FlattenObservations', 'FrameStackingEnvToModule', "
+        "'MeanStdFilter', 'NumpyToTensor', 'PrevActionsPrevRewards'",
     ):
         _config(env_to_module_connector=[{"type": "Nope"}]).validate()
     from rljax.connectors.env_to_module import FrameStackingEnvToModule, PrevActionsPrevRewards

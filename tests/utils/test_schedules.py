@@ -46,17 +46,15 @@ def test_bad_schedules_are_refused_naming_the_problem(value, message):
         CHECK("lr", value)
 
 
-def test_a_learning_rate_may_anneal_to_zero_but_not_start_there():
-    # RLlib's schedules take a rate of 0 after the first point (linear annealing to 0, as
-    # PureJaxRL's PPO does); a constant rate or a starting rate of 0 is still refused.
+def test_a_learning_rate_may_anneal_to_zero_and_start_there():
+    # RLlib's schedules take a rate of 0 anywhere (linear annealing to 0, as PureJaxRL's PPO
+    # does), and RLlib takes a constant rate of 0 (was: refused); a negative rate is not.
     assert PPOConfig().training(lr=[[0, 2.5e-4], [500_000, 0.0]]).lr == (
         (0, 2.5e-4),
         (500_000, 0.0),
     )
-    with pytest.raises(ConfigError, match=r"lr\[0\]\[1\]=0.0"):
-        PPOConfig().training(lr=[[0, 0.0], [1000, 1e-4]])
-    with pytest.raises(ConfigError, match=r"lr=0.0"):
-        PPOConfig().training(lr=0.0)
+    assert PPOConfig().training(lr=[[0, 0.0], [1000, 1e-4]]).lr == ((0, 0.0), (1000, 1e-4))
+    assert PPOConfig().training(lr=0.0).lr == 0.0
     with pytest.raises(ConfigError, match=r"lr\[1\]\[1\]=-1e-05"):
         PPOConfig().training(lr=[[0, 1e-3], [1000, -1e-5]])
 
