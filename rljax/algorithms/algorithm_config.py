@@ -63,9 +63,6 @@ class _Unset:
 
 UNSET: Any = _Unset()
 
-# RLlib's API-stack switches (``api_stack()``), as dict keys.
-_STACK_SWITCHES = ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")
-
 # .training()'s settings RLlib 2.60's .learners() takes as well.
 _MOVED_TO_LEARNERS = (
     "learner_class",
@@ -600,10 +597,13 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         """
         from rljax.utils.old_api_trainers import TRAINERS
 
-        given = {
-            "enable_rl_module_and_learner": enable_rl_module_and_learner,
-            "enable_env_runner_and_connector_v2": enable_env_runner_and_connector_v2,
-        }
+        given = dict(
+            zip(
+                config_io.STACK_SWITCHES,
+                (enable_rl_module_and_learner, enable_env_runner_and_connector_v2),
+                strict=True,
+            )
+        )
         for name, value in given.items():
             if value is not None and not isinstance(value, bool):
                 raise ConfigError(f"api_stack({name}={value!r}): expected True or False")
@@ -827,7 +827,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
                 )
         config_dict = deprecated_names("update_from_dict()", config_dict, keys)
         config_dict = translate_special_keys(config_dict, self)  # "lambda", "num_workers", ...
-        switches = {k: config_dict.pop(k) for k in _STACK_SWITCHES if k in config_dict}
+        switches = {k: config_dict.pop(k) for k in config_io.STACK_SWITCHES if k in config_dict}
         if switches:  # RLlib's API-stack switches (to_dict() of an old-stack config has them)
             self.api_stack(**switches)
         if "model" in config_dict and "model" not in keys:  # RLlib's old-stack model dict

@@ -123,8 +123,7 @@ def config_to_dict(config: Any) -> dict[str, Any]:
             )
         out[key] = value
     if config.is_old_api_stack:  # RLlib's switches, and the old model dict that stack reads
-        out["enable_rl_module_and_learner"] = config.enable_rl_module_and_learner
-        out["enable_env_runner_and_connector_v2"] = config.enable_env_runner_and_connector_v2
+        out.update({k: getattr(config, k) for k in STACK_SWITCHES})
         out["model"] = {
             k: {"import": qualified_name(v)} if inspect.isclass(v) else v
             for k, v in config.model.items()
@@ -132,8 +131,9 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     return out
 
 
-# RLlib's API-stack switches, which an old-stack config's to_dict() holds.
-OLD_STACK_KEYS = ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")
+# RLlib's API-stack switches (``api_stack()``'s keywords; an old-stack config's to_dict()
+# holds them, False asks for the old stack).
+STACK_SWITCHES = ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")
 
 
 def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
@@ -163,7 +163,7 @@ def config_from_dict(cls: Any, d: Any, policy: LoadPolicy) -> Any:
     keys = set(cls._all_keys())
     d = translate_special_keys(d, config)  # RLlib's to_dict() writes "lambda" and "input"
     # An old-stack config's to_dict(): RLlib's API-stack switches and its old model dict.
-    switches = {k: d.pop(k) for k in OLD_STACK_KEYS if k in d}
+    switches = {k: d.pop(k) for k in STACK_SWITCHES if k in d}
     old_model = d.pop("model", None) if "model" not in keys else None
     for key in d:
         if key not in keys:

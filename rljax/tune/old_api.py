@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rljax.algorithms.config_io import STACK_SWITCHES
 from rljax.utils.errors import ConfigError
 
 
@@ -19,7 +20,7 @@ def is_old_api_trainer(trainable: Any) -> bool:
 
 
 # RLlib's switches of its API stack: False in a dict config asks for the old stack.
-OLD_STACK_SWITCHES = ("enable_rl_module_and_learner", "enable_env_runner_and_connector_v2")
+OLD_STACK_SWITCHES = STACK_SWITCHES
 
 
 def asks_for_old_stack(config: Mapping[str, Any]) -> bool:
