@@ -95,21 +95,14 @@ def module_learner_figures(learners: dict[str, Any], lifetime: dict[str, int], c
     (``lifetime``, the algorithm's counts so far, advanced by this iteration's) and
     ``default_optimizer_learning_rate`` (the module's ``lr`` in ``config``, its overrides
     included, where it is one number; a module whose optimizers report their own rates, SAC's
-    ``qf_learning_rate`` and the like, gets none). ``config`` may also be a function of the
-    module id giving that ``lr``."""
-
-    def learning_rate(pid: str) -> Any:
-        if callable(config):
-            return config(pid)
-        return config.module_overrides(pid).get("lr", getattr(config, "lr", None))
-
+    ``qf_learning_rate`` and the like, gets none)."""
     for pid, metrics in learners.items():
         if pid == ALL_MODULES or not isinstance(metrics, dict):
             continue
         lifetime[pid] = lifetime.get(pid, 0) + int(metrics.get("num_module_steps_trained", 0))
         metrics.setdefault("num_module_steps_trained_lifetime", float(lifetime[pid]))
         if not any(k.endswith("learning_rate") for k in metrics):
-            rate = learning_rate(pid)
+            rate = config.module_overrides(pid).get("lr", getattr(config, "lr", None))
             if isinstance(rate, int | float) and not isinstance(rate, bool):
                 metrics["default_optimizer_learning_rate"] = float(rate)
 

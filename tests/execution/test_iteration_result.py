@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from rljax.algorithms.ppo import PPOConfig
 from rljax.execution.loop import AgentMetrics, IterationResult, Timers, single_policy
 from rljax.execution.on_policy import SampleRecord, runner_group_metrics, runner_lag
 from rljax.execution.results import IterationTotals, module_learner_figures, result_dict
@@ -180,8 +181,12 @@ def test_every_module_reports_its_lifetime_steps_and_learning_rate():
         "__all_modules__": {"num_module_steps_trained": 160},
     }
     lifetime = {"p0": 300}
-    rates = {"p0": 1e-3, "p1": 2e-3, "sac": 1e-3}
-    module_learner_figures(learners, lifetime, rates.get)
+    config = PPOConfig().multi_agent(
+        policies={"p0", "p1", "sac"},
+        policy_mapping_fn=lambda aid, *a, **kw: "p0",
+        algorithm_config_overrides_per_module={"p0": {"lr": 1e-3}, "p1": {"lr": 2e-3}},
+    )
+    module_learner_figures(learners, lifetime, config)
     assert lifetime == {"p0": 400, "p1": 50, "sac": 10}
     assert learners["p0"]["num_module_steps_trained_lifetime"] == 400.0
     assert learners["p0"]["default_optimizer_learning_rate"] == 1e-3
@@ -190,5 +195,5 @@ def test_every_module_reports_its_lifetime_steps_and_learning_rate():
     assert "num_module_steps_trained_lifetime" not in learners["__all_modules__"]
     # A schedule (RLlib's [[step, value], ...]) is the learner's to report, not a number here.
     again = {"p0": {"num_module_steps_trained": 1.0}}
-    module_learner_figures(again, {}, lambda pid: [[0, 1e-3], [100, 1e-4]])
+    module_learner_figures(again, {}, PPOConfig().training(lr=[[0, 1e-3], [100, 1e-4]]))
     assert "default_optimizer_learning_rate" not in again["p0"]
