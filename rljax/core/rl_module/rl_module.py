@@ -222,9 +222,7 @@ class RLModule(ForwardModuleBase):
             return self.__dict__.get("_model_config", {})
         config: Any = cast(Any, self._algo).config
         pid = self._policy_id or DEFAULT_POLICY_ID
-        spec = config.rl_module_spec
-        if isinstance(spec, MultiRLModuleSpec):
-            spec = spec.spec_of(pid)
+        spec = self._own_spec()
         if spec is not None and spec.module_class is not None:
             return dict(spec.model_config)
         out = dict(config.model_config.to_dict())
@@ -238,6 +236,13 @@ class RLModule(ForwardModuleBase):
     @model_config.setter
     def model_config(self, value: dict[str, Any]) -> None:  # a user module's (its __init__)
         self.__dict__["_model_config"] = value
+
+    def _own_spec(self) -> Any:
+        """This policy's ``RLModuleSpec`` in its algorithm's config (None: none given)."""
+        spec = cast(Any, self._algo).config.rl_module_spec
+        if isinstance(spec, MultiRLModuleSpec):
+            spec = spec.spec_of(self._policy_id or DEFAULT_POLICY_ID)
+        return spec
 
     def is_stateful(self) -> bool:
         """Whether the module keeps a recurrent state (RLlib's ``is_stateful``: ``use_lstm``)."""
@@ -379,10 +384,7 @@ class RLModule(ForwardModuleBase):
 
     def _default_lstm(self) -> bool:
         """Whether the module is the default networks' LSTM (its state Flax's ``(c, h)``)."""
-        config: Any = cast(Any, self._algo).config
-        spec = config.rl_module_spec
-        if isinstance(spec, MultiRLModuleSpec):
-            spec = spec.spec_of(self._policy_id or DEFAULT_POLICY_ID)
+        spec = self._own_spec()
         return (spec is None or spec.module_class is None) and bool(
             self.model_config.get("use_lstm")
         )
