@@ -191,6 +191,15 @@ def test_modelv2_to_rlmodule_of_an_old_config_is_its_networks():
     shown = {k: spec.model_config[k] for k in ("fcnet_hiddens", "use_lstm", "max_seq_len")}
     assert shown == {"fcnet_hiddens": [32], "use_lstm": True, "max_seq_len": 20}
     assert spec.model_config["fcnet_activation"] == "linear"
+    # The old config's algorithm settings shape the networks the spec builds (review finding:
+    # an old DQN config with dueling=False built a dueling network).
+    from rljax.algorithms.dqn import DQNConfig
+
+    old_dqn = DQNConfig().api_stack(enable_rl_module_and_learner=False).training(dueling=False)
+    dqn_spec = RLModuleSpec(
+        module_class=ModelV2ToRLModule, model_config={"old_api_stack_algo_config": old_dqn}
+    )
+    assert dqn_spec._algorithm == "DQN" and dqn_spec._algorithm_config.dueling is False
     with pytest.raises(ConfigError, match="must give one of"):
         RLModuleSpec(module_class=ModelV2ToRLModule, model_config={"policy_id": "p"})
     with pytest.raises(ConfigError, match="is no directory"):

@@ -39,7 +39,8 @@ class RLModuleSpec:
     * a class whose ``describes_networks`` is True (RLlib's ``ModelV2ToRLModule``): its
       ``rl_module_spec_fields(model_config)`` gives the module class, model config and
       ``load_state_path`` of the networks it describes (an old-stack config's or
-      checkpoint's), which replace the given ones.
+      checkpoint's; for the default networks also the algorithm and config that shape them,
+      as ``build()`` reads them), which replace the given ones.
 
     Attributes:
       module_class: The module's class, or None for the default networks.
@@ -90,11 +91,9 @@ class RLModuleSpec:
                     f"must be a dict; got {type(self.model_config).__name__}"
                 )
             describe = cast(Any, self.module_class).rl_module_spec_fields
-            fields = describe(self.model_config)
-            self.module_class = fields["module_class"]
-            self.model_config = fields["model_config"]
-            if fields.get("load_state_path") is not None:
-                self.load_state_path = fields["load_state_path"]
+            for name, value in describe(self.model_config).items():
+                if value is not None or name in ("module_class", "model_config"):
+                    setattr(self, name, value)
         # A default module class names its algorithm (RLlib's DefaultPPOTorchRLModule: "PPO").
         if self._algorithm is None:
             self._algorithm = getattr(self.module_class, "default_networks_of", None)

@@ -13,7 +13,6 @@ describes, and the spec becomes that module's own (``RLModuleSpec.__post_init__`
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, cast
@@ -69,23 +68,14 @@ class ModelV2ToRLModule:
         spec = RLModuleSpec(
             observation_space=observation_space, action_space=action_space, **fields
         )
-        if fields["module_class"] is None:
-            from rljax.agents.trainer import old_stack_config
-
-            # The default networks as the old config shapes them (DQN's dueling, num_atoms...).
-            config = model_config["old_api_stack_algo_config"]  # type: ignore[index]
-            trained = old_stack_config(config.algo_name, config)
-            spec = dataclasses.replace(
-                spec,
-                _algorithm=config.algo_name,
-                _algorithm_config=trained._config_for_module_build(),
-            )
         return spec.build()
 
     @staticmethod
     def rl_module_spec_fields(model_config: Mapping[str, Any]) -> dict[str, Any]:
         """The ``RLModuleSpec`` fields (``module_class``, ``model_config``,
-        ``load_state_path``) of the networks ``model_config`` describes.
+        ``load_state_path``; for an old config's default networks also ``_algorithm`` and
+        ``_algorithm_config``, which shape them in ``build()``) of the networks
+        ``model_config`` describes.
 
         Raises:
           ConfigError: none or more than one of the three sources is given, the config is not
@@ -136,7 +126,13 @@ def _from_config(config: Any, extra: dict[str, Any]) -> dict[str, Any]:
         }
     base = trained.model_config
     base = base.to_dict() if isinstance(base, DefaultModelConfig) else dict(base)
-    return {"module_class": None, "model_config": {**base, **extra}}
+    return {
+        "module_class": None,
+        "model_config": {**base, **extra},
+        # What shapes the default networks where the spec builds them (DQN's dueling, ...).
+        "_algorithm": config.algo_name,
+        "_algorithm_config": trained._config_for_module_build(),
+    }
 
 
 def _from_checkpoint(path: Path, extra: dict[str, Any]) -> dict[str, Any]:
