@@ -408,20 +408,19 @@ def _reduction_of(name: str, reduction: str | None) -> str:
     return "mean"
 
 
-def _combined(
-    name: str, items: list[tuple[float, float | None]], reduction: str | None = None
-) -> float:
-    """One value of several loggers' or runners' ``name`` (see ``MetricsLogger.aggregate``),
-    by its ``reduction`` where the dicts said it, else by its name."""
+def _combined(name: str, items: list[tuple[float, float | None]], reduction: str) -> float:
+    """One value of several loggers' or runners' ``name`` by its ``reduction``
+    (``_reduction_of``; see ``MetricsLogger.aggregate``): a ``*_mean`` is weighted by each
+    dict's ``num_episodes`` where every dict has one."""
     values = np.asarray([v for v, _ in items], np.float64)
     finite = ~np.isnan(values)
-    if reduction in ("sum", "lifetime_sum") or (reduction is None and name.startswith("num_")):
+    if reduction == "sum":
         return float(values[finite].sum())
     if not finite.any():
         return float("nan")
-    if reduction == "max" or (reduction is None and name.endswith("_max")):
+    if reduction == "max":
         return float(values[finite].max())
-    if reduction == "min" or (reduction is None and name.endswith("_min")):
+    if reduction == "min":
         return float(values[finite].min())
     weights = [w for _, w in items]
     if name.endswith("_mean") and all(w is not None for w in weights):
