@@ -333,7 +333,7 @@ class EnvRunnerGroup:
     def healthy_env_runner_ids(self) -> list[int]:
         """The remote runners' indexes (1, 2, ...): rljax replaces a failed runner at once, so
         each one that exists is healthy."""
-        return [r.worker_index for r in self._runners() if r.worker_index != 0]
+        return self.foreach_env_runner(lambda runner: runner.worker_index, local_env_runner=False)
 
     def foreach_env(self, func: Callable[[Any], Any]) -> list[list[Any]]:
         """``func(env)`` for each sub-env, one list per runner (the local runner's first, empty
@@ -350,12 +350,13 @@ class EnvRunnerGroup:
         """RLlib's asynchronous ``foreach_env_runner`` on the remote runners: here each call
         runs now, between iterations, and ``fetch_ready_async_reqs()`` returns its result
         (``(runner index, result)``). Returns the number of calls made."""
-        runners = [r for r in self._runners() if r.worker_index != 0]
-        if remote_worker_ids is not None:
-            runners = [r for r in runners if r.worker_index in set(remote_worker_ids)]
-        ready = self._ready()
-        ready.extend((r.worker_index, func(r), tag) for r in runners)
-        return len(runners)
+        results = self.foreach_env_runner(
+            lambda runner: (runner.worker_index, func(runner), tag),
+            local_env_runner=False,
+            remote_worker_ids=remote_worker_ids,
+        )
+        self._ready().extend(results)
+        return len(results)
 
     def _ready(self) -> list[tuple[int, Any, Any]]:
         """The async calls' results not fetched yet, kept on the algorithm (each access to
