@@ -582,6 +582,15 @@ CASES = [
         ["counters.time_total_s", "finite"],
     ),
     (
+        "a module's counter is negative",
+        _edit_meta(
+            lambda m: m["counters"].update(num_module_steps_trained_lifetime={"default_policy": -3})
+        ),
+        RESTORE,
+        CheckpointError,
+        ["counters.num_module_steps_trained_lifetime", "module ids to ints", "dict"],
+    ),
+    (
         "counters are a list",
         _edit_meta(lambda m: m.update(counters=[1, 2])),
         RESTORE,

@@ -96,13 +96,17 @@ def _checkpoint_root(path: str | os.PathLike, component: str) -> Path:
     return Path(os.fspath(path))
 
 
-# Counters added after the first version: a state without one has it at 0.
+# Counters added after the first version: a state without one has it at 0 (the per-module
+# counters at {}).
 _LATER_COUNTERS = ("num_offline_evaluations",)
 
 
 def _checked_counters(counters: Any, expected: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(counters, Mapping):
-        counters = {**{k: 0 for k in _LATER_COUNTERS if k in expected}, **counters}
+        later: dict[str, Any] = {k: 0 for k in _LATER_COUNTERS if k in expected}
+        if checkpoints.MODULE_COUNTERS in expected:
+            later[checkpoints.MODULE_COUNTERS] = {}
+        counters = {**later, **counters}
     if not isinstance(counters, Mapping) or set(counters) != set(expected):
         found = (
             sorted(map(str, counters))[:20] if isinstance(counters, Mapping) else describe(counters)
@@ -110,6 +114,15 @@ def _checked_counters(counters: Any, expected: Mapping[str, Any]) -> dict[str, A
         raise ValueError(f"set_state: counters must have the keys {sorted(expected)}; got {found}")
     out: dict[str, Any] = {}
     for k, v in counters.items():
+        if k == checkpoints.MODULE_COUNTERS:
+            modules = checkpoints.checked_module_counters(v)
+            if modules is None:
+                raise ValueError(
+                    f"set_state: counters[{k!r}]={describe(v)}; use a dict of module ids to "
+                    "ints of at least 0"
+                )
+            out[k] = modules
+            continue
         integral = k != "time_total_s"
         kinds = (int, np.integer) if integral else (int, float, np.integer, np.floating)
         if isinstance(v, bool) or not isinstance(v, kinds) or not math.isfinite(v) or v < 0:

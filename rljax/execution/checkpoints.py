@@ -618,6 +618,24 @@ _COUNTERS = (
     "num_offline_evaluations",
 )
 _MAX_COUNTER = 2**62
+# Per module id, the rows each module has trained on so far (RLlib's per-module
+# ``num_module_steps_trained_lifetime``): a JSON object, absent in older checkpoints.
+MODULE_COUNTERS = "num_module_steps_trained_lifetime"
+
+
+def checked_module_counters(value: Any) -> dict[str, int] | None:
+    """``value`` as the per-module counters (module id -> int in [0, 2**62], at most 10,000
+    ids of 1-200 characters), or None where it is not that."""
+    if not isinstance(value, dict) or len(value) > 10_000:
+        return None
+    for pid, count in value.items():
+        if not (isinstance(pid, str) and 0 < len(pid) <= 200):
+            return None
+        if not (_is_int(count) or isinstance(count, np.integer)) or isinstance(count, bool):
+            return None
+        if not 0 <= int(count) <= _MAX_COUNTER:
+            return None
+    return {pid: int(count) for pid, count in value.items()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -674,6 +692,14 @@ def checked_metadata(meta: dict[str, Any], path: Any) -> SavedMetadata:
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and t >= 0):
         raise bad("counters.time_total_s", "a finite number >= 0", t)
     counters["time_total_s"] = float(t)
+    modules = checked_module_counters(raw.get(MODULE_COUNTERS, {}))
+    if modules is None:
+        raise bad(
+            f"counters.{MODULE_COUNTERS}",
+            "a JSON object of module ids to ints in [0, 2**62]",
+            raw.get(MODULE_COUNTERS),
+        )
+    counters[MODULE_COUNTERS] = modules
     include = meta.get("includes_replay_buffer", False)
     if not isinstance(include, bool):
         raise bad("includes_replay_buffer", "true or false", include)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from rljax import distributed
+from rljax.execution.checkpoints import MODULE_COUNTERS
 from rljax.execution.episode_stats import EpisodeStats
 from rljax.execution.evaluation import Background
 from rljax.execution.loop import IterationResult
@@ -34,6 +35,8 @@ class CountedRun(Protocol):
     iterations_since_restore: int
     episodes: EpisodeStats
     _num_evaluations: int
+    # Rows trained per module so far (``checkpoints.MODULE_COUNTERS``).
+    _module_steps_trained: dict[str, int]
     # Non-finite numbers in the training state at the last count, and in the weights the last
     # checkpoint loaded brought.
     _non_finite_seen: int
@@ -153,7 +156,8 @@ def _offline_evaluation(run: Any) -> Any:
 
 
 def counter_values(run: CountedRun) -> dict[str, Any]:
-    """The counters a checkpoint keeps (``checkpoints._COUNTERS`` and ``time_total_s``)."""
+    """The counters a checkpoint keeps (``checkpoints._COUNTERS``, ``time_total_s`` and the
+    per-module ``checkpoints.MODULE_COUNTERS``)."""
     offline = _offline_evaluation(run)
     return {
         # Offline evaluations so far: each draws its batches from a key of that count.
@@ -164,6 +168,7 @@ def counter_values(run: CountedRun) -> dict[str, Any]:
         "time_total_s": run.time_total_s,
         "num_episodes_lifetime": run.episodes.num_episodes_lifetime,
         "num_evaluations": run._num_evaluations,
+        MODULE_COUNTERS: dict(run._module_steps_trained),
     }
 
 
@@ -175,6 +180,7 @@ def set_counter_values(run: CountedRun, counters: Mapping[str, Any]) -> None:
     run.time_total_s = counters["time_total_s"]
     run.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
     run._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
+    run._module_steps_trained = dict(counters.get(MODULE_COUNTERS, {}))
     offline = _offline_evaluation(run)
     if offline is not None:
         offline.count = counters["num_offline_evaluations"]

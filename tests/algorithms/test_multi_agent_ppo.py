@@ -87,9 +87,14 @@ def test_frozen_policy_keeps_its_parameters_bit_for_bit_and_metrics_are_per_poli
 
 @pytest.mark.slow
 def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
+    """Also: each module's ``num_module_steps_trained_lifetime`` carries on from a checkpoint
+    and through ``get_state`` / ``set_state``. Was: it started again from 0 (the checkpoint's
+    counters held only totals)."""
     algo = _config().build_algo()
     try:
-        algo.train()
+        first = algo.train()["learners"]
+        saved = {p: first[p]["num_module_steps_trained_lifetime"] for p in ("p0", "p1")}
+        assert saved["p0"] > 0 and saved["p0"] == first["p0"]["num_module_steps_trained"]
         evaluation = algo.evaluate()["env_runners"]  # evaluation_duration: 10 episodes
         assert evaluation["num_episodes"] == 10
         assert set(evaluation["module_episode_returns_mean"]) == {"p0", "p1"}
@@ -137,6 +142,23 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
             other.restore_from_path(tmp_path / "ma" / modules / "p0", component=f"{modules}/p1")
             swapped = other.get_module("p1").forward_inference({"obs": batch})
             np.testing.assert_array_equal(swapped["action_dist_inputs"], logits["p0"])
+            after = other.train()["learners"]
+            for p in ("p0", "p1"):
+                assert after[p]["num_module_steps_trained_lifetime"] == (
+                    saved[p] + after[p]["num_module_steps_trained"]
+                ), (p, saved, after[p])
+            state = other.get_state()
+            assert state["counters"]["num_module_steps_trained_lifetime"] == {
+                p: int(after[p]["num_module_steps_trained_lifetime"]) for p in ("p0", "p1")
+            }
+            algo.set_state(state)  # the counters as well as the weights
+            assert (
+                algo._module_steps_trained == state["counters"]["num_module_steps_trained_lifetime"]
+            )
+            with pytest.raises(ValueError, match="num_module_steps_trained_lifetime"):
+                algo.set_state(
+                    {"counters": {**state["counters"], "num_module_steps_trained_lifetime": [1]}}
+                )
         finally:
             other.stop()
     finally:
