@@ -180,6 +180,7 @@ def _record_controller(path, episodes: int, noise: float, seed: int = 0) -> floa
     return float(np.mean(returns))
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_the_term_makes_the_critics_value_the_data_s_actions_over_others(tmp_path):
     # The same data and updates with and without the term (min_q_weight 0: offline SAC with

@@ -155,6 +155,7 @@ def test_refusals_name_what_is_not_built():
         base.copy().environment(MixedActions).build_algo()
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_multi_agent_dqn_learns_two_agent_cartpole():
     # RLlib's tuned multi-agent DQN stops at a summed return of 150 per agent; these settings

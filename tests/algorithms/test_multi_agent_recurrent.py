@@ -75,6 +75,7 @@ def test_the_learner_computes_on_each_policys_sequences_what_acting_computed():
         algo.stop()
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_multi_agent_lstm_learns_stateless_cartpole():
     """Two agents' summed return on RLlib's MultiAgentStatelessCartPole: measured with seeds 0

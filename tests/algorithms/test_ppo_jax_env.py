@@ -337,6 +337,7 @@ def test_evaluation_actions_and_checkpoints_work_on_the_path():
         algo.stop()
 
 
+@pytest.mark.xla_optimized
 @pytest.mark.slow
 def test_ppo_gymnax_cartpole_reaches_450_within_500k_steps(train_until):
     pytest.importorskip("gymnax")
