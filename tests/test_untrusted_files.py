@@ -588,7 +588,16 @@ CASES = [
         ),
         RESTORE,
         CheckpointError,
-        ["counters.num_module_steps_trained_lifetime", "module ids to ints", "dict"],
+        ["counters.num_module_steps_trained_lifetime", "'default_policy'", "[0, 2**62]", "-3"],
+    ),
+    (
+        "a module's counter for a module the checkpoint does not have",
+        _edit_meta(
+            lambda m: m["counters"].update(num_module_steps_trained_lifetime={"x" * 500: 1})
+        ),
+        RESTORE,
+        CheckpointError,
+        ["counters.num_module_steps_trained_lifetime", "is not one of the modules"],
     ),
     (
         "counters are a list",

@@ -101,7 +101,11 @@ def _checkpoint_root(path: str | os.PathLike, component: str) -> Path:
 _LATER_COUNTERS = ("num_offline_evaluations",)
 
 
-def _checked_counters(counters: Any, expected: Mapping[str, Any]) -> dict[str, Any]:
+def _checked_counters(
+    counters: Any, expected: Mapping[str, Any], module_ids: Collection[str]
+) -> dict[str, Any]:
+    """``counters`` checked against the live ones (``expected``: the same keys) and the
+    algorithm's ``module_ids`` (the per-module counters' keys)."""
     if isinstance(counters, Mapping):
         later: dict[str, Any] = {k: 0 for k in _LATER_COUNTERS if k in expected}
         if checkpoints.MODULE_COUNTERS in expected:
@@ -115,13 +119,10 @@ def _checked_counters(counters: Any, expected: Mapping[str, Any]) -> dict[str, A
     out: dict[str, Any] = {}
     for k, v in counters.items():
         if k == checkpoints.MODULE_COUNTERS:
-            modules = checkpoints.checked_module_counters(v)
-            if modules is None:
-                raise ValueError(
-                    f"set_state: counters[{k!r}]={describe(v)}; use a dict of module ids to "
-                    "ints of at least 0"
-                )
-            out[k] = modules
+            try:
+                out[k] = checkpoints.checked_module_counters(v, set(module_ids))
+            except ValueError as e:
+                raise ValueError(f"set_state: counters[{k!r}]: {e}") from None
             continue
         integral = k != "time_total_s"
         kinds = (int, np.integer) if integral else (int, float, np.integer, np.floating)
@@ -206,7 +207,9 @@ class StateSurface:
             check_weights_fit(pid, given, current[pid])
         counters = None
         if COUNTERS in state:
-            counters = _checked_counters(state[COUNTERS], iteration_book.counter_values(algo))
+            counters = _checked_counters(
+                state[COUNTERS], iteration_book.counter_values(algo), algo._policy_ids()
+            )
         iteration = state.get(TRAINING_ITERATION)
         if iteration is not None and (
             isinstance(iteration, bool)

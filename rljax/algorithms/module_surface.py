@@ -212,6 +212,11 @@ class ModuleSurface:
         )
         config.rl_module_spec = MultiRLModuleSpec(rl_module_specs=specs) if specs else None
         self._rebuild_with(config, what, new_module=new_module)
+        # A removed module's count goes with it (RLlib's learner drops its stats): a module
+        # added later under the same id starts from 0, and checkpoints hold only kept modules'.
+        algo._module_steps_trained = {
+            p: n for p, n in algo._module_steps_trained.items() if p in policies
+        }
         return MultiRLModuleSpec(rl_module_specs=self._current_specs(ids, defaults=True))
 
     def _module_change_config(self, what: str, *everywhere: bool) -> Any:

@@ -17,7 +17,7 @@ import logging
 import math
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -623,18 +623,24 @@ _MAX_COUNTER = 2**62
 MODULE_COUNTERS = "num_module_steps_trained_lifetime"
 
 
-def checked_module_counters(value: Any) -> dict[str, int] | None:
-    """``value`` as the per-module counters (module id -> int in [0, 2**62], at most 10,000
-    ids of 1-200 characters), or None where it is not that."""
-    if not isinstance(value, dict) or len(value) > 10_000:
-        return None
+def checked_module_counters(value: Any, module_ids: Collection[str]) -> dict[str, int]:
+    """``value`` as the per-module counters: an object mapping some of ``module_ids`` (the
+    run's modules) to ints in [0, 2**62]. Raises ``ValueError`` saying what is wrong (a bad
+    id by its length and first characters, a bad count by its type or value; never the whole
+    object)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"expected an object of module ids to counts; got {type(value).__name__}")
     for pid, count in value.items():
-        if not (isinstance(pid, str) and 0 < len(pid) <= 200):
-            return None
-        if not (_is_int(count) or isinstance(count, np.integer)) or isinstance(count, bool):
-            return None
-        if not 0 <= int(count) <= _MAX_COUNTER:
-            return None
+        if not isinstance(pid, str) or pid not in module_ids:
+            shown = repr(pid[:40]) if isinstance(pid, str) else type(pid).__name__
+            raise ValueError(
+                f"{shown} is not one of the modules {sorted(module_ids)[:20]}"
+                + (" (and more)" if len(module_ids) > 20 else "")
+            )
+        ok = isinstance(count, int | np.integer) and not isinstance(count, bool)
+        if not ok or not 0 <= int(count) <= _MAX_COUNTER:
+            got = f"{int(count)}" if ok else type(count).__name__
+            raise ValueError(f"module {pid[:40]!r}'s count must be an int in [0, 2**62]; got {got}")
     return {pid: int(count) for pid, count in value.items()}
 
 
@@ -692,14 +698,12 @@ def checked_metadata(meta: dict[str, Any], path: Any) -> SavedMetadata:
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and t >= 0):
         raise bad("counters.time_total_s", "a finite number >= 0", t)
     counters["time_total_s"] = float(t)
-    modules = checked_module_counters(raw.get(MODULE_COUNTERS, {}))
-    if modules is None:
-        raise bad(
-            f"counters.{MODULE_COUNTERS}",
-            "a JSON object of module ids to ints in [0, 2**62]",
-            raw.get(MODULE_COUNTERS),
+    try:
+        counters[MODULE_COUNTERS] = checked_module_counters(
+            raw.get(MODULE_COUNTERS, {}), set(policy_ids)
         )
-    counters[MODULE_COUNTERS] = modules
+    except ValueError as e:
+        raise CheckpointError(f"{path}: field 'counters.{MODULE_COUNTERS}': {e}") from None
     include = meta.get("includes_replay_buffer", False)
     if not isinstance(include, bool):
         raise bad("includes_replay_buffer", "true or false", include)

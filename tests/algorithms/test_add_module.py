@@ -93,10 +93,15 @@ def test_add_then_remove_a_module_while_training():
         trained = algo.get_weights()
         assert _same(trained["p0_v1"], before["p0"]) and not _same(trained["p0"], before["p0"])
         assert callbacks.entries[0][1].results == 2
+        counts = "num_module_steps_trained_lifetime"
+        assert algo.get_state()["counters"][counts]["p1"] > 0  # trained in the first iteration
         algo.remove_module(
             "p1", new_agent_to_module_mapping_fn=lambda aid, *a, **kw: ["p0", "p0_v1"][aid]
         )
         assert sorted(algo.config.policies) == ["p0", "p0_v1"]
+        # The removed module's count goes with it (was: kept, saved in checkpoints and added
+        # to a module added again under its id).
+        assert "p1" not in algo.get_state()["counters"][counts]
         assert algo.train()["training_iteration"] == 3
         # RLlib's multi-agent env runner holds a MultiRLModule (was: a plain dict).
         modules = algo.env_runner.module

@@ -155,10 +155,22 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
             assert (
                 algo._module_steps_trained == state["counters"]["num_module_steps_trained_lifetime"]
             )
-            with pytest.raises(ValueError, match="num_module_steps_trained_lifetime"):
-                algo.set_state(
-                    {"counters": {**state["counters"], "num_module_steps_trained_lifetime": [1]}}
-                )
+            bad_counts: list[tuple[object, str]] = [
+                ([1], "got list"),
+                ({"zzz": 5}, "'zzz' is not one of the modules"),  # was: taken, p0 and p1 lost
+                ({"p0": 2**62 + 1}, r"'p0''s count must be an int in \[0, 2\*\*62\]"),
+                ({"p0": 1.5}, "got float"),
+            ]
+            for bad, match in bad_counts:
+                with pytest.raises(ValueError, match=match):
+                    algo.set_state(
+                        {
+                            "counters": {
+                                **state["counters"],
+                                "num_module_steps_trained_lifetime": bad,
+                            }
+                        }
+                    )
         finally:
             other.stop()
     finally:
