@@ -586,6 +586,12 @@ class EvaluationEnvRunner(EnvRunner):
                 f"sample(explore={explore}): this evaluation acts with explore={wanted} "
                 "(set evaluation_config's explore)"
             )
+        return self._collect(num_timesteps, num_episodes, force_reset)
+
+    def _collect(
+        self, num_timesteps: int | None, num_episodes: int | None, force_reset: bool
+    ) -> list[SingleAgentEpisode]:
+        """``sample()``'s stepping, with this runner's ``_actions``."""
         if num_timesteps is None and num_episodes is None:
             num_episodes = self.num_envs
         if self._result is None or force_reset or num_episodes is not None:
@@ -614,6 +620,8 @@ class EvaluationEnvRunner(EnvRunner):
                 if ep is not None and len(ep):
                     self._open[i] = ep.cut()
                     episodes.append(ep)
+        else:  # as RLlib's: the episodes left open are dropped; the next call starts anew
+            self._result = None
         return [ep.to_numpy() for ep in episodes]  # RLlib's episodes_to_numpy
 
     def get_metrics(self) -> dict[str, Any]:
@@ -627,6 +635,140 @@ class EvaluationEnvRunner(EnvRunner):
 
     def close(self) -> None:
         self._host.close()
+
+
+class SingleAgentEnvRunner(EvaluationEnvRunner):
+    """RLlib's ``SingleAgentEnvRunner`` on its own, outside an algorithm: the config's env
+    (``num_envs_per_env_runner`` copies, ``gym_env_vectorize_mode``, the host pieces of its
+    ``env_to_module_connector``) and the module ``config.get_rl_module_spec(env=...).build()``
+    gives (fresh weights, or the ones ``set_state`` / ``module.set_state`` load), stepped on
+    the host.
+
+    ``sample(num_timesteps=..., num_episodes=..., explore=..., random_actions=...)`` returns
+    RLlib's episodes (``SingleAgentEpisode``, numpy'd; unfinished ones as chunks that go on in
+    the next call); ``get_metrics()`` the finished episodes' figures; ``get_state()`` /
+    ``set_state()`` the module's weights (``{"rl_module": ...}``); ``stop()`` closes the envs.
+    An algorithm samples through its own runners; this is for scripts that collect data, check
+    an env or act with a trained module outside training.
+
+    Args:
+      config: The algorithm config (its env settings and networks).
+      worker_index: This runner's index (RLlib's; seeds the envs and is the envs'
+        ``EnvContext.worker_index``).
+      num_workers: How many runners the script makes (the envs' ``EnvContext.num_workers``).
+
+    Raises:
+      ConfigError: the config has no env, is multi-agent, or names an env written in JAX
+        (those run inside the algorithm's program; ``config.build_algo()``).
+    """
+
+    def __init__(
+        self, *, config: Any, worker_index: int = 0, num_workers: int = 0, **kwargs: Any
+    ) -> None:
+        from rljax.algorithms.algorithm_config import AlgorithmConfig
+        from rljax.connectors.env_to_module.episode_connector import spec_with_host_pieces
+        from rljax.env.vector import make_host_env, resolve_env
+
+        if not isinstance(config, AlgorithmConfig):
+            raise TypeError(
+                f"SingleAgentEnvRunner(config={type(config).__name__}); use an algorithm "
+                "config (PPOConfig().environment(...))"
+            )
+        if config.env is None:
+            raise ConfigError("SingleAgentEnvRunner: the config has no env; set .environment()")
+        if config.is_multi_agent:
+            raise ConfigError(
+                "SingleAgentEnvRunner: the config is multi-agent; a multi-agent run samples "
+                "through config.build_algo()"
+            )
+        config = config.copy()
+        spec = resolve_env(config.env, config.env_config)
+        if spec.backend == "jax":
+            raise ConfigError(
+                f"SingleAgentEnvRunner: {spec.name!r} is an env written in JAX, which steps "
+                "inside the algorithm's program; sample it through config.build_algo()"
+            )
+        spec, spaces = spec_with_host_pieces(config.env_to_module_connector, spec)
+        seed = 0 if config.seed is None else int(config.seed)
+        mode = config.gym_env_vectorize_mode
+
+        def build(env_spec: Any) -> Any:
+            return make_host_env(
+                env_spec,
+                config.num_envs_per_env_runner,
+                mode,
+                seed + worker_index,
+                None,
+                worker_index,
+                num_workers,
+            )
+
+        host = build(spec)
+        try:
+            self.module = config.get_rl_module_spec(spaces={"default_policy": spaces}).build()
+        except BaseException:
+            host.close()
+            raise
+        self._explore = bool(config.explore)
+        self._random = False
+        super().__init__(worker_index, host, self._act, config, build, spaces)
+
+    # The module of this runner (an instance attribute, not the algorithm view's property).
+    module: Any = None
+
+    def _act(self, obs: Any) -> Any:
+        if self._random:
+            space = self._spaces[1]
+            return np.stack([space.sample() for _ in range(len(jax.tree.leaves(obs)[0]))])
+        forward = (
+            self.module.forward_exploration if self._explore else self.module.forward_inference
+        )
+        return np.asarray(forward({"obs": obs})["actions"])
+
+    def sample(
+        self,
+        *,
+        num_timesteps: int | None = None,
+        num_episodes: int | None = None,
+        explore: bool | None = None,
+        random_actions: bool = False,
+        force_reset: bool = False,
+        **kwargs: Any,
+    ) -> list[SingleAgentEpisode]:
+        """Steps the envs and returns the episodes (RLlib's ``sample``): ``num_episodes`` new
+        episodes (the envs are reset) until that many finished, or ``num_timesteps`` env steps
+        (finished episodes and the unfinished ones as chunks), or, with neither, one episode
+        per env copy. ``explore``: sample from the module's distribution (the config's
+        ``explore`` by default) or take its greedy action; ``random_actions``: the action
+        space's samples instead of the module's."""
+        from rljax.utils.checks import require_bool
+
+        for name, value in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise ValueError(f"sample({name}={value!r}); use an int of at least 1, or None")
+        self._explore = self.config.explore if explore is None else require_bool("explore", explore)
+        self._random = require_bool("random_actions", random_actions)
+        return self._collect(num_timesteps, num_episodes, force_reset)
+
+    def get_state(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """``{"rl_module": the module's state}`` (RLlib's runner state, weights part)."""
+        return {"rl_module": self.module.get_state()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Loads ``state["rl_module"]`` (``get_state()``'s, or an algorithm's module's
+        ``get_state()``) into the module; the next ``sample()`` acts with it."""
+        if not isinstance(state, dict) or "rl_module" not in state:
+            raise ValueError(
+                f"set_state({type(state).__name__}): use a dict with an 'rl_module' entry "
+                "(get_state()'s)"
+            )
+        self.module.set_state(state["rl_module"])
+
+    def stop(self) -> None:
+        """Closes the envs (RLlib's ``stop()``)."""
+        self.close()
 
 
 class EvaluationEnvRunnerGroup(EnvRunnerGroup):
@@ -660,6 +802,7 @@ __all__ = [
     "LearnerGroup",
     "ReplayBufferView",
     "SaveResult",
+    "SingleAgentEnvRunner",
 ]
 
 
