@@ -77,6 +77,30 @@ REMOVED_ATTRIBUTES = {
 _ROLLOUTS_RENAMED = {k: RENAMED[k] for k in ("num_rollout_workers", "num_envs_per_worker")}
 
 
+def _agent_spaces_by_policy(config: Any, env: Any) -> dict[str, tuple[Any, Any]]:
+    """Per policy, the spaces of the first of ``env``'s agents that the config's
+    ``policy_mapping_fn`` maps to it (an agent it cannot map without an episode is skipped);
+    a single-agent env's spaces for every policy."""
+    from rljax.env.multi_agent_vector import mapping_caller
+
+    agents = list(getattr(env, "possible_agents", None) or [])
+    if not agents or not hasattr(env, "get_observation_space"):
+        pair = (
+            getattr(env, "single_observation_space", None) or env.observation_space,
+            getattr(env, "single_action_space", None) or env.action_space,
+        )
+        return {pid: pair for pid in config.policies}
+    mapping = mapping_caller(config.policy_mapping_fn)
+    found: dict[str, tuple[Any, Any]] = {}
+    for agent in agents:
+        try:
+            pid = mapping(agent, None, worker_index=0)
+        except Exception:  # an episode-dependent mapping: the policies' specs must say
+            continue
+        found.setdefault(pid, (env.get_observation_space(agent), env.get_action_space(agent)))
+    return found
+
+
 class RemovedAttributeError(ConfigError, AttributeError):
     """An attribute RLlib removed from its configs (RLlib raises for it too), naming the one
     to use. An ``AttributeError`` as well, so ``hasattr`` and ``getattr(..., default)`` treat
@@ -323,6 +347,47 @@ class ConfigCompat:
         if inference_only is not None:
             spec.inference_only = bool(inference_only)
         return spec
+
+    def get_multi_rl_module_spec(
+        self,
+        *,
+        env: Any = None,
+        spaces: dict[str, tuple[Any, Any]] | None = None,
+        inference_only: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """Every policy's module spec as a ``MultiRLModuleSpec`` (RLlib's): the policies of
+        ``multi_agent()`` (``default_policy`` alone for a single-agent config), each as
+        ``get_rl_module_spec`` gives it with the policy's own settings (its entry in a
+        ``MultiRLModuleSpec`` of ``rl_module_spec``, its ``PolicySpec`` config and per-module
+        overrides). Spaces, where the policy's spec gives none: its ``PolicySpec``'s, else
+        ``spaces[policy_id]``, else those of ``env``'s agents that ``policy_mapping_fn`` maps
+        to it (asked once per agent, with no episode; a single-agent env: its spaces).
+        ``build()`` then builds the modules with fresh weights.
+
+        Raises:
+          TypeError: an unknown keyword (RLlib's ``policy_dict`` and
+            ``single_agent_rl_module_spec`` are taken and unused).
+        """
+        from rljax.core.rl_module.multi_rl_module import MultiRLModuleSpec
+
+        unknown = sorted(set(kwargs) - {"policy_dict", "single_agent_rl_module_spec"})
+        if unknown:
+            raise TypeError(f"get_multi_rl_module_spec() got unexpected keywords {unknown}")
+        config: Any = self
+        if not config.is_multi_agent:
+            spec = self.get_rl_module_spec(env=env, spaces=spaces, inference_only=inference_only)
+            return MultiRLModuleSpec(rl_module_specs={DEFAULT_MODULE_ID: spec})
+        found = _agent_spaces_by_policy(config, env) if env is not None else {}
+        specs = {}
+        for pid, policy in config.policies.items():
+            pair = (spaces or {}).get(pid) or found.get(pid) or (None, None)
+            if policy is not None:
+                pair = (policy.observation_space or pair[0], policy.action_space or pair[1])
+            specs[pid] = config.module_config(pid).get_rl_module_spec(
+                spaces={pid: pair}, inference_only=inference_only
+            )
+        return MultiRLModuleSpec(rl_module_specs=specs)
 
     def _model_config_dict(self) -> dict[str, Any]:
         """This config's ``model_config`` as a dict (empty where it has none)."""

@@ -135,3 +135,49 @@ def test_a_configs_spec_builds_the_network_the_config_describes():
     assert merged.model_config["fcnet_hiddens"] == [4] and _hidden_widths(merged.build()) == [4]
     merged.model_config["fcnet_hiddens"] = [2]
     assert mine.rl_module_spec.model_config == {"fcnet_activation": "relu"}
+
+
+def test_the_multi_agent_spec_of_a_config_builds_each_policys_module():
+    """RLlib's ``config.get_multi_rl_module_spec(env=...)``. Was: no such method."""
+    from rljax.examples.envs.classes.multi_agent import MultiAgentCartPole
+    from rljax.policy.policy import PolicySpec
+
+    env = MultiAgentCartPole({"num_agents": 2})
+    box = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+    config = (
+        PPOConfig()
+        .environment(MultiAgentCartPole, env_config={"num_agents": 2})
+        .multi_agent(
+            policies={"p0": PolicySpec(observation_space=box), "p1": None},
+            policy_mapping_fn=lambda aid, *a, **kw: f"p{aid}",
+        )
+        .rl_module(
+            model_config={"fcnet_hiddens": [8]},
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={"p1": RLModuleSpec(model_config={"fcnet_hiddens": [4]})}
+            ),
+        )
+    )
+    spec = config.get_multi_rl_module_spec(env=env)
+    assert isinstance(spec, MultiRLModuleSpec) and sorted(spec.rl_module_specs) == ["p0", "p1"]
+    p0, p1 = spec.rl_module_specs["p0"], spec.rl_module_specs["p1"]
+    assert p0.observation_space == box  # the policy's own, before its agent's
+    assert p1.observation_space == env.get_observation_space(1)
+    assert p1.action_space == env.get_action_space(1)
+    modules = spec.build()
+    assert isinstance(modules, MultiRLModule)
+    assert _hidden_widths(modules["p0"]) == [8] and _hidden_widths(modules["p1"]) == [4]
+    obs = np.zeros((3, 4), np.float32)
+    out = modules.forward_inference({"p0": {"obs": obs}, "p1": {"obs": obs}})
+    assert out["p1"]["action_dist_inputs"].shape == (3, 2)
+    # Spaces given by policy id; a policy with none stays unbuilt-able, as RLlib's.
+    given = config.get_multi_rl_module_spec(spaces={"p1": (box, env.get_action_space(1))})
+    assert given.rl_module_specs["p1"].observation_space == box
+    assert given.rl_module_specs["p0"].action_space is None
+    single = (
+        PPOConfig().environment("CartPole-v1").get_multi_rl_module_spec(env=gym.make("CartPole-v1"))
+    )
+    assert list(single.rl_module_specs) == ["default_policy"]
+    assert single.rl_module_specs["default_policy"].action_space == gym.spaces.Discrete(2)
+    with pytest.raises(TypeError, match="unexpected keywords \\['envs'\\]"):
+        config.get_multi_rl_module_spec(envs=env)
