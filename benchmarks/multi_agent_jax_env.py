@@ -114,7 +114,7 @@ def measure(cfg: PPOConfig, warmup: int, iters: int) -> dict[str, Any]:
         for _ in range(iters):
             runners = algo.train()["env_runners"]
             env_steps += runners["num_env_steps_sampled"]
-            agent_steps += runners["num_agent_steps_sampled"]
+            agent_steps += sum(runners["num_agent_steps_sampled"].values())
             returns.append(runners["episode_return_mean"])
         seconds = time.perf_counter() - t0
         fused = getattr(algo, "_fused_env", None) is not None

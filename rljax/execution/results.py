@@ -56,6 +56,55 @@ class IterationTotals:
     iterations_since_restore: int = 0
 
 
+class AgentStepCounter:
+    """A multi-agent run's agent steps per agent and per module (RLlib's
+    ``num_agent_steps_sampled`` / ``num_module_steps_sampled`` dicts and their lifetimes).
+
+    ``count(episodes)`` reads an iteration's episode arrays (``acting.episode_arrays``: the
+    ``"valid"`` rows of the agent slots, agent-minor as ``multi_agent_vector`` lays them out,
+    and each row's ``"policy"``; where a record has no ``"policy"``, ``agent_policy`` maps each
+    agent to its policy index) and returns that iteration's counts, adding them to the
+    lifetime ones.
+    """
+
+    def __init__(self, agents: list[Any], policy_ids: list[str]) -> None:
+        self.agents = [str(a) for a in agents]
+        self.policy_ids = list(policy_ids)
+        self.agent_lifetime: dict[str, int] = {}
+        self.module_lifetime: dict[str, int] = {}
+
+    def count(
+        self, episodes: list[Mapping[str, Any]], agent_policy: Any = None
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """``(per agent, per module)`` agent steps of ``episodes`` (one iteration's records)."""
+        import numpy as np
+
+        n_agents, n_policies = len(self.agents), len(self.policy_ids)
+        per_agent = np.zeros(n_agents, np.int64)
+        per_module = np.zeros(n_policies, np.int64)
+        for e in episodes:
+            valid = np.asarray(e["valid"], bool).reshape(-1, n_agents)
+            per_agent += valid.sum(axis=0)
+            if "policy" in e:
+                rows = np.asarray(e["policy"]).reshape(-1)[valid.reshape(-1)]
+            else:
+                rows = np.broadcast_to(np.asarray(agent_policy), valid.shape)[valid]
+            per_module += np.bincount(rows.astype(np.int64), minlength=n_policies)[:n_policies]
+        agents = {a: int(n) for a, n in zip(self.agents, per_agent, strict=True)}
+        modules = {p: int(n) for p, n in zip(self.policy_ids, per_module, strict=True)}
+        for totals, now in ((self.agent_lifetime, agents), (self.module_lifetime, modules)):
+            for key, n in now.items():
+                totals[key] = totals.get(key, 0) + n
+        return agents, modules
+
+    def keep_modules(self, policy_ids: list[str]) -> None:
+        """After a module change: counts of the modules kept carry on; a removed module's go."""
+        self.policy_ids = list(policy_ids)
+        self.module_lifetime = {
+            p: n for p, n in self.module_lifetime.items() if p in self.policy_ids
+        }
+
+
 @functools.cache
 def node_ip() -> str:
     """This host's address as Ray Tune's results give it (``node_ip``): the address its route
@@ -71,6 +120,19 @@ def node_ip() -> str:
 
 def _per_second(steps: int, seconds: float) -> float:
     return steps / seconds if seconds > 0 else float("nan")
+
+
+def _agent_figures(agents: Any) -> dict[str, Any]:
+    """A multi-agent iteration's per-agent and per-module figures (an ``AgentMetrics``),
+    under RLlib's multi-agent env runner's keys."""
+    return {
+        "module_episode_returns_mean": dict(agents.module_episode_returns_mean),
+        "agent_episode_returns_mean": dict(agents.agent_episode_returns_mean),
+        "num_agent_steps_sampled": dict(agents.agent_steps),
+        "num_agent_steps_sampled_lifetime": dict(agents.agent_steps_lifetime),
+        "num_module_steps_sampled": dict(agents.module_steps),
+        "num_module_steps_sampled_lifetime": dict(agents.module_steps_lifetime),
+    }
 
 
 def _one_agent_figures(sampled: int, totals: IterationTotals) -> dict[str, Any]:
@@ -123,7 +185,7 @@ def result_dict(
     env_runners: dict[str, Any] = {
         **totals.episodes,
         **(result.runner_lag.env_runner_metrics() if result.runner_lag is not None else {}),
-        **(result.agents._asdict() if result.agents is not None else {}),
+        **(_agent_figures(result.agents) if result.agents is not None else {}),
         "num_episodes": len(result.episode_returns),
         "num_episodes_lifetime": totals.num_episodes_lifetime,
         "num_env_steps_sampled": sampled,
@@ -179,4 +241,4 @@ def result_dict(
     }
 
 
-__all__ = ["IterationTotals", "node_ip", "result_dict"]
+__all__ = ["AgentStepCounter", "IterationTotals", "node_ip", "result_dict"]

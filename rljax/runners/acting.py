@@ -389,6 +389,11 @@ def episode_arrays(traj: Transition) -> dict[str, Any]:
         "num_valid": jnp.sum(traj.valid.astype(jnp.int32)),
         "valid": traj.valid.reshape(-1),
     }
+    # Multi-agent slots (``{"obs": ..., "policy": ...}``, inside a ``RecurrentInput`` for
+    # recurrent policies): each row's policy index, for the per-module step counts.
+    slot_obs = getattr(traj.obs, "obs", traj.obs)
+    if isinstance(slot_obs, dict) and "policy" in slot_obs and "obs" in slot_obs:
+        out["policy"] = slot_obs["policy"].reshape(-1)
     if traj.next_obs is not None:
         out["steps"] = recorded_steps(traj, STEP_FIELDS)
     return out

@@ -102,7 +102,13 @@ def test_add_then_remove_a_module_while_training():
         # The removed module's count goes with it (was: kept, saved in checkpoints and added
         # to a module added again under its id).
         assert "p1" not in algo.get_state()["counters"][counts]
-        assert algo.train()["training_iteration"] == 3
+        after = algo.train()
+        assert after["training_iteration"] == 3
+        # Per-module sampled steps carry on for kept modules; the removed one's go.
+        sampled = after["env_runners"]
+        lifetime = sampled["num_module_steps_sampled_lifetime"]
+        assert set(lifetime) == {"p0", "p0_v1"}
+        assert lifetime["p0"] > sampled["num_module_steps_sampled"]["p0"] > 0
         # RLlib's multi-agent env runner holds a MultiRLModule (was: a plain dict).
         modules = algo.env_runner.module
         assert isinstance(modules, MultiRLModule) and sorted(modules) == ["p0", "p0_v1"]

@@ -186,7 +186,8 @@ def test_fused_iteration_counts_episodes_by_hand_in_one_program():
             runners = result["env_runners"]
             # 2 envs x 6 steps: every 3 steps each env ends an episode.
             assert runners["num_env_steps_sampled"] == 12
-            assert runners["num_agent_steps_sampled"] == 24
+            assert runners["num_agent_steps_sampled"] == {"a": 12, "b": 12}
+            assert runners["num_module_steps_sampled"] == {"pa": 12, "pb": 12}
             assert runners["num_episodes"] == 4
             agent_returns = runners["agent_episode_returns_mean"]
             module_returns = runners["module_episode_returns_mean"]

@@ -80,7 +80,7 @@ def test_frozen_policy_keeps_its_parameters_bit_for_bit_and_metrics_are_per_poli
         assert runners["episode_return_mean"] == pytest.approx(
             sum(runners["agent_episode_returns_mean"].values()), rel=1e-5
         )
-        assert runners["num_agent_steps_sampled"] > runners["num_env_steps_sampled"]
+        assert sum(runners["num_agent_steps_sampled"].values()) > runners["num_env_steps_sampled"]
     finally:
         algo.stop()
 
@@ -231,7 +231,16 @@ def test_episode_and_step_counts_belong_to_the_iteration_that_sampled_them():
     assert [r["num_env_steps_sampled"] for r in results] == [936, 928, 936]
     # A transition is emitted when its result arrives, one step after the action: the first
     # fragment's last actions complete in the second, so 116, 116, 117 per agent slot.
-    assert [r["num_agent_steps_sampled"] for r in results] == [1856, 1856, 1872]
+    # Per agent and per module (RLlib's dicts; was: the total only).
+    assert [sum(r["num_agent_steps_sampled"].values()) for r in results] == [1856, 1856, 1872]
+    for r in results:
+        agents, modules = r["num_agent_steps_sampled"], r["num_module_steps_sampled"]
+        assert agents["player1"] == agents["player2"]  # they move together
+        assert modules == {"learner": agents["player1"], "opponent": agents["player2"]}
+    lifetime = results[-1]["num_agent_steps_sampled_lifetime"]
+    assert lifetime == {
+        a: sum(r["num_agent_steps_sampled"][a] for r in results) for a in ("player1", "player2")
+    }
 
 
 def test_a_rebuilt_multi_agent_runner_gets_new_env_seeds():

@@ -331,7 +331,7 @@ def test_multi_agent_mean_std_filter_trains_checkpoints_and_evaluates(tmp_path):
         (state,) = algo._stateful_connectors().get_state()
         # Every agent observation the runners saw (steps and first observations) was counted,
         # by both runners' envs into one set of statistics.
-        sampled = result["env_runners"]["num_agent_steps_sampled"]
+        sampled = sum(result["env_runners"]["num_agent_steps_sampled"].values())
         assert sampled > 300
         counted = sum(int(state[i]["count"]) for i in "01")
         # + each agent's first observations: 2 runners x 2 agents, a reset or two each.

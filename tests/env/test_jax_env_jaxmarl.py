@@ -388,7 +388,10 @@ def test_ppo_runs_smax_in_one_program_counting_env_steps_not_agent_steps():
     # 2 envs x 32 steps, less the steps that reset an ended episode; the living units act
     # together, so agent steps outnumber env steps.
     assert 48 <= runners["num_env_steps_sampled"] <= 64
-    assert runners["num_agent_steps_sampled"] > runners["num_env_steps_sampled"]
+    agent_steps = runners["num_agent_steps_sampled"]  # per agent, as RLlib's
+    assert set(agent_steps) == {"ally_0", "ally_1", "ally_2"}
+    assert sum(agent_steps.values()) > runners["num_env_steps_sampled"]
+    assert runners["num_module_steps_sampled"] == {"shared": sum(agent_steps.values())}
     assert runners["num_episodes"] >= 1
     assert 5 <= runners["episode_len_min"] <= runners["episode_len_max"] <= 100
 

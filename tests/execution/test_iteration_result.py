@@ -134,6 +134,10 @@ def test_result_dict_of_a_multi_agent_iteration_and_no_time():
         agent_episode_returns_mean={"0": 1.0, "1": 2.0},
         num_agent_steps_sampled=40,
         num_agent_steps_sampled_lifetime=80,
+        agent_steps={"0": 15, "1": 25},
+        agent_steps_lifetime={"0": 30, "1": 50},
+        module_steps={"p0": 15, "p1": 25},
+        module_steps_lifetime={"p0": 30, "p1": 50},
     )
     result = IterationResult(
         num_env_steps_sampled=20,
@@ -151,7 +155,11 @@ def test_result_dict_of_a_multi_agent_iteration_and_no_time():
     assert "agent_episode_return_mean" not in env  # the single-agent key
     assert out["learners"]["__all_modules__"]["num_module_steps_trained"] == 40  # 15 + 25
     assert env["module_episode_returns_mean"] == {"p0": 1.0, "p1": 2.0}
-    assert env["num_agent_steps_sampled"] == 40 and env["num_agent_steps_sampled_lifetime"] == 80
+    # RLlib's multi-agent runner's dicts (was: the totals, 40 and 80).
+    assert env["num_agent_steps_sampled"] == {"0": 15, "1": 25}
+    assert env["num_agent_steps_sampled_lifetime"] == {"0": 30, "1": 50}
+    assert env["num_module_steps_sampled"] == {"p0": 15, "p1": 25}
+    assert env["num_module_steps_sampled_lifetime"] == {"p0": 30, "p1": 50}
     assert env["num_episodes"] == 0
     assert math.isnan(env["num_env_steps_sampled_per_second"])
     assert "policy_lag_mean" not in env

@@ -88,8 +88,11 @@ def _assert_like_separate_runs(results: list, population: Population, configs: l
         try:
             for it, iteration in enumerate(results):
                 mine, alone = iteration[k], algo.train()
-                for key in ("num_env_steps_sampled", "num_episodes", "num_agent_steps_sampled"):
+                for key in ("num_env_steps_sampled", "num_episodes"):
                     assert mine["env_runners"][key] == alone["env_runners"][key] > 0
+                for key in ("num_agent_steps_sampled", "num_module_steps_sampled"):
+                    assert mine["env_runners"][key] == alone["env_runners"][key]
+                    assert all(n > 0 for n in mine["env_runners"][key].values())
                 for key in ("episode_return_mean", "agent_episode_returns_mean"):
                     np.testing.assert_allclose(
                         np.asarray(_values(mine["env_runners"][key])),

@@ -22,6 +22,7 @@ import collections
 import dataclasses
 import inspect
 import logging
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -75,6 +76,7 @@ from rljax.execution.on_policy import OnPolicyLoop, steps_per_iteration
 from rljax.execution.parts import (
     PolicyParts,
 )
+from rljax.execution.results import AgentStepCounter
 from rljax.execution.weights import check_weights_fit
 from rljax.policy.policy import PolicySpec
 from rljax.runners.acting import make_act_step
@@ -405,6 +407,7 @@ class MultiAgentPPO(Algorithm):
             a: collections.deque(maxlen=n) for a in self.possible_agents
         }
         self.num_agent_steps_sampled_lifetime = 0
+        self._agent_steps = AgentStepCounter(self.possible_agents, self.policy_ids)
 
     def _start_policies(self, learner: str) -> None:
         """The config's policies, their spaces checked, the mapping function (the first
@@ -820,7 +823,9 @@ class MultiAgentPPO(Algorithm):
         group_metrics = jax.device_get(record["metrics"]["groups"])
         counts = record["metrics"]["counts"]
         agent_steps = int(np.asarray(record["episodes"]["num_valid"]))
-        sampled = self._sampled_episodes([record["sample_record"]], agent_steps)
+        sampled = self._sampled_episodes(
+            [record["sample_record"]], agent_steps, [jax.device_get(record["episodes"])]
+        )
         learner = {
             pid: {
                 **{
@@ -836,10 +841,13 @@ class MultiAgentPPO(Algorithm):
         }
         return sampled.result(learner, int(counts[self.train_mask].sum()), timers)
 
-    def _sampled_episodes(self, samples: list[Any], agent_steps: int) -> _Sampled:
+    def _sampled_episodes(
+        self, samples: list[Any], agent_steps: int, episodes: list[Mapping[str, Any]]
+    ) -> _Sampled:
         """What the runners' fragments ``samples`` (``SampleRecord``s) of one iteration hold:
         the finished episodes, the env steps, the per-policy and per-agent returns (means over
-        the episodes that ended in the iteration), and ``agent_steps`` counted."""
+        the episodes that ended in the iteration), ``agent_steps`` counted, and per agent and
+        per module the agent steps of the iteration's episode arrays (``episodes``)."""
         finished = []
         env_steps = 0
         by_slot = []
@@ -862,6 +870,7 @@ class MultiAgentPPO(Algorithm):
             for pid, ret in per_policy.items():
                 self.policy_returns[pid].append(ret)
         self.num_agent_steps_sampled_lifetime += agent_steps
+        per_agent, per_module = self._agent_steps.count(episodes)
         nan = float("nan")
         agents = AgentMetrics(
             module_episode_returns_mean={
@@ -872,6 +881,10 @@ class MultiAgentPPO(Algorithm):
             },
             num_agent_steps_sampled=agent_steps,
             num_agent_steps_sampled_lifetime=self.num_agent_steps_sampled_lifetime,
+            agent_steps=per_agent,
+            agent_steps_lifetime=dict(self._agent_steps.agent_lifetime),
+            module_steps=per_module,
+            module_steps_lifetime=dict(self._agent_steps.module_lifetime),
         )
         return _Sampled(finished, env_steps, agents, tuple(by_slot))
 

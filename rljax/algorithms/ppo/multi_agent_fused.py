@@ -155,8 +155,10 @@ def fused_report(
         acted_steps = 0  # env steps with a completed transition (acting, simultaneous envs)
         counts = np.zeros(algo.num_policies, np.int64)
         metric_sums: list[Any] = []  # each record's per-group metrics
+        every: list[Any] = []  # each record's episode arrays
         for record in records:
             episodes = jax.device_get(record["episodes"])
+            every.append(episodes)
             shape = (-1, num_envs, num_agents)
             done = np.asarray(episodes["done"]).reshape(shape)
             returns = np.asarray(episodes["returns"]).reshape(shape)
@@ -194,6 +196,7 @@ def fused_report(
             for pid, ret in per_policy.items():
                 policy_returns[pid].append(ret)
         algo.num_agent_steps_sampled_lifetime += agent_steps
+        agent_counts, module_counts = algo._agent_steps.count(every, algo._agent_policy)
         nan = float("nan")
         agents = AgentMetrics(
             module_episode_returns_mean={
@@ -204,6 +207,10 @@ def fused_report(
             },
             num_agent_steps_sampled=agent_steps,
             num_agent_steps_sampled_lifetime=algo.num_agent_steps_sampled_lifetime,
+            agent_steps=agent_counts,
+            agent_steps_lifetime=dict(algo._agent_steps.agent_lifetime),
+            module_steps=module_counts,
+            module_steps_lifetime=dict(algo._agent_steps.module_lifetime),
         )
         return IterationResult(
             num_env_steps_sampled=(
