@@ -660,7 +660,12 @@ class SingleAgentEnvRunner(EvaluationEnvRunner):
     Raises:
       ConfigError: the config has no env, is multi-agent, or names an env written in JAX
         (those run inside the algorithm's program; ``config.build_algo()``).
+      TypeError: a keyword RLlib's constructor does not take (its ``tune_trial_id``,
+        ``spaces`` and ``recreated_worker`` are taken and unused).
     """
+
+    # The module of this runner (an instance attribute, not the algorithm view's property).
+    module: Any = None
 
     def __init__(
         self, *, config: Any, worker_index: int = 0, num_workers: int = 0, **kwargs: Any
@@ -669,6 +674,9 @@ class SingleAgentEnvRunner(EvaluationEnvRunner):
         from rljax.connectors.env_to_module.episode_connector import spec_with_host_pieces
         from rljax.env.vector import make_host_env, resolve_env
 
+        unknown = sorted(set(kwargs) - {"tune_trial_id", "spaces", "recreated_worker"})
+        if unknown:
+            raise TypeError(f"SingleAgentEnvRunner() got unexpected keywords {unknown}")
         if not isinstance(config, AlgorithmConfig):
             raise TypeError(
                 f"SingleAgentEnvRunner(config={type(config).__name__}); use an algorithm "
@@ -713,9 +721,6 @@ class SingleAgentEnvRunner(EvaluationEnvRunner):
         self._random = False
         super().__init__(worker_index, host, self._act, config, build, spaces)
 
-    # The module of this runner (an instance attribute, not the algorithm view's property).
-    module: Any = None
-
     def _act(self, obs: Any) -> Any:
         if self._random:
             space = self._spaces[1]
@@ -740,9 +745,11 @@ class SingleAgentEnvRunner(EvaluationEnvRunner):
         (finished episodes and the unfinished ones as chunks), or, with neither, one episode
         per env copy. ``explore``: sample from the module's distribution (the config's
         ``explore`` by default) or take its greedy action; ``random_actions``: the action
-        space's samples instead of the module's."""
+        space's samples instead of the module's. Another keyword raises ``TypeError``."""
         from rljax.utils.checks import require_bool
 
+        if kwargs:
+            raise TypeError(f"sample() got unexpected keywords {sorted(kwargs)}")
         for name, value in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1

@@ -626,7 +626,7 @@ MODULE_COUNTERS = "num_module_steps_trained_lifetime"
 def checked_module_counters(value: Any, module_ids: Collection[str]) -> dict[str, int]:
     """``value`` as the per-module counters: an object mapping some of ``module_ids`` (the
     run's modules) to ints in [0, 2**62]. Raises ``ValueError`` saying what is wrong (a bad
-    id by its length and first characters, a bad count by its type or value; never the whole
+    id by its first 40 characters, a bad count by its type or value; never the whole
     object)."""
     if not isinstance(value, dict):
         raise ValueError(f"expected an object of module ids to counts; got {type(value).__name__}")

@@ -80,6 +80,8 @@ def test_greedy_sampling_acts_with_the_loaded_module():
             runner.sample(num_episodes=0)
         with pytest.raises(TypeError, match="explore"):
             runner.sample(num_episodes=1, explore="no")
+        with pytest.raises(TypeError, match=r"unexpected keywords \['num_episode'\]"):
+            runner.sample(num_episode=1)
     finally:
         algo.stop()
         runner.stop()
@@ -98,3 +100,5 @@ def test_what_it_cannot_run_is_refused_before_anything_is_built():
         SingleAgentEnvRunner(config=PPOConfig().environment("rljax:Pendulum-v1"))
     with pytest.raises(TypeError, match="algorithm config"):
         SingleAgentEnvRunner(config={"env": "CartPole-v1"})
+    with pytest.raises(TypeError, match=r"unexpected keywords \['num_env'\]"):
+        SingleAgentEnvRunner(config=_config(), num_env=2)
