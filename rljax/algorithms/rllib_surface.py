@@ -742,14 +742,21 @@ class SingleAgentEnvRunner(EvaluationEnvRunner):
     ) -> list[SingleAgentEpisode]:
         """Steps the envs and returns the episodes (RLlib's ``sample``): ``num_episodes`` new
         episodes (the envs are reset) until that many finished, or ``num_timesteps`` env steps
-        (finished episodes and the unfinished ones as chunks), or, with neither, one episode
-        per env copy. ``explore``: sample from the module's distribution (the config's
-        ``explore`` by default) or take its greedy action; ``random_actions``: the action
-        space's samples instead of the module's. Another keyword raises ``TypeError``."""
+        (finished episodes and the unfinished ones as chunks); with neither, as RLlib's, one
+        fragment per env copy (``rollout_fragment_length`` env steps each, as chunks), or
+        with ``batch_mode="complete_episodes"`` one episode per env copy. ``explore``: sample
+        from the module's distribution (the config's ``explore`` by default) or take its greedy
+        action; ``random_actions``: the action space's samples instead of the module's.
+        Another keyword raises ``TypeError``; both counts, ``ValueError``."""
         from rljax.utils.checks import require_bool
 
         if kwargs:
             raise TypeError(f"sample() got unexpected keywords {sorted(kwargs)}")
+        if num_timesteps is not None and num_episodes is not None:
+            raise ValueError(
+                f"sample(num_timesteps={num_timesteps!r}, num_episodes={num_episodes!r}): give "
+                "one of them, or neither for a fragment per env copy"
+            )
         for name, value in (("num_timesteps", num_timesteps), ("num_episodes", num_episodes)):
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
@@ -757,6 +764,11 @@ class SingleAgentEnvRunner(EvaluationEnvRunner):
                 raise ValueError(f"sample({name}={value!r}); use an int of at least 1, or None")
         self._explore = self.config.explore if explore is None else require_bool("explore", explore)
         self._random = require_bool("random_actions", random_actions)
+        if num_timesteps is None and num_episodes is None:
+            if self.config.batch_mode == "truncate_episodes":
+                num_timesteps = self.config.get_rollout_fragment_length() * self.num_envs
+            else:
+                num_episodes = self.num_envs
         return self._collect(num_timesteps, num_episodes, force_reset)
 
     def get_state(self, *args: Any, **kwargs: Any) -> dict[str, Any]:

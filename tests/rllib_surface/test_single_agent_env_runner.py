@@ -56,6 +56,28 @@ def test_episodes_chunks_and_metrics():
         runner.stop()
 
 
+def test_sample_with_no_count_takes_a_fragment_per_env_copy_as_rllibs():
+    """RLlib's default: ``rollout_fragment_length`` env steps per env copy, unfinished
+    episodes as chunks; with ``batch_mode="complete_episodes"``, one episode per env copy.
+    Was: always whole episodes (36 env steps here where RLlib takes 14)."""
+    config = _config().env_runners(rollout_fragment_length=7)
+    runner = SingleAgentEnvRunner(config=config)
+    try:
+        chunks = runner.sample()
+        assert 14 <= sum(len(e) for e in chunks) <= 15  # 7 x 2, the last step may pass it
+        assert not all(e.is_done for e in chunks)
+        with pytest.raises(ValueError, match="give one of them"):
+            runner.sample(num_timesteps=5, num_episodes=1)
+    finally:
+        runner.stop()
+    whole = SingleAgentEnvRunner(config=config.env_runners(batch_mode="complete_episodes"))
+    try:
+        episodes = whole.sample()
+        assert len(episodes) >= 2 and all(e.is_done and e.t_started == 0 for e in episodes)
+    finally:
+        whole.stop()
+
+
 def test_greedy_sampling_acts_with_the_loaded_module():
     config = _config()
     runner = SingleAgentEnvRunner(config=config)
