@@ -335,8 +335,6 @@ class AgentMetrics(NamedTuple):
     Attributes:
       module_episode_returns_mean: Per policy, the mean return of its agents per episode.
       agent_episode_returns_mean: Per agent id (as a string), its mean episode return.
-      num_agent_steps_sampled: Agent steps sampled in the iteration (all agents').
-      num_agent_steps_sampled_lifetime: Agent steps sampled so far (all agents').
       agent_steps: Per agent id (as a string), its agent steps sampled in the iteration.
       agent_steps_lifetime: Per agent id, its agent steps sampled so far.
       module_steps: Per policy id, the agent steps its agents sampled in the iteration.
@@ -345,8 +343,6 @@ class AgentMetrics(NamedTuple):
 
     module_episode_returns_mean: dict[str, float]
     agent_episode_returns_mean: dict[str, float]
-    num_agent_steps_sampled: int
-    num_agent_steps_sampled_lifetime: int
     agent_steps: dict[str, int]
     agent_steps_lifetime: dict[str, int]
     module_steps: dict[str, int]

@@ -600,6 +600,22 @@ CASES = [
         ["counters.num_module_steps_trained_lifetime", "is not one of the modules"],
     ),
     (
+        "an agent's counter is negative",
+        _edit_meta(
+            lambda m: m["counters"].update(num_agent_steps_sampled_lifetime={"agent_0": -2})
+        ),
+        RESTORE,
+        CheckpointError,
+        ["counters.num_agent_steps_sampled_lifetime", "'agent_0'", "[0, 2**62]", "-2"],
+    ),
+    (
+        "a module's sampled counter for a module the checkpoint does not have",
+        _edit_meta(lambda m: m["counters"].update(num_module_steps_sampled_lifetime={"q": 1})),
+        RESTORE,
+        CheckpointError,
+        ["counters.num_module_steps_sampled_lifetime", "'q' is not one of the modules"],
+    ),
+    (
         "counters are a list",
         _edit_meta(lambda m: m.update(counters=[1, 2])),
         RESTORE,

@@ -582,6 +582,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
             algo_name=self.config.algo_name,
             policy_ids=self._policy_ids(),
             runners=self._env_state_io,
+            agent_ids=iteration_book.agent_ids(self),
         )
         iteration_book.set_counter_values(self, restored.saved.counters)
         self.time_since_restore, self.iterations_since_restore = 0.0, 0  # Tune's restore

@@ -102,14 +102,22 @@ _LATER_COUNTERS = ("num_offline_evaluations",)
 
 
 def _checked_counters(
-    counters: Any, expected: Mapping[str, Any], module_ids: Collection[str]
+    counters: Any,
+    expected: Mapping[str, Any],
+    module_ids: Collection[str],
+    agent_ids: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """``counters`` checked against the live ones (``expected``: the same keys) and the
-    algorithm's ``module_ids`` (the per-module counters' keys)."""
+    """``counters`` checked against the live ones (``expected``: the same keys), the
+    algorithm's ``module_ids`` (the per-module counters' keys) and, for a multi-agent one,
+    its ``agent_ids`` (the per-agent counters')."""
+    per_id = {
+        checkpoints.MODULE_COUNTERS: ("module", module_ids),
+        checkpoints.SAMPLED_MODULE_COUNTERS: ("module", module_ids),
+        checkpoints.AGENT_COUNTERS: ("agent", agent_ids or ()),
+    }
     if isinstance(counters, Mapping):
         later: dict[str, Any] = {k: 0 for k in _LATER_COUNTERS if k in expected}
-        if checkpoints.MODULE_COUNTERS in expected:
-            later[checkpoints.MODULE_COUNTERS] = {}
+        later.update({k: {} for k in per_id if k in expected})
         counters = {**later, **counters}
     if not isinstance(counters, Mapping) or set(counters) != set(expected):
         found = (
@@ -118,9 +126,10 @@ def _checked_counters(
         raise ValueError(f"set_state: counters must have the keys {sorted(expected)}; got {found}")
     out: dict[str, Any] = {}
     for k, v in counters.items():
-        if k == checkpoints.MODULE_COUNTERS:
+        if k in per_id:
+            kind, ids = per_id[k]
             try:
-                out[k] = checkpoints.checked_module_counters(v, set(module_ids))
+                out[k] = checkpoints.checked_id_counters(v, set(ids), kind)
             except ValueError as e:
                 raise ValueError(f"set_state: counters[{k!r}]: {e}") from None
             continue
@@ -208,7 +217,10 @@ class StateSurface:
         counters = None
         if COUNTERS in state:
             counters = _checked_counters(
-                state[COUNTERS], iteration_book.counter_values(algo), algo._policy_ids()
+                state[COUNTERS],
+                iteration_book.counter_values(algo),
+                algo._policy_ids(),
+                iteration_book.agent_ids(algo),
             )
         iteration = state.get(TRAINING_ITERATION)
         if iteration is not None and (

@@ -261,7 +261,7 @@ class ModuleSurface:
         weights = algo.get_weights([p for p in algo._policy_ids() if p not in algo.forward_only])
         old, old_state = algo.config, algo.state
         old_rows = _module_rows(algo)
-        agent_steps, step_counter = algo.num_agent_steps_sampled_lifetime, algo._agent_steps
+        step_counter = algo._agent_steps  # the lifetime agent steps carry on
         with algo._exclusive(what, reentrant=True), algo._learner_paused():
             try:
                 self._setup_again(config, weights)
@@ -277,7 +277,6 @@ class ModuleSurface:
                     raise
                 raise
             finally:
-                algo.num_agent_steps_sampled_lifetime = agent_steps
                 step_counter.keep_modules(algo._policy_ids())
                 algo._agent_steps = step_counter
         if new_module is not None:

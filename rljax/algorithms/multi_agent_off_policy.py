@@ -366,11 +366,8 @@ class MultiAgentOffPolicy(MultiAgentPPO):
         per-agent returns."""
         host = jax.device_get([r["metrics"] for r in records])
         started = np.stack([np.asarray(m["started"], bool) for m in host])  # [cycles, P]
-        agent_steps = sum(int(np.asarray(r["episodes"]["num_valid"])) for r in records)
         sampled = self._sampled_episodes(
-            [r["sample_record"] for r in records],
-            agent_steps,
-            [jax.device_get(r["episodes"]) for r in records],
+            [r["sample_record"] for r in records], [r["episodes"] for r in records]
         )
         learner: dict[str, Any] = {}
         trained = 0

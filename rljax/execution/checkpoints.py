@@ -264,9 +264,11 @@ def restore(
     algo_name: str,
     policy_ids: list[str],
     runners: RunnerGroup | None,
+    agent_ids: Collection[str] | None = None,
 ) -> Restored:
-    """Loads a checkpoint of algorithm ``algo_name`` with policies ``policy_ids`` into
-    ``hooks`` and the env runners ``runners``.
+    """Loads a checkpoint of algorithm ``algo_name`` with policies ``policy_ids`` (and, for a
+    multi-agent run, agents ``agent_ids``: the per-agent counters' keys) into ``hooks`` and
+    the env runners ``runners``.
 
     Everything is read and checked first (the metadata's fields, the state's tree, shapes
     and dtypes against ``hooks._checkpoint_state``'s, the env runners' saved state), so a
@@ -276,6 +278,13 @@ def restore(
     caller's to apply (``Restored.saved``).
     """
     meta, version_dir, saved, state = _load_checked(hooks, path, algo_name, policy_ids)
+    if agent_ids is not None:
+        try:
+            checked_id_counters(saved.counters[AGENT_COUNTERS], agent_ids, "agent")
+        except ValueError as e:
+            raise CheckpointError(
+                f"{version_dir / ckpt.META_FILE}: field 'counters.{AGENT_COUNTERS}': {e}"
+            ) from None
     # Only runners that can take it read the saved runner state (EnvPool's fused path has none).
     saved_runners = ckpt.load_runners(version_dir) if runners is not None else None
     check_runner_state_schema(saved_runners, version_dir / ckpt.RUNNERS_FILE)
@@ -621,27 +630,44 @@ _MAX_COUNTER = 2**62
 # Per module id, the rows each module has trained on so far (RLlib's per-module
 # ``num_module_steps_trained_lifetime``): a JSON object, absent in older checkpoints.
 MODULE_COUNTERS = "num_module_steps_trained_lifetime"
+# A multi-agent run's agent steps sampled so far, per agent id and per module id (RLlib's
+# ``num_agent_steps_sampled_lifetime`` / ``num_module_steps_sampled_lifetime`` dicts): JSON
+# objects, absent in older checkpoints and in single-agent runs'.
+AGENT_COUNTERS = "num_agent_steps_sampled_lifetime"
+SAMPLED_MODULE_COUNTERS = "num_module_steps_sampled_lifetime"
+_MAX_IDS = 10_000
 
 
-def checked_module_counters(value: Any, module_ids: Collection[str]) -> dict[str, int]:
-    """``value`` as the per-module counters: an object mapping some of ``module_ids`` (the
-    run's modules) to ints in [0, 2**62]. Raises ``ValueError`` saying what is wrong (a bad
-    id by its first 40 characters, a bad count by its type or value; never the whole
-    object)."""
+def checked_id_counters(
+    value: Any, ids: Collection[str] | None, kind: str = "module"
+) -> dict[str, int]:
+    """``value`` as per-id counters: an object mapping some of ``ids`` (the run's module or
+    agent ids; ``None``: any id string of 1-200 characters, at most 10,000 of them) to ints in
+    [0, 2**62]. ``kind`` ("module", "agent") names the ids in errors. Raises ``ValueError``
+    saying what is wrong (a bad id by its first 40 characters, a bad count by its type or
+    value; never the whole object)."""
     if not isinstance(value, dict):
-        raise ValueError(f"expected an object of module ids to counts; got {type(value).__name__}")
-    for pid, count in value.items():
-        if not isinstance(pid, str) or pid not in module_ids:
-            shown = repr(pid[:40]) if isinstance(pid, str) else type(pid).__name__
+        raise ValueError(f"expected an object of {kind} ids to counts; got {type(value).__name__}")
+    if ids is None and len(value) > _MAX_IDS:
+        raise ValueError(f"expected at most {_MAX_IDS} {kind} ids; got {len(value)}")
+    for key, count in value.items():
+        if ids is None:
+            known = isinstance(key, str) and 0 < len(key) <= 200
+        else:
+            known = isinstance(key, str) and key in ids
+        if not known:
+            shown = repr(key[:40]) if isinstance(key, str) else type(key).__name__
+            if ids is None:
+                raise ValueError(f"{kind} id {shown} is not a string of 1-200 characters")
             raise ValueError(
-                f"{shown} is not one of the modules {sorted(module_ids)[:20]}"
-                + (" (and more)" if len(module_ids) > 20 else "")
+                f"{shown} is not one of the {kind}s {sorted(ids)[:20]}"
+                + (" (and more)" if len(ids) > 20 else "")
             )
         ok = isinstance(count, int | np.integer) and not isinstance(count, bool)
         if not ok or not 0 <= int(count) <= _MAX_COUNTER:
             got = f"{int(count)}" if ok else type(count).__name__
-            raise ValueError(f"module {pid[:40]!r}'s count must be an int in [0, 2**62]; got {got}")
-    return {pid: int(count) for pid, count in value.items()}
+            raise ValueError(f"{kind} {key[:40]!r}'s count must be an int in [0, 2**62]; got {got}")
+    return {key: int(count) for key, count in value.items()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -698,12 +724,18 @@ def checked_metadata(meta: dict[str, Any], path: Any) -> SavedMetadata:
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not (math.isfinite(t) and t >= 0):
         raise bad("counters.time_total_s", "a finite number >= 0", t)
     counters["time_total_s"] = float(t)
-    try:
-        counters[MODULE_COUNTERS] = checked_module_counters(
-            raw.get(MODULE_COUNTERS, {}), set(policy_ids)
-        )
-    except ValueError as e:
-        raise CheckpointError(f"{path}: field 'counters.{MODULE_COUNTERS}': {e}") from None
+    # Per-id counters: module ids must be the checkpoint's; agent ids are checked against
+    # the run's agents when they are restored (``AgentStepCounter.restore``).
+    per_id = (
+        (MODULE_COUNTERS, set(policy_ids), "module"),
+        (SAMPLED_MODULE_COUNTERS, set(policy_ids), "module"),
+        (AGENT_COUNTERS, None, "agent"),
+    )
+    for name, ids, kind in per_id:
+        try:
+            counters[name] = checked_id_counters(raw.get(name, {}), ids, kind)
+        except ValueError as e:
+            raise CheckpointError(f"{path}: field 'counters.{name}': {e}") from None
     include = meta.get("includes_replay_buffer", False)
     if not isinstance(include, bool):
         raise bad("includes_replay_buffer", "true or false", include)

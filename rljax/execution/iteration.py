@@ -18,7 +18,7 @@ from rljax.execution.checkpoints import MODULE_COUNTERS
 from rljax.execution.episode_stats import EpisodeStats
 from rljax.execution.evaluation import Background
 from rljax.execution.loop import IterationResult
-from rljax.execution.results import IterationTotals
+from rljax.execution.results import AgentStepCounter, IterationTotals
 from rljax.utils.errors import AlgorithmStoppedError
 from rljax.utils.nonfinite import NonFiniteUpdateError
 
@@ -156,9 +156,11 @@ def _offline_evaluation(run: Any) -> Any:
 
 
 def counter_values(run: CountedRun) -> dict[str, Any]:
-    """The counters a checkpoint keeps (``checkpoints._COUNTERS``, ``time_total_s`` and the
-    per-module ``checkpoints.MODULE_COUNTERS``)."""
+    """The counters a checkpoint keeps (``checkpoints._COUNTERS``, ``time_total_s``, the
+    per-module ``checkpoints.MODULE_COUNTERS`` and, for a multi-agent run, its agent steps per
+    agent and per module: ``checkpoints.AGENT_COUNTERS``, ``SAMPLED_MODULE_COUNTERS``)."""
     offline = _offline_evaluation(run)
+    agents = _agent_step_counter(run)
     return {
         # Offline evaluations so far: each draws its batches from a key of that count.
         "num_offline_evaluations": 0 if offline is None else offline.count,
@@ -169,7 +171,20 @@ def counter_values(run: CountedRun) -> dict[str, Any]:
         "num_episodes_lifetime": run.episodes.num_episodes_lifetime,
         "num_evaluations": run._num_evaluations,
         MODULE_COUNTERS: dict(run._module_steps_trained),
+        # A multi-agent run's agent steps per agent and per module (``AgentStepCounter``).
+        **(agents.state() if agents is not None else {}),
     }
+
+
+def _agent_step_counter(run: Any) -> AgentStepCounter | None:
+    """A multi-agent run's ``AgentStepCounter``; None for a single-agent run."""
+    return getattr(run, "_agent_steps", None)
+
+
+def agent_ids(run: Any) -> list[str] | None:
+    """The agent ids of a multi-agent run's per-agent counters; None for a single-agent run."""
+    counter = _agent_step_counter(run)
+    return None if counter is None else list(counter.agents)
 
 
 def set_counter_values(run: CountedRun, counters: Mapping[str, Any]) -> None:
@@ -181,6 +196,9 @@ def set_counter_values(run: CountedRun, counters: Mapping[str, Any]) -> None:
     run.episodes.num_episodes_lifetime = counters["num_episodes_lifetime"]
     run._num_evaluations = counters["num_evaluations"]  # seeds evaluation envs
     run._module_steps_trained = dict(counters.get(MODULE_COUNTERS, {}))
+    counter = _agent_step_counter(run)
+    if counter is not None:
+        counter.restore(counters)
     offline = _offline_evaluation(run)
     if offline is not None:
         offline.count = counters["num_offline_evaluations"]
@@ -191,6 +209,7 @@ __all__ = [
     "check_running",
     "check_non_finite",
     "count_iteration",
+    "agent_ids",
     "counter_values",
     "evaluation_due",
     "set_counter_values",

@@ -12,6 +12,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from rljax.execution.checkpoints import (
+    AGENT_COUNTERS,
+    SAMPLED_MODULE_COUNTERS,
+    checked_id_counters,
+)
 from rljax.execution.loop import IterationResult
 from rljax.utils.ids import DEFAULT_AGENT_ID, DEFAULT_POLICY_ID
 from rljax.utils.metrics import ALL_MODULES
@@ -64,7 +69,8 @@ class AgentStepCounter:
     ``"valid"`` rows of the agent slots, agent-minor as ``multi_agent_vector`` lays them out,
     and each row's ``"policy"``; where a record has no ``"policy"``, ``agent_policy`` maps each
     agent to its policy index) and returns that iteration's counts, adding them to the
-    lifetime ones.
+    lifetime ones. The lifetime counts are the only record of a run's agent steps: the total
+    (``lifetime``) is their sum, and checkpoints keep them (``state`` / ``restore``).
     """
 
     def __init__(self, agents: list[Any], policy_ids: list[str]) -> None:
@@ -72,6 +78,29 @@ class AgentStepCounter:
         self.policy_ids = list(policy_ids)
         self.agent_lifetime: dict[str, int] = {}
         self.module_lifetime: dict[str, int] = {}
+
+    @property
+    def lifetime(self) -> int:
+        """Agent steps sampled so far, all agents'."""
+        return sum(self.agent_lifetime.values())
+
+    def state(self) -> dict[str, dict[str, int]]:
+        """The lifetime counts as a checkpoint keeps them (``checkpoints.AGENT_COUNTERS`` and
+        ``checkpoints.SAMPLED_MODULE_COUNTERS``)."""
+        return {
+            AGENT_COUNTERS: dict(self.agent_lifetime),
+            SAMPLED_MODULE_COUNTERS: dict(self.module_lifetime),
+        }
+
+    def restore(self, counters: Mapping[str, Any]) -> None:
+        """Sets the lifetime counts to a checkpoint's (``state()``'s keys; absent: none).
+        Raises ``ValueError`` naming an agent this run does not have, or a module it does not
+        have, by its first 40 characters."""
+        agents = checked_id_counters(counters.get(AGENT_COUNTERS, {}), self.agents, "agent")
+        modules = checked_id_counters(
+            counters.get(SAMPLED_MODULE_COUNTERS, {}), self.policy_ids, "module"
+        )
+        self.agent_lifetime, self.module_lifetime = agents, modules
 
     def count(
         self, episodes: list[Mapping[str, Any]], agent_policy: Any = None

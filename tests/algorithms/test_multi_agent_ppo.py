@@ -1,5 +1,7 @@
 """Multi-agent PPO: stacked policies, frozen policies, per-policy metrics, slot streams, learning."""
 
+import json
+import shutil
 from pathlib import Path
 
 import jax
@@ -87,12 +89,21 @@ def test_frozen_policy_keeps_its_parameters_bit_for_bit_and_metrics_are_per_poli
 
 @pytest.mark.slow
 def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
-    """Also: each module's ``num_module_steps_trained_lifetime`` carries on from a checkpoint
-    and through ``get_state`` / ``set_state``. Was: it started again from 0 (the checkpoint's
-    counters held only totals)."""
+    """Also: each module's ``num_module_steps_trained_lifetime``, and the agent steps sampled
+    per agent and per module (``env_runners/num_agent_steps_sampled_lifetime``,
+    ``num_module_steps_sampled_lifetime``) carry on from a checkpoint and through
+    ``get_state`` / ``set_state``. Was: they started again from 0 (the checkpoint's counters
+    held only totals)."""
     algo = _config().build_algo()
     try:
-        first = algo.train()["learners"]
+        first_result = algo.train()
+        first = first_result["learners"]
+        sampled_keys = ("num_agent_steps_sampled_lifetime", "num_module_steps_sampled_lifetime")
+        sampled_before = {k: dict(first_result["env_runners"][k]) for k in sampled_keys}
+        assert sampled_before["num_agent_steps_sampled_lifetime"]["0"] > 0
+        assert algo.num_agent_steps_sampled_lifetime == sum(
+            sampled_before["num_agent_steps_sampled_lifetime"].values()
+        )
         saved = {p: first[p]["num_module_steps_trained_lifetime"] for p in ("p0", "p1")}
         assert saved["p0"] > 0 and saved["p0"] == first["p0"]["num_module_steps_trained"]
         evaluation = algo.evaluate()["env_runners"]  # evaluation_duration: 10 episodes
@@ -129,6 +140,21 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
         with pytest.raises(ValueError, match="unknown policy_id"):
             algo.get_weights(["p7"])
         algo.save_to_path(tmp_path / "ma")
+        # A checkpoint whose per-agent counters name an agent the run does not have is refused
+        # before anything is loaded.
+        crafted = tmp_path / "crafted"
+        shutil.copytree(tmp_path / "ma", crafted)
+        meta_file = crafted / (crafted / "LATEST").read_text() / "rljax_checkpoint.json"
+        meta = json.loads(meta_file.read_text())
+        meta["counters"]["num_agent_steps_sampled_lifetime"] = {"zzz": 4}
+        meta_file.write_text(json.dumps(meta))
+        other = _config().debugging(seed=1).build_algo()
+        try:
+            with pytest.raises(CheckpointError, match="'zzz' is not one of the agents"):
+                other.restore_from_path(crafted)
+            assert other.num_agent_steps_sampled_lifetime == 0 and other.iteration == 0
+        finally:
+            other.stop()
         other = _config().debugging(seed=1).build_algo()
         try:
             other.restore_from_path(tmp_path / "ma")
@@ -142,7 +168,17 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
             other.restore_from_path(tmp_path / "ma" / modules / "p0", component=f"{modules}/p1")
             swapped = other.get_module("p1").forward_inference({"obs": batch})
             np.testing.assert_array_equal(swapped["action_dist_inputs"], logits["p0"])
-            after = other.train()["learners"]
+            assert other.num_agent_steps_sampled_lifetime == algo.num_agent_steps_sampled_lifetime
+            after_result = other.train()
+            after = after_result["learners"]
+            runners = after_result["env_runners"]
+            for key, now in (
+                ("num_agent_steps_sampled_lifetime", "num_agent_steps_sampled"),
+                ("num_module_steps_sampled_lifetime", "num_module_steps_sampled"),
+            ):
+                assert runners[key] == {
+                    k: n + runners[now][k] for k, n in sampled_before[key].items()
+                }, key
             for p in ("p0", "p1"):
                 assert after[p]["num_module_steps_trained_lifetime"] == (
                     saved[p] + after[p]["num_module_steps_trained"]
@@ -161,6 +197,23 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
                 ({"p0": 2**62 + 1}, r"'p0''s count must be an int in \[0, 2\*\*62\]"),
                 ({"p0": 1.5}, "got float"),
             ]
+            with pytest.raises(ValueError, match="'zzz' is not one of the agents"):
+                algo.set_state(
+                    {
+                        "counters": {
+                            **state["counters"],
+                            "num_agent_steps_sampled_lifetime": {"zzz": 1},
+                        }
+                    }
+                )
+            assert (
+                state["counters"]["num_agent_steps_sampled_lifetime"]
+                == (runners["num_agent_steps_sampled_lifetime"])
+            )
+            algo.set_state(state)
+            assert algo.num_agent_steps_sampled_lifetime == sum(
+                runners["num_agent_steps_sampled_lifetime"].values()
+            )
             for bad, match in bad_counts:
                 with pytest.raises(ValueError, match=match):
                     algo.set_state(

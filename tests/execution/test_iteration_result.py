@@ -132,8 +132,6 @@ def test_result_dict_of_a_multi_agent_iteration_and_no_time():
     agents = AgentMetrics(
         module_episode_returns_mean={"p0": 1.0, "p1": 2.0},
         agent_episode_returns_mean={"0": 1.0, "1": 2.0},
-        num_agent_steps_sampled=40,
-        num_agent_steps_sampled_lifetime=80,
         agent_steps={"0": 15, "1": 25},
         agent_steps_lifetime={"0": 30, "1": 50},
         module_steps={"p0": 15, "p1": 25},

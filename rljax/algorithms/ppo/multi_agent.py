@@ -406,7 +406,6 @@ class MultiAgentPPO(Algorithm):
         self.agent_returns: dict[Any, collections.deque[float]] = {
             a: collections.deque(maxlen=n) for a in self.possible_agents
         }
-        self.num_agent_steps_sampled_lifetime = 0
         self._agent_steps = AgentStepCounter(self.possible_agents, self.policy_ids)
 
     def _start_policies(self, learner: str) -> None:
@@ -822,10 +821,7 @@ class MultiAgentPPO(Algorithm):
         (record,) = records  # the loop's updates: one per iteration
         group_metrics = jax.device_get(record["metrics"]["groups"])
         counts = record["metrics"]["counts"]
-        agent_steps = int(np.asarray(record["episodes"]["num_valid"]))
-        sampled = self._sampled_episodes(
-            [record["sample_record"]], agent_steps, [jax.device_get(record["episodes"])]
-        )
+        sampled = self._sampled_episodes([record["sample_record"]], [record["episodes"]])
         learner = {
             pid: {
                 **{
@@ -841,13 +837,12 @@ class MultiAgentPPO(Algorithm):
         }
         return sampled.result(learner, int(counts[self.train_mask].sum()), timers)
 
-    def _sampled_episodes(
-        self, samples: list[Any], agent_steps: int, episodes: list[Mapping[str, Any]]
-    ) -> _Sampled:
+    def _sampled_episodes(self, samples: list[Any], episodes: list[Mapping[str, Any]]) -> _Sampled:
         """What the runners' fragments ``samples`` (``SampleRecord``s) of one iteration hold:
         the finished episodes, the env steps, the per-policy and per-agent returns (means over
-        the episodes that ended in the iteration), ``agent_steps`` counted, and per agent and
-        per module the agent steps of the iteration's episode arrays (``episodes``)."""
+        the episodes that ended in the iteration), and per agent and per module the agent
+        steps of the iteration's episode arrays (``episodes``; only their ``"valid"`` and
+        ``"policy"`` arrays are read to the host)."""
         finished = []
         env_steps = 0
         by_slot = []
@@ -869,7 +864,6 @@ class MultiAgentPPO(Algorithm):
                 per_policy[pid] = per_policy.get(pid, 0.0) + ret
             for pid, ret in per_policy.items():
                 self.policy_returns[pid].append(ret)
-        self.num_agent_steps_sampled_lifetime += agent_steps
         per_agent, per_module = self._agent_steps.count(episodes)
         nan = float("nan")
         agents = AgentMetrics(
@@ -879,8 +873,6 @@ class MultiAgentPPO(Algorithm):
             agent_episode_returns_mean={
                 str(a): float(np.mean(r)) if r else nan for a, r in self.agent_returns.items()
             },
-            num_agent_steps_sampled=agent_steps,
-            num_agent_steps_sampled_lifetime=self.num_agent_steps_sampled_lifetime,
             agent_steps=per_agent,
             agent_steps_lifetime=dict(self._agent_steps.agent_lifetime),
             module_steps=per_module,
@@ -1038,6 +1030,11 @@ class MultiAgentPPO(Algorithm):
         self.state = jax.device_put(states, self.learner_devices[0])
         if self._runners is not None:  # runner threads act with them next (none after stop())
             self._runners.publish(self._runner_params(), advance=False)
+
+    @property
+    def num_agent_steps_sampled_lifetime(self) -> int:
+        """Agent steps sampled so far, all agents' (kept in checkpoints, per agent)."""
+        return self._agent_steps.lifetime
 
     @property
     def states(self) -> list[PPOTrainState]:

@@ -151,7 +151,6 @@ def fused_report(
         env_returns: list[float] = []
         env_lens: list[int] = []
         per_agent: dict[Any, list[float]] = {a: [] for a in algo.possible_agents}
-        agent_steps = 0
         acted_steps = 0  # env steps with a completed transition (acting, simultaneous envs)
         counts = np.zeros(algo.num_policies, np.int64)
         metric_sums: list[Any] = []  # each record's per-group metrics
@@ -170,7 +169,6 @@ def fused_report(
             env_lens += per_env_len[ended].astype(int).tolist()
             for a, agent in enumerate(algo.possible_agents):
                 per_agent[agent] += returns[..., a][ended].tolist()
-            agent_steps += int(episodes["num_valid"])
             if turn_based and simultaneous:
                 valid = np.asarray(episodes["valid"]).reshape(shape)
                 acted_steps += int(valid.any(axis=2).sum())
@@ -195,8 +193,8 @@ def fused_report(
                 per_policy[pid] = per_policy.get(pid, 0.0) + per_agent[agent][e]
             for pid, ret in per_policy.items():
                 policy_returns[pid].append(ret)
-        algo.num_agent_steps_sampled_lifetime += agent_steps
         agent_counts, module_counts = algo._agent_steps.count(every, algo._agent_policy)
+        agent_steps = sum(agent_counts.values())
         nan = float("nan")
         agents = AgentMetrics(
             module_episode_returns_mean={
@@ -205,8 +203,6 @@ def fused_report(
             agent_episode_returns_mean={
                 str(a): float(np.mean(r)) if r else nan for a, r in per_agent.items()
             },
-            num_agent_steps_sampled=agent_steps,
-            num_agent_steps_sampled_lifetime=algo.num_agent_steps_sampled_lifetime,
             agent_steps=agent_counts,
             agent_steps_lifetime=dict(algo._agent_steps.agent_lifetime),
             module_steps=module_counts,

@@ -60,7 +60,10 @@ def unpad_observations(slot_obs: Any, space: gym.Space | None, padded: bool, lea
         return slot_obs
     assert space is not None and space.shape is not None
     flat = slot_obs[..., : int(np.prod(space.shape))]
-    return flat.reshape(*flat.shape[:lead], *space.shape).astype(space.dtype)
+    # A space's 64-bit dtype as JAX holds it (int32 / float32 unless x64 is on): asking
+    # for int64 warns on every trace and gives int32 anyway.
+    dtype = jax.dtypes.canonicalize_dtype(space.dtype)
+    return flat.reshape(*flat.shape[:lead], *space.shape).astype(dtype)
 
 
 def make_multi_agent_policy_parts(
