@@ -347,6 +347,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         ``learner_class``, ``learner_connector``, ``learner_config_dict`` and
         ``add_default_connectors_to_learner_pipeline`` here are ``.training()``'s."""
         moved = {k: kwargs.pop(k) for k in _MOVED_TO_LEARNERS if k in kwargs}
+        for k, v in moved.items():  # a refusal names the call the user wrote
+            check_rllib_only(".learners()", k, v)
         if moved:  # RLlib 2.60 moved them from .training() to .learners()
             self.training(**moved)
         values = dict(locals())

@@ -502,6 +502,7 @@ class EvaluationEnvRunner(EnvRunner):
         self._done: list[tuple[float, int]] = []  # episodes finished since get_metrics()
         self._finished: list[SingleAgentEpisode] = []  # those of the current sample() call
         self._steps = 0  # env steps since get_metrics()
+        self._closed = False  # close() / stop(): the env copies are gone until make_env()
 
     @property
     def num_envs(self) -> int:
@@ -513,6 +514,7 @@ class EvaluationEnvRunner(EnvRunner):
         new = self._make_host_env(_config_env(self.config, self._spaces))
         self._host.close()
         self._host, self.env, self._result = new, getattr(new, "env", new), None
+        self._closed = False
 
     def _start(self) -> None:
         self._result = self._host.reset()
@@ -592,6 +594,11 @@ class EvaluationEnvRunner(EnvRunner):
         self, num_timesteps: int | None, num_episodes: int | None, force_reset: bool
     ) -> list[SingleAgentEpisode]:
         """``sample()``'s stepping, with this runner's ``_actions``."""
+        if self._closed:
+            raise RuntimeError(
+                "sample() after stop(): this runner's envs are closed; call make_env() to "
+                "build them again, or build a new runner"
+            )
         if num_timesteps is None and num_episodes is None:
             num_episodes = self.num_envs
         if self._result is None or force_reset or num_episodes is not None:
@@ -635,6 +642,7 @@ class EvaluationEnvRunner(EnvRunner):
 
     def close(self) -> None:
         self._host.close()
+        self._closed = True
 
 
 class SingleAgentEnvRunner(EvaluationEnvRunner):

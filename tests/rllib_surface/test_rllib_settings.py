@@ -178,8 +178,11 @@ def test_learners_takes_the_settings_rllib_260_moved_there(caplog):
         max_requests_in_flight_per_learner=3,
         local_gpu_idx=0,
     )
-    with pytest.raises(ConfigError, match="cannot be left out"):
+    with pytest.raises(ConfigError, match=r"^\.learners\(\): add_default.*cannot be left out"):
         PPOConfig().learners(add_default_connectors_to_learner_pipeline=False)
+    # A refusal names the call written (was: .training(), where the setting is kept).
+    with pytest.raises(ConfigError, match=r"^\.learners\(\): learner_connector="):
+        PPOConfig().learners(learner_connector=lambda *a: None)
     with pytest.raises(ConfigError, match="CUDA_VISIBLE_DEVICES"):
         PPOConfig().learners(local_gpu_idx=1)
 

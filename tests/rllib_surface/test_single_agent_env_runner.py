@@ -70,6 +70,14 @@ def test_sample_with_no_count_takes_a_fragment_per_env_copy_as_rllibs():
             runner.sample(num_timesteps=5, num_episodes=1)
     finally:
         runner.stop()
+    # After stop() the envs are closed: sample() says so (was: not checked).
+    with pytest.raises(RuntimeError, match=r"sample\(\) after stop\(\)"):
+        runner.sample(num_timesteps=5)
+    runner.make_env()  # RLlib's: builds the envs again
+    try:
+        assert sum(len(e) for e in runner.sample(num_timesteps=4)) >= 4
+    finally:
+        runner.stop()
     whole = SingleAgentEnvRunner(config=config.env_runners(batch_mode="complete_episodes"))
     try:
         episodes = whole.sample()
