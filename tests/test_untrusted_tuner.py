@@ -43,7 +43,7 @@ def trainable(config):
     """Two steps, a checkpoint at each; ``a=3`` raises at its first step, ``a=2`` is
     interrupted at its second while ``config["interrupt"]`` is set."""
     checkpoint = tune.get_checkpoint()
-    start = int((checkpoint.path / "step").read_text()) if checkpoint else 0
+    start = int(Path(checkpoint.path, "step").read_text()) if checkpoint else 0
     for step in range(start + 1, 3):
         CALLS.append((config["a"], step))
         if config["a"] == 3:

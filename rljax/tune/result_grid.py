@@ -40,13 +40,15 @@ def _pandas() -> Any:
 
 
 class Checkpoint:
-    """A checkpoint directory (Tune's ``Checkpoint``); ``os.fspath(checkpoint)`` is its path.
+    """A checkpoint directory (Tune's ``Checkpoint``); ``checkpoint.path`` is its path as a
+    string, as Ray's (``Path(checkpoint.path)`` for path operations), and
+    ``os.fspath(checkpoint)`` the same.
 
     An algorithm trial's checkpoint loads with ``Algorithm.from_checkpoint(checkpoint.path)``.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
+        self.path: str = os.fspath(path)
 
     @classmethod
     def from_directory(cls, path: str | os.PathLike[str]) -> Checkpoint:
@@ -70,7 +72,7 @@ class Checkpoint:
     def get_metadata(self) -> dict[str, Any]:
         """The metadata saved with ``set_metadata`` / ``update_metadata`` (Tune's, in
         ``.metadata.json`` of the directory); {} when there is none."""
-        file = self.path / _METADATA_FILE
+        file = Path(self.path, _METADATA_FILE)
         if not file.exists():
             return {}
         data = safe_io.read_json(file, None, _METADATA_MAX_BYTES, ConfigError)
@@ -87,17 +89,17 @@ class Checkpoint:
             text = json.dumps(metadata)
         except (TypeError, ValueError) as e:
             raise ConfigError(f"set_metadata: not JSON data ({e})") from None
-        safe_io.write_atomic(self.path / _METADATA_FILE, text)
+        safe_io.write_atomic(Path(self.path, _METADATA_FILE), text)
 
     def update_metadata(self, metadata: dict[str, Any]) -> None:
         """Adds ``metadata``'s keys to the checkpoint's metadata."""
         self.set_metadata({**self.get_metadata(), **metadata})
 
     def __fspath__(self) -> str:
-        return str(self.path)
+        return self.path
 
     def __repr__(self) -> str:
-        return f"Checkpoint(path={str(self.path)!r})"
+        return f"Checkpoint(path={self.path!r})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Checkpoint) and other.path == self.path

@@ -51,7 +51,10 @@ def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
         leaves = [np.asarray(x) for x in __import__("jax").tree.leaves(weights["default_policy"])]
         assert leaves and all(isinstance(x, np.ndarray) for x in leaves)
         saved = algo.save(tmp_path / "ckpt")
-        assert os.fspath(saved.checkpoint.path) == str(tmp_path / "ckpt")
+        # A string, as Ray's (was: a Path, which a script's `path + "/..."` or
+        # `json.dumps` of it failed on).
+        assert saved.checkpoint.path == str(tmp_path / "ckpt")
+        assert isinstance(saved.checkpoint.path, str)
         assert saved.metrics["training_iteration"] == 1
         default_dir = algo.save_to_path()  # RLlib's default: a new directory
         assert os.path.isdir(default_dir) and "PPO_checkpoint_" in default_dir

@@ -27,7 +27,7 @@ def failing_once_at(step_to_fail: int, calls: list, tmp_path, times: int = 1):
 
     def trainable(config):
         checkpoint = tune.get_checkpoint()
-        start = int((checkpoint.path / "step").read_text()) if checkpoint else 0
+        start = int(Path(checkpoint.path, "step").read_text()) if checkpoint else 0
         for step in range(start + 1, 5):
             calls.append((config["a"], step))
             if step == step_to_fail and failed.get(config["a"], 0) < times:

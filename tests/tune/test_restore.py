@@ -23,7 +23,7 @@ def _make_trainable(calls, interrupt_at, tmp_path):
 
     def counted(config):
         checkpoint = tune.get_checkpoint()
-        start = int((checkpoint.path / "step").read_text()) if checkpoint else 0
+        start = int(Path(checkpoint.path, "step").read_text()) if checkpoint else 0
         for step in range(start + 1, 5):
             calls.append((config["a"], step))
             if interrupt_at and (config["a"], step) == interrupt_at[0]:
@@ -77,7 +77,7 @@ def test_an_interrupted_experiment_restores_without_recomputing_finished_trials(
     assert [json.loads(line)["training_iteration"] for line in lines] == [1, 2, 3, 4]
     rows = (Path(grid[1].path) / "progress.csv").read_text().splitlines()
     assert len(rows) == 5 and rows[0].startswith("score,")
-    assert grid[1].checkpoint.path.name == "checkpoint_000004"
+    assert Path(grid[1].checkpoint.path).name == "checkpoint_000004"
     assert grid.get_best_result().config == {"a": 3}
     assert _statuses(moved) == ["TERMINATED"] * 3
     # Restoring a finished experiment runs nothing.
@@ -225,7 +225,7 @@ def test_an_algorithm_trial_continues_from_its_checkpoint(tmp_path):
     steps = [h["num_env_steps_sampled_lifetime"] for h in result.history]
     # Continued from the checkpoint's counters: a run started over would be at about steps[0].
     assert steps[0] > 0 and steps[1] > 1.5 * steps[0]
-    assert result.checkpoint.path.name == "checkpoint_000002"
+    assert Path(result.checkpoint.path).name == "checkpoint_000002"
     assert _statuses(experiment) == ["TERMINATED"]
 
 
@@ -235,7 +235,7 @@ def test_resume_errored_continues_from_the_checkpoint(tmp_path):
 
     def fails_at_3(config):
         checkpoint = tune.get_checkpoint()
-        start = int((checkpoint.path / "step").read_text()) if checkpoint else 0
+        start = int(Path(checkpoint.path, "step").read_text()) if checkpoint else 0
         for step in range(start + 1, 5):
             calls.append((config["a"], step))
             if step == 3 and fail["on"]:

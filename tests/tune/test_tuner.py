@@ -213,18 +213,20 @@ def test_checkpoints_reported_by_a_function_trainable(tmp_path):
     grid = tuner.fit()
     assert tuner.get_results() is grid
     result = grid[0]
-    assert (result.checkpoint.path / "state.txt").read_text() == "3"
+    assert Path(result.checkpoint.path, "state.txt").read_text() == "3"
     kept = sorted(p.name for p in Path(result.path).glob("checkpoint_*"))
     assert kept == ["checkpoint_000003", "checkpoint_000004"]
     # Tune's best_checkpoints: the kept ones, oldest first, with their iterations' results.
-    best = [(c.path.name, m["i"], m["training_iteration"]) for c, m in result.best_checkpoints]
+    best = [
+        (Path(c.path).name, m["i"], m["training_iteration"]) for c, m in result.best_checkpoints
+    ]
     assert best == [("checkpoint_000003", 2, 3), ("checkpoint_000004", 3, 4)]
     assert result.best_checkpoints[-1][0] == result.checkpoint
     assert Path(grid.experiment_path).parent == tmp_path / "out"
     assert grid[0].config == {}
     # The same from the experiment's files (a restored Tuner's results).
     restored = tune.Tuner.restore(grid.experiment_path, trainable=saves).get_results()
-    assert [(c.path.name, m["i"]) for c, m in restored[0].best_checkpoints] == [
+    assert [(Path(c.path).name, m["i"]) for c, m in restored[0].best_checkpoints] == [
         ("checkpoint_000003", 2),
         ("checkpoint_000004", 3),
     ]
@@ -367,7 +369,7 @@ def test_ppo_grid_on_cartpole(tmp_path):
         lines = (Path(r.path) / "result.json").read_text().splitlines()
         assert len(lines) == 2 and json.loads(lines[1])["config"] == r.config
         assert (Path(r.path) / "progress.csv").is_file()
-        assert r.checkpoint is not None and r.checkpoint.path.name == "checkpoint_000002"
+        assert r.checkpoint is not None and Path(r.checkpoint.path).name == "checkpoint_000002"
     assert grid.get_best_result() in list(grid)
     # A function trainable saves through tune.report only.
     assert not list(Path(_fit(tmp_path=tmp_path / "f")[0].path).glob("checkpoint_*"))
