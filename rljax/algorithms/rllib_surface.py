@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,6 +20,7 @@ from rljax.env.single_agent_episode import SingleAgentEpisode, start_episode
 from rljax.execution.episode_stats import episode_summary
 from rljax.utils.checkpoint import _check_tree
 from rljax.utils.errors import ConfigError
+from rljax.utils.ids import COMPONENT_LEARNER_GROUP as LEARNER_GROUP
 
 if TYPE_CHECKING:
     from rljax.algorithms.algorithm_config import AlgorithmConfig
@@ -43,7 +44,6 @@ def _config_env(config: Any, spaces: tuple[Any, Any]) -> Any:
     the policy's ``spaces``."""
     from rljax.connectors.env_to_module.episode_connector import spec_with_host_pieces
     from rljax.env.vector import resolve_env
-    from rljax.utils.errors import ConfigError
 
     # The connector setting's host pieces run in the rebuilt envs too.
     spec = resolve_env(config.env, config.env_config)
@@ -89,7 +89,6 @@ class EnvRunner:
         steps)."""
         from rljax.runners.fused import FusedRunner
         from rljax.runners.host import HostRunner
-        from rljax.utils.errors import ConfigError
 
         algo = self._algo
         if self._envless:
@@ -408,7 +407,8 @@ class EnvRunnerGroup:
 
 class LearnerGroup:
     """The algorithm's learners, as RLlib's ``LearnerGroup`` (here one jitted update over the
-    learner devices): ``get_weights(module_ids)`` and ``foreach_learner(fn)``."""
+    learner devices): ``get_weights(module_ids)``, ``get_state`` / ``set_state`` and
+    ``foreach_learner(fn)``."""
 
     def __init__(self, algo: Any):
         self._algo = algo
@@ -416,6 +416,32 @@ class LearnerGroup:
     def get_weights(self, module_ids: Any = None) -> dict[str, Any]:
         """``{module_id: weights}`` (numpy), as ``Algorithm.get_weights``."""
         return dict(self._algo.get_weights(module_ids))
+
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """The learner's state, RLlib's ``{"learner": {"rl_module": {module_id: weights},
+        ...}}``: the algorithm's ``get_state()["learner_group"]``. ``components`` /
+        ``not_components`` are paths inside it (``"learner/rl_module/<module_id>"``)."""
+
+        def under(paths: str | Collection[str] | None) -> list[str] | None:
+            if paths is None:
+                return None
+            return [f"{LEARNER_GROUP}/{p}" for p in ([paths] if isinstance(paths, str) else paths)]
+
+        state = self._algo.get_state(
+            under(components) or LEARNER_GROUP, not_components=under(not_components), **kwargs
+        )
+        return dict(state.get(LEARNER_GROUP, {}))
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Loads ``get_state()``'s dict (or part of it), checked as ``Algorithm.set_state``
+        checks it; the env runners act with the new weights from their next sample."""
+        self._algo.set_state({LEARNER_GROUP: state})
 
     def foreach_learner(self, func: Callable[[Any], Any], **kwargs: Any) -> list[Any]:
         """``[func(algorithm)]``: the one learner is the algorithm's update."""
@@ -837,7 +863,8 @@ class TrainableSurface:
     """What an ``Algorithm`` has of Tune's ``Trainable``, RLlib's runner and learner groups and
     RLlib's older names: ``step``, ``cleanup``, ``reset_config``, ``trial_id``,
     ``trial_name``, ``env_runner``, ``env_runner_group``, ``learner_group``, ``workers``,
-    ``export_policy_model`` and ``training_step`` (``Algorithm`` inherits them)."""
+    ``export_policy_model``, ``training_step`` and ``merge_algorithm_configs`` (``Algorithm``
+    inherits them)."""
 
     @property
     def env_runner(self) -> Any:
@@ -847,13 +874,49 @@ class TrainableSurface:
 
     @property
     def learner_group(self) -> LearnerGroup:
-        """The learners as RLlib's ``LearnerGroup``: ``get_weights()``, ``foreach_learner``."""
+        """The learners as RLlib's ``LearnerGroup``: ``get_weights()``, ``get_state()`` /
+        ``set_state()``, ``foreach_learner``."""
         return LearnerGroup(self)
 
     @property
     def env_runner_group(self) -> EnvRunnerGroup:
         """The env runners, as RLlib's ``EnvRunnerGroup``: ``foreach_env_runner(fn)``."""
         return EnvRunnerGroup(self)
+
+    @classmethod
+    def merge_algorithm_configs(
+        cls,
+        config1: dict[str, Any],
+        config2: dict[str, Any],
+        _allow_unknown_configs: bool | None = None,
+    ) -> dict[str, Any]:
+        """RLlib's: a copy of the whole config dict ``config1`` with the partial dict
+        ``config2``'s values over it, nested dicts merged key by key. A top-level key of
+        ``config2`` that ``config1`` does not have raises ``ConfigError`` naming it, unless
+        ``_allow_unknown_configs``."""
+        import copy
+
+        for name, value in (("config1", config1), ("config2", config2)):
+            if not isinstance(value, dict):
+                raise ConfigError(
+                    f"merge_algorithm_configs: {name} is a {type(value).__name__}; give a dict "
+                    "(config.to_dict())"
+                )
+        unknown = sorted(map(str, set(config2) - set(config1)))
+        if unknown and not _allow_unknown_configs:
+            raise ConfigError(
+                f"merge_algorithm_configs: unknown settings {unknown[:10]} in config2; pass "
+                "_allow_unknown_configs=True to add them"
+            )
+
+        def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+            out = dict(base)
+            for key, value in over.items():
+                both = isinstance(out.get(key), dict) and isinstance(value, dict)
+                out[key] = merge(out[key], value) if both else copy.deepcopy(value)
+            return out
+
+        return merge(copy.deepcopy(config1), config2)
 
     @classmethod
     def default_resource_request(cls, config: AlgorithmConfig | dict[str, Any]) -> Any:

@@ -48,6 +48,22 @@ def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
         assert list(weights) == ["default_policy"]
         assert list(algo.learner_group.get_weights()) == ["default_policy"]
         assert algo.learner_group.foreach_learner(lambda learner: learner.iteration) == [1]
+        # RLlib's LearnerGroup state: {"learner": {"rl_module": {id: weights}, ...}}, whole or
+        # by a path inside it, and set_state of it puts those weights back.
+        lg_state = algo.learner_group.get_state()
+        assert set(lg_state) == {"learner"} and "rl_module" in lg_state["learner"]
+        modules_only = algo.learner_group.get_state(components="learner/rl_module")
+        assert set(modules_only["learner"]) == {"rl_module"}
+        trained = jax.tree.map(np.asarray, modules_only["learner"]["rl_module"])
+        algo.set_weights({"default_policy": jax.tree.map(np.zeros_like, weights["default_policy"])})
+        algo.learner_group.set_state(modules_only)
+        jax.tree.map(
+            np.testing.assert_array_equal,
+            jax.tree.map(np.asarray, algo.get_weights()),
+            trained,
+        )
+        with pytest.raises(ValueError, match="unknown policy 'nope'"):
+            algo.learner_group.set_state({"learner": {"rl_module": {"nope": {}}}})
         leaves = [np.asarray(x) for x in __import__("jax").tree.leaves(weights["default_policy"])]
         assert leaves and all(isinstance(x, np.ndarray) for x in leaves)
         saved = algo.save(tmp_path / "ckpt")
@@ -317,3 +333,24 @@ def test_tunes_trainable_methods_on_an_algorithm(caplog):
         algo.cleanup()  # Trainable.cleanup: stop()
     with pytest.raises(AlgorithmStoppedError):
         algo.train()
+
+
+def test_merge_algorithm_configs_as_rllibs():
+    """RLlib's ``Algorithm.merge_algorithm_configs``: config2's values over a copy of config1,
+    nested dicts merged key by key; an unknown top-level key is refused unless allowed."""
+    from rljax.algorithms.ppo import PPO
+
+    base = PPOConfig().to_dict()
+    merged = PPO.merge_algorithm_configs(
+        base, {"lr": 0.5, "env_config": {"a": 1}, "model_config": {"fcnet_hiddens": [7]}}
+    )
+    assert merged["lr"] == 0.5 and merged["env_config"] == {"a": 1}
+    assert merged["model_config"]["fcnet_hiddens"] == [7]
+    # The other model keys are kept, and config1 is not changed.
+    assert merged["model_config"]["fcnet_activation"] == base["model_config"]["fcnet_activation"]
+    assert base["lr"] != 0.5 and base["model_config"]["fcnet_hiddens"] != [7]
+    with pytest.raises(ConfigError, match=r"unknown settings \['not_a_setting'\]"):
+        PPO.merge_algorithm_configs(base, {"not_a_setting": 1})
+    assert PPO.merge_algorithm_configs(base, {"x": 1}, _allow_unknown_configs=True)["x"] == 1
+    with pytest.raises(ConfigError, match="config2 is a list"):
+        PPO.merge_algorithm_configs(base, [1])  # type: ignore[arg-type]
