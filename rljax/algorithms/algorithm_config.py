@@ -71,6 +71,22 @@ _MOVED_TO_LEARNERS = (
     "add_default_connectors_to_learner_pipeline",
 )
 
+# RLlib 2.60's .resources() names it still takes and sets elsewhere: name -> (setter, name).
+_MOVED_FROM_RESOURCES = {
+    "num_cpus_per_worker": ("env_runners", "num_cpus_per_env_runner"),
+    "num_gpus_per_worker": ("env_runners", "num_gpus_per_env_runner"),
+    "custom_resources_per_worker": ("env_runners", "custom_resources_per_env_runner"),
+    "num_learner_workers": ("learners", "num_learners"),
+    "num_cpus_per_learner_worker": ("learners", "num_cpus_per_learner"),
+    "num_gpus_per_learner_worker": ("learners", "num_gpus_per_learner"),
+    "local_gpu_idx": ("learners", "local_gpu_idx"),
+    "num_cpus_for_local_worker": ("resources", "num_cpus_for_main_process"),
+}
+
+# Keywords RLlib 2.60 takes in a second setter, for the same setting: (setter, keyword) ->
+# the setter that owns it.
+_FORWARDED = {("training", "clip_actions"): "environment"}
+
 _C = TypeVar("_C", bound="AlgorithmConfig")
 
 
@@ -224,6 +240,9 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             if values[key] is not UNSET:
                 raise ConfigError(f".{section}() got {key!r} twice (also by its deprecated name)")
             values[key] = extra.pop(key)  # a deprecated name of this section's setting
+        for key in [k for k in extra if (section, k) in _FORWARDED]:
+            # RLlib's SAC takes clip_actions in .training() too: the same setting.
+            getattr(self, _FORWARDED[(section, key)])(**{key: extra.pop(key)})
         unknown = {
             k: v
             for k, v in extra.items()
@@ -660,15 +679,32 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
                 )
         self._old_model = {**self.model, **dict(model)}
 
-    def resources(self, **kwargs) -> AlgorithmConfig:
-        """Old-stack ``num_gpus`` maps to ``num_gpus_per_learner``."""
-        unknown = set(kwargs) - {"num_gpus", "num_cpus_for_main_process"}
-        if unknown:
-            raise ConfigError(
-                f".resources() got unknown keywords {sorted(unknown)}; use .learners()"
-            )
+    def resources(self: _C, **kwargs: Any) -> _C:
+        """RLlib 2.60's ``.resources()``: old-stack ``num_gpus`` maps to
+        ``num_gpus_per_learner``; the names it moved to ``.env_runners()`` and ``.learners()``
+        (``num_cpus_per_worker``, ``num_learner_workers``, ...) are set there, with a one-time
+        warning, as RLlib does; its Ray settings (``num_cpus_for_main_process``, ...) are
+        checked as the other setters check RLlib's settings."""
+        for old, (section, new) in _MOVED_FROM_RESOURCES.items():
+            if old in kwargs:
+                warn_once(
+                    old,
+                    ".resources(%s) is deprecated (as in RLlib); use .%s(%s)",
+                    old,
+                    section,
+                    new,
+                )
+                getattr(self, section)(**{new: kwargs.pop(old)})
         if "num_gpus" in kwargs:
-            self.num_gpus_per_learner = kwargs["num_gpus"]
+            self.num_gpus_per_learner = kwargs.pop("num_gpus")
+        for name, value in kwargs.items():
+            if not check_rllib_only(".resources()", name, value):
+                raise ConfigError(
+                    f".resources() got an unknown keyword {name!r}; RLlib 2.60's are num_gpus, "
+                    "num_cpus_for_main_process, placement_strategy, "
+                    "custom_resources_for_main_process, _fake_gpus and the names moved to "
+                    f"env_runners() and learners(): {', '.join(_MOVED_FROM_RESOURCES)}"
+                )
         return self
 
     # ------------------------------------------------------------------ derived values

@@ -21,6 +21,7 @@ DEPRECATED = {
     "model_config_dict": "model_config",
     "mini_batch_size_per_learner": "minibatch_size",
     "num_sgd_iter": "num_epochs",  # .training(num_sgd_iter=...): RLlib 2.60 still takes it
+    "evaluation_num_workers": "evaluation_num_env_runners",  # RLlib 2.60 warns and maps it
 }
 
 # Old-API-stack names that RLlib users still type, and what they are called now.
@@ -44,6 +45,7 @@ RENAMED = {
     "q_model_config": "model_config",
     "policy_model_config": "model_config",
     "optimization": "actor_lr, critic_lr and alpha_lr",
+    "optimization_config": "actor_lr, critic_lr and alpha_lr",
     "prioritized_replay": "replay_buffer_config={'type': 'PrioritizedEpisodeReplayBuffer'}",
 }
 

@@ -17,6 +17,10 @@ from rljax.utils.errors import ConfigError
 
 logger = logging.getLogger("rljax")
 
+_OLD_STACK = (
+    "RLlib's old API stack reads it and its new stack does not; nothing here reads it either"
+)
+
 # name -> (no_effect, advice)
 RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     "observation_filter": (
@@ -251,6 +255,222 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         True,
         "a parallel evaluation runs in a thread of the driver; its results are the same",
     ),
+    # The rest of RLlib 2.60's setter keywords. Old-API-stack settings its new stack does not
+    # read change nothing here either (a warning says so); the others are refused where the
+    # value asks for something rljax does not do (ACCEPTED_VALUES: the values that do not).
+    **{
+        name: (True, _OLD_STACK)
+        for name in (
+            "keep_per_episode_custom_metrics",
+            "metrics_episode_collection_timeout_s",
+            "policy_map_capacity",
+            "policy_states_are_swappable",
+            "ope_split_batch_by_episode",
+            "minibatch_buffer_size",
+            "replay_proportion",
+            "replay_buffer_num_slots",
+            "learner_queue_timeout",
+            "num_multi_gpu_tower_stacks",
+            "timeout_s_sampler_manager",
+            "timeout_s_aggregator_manager",
+            "adam_epsilon",
+            "hiddens",
+            "_deterministic_loss",
+            "_use_beta_distribution",
+            "simple_queue_size",
+        )
+    },
+    "q_model_config": (
+        True,
+        "RLlib's old API stack reads it; its new stack, and rljax, build both networks from "
+        ".rl_module(model_config=...)",
+    ),
+    "policy_model_config": (
+        True,
+        "RLlib's old API stack reads it; its new stack, and rljax, build both networks from "
+        ".rl_module(model_config=...)",
+    ),
+    "optimization_config": (
+        True,
+        "RLlib's old API stack reads it; its new stack, and rljax, take actor_lr, critic_lr "
+        "and alpha_lr",
+    ),
+    "vf_share_layers": (
+        True,
+        "RLlib 2.60's .training() ignores it too; share or separate the value network with "
+        ".rl_module(model_config={'vf_share_layers': ...})",
+    ),
+    "fake_sampler": (False, "RLlib's old-stack test sampler; rljax samples the env"),
+    "_env_runners_only": (
+        False,
+        "RLlib's debugging switch that runs env runners without learners; every rljax "
+        "iteration samples and updates",
+    ),
+    "_skip_learners": (
+        False,
+        "RLlib's debugging switch that runs env runners without learners; every rljax "
+        "iteration samples and updates",
+    ),
+    "log_sys_usage": (True, "rljax's results carry no system-usage figures (RLlib's perf/)"),
+    "log_gradients": (
+        False,
+        "rljax's learner results carry no gradient norms; grad_clip / grad_clip_by clip them",
+    ),
+    "custom_stats_cls_lookup": (
+        False,
+        "rljax's MetricsLogger reduces with its own statistics (reduce='mean', 'sum', 'min', "
+        "'max', window, ema_coeff); Stats classes of RLlib's do not plug in",
+    ),
+    "min_train_timesteps_per_iteration": (
+        False,
+        "an iteration is sized by min_sample_timesteps_per_iteration here; set that",
+    ),
+    "add_default_connectors_to_env_to_module_pipeline": (
+        False,
+        "rljax's env-to-module steps (batching, recurrent states, agent-to-module mapping) are "
+        "built into the jitted act step and cannot be left out: drop the setting",
+    ),
+    "add_default_connectors_to_module_to_env_pipeline": (
+        False,
+        "rljax's module-to-env steps (sampling, clipping, un-batching) are built into the "
+        "jitted act step and cannot be left out: drop the setting",
+    ),
+    "module_to_env_connector": (
+        False,
+        "actions are sampled and clipped inside the jitted act step (clip_actions); a "
+        "ConnectorV2 piece of Python cannot run there: drop module_to_env_connector",
+    ),
+    "env_runner_cls": (
+        False,
+        "rljax's env runners (threads stepping EnvPool, gymnasium vector envs or JAX envs) are "
+        "built in; register custom envs with register_env and put custom acting in an RLModule",
+    ),
+    "episode_lookback_horizon": (
+        False,
+        "rljax's env-to-module connectors keep the history they need (stacked frames, the "
+        "recurrent state) in the runner's state; 1 is accepted",
+    ),
+    "broadcast_env_runner_states": (
+        False,
+        "runner threads share the connectors' state (a MeanStdFilter's statistics come from "
+        "the learner's batches), so every runner always has it",
+    ),
+    "merge_env_runner_states": (
+        False,
+        "the connectors' statistics come from the training batches; an evaluation acts on a "
+        "frozen copy (RLlib's 'training_only', accepted)",
+    ),
+    "use_worker_filter_stats": (
+        False,
+        "the filter's statistics come from every runner's training rows; True is accepted",
+    ),
+    "update_worker_filter_stats": (
+        False,
+        "runner threads share the filter's statistics (an evaluation acts on a frozen copy); "
+        "True is accepted",
+    ),
+    "use_env_runner_state_server": (
+        True,
+        "runner threads read the weights and connector states in this process",
+    ),
+    "env_runner_state_server_max_concurrency": (
+        True,
+        "runner threads read the weights and connector states in this process",
+    ),
+    "max_requests_in_flight_per_env_runner": (
+        True,
+        "runners are threads of this process; nothing queues requests to them",
+    ),
+    "custom_resources_per_env_runner": (True, "runners are threads of this process"),
+    "create_local_env_runner": (
+        True,
+        "with num_env_runners=0 the driver samples; beside runner threads its local runner "
+        "has no envs either way",
+    ),
+    "render_env": (
+        False,
+        "record an evaluation instead: algo.evaluate(record_video='videos/') writes an MP4 per "
+        "episode",
+    ),
+    "disable_env_checking": (
+        True,
+        "rljax runs no env checker that resets and steps the env before training",
+    ),
+    "is_atari": (
+        True,
+        "Atari envs are told by their id (EnvPool's or ale-py's) and preprocessed by EnvPool "
+        "or rljax.env.atari",
+    ),
+    "evaluation_error_after_n_consecutive_skips": (
+        True,
+        "an evaluation is never skipped here: its env copies are built for each evaluation",
+    ),
+    "evaluation_unhealthy_workers_timeout_s": (
+        True,
+        "an evaluation is never skipped here: its env copies are built for each evaluation",
+    ),
+    "off_policy_estimation_methods": (
+        False,
+        "RLlib's old-stack off-policy estimators; offline evaluation here is the training "
+        "loss on the evaluation data (offline_evaluation_type='eval_loss')",
+    ),
+    "observation_fn": (
+        False,
+        "RLlib's old-stack observation functions; put what the agents see in the env's "
+        "observations, or add it with an env-to-module connector",
+    ),
+    "offline_data_class": (
+        False,
+        "rljax reads Parquet rows of env steps itself (rljax.offline.data); an OfflineData "
+        "class of Ray Data does not run here",
+    ),
+    "prelearner_use_recorded_module_states": (
+        False,
+        "rljax's offline learners do not read recorded module states",
+    ),
+    "on_offline_eval_runners_recreated": (
+        True,
+        "rljax's offline evaluation runs in the learner, with no runners to recreate: the "
+        "callback is never called",
+    ),
+    "_fake_gpus": (
+        False,
+        "simulate devices on the CPU with XLA_FLAGS=--xla_force_host_platform_device_count=N "
+        "(set before JAX starts) and .learners(num_learners=N)",
+    ),
+    "placement_strategy": (
+        False,
+        "a trial's bundles go to Ray as one placement group packed on a node ('PACK', accepted)",
+    ),
+    "custom_resources_for_main_process": (True, "rljax asks Ray for no custom resources"),
+    "before_learn_on_batch": (
+        False,
+        "RLlib's old-stack hook; change a batch in a learner class (.training(learner_class="
+        "...)) or act on results in a callback",
+    ),
+    "burn_in_len": (
+        False,
+        "R2D2's burn-in: recurrent DQN (sequences from replay) is not built here",
+    ),
+    "categorical_distribution_temperature": (
+        False,
+        "DQN acts epsilon-greedily in training and greedily in evaluation here; 1.0 is accepted",
+    ),
+    # RLlib 2.60's new stack refuses these (but None) when it validates.
+    "lr_schedule": (
+        False,
+        "give the schedule as the setting itself: lr=[[timestep, value], ...], as RLlib's new "
+        "stack asks",
+    ),
+    "entropy_coeff_schedule": (
+        False,
+        "give the schedule as the setting itself: entropy_coeff=[[timestep, value], ...], as "
+        "RLlib's new stack asks",
+    ),
+    "use_gae": (
+        False,
+        "APPO's advantages are V-trace's here, as on RLlib's new stack; True is accepted",
+    ),
 }
 
 # Settings whose value decides: these values change nothing here (a warning), others are
@@ -279,6 +499,34 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "offline_eval_runner_class": (None,),
     "offline_loss_for_module_fn": (None,),
     "output_write_method": ("write_parquet",),
+    "fake_sampler": (False,),
+    "_env_runners_only": (False,),
+    "_skip_learners": (False,),
+    "log_gradients": (False,),
+    "custom_stats_cls_lookup": (None, {}),
+    "min_train_timesteps_per_iteration": (0, None),
+    "add_default_connectors_to_env_to_module_pipeline": (True,),
+    "add_default_connectors_to_module_to_env_pipeline": (True,),
+    "module_to_env_connector": (None,),
+    "env_runner_cls": (None,),
+    "episode_lookback_horizon": (1,),
+    "broadcast_env_runner_states": (True,),
+    "merge_env_runner_states": ("training_only",),
+    "use_worker_filter_stats": (True,),
+    "update_worker_filter_stats": (True,),
+    "render_env": (False,),
+    "off_policy_estimation_methods": (None, {}),
+    "observation_fn": (None,),
+    "offline_data_class": (None,),
+    "prelearner_use_recorded_module_states": (False,),
+    "_fake_gpus": (False,),
+    "placement_strategy": ("PACK",),
+    "before_learn_on_batch": (None,),
+    "burn_in_len": (0,),
+    "categorical_distribution_temperature": (1.0,),
+    "use_gae": (True,),
+    "lr_schedule": (None,),
+    "entropy_coeff_schedule": (None,),
 }
 
 # RLlib's ``.experimental()`` keywords.
