@@ -200,8 +200,7 @@ class Algorithm(RunnerHooks, EvaluationHooks, StateSurface, TrainableSurface, Mo
             config.freeze()  # as RLlib's: algo.config is read-only (a checkpoint saves it)
             self.set_weights(loaded)  # RLModuleSpec.load_state_path's, if any
             self._start_runner_callbacks(population_member)
-            if not population_member:
-                self.callbacks("on_algorithm_init", algorithm=self, metrics_logger=self.metrics)
+            self.setup(config)  # RLlib's hook: on_algorithm_init, then a subclass's own parts
         except BaseException:  # Ctrl-C during a compile too: no runner thread or env outlives it
             self.stop()
             raise

@@ -863,14 +863,37 @@ class TrainableSurface:
     """What an ``Algorithm`` has of Tune's ``Trainable``, RLlib's runner and learner groups and
     RLlib's older names: ``step``, ``cleanup``, ``reset_config``, ``trial_id``,
     ``trial_name``, ``env_runner``, ``env_runner_group``, ``learner_group``, ``workers``,
-    ``export_policy_model``, ``training_step`` and ``merge_algorithm_configs`` (``Algorithm``
-    inherits them)."""
+    ``export_policy_model``, ``training_step``, ``merge_algorithm_configs``, the ``setup``
+    hook, ``eval_env_runner_group`` and ``restore_env_runners`` (``Algorithm`` inherits
+    them)."""
 
     @property
     def env_runner(self) -> Any:
         """The local env runner (RLlib's ``algo.env_runner``): the driver's sampling, or with
         runner threads the driver's runner without envs (its ``module`` and ``config``)."""
         return self.env_runner_group.local_env_runner
+
+    def setup(self, config: Any) -> None:
+        """RLlib's (Tune's) ``setup`` hook, called once at the end of the build with the
+        algorithm's config: it runs the callbacks' ``on_algorithm_init``. A subclass that
+        overrides it calls ``super().setup(config)`` first, as with RLlib, and then builds its
+        own parts (the runners, learner and modules exist by then)."""
+        algo: Any = self
+        if not algo._population_member:
+            algo.callbacks("on_algorithm_init", algorithm=algo, metrics_logger=algo.metrics)
+
+    @property
+    def eval_env_runner_group(self) -> None:
+        """RLlib's evaluation runner group: None here. rljax builds an evaluation's env copies
+        for each evaluation (``custom_evaluation_function`` receives them as its argument), so
+        between evaluations there is no group to reach."""
+        return None
+
+    def restore_env_runners(self, env_runner_group: Any) -> list[int]:
+        """RLlib's hook after runners were restarted: the indices it brought back. rljax
+        replaces a failed runner within the training step that saw it fail (with the current
+        weights and connector states), so there is nothing left to restore: ``[]``."""
+        return []
 
     @property
     def learner_group(self) -> LearnerGroup:

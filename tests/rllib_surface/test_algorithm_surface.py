@@ -335,6 +335,36 @@ def test_tunes_trainable_methods_on_an_algorithm(caplog):
         algo.train()
 
 
+def test_a_subclass_s_setup_runs_once_after_the_build_as_rllibs():
+    """RLlib's ``setup(config)`` hook: a subclass calls ``super().setup(config)`` (which runs
+    ``on_algorithm_init``) and then builds its own parts. Was: never called, so the parts a
+    subclass made there were missing when its training_step ran."""
+    from rljax.algorithms.ppo import PPO
+
+    calls: list[str] = []
+
+    class WithSetup(PPO):
+        def setup(self, config):
+            super().setup(config)
+            calls.append("setup")
+            assert self.env_runner_group is not None and self.config is config
+            self.extra_part = len(self.get_weights())
+
+    config = _corridor(0).callbacks(
+        on_algorithm_init=lambda algorithm, **kw: calls.append("on_algorithm_init")
+    )
+    algo = WithSetup(config)
+    try:
+        assert calls == ["on_algorithm_init", "setup"] and algo.extra_part == 1
+        assert algo.train()["training_iteration"] == 1 and calls == ["on_algorithm_init", "setup"]
+        # RLlib's names around the runners: no evaluation group lives between evaluations, and
+        # a failed runner is replaced within the step, so nothing is left to restore.
+        assert algo.eval_env_runner_group is None
+        assert algo.restore_env_runners(algo.env_runner_group) == []
+    finally:
+        algo.stop()
+
+
 def test_merge_algorithm_configs_as_rllibs():
     """RLlib's ``Algorithm.merge_algorithm_configs``: config2's values over a copy of config1,
     nested dicts merged key by key; an unknown top-level key is refused unless allowed."""
