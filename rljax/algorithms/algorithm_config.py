@@ -870,6 +870,9 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             self.api_stack(**switches)
         if "model" in config_dict and "model" not in keys:  # RLlib's old-stack model dict
             self._take_old_model("update_from_dict()", config_dict.pop("model"))
+        for key in ("num_gpus", *_MOVED_FROM_RESOURCES):  # RLlib's .resources() keywords
+            if key in config_dict and key not in keys:
+                self.resources(**{key: config_dict.pop(key)})
         config_dict = {
             k: v
             for k, v in config_dict.items()

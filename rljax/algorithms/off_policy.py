@@ -98,6 +98,8 @@ OLD_REPLAY_TYPES = {
     "PrioritizedReplayBuffer": "PrioritizedEpisodeReplayBuffer",
     "MultiAgentPrioritizedReplayBuffer": "MultiAgentPrioritizedEpisodeReplayBuffer",
 }
+# Where RLlib's buffer classes live (``type`` may name one by its import path).
+_BUFFER_PACKAGES = ("ray.rllib.utils.replay_buffers", "rljax.utils.replay_buffers")
 # The old stack's names of the prioritized buffer's keys.
 OLD_REPLAY_KEYS = {
     "prioritized_replay_alpha": "alpha",
@@ -118,6 +120,11 @@ def old_stack_replay(name: str, value: dict[str, Any]) -> dict[str, Any]:
     at their no-op values taken, anything recurrent refused with why."""
     out = dict(value)
     old_type = out.get("type")
+    if isinstance(old_type, str):
+        # RLlib's full import path of a buffer class (a ported script's rljax.* path too).
+        package, _, short = old_type.rpartition(".")
+        if package.startswith(_BUFFER_PACKAGES) and short in (*REPLAY_TYPES, *OLD_REPLAY_TYPES):
+            old_type = out["type"] = short
     if isinstance(old_type, str) and old_type in OLD_REPLAY_TYPES:
         out["type"] = OLD_REPLAY_TYPES[old_type]
     for old, new in OLD_REPLAY_KEYS.items():

@@ -1059,9 +1059,10 @@ class TrainableSurface:
         StableHLO programs and a JSON of its spaces.
 
         Raises:
-          ConfigError: ``onnx`` is given (rljax exports StableHLO, which JAX loads alone).
+          ConfigError: ``onnx`` asks for ONNX (an opset number; rljax exports StableHLO, which
+            JAX loads alone). None, 0 and False mean no ONNX, as in RLlib (``if onnx:``).
         """
-        if onnx is not None:
+        if onnx:
             raise ConfigError(
                 f"export_policy_model(onnx={onnx!r}): rljax exports StableHLO programs (load "
                 "them with rljax.policy.loader.load_exported, JAX alone); drop onnx"

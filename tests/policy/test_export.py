@@ -102,6 +102,8 @@ def test_export_policy_model_is_rllibs_name_of_export_policy(trained, tmp_path):
         ConfigError, match=r"export_policy_model\(onnx=11\): rljax exports StableHLO"
     ):
         algo.export_policy_model(tmp_path / "onnx", onnx=11)
+    # False (or 0) asks for no ONNX, as in RLlib (`if onnx:`); it was refused.
+    assert Path(algo.export_policy_model(tmp_path / "plain", onnx=False), "policy.json").is_file()
 
 
 def test_exported_sampling_matches_the_algorithms_sampling_bit_for_bit(trained, tmp_path):

@@ -130,3 +130,28 @@ def test_old_stack_settings_change_nothing_and_the_others_say_what_instead():
     for make, match in refused:
         with pytest.raises(ConfigError, match=match):
             make()
+
+
+def test_rllibs_dict_keys_of_resources_and_buffer_import_paths():
+    """RLlib's ``update_from_dict`` takes ``.resources()`` keywords (``num_gpus``, and the names
+    RLlib moved, with a warning), and ``replay_buffer_config``'s ``type`` may name a buffer by
+    RLlib's import path (or the path a port writes). Was: unknown key / unsupported type."""
+    config = PPOConfig().update_from_dict({"num_gpus": 0, "num_cpus_per_worker": 2, "lr": 1e-3})
+    assert config.num_gpus_per_learner == 0 and config.num_cpus_per_env_runner == 2
+    for given, kept in (
+        ("ray.rllib.utils.replay_buffers.EpisodeReplayBuffer", "EpisodeReplayBuffer"),
+        (
+            "rljax.utils.replay_buffers.prioritized_episode_buffer.PrioritizedEpisodeReplayBuffer",
+            "PrioritizedEpisodeReplayBuffer",
+        ),
+        (
+            "ray.rllib.utils.replay_buffers.PrioritizedReplayBuffer",
+            "PrioritizedEpisodeReplayBuffer",
+        ),
+    ):
+        buffer = DQNConfig().training(replay_buffer_config={"type": given, "capacity": 100})
+        assert buffer.replay_buffer_config["type"] == kept
+    with pytest.raises(ConfigError, match="'os.path.EpisodeReplayBuffer'.*is not supported"):
+        DQNConfig().environment("CartPole-v1").training(
+            replay_buffer_config={"type": "os.path.EpisodeReplayBuffer", "capacity": 100}
+        ).validate()
