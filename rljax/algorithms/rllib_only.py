@@ -542,6 +542,17 @@ EXPERIMENTAL = (
 )
 
 
+def _is_builtin_runner_class(value: Any) -> bool:
+    """Whether ``value`` is rljax's ``SingleAgentEnvRunner`` or ``MultiAgentEnvRunner`` (at
+    RLlib's paths): naming the default runners, as RLlib's configs do. (Told by the class's
+    home, not by importing it: ``rljax.algorithms.rllib_surface`` imports the config.)"""
+    return (
+        isinstance(value, type)
+        and value.__module__ == "rljax.algorithms.rllib_surface"
+        and value.__qualname__ in ("SingleAgentEnvRunner", "MultiAgentEnvRunner")
+    )
+
+
 def check_rllib_only(where: str, name: str, value: Any) -> bool:
     """True if ``name`` is an RLlib setting that has no effect here (warned about once);
     raises ``ConfigError`` with the table's advice for one rljax refuses (for the settings of
@@ -559,6 +570,8 @@ def check_rllib_only(where: str, name: str, value: Any) -> bool:
             "and the learner trains on them as they are"
         )
         no_effect = True
+    if name == "env_runner_cls" and _is_builtin_runner_class(value):
+        advice, no_effect = "rljax's own runners (the default) step the envs", True
     if not no_effect:
         raise ConfigError(f"{where}: {name}={value!r} is RLlib's; rljax does not take it: {advice}")
     if once.first_time("rllib_only", name):

@@ -824,6 +824,20 @@ class SingleAgentEnvRunner(EvaluationEnvRunner):
         self.close()
 
 
+class MultiAgentEnvRunner:
+    """RLlib's ``MultiAgentEnvRunner``, by name: ``.env_runners(env_runner_cls=
+    MultiAgentEnvRunner)`` names the default runners of a multi-agent config (rljax's runner
+    threads step the multi-agent envs). A standalone one is not built: constructing it raises
+    ``ConfigError`` saying where the runners are (``algo.env_runner_group``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise ConfigError(
+            "MultiAgentEnvRunner on its own is not built: build the algorithm "
+            "(config.build_algo()) and reach its runners with algo.env_runner_group."
+            "foreach_env_runner(...); single-agent configs have SingleAgentEnvRunner(config=...)"
+        )
+
+
 class EvaluationEnvRunnerGroup(EnvRunnerGroup):
     """The evaluation runners handed to ``custom_evaluation_function`` (RLlib's
     ``eval_env_runner_group``); there is no local one."""
@@ -853,6 +867,7 @@ __all__ = [
     "EvaluationEnvRunner",
     "EvaluationEnvRunnerGroup",
     "LearnerGroup",
+    "MultiAgentEnvRunner",
     "ReplayBufferView",
     "SaveResult",
     "SingleAgentEnvRunner",

@@ -132,3 +132,16 @@ def test_what_it_cannot_run_is_refused_before_anything_is_built():
         SingleAgentEnvRunner(config={"env": "CartPole-v1"})
     with pytest.raises(TypeError, match=r"unexpected keywords \['num_env'\]"):
         SingleAgentEnvRunner(config=_config(), num_env=2)
+
+
+def test_env_runner_cls_names_the_default_runners_as_rllibs_configs_do():
+    """RLlib's configs pass ``env_runner_cls=SingleAgentEnvRunner`` (or the multi-agent one):
+    the default runners, accepted; another class is refused. Was: both refused."""
+    from rljax.env.multi_agent_env_runner import MultiAgentEnvRunner
+
+    assert _config().env_runners(env_runner_cls=SingleAgentEnvRunner).validate() is None
+    PPOConfig().env_runners(env_runner_cls=MultiAgentEnvRunner)
+    with pytest.raises(ConfigError, match="env_runner_cls=.*rljax's env runners"):
+        PPOConfig().env_runners(env_runner_cls=dict)
+    with pytest.raises(ConfigError, match="MultiAgentEnvRunner on its own is not built"):
+        MultiAgentEnvRunner(config=_config())
