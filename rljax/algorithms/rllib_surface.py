@@ -132,6 +132,24 @@ class EnvRunner:
             return algo._module()
         return MultiRLModule({pid: algo._module(pid) for pid in ids})
 
+    def get_state(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """RLlib's env runner state, the parts rljax's runners have: ``"rl_module"`` (the
+        weights the runner acts with: its module's ``get_state()``, per policy id for a
+        multi-agent run) and ``"num_env_steps_sampled_lifetime"`` (the algorithm's). The
+        connectors' states travel in the algorithm's checkpoints and ``get_state()``."""
+        algo = self._algo
+        if algo is None:
+            raise AttributeError("get_state: this runner view has no algorithm")
+        module = self.module
+        if isinstance(module, MultiRLModule):
+            weights = {pid: module[pid].get_state() for pid in module}
+        else:
+            weights = module.get_state()
+        return {
+            "rl_module": weights,
+            "num_env_steps_sampled_lifetime": int(algo.num_env_steps_sampled_lifetime),
+        }
+
     def get_policy(self, policy_id: str | None = None) -> Any:
         """RLlib 1.x's ``worker.get_policy()``: an old API trainer's policy
         (``trainer.get_policy``); the new API's runners have ``module`` instead."""

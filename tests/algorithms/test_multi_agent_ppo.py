@@ -111,6 +111,13 @@ def test_actions_per_policy_and_checkpoint_round_trip(tmp_path):
         assert set(evaluation["module_episode_returns_mean"]) == {"p0", "p1"}
         assert evaluation["episode_len_mean"] >= 8  # CartPole cannot fall sooner
         assert algo.states is algo.state  # the attribute's earlier name still reads it
+        # RLlib's multi-agent env runner state: each policy's weights, by policy id.
+        runner_weights = algo.env_runner.get_state()["rl_module"]
+        assert set(runner_weights) == {"p0", "p1"}
+        np.testing.assert_array_equal(
+            jax.tree.leaves(runner_weights["p1"])[0],
+            np.asarray(jax.tree.leaves(algo.get_weights()["p1"])[0]),
+        )
         obs = np.zeros(4, np.float32)
         assert algo.compute_single_action(obs, policy_id="p1") in (0, 1)
         with pytest.raises(ValueError, match="unknown policy_id"):

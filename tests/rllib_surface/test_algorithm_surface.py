@@ -44,6 +44,17 @@ def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
         assert first["time_since_restore"] == first["time_total_s"] > 0
         assert len(first["date"]) == len("2026-12-06_03-16-21") and first["node_ip"]
         assert algo.env_runner.worker_index == 0  # sampling in the driver
+        # RLlib's env runner state: the weights it acts with and its env-step count.
+        runner_state = algo.env_runner.get_state()
+        assert (
+            runner_state["num_env_steps_sampled_lifetime"]
+            == first["num_env_steps_sampled_lifetime"]
+        )
+        jax.tree.map(
+            np.testing.assert_array_equal,
+            runner_state["rl_module"],
+            jax.tree.map(np.asarray, algo.get_weights()["default_policy"]),
+        )
         weights = algo.get_weights()
         assert list(weights) == ["default_policy"]
         assert list(algo.learner_group.get_weights()) == ["default_policy"]
