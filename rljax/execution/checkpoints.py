@@ -106,11 +106,13 @@ def run_metadata(
     they have one, their data form ``described_spaces``), the policy ids, the seed and the
     counters (``_COUNTERS`` and ``time_total_s``)."""
     observation_space, action_space = spaces
+    config_data = config.to_dict()
+    _warn_unimportable(config_data)
     return {
         "rljax_version": rljax.__version__,
         "algo": config.algo_name,
         "config_module": f"{type(config).__module__}:{type(config).__qualname__}",
-        "config": config.to_dict(),
+        "config": config_data,
         "observation_space": repr(observation_space),
         "action_space": repr(action_space),
         # As data, so that a module loads for inference without building the env.
@@ -119,6 +121,26 @@ def run_metadata(
         "seed": seed,
         "counters": counters,
     }
+
+
+def _warn_unimportable(config_data: dict[str, Any]) -> None:
+    """Says once per setting, when a checkpoint is written, that its config holds a lambda
+    (or a function made inside a function) under a name no import reaches: loading the
+    checkpoint then needs the object passed again (``Algorithm.from_checkpoint(path,
+    policy_mapping_fn=...)``), which the load's error also says."""
+    from rljax.utils import once
+    from rljax.utils.references import passable_unimportable
+
+    for field in passable_unimportable(config_data):
+        if once.first_time("unimportable_in_checkpoint", field):
+            logger.warning(
+                "this checkpoint saves %s as %r, which no import reaches (a lambda, or a "
+                "function made inside a function): loading it needs Algorithm.from_checkpoint("
+                "path, %s=...), or define it at a module's top level",
+                field,
+                config_data[field]["import"],
+                field,
+            )
 
 
 def runner_state(runners: RunnerGroup | None, stopped: bool) -> tuple[Any, str]:

@@ -265,6 +265,19 @@ def resolve(field: str, reference: Any, policy: LoadPolicy, error_type: type[Exc
 # The fields Algorithm.from_checkpoint takes as objects (env=..., policy_mapping_fn=..., ...).
 _PASSABLE = frozenset({"env", "policy_mapping_fn", "module_class", "learner_class"})
 
+
+def passable_unimportable(config_data: dict[str, Any]) -> list[str]:
+    """The fields of a config's data form (``to_dict()``) that ``Algorithm.from_checkpoint``
+    takes as objects and that name an import path no import reaches (a lambda's)."""
+    out = []
+    for field in sorted(_PASSABLE):
+        ref = config_data.get(field)
+        path = ref.get("import") if isinstance(ref, dict) else None
+        if isinstance(path, str) and _split(path) is None:
+            out.append(field)
+    return out
+
+
 _KINDS = {
     "env": "a gymnasium.Env or MultiAgentEnv class, or a function",
     "policy_mapping_fn": "a function",

@@ -11,6 +11,7 @@ import pytest
 from rljax.algorithms.algorithm import Algorithm
 from rljax.algorithms.ppo import PPOConfig
 from rljax.env import make_multi_agent
+from rljax.utils import once
 from rljax.utils.errors import CheckpointError, ConfigError
 
 MultiAgentCartPole = make_multi_agent("CartPole-v1")
@@ -334,17 +335,23 @@ def test_multi_agent_training_goes_on_after_a_runner_is_dropped():
         algo.stop()
 
 
-def test_get_module_of_a_one_policy_multi_agent_run_is_rllibs(tmp_path):
+def test_get_module_of_a_one_policy_multi_agent_run_is_rllibs(tmp_path, caplog, monkeypatch):
     # Multi-agent by its config, however many policies: None for ids it does not have.
     mapping = lambda *a, **k: "p0"  # noqa: E731  (RLlib's scripts map with lambdas)
     config = _config().multi_agent(policies=["p0"], policy_mapping_fn=mapping)
     algo = config.build_algo()
+    monkeypatch.setitem(once.SAID, "unimportable_in_checkpoint", set())
     try:
         assert algo.get_module() is None and algo.get_module("nope") is None
         assert algo.get_module("p0") is not None
-        path = algo.save_to_path(tmp_path / "ckpt")
+        with caplog.at_level("WARNING", logger="rljax"):
+            path = algo.save_to_path(tmp_path / "ckpt")
     finally:
         algo.stop()
+    # The save says what loading it will need (was: silent until the load failed).
+    said = [r.getMessage() for r in caplog.records if "no import reaches" in r.getMessage()]
+    assert any("saves policy_mapping_fn as" in m and "policy_mapping_fn=...)" in m for m in said)
+    assert any("saves env as" in m for m in said)  # make_multi_agent's class, made at run time
     assert algo.env_runner is None  # no runners after stop(): no local runner view either
     # A lambda (or a class made at run time, as make_multi_agent's) has no import path to load
     # it by: the error names the field and says to pass it, and passing works.
