@@ -609,6 +609,15 @@ CASES = [
         ["counters.num_agent_steps_sampled_lifetime", "'agent_0'", "[0, 2**62]", "-2"],
     ),
     (
+        "an agent's counter has thousands of digits",
+        _edit_meta(
+            lambda m: m["counters"].update(num_agent_steps_sampled_lifetime={"a": 10**4000})
+        ),
+        RESTORE,
+        CheckpointError,
+        ["counters.num_agent_steps_sampled_lifetime", "'a'", "an int of 13288 bits"],
+    ),
+    (
         "a module's sampled counter for a module the checkpoint does not have",
         _edit_meta(lambda m: m["counters"].update(num_module_steps_sampled_lifetime={"q": 1})),
         RESTORE,

@@ -240,9 +240,7 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             if values[key] is not UNSET:
                 raise ConfigError(f".{section}() got {key!r} twice (also by its deprecated name)")
             values[key] = extra.pop(key)  # a deprecated name of this section's setting
-        for key in [k for k in extra if (section, k) in _FORWARDED]:
-            # RLlib's SAC takes clip_actions in .training() too: the same setting.
-            getattr(self, _FORWARDED[(section, key)])(**{key: extra.pop(key)})
+        forwarded = {k: extra.pop(k) for k in list(extra) if (section, k) in _FORWARDED}
         unknown = {
             k: v
             for k, v in extra.items()
@@ -260,6 +258,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             raise ConfigError(
                 f".{section}() got an unknown keyword {name!r}{hint}; valid keywords: {', '.join(allowed)}"
             )
+        for key, value in forwarded.items():  # RLlib's SAC takes clip_actions in .training()
+            getattr(self, _FORWARDED[(section, key)])(**{key: value})
         for key, value in values.items():
             if value is not UNSET:
                 setattr(self, key, self._store(key, value))
@@ -685,6 +685,17 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
         (``num_cpus_per_worker``, ``num_learner_workers``, ...) are set there, with a one-time
         warning, as RLlib does; its Ray settings (``num_cpus_for_main_process``, ...) are
         checked as the other setters check RLlib's settings."""
+        own = {k: v for k, v in kwargs.items() if k not in _MOVED_FROM_RESOURCES}
+        own.pop("num_gpus", None)
+        for name, value in own.items():  # all checked before anything is set
+            if not check_rllib_only(".resources()", name, value):
+                raise ConfigError(
+                    f".resources() got an unknown keyword {name!r}; RLlib 2.60's are num_gpus, "
+                    "num_cpus_for_main_process, placement_strategy, "
+                    "custom_resources_for_main_process, _fake_gpus and the names moved to "
+                    f"env_runners() and learners(): {', '.join(_MOVED_FROM_RESOURCES)}"
+                )
+        moved: dict[str, dict[str, Any]] = {}
         for old, (section, new) in _MOVED_FROM_RESOURCES.items():
             if old in kwargs:
                 warn_once(
@@ -694,17 +705,14 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
                     section,
                     new,
                 )
-                getattr(self, section)(**{new: kwargs.pop(old)})
+                moved.setdefault(section, {})[new] = kwargs[old]
         if "num_gpus" in kwargs:
-            self.num_gpus_per_learner = kwargs.pop("num_gpus")
-        for name, value in kwargs.items():
-            if not check_rllib_only(".resources()", name, value):
-                raise ConfigError(
-                    f".resources() got an unknown keyword {name!r}; RLlib 2.60's are num_gpus, "
-                    "num_cpus_for_main_process, placement_strategy, "
-                    "custom_resources_for_main_process, _fake_gpus and the names moved to "
-                    f"env_runners() and learners(): {', '.join(_MOVED_FROM_RESOURCES)}"
-                )
+            moved.setdefault("learners", {})["num_gpus_per_learner"] = kwargs["num_gpus"]
+        trial = self.copy(copy_frozen=False)  # a bad value raises before this config changes
+        for section, values in moved.items():
+            getattr(trial, section)(**values)
+        for section, values in moved.items():
+            getattr(self, section)(**values)
         return self
 
     # ------------------------------------------------------------------ derived values
@@ -870,9 +878,13 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
             self.api_stack(**switches)
         if "model" in config_dict and "model" not in keys:  # RLlib's old-stack model dict
             self._take_old_model("update_from_dict()", config_dict.pop("model"))
-        for key in ("num_gpus", *_MOVED_FROM_RESOURCES):  # RLlib's .resources() keywords
-            if key in config_dict and key not in keys:
-                self.resources(**{key: config_dict.pop(key)})
+        # RLlib's .resources() keywords (local_gpu_idx is .learners()'s own now), set once the
+        # rest is checked.
+        resources = {
+            k: config_dict.pop(k)
+            for k in ("num_gpus", *_MOVED_FROM_RESOURCES)
+            if k != "local_gpu_idx" and k in config_dict and k not in keys
+        }
         config_dict = {
             k: v
             for k, v in config_dict.items()
@@ -895,6 +907,8 @@ class AlgorithmConfig(CommonSettings, ConfigCompat):
                 f"update_from_dict() got unknown {shown}; a key must be a setting of "
                 f"{type(self).__name__}{old_api_hint(self.algo_name, unknown)}"
             )
+        if resources:
+            self.resources(**resources)
         for key, value in config_dict.items():
             setattr(self, key, self._store(key, value))
         return self

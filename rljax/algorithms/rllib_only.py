@@ -18,7 +18,8 @@ from rljax.utils.errors import ConfigError
 logger = logging.getLogger("rljax")
 
 _OLD_STACK = (
-    "RLlib's old API stack reads it and its new stack does not; nothing here reads it either"
+    "a setting of RLlib's old API stack, or of its actors' queues and timeouts; nothing in "
+    "rljax reads it"
 )
 
 # name -> (no_effect, advice)
@@ -266,11 +267,7 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
             "policy_map_capacity",
             "policy_states_are_swappable",
             "ope_split_batch_by_episode",
-            "minibatch_buffer_size",
-            "replay_proportion",
-            "replay_buffer_num_slots",
             "learner_queue_timeout",
-            "num_multi_gpu_tower_stacks",
             "timeout_s_sampler_manager",
             "timeout_s_aggregator_manager",
             "adam_epsilon",
@@ -295,6 +292,21 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "RLlib's old API stack reads it; its new stack, and rljax, take actor_lr, critic_lr "
         "and alpha_lr",
     ),
+    # RLlib's new stack refuses these too but at their defaults (IMPALA's, APPO's validate).
+    "replay_proportion": (False, "no batches are replayed here (IMPALA, APPO); 0 is accepted"),
+    "replay_buffer_num_slots": (
+        False,
+        "no batches are replayed here (IMPALA, APPO); 0 is accepted",
+    ),
+    "minibatch_buffer_size": (
+        False,
+        "IMPALA's and APPO's learner passes over a batch with num_epochs and minibatch_size "
+        "here; 1 is accepted",
+    ),
+    "num_multi_gpu_tower_stacks": (
+        False,
+        "the learner's batch is sharded over its devices inside one program; 1 is accepted",
+    ),
     "vf_share_layers": (
         True,
         "RLlib 2.60's .training() ignores it too; share or separate the value network with "
@@ -313,8 +325,9 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     ),
     "log_sys_usage": (True, "rljax's results carry no system-usage figures (RLlib's perf/)"),
     "log_gradients": (
-        False,
-        "rljax's learner results carry no gradient norms; grad_clip / grad_clip_by clip them",
+        True,
+        "rljax's learner results carry the gradients' global norm where the algorithm has one "
+        "(gradients_default_optimizer_global_norm), whatever this says",
     ),
     "custom_stats_cls_lookup": (
         False,
@@ -322,8 +335,9 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "'max', window, ema_coeff); Stats classes of RLlib's do not plug in",
     ),
     "min_train_timesteps_per_iteration": (
-        False,
-        "an iteration is sized by min_sample_timesteps_per_iteration here; set that",
+        True,
+        "an iteration trains at least one batch, sized by min_sample_timesteps_per_iteration "
+        "(algorithms that sample) or dataset_num_iters_per_learner (offline ones); set those",
     ),
     "add_default_connectors_to_env_to_module_pipeline": (
         False,
@@ -390,7 +404,7 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
     "render_env": (
         False,
         "record an evaluation instead: algo.evaluate(record_video='videos/') writes an MP4 per "
-        "episode",
+        "episode (single-agent runs)",
     ),
     "disable_env_checking": (
         True,
@@ -502,9 +516,11 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "fake_sampler": (False,),
     "_env_runners_only": (False,),
     "_skip_learners": (False,),
-    "log_gradients": (False,),
     "custom_stats_cls_lookup": (None, {}),
-    "min_train_timesteps_per_iteration": (0, None),
+    "replay_proportion": (0, 0.0),
+    "replay_buffer_num_slots": (0,),
+    "minibatch_buffer_size": (1,),
+    "num_multi_gpu_tower_stacks": (1,),
     "add_default_connectors_to_env_to_module_pipeline": (True,),
     "add_default_connectors_to_module_to_env_pipeline": (True,),
     "module_to_env_connector": (None,),

@@ -135,8 +135,10 @@ class EnvRunner:
     def get_state(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         """RLlib's env runner state, the parts rljax's runners have: ``"rl_module"`` (the
         weights the runner acts with: its module's ``get_state()``, per policy id for a
-        multi-agent run) and ``"num_env_steps_sampled_lifetime"`` (the algorithm's). The
-        connectors' states travel in the algorithm's checkpoints and ``get_state()``."""
+        multi-agent run) and, where the driver's runner is the only one that samples
+        (``num_env_runners=0``), ``"num_env_steps_sampled_lifetime"`` (runner threads' own
+        counts are not kept apart). The connectors' states travel in the algorithm's
+        checkpoints and ``get_state()``."""
         algo = self._algo
         if algo is None:
             raise AttributeError("get_state: this runner view has no algorithm")
@@ -145,10 +147,10 @@ class EnvRunner:
             weights = {pid: module[pid].get_state() for pid in module}
         else:
             weights = module.get_state()
-        return {
-            "rl_module": weights,
-            "num_env_steps_sampled_lifetime": int(algo.num_env_steps_sampled_lifetime),
-        }
+        state: dict[str, Any] = {"rl_module": weights}
+        if algo.config.num_env_runners == 0:  # the one runner: its steps are the run's
+            state["num_env_steps_sampled_lifetime"] = int(algo.num_env_steps_sampled_lifetime)
+        return state
 
     def get_policy(self, policy_id: str | None = None) -> Any:
         """RLlib 1.x's ``worker.get_policy()``: an old API trainer's policy
@@ -423,6 +425,26 @@ class EnvRunnerGroup:
         return EnvRunner(0, None, None, config, algo, slot=-1)
 
 
+# RLlib's ``merge_algorithm_configs`` rules: the dicts that take new sub-keys, those replaced
+# whole when their ``type`` changes, and those always replaced whole.
+_NEW_SUBKEYS_OK = (
+    "env_config",
+    "model",
+    "model_config",
+    "optimizer",
+    "custom_resources_per_env_runner",
+    "custom_resources_per_learner",
+    "evaluation_config",
+    "exploration_config",
+    "replay_buffer_config",
+    "extra_python_environs_for_worker",
+    "input_config",
+    "output_config",
+)
+_REPLACED_ON_TYPE = ("exploration_config", "replay_buffer_config")
+_REPLACED = ("off_policy_estimation_methods", "policies")
+
+
 class LearnerGroup:
     """The algorithm's learners, as RLlib's ``LearnerGroup`` (here one jitted update over the
     learner devices): ``get_weights(module_ids)``, ``get_state`` / ``set_state`` and
@@ -451,9 +473,10 @@ class LearnerGroup:
                 return None
             return [f"{LEARNER_GROUP}/{p}" for p in ([paths] if isinstance(paths, str) else paths)]
 
-        state = self._algo.get_state(
-            under(components) or LEARNER_GROUP, not_components=under(not_components), **kwargs
-        )
+        wanted = under(components) if components is not None else LEARNER_GROUP
+        if wanted == []:  # no component asked for: nothing, as RLlib's
+            return {}
+        state = self._algo.get_state(wanted, not_components=under(not_components), **kwargs)
         return dict(state.get(LEARNER_GROUP, {}))
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -947,9 +970,12 @@ class TrainableSurface:
         _allow_unknown_configs: bool | None = None,
     ) -> dict[str, Any]:
         """RLlib's: a copy of the whole config dict ``config1`` with the partial dict
-        ``config2``'s values over it, nested dicts merged key by key. A top-level key of
-        ``config2`` that ``config1`` does not have raises ``ConfigError`` naming it, unless
-        ``_allow_unknown_configs``."""
+        ``config2`` over it, as RLlib merges them: nested dicts key by key; new sub-keys only
+        in the dicts RLlib allows them in (``env_config``, ``model_config``,
+        ``evaluation_config``, ``replay_buffer_config``, ...); ``policies`` replaced whole, and
+        ``replay_buffer_config`` too when its ``type`` changes. A key of ``config2`` that
+        ``config1`` does not have raises ``ConfigError`` naming it, unless
+        ``_allow_unknown_configs`` (top level) or the dict allows new sub-keys."""
         import copy
 
         for name, value in (("config1", config1), ("config2", config2)):
@@ -958,21 +984,30 @@ class TrainableSurface:
                     f"merge_algorithm_configs: {name} is a {type(value).__name__}; give a dict "
                     "(config.to_dict())"
                 )
-        unknown = sorted(map(str, set(config2) - set(config1)))
-        if unknown and not _allow_unknown_configs:
-            raise ConfigError(
-                f"merge_algorithm_configs: unknown settings {unknown[:10]} in config2; pass "
-                "_allow_unknown_configs=True to add them"
-            )
 
-        def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-            out = dict(base)
+        def merge(base: dict[str, Any], over: dict[str, Any], new_ok: bool, where: str) -> None:
             for key, value in over.items():
-                both = isinstance(out.get(key), dict) and isinstance(value, dict)
-                out[key] = merge(out[key], value) if both else copy.deepcopy(value)
-            return out
+                if key not in base and not new_ok:
+                    raise ConfigError(
+                        f"merge_algorithm_configs: unknown setting {where}{str(key)[:60]!r} in "
+                        "config2; pass _allow_unknown_configs=True to add it"
+                        if not where
+                        else f"merge_algorithm_configs: {where.rstrip('/')} has no "
+                        f"{str(key)[:60]!r}; only {', '.join(_NEW_SUBKEYS_OK)} take new keys"
+                    )
+                old = base.get(key)
+                if isinstance(old, dict) and isinstance(value, dict) and key not in _REPLACED:
+                    new_type = "type" in value and "type" in old and value["type"] != old["type"]
+                    if key in _REPLACED_ON_TYPE and new_type:
+                        base[key] = copy.deepcopy(value)
+                    else:
+                        merge(old, value, new_ok or key in _NEW_SUBKEYS_OK, f"{where}{key}/")
+                else:
+                    base[key] = copy.deepcopy(value)
 
-        return merge(copy.deepcopy(config1), config2)
+        out = copy.deepcopy(config1)
+        merge(out, config2, bool(_allow_unknown_configs), "")
+        return out
 
     @classmethod
     def default_resource_request(cls, config: AlgorithmConfig | dict[str, Any]) -> Any:

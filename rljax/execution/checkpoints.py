@@ -107,7 +107,6 @@ def run_metadata(
     counters (``_COUNTERS`` and ``time_total_s``)."""
     observation_space, action_space = spaces
     config_data = config.to_dict()
-    _warn_unimportable(config_data)
     return {
         "rljax_version": rljax.__version__,
         "algo": config.algo_name,
@@ -135,8 +134,8 @@ def _warn_unimportable(config_data: dict[str, Any]) -> None:
         if once.first_time("unimportable_in_checkpoint", field):
             logger.warning(
                 "this checkpoint saves %s as %r, which no import reaches (a lambda, or a "
-                "function made inside a function): loading it needs Algorithm.from_checkpoint("
-                "path, %s=...), or define it at a module's top level",
+                "function or class made inside a function): loading it needs "
+                "Algorithm.from_checkpoint(path, %s=...), or define it at a module's top level",
                 field,
                 config_data[field]["import"],
                 field,
@@ -190,6 +189,7 @@ def save(
     if distributed.is_writer():  # across processes, process 0 writes
         ckpt.save_checkpoint(path, meta, state, num_to_keep=num_to_keep, runners=saved_runners)
         write_module_paths(path, metadata["policy_ids"])
+        _warn_unimportable(metadata["config"])  # once it is written
     return str(path)
 
 
@@ -687,7 +687,12 @@ def checked_id_counters(
             )
         ok = isinstance(count, int | np.integer) and not isinstance(count, bool)
         if not ok or not 0 <= int(count) <= _MAX_COUNTER:
-            got = f"{int(count)}" if ok else type(count).__name__
+            if not ok:
+                got = type(count).__name__
+            elif abs(int(count)) < 10**20:
+                got = str(int(count))
+            else:  # never the whole number: it may have thousands of digits
+                got = f"{'-' if count < 0 else ''}an int of {int(count).bit_length()} bits"
             raise ValueError(f"{kind} {key[:40]!r}'s count must be an int in [0, 2**62]; got {got}")
     return {key: int(count) for key, count in value.items()}
 

@@ -64,6 +64,7 @@ def test_attributes_weights_and_save_restore_as_rllib_returns_them(tmp_path):
         lg_state = algo.learner_group.get_state()
         assert set(lg_state) == {"learner"} and "rl_module" in lg_state["learner"]
         modules_only = algo.learner_group.get_state(components="learner/rl_module")
+        assert algo.learner_group.get_state(components=[]) == {}  # none asked for: none
         assert set(modules_only["learner"]) == {"rl_module"}
         trained = jax.tree.map(np.asarray, modules_only["learner"]["rl_module"])
         algo.set_weights({"default_policy": jax.tree.map(np.zeros_like, weights["default_policy"])})
@@ -390,8 +391,21 @@ def test_merge_algorithm_configs_as_rllibs():
     # The other model keys are kept, and config1 is not changed.
     assert merged["model_config"]["fcnet_activation"] == base["model_config"]["fcnet_activation"]
     assert base["lr"] != 0.5 and base["model_config"]["fcnet_hiddens"] != [7]
-    with pytest.raises(ConfigError, match=r"unknown settings \['not_a_setting'\]"):
+    with pytest.raises(ConfigError, match=r"unknown setting 'not_a_setting'"):
         PPO.merge_algorithm_configs(base, {"not_a_setting": 1})
     assert PPO.merge_algorithm_configs(base, {"x": 1}, _allow_unknown_configs=True)["x"] == 1
+    # As RLlib's: `policies` is replaced whole, `replay_buffer_config` too when its type
+    # changes (else merged), and a dict that takes no new sub-keys refuses one.
+    one = {"policies": {"a": 1, "b": 2}, "replay_buffer_config": {"type": "X", "alpha": 0.5}}
+    one["fixed"] = {"k": 1}
+    merged = PPO.merge_algorithm_configs(
+        one, {"policies": {"c": 3}, "replay_buffer_config": {"type": "Y", "capacity": 9}}
+    )
+    assert merged["policies"] == {"c": 3}
+    assert merged["replay_buffer_config"] == {"type": "Y", "capacity": 9}
+    same_type = PPO.merge_algorithm_configs(one, {"replay_buffer_config": {"capacity": 9}})
+    assert same_type["replay_buffer_config"] == {"type": "X", "alpha": 0.5, "capacity": 9}
+    with pytest.raises(ConfigError, match="fixed has no 'other'"):
+        PPO.merge_algorithm_configs(one, {"fixed": {"other": 2}})
     with pytest.raises(ConfigError, match="config2 is a list"):
         PPO.merge_algorithm_configs(base, [1])  # type: ignore[arg-type]

@@ -99,6 +99,10 @@ def test_every_rllib_260_setter_keyword_is_known():
 
 
 def test_settings_rllib_260_moved_out_of_resources_are_set_where_they_went(caplog):
+    # local_gpu_idx is .learners()'s own setting in RLlib's dicts: no "deprecated" warning.
+    with caplog.at_level("WARNING", logger="rljax"):
+        PPOConfig().update_from_dict({"local_gpu_idx": 0})
+    assert not [r for r in caplog.records if "deprecated" in r.getMessage()]
     config = PPOConfig().resources(
         num_cpus_per_worker=2, num_learner_workers=0, num_gpus_per_learner_worker=0, num_gpus=0
     )
@@ -109,10 +113,13 @@ def test_settings_rllib_260_moved_out_of_resources_are_set_where_they_went(caplo
         PPOConfig().resources(_fake_gpus=True)
 
 
-def test_old_stack_settings_change_nothing_and_the_others_say_what_instead():
-    # RLlib's new stack reads none of these either: accepted, whatever the value.
-    IMPALAConfig().training(replay_proportion=0.5, minibatch_buffer_size=4)
+def test_settings_rljax_does_not_read_warn_and_the_others_say_what_instead():
+    # Nothing in rljax reads these: accepted, whatever the value (a warning says so).
+    IMPALAConfig().training(learner_queue_timeout=10, timeout_s_sampler_manager=1.0)
     PPOConfig().training(vf_share_layers=False).reporting(keep_per_episode_custom_metrics=True)
+    PPOConfig().reporting(log_gradients=True)  # the global norm is reported anyway
+    # RLlib's CQL default (100): an iteration trains at least one batch here anyway.
+    PPOConfig().reporting(min_train_timesteps_per_iteration=100)
     # At RLlib's defaults the others are accepted; other values say what rljax does instead.
     PPOConfig().env_runners(episode_lookback_horizon=1, merge_env_runner_states="training_only")
     # RLlib's SAC takes clip_actions in .training() as well: the environment's setting.
@@ -121,8 +128,8 @@ def test_old_stack_settings_change_nothing_and_the_others_say_what_instead():
         (lambda: PPOConfig().env_runners(episode_lookback_horizon=5), "stacked frames"),
         (lambda: PPOConfig().env_runners(broadcast_env_runner_states=False), "share"),
         (lambda: PPOConfig().training(lr_schedule=[[0, 1e-3]]), r"lr=\[\[timestep, value\]"),
-        (lambda: PPOConfig().reporting(min_train_timesteps_per_iteration=1000), "min_sample"),
-        (lambda: PPOConfig().reporting(log_gradients=True), "gradient norms"),
+        (lambda: IMPALAConfig().training(replay_proportion=0.5), "no batches are replayed"),
+        (lambda: APPOConfig().training(minibatch_buffer_size=4), "num_epochs and minibatch"),
         (lambda: PPOConfig().environment(render_env=True), "record_video"),
         (lambda: DQNConfig().training(burn_in_len=4), "R2D2"),
         (lambda: APPOConfig().training(use_gae=False), "V-trace"),
@@ -138,6 +145,21 @@ def test_rllibs_dict_keys_of_resources_and_buffer_import_paths():
     RLlib's import path (or the path a port writes). Was: unknown key / unsupported type."""
     config = PPOConfig().update_from_dict({"num_gpus": 0, "num_cpus_per_worker": 2, "lr": 1e-3})
     assert config.num_gpus_per_learner == 0 and config.num_cpus_per_env_runner == 2
+    # A refusal leaves the config as it was, as the other setters do (was: the moved names and
+    # SAC's forwarded clip_actions were set before the unknown key raised).
+    before = PPOConfig().to_dict()
+    for bad in (
+        lambda c: c.resources(num_cpus_per_worker=3, bogus=1),
+        lambda c: c.update_from_dict({"num_cpus_per_worker": 3, "bogus": 1}),
+    ):
+        config = PPOConfig()
+        with pytest.raises(ConfigError, match="bogus"):
+            bad(config)
+        assert config.to_dict() == before
+    sac = SACConfig()
+    with pytest.raises(ConfigError, match="bogus"):
+        sac.training(clip_actions=not sac.clip_actions, bogus=1)
+    assert sac.clip_actions == SACConfig().clip_actions
     for given, kept in (
         ("ray.rllib.utils.replay_buffers.EpisodeReplayBuffer", "EpisodeReplayBuffer"),
         (
