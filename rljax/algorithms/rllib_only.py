@@ -462,6 +462,11 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "RLlib's old-stack hook; change a batch in a learner class (.training(learner_class="
         "...)) or act on results in a callback",
     ),
+    "burnin_len": (
+        False,
+        "recurrent offline learning (a burn-in over stored sequences) is not built here; 0 is "
+        "accepted",
+    ),
     "burn_in_len": (
         False,
         "R2D2's burn-in: recurrent DQN (sequences from replay) is not built here",
@@ -539,6 +544,7 @@ ACCEPTED_VALUES: dict[str, tuple[Any, ...]] = {
     "placement_strategy": ("PACK",),
     "before_learn_on_batch": (None,),
     "burn_in_len": (0,),
+    "burnin_len": (0,),
     "categorical_distribution_temperature": (1.0,),
     "use_gae": (True,),
     "lr_schedule": (None,),

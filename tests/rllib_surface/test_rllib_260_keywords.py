@@ -64,14 +64,26 @@ def _rllib_refuses(cls, setter, name):
 def test_every_rllib_260_setter_keyword_is_known():
     rllib = pytest.importorskip("ray.rllib.algorithms")
     from ray.rllib.algorithms.appo import APPOConfig as RAPPO
+    from ray.rllib.algorithms.bc import BCConfig as RBC
+    from ray.rllib.algorithms.cql import CQLConfig as RCQL
     from ray.rllib.algorithms.dqn import DQNConfig as RDQN
     from ray.rllib.algorithms.impala import IMPALAConfig as RIMPALA
+    from ray.rllib.algorithms.iql import IQLConfig as RIQL
+    from ray.rllib.algorithms.marwil import MARWILConfig as RMARWIL
     from ray.rllib.algorithms.ppo import PPOConfig as RPPO
     from ray.rllib.algorithms.sac import SACConfig as RSAC
+    from ray.rllib.algorithms.tqc import TQCConfig as RTQC
+
+    from rljax.algorithms.bc import BCConfig
+    from rljax.algorithms.cql import CQLConfig
+    from rljax.algorithms.iql import IQLConfig
+    from rljax.algorithms.marwil import MARWILConfig
+    from rljax.algorithms.tqc import TQCConfig
 
     assert rllib is not None
     pairs = [(RPPO, PPOConfig), (RDQN, DQNConfig), (RSAC, SACConfig)]
-    pairs += [(RIMPALA, IMPALAConfig), (RAPPO, APPOConfig)]
+    pairs += [(RIMPALA, IMPALAConfig), (RAPPO, APPOConfig), (RBC, BCConfig)]
+    pairs += [(RMARWIL, MARWILConfig), (RCQL, CQLConfig), (RIQL, IQLConfig), (RTQC, TQCConfig)]
     unknown, checked = [], 0
     logging.disable(logging.WARNING)  # the one-time warnings of settings with no effect
     try:
@@ -94,7 +106,7 @@ def test_every_rllib_260_setter_keyword_is_known():
                                 unknown.append(f"{rllib_cls.__name__}.{setter}({name})")
     finally:
         logging.disable(logging.NOTSET)
-    assert checked > 600  # every setter's keywords of five algorithms
+    assert checked > 1200  # every setter's keywords of ten algorithms
     assert unknown == []
 
 
