@@ -466,6 +466,7 @@ class _CountsFromOne(gym.Env):
     [("PPO", {"minibatch_size": 32, "num_epochs": 1}), ("SAC", {}), ("DQN", {})],
     ids=["PPO", "SAC", "DQN"],
 )
+@pytest.mark.slow  # several seconds of compiling: in the full run, not the fast tier
 def test_a_discrete_space_counting_from_one_gets_its_own_actions(algo_name, training):
     # The policy's index i is the env's start + i.
     from rljax.algorithms.registry import config_class

@@ -205,6 +205,7 @@ def test_fused_iteration_counts_episodes_by_hand_in_one_program():
         algo.stop()
 
 
+@pytest.mark.slow  # several seconds of compiling: in the full run, not the fast tier
 def test_fused_per_policy_batches_equal_the_host_paths():
     from rljax.algorithms.ppo import multi_agent_fused
 

@@ -43,6 +43,7 @@ def _ring(buffer, slot):
     )
 
 
+@pytest.mark.slow  # several seconds of compiling: in the full run, not the fast tier
 def test_each_policys_buffer_holds_its_agents_own_steps():
     algo = _turn_config(num_steps_sampled_before_learning_starts=10_000).build_algo()
     try:
@@ -102,6 +103,7 @@ def test_a_frozen_policy_keeps_its_networks_while_the_other_learns():
         algo.stop()
 
 
+@pytest.mark.slow  # several seconds of compiling: in the full run, not the fast tier
 def test_agents_with_different_observation_spaces_act_and_infer_with_their_own():
     class Sizes(TurnGame):
         """Agent "b" sees one more number than "a" (a 3-vector: [t, 1, t])."""

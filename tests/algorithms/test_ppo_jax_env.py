@@ -197,6 +197,7 @@ def test_skipped_non_finite_updates_are_counted_inside_the_iterations_program(no
         np.testing.assert_array_equal(b, a)
 
 
+@pytest.mark.slow  # several seconds of compiling: in the full run, not the fast tier
 def test_dqn_counts_skipped_non_finite_updates_inside_the_iterations_program(no_host_count):
     """The off-policy fused iteration packs its update count and its count of skipped updates
     with its outputs: every update on NaN rewards is skipped and counted, none on the host."""

@@ -87,6 +87,7 @@ def _rollout(prev: bool, t_len: int = 10, k: int = 3):
     return dist, module, params, traj, actor
 
 
+@pytest.mark.slow  # several seconds of compiling: in the full run, not the fast tier
 @pytest.mark.parametrize("prev", [False, True])
 def test_the_learner_computes_on_its_sequences_what_acting_computed(prev):
     dist, module, params, traj, _ = _rollout(prev)

@@ -41,6 +41,7 @@ def _two_iterations_in_one_program(env: str, env_config: dict, fragment: int) ->
     return results[-1]
 
 
+@pytest.mark.slow  # several seconds of compiling: in the full run, not the fast tier
 def test_simple_spread_spaces():
     env = make_jax_multi_agent_env(SPREAD, {})
     assert env.agents == ["agent_0", "agent_1", "agent_2"]
