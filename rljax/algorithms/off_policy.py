@@ -125,8 +125,8 @@ def old_stack_replay(name: str, value: dict[str, Any]) -> dict[str, Any]:
         package, _, short = old_type.rpartition(".")
         if package.startswith(_BUFFER_PACKAGES) and short in (*REPLAY_TYPES, *OLD_REPLAY_TYPES):
             old_type = out["type"] = short
-    if isinstance(old_type, str) and old_type in OLD_REPLAY_TYPES:
-        out["type"] = OLD_REPLAY_TYPES[old_type]
+        if old_type in OLD_REPLAY_TYPES:
+            out["type"] = OLD_REPLAY_TYPES[old_type]
     for old, new in OLD_REPLAY_KEYS.items():
         if old in out:
             if new in out:

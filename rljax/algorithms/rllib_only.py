@@ -256,9 +256,9 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         True,
         "a parallel evaluation runs in a thread of the driver; its results are the same",
     ),
-    # The rest of RLlib 2.60's setter keywords. Old-API-stack settings its new stack does not
-    # read change nothing here either (a warning says so); the others are refused where the
-    # value asks for something rljax does not do (ACCEPTED_VALUES: the values that do not).
+    # The rest of RLlib 2.60's setter keywords. Settings nothing in rljax reads are accepted
+    # (a warning says so); the others are refused where the value asks for something rljax
+    # does not do (ACCEPTED_VALUES: the values that do not).
     **{
         name: (True, _OLD_STACK)
         for name in (
@@ -277,27 +277,25 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
             "simple_queue_size",
         )
     },
-    "q_model_config": (
-        True,
-        "RLlib's old API stack reads it; its new stack, and rljax, build both networks from "
-        ".rl_module(model_config=...)",
-    ),
-    "policy_model_config": (
-        True,
-        "RLlib's old API stack reads it; its new stack, and rljax, build both networks from "
-        ".rl_module(model_config=...)",
-    ),
+    **{
+        name: (
+            True,
+            "RLlib's old API stack reads it; its new stack, and rljax, build both networks from "
+            ".rl_module(model_config=...)",
+        )
+        for name in ("q_model_config", "policy_model_config")
+    },
     "optimization_config": (
         True,
         "RLlib's old API stack reads it; its new stack, and rljax, take actor_lr, critic_lr "
         "and alpha_lr",
     ),
-    # RLlib's new stack refuses these too but at their defaults (IMPALA's, APPO's validate).
-    "replay_proportion": (False, "no batches are replayed here (IMPALA, APPO); 0 is accepted"),
-    "replay_buffer_num_slots": (
-        False,
-        "no batches are replayed here (IMPALA, APPO); 0 is accepted",
-    ),
+    # Replay and learner-side buffering of RLlib's old IMPALA and APPO: accepted at their
+    # defaults (RLlib's new stack refuses most other values too).
+    **{
+        name: (False, "no batches are replayed here (IMPALA, APPO); 0 is accepted")
+        for name in ("replay_proportion", "replay_buffer_num_slots")
+    },
     "minibatch_buffer_size": (
         False,
         "IMPALA's and APPO's learner passes over a batch with num_epochs and minibatch_size "
@@ -313,16 +311,14 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         ".rl_module(model_config={'vf_share_layers': ...})",
     ),
     "fake_sampler": (False, "RLlib's old-stack test sampler; rljax samples the env"),
-    "_env_runners_only": (
-        False,
-        "RLlib's debugging switch that runs env runners without learners; every rljax "
-        "iteration samples and updates",
-    ),
-    "_skip_learners": (
-        False,
-        "RLlib's debugging switch that runs env runners without learners; every rljax "
-        "iteration samples and updates",
-    ),
+    **{
+        name: (
+            False,
+            "RLlib's debugging switch that runs env runners without learners; every rljax "
+            "iteration samples and updates",
+        )
+        for name in ("_env_runners_only", "_skip_learners")
+    },
     "log_sys_usage": (True, "rljax's results carry no system-usage figures (RLlib's perf/)"),
     "log_gradients": (
         True,
@@ -383,14 +379,10 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "runner threads share the filter's statistics (an evaluation acts on a frozen copy); "
         "True is accepted",
     ),
-    "use_env_runner_state_server": (
-        True,
-        "runner threads read the weights and connector states in this process",
-    ),
-    "env_runner_state_server_max_concurrency": (
-        True,
-        "runner threads read the weights and connector states in this process",
-    ),
+    **{
+        name: (True, "runner threads read the weights and connector states in this process")
+        for name in ("use_env_runner_state_server", "env_runner_state_server_max_concurrency")
+    },
     "max_requests_in_flight_per_env_runner": (
         True,
         "runners are threads of this process; nothing queues requests to them",
@@ -415,14 +407,16 @@ RLLIB_ONLY: dict[str, tuple[bool, str]] = {
         "Atari envs are told by their id (EnvPool's or ale-py's) and preprocessed by EnvPool "
         "or rljax.env.atari",
     ),
-    "evaluation_error_after_n_consecutive_skips": (
-        True,
-        "an evaluation is never skipped here: its env copies are built for each evaluation",
-    ),
-    "evaluation_unhealthy_workers_timeout_s": (
-        True,
-        "an evaluation is never skipped here: its env copies are built for each evaluation",
-    ),
+    **{
+        name: (
+            True,
+            "an evaluation is never skipped here: its env copies are built for each evaluation",
+        )
+        for name in (
+            "evaluation_error_after_n_consecutive_skips",
+            "evaluation_unhealthy_workers_timeout_s",
+        )
+    },
     "off_policy_estimation_methods": (
         False,
         "RLlib's old-stack off-policy estimators; offline evaluation here is the training "
